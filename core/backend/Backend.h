@@ -1,0 +1,227 @@
+// Backend: the seam between layers and hardware (see shared/DESIGN.md).
+//
+// Layers are written once against this interface. A backend owns memory
+// (allocate, copy, synchronize) and provides the primitive float32 ops.
+// Conventions, in the spirit of llm.c:
+//   - arguments: outputs first, then inputs, then sizes;
+//   - every pointer is a pointer into this backend's memory (device memory
+//     on a GPU backend), except where a parameter says "host";
+//   - layouts are row-major; images are NCHW;
+//   - every backward op ACCUMULATES (+=) into its gradient outputs, so a
+//     tensor used by several consumers simply receives several backward calls.
+//     The Trainer zeroes gradients once per step.
+// A backend that cannot run an op throws BackendError; it never falls back
+// to another backend silently.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+#include "core/tensor/Tensor.h"
+
+namespace strata {
+
+class BackendError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+// Thrown when the backend runs out of memory; says how many bytes were asked for.
+class OutOfMemoryError : public BackendError {
+public:
+    OutOfMemoryError(const std::string& what, size_t bytes) : BackendError(what), m_bytes(bytes) {}
+    size_t bytes() const { return m_bytes; }
+
+private:
+    size_t m_bytes;
+};
+
+enum class Activation { ReLU, LeakyReLU, GELU, Sigmoid, Tanh };
+
+// 2-D convolution, NCHW input [N, C, H, W], weights [K, C/groups, R, S], output [N, K, OH, OW].
+struct ConvDesc {
+    int n = 1, c = 1, h = 1, w = 1;  // input
+    int k = 1, r = 1, s = 1;         // output channels, kernel height, kernel width
+    int strideH = 1, strideW = 1;
+    int padH = 0, padW = 0;
+    int dilationH = 1, dilationW = 1;
+    int groups = 1;
+    int outH() const { return (h + 2 * padH - dilationH * (r - 1) - 1) / strideH + 1; }
+    int outW() const { return (w + 2 * padW - dilationW * (s - 1) - 1) / strideW + 1; }
+};
+
+enum class PoolMode { Max, Average };
+
+// 2-D pooling over NCHW. Average pooling divides by the number of in-bounds
+// elements (padding excluded), as cuDNN's EXCLUDE_PADDING mode does.
+struct PoolDesc {
+    PoolMode mode = PoolMode::Max;
+    int n = 1, c = 1, h = 1, w = 1;
+    int kernelH = 2, kernelW = 2;
+    int strideH = 2, strideW = 2;
+    int padH = 0, padW = 0;
+    int outH() const { return (h + 2 * padH - kernelH) / strideH + 1; }
+    int outW() const { return (w + 2 * padW - kernelW) / strideW + 1; }
+};
+
+struct SgdParams {
+    float lr = 0.01f;
+    float momentum = 0.0f;
+    float weightDecay = 0.0f;
+    bool nesterov = false;
+};
+
+struct AdamParams {
+    float lr = 1e-3f;
+    float beta1 = 0.9f;
+    float beta2 = 0.999f;
+    float eps = 1e-8f;
+    float weightDecay = 0.0f;
+    bool decoupled = false;  // true: AdamW (decay applied to weights, not gradients)
+    int64_t step = 1;        // 1-based step for bias correction
+};
+
+class Backend {
+public:
+    virtual ~Backend() = default;
+
+    virtual std::string name() const = 0;  // "cpu", "cuda"
+    virtual Device device() const = 0;
+
+    // ---- memory -----------------------------------------------------------
+    virtual void* allocate(size_t bytes) = 0;  // throws OutOfMemoryError
+    virtual void deallocate(void* ptr, size_t bytes) = 0;
+    virtual void copyFromHost(void* dst, const void* hostSrc, size_t bytes) = 0;
+    virtual void copyToHost(void* hostDst, const void* src, size_t bytes) = 0;
+    virtual void copy(void* dst, const void* src, size_t bytes) = 0;  // within this backend
+    virtual void synchronize() = 0;
+    // Bytes currently allocated and the peak since creation (0 if not tracked).
+    virtual size_t bytesInUse() const { return 0; }
+    virtual size_t peakBytes() const { return 0; }
+
+    // Helpers built on the above.
+    Tensor empty(const Shape& shape, DType dtype = DType::F32);
+    Tensor zeros(const Shape& shape, DType dtype = DType::F32);
+    Tensor fromHost(const Shape& shape, const float* hostData);
+    void toHost(const Tensor& t, float* hostDst);
+
+    // ---- element-wise -----------------------------------------------------
+    virtual void fill(float* y, float value, int64_t n) = 0;
+    virtual void zero(void* y, size_t bytes) = 0;
+    virtual void scale(float* y, float alpha, int64_t n) = 0;                      // y *= alpha
+    virtual void axpy(float* y, float alpha, const float* x, int64_t n) = 0;       // y += alpha * x
+    virtual void add(float* y, const float* a, const float* b, int64_t n) = 0;     // y = a + b
+
+    // ---- linear algebra ---------------------------------------------------
+    // C[M,N] = alpha * op(A) * op(B) + beta * C, row-major; op(A) is [M,K], op(B) is [K,N].
+    virtual void gemm(bool transA, bool transB, int m, int n, int k, float alpha, const float* a, int lda,
+                      const float* b, int ldb, float beta, float* c, int ldc) = 0;
+    // y[r, c] += bias[c] for a [rows, cols] matrix.
+    virtual void addBiasRows(float* y, const float* bias, int rows, int cols) = 0;
+    // dbias[c] += sum_r dy[r, c].
+    virtual void sumRows(float* dbias, const float* dy, int rows, int cols) = 0;
+    // y[n, c, i] += bias[c] for y of [n, c, inner].
+    virtual void addBiasChannels(float* y, const float* bias, int n, int c, int inner) = 0;
+    // dbias[c] += sum_{n,i} dy[n, c, i].
+    virtual void sumChannels(float* dbias, const float* dy, int n, int c, int inner) = 0;
+
+    // ---- convolution and pooling -------------------------------------------
+    virtual void conv2dForward(float* y, const float* x, const float* w, const ConvDesc& d) = 0;
+    virtual void conv2dBackwardData(float* dx, const float* dy, const float* w, const ConvDesc& d) = 0;
+    virtual void conv2dBackwardFilter(float* dw, const float* dy, const float* x, const ConvDesc& d) = 0;
+    virtual void pool2dForward(float* y, const float* x, const PoolDesc& d) = 0;
+    // Max pooling routes each output gradient to the first maximal input of its window.
+    virtual void pool2dBackward(float* dx, const float* dy, const float* x, const float* y, const PoolDesc& d) = 0;
+    // y[o, i] = mean_l x[o, l, i] for x of [outer, len, inner] (global average pool, sequence mean).
+    virtual void meanPoolForward(float* y, const float* x, int outer, int len, int inner) = 0;
+    virtual void meanPoolBackward(float* dx, const float* dy, int outer, int len, int inner) = 0;
+
+    // ---- activations and softmax -------------------------------------------
+    // alpha is the negative slope for LeakyReLU and ignored otherwise. GELU is the exact (erf) form.
+    virtual void activationForward(float* y, const float* x, int64_t n, Activation act, float alpha) = 0;
+    virtual void activationBackward(float* dx, const float* dy, const float* x, const float* y, int64_t n,
+                                    Activation act, float alpha) = 0;
+    // Softmax over the last axis of [rows, cols].
+    virtual void softmaxForward(float* y, const float* x, int rows, int cols) = 0;
+    virtual void softmaxBackward(float* dx, const float* dy, const float* y, int rows, int cols) = 0;
+
+    // ---- losses (fused; dlogits/dpred are WRITTEN, not accumulated; may be null) ----
+    // losses[r] = -log softmax(logits[r])[labels[r]]; dlogits = (softmax - onehot) * gradScale.
+    // labels is an int32 array in backend memory.
+    virtual void softmaxCrossEntropy(float* losses, float* dlogits, const float* logits, const int32_t* labels,
+                                     int rows, int cols, float gradScale) = 0;
+    // losses[r] = sum_c (pred - target)^2 / cols; dpred = 2 (pred - target) / cols * gradScale.
+    virtual void mseLoss(float* losses, float* dpred, const float* pred, const float* target, int rows, int cols,
+                         float gradScale) = 0;
+    // Binary cross-entropy with logits, numerically stable; losses[r] = mean over cols.
+    virtual void bceWithLogits(float* losses, float* dlogits, const float* logits, const float* target, int rows,
+                               int cols, float gradScale) = 0;
+    // Host result: rows whose argmax equals labels[r] (ties: first maximal index).
+    virtual int64_t countCorrect(const float* logits, const int32_t* labels, int rows, int cols) = 0;
+
+    // ---- normalization ------------------------------------------------------
+    // Batch norm over x of [n, c, inner] per channel c. Training: uses batch statistics, writes
+    // saveMean/saveInvStd [c], and updates running stats: r = (1-momentum) r + momentum * batch
+    // (running variance uses the unbiased batch variance).
+    virtual void batchNormForwardTraining(float* y, float* saveMean, float* saveInvStd, float* runningMean,
+                                          float* runningVar, const float* x, const float* gamma,
+                                          const float* beta, int n, int c, int inner, float momentum,
+                                          float eps) = 0;
+    virtual void batchNormForwardInference(float* y, const float* x, const float* gamma, const float* beta,
+                                           const float* runningMean, const float* runningVar, int n, int c,
+                                           int inner, float eps) = 0;
+    virtual void batchNormBackward(float* dx, float* dgamma, float* dbeta, const float* dy, const float* x,
+                                   const float* gamma, const float* saveMean, const float* saveInvStd, int n,
+                                   int c, int inner) = 0;
+    // Layer norm over the last axis of [rows, cols]; mean/rstd are [rows].
+    virtual void layerNormForward(float* y, float* mean, float* rstd, const float* x, const float* gamma,
+                                  const float* beta, int rows, int cols, float eps) = 0;
+    virtual void layerNormBackward(float* dx, float* dgamma, float* dbeta, const float* dy, const float* x,
+                                   const float* gamma, const float* mean, const float* rstd, int rows,
+                                   int cols) = 0;
+
+    // ---- dropout (counter-based RNG: element i is kept iff dropoutKeep(seed, i, p)) ----
+    virtual void dropoutForward(float* y, const float* x, int64_t n, float p, uint64_t seed) = 0;
+    virtual void dropoutBackward(float* dx, const float* dy, int64_t n, float p, uint64_t seed) = 0;
+
+    // ---- embedding (indices are float32 holding integer ids in [0, vocab)) ----
+    virtual void embeddingForward(float* y, const float* table, const float* ids, int64_t count, int dim,
+                                  int vocab) = 0;
+    virtual void embeddingBackward(float* dtable, const float* dy, const float* ids, int64_t count, int dim,
+                                   int vocab) = 0;
+
+    // ---- data movement ---------------------------------------------------------
+    // For o < count, j < blockLen: dst[o*dstStride + j] (+)= src[o*srcStride + j]. Concat and its backward.
+    virtual void copyBlocks(float* dst, int64_t dstStride, const float* src, int64_t srcStride, int64_t blockLen,
+                            int64_t count, bool accumulate) = 0;
+
+    // ---- reductions (host results) -------------------------------------------
+    virtual double sum(const float* x, int64_t n) = 0;
+    virtual double sumSquares(const float* x, int64_t n) = 0;  // NaN/Inf propagate
+    virtual bool allFinite(const float* x, int64_t n) = 0;
+
+    // ---- fused optimizer updates ------------------------------------------------
+    // SGD as in PyTorch: g' = g + wd*w; v = momentum*v + g'; step = nesterov ? g' + momentum*v : v;
+    // w -= lr * step. velocity may be null when momentum == 0.
+    virtual void sgdUpdate(float* w, float* velocity, const float* grad, int64_t n, const SgdParams& p) = 0;
+    // Adam / AdamW as in PyTorch.
+    virtual void adamUpdate(float* w, float* m, float* v, const float* grad, int64_t n, const AdamParams& p) = 0;
+};
+
+// The keep decision shared by every backend, so CPU and GPU drop the same elements.
+// Element i is kept with probability 1-p; kept elements are scaled by 1/(1-p).
+inline uint64_t dropoutHash(uint64_t seed, uint64_t i) {
+    uint64_t z = seed + 0x9E3779B97F4A7C15ull * (i + 1);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+inline bool dropoutKeep(uint64_t seed, uint64_t i, float p) {
+    // 24 random bits -> uniform in [0, 1).
+    const float u = static_cast<float>(dropoutHash(seed, i) >> 40) * (1.0f / 16777216.0f);
+    return u >= p;
+}
+
+}  // namespace strata

@@ -1,0 +1,67 @@
+// Model: a Graph compiled for one Backend. Layers in topological order with
+// their parameters allocated and initialized (seeded), activations and
+// gradients allocated per batch size. One Input node, one output node.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/graph/Graph.h"
+
+namespace strata {
+
+class Model {
+public:
+    ~Model();
+    Model(const Model&) = delete;
+    Model& operator=(const Model&) = delete;
+
+    Backend& backend() const { return *m_backend; }
+    const Graph& graph() const { return m_graph; }
+    const Shape& inputShape() const { return m_inputShape; }    // per sample
+    const Shape& outputShape() const { return m_outputShape; }  // per sample
+
+    // Runs every layer on a batched input [N, ...inputShape] in backend memory.
+    // `seed` makes dropout masks reproducible (the Trainer passes one per step).
+    const Tensor& forward(const Tensor& input, bool training, uint64_t seed = 0);
+    // Backpropagates dOutput [N, ...outputShape] through the last forward; accumulates parameter grads.
+    void backward(const Tensor& dOutput);
+    void zeroGrad();
+
+    // Every parameter and state tensor, named "<node name>.<param>" (e.g. "conv1.weight").
+    struct NamedParameter {
+        std::string name;
+        int node;
+        Parameter* param;
+    };
+    std::vector<NamedParameter> namedParameters();
+    int64_t parameterCount() const;  // trainable scalars
+
+    // Output of a node from the last forward (for the NaN report and the GUI).
+    const Tensor* nodeOutput(int node) const;
+    // The node whose output is first non-finite in topological order, or -1.
+    int firstNonFiniteNode() const;
+    std::vector<int> order() const;
+
+private:
+    friend std::unique_ptr<Model> compile(const Graph& graph, Backend& backend, uint64_t seed);
+    Model() = default;
+    struct Step;
+    void allocateFor(int64_t batch);
+
+    Backend* m_backend = nullptr;
+    Graph m_graph;
+    Shape m_inputShape, m_outputShape;
+    std::vector<std::unique_ptr<Step>> m_steps;  // topological order
+    int64_t m_batch = -1;
+    bool m_lastTraining = false;
+    uint64_t m_lastSeed = 0;
+};
+
+// Validates (throws GraphError naming the first problem's node and port), then builds the model.
+// Weights: He-uniform or Xavier-uniform by layer type, biases zero; deterministic for a seed.
+std::unique_ptr<Model> compile(const Graph& graph, Backend& backend, uint64_t seed = 0);
+
+}  // namespace strata

@@ -1,0 +1,133 @@
+// Layer types and executable layers.
+//
+// A LayerType is the static description of one kind of layer: its
+// parameters (with allowed ranges), its input ports, its shape rule, its
+// learnable tensors and a factory for executable Layers. One file per layer
+// type in this folder; all types are listed in LayerRegistry.cpp.
+//
+// Shapes given to and returned by a LayerType are per sample (no batch
+// dimension). Tensors passed to Layer::forward/backward carry the batch as
+// their first dimension.
+#pragma once
+
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/backend/Backend.h"
+#include "core/tensor/Shape.h"
+#include "core/tensor/Tensor.h"
+
+namespace strata {
+
+using Json = nlohmann::ordered_json;
+
+// A user-settable parameter of a layer type ("units", "kernel", ...).
+struct ParamSpec {
+    enum class Kind { Int, Float, Bool, Choice, IntList };
+    std::string name;
+    Kind kind = Kind::Int;
+    Json defaultValue;
+    double min = 0;                    // Int, Float, and each IntList element
+    double max = 0;
+    std::vector<std::string> choices;  // Choice
+    std::string help;
+    int minItems = 0, maxItems = 0;    // IntList length bounds
+    // "1 to 65536", "one of: he, xavier", ...
+    std::string allowedText() const;
+};
+
+// A bad parameter value: names the parameter and its allowed range.
+class ParamError : public std::runtime_error {
+public:
+    ParamError(std::string param, const std::string& what) : std::runtime_error(what), m_param(std::move(param)) {}
+    const std::string& param() const { return m_param; }
+
+private:
+    std::string m_param;
+};
+
+// An input shape the layer cannot take: names the input port.
+class ShapeError : public std::runtime_error {
+public:
+    ShapeError(std::string port, const std::string& what) : std::runtime_error(what), m_port(std::move(port)) {}
+    const std::string& port() const { return m_port; }
+
+private:
+    std::string m_port;
+};
+
+enum class Init { Zeros, Ones, HeUniform, XavierUniform, Normal };
+
+// A tensor a layer owns: a learnable weight, or state such as running statistics.
+struct ParameterSpec {
+    std::string name;  // "weight", "bias", "running_mean"
+    Shape shape;
+    Init init = Init::Zeros;
+    int64_t fanIn = 1, fanOut = 1;
+    float std = 0.02f;      // Init::Normal
+    bool trainable = true;  // false: state kept in checkpoints and exports, never updated by optimizers
+};
+
+struct Parameter {
+    std::string name;
+    Tensor value;
+    Tensor grad;  // undefined for non-trainable state
+    bool trainable = true;
+};
+
+struct LayerContext {
+    Backend& backend;
+    bool training = false;
+    uint64_t seed = 0;  // per step and per node; dropout derives its mask from it
+};
+
+// An executable layer, created by LayerType::create for fixed per-sample shapes.
+class Layer {
+public:
+    virtual ~Layer() = default;
+    // Inputs and output are batched tensors allocated by the caller.
+    virtual void forward(LayerContext& ctx, const std::vector<const Tensor*>& inputs, Tensor& output) = 0;
+    // Accumulates (+=) into dInputs[i] (null where no gradient is wanted) and into parameter grads.
+    // Called after forward with the same inputs and output.
+    virtual void backward(LayerContext& ctx, const std::vector<const Tensor*>& inputs, const Tensor& output,
+                          const Tensor& dOutput, const std::vector<Tensor*>& dInputs) = 0;
+
+    // Set by whoever creates the layer, in the order of LayerType::parameterSpecs.
+    std::vector<Parameter>& parameters() { return m_params; }
+    const std::vector<Parameter>& parameters() const { return m_params; }
+
+protected:
+    std::vector<Parameter> m_params;
+};
+
+class LayerType {
+public:
+    virtual ~LayerType() = default;
+    virtual std::string name() const = 0;      // "Conv2D"
+    virtual std::string category() const = 0;  // palette group: "Input", "Core", "Convolution", ...
+    virtual std::string description() const = 0;
+    virtual std::vector<ParamSpec> paramSpecs() const = 0;
+    // Input port names for these params; default one port "in". The output port is always "out".
+    virtual std::vector<std::string> inputPorts(const Json& params) const;
+    // False for inputs that carry ids rather than values (Embedding).
+    virtual bool inputDifferentiable(int /*index*/) const { return true; }
+    // Per-sample output shape; throws ShapeError (port and both shapes) or ParamError.
+    // params have passed normalizeParams.
+    virtual Shape inferShape(const Json& params, const std::vector<Shape>& inputs) const = 0;
+    virtual std::vector<ParameterSpec> parameterSpecs(const Json& /*params*/,
+                                                      const std::vector<Shape>& /*inputs*/) const {
+        return {};
+    }
+    virtual std::unique_ptr<Layer> create(const Json& params, const std::vector<Shape>& inputs,
+                                          const Shape& output) const = 0;
+
+    // Fills defaults and checks every value against paramSpecs(); throws ParamError.
+    // Unknown keys are an error too.
+    Json normalizeParams(const Json& params) const;
+};
+
+}  // namespace strata

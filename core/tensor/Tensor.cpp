@@ -1,0 +1,104 @@
+#include "core/tensor/Tensor.h"
+
+#include <stdexcept>
+
+#include "core/backend/Backend.h"
+
+namespace strata {
+
+size_t dtypeSize(DType t) {
+    switch (t) {
+    case DType::F32: return 4;
+    case DType::BF16: return 2;
+    case DType::F16: return 2;
+    case DType::I32: return 4;
+    case DType::U8: return 1;
+    }
+    return 0;
+}
+
+const char* dtypeName(DType t) {
+    switch (t) {
+    case DType::F32: return "f32";
+    case DType::BF16: return "bf16";
+    case DType::F16: return "f16";
+    case DType::I32: return "i32";
+    case DType::U8: return "u8";
+    }
+    return "?";
+}
+
+DType parseDType(const std::string& name) {
+    for (DType t : {DType::F32, DType::BF16, DType::F16, DType::I32, DType::U8})
+        if (name == dtypeName(t)) return t;
+    throw std::invalid_argument("unknown dtype '" + name + "' (expected f32, bf16, f16, i32 or u8)");
+}
+
+int64_t Shape::numel() const { return product(0, rank()); }
+
+int64_t Shape::product(int from, int to) const {
+    int64_t p = 1;
+    for (int i = from; i < to; ++i) p *= m_dims[static_cast<size_t>(i)];
+    return p;
+}
+
+Shape Shape::withBatch(int64_t n) const {
+    std::vector<int64_t> d;
+    d.reserve(m_dims.size() + 1);
+    d.push_back(n);
+    d.insert(d.end(), m_dims.begin(), m_dims.end());
+    return Shape(std::move(d));
+}
+
+Shape Shape::dropFirst() const {
+    if (m_dims.empty()) return {};
+    return Shape(std::vector<int64_t>(m_dims.begin() + 1, m_dims.end()));
+}
+
+std::string Shape::toString() const {
+    std::string s = "[";
+    for (size_t i = 0; i < m_dims.size(); ++i) {
+        if (i) s += ", ";
+        s += std::to_string(m_dims[i]);
+    }
+    return s + "]";
+}
+
+Device Device::parse(const std::string& text) {
+    if (text == "cpu") return cpu();
+    if (text == "cuda") return cuda(0);
+    if (text.rfind("cuda:", 0) == 0) {
+        const std::string idx = text.substr(5);
+        if (!idx.empty() && idx.find_first_not_of("0123456789") == std::string::npos)
+            return cuda(std::stoi(idx));
+    }
+    throw std::invalid_argument("unknown device '" + text + "' (expected cpu, cuda or cuda:N)");
+}
+
+std::string Device::toString() const {
+    return type == DeviceType::Cpu ? "cpu" : "cuda:" + std::to_string(index);
+}
+
+Storage::~Storage() {
+    if (m_backend && m_ptr) m_backend->deallocate(m_ptr, m_bytes);
+}
+
+Device Tensor::device() const { return m_storage ? m_storage->backend()->device() : Device::cpu(); }
+
+float* Tensor::f32() const {
+    if (m_dtype != DType::F32) throw std::logic_error(std::string("tensor is ") + dtypeName(m_dtype) + ", not f32");
+    return static_cast<float*>(raw());
+}
+
+int32_t* Tensor::i32() const {
+    if (m_dtype != DType::I32) throw std::logic_error(std::string("tensor is ") + dtypeName(m_dtype) + ", not i32");
+    return static_cast<int32_t*>(raw());
+}
+
+Tensor Tensor::reshaped(const Shape& shape) const {
+    if (shape.numel() != numel())
+        throw std::invalid_argument("cannot reshape " + m_shape.toString() + " to " + shape.toString());
+    return Tensor(shape, m_dtype, m_storage);
+}
+
+}  // namespace strata

@@ -1,0 +1,62 @@
+// Tensor: a shape, an element type and a reference to storage owned by a
+// Backend. Copies share storage (like a handle); use Backend::copy for data.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+
+#include "core/tensor/DType.h"
+#include "core/tensor/Device.h"
+#include "core/tensor/Shape.h"
+
+namespace strata {
+
+class Backend;
+
+// A block of backend memory; freed through its backend when the last Tensor goes.
+class Storage {
+public:
+    Storage(Backend* backend, void* ptr, size_t bytes) : m_backend(backend), m_ptr(ptr), m_bytes(bytes) {}
+    ~Storage();
+    Storage(const Storage&) = delete;
+    Storage& operator=(const Storage&) = delete;
+
+    void* data() const { return m_ptr; }
+    size_t bytes() const { return m_bytes; }
+    Backend* backend() const { return m_backend; }
+
+private:
+    Backend* m_backend;
+    void* m_ptr;
+    size_t m_bytes;
+};
+
+class Tensor {
+public:
+    Tensor() = default;
+    Tensor(Shape shape, DType dtype, std::shared_ptr<Storage> storage)
+        : m_shape(std::move(shape)), m_dtype(dtype), m_storage(std::move(storage)) {}
+
+    bool defined() const { return m_storage != nullptr; }
+    const Shape& shape() const { return m_shape; }
+    DType dtype() const { return m_dtype; }
+    int64_t numel() const { return m_shape.numel(); }
+    size_t bytes() const { return static_cast<size_t>(numel()) * dtypeSize(m_dtype); }
+    Backend* backend() const { return m_storage ? m_storage->backend() : nullptr; }
+    Device device() const;
+
+    // Raw pointers into backend memory (device pointers on a GPU backend).
+    void* raw() const { return m_storage ? m_storage->data() : nullptr; }
+    float* f32() const;  // checks dtype == F32
+    int32_t* i32() const;
+
+    // Same storage, new shape with the same element count (throws otherwise).
+    Tensor reshaped(const Shape& shape) const;
+
+private:
+    Shape m_shape;
+    DType m_dtype = DType::F32;
+    std::shared_ptr<Storage> m_storage;
+};
+
+}  // namespace strata

@@ -1,0 +1,45 @@
+// Trainer: the training loop. Runs on the engine thread; everything it
+// reports goes through a TrainingObserver. Pause, resume, stop and
+// save-now are requests (thread-safe) checked between steps.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "core/graph/Project.h"
+#include "core/train/TrainingObserver.h"
+
+namespace strata {
+
+class Backend;
+
+struct TrainerOptions {
+    std::string projectPath;  // for resolving relative dataset paths
+    std::string resumeFrom;   // checkpoint file or folder; empty: fresh run
+    int64_t maxSteps = 0;     // >0: stop after this many steps (tests, screenshots)
+};
+
+class Trainer {
+public:
+    Trainer(Project project, Backend& backend, TrainingObserver* observer, TrainerOptions options = {});
+    ~Trainer();
+
+    // Blocking. Returns true when the run finished (or was stopped by a request),
+    // false after an error (already reported through onError).
+    bool run();
+
+    void requestPause();
+    void requestResume();
+    void requestStop();
+    void requestCheckpoint();
+    bool paused() const;
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> m_impl;
+};
+
+}  // namespace strata

@@ -1,0 +1,72 @@
+// Events out of the training loop. The CLI prints them; the GUI's
+// EngineWorker turns them into queued signals. Callbacks run on the engine
+// thread (telemetry on the sampler thread) and must return quickly.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace strata {
+
+struct StepEvent {
+    int epoch = 0;              // 1-based
+    int64_t step = 0;           // global step, 1-based
+    int64_t stepInEpoch = 0;    // 1-based
+    int64_t stepsPerEpoch = 0;
+    double loss = 0;            // this batch
+    double accuracy = 0;        // this batch, 0..1 (classification)
+    double learningRate = 0;
+    double samplesPerSecond = 0;  // recent throughput
+    double elapsedSeconds = 0;
+};
+
+struct EpochEvent {
+    int epoch = 0;
+    double trainLoss = 0, trainAccuracy = 0;
+    double valLoss = 0, valAccuracy = 0;  // NaN when there is no validation split
+    bool hasValidation = false;
+    double seconds = 0;
+    double samplesPerSecond = 0;
+    bool best = false;  // best epoch so far by the early-stopping metric
+};
+
+struct TelemetryEvent {
+    std::string device;  // "cpu", "cuda:0"
+    bool available = true;  // false: "unavailable" (reported once)
+    std::string reason;     // why unavailable
+    double utilizationPercent = 0;
+    double memoryUsedBytes = 0, memoryTotalBytes = 0;
+    double temperatureC = -1, powerWatts = -1, smClockMHz = -1;  // -1: not reported by this device
+    double timeSeconds = 0;  // since the run started
+};
+
+struct CheckpointEvent {
+    std::string path;
+    int epoch = 0;
+    int64_t step = 0;
+    bool best = false;
+};
+
+struct FinishedEvent {
+    bool stoppedByUser = false;
+    bool earlyStopped = false;
+    int epochsCompleted = 0;
+    int bestEpoch = 0;
+    double bestValLoss = 0, bestValAccuracy = 0;
+    double seconds = 0;
+};
+
+class TrainingObserver {
+public:
+    virtual ~TrainingObserver() = default;
+    virtual void onStep(const StepEvent&) {}
+    virtual void onEpoch(const EpochEvent&) {}
+    virtual void onTelemetry(const TelemetryEvent&) {}
+    virtual void onCheckpoint(const CheckpointEvent&) {}
+    virtual void onFinished(const FinishedEvent&) {}
+    // The run stopped on an error (bad data, NaN loss, out of memory); `message` is one line.
+    virtual void onError(const std::string&) {}
+    virtual void onLog(const std::string&) {}
+};
+
+}  // namespace strata
