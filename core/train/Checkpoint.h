@@ -1,0 +1,56 @@
+// Checkpoints: one safetensors file per checkpoint holding the model's
+// parameters and state ("<node>.<param>"), the optimizer state
+// ("optim.<slot>.<node>.<param>") and, in the header's __metadata__ under
+// "strata.checkpoint", a JSON document: the project, epoch, step, metrics,
+// RNG state, the dataset normalization and class labels. Written to a
+// temporary file and renamed, so a crash never leaves a broken checkpoint.
+// A checkpoint folder holds epoch-NNN.safetensors files plus best.safetensors
+// (when validation ran) and latest.safetensors.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/graph/Project.h"
+
+namespace strata {
+
+class Model;
+
+struct CheckpointNormalization {
+    std::string mode = "none";  // x' = (x*scale - mean)/std applied to raw data-file values
+    float scale = 1.f, mean = 0.f, std = 1.f;
+    bool operator==(const CheckpointNormalization&) const = default;
+};
+
+struct Checkpoint {
+    Project project;
+    int epoch = 0;         // epochs completed
+    int64_t step = 0;      // global steps completed
+    int64_t stepInEpoch = 0;  // >0: saved mid-epoch
+    bool hasValidation = false;
+    double valLoss = 0, valAccuracy = 0;
+    bool best = false;
+    CheckpointNormalization normalization;
+    std::vector<std::string> classNames;
+    std::vector<std::string> vocabulary;  // text data sets
+    Json trainerState = Json::object();   // RNG, scheduler and early-stopping state (Trainer-private)
+    std::map<std::string, std::vector<float>> weights;         // by Model::namedParameters name
+    std::map<std::string, std::vector<float>> optimizerState;  // by "<slot>.<param name>"
+};
+
+// Copies every parameter and state tensor of the model to host (weights map).
+std::map<std::string, std::vector<float>> modelWeights(Model& model);
+// Loads weights into a compiled model; throws std::runtime_error naming a missing or mis-sized tensor.
+void applyWeights(Model& model, const std::map<std::string, std::vector<float>>& weights);
+
+void saveCheckpoint(const Checkpoint& checkpoint, const std::string& path);
+// `path` is a checkpoint file, or a checkpoint folder (its best checkpoint, else the latest).
+// Throws std::runtime_error naming the file and what is wrong.
+Checkpoint loadCheckpoint(const std::string& path);
+// The file a path stands for (resolves folders as loadCheckpoint does).
+std::string resolveCheckpointPath(const std::string& path);
+
+}  // namespace strata
