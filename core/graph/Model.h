@@ -56,6 +56,7 @@ private:
     Shape m_inputShape, m_outputShape;
     std::vector<std::unique_ptr<Step>> m_steps;  // topological order
     int64_t m_batch = -1;
+    int64_t m_capacity = 0;  // samples the activation buffers hold
     bool m_lastTraining = false;
     uint64_t m_lastSeed = 0;
 };

@@ -101,4 +101,10 @@ Tensor Tensor::reshaped(const Shape& shape) const {
     return Tensor(shape, m_dtype, m_storage);
 }
 
+Tensor Tensor::view(const Shape& shape) const {
+    if (static_cast<size_t>(shape.numel()) * dtypeSize(m_dtype) > (m_storage ? m_storage->bytes() : 0))
+        throw std::invalid_argument("view " + shape.toString() + " is larger than the storage of " + m_shape.toString());
+    return Tensor(shape, m_dtype, m_storage);
+}
+
 }  // namespace strata

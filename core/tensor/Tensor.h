@@ -52,6 +52,9 @@ public:
 
     // Same storage, new shape with the same element count (throws otherwise).
     Tensor reshaped(const Shape& shape) const;
+    // Same storage, a shape with at most as many elements: the first samples of a larger batch buffer.
+    Tensor view(const Shape& shape) const;
+    const std::shared_ptr<Storage>& storageHandle() const { return m_storage; }
 
 private:
     Shape m_shape;

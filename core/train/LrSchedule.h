@@ -9,7 +9,7 @@
 namespace strata {
 
 // constant | step (x stepGamma every stepEpochs epochs) | cosine (to minLearningRate over the run) |
-// one_cycle (cosine up to learningRate over the first 30% then cosine down to learningRate/1e4),
+// one_cycle (cosine from learningRate/25 up to learningRate over the first 30%, then down to learningRate/1e4),
 // combined with a linear warm-up over warmupSteps (from 0 to the scheduled rate).
 double learningRateAt(const TrainingSettings& settings, int64_t step, int64_t stepsPerEpoch);
 

@@ -1,0 +1,217 @@
+// Model: compile a Graph for a Backend and run it forward and backward.
+#include "core/graph/Model.h"
+
+#include <cmath>
+#include <random>
+
+#include "core/layers/LayerRegistry.h"
+
+namespace strata {
+
+struct Model::Step {
+    int node = -1;
+    const LayerType* type = nullptr;
+    std::unique_ptr<Layer> layer;
+    bool isInput = false;
+    Shape outShape;                 // per sample
+    std::vector<int> inputs;        // indices into m_steps, in port order
+    bool needsGrad = false;         // some trainable parameter at or before this step
+    Tensor outputStorage, gradStorage;  // capacity for m_capacity samples
+    Tensor output, grad;            // views for the current batch
+};
+
+Model::~Model() = default;
+
+namespace {
+
+void initParameter(Backend& backend, Parameter& p, const ParameterSpec& spec, std::mt19937_64& rng) {
+    std::vector<float> host(static_cast<size_t>(spec.shape.numel()));
+    switch (spec.init) {
+    case Init::Zeros: std::fill(host.begin(), host.end(), 0.0f); break;
+    case Init::Ones: std::fill(host.begin(), host.end(), 1.0f); break;
+    case Init::HeUniform:
+    case Init::XavierUniform: {
+        const double bound = spec.init == Init::HeUniform
+                                 ? std::sqrt(6.0 / static_cast<double>(std::max<int64_t>(1, spec.fanIn)))
+                                 : std::sqrt(6.0 / static_cast<double>(std::max<int64_t>(1, spec.fanIn + spec.fanOut)));
+        std::uniform_real_distribution<double> dist(-bound, bound);
+        for (auto& v : host) v = static_cast<float>(dist(rng));
+        break;
+    }
+    case Init::Normal: {
+        std::normal_distribution<double> dist(0.0, spec.std);
+        for (auto& v : host) v = static_cast<float>(dist(rng));
+        break;
+    }
+    }
+    p.name = spec.name;
+    p.trainable = spec.trainable;
+    p.value = backend.fromHost(spec.shape, host.data());
+    if (spec.trainable) p.grad = backend.zeros(spec.shape);
+}
+
+// A view of the first `batch` samples of a tensor allocated for more.
+Tensor batchView(const Tensor& storage, const Shape& perSample, int64_t batch) {
+    return storage.view(perSample.withBatch(batch));
+}
+
+}  // namespace
+
+std::unique_ptr<Model> compile(const Graph& graph, Backend& backend, uint64_t seed) {
+    const GraphAnalysis analysis = analyzeGraph(graph);
+    if (!analysis.ok()) {
+        const Problem& p = analysis.problems.front();
+        throw GraphError(p.node, p.port, p.message);
+    }
+    std::unique_ptr<Model> model(new Model());
+    model->m_backend = &backend;
+    model->m_graph = graph;
+
+    const std::vector<int> order = graph.topologicalOrder();
+    std::map<int, int> stepOf;
+    std::mt19937_64 rng(seed ^ 0x5EEDC0DEull);
+    std::vector<int> consumers(order.size(), 0);
+
+    for (int id : order) {
+        const Node* node = graph.node(id);
+        auto step = std::make_unique<Model::Step>();
+        step->node = id;
+        step->type = layerRegistry().find(node->type);
+        const Json& params = analysis.params.at(id);
+        std::vector<Shape> inShapes;
+        for (const std::string& port : step->type->inputPorts(params)) {
+            const auto edge = graph.edgeInto({id, port});
+            if (!edge) throw GraphError(id, port, node->name + ": input '" + port + "' is not connected");
+            const int producer = stepOf.at(edge->from.node);
+            step->inputs.push_back(producer);
+            consumers[static_cast<size_t>(producer)]++;
+            inShapes.push_back(*analysis.shapeOf(edge->from.node));
+        }
+        step->outShape = *analysis.shapeOf(id);
+        step->isInput = step->inputs.empty();
+        step->layer = step->type->create(params, inShapes, step->outShape);
+        bool trainable = false;
+        for (const ParameterSpec& spec : step->type->parameterSpecs(params, inShapes)) {
+            Parameter p;
+            initParameter(backend, p, spec, rng);
+            trainable = trainable || spec.trainable;
+            step->layer->parameters().push_back(std::move(p));
+        }
+        step->needsGrad = trainable;
+        for (int in : step->inputs) step->needsGrad = step->needsGrad || model->m_steps[static_cast<size_t>(in)]->needsGrad;
+        if (step->isInput) model->m_inputShape = step->outShape;
+        stepOf[id] = static_cast<int>(model->m_steps.size());
+        model->m_steps.push_back(std::move(step));
+    }
+    model->m_outputShape = model->m_steps.back()->outShape;
+    return model;
+}
+
+void Model::allocateFor(int64_t batch) {
+    if (batch <= m_capacity) {
+        if (batch == m_batch) return;
+    } else {
+        m_capacity = batch;
+        for (auto& s : m_steps) {
+            if (s->isInput) continue;
+            s->outputStorage = m_backend->empty(s->outShape.withBatch(batch));
+            if (s->needsGrad) s->gradStorage = m_backend->empty(s->outShape.withBatch(batch));
+        }
+    }
+    m_batch = batch;
+    for (auto& s : m_steps) {
+        if (s->isInput) continue;
+        s->output = batchView(s->outputStorage, s->outShape, batch);
+        if (s->needsGrad) s->grad = batchView(s->gradStorage, s->outShape, batch);
+    }
+}
+
+const Tensor& Model::forward(const Tensor& input, bool training, uint64_t seed) {
+    if (input.shape().rank() != m_inputShape.rank() + 1 || input.shape().dropFirst() != m_inputShape)
+        throw std::invalid_argument("model input must be [N, " + m_inputShape.toString().substr(1) + ", got " +
+                                    input.shape().toString());
+    const int64_t batch = input.shape()[0];
+    allocateFor(batch);
+    m_lastTraining = training;
+    m_lastSeed = seed;
+    std::vector<const Tensor*> ins;
+    for (auto& s : m_steps) {
+        if (s->isInput) {
+            s->output = input;
+            continue;
+        }
+        ins.clear();
+        for (int i : s->inputs) ins.push_back(&m_steps[static_cast<size_t>(i)]->output);
+        LayerContext ctx{*m_backend, training, seed ^ (0x9E3779B97F4A7C15ull * static_cast<uint64_t>(s->node))};
+        s->layer->forward(ctx, ins, s->output);
+    }
+    return m_steps.back()->output;
+}
+
+void Model::backward(const Tensor& dOutput) {
+    Step& last = *m_steps.back();
+    if (dOutput.shape() != last.output.shape())
+        throw std::invalid_argument("output gradient must be " + last.output.shape().toString() + ", got " +
+                                    dOutput.shape().toString());
+    for (auto& s : m_steps)
+        if (s->needsGrad && s.get() != &last) m_backend->zero(s->grad.raw(), s->grad.bytes());
+    std::vector<const Tensor*> ins;
+    std::vector<Tensor*> dins;
+    for (auto it = m_steps.rbegin(); it != m_steps.rend(); ++it) {
+        Step& s = **it;
+        if (s.isInput || !s.needsGrad) continue;
+        ins.clear();
+        dins.clear();
+        for (size_t k = 0; k < s.inputs.size(); ++k) {
+            Step& in = *m_steps[static_cast<size_t>(s.inputs[k])];
+            ins.push_back(&in.output);
+            const bool wanted = in.needsGrad && s.type->inputDifferentiable(static_cast<int>(k));
+            dins.push_back(wanted ? &in.grad : nullptr);
+        }
+        LayerContext ctx{*m_backend, m_lastTraining, m_lastSeed ^ (0x9E3779B97F4A7C15ull * static_cast<uint64_t>(s.node))};
+        s.layer->backward(ctx, ins, s.output, &s == &last ? dOutput : s.grad, dins);
+    }
+}
+
+void Model::zeroGrad() {
+    for (auto& s : m_steps)
+        for (Parameter& p : s->layer->parameters())
+            if (p.grad.defined()) m_backend->zero(p.grad.raw(), p.grad.bytes());
+}
+
+std::vector<Model::NamedParameter> Model::namedParameters() {
+    std::vector<NamedParameter> out;
+    for (auto& s : m_steps) {
+        const std::string& nodeName = m_graph.node(s->node)->name;
+        for (Parameter& p : s->layer->parameters()) out.push_back({nodeName + "." + p.name, s->node, &p});
+    }
+    return out;
+}
+
+int64_t Model::parameterCount() const {
+    int64_t n = 0;
+    for (const auto& s : m_steps)
+        for (const Parameter& p : s->layer->parameters())
+            if (p.trainable) n += p.value.numel();
+    return n;
+}
+
+const Tensor* Model::nodeOutput(int node) const {
+    for (const auto& s : m_steps)
+        if (s->node == node) return s->output.defined() ? &s->output : nullptr;
+    return nullptr;
+}
+
+int Model::firstNonFiniteNode() const {
+    for (const auto& s : m_steps)
+        if (s->output.defined() && !m_backend->allFinite(s->output.f32(), s->output.numel())) return s->node;
+    return -1;
+}
+
+std::vector<int> Model::order() const {
+    std::vector<int> ids;
+    for (const auto& s : m_steps) ids.push_back(s->node);
+    return ids;
+}
+
+}  // namespace strata
