@@ -97,6 +97,10 @@ public:
     virtual void copyToHost(void* hostDst, const void* src, size_t bytes) = 0;
     virtual void copy(void* dst, const void* src, size_t bytes) = 0;  // within this backend
     virtual void synchronize() = 0;
+    // Deterministic mode: the same inputs give bit-identical results run to run (no atomics in
+    // reductions, deterministic algorithms). The CPU backend is always deterministic for a fixed
+    // thread count, so the default does nothing.
+    virtual void setDeterministic(bool /*on*/) {}
     // Bytes currently allocated and the peak since creation (0 if not tracked).
     virtual size_t bytesInUse() const { return 0; }
     virtual size_t peakBytes() const { return 0; }

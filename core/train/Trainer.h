@@ -20,6 +20,9 @@ struct TrainerOptions {
     std::string projectPath;  // for resolving relative dataset paths
     std::string resumeFrom;   // checkpoint file or folder; empty: fresh run
     int64_t maxSteps = 0;     // >0: stop after this many steps (tests, screenshots)
+    // The Trainer samples the device's telemetry (BackendRegistry::telemetry) on its own thread at
+    // this interval and reports it through onTelemetry; 0 turns sampling off.
+    int telemetryIntervalMs = 250;
 };
 
 class Trainer {
