@@ -1,0 +1,50 @@
+// Add: element-wise sum of 2 to 8 inputs of equal shape (residual connections).
+#include "core/layers/BuiltinLayers.h"
+
+namespace strata::layers {
+namespace {
+
+class AddLayer : public Layer {
+public:
+    void forward(LayerContext& ctx, const std::vector<const Tensor*>& in, Tensor& out) override {
+        Backend& b = ctx.backend;
+        const int64_t n = out.numel();
+        b.add(out.f32(), in[0]->f32(), in[1]->f32(), n);
+        for (size_t i = 2; i < in.size(); ++i) b.axpy(out.f32(), 1.0f, in[i]->f32(), n);
+    }
+    void backward(LayerContext& ctx, const std::vector<const Tensor*>&, const Tensor&, const Tensor& dOut,
+                  const std::vector<Tensor*>& dIn) override {
+        for (Tensor* d : dIn)
+            if (d) ctx.backend.axpy(d->f32(), 1.0f, dOut.f32(), dOut.numel());
+    }
+};
+
+class AddType : public LayerType {
+public:
+    std::string name() const override { return "Add"; }
+    std::string category() const override { return "Core"; }
+    std::string description() const override {
+        return "Element-wise sum of its inputs, which must all have the same shape (residual connections).";
+    }
+    std::vector<ParamSpec> paramSpecs() const override {
+        return {intParam("inputs", 2, 2, 8, "number of input ports (in0, in1, ...)")};
+    }
+    std::vector<std::string> inputPorts(const Json& params) const override { return numberedPorts(params); }
+    Shape inferShape(const Json& params, const std::vector<Shape>& inputs) const override {
+        const auto ports = inputPorts(params);
+        expectInputCount(name(), ports, inputs);
+        for (size_t i = 1; i < inputs.size(); ++i)
+            if (inputs[i] != inputs[0])
+                throwShapeError(ports[i], name(), inputs[i], inputs[0].toString() + " (the shape of in0)");
+        return inputs[0];
+    }
+    std::unique_ptr<Layer> create(const Json&, const std::vector<Shape>&, const Shape&) const override {
+        return std::make_unique<AddLayer>();
+    }
+};
+
+}  // namespace
+
+std::unique_ptr<LayerType> makeAdd() { return std::make_unique<AddType>(); }
+
+}  // namespace strata::layers

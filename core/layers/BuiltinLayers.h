@@ -1,0 +1,80 @@
+// Internal to core/layers: the factory of every built-in layer type (one per
+// file, listed by registerBuiltinLayers in LayerRegistry.cpp) and the small
+// helpers those files share (parameter spec builders, shape errors, reusable
+// executable layers). Nothing outside core/layers includes this header.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/layers/Layer.h"
+
+namespace strata::layers {
+
+// ---- factories (one per file, same name as the type) ------------------------
+std::unique_ptr<LayerType> makeInput();
+std::unique_ptr<LayerType> makeDense();
+std::unique_ptr<LayerType> makeConv2D();
+std::unique_ptr<LayerType> makeMaxPool2D();
+std::unique_ptr<LayerType> makeAvgPool2D();
+std::unique_ptr<LayerType> makeGlobalAvgPool();
+std::unique_ptr<LayerType> makeFlatten();
+std::unique_ptr<LayerType> makeReshape();
+std::unique_ptr<LayerType> makeReLU();
+std::unique_ptr<LayerType> makeLeakyReLU();
+std::unique_ptr<LayerType> makeGELU();
+std::unique_ptr<LayerType> makeSigmoid();
+std::unique_ptr<LayerType> makeTanh();
+std::unique_ptr<LayerType> makeSoftmax();
+std::unique_ptr<LayerType> makeBatchNorm();
+std::unique_ptr<LayerType> makeLayerNorm();
+std::unique_ptr<LayerType> makeDropout();
+std::unique_ptr<LayerType> makeAdd();
+std::unique_ptr<LayerType> makeConcat();
+std::unique_ptr<LayerType> makeEmbedding();
+std::unique_ptr<LayerType> makeSequenceMeanPool();
+
+// ---- parameter spec builders -------------------------------------------------
+ParamSpec intParam(const std::string& name, int64_t def, int64_t min, int64_t max, const std::string& help);
+ParamSpec floatParam(const std::string& name, double def, double min, double max, const std::string& help);
+ParamSpec boolParam(const std::string& name, bool def, const std::string& help);
+ParamSpec choiceParam(const std::string& name, const std::string& def, std::vector<std::string> choices,
+                      const std::string& help);
+ParamSpec intListParam(const std::string& name, std::vector<int64_t> def, int minItems, int maxItems, int64_t min,
+                       int64_t max, const std::string& help);
+
+// The "init" parameter of layers with weights, and its mapping to Init.
+ParamSpec weightInitParam();
+Init weightInit(const Json& params);
+
+// A 1- or 2-element IntList param as (height, width); an empty list gives `fallback`.
+std::pair<int, int> pairParam(const Json& params, const char* key, std::pair<int, int> fallback = {1, 1});
+
+// ---- shapes -------------------------------------------------------------------
+// "in: Dense expects <expected>, got [1, 28, 28]<hint>"
+[[noreturn]] void throwShapeError(const std::string& port, const std::string& layer, const Shape& got,
+                                  const std::string& expected, const std::string& hint = {});
+// Throws unless exactly `ports.size()` input shapes were given.
+void expectInputCount(const std::string& layer, const std::vector<std::string>& ports,
+                      const std::vector<Shape>& inputs);
+// A dimension passed to a Backend op (int); throws ShapeError when it does not fit.
+int toInt(int64_t v, const std::string& port, const std::string& what);
+// Ports "in0".."in{n-1}" for layers with a variable number of inputs.
+std::vector<std::string> numberedPorts(const Json& params);
+
+// ---- runtime helpers ----------------------------------------------------------
+// Allocates `buf` on the backend unless it already has exactly this shape; layers call it
+// in forward so scratch memory is allocated once per batch size and then reused.
+void ensureBuffer(Backend& backend, Tensor& buf, const Shape& shape);
+inline int64_t batchOf(const Tensor& t) { return t.shape().rank() > 0 ? t.shape()[0] : 1; }
+// The gradient tensor of a parameter, or null when it has none (frozen or state).
+float* gradOf(Parameter& p);
+
+// An element-wise activation over the whole tensor (ReLU, GELU, ...).
+std::unique_ptr<Layer> makeActivationLayer(Activation act, float alpha);
+// Output = input (Flatten, Reshape): a copy forward, an accumulate backward.
+std::unique_ptr<Layer> makeCopyLayer();
+
+}  // namespace strata::layers

@@ -1,0 +1,82 @@
+// Dense (fully connected): y = x W^T + b for per-sample input [features].
+// The weight is [units, features] (PyTorch's Linear layout, so exports need
+// no transpose).
+#include "core/layers/BuiltinLayers.h"
+
+namespace strata::layers {
+namespace {
+
+class DenseLayer : public Layer {
+public:
+    DenseLayer(int features, int units, bool useBias) : m_features(features), m_units(units), m_useBias(useBias) {}
+
+    void forward(LayerContext& ctx, const std::vector<const Tensor*>& in, Tensor& out) override {
+        Backend& b = ctx.backend;
+        const int n = static_cast<int>(batchOf(*in[0]));
+        // y[N,U] = x[N,F] * W[U,F]^T
+        b.gemm(false, true, n, m_units, m_features, 1.0f, in[0]->f32(), m_features, m_params[0].value.f32(),
+               m_features, 0.0f, out.f32(), m_units);
+        if (m_useBias) b.addBiasRows(out.f32(), m_params[1].value.f32(), n, m_units);
+    }
+
+    void backward(LayerContext& ctx, const std::vector<const Tensor*>& in, const Tensor&, const Tensor& dOut,
+                  const std::vector<Tensor*>& dIn) override {
+        Backend& b = ctx.backend;
+        const int n = static_cast<int>(batchOf(*in[0]));
+        const float* w = m_params[0].value.f32();
+        // dx[N,F] += dy[N,U] * W[U,F]
+        if (dIn[0])
+            b.gemm(false, false, n, m_features, m_units, 1.0f, dOut.f32(), m_units, w, m_features, 1.0f,
+                   dIn[0]->f32(), m_features);
+        // dW[U,F] += dy^T[U,N] * x[N,F]
+        if (float* dw = gradOf(m_params[0]))
+            b.gemm(true, false, m_units, m_features, n, 1.0f, dOut.f32(), m_units, in[0]->f32(), m_features, 1.0f,
+                   dw, m_features);
+        if (m_useBias)
+            if (float* db = gradOf(m_params[1])) b.sumRows(db, dOut.f32(), n, m_units);
+    }
+
+private:
+    int m_features, m_units;
+    bool m_useBias;
+};
+
+class DenseType : public LayerType {
+public:
+    std::string name() const override { return "Dense"; }
+    std::string category() const override { return "Core"; }
+    std::string description() const override {
+        return "Fully connected layer: every output unit is a weighted sum of all input features plus a bias.";
+    }
+    std::vector<ParamSpec> paramSpecs() const override {
+        return {intParam("units", 128, 1, 1 << 20, "number of output features"),
+                boolParam("use_bias", true, "add a learnable bias to each output"), weightInitParam()};
+    }
+    Shape inferShape(const Json& params, const std::vector<Shape>& inputs) const override {
+        expectInputCount(name(), {"in"}, inputs);
+        const Shape& s = inputs[0];
+        if (s.rank() != 1)
+            throwShapeError("in", name(), s, "a per-sample shape of rank 1 [features]",
+                            s.rank() > 1 ? "; add a Flatten before it" : "");
+        toInt(s[0], "in", "feature count");
+        return Shape{params.at("units").get<int64_t>()};
+    }
+    std::vector<ParameterSpec> parameterSpecs(const Json& params, const std::vector<Shape>& inputs) const override {
+        const int64_t f = inputs.at(0)[0], u = params.at("units").get<int64_t>();
+        std::vector<ParameterSpec> specs;
+        specs.push_back({"weight", Shape{u, f}, weightInit(params), f, u});
+        if (params.at("use_bias").get<bool>()) specs.push_back({"bias", Shape{u}, Init::Zeros, f, u});
+        return specs;
+    }
+    std::unique_ptr<Layer> create(const Json& params, const std::vector<Shape>& inputs,
+                                  const Shape&) const override {
+        return std::make_unique<DenseLayer>(static_cast<int>(inputs.at(0)[0]), params.at("units").get<int>(),
+                                            params.at("use_bias").get<bool>());
+    }
+};
+
+}  // namespace
+
+std::unique_ptr<LayerType> makeDense() { return std::make_unique<DenseType>(); }
+
+}  // namespace strata::layers
