@@ -1,0 +1,417 @@
+// ProjectDocument: the open project, its analysis and its undo stack.
+#include "ui/ProjectDocument.h"
+
+#include <QFileInfo>
+#include <QSet>
+#include <QUndoStack>
+
+#include <algorithm>
+#include <exception>
+#include <map>
+
+#include "core/layers/LayerRegistry.h"
+#include "ui/UndoCommands.h"
+
+namespace strata::ui {
+
+namespace {
+
+// Canvas spacing used by auto-layout, in scene units (a node is about 200 x 100).
+constexpr double kLayerSpacing = 150.0;
+constexpr double kColumnSpacing = 240.0;
+
+// True when `target` can be reached from `start` along edges, ignoring the edge into `ignored`.
+bool reaches(const strata::Graph& g, int start, int target, const strata::PortRef& ignored) {
+    std::vector<int> stack{start};
+    QSet<int> seen;
+    while (!stack.empty()) {
+        const int n = stack.back();
+        stack.pop_back();
+        if (n == target)
+            return true;
+        if (seen.contains(n))
+            continue;
+        seen.insert(n);
+        for (const strata::Edge& e : g.edgesFrom(n))
+            if (!(e.to == ignored))
+                stack.push_back(e.to.node);
+    }
+    return false;
+}
+
+std::string uniqueName(const strata::Graph& g, const std::string& base) {
+    if (!g.nodeByName(base))
+        return base;
+    for (int i = 1;; ++i) {
+        const std::string candidate = base + (i == 1 ? "_copy" : "_copy" + std::to_string(i));
+        if (!g.nodeByName(candidate))
+            return candidate;
+    }
+}
+
+}  // namespace
+
+ProjectDocument::ProjectDocument(QObject* parent) : QObject(parent), m_undo(new QUndoStack(this)) {
+    connect(m_undo, &QUndoStack::cleanChanged, this, &ProjectDocument::fileChanged);
+    reanalyze();
+}
+
+ProjectDocument::~ProjectDocument() = default;
+
+QString ProjectDocument::displayName() const {
+    return m_path.isEmpty() ? tr("untitled") : QFileInfo(m_path).fileName();
+}
+
+bool ProjectDocument::isModified() const { return !m_undo->isClean(); }
+
+bool ProjectDocument::load(const QString& path, QString* error) {
+    strata::Project loaded;
+    try {
+        loaded = strata::readProject(path.toStdString());
+    } catch (const std::exception& e) {
+        if (error)
+            *error = QString::fromStdString(e.what());
+        return false;
+    }
+    m_project = std::move(loaded);
+    m_path = QFileInfo(path).absoluteFilePath();
+    m_undo->clear();
+    m_undo->setClean();
+    reanalyze();
+    emit projectReset();
+    emit graphChanged();
+    emit settingsChanged();
+    emit analysisChanged();
+    emit fileChanged();
+    return true;
+}
+
+bool ProjectDocument::save(const QString& path, QString* error) {
+    try {
+        strata::writeProject(m_project, path.toStdString());
+    } catch (const std::exception& e) {
+        if (error)
+            *error = QString::fromStdString(e.what());
+        return false;
+    }
+    m_path = QFileInfo(path).absoluteFilePath();
+    m_undo->setClean();
+    emit fileChanged();
+    return true;
+}
+
+void ProjectDocument::newProject(const strata::Project& project) {
+    m_project = project;
+    m_path.clear();
+    m_undo->clear();
+    m_undo->setClean();
+    reanalyze();
+    emit projectReset();
+    emit graphChanged();
+    emit settingsChanged();
+    emit analysisChanged();
+    emit fileChanged();
+}
+
+int ProjectDocument::addNode(const QString& type, const QPointF& pos, const strata::Json& params,
+                             const QString& name, QString* error) {
+    const strata::LayerType* lt = strata::layerRegistry().find(type.toStdString());
+    if (!lt) {
+        if (error)
+            *error = tr("Unknown layer type '%1'").arg(type);
+        return -1;
+    }
+    // Store the defaults explicitly, so the file says what the canvas shows.
+    strata::Json full = params;
+    try {
+        full = lt->normalizeParams(params);
+    } catch (const std::exception&) {
+        // Kept as given: analysis lists the bad parameter as a problem.
+    }
+    strata::Graph after = m_project.graph;
+    int id = -1;
+    try {
+        id = after.addNode(type.toStdString(), name.toStdString(), full, pos.x(), pos.y());
+    } catch (const std::exception& e) {
+        if (error)
+            *error = QString::fromStdString(e.what());
+        return -1;
+    }
+    pushGraph(after, tr("Add %1").arg(QString::fromStdString(after.node(id)->name)));
+    return id;
+}
+
+bool ProjectDocument::removeNodes(const QList<int>& ids) {
+    strata::Graph after = m_project.graph;
+    int removed = 0;
+    for (int id : ids) {
+        if (after.node(id)) {
+            after.removeNode(id);
+            ++removed;
+        }
+    }
+    if (removed == 0)
+        return false;
+    QString text = tr("Delete %n nodes", nullptr, removed);
+    if (removed == 1)
+        for (int id : ids)
+            if (const strata::Node* n = graph().node(id))
+                text = tr("Delete %1").arg(QString::fromStdString(n->name));
+    pushGraph(after, text);
+    return true;
+}
+
+bool ProjectDocument::connectPorts(const strata::PortRef& from, const strata::PortRef& to, QString* error) {
+    auto fail = [&](const QString& why) {
+        if (error)
+            *error = why;
+        return false;
+    };
+    const strata::Node* src = graph().node(from.node);
+    const strata::Node* dst = graph().node(to.node);
+    if (!src || !dst)
+        return fail(tr("No such node"));
+    if (from.node == to.node)
+        return fail(tr("%1: a node cannot feed itself").arg(QString::fromStdString(dst->name)));
+    if (reaches(graph(), to.node, from.node, to))
+        return fail(tr("Connecting %1 to %2 would make a cycle")
+                        .arg(QString::fromStdString(src->name), QString::fromStdString(dst->name)));
+    if (auto existing = graph().edgeInto(to); existing && existing->from == from)
+        return fail(tr("Already connected"));
+    strata::Graph after = m_project.graph;
+    try {
+        after.disconnect(to);
+        after.connect({from.node, "out"}, to);
+    } catch (const std::exception& e) {
+        return fail(QString::fromStdString(e.what()));
+    }
+    pushGraph(after, tr("Connect %1 to %2.%3")
+                         .arg(QString::fromStdString(src->name), QString::fromStdString(dst->name),
+                              QString::fromStdString(to.port)));
+    return true;
+}
+
+bool ProjectDocument::disconnectPort(const strata::PortRef& to) {
+    if (!graph().edgeInto(to))
+        return false;
+    strata::Graph after = m_project.graph;
+    after.disconnect(to);
+    const strata::Node* dst = graph().node(to.node);
+    pushGraph(after, tr("Disconnect %1.%2").arg(QString::fromStdString(dst ? dst->name : std::string()),
+                                                 QString::fromStdString(to.port)));
+    return true;
+}
+
+void ProjectDocument::moveNodes(const QMap<int, QPointF>& positions) {
+    QMap<int, QPointF> before, after;
+    for (auto it = positions.begin(); it != positions.end(); ++it) {
+        const strata::Node* n = graph().node(it.key());
+        if (!n)
+            continue;
+        const QPointF old(n->x, n->y);
+        if (old == it.value())
+            continue;
+        before.insert(it.key(), old);
+        after.insert(it.key(), it.value());
+    }
+    if (after.isEmpty())
+        return;
+    m_undo->push(new MoveNodesCommand(this, before, after, true,
+                                      after.size() == 1 ? tr("Move node") : tr("Move %n nodes", nullptr,
+                                                                                  int(after.size()))));
+}
+
+void ProjectDocument::autoLayout() {
+    const strata::Graph& g = graph();
+    if (g.empty())
+        return;
+    std::vector<int> order;
+    try {
+        order = g.topologicalOrder();
+    } catch (const std::exception&) {
+        // A cycle (possible in a hand-edited file): keep id order; depths then come from the edges seen so far.
+        for (const strata::Node* n : g.nodes())
+            order.push_back(n->id);
+    }
+    std::map<int, int> depth;
+    for (int id : order) {
+        int d = 0;
+        for (const std::string& port : g.inputPorts(id))
+            if (auto e = g.edgeInto({id, port}); e && depth.count(e->from.node))
+                d = std::max(d, depth[e->from.node] + 1);
+        depth[id] = d;
+    }
+    std::map<int, std::vector<int>> layers;
+    for (int id : order)
+        layers[depth[id]].push_back(id);
+
+    // Within a layer, order nodes by the mean column of their inputs so edges cross less;
+    // ties keep the current left-to-right order on the canvas.
+    std::map<int, double> column;
+    QMap<int, QPointF> before, after;
+    for (auto& [d, ids] : layers) {
+        std::map<int, double> key;
+        for (int id : ids) {
+            double sum = 0;
+            int count = 0;
+            for (const std::string& port : g.inputPorts(id))
+                if (auto e = g.edgeInto({id, port}); e && column.count(e->from.node)) {
+                    sum += column[e->from.node];
+                    ++count;
+                }
+            key[id] = count ? sum / count : 0.0;
+        }
+        std::stable_sort(ids.begin(), ids.end(), [&](int a, int b) {
+            if (key[a] != key[b])
+                return key[a] < key[b];
+            return g.node(a)->x < g.node(b)->x;
+        });
+        const double n = double(ids.size());
+        for (size_t i = 0; i < ids.size(); ++i) {
+            const double col = double(i) - (n - 1) / 2.0;
+            column[ids[i]] = col;
+            const strata::Node* node = g.node(ids[i]);
+            before.insert(ids[i], QPointF(node->x, node->y));
+            after.insert(ids[i], QPointF(col * kColumnSpacing, d * kLayerSpacing));
+        }
+    }
+    if (before == after)
+        return;
+    m_undo->push(new MoveNodesCommand(this, before, after, false, tr("Auto-layout")));
+}
+
+bool ProjectDocument::setParams(int id, const strata::Json& params) {
+    const strata::Node* n = graph().node(id);
+    if (!n || n->params == params)
+        return false;
+    m_undo->push(new SetParamsCommand(this, id, n->params, params,
+                                      tr("Change parameters of %1").arg(QString::fromStdString(n->name))));
+    return true;
+}
+
+bool ProjectDocument::setParam(int id, const QString& name, const strata::Json& value) {
+    const strata::Node* n = graph().node(id);
+    if (!n)
+        return false;
+    strata::Json params = n->params.is_object() ? n->params : strata::Json::object();
+    params[name.toStdString()] = value;
+    if (params == n->params)
+        return false;
+    m_undo->push(new SetParamsCommand(this, id, n->params, params,
+                                      tr("Set %1.%2 to %3")
+                                          .arg(QString::fromStdString(n->name), name,
+                                               QString::fromStdString(value.dump()))));
+    return true;
+}
+
+bool ProjectDocument::rename(int id, const QString& name, QString* error) {
+    const strata::Node* n = graph().node(id);
+    const std::string newName = name.trimmed().toStdString();
+    auto fail = [&](const QString& why) {
+        if (error)
+            *error = why;
+        return false;
+    };
+    if (!n)
+        return fail(tr("No such node"));
+    if (newName == n->name)
+        return false;
+    if (newName.empty())
+        return fail(tr("A node needs a name"));
+    if (graph().nodeByName(newName))
+        return fail(tr("The name '%1' is taken").arg(QString::fromStdString(newName)));
+    m_undo->push(new RenameCommand(this, id, n->name, newName));
+    return true;
+}
+
+QList<int> ProjectDocument::paste(const std::vector<strata::Node>& nodes, const std::vector<strata::Edge>& edges,
+                                  const QPointF& offset) {
+    QList<int> created;
+    if (nodes.empty())
+        return created;
+    strata::Graph after = m_project.graph;
+    std::map<int, int> idMap;
+    for (const strata::Node& n : nodes) {
+        const int id = after.addNode(n.type, uniqueName(after, n.name), n.params, n.x + offset.x(), n.y + offset.y());
+        idMap[n.id] = id;
+        created.append(id);
+    }
+    for (const strata::Edge& e : edges) {
+        auto f = idMap.find(e.from.node), t = idMap.find(e.to.node);
+        if (f == idMap.end() || t == idMap.end())
+            continue;  // only edges inside the pasted set
+        try {
+            after.connect({f->second, "out"}, {t->second, e.to.port});
+        } catch (const std::exception&) {
+            // The port vanished (params changed between copy and paste): the copy stays unconnected there.
+        }
+    }
+    pushGraph(after, tr("Paste %n nodes", nullptr, int(nodes.size())));
+    return created;
+}
+
+void ProjectDocument::setDatasetSettings(const strata::DatasetSettings& settings) {
+    if (settings == m_project.dataset)
+        return;
+    m_undo->push(new DatasetSettingsCommand(this, m_project.dataset, settings));
+}
+
+void ProjectDocument::setTrainingSettings(const strata::TrainingSettings& settings) {
+    if (settings == m_project.training)
+        return;
+    m_undo->push(new TrainingSettingsCommand(this, m_project.training, settings));
+}
+
+std::vector<strata::Problem> ProjectDocument::problemsOf(int id) const {
+    std::vector<strata::Problem> out;
+    for (const strata::Problem& p : m_analysis.problems)
+        if (p.node == id)
+            out.push_back(p);
+    return out;
+}
+
+void ProjectDocument::applyGraph(const strata::Graph& graph) {
+    m_project.graph = graph;
+    reanalyze();
+    emit graphChanged();
+    emit analysisChanged();
+}
+
+void ProjectDocument::applyPositions(const QMap<int, QPointF>& positions) {
+    for (auto it = positions.begin(); it != positions.end(); ++it)
+        m_project.graph.setPosition(it.key(), it.value().x(), it.value().y());
+    for (auto it = positions.begin(); it != positions.end(); ++it)
+        emit nodeMoved(it.key());
+}
+
+void ProjectDocument::applyParams(int id, const strata::Json& params) {
+    m_project.graph.setParams(id, params);
+    reanalyze();
+    emit graphChanged();
+    emit analysisChanged();
+}
+
+void ProjectDocument::applyName(int id, const std::string& name) {
+    m_project.graph.rename(id, name);
+    reanalyze();
+    emit graphChanged();
+    emit analysisChanged();
+}
+
+void ProjectDocument::applyDatasetSettings(const strata::DatasetSettings& settings) {
+    m_project.dataset = settings;
+    emit settingsChanged();
+}
+
+void ProjectDocument::applyTrainingSettings(const strata::TrainingSettings& settings) {
+    m_project.training = settings;
+    emit settingsChanged();
+}
+
+void ProjectDocument::reanalyze() { m_analysis = strata::analyzeGraph(m_project.graph); }
+
+void ProjectDocument::pushGraph(const strata::Graph& after, const QString& text) {
+    m_undo->push(new GraphSnapshotCommand(this, m_project.graph, after, text));
+}
+
+}  // namespace strata::ui

@@ -1,0 +1,103 @@
+// ProjectDocument: the open project in the workbench. It owns the one
+// strata::Project (graph, dataset and training settings), its analysis
+// (shapes and problems from analyzeGraph, recomputed after every change) and
+// the undo stack. Every edit goes through an undoable method here; the canvas,
+// panels and dashboard only observe the document through its signals.
+#pragma once
+
+#include <QList>
+#include <QMap>
+#include <QObject>
+#include <QPointF>
+#include <QString>
+
+#include <vector>
+
+#include "core/graph/Graph.h"
+#include "core/graph/Project.h"
+
+class QUndoStack;
+
+namespace strata::ui {
+
+class ProjectDocument : public QObject {
+    Q_OBJECT
+public:
+    explicit ProjectDocument(QObject* parent = nullptr);
+    ~ProjectDocument() override;
+
+    const strata::Project& project() const { return m_project; }
+    const strata::Graph& graph() const { return m_project.graph; }
+    const strata::GraphAnalysis& analysis() const { return m_analysis; }
+    QUndoStack* undoStack() const { return m_undo; }
+
+    QString filePath() const { return m_path; }
+    // "untitled" when the project was never saved.
+    QString displayName() const;
+    // True when the undo stack is away from its clean state.
+    bool isModified() const;
+
+    // On failure nothing changes and `error` holds the loader's message (with the JSON path).
+    bool load(const QString& path, QString* error);
+    bool save(const QString& path, QString* error);
+    // Replaces the project; clears the undo stack and the file path.
+    void newProject(const strata::Project& project);
+
+    // --- Undoable edits. Each pushes one QUndoCommand; invalid edits push nothing,
+    // return false / -1 and say why in `error`.
+    // Returns the new node's id, or -1 for an unknown type.
+    int addNode(const QString& type, const QPointF& pos, const strata::Json& params = strata::Json::object(),
+                const QString& name = {}, QString* error = nullptr);
+    // Removes the nodes and every edge touching them.
+    bool removeNodes(const QList<int>& ids);
+    // Connects from's output to to's input port, replacing an edge already feeding that port.
+    // Refuses unknown nodes or ports, self-loops and edges that would close a cycle.
+    bool connectPorts(const strata::PortRef& from, const strata::PortRef& to, QString* error = nullptr);
+    bool disconnectPort(const strata::PortRef& to);
+    // New positions for nodes; consecutive moves of the same nodes merge into one command.
+    void moveNodes(const QMap<int, QPointF>& positions);
+    // Lays the graph out top to bottom by topological depth (one command).
+    void autoLayout();
+    bool setParams(int id, const strata::Json& params);
+    // Sets one parameter of a node, keeping the others.
+    bool setParam(int id, const QString& name, const strata::Json& value);
+    bool rename(int id, const QString& name, QString* error = nullptr);
+    // Adds copies of nodes (their ids and names are replaced; names stay unique) and of the
+    // edges among them, shifted by `offset`. Returns the new ids in the order of `nodes`.
+    QList<int> paste(const std::vector<strata::Node>& nodes, const std::vector<strata::Edge>& edges,
+                     const QPointF& offset);
+    void setDatasetSettings(const strata::DatasetSettings& settings);
+    void setTrainingSettings(const strata::TrainingSettings& settings);
+
+    // Problems that concern a node (node-level and port-level).
+    std::vector<strata::Problem> problemsOf(int id) const;
+
+    // --- Used by the undo commands (UndoCommands.cpp); not for widgets.
+    void applyGraph(const strata::Graph& graph);
+    void applyPositions(const QMap<int, QPointF>& positions);
+    void applyParams(int id, const strata::Json& params);
+    void applyName(int id, const std::string& name);
+    void applyDatasetSettings(const strata::DatasetSettings& settings);
+    void applyTrainingSettings(const strata::TrainingSettings& settings);
+
+signals:
+    void graphChanged();     // structure, names or params
+    void nodeMoved(int id);
+    void settingsChanged();  // dataset or training settings
+    void analysisChanged();
+    void fileChanged();      // path or modified flag
+    // The whole project was replaced (new, load): views rebuild from scratch.
+    void projectReset();
+
+private:
+    void reanalyze();
+    // Pushes a command replacing the graph by `after`, titled `text`.
+    void pushGraph(const strata::Graph& after, const QString& text);
+
+    strata::Project m_project;
+    strata::GraphAnalysis m_analysis;
+    QUndoStack* m_undo;
+    QString m_path;
+};
+
+}  // namespace strata::ui
