@@ -26,11 +26,10 @@ void writeBytes(const std::string& path, const std::vector<uint8_t>& bytes) {
 
 // A file with a hand-written header (and `data` after it), to reach reader paths the writer never produces.
 std::vector<uint8_t> rawFile(const std::string& header, const std::vector<uint8_t>& data) {
-    std::vector<uint8_t> b(8);
-    const uint64_t n = header.size();
-    std::memcpy(b.data(), &n, 8);
-    b.insert(b.end(), header.begin(), header.end());
-    b.insert(b.end(), data.begin(), data.end());
+    std::vector<uint8_t> b;
+    for (int i = 0; i < 8; ++i) b.push_back(static_cast<uint8_t>(uint64_t(header.size()) >> (8 * i)));
+    for (char c : header) b.push_back(static_cast<uint8_t>(c));
+    for (uint8_t c : data) b.push_back(c);
     return b;
 }
 
@@ -44,16 +43,23 @@ private:
     std::string path(const char* name) const { return (m_dir.path() + "/" + name).toStdString(); }
 
     // Expects readSafetensors(file) to throw FormatError whose message contains `needle`; returns it.
+    // The FormatError reading `file` throws, checked to name the file and contain `needle`; fails the test otherwise.
     FormatError expectError(const std::string& file, const std::string& needle) {
         try {
             readSafetensors(file);
         } catch (const FormatError& e) {
             const std::string msg = e.what();
             if (msg.find(needle) == std::string::npos || msg.find(file) == std::string::npos)
-                qFatal("FormatError '%s' lacks '%s' or the file name", msg.c_str(), needle.c_str());
+                QTest::qFail(qPrintable(QString::fromStdString("FormatError '" + msg + "' lacks '" + needle + "' or the file name")),
+                             __FILE__, __LINE__);
             return e;
+        } catch (const std::exception& e) {
+            QTest::qFail(qPrintable(QString::fromStdString("not a FormatError: " + std::string(e.what()))), __FILE__, __LINE__);
+            return FormatError(file, "");
         }
-        qFatal("no FormatError for %s (expected '%s')", file.c_str(), needle.c_str());
+        QTest::qFail(qPrintable(QString::fromStdString("no FormatError for " + file + " (expected '" + needle + "')")),
+                     __FILE__, __LINE__);
+        return FormatError(file, "");
     }
 
 private slots:

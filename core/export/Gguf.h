@@ -1,0 +1,122 @@
+// GGUF v3: reader and writer for the file format of ggml / llama.cpp, used by
+// `strata-train export --format gguf`.
+//
+// Byte layout (all integers little-endian; "string" = u64 byte length + UTF-8 bytes, no terminator):
+//   u32      magic        0x46554747, the bytes "GGUF"
+//   u32      version      3
+//   u64      tensor_count
+//   u64      kv_count
+//   kv_count times:
+//     string key          e.g. "general.architecture"
+//     u32    value_type   0 u8, 1 i8, 2 u16, 3 i16, 4 u32, 5 i32, 6 f32, 7 bool (1 byte, 0 or 1),
+//                         8 string, 9 array, 10 u64, 11 i64, 12 f64
+//     value               the scalar or string; an array is u32 element type + u64 count + elements
+//                         (arrays of arrays are allowed by the format; we write none)
+//   tensor_count times (tensor infos):
+//     string name
+//     u32    n_dims       1..4
+//     u64    dims[n_dims] innermost first (ggml "ne"): a Strata shape [out, in] is written as {in, out}
+//     u32    type         0 F32, 1 F16, 8 Q8_0
+//     u64    offset       from the start of the data section; a multiple of the alignment
+//   padding  zero bytes up to a multiple of the alignment (u32 key "general.alignment", default 32)
+//   data     each tensor at its offset, padded with zeros to the alignment
+//
+// Q8_0 stores blocks of 32 values along the innermost dimension: an f16 scale d
+// followed by 32 int8 q, value = d * q, with d = max|x| / 127. A tensor can be
+// Q8_0 only when its innermost dimension is a multiple of 32.
+//
+// Strata writes these keys: general.architecture = "strata", general.name,
+// general.alignment, strata.project (the project JSON text), strata.class_labels
+// (string array), strata.vocabulary (string array, text models),
+// strata.normalization.{mode (string), scale, mean, std (f32)}.
+//
+// The reader checks every field against the file size before using it and
+// throws FormatError naming the file and byte offset.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/export/FormatError.h"
+#include "core/tensor/Shape.h"
+
+namespace strata {
+
+enum class GgufValueType : uint32_t {
+    UInt8 = 0, Int8 = 1, UInt16 = 2, Int16 = 3, UInt32 = 4, Int32 = 5, Float32 = 6, Bool = 7,
+    String = 8, Array = 9, UInt64 = 10, Int64 = 11, Float64 = 12,
+};
+
+enum class GgufTensorType : uint32_t { F32 = 0, F16 = 1, Q8_0 = 8 };
+
+const char* ggufTensorTypeName(GgufTensorType t);
+constexpr int kQ8BlockSize = 32;
+constexpr uint32_t kGgufDefaultAlignment = 32;
+
+// One metadata value. Integers of every width live in `i` or `u`, floats in `f`.
+struct GgufValue {
+    GgufValueType type = GgufValueType::UInt32;
+    GgufValueType arrayType = GgufValueType::UInt32;  // element type when type == Array
+    uint64_t u = 0;
+    int64_t i = 0;
+    double f = 0;
+    bool b = false;
+    std::string s;
+    std::vector<GgufValue> array;
+};
+
+struct GgufTensor {
+    std::string name;
+    GgufTensorType type = GgufTensorType::F32;
+    Shape shape;  // Strata order: outermost first
+    std::vector<uint8_t> data;
+};
+
+class GgufFile {
+public:
+    // Setters replace a key's value and keep its first position.
+    void setString(const std::string& key, const std::string& value);
+    void setUInt32(const std::string& key, uint32_t value);
+    void setFloat32(const std::string& key, float value);
+    void setBool(const std::string& key, bool value);
+    void setStringArray(const std::string& key, const std::vector<std::string>& values);
+    void setValue(const std::string& key, const GgufValue& value);
+
+    // nullptr when absent.
+    const GgufValue* find(const std::string& key) const;
+    // Typed getters: throw std::runtime_error naming the key when it is absent or of another type.
+    std::string getString(const std::string& key) const;
+    uint32_t getUInt32(const std::string& key) const;
+    float getFloat32(const std::string& key) const;
+    std::vector<std::string> getStringArray(const std::string& key) const;
+    const std::vector<std::pair<std::string, GgufValue>>& metadata() const { return m_kv; }
+
+    // Adds float values stored as `type` (quantized or converted here). Q8_0 needs an innermost
+    // dimension that is a multiple of 32 (std::invalid_argument otherwise; see q8Compatible).
+    void addTensor(const std::string& name, const Shape& shape, const std::vector<float>& values,
+                   GgufTensorType type = GgufTensorType::F32);
+    void addRawTensor(GgufTensor tensor);  // data already encoded; size checked
+    const std::vector<GgufTensor>& tensors() const { return m_tensors; }
+    const GgufTensor* findTensor(const std::string& name) const;
+    // Values of a tensor as float (dequantizing F16 and Q8_0). Throws naming a missing tensor.
+    std::vector<float> tensorFloats(const std::string& name) const;
+
+    uint32_t alignment() const;
+
+private:
+    std::vector<std::pair<std::string, GgufValue>> m_kv;
+    std::vector<GgufTensor> m_tensors;
+};
+
+bool q8Compatible(const Shape& shape);
+// Encoded size of a tensor of this type and shape.
+uint64_t ggufTensorBytes(GgufTensorType type, const Shape& shape);
+std::vector<uint8_t> quantizeQ8_0(const std::vector<float>& values);  // size a multiple of 32
+std::vector<float> dequantizeQ8_0(const uint8_t* data, size_t count);
+
+// Writes "<path>.tmp-<pid>" then renames it over `path`.
+void writeGguf(const std::string& path, const GgufFile& file);
+GgufFile readGguf(const std::string& path);
+
+}  // namespace strata
