@@ -3,6 +3,7 @@
 
 #include <QFileInfo>
 #include <QSet>
+#include <QStringList>
 #include <QUndoStack>
 
 #include <algorithm>
@@ -162,32 +163,54 @@ bool ProjectDocument::removeNodes(const QList<int>& ids) {
 }
 
 bool ProjectDocument::connectPorts(const strata::PortRef& from, const strata::PortRef& to, QString* error) {
+    if (auto existing = graph().edgeInto(to); existing && existing->from.node == from.node) {
+        if (error)
+            *error = tr("Already connected");
+        return false;
+    }
+    return connectInto(m_project.graph, from, to, error);
+}
+
+bool ProjectDocument::moveEdge(const strata::PortRef& oldTo, const strata::PortRef& newTo, QString* error) {
+    const auto existing = graph().edgeInto(oldTo);
+    if (!existing) {
+        if (error)
+            *error = tr("No edge to move");
+        return false;
+    }
+    if (oldTo == newTo)
+        return false;
+    strata::Graph after = m_project.graph;
+    after.disconnect(oldTo);
+    return connectInto(std::move(after), existing->from, newTo, error);
+}
+
+bool ProjectDocument::connectInto(strata::Graph after, const strata::PortRef& from, const strata::PortRef& to,
+                                  QString* error) {
     auto fail = [&](const QString& why) {
         if (error)
             *error = why;
         return false;
     };
-    const strata::Node* src = graph().node(from.node);
-    const strata::Node* dst = graph().node(to.node);
+    const strata::Node* src = after.node(from.node);
+    const strata::Node* dst = after.node(to.node);
     if (!src || !dst)
         return fail(tr("No such node"));
     if (from.node == to.node)
         return fail(tr("%1: a node cannot feed itself").arg(QString::fromStdString(dst->name)));
-    if (reaches(graph(), to.node, from.node, to))
+    if (reaches(after, to.node, from.node, to))
         return fail(tr("Connecting %1 to %2 would make a cycle")
                         .arg(QString::fromStdString(src->name), QString::fromStdString(dst->name)));
-    if (auto existing = graph().edgeInto(to); existing && existing->from == from)
-        return fail(tr("Already connected"));
-    strata::Graph after = m_project.graph;
+    const QString text = tr("Connect %1 to %2.%3")
+                             .arg(QString::fromStdString(src->name), QString::fromStdString(dst->name),
+                                  QString::fromStdString(to.port));
     try {
         after.disconnect(to);
         after.connect({from.node, "out"}, to);
     } catch (const std::exception& e) {
         return fail(QString::fromStdString(e.what()));
     }
-    pushGraph(after, tr("Connect %1 to %2.%3")
-                         .arg(QString::fromStdString(src->name), QString::fromStdString(dst->name),
-                              QString::fromStdString(to.port)));
+    pushGraph(after, text);
     return true;
 }
 
@@ -368,6 +391,43 @@ std::vector<strata::Problem> ProjectDocument::problemsOf(int id) const {
         if (p.node == id)
             out.push_back(p);
     return out;
+}
+
+qint64 ProjectDocument::parameterCountOf(int id) const {
+    const strata::Node* n = graph().node(id);
+    auto params = m_analysis.params.find(id);
+    if (!n || params == m_analysis.params.end() || !m_analysis.shapeOf(id))
+        return -1;
+    const strata::LayerType* lt = strata::layerRegistry().find(n->type);
+    if (!lt)
+        return -1;
+    std::vector<strata::Shape> inputs;
+    for (const std::string& port : graph().inputPorts(id)) {
+        const auto e = graph().edgeInto({id, port});
+        const strata::Shape* s = e ? m_analysis.shapeOf(e->from.node) : nullptr;
+        if (!s)
+            return -1;
+        inputs.push_back(*s);
+    }
+    qint64 count = 0;
+    try {
+        for (const strata::ParameterSpec& spec : lt->parameterSpecs(params->second, inputs))
+            if (spec.trainable)
+                count += spec.shape.numel();
+    } catch (const std::exception&) {
+        return -1;
+    }
+    return count;
+}
+
+QString ProjectDocument::shapeText(int id) const {
+    const strata::Shape* s = m_analysis.shapeOf(id);
+    if (!s)
+        return QStringLiteral("?");
+    QStringList dims{QStringLiteral("N")};
+    for (int64_t d : s->dims())
+        dims << QString::number(d);
+    return QLatin1Char('[') + dims.join(QStringLiteral(", ")) + QLatin1Char(']');
 }
 
 void ProjectDocument::applyGraph(const strata::Graph& graph) {

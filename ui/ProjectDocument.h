@@ -54,6 +54,8 @@ public:
     // Refuses unknown nodes or ports, self-loops and edges that would close a cycle.
     bool connectPorts(const strata::PortRef& from, const strata::PortRef& to, QString* error = nullptr);
     bool disconnectPort(const strata::PortRef& to);
+    // Moves the edge feeding `oldTo` so that it feeds `newTo` instead (one command).
+    bool moveEdge(const strata::PortRef& oldTo, const strata::PortRef& newTo, QString* error = nullptr);
     // New positions for nodes; consecutive moves of the same nodes merge into one command.
     void moveNodes(const QMap<int, QPointF>& positions);
     // Lays the graph out top to bottom by topological depth (one command).
@@ -71,6 +73,11 @@ public:
 
     // Problems that concern a node (node-level and port-level).
     std::vector<strata::Problem> problemsOf(int id) const;
+    // Trainable scalars of one node, from its layer type's parameter specs for the analysed
+    // params and input shapes; -1 when they are not known (bad params, unknown input shape).
+    qint64 parameterCountOf(int id) const;
+    // Per-sample output shape with the batch as "N": "[N, 32, 28, 28]"; "?" when unknown.
+    QString shapeText(int id) const;
 
     // --- Used by the undo commands (UndoCommands.cpp); not for widgets.
     void applyGraph(const strata::Graph& graph);
@@ -93,6 +100,8 @@ private:
     void reanalyze();
     // Pushes a command replacing the graph by `after`, titled `text`.
     void pushGraph(const strata::Graph& after, const QString& text);
+    // Checks and applies from -> to on `after` (which may already hold other changes), then pushes it.
+    bool connectInto(strata::Graph after, const strata::PortRef& from, const strata::PortRef& to, QString* error);
 
     strata::Project m_project;
     strata::GraphAnalysis m_analysis;

@@ -1,0 +1,200 @@
+// GraphView: the canvas widget.
+#include "ui/GraphView.h"
+
+#include <QDragEnterEvent>
+#include <QDropEvent>
+#include <QKeyEvent>
+#include <QMimeData>
+#include <QScrollBar>
+#include <QWheelEvent>
+
+#include <cmath>
+
+#include "ui/GraphScene.h"
+#include "ui/LayerPalette.h"
+#include "ui/NodeItem.h"
+#include "ui/ProjectDocument.h"
+
+namespace strata::ui {
+
+namespace {
+constexpr double kMinZoom = 0.15;
+constexpr double kMaxZoom = 3.0;
+constexpr double kGrid = 20.0;
+}  // namespace
+
+GraphView::GraphView(GraphScene* scene, QWidget* parent) : QGraphicsView(scene, parent), m_scene(scene) {
+    setRenderHints(QPainter::Antialiasing | QPainter::TextAntialiasing);
+    setDragMode(QGraphicsView::RubberBandDrag);
+    setRubberBandSelectionMode(Qt::IntersectsItemShape);
+    setTransformationAnchor(QGraphicsView::AnchorUnderMouse);
+    setResizeAnchor(QGraphicsView::AnchorViewCenter);
+    setViewportUpdateMode(QGraphicsView::BoundingRectViewportUpdate);
+    setAcceptDrops(true);
+    setFocusPolicy(Qt::StrongFocus);
+    // A generous scene rect so nodes can be dragged into empty space and the view can pan.
+    setSceneRect(-4000, -4000, 8000, 8000);
+    connect(scene, &GraphScene::statusMessage, this, &GraphView::statusMessage);
+}
+
+double GraphView::zoom() const { return transform().m11(); }
+
+int GraphView::addLayerAt(const QString& type, const QPointF& scenePos) {
+    QString error;
+    const int id = m_scene->document()->addNode(type, scenePos, strata::Json::object(), QString(), &error);
+    if (id < 0) {
+        emit statusMessage(error);
+        return -1;
+    }
+    m_scene->selectNodes({id});
+    return id;
+}
+
+int GraphView::addLayerAtCentre(const QString& type) {
+    // Top centre of the node a little above the view centre, so the node sits in the middle.
+    return addLayerAt(type, mapToScene(viewport()->rect().center()) - QPointF(0, 40));
+}
+
+void GraphView::scaleBy(double factor) {
+    const double target = std::clamp(zoom() * factor, kMinZoom, kMaxZoom);
+    const double f = target / zoom();
+    if (std::abs(f - 1.0) > 1e-9)
+        scale(f, f);
+}
+
+void GraphView::zoomIn() { scaleBy(1.25); }
+void GraphView::zoomOut() { scaleBy(1 / 1.25); }
+void GraphView::resetZoom() { setTransform(QTransform()); }
+
+void GraphView::zoomToFit() {
+    if (!isVisible()) {
+        m_fitPending = true;
+        return;
+    }
+    m_fitPending = false;
+    QRectF bounds;
+    for (NodeItem* item : m_scene->nodeItems())
+        bounds |= item->sceneBoundingRect();
+    if (bounds.isEmpty())
+        return;
+    bounds.adjust(-40, -40, 40, 40);
+    fitInView(bounds, Qt::KeepAspectRatio);
+    // Small graphs should not be blown up beyond a comfortable size.
+    if (zoom() > 1.2)
+        scaleBy(1.2 / zoom());
+    if (zoom() < kMinZoom)
+        scaleBy(kMinZoom / zoom());
+    centerOn(bounds.center());
+}
+
+void GraphView::showEvent(QShowEvent* event) {
+    QGraphicsView::showEvent(event);
+    if (m_fitPending)
+        zoomToFit();
+}
+
+void GraphView::resizeEvent(QResizeEvent* event) {
+    QGraphicsView::resizeEvent(event);
+    if (m_fitPending)
+        zoomToFit();
+}
+
+void GraphView::centreOnNode(int id) {
+    if (NodeItem* item = m_scene->nodeItem(id)) {
+        m_scene->selectNodes({id});
+        centerOn(item);
+    }
+}
+
+void GraphView::wheelEvent(QWheelEvent* event) {
+    const double steps = event->angleDelta().y() / 120.0;
+    if (steps != 0)
+        scaleBy(std::pow(1.15, steps));
+    event->accept();
+}
+
+void GraphView::keyPressEvent(QKeyEvent* event) {
+    if (event->key() == Qt::Key_Delete || event->key() == Qt::Key_Backspace) {
+        m_scene->deleteSelection();
+        event->accept();
+        return;
+    }
+    QGraphicsView::keyPressEvent(event);
+}
+
+void GraphView::mousePressEvent(QMouseEvent* event) {
+    if (event->button() == Qt::MiddleButton) {
+        m_panning = true;
+        m_panStart = event->pos();
+        viewport()->setCursor(Qt::ClosedHandCursor);
+        event->accept();
+        return;
+    }
+    QGraphicsView::mousePressEvent(event);
+}
+
+void GraphView::mouseMoveEvent(QMouseEvent* event) {
+    if (m_panning) {
+        const QPoint delta = event->pos() - m_panStart;
+        m_panStart = event->pos();
+        horizontalScrollBar()->setValue(horizontalScrollBar()->value() - delta.x());
+        verticalScrollBar()->setValue(verticalScrollBar()->value() - delta.y());
+        event->accept();
+        return;
+    }
+    QGraphicsView::mouseMoveEvent(event);
+}
+
+void GraphView::mouseReleaseEvent(QMouseEvent* event) {
+    if (m_panning && event->button() == Qt::MiddleButton) {
+        m_panning = false;
+        viewport()->unsetCursor();
+        event->accept();
+        return;
+    }
+    QGraphicsView::mouseReleaseEvent(event);
+}
+
+void GraphView::dragEnterEvent(QDragEnterEvent* event) {
+    if (event->mimeData()->hasFormat(QString::fromLatin1(LayerPalette::kMimeType)))
+        event->acceptProposedAction();
+    else
+        QGraphicsView::dragEnterEvent(event);
+}
+
+void GraphView::dragMoveEvent(QDragMoveEvent* event) {
+    if (event->mimeData()->hasFormat(QString::fromLatin1(LayerPalette::kMimeType)))
+        event->acceptProposedAction();
+    else
+        QGraphicsView::dragMoveEvent(event);
+}
+
+void GraphView::dropEvent(QDropEvent* event) {
+    const QMimeData* mime = event->mimeData();
+    if (!mime->hasFormat(QString::fromLatin1(LayerPalette::kMimeType))) {
+        QGraphicsView::dropEvent(event);
+        return;
+    }
+    const QString type = QString::fromUtf8(mime->data(QString::fromLatin1(LayerPalette::kMimeType)));
+    if (addLayerAt(type, mapToScene(event->position().toPoint())) >= 0)
+        event->acceptProposedAction();
+    else
+        event->ignore();
+    setFocus();
+}
+
+void GraphView::drawBackground(QPainter* painter, const QRectF& rect) {
+    painter->fillRect(rect, QColor(0xf2, 0xf4, 0xf7));
+    if (zoom() < 0.4)
+        return;  // a dense grid at low zoom is noise
+    const double left = std::floor(rect.left() / kGrid) * kGrid;
+    const double top = std::floor(rect.top() / kGrid) * kGrid;
+    QVector<QPointF> dots;
+    for (double x = left; x < rect.right(); x += kGrid)
+        for (double y = top; y < rect.bottom(); y += kGrid)
+            dots.append(QPointF(x, y));
+    painter->setPen(QPen(QColor(0xc8, 0xcd, 0xd4), 1.5 / zoom()));
+    painter->drawPoints(dots.data(), int(dots.size()));
+}
+
+}  // namespace strata::ui

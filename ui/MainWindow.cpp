@@ -1,0 +1,459 @@
+// MainWindow: menus, toolbar, canvas and docks of the workbench.
+#include "ui/MainWindow.h"
+
+#include <QAction>
+#include <QApplication>
+#include <QClipboard>
+#include <QCloseEvent>
+#include <QDialog>
+#include <QDialogButtonBox>
+#include <QDockWidget>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QLabel>
+#include <QListWidget>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QMimeData>
+#include <QSettings>
+#include <QStatusBar>
+#include <QStyle>
+#include <QToolBar>
+#include <QUndoStack>
+#include <QVBoxLayout>
+
+#include "ui/GraphScene.h"
+#include "ui/GraphView.h"
+#include "ui/LayerPalette.h"
+#include "ui/ProblemsPanel.h"
+#include "ui/ProjectDocument.h"
+#include "ui/PropertyPanel.h"
+#include "ui/Templates.h"
+
+#if __has_include("ui/TrainingDashboard.h") && __has_include("ui/DevicePicker.h") && \
+    __has_include("ui/DatasetPanel.h") && __has_include("ui/TrainingSettingsPanel.h")
+#define STRATA_UI_HAS_TRAINING 1
+#include "ui/DatasetPanel.h"
+#include "ui/DevicePicker.h"
+#include "ui/TrainingDashboard.h"
+#include "ui/TrainingSettingsPanel.h"
+#endif
+
+namespace strata::ui {
+
+namespace {
+constexpr int kMaxRecent = 8;
+const char* kRecentKey = "recentFiles";
+const char* kFileFilter = "Strata projects (*.strata);;All files (*)";
+}  // namespace
+
+MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), m_doc(new ProjectDocument(this)) {
+    setObjectName(QStringLiteral("StrataMainWindow"));
+    m_scene = new GraphScene(m_doc, this);
+    m_view = new GraphView(m_scene, this);
+    m_view->setObjectName(QStringLiteral("graphView"));
+    setCentralWidget(m_view);
+    setDockNestingEnabled(true);
+
+    createDocks();
+    createActions();
+    createMenus();
+
+    connect(m_doc, &ProjectDocument::fileChanged, this, &MainWindow::updateTitle);
+    connect(m_view, &GraphView::statusMessage, this, [this](const QString& m) { statusBar()->showMessage(m, 6000); });
+    connect(m_palette, &LayerPalette::layerActivated, this, [this](const QString& type) {
+        m_view->addLayerAtCentre(type);
+        m_view->setFocus();
+    });
+    connect(m_problems, &ProblemsPanel::problemActivated, this, &MainWindow::showNode);
+    connect(m_doc, &ProjectDocument::analysisChanged, this, [this] {
+        const auto& a = m_doc->analysis();
+        statusBar()->showMessage(a.ok() ? tr("Graph valid: %1 nodes, %2 parameters")
+                                              .arg(m_doc->graph().nodes().size())
+                                              .arg(QLocale(QLocale::English).toString(qint64(a.parameterCount)))
+                                        : tr("%n problem(s) in the graph", nullptr, int(a.problems.size())));
+    });
+    updateTitle();
+    statusBar()->showMessage(tr("Ready"));
+}
+
+MainWindow::~MainWindow() = default;
+
+void MainWindow::createDocks() {
+    auto dock = [this](const QString& title, const QString& name, QWidget* widget, Qt::DockWidgetArea area) {
+        auto* d = new QDockWidget(title, this);
+        d->setObjectName(name);
+        d->setWidget(widget);
+        addDockWidget(area, d);
+        m_docks << d;
+        return d;
+    };
+    m_palette = new LayerPalette(this);
+    QDockWidget* paletteDock = dock(tr("Layers"), QStringLiteral("paletteDock"), m_palette, Qt::LeftDockWidgetArea);
+    m_properties = new PropertyPanel(m_doc, m_scene, this);
+    QDockWidget* propDock = dock(tr("Properties"), QStringLiteral("propertiesDock"), m_properties, Qt::RightDockWidgetArea);
+    m_problems = new ProblemsPanel(m_doc, this);
+    QDockWidget* problemsDock = dock(tr("Problems"), QStringLiteral("problemsDock"), m_problems, Qt::RightDockWidgetArea);
+    splitDockWidget(propDock, problemsDock, Qt::Vertical);
+
+#ifdef STRATA_UI_HAS_TRAINING
+    m_dataset = new DatasetPanel(m_doc, this);
+    QDockWidget* datasetDock = dock(tr("Dataset"), QStringLiteral("datasetDock"), m_dataset, Qt::RightDockWidgetArea);
+    m_trainingSettings = new TrainingSettingsPanel(m_doc, this);
+    QDockWidget* settingsDock =
+        dock(tr("Training"), QStringLiteral("trainingSettingsDock"), m_trainingSettings, Qt::RightDockWidgetArea);
+    tabifyDockWidget(propDock, datasetDock);
+    tabifyDockWidget(datasetDock, settingsDock);
+    propDock->raise();
+
+    m_devices = new DevicePicker(this);
+    QDockWidget* devicesDock = dock(tr("Devices"), QStringLiteral("devicesDock"), m_devices, Qt::LeftDockWidgetArea);
+    splitDockWidget(paletteDock, devicesDock, Qt::Vertical);
+
+    m_dashboard = new TrainingDashboard(m_doc, this);
+    m_dashboard->setDevicePicker(m_devices);
+    QDockWidget* dashDock =
+        dock(tr("Training dashboard"), QStringLiteral("dashboardDock"), m_dashboard, Qt::BottomDockWidgetArea);
+    resizeDocks({dashDock}, {300}, Qt::Vertical);
+    resizeDocks({paletteDock, devicesDock}, {420, 260}, Qt::Vertical);
+#endif
+    resizeDocks({paletteDock}, {210}, Qt::Horizontal);
+    resizeDocks({propDock}, {330}, Qt::Horizontal);
+    resizeDocks({propDock, problemsDock}, {420, 180}, Qt::Vertical);
+}
+
+void MainWindow::createActions() {
+    QStyle* s = style();
+    auto make = [this](const QString& text, const QKeySequence& key, auto slot, const QIcon& icon = QIcon()) {
+        auto* a = new QAction(icon, text, this);
+        if (!key.isEmpty())
+            a->setShortcut(key);
+        connect(a, &QAction::triggered, this, slot);
+        return a;
+    };
+    m_newAct = make(tr("&New"), QKeySequence::New, [this] { newProject(strata::Project{}); },
+                    s->standardIcon(QStyle::SP_FileIcon));
+    m_templateAct = make(tr("New from &Template..."), QKeySequence(tr("Ctrl+Shift+N")), &MainWindow::showTemplateDialog,
+                         s->standardIcon(QStyle::SP_FileDialogNewFolder));
+    m_openAct = make(tr("&Open..."), QKeySequence::Open, &MainWindow::open, s->standardIcon(QStyle::SP_DialogOpenButton));
+    m_saveAct = make(tr("&Save"), QKeySequence::Save, [this] { save(); }, s->standardIcon(QStyle::SP_DialogSaveButton));
+    m_saveAsAct = make(tr("Save &As..."), QKeySequence::SaveAs, [this] { saveAsDialog(); });
+    m_quitAct = make(tr("&Quit"), QKeySequence::Quit, [this] { close(); });
+
+    m_undoAct = m_doc->undoStack()->createUndoAction(this, tr("&Undo"));
+    m_undoAct->setShortcut(QKeySequence::Undo);
+    m_undoAct->setIcon(s->standardIcon(QStyle::SP_ArrowBack));
+    m_redoAct = m_doc->undoStack()->createRedoAction(this, tr("&Redo"));
+    m_redoAct->setShortcuts({QKeySequence::Redo, QKeySequence(tr("Ctrl+Y"))});
+    m_redoAct->setIcon(s->standardIcon(QStyle::SP_ArrowForward));
+    m_cutAct = make(tr("Cu&t"), QKeySequence::Cut, &MainWindow::cut);
+    m_copyAct = make(tr("&Copy"), QKeySequence::Copy, &MainWindow::copy);
+    m_pasteAct = make(tr("&Paste"), QKeySequence::Paste, &MainWindow::paste);
+    m_deleteAct = make(tr("&Delete"), QKeySequence::Delete, &MainWindow::deleteSelection,
+                       s->standardIcon(QStyle::SP_TrashIcon));
+    m_selectAllAct = make(tr("Select &All"), QKeySequence::SelectAll, &MainWindow::selectAll);
+    m_layoutAct = make(tr("Auto-&layout"), QKeySequence(tr("Ctrl+L")), &MainWindow::autoLayout,
+                       s->standardIcon(QStyle::SP_FileDialogListView));
+    // Canvas-only shortcuts: Delete and Ctrl+C must keep working in the panels' line edits.
+    for (QAction* a : {m_cutAct, m_copyAct, m_pasteAct, m_deleteAct, m_selectAllAct}) {
+        a->setShortcutContext(Qt::WidgetWithChildrenShortcut);
+        m_view->addAction(a);
+    }
+
+    m_zoomInAct = make(tr("Zoom &In"), QKeySequence::ZoomIn, [this] { m_view->zoomIn(); });
+    m_zoomOutAct = make(tr("Zoom &Out"), QKeySequence::ZoomOut, [this] { m_view->zoomOut(); });
+    m_zoomFitAct = make(tr("Zoom to &Fit"), QKeySequence(tr("Ctrl+0")), [this] { m_view->zoomToFit(); },
+                        s->standardIcon(QStyle::SP_TitleBarMaxButton));
+    m_zoomResetAct = make(tr("&Actual Size"), QKeySequence(tr("Ctrl+1")), [this] { m_view->resetZoom(); });
+
+    m_trainAct = make(tr("&Start Training"), QKeySequence(tr("F5")), [this] {
+#ifdef STRATA_UI_HAS_TRAINING
+        m_dashboard->startTraining();
+#endif
+    }, s->standardIcon(QStyle::SP_MediaPlay));
+    m_pauseAct = make(tr("&Pause / Resume"), QKeySequence(tr("F6")), [this] {
+#ifdef STRATA_UI_HAS_TRAINING
+        m_dashboard->togglePause();
+#endif
+    }, s->standardIcon(QStyle::SP_MediaPause));
+    m_stopAct = make(tr("S&top"), QKeySequence(tr("Shift+F5")), [this] {
+#ifdef STRATA_UI_HAS_TRAINING
+        m_dashboard->stopTraining();
+#endif
+    }, s->standardIcon(QStyle::SP_MediaStop));
+    m_checkpointAct = make(tr("Save &Checkpoint Now"), QKeySequence(), [this] {
+#ifdef STRATA_UI_HAS_TRAINING
+        m_dashboard->saveCheckpointNow();
+#endif
+    });
+#ifndef STRATA_UI_HAS_TRAINING
+    for (QAction* a : {m_trainAct, m_pauseAct, m_stopAct, m_checkpointAct})
+        a->setEnabled(false);
+#endif
+    m_aboutAct = make(tr("&About Strata"), QKeySequence(), [this] {
+        QMessageBox::about(this, tr("About Strata"),
+                           tr("<b>Strata</b> %1<br>A workbench for drawing, training and exporting neural "
+                              "networks.<br><br>Drag layers from the palette, connect an output port (bottom) to "
+                              "an input port (top); edges show the tensor shape they carry.")
+                               .arg(QApplication::applicationVersion()));
+    });
+}
+
+void MainWindow::createMenus() {
+    QMenu* file = menuBar()->addMenu(tr("&File"));
+    file->addActions({m_newAct, m_templateAct, m_openAct});
+    m_recentMenu = file->addMenu(tr("Open &Recent"));
+    file->addSeparator();
+    file->addActions({m_saveAct, m_saveAsAct});
+    file->addSeparator();
+    file->addAction(m_quitAct);
+    rebuildRecentMenu();
+
+    QMenu* edit = menuBar()->addMenu(tr("&Edit"));
+    edit->addActions({m_undoAct, m_redoAct});
+    edit->addSeparator();
+    edit->addActions({m_cutAct, m_copyAct, m_pasteAct, m_deleteAct});
+    edit->addSeparator();
+    edit->addActions({m_selectAllAct, m_layoutAct});
+
+    m_viewMenu = menuBar()->addMenu(tr("&View"));
+    m_viewMenu->addActions({m_zoomInAct, m_zoomOutAct, m_zoomFitAct, m_zoomResetAct});
+    m_viewMenu->addSeparator();
+    for (QDockWidget* d : std::as_const(m_docks))
+        m_viewMenu->addAction(d->toggleViewAction());
+
+    QMenu* train = menuBar()->addMenu(tr("&Train"));
+    train->addActions({m_trainAct, m_pauseAct, m_stopAct, m_checkpointAct});
+
+    QMenu* help = menuBar()->addMenu(tr("&Help"));
+    help->addAction(m_aboutAct);
+
+    QToolBar* bar = addToolBar(tr("Main"));
+    bar->setObjectName(QStringLiteral("mainToolBar"));
+    bar->setIconSize(QSize(18, 18));
+    bar->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
+    bar->addActions({m_templateAct, m_openAct, m_saveAct});
+    bar->addSeparator();
+    bar->addActions({m_undoAct, m_redoAct, m_deleteAct});
+    bar->addSeparator();
+    bar->addActions({m_layoutAct, m_zoomFitAct});
+    bar->addSeparator();
+    bar->addActions({m_trainAct, m_pauseAct, m_stopAct});
+}
+
+void MainWindow::updateTitle() {
+    setWindowTitle(tr("%1[*] - Strata").arg(m_doc->displayName()));
+    setWindowModified(m_doc->isModified());
+}
+
+void MainWindow::reportError(const QString& title, const QString& text) {
+    m_lastError = text;
+    statusBar()->showMessage(text, 10000);
+    if (m_reportError)
+        m_reportError(title, text);
+    else
+        QMessageBox::critical(this, title, text);
+}
+
+bool MainWindow::maybeSave() {
+    if (!m_doc->isModified())
+        return true;
+    SaveChoice choice;
+    if (m_savePrompt) {
+        choice = m_savePrompt(m_doc->displayName());
+    } else {
+        const auto answer = QMessageBox::warning(
+            this, tr("Unsaved changes"), tr("%1 has unsaved changes. Save them?").arg(m_doc->displayName()),
+            QMessageBox::Save | QMessageBox::Discard | QMessageBox::Cancel, QMessageBox::Save);
+        choice = answer == QMessageBox::Save      ? SaveChoice::Save
+                 : answer == QMessageBox::Discard ? SaveChoice::Discard
+                                                  : SaveChoice::Cancel;
+    }
+    switch (choice) {
+    case SaveChoice::Save:
+        return save();
+    case SaveChoice::Discard:
+        return true;
+    case SaveChoice::Cancel:
+        break;
+    }
+    return false;
+}
+
+void MainWindow::newProject(const strata::Project& project) {
+    if (!maybeSave())
+        return;
+    m_doc->newProject(project);
+    m_view->zoomToFit();
+}
+
+bool MainWindow::newFromTemplate(const QString& templateId) {
+    for (const ProjectTemplate& t : projectTemplates()) {
+        if (t.id != templateId)
+            continue;
+        if (!maybeSave())
+            return false;
+        m_doc->newProject(t.make());
+        m_view->zoomToFit();
+        return true;
+    }
+    return false;
+}
+
+void MainWindow::showTemplateDialog() {
+    QDialog dialog(this);
+    dialog.setWindowTitle(tr("New from template"));
+    auto* layout = new QVBoxLayout(&dialog);
+    auto* list = new QListWidget(&dialog);
+    auto* description = new QLabel(&dialog);
+    description->setWordWrap(true);
+    description->setMinimumHeight(60);
+    const QList<ProjectTemplate> templates = projectTemplates();
+    for (const ProjectTemplate& t : templates) {
+        auto* item = new QListWidgetItem(t.title, list);
+        item->setData(Qt::UserRole, t.id);
+        item->setToolTip(t.description);
+    }
+    connect(list, &QListWidget::currentRowChanged, description,
+            [&](int row) { description->setText(row >= 0 ? templates[row].description : QString()); });
+    auto* buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel, &dialog);
+    connect(buttons, &QDialogButtonBox::accepted, &dialog, &QDialog::accept);
+    connect(buttons, &QDialogButtonBox::rejected, &dialog, &QDialog::reject);
+    connect(list, &QListWidget::itemDoubleClicked, &dialog, &QDialog::accept);
+    layout->addWidget(list);
+    layout->addWidget(description);
+    layout->addWidget(buttons);
+    list->setCurrentRow(0);
+    dialog.resize(460, 340);
+    if (dialog.exec() == QDialog::Accepted && list->currentItem())
+        newFromTemplate(list->currentItem()->data(Qt::UserRole).toString());
+}
+
+void MainWindow::open() {
+    if (!maybeSave())
+        return;
+    const QString dir = m_doc->filePath().isEmpty() ? QString() : QFileInfo(m_doc->filePath()).absolutePath();
+    const QString path = QFileDialog::getOpenFileName(this, tr("Open project"), dir, tr(kFileFilter));
+    if (!path.isEmpty())
+        openFile(path);
+}
+
+bool MainWindow::openFile(const QString& path) {
+    if (!maybeSave())
+        return false;
+    QString error;
+    if (!m_doc->load(path, &error)) {
+        reportError(tr("Cannot open project"), tr("Cannot open %1:\n%2").arg(QFileInfo(path).fileName(), error));
+        return false;
+    }
+    addRecentFile(m_doc->filePath());
+    m_view->zoomToFit();
+    statusBar()->showMessage(tr("Opened %1").arg(m_doc->filePath()), 5000);
+    return true;
+}
+
+bool MainWindow::save() {
+    if (m_doc->filePath().isEmpty())
+        return saveAsDialog();
+    return saveAs(m_doc->filePath());
+}
+
+bool MainWindow::saveAsDialog() {
+    const QString path = m_saveAsPrompt ? m_saveAsPrompt()
+                                        : QFileDialog::getSaveFileName(this, tr("Save project"), m_doc->filePath(),
+                                                                       tr(kFileFilter));
+    if (path.isEmpty())
+        return false;
+    return saveAs(path.endsWith(QStringLiteral(".strata")) || QFileInfo(path).suffix().size() > 0
+                      ? path
+                      : path + QStringLiteral(".strata"));
+}
+
+bool MainWindow::saveAs(const QString& path) {
+    QString error;
+    if (!m_doc->save(path, &error)) {
+        reportError(tr("Cannot save project"), tr("Cannot save %1:\n%2").arg(path, error));
+        return false;
+    }
+    addRecentFile(m_doc->filePath());
+    statusBar()->showMessage(tr("Saved %1").arg(m_doc->filePath()), 5000);
+    return true;
+}
+
+QStringList MainWindow::recentFiles() const { return QSettings().value(QLatin1String(kRecentKey)).toStringList(); }
+
+void MainWindow::addRecentFile(const QString& path) {
+    QStringList files = recentFiles();
+    files.removeAll(path);
+    files.prepend(path);
+    while (files.size() > kMaxRecent)
+        files.removeLast();
+    QSettings().setValue(QLatin1String(kRecentKey), files);
+    rebuildRecentMenu();
+}
+
+void MainWindow::rebuildRecentMenu() {
+    if (!m_recentMenu)
+        return;
+    m_recentMenu->clear();
+    const QStringList files = recentFiles();
+    for (int i = 0; i < files.size(); ++i) {
+        const QString path = files[i];
+        QAction* a = m_recentMenu->addAction(QStringLiteral("&%1 %2").arg(i + 1).arg(QFileInfo(path).fileName()));
+        a->setToolTip(path);
+        a->setStatusTip(path);
+        connect(a, &QAction::triggered, this, [this, path] { openFile(path); });
+    }
+    if (files.isEmpty())
+        m_recentMenu->addAction(tr("(none)"))->setEnabled(false);
+    else {
+        m_recentMenu->addSeparator();
+        connect(m_recentMenu->addAction(tr("Clear list")), &QAction::triggered, this, [this] {
+            QSettings().remove(QLatin1String(kRecentKey));
+            rebuildRecentMenu();
+        });
+    }
+}
+
+void MainWindow::copy() {
+    if (QMimeData* mime = m_scene->copySelection())
+        QApplication::clipboard()->setMimeData(mime);
+}
+
+void MainWindow::cut() {
+    copy();
+    m_scene->deleteSelection();
+}
+
+void MainWindow::paste() {
+    if (!m_scene->pasteFrom(QApplication::clipboard()->mimeData()))
+        statusBar()->showMessage(tr("Nothing to paste"), 3000);
+}
+
+void MainWindow::deleteSelection() { m_scene->deleteSelection(); }
+
+void MainWindow::selectAll() {
+    QList<int> ids;
+    for (const strata::Node* n : m_doc->graph().nodes())
+        ids << n->id;
+    m_scene->selectNodes(ids);
+}
+
+void MainWindow::autoLayout() {
+    m_doc->autoLayout();
+    m_view->zoomToFit();
+}
+
+void MainWindow::showNode(int id) {
+    if (id >= 0)
+        m_view->centreOnNode(id);
+}
+
+void MainWindow::closeEvent(QCloseEvent* event) {
+    if (maybeSave())
+        event->accept();
+    else
+        event->ignore();
+}
+
+}  // namespace strata::ui

@@ -1,0 +1,136 @@
+// MainWindow: the Strata workbench. The graph canvas in the centre, the
+// layer palette on the left, properties and problems on the right, and the
+// dataset, training settings, devices and training dashboard at the bottom.
+// Owns the ProjectDocument; File/Edit/View/Train/Help menus act on it.
+#pragma once
+
+#include <QMainWindow>
+#include <QStringList>
+
+#include <functional>
+
+#include "core/graph/Project.h"
+
+class QAction;
+class QDockWidget;
+class QMenu;
+
+namespace strata::ui {
+
+class GraphScene;
+class GraphView;
+class LayerPalette;
+class ProblemsPanel;
+class ProjectDocument;
+class PropertyPanel;
+class TrainingDashboard;
+class DevicePicker;
+class DatasetPanel;
+class TrainingSettingsPanel;
+
+class MainWindow : public QMainWindow {
+    Q_OBJECT
+public:
+    enum class SaveChoice { Save, Discard, Cancel };
+
+    explicit MainWindow(QWidget* parent = nullptr);
+    ~MainWindow() override;
+
+    ProjectDocument* document() const { return m_doc; }
+    GraphScene* scene() const { return m_scene; }
+    GraphView* view() const { return m_view; }
+    LayerPalette* palette() const { return m_palette; }
+    PropertyPanel* properties() const { return m_properties; }
+    ProblemsPanel* problems() const { return m_problems; }
+    // Null in a build without the training widgets.
+    TrainingDashboard* dashboard() const { return m_dashboard; }
+
+    // Each asks before dropping unsaved edits; false when cancelled or failed.
+    bool openFile(const QString& path);
+    bool newFromTemplate(const QString& templateId);
+    void newProject(const strata::Project& project);
+    bool save();
+    bool saveAs(const QString& path);
+    // Asks Save/Discard/Cancel when there are unsaved edits; true when it is fine to go on.
+    bool maybeSave();
+
+    QStringList recentFiles() const;
+    // The last error shown to the user (load/save failures), for tests and the status bar.
+    QString lastError() const { return m_lastError; }
+
+    // Replace the dialogs (tests run without anyone to click).
+    void setSavePrompt(std::function<SaveChoice(const QString& name)> prompt) { m_savePrompt = std::move(prompt); }
+    void setErrorReporter(std::function<void(const QString& title, const QString& text)> report) {
+        m_reportError = std::move(report);
+    }
+    void setSaveAsPrompt(std::function<QString()> prompt) { m_saveAsPrompt = std::move(prompt); }
+
+public slots:
+    void open();
+    void showTemplateDialog();
+    bool saveAsDialog();
+    void copy();
+    void cut();
+    void paste();
+    void deleteSelection();
+    void selectAll();
+    void autoLayout();
+    void showNode(int id);
+
+protected:
+    void closeEvent(QCloseEvent* event) override;
+
+private:
+    void createDocks();
+    void createActions();
+    void createMenus();
+    void updateTitle();
+    void addRecentFile(const QString& path);
+    void rebuildRecentMenu();
+    void reportError(const QString& title, const QString& text);
+
+    ProjectDocument* m_doc;
+    GraphScene* m_scene;
+    GraphView* m_view;
+    LayerPalette* m_palette;
+    PropertyPanel* m_properties;
+    ProblemsPanel* m_problems;
+    TrainingDashboard* m_dashboard = nullptr;
+    DevicePicker* m_devices = nullptr;
+    DatasetPanel* m_dataset = nullptr;
+    TrainingSettingsPanel* m_trainingSettings = nullptr;
+    QList<QDockWidget*> m_docks;
+
+    QMenu* m_recentMenu = nullptr;
+    QMenu* m_viewMenu = nullptr;
+    QAction* m_newAct = nullptr;
+    QAction* m_templateAct = nullptr;
+    QAction* m_openAct = nullptr;
+    QAction* m_saveAct = nullptr;
+    QAction* m_saveAsAct = nullptr;
+    QAction* m_quitAct = nullptr;
+    QAction* m_undoAct = nullptr;
+    QAction* m_redoAct = nullptr;
+    QAction* m_cutAct = nullptr;
+    QAction* m_copyAct = nullptr;
+    QAction* m_pasteAct = nullptr;
+    QAction* m_deleteAct = nullptr;
+    QAction* m_selectAllAct = nullptr;
+    QAction* m_layoutAct = nullptr;
+    QAction* m_zoomInAct = nullptr;
+    QAction* m_zoomOutAct = nullptr;
+    QAction* m_zoomFitAct = nullptr;
+    QAction* m_zoomResetAct = nullptr;
+    QAction* m_trainAct = nullptr;
+    QAction* m_pauseAct = nullptr;
+    QAction* m_stopAct = nullptr;
+    QAction* m_checkpointAct = nullptr;
+    QAction* m_aboutAct = nullptr;
+
+    QString m_lastError;
+    std::function<SaveChoice(const QString&)> m_savePrompt;
+    std::function<void(const QString&, const QString&)> m_reportError;
+    std::function<QString()> m_saveAsPrompt;
+};
+
+}  // namespace strata::ui

@@ -1,0 +1,73 @@
+// PropertyPanel: edits the selected node's name and parameters with widgets
+// made from its layer type's ParamSpecs (spin boxes limited to the allowed
+// range, check boxes, choice boxes, a validated line edit for integer lists);
+// each committed change is one undo command. Shows the node's output shape
+// and parameter count, and for the whole graph the parameter total and an
+// estimate of activation memory for a batch size.
+#pragma once
+
+#include <QMap>
+#include <QWidget>
+
+#include <vector>
+
+#include "core/layers/Layer.h"
+
+class QGroupBox;
+class QLabel;
+class QLineEdit;
+class QFormLayout;
+class QSpinBox;
+
+namespace strata::ui {
+
+class GraphScene;
+class ProjectDocument;
+
+class PropertyPanel : public QWidget {
+    Q_OBJECT
+public:
+    PropertyPanel(ProjectDocument* doc, GraphScene* scene, QWidget* parent = nullptr);
+
+    // The node being edited, or -1.
+    int nodeId() const { return m_node; }
+    // The editor of a parameter (QSpinBox, QDoubleSpinBox, QCheckBox, QComboBox or QLineEdit), or null.
+    QWidget* editor(const QString& param) const { return m_editors.value(param); }
+    QLineEdit* nameEdit() const { return m_name; }
+    QSpinBox* batchSizeBox() const { return m_batch; }
+    QString shapeText() const;
+    QString parameterCountText() const;
+    QString memoryText() const;
+    QString totalParametersText() const;
+
+private:
+    void onSelectionChanged();
+    void rebuildForm();
+    void refreshValues();
+    void refreshGraphSummary();
+    void commitName();
+    void commitIntList(const QString& param);
+
+    ProjectDocument* m_doc;
+    GraphScene* m_scene;
+    int m_node = -1;
+    std::string m_type;
+
+    QGroupBox* m_nodeBox;
+    QLabel* m_placeholder;
+    QLabel* m_title;
+    QLineEdit* m_name;
+    QWidget* m_paramsHost;
+    QFormLayout* m_paramsForm;
+    QLabel* m_shape;
+    QLabel* m_count;
+    QLabel* m_problems;
+    QMap<QString, QWidget*> m_editors;
+    std::vector<strata::ParamSpec> m_specs;
+
+    QLabel* m_total;
+    QSpinBox* m_batch;
+    QLabel* m_memory;
+};
+
+}  // namespace strata::ui

@@ -1,0 +1,206 @@
+// Templates: ready-made projects built in code.
+#include "ui/Templates.h"
+
+#include <QObject>
+
+namespace strata::ui {
+
+namespace {
+
+constexpr double kRow = 150.0;
+constexpr double kColumn = 240.0;
+
+// Adds nodes one row lower each time; positions match ProjectDocument::autoLayout's grid.
+class Builder {
+public:
+    explicit Builder(strata::Graph& g) : m_g(g) {}
+    int add(const std::string& type, const std::string& name, strata::Json params = strata::Json::object(),
+            double column = 0) {
+        return m_g.addNode(type, name, params, column * kColumn, kRow * m_row++);
+    }
+    // Adds a node fed by `from`.
+    int chain(int from, const std::string& type, const std::string& name, strata::Json params = strata::Json::object(),
+              double column = 0) {
+        const int id = add(type, name, std::move(params), column);
+        m_g.connect(from, id);
+        return id;
+    }
+
+private:
+    strata::Graph& m_g;
+    int m_row = 0;
+};
+
+strata::DatasetSettings fashionMnist() {
+    strata::DatasetSettings d;
+    d.kind = "idx";
+    const std::string dir = "/usr/share/datasets/fashion-mnist/";
+    d.trainImages = dir + "train-images-idx3-ubyte.gz";
+    d.trainLabels = dir + "train-labels-idx1-ubyte.gz";
+    d.validationImages = dir + "t10k-images-idx3-ubyte.gz";
+    d.validationLabels = dir + "t10k-labels-idx1-ubyte.gz";
+    d.normalization = "scale";
+    d.classNames = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
+                    "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle boot"};
+    return d;
+}
+
+strata::TrainingSettings sgd(int epochs) {
+    strata::TrainingSettings t;
+    t.optimizer = "sgd";
+    t.learningRate = 0.01;
+    t.momentum = 0.9;
+    t.epochs = epochs;
+    t.batchSize = 64;
+    return t;
+}
+
+strata::Json conv(int filters, int kernel, int padding) {
+    return {{"filters", filters}, {"kernel", {kernel, kernel}}, {"stride", {1, 1}}, {"padding", {padding, padding}}};
+}
+
+strata::Json pool2() { return {{"kernel", {2, 2}}, {"stride", {2, 2}}}; }
+
+strata::Json dense(int units) { return {{"units", units}}; }
+
+strata::Json imageInput() { return {{"shape", {1, 28, 28}}}; }
+
+}  // namespace
+
+strata::Project mlpTemplate() {
+    strata::Project p;
+    p.name = "Fashion-MNIST MLP";
+    Builder b(p.graph);
+    int n = b.add("Input", "image", imageInput());
+    n = b.chain(n, "Flatten", "flatten");
+    n = b.chain(n, "Dense", "fc1", dense(256));
+    n = b.chain(n, "ReLU", "relu1");
+    b.chain(n, "Dense", "logits", dense(10));
+    p.dataset = fashionMnist();
+    p.training = sgd(3);
+    return p;
+}
+
+strata::Project lenet5Template() {
+    strata::Project p;
+    p.name = "LeNet-5";
+    Builder b(p.graph);
+    int n = b.add("Input", "image", imageInput());
+    n = b.chain(n, "Conv2D", "c1", conv(6, 5, 2));
+    n = b.chain(n, "Tanh", "tanh1");
+    n = b.chain(n, "AvgPool2D", "s2", pool2());
+    n = b.chain(n, "Conv2D", "c3", conv(16, 5, 0));
+    n = b.chain(n, "Tanh", "tanh2");
+    n = b.chain(n, "AvgPool2D", "s4", pool2());
+    n = b.chain(n, "Flatten", "flatten");
+    n = b.chain(n, "Dense", "f5", dense(120));
+    n = b.chain(n, "Tanh", "tanh3");
+    n = b.chain(n, "Dense", "f6", dense(84));
+    n = b.chain(n, "Tanh", "tanh4");
+    b.chain(n, "Dense", "logits", dense(10));
+    p.dataset = fashionMnist();
+    p.training = sgd(3);
+    return p;
+}
+
+strata::Project fashionCnnTemplate() {
+    strata::Project p;
+    p.name = "Fashion-MNIST CNN";
+    Builder b(p.graph);
+    int n = b.add("Input", "image", imageInput());
+    n = b.chain(n, "Conv2D", "conv1", conv(32, 3, 1));
+    n = b.chain(n, "ReLU", "relu1");
+    n = b.chain(n, "MaxPool2D", "pool1", pool2());
+    n = b.chain(n, "Conv2D", "conv2", conv(64, 3, 1));
+    n = b.chain(n, "ReLU", "relu2");
+    n = b.chain(n, "MaxPool2D", "pool2", pool2());
+    n = b.chain(n, "Flatten", "flatten");
+    n = b.chain(n, "Dense", "fc1", dense(128));
+    n = b.chain(n, "ReLU", "relu3");
+    b.chain(n, "Dense", "logits", dense(10));
+    p.dataset = fashionMnist();
+    p.training = sgd(3);
+    return p;
+}
+
+strata::Project residualTemplate() {
+    strata::Project p;
+    p.name = "Small residual net";
+    strata::Graph& g = p.graph;
+    Builder b(g);
+    int n = b.add("Input", "image", imageInput());
+    n = b.chain(n, "Conv2D", "stem", conv(16, 3, 1));
+    n = b.chain(n, "ReLU", "stem_relu");
+    for (int block = 1; block <= 2; ++block) {
+        const std::string k = std::to_string(block);
+        const int skip = n;
+        // The main path steps right so the skip edge runs straight down beside it.
+        int m = b.chain(n, "Conv2D", "block" + k + "_conv1", conv(16, 3, 1), 0.5);
+        m = b.chain(m, "ReLU", "block" + k + "_relu1", strata::Json::object(), 0.5);
+        m = b.chain(m, "Conv2D", "block" + k + "_conv2", conv(16, 3, 1), 0.5);
+        const int add = b.add("Add", "block" + k + "_add", {{"inputs", 2}});
+        g.connect(m, add, "in0");
+        g.connect(skip, add, "in1");
+        n = b.chain(add, "ReLU", "block" + k + "_out");
+    }
+    n = b.chain(n, "GlobalAvgPool", "gap");
+    b.chain(n, "Dense", "logits", dense(10));
+    p.dataset = fashionMnist();
+    p.training = sgd(3);
+    return p;
+}
+
+strata::Project textClassifierTemplate() {
+    strata::Project p;
+    p.name = "Text classifier";
+    Builder b(p.graph);
+    int n = b.add("Input", "tokens", {{"shape", {16}}});
+    n = b.chain(n, "Embedding", "embed", {{"vocab", 20000}, {"dim", 32}});
+    n = b.chain(n, "SequenceMeanPool", "mean");
+    n = b.chain(n, "Dense", "fc1", dense(64));
+    n = b.chain(n, "ReLU", "relu1");
+    b.chain(n, "Dense", "logits", dense(4));
+    p.dataset.kind = "text";
+    p.dataset.tokenizer = "word";
+    p.dataset.maxTokens = 16;
+    p.dataset.maxVocab = 20000;
+    p.dataset.validationSplit = 0.1;
+    p.training = sgd(5);
+    p.training.optimizer = "adam";
+    p.training.learningRate = 0.001;
+    return p;
+}
+
+QList<ProjectTemplate> projectTemplates() {
+    return {
+        {QStringLiteral("fashion_cnn"), QObject::tr("Fashion-MNIST CNN"),
+         QObject::tr("Two convolution blocks (32 and 64 filters, 3x3, max pooling) and a 128-unit classifier "
+                     "for Fashion-MNIST. About 88% validation accuracy after 3 epochs."),
+         fashionCnnTemplate},
+        {QStringLiteral("mlp"), QObject::tr("MLP"),
+         QObject::tr("Flatten, one hidden Dense layer of 256 units with ReLU, and 10 outputs: the simplest "
+                     "image classifier."),
+         mlpTemplate},
+        {QStringLiteral("lenet5"), QObject::tr("LeNet-5"),
+         QObject::tr("LeCun's classic: two 5x5 convolutions with tanh and average pooling, then 120-84-10 "
+                     "dense layers."),
+         lenet5Template},
+        {QStringLiteral("resnet"), QObject::tr("Small residual net"),
+         QObject::tr("A convolution stem, two residual blocks whose skip connections join through Add, global "
+                     "average pooling and a Dense 10 classifier."),
+         residualTemplate},
+        {QStringLiteral("text"), QObject::tr("Text classifier"),
+         QObject::tr("16 token ids -> Embedding -> mean over the sequence -> Dense -> ReLU -> Dense. Choose a "
+                     "text CSV in the dataset panel."),
+         textClassifierTemplate},
+    };
+}
+
+strata::Project makeTemplate(const QString& id) {
+    for (const ProjectTemplate& t : projectTemplates())
+        if (t.id == id)
+            return t.make();
+    return {};
+}
+
+}  // namespace strata::ui
