@@ -35,6 +35,8 @@ std::unique_ptr<LayerType> makeAdd();
 std::unique_ptr<LayerType> makeConcat();
 std::unique_ptr<LayerType> makeEmbedding();
 std::unique_ptr<LayerType> makeSequenceMeanPool();
+// MaxPool2D and AvgPool2D share one implementation (Pool2D.cpp).
+std::unique_ptr<LayerType> makePool2DType(PoolMode mode, const std::string& name, const std::string& description);
 
 // ---- parameter spec builders -------------------------------------------------
 ParamSpec intParam(const std::string& name, int64_t def, int64_t min, int64_t max, const std::string& help);

@@ -34,8 +34,24 @@ void registerBuiltinLayers(LayerRegistry& r) {
     r.add(makeInput());
     r.add(makeDense());
     r.add(makeFlatten());
+    r.add(makeReshape());
     r.add(makeAdd());
+    r.add(makeConcat());
+    r.add(makeConv2D());
+    r.add(makeMaxPool2D());
+    r.add(makeAvgPool2D());
+    r.add(makeGlobalAvgPool());
     r.add(makeReLU());
+    r.add(makeLeakyReLU());
+    r.add(makeGELU());
+    r.add(makeSigmoid());
+    r.add(makeTanh());
+    r.add(makeSoftmax());
+    r.add(makeBatchNorm());
+    r.add(makeLayerNorm());
+    r.add(makeDropout());
+    r.add(makeEmbedding());
+    r.add(makeSequenceMeanPool());
 }
 
 }  // namespace

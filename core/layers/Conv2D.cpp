@@ -1,0 +1,128 @@
+// Conv2D: 2-D convolution over per-sample [C, H, W] with grouped and dilated
+// kernels. Weight [filters, C/groups, kh, kw] (PyTorch's layout), bias [filters].
+#include <tuple>
+
+#include "core/layers/BuiltinLayers.h"
+
+namespace strata::layers {
+namespace {
+
+struct ConvGeometry {
+    int c, h, w, k, r, s, strideH, strideW, padH, padW, dilH, dilW, groups;
+    ConvDesc desc(int n) const {
+        ConvDesc d;
+        d.n = n;
+        d.c = c;
+        d.h = h;
+        d.w = w;
+        d.k = k;
+        d.r = r;
+        d.s = s;
+        d.strideH = strideH;
+        d.strideW = strideW;
+        d.padH = padH;
+        d.padW = padW;
+        d.dilationH = dilH;
+        d.dilationW = dilW;
+        d.groups = groups;
+        return d;
+    }
+};
+
+ConvGeometry geometry(const Json& params, const Shape& in) {
+    ConvGeometry g{};
+    g.c = toInt(in[0], "in", "channel count");
+    g.h = toInt(in[1], "in", "height");
+    g.w = toInt(in[2], "in", "width");
+    g.k = params.at("filters").get<int>();
+    std::tie(g.r, g.s) = pairParam(params, "kernel");
+    std::tie(g.strideH, g.strideW) = pairParam(params, "stride");
+    std::tie(g.padH, g.padW) = pairParam(params, "padding", {0, 0});
+    std::tie(g.dilH, g.dilW) = pairParam(params, "dilation");
+    g.groups = params.at("groups").get<int>();
+    return g;
+}
+
+class Conv2DLayer : public Layer {
+public:
+    Conv2DLayer(ConvGeometry g, bool useBias) : m_g(g), m_useBias(useBias) {}
+
+    void forward(LayerContext& ctx, const std::vector<const Tensor*>& in, Tensor& out) override {
+        const ConvDesc d = m_g.desc(static_cast<int>(batchOf(*in[0])));
+        ctx.backend.conv2dForward(out.f32(), in[0]->f32(), m_params[0].value.f32(), d);
+        if (m_useBias) ctx.backend.addBiasChannels(out.f32(), m_params[1].value.f32(), d.n, d.k, d.outH() * d.outW());
+    }
+
+    void backward(LayerContext& ctx, const std::vector<const Tensor*>& in, const Tensor&, const Tensor& dOut,
+                  const std::vector<Tensor*>& dIn) override {
+        Backend& b = ctx.backend;
+        const ConvDesc d = m_g.desc(static_cast<int>(batchOf(*in[0])));
+        if (dIn[0]) b.conv2dBackwardData(dIn[0]->f32(), dOut.f32(), m_params[0].value.f32(), d);
+        if (float* dw = gradOf(m_params[0])) b.conv2dBackwardFilter(dw, dOut.f32(), in[0]->f32(), d);
+        if (m_useBias)
+            if (float* db = gradOf(m_params[1])) b.sumChannels(db, dOut.f32(), d.n, d.k, d.outH() * d.outW());
+    }
+
+private:
+    ConvGeometry m_g;
+    bool m_useBias;
+};
+
+class Conv2DType : public LayerType {
+public:
+    std::string name() const override { return "Conv2D"; }
+    std::string category() const override { return "Convolution"; }
+    std::string description() const override {
+        return "2-D convolution over images [channels, height, width]: each filter slides a learnable kernel "
+               "over the input.";
+    }
+    std::vector<ParamSpec> paramSpecs() const override {
+        return {intParam("filters", 32, 1, 65536, "number of output channels"),
+                intListParam("kernel", {3, 3}, 1, 2, 1, 63, "kernel size [height, width], or one number for both"),
+                intListParam("stride", {1, 1}, 1, 2, 1, 64, "step between kernel positions [height, width]"),
+                intListParam("padding", {0, 0}, 1, 2, 0, 64, "zeros added on each side [height, width]"),
+                intListParam("dilation", {1, 1}, 1, 2, 1, 64, "spacing between kernel taps [height, width]"),
+                intParam("groups", 1, 1, 65536, "channel groups; input channels and filters must both divide"),
+                boolParam("use_bias", true, "add a learnable bias per filter"), weightInitParam()};
+    }
+    Shape inferShape(const Json& params, const std::vector<Shape>& inputs) const override {
+        expectInputCount(name(), {"in"}, inputs);
+        const Shape& s = inputs[0];
+        if (s.rank() != 3)
+            throwShapeError("in", name(), s, "a per-sample shape of rank 3 [channels, height, width]",
+                            s.rank() == 1 ? "; add a Reshape before it" : "");
+        const ConvGeometry g = geometry(params, s);
+        if (g.c % g.groups != 0)
+            throwShapeError("in", name(), s,
+                            "a channel count divisible by groups = " + std::to_string(g.groups));
+        if (g.k % g.groups != 0)
+            throw ParamError("filters", "filters: " + std::to_string(g.k) + " is not divisible by groups = " +
+                                            std::to_string(g.groups));
+        const ConvDesc d = g.desc(1);
+        if (d.outH() < 1 || d.outW() < 1 || g.h + 2 * g.padH < g.dilH * (g.r - 1) + 1 ||
+            g.w + 2 * g.padW < g.dilW * (g.s - 1) + 1)
+            throwShapeError("in", name(), s,
+                            "an image at least as large as the dilated kernel (" +
+                                std::to_string(g.dilH * (g.r - 1) + 1) + " x " + std::to_string(g.dilW * (g.s - 1) + 1) +
+                                " after padding " + std::to_string(g.padH) + ", " + std::to_string(g.padW) + ")");
+        return Shape{g.k, d.outH(), d.outW()};
+    }
+    std::vector<ParameterSpec> parameterSpecs(const Json& params, const std::vector<Shape>& inputs) const override {
+        const ConvGeometry g = geometry(params, inputs.at(0));
+        const int64_t fanIn = int64_t(g.c / g.groups) * g.r * g.s, fanOut = int64_t(g.k / g.groups) * g.r * g.s;
+        std::vector<ParameterSpec> specs;
+        specs.push_back({"weight", Shape{g.k, g.c / g.groups, g.r, g.s}, weightInit(params), fanIn, fanOut});
+        if (params.at("use_bias").get<bool>()) specs.push_back({"bias", Shape{g.k}, Init::Zeros, fanIn, fanOut});
+        return specs;
+    }
+    std::unique_ptr<Layer> create(const Json& params, const std::vector<Shape>& inputs,
+                                  const Shape&) const override {
+        return std::make_unique<Conv2DLayer>(geometry(params, inputs.at(0)), params.at("use_bias").get<bool>());
+    }
+};
+
+}  // namespace
+
+std::unique_ptr<LayerType> makeConv2D() { return std::make_unique<Conv2DType>(); }
+
+}  // namespace strata::layers
