@@ -1,0 +1,67 @@
+// The reference loops of CpuBackend: plain, single-threaded, readable. They
+// define what every op computes; the fast paths (CpuFast.h) and the GPU
+// backend are tested against them. Internal to core/backend.
+//
+// Argument validation (group divisibility, label and id ranges) is done by
+// CpuBackend before calling in here, so both paths share it.
+#pragma once
+
+#include <cstdint>
+
+#include "core/backend/Backend.h"
+
+namespace strata::cpuref {
+
+void gemm(bool transA, bool transB, int m, int n, int k, float alpha, const float* a, int lda, const float* b, int ldb,
+          float beta, float* c, int ldc);
+void addBiasRows(float* y, const float* bias, int rows, int cols);
+void sumRows(float* dbias, const float* dy, int rows, int cols);
+void addBiasChannels(float* y, const float* bias, int n, int c, int inner);
+void sumChannels(float* dbias, const float* dy, int n, int c, int inner);
+
+void conv2dForward(float* y, const float* x, const float* w, const ConvDesc& d);
+void conv2dBackwardData(float* dx, const float* dy, const float* w, const ConvDesc& d);
+void conv2dBackwardFilter(float* dw, const float* dy, const float* x, const ConvDesc& d);
+void pool2dForward(float* y, const float* x, const PoolDesc& d);
+void pool2dBackward(float* dx, const float* dy, const float* x, const PoolDesc& d);
+void meanPoolForward(float* y, const float* x, int outer, int len, int inner);
+void meanPoolBackward(float* dx, const float* dy, int outer, int len, int inner);
+
+void activationForward(float* y, const float* x, int64_t n, Activation act, float alpha);
+void activationBackward(float* dx, const float* dy, const float* x, const float* y, int64_t n, Activation act,
+                        float alpha);
+void softmaxForward(float* y, const float* x, int rows, int cols);
+void softmaxBackward(float* dx, const float* dy, const float* y, int rows, int cols);
+
+void softmaxCrossEntropy(float* losses, float* dlogits, const float* logits, const int32_t* labels, int rows, int cols,
+                         float gradScale);
+void mseLoss(float* losses, float* dpred, const float* pred, const float* target, int rows, int cols, float gradScale);
+void bceWithLogits(float* losses, float* dlogits, const float* logits, const float* target, int rows, int cols,
+                   float gradScale);
+int64_t countCorrect(const float* logits, const int32_t* labels, int rows, int cols);
+
+void batchNormForwardTraining(float* y, float* saveMean, float* saveInvStd, float* runningMean, float* runningVar,
+                              const float* x, const float* gamma, const float* beta, int n, int c, int inner,
+                              float momentum, float eps);
+void batchNormForwardInference(float* y, const float* x, const float* gamma, const float* beta,
+                               const float* runningMean, const float* runningVar, int n, int c, int inner, float eps);
+void batchNormBackward(float* dx, float* dgamma, float* dbeta, const float* dy, const float* x, const float* gamma,
+                       const float* saveMean, const float* saveInvStd, int n, int c, int inner);
+void layerNormForward(float* y, float* mean, float* rstd, const float* x, const float* gamma, const float* beta,
+                      int rows, int cols, float eps);
+void layerNormBackward(float* dx, float* dgamma, float* dbeta, const float* dy, const float* x, const float* gamma,
+                       const float* mean, const float* rstd, int rows, int cols);
+
+void dropoutForward(float* y, const float* x, int64_t n, float p, uint64_t seed);
+void dropoutBackward(float* dx, const float* dy, int64_t n, float p, uint64_t seed);
+
+void sgdUpdate(float* w, float* velocity, const float* grad, int64_t n, const SgdParams& p);
+void adamUpdate(float* w, float* m, float* v, const float* grad, int64_t n, const AdamParams& p);
+
+// Scalar helpers shared with the fast paths so both compute identical element values.
+float geluForward(float x);
+float geluDerivative(float x);
+// Scale of the kept elements, 1/(1-p); 0 when p >= 1 (everything dropped).
+float dropoutScale(float p);
+
+}  // namespace strata::cpuref
