@@ -1,0 +1,16 @@
+// Activation kernels (host launchers only). act: 0 ReLU, 1 LeakyReLU, 2 GELU (exact erf), 3 Sigmoid, 4 Tanh,
+// the order of strata::Activation.
+#pragma once
+
+#include <cstdint>
+
+#include <cuda_runtime_api.h>
+
+namespace strata::gpu {
+
+void launchActivationForward(cudaStream_t s, float* y, const float* x, int64_t n, int act, float alpha);
+// dx += dy * f'(.); uses x (ReLU, LeakyReLU, GELU) or y (Sigmoid, Tanh), whichever is given.
+void launchActivationBackward(cudaStream_t s, float* dx, const float* dy, const float* x, const float* y, int64_t n,
+                              int act, float alpha);
+
+}  // namespace strata::gpu

@@ -1,0 +1,555 @@
+// CudaBackend: lifetime, memory, uploads, and the ops built on our kernels and cuBLAS.
+// The cuDNN ops (convolution, pooling, batch norm, softmax) are in CudaDnn.cpp.
+#include "gpu/CudaBackend.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
+#include <cuda_runtime_api.h>
+
+#include "gpu/ActivationKernels.cuh"
+#include "gpu/CastKernels.cuh"
+#include "gpu/CudaAllocator.h"
+#include "gpu/CudaDnnPlans.h"
+#include "gpu/CudaLibCheck.h"
+#include "gpu/DeviceErrorFlag.h"
+#include "gpu/DropoutKernels.cuh"
+#include "gpu/ElementwiseKernels.cuh"
+#include "gpu/EmbeddingKernels.cuh"
+#include "gpu/LayerNormKernels.cuh"
+#include "gpu/LossKernels.cuh"
+#include "gpu/OptimizerKernels.cuh"
+#include "gpu/PoolingKernels.cuh"
+#include "gpu/ReduceKernels.cuh"
+
+namespace strata::gpu {
+
+namespace {
+
+void requirePointer(const void* p, const char* op, const char* what) {
+    if (!p) throw BackendError(std::string(op) + ": " + what + " must not be null");
+}
+
+bool envTf32Default() {
+    const char* v = std::getenv("STRATA_CUDA_TF32");
+    return !(v && std::string(v) == "0");
+}
+
+}  // namespace
+
+// ---- lifetime -------------------------------------------------------------------
+
+CudaBackend::CudaBackend(int index) : m_index(index), m_label("cuda:" + std::to_string(index)) {
+    int count = 0;
+    const cudaError_t err = cudaGetDeviceCount(&count);
+    if (err != cudaSuccess) {
+        (void)cudaGetLastError();
+        throw BackendError(m_label + ": no CUDA driver or device (cudaGetDeviceCount: " +
+                           std::string(cudaGetErrorString(err)) + ")");
+    }
+    if (index < 0 || index >= count)
+        throw BackendError(m_label + ": no such device (" + std::to_string(count) + " CUDA device" +
+                           (count == 1 ? "" : "s") + " present)");
+    m_allowTf32 = envTf32Default();
+    try {
+        CUDA_CHECK(cudaSetDevice(m_index));
+        m_allocator = std::make_unique<CudaAllocator>(m_label);
+        m_plans = std::make_unique<ConvPlanCache>();
+        CUDA_CHECK(cudaStreamCreateWithFlags(&m_stream, cudaStreamNonBlocking));
+        CUDA_CHECK(cudaStreamCreateWithFlags(&m_copyStream, cudaStreamNonBlocking));
+        CUDA_CHECK(cudaEventCreateWithFlags(&m_computeMark, cudaEventDisableTiming));
+        for (Staging& s : m_staging) CUDA_CHECK(cudaEventCreateWithFlags(&s.done, cudaEventDisableTiming));
+        CUBLAS_CHECK(cublasCreate(&m_cublas));
+        CUBLAS_CHECK(cublasSetStream(m_cublas, m_stream));
+        CUBLAS_CHECK(cublasSetMathMode(m_cublas, m_allowTf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+        CUDNN_CHECK(cudnnCreate(&m_cudnn));
+        CUDNN_CHECK(cudnnSetStream(m_cudnn, m_stream));
+        CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&m_errorFlag), kDeviceErrorWords * sizeof(int)));
+        CUDA_CHECK(cudaMemset(m_errorFlag, 0, kDeviceErrorWords * sizeof(int)));
+        CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&m_errorHost), kDeviceErrorWords * sizeof(int)));
+        CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&m_reduceScratch),
+                              (reduceScratchDoubles() + 1) * sizeof(double)));
+        CUDA_CHECK(cudaMallocHost(&m_resultHost, 16));
+    } catch (...) {
+        release();
+        throw;
+    }
+}
+
+CudaBackend::~CudaBackend() { release(); }
+
+void CudaBackend::release() noexcept {
+    // Teardown reports nothing: a destructor cannot throw, and a failed context has nothing left to free.
+    (void)cudaSetDevice(m_index);
+    if (m_stream) (void)cudaStreamSynchronize(m_stream);
+    if (m_copyStream) (void)cudaStreamSynchronize(m_copyStream);
+    m_plans.reset();
+    if (m_workspace && m_allocator) {
+        try {
+            m_allocator->deallocate(m_workspace);
+        } catch (...) {
+        }
+    }
+    m_workspace = nullptr;
+    m_allocator.reset();  // frees every device block (ones/zeros vectors included)
+    if (m_cudnn) (void)cudnnDestroy(m_cudnn);
+    if (m_cublas) (void)cublasDestroy(m_cublas);
+    for (Staging& s : m_staging) {
+        if (s.host) (void)cudaFreeHost(s.host);
+        if (s.done) (void)cudaEventDestroy(s.done);
+        s = Staging{};
+    }
+    if (m_computeMark) (void)cudaEventDestroy(m_computeMark);
+    if (m_errorFlag) (void)cudaFree(m_errorFlag);
+    if (m_errorHost) (void)cudaFreeHost(m_errorHost);
+    if (m_reduceScratch) (void)cudaFree(m_reduceScratch);
+    if (m_resultHost) (void)cudaFreeHost(m_resultHost);
+    if (m_copyStream) (void)cudaStreamDestroy(m_copyStream);
+    if (m_stream) (void)cudaStreamDestroy(m_stream);
+    m_cudnn = nullptr;
+    m_cublas = nullptr;
+    m_computeMark = nullptr;
+    m_errorFlag = nullptr;
+    m_errorHost = nullptr;
+    m_reduceScratch = nullptr;
+    m_resultHost = nullptr;
+    m_copyStream = nullptr;
+    m_stream = nullptr;
+    (void)cudaGetLastError();
+}
+
+void CudaBackend::activate() const { CUDA_CHECK(cudaSetDevice(m_index)); }
+
+// ---- settings -------------------------------------------------------------------
+
+void CudaBackend::setAllowTf32(bool allow) {
+    activate();
+    m_allowTf32 = allow;
+    CUBLAS_CHECK(cublasSetMathMode(m_cublas, allow ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+    m_plans->clear();  // the math type is part of each convolution descriptor and algorithm choice
+}
+
+void CudaBackend::setDeterministic(bool deterministic) {
+    m_deterministic = deterministic;
+    m_plans->clear();
+}
+
+void CudaBackend::setConvWorkspaceLimit(size_t bytes) {
+    m_workspaceLimit = bytes;
+    m_plans->clear();
+}
+
+float* CudaBackend::workspace(size_t bytes) {
+    if (bytes == 0) return nullptr;
+    if (bytes > m_workspaceBytes) {
+        if (m_workspace) m_allocator->deallocate(m_workspace);
+        m_workspace = nullptr;
+        m_workspaceBytes = 0;
+        m_workspace = static_cast<float*>(m_allocator->allocate(bytes));
+        m_workspaceBytes = bytes;
+    }
+    return m_workspace;
+}
+
+// ---- memory -----------------------------------------------------------------------
+
+void* CudaBackend::allocate(size_t bytes) {
+    activate();
+    return m_allocator->allocate(bytes);
+}
+
+void CudaBackend::deallocate(void* ptr, size_t) { m_allocator->deallocate(ptr); }
+
+size_t CudaBackend::bytesInUse() const { return m_allocator->bytesInUse(); }
+size_t CudaBackend::peakBytes() const { return m_allocator->peakBytes(); }
+size_t CudaBackend::cachedBytes() const { return m_allocator->cachedBytes(); }
+uint64_t CudaBackend::deviceMallocCount() const { return m_allocator->deviceMallocCount(); }
+
+void CudaBackend::releaseCachedMemory() {
+    activate();
+    CUDA_CHECK(cudaStreamSynchronize(m_stream));
+    m_allocator->releaseCached();
+}
+
+void CudaBackend::copyFromHost(void* dst, const void* hostSrc, size_t bytes) {
+    if (bytes == 0) return;
+    activate();
+    // From pageable memory the driver stages the data before returning, so hostSrc is free to reuse at once.
+    CUDA_CHECK(cudaMemcpyAsync(dst, hostSrc, bytes, cudaMemcpyHostToDevice, m_stream));
+}
+
+void CudaBackend::copyToHost(void* hostDst, const void* src, size_t bytes) {
+    activate();
+    if (bytes > 0) CUDA_CHECK(cudaMemcpyAsync(hostDst, src, bytes, cudaMemcpyDeviceToHost, m_stream));
+    syncAndCheck();
+}
+
+void CudaBackend::copy(void* dst, const void* src, size_t bytes) {
+    if (bytes == 0 || dst == src) return;
+    activate();
+    CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, m_stream));
+}
+
+void CudaBackend::synchronize() {
+    activate();
+    syncAndCheck();
+}
+
+void CudaBackend::syncAndCheck() {
+    if (m_errorArmed) {
+        CUDA_CHECK(cudaMemcpyAsync(m_errorHost, m_errorFlag, kDeviceErrorWords * sizeof(int), cudaMemcpyDeviceToHost,
+                                   m_stream));
+    }
+    CUDA_CHECK(cudaStreamSynchronize(m_stream));
+    if (m_errorArmed) checkDeviceErrors();
+}
+
+void CudaBackend::checkDeviceErrors() {
+    m_errorArmed = false;
+    const int code = m_errorHost[0];
+    if (code == kDeviceOk) return;
+    const int value = m_errorHost[1], position = m_errorHost[2], limit = m_errorHost[3];
+    std::memset(m_errorHost, 0, kDeviceErrorWords * sizeof(int));
+    CUDA_CHECK(cudaMemsetAsync(m_errorFlag, 0, kDeviceErrorWords * sizeof(int), m_stream));
+    CUDA_CHECK(cudaStreamSynchronize(m_stream));
+    const std::string range = " is outside [0, " + std::to_string(limit) + ")";
+    switch (code) {
+    case kEmbeddingForwardId:
+    case kEmbeddingBackwardId:
+        throw BackendError(std::string(code == kEmbeddingForwardId ? "embeddingForward" : "embeddingBackward") +
+                           " on " + m_label + ": id " + std::to_string(value) + " at position " +
+                           std::to_string(position) + " is not an integer in [0, " + std::to_string(limit) +
+                           ") (vocabulary size " + std::to_string(limit) + ")");
+    case kCrossEntropyLabel:
+        throw BackendError("softmaxCrossEntropy on " + m_label + ": label " + std::to_string(value) + " of row " +
+                           std::to_string(position) + range);
+    case kCountCorrectLabel:
+        throw BackendError("countCorrect on " + m_label + ": label " + std::to_string(value) + " of row " +
+                           std::to_string(position) + range);
+    default: throw BackendError(m_label + ": a kernel reported error code " + std::to_string(code));
+    }
+}
+
+// ---- uploads ------------------------------------------------------------------------
+
+CudaBackend::UploadTicket CudaBackend::uploadAsync(void* deviceDst, const void* hostSrc, size_t bytes) {
+    activate();
+    Staging& slot = m_staging[m_nextStaging];
+    m_nextStaging ^= 1;
+    // The slot's previous copy must have left the staging buffer before it is refilled.
+    if (slot.ticket != 0) CUDA_CHECK(cudaEventSynchronize(slot.done));
+    if (slot.capacity < bytes) {
+        if (slot.host) CUDA_CHECK(cudaFreeHost(slot.host));
+        slot.host = nullptr;
+        slot.capacity = 0;
+        const size_t cap = CudaAllocator::roundSize(bytes);
+        CUDA_CHECK(cudaMallocHost(&slot.host, cap));
+        slot.capacity = cap;
+    }
+    if (bytes > 0) std::memcpy(slot.host, hostSrc, bytes);
+    // Double-buffer rule: wait for the compute work queued before the previous upload, then mark now.
+    if (m_computeMarked) CUDA_CHECK(cudaStreamWaitEvent(m_copyStream, m_computeMark, 0));
+    CUDA_CHECK(cudaEventRecord(m_computeMark, m_stream));
+    m_computeMarked = true;
+    if (bytes > 0)
+        CUDA_CHECK(cudaMemcpyAsync(deviceDst, slot.host, bytes, cudaMemcpyHostToDevice, m_copyStream));
+    CUDA_CHECK(cudaEventRecord(slot.done, m_copyStream));
+    CUDA_CHECK(cudaStreamWaitEvent(m_stream, slot.done, 0));
+    slot.ticket = ++m_lastTicket;
+    return slot.ticket;
+}
+
+void CudaBackend::waitUpload(UploadTicket ticket) {
+    activate();
+    for (Staging& s : m_staging)
+        if (s.ticket == ticket) {
+            CUDA_CHECK(cudaEventSynchronize(s.done));
+            return;
+        }
+    // An older ticket: its slot has been reused, which already waited for it.
+}
+
+void CudaBackend::waitUploads() {
+    activate();
+    CUDA_CHECK(cudaStreamSynchronize(m_copyStream));
+}
+
+// ---- element-wise ---------------------------------------------------------------------
+
+void CudaBackend::fill(float* y, float value, int64_t n) {
+    activate();
+    launchFill(m_stream, y, value, n);
+}
+
+void CudaBackend::zero(void* y, size_t bytes) {
+    if (bytes == 0) return;
+    activate();
+    CUDA_CHECK(cudaMemsetAsync(y, 0, bytes, m_stream));
+}
+
+void CudaBackend::scale(float* y, float alpha, int64_t n) {
+    activate();
+    launchScale(m_stream, y, alpha, n);
+}
+
+void CudaBackend::axpy(float* y, float alpha, const float* x, int64_t n) {
+    activate();
+    launchAxpy(m_stream, y, alpha, x, n);
+}
+
+void CudaBackend::add(float* y, const float* a, const float* b, int64_t n) {
+    activate();
+    launchAdd(m_stream, y, a, b, n);
+}
+
+// ---- linear algebra --------------------------------------------------------------------
+
+// Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: swap the operands, keep the flags.
+void CudaBackend::gemm(bool transA, bool transB, int m, int n, int k, float alpha, const float* a, int lda,
+                       const float* b, int ldb, float beta, float* c, int ldc) {
+    if (m < 0 || n < 0 || k < 0) throw BackendError("gemm: negative size");
+    if (m == 0 || n == 0) return;
+    activate();
+    CUBLAS_CHECK(cublasSgemm(m_cublas, transB ? CUBLAS_OP_T : CUBLAS_OP_N, transA ? CUBLAS_OP_T : CUBLAS_OP_N, n, m,
+                             k, &alpha, b, ldb, a, lda, &beta, c, ldc));
+}
+
+void CudaBackend::gemmHalf(HalfType type, bool transA, bool transB, int m, int n, int k, float alpha, const void* a,
+                           int lda, const void* b, int ldb, float beta, float* c, int ldc) {
+    if (m < 0 || n < 0 || k < 0) throw BackendError("gemmHalf: negative size");
+    if (m == 0 || n == 0) return;
+    activate();
+    const cudaDataType_t t = type == HalfType::BF16 ? CUDA_R_16BF : CUDA_R_16F;
+    CUBLAS_CHECK(cublasGemmEx(m_cublas, transB ? CUBLAS_OP_T : CUBLAS_OP_N, transA ? CUBLAS_OP_T : CUBLAS_OP_N, n, m,
+                              k, &alpha, b, t, ldb, a, t, lda, &beta, c, CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F,
+                              CUBLAS_GEMM_DEFAULT));
+}
+
+void CudaBackend::addBiasRows(float* y, const float* bias, int rows, int cols) {
+    activate();
+    launchAddBiasRows(m_stream, y, bias, rows, cols);
+}
+
+void CudaBackend::sumRows(float* dbias, const float* dy, int rows, int cols) {
+    activate();
+    launchSumRows(m_stream, dbias, dy, rows, cols);
+}
+
+void CudaBackend::addBiasChannels(float* y, const float* bias, int n, int c, int inner) {
+    activate();
+    launchAddBiasChannels(m_stream, y, bias, n, c, inner);
+}
+
+void CudaBackend::sumChannels(float* dbias, const float* dy, int n, int c, int inner) {
+    activate();
+    launchSumChannels(m_stream, dbias, dy, n, c, inner);
+}
+
+// ---- pooling over an axis ---------------------------------------------------------------
+
+void CudaBackend::meanPoolForward(float* y, const float* x, int outer, int len, int inner) {
+    if (len < 1) throw BackendError("meanPool: length must be >= 1");
+    activate();
+    launchMeanPoolForward(m_stream, y, x, outer, len, inner);
+}
+
+void CudaBackend::meanPoolBackward(float* dx, const float* dy, int outer, int len, int inner) {
+    if (len < 1) throw BackendError("meanPool: length must be >= 1");
+    activate();
+    launchMeanPoolBackward(m_stream, dx, dy, outer, len, inner);
+}
+
+// ---- activations --------------------------------------------------------------------------
+
+void CudaBackend::activationForward(float* y, const float* x, int64_t n, Activation act, float alpha) {
+    activate();
+    launchActivationForward(m_stream, y, x, n, static_cast<int>(act), alpha);
+}
+
+void CudaBackend::activationBackward(float* dx, const float* dy, const float* x, const float* y, int64_t n,
+                                     Activation act, float alpha) {
+    const bool needsX = act == Activation::LeakyReLU || act == Activation::GELU || (act == Activation::ReLU && !y);
+    if ((needsX && !x) || (!x && !y)) throw BackendError("activationBackward: this activation needs its input x");
+    activate();
+    launchActivationBackward(m_stream, dx, dy, x, y, n, static_cast<int>(act), alpha);
+}
+
+// ---- losses ---------------------------------------------------------------------------------
+
+void CudaBackend::softmaxCrossEntropy(float* losses, float* dlogits, const float* logits, const int32_t* labels,
+                                      int rows, int cols, float gradScale) {
+    if (cols < 1) throw BackendError("softmaxCrossEntropy: needs at least one column");
+    activate();
+    launchSoftmaxCrossEntropy(m_stream, losses, dlogits, logits, labels, rows, cols, gradScale, m_errorFlag);
+    m_errorArmed = true;
+    syncAndCheck();  // a bad label throws here, at the call, as on the CPU
+}
+
+void CudaBackend::mseLoss(float* losses, float* dpred, const float* pred, const float* target, int rows, int cols,
+                          float gradScale) {
+    if (cols < 1) throw BackendError("mseLoss: needs at least one column");
+    activate();
+    launchMseLoss(m_stream, losses, dpred, pred, target, rows, cols, gradScale);
+}
+
+void CudaBackend::bceWithLogits(float* losses, float* dlogits, const float* logits, const float* target, int rows,
+                                int cols, float gradScale) {
+    if (cols < 1) throw BackendError("bceWithLogits: needs at least one column");
+    activate();
+    launchBceWithLogits(m_stream, losses, dlogits, logits, target, rows, cols, gradScale);
+}
+
+int64_t CudaBackend::countCorrect(const float* logits, const int32_t* labels, int rows, int cols) {
+    if (rows <= 0) return 0;
+    if (cols < 1) throw BackendError("countCorrect: needs at least one column");
+    activate();
+    long long* result = reinterpret_cast<long long*>(m_reduceScratch + reduceScratchDoubles());
+    launchCountCorrect(m_stream, result, logits, labels, rows, cols, m_errorFlag);
+    m_errorArmed = true;
+    CUDA_CHECK(cudaMemcpyAsync(m_resultHost, result, sizeof(long long), cudaMemcpyDeviceToHost, m_stream));
+    syncAndCheck();
+    long long count = 0;
+    std::memcpy(&count, m_resultHost, sizeof count);
+    return count;
+}
+
+// ---- layer norm ---------------------------------------------------------------------------------
+
+void CudaBackend::layerNormForward(float* y, float* mean, float* rstd, const float* x, const float* gamma,
+                                   const float* beta, int rows, int cols, float eps) {
+    if (cols < 1) throw BackendError("layerNorm: needs at least one column");
+    activate();
+    launchLayerNormForward(m_stream, y, mean, rstd, x, gamma, beta, rows, cols, eps);
+}
+
+void CudaBackend::layerNormBackward(float* dx, float* dgamma, float* dbeta, const float* dy, const float* x,
+                                    const float* gamma, const float* mean, const float* rstd, int rows, int cols) {
+    requirePointer(mean, "layerNormBackward", "mean");
+    requirePointer(rstd, "layerNormBackward", "rstd");
+    activate();
+    launchLayerNormBackward(m_stream, dx, dgamma, dbeta, dy, x, gamma, mean, rstd, rows, cols);
+}
+
+// ---- dropout --------------------------------------------------------------------------------------
+
+void CudaBackend::dropoutForward(float* y, const float* x, int64_t n, float p, uint64_t seed) {
+    if (!(p >= 0.0f && p <= 1.0f)) throw BackendError("dropout: probability " + std::to_string(p) + " not in [0, 1]");
+    activate();
+    launchDropoutForward(m_stream, y, x, n, p, seed);
+}
+
+void CudaBackend::dropoutBackward(float* dx, const float* dy, int64_t n, float p, uint64_t seed) {
+    if (!(p >= 0.0f && p <= 1.0f)) throw BackendError("dropout: probability " + std::to_string(p) + " not in [0, 1]");
+    activate();
+    launchDropoutBackward(m_stream, dx, dy, n, p, seed);
+}
+
+// ---- embedding --------------------------------------------------------------------------------------
+
+void CudaBackend::embeddingForward(float* y, const float* table, const float* ids, int64_t count, int dim,
+                                   int vocab) {
+    activate();
+    launchEmbeddingForward(m_stream, y, table, ids, count, dim, vocab, m_errorFlag);
+    m_errorArmed = true;
+    syncAndCheck();  // a bad id throws here, at the call, as on the CPU
+}
+
+void CudaBackend::embeddingBackward(float* dtable, const float* dy, const float* ids, int64_t count, int dim,
+                                    int vocab) {
+    activate();
+    if (!m_deterministic) {
+        launchEmbeddingBackwardAtomic(m_stream, dtable, dy, ids, count, dim, vocab, m_errorFlag);
+    } else {
+        const size_t bytes = embeddingBackwardSortedScratchBytes(count, vocab);
+        void* scratch = bytes ? m_allocator->allocate(bytes) : nullptr;
+        try {
+            launchEmbeddingBackwardSorted(m_stream, dtable, dy, ids, count, dim, vocab, m_errorFlag, scratch, bytes);
+        } catch (...) {
+            m_allocator->deallocate(scratch);
+            throw;
+        }
+        m_allocator->deallocate(scratch);  // stream order makes the block safe to hand out again
+    }
+    m_errorArmed = true;
+    syncAndCheck();
+}
+
+// ---- data movement ------------------------------------------------------------------------------------
+
+void CudaBackend::copyBlocks(float* dst, int64_t dstStride, const float* src, int64_t srcStride, int64_t blockLen,
+                             int64_t count, bool accumulate) {
+    activate();
+    launchCopyBlocks(m_stream, dst, dstStride, src, srcStride, blockLen, count, accumulate);
+}
+
+// ---- reductions ----------------------------------------------------------------------------------------
+
+double CudaBackend::reduce(float* x, int64_t n, int op, float scale) {
+    activate();
+    double* result = m_reduceScratch + reduceScratchDoubles();
+    launchReduce(m_stream, result, m_reduceScratch, x, n, static_cast<ReduceOp>(op), scale);
+    CUDA_CHECK(cudaMemcpyAsync(m_resultHost, result, sizeof(double), cudaMemcpyDeviceToHost, m_stream));
+    syncAndCheck();
+    double value = 0;
+    std::memcpy(&value, m_resultHost, sizeof value);
+    return value;
+}
+
+// The kernels of Sum, SumSquares and NonFiniteCount only read x.
+double CudaBackend::sum(const float* x, int64_t n) {
+    return reduce(const_cast<float*>(x), n, static_cast<int>(ReduceOp::Sum), 1.0f);
+}
+
+double CudaBackend::sumSquares(const float* x, int64_t n) {
+    return reduce(const_cast<float*>(x), n, static_cast<int>(ReduceOp::SumSquares), 1.0f);
+}
+
+bool CudaBackend::allFinite(const float* x, int64_t n) {
+    return reduce(const_cast<float*>(x), n, static_cast<int>(ReduceOp::NonFiniteCount), 1.0f) == 0.0;
+}
+
+bool CudaBackend::unscaleAndCheckFinite(float* x, int64_t n, float invScale) {
+    return reduce(x, n, static_cast<int>(ReduceOp::UnscaleNonFiniteCount), invScale) == 0.0;
+}
+
+// ---- mixed precision casts --------------------------------------------------------------------------------
+
+void CudaBackend::castToHalf(void* y, const float* x, int64_t n, HalfType type) {
+    activate();
+    if (type == HalfType::BF16)
+        launchFloatToBf16(m_stream, static_cast<uint16_t*>(y), x, n);
+    else
+        launchFloatToHalf(m_stream, static_cast<uint16_t*>(y), x, n);
+}
+
+void CudaBackend::castFromHalf(float* y, const void* x, int64_t n, HalfType type) {
+    activate();
+    if (type == HalfType::BF16)
+        launchBf16ToFloat(m_stream, y, static_cast<const uint16_t*>(x), n);
+    else
+        launchHalfToFloat(m_stream, y, static_cast<const uint16_t*>(x), n);
+}
+
+// ---- optimizers -------------------------------------------------------------------------------------------
+
+void CudaBackend::sgdUpdate(float* w, float* velocity, const float* grad, int64_t n, const SgdParams& p) {
+    if (p.momentum != 0.0f && !velocity) throw BackendError("sgdUpdate: momentum needs a velocity buffer");
+    activate();
+    launchSgdUpdate(m_stream, w, velocity, grad, n, p.lr, p.momentum, p.weightDecay, p.nesterov);
+}
+
+void CudaBackend::adamUpdate(float* w, float* m, float* v, const float* grad, int64_t n, const AdamParams& p) {
+    if (p.step < 1) throw BackendError("adamUpdate: step is 1-based, got " + std::to_string(p.step));
+    activate();
+    // Scalars in double, as PyTorch computes them in Python (and as the CPU reference does).
+    const double bc1 = 1.0 - std::pow(static_cast<double>(p.beta1), static_cast<double>(p.step));
+    const double bc2 = 1.0 - std::pow(static_cast<double>(p.beta2), static_cast<double>(p.step));
+    const float stepSize = static_cast<float>(p.lr / bc1);
+    const float bc2Sqrt = static_cast<float>(std::sqrt(bc2));
+    const float decay = static_cast<float>(1.0 - static_cast<double>(p.lr) * p.weightDecay);
+    launchAdamUpdate(m_stream, w, m, v, grad, n, p.beta1, p.beta2, p.eps, p.weightDecay, p.decoupled, stepSize,
+                     bc2Sqrt, decay);
+}
+
+}  // namespace strata::gpu

@@ -1,0 +1,221 @@
+// CudaBackend: Backend on one CUDA GPU (cuBLAS, cuDNN 9 and our kernels).
+//
+// All work runs in order on one compute stream owned by the backend; cuBLAS
+// and cuDNN are bound to it. Memory comes from a caching allocator
+// (CudaAllocator.h). Every CUDA, cuBLAS and cuDNN status is checked and
+// turned into BackendError (CudaCheck.h); there is no fallback to the CPU.
+//
+// Numerics:
+//   - GEMM and convolutions may use TF32 tensor cores (setAllowTf32, default on;
+//     the environment variable STRATA_CUDA_TF32=0 makes new backends start with it off).
+//   - setDeterministic(true): cuDNN algorithms restricted to deterministic ones,
+//     embedding backward by sorted segments instead of atomics. Reductions
+//     (sum, sumSquares, allFinite, bias and norm gradients) never use atomics.
+//   - Bad indices (labels, embedding ids) are found by the kernels themselves
+//     (DeviceErrorFlag.h); the ops that take indices (softmaxCrossEntropy,
+//     countCorrect, embeddingForward/Backward) therefore wait for their kernel
+//     and throw BackendError at the call, naming the op, as the CPU does. That
+//     costs one stream synchronization per such call.
+//
+// Asynchronous uploads (double-buffered batch input), for the trainer:
+//   UploadTicket t = backend.uploadAsync(deviceDst, hostSrc, bytes);
+// copies hostSrc into one of two pinned staging buffers (so hostSrc may be
+// reused at once), starts the host-to-device copy on a dedicated copy
+// stream, and makes the compute stream wait for it: every op queued after
+// uploadAsync sees the data. The copy itself waits only for the compute work
+// that was queued before the PREVIOUS uploadAsync call, so with two device
+// buffers used alternately (upload batch k+1 into B while step k reads A)
+// the copy overlaps compute and never overwrites a buffer still being read.
+// waitUpload(t) blocks the host until that copy is done; waitUploads() until all are.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "core/backend/Backend.h"
+
+// Opaque CUDA library handle types (cudaStream_t is CUstream_st*, and so on), so that this header needs no
+// CUDA include path.
+struct CUstream_st;
+struct CUevent_st;
+struct cublasContext;
+struct cudnnContext;
+
+namespace strata::gpu {
+
+class CudaAllocator;
+struct ConvPlanCache;
+
+enum class HalfType { BF16, F16 };
+
+class CudaBackend : public Backend {
+public:
+    // Opens GPU `index`; throws BackendError when there is no driver or no such device.
+    explicit CudaBackend(int index);
+    ~CudaBackend() override;
+    CudaBackend(const CudaBackend&) = delete;
+    CudaBackend& operator=(const CudaBackend&) = delete;
+
+    // ---- settings ----
+    void setAllowTf32(bool allow);
+    bool allowTf32() const { return m_allowTf32; }
+    void setDeterministic(bool deterministic);
+    bool deterministic() const { return m_deterministic; }
+    // Upper bound of the cuDNN workspace (and of the algorithms considered); default 256 MiB.
+    void setConvWorkspaceLimit(size_t bytes);
+
+    // ---- allocator statistics ----
+    size_t cachedBytes() const;
+    uint64_t deviceMallocCount() const;  // cudaMalloc calls made by the caching allocator
+    void releaseCachedMemory();
+
+    // ---- asynchronous uploads (see the header comment) ----
+    using UploadTicket = uint64_t;
+    UploadTicket uploadAsync(void* deviceDst, const void* hostSrc, size_t bytes);
+    void waitUpload(UploadTicket ticket);
+    void waitUploads();
+
+    // ---- mixed precision ----
+    // Casts between float32 and 16-bit storage (bf16 or fp16 bit patterns), round to nearest even.
+    void castToHalf(void* y, const float* x, int64_t n, HalfType type);
+    void castFromHalf(float* y, const void* x, int64_t n, HalfType type);
+    // gemm() with 16-bit A and B (same layout rules), float32 C, float32 accumulation (cublasGemmEx).
+    void gemmHalf(HalfType type, bool transA, bool transB, int m, int n, int k, float alpha, const void* a, int lda,
+                  const void* b, int ldb, float beta, float* c, int ldc);
+    // Dynamic loss scaling: x *= invScale in place; returns whether every result is finite.
+    bool unscaleAndCheckFinite(float* x, int64_t n, float invScale);
+
+    int index() const { return m_index; }
+    CUstream_st* stream() const { return m_stream; }
+
+    // ---- Backend ----
+    std::string name() const override { return "cuda"; }
+    Device device() const override { return Device::cuda(m_index); }
+
+    void* allocate(size_t bytes) override;
+    void deallocate(void* ptr, size_t bytes) override;
+    void copyFromHost(void* dst, const void* hostSrc, size_t bytes) override;
+    void copyToHost(void* hostDst, const void* src, size_t bytes) override;
+    void copy(void* dst, const void* src, size_t bytes) override;
+    void synchronize() override;
+    size_t bytesInUse() const override;
+    size_t peakBytes() const override;
+
+    void fill(float* y, float value, int64_t n) override;
+    void zero(void* y, size_t bytes) override;
+    void scale(float* y, float alpha, int64_t n) override;
+    void axpy(float* y, float alpha, const float* x, int64_t n) override;
+    void add(float* y, const float* a, const float* b, int64_t n) override;
+
+    void gemm(bool transA, bool transB, int m, int n, int k, float alpha, const float* a, int lda, const float* b,
+              int ldb, float beta, float* c, int ldc) override;
+    void addBiasRows(float* y, const float* bias, int rows, int cols) override;
+    void sumRows(float* dbias, const float* dy, int rows, int cols) override;
+    void addBiasChannels(float* y, const float* bias, int n, int c, int inner) override;
+    void sumChannels(float* dbias, const float* dy, int n, int c, int inner) override;
+
+    void conv2dForward(float* y, const float* x, const float* w, const ConvDesc& d) override;
+    void conv2dBackwardData(float* dx, const float* dy, const float* w, const ConvDesc& d) override;
+    void conv2dBackwardFilter(float* dw, const float* dy, const float* x, const ConvDesc& d) override;
+    void pool2dForward(float* y, const float* x, const PoolDesc& d) override;
+    void pool2dBackward(float* dx, const float* dy, const float* x, const float* y, const PoolDesc& d) override;
+    void meanPoolForward(float* y, const float* x, int outer, int len, int inner) override;
+    void meanPoolBackward(float* dx, const float* dy, int outer, int len, int inner) override;
+
+    void activationForward(float* y, const float* x, int64_t n, Activation act, float alpha) override;
+    void activationBackward(float* dx, const float* dy, const float* x, const float* y, int64_t n, Activation act,
+                            float alpha) override;
+    void softmaxForward(float* y, const float* x, int rows, int cols) override;
+    void softmaxBackward(float* dx, const float* dy, const float* y, int rows, int cols) override;
+
+    void softmaxCrossEntropy(float* losses, float* dlogits, const float* logits, const int32_t* labels, int rows,
+                             int cols, float gradScale) override;
+    void mseLoss(float* losses, float* dpred, const float* pred, const float* target, int rows, int cols,
+                 float gradScale) override;
+    void bceWithLogits(float* losses, float* dlogits, const float* logits, const float* target, int rows, int cols,
+                       float gradScale) override;
+    int64_t countCorrect(const float* logits, const int32_t* labels, int rows, int cols) override;
+
+    void batchNormForwardTraining(float* y, float* saveMean, float* saveInvStd, float* runningMean, float* runningVar,
+                                  const float* x, const float* gamma, const float* beta, int n, int c, int inner,
+                                  float momentum, float eps) override;
+    void batchNormForwardInference(float* y, const float* x, const float* gamma, const float* beta,
+                                   const float* runningMean, const float* runningVar, int n, int c, int inner,
+                                   float eps) override;
+    void batchNormBackward(float* dx, float* dgamma, float* dbeta, const float* dy, const float* x, const float* gamma,
+                           const float* saveMean, const float* saveInvStd, int n, int c, int inner) override;
+    void layerNormForward(float* y, float* mean, float* rstd, const float* x, const float* gamma, const float* beta,
+                          int rows, int cols, float eps) override;
+    void layerNormBackward(float* dx, float* dgamma, float* dbeta, const float* dy, const float* x,
+                           const float* gamma, const float* mean, const float* rstd, int rows, int cols) override;
+
+    void dropoutForward(float* y, const float* x, int64_t n, float p, uint64_t seed) override;
+    void dropoutBackward(float* dx, const float* dy, int64_t n, float p, uint64_t seed) override;
+
+    void embeddingForward(float* y, const float* table, const float* ids, int64_t count, int dim,
+                          int vocab) override;
+    void embeddingBackward(float* dtable, const float* dy, const float* ids, int64_t count, int dim,
+                           int vocab) override;
+
+    void copyBlocks(float* dst, int64_t dstStride, const float* src, int64_t srcStride, int64_t blockLen,
+                    int64_t count, bool accumulate) override;
+
+    double sum(const float* x, int64_t n) override;
+    double sumSquares(const float* x, int64_t n) override;
+    bool allFinite(const float* x, int64_t n) override;
+
+    void sgdUpdate(float* w, float* velocity, const float* grad, int64_t n, const SgdParams& p) override;
+    void adamUpdate(float* w, float* m, float* v, const float* grad, int64_t n, const AdamParams& p) override;
+
+private:
+    struct Staging {
+        void* host = nullptr;
+        size_t capacity = 0;
+        CUevent_st* done = nullptr;
+        UploadTicket ticket = 0;
+    };
+
+    void activate() const;
+    void release() noexcept;
+    void syncAndCheck();  // stream sync, then report kernel-detected errors
+    void checkDeviceErrors();
+    double reduce(float* x, int64_t n, int op, float scale);
+    float* workspace(size_t bytes);
+    // Per-channel constants for cuDNN batch norm when gamma or beta is null.
+    const float* constantVector(float value, int c, float** holder, int* holderSize);
+
+    int m_index = 0;
+    std::string m_label;  // "cuda:0"
+    bool m_allowTf32 = true;
+    bool m_deterministic = false;
+    size_t m_workspaceLimit = size_t(256) << 20;
+
+    std::unique_ptr<CudaAllocator> m_allocator;
+    std::unique_ptr<ConvPlanCache> m_plans;
+    CUstream_st* m_stream = nullptr;
+    CUstream_st* m_copyStream = nullptr;
+    CUevent_st* m_computeMark = nullptr;
+    bool m_computeMarked = false;
+    cublasContext* m_cublas = nullptr;
+    cudnnContext* m_cudnn = nullptr;
+
+    int* m_errorFlag = nullptr;       // device, kDeviceErrorWords ints
+    int* m_errorHost = nullptr;       // pinned
+    bool m_errorArmed = false;        // a validating kernel ran since the last check
+    double* m_reduceScratch = nullptr;  // device partials + result
+    void* m_resultHost = nullptr;     // pinned, 16 bytes
+    float* m_workspace = nullptr;
+    size_t m_workspaceBytes = 0;
+    float* m_ones = nullptr;
+    int m_onesSize = 0;
+    float* m_zeros = nullptr;
+    int m_zerosSize = 0;
+
+    Staging m_staging[2];
+    int m_nextStaging = 0;
+    UploadTicket m_lastTicket = 0;
+};
+
+}  // namespace strata::gpu

@@ -1,0 +1,388 @@
+// CudaBackend's cuDNN ops: convolution (algorithm found once per shape and cached), pooling,
+// batch norm and softmax. Backward ops accumulate (beta = 1).
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include <cuda_runtime_api.h>
+
+#include "gpu/CudaAllocator.h"
+#include "gpu/CudaBackend.h"
+#include "gpu/CudaDnnPlans.h"
+#include "gpu/CudaLibCheck.h"
+#include "gpu/ElementwiseKernels.cuh"
+#include "gpu/PoolingKernels.cuh"
+
+namespace strata::gpu {
+
+namespace {
+
+const float kOne = 1.0f;
+const float kZero = 0.0f;
+
+class TensorDesc {
+public:
+    TensorDesc(int n, int c, int h, int w) {
+        CUDNN_CHECK(cudnnCreateTensorDescriptor(&m_desc));
+        try {
+            CUDNN_CHECK(cudnnSetTensor4dDescriptor(m_desc, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, n, c, h, w));
+        } catch (...) {
+            (void)cudnnDestroyTensorDescriptor(m_desc);
+            throw;
+        }
+    }
+    ~TensorDesc() { (void)cudnnDestroyTensorDescriptor(m_desc); }
+    TensorDesc(const TensorDesc&) = delete;
+    TensorDesc& operator=(const TensorDesc&) = delete;
+    operator cudnnTensorDescriptor_t() const { return m_desc; }
+
+private:
+    cudnnTensorDescriptor_t m_desc = nullptr;
+};
+
+class PoolingDesc {
+public:
+    explicit PoolingDesc(const PoolDesc& d) {
+        CUDNN_CHECK(cudnnCreatePoolingDescriptor(&m_desc));
+        try {
+            // Max pooling never sees padding; average pooling excludes it from the count: the CPU's definition.
+            const cudnnPoolingMode_t mode =
+                d.mode == PoolMode::Max ? CUDNN_POOLING_MAX_DETERMINISTIC : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING;
+            CUDNN_CHECK(cudnnSetPooling2dDescriptor(m_desc, mode, CUDNN_PROPAGATE_NAN, d.kernelH, d.kernelW, d.padH,
+                                                    d.padW, d.strideH, d.strideW));
+        } catch (...) {
+            (void)cudnnDestroyPoolingDescriptor(m_desc);
+            throw;
+        }
+    }
+    ~PoolingDesc() { (void)cudnnDestroyPoolingDescriptor(m_desc); }
+    PoolingDesc(const PoolingDesc&) = delete;
+    PoolingDesc& operator=(const PoolingDesc&) = delete;
+    operator cudnnPoolingDescriptor_t() const { return m_desc; }
+
+private:
+    cudnnPoolingDescriptor_t m_desc = nullptr;
+};
+
+void checkConv(const ConvDesc& d) {
+    if (d.n < 1 || d.c < 1 || d.h < 1 || d.w < 1 || d.k < 1 || d.r < 1 || d.s < 1 || d.strideH < 1 ||
+        d.strideW < 1 || d.dilationH < 1 || d.dilationW < 1 || d.groups < 1 || d.padH < 0 || d.padW < 0)
+        throw BackendError("conv2d: invalid descriptor (sizes, strides, dilations and groups must be >= 1, "
+                           "padding >= 0)");
+    if (d.c % d.groups != 0 || d.k % d.groups != 0)
+        throw BackendError("conv2d: " + std::to_string(d.c) + " input and " + std::to_string(d.k) +
+                           " output channels must both be divisible by " + std::to_string(d.groups) + " groups");
+    if (d.outH() < 1 || d.outW() < 1)
+        throw BackendError("conv2d: a " + std::to_string(d.r) + "x" + std::to_string(d.s) + " kernel does not fit a " +
+                           std::to_string(d.h) + "x" + std::to_string(d.w) + " input with this padding and dilation");
+}
+
+void checkPool(const PoolDesc& d) {
+    if (d.n < 1 || d.c < 1 || d.h < 1 || d.w < 1 || d.kernelH < 1 || d.kernelW < 1 || d.strideH < 1 ||
+        d.strideW < 1 || d.padH < 0 || d.padW < 0)
+        throw BackendError("pool2d: invalid descriptor (sizes, kernel and strides must be >= 1, padding >= 0)");
+    if (d.padH >= d.kernelH || d.padW >= d.kernelW) throw BackendError("pool2d: padding must be smaller than the kernel");
+    if (d.outH() < 1 || d.outW() < 1)
+        throw BackendError("pool2d: a " + std::to_string(d.kernelH) + "x" + std::to_string(d.kernelW) +
+                           " window does not fit a " + std::to_string(d.h) + "x" + std::to_string(d.w) + " input");
+}
+
+std::string convText(const ConvDesc& d) {
+    return "conv2d [" + std::to_string(d.n) + "," + std::to_string(d.c) + "," + std::to_string(d.h) + "," +
+           std::to_string(d.w) + "] -> " + std::to_string(d.k) + " channels, " + std::to_string(d.r) + "x" +
+           std::to_string(d.s) + " kernel, groups " + std::to_string(d.groups);
+}
+
+// Picks the fastest usable result of a cudnnFind*/Get*_v7 list (both come sorted by time).
+template <typename Perf>
+bool pickAlgo(const Perf* perf, int count, size_t workspaceLimit, bool deterministic, bool allowTf32,
+              ConvAlgoChoice& out) {
+    for (int i = 0; i < count; ++i) {
+        const Perf& p = perf[i];
+        if (p.status != CUDNN_STATUS_SUCCESS || p.memory > workspaceLimit) continue;
+        if (deterministic && p.determinism != CUDNN_DETERMINISTIC) continue;
+        if (!allowTf32 && p.mathType != CUDNN_FMA_MATH && p.mathType != CUDNN_DEFAULT_MATH) continue;
+        out.chosen = true;
+        out.algo = static_cast<int>(p.algo);
+        out.math = p.mathType;
+        out.workspace = p.memory;
+        return true;
+    }
+    return false;
+}
+
+// The largest workspace among heuristic candidates within the limit: what a cudnnFind*Ex call needs.
+template <typename Perf>
+size_t candidateWorkspace(const Perf* perf, int count, size_t limit) {
+    size_t ws = 0;
+    for (int i = 0; i < count; ++i)
+        if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= limit) ws = std::max(ws, perf[i].memory);
+    return ws;
+}
+
+}  // namespace
+
+ConvPlan::ConvPlan() {
+    CUDNN_CHECK(cudnnCreateTensorDescriptor(&x));
+    CUDNN_CHECK(cudnnCreateTensorDescriptor(&y));
+    CUDNN_CHECK(cudnnCreateFilterDescriptor(&w));
+    CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&conv));
+}
+
+ConvPlan::~ConvPlan() {
+    if (conv) (void)cudnnDestroyConvolutionDescriptor(conv);
+    if (w) (void)cudnnDestroyFilterDescriptor(w);
+    if (y) (void)cudnnDestroyTensorDescriptor(y);
+    if (x) (void)cudnnDestroyTensorDescriptor(x);
+}
+
+namespace {
+
+ConvPlan& planFor(ConvPlanCache& cache, const ConvDesc& d, bool allowTf32) {
+    const ConvPlanCache::Key key{d.n, d.c, d.h, d.w, d.k, d.r, d.s, d.strideH, d.strideW, d.padH, d.padW,
+                                 d.dilationH, d.dilationW, d.groups, allowTf32 ? 1 : 0};
+    auto it = cache.plans.find(key);
+    if (it != cache.plans.end()) return *it->second;
+    auto plan = std::make_unique<ConvPlan>();
+    CUDNN_CHECK(cudnnSetTensor4dDescriptor(plan->x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, d.n, d.c, d.h, d.w));
+    CUDNN_CHECK(cudnnSetFilter4dDescriptor(plan->w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, d.k, d.c / d.groups, d.r,
+                                           d.s));
+    CUDNN_CHECK(cudnnSetConvolution2dDescriptor(plan->conv, d.padH, d.padW, d.strideH, d.strideW, d.dilationH,
+                                                d.dilationW, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+    CUDNN_CHECK(cudnnSetConvolutionGroupCount(plan->conv, d.groups));
+    CUDNN_CHECK(cudnnSetConvolutionMathType(plan->conv, allowTf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
+    int n = 0, c = 0, h = 0, w = 0;
+    CUDNN_CHECK(cudnnGetConvolution2dForwardOutputDim(plan->conv, plan->x, plan->w, &n, &c, &h, &w));
+    if (n != d.n || c != d.k || h != d.outH() || w != d.outW())
+        throw BackendError(convText(d) + ": cuDNN computes a " + std::to_string(h) + "x" + std::to_string(w) +
+                           " output, Strata expects " + std::to_string(d.outH()) + "x" + std::to_string(d.outW()));
+    CUDNN_CHECK(cudnnSetTensor4dDescriptor(plan->y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, n, c, h, w));
+    ConvPlan& ref = *plan;
+    cache.plans.emplace(key, std::move(plan));
+    return ref;
+}
+
+}  // namespace
+
+// ---- convolution ------------------------------------------------------------------------------------------
+
+void CudaBackend::conv2dForward(float* y, const float* x, const float* w, const ConvDesc& d) {
+    checkConv(d);
+    activate();
+    ConvPlan& plan = planFor(*m_plans, d, m_allowTf32);
+    if (!plan.forward.chosen) {
+        constexpr int kMax = CUDNN_CONVOLUTION_FWD_ALGO_COUNT;
+        cudnnConvolutionFwdAlgoPerf_t perf[kMax];
+        int found = 0;
+        CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(m_cudnn, plan.x, plan.w, plan.conv, plan.y, kMax, &found,
+                                                           perf));
+        const size_t ws = candidateWorkspace(perf, found, m_workspaceLimit);
+        // Timing run writes y, which this call overwrites anyway.
+        int timed = 0;
+        CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithmEx(m_cudnn, plan.x, x, plan.w, w, plan.conv, plan.y, y, kMax,
+                                                           &timed, perf, workspace(ws), ws));
+        if (!pickAlgo(perf, timed, ws, m_deterministic, m_allowTf32, plan.forward))
+            throw BackendError(convText(d) + ": no usable cuDNN forward algorithm" +
+                               (m_deterministic ? " in deterministic mode" : "") + " within a workspace of " +
+                               std::to_string(m_workspaceLimit) + " bytes");
+    }
+    CUDNN_CHECK(cudnnSetConvolutionMathType(plan.conv, plan.forward.math));
+    CUDNN_CHECK(cudnnConvolutionForward(m_cudnn, &kOne, plan.x, x, plan.w, w, plan.conv,
+                                        static_cast<cudnnConvolutionFwdAlgo_t>(plan.forward.algo),
+                                        workspace(plan.forward.workspace), plan.forward.workspace, &kZero, plan.y, y));
+}
+
+void CudaBackend::conv2dBackwardData(float* dx, const float* dy, const float* w, const ConvDesc& d) {
+    checkConv(d);
+    activate();
+    ConvPlan& plan = planFor(*m_plans, d, m_allowTf32);
+    if (!plan.backwardData.chosen) {
+        constexpr int kMax = CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT;
+        cudnnConvolutionBwdDataAlgoPerf_t perf[kMax];
+        int found = 0;
+        CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(m_cudnn, plan.w, plan.y, plan.conv, plan.x, kMax,
+                                                                &found, perf));
+        const size_t ws = candidateWorkspace(perf, found, m_workspaceLimit);
+        // dx accumulates, so the timing runs write a scratch buffer instead.
+        const size_t dxBytes = size_t(d.n) * d.c * d.h * d.w * sizeof(float);
+        void* scratch = m_allocator->allocate(dxBytes);
+        int timed = 0;
+        try {
+            CUDNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithmEx(m_cudnn, plan.w, w, plan.y, dy, plan.conv, plan.x,
+                                                                    scratch, kMax, &timed, perf, workspace(ws), ws));
+        } catch (...) {
+            m_allocator->deallocate(scratch);
+            throw;
+        }
+        m_allocator->deallocate(scratch);
+        if (!pickAlgo(perf, timed, ws, m_deterministic, m_allowTf32, plan.backwardData))
+            throw BackendError(convText(d) + ": no usable cuDNN backward-data algorithm" +
+                               (m_deterministic ? " in deterministic mode" : "") + " within a workspace of " +
+                               std::to_string(m_workspaceLimit) + " bytes");
+    }
+    CUDNN_CHECK(cudnnSetConvolutionMathType(plan.conv, plan.backwardData.math));
+    CUDNN_CHECK(cudnnConvolutionBackwardData(m_cudnn, &kOne, plan.w, w, plan.y, dy, plan.conv,
+                                             static_cast<cudnnConvolutionBwdDataAlgo_t>(plan.backwardData.algo),
+                                             workspace(plan.backwardData.workspace), plan.backwardData.workspace,
+                                             &kOne, plan.x, dx));
+}
+
+void CudaBackend::conv2dBackwardFilter(float* dw, const float* dy, const float* x, const ConvDesc& d) {
+    checkConv(d);
+    activate();
+    ConvPlan& plan = planFor(*m_plans, d, m_allowTf32);
+    if (!plan.backwardFilter.chosen) {
+        constexpr int kMax = CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT;
+        cudnnConvolutionBwdFilterAlgoPerf_t perf[kMax];
+        int found = 0;
+        CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(m_cudnn, plan.x, plan.y, plan.conv, plan.w, kMax,
+                                                                  &found, perf));
+        const size_t ws = candidateWorkspace(perf, found, m_workspaceLimit);
+        const size_t dwBytes = size_t(d.k) * (d.c / d.groups) * d.r * d.s * sizeof(float);
+        void* scratch = m_allocator->allocate(dwBytes);
+        int timed = 0;
+        try {
+            CUDNN_CHECK(cudnnFindConvolutionBackwardFilterAlgorithmEx(m_cudnn, plan.x, x, plan.y, dy, plan.conv,
+                                                                      plan.w, scratch, kMax, &timed, perf,
+                                                                      workspace(ws), ws));
+        } catch (...) {
+            m_allocator->deallocate(scratch);
+            throw;
+        }
+        m_allocator->deallocate(scratch);
+        if (!pickAlgo(perf, timed, ws, m_deterministic, m_allowTf32, plan.backwardFilter))
+            throw BackendError(convText(d) + ": no usable cuDNN backward-filter algorithm" +
+                               (m_deterministic ? " in deterministic mode" : "") + " within a workspace of " +
+                               std::to_string(m_workspaceLimit) + " bytes");
+    }
+    CUDNN_CHECK(cudnnSetConvolutionMathType(plan.conv, plan.backwardFilter.math));
+    CUDNN_CHECK(cudnnConvolutionBackwardFilter(m_cudnn, &kOne, plan.x, x, plan.y, dy, plan.conv,
+                                               static_cast<cudnnConvolutionBwdFilterAlgo_t>(plan.backwardFilter.algo),
+                                               workspace(plan.backwardFilter.workspace),
+                                               plan.backwardFilter.workspace, &kOne, plan.w, dw));
+}
+
+// ---- pooling ------------------------------------------------------------------------------------------------
+
+void CudaBackend::pool2dForward(float* y, const float* x, const PoolDesc& d) {
+    checkPool(d);
+    activate();
+    PoolingDesc pool(d);
+    TensorDesc xd(d.n, d.c, d.h, d.w), yd(d.n, d.c, d.outH(), d.outW());
+    int n = 0, c = 0, h = 0, w = 0;
+    CUDNN_CHECK(cudnnGetPooling2dForwardOutputDim(pool, xd, &n, &c, &h, &w));
+    if (h != d.outH() || w != d.outW())
+        throw BackendError("pool2d: cuDNN computes a " + std::to_string(h) + "x" + std::to_string(w) +
+                           " output, Strata expects " + std::to_string(d.outH()) + "x" + std::to_string(d.outW()));
+    CUDNN_CHECK(cudnnPoolingForward(m_cudnn, pool, &kOne, xd, x, &kZero, yd, y));
+}
+
+void CudaBackend::pool2dBackward(float* dx, const float* dy, const float* x, const float* y, const PoolDesc& d) {
+    checkPool(d);
+    activate();
+    if (d.mode == PoolMode::Max) {
+        // Our kernel: cuDNN does not promise which of several equal maxima gets the gradient; the CPU gives it
+        // to the first in row-major window order.
+        launchMaxPoolBackward(m_stream, dx, dy, x, d.n, d.c, d.h, d.w, d.kernelH, d.kernelW, d.strideH, d.strideW,
+                              d.padH, d.padW, d.outH(), d.outW());
+        return;
+    }
+    if (!y) throw BackendError("pool2dBackward: average pooling on CUDA needs the forward output y");
+    PoolingDesc pool(d);
+    TensorDesc xd(d.n, d.c, d.h, d.w), yd(d.n, d.c, d.outH(), d.outW());
+    CUDNN_CHECK(cudnnPoolingBackward(m_cudnn, pool, &kOne, yd, y, yd, dy, xd, x, &kOne, xd, dx));
+}
+
+// ---- softmax ---------------------------------------------------------------------------------------------------
+
+void CudaBackend::softmaxForward(float* y, const float* x, int rows, int cols) {
+    if (cols < 1) throw BackendError("softmax: needs at least one column");
+    if (rows <= 0) return;
+    activate();
+    TensorDesc desc(rows, cols, 1, 1);
+    CUDNN_CHECK(cudnnSoftmaxForward(m_cudnn, CUDNN_SOFTMAX_ACCURATE, CUDNN_SOFTMAX_MODE_INSTANCE, &kOne, desc, x,
+                                    &kZero, desc, y));
+}
+
+void CudaBackend::softmaxBackward(float* dx, const float* dy, const float* y, int rows, int cols) {
+    if (cols < 1) throw BackendError("softmax: needs at least one column");
+    if (rows <= 0) return;
+    activate();
+    TensorDesc desc(rows, cols, 1, 1);
+    CUDNN_CHECK(cudnnSoftmaxBackward(m_cudnn, CUDNN_SOFTMAX_ACCURATE, CUDNN_SOFTMAX_MODE_INSTANCE, &kOne, desc, y,
+                                     desc, dy, &kOne, desc, dx));
+}
+
+// ---- batch norm -------------------------------------------------------------------------------------------------
+
+const float* CudaBackend::constantVector(float value, int c, float** holder, int* holderSize) {
+    if (*holderSize < c) {
+        if (*holder) m_allocator->deallocate(*holder);
+        *holder = nullptr;
+        *holderSize = 0;
+        *holder = static_cast<float*>(m_allocator->allocate(size_t(c) * sizeof(float)));
+        *holderSize = c;
+        launchFill(m_stream, *holder, value, c);
+    }
+    return *holder;
+}
+
+void CudaBackend::batchNormForwardTraining(float* y, float* saveMean, float* saveInvStd, float* runningMean,
+                                           float* runningVar, const float* x, const float* gamma, const float* beta,
+                                           int n, int c, int inner, float momentum, float eps) {
+    if (static_cast<int64_t>(n) * inner < 2)
+        throw BackendError("batchNorm: training needs more than one value per channel (batch " + std::to_string(n) +
+                           ", " + std::to_string(inner) + " values per sample)");
+    if ((runningMean == nullptr) != (runningVar == nullptr))
+        throw BackendError("batchNorm on CUDA: runningMean and runningVar must both be given or both be null");
+    activate();
+    const float* g = gamma ? gamma : constantVector(1.0f, c, &m_ones, &m_onesSize);
+    const float* b = beta ? beta : constantVector(0.0f, c, &m_zeros, &m_zerosSize);
+    TensorDesc xd(n, c, inner, 1), pd(1, c, 1, 1);
+    // cuDNN updates running variance with the unbiased batch variance, as the CPU does.
+    CUDNN_CHECK(cudnnBatchNormalizationForwardTraining(m_cudnn, CUDNN_BATCHNORM_SPATIAL, &kOne, &kZero, xd, x, xd, y,
+                                                       pd, g, b, momentum, runningMean, runningVar, eps, saveMean,
+                                                       saveInvStd));
+}
+
+void CudaBackend::batchNormForwardInference(float* y, const float* x, const float* gamma, const float* beta,
+                                            const float* runningMean, const float* runningVar, int n, int c, int inner,
+                                            float eps) {
+    activate();
+    const float* g = gamma ? gamma : constantVector(1.0f, c, &m_ones, &m_onesSize);
+    const float* b = beta ? beta : constantVector(0.0f, c, &m_zeros, &m_zerosSize);
+    TensorDesc xd(n, c, inner, 1), pd(1, c, 1, 1);
+    CUDNN_CHECK(cudnnBatchNormalizationForwardInference(m_cudnn, CUDNN_BATCHNORM_SPATIAL, &kOne, &kZero, xd, x, xd, y,
+                                                        pd, g, b, runningMean, runningVar, eps));
+}
+
+void CudaBackend::batchNormBackward(float* dx, float* dgamma, float* dbeta, const float* dy, const float* x,
+                                    const float* gamma, const float* saveMean, const float* saveInvStd, int n, int c,
+                                    int inner) {
+    if (!saveMean || !saveInvStd) throw BackendError("batchNormBackward on CUDA: needs saveMean and saveInvStd");
+    activate();
+    const float* g = gamma ? gamma : constantVector(1.0f, c, &m_ones, &m_onesSize);
+    // cuDNN writes all three gradients; a null one goes to scratch (stream order lets it be freed right after).
+    const size_t xBytes = size_t(n) * c * inner * sizeof(float), pBytes = size_t(c) * sizeof(float);
+    std::vector<void*> scratch;
+    auto orScratch = [&](float* p, size_t bytes) {
+        if (p) return p;
+        scratch.push_back(m_allocator->allocate(bytes));
+        return static_cast<float*>(scratch.back());
+    };
+    try {
+        float* dxp = orScratch(dx, xBytes);
+        float* dgp = orScratch(dgamma, pBytes);
+        float* dbp = orScratch(dbeta, pBytes);
+        TensorDesc xd(n, c, inner, 1), pd(1, c, 1, 1);
+        // epsilon is not used when the saved statistics are passed; cuDNN still asks for one.
+        CUDNN_CHECK(cudnnBatchNormalizationBackward(m_cudnn, CUDNN_BATCHNORM_SPATIAL, &kOne, &kOne, &kOne, &kOne, xd,
+                                                    x, xd, dy, xd, dxp, pd, g, dgp, dbp, 1e-5, saveMean, saveInvStd));
+    } catch (...) {
+        for (void* p : scratch) m_allocator->deallocate(p);
+        throw;
+    }
+    for (void* p : scratch) m_allocator->deallocate(p);
+}
+
+}  // namespace strata::gpu

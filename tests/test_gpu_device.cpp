@@ -1,0 +1,405 @@
+// CUDA device handling: listing without a driver, telemetry without NVML, opening a missing GPU, and (with a
+// GPU) what the per-op comparison in test_backend_ops.cpp does not cover: allocator reuse, out-of-memory
+// reports, deterministic mode, TF32 switching, mixed-precision helpers and asynchronous uploads.
+// Tests that need a GPU QSKIP with the reason when there is none.
+#include <QtTest>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/backend/Backend.h"
+#include "core/backend/BackendRegistry.h"
+#include "tests/support/TestBackends.h"
+
+#ifdef STRATA_HAVE_CUDA
+#include "gpu/CudaAllocator.h"
+#include "gpu/CudaBackend.h"
+#include "gpu/CudaProvider.h"
+#include "gpu/DropoutHash.h"
+#include "gpu/Nvml.h"
+#endif
+
+using namespace strata;
+
+namespace {
+
+using Vec = std::vector<float>;
+
+[[maybe_unused]] Vec randomVec(std::mt19937& rng, size_t n, float lo = -1.0f, float hi = 1.0f) {
+    std::uniform_real_distribution<float> u(lo, hi);
+    Vec v(n);
+    for (float& x : v) x = u(rng);
+    return v;
+}
+
+[[maybe_unused]] Vec download(Backend& be, const Tensor& t) {
+    Vec h(static_cast<size_t>(t.numel()));
+    be.toHost(t, h.data());
+    return h;
+}
+
+}  // namespace
+
+class TestGpuDevice : public QObject {
+    Q_OBJECT
+
+private slots:
+#ifndef STRATA_HAVE_CUDA
+    void cudaMissingFromBuild() {
+        BackendRegistry registry;
+        QVERIFY(registry.provider(DeviceType::Cuda) == nullptr);
+        try {
+            registry.create(Device::cuda(0));
+            QFAIL("a build without CUDA opened cuda:0");
+        } catch (const BackendError& e) {
+            QVERIFY2(std::string(e.what()).find("cuda:0") != std::string::npos, e.what());
+        }
+        QCOMPARE(test::gpuUnavailableReason(), std::string("built without CUDA"));
+    }
+#else
+    // ---- every machine ---------------------------------------------------------------------
+
+    void deviceListingNeverThrows() {
+        BackendRegistry registry;
+        gpu::registerCudaProvider(registry);
+        BackendProvider* cuda = registry.provider(DeviceType::Cuda);
+        QVERIFY(cuda);
+        QCOMPARE(cuda->name(), std::string("cuda"));
+        std::vector<DeviceInfo> list;
+        try {
+            list = cuda->devices();
+            list = cuda->devices();  // twice: listing has no one-shot state
+        } catch (...) {
+            QFAIL("CudaProvider::devices() threw");
+        }
+        if (list.empty()) {
+            const std::string why = cuda->unavailableReason();
+            QVERIFY2(!why.empty(), "no CUDA device listed and no reason given");
+            qInfo("no CUDA device: %s", why.c_str());
+        } else {
+            QVERIFY(cuda->unavailableReason().empty());
+            for (size_t i = 0; i < list.size(); ++i) {
+                const DeviceInfo& d = list[i];
+                QCOMPARE(d.device.toString(), "cuda:" + std::to_string(i));
+                QVERIFY(!d.name.empty());
+                QVERIFY(d.totalMemoryBytes > 0);
+                QVERIFY(d.freeMemoryBytes <= d.totalMemoryBytes);
+                QVERIFY(d.computeMajor >= 5);
+                QVERIFY(d.multiprocessors > 0);
+                QVERIFY(!d.pciBusId.empty());
+                qInfo("%s: %s, sm_%d%d, %d SMs, %llu MiB, PCI %s", d.device.toString().c_str(), d.name.c_str(),
+                      d.computeMajor, d.computeMinor, d.multiprocessors,
+                      static_cast<unsigned long long>(d.totalMemoryBytes >> 20), d.pciBusId.c_str());
+            }
+        }
+        // The registry's combined list still has the CPU first.
+        const std::vector<DeviceInfo> all = registry.devices();
+        QVERIFY(!all.empty());
+        QVERIFY(all.front().device.isCpu());
+        QCOMPARE(all.size(), list.size() + 1);
+    }
+
+    void telemetryReportsUnavailableWithoutNvml() {
+        BackendRegistry registry;
+        gpu::registerCudaProvider(registry);
+        std::unique_ptr<TelemetrySource> source = registry.telemetry(Device::cuda(0));
+        QVERIFY(source);
+        TelemetryEvent e;
+        try {
+            e = source->sample();
+        } catch (...) {
+            QFAIL("telemetry sample() threw");
+        }
+        QCOMPARE(e.device, std::string("cuda:0"));
+        if (!gpu::Nvml::instance().available()) {
+            QVERIFY(!e.available);
+            QVERIFY(!e.reason.empty());
+            QVERIFY2(e.reason.find("NVML") != std::string::npos, e.reason.c_str());
+            qInfo("telemetry unavailable: %s", e.reason.c_str());
+        } else if (!registry.provider(DeviceType::Cuda)->devices().empty()) {
+            QVERIFY2(e.available, e.reason.c_str());
+            QVERIFY(e.memoryTotalBytes > 0);
+            QVERIFY(e.utilizationPercent >= 0 && e.utilizationPercent <= 100);
+        }
+    }
+
+    void openingCuda0WithoutGpuThrows() {
+        BackendRegistry registry;
+        gpu::registerCudaProvider(registry);
+        if (test::gpuUnavailableReason().empty()) {
+            std::unique_ptr<Backend> be = registry.create(Device::cuda(0));
+            QCOMPARE(be->name(), std::string("cuda"));
+            QVERIFY(be->device() == Device::cuda(0));
+        } else {
+            try {
+                registry.create(Device::cuda(0));
+                QFAIL("cuda:0 opened on a machine that lists no GPU");
+            } catch (const BackendError& e) {
+                QVERIFY2(std::string(e.what()).find("cuda:0") != std::string::npos, e.what());
+                qInfo("as expected: %s", e.what());
+            }
+        }
+        // A device index past the end fails the same way on every machine.
+        try {
+            registry.create(Device::cuda(4096));
+            QFAIL("cuda:4096 opened");
+        } catch (const BackendError& e) {
+            QVERIFY2(std::string(e.what()).find("cuda:4096") != std::string::npos, e.what());
+        }
+    }
+
+    // The kernels use the __host__ __device__ copy of the dropout hash; the host build of that copy must
+    // agree with Backend.h's dropoutKeep bit for bit.
+    void dropoutDeviceCopyMatchesHost() {
+        std::mt19937_64 rng(7);
+        int64_t kept = 0, total = 0;
+        for (uint64_t seed : {uint64_t(0), uint64_t(1), uint64_t(0x1234), ~uint64_t(0), uint64_t(rng())}) {
+            for (float p : {0.0f, 1e-7f, 0.1f, 0.5f, 0.9f, 0.999999f, 1.0f}) {
+                for (uint64_t i = 0; i < 20000; ++i) {
+                    const uint64_t idx = i < 10000 ? i : rng();
+                    QCOMPARE(gpu::dropoutHashHD(seed, idx), dropoutHash(seed, idx));
+                    const bool keep = gpu::dropoutKeepHD(seed, idx, p);
+                    if (keep != dropoutKeep(seed, idx, p))
+                        QFAIL(("keep mismatch at seed " + std::to_string(seed) + " i " + std::to_string(idx)).c_str());
+                    if (p == 0.5f) {
+                        kept += keep;
+                        ++total;
+                    }
+                }
+            }
+        }
+        QVERIFY(std::abs(static_cast<double>(kept) / total - 0.5) < 0.01);
+    }
+
+    void allocatorSizeClasses() {
+        size_t previous = 0;
+        for (size_t bytes : {size_t(1), size_t(4), size_t(511), size_t(512), size_t(513), size_t(4096),
+                             size_t(65535), size_t(65536), size_t(65537), size_t(100000), size_t(1) << 20,
+                             (size_t(1) << 20) + 1, size_t(3) << 29, (size_t(1) << 34) + 12345}) {
+            const size_t cls = gpu::CudaAllocator::roundSize(bytes);
+            QVERIFY2(cls >= bytes, std::to_string(bytes).c_str());
+            QVERIFY(cls % 512 == 0);
+            QVERIFY(cls >= previous);  // monotonic
+            if (bytes > 65536) QVERIFY2(cls - bytes <= bytes / 4, std::to_string(bytes).c_str());
+            QCOMPARE(gpu::CudaAllocator::roundSize(cls), cls);  // a class is its own class
+            previous = cls;
+        }
+        // Nearby sizes share a class, which is what lets a smaller last batch reuse blocks.
+        QCOMPARE(gpu::CudaAllocator::roundSize(1000000), gpu::CudaAllocator::roundSize(1000100));
+    }
+
+    // ---- with a GPU ----------------------------------------------------------------------------
+
+    void cachingAllocatorReusesBlocks() {
+        const std::string why = test::gpuUnavailableReason();
+        if (!why.empty()) QSKIP(why.c_str());
+        gpu::CudaBackend be(0);
+        // A "training step": the same set of allocations each time.
+        auto step = [&] {
+            std::vector<Tensor> ts;
+            for (int64_t n : {1000, 64 * 28 * 28, 64 * 32 * 26 * 26, 10, 123457}) ts.push_back(be.zeros(Shape{n}));
+            be.synchronize();
+        };
+        step();
+        const uint64_t mallocs = be.deviceMallocCount();
+        const size_t peak = be.peakBytes();
+        QVERIFY(mallocs > 0);
+        QCOMPARE(be.bytesInUse(), size_t(0));
+        QVERIFY(be.cachedBytes() > 0);
+        for (int i = 0; i < 5; ++i) step();
+        QCOMPARE(be.deviceMallocCount(), mallocs);  // no cudaMalloc after the first step
+        QCOMPARE(be.peakBytes(), peak);
+        void* a = be.allocate(4096);
+        be.deallocate(a, 4096);
+        void* b = be.allocate(4000);  // same size class: the same block
+        QCOMPARE(b, a);
+        be.deallocate(b, 4000);
+        be.releaseCachedMemory();
+        QCOMPARE(be.cachedBytes(), size_t(0));
+    }
+
+    void outOfMemoryNamesTheBytes() {
+        const std::string why = test::gpuUnavailableReason();
+        if (!why.empty()) QSKIP(why.c_str());
+        gpu::CudaBackend be(0);
+        const size_t huge = size_t(1) << 50;  // 1 PiB
+        try {
+            be.allocate(huge);
+            QFAIL("a 1 PiB allocation succeeded");
+        } catch (const OutOfMemoryError& e) {
+            QCOMPARE(e.bytes(), huge);
+            QVERIFY2(std::string(e.what()).find(std::to_string(huge)) != std::string::npos, e.what());
+            QVERIFY2(std::string(e.what()).find("cuda:0") != std::string::npos, e.what());
+        }
+        // The backend still works afterwards (the failed cudaMalloc left no sticky error).
+        Tensor t = be.fromHost(Shape{3}, Vec{1, 2, 3}.data());
+        QCOMPARE(be.sum(t.f32(), 3), 6.0);
+    }
+
+    void deterministicModeRepeatsExactly() {
+        const std::string why = test::gpuUnavailableReason();
+        if (!why.empty()) QSKIP(why.c_str());
+        gpu::CudaBackend be(0);
+        be.setDeterministic(true);
+        QVERIFY(be.deterministic());
+        std::mt19937 rng(3);
+        ConvDesc d;
+        d.n = 32, d.c = 16, d.h = d.w = 14, d.k = 32, d.r = d.s = 3, d.padH = d.padW = 1;
+        const Vec x = randomVec(rng, size_t(d.n) * d.c * d.h * d.w), w = randomVec(rng, size_t(d.k) * d.c * 9),
+                  dy = randomVec(rng, size_t(d.n) * d.k * d.outH() * d.outW());
+        const int vocab = 50, dim = 64, count = 4096;  // many repeated ids
+        Vec ids(count);
+        for (int i = 0; i < count; ++i) ids[size_t(i)] = static_cast<float>(rng() % vocab);
+        const Vec edy = randomVec(rng, size_t(count) * dim);
+        auto run = [&] {
+            Tensor X = be.fromHost(Shape{int64_t(x.size())}, x.data()), W = be.fromHost(Shape{int64_t(w.size())}, w.data()),
+                   DY = be.fromHost(Shape{int64_t(dy.size())}, dy.data());
+            Tensor DW = be.zeros(Shape{int64_t(w.size())}), DX = be.zeros(Shape{int64_t(x.size())});
+            be.conv2dBackwardFilter(DW.f32(), DY.f32(), X.f32(), d);
+            be.conv2dBackwardData(DX.f32(), DY.f32(), W.f32(), d);
+            Tensor I = be.fromHost(Shape{count}, ids.data()), EDY = be.fromHost(Shape{int64_t(edy.size())}, edy.data());
+            Tensor T = be.zeros(Shape{int64_t(vocab) * dim});
+            be.embeddingBackward(T.f32(), EDY.f32(), I.f32(), count, dim, vocab);
+            Vec out = download(be, DW);
+            const Vec dxv = download(be, DX), tv = download(be, T);
+            out.insert(out.end(), dxv.begin(), dxv.end());
+            out.insert(out.end(), tv.begin(), tv.end());
+            out.push_back(static_cast<float>(be.sum(DY.f32(), DY.numel())));
+            out.push_back(static_cast<float>(be.sumSquares(DY.f32(), DY.numel())));
+            return out;
+        };
+        const Vec first = run(), second = run();
+        QCOMPARE(first.size(), second.size());
+        QVERIFY(std::memcmp(first.data(), second.data(), first.size() * sizeof(float)) == 0);
+        // The deterministic embedding path agrees with a plain host sum.
+        Vec want(size_t(vocab) * dim, 0.0f);
+        for (int t = 0; t < count; ++t)
+            for (int j = 0; j < dim; ++j) want[size_t(ids[size_t(t)]) * dim + j] += edy[size_t(t) * dim + j];
+        const size_t offset = w.size() + x.size();
+        for (size_t i = 0; i < want.size(); ++i) QVERIFY(std::fabs(first[offset + i] - want[i]) < 1e-3f);
+    }
+
+    void tf32Switch() {
+        const std::string why = test::gpuUnavailableReason();
+        if (!why.empty()) QSKIP(why.c_str());
+        gpu::CudaBackend be(0);
+        std::mt19937 rng(5);
+        const int m = 256, n = 256, k = 1024;
+        const Vec a = randomVec(rng, size_t(m) * k), b = randomVec(rng, size_t(k) * n);
+        Vec want(size_t(m) * n);
+        for (int i = 0; i < m; ++i)
+            for (int j = 0; j < n; ++j) {
+                double acc = 0;
+                for (int p = 0; p < k; ++p) acc += double(a[size_t(i) * k + p]) * b[size_t(p) * n + j];
+                want[size_t(i) * n + j] = static_cast<float>(acc);
+            }
+        auto maxError = [&](bool tf32) {
+            be.setAllowTf32(tf32);
+            Tensor A = be.fromHost(Shape{int64_t(a.size())}, a.data()), B = be.fromHost(Shape{int64_t(b.size())}, b.data());
+            Tensor C = be.empty(Shape{int64_t(m) * n});
+            be.gemm(false, false, m, n, k, 1.0f, A.f32(), k, B.f32(), n, 0.0f, C.f32(), n);
+            const Vec c = download(be, C);
+            double worst = 0;
+            for (size_t i = 0; i < c.size(); ++i) worst = std::max(worst, double(std::fabs(c[i] - want[i])));
+            return worst;
+        };
+        const double fp32 = maxError(false), tf32 = maxError(true);
+        qInfo("gemm 256x256x1024 max error: fp32 %.3g, tf32 %.3g", fp32, tf32);
+        QVERIFY(fp32 < 1e-3);
+        QVERIFY(tf32 < 0.2);  // inputs rounded to 10-bit mantissas; sums of 1024 terms of magnitude < 1
+        QVERIFY(be.allowTf32());
+    }
+
+    void mixedPrecisionHelpers() {
+        const std::string why = test::gpuUnavailableReason();
+        if (!why.empty()) QSKIP(why.c_str());
+        gpu::CudaBackend be(0);
+        std::mt19937 rng(9);
+        const int m = 64, n = 48, k = 96;
+        const Vec a = randomVec(rng, size_t(m) * k), b = randomVec(rng, size_t(k) * n);
+        for (gpu::HalfType type : {gpu::HalfType::BF16, gpu::HalfType::F16}) {
+            Tensor A = be.fromHost(Shape{int64_t(a.size())}, a.data()), B = be.fromHost(Shape{int64_t(b.size())}, b.data());
+            Tensor A16 = be.empty(Shape{int64_t(a.size())}, DType::BF16), B16 = be.empty(Shape{int64_t(b.size())}, DType::BF16);
+            be.castToHalf(A16.raw(), A.f32(), A.numel(), type);
+            be.castToHalf(B16.raw(), B.f32(), B.numel(), type);
+            // Round trip: relative error within the format's half ulp.
+            Tensor back = be.empty(Shape{int64_t(a.size())});
+            be.castFromHalf(back.f32(), A16.raw(), A.numel(), type);
+            const Vec r = download(be, back);
+            const double ulp = type == gpu::HalfType::BF16 ? 1.0 / 256 : 1.0 / 2048;
+            for (size_t i = 0; i < a.size(); ++i)
+                QVERIFY(std::fabs(r[i] - a[i]) <= ulp * std::fabs(a[i]) + 1e-7);
+            Tensor C = be.empty(Shape{int64_t(m) * n});
+            be.gemmHalf(type, false, false, m, n, k, 1.0f, A16.raw(), k, B16.raw(), n, 0.0f, C.f32(), n);
+            const Vec c = download(be, C);
+            for (int i = 0; i < m; ++i)
+                for (int j = 0; j < n; ++j) {
+                    double acc = 0;
+                    for (int p = 0; p < k; ++p) acc += double(a[size_t(i) * k + p]) * b[size_t(p) * n + j];
+                    QVERIFY(std::fabs(c[size_t(i) * n + j] - acc) < (type == gpu::HalfType::BF16 ? 0.1 : 0.02));
+                }
+        }
+        // Loss-scale helpers: unscale in place, and notice an overflow.
+        Vec g{1024.0f, -2048.0f, 4096.0f};
+        Tensor G = be.fromHost(Shape{3}, g.data());
+        QVERIFY(be.unscaleAndCheckFinite(G.f32(), 3, 1.0f / 1024));
+        QCOMPARE(download(be, G), (Vec{1.0f, -2.0f, 4.0f}));
+        g[1] = INFINITY;
+        Tensor H = be.fromHost(Shape{3}, g.data());
+        QVERIFY(!be.unscaleAndCheckFinite(H.f32(), 3, 0.5f));
+        QVERIFY(!be.allFinite(H.f32(), 3));
+    }
+
+    void asynchronousUploads() {
+        const std::string why = test::gpuUnavailableReason();
+        if (!why.empty()) QSKIP(why.c_str());
+        gpu::CudaBackend be(0);
+        const int64_t n = 1 << 20;
+        Tensor bufs[2] = {be.empty(Shape{n}), be.empty(Shape{n})};
+        Tensor acc = be.zeros(Shape{n});
+        Vec host(static_cast<size_t>(n));
+        double expected = 0;
+        for (int step = 0; step < 6; ++step) {
+            std::fill(host.begin(), host.end(), static_cast<float>(step + 1));
+            be.uploadAsync(bufs[step % 2].raw(), host.data(), host.size() * sizeof(float));
+            std::fill(host.begin(), host.end(), -1000.0f);  // the host buffer is free again at once
+            be.axpy(acc.f32(), 1.0f, bufs[step % 2].f32(), n);  // queued after the upload: sees the data
+            expected += step + 1;
+        }
+        be.waitUploads();
+        const Vec out = download(be, acc);
+        QCOMPARE(out.front(), static_cast<float>(expected));
+        QCOMPARE(out.back(), static_cast<float>(expected));
+        const auto ticket = be.uploadAsync(bufs[0].raw(), host.data(), 16);
+        be.waitUpload(ticket);
+    }
+
+    void badIndicesThrowAtTheCall() {
+        const std::string why = test::gpuUnavailableReason();
+        if (!why.empty()) QSKIP(why.c_str());
+        gpu::CudaBackend be(0);
+        Tensor logits = be.zeros(Shape{6});
+        Tensor labels = be.empty(Shape{2}, DType::I32);
+        const int32_t bad[2] = {1, 7};
+        be.copyFromHost(labels.raw(), bad, sizeof bad);
+        try {
+            be.countCorrect(logits.f32(), labels.i32(), 2, 3);
+            QFAIL("countCorrect accepted label 7 of 3 classes");
+        } catch (const BackendError& e) {
+            QVERIFY2(std::string(e.what()).find("label 7") != std::string::npos, e.what());
+        }
+        // The error was consumed: the next op is clean.
+        const int32_t good[2] = {0, 2};
+        be.copyFromHost(labels.raw(), good, sizeof good);
+        QCOMPARE(be.countCorrect(logits.f32(), labels.i32(), 2, 3), int64_t(1));
+    }
+#endif
+};
+
+QTEST_APPLESS_MAIN(TestGpuDevice)
+#include "test_gpu_device.moc"
