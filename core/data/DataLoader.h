@@ -1,0 +1,81 @@
+// DataLoader: cuts a DataSplit into batches on a worker thread that stays a
+// few batches ahead (bounded queue), shuffling and augmenting there. The order
+// and the augmentation depend only on (seed, epoch), never on thread timing.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "core/data/Dataset.h"
+
+namespace strata {
+
+// Image augmentation, applied per sample on the worker. Crop and flip need
+// samples of shape [C,H,W] or [H,W]. padValue fills the border a crop shifts in:
+// 0 in raw pixels is (0*scale - mean)/std in model inputs.
+struct Augmentation {
+    int cropPadding = 0;          // random shift by up to this many pixels each way
+    bool horizontalFlip = false;  // mirror left-right with probability 1/2
+    float noiseStd = 0.f;         // add Gaussian noise
+    float padValue = 0.f;
+    bool active() const { return cropPadding > 0 || horizontalFlip || noiseStd > 0.f; }
+};
+
+struct Batch {
+    int64_t size = 0;
+    std::vector<float> inputs;    // size * sampleShape.numel()
+    std::vector<int32_t> labels;  // size
+};
+
+class DataLoader {
+public:
+    // `split` must outlive the loader. Throws std::invalid_argument for a batch size
+    // below 1 or crop/flip on samples that are not images.
+    DataLoader(const DataSplit& split, int batchSize, bool shuffle, uint64_t seed, Augmentation aug = {},
+               bool dropLast = false);
+    ~DataLoader();  // stops and joins the worker, also mid-epoch
+    DataLoader(const DataLoader&) = delete;
+    DataLoader& operator=(const DataLoader&) = delete;
+
+    // Starts (or restarts, dropping what is queued) an epoch; the order is a function of (seed, epoch).
+    void startEpoch(int epoch);
+    // Blocks until the next batch is ready; false at the end of the epoch. Swaps buffers with
+    // `out`, so reusing the same Batch allocates nothing in steady state.
+    // Throws std::logic_error before the first startEpoch.
+    bool next(Batch& out);
+    int64_t batchesPerEpoch() const;
+    const Shape& sampleShape() const { return m_split.sampleShape; }
+
+private:
+    void workerLoop();
+    void fillBatch(Batch& batch, const std::vector<int64_t>& order, int epoch, int64_t batchIndex) const;
+    void augmentSample(float* sample, uint64_t& rngState) const;
+
+    const DataSplit& m_split;
+    const int m_batchSize;
+    const bool m_shuffle;
+    const uint64_t m_seed;
+    const Augmentation m_aug;
+    const bool m_dropLast;
+    int64_t m_sampleSize = 0;
+    int64_t m_channels = 1, m_height = 1, m_width = 1;
+
+    std::mutex m_mutex;
+    std::condition_variable m_workerWake;
+    std::condition_variable m_consumerWake;
+    std::vector<Batch> m_slots;  // a few batch buffers in circulation
+    std::deque<int> m_ready;     // filled slots, in batch order
+    std::vector<int> m_free;
+    uint64_t m_generation = 0;   // bumped by startEpoch; stale work is discarded
+    int m_epoch = 0;
+    bool m_started = false;
+    bool m_stop = false;
+    int64_t m_consumed = 0;
+    std::thread m_worker;
+};
+
+}  // namespace strata

@@ -1,0 +1,640 @@
+#include "core/data/Dataset.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <filesystem>
+#include <future>
+#include <map>
+#include <numeric>
+#include <unordered_map>
+
+#include "core/data/CsvReader.h"
+#include "core/data/DataRandom.h"
+#include "core/data/IdxReader.h"
+
+namespace strata {
+
+namespace {
+
+std::string fileName(const std::string& path) {
+    std::string name = std::filesystem::path(path).filename().string();
+    return name.empty() ? path : name;
+}
+
+}  // namespace
+
+DataError DataError::inFile(const std::string& path, const std::string& what) {
+    return DataError(path, -1, -1, fileName(path) + ": " + what);
+}
+
+DataError DataError::atByte(const std::string& path, int64_t byteOffset, const std::string& what) {
+    return DataError(path, byteOffset, -1, fileName(path) + ": byte " + std::to_string(byteOffset) + ": " + what);
+}
+
+DataError DataError::atLine(const std::string& path, int64_t line, const std::string& what) {
+    return DataError(path, -1, line, fileName(path) + ": line " + std::to_string(line) + ": " + what);
+}
+
+namespace {
+
+// The held-out split and the synthetic set use fixed seeds: DatasetSettings
+// carries none, and a project must name the same validation set on every run.
+constexpr uint64_t kSplitSeed = 0x5A17D47Aull;
+constexpr uint64_t kSyntheticSeed = 0x5EEDB10Bull;
+
+// Resolved locally (same rule as resolveDatasetPath in Project.h) so the data side does not
+// depend on the project reader being linked.
+std::string resolvePath(const std::string& projectPath, const std::string& path) {
+    if (path.empty()) return path;
+    std::filesystem::path p(path);
+    if (p.is_absolute() || projectPath.empty()) return path;
+    return (std::filesystem::path(projectPath).parent_path() / p).lexically_normal().string();
+}
+
+std::string trim(const std::string& s) {
+    size_t b = 0, e = s.size();
+    while (b < e && (s[b] == ' ' || s[b] == '\t')) ++b;
+    while (e > b && (s[e - 1] == ' ' || s[e - 1] == '\t')) --e;
+    return s.substr(b, e - b);
+}
+
+std::string lower(std::string s) {
+    for (char& c : s)
+        if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    return s;
+}
+
+std::string joinNames(const std::vector<std::string>& names, size_t maxShown = 12) {
+    std::string out;
+    for (size_t i = 0; i < names.size() && i < maxShown; ++i) out += (i ? ", " : "") + names[i];
+    if (names.size() > maxShown) out += ", ...";
+    return out;
+}
+
+bool parseNonNegativeInt(const std::string& s, int64_t& value) {
+    if (s.empty()) return false;
+    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
+    return ec == std::errc() && p == s.data() + s.size() && value >= 0;
+}
+
+// A raw split before normalization: values are raw numbers (pixels 0..255, CSV values).
+struct RawSplit {
+    Shape shape;
+    std::vector<float> values;
+    std::vector<int32_t> labels;
+    int64_t count() const { return static_cast<int64_t>(labels.size()); }
+};
+
+RawSplit gather(const RawSplit& src, const std::vector<int64_t>& rows) {
+    RawSplit out;
+    out.shape = src.shape;
+    const int64_t n = src.shape.numel();
+    out.values.resize(static_cast<size_t>(n) * rows.size());
+    out.labels.resize(rows.size());
+    for (size_t i = 0; i < rows.size(); ++i) {
+        std::copy_n(src.values.begin() + rows[i] * n, n, out.values.begin() + static_cast<int64_t>(i) * n);
+        out.labels[i] = src.labels[static_cast<size_t>(rows[i])];
+    }
+    return out;
+}
+
+void checkSplitFraction(double fraction) {
+    if (!(fraction >= 0.0 && fraction < 1.0))
+        throw DataError("dataset.validation_split: " + std::to_string(fraction) + " is outside [0, 1)");
+}
+
+// Row indices of a seeded hold-out: (train, validation), each in file order.
+std::pair<std::vector<int64_t>, std::vector<int64_t>> holdOut(int64_t count, double fraction) {
+    checkSplitFraction(fraction);
+    std::vector<int64_t> perm(static_cast<size_t>(count));
+    std::iota(perm.begin(), perm.end(), 0);
+    uint64_t rng = data::mixSeed(kSplitSeed, static_cast<uint64_t>(count));
+    for (int64_t i = count - 1; i > 0; --i)
+        std::swap(perm[static_cast<size_t>(i)], perm[data::randomBelow(rng, static_cast<uint64_t>(i + 1))]);
+    auto nVal = static_cast<int64_t>(std::llround(fraction * static_cast<double>(count)));
+    if (fraction > 0 && nVal == 0) nVal = 1;
+    if (nVal >= count)
+        throw DataError("dataset.validation_split " + std::to_string(fraction) + " leaves no training samples out of " +
+                        std::to_string(count));
+    std::vector<int64_t> val(perm.begin(), perm.begin() + nVal);
+    std::vector<int64_t> train(perm.begin() + nVal, perm.end());
+    std::sort(val.begin(), val.end());
+    std::sort(train.begin(), train.end());
+    return {train, val};
+}
+
+std::vector<int64_t> firstRows(int64_t count, int64_t limit) {
+    int64_t n = (limit > 0 && limit < count) ? limit : count;
+    std::vector<int64_t> rows(static_cast<size_t>(n));
+    std::iota(rows.begin(), rows.end(), 0);
+    return rows;
+}
+
+// Splits (when there is no validation set) and applies the limits.
+void splitAndLimit(RawSplit& train, RawSplit& validation, bool haveValidation, const DatasetSettings& s) {
+    if (!haveValidation && s.validationSplit > 0.0) {
+        auto [trainRows, valRows] = holdOut(train.count(), s.validationSplit);
+        validation = gather(train, valRows);
+        train = gather(train, trainRows);
+    } else {
+        checkSplitFraction(s.validationSplit);
+    }
+    if (s.trainLimit > 0 && s.trainLimit < train.count()) train = gather(train, firstRows(train.count(), s.trainLimit));
+    if (s.validationLimit > 0 && s.validationLimit < validation.count())
+        validation = gather(validation, firstRows(validation.count(), s.validationLimit));
+    if (validation.shape.empty()) validation.shape = train.shape;
+}
+
+// Fills `norm` from the training split and applies it to both splits in place.
+void normalize(RawSplit& train, RawSplit& validation, const std::string& mode, bool images, Normalization& norm) {
+    norm = Normalization{};
+    norm.mode = mode;
+    if (mode == "none") return;
+    if (mode != "scale" && mode != "standardize")
+        throw DataError("dataset.normalization: unknown mode '" + mode + "' (expected none, scale or standardize)");
+    norm.scale = images ? 1.0f / 255.0f : 1.0f;
+    const int64_t n = train.shape.numel();
+    if (mode == "standardize" && train.count() > 0) {
+        if (images) {
+            double sum = 0, sumSq = 0;
+            for (float v : train.values) {
+                double x = double(v) * norm.scale;
+                sum += x;
+                sumSq += x * x;
+            }
+            double count = double(train.values.size());
+            double mean = sum / count;
+            double var = std::max(0.0, sumSq / count - mean * mean);
+            norm.mean = float(mean);
+            norm.std = var > 1e-24 ? float(std::sqrt(var)) : 1.0f;
+        } else {
+            // Tabular columns carry different units: one mean and std per feature.
+            std::vector<double> sum(static_cast<size_t>(n), 0.0), sumSq(static_cast<size_t>(n), 0.0);
+            for (int64_t r = 0; r < train.count(); ++r)
+                for (int64_t j = 0; j < n; ++j) {
+                    double x = train.values[static_cast<size_t>(r * n + j)];
+                    sum[static_cast<size_t>(j)] += x;
+                    sumSq[static_cast<size_t>(j)] += x * x;
+                }
+            norm.featureMean.resize(static_cast<size_t>(n));
+            norm.featureStd.resize(static_cast<size_t>(n));
+            for (size_t j = 0; j < static_cast<size_t>(n); ++j) {
+                double mean = sum[j] / double(train.count());
+                double var = std::max(0.0, sumSq[j] / double(train.count()) - mean * mean);
+                norm.featureMean[j] = float(mean);
+                norm.featureStd[j] = var > 1e-24 ? float(std::sqrt(var)) : 1.0f;
+            }
+        }
+    }
+    auto apply = [&](RawSplit& split) {
+        if (!norm.featureMean.empty()) {
+            for (int64_t r = 0; r < split.count(); ++r)
+                for (int64_t j = 0; j < n; ++j) {
+                    float& x = split.values[static_cast<size_t>(r * n + j)];
+                    x = (x - norm.featureMean[static_cast<size_t>(j)]) / norm.featureStd[static_cast<size_t>(j)];
+                }
+        } else {
+            const float scale = norm.scale, mean = norm.mean, inv = 1.0f / norm.std;
+            for (float& x : split.values) x = (x * scale - mean) * inv;
+        }
+    };
+    apply(train);
+    apply(validation);
+}
+
+DataSplit toSplit(RawSplit&& raw) {
+    DataSplit s;
+    s.sampleShape = raw.shape;
+    s.count = raw.count();
+    s.inputs = std::move(raw.values);
+    s.labels = std::move(raw.labels);
+    return s;
+}
+
+// ---------------------------------------------------------------- IDX
+
+const std::vector<std::string> kFashionClasses = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
+                                                   "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle boot"};
+
+RawSplit loadIdxPair(const std::string& imagesPath, const std::string& labelsPath, int numClasses) {
+    data::IdxArray images = data::readIdxU8(imagesPath, 3);
+    data::IdxArray labels = data::readIdxU8(labelsPath, 1);
+    if (images.dims[0] != labels.dims[0])
+        throw DataError::atByte(labelsPath, 4,
+                                "count mismatch: " + std::to_string(labels.dims[0]) + " labels, but " +
+                                    fileName(imagesPath) + " holds " + std::to_string(images.dims[0]) + " images");
+    RawSplit raw;
+    raw.shape = Shape{1, images.dims[1], images.dims[2]};
+    const int64_t count = images.dims[0];
+    raw.labels.resize(static_cast<size_t>(count));
+    const uint8_t* l = labels.data();
+    for (int64_t i = 0; i < count; ++i) {
+        if (l[i] >= numClasses)
+            throw DataError::atByte(labelsPath, labels.dataOffset + i,
+                                    "label " + std::to_string(l[i]) + " out of range (0.." +
+                                        std::to_string(numClasses - 1) + ")");
+        raw.labels[static_cast<size_t>(i)] = l[i];
+    }
+    const int64_t total = count * raw.shape.numel();
+    raw.values.resize(static_cast<size_t>(total));
+    const uint8_t* p = images.data();
+    for (int64_t i = 0; i < total; ++i) raw.values[static_cast<size_t>(i)] = float(p[i]);
+    return raw;
+}
+
+DatasetBundle loadIdx(const DatasetSettings& s, const std::string& projectPath) {
+    if (s.trainImages.empty()) throw DataError("dataset.train_images is empty (idx datasets need an image file)");
+    if (s.trainLabels.empty()) throw DataError("dataset.train_labels is empty (idx datasets need a label file)");
+    if (s.validationImages.empty() != s.validationLabels.empty())
+        throw DataError(s.validationImages.empty() ? "dataset.validation_images is empty but validation_labels is set"
+                                                   : "dataset.validation_labels is empty but validation_images is set");
+    const std::string trainImages = resolvePath(projectPath, s.trainImages);
+    const std::string lowerPath = lower(trainImages);
+    const bool fashion = lowerPath.find("fashion") != std::string::npos;
+    DatasetBundle b;
+    if (!s.classNames.empty()) {
+        b.classNames = s.classNames;
+    } else if (fashion) {
+        b.classNames = kFashionClasses;
+    } else {
+        for (int i = 0; i < 10; ++i) b.classNames.push_back(std::to_string(i));
+    }
+    b.numClasses = static_cast<int>(b.classNames.size());
+    if (b.numClasses > 256) throw DataError("dataset.class_names: idx labels are bytes; at most 256 classes");
+
+    // Decompression dominates: the validation files load on a second thread meanwhile.
+    const bool haveValidation = !s.validationImages.empty();
+    const std::string valImages = resolvePath(projectPath, s.validationImages);
+    const std::string valLabels = resolvePath(projectPath, s.validationLabels);
+    std::future<RawSplit> pending;
+    if (haveValidation)
+        pending = std::async(std::launch::async, [&] { return loadIdxPair(valImages, valLabels, b.numClasses); });
+    RawSplit train = loadIdxPair(trainImages, resolvePath(projectPath, s.trainLabels), b.numClasses);
+    RawSplit validation;
+    if (haveValidation) {
+        validation = pending.get();
+        if (validation.shape != train.shape)
+            throw DataError::atByte(valImages, 8,
+                                    "image size " + validation.shape.toString() + " differs from the training images " +
+                                        train.shape.toString());
+    }
+    splitAndLimit(train, validation, haveValidation, s);
+    normalize(train, validation, s.normalization, true, b.normalization);
+    const std::string name = fashion ? "Fashion-MNIST" : lowerPath.find("mnist") != std::string::npos ? "MNIST" : "IDX";
+    b.description = name + " (idx): " + std::to_string(train.count()) + " train, " +
+                    std::to_string(validation.count()) + " validation, " + std::to_string(b.numClasses) + " classes";
+    b.train = toSplit(std::move(train));
+    b.validation = toSplit(std::move(validation));
+    return b;
+}
+
+// ---------------------------------------------------------------- class labels (CSV, text)
+
+struct LabelText {
+    std::string path;
+    int64_t line;
+    std::string text;
+};
+
+// Maps label texts to class indices (see loadDataset in Dataset.h for the rules).
+class LabelMapper {
+public:
+    LabelMapper(const std::vector<LabelText>& trainLabels, const std::vector<std::string>& classNames) {
+        for (const LabelText& l : trainLabels)
+            if (l.text.empty()) throw DataError::atLine(l.path, l.line, "empty label");
+        if (!classNames.empty()) {
+            m_names = classNames;
+            for (size_t i = 0; i < classNames.size(); ++i) m_index[classNames[i]] = static_cast<int32_t>(i);
+            m_acceptIntegers = true;
+            return;
+        }
+        int64_t maxLabel = -1;
+        bool allIntegers = !trainLabels.empty();
+        for (const LabelText& l : trainLabels) {
+            int64_t v = 0;
+            if (!parseNonNegativeInt(l.text, v) || v > 100000) {
+                allIntegers = false;
+                break;
+            }
+            maxLabel = std::max(maxLabel, v);
+        }
+        if (allIntegers) {
+            for (int64_t i = 0; i <= maxLabel; ++i) m_names.push_back(std::to_string(i));
+            m_acceptIntegers = true;
+            return;
+        }
+        for (const LabelText& l : trainLabels)
+            if (m_index.emplace(l.text, static_cast<int32_t>(m_names.size())).second) m_names.push_back(l.text);
+    }
+
+    int32_t map(const LabelText& l) const {
+        if (l.text.empty()) throw DataError::atLine(l.path, l.line, "empty label");
+        auto it = m_index.find(l.text);
+        if (it != m_index.end()) return it->second;
+        int64_t v = 0;
+        if (m_acceptIntegers && parseNonNegativeInt(l.text, v)) {
+            if (v < static_cast<int64_t>(m_names.size())) return static_cast<int32_t>(v);
+            throw DataError::atLine(l.path, l.line,
+                                    "label " + l.text + " out of range (0.." + std::to_string(m_names.size() - 1) + ")");
+        }
+        if (m_acceptIntegers && m_index.empty())
+            throw DataError::atLine(l.path, l.line, "label '" + l.text + "' is not a class index (0.." +
+                                                        std::to_string(m_names.size() - 1) + ")");
+        throw DataError::atLine(l.path, l.line,
+                                "label '" + l.text + "' is not one of the classes (" + joinNames(m_names) + ")");
+    }
+
+    const std::vector<std::string>& names() const { return m_names; }
+
+private:
+    std::vector<std::string> m_names;
+    std::unordered_map<std::string, int32_t> m_index;
+    bool m_acceptIntegers = false;
+};
+
+// ---------------------------------------------------------------- CSV tabular
+
+struct CsvTable {
+    std::vector<std::string> featureNames;
+    std::vector<float> values;
+    std::vector<LabelText> labels;
+};
+
+CsvTable readCsvTable(const std::string& path, const std::string& labelColumn,
+                      const std::vector<std::string>* expectedFeatures) {
+    std::vector<data::CsvRecord> records = data::readCsvFile(path);
+    const data::CsvRecord& header = records[0];
+    std::vector<std::string> columns;
+    for (const std::string& c : header.fields) columns.push_back(trim(c));
+    int labelIndex = -1;
+    for (size_t i = 0; i < columns.size(); ++i) {
+        if (columns[i] == labelColumn) {
+            if (labelIndex >= 0) throw DataError::atLine(path, header.line, "two columns named '" + labelColumn + "'");
+            labelIndex = static_cast<int>(i);
+        }
+    }
+    if (labelIndex < 0)
+        throw DataError::atLine(path, header.line, "no column named '" + labelColumn + "' (the label column; columns: " +
+                                                       joinNames(columns) + ")");
+    CsvTable t;
+    // Where each feature (in training-file order) sits in this file's rows.
+    std::vector<size_t> featureColumns;
+    if (expectedFeatures) {
+        t.featureNames = *expectedFeatures;
+        for (const std::string& f : *expectedFeatures) {
+            auto it = std::find(columns.begin(), columns.end(), f);
+            if (it == columns.end())
+                throw DataError::atLine(path, header.line, "no column named '" + f + "' (the training file has it)");
+            featureColumns.push_back(static_cast<size_t>(it - columns.begin()));
+        }
+        if (columns.size() != expectedFeatures->size() + 1)
+            throw DataError::atLine(path, header.line,
+                                    std::to_string(columns.size()) + " columns, the training file has " +
+                                        std::to_string(expectedFeatures->size() + 1));
+    } else {
+        for (size_t i = 0; i < columns.size(); ++i) {
+            if (static_cast<int>(i) == labelIndex) continue;
+            t.featureNames.push_back(columns[i]);
+            featureColumns.push_back(i);
+        }
+        if (t.featureNames.empty())
+            throw DataError::atLine(path, header.line, "no feature columns besides the label column '" + labelColumn + "'");
+    }
+    if (records.size() < 2) throw DataError::atLine(path, header.line + 1, "no data rows after the header");
+    const size_t width = columns.size();
+    t.values.reserve((records.size() - 1) * featureColumns.size());
+    t.labels.reserve(records.size() - 1);
+    for (size_t r = 1; r < records.size(); ++r) {
+        const data::CsvRecord& rec = records[r];
+        if (rec.fields.size() != width)
+            throw DataError::atLine(path, rec.line, std::to_string(rec.fields.size()) + " fields, expected " +
+                                                        std::to_string(width));
+        for (size_t f = 0; f < featureColumns.size(); ++f) {
+            const std::string v = trim(rec.fields[featureColumns[f]]);
+            float x = 0;
+            auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
+            if (v.empty() || ec != std::errc() || p != v.data() + v.size() || !std::isfinite(x))
+                throw DataError::atLine(path, rec.line,
+                                        "column '" + t.featureNames[f] + "': " +
+                                            (v.empty() ? std::string("empty value") : "'" + v + "' is not a number"));
+            t.values.push_back(x);
+        }
+        t.labels.push_back({path, rec.line, trim(rec.fields[static_cast<size_t>(labelIndex)])});
+    }
+    return t;
+}
+
+RawSplit tableToSplit(const CsvTable& t, const LabelMapper& mapper) {
+    RawSplit raw;
+    raw.shape = Shape{static_cast<int64_t>(t.featureNames.size())};
+    raw.values = t.values;
+    raw.labels.reserve(t.labels.size());
+    for (const LabelText& l : t.labels) raw.labels.push_back(mapper.map(l));
+    return raw;
+}
+
+DatasetBundle loadCsv(const DatasetSettings& s, const std::string& projectPath) {
+    if (s.trainPath.empty()) throw DataError("dataset.train_path is empty (csv datasets need a training file)");
+    const std::string trainPath = resolvePath(projectPath, s.trainPath);
+    CsvTable trainTable = readCsvTable(trainPath, s.labelColumn, nullptr);
+    LabelMapper mapper(trainTable.labels, s.classNames);
+    RawSplit train = tableToSplit(trainTable, mapper);
+    RawSplit validation;
+    const bool haveValidation = !s.validationPath.empty();
+    if (haveValidation) {
+        CsvTable valTable = readCsvTable(resolvePath(projectPath, s.validationPath), s.labelColumn,
+                                         &trainTable.featureNames);
+        validation = tableToSplit(valTable, mapper);
+    }
+    DatasetBundle b;
+    b.classNames = mapper.names();
+    b.numClasses = static_cast<int>(b.classNames.size());
+    splitAndLimit(train, validation, haveValidation, s);
+    normalize(train, validation, s.normalization, false, b.normalization);
+    b.description = "CSV " + fileName(trainPath) + ": " + std::to_string(train.count()) + " train, " +
+                    std::to_string(validation.count()) + " validation, " + std::to_string(b.numClasses) +
+                    " classes, " + std::to_string(trainTable.featureNames.size()) + " features";
+    b.train = toSplit(std::move(train));
+    b.validation = toSplit(std::move(validation));
+    return b;
+}
+
+// ---------------------------------------------------------------- CSV text
+
+struct TextRows {
+    std::vector<std::string> texts;
+    std::vector<LabelText> labels;
+};
+
+TextRows readTextRows(const std::string& path, const std::string& labelColumn) {
+    std::vector<data::CsvRecord> records = data::readCsvFile(path);
+    TextRows rows;
+    size_t first = 0;
+    const auto& head = records[0].fields;
+    if (head.size() == 2 && (lower(trim(head[0])) == "label" || trim(head[0]) == labelColumn) &&
+        lower(trim(head[1])) == "text")
+        first = 1;
+    for (size_t r = first; r < records.size(); ++r) {
+        const data::CsvRecord& rec = records[r];
+        if (rec.fields.size() != 2)
+            throw DataError::atLine(path, rec.line, std::to_string(rec.fields.size()) +
+                                                        " fields, expected 2 (label,text; quote text that contains "
+                                                        "commas)");
+        rows.labels.push_back({path, rec.line, trim(rec.fields[0])});
+        rows.texts.push_back(rec.fields[1]);
+    }
+    if (rows.texts.empty()) throw DataError::atLine(path, records[0].line + 1, "no data rows after the header");
+    return rows;
+}
+
+TextRows gatherText(const TextRows& src, const std::vector<int64_t>& rows) {
+    TextRows out;
+    for (int64_t r : rows) {
+        out.texts.push_back(src.texts[static_cast<size_t>(r)]);
+        out.labels.push_back(src.labels[static_cast<size_t>(r)]);
+    }
+    return out;
+}
+
+DatasetBundle loadText(const DatasetSettings& s, const std::string& projectPath) {
+    if (s.trainPath.empty()) throw DataError("dataset.train_path is empty (text datasets need a training file)");
+    if (s.maxTokens < 1) throw DataError("dataset.max_tokens: " + std::to_string(s.maxTokens) + " (must be at least 1)");
+    if (s.maxVocab < 3)
+        throw DataError("dataset.max_vocab: " + std::to_string(s.maxVocab) +
+                        " (must be at least 3: padding, unknown and one token)");
+    if (s.tokenizer != "char" && s.tokenizer != "word")
+        throw DataError("dataset.tokenizer: unknown tokenizer '" + s.tokenizer + "' (expected char or word)");
+    if (s.normalization == "standardize")
+        throw DataError("dataset.normalization: text inputs are token ids; use none (standardize does not apply)");
+    if (s.normalization != "none" && s.normalization != "scale")
+        throw DataError("dataset.normalization: unknown mode '" + s.normalization +
+                        "' (expected none, scale or standardize)");
+
+    const std::string trainPath = resolvePath(projectPath, s.trainPath);
+    TextRows train = readTextRows(trainPath, s.labelColumn);
+    LabelMapper mapper(train.labels, s.classNames);
+    TextRows validation;
+    const bool haveValidation = !s.validationPath.empty();
+    if (haveValidation) {
+        validation = readTextRows(resolvePath(projectPath, s.validationPath), s.labelColumn);
+    } else if (s.validationSplit > 0.0) {
+        auto [trainRows, valRows] = holdOut(static_cast<int64_t>(train.texts.size()), s.validationSplit);
+        validation = gatherText(train, valRows);
+        train = gatherText(train, trainRows);
+    }
+    checkSplitFraction(s.validationSplit);
+    if (s.trainLimit > 0 && s.trainLimit < static_cast<int64_t>(train.texts.size()))
+        train = gatherText(train, firstRows(static_cast<int64_t>(train.texts.size()), s.trainLimit));
+    if (s.validationLimit > 0 && s.validationLimit < static_cast<int64_t>(validation.texts.size()))
+        validation = gatherText(validation, firstRows(static_cast<int64_t>(validation.texts.size()), s.validationLimit));
+
+    // Vocabulary from the training split only, so validation measures unseen text honestly.
+    std::vector<std::vector<std::string>> trainTokens;
+    trainTokens.reserve(train.texts.size());
+    std::unordered_map<std::string, int64_t> counts;
+    for (const std::string& t : train.texts) {
+        trainTokens.push_back(tokenizeText(t, s.tokenizer));
+        for (const std::string& tok : trainTokens.back()) ++counts[tok];
+    }
+    std::vector<std::pair<std::string, int64_t>> byCount(counts.begin(), counts.end());
+    std::sort(byCount.begin(), byCount.end(), [](const auto& a, const auto& b) {
+        return a.second != b.second ? a.second > b.second : a.first < b.first;
+    });
+    DatasetBundle b;
+    b.vocabulary = {"<pad>", "<unk>"};
+    std::unordered_map<std::string, int32_t> ids;
+    for (const auto& [tok, n] : byCount) {
+        if (static_cast<int>(b.vocabulary.size()) >= s.maxVocab) break;
+        ids[tok] = static_cast<int32_t>(b.vocabulary.size());
+        b.vocabulary.push_back(tok);
+    }
+
+    auto encode = [&](const TextRows& rows, const std::vector<std::vector<std::string>>* tokens) {
+        DataSplit split;
+        split.sampleShape = Shape{s.maxTokens};
+        split.count = static_cast<int64_t>(rows.texts.size());
+        split.inputs.assign(static_cast<size_t>(split.count) * static_cast<size_t>(s.maxTokens), 0.0f);
+        split.labels.reserve(rows.texts.size());
+        for (size_t r = 0; r < rows.texts.size(); ++r) {
+            split.labels.push_back(mapper.map(rows.labels[r]));
+            std::vector<std::string> own;
+            const std::vector<std::string>& toks = tokens ? (*tokens)[r] : (own = tokenizeText(rows.texts[r], s.tokenizer));
+            float* dst = split.inputs.data() + r * static_cast<size_t>(s.maxTokens);
+            for (size_t k = 0; k < toks.size() && k < static_cast<size_t>(s.maxTokens); ++k) {
+                auto it = ids.find(toks[k]);
+                dst[k] = it == ids.end() ? 1.0f : static_cast<float>(it->second);
+            }
+        }
+        return split;
+    };
+    b.train = encode(train, &trainTokens);
+    b.validation = encode(validation, nullptr);
+    b.classNames = mapper.names();
+    b.numClasses = static_cast<int>(b.classNames.size());
+    b.normalization.mode = "none";  // token ids go to an Embedding untouched
+    b.description = "Text " + fileName(trainPath) + " (" + s.tokenizer + ", " + std::to_string(s.maxTokens) +
+                    " tokens): " + std::to_string(b.train.count) + " train, " + std::to_string(b.validation.count) +
+                    " validation, " + std::to_string(b.numClasses) + " classes, vocabulary " +
+                    std::to_string(b.vocabulary.size());
+    return b;
+}
+
+// ---------------------------------------------------------------- synthetic
+
+DatasetBundle loadSynthetic(const DatasetSettings& s) {
+    if (s.syntheticClasses < 2)
+        throw DataError("dataset.synthetic_classes: " + std::to_string(s.syntheticClasses) + " (must be at least 2)");
+    if (s.syntheticSamples < 2)
+        throw DataError("dataset.synthetic_samples: " + std::to_string(s.syntheticSamples) + " (must be at least 2)");
+    if (s.syntheticShape.empty()) throw DataError("dataset.synthetic_shape is empty");
+    for (int64_t d : s.syntheticShape)
+        if (d < 1) throw DataError("dataset.synthetic_shape: every dimension must be at least 1");
+    RawSplit train;
+    train.shape = Shape(s.syntheticShape);
+    const int64_t n = train.shape.numel();
+    const int classes = s.syntheticClasses;
+    // One Gaussian blob per class: centers ~ N(0, 1) per element, samples ~ center + N(0, 1).
+    // Centers are about sqrt(2n) apart against unit noise: learnable, not instantly.
+    uint64_t rng = data::mixSeed(kSyntheticSeed, static_cast<uint64_t>(n * 1000 + classes));
+    std::vector<float> centers(static_cast<size_t>(n) * static_cast<size_t>(classes));
+    for (float& c : centers) c = static_cast<float>(data::randomNormal(rng));
+    train.values.resize(static_cast<size_t>(n * s.syntheticSamples));
+    train.labels.resize(static_cast<size_t>(s.syntheticSamples));
+    for (int64_t i = 0; i < s.syntheticSamples; ++i) {
+        const int32_t label = static_cast<int32_t>(data::randomBelow(rng, static_cast<uint64_t>(classes)));
+        train.labels[static_cast<size_t>(i)] = label;
+        const float* c = centers.data() + static_cast<int64_t>(label) * n;
+        float* dst = train.values.data() + i * n;
+        for (int64_t j = 0; j < n; ++j) dst[j] = c[j] + static_cast<float>(data::randomNormal(rng));
+    }
+    RawSplit validation;
+    splitAndLimit(train, validation, false, s);
+    DatasetBundle b;
+    normalize(train, validation, s.normalization, false, b.normalization);
+    b.numClasses = classes;
+    if (!s.classNames.empty() && static_cast<int>(s.classNames.size()) == classes) {
+        b.classNames = s.classNames;
+    } else {
+        for (int c = 0; c < classes; ++c) b.classNames.push_back("class " + std::to_string(c));
+    }
+    b.description = "Synthetic blobs " + train.shape.toString() + ": " + std::to_string(train.count()) + " train, " +
+                    std::to_string(validation.count()) + " validation, " + std::to_string(classes) + " classes";
+    b.train = toSplit(std::move(train));
+    b.validation = toSplit(std::move(validation));
+    return b;
+}
+
+}  // namespace
+
+DatasetBundle loadDataset(const DatasetSettings& settings, const std::string& projectPath) {
+    if (settings.trainLimit < 0 || settings.validationLimit < 0)
+        throw DataError("dataset.train_limit and validation_limit must not be negative");
+    if (settings.kind == "idx") return loadIdx(settings, projectPath);
+    if (settings.kind == "csv") return loadCsv(settings, projectPath);
+    if (settings.kind == "text") return loadText(settings, projectPath);
+    if (settings.kind == "synthetic") return loadSynthetic(settings);
+    throw DataError("dataset.kind: unknown kind '" + settings.kind + "' (expected idx, csv, text or synthetic)");
+}
+
+}  // namespace strata

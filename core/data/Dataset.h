@@ -1,0 +1,83 @@
+// Dataset: loads a project's dataset (IDX images, CSV tabular, CSV text or a
+// synthetic set) into memory as ready-to-train float inputs and class labels,
+// split into training and validation. Every format error is a DataError that
+// names the file and the byte offset (binary) or line (text) at fault.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "core/graph/Project.h"
+#include "core/tensor/Shape.h"
+
+namespace strata {
+
+// "train-labels.gz: byte 8: label 12 out of range (0..9)". The message names the
+// file by its name; path() keeps the full path.
+class DataError : public std::runtime_error {
+public:
+    // No file involved (bad settings).
+    explicit DataError(const std::string& what) : std::runtime_error(what) {}
+    static DataError inFile(const std::string& path, const std::string& what);
+    static DataError atByte(const std::string& path, int64_t byteOffset, const std::string& what);
+    static DataError atLine(const std::string& path, int64_t line, const std::string& what);
+
+    const std::string& path() const { return m_path; }
+    int64_t byteOffset() const { return m_byte; }  // -1 when not about a byte
+    int64_t line() const { return m_line; }        // 1-based; -1 when not about a line
+
+private:
+    DataError(std::string path, int64_t byte, int64_t line, const std::string& message)
+        : std::runtime_error(message), m_path(std::move(path)), m_byte(byte), m_line(line) {}
+    std::string m_path;
+    int64_t m_byte = -1;
+    int64_t m_line = -1;
+};
+
+struct DataSplit {
+    Shape sampleShape;            // per sample, e.g. [1,28,28]; text: [maxTokens]
+    int64_t count = 0;
+    std::vector<float> inputs;    // count * sampleShape.numel(), already normalized
+    std::vector<int32_t> labels;  // count (class index)
+};
+
+// How raw inputs became model inputs: x' = (x*scale - mean)/std.
+// For CSV "standardize" the statistics are per feature (featureMean/featureStd,
+// one entry per column, in sample order) and mean = 0, std = 1.
+struct Normalization {
+    std::string mode = "none";  // none | scale | standardize
+    float scale = 1.f, mean = 0.f, std = 1.f;
+    std::vector<float> featureMean, featureStd;  // empty unless per-feature
+};
+
+struct DatasetBundle {
+    DataSplit train, validation;  // validation.count == 0 when none
+    int numClasses = 0;
+    std::vector<std::string> classNames;
+    Normalization normalization;          // how raw inputs were turned into model inputs (export needs it)
+    std::vector<std::string> vocabulary;  // text: id -> token (0 = padding, 1 = unknown)
+    std::string description;              // "Fashion-MNIST (idx): 60000 train, 10000 validation, 10 classes"
+};
+
+// Loads the dataset the settings describe. Relative paths are resolved against
+// the folder of `projectPath` (the .strata file; "" means the current folder).
+// - idx: trainImages/trainLabels (+ validationImages/validationLabels), gzipped or raw.
+//   Without class names the set has 10 classes (MNIST, Fashion-MNIST).
+// - csv: header row; labelColumn is the class, every other column a numeric feature.
+//   Integer labels are class indices; otherwise class names are numbered in order of
+//   first appearance in the training file (or follow settings.classNames when given).
+// - text: "label,text" rows (an optional "label,text" header row is skipped), tokenized
+//   by char or word, vocabulary from the training split only, padded/truncated to maxTokens.
+//   Inputs are token ids; normalization must be none or scale (which changes nothing).
+// - synthetic: Gaussian blobs, one per class, of shape syntheticShape (fixed seed).
+// Without a validation file, validationSplit of the training file is held out (fixed seed).
+// Throws DataError.
+DatasetBundle loadDataset(const DatasetSettings& settings, const std::string& projectPath);
+
+// Tokens of one text: "char" gives code points (UTF-8), "word" gives runs of
+// letters and digits. Both lowercase (ASCII, Latin-1 and Latin Extended-A).
+std::vector<std::string> tokenizeText(const std::string& text, const std::string& tokenizer);
+
+}  // namespace strata
