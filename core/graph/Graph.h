@@ -82,6 +82,9 @@ public:
     // Input port names of a node (from its type and params); empty for unknown types.
     std::vector<std::string> inputPorts(int node) const;
 
+    // Replaces the params. When the new params are valid and give the node fewer input ports (Add "inputs"),
+    // edges into ports that no longer exist are removed; with invalid params every edge stays. Undo code
+    // that needs those edges reads edgeInto() for each port first.
     void setParams(int id, const Json& params);
     void setPosition(int id, double x, double y);
     void rename(int id, const std::string& name);  // throws if taken
@@ -91,6 +94,8 @@ public:
 
     // Node ids so that every edge goes forward. Throws GraphError naming a node on a cycle.
     std::vector<int> topologicalOrder() const;
+    // The ids along one cycle in edge order, starting at its lowest id; empty when there is none.
+    std::vector<int> findCycle() const;
 
     bool operator==(const Graph& o) const { return m_nodes == o.m_nodes && m_edges == o.m_edges; }
 

@@ -17,12 +17,19 @@ constexpr int kProjectFormatVersion = 1;
 
 class ProjectError : public std::runtime_error {
 public:
-    ProjectError(std::string jsonPath, const std::string& what)
-        : std::runtime_error(jsonPath.empty() ? what : jsonPath + ": " + what), m_path(std::move(jsonPath)) {}
+    ProjectError(std::string jsonPath, const std::string& what) : ProjectError({}, std::move(jsonPath), what) {}
+    // With the file (or other source) in front: "net.strata: /graph/nodes/2/id: expected an integer, got string".
+    ProjectError(std::string source, std::string jsonPath, const std::string& what)
+        : std::runtime_error((source.empty() ? "" : source + ": ") + (jsonPath.empty() ? "" : jsonPath + ": ") + what),
+          m_source(std::move(source)), m_path(std::move(jsonPath)), m_message(what) {}
     const std::string& jsonPath() const { return m_path; }
+    const std::string& source() const { return m_source; }
+    const std::string& message() const { return m_message; }  // without source and path
 
 private:
+    std::string m_source;
     std::string m_path;
+    std::string m_message;
 };
 
 struct DatasetSettings {
