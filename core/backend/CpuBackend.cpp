@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <sstream>
 #include <string>
 #include <thread>
 
@@ -53,11 +54,17 @@ void checkLabels(const char* op, const int32_t* labels, int rows, int cols) {
                                std::to_string(r) + " is outside [0, " + std::to_string(cols) + ")");
 }
 
+std::string formatId(float id) {
+    std::ostringstream s;
+    s << id;
+    return s.str();
+}
+
 void checkIds(const char* op, const float* ids, int64_t count, int vocab) {
     for (int64_t i = 0; i < count; ++i) {
         const float id = ids[i];
         if (!(id >= 0.0f && id < static_cast<float>(vocab)) || id != std::floor(id))
-            throw BackendError(std::string(op) + ": id " + std::to_string(id) + " at position " + std::to_string(i) +
+            throw BackendError(std::string(op) + ": id " + formatId(id) + " at position " + std::to_string(i) +
                                " is not an integer in [0, " + std::to_string(vocab) + ") (vocabulary size " +
                                std::to_string(vocab) + ")");
     }

@@ -1,0 +1,1131 @@
+// Backend conformance: every op of Backend, forward and backward, on every
+// fast backend (the CPU fast path, each CUDA GPU) against the CPU reference,
+// on random shapes including odd sizes. The reference itself is pinned by
+// hand-computed values and by finite differences of its own forward ops.
+#include <QtTest>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <random>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "core/backend/Backend.h"
+#include "core/backend/CpuBackend.h"
+#include "tests/support/TestBackends.h"
+
+using namespace strata;
+using strata::test::NamedBackend;
+
+namespace {
+
+// ---- tolerances (float32), one line per op ---------------------------------------
+// A value passes when |got - want| <= abs * scale + rel * |want|, where scale is the RMS of
+// the reference output (at least 1): ops that sum many terms may differ by a few ulps of
+// the typical magnitude, not of each element. 0/0 means bit-exact.
+struct Tolerance {
+    const char* op;
+    double abs;
+    double rel;
+};
+
+const Tolerance kTolerances[] = {
+    {"fill", 0, 0},
+    {"scale", 0, 0},
+    {"axpy", 1e-7, 1e-6},
+    {"add", 0, 0},
+    {"gemm", 2e-5, 1e-4},
+    {"addBiasRows", 0, 0},
+    {"sumRows", 2e-6, 1e-5},
+    {"addBiasChannels", 0, 0},
+    {"sumChannels", 2e-6, 1e-5},
+    {"conv2dForward", 2e-5, 1e-4},
+    {"conv2dBackwardData", 2e-5, 1e-4},
+    {"conv2dBackwardFilter", 2e-5, 1e-4},
+    {"pool2dForward", 1e-6, 1e-6},
+    {"pool2dBackward", 1e-6, 1e-6},
+    {"meanPool", 1e-6, 1e-5},
+    {"activationForward", 1e-6, 1e-5},
+    {"activationBackward", 1e-6, 1e-5},
+    {"softmaxForward", 1e-6, 1e-5},
+    {"softmaxBackward", 1e-6, 1e-5},
+    {"softmaxCrossEntropy", 1e-6, 1e-5},
+    {"mseLoss", 1e-6, 1e-5},
+    {"bceWithLogits", 1e-6, 1e-5},
+    {"batchNormTraining", 1e-5, 1e-4},
+    {"batchNormInference", 1e-6, 1e-5},
+    {"batchNormBackward", 1e-5, 1e-4},
+    {"layerNorm", 1e-5, 1e-4},
+    {"layerNormBackward", 1e-5, 1e-4},
+    {"dropout", 0, 1e-6},
+    {"embedding", 0, 0},
+    {"embeddingBackward", 1e-6, 1e-6},
+    {"copyBlocks", 0, 0},
+    {"reduction", 0, 1e-6},
+    {"sgdUpdate", 1e-7, 1e-6},
+    {"adamUpdate", 1e-7, 1e-5},
+};
+
+const Tolerance& tolerance(const std::string& op) {
+    for (const Tolerance& t : kTolerances)
+        if (op == t.op) return t;
+    throw std::logic_error("no tolerance for op " + op);
+}
+
+using Vec = std::vector<float>;
+using Outputs = std::vector<Vec>;
+
+Vec randomVec(std::mt19937& rng, size_t n, float lo = -1.0f, float hi = 1.0f) {
+    std::uniform_real_distribution<float> u(lo, hi);
+    Vec v(n);
+    for (float& x : v) x = u(rng);
+    return v;
+}
+
+int pick(std::mt19937& rng, std::initializer_list<int> values) {
+    std::uniform_int_distribution<size_t> u(0, values.size() - 1);
+    return *(values.begin() + u(rng));
+}
+
+// Host <-> backend helpers. Tensors free their memory through the backend.
+Tensor up(Backend& b, const Vec& h) { return b.fromHost(Shape{static_cast<int64_t>(h.size())}, h.data()); }
+Tensor upLabels(Backend& b, const std::vector<int32_t>& h) {
+    Tensor t = b.empty(Shape{static_cast<int64_t>(h.size())}, DType::I32);
+    b.copyFromHost(t.raw(), h.data(), h.size() * sizeof(int32_t));
+    return t;
+}
+Vec down(Backend& b, const Tensor& t) {
+    b.synchronize();
+    Vec h(static_cast<size_t>(t.numel()));
+    b.toHost(t, h.data());
+    return h;
+}
+
+std::string describe(const ConvDesc& d) {
+    std::ostringstream s;
+    s << "n" << d.n << " c" << d.c << " " << d.h << "x" << d.w << " k" << d.k << " " << d.r << "x" << d.s << " stride"
+      << d.strideH << "," << d.strideW << " pad" << d.padH << "," << d.padW << " dil" << d.dilationH << ","
+      << d.dilationW << " groups" << d.groups;
+    return s.str();
+}
+
+std::string describe(const PoolDesc& d) {
+    std::ostringstream s;
+    s << (d.mode == PoolMode::Max ? "max" : "avg") << " n" << d.n << " c" << d.c << " " << d.h << "x" << d.w
+      << " kernel" << d.kernelH << "x" << d.kernelW << " stride" << d.strideH << "," << d.strideW << " pad" << d.padH
+      << "," << d.padW;
+    return s.str();
+}
+
+// Empty when every element is within the op's tolerance; otherwise the worst element.
+std::string compareVectors(const Vec& got, const Vec& want, const Tolerance& tol) {
+    if (got.size() != want.size())
+        return "size " + std::to_string(got.size()) + " != reference size " + std::to_string(want.size());
+    double sq = 0.0;
+    for (float w : want) sq += static_cast<double>(w) * w;
+    const double scale = std::max(1.0, want.empty() ? 1.0 : std::sqrt(sq / static_cast<double>(want.size())));
+    double worst = -1.0;
+    size_t worstAt = 0;
+    for (size_t i = 0; i < got.size(); ++i) {
+        const double g = got[i], w = want[i];
+        if (std::isnan(w) && std::isnan(g)) continue;
+        const double err = std::fabs(g - w);
+        const double allowed = tol.abs * scale + tol.rel * std::fabs(w);
+        if (err <= allowed) continue;
+        const double e = std::isnan(err) ? std::numeric_limits<double>::infinity() : err;
+        if (e > worst) {
+            worst = e;
+            worstAt = i;
+        }
+    }
+    if (worst < 0) return {};
+    std::ostringstream s;
+    s.precision(9);
+    s << "element " << worstAt << ": got " << got[worstAt] << ", reference " << want[worstAt] << " (error " << worst
+      << ", allowed " << tol.abs * scale + tol.rel * std::fabs(static_cast<double>(want[worstAt])) << ")";
+    return s.str();
+}
+
+// Hand-computed expectations: equal within 1e-6 (absolute and relative).
+#define CHECK_VEC(got, want)                                                              \
+    do {                                                                                  \
+        const std::string err_ = compareVectors((got), (want), Tolerance{"hand", 1e-6, 1e-6}); \
+        QVERIFY2(err_.empty(), err_.c_str());                                             \
+    } while (false)
+
+}  // namespace
+
+class TestBackendOps : public QObject {
+    Q_OBJECT
+
+private:
+    std::unique_ptr<Backend> m_ref;
+    std::vector<NamedBackend> m_fast;
+
+    // Runs `run` on the reference and on every fast backend and compares every output.
+    // Returns false (after recording the failure) on the first mismatch.
+    bool compareAll(const std::string& op, const std::string& context, const std::function<Outputs(Backend&)>& run) {
+        const Outputs want = run(*m_ref);
+        for (NamedBackend& nb : m_fast) {
+            const Outputs got = run(*nb.backend);
+            for (size_t o = 0; o < want.size(); ++o) {
+                const std::string err = compareVectors(got[o], want[o], tolerance(op));
+                if (!err.empty()) {
+                    const std::string msg =
+                        op + " on " + nb.name + " [" + context + "] output " + std::to_string(o) + ": " + err;
+                    QTest::qFail(msg.c_str(), __FILE__, __LINE__);
+                    return false;
+                }
+            }
+        }
+        return true;
+    }
+
+    // Finite-difference check of a reference backward op: the analytic gradient of
+    // L = sum(forward(x) * r) must match central differences on a sample of elements.
+    bool gradCheck(const std::string& what, Vec x, const Vec& analytic, const std::function<Vec(const Vec&)>& forward,
+                   const Vec& r, double h = 1e-2, double tol = 2e-2) {
+        auto loss = [&](const Vec& in) {
+            const Vec y = forward(in);
+            double l = 0.0;
+            for (size_t i = 0; i < y.size(); ++i) l += static_cast<double>(y[i]) * r[i];
+            return l;
+        };
+        const size_t step = std::max<size_t>(1, x.size() / 40);
+        for (size_t i = 0; i < x.size(); i += step) {
+            const float saved = x[i];
+            x[i] = static_cast<float>(saved + h);
+            const double lp = loss(x);
+            x[i] = static_cast<float>(saved - h);
+            const double lm = loss(x);
+            x[i] = saved;
+            const double numeric = (lp - lm) / (2 * h);
+            if (std::fabs(numeric - analytic[i]) > tol * std::max(1.0, std::fabs(numeric))) {
+                const std::string msg = what + ": element " + std::to_string(i) + " analytic " +
+                                        std::to_string(analytic[i]) + ", finite difference " + std::to_string(numeric);
+                QTest::qFail(msg.c_str(), __FILE__, __LINE__);
+                return false;
+            }
+        }
+        return true;
+    }
+
+private slots:
+    void initTestCase() {
+        m_ref = test::makeReferenceBackend();
+        auto* cpuRef = dynamic_cast<CpuBackend*>(m_ref.get());
+        QVERIFY(cpuRef && cpuRef->referenceMode());
+        m_fast = test::fastBackends();
+        QVERIFY(!m_fast.empty());
+        QCOMPARE(m_fast.front().name, std::string("cpu"));
+        for (const NamedBackend& nb : m_fast) qInfo("checking backend %s against cpu-reference", nb.name.c_str());
+    }
+
+    // The GPU backends take part in every test below when present; this says why they do not.
+    void gpuBackendsPresent() {
+        const std::string why = test::gpuUnavailableReason();
+        if (!why.empty()) QSKIP(("no GPU: " + why).c_str());
+        QVERIFY(m_fast.size() >= 2);
+    }
+
+    // ---- element-wise ----------------------------------------------------------
+
+    void elementwise() {
+        std::mt19937 rng(1);
+        for (int n : {1, 3, 17, 33, 1000, 4099}) {
+            const Vec a = randomVec(rng, n), b = randomVec(rng, n);
+            const std::string ctx = "n=" + std::to_string(n);
+            if (!compareAll("fill", ctx, [&](Backend& be) {
+                    Tensor y = up(be, a);
+                    be.fill(y.f32(), 0.37f, n);
+                    Tensor z = up(be, a);
+                    be.zero(z.raw(), z.bytes());
+                    return Outputs{down(be, y), down(be, z)};
+                }))
+                return;
+            if (!compareAll("scale", ctx, [&](Backend& be) {
+                    Tensor y = up(be, a);
+                    be.scale(y.f32(), -1.75f, n);
+                    return Outputs{down(be, y)};
+                }))
+                return;
+            if (!compareAll("axpy", ctx, [&](Backend& be) {
+                    Tensor y = up(be, a), x = up(be, b);
+                    be.axpy(y.f32(), 0.3f, x.f32(), n);
+                    return Outputs{down(be, y)};
+                }))
+                return;
+            if (!compareAll("add", ctx, [&](Backend& be) {
+                    Tensor y = be.empty(Shape{n}), x = up(be, a), z = up(be, b);
+                    be.add(y.f32(), x.f32(), z.f32(), n);
+                    return Outputs{down(be, y)};
+                }))
+                return;
+            if (!compareAll("reduction", ctx, [&](Backend& be) {
+                    Tensor x = up(be, a);
+                    const Vec s{static_cast<float>(be.sum(x.f32(), n)), static_cast<float>(be.sumSquares(x.f32(), n)),
+                                be.allFinite(x.f32(), n) ? 1.0f : 0.0f};
+                    return Outputs{s};
+                }))
+                return;
+        }
+        // NaN and Inf are seen by allFinite and propagate through sumSquares.
+        for (NamedBackend& nb : m_fast) {
+            Vec v(37, 1.0f);
+            v[36] = std::numeric_limits<float>::infinity();
+            Tensor t = up(*nb.backend, v);
+            QVERIFY2(!nb.backend->allFinite(t.f32(), 37), nb.name.c_str());
+            QVERIFY(nb.backend->allFinite(t.f32(), 36));
+            v[36] = std::numeric_limits<float>::quiet_NaN();
+            Tensor u = up(*nb.backend, v);
+            QVERIFY2(!nb.backend->allFinite(u.f32(), 37), nb.name.c_str());
+            QVERIFY(std::isnan(nb.backend->sumSquares(u.f32(), 37)));
+        }
+    }
+
+    void copyBlocks() {
+        std::mt19937 rng(2);
+        for (int accumulate = 0; accumulate < 2; ++accumulate)
+            for (int count : {1, 3, 17}) {
+                const int blockLen = pick(rng, {1, 5, 33}), srcStride = blockLen + pick(rng, {0, 2}),
+                          dstStride = blockLen + pick(rng, {0, 7});
+                const Vec src = randomVec(rng, static_cast<size_t>(count) * srcStride);
+                const Vec dst = randomVec(rng, static_cast<size_t>(count) * dstStride);
+                const std::string ctx = "count " + std::to_string(count) + " block " + std::to_string(blockLen) +
+                                        (accumulate ? " accumulate" : " copy");
+                if (!compareAll("copyBlocks", ctx, [&](Backend& be) {
+                        Tensor d = up(be, dst), s = up(be, src);
+                        be.copyBlocks(d.f32(), dstStride, s.f32(), srcStride, blockLen, count, accumulate != 0);
+                        return Outputs{down(be, d)};
+                    }))
+                    return;
+            }
+    }
+
+    // ---- linear algebra --------------------------------------------------------
+
+    void gemm() {
+        std::mt19937 rng(3);
+        for (int trial = 0; trial < 40; ++trial) {
+            const bool ta = trial & 1, tb = trial & 2;
+            const int m = pick(rng, {1, 3, 17, 33, 64}), n = pick(rng, {1, 3, 17, 33, 128}),
+                      k = pick(rng, {1, 3, 17, 33, 300});
+            const int lda = (ta ? m : k) + pick(rng, {0, 3}), ldb = (tb ? k : n) + pick(rng, {0, 5}),
+                      ldc = n + pick(rng, {0, 2});
+            const float alpha = pick(rng, {1, 2}) == 1 ? 1.0f : -0.5f;
+            const float beta = trial % 3 == 0 ? 0.0f : (trial % 3 == 1 ? 1.0f : 0.25f);
+            const Vec a = randomVec(rng, static_cast<size_t>(ta ? k : m) * lda);
+            const Vec b = randomVec(rng, static_cast<size_t>(tb ? n : k) * ldb);
+            Vec c = randomVec(rng, static_cast<size_t>(m) * ldc);
+            // With beta == 0, C must not be read: NaN in it must not leak into the result.
+            if (beta == 0.0f) std::fill(c.begin(), c.end(), std::numeric_limits<float>::quiet_NaN());
+            std::ostringstream ctx;
+            ctx << (ta ? "T" : "N") << (tb ? "T" : "N") << " m" << m << " n" << n << " k" << k << " alpha " << alpha
+                << " beta " << beta;
+            if (!compareAll("gemm", ctx.str(), [&](Backend& be) {
+                    Tensor A = up(be, a), B = up(be, b), C = up(be, c);
+                    be.gemm(ta, tb, m, n, k, alpha, A.f32(), lda, B.f32(), ldb, beta, C.f32(), ldc);
+                    Vec out = down(be, C);
+                    if (ldc != n)  // padding columns are not part of the result
+                        for (int i = 0; i < m; ++i)
+                            for (int j = n; j < ldc; ++j) out[static_cast<size_t>(i) * ldc + j] = 0.0f;
+                    return Outputs{out};
+                }))
+                return;
+        }
+    }
+
+    void biasOps() {
+        std::mt19937 rng(4);
+        for (int trial = 0; trial < 8; ++trial) {
+            const int rows = pick(rng, {1, 3, 17, 64}), cols = pick(rng, {1, 3, 33, 128});
+            const int inner = pick(rng, {1, 7, 196});
+            const Vec y = randomVec(rng, static_cast<size_t>(rows) * cols * inner), bias = randomVec(rng, cols);
+            const std::string ctx =
+                std::to_string(rows) + "x" + std::to_string(cols) + " inner " + std::to_string(inner);
+            if (!compareAll("addBiasRows", ctx, [&](Backend& be) {
+                    Tensor Y = up(be, y), B = up(be, bias);
+                    be.addBiasRows(Y.f32(), B.f32(), rows * inner, cols);
+                    return Outputs{down(be, Y)};
+                }))
+                return;
+            if (!compareAll("sumRows", ctx, [&](Backend& be) {
+                    Tensor Y = up(be, y), B = up(be, bias);
+                    be.sumRows(B.f32(), Y.f32(), rows * inner, cols);
+                    return Outputs{down(be, B)};
+                }))
+                return;
+            if (!compareAll("addBiasChannels", ctx, [&](Backend& be) {
+                    Tensor Y = up(be, y), B = up(be, bias);
+                    be.addBiasChannels(Y.f32(), B.f32(), rows, cols, inner);
+                    return Outputs{down(be, Y)};
+                }))
+                return;
+            if (!compareAll("sumChannels", ctx, [&](Backend& be) {
+                    Tensor Y = up(be, y), B = up(be, bias);
+                    be.sumChannels(B.f32(), Y.f32(), rows, cols, inner);
+                    return Outputs{down(be, B)};
+                }))
+                return;
+        }
+    }
+
+    // ---- convolution -------------------------------------------------------------
+
+    void conv2d() {
+        std::vector<ConvDesc> cases;
+        auto add = [&](int n, int c, int h, int w, int k, int r, int s, int stride, int pad, int dil, int groups) {
+            ConvDesc d;
+            d.n = n, d.c = c, d.h = h, d.w = w, d.k = k, d.r = r, d.s = s;
+            d.strideH = d.strideW = stride;
+            d.padH = d.padW = pad;
+            d.dilationH = d.dilationW = dil;
+            d.groups = groups;
+            cases.push_back(d);
+        };
+        add(2, 1, 28, 28, 32, 3, 3, 1, 1, 1, 1);   // Fashion-MNIST conv1
+        add(2, 32, 14, 14, 64, 3, 3, 1, 1, 1, 1);  // Fashion-MNIST conv2
+        add(1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1);
+        add(3, 3, 17, 13, 5, 3, 3, 2, 1, 1, 1);
+        add(1, 4, 9, 11, 6, 3, 2, 1, 2, 2, 2);     // groups, dilation, padding larger than needed
+        add(2, 6, 8, 8, 6, 3, 3, 1, 1, 1, 6);      // depthwise
+        add(3, 5, 7, 7, 3, 1, 1, 1, 0, 1, 1);      // 1x1
+        add(1, 3, 33, 17, 4, 5, 5, 3, 2, 1, 1);
+        add(2, 8, 6, 5, 4, 4, 3, 2, 0, 1, 2);
+        {
+            ConvDesc d;  // asymmetric stride, padding and dilation
+            d.n = 2, d.c = 2, d.h = 10, d.w = 9, d.k = 3, d.r = 3, d.s = 2;
+            d.strideH = 1, d.strideW = 2, d.padH = 0, d.padW = 1, d.dilationH = 2, d.dilationW = 1;
+            cases.push_back(d);
+        }
+        std::mt19937 rng(5);
+        for (const ConvDesc& d : cases) {
+            const size_t xs = static_cast<size_t>(d.n) * d.c * d.h * d.w;
+            const size_t ws = static_cast<size_t>(d.k) * (d.c / d.groups) * d.r * d.s;
+            const size_t ys = static_cast<size_t>(d.n) * d.k * d.outH() * d.outW();
+            const Vec x = randomVec(rng, xs), w = randomVec(rng, ws), dy = randomVec(rng, ys);
+            const Vec dx0 = randomVec(rng, xs), dw0 = randomVec(rng, ws);  // backward accumulates into these
+            const std::string ctx = describe(d);
+            if (!compareAll("conv2dForward", ctx, [&](Backend& be) {
+                    Tensor X = up(be, x), W = up(be, w), Y = be.empty(Shape{static_cast<int64_t>(ys)});
+                    be.conv2dForward(Y.f32(), X.f32(), W.f32(), d);
+                    return Outputs{down(be, Y)};
+                }))
+                return;
+            if (!compareAll("conv2dBackwardData", ctx, [&](Backend& be) {
+                    Tensor DY = up(be, dy), W = up(be, w), DX = up(be, dx0);
+                    be.conv2dBackwardData(DX.f32(), DY.f32(), W.f32(), d);
+                    return Outputs{down(be, DX)};
+                }))
+                return;
+            if (!compareAll("conv2dBackwardFilter", ctx, [&](Backend& be) {
+                    Tensor DY = up(be, dy), X = up(be, x), DW = up(be, dw0);
+                    be.conv2dBackwardFilter(DW.f32(), DY.f32(), X.f32(), d);
+                    return Outputs{down(be, DW)};
+                }))
+                return;
+        }
+    }
+
+    // Calling a convolution again with other sizes must not reuse stale scratch contents.
+    void conv2dRepeatedCalls() {
+        std::mt19937 rng(6);
+        for (int trial = 0; trial < 6; ++trial) {
+            ConvDesc d;
+            d.n = pick(rng, {1, 3, 5}), d.c = pick(rng, {1, 3, 8}), d.h = pick(rng, {5, 12}), d.w = pick(rng, {6, 11});
+            d.k = pick(rng, {2, 7}), d.r = d.s = pick(rng, {1, 3}), d.padH = d.padW = d.r / 2;
+            const size_t xs = static_cast<size_t>(d.n) * d.c * d.h * d.w, ws = static_cast<size_t>(d.k) * d.c * d.r * d.s;
+            const size_t ys = static_cast<size_t>(d.n) * d.k * d.outH() * d.outW();
+            const Vec x = randomVec(rng, xs), w = randomVec(rng, ws), dy = randomVec(rng, ys);
+            if (!compareAll("conv2dForward", describe(d), [&](Backend& be) {
+                    Tensor X = up(be, x), W = up(be, w), DY = up(be, dy), Y = be.empty(Shape{static_cast<int64_t>(ys)});
+                    Tensor DX = be.zeros(Shape{static_cast<int64_t>(xs)}), DW = be.zeros(Shape{static_cast<int64_t>(ws)});
+                    be.conv2dForward(Y.f32(), X.f32(), W.f32(), d);
+                    be.conv2dBackwardData(DX.f32(), DY.f32(), W.f32(), d);
+                    be.conv2dBackwardFilter(DW.f32(), DY.f32(), X.f32(), d);
+                    return Outputs{down(be, Y), down(be, DX), down(be, DW)};
+                }))
+                return;
+        }
+    }
+
+    // ---- pooling -------------------------------------------------------------------
+
+    void pool2d() {
+        std::vector<PoolDesc> cases;
+        auto add = [&](PoolMode mode, int n, int c, int h, int w, int k, int stride, int pad) {
+            PoolDesc d;
+            d.mode = mode, d.n = n, d.c = c, d.h = h, d.w = w;
+            d.kernelH = d.kernelW = k, d.strideH = d.strideW = stride, d.padH = d.padW = pad;
+            cases.push_back(d);
+        };
+        for (PoolMode mode : {PoolMode::Max, PoolMode::Average}) {
+            add(mode, 2, 32, 28, 28, 2, 2, 0);
+            add(mode, 1, 1, 1, 1, 1, 1, 0);
+            add(mode, 3, 3, 17, 17, 3, 2, 1);
+            add(mode, 2, 5, 33, 9, 3, 1, 1);  // overlapping windows
+            add(mode, 1, 2, 7, 7, 2, 3, 0);   // gaps between windows
+            add(mode, 2, 4, 9, 9, 5, 2, 2);   // wide padding: clipped windows
+        }
+        std::mt19937 rng(7);
+        for (const PoolDesc& d : cases)
+            for (int ties = 0; ties < 2; ++ties) {
+                const size_t xs = static_cast<size_t>(d.n) * d.c * d.h * d.w;
+                const size_t ys = static_cast<size_t>(d.n) * d.c * d.outH() * d.outW();
+                Vec x = randomVec(rng, xs);
+                // Few distinct values: max windows hold ties, which must go to the first maximal element.
+                if (ties)
+                    for (float& v : x) v = std::round(v * 2.0f);
+                const Vec dy = randomVec(rng, ys), dx0 = randomVec(rng, xs);
+                const std::string ctx = describe(d) + (ties ? " with ties" : "");
+                if (!compareAll("pool2dForward", ctx, [&](Backend& be) {
+                        Tensor X = up(be, x), Y = be.empty(Shape{static_cast<int64_t>(ys)});
+                        be.pool2dForward(Y.f32(), X.f32(), d);
+                        return Outputs{down(be, Y)};
+                    }))
+                    return;
+                if (!compareAll("pool2dBackward", ctx, [&](Backend& be) {
+                        Tensor X = up(be, x), Y = be.empty(Shape{static_cast<int64_t>(ys)}), DY = up(be, dy),
+                               DX = up(be, dx0);
+                        be.pool2dForward(Y.f32(), X.f32(), d);
+                        be.pool2dBackward(DX.f32(), DY.f32(), X.f32(), Y.f32(), d);
+                        return Outputs{down(be, DX)};
+                    }))
+                    return;
+            }
+    }
+
+    void meanPool() {
+        std::mt19937 rng(8);
+        for (int trial = 0; trial < 8; ++trial) {
+            const int outer = pick(rng, {1, 3, 17}), len = pick(rng, {1, 5, 49}), inner = pick(rng, {1, 3, 64});
+            const size_t xs = static_cast<size_t>(outer) * len * inner, ys = static_cast<size_t>(outer) * inner;
+            const Vec x = randomVec(rng, xs), dy = randomVec(rng, ys), dx0 = randomVec(rng, xs);
+            const std::string ctx =
+                std::to_string(outer) + "x" + std::to_string(len) + "x" + std::to_string(inner);
+            if (!compareAll("meanPool", ctx, [&](Backend& be) {
+                    Tensor X = up(be, x), Y = be.empty(Shape{static_cast<int64_t>(ys)}), DY = up(be, dy),
+                           DX = up(be, dx0);
+                    be.meanPoolForward(Y.f32(), X.f32(), outer, len, inner);
+                    be.meanPoolBackward(DX.f32(), DY.f32(), outer, len, inner);
+                    return Outputs{down(be, Y), down(be, DX)};
+                }))
+                return;
+        }
+    }
+
+    // ---- activations and softmax -------------------------------------------------------
+
+    void activations() {
+        std::mt19937 rng(9);
+        const std::pair<Activation, const char*> acts[] = {{Activation::ReLU, "relu"},
+                                                           {Activation::LeakyReLU, "leaky_relu"},
+                                                           {Activation::GELU, "gelu"},
+                                                           {Activation::Sigmoid, "sigmoid"},
+                                                           {Activation::Tanh, "tanh"}};
+        for (auto [act, name] : acts)
+            for (int n : {1, 3, 17, 33, 5000}) {
+                Vec x = randomVec(rng, n, -6.0f, 6.0f);
+                x[0] = 0.0f;  // the kink of ReLU: derivative 0 there by convention
+                const Vec dy = randomVec(rng, n), dx0 = randomVec(rng, n);
+                const std::string ctx = std::string(name) + " n=" + std::to_string(n);
+                if (!compareAll("activationForward", ctx, [&](Backend& be) {
+                        Tensor X = up(be, x), Y = be.empty(Shape{n});
+                        be.activationForward(Y.f32(), X.f32(), n, act, 0.1f);
+                        return Outputs{down(be, Y)};
+                    }))
+                    return;
+                if (!compareAll("activationBackward", ctx, [&](Backend& be) {
+                        Tensor X = up(be, x), Y = be.empty(Shape{n}), DY = up(be, dy), DX = up(be, dx0);
+                        be.activationForward(Y.f32(), X.f32(), n, act, 0.1f);
+                        be.activationBackward(DX.f32(), DY.f32(), X.f32(), Y.f32(), n, act, 0.1f);
+                        return Outputs{down(be, DX)};
+                    }))
+                    return;
+            }
+    }
+
+    void softmax() {
+        std::mt19937 rng(10);
+        for (int trial = 0; trial < 8; ++trial) {
+            const int rows = pick(rng, {1, 3, 17, 64}), cols = pick(rng, {1, 2, 10, 33, 1000});
+            const size_t sz = static_cast<size_t>(rows) * cols;
+            Vec x = randomVec(rng, sz, -5.0f, 5.0f);
+            if (trial == 0)
+                for (float& v : x) v += 1000.0f;  // large logits: only max subtraction keeps exp finite
+            const Vec dy = randomVec(rng, sz), dx0 = randomVec(rng, sz);
+            const std::string ctx = std::to_string(rows) + "x" + std::to_string(cols);
+            if (!compareAll("softmaxForward", ctx, [&](Backend& be) {
+                    Tensor X = up(be, x), Y = be.empty(Shape{static_cast<int64_t>(sz)});
+                    be.softmaxForward(Y.f32(), X.f32(), rows, cols);
+                    return Outputs{down(be, Y)};
+                }))
+                return;
+            if (!compareAll("softmaxBackward", ctx, [&](Backend& be) {
+                    Tensor X = up(be, x), Y = be.empty(Shape{static_cast<int64_t>(sz)}), DY = up(be, dy),
+                           DX = up(be, dx0);
+                    be.softmaxForward(Y.f32(), X.f32(), rows, cols);
+                    be.softmaxBackward(DX.f32(), DY.f32(), Y.f32(), rows, cols);
+                    return Outputs{down(be, DX)};
+                }))
+                return;
+        }
+    }
+
+    // ---- losses ------------------------------------------------------------------------
+
+    void losses() {
+        std::mt19937 rng(11);
+        for (int trial = 0; trial < 8; ++trial) {
+            const int rows = pick(rng, {1, 3, 17, 64}), cols = pick(rng, {1, 2, 10, 33});
+            const size_t sz = static_cast<size_t>(rows) * cols;
+            Vec logits = randomVec(rng, sz, -8.0f, 8.0f);
+            if (trial == 1)
+                for (float& v : logits) v *= 20.0f;  // saturated logits
+            const Vec target = randomVec(rng, sz, 0.0f, 1.0f);
+            std::vector<int32_t> labels(static_cast<size_t>(rows));
+            std::uniform_int_distribution<int> lab(0, cols - 1);
+            for (int32_t& l : labels) l = lab(rng);
+            const float gradScale = 1.0f / static_cast<float>(rows);
+            const std::string ctx = std::to_string(rows) + "x" + std::to_string(cols);
+            if (!compareAll("softmaxCrossEntropy", ctx, [&](Backend& be) {
+                    Tensor L = up(be, logits), Y = upLabels(be, labels), loss = be.empty(Shape{rows}),
+                           dl = be.empty(Shape{static_cast<int64_t>(sz)});
+                    be.softmaxCrossEntropy(loss.f32(), dl.f32(), L.f32(), Y.i32(), rows, cols, gradScale);
+                    const Vec correct{static_cast<float>(be.countCorrect(L.f32(), Y.i32(), rows, cols))};
+                    return Outputs{down(be, loss), down(be, dl), correct};
+                }))
+                return;
+            if (!compareAll("mseLoss", ctx, [&](Backend& be) {
+                    Tensor P = up(be, logits), T = up(be, target), loss = be.empty(Shape{rows}),
+                           dp = be.empty(Shape{static_cast<int64_t>(sz)});
+                    be.mseLoss(loss.f32(), dp.f32(), P.f32(), T.f32(), rows, cols, gradScale);
+                    return Outputs{down(be, loss), down(be, dp)};
+                }))
+                return;
+            if (!compareAll("bceWithLogits", ctx, [&](Backend& be) {
+                    Tensor P = up(be, logits), T = up(be, target), loss = be.empty(Shape{rows}),
+                           dp = be.empty(Shape{static_cast<int64_t>(sz)});
+                    be.bceWithLogits(loss.f32(), dp.f32(), P.f32(), T.f32(), rows, cols, gradScale);
+                    return Outputs{down(be, loss), down(be, dp)};
+                }))
+                return;
+        }
+        // Ties in countCorrect go to the first maximal index.
+        for (NamedBackend& nb : m_fast) {
+            Backend& be = *nb.backend;
+            Tensor L = up(be, Vec{1, 3, 3, 0, 5, 5, 5, 0}), Y = upLabels(be, {1, 1});
+            QCOMPARE(be.countCorrect(L.f32(), Y.i32(), 2, 4), int64_t(1));
+        }
+    }
+
+    // ---- normalization ------------------------------------------------------------------
+
+    void batchNorm() {
+        std::mt19937 rng(12);
+        for (int trial = 0; trial < 8; ++trial) {
+            const int n = pick(rng, {2, 3, 17, 64}), c = pick(rng, {1, 3, 32}), inner = pick(rng, {1, 7, 196});
+            const size_t sz = static_cast<size_t>(n) * c * inner;
+            Vec x = randomVec(rng, sz, -2.0f, 3.0f);
+            const Vec gamma = randomVec(rng, c, 0.5f, 1.5f), beta = randomVec(rng, c), dy = randomVec(rng, sz);
+            const Vec rm0 = randomVec(rng, c), rv0 = randomVec(rng, c, 0.5f, 2.0f), dx0 = randomVec(rng, sz),
+                      dg0 = randomVec(rng, c), db0 = randomVec(rng, c);
+            std::ostringstream describeCase;  // (not string operator+: GCC 12 -Wrestrict false positive)
+            describeCase << "n" << n << " c" << c << " inner " << inner;
+            const std::string ctx = describeCase.str();
+            if (!compareAll("batchNormTraining", ctx, [&](Backend& be) {
+                    Tensor X = up(be, x), G = up(be, gamma), B = up(be, beta), RM = up(be, rm0), RV = up(be, rv0);
+                    Tensor Y = be.empty(Shape{static_cast<int64_t>(sz)}), M = be.empty(Shape{c}), S = be.empty(Shape{c});
+                    be.batchNormForwardTraining(Y.f32(), M.f32(), S.f32(), RM.f32(), RV.f32(), X.f32(), G.f32(),
+                                                B.f32(), n, c, inner, 0.1f, 1e-5f);
+                    return Outputs{down(be, Y), down(be, M), down(be, S), down(be, RM), down(be, RV)};
+                }))
+                return;
+            if (!compareAll("batchNormInference", ctx, [&](Backend& be) {
+                    Tensor X = up(be, x), G = up(be, gamma), B = up(be, beta), RM = up(be, rm0), RV = up(be, rv0);
+                    Tensor Y = be.empty(Shape{static_cast<int64_t>(sz)});
+                    be.batchNormForwardInference(Y.f32(), X.f32(), G.f32(), B.f32(), RM.f32(), RV.f32(), n, c, inner,
+                                                 1e-5f);
+                    return Outputs{down(be, Y)};
+                }))
+                return;
+            if (!compareAll("batchNormBackward", ctx, [&](Backend& be) {
+                    Tensor X = up(be, x), G = up(be, gamma), B = up(be, beta), DY = up(be, dy);
+                    Tensor Y = be.empty(Shape{static_cast<int64_t>(sz)}), M = be.empty(Shape{c}), S = be.empty(Shape{c});
+                    Tensor DX = up(be, dx0), DG = up(be, dg0), DB = up(be, db0);
+                    be.batchNormForwardTraining(Y.f32(), M.f32(), S.f32(), nullptr, nullptr, X.f32(), G.f32(), B.f32(),
+                                                n, c, inner, 0.1f, 1e-5f);
+                    be.batchNormBackward(DX.f32(), DG.f32(), DB.f32(), DY.f32(), X.f32(), G.f32(), M.f32(), S.f32(),
+                                         n, c, inner);
+                    return Outputs{down(be, DX), down(be, DG), down(be, DB)};
+                }))
+                return;
+        }
+    }
+
+    void layerNorm() {
+        std::mt19937 rng(13);
+        for (int trial = 0; trial < 8; ++trial) {
+            const int rows = pick(rng, {1, 3, 17, 64}), cols = pick(rng, {1, 3, 33, 256});
+            const size_t sz = static_cast<size_t>(rows) * cols;
+            const Vec x = randomVec(rng, sz, -2.0f, 3.0f), gamma = randomVec(rng, cols, 0.5f, 1.5f),
+                      beta = randomVec(rng, cols), dy = randomVec(rng, sz), dx0 = randomVec(rng, sz),
+                      dg0 = randomVec(rng, cols), db0 = randomVec(rng, cols);
+            const std::string ctx = std::to_string(rows) + "x" + std::to_string(cols);
+            if (!compareAll("layerNorm", ctx, [&](Backend& be) {
+                    Tensor X = up(be, x), G = up(be, gamma), B = up(be, beta), Y = be.empty(Shape{static_cast<int64_t>(sz)}),
+                           M = be.empty(Shape{rows}), R = be.empty(Shape{rows});
+                    be.layerNormForward(Y.f32(), M.f32(), R.f32(), X.f32(), G.f32(), B.f32(), rows, cols, 1e-5f);
+                    return Outputs{down(be, Y), down(be, M), down(be, R)};
+                }))
+                return;
+            if (!compareAll("layerNormBackward", ctx, [&](Backend& be) {
+                    Tensor X = up(be, x), G = up(be, gamma), B = up(be, beta), Y = be.empty(Shape{static_cast<int64_t>(sz)}),
+                           M = be.empty(Shape{rows}), R = be.empty(Shape{rows});
+                    Tensor DY = up(be, dy), DX = up(be, dx0), DG = up(be, dg0), DB = up(be, db0);
+                    be.layerNormForward(Y.f32(), M.f32(), R.f32(), X.f32(), G.f32(), B.f32(), rows, cols, 1e-5f);
+                    be.layerNormBackward(DX.f32(), DG.f32(), DB.f32(), DY.f32(), X.f32(), G.f32(), M.f32(), R.f32(),
+                                         rows, cols);
+                    return Outputs{down(be, DX), down(be, DG), down(be, DB)};
+                }))
+                return;
+        }
+    }
+
+    // ---- dropout and embedding ---------------------------------------------------------------
+
+    void dropout() {
+        std::mt19937 rng(14);
+        for (float p : {0.0f, 0.1f, 0.5f, 0.9f, 1.0f})
+            for (int n : {1, 17, 10001}) {
+                const Vec x = randomVec(rng, n), dy = randomVec(rng, n), dx0 = randomVec(rng, n);
+                const uint64_t seed = 0x1234u + static_cast<uint64_t>(n);
+                const std::string ctx = "p=" + std::to_string(p) + " n=" + std::to_string(n);
+                if (!compareAll("dropout", ctx, [&](Backend& be) {
+                        Tensor X = up(be, x), Y = be.empty(Shape{n}), DY = up(be, dy), DX = up(be, dx0);
+                        be.dropoutForward(Y.f32(), X.f32(), n, p, seed);
+                        be.dropoutBackward(DX.f32(), DY.f32(), n, p, seed);
+                        return Outputs{down(be, Y), down(be, DX)};
+                    }))
+                    return;
+            }
+        // The keep rate is about 1 - p.
+        Vec ones(100000, 1.0f), y(ones.size());
+        Tensor X = up(*m_ref, ones), Y = m_ref->empty(Shape{static_cast<int64_t>(ones.size())});
+        m_ref->dropoutForward(Y.f32(), X.f32(), static_cast<int64_t>(ones.size()), 0.3f, 99);
+        y = down(*m_ref, Y);
+        const auto kept = std::count_if(y.begin(), y.end(), [](float v) { return v != 0.0f; });
+        QVERIFY2(std::abs(static_cast<double>(kept) / ones.size() - 0.7) < 0.01, std::to_string(kept).c_str());
+    }
+
+    void embedding() {
+        std::mt19937 rng(15);
+        for (int trial = 0; trial < 6; ++trial) {
+            const int vocab = pick(rng, {1, 3, 17, 1000}), dim = pick(rng, {1, 3, 33, 64});
+            const int count = pick(rng, {1, 5, 64, 300});  // more ids than rows: repeated ids accumulate
+            std::uniform_int_distribution<int> id(0, vocab - 1);
+            Vec ids(static_cast<size_t>(count));
+            for (float& v : ids) v = static_cast<float>(id(rng));
+            const Vec table = randomVec(rng, static_cast<size_t>(vocab) * dim),
+                      dy = randomVec(rng, static_cast<size_t>(count) * dim),
+                      dt0 = randomVec(rng, static_cast<size_t>(vocab) * dim);
+            const std::string ctx = "vocab " + std::to_string(vocab) + " dim " + std::to_string(dim) + " count " +
+                                    std::to_string(count);
+            // Backward sums repeated ids in some order; allow float rounding there.
+            if (!compareAll("embedding", ctx, [&](Backend& be) {
+                    Tensor T = up(be, table), I = up(be, ids), Y = be.empty(Shape{static_cast<int64_t>(count) * dim});
+                    be.embeddingForward(Y.f32(), T.f32(), I.f32(), count, dim, vocab);
+                    return Outputs{down(be, Y)};
+                }))
+                return;
+            if (!compareAll("embeddingBackward", ctx, [&](Backend& be) {
+                    Tensor I = up(be, ids), DY = up(be, dy), DT = up(be, dt0);
+                    be.embeddingBackward(DT.f32(), DY.f32(), I.f32(), count, dim, vocab);
+                    return Outputs{down(be, DT)};
+                }))
+                return;
+        }
+    }
+
+    // ---- optimizers ----------------------------------------------------------------------------
+
+    void optimizers() {
+        std::mt19937 rng(16);
+        for (int n : {1, 3, 17, 33, 10007}) {
+            const Vec w0 = randomVec(rng, n), g1 = randomVec(rng, n), g2 = randomVec(rng, n), g3 = randomVec(rng, n);
+            for (int variant = 0; variant < 4; ++variant) {
+                SgdParams p;
+                p.lr = 0.05f;
+                p.momentum = variant == 0 ? 0.0f : 0.9f;
+                p.weightDecay = variant >= 2 ? 1e-2f : 0.0f;
+                p.nesterov = variant == 3;
+                const std::string ctx = "n=" + std::to_string(n) + " sgd variant " + std::to_string(variant);
+                if (!compareAll("sgdUpdate", ctx, [&](Backend& be) {
+                        Tensor W = up(be, w0), V = be.zeros(Shape{n});
+                        for (const Vec* g : {&g1, &g2, &g3}) {
+                            Tensor G = up(be, *g);
+                            be.sgdUpdate(W.f32(), p.momentum != 0.0f ? V.f32() : nullptr, G.f32(), n, p);
+                        }
+                        return Outputs{down(be, W), down(be, V)};
+                    }))
+                    return;
+            }
+            for (int variant = 0; variant < 3; ++variant) {
+                AdamParams p;
+                p.lr = 1e-2f;
+                p.weightDecay = variant == 0 ? 0.0f : 0.05f;
+                p.decoupled = variant == 2;
+                const std::string ctx = "n=" + std::to_string(n) + " adam variant " + std::to_string(variant);
+                if (!compareAll("adamUpdate", ctx, [&](Backend& be) {
+                        Tensor W = up(be, w0), M = be.zeros(Shape{n}), V = be.zeros(Shape{n});
+                        int64_t step = 1;
+                        for (const Vec* g : {&g1, &g2, &g3}) {
+                            Tensor G = up(be, *g);
+                            AdamParams q = p;
+                            q.step = step++;
+                            be.adamUpdate(W.f32(), M.f32(), V.f32(), G.f32(), n, q);
+                        }
+                        return Outputs{down(be, W), down(be, M), down(be, V)};
+                    }))
+                    return;
+            }
+        }
+    }
+
+    // ---- errors: every backend refuses bad arguments the same way ----------------------------------
+
+    void errors() {
+        std::vector<Backend*> all{m_ref.get()};
+        for (NamedBackend& nb : m_fast) all.push_back(nb.backend.get());
+        for (Backend* be : all) {
+            const std::string who = be->name();
+            // Embedding: the message names the id and the vocabulary size.
+            Tensor T = be->zeros(Shape{4 * 2}), I = up(*be, Vec{1, 4}), Y = be->empty(Shape{2 * 2});
+            try {
+                be->embeddingForward(Y.f32(), T.f32(), I.f32(), 2, 2, 4);
+                QFAIL(("embedding accepted id 4 of a 4-word vocabulary on " + who).c_str());
+            } catch (const BackendError& e) {
+                const std::string msg = e.what();
+                QVERIFY2(msg.find('4') != std::string::npos && msg.find("vocab") != std::string::npos,
+                         msg.c_str());
+            }
+            Tensor Neg = up(*be, Vec{-1, 0});
+            QVERIFY_THROWS_EXCEPTION(BackendError,
+                                     be->embeddingBackward(T.f32(), Y.f32(), Neg.f32(), 2, 2, 4));
+            // A label outside [0, cols).
+            Tensor L = be->zeros(Shape{6}), Lab = upLabels(*be, {0, 3}), D = be->empty(Shape{6});
+            QVERIFY_THROWS_EXCEPTION(BackendError,
+                                     be->softmaxCrossEntropy(nullptr, D.f32(), L.f32(), Lab.i32(), 2, 3, 1.0f));
+            // Channels not divisible by groups.
+            ConvDesc d;
+            d.c = 3, d.k = 4, d.groups = 2, d.h = d.w = 4;
+            Tensor X = be->zeros(Shape{64}), W = be->zeros(Shape{64}), O = be->zeros(Shape{64});
+            QVERIFY_THROWS_EXCEPTION(BackendError, be->conv2dForward(O.f32(), X.f32(), W.f32(), d));
+        }
+    }
+
+    // ---- the reference itself: hand-computed values ------------------------------------------------
+
+    void referenceConvByHand() {
+        Backend& be = *m_ref;
+        // x = 1..9 (3x3), w = [[1,0],[0,-1]]: each output is x[i][j] - x[i+1][j+1] = -4.
+        ConvDesc d;
+        d.h = d.w = 3, d.r = d.s = 2;
+        Tensor X = up(be, Vec{1, 2, 3, 4, 5, 6, 7, 8, 9}), W = up(be, Vec{1, 0, 0, -1}), Y = be.empty(Shape{4});
+        be.conv2dForward(Y.f32(), X.f32(), W.f32(), d);
+        CHECK_VEC(down(be, Y), (Vec{-4, -4, -4, -4}));
+        // dy = ones: dw[r][s] is the sum of the window of x it multiplies; dx is the full correlation.
+        Tensor DY = up(be, Vec{1, 1, 1, 1}), DW = be.zeros(Shape{4}), DX = be.zeros(Shape{9});
+        be.conv2dBackwardFilter(DW.f32(), DY.f32(), X.f32(), d);
+        be.conv2dBackwardData(DX.f32(), DY.f32(), W.f32(), d);
+        CHECK_VEC(down(be, DW), (Vec{12, 16, 24, 28}));
+        CHECK_VEC(down(be, DX), (Vec{1, 1, 0, 1, 0, -1, 0, -1, -1}));
+        // Backward accumulates: a second call doubles the gradients.
+        be.conv2dBackwardFilter(DW.f32(), DY.f32(), X.f32(), d);
+        CHECK_VEC(down(be, DW), (Vec{24, 32, 48, 56}));
+        // Padding 1, stride 2 with a 1x1-ones kernel on 2 channels in 2 groups picks x at (2i-1, 2j-1) or 0.
+        ConvDesc p;
+        p.c = 2, p.k = 2, p.groups = 2, p.h = p.w = 3, p.r = p.s = 1, p.strideH = p.strideW = 2, p.padH = p.padW = 1;
+        QCOMPARE(p.outH(), 3);
+        Tensor X2 = up(be, Vec{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 20, 30, 40, 50, 60, 70, 80, 90});
+        Tensor W2 = up(be, Vec{1, 2}), Y2 = be.empty(Shape{18});
+        be.conv2dForward(Y2.f32(), X2.f32(), W2.f32(), p);
+        CHECK_VEC(down(be, Y2), (Vec{0, 0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0, 0, 100, 0, 0, 0, 0}));
+    }
+
+    void referenceSoftmaxAndLossesByHand() {
+        Backend& be = *m_ref;
+        Tensor X = up(be, Vec{1, 2, 3}), Y = be.empty(Shape{3});
+        be.softmaxForward(Y.f32(), X.f32(), 1, 3);
+        const Vec y = down(be, Y);
+        const double e1 = std::exp(1.0), e2 = std::exp(2.0), e3 = std::exp(3.0), z = e1 + e2 + e3;
+        QCOMPARE(y[0], static_cast<float>(e1 / z));  // 0.0900306
+        QCOMPARE(y[2], static_cast<float>(e3 / z));  // 0.6652410
+        // Cross-entropy of label 2 is -log(0.665241) = 0.407606; dlogits = softmax - onehot, scaled by 0.5.
+        Tensor Lab = upLabels(be, {2}), L = be.empty(Shape{1}), D = be.empty(Shape{3});
+        be.softmaxCrossEntropy(L.f32(), D.f32(), X.f32(), Lab.i32(), 1, 3, 0.5f);
+        QCOMPARE(down(be, L)[0], static_cast<float>(std::log(z) - 3.0));
+        const Vec dl = down(be, D);
+        QCOMPARE(dl[0], static_cast<float>(0.5 * e1 / z));
+        QCOMPARE(dl[2], static_cast<float>(0.5 * (e3 / z - 1.0)));
+        // Huge logits stay finite.
+        Tensor Big = up(be, Vec{1000, 0}), Lab0 = upLabels(be, {1});
+        be.softmaxCrossEntropy(L.f32(), nullptr, Big.f32(), Lab0.i32(), 1, 2, 1.0f);
+        QCOMPARE(down(be, L)[0], 1000.0f);
+        // BCE of logit 0 against 1 is log 2, gradient (0.5 - 1) / cols.
+        Tensor B = up(be, Vec{0, 0}), T = up(be, Vec{1, 0}), DB = be.empty(Shape{2});
+        be.bceWithLogits(L.f32(), DB.f32(), B.f32(), T.f32(), 1, 2, 1.0f);
+        QCOMPARE(down(be, L)[0], static_cast<float>(std::log(2.0)));
+        CHECK_VEC(down(be, DB), (Vec{-0.25f, 0.25f}));
+        // MSE: ((1-0)^2 + (2-4)^2) / 2 = 2.5, dpred = 2 (p - t) / 2.
+        Tensor P = up(be, Vec{1, 2}), Q = up(be, Vec{0, 4});
+        be.mseLoss(L.f32(), DB.f32(), P.f32(), Q.f32(), 1, 2, 1.0f);
+        QCOMPARE(down(be, L)[0], 2.5f);
+        CHECK_VEC(down(be, DB), (Vec{1.0f, -2.0f}));
+        // GELU(1) = Phi(1) = 0.8413447; GELU'(1) = Phi(1) + phi(1) = 1.0833155.
+        Tensor G = up(be, Vec{1}), GY = be.empty(Shape{1}), GD = be.zeros(Shape{1}), One = up(be, Vec{1});
+        be.activationForward(GY.f32(), G.f32(), 1, Activation::GELU, 0.0f);
+        be.activationBackward(GD.f32(), One.f32(), G.f32(), GY.f32(), 1, Activation::GELU, 0.0f);
+        QVERIFY(std::fabs(down(be, GY)[0] - 0.8413447f) < 1e-6f);
+        QVERIFY(std::fabs(down(be, GD)[0] - 1.0833155f) < 1e-6f);
+    }
+
+    void referencePoolingByHand() {
+        Backend& be = *m_ref;
+        PoolDesc d;  // 2x2 max over a 2x2 image of ties: the first element takes the gradient
+        d.h = d.w = 2;
+        Tensor X = up(be, Vec{3, 3, 3, 3}), Y = be.empty(Shape{1}), DY = up(be, Vec{1}), DX = be.zeros(Shape{4});
+        be.pool2dForward(Y.f32(), X.f32(), d);
+        be.pool2dBackward(DX.f32(), DY.f32(), X.f32(), Y.f32(), d);
+        CHECK_VEC(down(be, DX), (Vec{1, 0, 0, 0}));
+        Tensor X2 = up(be, Vec{1, 5, 5, 2}), DX2 = be.zeros(Shape{4});
+        be.pool2dForward(Y.f32(), X2.f32(), d);
+        QCOMPARE(down(be, Y)[0], 5.0f);
+        be.pool2dBackward(DX2.f32(), DY.f32(), X2.f32(), Y.f32(), d);
+        CHECK_VEC(down(be, DX2), (Vec{0, 1, 0, 0}));
+        // Average 2x2, stride 1, padding 1 over [[1,2],[3,4]]: the corner window holds only x[0][0].
+        PoolDesc a;
+        a.mode = PoolMode::Average, a.h = a.w = 2, a.strideH = a.strideW = 1, a.padH = a.padW = 1;
+        Tensor XA = up(be, Vec{1, 2, 3, 4}), YA = be.empty(Shape{9}), DYA = up(be, Vec{0, 0, 0, 0, 1, 0, 0, 0, 0}),
+               DXA = be.zeros(Shape{4});
+        be.pool2dForward(YA.f32(), XA.f32(), a);
+        CHECK_VEC(down(be, YA), (Vec{1, 1.5f, 2, 2, 2.5f, 3, 3, 3.5f, 4}));
+        be.pool2dBackward(DXA.f32(), DYA.f32(), XA.f32(), YA.f32(), a);
+        CHECK_VEC(down(be, DXA), (Vec{0.25f, 0.25f, 0.25f, 0.25f}));
+    }
+
+    void referenceOptimizersByHand() {
+        Backend& be = *m_ref;
+        // SGD, lr 0.1, momentum 0.9, weight decay 0.1, w = 1, g = 0.5 twice:
+        // g' = 0.6, v = 0.6, w = 0.94; then g' = 0.594, v = 1.134, w = 0.8266.
+        SgdParams s;
+        s.lr = 0.1f, s.momentum = 0.9f, s.weightDecay = 0.1f;
+        Tensor W = up(be, Vec{1}), V = be.zeros(Shape{1}), G = up(be, Vec{0.5f});
+        be.sgdUpdate(W.f32(), V.f32(), G.f32(), 1, s);
+        QVERIFY(std::fabs(down(be, W)[0] - 0.94f) < 1e-6f);
+        be.sgdUpdate(W.f32(), V.f32(), G.f32(), 1, s);
+        QVERIFY(std::fabs(down(be, V)[0] - 1.134f) < 1e-6f);
+        QVERIFY(std::fabs(down(be, W)[0] - 0.8266f) < 1e-6f);
+        // Nesterov: v = 0.6, step = 0.6 + 0.9 * 0.6 = 1.14, w = 0.886.
+        s.nesterov = true;
+        Tensor W2 = up(be, Vec{1}), V2 = be.zeros(Shape{1});
+        be.sgdUpdate(W2.f32(), V2.f32(), G.f32(), 1, s);
+        QVERIFY(std::fabs(down(be, W2)[0] - 0.886f) < 1e-6f);
+        // Adam step 1: m_hat = g, v_hat = g^2, so w moves by lr (0.1) whatever g is. With L2 decay 0.1 the
+        // same holds for g' = g + 0.1 w; AdamW first shrinks w by 1 - lr*wd = 0.99: 0.99 - 0.1 = 0.89.
+        AdamParams a;
+        a.lr = 0.1f, a.weightDecay = 0.1f;
+        Tensor WA = up(be, Vec{1}), MA = be.zeros(Shape{1}), VA = be.zeros(Shape{1});
+        be.adamUpdate(WA.f32(), MA.f32(), VA.f32(), G.f32(), 1, a);
+        QVERIFY(std::fabs(down(be, WA)[0] - 0.9f) < 1e-6f);
+        QVERIFY(std::fabs(down(be, MA)[0] - 0.06f) < 1e-7f);  // (1 - 0.9) * 0.6
+        a.decoupled = true;
+        Tensor WB = up(be, Vec{1}), MB = be.zeros(Shape{1}), VB = be.zeros(Shape{1});
+        be.adamUpdate(WB.f32(), MB.f32(), VB.f32(), G.f32(), 1, a);
+        QVERIFY(std::fabs(down(be, WB)[0] - 0.89f) < 1e-6f);
+        // Step 2 with g = 0.5 again (AdamW): m = 0.9*0.05 + 0.05 = 0.095, v = 0.999*0.00025 + 0.00025,
+        // w = 0.89 * 0.99 - 0.1 * (m / 0.19) / (sqrt(v / 0.001999) + 1e-8).
+        a.step = 2;
+        be.adamUpdate(WB.f32(), MB.f32(), VB.f32(), G.f32(), 1, a);
+        const double m2 = 0.095, v2 = 0.999 * 0.00025 + 0.00025;
+        const double w2 = 0.89 * 0.99 - 0.1 * (m2 / 0.19) / (std::sqrt(v2 / (1 - 0.999 * 0.999)) + 1e-8);
+        QVERIFY2(std::fabs(down(be, WB)[0] - w2) < 1e-6, std::to_string(down(be, WB)[0]).c_str());
+    }
+
+    void referenceNormalizationByHand() {
+        Backend& be = *m_ref;
+        // One channel, values 1..4: mean 2.5, biased var 1.25 (normalizes), unbiased 5/3 (running var).
+        Tensor X = up(be, Vec{1, 2, 3, 4}), Y = be.empty(Shape{4}), M = be.empty(Shape{1}), S = be.empty(Shape{1});
+        Tensor RM = be.zeros(Shape{1}), RV = up(be, Vec{1});
+        be.batchNormForwardTraining(Y.f32(), M.f32(), S.f32(), RM.f32(), RV.f32(), X.f32(), nullptr, nullptr, 4, 1, 1,
+                                    0.1f, 0.0f);
+        QCOMPARE(down(be, M)[0], 2.5f);
+        QCOMPARE(down(be, S)[0], static_cast<float>(1.0 / std::sqrt(1.25)));
+        QCOMPARE(down(be, RM)[0], 0.25f);
+        QVERIFY(std::fabs(down(be, RV)[0] - static_cast<float>(0.9 + 0.1 * 5.0 / 3.0)) < 1e-7f);
+        QCOMPARE(down(be, Y)[0], static_cast<float>(-1.5 / std::sqrt(1.25)));
+        // Layer norm over [1, 2, 3, 4] gives the same normalized values.
+        Tensor LY = be.empty(Shape{4});
+        be.layerNormForward(LY.f32(), nullptr, nullptr, X.f32(), nullptr, nullptr, 1, 4, 0.0f);
+        CHECK_VEC(down(be, LY), down(be, Y));
+    }
+
+    // ---- the reference itself: backward ops are the derivatives of forward ops ----------------------
+
+    void referenceFiniteDifferences() {
+        Backend& be = *m_ref;
+        std::mt19937 rng(17);
+        {
+            ConvDesc d;
+            d.n = 2, d.c = 4, d.h = 6, d.w = 5, d.k = 4, d.r = 3, d.s = 2, d.strideH = 2, d.padH = 1, d.padW = 1;
+            d.dilationW = 2, d.groups = 2;
+            const size_t xs = 2 * 4 * 6 * 5, ws = 4 * 2 * 3 * 2, ys = static_cast<size_t>(2) * 4 * d.outH() * d.outW();
+            const Vec x = randomVec(rng, xs), w = randomVec(rng, ws), r = randomVec(rng, ys);
+            Tensor X = up(be, x), W = up(be, w), R = up(be, r), DX = be.zeros(Shape{(int64_t)xs}),
+                   DW = be.zeros(Shape{(int64_t)ws});
+            be.conv2dBackwardData(DX.f32(), R.f32(), W.f32(), d);
+            be.conv2dBackwardFilter(DW.f32(), R.f32(), X.f32(), d);
+            auto convWith = [&](const Vec& xv, const Vec& wv) {
+                Tensor XX = up(be, xv), WW = up(be, wv), YY = be.empty(Shape{(int64_t)ys});
+                be.conv2dForward(YY.f32(), XX.f32(), WW.f32(), d);
+                return down(be, YY);
+            };
+            if (!gradCheck("conv2d dx", x, down(be, DX), [&](const Vec& v) { return convWith(v, w); }, r)) return;
+            if (!gradCheck("conv2d dw", w, down(be, DW), [&](const Vec& v) { return convWith(x, v); }, r)) return;
+        }
+        for (PoolMode mode : {PoolMode::Max, PoolMode::Average}) {
+            PoolDesc d;
+            d.mode = mode, d.n = 2, d.c = 2, d.h = 7, d.w = 6, d.kernelH = 3, d.kernelW = 2, d.strideH = 2;
+            d.strideW = 2, d.padH = 1;
+            const size_t xs = 2 * 2 * 7 * 6, ys = static_cast<size_t>(4) * d.outH() * d.outW();
+            // Well-separated values so that a step of 1e-2 never changes which element is the maximum.
+            Vec x(xs);
+            for (size_t i = 0; i < xs; ++i) x[i] = static_cast<float>((i * 37) % xs) * 0.1f;
+            const Vec r = randomVec(rng, ys);
+            Tensor X = up(be, x), Y = be.empty(Shape{(int64_t)ys}), R = up(be, r), DX = be.zeros(Shape{(int64_t)xs});
+            be.pool2dForward(Y.f32(), X.f32(), d);
+            be.pool2dBackward(DX.f32(), R.f32(), X.f32(), Y.f32(), d);
+            auto fwd = [&](const Vec& v) {
+                Tensor XX = up(be, v), YY = be.empty(Shape{(int64_t)ys});
+                be.pool2dForward(YY.f32(), XX.f32(), d);
+                return down(be, YY);
+            };
+            if (!gradCheck(mode == PoolMode::Max ? "maxpool" : "avgpool", x, down(be, DX), fwd, r)) return;
+        }
+        for (Activation act : {Activation::LeakyReLU, Activation::GELU, Activation::Sigmoid, Activation::Tanh}) {
+            Vec x = randomVec(rng, 50, -3.0f, 3.0f);
+            for (float& v : x)
+                if (std::fabs(v) < 0.05f) v = 0.5f;  // keep away from the LeakyReLU kink
+            const Vec r = randomVec(rng, 50);
+            Tensor X = up(be, x), Y = be.empty(Shape{50}), R = up(be, r), DX = be.zeros(Shape{50});
+            be.activationForward(Y.f32(), X.f32(), 50, act, 0.2f);
+            be.activationBackward(DX.f32(), R.f32(), X.f32(), Y.f32(), 50, act, 0.2f);
+            auto fwd = [&](const Vec& v) {
+                Tensor XX = up(be, v), YY = be.empty(Shape{50});
+                be.activationForward(YY.f32(), XX.f32(), 50, act, 0.2f);
+                return down(be, YY);
+            };
+            if (!gradCheck("activation " + std::to_string(static_cast<int>(act)), x, down(be, DX), fwd, r, 1e-3))
+                return;
+        }
+        {
+            const int rows = 3, cols = 7;
+            const Vec x = randomVec(rng, rows * cols, -2.0f, 2.0f), r = randomVec(rng, rows * cols);
+            const Vec gamma = randomVec(rng, cols, 0.5f, 1.5f), beta = randomVec(rng, cols);
+            Tensor X = up(be, x), Y = be.empty(Shape{rows * cols}), R = up(be, r), DX = be.zeros(Shape{rows * cols});
+            be.softmaxForward(Y.f32(), X.f32(), rows, cols);
+            be.softmaxBackward(DX.f32(), R.f32(), Y.f32(), rows, cols);
+            auto softmaxFwd = [&](const Vec& v) {
+                Tensor XX = up(be, v), YY = be.empty(Shape{rows * cols});
+                be.softmaxForward(YY.f32(), XX.f32(), rows, cols);
+                return down(be, YY);
+            };
+            if (!gradCheck("softmax", x, down(be, DX), softmaxFwd, r, 1e-3)) return;
+
+            Tensor G = up(be, gamma), B = up(be, beta), M = be.empty(Shape{rows}), S = be.empty(Shape{rows});
+            Tensor LDX = be.zeros(Shape{rows * cols}), DG = be.zeros(Shape{cols}), DB = be.zeros(Shape{cols});
+            be.layerNormForward(Y.f32(), M.f32(), S.f32(), X.f32(), G.f32(), B.f32(), rows, cols, 1e-5f);
+            be.layerNormBackward(LDX.f32(), DG.f32(), DB.f32(), R.f32(), X.f32(), G.f32(), M.f32(), S.f32(), rows,
+                                 cols);
+            auto lnFwd = [&](const Vec& v, const Vec& g) {
+                Tensor XX = up(be, v), GG = up(be, g), YY = be.empty(Shape{rows * cols});
+                be.layerNormForward(YY.f32(), nullptr, nullptr, XX.f32(), GG.f32(), B.f32(), rows, cols, 1e-5f);
+                return down(be, YY);
+            };
+            if (!gradCheck("layerNorm dx", x, down(be, LDX), [&](const Vec& v) { return lnFwd(v, gamma); }, r, 1e-3))
+                return;
+            if (!gradCheck("layerNorm dgamma", gamma, down(be, DG), [&](const Vec& g) { return lnFwd(x, g); }, r,
+                           1e-3))
+                return;
+
+            // Batch norm over the same numbers viewed as [n=3, c=7, inner=1].
+            Tensor BM = be.empty(Shape{cols}), BS = be.empty(Shape{cols}), BDX = be.zeros(Shape{rows * cols});
+            Tensor BDG = be.zeros(Shape{cols}), BDB = be.zeros(Shape{cols});
+            be.batchNormForwardTraining(Y.f32(), BM.f32(), BS.f32(), nullptr, nullptr, X.f32(), G.f32(), B.f32(), rows,
+                                        cols, 1, 0.1f, 1e-5f);
+            be.batchNormBackward(BDX.f32(), BDG.f32(), BDB.f32(), R.f32(), X.f32(), G.f32(), BM.f32(), BS.f32(), rows,
+                                 cols, 1);
+            auto bnFwd = [&](const Vec& v) {
+                Tensor XX = up(be, v), YY = be.empty(Shape{rows * cols}), MM = be.empty(Shape{cols}),
+                       SS = be.empty(Shape{cols});
+                be.batchNormForwardTraining(YY.f32(), MM.f32(), SS.f32(), nullptr, nullptr, XX.f32(), G.f32(), B.f32(),
+                                            rows, cols, 1, 0.1f, 1e-5f);
+                return down(be, YY);
+            };
+            if (!gradCheck("batchNorm dx", x, down(be, BDX), bnFwd, r, 1e-3)) return;
+
+            // Cross-entropy: dlogits (gradScale 1) is the derivative of the summed loss.
+            std::vector<int32_t> labels{2, 0, 6};
+            Tensor Lab = upLabels(be, labels), L = be.empty(Shape{rows}), D = be.empty(Shape{rows * cols});
+            be.softmaxCrossEntropy(L.f32(), D.f32(), X.f32(), Lab.i32(), rows, cols, 1.0f);
+            auto ceFwd = [&](const Vec& v) {
+                Tensor XX = up(be, v), LL = be.empty(Shape{rows});
+                be.softmaxCrossEntropy(LL.f32(), nullptr, XX.f32(), Lab.i32(), rows, cols, 1.0f);
+                return down(be, LL);
+            };
+            if (!gradCheck("softmaxCrossEntropy", x, down(be, D), ceFwd, Vec(rows, 1.0f), 1e-3)) return;
+            Tensor T = up(be, randomVec(rng, rows * cols, 0.0f, 1.0f));
+            be.bceWithLogits(L.f32(), D.f32(), X.f32(), T.f32(), rows, cols, 1.0f);
+            auto bceFwd = [&](const Vec& v) {
+                Tensor XX = up(be, v), LL = be.empty(Shape{rows});
+                be.bceWithLogits(LL.f32(), nullptr, XX.f32(), T.f32(), rows, cols, 1.0f);
+                return down(be, LL);
+            };
+            if (!gradCheck("bceWithLogits", x, down(be, D), bceFwd, Vec(rows, 1.0f), 1e-3)) return;
+        }
+    }
+
+    void memoryTracking() {
+        CpuBackend be(1);
+        QCOMPARE(be.bytesInUse(), size_t(0));
+        {
+            Tensor a = be.empty(Shape{1000});
+            Tensor b = be.empty(Shape{10});
+            QCOMPARE(be.bytesInUse(), size_t(4040));
+            QCOMPARE(reinterpret_cast<uintptr_t>(a.raw()) % 64, uintptr_t(0));
+            QCOMPARE(reinterpret_cast<uintptr_t>(b.raw()) % 64, uintptr_t(0));
+        }
+        QCOMPARE(be.bytesInUse(), size_t(0));
+        QCOMPARE(be.peakBytes(), size_t(4040));
+        QVERIFY_THROWS_EXCEPTION(OutOfMemoryError, be.allocate(size_t(1) << 62));
+    }
+
+    void threadsAndModes() {
+        CpuBackend be(3, true);
+        QCOMPARE(be.threads(), 3);
+        QVERIFY(be.referenceMode());
+        be.setReferenceMode(false);
+        be.setThreads(0);
+        QVERIFY(be.threads() >= 1);
+        QVERIFY(!be.referenceMode());
+        QCOMPARE(be.name(), std::string("cpu"));
+    }
+};
+
+QTEST_APPLESS_MAIN(TestBackendOps)
+#include "test_backend_ops.moc"
