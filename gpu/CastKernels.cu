@@ -1,9 +1,8 @@
 // f32 <-> bf16 / fp16 conversion kernels.
-#include "gpu/CastKernels.cuh"
-
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include "gpu/CastKernels.cuh"
 #include "gpu/CudaCheck.h"
 #include "gpu/DeviceUtils.cuh"
 

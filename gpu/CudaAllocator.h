@@ -33,9 +33,9 @@ public:
     // Gives cached (free) blocks back to the driver.
     void releaseCached();
 
-    size_t bytesInUse() const;       // sum of size classes handed out
+    size_t bytesInUse() const;  // sum of size classes handed out
     size_t peakBytes() const;
-    size_t cachedBytes() const;      // free blocks kept for reuse
+    size_t cachedBytes() const;          // free blocks kept for reuse
     uint64_t deviceMallocCount() const;  // cudaMalloc calls so far
 
     // The size class of a request (exposed for tests).

@@ -45,8 +45,8 @@ CudaBackend::CudaBackend(int index) : m_index(index), m_label("cuda:" + std::to_
     const cudaError_t err = cudaGetDeviceCount(&count);
     if (err != cudaSuccess) {
         (void)cudaGetLastError();
-        throw BackendError(m_label + ": no CUDA driver or device (cudaGetDeviceCount: " +
-                           std::string(cudaGetErrorString(err)) + ")");
+        throw BackendError(
+            m_label + ": no CUDA driver or device (cudaGetDeviceCount: " + std::string(cudaGetErrorString(err)) + ")");
     }
     if (index < 0 || index >= count)
         throw BackendError(m_label + ": no such device (" + std::to_string(count) + " CUDA device" +
@@ -68,8 +68,8 @@ CudaBackend::CudaBackend(int index) : m_index(index), m_label("cuda:" + std::to_
         CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&m_errorFlag), kDeviceErrorWords * sizeof(int)));
         CUDA_CHECK(cudaMemset(m_errorFlag, 0, kDeviceErrorWords * sizeof(int)));
         CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&m_errorHost), kDeviceErrorWords * sizeof(int)));
-        CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&m_reduceScratch),
-                              (reduceScratchDoubles() + 1) * sizeof(double)));
+        CUDA_CHECK(
+            cudaMalloc(reinterpret_cast<void**>(&m_reduceScratch), (reduceScratchDoubles() + 1) * sizeof(double)));
         CUDA_CHECK(cudaMallocHost(&m_resultHost, 16));
     } catch (...) {
         release();
@@ -77,7 +77,9 @@ CudaBackend::CudaBackend(int index) : m_index(index), m_label("cuda:" + std::to_
     }
 }
 
-CudaBackend::~CudaBackend() { release(); }
+CudaBackend::~CudaBackend() {
+    release();
+}
 
 void CudaBackend::release() noexcept {
     // Teardown reports nothing: a destructor cannot throw, and a failed context has nothing left to free.
@@ -119,7 +121,9 @@ void CudaBackend::release() noexcept {
     (void)cudaGetLastError();
 }
 
-void CudaBackend::activate() const { CUDA_CHECK(cudaSetDevice(m_index)); }
+void CudaBackend::activate() const {
+    CUDA_CHECK(cudaSetDevice(m_index));
+}
 
 // ---- settings -------------------------------------------------------------------
 
@@ -159,12 +163,22 @@ void* CudaBackend::allocate(size_t bytes) {
     return m_allocator->allocate(bytes);
 }
 
-void CudaBackend::deallocate(void* ptr, size_t) { m_allocator->deallocate(ptr); }
+void CudaBackend::deallocate(void* ptr, size_t) {
+    m_allocator->deallocate(ptr);
+}
 
-size_t CudaBackend::bytesInUse() const { return m_allocator->bytesInUse(); }
-size_t CudaBackend::peakBytes() const { return m_allocator->peakBytes(); }
-size_t CudaBackend::cachedBytes() const { return m_allocator->cachedBytes(); }
-uint64_t CudaBackend::deviceMallocCount() const { return m_allocator->deviceMallocCount(); }
+size_t CudaBackend::bytesInUse() const {
+    return m_allocator->bytesInUse();
+}
+size_t CudaBackend::peakBytes() const {
+    return m_allocator->peakBytes();
+}
+size_t CudaBackend::cachedBytes() const {
+    return m_allocator->cachedBytes();
+}
+uint64_t CudaBackend::deviceMallocCount() const {
+    return m_allocator->deviceMallocCount();
+}
 
 void CudaBackend::releaseCachedMemory() {
     activate();
@@ -215,19 +229,20 @@ void CudaBackend::checkDeviceErrors() {
     CUDA_CHECK(cudaStreamSynchronize(m_stream));
     const std::string range = " is outside [0, " + std::to_string(limit) + ")";
     switch (code) {
-    case kEmbeddingForwardId:
-    case kEmbeddingBackwardId:
-        throw BackendError(std::string(code == kEmbeddingForwardId ? "embeddingForward" : "embeddingBackward") +
-                           " on " + m_label + ": id " + std::to_string(value) + " at position " +
-                           std::to_string(position) + " is not an integer in [0, " + std::to_string(limit) +
-                           ") (vocabulary size " + std::to_string(limit) + ")");
-    case kCrossEntropyLabel:
-        throw BackendError("softmaxCrossEntropy on " + m_label + ": label " + std::to_string(value) + " of row " +
-                           std::to_string(position) + range);
-    case kCountCorrectLabel:
-        throw BackendError("countCorrect on " + m_label + ": label " + std::to_string(value) + " of row " +
-                           std::to_string(position) + range);
-    default: throw BackendError(m_label + ": a kernel reported error code " + std::to_string(code));
+        case kEmbeddingForwardId:
+        case kEmbeddingBackwardId:
+            throw BackendError(std::string(code == kEmbeddingForwardId ? "embeddingForward" : "embeddingBackward") +
+                               " on " + m_label + ": id " + std::to_string(value) + " at position " +
+                               std::to_string(position) + " is not an integer in [0, " + std::to_string(limit) +
+                               ") (vocabulary size " + std::to_string(limit) + ")");
+        case kCrossEntropyLabel:
+            throw BackendError("softmaxCrossEntropy on " + m_label + ": label " + std::to_string(value) + " of row " +
+                               std::to_string(position) + range);
+        case kCountCorrectLabel:
+            throw BackendError("countCorrect on " + m_label + ": label " + std::to_string(value) + " of row " +
+                               std::to_string(position) + range);
+        default:
+            throw BackendError(m_label + ": a kernel reported error code " + std::to_string(code));
     }
 }
 
@@ -252,8 +267,7 @@ CudaBackend::UploadTicket CudaBackend::uploadAsync(void* deviceDst, const void* 
     if (m_computeMarked) CUDA_CHECK(cudaStreamWaitEvent(m_copyStream, m_computeMark, 0));
     CUDA_CHECK(cudaEventRecord(m_computeMark, m_stream));
     m_computeMarked = true;
-    if (bytes > 0)
-        CUDA_CHECK(cudaMemcpyAsync(deviceDst, slot.host, bytes, cudaMemcpyHostToDevice, m_copyStream));
+    if (bytes > 0) CUDA_CHECK(cudaMemcpyAsync(deviceDst, slot.host, bytes, cudaMemcpyHostToDevice, m_copyStream));
     CUDA_CHECK(cudaEventRecord(slot.done, m_copyStream));
     CUDA_CHECK(cudaStreamWaitEvent(m_stream, slot.done, 0));
     slot.ticket = ++m_lastTicket;
@@ -311,8 +325,8 @@ void CudaBackend::gemm(bool transA, bool transB, int m, int n, int k, float alph
     if (m < 0 || n < 0 || k < 0) throw BackendError("gemm: negative size");
     if (m == 0 || n == 0) return;
     activate();
-    CUBLAS_CHECK(cublasSgemm(m_cublas, transB ? CUBLAS_OP_T : CUBLAS_OP_N, transA ? CUBLAS_OP_T : CUBLAS_OP_N, n, m,
-                             k, &alpha, b, ldb, a, lda, &beta, c, ldc));
+    CUBLAS_CHECK(cublasSgemm(m_cublas, transB ? CUBLAS_OP_T : CUBLAS_OP_N, transA ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k,
+                             &alpha, b, ldb, a, lda, &beta, c, ldc));
 }
 
 void CudaBackend::gemmHalf(HalfType type, bool transA, bool transB, int m, int n, int k, float alpha, const void* a,
@@ -321,8 +335,8 @@ void CudaBackend::gemmHalf(HalfType type, bool transA, bool transB, int m, int n
     if (m == 0 || n == 0) return;
     activate();
     const cudaDataType_t t = type == HalfType::BF16 ? CUDA_R_16BF : CUDA_R_16F;
-    CUBLAS_CHECK(cublasGemmEx(m_cublas, transB ? CUBLAS_OP_T : CUBLAS_OP_N, transA ? CUBLAS_OP_T : CUBLAS_OP_N, n, m,
-                              k, &alpha, b, t, ldb, a, t, lda, &beta, c, CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F,
+    CUBLAS_CHECK(cublasGemmEx(m_cublas, transB ? CUBLAS_OP_T : CUBLAS_OP_N, transA ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k,
+                              &alpha, b, t, ldb, a, t, lda, &beta, c, CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F,
                               CUBLAS_GEMM_DEFAULT));
 }
 
@@ -447,8 +461,7 @@ void CudaBackend::dropoutBackward(float* dx, const float* dy, int64_t n, float p
 
 // ---- embedding --------------------------------------------------------------------------------------
 
-void CudaBackend::embeddingForward(float* y, const float* table, const float* ids, int64_t count, int dim,
-                                   int vocab) {
+void CudaBackend::embeddingForward(float* y, const float* table, const float* ids, int64_t count, int dim, int vocab) {
     activate();
     launchEmbeddingForward(m_stream, y, table, ids, count, dim, vocab, m_errorFlag);
     m_errorArmed = true;
@@ -548,8 +561,8 @@ void CudaBackend::adamUpdate(float* w, float* m, float* v, const float* grad, in
     const float stepSize = static_cast<float>(p.lr / bc1);
     const float bc2Sqrt = static_cast<float>(std::sqrt(bc2));
     const float decay = static_cast<float>(1.0 - static_cast<double>(p.lr) * p.weightDecay);
-    launchAdamUpdate(m_stream, w, m, v, grad, n, p.beta1, p.beta2, p.eps, p.weightDecay, p.decoupled, stepSize,
-                     bc2Sqrt, decay);
+    launchAdamUpdate(m_stream, w, m, v, grad, n, p.beta1, p.beta2, p.eps, p.weightDecay, p.decoupled, stepSize, bc2Sqrt,
+                     decay);
 }
 
 }  // namespace strata::gpu

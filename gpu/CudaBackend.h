@@ -148,19 +148,18 @@ public:
                            const float* saveMean, const float* saveInvStd, int n, int c, int inner) override;
     void layerNormForward(float* y, float* mean, float* rstd, const float* x, const float* gamma, const float* beta,
                           int rows, int cols, float eps) override;
-    void layerNormBackward(float* dx, float* dgamma, float* dbeta, const float* dy, const float* x,
-                           const float* gamma, const float* mean, const float* rstd, int rows, int cols) override;
+    void layerNormBackward(float* dx, float* dgamma, float* dbeta, const float* dy, const float* x, const float* gamma,
+                           const float* mean, const float* rstd, int rows, int cols) override;
 
     void dropoutForward(float* y, const float* x, int64_t n, float p, uint64_t seed) override;
     void dropoutBackward(float* dx, const float* dy, int64_t n, float p, uint64_t seed) override;
 
-    void embeddingForward(float* y, const float* table, const float* ids, int64_t count, int dim,
-                          int vocab) override;
+    void embeddingForward(float* y, const float* table, const float* ids, int64_t count, int dim, int vocab) override;
     void embeddingBackward(float* dtable, const float* dy, const float* ids, int64_t count, int dim,
                            int vocab) override;
 
-    void copyBlocks(float* dst, int64_t dstStride, const float* src, int64_t srcStride, int64_t blockLen,
-                    int64_t count, bool accumulate) override;
+    void copyBlocks(float* dst, int64_t dstStride, const float* src, int64_t srcStride, int64_t blockLen, int64_t count,
+                    bool accumulate) override;
 
     double sum(const float* x, int64_t n) override;
     double sumSquares(const float* x, int64_t n) override;
@@ -201,11 +200,11 @@ private:
     cublasContext* m_cublas = nullptr;
     cudnnContext* m_cudnn = nullptr;
 
-    int* m_errorFlag = nullptr;       // device, kDeviceErrorWords ints
-    int* m_errorHost = nullptr;       // pinned
-    bool m_errorArmed = false;        // a validating kernel ran since the last check
+    int* m_errorFlag = nullptr;         // device, kDeviceErrorWords ints
+    int* m_errorHost = nullptr;         // pinned
+    bool m_errorArmed = false;          // a validating kernel ran since the last check
     double* m_reduceScratch = nullptr;  // device partials + result
-    void* m_resultHost = nullptr;     // pinned, 16 bytes
+    void* m_resultHost = nullptr;       // pinned, 16 bytes
     float* m_workspace = nullptr;
     size_t m_workspaceBytes = 0;
     float* m_ones = nullptr;

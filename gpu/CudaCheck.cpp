@@ -12,8 +12,8 @@ void throwCudaFailure(const char* library, const char* message, const char* call
     // Keep the path short and stable: from "gpu/" on.
     const auto pos = path.rfind("/gpu/");
     if (pos != std::string::npos) path = path.substr(pos + 1);
-    throw BackendError(std::string(library) + " error: " + (message ? message : "unknown") + " in `" + call +
-                       "` at " + path + ":" + std::to_string(line));
+    throw BackendError(std::string(library) + " error: " + (message ? message : "unknown") + " in `" + call + "` at " +
+                       path + ":" + std::to_string(line));
 }
 
 }  // namespace strata::gpu

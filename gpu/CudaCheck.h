@@ -17,10 +17,10 @@ namespace strata::gpu {
 
 }  // namespace strata::gpu
 
-#define CUDA_CHECK(call)                                                                                      \
-    do {                                                                                                      \
-        const cudaError_t strataErr_ = (call);                                                                \
-        if (strataErr_ != cudaSuccess)                                                                        \
+#define CUDA_CHECK(call)                                                                                        \
+    do {                                                                                                        \
+        const cudaError_t strataErr_ = (call);                                                                  \
+        if (strataErr_ != cudaSuccess)                                                                          \
             ::strata::gpu::throwCudaFailure("CUDA", cudaGetErrorString(strataErr_), #call, __FILE__, __LINE__); \
     } while (0)
 

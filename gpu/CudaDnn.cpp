@@ -65,10 +65,11 @@ private:
 };
 
 void checkConv(const ConvDesc& d) {
-    if (d.n < 1 || d.c < 1 || d.h < 1 || d.w < 1 || d.k < 1 || d.r < 1 || d.s < 1 || d.strideH < 1 ||
-        d.strideW < 1 || d.dilationH < 1 || d.dilationW < 1 || d.groups < 1 || d.padH < 0 || d.padW < 0)
-        throw BackendError("conv2d: invalid descriptor (sizes, strides, dilations and groups must be >= 1, "
-                           "padding >= 0)");
+    if (d.n < 1 || d.c < 1 || d.h < 1 || d.w < 1 || d.k < 1 || d.r < 1 || d.s < 1 || d.strideH < 1 || d.strideW < 1 ||
+        d.dilationH < 1 || d.dilationW < 1 || d.groups < 1 || d.padH < 0 || d.padW < 0)
+        throw BackendError(
+            "conv2d: invalid descriptor (sizes, strides, dilations and groups must be >= 1, "
+            "padding >= 0)");
     if (d.c % d.groups != 0 || d.k % d.groups != 0)
         throw BackendError("conv2d: " + std::to_string(d.c) + " input and " + std::to_string(d.k) +
                            " output channels must both be divisible by " + std::to_string(d.groups) + " groups");
@@ -78,10 +79,11 @@ void checkConv(const ConvDesc& d) {
 }
 
 void checkPool(const PoolDesc& d) {
-    if (d.n < 1 || d.c < 1 || d.h < 1 || d.w < 1 || d.kernelH < 1 || d.kernelW < 1 || d.strideH < 1 ||
-        d.strideW < 1 || d.padH < 0 || d.padW < 0)
+    if (d.n < 1 || d.c < 1 || d.h < 1 || d.w < 1 || d.kernelH < 1 || d.kernelW < 1 || d.strideH < 1 || d.strideW < 1 ||
+        d.padH < 0 || d.padW < 0)
         throw BackendError("pool2d: invalid descriptor (sizes, kernel and strides must be >= 1, padding >= 0)");
-    if (d.padH >= d.kernelH || d.padW >= d.kernelW) throw BackendError("pool2d: padding must be smaller than the kernel");
+    if (d.padH >= d.kernelH || d.padW >= d.kernelW)
+        throw BackendError("pool2d: padding must be smaller than the kernel");
     if (d.outH() < 1 || d.outW() < 1)
         throw BackendError("pool2d: a " + std::to_string(d.kernelH) + "x" + std::to_string(d.kernelW) +
                            " window does not fit a " + std::to_string(d.h) + "x" + std::to_string(d.w) + " input");
@@ -139,14 +141,15 @@ ConvPlan::~ConvPlan() {
 namespace {
 
 ConvPlan& planFor(ConvPlanCache& cache, const ConvDesc& d, bool allowTf32) {
-    const ConvPlanCache::Key key{d.n, d.c, d.h, d.w, d.k, d.r, d.s, d.strideH, d.strideW, d.padH, d.padW,
-                                 d.dilationH, d.dilationW, d.groups, allowTf32 ? 1 : 0};
+    const ConvPlanCache::Key key{d.n,    d.c,         d.h,         d.w,       d.k,
+                                 d.r,    d.s,         d.strideH,   d.strideW, d.padH,
+                                 d.padW, d.dilationH, d.dilationW, d.groups,  allowTf32 ? 1 : 0};
     auto it = cache.plans.find(key);
     if (it != cache.plans.end()) return *it->second;
     auto plan = std::make_unique<ConvPlan>();
     CUDNN_CHECK(cudnnSetTensor4dDescriptor(plan->x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, d.n, d.c, d.h, d.w));
-    CUDNN_CHECK(cudnnSetFilter4dDescriptor(plan->w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, d.k, d.c / d.groups, d.r,
-                                           d.s));
+    CUDNN_CHECK(
+        cudnnSetFilter4dDescriptor(plan->w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, d.k, d.c / d.groups, d.r, d.s));
     CUDNN_CHECK(cudnnSetConvolution2dDescriptor(plan->conv, d.padH, d.padW, d.strideH, d.strideW, d.dilationH,
                                                 d.dilationW, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
     CUDNN_CHECK(cudnnSetConvolutionGroupCount(plan->conv, d.groups));
@@ -174,8 +177,8 @@ void CudaBackend::conv2dForward(float* y, const float* x, const float* w, const 
         constexpr int kMax = CUDNN_CONVOLUTION_FWD_ALGO_COUNT;
         cudnnConvolutionFwdAlgoPerf_t perf[kMax];
         int found = 0;
-        CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(m_cudnn, plan.x, plan.w, plan.conv, plan.y, kMax, &found,
-                                                           perf));
+        CUDNN_CHECK(
+            cudnnGetConvolutionForwardAlgorithm_v7(m_cudnn, plan.x, plan.w, plan.conv, plan.y, kMax, &found, perf));
         const size_t ws = candidateWorkspace(perf, found, m_workspaceLimit);
         // Timing run writes y, which this call overwrites anyway.
         int timed = 0;
@@ -223,8 +226,8 @@ void CudaBackend::conv2dBackwardData(float* dx, const float* dy, const float* w,
     CUDNN_CHECK(cudnnSetConvolutionMathType(plan.conv, plan.backwardData.math));
     CUDNN_CHECK(cudnnConvolutionBackwardData(m_cudnn, &kOne, plan.w, w, plan.y, dy, plan.conv,
                                              static_cast<cudnnConvolutionBwdDataAlgo_t>(plan.backwardData.algo),
-                                             workspace(plan.backwardData.workspace), plan.backwardData.workspace,
-                                             &kOne, plan.x, dx));
+                                             workspace(plan.backwardData.workspace), plan.backwardData.workspace, &kOne,
+                                             plan.x, dx));
 }
 
 void CudaBackend::conv2dBackwardFilter(float* dw, const float* dy, const float* x, const ConvDesc& d) {
@@ -242,9 +245,8 @@ void CudaBackend::conv2dBackwardFilter(float* dw, const float* dy, const float* 
         void* scratch = m_allocator->allocate(dwBytes);
         int timed = 0;
         try {
-            CUDNN_CHECK(cudnnFindConvolutionBackwardFilterAlgorithmEx(m_cudnn, plan.x, x, plan.y, dy, plan.conv,
-                                                                      plan.w, scratch, kMax, &timed, perf,
-                                                                      workspace(ws), ws));
+            CUDNN_CHECK(cudnnFindConvolutionBackwardFilterAlgorithmEx(m_cudnn, plan.x, x, plan.y, dy, plan.conv, plan.w,
+                                                                      scratch, kMax, &timed, perf, workspace(ws), ws));
         } catch (...) {
             m_allocator->deallocate(scratch);
             throw;
@@ -258,8 +260,8 @@ void CudaBackend::conv2dBackwardFilter(float* dw, const float* dy, const float* 
     CUDNN_CHECK(cudnnSetConvolutionMathType(plan.conv, plan.backwardFilter.math));
     CUDNN_CHECK(cudnnConvolutionBackwardFilter(m_cudnn, &kOne, plan.x, x, plan.y, dy, plan.conv,
                                                static_cast<cudnnConvolutionBwdFilterAlgo_t>(plan.backwardFilter.algo),
-                                               workspace(plan.backwardFilter.workspace),
-                                               plan.backwardFilter.workspace, &kOne, plan.w, dw));
+                                               workspace(plan.backwardFilter.workspace), plan.backwardFilter.workspace,
+                                               &kOne, plan.w, dw));
 }
 
 // ---- pooling ------------------------------------------------------------------------------------------------
@@ -309,8 +311,8 @@ void CudaBackend::softmaxBackward(float* dx, const float* dy, const float* y, in
     if (rows <= 0) return;
     activate();
     TensorDesc desc(rows, cols, 1, 1);
-    CUDNN_CHECK(cudnnSoftmaxBackward(m_cudnn, CUDNN_SOFTMAX_ACCURATE, CUDNN_SOFTMAX_MODE_INSTANCE, &kOne, desc, y,
-                                     desc, dy, &kOne, desc, dx));
+    CUDNN_CHECK(cudnnSoftmaxBackward(m_cudnn, CUDNN_SOFTMAX_ACCURATE, CUDNN_SOFTMAX_MODE_INSTANCE, &kOne, desc, y, desc,
+                                     dy, &kOne, desc, dx));
 }
 
 // ---- batch norm -------------------------------------------------------------------------------------------------
@@ -376,8 +378,8 @@ void CudaBackend::batchNormBackward(float* dx, float* dgamma, float* dbeta, cons
         float* dbp = orScratch(dbeta, pBytes);
         TensorDesc xd(n, c, inner, 1), pd(1, c, 1, 1);
         // epsilon is not used when the saved statistics are passed; cuDNN still asks for one.
-        CUDNN_CHECK(cudnnBatchNormalizationBackward(m_cudnn, CUDNN_BATCHNORM_SPATIAL, &kOne, &kOne, &kOne, &kOne, xd,
-                                                    x, xd, dy, xd, dxp, pd, g, dgp, dbp, 1e-5, saveMean, saveInvStd));
+        CUDNN_CHECK(cudnnBatchNormalizationBackward(m_cudnn, CUDNN_BATCHNORM_SPATIAL, &kOne, &kOne, &kOne, &kOne, xd, x,
+                                                    xd, dy, xd, dxp, pd, g, dgp, dbp, 1e-5, saveMean, saveInvStd));
     } catch (...) {
         for (void* p : scratch) m_allocator->deallocate(p);
         throw;

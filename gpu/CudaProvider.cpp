@@ -18,8 +18,8 @@ int deviceCount(std::string& reason) {
     if (err != cudaSuccess) {
         (void)cudaGetLastError();
         const bool noDevice = err == cudaErrorNoDevice;
-        reason = std::string(noDevice ? "no CUDA device" : "no CUDA driver") + " (cudaGetDeviceCount: " +
-                 cudaGetErrorString(err) + ")";
+        reason = std::string(noDevice ? "no CUDA device" : "no CUDA driver") +
+                 " (cudaGetDeviceCount: " + cudaGetErrorString(err) + ")";
         return -1;
     }
     if (count == 0) reason = "no CUDA device (cudaGetDeviceCount returned 0)";
@@ -61,7 +61,8 @@ public:
                 info.freeMemoryBytes = freeMemory(i, info.pciBusId);
                 list.push_back(std::move(info));
             }
-            if (count > 0 && list.empty()) m_reason = "no CUDA device could be queried (cudaGetDeviceProperties failed)";
+            if (count > 0 && list.empty())
+                m_reason = "no CUDA device could be queried (cudaGetDeviceProperties failed)";
         } catch (const std::exception& e) {
             m_reason = std::string("CUDA device listing failed: ") + e.what();
             list.clear();
@@ -114,6 +115,8 @@ private:
 
 }  // namespace
 
-void registerCudaProvider(BackendRegistry& registry) { registry.add(std::make_unique<CudaProvider>()); }
+void registerCudaProvider(BackendRegistry& registry) {
+    registry.add(std::make_unique<CudaProvider>());
+}
 
 }  // namespace strata::gpu

@@ -1,9 +1,8 @@
 // Dropout with the counter-based mask shared with the CPU (DropoutHash.h).
-#include "gpu/DropoutKernels.cuh"
-
 #include "gpu/CudaCheck.h"
 #include "gpu/DeviceUtils.cuh"
 #include "gpu/DropoutHash.h"
+#include "gpu/DropoutKernels.cuh"
 
 namespace strata::gpu {
 namespace {
@@ -19,7 +18,9 @@ __global__ void dropoutBackwardKernel(float* dx, const float* dy, int64_t n, flo
 }
 
 // p >= 1 drops everything; the scale is then never applied.
-float keptScale(float p) { return p < 1.0f ? 1.0f / (1.0f - p) : 0.0f; }
+float keptScale(float p) {
+    return p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
+}
 
 }  // namespace
 

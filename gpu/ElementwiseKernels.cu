@@ -1,8 +1,7 @@
 // Element-wise kernels, bias add/reduce and block copies.
-#include "gpu/ElementwiseKernels.cuh"
-
 #include "gpu/CudaCheck.h"
 #include "gpu/DeviceUtils.cuh"
+#include "gpu/ElementwiseKernels.cuh"
 
 namespace strata::gpu {
 namespace {
@@ -30,8 +29,7 @@ __global__ void addKernel(float* y, const float* a, const float* b, int64_t n) {
 }
 
 __global__ void addBiasRowsKernel(float* y, const float* bias, int64_t total, int cols) {
-    for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
-         i += int64_t(gridDim.x) * blockDim.x)
+    for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x)
         y[i] += bias[i % cols];
 }
 
@@ -45,8 +43,7 @@ __global__ void sumRowsKernel(float* dbias, const float* dy, int rows, int cols)
 }
 
 __global__ void addBiasChannelsKernel(float* y, const float* bias, int64_t total, int c, int inner) {
-    for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
-         i += int64_t(gridDim.x) * blockDim.x)
+    for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x)
         y[i] += bias[(i / inner) % c];
 }
 
@@ -63,10 +60,9 @@ __global__ void sumChannelsKernel(float* dbias, const float* dy, int n, int c, i
     if (threadIdx.x == 0) dbias[ch] += static_cast<float>(acc);
 }
 
-__global__ void copyBlocksKernel(float* dst, int64_t dstStride, const float* src, int64_t srcStride,
-                                 int64_t blockLen, int64_t total, bool accumulate) {
-    for (int64_t t = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; t < total;
-         t += int64_t(gridDim.x) * blockDim.x) {
+__global__ void copyBlocksKernel(float* dst, int64_t dstStride, const float* src, int64_t srcStride, int64_t blockLen,
+                                 int64_t total, bool accumulate) {
+    for (int64_t t = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; t < total; t += int64_t(gridDim.x) * blockDim.x) {
         const int64_t o = t / blockLen, j = t % blockLen;
         const float v = src[o * srcStride + j];
         if (accumulate)

@@ -1,11 +1,10 @@
 // Embedding gather and its backward (atomic or deterministic sorted segments).
-#include "gpu/EmbeddingKernels.cuh"
-
 #include <cub/device/device_radix_sort.cuh>
 
 #include "gpu/CudaCheck.h"
 #include "gpu/DeviceErrorFlag.h"
 #include "gpu/DeviceUtils.cuh"
+#include "gpu/EmbeddingKernels.cuh"
 
 namespace strata::gpu {
 namespace {
@@ -24,8 +23,7 @@ __device__ inline bool checkId(float f, int vocab, int64_t t, int code, int* fla
 __global__ void forwardKernel(float* y, const float* table, const float* ids, int64_t count, int dim, int vocab,
                               int* flag) {
     const int64_t total = count * dim;
-    for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
-         i += int64_t(gridDim.x) * blockDim.x) {
+    for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
         const int64_t t = i / dim, d = i % dim;
         const float f = ids[t];
         // Only the first column's thread reports, so one bad id is reported once.
@@ -38,8 +36,7 @@ __global__ void forwardKernel(float* y, const float* table, const float* ids, in
 __global__ void backwardAtomicKernel(float* dtable, const float* dy, const float* ids, int64_t count, int dim,
                                      int vocab, int* flag) {
     const int64_t total = count * dim;
-    for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
-         i += int64_t(gridDim.x) * blockDim.x) {
+    for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
         const int64_t t = i / dim, d = i % dim;
         const float f = ids[t];
         const bool ok = d == 0 ? checkId(f, vocab, t, kEmbeddingBackwardId, flag)
@@ -50,8 +47,7 @@ __global__ void backwardAtomicKernel(float* dtable, const float* dy, const float
 
 // Keys are ids (vocab for a bad id, which sorts last and is skipped), values positions.
 __global__ void keysKernel(int* keys, int* positions, const float* ids, int64_t count, int vocab, int* flag) {
-    for (int64_t t = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; t < count;
-         t += int64_t(gridDim.x) * blockDim.x) {
+    for (int64_t t = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; t < count; t += int64_t(gridDim.x) * blockDim.x) {
         const float f = ids[t];
         keys[t] = checkId(f, vocab, t, kEmbeddingBackwardId, flag) ? static_cast<int>(f) : vocab;
         positions[t] = static_cast<int>(t);
@@ -59,8 +55,8 @@ __global__ void keysKernel(int* keys, int* positions, const float* ids, int64_t 
 }
 
 // Thread (segment start j, column d): sums dy over the segment in sorted (= original) order.
-__global__ void segmentSumKernel(float* dtable, const float* dy, const int* keys, const int* positions,
-                                 int64_t count, int dim, int vocab) {
+__global__ void segmentSumKernel(float* dtable, const float* dy, const int* keys, const int* positions, int64_t count,
+                                 int dim, int vocab) {
     const int64_t j = blockIdx.y + int64_t(gridDim.y) * blockIdx.z;
     const int d = blockIdx.x * blockDim.x + threadIdx.x;
     if (j >= count || d >= dim) return;
@@ -77,7 +73,9 @@ int keyBits(int vocab) {
     return bits;
 }
 
-size_t align256(size_t b) { return (b + 255) / 256 * 256; }
+size_t align256(size_t b) {
+    return (b + 255) / 256 * 256;
+}
 
 size_t cubBytes(int64_t count, int vocab) {
     size_t bytes = 0;
@@ -92,8 +90,7 @@ size_t cubBytes(int64_t count, int vocab) {
 void launchEmbeddingForward(cudaStream_t s, float* y, const float* table, const float* ids, int64_t count, int dim,
                             int vocab, int* errorFlag) {
     if (count <= 0 || dim <= 0) return;
-    forwardKernel<<<detail::gridFor(count * dim), detail::kBlock, 0, s>>>(y, table, ids, count, dim, vocab,
-                                                                          errorFlag);
+    forwardKernel<<<detail::gridFor(count * dim), detail::kBlock, 0, s>>>(y, table, ids, count, dim, vocab, errorFlag);
     CUDA_CHECK_LAUNCH();
 }
 
@@ -125,8 +122,8 @@ void launchEmbeddingBackwardSorted(cudaStream_t s, float* dtable, const float* d
 
     keysKernel<<<detail::gridFor(count), detail::kBlock, 0, s>>>(keysIn, posIn, ids, count, vocab, errorFlag);
     CUDA_CHECK_LAUNCH();
-    CUDA_CHECK(cub::DeviceRadixSort::SortPairs(temp, tempBytes, keysIn, keysOut, posIn, posOut, count, 0,
-                                               keyBits(vocab), s));
+    CUDA_CHECK(
+        cub::DeviceRadixSort::SortPairs(temp, tempBytes, keysIn, keysOut, posIn, posOut, count, 0, keyBits(vocab), s));
     const int threads = dim < 128 ? 32 * ((dim + 31) / 32) : 128;
     const int64_t ySplit = count < 65535 ? count : 65535;
     const dim3 grid((dim + threads - 1) / threads, static_cast<unsigned>(ySplit),

@@ -1,11 +1,10 @@
 // Layer norm: one block per row for the row statistics and dx; one thread per column, walking the rows in
 // order, for dgamma/dbeta (deterministic, no atomics).
-#include "gpu/LayerNormKernels.cuh"
-
 #include <cstdint>
 
 #include "gpu/CudaCheck.h"
 #include "gpu/DeviceUtils.cuh"
+#include "gpu/LayerNormKernels.cuh"
 
 namespace strata::gpu {
 namespace {
@@ -53,8 +52,8 @@ __global__ void backwardDxKernel(float* dx, const float* dy, const float* x, con
     }
 }
 
-__global__ void backwardParamsKernel(float* dgamma, float* dbeta, const float* dy, const float* x,
-                                     const float* meanIn, const float* rstdIn, int rows, int cols) {
+__global__ void backwardParamsKernel(float* dgamma, float* dbeta, const float* dy, const float* x, const float* meanIn,
+                                     const float* rstdIn, int rows, int cols) {
     const int c = blockIdx.x * blockDim.x + threadIdx.x;
     if (c >= cols) return;
     float ag = 0.0f, ab = 0.0f;
@@ -67,7 +66,9 @@ __global__ void backwardParamsKernel(float* dgamma, float* dbeta, const float* d
     if (dbeta) dbeta[c] += ab;
 }
 
-int rowThreads(int cols) { return cols <= 64 ? 32 : (cols <= 512 ? 128 : 256); }
+int rowThreads(int cols) {
+    return cols <= 64 ? 32 : (cols <= 512 ? 128 : 256);
+}
 
 }  // namespace
 

@@ -1,11 +1,10 @@
 // Fused losses (softmax cross-entropy, MSE, BCE with logits) and countCorrect. One warp per row.
-#include "gpu/LossKernels.cuh"
-
 #include <cmath>
 
 #include "gpu/CudaCheck.h"
 #include "gpu/DeviceErrorFlag.h"
 #include "gpu/DeviceUtils.cuh"
+#include "gpu/LossKernels.cuh"
 
 namespace strata::gpu {
 namespace {
@@ -20,9 +19,8 @@ __device__ inline void reportError(int* flag, int code, int value, int position,
     }
 }
 
-__global__ void softmaxCrossEntropyKernel(float* losses, float* dlogits, const float* logits,
-                                          const int32_t* labels, int rows, int cols, float gradScale,
-                                          int* errorFlag) {
+__global__ void softmaxCrossEntropyKernel(float* losses, float* dlogits, const float* logits, const int32_t* labels,
+                                          int rows, int cols, float gradScale, int* errorFlag) {
     const int row = blockIdx.x * kRowsPerBlock + (threadIdx.x >> 5);
     const int lane = threadIdx.x & 31;
     if (row >= rows) return;
@@ -64,8 +62,8 @@ __global__ void mseKernel(float* losses, float* dpred, const float* pred, const 
     if (losses && lane == 0) losses[row] = acc / cols;
 }
 
-__global__ void bceKernel(float* losses, float* dlogits, const float* logits, const float* target, int rows,
-                          int cols, float gradScale) {
+__global__ void bceKernel(float* losses, float* dlogits, const float* logits, const float* target, int rows, int cols,
+                          float gradScale) {
     const int row = blockIdx.x * kRowsPerBlock + (threadIdx.x >> 5);
     const int lane = threadIdx.x & 31;
     if (row >= rows) return;
@@ -83,8 +81,8 @@ __global__ void bceKernel(float* losses, float* dlogits, const float* logits, co
 }
 
 // One block; each thread takes rows by stride and the block sums the integer counts (exact, so order-free).
-__global__ void countCorrectKernel(long long* count, const float* logits, const int32_t* labels, int rows,
-                                   int cols, int* errorFlag) {
+__global__ void countCorrectKernel(long long* count, const float* logits, const int32_t* labels, int rows, int cols,
+                                   int* errorFlag) {
     long long mine = 0;
     for (int r = threadIdx.x; r < rows; r += blockDim.x) {
         const float* x = logits + int64_t(r) * cols;
@@ -99,7 +97,9 @@ __global__ void countCorrectKernel(long long* count, const float* logits, const 
     if (threadIdx.x == 0) *count = mine;
 }
 
-int rowBlocks(int rows) { return (rows + kRowsPerBlock - 1) / kRowsPerBlock; }
+int rowBlocks(int rows) {
+    return (rows + kRowsPerBlock - 1) / kRowsPerBlock;
+}
 
 }  // namespace
 
@@ -121,8 +121,7 @@ void launchMseLoss(cudaStream_t s, float* losses, float* dpred, const float* pre
 void launchBceWithLogits(cudaStream_t s, float* losses, float* dlogits, const float* logits, const float* target,
                          int rows, int cols, float gradScale) {
     if (rows <= 0) return;
-    bceKernel<<<rowBlocks(rows), kRowsPerBlock * 32, 0, s>>>(losses, dlogits, logits, target, rows, cols,
-                                                            gradScale);
+    bceKernel<<<rowBlocks(rows), kRowsPerBlock * 32, 0, s>>>(losses, dlogits, logits, target, rows, cols, gradScale);
     CUDA_CHECK_LAUNCH();
 }
 

@@ -1,10 +1,10 @@
 // NVML loader and telemetry source (see Nvml.h).
 #include "gpu/Nvml.h"
 
-#include <dlfcn.h>
-
 #include <chrono>
 #include <type_traits>
+
+#include <dlfcn.h>
 
 namespace strata::gpu {
 

@@ -1,8 +1,7 @@
 // Fused SGD (momentum, Nesterov, weight decay) and Adam / AdamW updates.
-#include "gpu/OptimizerKernels.cuh"
-
 #include "gpu/CudaCheck.h"
 #include "gpu/DeviceUtils.cuh"
+#include "gpu/OptimizerKernels.cuh"
 
 namespace strata::gpu {
 namespace {
@@ -43,11 +42,10 @@ __global__ void adamKernel(float* w, float* m, float* v, const float* grad, int6
 
 }  // namespace
 
-void launchSgdUpdate(cudaStream_t s, float* w, float* velocity, const float* grad, int64_t n, float lr,
-                     float momentum, float weightDecay, bool nesterov) {
+void launchSgdUpdate(cudaStream_t s, float* w, float* velocity, const float* grad, int64_t n, float lr, float momentum,
+                     float weightDecay, bool nesterov) {
     if (n <= 0) return;
-    sgdKernel<<<detail::gridFor(n), detail::kBlock, 0, s>>>(w, velocity, grad, n, lr, momentum, weightDecay,
-                                                            nesterov);
+    sgdKernel<<<detail::gridFor(n), detail::kBlock, 0, s>>>(w, velocity, grad, n, lr, momentum, weightDecay, nesterov);
     CUDA_CHECK_LAUNCH();
 }
 

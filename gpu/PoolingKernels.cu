@@ -1,10 +1,9 @@
 // Mean pooling over an axis and max-pool backward with the first-maximum rule.
-#include "gpu/PoolingKernels.cuh"
-
 #include <cstdint>
 
 #include "gpu/CudaCheck.h"
 #include "gpu/DeviceUtils.cuh"
+#include "gpu/PoolingKernels.cuh"
 
 namespace strata::gpu {
 namespace {
@@ -12,8 +11,7 @@ namespace {
 __global__ void meanForwardKernel(float* y, const float* x, int outer, int len, int inner) {
     const int64_t total = int64_t(outer) * inner;
     const float invLen = 1.0f / len;
-    for (int64_t t = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; t < total;
-         t += int64_t(gridDim.x) * blockDim.x) {
+    for (int64_t t = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; t < total; t += int64_t(gridDim.x) * blockDim.x) {
         const int64_t o = t / inner, i = t % inner;
         const float* p = x + o * len * inner + i;
         float acc = 0.0f;
@@ -25,8 +23,7 @@ __global__ void meanForwardKernel(float* y, const float* x, int outer, int len, 
 __global__ void meanBackwardKernel(float* dx, const float* dy, int outer, int len, int inner) {
     const int64_t total = int64_t(outer) * len * inner;
     const float invLen = 1.0f / len;
-    for (int64_t t = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; t < total;
-         t += int64_t(gridDim.x) * blockDim.x) {
+    for (int64_t t = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; t < total; t += int64_t(gridDim.x) * blockDim.x) {
         const int64_t i = t % inner, o = t / (int64_t(len) * inner);
         dx[t] += dy[o * inner + i] * invLen;
     }
@@ -38,8 +35,7 @@ struct MaxPoolGeom {
 
 __global__ void maxBackwardKernel(float* dx, const float* dy, const float* x, MaxPoolGeom g) {
     const int64_t total = int64_t(g.n) * g.c * g.h * g.w;
-    for (int64_t t = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; t < total;
-         t += int64_t(gridDim.x) * blockDim.x) {
+    for (int64_t t = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; t < total; t += int64_t(gridDim.x) * blockDim.x) {
         const int iw = static_cast<int>(t % g.w);
         const int ih = static_cast<int>((t / g.w) % g.h);
         const int64_t plane = t / (int64_t(g.h) * g.w);
@@ -98,8 +94,7 @@ void launchMeanPoolBackward(cudaStream_t s, float* dx, const float* dy, int oute
 }
 
 void launchMaxPoolBackward(cudaStream_t s, float* dx, const float* dy, const float* x, int n, int c, int h, int w,
-                           int kernelH, int kernelW, int strideH, int strideW, int padH, int padW, int outH,
-                           int outW) {
+                           int kernelH, int kernelW, int strideH, int strideW, int padH, int padW, int outH, int outW) {
     const int64_t total = int64_t(n) * c * h * w;
     if (total <= 0 || outH <= 0 || outW <= 0) return;
     const MaxPoolGeom g{n, c, h, w, kernelH, kernelW, strideH, strideW, padH, padW, outH, outW};

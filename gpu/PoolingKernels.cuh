@@ -12,7 +12,6 @@ void launchMeanPoolBackward(cudaStream_t s, float* dx, const float* dy, int oute
 // Max-pool backward that routes each output gradient to the FIRST maximal input of its window (row-major scan),
 // the CPU's rule; one thread per input element gathers its windows, so no atomics. dx += routed dy.
 void launchMaxPoolBackward(cudaStream_t s, float* dx, const float* dy, const float* x, int n, int c, int h, int w,
-                           int kernelH, int kernelW, int strideH, int strideW, int padH, int padW, int outH,
-                           int outW);
+                           int kernelH, int kernelW, int strideH, int strideW, int padH, int padW, int outH, int outW);
 
 }  // namespace strata::gpu

@@ -1,11 +1,10 @@
 // Two-pass deterministic reductions: sum, sum of squares, non-finite count, and unscale-and-check for
 // dynamic loss scaling.
-#include "gpu/ReduceKernels.cuh"
-
 #include <cmath>
 
 #include "gpu/CudaCheck.h"
 #include "gpu/DeviceUtils.cuh"
+#include "gpu/ReduceKernels.cuh"
 
 namespace strata::gpu {
 namespace {
@@ -38,17 +37,25 @@ __global__ void finalKernel(double* result, const double* partials, int count) {
 
 }  // namespace
 
-int64_t reduceScratchDoubles() { return kMaxPartials; }
+int64_t reduceScratchDoubles() {
+    return kMaxPartials;
+}
 
 void launchReduce(cudaStream_t s, double* result, double* scratch, float* x, int64_t n, ReduceOp op, float scale) {
     const int blocks = n > 0 ? detail::gridFor(n) : 1;
     switch (op) {
-    case ReduceOp::Sum: partialKernel<0><<<blocks, detail::kBlock, 0, s>>>(scratch, x, n, scale); break;
-    case ReduceOp::SumSquares: partialKernel<1><<<blocks, detail::kBlock, 0, s>>>(scratch, x, n, scale); break;
-    case ReduceOp::NonFiniteCount: partialKernel<2><<<blocks, detail::kBlock, 0, s>>>(scratch, x, n, scale); break;
-    case ReduceOp::UnscaleNonFiniteCount:
-        partialKernel<3><<<blocks, detail::kBlock, 0, s>>>(scratch, x, n, scale);
-        break;
+        case ReduceOp::Sum:
+            partialKernel<0><<<blocks, detail::kBlock, 0, s>>>(scratch, x, n, scale);
+            break;
+        case ReduceOp::SumSquares:
+            partialKernel<1><<<blocks, detail::kBlock, 0, s>>>(scratch, x, n, scale);
+            break;
+        case ReduceOp::NonFiniteCount:
+            partialKernel<2><<<blocks, detail::kBlock, 0, s>>>(scratch, x, n, scale);
+            break;
+        case ReduceOp::UnscaleNonFiniteCount:
+            partialKernel<3><<<blocks, detail::kBlock, 0, s>>>(scratch, x, n, scale);
+            break;
     }
     CUDA_CHECK_LAUNCH();
     finalKernel<<<1, 1024, 0, s>>>(result, scratch, blocks);

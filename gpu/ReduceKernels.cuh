@@ -11,8 +11,8 @@ namespace strata::gpu {
 enum class ReduceOp : int {
     Sum = 0,
     SumSquares = 1,
-    NonFiniteCount = 2,           // how many elements are NaN or +-Inf
-    UnscaleNonFiniteCount = 3,    // x *= scale in place, then NonFiniteCount of the result
+    NonFiniteCount = 2,         // how many elements are NaN or +-Inf
+    UnscaleNonFiniteCount = 3,  // x *= scale in place, then NonFiniteCount of the result
 };
 
 // Doubles of scratch the launcher needs (partials).

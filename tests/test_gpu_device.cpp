@@ -3,11 +3,12 @@
 // reports, deterministic mode, TF32 switching, mixed-precision helpers and asynchronous uploads.
 // Tests that need a GPU QSKIP with the reason when there is none.
 #include <QtTest>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <functional>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -178,9 +179,9 @@ private slots:
 
     void allocatorSizeClasses() {
         size_t previous = 0;
-        for (size_t bytes : {size_t(1), size_t(4), size_t(511), size_t(512), size_t(513), size_t(4096),
-                             size_t(65535), size_t(65536), size_t(65537), size_t(100000), size_t(1) << 20,
-                             (size_t(1) << 20) + 1, size_t(3) << 29, (size_t(1) << 34) + 12345}) {
+        for (size_t bytes : {size_t(1), size_t(4), size_t(511), size_t(512), size_t(513), size_t(4096), size_t(65535),
+                             size_t(65536), size_t(65537), size_t(100000), size_t(1) << 20, (size_t(1) << 20) + 1,
+                             size_t(3) << 29, (size_t(1) << 34) + 12345}) {
             const size_t cls = gpu::CudaAllocator::roundSize(bytes);
             QVERIFY2(cls >= bytes, std::to_string(bytes).c_str());
             QVERIFY(cls % 512 == 0);
@@ -257,7 +258,8 @@ private slots:
         for (int i = 0; i < count; ++i) ids[size_t(i)] = static_cast<float>(rng() % vocab);
         const Vec edy = randomVec(rng, size_t(count) * dim);
         auto run = [&] {
-            Tensor X = be.fromHost(Shape{int64_t(x.size())}, x.data()), W = be.fromHost(Shape{int64_t(w.size())}, w.data()),
+            Tensor X = be.fromHost(Shape{int64_t(x.size())}, x.data()),
+                   W = be.fromHost(Shape{int64_t(w.size())}, w.data()),
                    DY = be.fromHost(Shape{int64_t(dy.size())}, dy.data());
             Tensor DW = be.zeros(Shape{int64_t(w.size())}), DX = be.zeros(Shape{int64_t(x.size())});
             be.conv2dBackwardFilter(DW.f32(), DY.f32(), X.f32(), d);
@@ -300,7 +302,8 @@ private slots:
             }
         auto maxError = [&](bool tf32) {
             be.setAllowTf32(tf32);
-            Tensor A = be.fromHost(Shape{int64_t(a.size())}, a.data()), B = be.fromHost(Shape{int64_t(b.size())}, b.data());
+            Tensor A = be.fromHost(Shape{int64_t(a.size())}, a.data()),
+                   B = be.fromHost(Shape{int64_t(b.size())}, b.data());
             Tensor C = be.empty(Shape{int64_t(m) * n});
             be.gemm(false, false, m, n, k, 1.0f, A.f32(), k, B.f32(), n, 0.0f, C.f32(), n);
             const Vec c = download(be, C);
@@ -323,8 +326,10 @@ private slots:
         const int m = 64, n = 48, k = 96;
         const Vec a = randomVec(rng, size_t(m) * k), b = randomVec(rng, size_t(k) * n);
         for (gpu::HalfType type : {gpu::HalfType::BF16, gpu::HalfType::F16}) {
-            Tensor A = be.fromHost(Shape{int64_t(a.size())}, a.data()), B = be.fromHost(Shape{int64_t(b.size())}, b.data());
-            Tensor A16 = be.empty(Shape{int64_t(a.size())}, DType::BF16), B16 = be.empty(Shape{int64_t(b.size())}, DType::BF16);
+            Tensor A = be.fromHost(Shape{int64_t(a.size())}, a.data()),
+                   B = be.fromHost(Shape{int64_t(b.size())}, b.data());
+            Tensor A16 = be.empty(Shape{int64_t(a.size())}, DType::BF16),
+                   B16 = be.empty(Shape{int64_t(b.size())}, DType::BF16);
             be.castToHalf(A16.raw(), A.f32(), A.numel(), type);
             be.castToHalf(B16.raw(), B.f32(), B.numel(), type);
             // Round trip: relative error within the format's half ulp.
@@ -332,8 +337,7 @@ private slots:
             be.castFromHalf(back.f32(), A16.raw(), A.numel(), type);
             const Vec r = download(be, back);
             const double ulp = type == gpu::HalfType::BF16 ? 1.0 / 256 : 1.0 / 2048;
-            for (size_t i = 0; i < a.size(); ++i)
-                QVERIFY(std::fabs(r[i] - a[i]) <= ulp * std::fabs(a[i]) + 1e-7);
+            for (size_t i = 0; i < a.size(); ++i) QVERIFY(std::fabs(r[i] - a[i]) <= ulp * std::fabs(a[i]) + 1e-7);
             Tensor C = be.empty(Shape{int64_t(m) * n});
             be.gemmHalf(type, false, false, m, n, k, 1.0f, A16.raw(), k, B16.raw(), n, 0.0f, C.f32(), n);
             const Vec c = download(be, C);
@@ -367,7 +371,7 @@ private slots:
         for (int step = 0; step < 6; ++step) {
             std::fill(host.begin(), host.end(), static_cast<float>(step + 1));
             be.uploadAsync(bufs[step % 2].raw(), host.data(), host.size() * sizeof(float));
-            std::fill(host.begin(), host.end(), -1000.0f);  // the host buffer is free again at once
+            std::fill(host.begin(), host.end(), -1000.0f);      // the host buffer is free again at once
             be.axpy(acc.f32(), 1.0f, bufs[step % 2].f32(), n);  // queued after the upload: sees the data
             expected += step + 1;
         }
@@ -377,6 +381,272 @@ private slots:
         QCOMPARE(out.back(), static_cast<float>(expected));
         const auto ticket = be.uploadAsync(bufs[0].raw(), host.data(), 16);
         be.waitUpload(ticket);
+    }
+
+    // Every Backend op on cuda:0 against the CPU reference, with TF32 off. Prints one "OPERR <op> <max error>"
+    // line per op (tools/gpu-check.sh tabulates them); the error is |gpu - ref| / max(1, |ref|), worst element.
+    // test_backend_ops.cpp holds the tight per-op tolerances; the bound here only catches gross failures.
+    void perOpMaxError() {
+        const std::string why = test::gpuUnavailableReason();
+        if (!why.empty()) QSKIP(why.c_str());
+        gpu::CudaBackend gpuBe(0);
+        gpuBe.setAllowTf32(false);
+        std::unique_ptr<Backend> refBe = test::makeReferenceBackend();
+        std::mt19937 rng(21);
+        using Outs = std::vector<Vec>;
+        auto up = [](Backend& be, const Vec& v) { return be.fromHost(Shape{int64_t(v.size())}, v.data()); };
+        auto upI = [](Backend& be, const std::vector<int32_t>& v) {
+            Tensor t = be.empty(Shape{int64_t(v.size())}, DType::I32);
+            be.copyFromHost(t.raw(), v.data(), v.size() * sizeof(int32_t));
+            return t;
+        };
+        bool allOk = true;
+        auto check = [&](const char* op, const std::function<Outs(Backend&)>& run) {
+            const Outs want = run(*refBe), got = run(gpuBe);
+            double worst = 0;
+            for (size_t o = 0; o < want.size(); ++o)
+                for (size_t i = 0; i < want[o].size(); ++i) {
+                    const double w = want[o][i], g = got[o][i];
+                    if (std::isnan(w) && std::isnan(g)) continue;
+                    const double e = std::fabs(g - w) / std::max(1.0, std::fabs(w));
+                    worst = std::isnan(e) ? INFINITY : std::max(worst, e);
+                }
+            qInfo("OPERR %s %.3g", op, worst);
+            if (!(worst < 1e-3)) {
+                allOk = false;
+                qWarning("%s: max error %.3g", op, worst);
+            }
+        };
+        const int64_t n = 5003;
+        const Vec a = randomVec(rng, n), b = randomVec(rng, n);
+        check("fill", [&](Backend& be) {
+            Tensor y = be.empty(Shape{n});
+            be.fill(y.f32(), 0.25f, n);
+            return Outs{download(be, y)};
+        });
+        check("scale", [&](Backend& be) {
+            Tensor y = up(be, a);
+            be.scale(y.f32(), -1.5f, n);
+            return Outs{download(be, y)};
+        });
+        check("axpy", [&](Backend& be) {
+            Tensor y = up(be, a), x = up(be, b);
+            be.axpy(y.f32(), 0.3f, x.f32(), n);
+            return Outs{download(be, y)};
+        });
+        check("add", [&](Backend& be) {
+            Tensor y = be.empty(Shape{n}), x = up(be, a), z = up(be, b);
+            be.add(y.f32(), x.f32(), z.f32(), n);
+            return Outs{download(be, y)};
+        });
+        for (int t = 0; t < 4; ++t) {
+            const bool ta = t & 1, tb = t & 2;
+            const int m = 37, nn = 53, k = 71;
+            const Vec A = randomVec(rng, size_t(m) * k), B = randomVec(rng, size_t(k) * nn),
+                      C = randomVec(rng, size_t(m) * nn);
+            check(t == 0 ? "gemm" : (t == 1 ? "gemm_tA" : (t == 2 ? "gemm_tB" : "gemm_tAtB")), [&](Backend& be) {
+                Tensor x = up(be, A), y = up(be, B), z = up(be, C);
+                be.gemm(ta, tb, m, nn, k, 0.7f, x.f32(), ta ? m : k, y.f32(), tb ? k : nn, 0.5f, z.f32(), nn);
+                return Outs{download(be, z)};
+            });
+        }
+        {
+            const int rows = 67, cols = 45, nb = 3, c = 8, inner = 49;
+            const Vec y0 = randomVec(rng, size_t(rows) * cols), bias = randomVec(rng, cols),
+                      y1 = randomVec(rng, size_t(nb) * c * inner), bc = randomVec(rng, c);
+            check("addBiasRows", [&](Backend& be) {
+                Tensor y = up(be, y0), bb = up(be, bias);
+                be.addBiasRows(y.f32(), bb.f32(), rows, cols);
+                return Outs{download(be, y)};
+            });
+            check("sumRows", [&](Backend& be) {
+                Tensor d = up(be, bias), y = up(be, y0);
+                be.sumRows(d.f32(), y.f32(), rows, cols);
+                return Outs{download(be, d)};
+            });
+            check("addBiasChannels", [&](Backend& be) {
+                Tensor y = up(be, y1), bb = up(be, bc);
+                be.addBiasChannels(y.f32(), bb.f32(), nb, c, inner);
+                return Outs{download(be, y)};
+            });
+            check("sumChannels", [&](Backend& be) {
+                Tensor d = up(be, bc), y = up(be, y1);
+                be.sumChannels(d.f32(), y.f32(), nb, c, inner);
+                return Outs{download(be, d)};
+            });
+        }
+        {
+            ConvDesc d;
+            d.n = 4, d.c = 6, d.h = 13, d.w = 11, d.k = 8, d.r = 3, d.s = 3, d.strideH = 2, d.padH = d.padW = 1,
+            d.groups = 2;
+            const Vec x = randomVec(rng, size_t(d.n) * d.c * d.h * d.w), w = randomVec(rng, size_t(d.k) * 3 * 9),
+                      dy = randomVec(rng, size_t(d.n) * d.k * d.outH() * d.outW());
+            check("conv2dForward", [&](Backend& be) {
+                Tensor X = up(be, x), W = up(be, w), Y = be.empty(Shape{int64_t(dy.size())});
+                be.conv2dForward(Y.f32(), X.f32(), W.f32(), d);
+                return Outs{download(be, Y)};
+            });
+            check("conv2dBackwardData", [&](Backend& be) {
+                Tensor DX = up(be, x), W = up(be, w), DY = up(be, dy);
+                be.conv2dBackwardData(DX.f32(), DY.f32(), W.f32(), d);
+                return Outs{download(be, DX)};
+            });
+            check("conv2dBackwardFilter", [&](Backend& be) {
+                Tensor X = up(be, x), DW = up(be, w), DY = up(be, dy);
+                be.conv2dBackwardFilter(DW.f32(), DY.f32(), X.f32(), d);
+                return Outs{download(be, DW)};
+            });
+        }
+        for (PoolMode mode : {PoolMode::Max, PoolMode::Average}) {
+            PoolDesc p;
+            p.mode = mode, p.n = 3, p.c = 5, p.h = 12, p.w = 9, p.kernelH = p.kernelW = 3, p.strideH = p.strideW = 2,
+            p.padH = p.padW = 1;
+            Vec x = randomVec(rng, size_t(p.n) * p.c * p.h * p.w);
+            for (size_t i = 0; i < x.size(); i += 7) x[i] = 0.0f;  // ties: the first maximum gets the gradient
+            const Vec dy = randomVec(rng, size_t(p.n) * p.c * p.outH() * p.outW()), dx0 = randomVec(rng, x.size());
+            check(mode == PoolMode::Max ? "pool2dMax" : "pool2dAvg", [&](Backend& be) {
+                Tensor X = up(be, x), Y = be.empty(Shape{int64_t(dy.size())}), DY = up(be, dy), DX = up(be, dx0);
+                be.pool2dForward(Y.f32(), X.f32(), p);
+                be.pool2dBackward(DX.f32(), DY.f32(), X.f32(), Y.f32(), p);
+                return Outs{download(be, Y), download(be, DX)};
+            });
+        }
+        {
+            const int outer = 4, len = 9, inner = 33;
+            const Vec x = randomVec(rng, size_t(outer) * len * inner), dy = randomVec(rng, size_t(outer) * inner);
+            check("meanPool", [&](Backend& be) {
+                Tensor X = up(be, x), Y = be.empty(Shape{int64_t(dy.size())}), DY = up(be, dy), DX = up(be, x);
+                be.meanPoolForward(Y.f32(), X.f32(), outer, len, inner);
+                be.meanPoolBackward(DX.f32(), DY.f32(), outer, len, inner);
+                return Outs{download(be, Y), download(be, DX)};
+            });
+        }
+        const char* actNames[] = {"relu", "leaky_relu", "gelu", "sigmoid", "tanh"};
+        for (int act = 0; act < 5; ++act) {
+            const Vec x = randomVec(rng, n, -4.0f, 4.0f), dy = randomVec(rng, n), dx0 = randomVec(rng, n);
+            check(actNames[act], [&](Backend& be) {
+                Tensor X = up(be, x), Y = be.empty(Shape{n}), DY = up(be, dy), DX = up(be, dx0);
+                be.activationForward(Y.f32(), X.f32(), n, Activation(act), 0.1f);
+                be.activationBackward(DX.f32(), DY.f32(), X.f32(), Y.f32(), n, Activation(act), 0.1f);
+                return Outs{download(be, Y), download(be, DX)};
+            });
+        }
+        {
+            const int rows = 70, cols = 37;
+            const Vec x = randomVec(rng, size_t(rows) * cols, -5.0f, 5.0f), dy = randomVec(rng, x.size()),
+                      t = randomVec(rng, x.size(), 0.0f, 1.0f);
+            std::vector<int32_t> labels(rows);
+            for (int32_t& l : labels) l = int32_t(rng() % cols);
+            check("softmax", [&](Backend& be) {
+                Tensor X = up(be, x), Y = be.empty(Shape{int64_t(x.size())}), DY = up(be, dy), DX = up(be, dy);
+                be.softmaxForward(Y.f32(), X.f32(), rows, cols);
+                be.softmaxBackward(DX.f32(), DY.f32(), Y.f32(), rows, cols);
+                return Outs{download(be, Y), download(be, DX)};
+            });
+            check("softmaxCrossEntropy", [&](Backend& be) {
+                Tensor X = up(be, x), L = be.empty(Shape{rows}), D = be.empty(Shape{int64_t(x.size())}),
+                       lab = upI(be, labels);
+                be.softmaxCrossEntropy(L.f32(), D.f32(), X.f32(), lab.i32(), rows, cols, 0.5f);
+                const double correct = double(be.countCorrect(X.f32(), lab.i32(), rows, cols));
+                return Outs{download(be, L), download(be, D), Vec{float(correct)}};
+            });
+            check("mseLoss", [&](Backend& be) {
+                Tensor X = up(be, x), T = up(be, t), L = be.empty(Shape{rows}), D = be.empty(Shape{int64_t(x.size())});
+                be.mseLoss(L.f32(), D.f32(), X.f32(), T.f32(), rows, cols, 2.0f);
+                return Outs{download(be, L), download(be, D)};
+            });
+            check("bceWithLogits", [&](Backend& be) {
+                Tensor X = up(be, x), T = up(be, t), L = be.empty(Shape{rows}), D = be.empty(Shape{int64_t(x.size())});
+                be.bceWithLogits(L.f32(), D.f32(), X.f32(), T.f32(), rows, cols, 1.0f);
+                return Outs{download(be, L), download(be, D)};
+            });
+        }
+        {
+            const int nb = 6, c = 5, inner = 30;
+            const Vec x = randomVec(rng, size_t(nb) * c * inner, -2.0f, 3.0f), dy = randomVec(rng, x.size()),
+                      g = randomVec(rng, c, 0.5f, 1.5f), bt = randomVec(rng, c), rm = randomVec(rng, c),
+                      rv = randomVec(rng, c, 0.5f, 2.0f);
+            check("batchNorm", [&](Backend& be) {
+                Tensor X = up(be, x), Y = be.empty(Shape{int64_t(x.size())}), G = up(be, g), B = up(be, bt),
+                       RM = up(be, rm), RV = up(be, rv);
+                Tensor SM = be.empty(Shape{c}), SI = be.empty(Shape{c}), DY = up(be, dy), DX = up(be, dy),
+                       DG = up(be, g), DB = up(be, bt), YI = be.empty(Shape{int64_t(x.size())});
+                be.batchNormForwardTraining(Y.f32(), SM.f32(), SI.f32(), RM.f32(), RV.f32(), X.f32(), G.f32(), B.f32(),
+                                            nb, c, inner, 0.1f, 1e-5f);
+                be.batchNormBackward(DX.f32(), DG.f32(), DB.f32(), DY.f32(), X.f32(), G.f32(), SM.f32(), SI.f32(), nb,
+                                     c, inner);
+                be.batchNormForwardInference(YI.f32(), X.f32(), G.f32(), B.f32(), RM.f32(), RV.f32(), nb, c, inner,
+                                             1e-5f);
+                return Outs{download(be, Y),  download(be, SM), download(be, SI), download(be, RM), download(be, RV),
+                            download(be, DX), download(be, DG), download(be, DB), download(be, YI)};
+            });
+            const int rows = 40, cols = 96;
+            const Vec lx = randomVec(rng, size_t(rows) * cols), ldy = randomVec(rng, lx.size()),
+                      lg = randomVec(rng, cols), lb = randomVec(rng, cols);
+            check("layerNorm", [&](Backend& be) {
+                Tensor X = up(be, lx), Y = be.empty(Shape{int64_t(lx.size())}), M = be.empty(Shape{rows}),
+                       R = be.empty(Shape{rows}), G = up(be, lg), B = up(be, lb);
+                Tensor DY = up(be, ldy), DX = up(be, ldy), DG = up(be, lg), DB = up(be, lb);
+                be.layerNormForward(Y.f32(), M.f32(), R.f32(), X.f32(), G.f32(), B.f32(), rows, cols, 1e-5f);
+                be.layerNormBackward(DX.f32(), DG.f32(), DB.f32(), DY.f32(), X.f32(), G.f32(), M.f32(), R.f32(), rows,
+                                     cols);
+                return Outs{download(be, Y),  download(be, M),  download(be, R),
+                            download(be, DX), download(be, DG), download(be, DB)};
+            });
+        }
+        check("dropout", [&](Backend& be) {
+            Tensor X = up(be, a), Y = be.empty(Shape{n}), DY = up(be, b), DX = up(be, a);
+            be.dropoutForward(Y.f32(), X.f32(), n, 0.3f, 77);
+            be.dropoutBackward(DX.f32(), DY.f32(), n, 0.3f, 77);
+            return Outs{download(be, Y), download(be, DX)};
+        });
+        for (bool det : {false, true}) {
+            const int vocab = 40, dim = 24, count = 500;
+            Vec ids(count);
+            for (float& v : ids) v = float(rng() % vocab);
+            const Vec table = randomVec(rng, size_t(vocab) * dim), dy = randomVec(rng, size_t(count) * dim);
+            gpuBe.setDeterministic(det);
+            check(det ? "embedding_deterministic" : "embedding", [&](Backend& be) {
+                Tensor T = up(be, table), I = up(be, ids), Y = be.empty(Shape{int64_t(dy.size())}), DY = up(be, dy),
+                       DT = up(be, table);
+                be.embeddingForward(Y.f32(), T.f32(), I.f32(), count, dim, vocab);
+                be.embeddingBackward(DT.f32(), DY.f32(), I.f32(), count, dim, vocab);
+                return Outs{download(be, Y), download(be, DT)};
+            });
+        }
+        gpuBe.setDeterministic(false);
+        check("copyBlocks", [&](Backend& be) {
+            Tensor D = up(be, a), S = up(be, b);
+            be.copyBlocks(D.f32(), 100, S.f32(), 70, 50, 40, false);
+            be.copyBlocks(D.f32() + 50, 100, S.f32(), 70, 30, 40, true);
+            return Outs{download(be, D)};
+        });
+        check("reductions", [&](Backend& be) {
+            Tensor X = up(be, a);
+            Vec nanv = a;
+            nanv[17] = NAN;
+            Tensor Nn = up(be, nanv);
+            return Outs{Vec{float(be.sum(X.f32(), n)), float(be.sumSquares(X.f32(), n)),
+                            float(be.allFinite(X.f32(), n)), float(be.allFinite(Nn.f32(), n))}};
+        });
+        check("sgdUpdate", [&](Backend& be) {
+            Tensor W = up(be, a), V = be.zeros(Shape{n}), G = up(be, b);
+            SgdParams p;
+            p.momentum = 0.9f, p.weightDecay = 1e-3f, p.nesterov = true;
+            for (int i = 0; i < 3; ++i) be.sgdUpdate(W.f32(), V.f32(), G.f32(), n, p);
+            return Outs{download(be, W), download(be, V)};
+        });
+        check("adamUpdate", [&](Backend& be) {
+            Tensor W = up(be, a), M = be.zeros(Shape{n}), V = be.zeros(Shape{n}), G = up(be, b);
+            AdamParams p;
+            p.weightDecay = 0.01f, p.decoupled = true;
+            for (int i = 1; i <= 3; ++i) {
+                p.step = i;
+                be.adamUpdate(W.f32(), M.f32(), V.f32(), G.f32(), n, p);
+            }
+            return Outs{download(be, W), download(be, M), download(be, V)};
+        });
+        QVERIFY2(allOk, "some op differs from the CPU reference (see the warnings above)");
     }
 
     void badIndicesThrowAtTheCall() {
