@@ -1,0 +1,337 @@
+// strata-train: the headless trainer. Wiring only: parse the command line,
+// pick a backend, run core::Trainer, print progress and write metrics.
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "core/backend/BackendRegistry.h"
+#include "core/graph/Project.h"
+#include "core/train/Trainer.h"
+#if __has_include("core/export/ExportCommands.h")
+#include "core/export/ExportCommands.h"
+#define STRATA_HAVE_EXPORT_COMMANDS 1
+#endif
+#ifdef STRATA_HAVE_CUDA
+#include "gpu/CudaProvider.h"
+#endif
+
+namespace {
+
+const char* kUsage =
+    "usage: strata-train PROJECT.strata [options]\n"
+    "       strata-train --list-devices\n"
+    "       strata-train export PROJECT_OR_CHECKPOINT --format onnx|gguf|safetensors [--quantize q8_0|f16] -o FILE\n"
+    "       strata-train predict MODEL_FILE INPUT [--top K]\n"
+    "options:\n"
+    "  --device cpu|cuda|cuda:N   device to train on (default: the project's, else cpu)\n"
+    "  --epochs N                 number of epochs\n"
+    "  --batch N                  batch size\n"
+    "  --threads N                CPU threads (0: all cores)\n"
+    "  --seed N                   random seed\n"
+    "  --deterministic            deterministic kernels (same seed, same losses)\n"
+    "  --metrics-out FILE.jsonl   one JSON object per step, epoch and event\n"
+    "  --checkpoint-dir DIR       write checkpoints there\n"
+    "  --resume CKPT              continue from a checkpoint file or folder\n"
+    "  --max-steps N              stop after N steps\n"
+    "  --train-limit N            use only the first N training samples\n"
+    "  --quiet                    no progress bar\n";
+
+std::atomic<strata::Trainer*> g_trainer{nullptr};
+
+void onSignal(int) {
+    if (strata::Trainer* t = g_trainer.load()) t->requestStop();
+}
+
+std::string formatDuration(double s) {
+    if (!std::isfinite(s) || s < 0) return "--:--";
+    const long t = static_cast<long>(s + 0.5);
+    char buf[32];
+    if (t >= 3600)
+        std::snprintf(buf, sizeof buf, "%ld:%02ld:%02ld", t / 3600, (t / 60) % 60, t % 60);
+    else
+        std::snprintf(buf, sizeof buf, "%02ld:%02ld", t / 60, t % 60);
+    return buf;
+}
+
+// Prints progress and writes the metrics file. Step and epoch events arrive on the
+// engine thread, telemetry on the sampler thread: one mutex orders the writes.
+class CliObserver : public strata::TrainingObserver {
+public:
+    CliObserver(std::ostream* metrics, bool quiet, int totalEpochs)
+        : m_metrics(metrics), m_quiet(quiet), m_tty(isatty(STDERR_FILENO) != 0), m_epochs(totalEpochs) {}
+
+    void onStep(const strata::StepEvent& e) override {
+        std::lock_guard lock(m_mutex);
+        m_lossSum += e.loss;
+        m_accSum += e.accuracy;
+        ++m_count;
+        if (m_metrics) {
+            strata::Json j;
+            j["event"] = "step";
+            j["epoch"] = e.epoch;
+            j["step"] = e.step;
+            j["loss"] = e.loss;
+            j["accuracy"] = e.accuracy;
+            j["lr"] = e.learningRate;
+            j["samples_per_s"] = e.samplesPerSecond;
+            *m_metrics << j.dump() << '\n';
+        }
+        if (m_quiet || !m_tty) return;
+        const auto now = std::chrono::steady_clock::now();
+        if (e.stepInEpoch != e.stepsPerEpoch && now - m_lastDraw < std::chrono::milliseconds(100)) return;
+        m_lastDraw = now;
+        const double frac = static_cast<double>(e.stepInEpoch) / static_cast<double>(e.stepsPerEpoch);
+        const int width = 30;
+        const int filled = static_cast<int>(frac * width);
+        const double eta = e.samplesPerSecond > 0 ? (e.stepsPerEpoch - e.stepInEpoch) * (e.elapsedSeconds / std::max<int64_t>(1, e.step)) : NAN;
+        std::fprintf(stderr, "\repoch %d/%d [%s%s] %5.1f%% loss %.4f acc %.3f %7.0f samples/s ETA %s ", e.epoch,
+                     m_epochs, std::string(filled, '#').c_str(), std::string(width - filled, '.').c_str(),
+                     frac * 100, m_lossSum / m_count, m_accSum / m_count, e.samplesPerSecond,
+                     formatDuration(eta).c_str());
+        std::fflush(stderr);
+    }
+
+    void onEpoch(const strata::EpochEvent& e) override {
+        std::lock_guard lock(m_mutex);
+        m_lossSum = m_accSum = 0;
+        m_count = 0;
+        if (m_metrics) {
+            strata::Json j;
+            j["event"] = "epoch";
+            j["epoch"] = e.epoch;
+            j["train_loss"] = e.trainLoss;
+            j["train_acc"] = e.trainAccuracy;
+            j["val_loss"] = e.hasValidation ? strata::Json(e.valLoss) : strata::Json(nullptr);
+            j["val_acc"] = e.hasValidation ? strata::Json(e.valAccuracy) : strata::Json(nullptr);
+            j["seconds"] = e.seconds;
+            j["samples_per_s"] = e.samplesPerSecond;
+            j["best"] = e.best;
+            *m_metrics << j.dump() << std::endl;
+        }
+        if (m_quiet) return;
+        if (m_tty) std::fputs("\n", stderr);
+        if (e.hasValidation)
+            std::fprintf(stderr,
+                         "epoch %d: train loss %.4f acc %.4f | val loss %.4f acc %.4f%s | %.1f s, %.0f samples/s\n",
+                         e.epoch, e.trainLoss, e.trainAccuracy, e.valLoss, e.valAccuracy, e.best ? " (best)" : "",
+                         e.seconds, e.samplesPerSecond);
+        else
+            std::fprintf(stderr, "epoch %d: train loss %.4f acc %.4f | %.1f s, %.0f samples/s\n", e.epoch,
+                         e.trainLoss, e.trainAccuracy, e.seconds, e.samplesPerSecond);
+    }
+
+    void onTelemetry(const strata::TelemetryEvent& e) override {
+        std::lock_guard lock(m_mutex);
+        if (!e.available && !m_quiet) std::fprintf(stderr, "telemetry for %s unavailable: %s\n", e.device.c_str(), e.reason.c_str());
+        if (!m_metrics) return;
+        strata::Json j;
+        j["event"] = "telemetry";
+        j["device"] = e.device;
+        j["available"] = e.available;
+        if (!e.available) j["reason"] = e.reason;
+        j["time_s"] = e.timeSeconds;
+        j["utilization"] = e.utilizationPercent;
+        j["memory_used"] = e.memoryUsedBytes;
+        j["memory_total"] = e.memoryTotalBytes;
+        if (e.temperatureC >= 0) j["temperature_c"] = e.temperatureC;
+        if (e.powerWatts >= 0) j["power_w"] = e.powerWatts;
+        if (e.smClockMHz >= 0) j["sm_clock_mhz"] = e.smClockMHz;
+        *m_metrics << j.dump() << '\n';
+    }
+
+    void onCheckpoint(const strata::CheckpointEvent& e) override {
+        std::lock_guard lock(m_mutex);
+        if (m_metrics) {
+            strata::Json j{{"event", "checkpoint"}, {"path", e.path}, {"epoch", e.epoch}, {"step", e.step}, {"best", e.best}};
+            *m_metrics << j.dump() << '\n';
+        }
+    }
+
+    void onFinished(const strata::FinishedEvent& e) override {
+        std::lock_guard lock(m_mutex);
+        if (m_metrics) {
+            strata::Json j{{"event", "finished"},       {"epochs", e.epochsCompleted},  {"best_epoch", e.bestEpoch},
+                           {"stopped", e.stoppedByUser}, {"early_stopped", e.earlyStopped}, {"seconds", e.seconds}};
+            *m_metrics << j.dump() << std::endl;
+        }
+        if (!m_quiet)
+            std::fprintf(stderr, "%s after %d epoch(s) in %s%s\n", e.stoppedByUser ? "stopped" : "finished",
+                         e.epochsCompleted, formatDuration(e.seconds).c_str(),
+                         e.bestEpoch > 0 ? (", best epoch " + std::to_string(e.bestEpoch)).c_str() : "");
+    }
+
+    void onError(const std::string& message) override {
+        std::lock_guard lock(m_mutex);
+        m_error = message;
+        if (m_metrics) *m_metrics << strata::Json{{"event", "error"}, {"message", message}}.dump() << std::endl;
+    }
+
+    void onLog(const std::string& message) override {
+        std::lock_guard lock(m_mutex);
+        if (!m_quiet) std::fprintf(stderr, "%s\n", message.c_str());
+    }
+
+    const std::string& error() const { return m_error; }
+
+private:
+    std::mutex m_mutex;
+    std::ostream* m_metrics;
+    bool m_quiet, m_tty;
+    int m_epochs;
+    double m_lossSum = 0, m_accSum = 0;
+    int64_t m_count = 0;
+    std::chrono::steady_clock::time_point m_lastDraw{};
+    std::string m_error;
+};
+
+int fail(const std::string& reason) {
+    std::fprintf(stderr, "strata-train: %s\n", reason.c_str());
+    return 1;
+}
+
+int listDevices() {
+    auto& reg = strata::backendRegistry();
+    for (const strata::DeviceInfo& d : reg.devices()) {
+        std::printf("%-8s %s", d.device.toString().c_str(), d.name.c_str());
+        if (d.totalMemoryBytes)
+            std::printf(", %.1f GiB total, %.1f GiB free", d.totalMemoryBytes / 1073741824.0,
+                        d.freeMemoryBytes / 1073741824.0);
+        if (d.device.type == strata::DeviceType::Cuda)
+            std::printf(", compute %d.%d, %d SMs, PCI %s", d.computeMajor, d.computeMinor, d.multiprocessors,
+                        d.pciBusId.c_str());
+        std::printf("\n");
+    }
+    strata::BackendProvider* cuda = reg.provider(strata::DeviceType::Cuda);
+    if (!cuda)
+        std::printf("no CUDA GPUs: this build has no CUDA support\n");
+    else if (!cuda->unavailableReason().empty())
+        std::printf("no CUDA GPUs: %s\n", cuda->unavailableReason().c_str());
+    return 0;
+}
+
+bool parseInt(const std::string& text, long long& out) {
+    try {
+        size_t used = 0;
+        out = std::stoll(text, &used);
+        return used == text.size();
+    } catch (...) {
+        return false;
+    }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+#ifdef STRATA_HAVE_CUDA
+    strata::gpu::registerCudaProvider(strata::backendRegistry());
+#endif
+    std::vector<std::string> args(argv + 1, argv + argc);
+    if (args.empty()) {
+        std::fputs(kUsage, stderr);
+        return 2;
+    }
+    if (args[0] == "--help" || args[0] == "-h") {
+        std::fputs(kUsage, stdout);
+        return 0;
+    }
+    if (args[0] == "--list-devices") return listDevices();
+#ifdef STRATA_HAVE_EXPORT_COMMANDS
+    if (args[0] == "export") return strata::runExportCommand({args.begin() + 1, args.end()}, std::cout, std::cerr);
+    if (args[0] == "predict") return strata::runPredictCommand({args.begin() + 1, args.end()}, std::cout, std::cerr);
+#endif
+
+    std::string projectPath, device, metricsPath, checkpointDir, resume;
+    long long epochs = -1, batch = -1, threads = -1, seed = -1, maxSteps = 0, trainLimit = -1;
+    bool quiet = false, deterministic = false;
+    for (size_t i = 0; i < args.size(); ++i) {
+        const std::string& a = args[i];
+        auto value = [&](const char* name) -> std::string {
+            if (i + 1 >= args.size()) throw std::invalid_argument(std::string(name) + " needs a value");
+            return args[++i];
+        };
+        auto intValue = [&](const char* name, long long min) {
+            long long v = 0;
+            const std::string text = value(name);
+            if (!parseInt(text, v) || v < min)
+                throw std::invalid_argument(std::string(name) + " needs an integer >= " + std::to_string(min) +
+                                            ", got '" + text + "'");
+            return v;
+        };
+        try {
+            if (a == "--device") device = value("--device");
+            else if (a == "--epochs") epochs = intValue("--epochs", 1);
+            else if (a == "--batch") batch = intValue("--batch", 1);
+            else if (a == "--threads") threads = intValue("--threads", 0);
+            else if (a == "--seed") seed = intValue("--seed", 0);
+            else if (a == "--max-steps") maxSteps = intValue("--max-steps", 1);
+            else if (a == "--train-limit") trainLimit = intValue("--train-limit", 1);
+            else if (a == "--metrics-out") metricsPath = value("--metrics-out");
+            else if (a == "--checkpoint-dir") checkpointDir = value("--checkpoint-dir");
+            else if (a == "--resume") resume = value("--resume");
+            else if (a == "--quiet") quiet = true;
+            else if (a == "--deterministic") deterministic = true;
+            else if (!a.empty() && a[0] == '-') return fail("unknown option '" + a + "' (see --help)");
+            else if (projectPath.empty()) projectPath = a;
+            else return fail("unexpected argument '" + a + "' (one project file expected)");
+        } catch (const std::exception& e) {
+            return fail(e.what());
+        }
+    }
+    if (projectPath.empty()) return fail("no project file given (see --help)");
+
+    strata::Project project;
+    try {
+        project = strata::readProject(projectPath);
+    } catch (const std::exception& e) {
+        return fail(e.what());
+    }
+    strata::TrainingSettings& ts = project.training;
+    if (!device.empty()) ts.device = device;
+    if (epochs > 0) ts.epochs = static_cast<int>(epochs);
+    if (batch > 0) ts.batchSize = static_cast<int>(batch);
+    if (threads >= 0) ts.threads = static_cast<int>(threads);
+    if (seed >= 0) ts.seed = static_cast<uint64_t>(seed);
+    if (deterministic) ts.deterministic = true;
+    if (trainLimit > 0) project.dataset.trainLimit = trainLimit;
+    if (!checkpointDir.empty()) {
+        // Relative to the working directory, as a user typing it expects.
+        ts.checkpointDir = std::filesystem::absolute(checkpointDir).string();
+    }
+
+    std::unique_ptr<strata::Backend> backend;
+    try {
+        backend = strata::backendRegistry().create(strata::Device::parse(ts.device), ts.threads);
+    } catch (const std::exception& e) {
+        return fail(e.what());
+    }
+
+    std::ofstream metricsFile;
+    if (!metricsPath.empty()) {
+        metricsFile.open(metricsPath, std::ios::out | std::ios::trunc);
+        if (!metricsFile) return fail("cannot write metrics file '" + metricsPath + "'");
+    }
+    CliObserver observer(metricsPath.empty() ? nullptr : &metricsFile, quiet, ts.epochs);
+    strata::TrainerOptions options;
+    options.projectPath = projectPath;
+    options.resumeFrom = resume;
+    options.maxSteps = maxSteps;
+    options.telemetryIntervalMs = metricsPath.empty() ? 0 : 500;
+    strata::Trainer trainer(project, *backend, &observer, options);
+    g_trainer = &trainer;
+    std::signal(SIGINT, onSignal);
+    std::signal(SIGTERM, onSignal);
+    const bool ok = trainer.run();
+    g_trainer = nullptr;
+    if (!ok) return fail(observer.error());
+    return 0;
+}

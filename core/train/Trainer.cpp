@@ -1,0 +1,485 @@
+// Trainer: epochs of steps, validation, checkpoints, early stopping and the
+// requests a GUI or a signal handler makes between steps.
+#include "core/train/Trainer.h"
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <limits>
+#include <sstream>
+#include <thread>
+
+#include "core/backend/Backend.h"
+#include "core/backend/BackendRegistry.h"
+#include "core/data/DataLoader.h"
+#include "core/data/Dataset.h"
+#include "core/graph/Model.h"
+#include "core/train/Checkpoint.h"
+#include "core/train/LrSchedule.h"
+#include "core/train/Optimizer.h"
+
+namespace strata {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double secondsSince(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+uint64_t mixSeed(uint64_t seed, uint64_t step) { return dropoutHash(seed, step); }
+
+// Polls a TelemetrySource on its own thread until stopped.
+class TelemetrySampler {
+public:
+    TelemetrySampler(std::unique_ptr<TelemetrySource> source, TrainingObserver* observer, int intervalMs)
+        : m_source(std::move(source)), m_observer(observer), m_intervalMs(intervalMs) {
+        if (m_source && m_observer && m_intervalMs > 0) m_thread = std::thread([this] { loop(); });
+    }
+    ~TelemetrySampler() {
+        {
+            std::lock_guard lock(m_mutex);
+            m_stop = true;
+        }
+        m_wake.notify_all();
+        if (m_thread.joinable()) m_thread.join();
+    }
+
+private:
+    void loop() {
+        const auto start = Clock::now();
+        bool reportedUnavailable = false;
+        std::unique_lock lock(m_mutex);
+        while (!m_stop) {
+            lock.unlock();
+            TelemetryEvent e = m_source->sample();
+            e.timeSeconds = secondsSince(start);
+            if (e.available || !reportedUnavailable) m_observer->onTelemetry(e);
+            reportedUnavailable = reportedUnavailable || !e.available;
+            lock.lock();
+            m_wake.wait_for(lock, std::chrono::milliseconds(m_intervalMs), [this] { return m_stop; });
+        }
+    }
+    std::unique_ptr<TelemetrySource> m_source;
+    TrainingObserver* m_observer;
+    int m_intervalMs;
+    std::mutex m_mutex;
+    std::condition_variable m_wake;
+    bool m_stop = false;
+    std::thread m_thread;
+};
+
+TrainingObserver g_nullObserver;
+
+}  // namespace
+
+struct Trainer::Impl {
+    Project project;
+    Backend& backend;
+    TrainingObserver* obs;
+    TrainerOptions opt;
+
+    std::atomic<bool> stopRequested{false};
+    std::atomic<bool> checkpointRequested{false};
+    mutable std::mutex pauseMutex;
+    std::condition_variable pauseCv;
+    bool pauseRequested = false;
+
+    DatasetBundle data;
+    std::unique_ptr<Model> model;
+    std::unique_ptr<Optimizer> optimizer;
+    Tensor inputBuf, labelBuf, lossBuf, dlogitsBuf;
+    int64_t capacity = 0;
+    int numClasses = 0;
+
+    // Progress and best-epoch tracking (saved in checkpoints).
+    int epochsDone = 0;
+    int64_t globalStep = 0;
+    int64_t stepInEpoch = 0;
+    int bestEpoch = 0;
+    double bestMetric = std::numeric_limits<double>::quiet_NaN();
+    double bestValLoss = 0, bestValAcc = 0;
+    int epochsWithoutImprovement = 0;
+    double lastValLoss = 0, lastValAcc = 0;
+    bool lastHasValidation = false;
+    std::string lastGoodCheckpoint;
+
+    Impl(Project p, Backend& b, TrainingObserver* o, TrainerOptions op)
+        : project(std::move(p)), backend(b), obs(o ? o : &g_nullObserver), opt(std::move(op)) {}
+
+    const TrainingSettings& ts() const { return project.training; }
+
+    void ensureCapacity(int64_t batch) {
+        if (batch <= capacity) return;
+        capacity = batch;
+        inputBuf = backend.empty(model->inputShape().withBatch(batch));
+        labelBuf = backend.empty(Shape{batch}, DType::I32);
+        lossBuf = backend.empty(Shape{batch});
+        dlogitsBuf = backend.empty(model->outputShape().withBatch(batch));
+    }
+
+    // Uploads a batch; returns the input view.
+    Tensor upload(const Batch& b) {
+        ensureCapacity(b.size);
+        Tensor in = inputBuf.view(model->inputShape().withBatch(b.size));
+        backend.copyFromHost(in.raw(), b.inputs.data(), in.bytes());
+        backend.copyFromHost(labelBuf.raw(), b.labels.data(), static_cast<size_t>(b.size) * sizeof(int32_t));
+        return in;
+    }
+
+    // Fills lossBuf (and dlogits when `withGrad`); returns the mean loss.
+    double computeLoss(const Tensor& logits, int64_t n, bool withGrad) {
+        const int rows = static_cast<int>(n);
+        const int cols = static_cast<int>(model->outputShape().numel());
+        const float scale = 1.0f / static_cast<float>(n);
+        float* dl = withGrad ? dlogitsBuf.f32() : nullptr;
+        const std::string& loss = ts().loss;
+        if (loss == "cross_entropy") {
+            backend.softmaxCrossEntropy(lossBuf.f32(), dl, logits.f32(), labelBuf.i32(), rows, cols, scale);
+        } else {
+            // MSE and BCE train against one-hot targets of the class labels.
+            oneHot(n, cols);
+            if (loss == "mse")
+                backend.mseLoss(lossBuf.f32(), dl, logits.f32(), targetBuf.f32(), rows, cols, scale);
+            else
+                backend.bceWithLogits(lossBuf.f32(), dl, logits.f32(), targetBuf.f32(), rows, cols, scale);
+        }
+        return backend.sum(lossBuf.f32(), n) / static_cast<double>(n);
+    }
+
+    Tensor targetBuf;
+    std::vector<float> targetHost;
+    std::vector<int32_t> labelHost;
+    void oneHot(int64_t n, int cols) {
+        if (!targetBuf.defined() || targetBuf.numel() < n * cols) targetBuf = backend.empty(Shape{n, cols});
+        targetHost.assign(static_cast<size_t>(n * cols), 0.0f);
+        labelHost.resize(static_cast<size_t>(n));
+        backend.copyToHost(labelHost.data(), labelBuf.raw(), static_cast<size_t>(n) * sizeof(int32_t));
+        for (int64_t r = 0; r < n; ++r) targetHost[static_cast<size_t>(r * cols + labelHost[static_cast<size_t>(r)])] = 1.0f;
+        backend.copyFromHost(targetBuf.raw(), targetHost.data(), targetHost.size() * sizeof(float));
+    }
+
+    std::string nodeLabel(int id) const {
+        const Node* n = project.graph.node(id);
+        return n ? "'" + n->name + "' (" + n->type + ")" : "#" + std::to_string(id);
+    }
+
+    void validateSetup() {
+        const TrainingSettings& s = ts();
+        if (s.batchSize < 1) throw std::invalid_argument("training.batch_size must be at least 1");
+        if (s.epochs < 1) throw std::invalid_argument("training.epochs must be at least 1");
+        if (s.precision != "fp32")
+            throw std::invalid_argument("precision '" + s.precision + "' is not available on the " + backend.name() +
+                                        " backend yet; use fp32");
+        if (s.loss != "cross_entropy" && s.loss != "mse" && s.loss != "bce_logits")
+            throw std::invalid_argument("unknown loss '" + s.loss + "' (expected cross_entropy, mse or bce_logits)");
+        if (data.train.count == 0) throw std::invalid_argument("the training split is empty");
+        if (data.train.sampleShape != model->inputShape()) {
+            std::string inputName;
+            for (const Node* n : project.graph.nodes())
+                if (n->type == "Input") inputName = n->name;
+            throw std::invalid_argument("the data's samples are " + data.train.sampleShape.toString() +
+                                        " but Input '" + inputName + "' expects " +
+                                        model->inputShape().toString());
+        }
+        numClasses = data.numClasses;
+        if (model->outputShape().rank() != 1 || model->outputShape()[0] != numClasses) {
+            const std::vector<int> order = model->order();
+            throw std::invalid_argument("the model's output " + nodeLabel(order.back()) + " is " +
+                                        model->outputShape().toString() + " but the data has " +
+                                        std::to_string(numClasses) + " classes: make it [" +
+                                        std::to_string(numClasses) + "]");
+        }
+    }
+
+    std::string checkpointDir() const {
+        if (ts().checkpointDir.empty()) return {};
+        return resolveDatasetPath(opt.projectPath, ts().checkpointDir);
+    }
+
+    Json trainerState() const {
+        Json j;
+        j["best_epoch"] = bestEpoch;
+        j["best_metric"] = std::isnan(bestMetric) ? Json(nullptr) : Json(bestMetric);
+        j["best_val_loss"] = bestValLoss;
+        j["best_val_accuracy"] = bestValAcc;
+        j["epochs_without_improvement"] = epochsWithoutImprovement;
+        j["optimizer_steps"] = optimizer->steps();
+        return j;
+    }
+
+    std::string saveCheckpointAs(const std::string& file, bool best) {
+        Checkpoint c;
+        c.project = project;
+        c.epoch = epochsDone;
+        c.step = globalStep;
+        c.stepInEpoch = stepInEpoch;
+        c.hasValidation = lastHasValidation;
+        c.valLoss = lastValLoss;
+        c.valAccuracy = lastValAcc;
+        c.best = best;
+        c.normalization = {data.normalization.mode, data.normalization.scale, data.normalization.mean,
+                           data.normalization.std};
+        c.classNames = data.classNames;
+        c.vocabulary = data.vocabulary;
+        c.trainerState = trainerState();
+        c.weights = modelWeights(*model);
+        c.optimizerState = optimizer->state();
+        saveCheckpoint(c, file);
+        return file;
+    }
+
+    // Writes epoch-NNN (or step-N for a mid-epoch save), latest, and best when `best`.
+    void checkpoint(bool best, bool midEpoch) {
+        const std::string dir = checkpointDir();
+        if (dir.empty()) {
+            if (midEpoch) obs->onLog("save checkpoint: no checkpoint folder is set in the training settings");
+            return;
+        }
+        char name[64];
+        if (midEpoch)
+            std::snprintf(name, sizeof name, "step-%08lld.safetensors", static_cast<long long>(globalStep));
+        else
+            std::snprintf(name, sizeof name, "epoch-%03d.safetensors", epochsDone);
+        const std::string file = (fs::path(dir) / name).string();
+        saveCheckpointAs(file, best);
+        saveCheckpointAs((fs::path(dir) / "latest.safetensors").string(), best);
+        if (best) saveCheckpointAs((fs::path(dir) / "best.safetensors").string(), true);
+        lastGoodCheckpoint = file;
+        obs->onCheckpoint({file, epochsDone, globalStep, best});
+    }
+
+    void resume(const std::string& path) {
+        Checkpoint c = loadCheckpoint(path);
+        applyWeights(*model, c.weights);
+        const Json& st = c.trainerState;
+        optimizer->loadState(c.optimizerState, st.value("optimizer_steps", c.step));
+        epochsDone = c.epoch;
+        globalStep = c.step;
+        stepInEpoch = c.stepInEpoch;
+        bestEpoch = st.value("best_epoch", 0);
+        bestMetric = st.contains("best_metric") && st["best_metric"].is_number() ? st["best_metric"].get<double>()
+                                                                                 : std::numeric_limits<double>::quiet_NaN();
+        bestValLoss = st.value("best_val_loss", 0.0);
+        bestValAcc = st.value("best_val_accuracy", 0.0);
+        epochsWithoutImprovement = st.value("epochs_without_improvement", 0);
+        obs->onLog("resumed from " + resolveCheckpointPath(path) + " at epoch " + std::to_string(epochsDone) +
+                   ", step " + std::to_string(globalStep));
+    }
+
+    // Returns {loss, accuracy} over a split in evaluation mode.
+    std::pair<double, double> evaluate(const DataSplit& split) {
+        DataLoader loader(split, ts().batchSize, false, ts().seed);
+        loader.startEpoch(0);
+        Batch b;
+        double lossSum = 0;
+        int64_t correct = 0, seen = 0;
+        while (loader.next(b)) {
+            if (stopRequested) break;
+            Tensor in = upload(b);
+            const Tensor& logits = model->forward(in, false);
+            lossSum += computeLoss(logits, b.size, false) * static_cast<double>(b.size);
+            correct += backend.countCorrect(logits.f32(), labelBuf.i32(), static_cast<int>(b.size), numClasses);
+            seen += b.size;
+        }
+        if (seen == 0) return {0, 0};
+        return {lossSum / static_cast<double>(seen), static_cast<double>(correct) / static_cast<double>(seen)};
+    }
+
+    // Blocks while paused; returns false when a stop was requested.
+    bool waitWhilePaused() {
+        std::unique_lock lock(pauseMutex);
+        pauseCv.wait(lock, [this] { return !pauseRequested || stopRequested; });
+        return !stopRequested;
+    }
+
+    bool run() {
+        const auto runStart = Clock::now();
+        try {
+            backend.setDeterministic(ts().deterministic);
+            obs->onLog("loading data");
+            data = loadDataset(project.dataset, opt.projectPath);
+            obs->onLog(data.description);
+            model = compile(project.graph, backend, ts().seed);
+            validateSetup();
+            optimizer = std::make_unique<Optimizer>(*model, ts());
+            if (!opt.resumeFrom.empty()) resume(opt.resumeFrom);
+
+            TelemetrySampler sampler(backendRegistry().telemetry(backend.device()), obs, opt.telemetryIntervalMs);
+
+            Augmentation aug;
+            aug.cropPadding = project.dataset.cropPadding;
+            aug.horizontalFlip = project.dataset.horizontalFlip;
+            aug.noiseStd = project.dataset.noiseStd;
+            DataLoader loader(data.train, ts().batchSize, true, ts().seed, aug);
+            const int64_t stepsPerEpoch = loader.batchesPerEpoch();
+
+            bool earlyStopped = false;
+            bool reachedMaxSteps = false;
+            Batch batch;
+            while (epochsDone < ts().epochs && !stopRequested && !reachedMaxSteps) {
+                const int epoch = epochsDone + 1;
+                const auto epochStart = Clock::now();
+                loader.startEpoch(epoch);
+                // A checkpoint saved mid-epoch resumes after the batches it had seen.
+                for (int64_t skip = 0; skip < stepInEpoch && loader.next(batch); ++skip) {
+                }
+                double lossSum = 0;
+                int64_t correct = 0, seen = 0;
+                double recentRate = 0;
+                auto windowStart = Clock::now();
+                int64_t windowSamples = 0;
+                while (!stopRequested) {
+                    if (!waitWhilePaused()) break;
+                    if (opt.maxSteps > 0 && globalStep >= opt.maxSteps) {
+                        reachedMaxSteps = true;
+                        break;
+                    }
+                    if (!loader.next(batch)) break;
+                    Tensor in = upload(batch);
+                    const double lr = learningRateAt(ts(), globalStep, stepsPerEpoch);
+                    const Tensor& logits = model->forward(in, true, mixSeed(ts().seed, static_cast<uint64_t>(globalStep)));
+                    const double loss = computeLoss(logits, batch.size, true);
+                    if (!std::isfinite(loss)) {
+                        const int bad = model->firstNonFiniteNode();
+                        std::ostringstream msg;
+                        msg << "step " << (globalStep + 1) << " (epoch " << epoch << "): the loss is "
+                            << (std::isnan(loss) ? "NaN" : "infinite");
+                        msg << (bad >= 0 ? "; the first layer whose output is not finite is " + nodeLabel(bad)
+                                         : "; every layer output is finite, so the loss itself overflowed");
+                        if (!lastGoodCheckpoint.empty()) msg << "; the last good checkpoint is " << lastGoodCheckpoint;
+                        throw std::runtime_error(msg.str());
+                    }
+                    const int64_t batchCorrect =
+                        backend.countCorrect(logits.f32(), labelBuf.i32(), static_cast<int>(batch.size), numClasses);
+                    model->zeroGrad();
+                    model->backward(dlogitsBuf.view(model->outputShape().withBatch(batch.size)));
+                    if (ts().clipNorm > 0) optimizer->clipGradNorm(ts().clipNorm);
+                    optimizer->step(lr);
+                    ++globalStep;
+                    ++stepInEpoch;
+                    lossSum += loss * static_cast<double>(batch.size);
+                    correct += batchCorrect;
+                    seen += batch.size;
+                    windowSamples += batch.size;
+                    const double windowSec = secondsSince(windowStart);
+                    if (windowSec >= 0.5 || recentRate == 0) {
+                        recentRate = windowSamples / std::max(windowSec, 1e-9);
+                        windowStart = Clock::now();
+                        windowSamples = 0;
+                    }
+                    StepEvent ev;
+                    ev.epoch = epoch;
+                    ev.step = globalStep;
+                    ev.stepInEpoch = stepInEpoch;
+                    ev.stepsPerEpoch = stepsPerEpoch;
+                    ev.loss = loss;
+                    ev.accuracy = static_cast<double>(batchCorrect) / static_cast<double>(batch.size);
+                    ev.learningRate = lr;
+                    ev.samplesPerSecond = recentRate;
+                    ev.elapsedSeconds = secondsSince(runStart);
+                    obs->onStep(ev);
+                    if (checkpointRequested.exchange(false)) checkpoint(false, true);
+                }
+                if (stepInEpoch < stepsPerEpoch) break;  // stopped mid-epoch
+
+                // End of epoch: validation, events, checkpoints, early stopping.
+                const double trainSeconds = secondsSince(epochStart);
+                EpochEvent ev;
+                ev.epoch = epoch;
+                ev.trainLoss = seen ? lossSum / static_cast<double>(seen) : 0;
+                ev.trainAccuracy = seen ? static_cast<double>(correct) / static_cast<double>(seen) : 0;
+                ev.samplesPerSecond = seen / std::max(trainSeconds, 1e-9);
+                ev.hasValidation = data.validation.count > 0;
+                if (ev.hasValidation) {
+                    std::tie(ev.valLoss, ev.valAccuracy) = evaluate(data.validation);
+                    if (stopRequested) break;
+                } else {
+                    ev.valLoss = ev.valAccuracy = std::numeric_limits<double>::quiet_NaN();
+                }
+                epochsDone = epoch;
+                stepInEpoch = 0;
+                lastHasValidation = ev.hasValidation;
+                lastValLoss = ev.valLoss;
+                lastValAcc = ev.valAccuracy;
+                if (ev.hasValidation) {
+                    const bool byAcc = ts().earlyStoppingMetric == "val_acc";
+                    const double metric = byAcc ? -ev.valAccuracy : ev.valLoss;
+                    if (std::isnan(bestMetric) || metric < bestMetric) {
+                        bestMetric = metric;
+                        bestEpoch = epoch;
+                        bestValLoss = ev.valLoss;
+                        bestValAcc = ev.valAccuracy;
+                        epochsWithoutImprovement = 0;
+                        ev.best = true;
+                    } else {
+                        ++epochsWithoutImprovement;
+                    }
+                }
+                ev.seconds = secondsSince(epochStart);
+                obs->onEpoch(ev);
+                checkpoint(ev.best, false);
+                if (checkpointRequested.exchange(false) && checkpointDir().empty()) checkpoint(false, true);
+                if (ts().earlyStoppingPatience > 0 && epochsWithoutImprovement >= ts().earlyStoppingPatience) {
+                    obs->onLog("early stopping: no improvement in " + ts().earlyStoppingMetric + " for " +
+                               std::to_string(epochsWithoutImprovement) + " epochs; best epoch " +
+                               std::to_string(bestEpoch));
+                    earlyStopped = true;
+                    break;
+                }
+            }
+            backend.synchronize();
+            FinishedEvent fin;
+            fin.stoppedByUser = stopRequested;
+            fin.earlyStopped = earlyStopped;
+            fin.epochsCompleted = epochsDone;
+            fin.bestEpoch = bestEpoch;
+            fin.bestValLoss = bestValLoss;
+            fin.bestValAccuracy = bestValAcc;
+            fin.seconds = secondsSince(runStart);
+            obs->onFinished(fin);
+            return true;
+        } catch (const std::exception& e) {
+            obs->onError(e.what());
+            return false;
+        }
+    }
+};
+
+Trainer::Trainer(Project project, Backend& backend, TrainingObserver* observer, TrainerOptions options)
+    : m_impl(std::make_unique<Impl>(std::move(project), backend, observer, std::move(options))) {}
+
+Trainer::~Trainer() = default;
+
+bool Trainer::run() { return m_impl->run(); }
+
+void Trainer::requestPause() {
+    std::lock_guard lock(m_impl->pauseMutex);
+    m_impl->pauseRequested = true;
+}
+
+void Trainer::requestResume() {
+    {
+        std::lock_guard lock(m_impl->pauseMutex);
+        m_impl->pauseRequested = false;
+    }
+    m_impl->pauseCv.notify_all();
+}
+
+void Trainer::requestStop() {
+    {
+        // Under the lock, so a thread about to wait in waitWhilePaused cannot miss the wake-up.
+        std::lock_guard lock(m_impl->pauseMutex);
+        m_impl->stopRequested = true;
+    }
+    m_impl->pauseCv.notify_all();
+}
+
+void Trainer::requestCheckpoint() { m_impl->checkpointRequested = true; }
+
+bool Trainer::paused() const {
+    std::lock_guard lock(m_impl->pauseMutex);
+    return m_impl->pauseRequested;
+}
+
+}  // namespace strata
