@@ -115,19 +115,31 @@ void CpuBackend::copy(void* dst, const void* src, size_t bytes) {
 // ---- element-wise ---------------------------------------------------------
 
 void CpuBackend::fill(float* y, float value, int64_t n) {
-    for (int64_t i = 0; i < n; ++i) y[i] = value;
+    if (m_reference)
+        for (int64_t i = 0; i < n; ++i) y[i] = value;
+    else
+        cpu::fill(m_threads, y, value, n);
 }
 void CpuBackend::zero(void* y, size_t bytes) {
     if (bytes) std::memset(y, 0, bytes);
 }
 void CpuBackend::scale(float* y, float alpha, int64_t n) {
-    for (int64_t i = 0; i < n; ++i) y[i] *= alpha;
+    if (m_reference)
+        for (int64_t i = 0; i < n; ++i) y[i] *= alpha;
+    else
+        cpu::scale(m_threads, y, alpha, n);
 }
 void CpuBackend::axpy(float* y, float alpha, const float* x, int64_t n) {
-    for (int64_t i = 0; i < n; ++i) y[i] += alpha * x[i];
+    if (m_reference)
+        for (int64_t i = 0; i < n; ++i) y[i] += alpha * x[i];
+    else
+        cpu::axpy(m_threads, y, alpha, x, n);
 }
 void CpuBackend::add(float* y, const float* a, const float* b, int64_t n) {
-    for (int64_t i = 0; i < n; ++i) y[i] = a[i] + b[i];
+    if (m_reference)
+        for (int64_t i = 0; i < n; ++i) y[i] = a[i] + b[i];
+    else
+        cpu::add(m_threads, y, a, b, n);
 }
 
 // ---- linear algebra ---------------------------------------------------------
@@ -142,64 +154,111 @@ void CpuBackend::gemm(bool transA, bool transB, int m, int n, int k, float alpha
         cpu::gemm(m_threads, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 void CpuBackend::addBiasRows(float* y, const float* bias, int rows, int cols) {
-    cpuref::addBiasRows(y, bias, rows, cols);
+    if (m_reference)
+        cpuref::addBiasRows(y, bias, rows, cols);
+    else
+        cpu::addBiasRows(m_threads, y, bias, rows, cols);
 }
-void CpuBackend::sumRows(float* dbias, const float* dy, int rows, int cols) { cpuref::sumRows(dbias, dy, rows, cols); }
+void CpuBackend::sumRows(float* dbias, const float* dy, int rows, int cols) {
+    if (m_reference)
+        cpuref::sumRows(dbias, dy, rows, cols);
+    else
+        cpu::sumRows(m_threads, dbias, dy, rows, cols);
+}
 void CpuBackend::addBiasChannels(float* y, const float* bias, int n, int c, int inner) {
-    cpuref::addBiasChannels(y, bias, n, c, inner);
+    if (m_reference)
+        cpuref::addBiasChannels(y, bias, n, c, inner);
+    else
+        cpu::addBiasChannels(m_threads, y, bias, n, c, inner);
 }
 void CpuBackend::sumChannels(float* dbias, const float* dy, int n, int c, int inner) {
-    cpuref::sumChannels(dbias, dy, n, c, inner);
+    if (m_reference)
+        cpuref::sumChannels(dbias, dy, n, c, inner);
+    else
+        cpu::sumChannels(m_threads, dbias, dy, n, c, inner);
 }
 
 // ---- convolution and pooling ------------------------------------------------
 
 void CpuBackend::conv2dForward(float* y, const float* x, const float* w, const ConvDesc& d) {
     checkConv(d);
-    cpuref::conv2dForward(y, x, w, d);
+    if (m_reference)
+        cpuref::conv2dForward(y, x, w, d);
+    else
+        cpu::conv2dForward(m_threads, *m_workspace, y, x, w, d);
 }
 void CpuBackend::conv2dBackwardData(float* dx, const float* dy, const float* w, const ConvDesc& d) {
     checkConv(d);
-    cpuref::conv2dBackwardData(dx, dy, w, d);
+    if (m_reference)
+        cpuref::conv2dBackwardData(dx, dy, w, d);
+    else
+        cpu::conv2dBackwardData(m_threads, *m_workspace, dx, dy, w, d);
 }
 void CpuBackend::conv2dBackwardFilter(float* dw, const float* dy, const float* x, const ConvDesc& d) {
     checkConv(d);
-    cpuref::conv2dBackwardFilter(dw, dy, x, d);
+    if (m_reference)
+        cpuref::conv2dBackwardFilter(dw, dy, x, d);
+    else
+        cpu::conv2dBackwardFilter(m_threads, *m_workspace, dw, dy, x, d);
 }
 void CpuBackend::pool2dForward(float* y, const float* x, const PoolDesc& d) {
     checkPool(d);
-    cpuref::pool2dForward(y, x, d);
+    if (m_reference)
+        cpuref::pool2dForward(y, x, d);
+    else
+        cpu::pool2dForward(m_threads, y, x, d);
 }
 void CpuBackend::pool2dBackward(float* dx, const float* dy, const float* x, const float*, const PoolDesc& d) {
     checkPool(d);
-    cpuref::pool2dBackward(dx, dy, x, d);
+    if (m_reference)
+        cpuref::pool2dBackward(dx, dy, x, d);
+    else
+        cpu::pool2dBackward(m_threads, dx, dy, x, d);
 }
 void CpuBackend::meanPoolForward(float* y, const float* x, int outer, int len, int inner) {
     if (len < 1) throw BackendError("meanPool: length must be >= 1");
-    cpuref::meanPoolForward(y, x, outer, len, inner);
+    if (m_reference)
+        cpuref::meanPoolForward(y, x, outer, len, inner);
+    else
+        cpu::meanPoolForward(m_threads, y, x, outer, len, inner);
 }
 void CpuBackend::meanPoolBackward(float* dx, const float* dy, int outer, int len, int inner) {
     if (len < 1) throw BackendError("meanPool: length must be >= 1");
-    cpuref::meanPoolBackward(dx, dy, outer, len, inner);
+    if (m_reference)
+        cpuref::meanPoolBackward(dx, dy, outer, len, inner);
+    else
+        cpu::meanPoolBackward(m_threads, dx, dy, outer, len, inner);
 }
 
 // ---- activations and softmax -------------------------------------------------
 
 void CpuBackend::activationForward(float* y, const float* x, int64_t n, Activation act, float alpha) {
-    cpuref::activationForward(y, x, n, act, alpha);
+    if (m_reference)
+        cpuref::activationForward(y, x, n, act, alpha);
+    else
+        cpu::activationForward(m_threads, y, x, n, act, alpha);
 }
 void CpuBackend::activationBackward(float* dx, const float* dy, const float* x, const float* y, int64_t n,
                                     Activation act, float alpha) {
     const bool needsX = act == Activation::LeakyReLU || act == Activation::GELU || (act == Activation::ReLU && !y);
     if ((needsX && !x) || (!x && !y)) throw BackendError("activationBackward: this activation needs its input x");
-    cpuref::activationBackward(dx, dy, x, y, n, act, alpha);
+    if (m_reference)
+        cpuref::activationBackward(dx, dy, x, y, n, act, alpha);
+    else
+        cpu::activationBackward(m_threads, dx, dy, x, y, n, act, alpha);
 }
 void CpuBackend::softmaxForward(float* y, const float* x, int rows, int cols) {
     if (cols < 1) throw BackendError("softmax: needs at least one column");
-    cpuref::softmaxForward(y, x, rows, cols);
+    if (m_reference)
+        cpuref::softmaxForward(y, x, rows, cols);
+    else
+        cpu::softmaxForward(m_threads, y, x, rows, cols);
 }
 void CpuBackend::softmaxBackward(float* dx, const float* dy, const float* y, int rows, int cols) {
-    cpuref::softmaxBackward(dx, dy, y, rows, cols);
+    if (m_reference)
+        cpuref::softmaxBackward(dx, dy, y, rows, cols);
+    else
+        cpu::softmaxBackward(m_threads, dx, dy, y, rows, cols);
 }
 
 // ---- losses -------------------------------------------------------------------
@@ -207,15 +266,24 @@ void CpuBackend::softmaxBackward(float* dx, const float* dy, const float* y, int
 void CpuBackend::softmaxCrossEntropy(float* losses, float* dlogits, const float* logits, const int32_t* labels,
                                      int rows, int cols, float gradScale) {
     checkLabels("softmaxCrossEntropy", labels, rows, cols);
-    cpuref::softmaxCrossEntropy(losses, dlogits, logits, labels, rows, cols, gradScale);
+    if (m_reference)
+        cpuref::softmaxCrossEntropy(losses, dlogits, logits, labels, rows, cols, gradScale);
+    else
+        cpu::softmaxCrossEntropy(m_threads, losses, dlogits, logits, labels, rows, cols, gradScale);
 }
 void CpuBackend::mseLoss(float* losses, float* dpred, const float* pred, const float* target, int rows, int cols,
                          float gradScale) {
-    cpuref::mseLoss(losses, dpred, pred, target, rows, cols, gradScale);
+    if (m_reference)
+        cpuref::mseLoss(losses, dpred, pred, target, rows, cols, gradScale);
+    else
+        cpu::mseLoss(m_threads, losses, dpred, pred, target, rows, cols, gradScale);
 }
 void CpuBackend::bceWithLogits(float* losses, float* dlogits, const float* logits, const float* target, int rows,
                                int cols, float gradScale) {
-    cpuref::bceWithLogits(losses, dlogits, logits, target, rows, cols, gradScale);
+    if (m_reference)
+        cpuref::bceWithLogits(losses, dlogits, logits, target, rows, cols, gradScale);
+    else
+        cpu::bceWithLogits(m_threads, losses, dlogits, logits, target, rows, cols, gradScale);
 }
 int64_t CpuBackend::countCorrect(const float* logits, const int32_t* labels, int rows, int cols) {
     checkLabels("countCorrect", labels, rows, cols);
@@ -230,38 +298,60 @@ void CpuBackend::batchNormForwardTraining(float* y, float* saveMean, float* save
     if (static_cast<int64_t>(n) * inner < 2)
         throw BackendError("batchNorm: training needs more than one value per channel (batch " + std::to_string(n) +
                            ", " + std::to_string(inner) + " values per sample)");
-    cpuref::batchNormForwardTraining(y, saveMean, saveInvStd, runningMean, runningVar, x, gamma, beta, n, c, inner,
+    if (m_reference)
+        cpuref::batchNormForwardTraining(y, saveMean, saveInvStd, runningMean, runningVar, x, gamma, beta, n, c, inner,
+                                     momentum, eps);
+    else
+        cpu::batchNormForwardTraining(m_threads, y, saveMean, saveInvStd, runningMean, runningVar, x, gamma, beta, n, c, inner,
                                      momentum, eps);
 }
 void CpuBackend::batchNormForwardInference(float* y, const float* x, const float* gamma, const float* beta,
                                            const float* runningMean, const float* runningVar, int n, int c, int inner,
                                            float eps) {
-    cpuref::batchNormForwardInference(y, x, gamma, beta, runningMean, runningVar, n, c, inner, eps);
+    if (m_reference)
+        cpuref::batchNormForwardInference(y, x, gamma, beta, runningMean, runningVar, n, c, inner, eps);
+    else
+        cpu::batchNormForwardInference(m_threads, y, x, gamma, beta, runningMean, runningVar, n, c, inner, eps);
 }
 void CpuBackend::batchNormBackward(float* dx, float* dgamma, float* dbeta, const float* dy, const float* x,
                                    const float* gamma, const float* saveMean, const float* saveInvStd, int n, int c,
                                    int inner) {
-    cpuref::batchNormBackward(dx, dgamma, dbeta, dy, x, gamma, saveMean, saveInvStd, n, c, inner);
+    if (m_reference)
+        cpuref::batchNormBackward(dx, dgamma, dbeta, dy, x, gamma, saveMean, saveInvStd, n, c, inner);
+    else
+        cpu::batchNormBackward(m_threads, dx, dgamma, dbeta, dy, x, gamma, saveMean, saveInvStd, n, c, inner);
 }
 void CpuBackend::layerNormForward(float* y, float* mean, float* rstd, const float* x, const float* gamma,
                                   const float* beta, int rows, int cols, float eps) {
     if (cols < 1) throw BackendError("layerNorm: needs at least one column");
-    cpuref::layerNormForward(y, mean, rstd, x, gamma, beta, rows, cols, eps);
+    if (m_reference)
+        cpuref::layerNormForward(y, mean, rstd, x, gamma, beta, rows, cols, eps);
+    else
+        cpu::layerNormForward(m_threads, y, mean, rstd, x, gamma, beta, rows, cols, eps);
 }
 void CpuBackend::layerNormBackward(float* dx, float* dgamma, float* dbeta, const float* dy, const float* x,
                                    const float* gamma, const float* mean, const float* rstd, int rows, int cols) {
-    cpuref::layerNormBackward(dx, dgamma, dbeta, dy, x, gamma, mean, rstd, rows, cols);
+    if (m_reference)
+        cpuref::layerNormBackward(dx, dgamma, dbeta, dy, x, gamma, mean, rstd, rows, cols);
+    else
+        cpu::layerNormBackward(m_threads, *m_workspace, dx, dgamma, dbeta, dy, x, gamma, mean, rstd, rows, cols);
 }
 
 // ---- dropout ------------------------------------------------------------------
 
 void CpuBackend::dropoutForward(float* y, const float* x, int64_t n, float p, uint64_t seed) {
     if (!(p >= 0.0f && p <= 1.0f)) throw BackendError("dropout: probability " + std::to_string(p) + " not in [0, 1]");
-    cpuref::dropoutForward(y, x, n, p, seed);
+    if (m_reference)
+        cpuref::dropoutForward(y, x, n, p, seed);
+    else
+        cpu::dropoutForward(m_threads, y, x, n, p, seed);
 }
 void CpuBackend::dropoutBackward(float* dx, const float* dy, int64_t n, float p, uint64_t seed) {
     if (!(p >= 0.0f && p <= 1.0f)) throw BackendError("dropout: probability " + std::to_string(p) + " not in [0, 1]");
-    cpuref::dropoutBackward(dx, dy, n, p, seed);
+    if (m_reference)
+        cpuref::dropoutBackward(dx, dy, n, p, seed);
+    else
+        cpu::dropoutBackward(m_threads, dx, dy, n, p, seed);
 }
 
 // ---- embedding ----------------------------------------------------------------
@@ -286,6 +376,10 @@ void CpuBackend::embeddingBackward(float* dtable, const float* dy, const float* 
 
 void CpuBackend::copyBlocks(float* dst, int64_t dstStride, const float* src, int64_t srcStride, int64_t blockLen,
                             int64_t count, bool accumulate) {
+    if (!m_reference) {
+        cpu::copyBlocks(m_threads, dst, dstStride, src, srcStride, blockLen, count, accumulate);
+        return;
+    }
     for (int64_t o = 0; o < count; ++o) {
         float* d = dst + o * dstStride;
         const float* s = src + o * srcStride;
@@ -299,16 +393,19 @@ void CpuBackend::copyBlocks(float* dst, int64_t dstStride, const float* src, int
 // ---- reductions -----------------------------------------------------------------
 
 double CpuBackend::sum(const float* x, int64_t n) {
+    if (!m_reference) return cpu::sum(m_threads, x, n);
     double acc = 0.0;
     for (int64_t i = 0; i < n; ++i) acc += x[i];
     return acc;
 }
 double CpuBackend::sumSquares(const float* x, int64_t n) {
+    if (!m_reference) return cpu::sumSquares(m_threads, x, n);
     double acc = 0.0;
     for (int64_t i = 0; i < n; ++i) acc += static_cast<double>(x[i]) * x[i];
     return acc;
 }
 bool CpuBackend::allFinite(const float* x, int64_t n) {
+    if (!m_reference) return cpu::allFinite(m_threads, x, n);
     for (int64_t i = 0; i < n; ++i)
         if (!std::isfinite(x[i])) return false;
     return true;
@@ -318,11 +415,17 @@ bool CpuBackend::allFinite(const float* x, int64_t n) {
 
 void CpuBackend::sgdUpdate(float* w, float* velocity, const float* grad, int64_t n, const SgdParams& p) {
     if (p.momentum != 0.0f && !velocity) throw BackendError("sgdUpdate: momentum needs a velocity buffer");
-    cpuref::sgdUpdate(w, velocity, grad, n, p);
+    if (m_reference)
+        cpuref::sgdUpdate(w, velocity, grad, n, p);
+    else
+        cpu::sgdUpdate(m_threads, w, velocity, grad, n, p);
 }
 void CpuBackend::adamUpdate(float* w, float* m, float* v, const float* grad, int64_t n, const AdamParams& p) {
     if (p.step < 1) throw BackendError("adamUpdate: step is 1-based, got " + std::to_string(p.step));
-    cpuref::adamUpdate(w, m, v, grad, n, p);
+    if (m_reference)
+        cpuref::adamUpdate(w, m, v, grad, n, p);
+    else
+        cpu::adamUpdate(m_threads, w, m, v, grad, n, p);
 }
 
 }  // namespace strata

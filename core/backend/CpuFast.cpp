@@ -1,47 +1,562 @@
-// Fast paths of CpuBackend: GEMM through OpenBLAS, and the scratch workspace.
+// Fast paths of CpuBackend other than convolution (see CpuFast.h): GEMM split
+// across threads over single-threaded OpenBLAS calls, and parallel, vectorizable
+// loops. Where an op is independent per row, channel or element range, the
+// reference loop itself runs on disjoint chunks, which keeps the result
+// bit-identical to the reference.
 #include "core/backend/CpuFast.h"
 
 #include <cblas.h>
 
+#include <cmath>
 #include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
 
-#include "core/backend/Backend.h"
+#include "core/backend/CpuParallel.h"
+#include "core/backend/CpuReference.h"
 
 namespace strata::cpu {
+
+namespace {
+
+// Items per thread below which splitting costs more than it saves.
+constexpr int64_t kElementGrain = 1 << 15;
+
+// Rows per part such that each part has about kElementGrain elements.
+int64_t rowGrain(int64_t cols) { return std::max<int64_t>(1, kElementGrain / std::max<int64_t>(1, cols)); }
+
+}  // namespace
+
+// ---- workspace ----------------------------------------------------------------
 
 Workspace::~Workspace() {
     for (Block& b : m_blocks) std::free(b.ptr);
 }
 
-float* Workspace::buffer(int thread, size_t floats) {
-    if (thread >= static_cast<int>(m_blocks.size())) m_blocks.resize(static_cast<size_t>(thread) + 1);
-    Block& b = m_blocks[static_cast<size_t>(thread)];
-    if (b.floats < floats) {
+void Workspace::prepare(int first, int count, size_t floats) {
+    const size_t end = static_cast<size_t>(first + count);
+    if (m_blocks.size() < end) m_blocks.resize(end);
+    for (size_t i = static_cast<size_t>(first); i < end; ++i) {
+        Block& b = m_blocks[i];
+        if (b.floats >= floats) continue;
         std::free(b.ptr);
-        b.ptr = nullptr;
-        b.floats = 0;
-        const size_t bytes = (floats * sizeof(float) + 63) / 64 * 64;
+        b = Block{};
+        const size_t bytes = (std::max<size_t>(floats, 1) * sizeof(float) + 63) / 64 * 64;
         b.ptr = static_cast<float*>(std::aligned_alloc(64, bytes));
-        if (!b.ptr) throw OutOfMemoryError("cpu: out of memory for a " + std::to_string(bytes) + "-byte scratch buffer",
-                                           bytes);
+        if (!b.ptr)
+            throw OutOfMemoryError("cpu: out of memory for a " + std::to_string(bytes) + "-byte scratch buffer", bytes);
         b.floats = floats;
     }
-    return b.ptr;
 }
 
-void setBlasThreads(int threads) {
-    static int current = -1;
-    if (threads != current) {
-        openblas_set_num_threads(threads);
-        current = threads;
-    }
+// ---- GEMM -----------------------------------------------------------------------
+
+void blasSingleThreaded() {
+    static std::once_flag once;
+    std::call_once(once, [] { openblas_set_num_threads(1); });
 }
 
 void gemm(int threads, bool transA, bool transB, int m, int n, int k, float alpha, const float* a, int lda,
           const float* b, int ldb, float beta, float* c, int ldc) {
-    setBlasThreads(threads);
-    cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans, transB ? CblasTrans : CblasNoTrans, m, n, k, alpha,
-                a, lda, b, ldb, beta, c, ldc);
+    blasSingleThreaded();
+    const CBLAS_TRANSPOSE ta = transA ? CblasTrans : CblasNoTrans, tb = transB ? CblasTrans : CblasNoTrans;
+    // Below a few MFLOP a second thread costs more than it brings.
+    const double flops = 2.0 * m * n * k;
+    if (threads <= 1 || flops < 4e6) {
+        cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+        return;
+    }
+    // Split the longer of M and N into blocks of 16 (whole register tiles), one part per thread.
+    constexpr int kBlock = 16;
+    if (n >= m) {
+        const int64_t blocks = (n + kBlock - 1) / kBlock;
+        parallelFor(threads, blocks, 1, [&](int64_t b0, int64_t b1, int) {
+            const int j0 = static_cast<int>(b0 * kBlock), j1 = std::min(n, static_cast<int>(b1 * kBlock));
+            const float* bj = transB ? b + static_cast<size_t>(j0) * ldb : b + j0;
+            cblas_sgemm(CblasRowMajor, ta, tb, m, j1 - j0, k, alpha, a, lda, bj, ldb, beta, c + j0, ldc);
+        });
+    } else {
+        const int64_t blocks = (m + kBlock - 1) / kBlock;
+        parallelFor(threads, blocks, 1, [&](int64_t b0, int64_t b1, int) {
+            const int i0 = static_cast<int>(b0 * kBlock), i1 = std::min(m, static_cast<int>(b1 * kBlock));
+            const float* ai = transA ? a + i0 : a + static_cast<size_t>(i0) * lda;
+            cblas_sgemm(CblasRowMajor, ta, tb, i1 - i0, n, k, alpha, ai, lda, b, ldb, beta,
+                        c + static_cast<size_t>(i0) * ldc, ldc);
+        });
+    }
+}
+
+// ---- element-wise -----------------------------------------------------------------
+
+void fill(int threads, float* y, float value, int64_t n) {
+    parallelFor(threads, n, kElementGrain, [&](int64_t b, int64_t e, int) {
+        for (int64_t i = b; i < e; ++i) y[i] = value;
+    });
+}
+
+void scale(int threads, float* y, float alpha, int64_t n) {
+    parallelFor(threads, n, kElementGrain, [&](int64_t b, int64_t e, int) {
+        for (int64_t i = b; i < e; ++i) y[i] *= alpha;
+    });
+}
+
+void axpy(int threads, float* y, float alpha, const float* x, int64_t n) {
+    parallelFor(threads, n, kElementGrain, [&](int64_t b, int64_t e, int) {
+        for (int64_t i = b; i < e; ++i) y[i] += alpha * x[i];
+    });
+}
+
+void add(int threads, float* y, const float* a, const float* b, int64_t n) {
+    parallelFor(threads, n, kElementGrain, [&](int64_t b0, int64_t e, int) {
+        for (int64_t i = b0; i < e; ++i) y[i] = a[i] + b[i];
+    });
+}
+
+void addBiasRows(int threads, float* y, const float* bias, int rows, int cols) {
+    parallelFor(threads, rows, rowGrain(cols), [&](int64_t b, int64_t e, int) {
+        for (int64_t r = b; r < e; ++r) {
+            float* row = y + r * cols;
+            for (int c = 0; c < cols; ++c) row[c] += bias[c];
+        }
+    });
+}
+
+void sumRows(int threads, float* dbias, const float* dy, int rows, int cols) {
+    // Columns in tiles: each tile sums all rows into double accumulators kept on the stack.
+    constexpr int kTile = 64;
+    const int64_t tiles = (cols + kTile - 1) / kTile;
+    parallelFor(threads, tiles, std::max<int64_t>(1, kElementGrain / (static_cast<int64_t>(rows) * kTile)),
+                [&](int64_t t0, int64_t t1, int) {
+                    for (int64_t t = t0; t < t1; ++t) {
+                        const int c0 = static_cast<int>(t * kTile), c1 = std::min(cols, c0 + kTile);
+                        double acc[kTile] = {};
+                        for (int r = 0; r < rows; ++r) {
+                            const float* row = dy + static_cast<size_t>(r) * cols;
+                            for (int c = c0; c < c1; ++c) acc[c - c0] += row[c];
+                        }
+                        for (int c = c0; c < c1; ++c) dbias[c] += static_cast<float>(acc[c - c0]);
+                    }
+                });
+}
+
+void addBiasChannels(int threads, float* y, const float* bias, int n, int c, int inner) {
+    const int64_t planes = static_cast<int64_t>(n) * c;
+    parallelFor(threads, planes, rowGrain(inner), [&](int64_t b, int64_t e, int) {
+        for (int64_t p = b; p < e; ++p) {
+            float* plane = y + p * inner;
+            const float v = bias[p % c];
+            for (int i = 0; i < inner; ++i) plane[i] += v;
+        }
+    });
+}
+
+namespace {
+
+// Sum of a contiguous float range: vectorized float partial sums (OpenMP simd fixes the order).
+inline float planeSum(const float* x, int n) {
+    float s = 0.0f;
+#pragma omp simd reduction(+ : s)
+    for (int i = 0; i < n; ++i) s += x[i];
+    return s;
+}
+
+}  // namespace
+
+void sumChannels(int threads, float* dbias, const float* dy, int n, int c, int inner) {
+    parallelFor(threads, c, std::max<int64_t>(1, kElementGrain / (static_cast<int64_t>(n) * inner)),
+                [&](int64_t c0, int64_t c1, int) {
+                    for (int64_t ch = c0; ch < c1; ++ch) {
+                        double acc = 0.0;
+                        for (int b = 0; b < n; ++b) acc += planeSum(dy + (static_cast<size_t>(b) * c + ch) * inner, inner);
+                        dbias[ch] += static_cast<float>(acc);
+                    }
+                });
+}
+
+void copyBlocks(int threads, float* dst, int64_t dstStride, const float* src, int64_t srcStride, int64_t blockLen,
+                int64_t count, bool accumulate) {
+    parallelFor(threads, count, rowGrain(blockLen), [&](int64_t b, int64_t e, int) {
+        for (int64_t o = b; o < e; ++o) {
+            float* d = dst + o * dstStride;
+            const float* s = src + o * srcStride;
+            if (accumulate)
+                for (int64_t j = 0; j < blockLen; ++j) d[j] += s[j];
+            else
+                std::memmove(d, s, sizeof(float) * static_cast<size_t>(blockLen));
+        }
+    });
+}
+
+// ---- reductions ----------------------------------------------------------------------
+// Per-part double partials, added in part order: deterministic for a fixed thread count.
+
+namespace {
+
+template <class PartFn>
+double reduceParts(int threads, int64_t n, PartFn&& part) {
+    constexpr int kMaxParts = 64;
+    double partial[kMaxParts] = {};
+    parallelFor(std::min(threads, kMaxParts), n, kElementGrain,
+                [&](int64_t b, int64_t e, int p) { partial[p] = part(b, e); });
+    double total = 0.0;
+    for (double v : partial) total += v;
+    return total;
+}
+
+}  // namespace
+
+double sum(int threads, const float* x, int64_t n) {
+    return reduceParts(threads, n, [&](int64_t b, int64_t e) {
+        double acc = 0.0;
+        for (int64_t i = b; i < e; i += 1024) acc += planeSum(x + i, static_cast<int>(std::min<int64_t>(1024, e - i)));
+        return acc;
+    });
+}
+
+double sumSquares(int threads, const float* x, int64_t n) {
+    return reduceParts(threads, n, [&](int64_t b, int64_t e) {
+        double acc = 0.0;
+        for (int64_t i = b; i < e; i += 1024) {
+            const int64_t end = std::min<int64_t>(e, i + 1024);
+            float s = 0.0f;
+#pragma omp simd reduction(+ : s)
+            for (int64_t j = i; j < end; ++j) s += x[j] * x[j];
+            acc += s;
+        }
+        return acc;
+    });
+}
+
+bool allFinite(int threads, const float* x, int64_t n) {
+    // x * 0 is 0 for finite x and NaN for Inf/NaN, so one NaN test per block finds both.
+    const double bad = reduceParts(threads, n, [&](int64_t b, int64_t e) {
+        float s = 0.0f;
+#pragma omp simd reduction(+ : s)
+        for (int64_t i = b; i < e; ++i) s += x[i] * 0.0f;
+        return std::isnan(s) ? 1.0 : 0.0;
+    });
+    return bad == 0.0;
+}
+
+// ---- pooling ---------------------------------------------------------------------------
+
+namespace {
+
+bool isPlain2x2(const PoolDesc& d) {
+    return d.mode == PoolMode::Max && d.kernelH == 2 && d.kernelW == 2 && d.strideH == 2 && d.strideW == 2 &&
+           d.padH == 0 && d.padW == 0;
+}
+
+// Index (0..3) of the first maximal element of a 2x2 window in row-major order, as the reference picks it.
+inline int argmax4(float a, float b, float c, float d, float& best) {
+    int arg = 0;
+    best = a;
+    if (b > best) best = b, arg = 1;
+    if (c > best) best = c, arg = 2;
+    if (d > best) best = d, arg = 3;
+    return arg;
+}
+
+}  // namespace
+
+void pool2dForward(int threads, float* y, const float* x, const PoolDesc& d) {
+    const int OH = d.outH(), OW = d.outW();
+    const int64_t planes = static_cast<int64_t>(d.n) * d.c;
+    const size_t inPlane = static_cast<size_t>(d.h) * d.w, outPlane = static_cast<size_t>(OH) * OW;
+    parallelFor(threads, planes, rowGrain(static_cast<int64_t>(inPlane)), [&](int64_t b, int64_t e, int) {
+        if (isPlain2x2(d)) {
+            for (int64_t p = b; p < e; ++p) {
+                const float* img = x + p * inPlane;
+                float* out = y + p * outPlane;
+                for (int oh = 0; oh < OH; ++oh) {
+                    const float* r0 = img + static_cast<size_t>(2 * oh) * d.w;
+                    const float* r1 = r0 + d.w;
+                    for (int ow = 0; ow < OW; ++ow) {
+                        float best;
+                        argmax4(r0[2 * ow], r0[2 * ow + 1], r1[2 * ow], r1[2 * ow + 1], best);
+                        out[static_cast<size_t>(oh) * OW + ow] = best;
+                    }
+                }
+            }
+            return;
+        }
+        PoolDesc part = d;
+        part.n = 1;
+        part.c = static_cast<int>(e - b);
+        cpuref::pool2dForward(y + b * outPlane, x + b * inPlane, part);
+    });
+}
+
+void pool2dBackward(int threads, float* dx, const float* dy, const float* x, const PoolDesc& d) {
+    const int OH = d.outH(), OW = d.outW();
+    const int64_t planes = static_cast<int64_t>(d.n) * d.c;
+    const size_t inPlane = static_cast<size_t>(d.h) * d.w, outPlane = static_cast<size_t>(OH) * OW;
+    parallelFor(threads, planes, rowGrain(static_cast<int64_t>(inPlane)), [&](int64_t b, int64_t e, int) {
+        if (isPlain2x2(d)) {
+            for (int64_t p = b; p < e; ++p) {
+                const float* img = x + p * inPlane;
+                float* dimg = dx + p * inPlane;
+                const float* g = dy + p * outPlane;
+                for (int oh = 0; oh < OH; ++oh) {
+                    const size_t r0 = static_cast<size_t>(2 * oh) * d.w, r1 = r0 + d.w;
+                    for (int ow = 0; ow < OW; ++ow) {
+                        float best;
+                        const size_t c0 = static_cast<size_t>(2 * ow);
+                        const int arg = argmax4(img[r0 + c0], img[r0 + c0 + 1], img[r1 + c0], img[r1 + c0 + 1], best);
+                        const size_t at = (arg < 2 ? r0 : r1) + c0 + (arg & 1);
+                        dimg[at] += g[static_cast<size_t>(oh) * OW + ow];
+                    }
+                }
+            }
+            return;
+        }
+        PoolDesc part = d;
+        part.n = 1;
+        part.c = static_cast<int>(e - b);
+        cpuref::pool2dBackward(dx + b * inPlane, dy + b * outPlane, x + b * inPlane, part);
+    });
+}
+
+void meanPoolForward(int threads, float* y, const float* x, int outer, int len, int inner) {
+    parallelFor(threads, outer, rowGrain(static_cast<int64_t>(len) * inner), [&](int64_t b, int64_t e, int) {
+        cpuref::meanPoolForward(y + b * inner, x + b * len * inner, static_cast<int>(e - b), len, inner);
+    });
+}
+
+void meanPoolBackward(int threads, float* dx, const float* dy, int outer, int len, int inner) {
+    parallelFor(threads, outer, rowGrain(static_cast<int64_t>(len) * inner), [&](int64_t b, int64_t e, int) {
+        cpuref::meanPoolBackward(dx + b * len * inner, dy + b * inner, static_cast<int>(e - b), len, inner);
+    });
+}
+
+// ---- activations -------------------------------------------------------------------------
+
+void activationForward(int threads, float* y, const float* x, int64_t n, Activation act, float alpha) {
+    // ReLU and LeakyReLU are cheap enough that a GELU-sized grain would leave them single-threaded.
+    const int64_t grain = act == Activation::ReLU || act == Activation::LeakyReLU ? kElementGrain : 2048;
+    parallelFor(threads, n, grain, [&](int64_t b, int64_t e, int) {
+        if (act == Activation::ReLU) {
+            for (int64_t i = b; i < e; ++i) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+        } else if (act == Activation::LeakyReLU) {
+            for (int64_t i = b; i < e; ++i) y[i] = x[i] > 0.0f ? x[i] : alpha * x[i];
+        } else {
+            cpuref::activationForward(y + b, x + b, e - b, act, alpha);
+        }
+    });
+}
+
+void activationBackward(int threads, float* dx, const float* dy, const float* x, const float* y, int64_t n,
+                        Activation act, float alpha) {
+    const int64_t grain = act == Activation::ReLU || act == Activation::LeakyReLU ? kElementGrain : 2048;
+    parallelFor(threads, n, grain, [&](int64_t b, int64_t e, int) {
+        if (act == Activation::ReLU) {
+            const float* gate = x ? x : y;  // y > 0 exactly where x > 0
+            for (int64_t i = b; i < e; ++i) dx[i] += gate[i] > 0.0f ? dy[i] : 0.0f;
+        } else if (act == Activation::LeakyReLU) {
+            for (int64_t i = b; i < e; ++i) dx[i] += dy[i] * (x[i] > 0.0f ? 1.0f : alpha);
+        } else {
+            cpuref::activationBackward(dx + b, dy + b, x ? x + b : nullptr, y ? y + b : nullptr, e - b, act, alpha);
+        }
+    });
+}
+
+// ---- row-wise ops: the reference loop on disjoint row ranges ----------------------------------
+
+void softmaxForward(int threads, float* y, const float* x, int rows, int cols) {
+    parallelFor(threads, rows, rowGrain(cols) / 8 + 1, [&](int64_t b, int64_t e, int) {
+        cpuref::softmaxForward(y + b * cols, x + b * cols, static_cast<int>(e - b), cols);
+    });
+}
+
+void softmaxBackward(int threads, float* dx, const float* dy, const float* y, int rows, int cols) {
+    parallelFor(threads, rows, rowGrain(cols), [&](int64_t b, int64_t e, int) {
+        cpuref::softmaxBackward(dx + b * cols, dy + b * cols, y + b * cols, static_cast<int>(e - b), cols);
+    });
+}
+
+void softmaxCrossEntropy(int threads, float* losses, float* dlogits, const float* logits, const int32_t* labels,
+                         int rows, int cols, float gradScale) {
+    parallelFor(threads, rows, rowGrain(cols) / 8 + 1, [&](int64_t b, int64_t e, int) {
+        cpuref::softmaxCrossEntropy(losses ? losses + b : nullptr, dlogits ? dlogits + b * cols : nullptr,
+                                    logits + b * cols, labels + b, static_cast<int>(e - b), cols, gradScale);
+    });
+}
+
+void mseLoss(int threads, float* losses, float* dpred, const float* pred, const float* target, int rows, int cols,
+             float gradScale) {
+    parallelFor(threads, rows, rowGrain(cols), [&](int64_t b, int64_t e, int) {
+        cpuref::mseLoss(losses ? losses + b : nullptr, dpred ? dpred + b * cols : nullptr, pred + b * cols,
+                        target + b * cols, static_cast<int>(e - b), cols, gradScale);
+    });
+}
+
+void bceWithLogits(int threads, float* losses, float* dlogits, const float* logits, const float* target, int rows,
+                   int cols, float gradScale) {
+    parallelFor(threads, rows, rowGrain(cols) / 8 + 1, [&](int64_t b, int64_t e, int) {
+        cpuref::bceWithLogits(losses ? losses + b : nullptr, dlogits ? dlogits + b * cols : nullptr,
+                              logits + b * cols, target + b * cols, static_cast<int>(e - b), cols, gradScale);
+    });
+}
+
+void layerNormForward(int threads, float* y, float* mean, float* rstd, const float* x, const float* gamma,
+                      const float* beta, int rows, int cols, float eps) {
+    parallelFor(threads, rows, rowGrain(cols), [&](int64_t b, int64_t e, int) {
+        cpuref::layerNormForward(y + b * cols, mean ? mean + b : nullptr, rstd ? rstd + b : nullptr, x + b * cols,
+                                 gamma, beta, static_cast<int>(e - b), cols, eps);
+    });
+}
+
+void layerNormBackward(int threads, Workspace& ws, float* dx, float* dgamma, float* dbeta, const float* dy,
+                       const float* x, const float* gamma, const float* mean, const float* rstd, int rows, int cols) {
+    // dgamma and dbeta sum over rows: each part sums into its own scratch, added in part order afterwards.
+    const int64_t grain = rowGrain(cols);
+    const int parts = parallelParts(threads, rows, grain);
+    ws.prepare(0, parts, 2 * static_cast<size_t>(cols));
+    for (int p = 0; p < parts; ++p) std::memset(ws.slot(p), 0, 2 * static_cast<size_t>(cols) * sizeof(float));
+    parallelFor(threads, rows, grain, [&](int64_t b, int64_t e, int p) {
+        float* partial = ws.slot(p);
+        cpuref::layerNormBackward(dx ? dx + b * cols : nullptr, partial, partial + cols, dy + b * cols, x + b * cols,
+                                  gamma, mean + b, rstd + b, static_cast<int>(e - b), cols);
+    });
+    for (int p = 0; p < parts; ++p) {
+        const float* partial = ws.slot(p);
+        for (int c = 0; c < cols; ++c) {
+            if (dgamma) dgamma[c] += partial[c];
+            if (dbeta) dbeta[c] += partial[cols + c];
+        }
+    }
+}
+
+// ---- batch norm: one channel per work item --------------------------------------------------
+
+void batchNormForwardTraining(int threads, float* y, float* saveMean, float* saveInvStd, float* runningMean,
+                              float* runningVar, const float* x, const float* gamma, const float* beta, int n, int c,
+                              int inner, float momentum, float eps) {
+    const double count = static_cast<double>(n) * inner;
+    const size_t cs = static_cast<size_t>(c) * inner;
+    parallelFor(threads, c, std::max<int64_t>(1, kElementGrain / (static_cast<int64_t>(n) * inner)),
+                [&](int64_t c0, int64_t c1, int) {
+                    for (int64_t ch = c0; ch < c1; ++ch) {
+                        const float* xc = x + ch * inner;
+                        double acc = 0.0;
+                        for (int b = 0; b < n; ++b) acc += planeSum(xc + b * cs, inner);
+                        const double mean = acc / count;
+                        const float meanF = static_cast<float>(mean);
+                        double sq = 0.0;
+                        for (int b = 0; b < n; ++b) {
+                            const float* p = xc + b * cs;
+                            float s = 0.0f;
+#pragma omp simd reduction(+ : s)
+                            for (int i = 0; i < inner; ++i) s += (p[i] - meanF) * (p[i] - meanF);
+                            sq += s;
+                        }
+                        const double invStd = 1.0 / std::sqrt(sq / count + eps);
+                        const double g = gamma ? gamma[ch] : 1.0, bt = beta ? beta[ch] : 0.0;
+                        const float scale = static_cast<float>(g * invStd);
+                        const float shift = static_cast<float>(bt - mean * g * invStd);
+                        for (int b = 0; b < n; ++b) {
+                            const float* p = xc + b * cs;
+                            float* q = y + ch * inner + b * cs;
+                            for (int i = 0; i < inner; ++i) q[i] = p[i] * scale + shift;
+                        }
+                        if (saveMean) saveMean[ch] = meanF;
+                        if (saveInvStd) saveInvStd[ch] = static_cast<float>(invStd);
+                        if (runningMean)
+                            runningMean[ch] = static_cast<float>((1.0 - momentum) * runningMean[ch] + momentum * mean);
+                        if (runningVar)
+                            runningVar[ch] = static_cast<float>((1.0 - momentum) * runningVar[ch] +
+                                                                momentum * sq / (count - 1.0));
+                    }
+                });
+}
+
+void batchNormForwardInference(int threads, float* y, const float* x, const float* gamma, const float* beta,
+                               const float* runningMean, const float* runningVar, int n, int c, int inner, float eps) {
+    const int64_t planes = static_cast<int64_t>(n) * c;
+    parallelFor(threads, planes, rowGrain(inner), [&](int64_t b, int64_t e, int) {
+        for (int64_t p = b; p < e; ++p) {
+            const int ch = static_cast<int>(p % c);
+            const double invStd = 1.0 / std::sqrt(static_cast<double>(runningVar[ch]) + eps);
+            const double g = gamma ? gamma[ch] : 1.0, bt = beta ? beta[ch] : 0.0;
+            const float scale = static_cast<float>(g * invStd);
+            const float shift = static_cast<float>(bt - runningMean[ch] * g * invStd);
+            const float* src = x + p * inner;
+            float* dst = y + p * inner;
+            for (int i = 0; i < inner; ++i) dst[i] = src[i] * scale + shift;
+        }
+    });
+}
+
+void batchNormBackward(int threads, float* dx, float* dgamma, float* dbeta, const float* dy, const float* x,
+                       const float* gamma, const float* saveMean, const float* saveInvStd, int n, int c, int inner) {
+    const double count = static_cast<double>(n) * inner;
+    const size_t cs = static_cast<size_t>(c) * inner;
+    parallelFor(threads, c, std::max<int64_t>(1, kElementGrain / (static_cast<int64_t>(n) * inner)),
+                [&](int64_t c0, int64_t c1, int) {
+                    for (int64_t ch = c0; ch < c1; ++ch) {
+                        const float mean = saveMean[ch];
+                        const double invStd = saveInvStd[ch], g = gamma ? gamma[ch] : 1.0;
+                        double sumDy = 0.0, sumDyXc = 0.0;  // sum dy and sum dy * (x - mean)
+                        for (int b = 0; b < n; ++b) {
+                            const float* xp = x + ch * inner + b * cs;
+                            const float* gp = dy + ch * inner + b * cs;
+                            float s = 0.0f, t = 0.0f;
+#pragma omp simd reduction(+ : s, t)
+                            for (int i = 0; i < inner; ++i) {
+                                s += gp[i];
+                                t += gp[i] * (xp[i] - mean);
+                            }
+                            sumDy += s;
+                            sumDyXc += t;
+                        }
+                        if (dbeta) dbeta[ch] += static_cast<float>(sumDy);
+                        if (dgamma) dgamma[ch] += static_cast<float>(sumDyXc * invStd);
+                        if (!dx) continue;
+                        // dx = g*invStd*(dy - mean(dy) - (x-mean)*invStd^2*mean(dy*(x-mean))) = k1*dy - k2*x + k0
+                        const double k1 = g * invStd;
+                        const double k2 = g * invStd * invStd * invStd * sumDyXc / count;
+                        const double k0 = -k1 * sumDy / count + k2 * mean;
+                        const float f1 = static_cast<float>(k1), f2 = static_cast<float>(k2),
+                                    f0 = static_cast<float>(k0);
+                        for (int b = 0; b < n; ++b) {
+                            const float* xp = x + ch * inner + b * cs;
+                            const float* gp = dy + ch * inner + b * cs;
+                            float* dp = dx + ch * inner + b * cs;
+                            for (int i = 0; i < inner; ++i) dp[i] += f1 * gp[i] - f2 * xp[i] + f0;
+                        }
+                    }
+                });
+}
+
+// ---- dropout and optimizers ----------------------------------------------------------------
+
+void dropoutForward(int threads, float* y, const float* x, int64_t n, float p, uint64_t seed) {
+    const float keepScale = cpuref::dropoutScale(p);
+    parallelFor(threads, n, kElementGrain / 4, [&](int64_t b, int64_t e, int) {
+        for (int64_t i = b; i < e; ++i)
+            y[i] = dropoutKeep(seed, static_cast<uint64_t>(i), p) ? x[i] * keepScale : 0.0f;
+    });
+}
+
+void dropoutBackward(int threads, float* dx, const float* dy, int64_t n, float p, uint64_t seed) {
+    const float keepScale = cpuref::dropoutScale(p);
+    parallelFor(threads, n, kElementGrain / 4, [&](int64_t b, int64_t e, int) {
+        for (int64_t i = b; i < e; ++i)
+            if (dropoutKeep(seed, static_cast<uint64_t>(i), p)) dx[i] += dy[i] * keepScale;
+    });
+}
+
+void sgdUpdate(int threads, float* w, float* velocity, const float* grad, int64_t n, const SgdParams& p) {
+    parallelFor(threads, n, kElementGrain, [&](int64_t b, int64_t e, int) {
+        cpuref::sgdUpdate(w + b, velocity ? velocity + b : nullptr, grad + b, e - b, p);
+    });
+}
+
+void adamUpdate(int threads, float* w, float* m, float* v, const float* grad, int64_t n, const AdamParams& p) {
+    parallelFor(threads, n, kElementGrain / 4, [&](int64_t b, int64_t e, int) {
+        cpuref::adamUpdate(w + b, m + b, v + b, grad + b, e - b, p);
+    });
 }
 
 }  // namespace strata::cpu

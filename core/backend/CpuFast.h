@@ -1,7 +1,14 @@
 // Fast paths of CpuBackend: OpenBLAS GEMM, im2col+GEMM convolution and
 // OpenMP-parallel loops. Each function computes what its namesake in
-// CpuReference.h computes (within float rounding) and is tested against it.
-// Internal to core/backend.
+// CpuReference.h computes (within float rounding; many are bit-identical
+// because they run the reference loop on disjoint chunks) and is tested
+// against it in tests/test_backend_ops.cpp. Internal to core/backend.
+//
+// Threading: only OpenMP threads run in parallel. OpenBLAS is kept at one
+// thread and large GEMMs are split across OpenMP threads instead, so two
+// thread pools never spin against each other on a small machine. Work is
+// split statically and partial sums are combined in thread order, so results
+// are bit-identical from run to run for a fixed thread count.
 #pragma once
 
 #include <cstddef>
@@ -12,11 +19,20 @@
 
 namespace strata::cpu {
 
-// Scratch memory reused across calls: one buffer per thread (im2col columns),
-// grown on demand and never shrunk, so steady-state training does not allocate.
+// Scratch memory reused across calls (im2col columns, per-thread partial
+// gradients), grown on demand and never shrunk, so steady-state training does
+// not allocate. prepare() must be called outside parallel regions; slot()
+// is then safe from any thread.
 class Workspace {
 public:
-    float* buffer(int thread, size_t floats);
+    Workspace() = default;
+    ~Workspace();
+    Workspace(const Workspace&) = delete;
+    Workspace& operator=(const Workspace&) = delete;
+
+    // Ensures `count` slots of at least `floats` floats each, starting at slot `first`.
+    void prepare(int first, int count, size_t floats);
+    float* slot(int index) const { return m_blocks[static_cast<size_t>(index)].ptr; }
 
 private:
     struct Block {
@@ -24,18 +40,68 @@ private:
         size_t floats = 0;
     };
     std::vector<Block> m_blocks;
-
-public:
-    Workspace() = default;
-    ~Workspace();
-    Workspace(const Workspace&) = delete;
-    Workspace& operator=(const Workspace&) = delete;
 };
 
-// Sets the thread count of OpenBLAS (global to the process) for the next calls.
-void setBlasThreads(int threads);
+// Keeps OpenBLAS on the calling thread (called once; every BLAS call of CpuBackend goes through here first).
+void blasSingleThreaded();
 
 void gemm(int threads, bool transA, bool transB, int m, int n, int k, float alpha, const float* a, int lda,
           const float* b, int ldb, float beta, float* c, int ldc);
+
+// ---- element-wise and bias ----
+void fill(int threads, float* y, float value, int64_t n);
+void scale(int threads, float* y, float alpha, int64_t n);
+void axpy(int threads, float* y, float alpha, const float* x, int64_t n);
+void add(int threads, float* y, const float* a, const float* b, int64_t n);
+void addBiasRows(int threads, float* y, const float* bias, int rows, int cols);
+void sumRows(int threads, float* dbias, const float* dy, int rows, int cols);
+void addBiasChannels(int threads, float* y, const float* bias, int n, int c, int inner);
+void sumChannels(int threads, float* dbias, const float* dy, int n, int c, int inner);
+void copyBlocks(int threads, float* dst, int64_t dstStride, const float* src, int64_t srcStride, int64_t blockLen,
+                int64_t count, bool accumulate);
+double sum(int threads, const float* x, int64_t n);
+double sumSquares(int threads, const float* x, int64_t n);
+bool allFinite(int threads, const float* x, int64_t n);
+
+// ---- convolution (CpuConv.cpp) and pooling ----
+void conv2dForward(int threads, Workspace& ws, float* y, const float* x, const float* w, const ConvDesc& d);
+void conv2dBackwardData(int threads, Workspace& ws, float* dx, const float* dy, const float* w, const ConvDesc& d);
+void conv2dBackwardFilter(int threads, Workspace& ws, float* dw, const float* dy, const float* x, const ConvDesc& d);
+void pool2dForward(int threads, float* y, const float* x, const PoolDesc& d);
+void pool2dBackward(int threads, float* dx, const float* dy, const float* x, const PoolDesc& d);
+void meanPoolForward(int threads, float* y, const float* x, int outer, int len, int inner);
+void meanPoolBackward(int threads, float* dx, const float* dy, int outer, int len, int inner);
+
+// ---- activations, softmax, losses ----
+void activationForward(int threads, float* y, const float* x, int64_t n, Activation act, float alpha);
+void activationBackward(int threads, float* dx, const float* dy, const float* x, const float* y, int64_t n,
+                        Activation act, float alpha);
+void softmaxForward(int threads, float* y, const float* x, int rows, int cols);
+void softmaxBackward(int threads, float* dx, const float* dy, const float* y, int rows, int cols);
+void softmaxCrossEntropy(int threads, float* losses, float* dlogits, const float* logits, const int32_t* labels,
+                         int rows, int cols, float gradScale);
+void mseLoss(int threads, float* losses, float* dpred, const float* pred, const float* target, int rows, int cols,
+             float gradScale);
+void bceWithLogits(int threads, float* losses, float* dlogits, const float* logits, const float* target, int rows,
+                   int cols, float gradScale);
+
+// ---- normalization ----
+void batchNormForwardTraining(int threads, float* y, float* saveMean, float* saveInvStd, float* runningMean,
+                              float* runningVar, const float* x, const float* gamma, const float* beta, int n, int c,
+                              int inner, float momentum, float eps);
+void batchNormForwardInference(int threads, float* y, const float* x, const float* gamma, const float* beta,
+                               const float* runningMean, const float* runningVar, int n, int c, int inner, float eps);
+void batchNormBackward(int threads, float* dx, float* dgamma, float* dbeta, const float* dy, const float* x,
+                       const float* gamma, const float* saveMean, const float* saveInvStd, int n, int c, int inner);
+void layerNormForward(int threads, float* y, float* mean, float* rstd, const float* x, const float* gamma,
+                      const float* beta, int rows, int cols, float eps);
+void layerNormBackward(int threads, Workspace& ws, float* dx, float* dgamma, float* dbeta, const float* dy,
+                       const float* x, const float* gamma, const float* mean, const float* rstd, int rows, int cols);
+
+// ---- dropout, optimizers ----
+void dropoutForward(int threads, float* y, const float* x, int64_t n, float p, uint64_t seed);
+void dropoutBackward(int threads, float* dx, const float* dy, int64_t n, float p, uint64_t seed);
+void sgdUpdate(int threads, float* w, float* velocity, const float* grad, int64_t n, const SgdParams& p);
+void adamUpdate(int threads, float* w, float* m, float* v, const float* grad, int64_t n, const AdamParams& p);
 
 }  // namespace strata::cpu

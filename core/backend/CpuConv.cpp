@@ -1,0 +1,175 @@
+// Convolution fast paths of CpuBackend: im2col + GEMM, one image per work item.
+//
+// For image i and group g (Cg = C/groups input and Kg = K/groups output channels):
+//   forward:         Y_i,g [Kg, OH*OW]   = W_g [Kg, Cg*R*S] x col(X_i,g) [Cg*R*S, OH*OW]
+//   backward data:   col(dX_i,g)        += W_g^T x dY_i,g      (col2im scatters the columns back)
+//   backward filter: dW_g               += dY_i,g x col(X_i,g)^T
+// Images are split statically across threads; each thread owns an im2col buffer
+// (and, for the filter gradient, a partial dW), kept in the backend's Workspace
+// so steady-state training does not allocate. Partial dW are added in thread
+// order, so results are deterministic for a fixed thread count. A 1x1 kernel
+// with stride 1 and no padding needs no im2col: the image is its own column matrix.
+#include <cblas.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/backend/CpuFast.h"
+#include "core/backend/CpuParallel.h"
+
+namespace strata::cpu {
+
+namespace {
+
+struct ConvGeometry {
+    int OH, OW, Cg, Kg;
+    size_t ohw, crs, inPlane;
+    bool direct;  // 1x1, stride 1, no padding: col(X) is X itself
+
+    explicit ConvGeometry(const ConvDesc& d)
+        : OH(d.outH()), OW(d.outW()), Cg(d.c / d.groups), Kg(d.k / d.groups),
+          ohw(static_cast<size_t>(OH) * OW), crs(static_cast<size_t>(Cg) * d.r * d.s),
+          inPlane(static_cast<size_t>(d.h) * d.w),
+          direct(d.r == 1 && d.s == 1 && d.strideH == 1 && d.strideW == 1 && d.padH == 0 && d.padW == 0) {}
+};
+
+// Output columns [lo, hi) whose input column ow*stride + off lies inside [0, width).
+void validRange(int off, int stride, int width, int outW, int& lo, int& hi) {
+    lo = off >= 0 ? 0 : (-off + stride - 1) / stride;
+    hi = width - 1 - off >= 0 ? (width - 1 - off) / stride + 1 : 0;
+    lo = std::min(lo, outW);
+    hi = std::clamp(hi, lo, outW);
+}
+
+// col[(c*R + r)*S + s][oh*OW + ow] = x[c][oh*sh - ph + r*dh][ow*sw - pw + s*dw], 0 outside the image.
+void im2col(float* col, const float* x, int channels, const ConvDesc& d, const ConvGeometry& g) {
+    for (int c = 0; c < channels; ++c) {
+        const float* plane = x + static_cast<size_t>(c) * g.inPlane;
+        for (int r = 0; r < d.r; ++r)
+            for (int s = 0; s < d.s; ++s) {
+                float* row = col + ((static_cast<size_t>(c) * d.r + r) * d.s + s) * g.ohw;
+                const int offW = s * d.dilationW - d.padW;
+                int lo, hi;
+                validRange(offW, d.strideW, d.w, g.OW, lo, hi);
+                for (int oh = 0; oh < g.OH; ++oh) {
+                    float* out = row + static_cast<size_t>(oh) * g.OW;
+                    const int ih = oh * d.strideH - d.padH + r * d.dilationH;
+                    if (ih < 0 || ih >= d.h) {
+                        std::memset(out, 0, sizeof(float) * static_cast<size_t>(g.OW));
+                        continue;
+                    }
+                    const float* src = plane + static_cast<size_t>(ih) * d.w + offW;
+                    for (int ow = 0; ow < lo; ++ow) out[ow] = 0.0f;
+                    if (d.strideW == 1)
+                        std::memcpy(out + lo, src + lo, sizeof(float) * static_cast<size_t>(hi - lo));
+                    else
+                        for (int ow = lo; ow < hi; ++ow) out[ow] = src[static_cast<ptrdiff_t>(ow) * d.strideW];
+                    for (int ow = hi; ow < g.OW; ++ow) out[ow] = 0.0f;
+                }
+            }
+    }
+}
+
+// The adjoint of im2col: dx[c][ih][iw] += every column entry that was read from it.
+void col2imAdd(float* dx, const float* col, int channels, const ConvDesc& d, const ConvGeometry& g) {
+    for (int c = 0; c < channels; ++c) {
+        float* plane = dx + static_cast<size_t>(c) * g.inPlane;
+        for (int r = 0; r < d.r; ++r)
+            for (int s = 0; s < d.s; ++s) {
+                const float* row = col + ((static_cast<size_t>(c) * d.r + r) * d.s + s) * g.ohw;
+                const int offW = s * d.dilationW - d.padW;
+                int lo, hi;
+                validRange(offW, d.strideW, d.w, g.OW, lo, hi);
+                for (int oh = 0; oh < g.OH; ++oh) {
+                    const int ih = oh * d.strideH - d.padH + r * d.dilationH;
+                    if (ih < 0 || ih >= d.h) continue;
+                    const float* in = row + static_cast<size_t>(oh) * g.OW;
+                    float* dst = plane + static_cast<size_t>(ih) * d.w + offW;
+                    if (d.strideW == 1)
+                        for (int ow = lo; ow < hi; ++ow) dst[ow] += in[ow];
+                    else
+                        for (int ow = lo; ow < hi; ++ow) dst[static_cast<ptrdiff_t>(ow) * d.strideW] += in[ow];
+                }
+            }
+    }
+}
+
+}  // namespace
+
+void conv2dForward(int threads, Workspace& ws, float* y, const float* x, const float* w, const ConvDesc& d) {
+    blasSingleThreaded();
+    const ConvGeometry g(d);
+    const int parts = parallelParts(threads, d.n, 1);
+    if (!g.direct) ws.prepare(0, parts, g.crs * g.ohw);
+    parallelFor(threads, d.n, 1, [&](int64_t i0, int64_t i1, int part) {
+        float* col = g.direct ? nullptr : ws.slot(part);
+        for (int64_t i = i0; i < i1; ++i)
+            for (int grp = 0; grp < d.groups; ++grp) {
+                const float* xg = x + (static_cast<size_t>(i) * d.c + static_cast<size_t>(grp) * g.Cg) * g.inPlane;
+                const float* b = xg;
+                if (!g.direct) {
+                    im2col(col, xg, g.Cg, d, g);
+                    b = col;
+                }
+                float* yg = y + (static_cast<size_t>(i) * d.k + static_cast<size_t>(grp) * g.Kg) * g.ohw;
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, g.Kg, static_cast<int>(g.ohw),
+                            static_cast<int>(g.crs), 1.0f, w + static_cast<size_t>(grp) * g.Kg * g.crs,
+                            static_cast<int>(g.crs), b, static_cast<int>(g.ohw), 0.0f, yg, static_cast<int>(g.ohw));
+            }
+    });
+}
+
+void conv2dBackwardData(int threads, Workspace& ws, float* dx, const float* dy, const float* w, const ConvDesc& d) {
+    blasSingleThreaded();
+    const ConvGeometry g(d);
+    const int parts = parallelParts(threads, d.n, 1);
+    if (!g.direct) ws.prepare(0, parts, g.crs * g.ohw);
+    parallelFor(threads, d.n, 1, [&](int64_t i0, int64_t i1, int part) {
+        float* col = g.direct ? nullptr : ws.slot(part);
+        for (int64_t i = i0; i < i1; ++i)
+            for (int grp = 0; grp < d.groups; ++grp) {
+                float* dxg = dx + (static_cast<size_t>(i) * d.c + static_cast<size_t>(grp) * g.Cg) * g.inPlane;
+                const float* dyg = dy + (static_cast<size_t>(i) * d.k + static_cast<size_t>(grp) * g.Kg) * g.ohw;
+                // Direct: accumulate straight into dx (beta 1); otherwise into the column buffer, then scatter.
+                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, static_cast<int>(g.crs), static_cast<int>(g.ohw),
+                            g.Kg, 1.0f, w + static_cast<size_t>(grp) * g.Kg * g.crs, static_cast<int>(g.crs), dyg,
+                            static_cast<int>(g.ohw), g.direct ? 1.0f : 0.0f, g.direct ? dxg : col,
+                            static_cast<int>(g.ohw));
+                if (!g.direct) col2imAdd(dxg, col, g.Cg, d, g);
+            }
+    });
+}
+
+void conv2dBackwardFilter(int threads, Workspace& ws, float* dw, const float* dy, const float* x, const ConvDesc& d) {
+    blasSingleThreaded();
+    const ConvGeometry g(d);
+    const int parts = parallelParts(threads, d.n, 1);
+    const size_t wsize = static_cast<size_t>(d.k) * g.crs;
+    // Slots [0, parts): im2col buffers; [parts, 2*parts): partial filter gradients.
+    if (!g.direct) ws.prepare(0, parts, g.crs * g.ohw);
+    ws.prepare(parts, parts, wsize);
+    parallelFor(threads, d.n, 1, [&](int64_t i0, int64_t i1, int part) {
+        float* col = g.direct ? nullptr : ws.slot(part);
+        float* partial = ws.slot(parts + part);
+        std::memset(partial, 0, wsize * sizeof(float));
+        for (int64_t i = i0; i < i1; ++i)
+            for (int grp = 0; grp < d.groups; ++grp) {
+                const float* xg = x + (static_cast<size_t>(i) * d.c + static_cast<size_t>(grp) * g.Cg) * g.inPlane;
+                const float* b = xg;
+                if (!g.direct) {
+                    im2col(col, xg, g.Cg, d, g);
+                    b = col;
+                }
+                const float* dyg = dy + (static_cast<size_t>(i) * d.k + static_cast<size_t>(grp) * g.Kg) * g.ohw;
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, g.Kg, static_cast<int>(g.crs),
+                            static_cast<int>(g.ohw), 1.0f, dyg, static_cast<int>(g.ohw), b, static_cast<int>(g.ohw),
+                            1.0f, partial + static_cast<size_t>(grp) * g.Kg * g.crs, static_cast<int>(g.crs));
+            }
+    });
+    for (int p = 0; p < parts; ++p) {
+        const float* partial = ws.slot(parts + p);
+        for (size_t j = 0; j < wsize; ++j) dw[j] += partial[j];
+    }
+}
+
+}  // namespace strata::cpu
