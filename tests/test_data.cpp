@@ -20,6 +20,7 @@
 
 #include "core/data/DataLoader.h"
 #include "core/data/Dataset.h"
+#include "core/graph/Project.h"
 #include "tests/support/TestBackends.h"
 
 using namespace strata;
@@ -401,6 +402,31 @@ private slots:
         for (float v : b.train.inputs) QVERIFY(v >= 2.0f);
     }
 
+    void langidExample() {
+        // The example project and its generated data agree: classes, sequence length, vocabulary size.
+        const std::string path = test::sourcePath("examples/langid_text.strata");
+        Project project = readProject(path);
+        DatasetBundle b = loadDataset(project.dataset, path);
+        QCOMPARE(b.train.count, int64_t(30000));
+        QCOMPARE(b.validation.count, int64_t(5000));
+        QCOMPARE(b.classNames, (std::vector<std::string>{"en", "de", "fr", "es", "it"}));
+        std::vector<int> perClass(5, 0);
+        for (int32_t l : b.train.labels) ++perClass[size_t(l)];
+        for (int c : perClass) QCOMPARE(c, 6000);
+        const Node* input = project.graph.nodeByName("input");
+        const Node* embedding = project.graph.nodeByName("chars");
+        QVERIFY(input && embedding);
+        QCOMPARE(b.train.sampleShape, Shape{input->params.at("shape").at(0).get<int64_t>()});
+        const int64_t vocab = embedding->params.at("vocab").get<int64_t>();
+        QVERIFY2(int64_t(b.vocabulary.size()) <= vocab, "the Embedding's vocab is smaller than the vocabulary");
+        float maxId = 0;
+        for (float v : b.train.inputs) maxId = std::max(maxId, v);
+        for (float v : b.validation.inputs) maxId = std::max(maxId, v);
+        QVERIFY(maxId < float(vocab));
+        QVERIFY(b.vocabulary.size() > 30);  // letters of five languages
+        QCOMPARE(analyzeGraph(project.graph).problems.size(), size_t(0));
+    }
+
     // ------------------------------------------------------------ splits, synthetic, normalization
     void splitsAndLimits() {
         DatasetSettings s;
@@ -666,6 +692,21 @@ private slots:
         const double m = sum / 768, sd = std::sqrt(sumSq / 768 - m * m);
         QVERIFY(std::abs(m) < 0.08);
         QVERIFY(std::abs(sd - 0.5) < 0.06);
+
+        // From the settings: the border is the normalized value of a black pixel.
+        DatasetSettings ds;
+        ds.cropPadding = 4;
+        ds.horizontalFlip = true;
+        Normalization norm;
+        norm.mode = "standardize";
+        norm.scale = 1.f / 255.f;
+        norm.mean = 0.25f;
+        norm.std = 0.5f;
+        Augmentation fromSettings = trainingAugmentation(ds, norm);
+        QCOMPARE(fromSettings.cropPadding, 4);
+        QVERIFY(fromSettings.horizontalFlip);
+        QCOMPARE(fromSettings.noiseStd, 0.f);
+        QCOMPARE(fromSettings.padValue, -0.5f);
 
         // Crop and flip need images.
         DataSplit flat = indexSplit(4, Shape{5});

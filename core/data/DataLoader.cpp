@@ -16,6 +16,15 @@ constexpr int kQueuedBatches = 3;
 
 }  // namespace
 
+Augmentation trainingAugmentation(const DatasetSettings& settings, const Normalization& norm) {
+    Augmentation aug;
+    aug.cropPadding = settings.cropPadding;
+    aug.horizontalFlip = settings.horizontalFlip;
+    aug.noiseStd = settings.noiseStd;
+    aug.padValue = norm.std != 0.f ? (0.f * norm.scale - norm.mean) / norm.std : 0.f;
+    return aug;
+}
+
 DataLoader::DataLoader(const DataSplit& split, int batchSize, bool shuffle, uint64_t seed, Augmentation aug,
                        bool dropLast)
     : m_split(split), m_batchSize(batchSize), m_shuffle(shuffle), m_seed(seed), m_aug(aug), m_dropLast(dropLast) {

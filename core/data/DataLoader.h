@@ -25,6 +25,10 @@ struct Augmentation {
     bool active() const { return cropPadding > 0 || horizontalFlip || noiseStd > 0.f; }
 };
 
+// The training split's augmentation from the project's dataset settings; the crop border
+// is a raw zero pixel mapped through `norm`.
+Augmentation trainingAugmentation(const DatasetSettings& settings, const Normalization& norm);
+
 struct Batch {
     int64_t size = 0;
     std::vector<float> inputs;    // size * sampleShape.numel()

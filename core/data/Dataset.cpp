@@ -43,15 +43,6 @@ namespace {
 constexpr uint64_t kSplitSeed = 0x5A17D47Aull;
 constexpr uint64_t kSyntheticSeed = 0x5EEDB10Bull;
 
-// Resolved locally (same rule as resolveDatasetPath in Project.h) so the data side does not
-// depend on the project reader being linked.
-std::string resolvePath(const std::string& projectPath, const std::string& path) {
-    if (path.empty()) return path;
-    std::filesystem::path p(path);
-    if (p.is_absolute() || projectPath.empty()) return path;
-    return (std::filesystem::path(projectPath).parent_path() / p).lexically_normal().string();
-}
-
 std::string trim(const std::string& s) {
     size_t b = 0, e = s.size();
     while (b < e && (s[b] == ' ' || s[b] == '\t')) ++b;
@@ -249,7 +240,7 @@ DatasetBundle loadIdx(const DatasetSettings& s, const std::string& projectPath) 
     if (s.validationImages.empty() != s.validationLabels.empty())
         throw DataError(s.validationImages.empty() ? "dataset.validation_images is empty but validation_labels is set"
                                                    : "dataset.validation_labels is empty but validation_images is set");
-    const std::string trainImages = resolvePath(projectPath, s.trainImages);
+    const std::string trainImages = resolveDatasetPath(projectPath, s.trainImages);
     const std::string lowerPath = lower(trainImages);
     const bool fashion = lowerPath.find("fashion") != std::string::npos;
     DatasetBundle b;
@@ -265,12 +256,12 @@ DatasetBundle loadIdx(const DatasetSettings& s, const std::string& projectPath) 
 
     // Decompression dominates: the validation files load on a second thread meanwhile.
     const bool haveValidation = !s.validationImages.empty();
-    const std::string valImages = resolvePath(projectPath, s.validationImages);
-    const std::string valLabels = resolvePath(projectPath, s.validationLabels);
+    const std::string valImages = resolveDatasetPath(projectPath, s.validationImages);
+    const std::string valLabels = resolveDatasetPath(projectPath, s.validationLabels);
     std::future<RawSplit> pending;
     if (haveValidation)
         pending = std::async(std::launch::async, [&] { return loadIdxPair(valImages, valLabels, b.numClasses); });
-    RawSplit train = loadIdxPair(trainImages, resolvePath(projectPath, s.trainLabels), b.numClasses);
+    RawSplit train = loadIdxPair(trainImages, resolveDatasetPath(projectPath, s.trainLabels), b.numClasses);
     RawSplit validation;
     if (haveValidation) {
         validation = pending.get();
@@ -436,14 +427,14 @@ RawSplit tableToSplit(const CsvTable& t, const LabelMapper& mapper) {
 
 DatasetBundle loadCsv(const DatasetSettings& s, const std::string& projectPath) {
     if (s.trainPath.empty()) throw DataError("dataset.train_path is empty (csv datasets need a training file)");
-    const std::string trainPath = resolvePath(projectPath, s.trainPath);
+    const std::string trainPath = resolveDatasetPath(projectPath, s.trainPath);
     CsvTable trainTable = readCsvTable(trainPath, s.labelColumn, nullptr);
     LabelMapper mapper(trainTable.labels, s.classNames);
     RawSplit train = tableToSplit(trainTable, mapper);
     RawSplit validation;
     const bool haveValidation = !s.validationPath.empty();
     if (haveValidation) {
-        CsvTable valTable = readCsvTable(resolvePath(projectPath, s.validationPath), s.labelColumn,
+        CsvTable valTable = readCsvTable(resolveDatasetPath(projectPath, s.validationPath), s.labelColumn,
                                          &trainTable.featureNames);
         validation = tableToSplit(valTable, mapper);
     }
@@ -511,13 +502,13 @@ DatasetBundle loadText(const DatasetSettings& s, const std::string& projectPath)
         throw DataError("dataset.normalization: unknown mode '" + s.normalization +
                         "' (expected none, scale or standardize)");
 
-    const std::string trainPath = resolvePath(projectPath, s.trainPath);
+    const std::string trainPath = resolveDatasetPath(projectPath, s.trainPath);
     TextRows train = readTextRows(trainPath, s.labelColumn);
     LabelMapper mapper(train.labels, s.classNames);
     TextRows validation;
     const bool haveValidation = !s.validationPath.empty();
     if (haveValidation) {
-        validation = readTextRows(resolvePath(projectPath, s.validationPath), s.labelColumn);
+        validation = readTextRows(resolveDatasetPath(projectPath, s.validationPath), s.labelColumn);
     } else if (s.validationSplit > 0.0) {
         auto [trainRows, valRows] = holdOut(static_cast<int64_t>(train.texts.size()), s.validationSplit);
         validation = gatherText(train, valRows);
