@@ -1,0 +1,181 @@
+// ChartPanel: see ChartPanel.h.
+#include "ui/ChartPanel.h"
+
+#include <QFile>
+#include <QFileDialog>
+#include <QMenu>
+#include <QTextStream>
+#include <QVBoxLayout>
+
+#include <cmath>
+#include <qcustomplot.h>
+
+namespace strata::ui {
+
+ChartPanel::ChartPanel(const QString& title, const QString& xLabel, const QString& yLabel, QWidget* parent)
+    : QWidget(parent), m_title(title) {
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(0, 0, 0, 0);
+    m_plot = new QCustomPlot(this);
+    m_plot->setMinimumSize(260, 170);
+    layout->addWidget(m_plot);
+
+    m_plot->plotLayout()->insertRow(0);
+    auto* titleElement = new QCPTextElement(m_plot, title, QFont(font().family(), font().pointSize(), QFont::Bold));
+    m_plot->plotLayout()->addElement(0, 0, titleElement);
+    m_plot->xAxis->setLabel(xLabel);
+    m_plot->yAxis->setLabel(yLabel);
+    m_plot->legend->setVisible(true);
+    QFont legendFont = font();
+    legendFont.setPointSizeF(legendFont.pointSizeF() * 0.85);
+    m_plot->legend->setFont(legendFont);
+    m_plot->legend->setBrush(QColor(255, 255, 255, 200));
+    m_plot->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignRight);
+    m_plot->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
+
+    // Once the user drags or zooms, the view stays where they put it.
+    connect(m_plot, &QCustomPlot::mousePress, this, [this](QMouseEvent* e) {
+        if (e->button() == Qt::LeftButton) m_followData = false;
+    });
+    connect(m_plot, &QCustomPlot::mouseWheel, this, [this](QWheelEvent*) { m_followData = false; });
+    connect(m_plot, &QCustomPlot::mouseDoubleClick, this, [this](QMouseEvent*) { resetView(); });
+
+    m_plot->setContextMenuPolicy(Qt::CustomContextMenu);
+    connect(m_plot, &QWidget::customContextMenuRequested, this, &ChartPanel::showContextMenu);
+
+    m_marker = new QCPItemStraightLine(m_plot);
+    m_marker->setPen(QPen(QColor(40, 150, 60), 1.5, Qt::DashLine));
+    m_marker->setVisible(false);
+    m_marker->setSelectable(false);
+    m_markerLabel = new QCPItemText(m_plot);
+    m_markerLabel->setPositionAlignment(Qt::AlignTop | Qt::AlignLeft);
+    m_markerLabel->position->setTypeY(QCPItemPosition::ptAxisRectRatio);
+    m_markerLabel->setColor(QColor(40, 150, 60));
+    m_markerLabel->setPadding(QMargins(3, 2, 3, 2));
+    m_markerLabel->setVisible(false);
+    m_markerLabel->setSelectable(false);
+}
+
+void ChartPanel::setRightAxisLabel(const QString& label) {
+    m_hasRightAxis = true;
+    m_plot->yAxis2->setVisible(true);
+    m_plot->yAxis2->setLabel(label);
+}
+
+void ChartPanel::addSeries(const QString& name, const QString& label, const QColor& color, Style style, Axis axis) {
+    if (m_series.contains(name)) return;
+    if (axis == Axis::Right && !m_hasRightAxis) setRightAxisLabel(QString());
+    QCPGraph* graph = m_plot->addGraph(m_plot->xAxis, axis == Axis::Right ? m_plot->yAxis2 : m_plot->yAxis);
+    graph->setName(label);
+    QPen pen(color);
+    pen.setWidthF(style == Style::Line ? 1.2 : 1.8);
+    graph->setPen(pen);
+    if (style == Style::Dots) {
+        graph->setLineStyle(QCPGraph::lsNone);
+        graph->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, 6));
+    } else if (style == Style::LineWithDots) {
+        graph->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, 6));
+    }
+    m_series.insert(name, graph);
+    m_order.append(name);
+}
+
+void ChartPanel::append(const QString& name, const QVector<double>& keys, const QVector<double>& values) {
+    QCPGraph* graph = m_series.value(name);
+    if (!graph || keys.isEmpty()) return;
+    graph->addData(keys, values, /*alreadySorted=*/true);
+}
+
+int ChartPanel::pointCount(const QString& name) const {
+    const QCPGraph* graph = m_series.value(name);
+    return graph ? graph->data()->size() : -1;
+}
+
+QStringList ChartPanel::seriesNames() const { return m_order; }
+
+void ChartPanel::setMarker(double x, const QString& label) {
+    m_marker->point1->setCoords(x, 0);
+    m_marker->point2->setCoords(x, 1);
+    m_marker->setVisible(true);
+    m_markerLabel->position->setTypeX(QCPItemPosition::ptPlotCoords);
+    m_markerLabel->position->setCoords(x, 0.02);
+    m_markerLabel->setText(label);
+    m_markerLabel->setVisible(!label.isEmpty());
+}
+
+void ChartPanel::clearMarker() {
+    m_marker->setVisible(false);
+    m_markerLabel->setVisible(false);
+}
+
+bool ChartPanel::markerVisible() const { return m_marker->visible(); }
+double ChartPanel::markerX() const { return m_marker->point1->coords().x(); }
+
+void ChartPanel::clear() {
+    for (QCPGraph* graph : std::as_const(m_series)) graph->data()->clear();
+    clearMarker();
+    m_followData = true;
+    refresh();
+}
+
+void ChartPanel::refresh() {
+    if (m_followData) {
+        bool any = false;
+        for (QCPGraph* graph : std::as_const(m_series)) any = any || !graph->data()->isEmpty();
+        if (any) {
+            m_plot->rescaleAxes(true);
+            for (QCPAxis* axis : {m_plot->yAxis, m_plot->yAxis2}) {
+                const QCPRange r = axis->range();
+                if (!std::isfinite(r.lower) || !std::isfinite(r.upper)) continue;
+                // A flat series (a constant learning rate) would otherwise get a zero-height range.
+                const double pad = r.size() > 0 ? r.size() * 0.05 : std::max(1e-9, std::abs(r.upper) * 0.1);
+                axis->setRange(r.lower - pad, r.upper + pad);
+            }
+        }
+    }
+    if (isVisible()) m_plot->replot(QCustomPlot::rpQueuedReplot);
+}
+
+void ChartPanel::resetView() {
+    m_followData = true;
+    refresh();
+    m_plot->replot(QCustomPlot::rpQueuedReplot);
+}
+
+bool ChartPanel::savePng(const QString& path, int width, int height) {
+    m_plot->replot();
+    return m_plot->savePng(path, width, height);
+}
+
+bool ChartPanel::saveCsv(const QString& path) const {
+    QFile file(path);
+    if (!file.open(QIODevice::WriteOnly | QIODevice::Truncate | QIODevice::Text)) return false;
+    QTextStream out(&file);
+    out << "series,x,y\n";
+    for (const QString& name : m_order) {
+        const QCPGraph* graph = m_series.value(name);
+        for (auto it = graph->data()->constBegin(); it != graph->data()->constEnd(); ++it)
+            out << name << ',' << QString::number(it->key, 'g', 17) << ',' << QString::number(it->value, 'g', 17)
+                << '\n';
+    }
+    out.flush();
+    return file.error() == QFile::NoError;
+}
+
+void ChartPanel::showContextMenu(const QPoint& pos) {
+    QMenu menu(this);
+    QString base = m_title.toLower().replace(QLatin1Char(' '), QLatin1Char('_')).remove(QLatin1Char('/'));
+    menu.addAction(tr("Save as PNG..."), this, [this, base] {
+        const QString path = QFileDialog::getSaveFileName(this, tr("Save chart"), base + ".png", tr("PNG (*.png)"));
+        if (!path.isEmpty()) savePng(path);
+    });
+    menu.addAction(tr("Save data as CSV..."), this, [this, base] {
+        const QString path = QFileDialog::getSaveFileName(this, tr("Save data"), base + ".csv", tr("CSV (*.csv)"));
+        if (!path.isEmpty()) saveCsv(path);
+    });
+    menu.addSeparator();
+    menu.addAction(tr("Reset view"), this, &ChartPanel::resetView);
+    menu.exec(m_plot->mapToGlobal(pos));
+}
+
+}  // namespace strata::ui

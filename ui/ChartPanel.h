@@ -1,0 +1,68 @@
+// ChartPanel: one titled QCustomPlot chart with named series, a movable
+// "best epoch" marker, mouse zoom and pan, and PNG/CSV export from its
+// context menu. Points are appended in batches (the dashboard's UI timer);
+// every point is kept. Axes follow the data until the user zooms or pans;
+// a double-click (or "Reset view") makes them follow again.
+#pragma once
+
+#include <QColor>
+#include <QHash>
+#include <QString>
+#include <QVector>
+#include <QWidget>
+
+class QCustomPlot;
+class QCPGraph;
+class QCPItemStraightLine;
+class QCPItemText;
+class QLabel;
+
+namespace strata::ui {
+
+class ChartPanel : public QWidget {
+    Q_OBJECT
+public:
+    enum class Axis { Left, Right };
+    enum class Style { Line, Dots, LineWithDots };
+
+    ChartPanel(const QString& title, const QString& xLabel, const QString& yLabel, QWidget* parent = nullptr);
+
+    void setRightAxisLabel(const QString& label);
+    void addSeries(const QString& name, const QString& label, const QColor& color, Style style = Style::Line,
+                   Axis axis = Axis::Left);
+    bool hasSeries(const QString& name) const { return m_series.contains(name); }
+    // Keys must be non-decreasing within a series.
+    void append(const QString& name, const QVector<double>& keys, const QVector<double>& values);
+    int pointCount(const QString& name) const;
+    QStringList seriesNames() const;
+    // Vertical marker at x (e.g. the best epoch); hidden by clearMarker().
+    void setMarker(double x, const QString& label);
+    void clearMarker();
+    bool markerVisible() const;
+    double markerX() const;
+    // Removes every point (keeps the series).
+    void clear();
+    // Rescales (unless the user has zoomed or panned) and queues a repaint.
+    void refresh();
+    void resetView();
+
+    bool savePng(const QString& path, int width = 0, int height = 0);
+    // Long format: series,x,y (one row per point), so series with different x stay exact.
+    bool saveCsv(const QString& path) const;
+
+    QCustomPlot* plot() const { return m_plot; }
+
+private:
+    void showContextMenu(const QPoint& pos);
+
+    QString m_title;
+    QCustomPlot* m_plot = nullptr;
+    QHash<QString, QCPGraph*> m_series;
+    QStringList m_order;
+    QCPItemStraightLine* m_marker = nullptr;
+    QCPItemText* m_markerLabel = nullptr;
+    bool m_followData = true;
+    bool m_hasRightAxis = false;
+};
+
+}  // namespace strata::ui

@@ -1,0 +1,567 @@
+// DatasetPanel: see DatasetPanel.h.
+#include "ui/DatasetPanel.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDir>
+#include <QDoubleSpinBox>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QFormLayout>
+#include <QGroupBox>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QLineEdit>
+#include <QListWidget>
+#include <QPushButton>
+#include <QScrollArea>
+#include <QSpinBox>
+#include <QSplitter>
+#include <QStackedWidget>
+#include <QTableWidget>
+#include <QToolButton>
+#include <QVBoxLayout>
+#include <QtConcurrent/QtConcurrentRun>
+
+#include <algorithm>
+#include <cmath>
+#include <exception>
+#include <qcustomplot.h>
+
+#include "core/data/Dataset.h"
+#include "ui/ProjectDocument.h"
+
+namespace strata::ui {
+
+namespace {
+
+const char* const kKinds[] = {"idx", "csv", "text", "synthetic"};
+
+QString joinShape(const std::vector<int64_t>& dims) {
+    QStringList parts;
+    for (int64_t d : dims) parts << QString::number(d);
+    return parts.join(QLatin1Char(','));
+}
+
+// "1, 28, 28" or "1x28x28" -> {1,28,28}; empty on a malformed entry.
+std::vector<int64_t> parseShape(const QString& text) {
+    std::vector<int64_t> out;
+    const QStringList parts = QString(text).replace(QLatin1Char('x'), QLatin1Char(',')).split(QLatin1Char(','),
+                                                                                            Qt::SkipEmptyParts);
+    for (const QString& p : parts) {
+        bool ok = false;
+        const qint64 v = p.trimmed().toLongLong(&ok);
+        if (!ok || v <= 0) return {};
+        out.push_back(v);
+    }
+    return out;
+}
+
+// A sample as a grey or colour picture, stretched to its own value range so that
+// normalized inputs (which may be negative) stay visible.
+QImage renderSample(const float* x, const Shape& shape) {
+    int channels = 1, height = 0, width = 0;
+    if (shape.rank() == 3) {
+        channels = int(shape[0]);
+        height = int(shape[1]);
+        width = int(shape[2]);
+    } else if (shape.rank() == 2) {
+        height = int(shape[0]);
+        width = int(shape[1]);
+    }
+    const int64_t n = int64_t(channels) * height * width;
+    float lo = x[0], hi = x[0];
+    for (int64_t i = 1; i < n; ++i) {
+        lo = std::min(lo, x[i]);
+        hi = std::max(hi, x[i]);
+    }
+    const float range = hi > lo ? hi - lo : 1.f;
+    auto level = [&](float v) { return int(std::lround(255.f * (v - lo) / range)); };
+    const int64_t plane = int64_t(height) * width;
+    QImage image(width, height, QImage::Format_RGB32);
+    for (int r = 0; r < height; ++r) {
+        auto* line = reinterpret_cast<QRgb*>(image.scanLine(r));
+        for (int c = 0; c < width; ++c) {
+            const int64_t i = int64_t(r) * width + c;
+            if (channels >= 3)
+                line[c] = qRgb(level(x[i]), level(x[plane + i]), level(x[2 * plane + i]));
+            else {
+                const int g = level(x[i]);
+                line[c] = qRgb(g, g, g);
+            }
+        }
+    }
+    return image;
+}
+
+bool isImageShape(const Shape& shape) {
+    if (shape.rank() == 2) return shape[0] >= 4 && shape[1] >= 4;
+    return shape.rank() == 3 && (shape[0] == 1 || shape[0] == 3) && shape[1] >= 4 && shape[2] >= 4;
+}
+
+QVector<qint64> perClass(const DataSplit& split, int classes) {
+    QVector<qint64> counts(std::max(classes, 0), 0);
+    for (int32_t label : split.labels)
+        if (label >= 0 && label < classes) ++counts[label];
+    return counts;
+}
+
+}  // namespace
+
+DatasetPanel::DatasetPanel(ProjectDocument* doc, QWidget* parent) : QWidget(parent), m_doc(doc) {
+    buildUi();
+    m_watcher = new QFutureWatcher<DatasetPreview>(this);
+    connect(m_watcher, &QFutureWatcherBase::finished, this, [this] { showPreview(m_watcher->result()); });
+    connect(m_doc, &ProjectDocument::settingsChanged, this, &DatasetPanel::syncFromDocument);
+    connect(m_doc, &ProjectDocument::projectReset, this, &DatasetPanel::syncFromDocument);
+    syncFromDocument();
+}
+
+DatasetPanel::~DatasetPanel() { m_watcher->waitForFinished(); }
+
+QLineEdit* DatasetPanel::pathEdit(QWidget* parent, const QString& caption, QWidget** row) {
+    auto* box = new QWidget(parent);
+    auto* layout = new QHBoxLayout(box);
+    layout->setContentsMargins(0, 0, 0, 0);
+    auto* edit = new QLineEdit(box);
+    edit->setPlaceholderText(tr("(none)"));
+    auto* browse = new QToolButton(box);
+    browse->setText(QStringLiteral("..."));
+    browse->setToolTip(tr("Choose a file"));
+    layout->addWidget(edit, 1);
+    layout->addWidget(browse);
+    connect(edit, &QLineEdit::editingFinished, this, &DatasetPanel::commit);
+    connect(browse, &QToolButton::clicked, this, [this, edit, caption] {
+        const QString projectDir =
+            m_doc->filePath().isEmpty() ? QDir::currentPath() : QFileInfo(m_doc->filePath()).absolutePath();
+        QString start = edit->text().isEmpty() ? projectDir : QDir(projectDir).absoluteFilePath(edit->text());
+        QString path = QFileDialog::getOpenFileName(this, caption, start);
+        if (path.isEmpty()) return;
+        // Paths inside the project's folder are stored relative to it, so the project can move.
+        if (!m_doc->filePath().isEmpty()) {
+            const QString rel = QDir(projectDir).relativeFilePath(path);
+            if (!rel.startsWith(QLatin1String(".."))) path = rel;
+        }
+        edit->setText(path);
+        commit();
+    });
+    *row = box;
+    return edit;
+}
+
+void DatasetPanel::buildUi() {
+    auto* root = new QHBoxLayout(this);
+    auto* splitter = new QSplitter(Qt::Horizontal, this);
+    root->addWidget(splitter);
+
+    // --- Settings (left)
+    auto* scroll = new QScrollArea(splitter);
+    scroll->setWidgetResizable(true);
+    auto* form = new QWidget(scroll);
+    auto* formLayout = new QVBoxLayout(form);
+    scroll->setWidget(form);
+
+    auto* sourceBox = new QGroupBox(tr("Source"), form);
+    auto* sourceForm = new QFormLayout(sourceBox);
+    m_kind = new QComboBox(sourceBox);
+    m_kind->addItem(tr("IDX images (MNIST format)"), "idx");
+    m_kind->addItem(tr("CSV table"), "csv");
+    m_kind->addItem(tr("CSV text (label,text)"), "text");
+    m_kind->addItem(tr("Synthetic (Gaussian blobs)"), "synthetic");
+    sourceForm->addRow(tr("Kind"), m_kind);
+    m_kindPages = new QStackedWidget(sourceBox);
+    sourceForm->addRow(m_kindPages);
+
+    QWidget* row = nullptr;
+    auto* idxPage = new QWidget(m_kindPages);
+    auto* idxForm = new QFormLayout(idxPage);
+    idxForm->setContentsMargins(0, 0, 0, 0);
+    m_trainImages = pathEdit(idxPage, tr("Training images"), &row);
+    idxForm->addRow(tr("Training images"), row);
+    m_trainLabels = pathEdit(idxPage, tr("Training labels"), &row);
+    idxForm->addRow(tr("Training labels"), row);
+    m_valImages = pathEdit(idxPage, tr("Validation images"), &row);
+    idxForm->addRow(tr("Validation images"), row);
+    m_valLabels = pathEdit(idxPage, tr("Validation labels"), &row);
+    idxForm->addRow(tr("Validation labels"), row);
+    m_kindPages->addWidget(idxPage);
+
+    auto* csvPage = new QWidget(m_kindPages);
+    auto* csvForm = new QFormLayout(csvPage);
+    csvForm->setContentsMargins(0, 0, 0, 0);
+    m_csvTrain = pathEdit(csvPage, tr("Training CSV"), &row);
+    csvForm->addRow(tr("Training file"), row);
+    m_csvVal = pathEdit(csvPage, tr("Validation CSV"), &row);
+    csvForm->addRow(tr("Validation file"), row);
+    m_labelColumn = new QLineEdit(csvPage);
+    connect(m_labelColumn, &QLineEdit::editingFinished, this, &DatasetPanel::commit);
+    csvForm->addRow(tr("Label column"), m_labelColumn);
+    m_kindPages->addWidget(csvPage);
+
+    auto* textPage = new QWidget(m_kindPages);
+    auto* textForm = new QFormLayout(textPage);
+    textForm->setContentsMargins(0, 0, 0, 0);
+    m_textTrain = pathEdit(textPage, tr("Training CSV"), &row);
+    textForm->addRow(tr("Training file"), row);
+    m_textVal = pathEdit(textPage, tr("Validation CSV"), &row);
+    textForm->addRow(tr("Validation file"), row);
+    m_tokenizer = new QComboBox(textPage);
+    m_tokenizer->addItem(tr("characters"), "char");
+    m_tokenizer->addItem(tr("words"), "word");
+    textForm->addRow(tr("Tokenizer"), m_tokenizer);
+    m_maxTokens = new QSpinBox(textPage);
+    m_maxTokens->setRange(1, 100000);
+    textForm->addRow(tr("Sequence length"), m_maxTokens);
+    m_maxVocab = new QSpinBox(textPage);
+    m_maxVocab->setRange(2, 10000000);
+    textForm->addRow(tr("Vocabulary size"), m_maxVocab);
+    m_kindPages->addWidget(textPage);
+
+    auto* synthPage = new QWidget(m_kindPages);
+    auto* synthForm = new QFormLayout(synthPage);
+    synthForm->setContentsMargins(0, 0, 0, 0);
+    m_synthSamples = new QSpinBox(synthPage);
+    m_synthSamples->setRange(1, 100000000);
+    synthForm->addRow(tr("Samples"), m_synthSamples);
+    m_synthClasses = new QSpinBox(synthPage);
+    m_synthClasses->setRange(2, 100000);
+    synthForm->addRow(tr("Classes"), m_synthClasses);
+    m_synthShape = new QLineEdit(synthPage);
+    m_synthShape->setToolTip(tr("Per-sample shape, e.g. 16 or 1,28,28"));
+    connect(m_synthShape, &QLineEdit::editingFinished, this, &DatasetPanel::commit);
+    synthForm->addRow(tr("Sample shape"), m_synthShape);
+    m_kindPages->addWidget(synthPage);
+    formLayout->addWidget(sourceBox);
+
+    auto* prepBox = new QGroupBox(tr("Preparation"), form);
+    auto* prepForm = new QFormLayout(prepBox);
+    m_validationSplit = new QDoubleSpinBox(prepBox);
+    m_validationSplit->setRange(0.0, 0.9);
+    m_validationSplit->setSingleStep(0.05);
+    m_validationSplit->setDecimals(3);
+    m_validationSplit->setToolTip(tr("Fraction of the training file held out when there is no validation file"));
+    prepForm->addRow(tr("Validation split"), m_validationSplit);
+    m_normalization = new QComboBox(prepBox);
+    m_normalization->addItem(tr("none"), "none");
+    m_normalization->addItem(tr("scale (x/255)"), "scale");
+    m_normalization->addItem(tr("standardize (train mean/std)"), "standardize");
+    prepForm->addRow(tr("Normalization"), m_normalization);
+    m_classNames = new QLineEdit(prepBox);
+    m_classNames->setPlaceholderText(tr("comma-separated; empty: from the data"));
+    connect(m_classNames, &QLineEdit::editingFinished, this, &DatasetPanel::commit);
+    prepForm->addRow(tr("Class names"), m_classNames);
+    formLayout->addWidget(prepBox);
+
+    auto* augBox = new QGroupBox(tr("Augmentation (images, training split)"), form);
+    auto* augForm = new QFormLayout(augBox);
+    m_cropPadding = new QSpinBox(augBox);
+    m_cropPadding->setRange(0, 64);
+    m_cropPadding->setSuffix(tr(" px"));
+    augForm->addRow(tr("Random crop padding"), m_cropPadding);
+    m_flip = new QCheckBox(tr("Random horizontal flip"), augBox);
+    augForm->addRow(m_flip);
+    m_noise = new QDoubleSpinBox(augBox);
+    m_noise->setRange(0.0, 10.0);
+    m_noise->setSingleStep(0.01);
+    m_noise->setDecimals(3);
+    augForm->addRow(tr("Gaussian noise std"), m_noise);
+    formLayout->addWidget(augBox);
+
+    auto* limitBox = new QGroupBox(tr("Limits"), form);
+    auto* limitForm = new QFormLayout(limitBox);
+    m_trainLimit = new QSpinBox(limitBox);
+    m_trainLimit->setRange(0, 2000000000);
+    m_trainLimit->setSpecialValueText(tr("all"));
+    limitForm->addRow(tr("Training samples"), m_trainLimit);
+    m_valLimit = new QSpinBox(limitBox);
+    m_valLimit->setRange(0, 2000000000);
+    m_valLimit->setSpecialValueText(tr("all"));
+    limitForm->addRow(tr("Validation samples"), m_valLimit);
+    formLayout->addWidget(limitBox);
+
+    auto* previewRow = new QHBoxLayout;
+    m_previewButton = new QPushButton(tr("Load preview"), form);
+    connect(m_previewButton, &QPushButton::clicked, this, &DatasetPanel::loadPreview);
+    previewRow->addWidget(m_previewButton);
+    m_previewStatus = new QLabel(form);
+    m_previewStatus->setWordWrap(true);
+    previewRow->addWidget(m_previewStatus, 1);
+    formLayout->addLayout(previewRow);
+    formLayout->addStretch(1);
+
+    for (QSpinBox* spin : {m_maxTokens, m_maxVocab, m_synthSamples, m_synthClasses, m_cropPadding, m_trainLimit,
+                           m_valLimit}) {
+        spin->setKeyboardTracking(false);  // one undo command per finished edit, not per keystroke
+        connect(spin, &QSpinBox::valueChanged, this, &DatasetPanel::commit);
+    }
+    for (QDoubleSpinBox* spin : {m_validationSplit, m_noise}) {
+        spin->setKeyboardTracking(false);
+        connect(spin, &QDoubleSpinBox::valueChanged, this, &DatasetPanel::commit);
+    }
+    for (QComboBox* combo : {m_kind, m_tokenizer, m_normalization})
+        connect(combo, &QComboBox::currentIndexChanged, this, &DatasetPanel::commit);
+    connect(m_kind, &QComboBox::currentIndexChanged, m_kindPages, &QStackedWidget::setCurrentIndex);
+    connect(m_flip, &QCheckBox::toggled, this, &DatasetPanel::commit);
+
+    // --- Preview (right)
+    auto* previewPane = new QWidget(splitter);
+    auto* previewLayout = new QVBoxLayout(previewPane);
+    m_description = new QLabel(tr("No preview loaded."), previewPane);
+    m_description->setWordWrap(true);
+    previewLayout->addWidget(m_description);
+    m_sampleViews = new QStackedWidget(previewPane);
+    m_imageGrid = new QListWidget(m_sampleViews);
+    m_imageGrid->setViewMode(QListView::IconMode);
+    m_imageGrid->setIconSize(QSize(56, 56));
+    m_imageGrid->setGridSize(QSize(84, 84));
+    m_imageGrid->setResizeMode(QListView::Adjust);
+    m_imageGrid->setMovement(QListView::Static);
+    m_imageGrid->setSelectionMode(QAbstractItemView::NoSelection);
+    m_sampleViews->addWidget(m_imageGrid);
+    m_table = new QTableWidget(m_sampleViews);
+    m_table->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    m_sampleViews->addWidget(m_table);
+    m_textList = new QListWidget(m_sampleViews);
+    m_textList->setWordWrap(true);
+    m_sampleViews->addWidget(m_textList);
+    previewLayout->addWidget(m_sampleViews, 3);
+    m_balance = new QCustomPlot(previewPane);
+    m_balance->setMinimumHeight(180);
+    m_balance->plotLayout()->insertRow(0);
+    m_balance->plotLayout()->addElement(0, 0, new QCPTextElement(m_balance, tr("Class balance"),
+                                                                 QFont(font().family(), font().pointSize(), QFont::Bold)));
+    m_balance->yAxis->setLabel(tr("samples"));
+    m_balance->legend->setVisible(true);
+    m_balance->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignRight);
+    previewLayout->addWidget(m_balance, 2);
+
+    splitter->addWidget(scroll);
+    splitter->addWidget(previewPane);
+    splitter->setStretchFactor(0, 0);
+    splitter->setStretchFactor(1, 1);
+}
+
+void DatasetPanel::syncFromDocument() {
+    const DatasetSettings& s = m_doc->project().dataset;
+    m_updating = true;
+    const int kindIndex = m_kind->findData(QString::fromStdString(s.kind));
+    m_kind->setCurrentIndex(kindIndex >= 0 ? kindIndex : 0);
+    m_kindPages->setCurrentIndex(m_kind->currentIndex());
+    m_trainImages->setText(QString::fromStdString(s.trainImages));
+    m_trainLabels->setText(QString::fromStdString(s.trainLabels));
+    m_valImages->setText(QString::fromStdString(s.validationImages));
+    m_valLabels->setText(QString::fromStdString(s.validationLabels));
+    // csv and text share trainPath/validationPath; both pages show them.
+    for (QLineEdit* e : {m_csvTrain, m_textTrain}) e->setText(QString::fromStdString(s.trainPath));
+    for (QLineEdit* e : {m_csvVal, m_textVal}) e->setText(QString::fromStdString(s.validationPath));
+    m_labelColumn->setText(QString::fromStdString(s.labelColumn));
+    m_tokenizer->setCurrentIndex(std::max(0, m_tokenizer->findData(QString::fromStdString(s.tokenizer))));
+    m_maxTokens->setValue(s.maxTokens);
+    m_maxVocab->setValue(s.maxVocab);
+    m_synthSamples->setValue(int(std::min<int64_t>(s.syntheticSamples, m_synthSamples->maximum())));
+    m_synthClasses->setValue(s.syntheticClasses);
+    m_synthShape->setText(joinShape(s.syntheticShape));
+    m_validationSplit->setValue(s.validationSplit);
+    m_normalization->setCurrentIndex(std::max(0, m_normalization->findData(QString::fromStdString(s.normalization))));
+    m_cropPadding->setValue(s.cropPadding);
+    m_flip->setChecked(s.horizontalFlip);
+    m_noise->setValue(s.noiseStd);
+    m_trainLimit->setValue(int(std::min<int64_t>(s.trainLimit, m_trainLimit->maximum())));
+    m_valLimit->setValue(int(std::min<int64_t>(s.validationLimit, m_valLimit->maximum())));
+    QStringList names;
+    for (const std::string& n : s.classNames) names << QString::fromStdString(n);
+    m_classNames->setText(names.join(QStringLiteral(", ")));
+    m_updating = false;
+}
+
+DatasetSettings DatasetPanel::settingsFromWidgets() const {
+    DatasetSettings s = m_doc->project().dataset;
+    s.kind = m_kind->currentData().toString().toStdString();
+    s.trainImages = m_trainImages->text().trimmed().toStdString();
+    s.trainLabels = m_trainLabels->text().trimmed().toStdString();
+    s.validationImages = m_valImages->text().trimmed().toStdString();
+    s.validationLabels = m_valLabels->text().trimmed().toStdString();
+    const bool text = s.kind == "text";
+    s.trainPath = (text ? m_textTrain : m_csvTrain)->text().trimmed().toStdString();
+    s.validationPath = (text ? m_textVal : m_csvVal)->text().trimmed().toStdString();
+    s.labelColumn = m_labelColumn->text().trimmed().toStdString();
+    s.tokenizer = m_tokenizer->currentData().toString().toStdString();
+    s.maxTokens = m_maxTokens->value();
+    s.maxVocab = m_maxVocab->value();
+    s.syntheticSamples = m_synthSamples->value();
+    s.syntheticClasses = m_synthClasses->value();
+    const std::vector<int64_t> shape = parseShape(m_synthShape->text());
+    if (!shape.empty()) s.syntheticShape = shape;
+    s.validationSplit = m_validationSplit->value();
+    s.normalization = m_normalization->currentData().toString().toStdString();
+    s.cropPadding = m_cropPadding->value();
+    s.horizontalFlip = m_flip->isChecked();
+    s.noiseStd = float(m_noise->value());
+    s.trainLimit = m_trainLimit->value();
+    s.validationLimit = m_valLimit->value();
+    s.classNames.clear();
+    for (const QString& n : m_classNames->text().split(QLatin1Char(','), Qt::SkipEmptyParts))
+        if (!n.trimmed().isEmpty()) s.classNames.push_back(n.trimmed().toStdString());
+    return s;
+}
+
+void DatasetPanel::commit() {
+    if (m_updating) return;
+    const DatasetSettings s = settingsFromWidgets();
+    if (s == m_doc->project().dataset) return;
+    m_doc->setDatasetSettings(s);
+}
+
+bool DatasetPanel::previewRunning() const { return m_watcher->isRunning(); }
+
+void DatasetPanel::loadPreview() {
+    if (m_watcher->isRunning()) return;
+    commit();
+    const DatasetSettings settings = m_doc->project().dataset;
+    const QString path = m_doc->filePath();
+    m_previewButton->setEnabled(false);
+    m_previewStatus->setText(tr("Loading..."));
+    m_watcher->setFuture(QtConcurrent::run([settings, path] { return buildPreview(settings, path); }));
+}
+
+DatasetPreview DatasetPanel::buildPreview(const DatasetSettings& settings, const QString& projectPath,
+                                          int maxSamples) {
+    DatasetPreview p;
+    try {
+        const DatasetBundle data = loadDataset(settings, projectPath.toStdString());
+        p.description = QString::fromStdString(data.description);
+        p.sampleShape = QString::fromStdString(data.train.sampleShape.toString());
+        p.trainCount = data.train.count;
+        p.validationCount = data.validation.count;
+        for (int c = 0; c < data.numClasses; ++c)
+            p.classNames << (c < int(data.classNames.size()) ? QString::fromStdString(data.classNames[size_t(c)])
+                                                             : QString::number(c));
+        p.trainPerClass = perClass(data.train, data.numClasses);
+        p.validationPerClass = perClass(data.validation, data.numClasses);
+
+        const DataSplit& split = data.train;
+        const int64_t per = split.sampleShape.numel();
+        const int64_t shown = std::min<int64_t>(maxSamples, split.count);
+        auto labelOf = [&](int64_t i) {
+            const int32_t l = split.labels[size_t(i)];
+            return l >= 0 && l < p.classNames.size() ? p.classNames[l] : QString::number(l);
+        };
+        if (settings.kind == "text") {
+            const bool words = settings.tokenizer == "word";
+            for (int64_t i = 0; i < shown; ++i) {
+                QString text;
+                for (int64_t t = 0; t < per; ++t) {
+                    const auto id = int64_t(std::lround(split.inputs[size_t(i * per + t)]));
+                    if (id == 0) continue;  // padding
+                    const QString token = id > 0 && id < int64_t(data.vocabulary.size())
+                                              ? QString::fromStdString(data.vocabulary[size_t(id)])
+                                              : QStringLiteral("\u2047");
+                    if (words && !text.isEmpty()) text += QLatin1Char(' ');
+                    text += token;
+                }
+                p.texts << text;
+                p.labels << labelOf(i);
+            }
+        } else if (isImageShape(split.sampleShape)) {
+            for (int64_t i = 0; i < shown; ++i) {
+                p.images << renderSample(split.inputs.data() + i * per, split.sampleShape);
+                p.labels << labelOf(i);
+            }
+        } else {
+            const int64_t columns = std::min<int64_t>(per, 64);
+            for (int64_t c = 0; c < columns; ++c) p.columns << QStringLiteral("x%1").arg(c);
+            for (int64_t i = 0; i < shown; ++i) {
+                QStringList row;
+                for (int64_t c = 0; c < columns; ++c)
+                    row << QString::number(split.inputs[size_t(i * per + c)], 'g', 4);
+                p.rows << row;
+                p.labels << labelOf(i);
+            }
+        }
+    } catch (const std::exception& e) {
+        p.error = QString::fromStdString(e.what());
+    }
+    return p;
+}
+
+void DatasetPanel::showPreview(const DatasetPreview& preview) {
+    m_previewButton->setEnabled(true);
+    if (!preview.error.isEmpty()) {
+        m_previewStatus->setText(QStringLiteral("<span style='color:#b00020'>%1</span>")
+                                     .arg(preview.error.toHtmlEscaped()));
+        emit previewReady();
+        return;
+    }
+    m_preview = preview;
+    m_previewStatus->setText(tr("Loaded."));
+    m_description->setText(tr("%1\nSample shape %2; showing the first %n training sample(s).", nullptr,
+                              int(std::max({preview.images.size(), preview.rows.size(), preview.texts.size()})))
+                               .arg(preview.description, preview.sampleShape));
+
+    m_imageGrid->clear();
+    m_table->clear();
+    m_textList->clear();
+    if (!preview.images.isEmpty()) {
+        for (qsizetype i = 0; i < preview.images.size(); ++i) {
+            const QImage scaled = preview.images[i].scaled(56, 56, Qt::KeepAspectRatio, Qt::FastTransformation);
+            m_imageGrid->addItem(new QListWidgetItem(QIcon(QPixmap::fromImage(scaled)), preview.labels.value(i)));
+        }
+        m_sampleViews->setCurrentWidget(m_imageGrid);
+    } else if (!preview.texts.isEmpty()) {
+        for (qsizetype i = 0; i < preview.texts.size(); ++i)
+            m_textList->addItem(QStringLiteral("[%1] %2").arg(preview.labels.value(i), preview.texts[i]));
+        m_sampleViews->setCurrentWidget(m_textList);
+    } else {
+        m_table->setColumnCount(int(preview.columns.size()) + 1);
+        m_table->setRowCount(int(preview.rows.size()));
+        m_table->setHorizontalHeaderLabels(QStringList{tr("label")} + preview.columns);
+        for (int r = 0; r < preview.rows.size(); ++r) {
+            m_table->setItem(r, 0, new QTableWidgetItem(preview.labels.value(r)));
+            for (int c = 0; c < preview.rows[r].size(); ++c)
+                m_table->setItem(r, c + 1, new QTableWidgetItem(preview.rows[r][c]));
+        }
+        m_table->resizeColumnsToContents();
+        m_sampleViews->setCurrentWidget(m_table);
+    }
+
+    // Grouped bars: training and validation count per class.
+    m_balance->clearPlottables();
+    const int classes = int(preview.classNames.size());
+    QVector<double> ticks(classes), train(classes), val(classes), trainX(classes), valX(classes);
+    QSharedPointer<QCPAxisTickerText> ticker(new QCPAxisTickerText);
+    for (int c = 0; c < classes; ++c) {
+        ticks[c] = c;
+        trainX[c] = c - 0.2;
+        valX[c] = c + 0.2;
+        train[c] = double(preview.trainPerClass.value(c));
+        val[c] = double(preview.validationPerClass.value(c));
+        ticker->addTick(c, preview.classNames[c]);
+    }
+    auto* trainBars = new QCPBars(m_balance->xAxis, m_balance->yAxis);
+    trainBars->setName(tr("training (%1)").arg(preview.trainCount));
+    trainBars->setWidth(0.4);
+    trainBars->setBrush(QColor(31, 119, 180, 200));
+    trainBars->setPen(Qt::NoPen);
+    trainBars->setData(trainX, train, true);
+    if (preview.validationCount > 0) {
+        auto* valBars = new QCPBars(m_balance->xAxis, m_balance->yAxis);
+        valBars->setName(tr("validation (%1)").arg(preview.validationCount));
+        valBars->setWidth(0.4);
+        valBars->setBrush(QColor(214, 39, 40, 200));
+        valBars->setPen(Qt::NoPen);
+        valBars->setData(valX, val, true);
+    }
+    m_balance->xAxis->setTicker(ticker);
+    m_balance->xAxis->setTickLabelRotation(classes > 6 ? 30 : 0);
+    m_balance->xAxis->setRange(-0.6, classes - 0.4);
+    double top = 1;
+    for (int c = 0; c < classes; ++c) top = std::max({top, train[c], val[c]});
+    m_balance->yAxis->setRange(0, top * 1.15);
+    m_balance->replot();
+
+    emit trainSampleCountKnown(preview.trainCount);
+    emit previewReady();
+}
+
+}  // namespace strata::ui

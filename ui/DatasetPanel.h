@@ -1,0 +1,114 @@
+// DatasetPanel: edits the project's dataset settings (source kind and files,
+// normalization, augmentation, limits) through ProjectDocument, so every
+// change is undoable, and previews the data: "Load preview" loads the
+// dataset on a worker thread (QtConcurrent) and shows the first training
+// samples (images, table rows or texts) and the class balance of each split.
+#pragma once
+
+#include <QFutureWatcher>
+#include <QImage>
+#include <QStringList>
+#include <QVector>
+#include <QWidget>
+
+#include "core/graph/Project.h"
+
+class QCheckBox;
+class QComboBox;
+class QCustomPlot;
+class QDoubleSpinBox;
+class QLabel;
+class QLineEdit;
+class QListWidget;
+class QPushButton;
+class QSpinBox;
+class QStackedWidget;
+class QTableWidget;
+
+namespace strata::ui {
+
+class ProjectDocument;
+
+// What a preview shows; built entirely on the worker thread.
+struct DatasetPreview {
+    QString error;  // non-empty: loading failed
+    QString description;
+    QString sampleShape;
+    qint64 trainCount = 0, validationCount = 0;
+    QStringList classNames;
+    QVector<qint64> trainPerClass, validationPerClass;
+    // Image data: one picture per sample with its label; tabular: rows; text: decoded texts.
+    QVector<QImage> images;
+    QStringList labels;
+    QStringList columns;
+    QVector<QStringList> rows;
+    QStringList texts;
+};
+
+class DatasetPanel : public QWidget {
+    Q_OBJECT
+public:
+    explicit DatasetPanel(ProjectDocument* doc, QWidget* parent = nullptr);
+    ~DatasetPanel() override;
+
+    // The settings the widgets show (the document's settings with the edits applied).
+    DatasetSettings settingsFromWidgets() const;
+    // Shown after a successful preview (0 before).
+    qint64 previewTrainCount() const { return m_preview.trainCount; }
+    const DatasetPreview& preview() const { return m_preview; }
+    bool previewRunning() const;
+
+    // Builds a preview synchronously (the worker task; public for tests).
+    static DatasetPreview buildPreview(const DatasetSettings& settings, const QString& projectPath,
+                                       int maxSamples = 32);
+
+public slots:
+    void loadPreview();
+    // Re-reads every widget from the document.
+    void syncFromDocument();
+
+signals:
+    void previewReady();
+    // Number of training samples of the last preview (for the LR preview's steps per epoch).
+    void trainSampleCountKnown(qint64 count);
+
+private:
+    void buildUi();
+    void commit();
+    void showPreview(const DatasetPreview& preview);
+    QLineEdit* pathEdit(QWidget* parent, const QString& caption, QWidget** row);
+
+    ProjectDocument* m_doc;
+    bool m_updating = false;
+
+    QComboBox* m_kind = nullptr;
+    QStackedWidget* m_kindPages = nullptr;
+    QLineEdit *m_trainImages = nullptr, *m_trainLabels = nullptr, *m_valImages = nullptr, *m_valLabels = nullptr;
+    QLineEdit *m_csvTrain = nullptr, *m_csvVal = nullptr, *m_labelColumn = nullptr;
+    QLineEdit *m_textTrain = nullptr, *m_textVal = nullptr;
+    QComboBox* m_tokenizer = nullptr;
+    QSpinBox *m_maxTokens = nullptr, *m_maxVocab = nullptr;
+    QSpinBox *m_synthSamples = nullptr, *m_synthClasses = nullptr;
+    QLineEdit* m_synthShape = nullptr;
+    QDoubleSpinBox* m_validationSplit = nullptr;
+    QComboBox* m_normalization = nullptr;
+    QSpinBox* m_cropPadding = nullptr;
+    QCheckBox* m_flip = nullptr;
+    QDoubleSpinBox* m_noise = nullptr;
+    QSpinBox *m_trainLimit = nullptr, *m_valLimit = nullptr;
+    QLineEdit* m_classNames = nullptr;
+    QPushButton* m_previewButton = nullptr;
+    QLabel* m_previewStatus = nullptr;
+
+    QLabel* m_description = nullptr;
+    QStackedWidget* m_sampleViews = nullptr;
+    QListWidget* m_imageGrid = nullptr;
+    QTableWidget* m_table = nullptr;
+    QListWidget* m_textList = nullptr;
+    QCustomPlot* m_balance = nullptr;
+
+    QFutureWatcher<DatasetPreview>* m_watcher = nullptr;
+    DatasetPreview m_preview;
+};
+
+}  // namespace strata::ui

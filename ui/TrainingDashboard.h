@@ -1,0 +1,139 @@
+// TrainingDashboard: starts, pauses, resumes and stops a training run of the
+// open project and shows it live: loss, accuracy, learning rate, throughput
+// and each device's utilization and memory, plus elapsed time, ETA and an
+// error banner. The engine runs in an EngineWorker on its own thread; its
+// events are buffered here and appended to the charts on a UI timer, so the
+// engine never waits for painting. Every point is kept.
+#pragma once
+
+#include <QElapsedTimer>
+#include <QHash>
+#include <QPointer>
+#include <QString>
+#include <QVector>
+#include <QWidget>
+
+#include "core/train/TrainingObserver.h"
+
+class QLabel;
+class QPushButton;
+class QThread;
+class QTimer;
+class QFrame;
+
+namespace strata::ui {
+
+class ChartPanel;
+class DevicePicker;
+class EngineWorker;
+class ProjectDocument;
+
+class TrainingDashboard : public QWidget {
+    Q_OBJECT
+public:
+    enum class State { Idle, Starting, Running, Paused, Stopping };
+
+    explicit TrainingDashboard(ProjectDocument* doc, QWidget* parent = nullptr);
+    ~TrainingDashboard() override;
+
+    // The picker whose ticked device a run uses; without one the project's training.device is used.
+    void setDevicePicker(DevicePicker* picker);
+
+    State state() const { return m_state; }
+    bool isRunning() const { return m_state != State::Idle; }
+
+    // Number of points a series holds: train_loss, val_loss, train_acc_batch, train_acc_epoch,
+    // val_acc, lr, samples_per_s, util:<device>, mem:<device>. -1 for an unknown series.
+    int pointCount(const QString& series) const;
+    // The chart by name: loss, accuracy, lr, throughput, utilization, memory.
+    ChartPanel* chart(const QString& name) const;
+    QString errorText() const;
+    bool errorVisible() const;
+    QString statusText() const;
+    QString etaText() const;
+    QString elapsedText() const;
+
+    QPushButton* startButton() const { return m_start; }
+    QPushButton* pauseButton() const { return m_pause; }
+    QPushButton* stopButton() const { return m_stop; }
+    QPushButton* saveButton() const { return m_save; }
+    EngineWorker* worker() const { return m_worker; }
+
+    // How often buffered events reach the charts (default 150 ms).
+    void setRefreshIntervalMs(int ms);
+
+public slots:
+    // Starts a run of the document's project (a copy: edits during the run do not change it).
+    // maxSteps > 0 stops after that many steps. Refused (with a message in the banner) while a run
+    // is active or when the device selection is not valid.
+    void startTraining(qint64 maxSteps = 0);
+    void togglePause();
+    void stopTraining();
+    void saveCheckpointNow();
+    // Writes every chart to <folder>/<chart>.png and .csv; returns false if one could not be written.
+    bool exportCharts(const QString& folder);
+
+signals:
+    // Emitted when a run has ended, whether it finished, was stopped or failed.
+    void trainingFinished();
+    void trainingStarted();
+    void stateChanged(strata::ui::TrainingDashboard::State state);
+
+private:
+    void buildUi();
+    void setState(State state);
+    void updateButtons();
+    void showError(const QString& message);
+    void clearError();
+    void flush();
+    void updateTimes();
+    void clearCharts();
+    void ensureDeviceSeries(const QString& device);
+
+    void onRunStarted(const QString& device);
+    void onStep(const StepEvent& e);
+    void onEpoch(const EpochEvent& e);
+    void onTelemetry(const TelemetryEvent& e);
+    void onCheckpoint(const CheckpointEvent& e);
+    void onFinished(const FinishedEvent& e);
+    void onError(const QString& message);
+    void onLog(const QString& message);
+    void onRunEnded(bool ok);
+
+    ProjectDocument* m_doc;
+    QPointer<DevicePicker> m_picker;
+    QThread* m_thread = nullptr;
+    EngineWorker* m_worker = nullptr;
+    State m_state = State::Idle;
+
+    QPushButton *m_start = nullptr, *m_pause = nullptr, *m_stop = nullptr, *m_save = nullptr;
+    QLabel *m_status = nullptr, *m_elapsed = nullptr, *m_eta = nullptr, *m_log = nullptr;
+    QFrame* m_banner = nullptr;
+    QLabel* m_bannerText = nullptr;
+    QHash<QString, ChartPanel*> m_charts;      // by chart name
+    QHash<QString, ChartPanel*> m_seriesChart;  // by series name
+    QTimer* m_flushTimer = nullptr;
+
+    // Filled by the queued signals, drained by flush().
+    struct EpochPoint {
+        EpochEvent event;
+        double x = 0;  // global step at the end of the epoch
+    };
+    QVector<StepEvent> m_pendingSteps;
+    QVector<EpochPoint> m_pendingEpochs;
+    QVector<TelemetryEvent> m_pendingTelemetry;
+
+    QElapsedTimer m_clock;
+    qint64 m_maxSteps = 0;
+    int m_epochs = 0;
+    StepEvent m_lastStep;
+    bool m_haveStep = false;
+    int64_t m_lastStepSeen = 0;
+    QString m_runDevice;
+    QString m_finalStatus;
+    bool m_runFailed = false;
+};
+
+}  // namespace strata::ui
+
+Q_DECLARE_METATYPE(strata::ui::TrainingDashboard::State)

@@ -1,0 +1,74 @@
+// TrainingSettingsPanel: edits the project's training settings (optimizer,
+// learning rate and schedule, epochs, batch, precision, seed, early stopping,
+// clipping, checkpoint folder) through ProjectDocument (undoable), with a
+// small plot of the learning rate over the whole run. The plot evaluates
+// core's learningRateAt(), the same formula the Trainer uses.
+#pragma once
+
+#include <QWidget>
+
+#include "core/graph/Project.h"
+
+class QCheckBox;
+class QComboBox;
+class QCustomPlot;
+class QDoubleSpinBox;
+class QLabel;
+class QLineEdit;
+class QSpinBox;
+
+namespace strata::ui {
+
+class ProjectDocument;
+
+class TrainingSettingsPanel : public QWidget {
+    Q_OBJECT
+public:
+    explicit TrainingSettingsPanel(ProjectDocument* doc, QWidget* parent = nullptr);
+
+    TrainingSettings settingsFromWidgets() const;
+    // Steps per epoch the LR preview assumes (from the known training-set size and the batch size).
+    qint64 previewStepsPerEpoch() const;
+    // Points in the LR preview (one per step, or a fixed number of samples over long runs).
+    int previewPointCount() const;
+    double previewValueAt(int index) const;
+
+public slots:
+    void syncFromDocument();
+    // The training-set size, e.g. from a dataset preview; 0: estimate from the dataset settings.
+    void setTrainSampleCount(qint64 count);
+
+private:
+    void buildUi();
+    void commit();
+    void updateEnabled();
+    void updatePreview();
+    qint64 trainSamplesEstimate() const;
+
+    ProjectDocument* m_doc;
+    bool m_updating = false;
+    qint64 m_knownTrainSamples = 0;
+
+    QComboBox* m_optimizer = nullptr;
+    QDoubleSpinBox *m_lr = nullptr, *m_momentum = nullptr, *m_weightDecay = nullptr;
+    QCheckBox* m_nesterov = nullptr;
+    QDoubleSpinBox *m_beta1 = nullptr, *m_beta2 = nullptr, *m_eps = nullptr;
+    QComboBox* m_loss = nullptr;
+    QComboBox* m_schedule = nullptr;
+    QSpinBox* m_stepEpochs = nullptr;
+    QDoubleSpinBox *m_stepGamma = nullptr, *m_minLr = nullptr;
+    QSpinBox* m_warmup = nullptr;
+    QSpinBox *m_epochs = nullptr, *m_batch = nullptr;
+    QComboBox* m_precision = nullptr;
+    QLineEdit* m_seed = nullptr;
+    QCheckBox* m_deterministic = nullptr;
+    QSpinBox* m_patience = nullptr;
+    QComboBox* m_metric = nullptr;
+    QDoubleSpinBox* m_clip = nullptr;
+    QLineEdit* m_checkpointDir = nullptr;
+    QSpinBox* m_threads = nullptr;
+    QCustomPlot* m_lrPlot = nullptr;
+    QLabel* m_lrNote = nullptr;
+};
+
+}  // namespace strata::ui
