@@ -397,7 +397,7 @@ void CudaBackend::softmaxCrossEntropy(float* losses, float* dlogits, const float
     activate();
     launchSoftmaxCrossEntropy(m_stream, losses, dlogits, logits, labels, rows, cols, gradScale, m_errorFlag);
     m_errorArmed = true;
-    syncAndCheck();  // a bad label throws here, at the call, as on the CPU
+    if (m_eagerIndexChecks) syncAndCheck();  // a bad label throws here, at the call, as on the CPU
 }
 
 void CudaBackend::mseLoss(float* losses, float* dpred, const float* pred, const float* target, int rows, int cols,
@@ -465,7 +465,7 @@ void CudaBackend::embeddingForward(float* y, const float* table, const float* id
     activate();
     launchEmbeddingForward(m_stream, y, table, ids, count, dim, vocab, m_errorFlag);
     m_errorArmed = true;
-    syncAndCheck();  // a bad id throws here, at the call, as on the CPU
+    if (m_eagerIndexChecks) syncAndCheck();  // a bad id throws here, at the call, as on the CPU
 }
 
 void CudaBackend::embeddingBackward(float* dtable, const float* dy, const float* ids, int64_t count, int dim,
@@ -485,7 +485,7 @@ void CudaBackend::embeddingBackward(float* dtable, const float* dy, const float*
         m_allocator->deallocate(scratch);  // stream order makes the block safe to hand out again
     }
     m_errorArmed = true;
-    syncAndCheck();
+    if (m_eagerIndexChecks) syncAndCheck();
 }
 
 // ---- data movement ------------------------------------------------------------------------------------

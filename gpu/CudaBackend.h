@@ -15,7 +15,9 @@
 //     (DeviceErrorFlag.h); the ops that take indices (softmaxCrossEntropy,
 //     countCorrect, embeddingForward/Backward) therefore wait for their kernel
 //     and throw BackendError at the call, naming the op, as the CPU does. That
-//     costs one stream synchronization per such call.
+//     costs one stream synchronization per such call; setEagerIndexChecks(false)
+//     defers the report to the next synchronization point (synchronize,
+//     copyToHost, a host-result op), still naming the op.
 //
 // Asynchronous uploads (double-buffered batch input), for the trainer:
 //   UploadTicket t = backend.uploadAsync(deviceDst, hostSrc, bytes);
@@ -63,6 +65,8 @@ public:
     bool allowTf32() const { return m_allowTf32; }
     void setDeterministic(bool deterministic);
     bool deterministic() const { return m_deterministic; }
+    void setEagerIndexChecks(bool eager) { m_eagerIndexChecks = eager; }
+    bool eagerIndexChecks() const { return m_eagerIndexChecks; }
     // Upper bound of the cuDNN workspace (and of the algorithms considered); default 256 MiB.
     void setConvWorkspaceLimit(size_t bytes);
 
@@ -189,6 +193,7 @@ private:
     std::string m_label;  // "cuda:0"
     bool m_allowTf32 = true;
     bool m_deterministic = false;
+    bool m_eagerIndexChecks = true;
     size_t m_workspaceLimit = size_t(256) << 20;
 
     std::unique_ptr<CudaAllocator> m_allocator;

@@ -22,6 +22,7 @@
 #include "gpu/CudaBackend.h"
 #include "gpu/CudaProvider.h"
 #include "gpu/DropoutHash.h"
+#include "gpu/DynamicLossScale.h"
 #include "gpu/Nvml.h"
 #endif
 
@@ -194,6 +195,25 @@ private slots:
         QCOMPARE(gpu::CudaAllocator::roundSize(1000000), gpu::CudaAllocator::roundSize(1000100));
     }
 
+    void lossScalePolicy() {
+        gpu::DynamicLossScale ls(1024.0f, 2.0f, 0.5f, 3);
+        QCOMPARE(ls.scale(), 1024.0f);
+        QVERIFY(!ls.update(false));  // overflow: skip the step, halve
+        QCOMPARE(ls.scale(), 512.0f);
+        QVERIFY(ls.update(true));
+        QVERIFY(ls.update(true));
+        QCOMPARE(ls.scale(), 512.0f);
+        QVERIFY(ls.update(true));  // third finite step in a row: grow
+        QCOMPARE(ls.scale(), 1024.0f);
+        QVERIFY(ls.update(true));
+        QVERIFY(!ls.update(false));  // an overflow resets the run of good steps
+        QVERIFY(ls.update(true));
+        QVERIFY(ls.update(true));
+        QCOMPARE(ls.scale(), 512.0f);
+        QCOMPARE(ls.skippedSteps(), int64_t(2));
+        QVERIFY_THROWS_EXCEPTION(std::invalid_argument, gpu::DynamicLossScale(0.0f));
+    }
+
     // ---- with a GPU ----------------------------------------------------------------------------
 
     void cachingAllocatorReusesBlocks() {
@@ -267,7 +287,27 @@ private slots:
             Tensor I = be.fromHost(Shape{count}, ids.data()), EDY = be.fromHost(Shape{int64_t(edy.size())}, edy.data());
             Tensor T = be.zeros(Shape{int64_t(vocab) * dim});
             be.embeddingBackward(T.f32(), EDY.f32(), I.f32(), count, dim, vocab);
+            // Batch norm and average-pool backward (cuDNN) on the conv output gradient.
+            const int bc = d.k, inner = d.outH() * d.outW();
+            Tensor G = be.zeros(Shape{bc}), SM = be.empty(Shape{bc}), SI = be.empty(Shape{bc}),
+                   BY = be.empty(Shape{DY.numel()}), BDX = be.zeros(Shape{DY.numel()}), DG = be.zeros(Shape{bc}),
+                   DB = be.zeros(Shape{bc});
+            be.fill(G.f32(), 1.5f, bc);
+            be.batchNormForwardTraining(BY.f32(), SM.f32(), SI.f32(), nullptr, nullptr, DY.f32(), G.f32(), nullptr, d.n,
+                                        bc, inner, 0.1f, 1e-5f);
+            be.batchNormBackward(BDX.f32(), DG.f32(), DB.f32(), BY.f32() /* as dy */, DY.f32(), G.f32(), SM.f32(),
+                                 SI.f32(), d.n, bc, inner);
+            PoolDesc p;
+            p.mode = PoolMode::Average, p.n = d.n, p.c = d.c, p.h = d.h, p.w = d.w, p.kernelH = p.kernelW = 3;
+            p.strideH = p.strideW = 1, p.padH = p.padW = 1;
+            Tensor PY = be.empty(Shape{X.numel()}), PDX = be.zeros(Shape{X.numel()});
+            be.pool2dForward(PY.f32(), X.f32(), p);
+            be.pool2dBackward(PDX.f32(), X.f32() /* dy */, X.f32(), PY.f32(), p);
             Vec out = download(be, DW);
+            for (const Tensor* t : {&BY, &BDX, &DG, &DB, &PY, &PDX}) {
+                const Vec v = download(be, *t);
+                out.insert(out.end(), v.begin(), v.end());
+            }
             const Vec dxv = download(be, DX), tv = download(be, T);
             out.insert(out.end(), dxv.begin(), dxv.end());
             out.insert(out.end(), tv.begin(), tv.end());
@@ -282,7 +322,7 @@ private slots:
         Vec want(size_t(vocab) * dim, 0.0f);
         for (int t = 0; t < count; ++t)
             for (int j = 0; j < dim; ++j) want[size_t(ids[size_t(t)]) * dim + j] += edy[size_t(t) * dim + j];
-        const size_t offset = w.size() + x.size();
+        const size_t offset = w.size() + 2 * dy.size() + 2 * size_t(d.k) + 3 * x.size();  // DW, BN, pool, DX
         for (size_t i = 0; i < want.size(); ++i) QVERIFY(std::fabs(first[offset + i] - want[i]) < 1e-3f);
     }
 
@@ -619,7 +659,10 @@ private slots:
             Tensor D = up(be, a), S = up(be, b);
             be.copyBlocks(D.f32(), 100, S.f32(), 70, 50, 40, false);
             be.copyBlocks(D.f32() + 50, 100, S.f32(), 70, 30, 40, true);
-            return Outs{download(be, D)};
+            Tensor E = be.zeros(Shape{n});
+            be.copy(E.f32() + 1, D.f32(), (n - 1) * sizeof(float));  // Backend::copy, unaligned destination
+            be.zero(E.f32() + 10, 5 * sizeof(float));
+            return Outs{download(be, D), download(be, E)};
         });
         check("reductions", [&](Backend& be) {
             Tensor X = up(be, a);
@@ -667,6 +710,18 @@ private slots:
         const int32_t good[2] = {0, 2};
         be.copyFromHost(labels.raw(), good, sizeof good);
         QCOMPARE(be.countCorrect(logits.f32(), labels.i32(), 2, 3), int64_t(1));
+        // Deferred checks: the call returns, the next synchronization point reports the op.
+        be.setEagerIndexChecks(false);
+        be.copyFromHost(labels.raw(), bad, sizeof bad);
+        Tensor grad = be.empty(Shape{6});
+        be.softmaxCrossEntropy(nullptr, grad.f32(), logits.f32(), labels.i32(), 2, 3, 1.0f);
+        try {
+            be.synchronize();
+            QFAIL("a bad label went unreported");
+        } catch (const BackendError& e) {
+            QVERIFY2(std::string(e.what()).find("softmaxCrossEntropy") != std::string::npos, e.what());
+        }
+        be.synchronize();  // reported once
     }
 #endif
 };
