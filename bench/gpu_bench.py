@@ -3,7 +3,7 @@
 
 Trains the same CNN as examples/fashion_cnn.strata (read from --project when its
 graph is a plain chain of known layers; otherwise the CNN of shared/TOOLCHAIN.md:
-conv32-relu-pool-conv64-relu-pool-fc128-relu-fc10, 3x3 kernels) with SGD
+conv32-relu-pool-conv64-relu-pool-fc128-relu-fc10, 3x3 kernels, padding 1) with SGD
 (lr 0.01, momentum 0.9), inputs scaled to 0..1, batches shuffled each epoch
 and copied from pinned host memory, as Strata's trainer does.
 
@@ -152,8 +152,8 @@ def model_from_project(path):
 
 def default_model():
     return nn.Sequential(
-        nn.Conv2d(1, 32, 3), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Conv2d(32, 64, 3), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(1, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
         nn.Flatten(), nn.LazyLinear(128), nn.ReLU(), nn.Linear(128, 10),
     )  # fmt: skip
 

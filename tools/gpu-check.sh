@@ -69,6 +69,9 @@ fi
 BIN=$BUILD/bin
 for b in test_gpu_device test_backend_ops strata-train; do [[ -x "$BIN/$b" ]] || die "$BIN/$b was not built"; done
 
+say "devices seen by Strata:"
+timeout 60 "$BIN/strata-train" --list-devices || fail "strata-train --list-devices"
+
 # ---- tests --------------------------------------------------------------------------------------------
 export QT_QPA_PLATFORM=offscreen
 say "test_gpu_device"
@@ -126,19 +129,19 @@ mem_peak() {  # mem_peak FILE -> MiB above idle
 }
 trap 'mem_stop' EXIT
 
-train() {  # train NAME DEVICE PROJECT
-    local name=$1 device=$2 proj=$3
+train() {  # train NAME DEVICE PROJECT BATCH
+    local name=$1 device=$2 proj=$3 batch=$4
     say "strata-train $name ($device)"
     [[ "$device" == cpu ]] || mem_start "$OUT/$name.mem"
-    if ! timeout 240 "$BIN/strata-train" "$proj" --device "$device" --epochs 1 --metrics-out "$OUT/$name.jsonl" \
-        --quiet >"$OUT/$name.log" 2>&1; then
+    if ! timeout 240 "$BIN/strata-train" "$proj" --device "$device" --epochs 1 --batch "$batch" \
+        --metrics-out "$OUT/$name.jsonl" --quiet >"$OUT/$name.log" 2>&1; then
         fail "strata-train $name: $(tail -3 "$OUT/$name.log" | tr '\n' ' ')"
     fi
     [[ "$device" == cpu ]] || mem_stop
 }
-train strata_gpu_b64 cuda:0 "$OUT/cnn_b64.strata"
-train strata_gpu_b1024 cuda:0 "$OUT/cnn_b1024.strata"
-train strata_cpu_b64 cpu "$OUT/cnn_b64.strata"
+train strata_gpu_b64 cuda:0 "$OUT/cnn_b64.strata" 64
+train strata_gpu_b1024 cuda:0 "$OUT/cnn_b1024.strata" 1024
+train strata_cpu_b64 cpu "$OUT/cnn_b64.strata" 64
 
 if [[ -n "${PYTHON:-}" ]]; then
     say "PyTorch reference (bench/gpu_bench.py, batch 64 and 1024)"
