@@ -1,0 +1,332 @@
+// Training end to end: the loss falls, checkpoint + resume equals one long run,
+// NaN stops with a message naming the layer, requests between steps, early stopping.
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <atomic>
+#include <cmath>
+#include <filesystem>
+#include <thread>
+
+#include "core/backend/CpuBackend.h"
+#include "core/graph/Project.h"
+#include "core/train/Checkpoint.h"
+#include "core/train/LrSchedule.h"
+#include "core/train/Trainer.h"
+#include "tests/support/TestBackends.h"
+
+using namespace strata;
+
+namespace {
+
+struct Recorder : TrainingObserver {
+    std::vector<StepEvent> steps;
+    std::vector<EpochEvent> epochs;
+    std::vector<CheckpointEvent> checkpoints;
+    std::vector<std::string> errors;
+    bool finished = false;
+    FinishedEvent fin;
+    std::function<void(const StepEvent&)> stepHook;
+    void onStep(const StepEvent& e) override {
+        steps.push_back(e);
+        if (stepHook) stepHook(e);
+    }
+    void onEpoch(const EpochEvent& e) override { epochs.push_back(e); }
+    void onCheckpoint(const CheckpointEvent& e) override { checkpoints.push_back(e); }
+    void onFinished(const FinishedEvent& e) override {
+        finished = true;
+        fin = e;
+    }
+    void onError(const std::string& m) override { errors.push_back(m); }
+};
+
+// Input [16] -> Dense 32 -> ReLU -> Dropout -> Dense classes on synthetic blobs.
+Project syntheticProject(int classes = 4, bool dropout = false) {
+    Project p;
+    p.name = "synthetic";
+    Graph& g = p.graph;
+    const int in = g.addNode("Input", "input", Json{{"shape", {16}}});
+    const int d1 = g.addNode("Dense", "dense1", Json{{"units", 32}});
+    const int r1 = g.addNode("ReLU", "relu1");
+    int last = r1;
+    g.connect(in, d1);
+    g.connect(d1, r1);
+    if (dropout) {
+        const int dr = g.addNode("Dropout", "dropout", Json{{"rate", 0.2}});
+        g.connect(r1, dr);
+        last = dr;
+    }
+    const int d2 = g.addNode("Dense", "dense2", Json{{"units", classes}});
+    g.connect(last, d2);
+    p.dataset.kind = "synthetic";
+    p.dataset.syntheticSamples = 1200;
+    p.dataset.syntheticClasses = classes;
+    p.dataset.syntheticShape = {16};
+    p.dataset.validationSplit = 0.25;
+    p.dataset.normalization = "none";
+    p.training.optimizer = "sgd";
+    p.training.learningRate = 0.05;
+    p.training.momentum = 0.9;
+    p.training.batchSize = 32;
+    p.training.epochs = 2;
+    p.training.seed = 7;
+    return p;
+}
+
+}  // namespace
+
+class TestTraining : public QObject {
+    Q_OBJECT
+private slots:
+    void lossFallsOnSyntheticData() {
+        auto backend = test::makeCpuBackend();
+        Project p = syntheticProject(4);
+        p.training.epochs = 4;
+        Recorder rec;
+        Trainer t(p, *backend, &rec, {});
+        QVERIFY2(t.run(), rec.errors.empty() ? "" : rec.errors.front().c_str());
+        QCOMPARE(rec.epochs.size(), size_t(4));
+        QVERIFY(rec.finished);
+        // 900 training samples / 32 -> 29 steps per epoch, 116 in all.
+        QCOMPARE(rec.steps.size(), size_t(116));
+        double first = 0, last = 0;
+        for (int i = 0; i < 10; ++i) first += rec.steps[size_t(i)].loss / 10;
+        for (size_t i = rec.steps.size() - 10; i < rec.steps.size(); ++i) last += rec.steps[i].loss / 10;
+        QVERIFY2(last < 0.5 * first, qPrintable(QString("loss %1 -> %2").arg(first).arg(last)));
+        // Chance is 25%; blobs are separable well beyond that.
+        QVERIFY2(rec.epochs.back().valAccuracy > 0.6, qPrintable(QString::number(rec.epochs.back().valAccuracy)));
+        QVERIFY(rec.epochs.back().hasValidation);
+    }
+
+    void fashionMnistSubsetLearns() {
+        const std::string images = "/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz";
+        if (!std::filesystem::exists(images)) QSKIP("Fashion-MNIST is not installed (dataset-fashion-mnist)");
+        Project p = readProject(test::sourcePath("examples/fashion_mlp.strata"));
+        p.dataset.trainLimit = 6400;
+        p.dataset.validationLimit = 2000;
+        p.training.epochs = 3;  // 300 steps
+        auto backend = test::makeCpuBackend();
+        Recorder rec;
+        TrainerOptions o;
+        o.projectPath = test::sourcePath("examples/fashion_mlp.strata");
+        Trainer t(p, *backend, &rec, o);
+        QVERIFY2(t.run(), rec.errors.empty() ? "" : rec.errors.front().c_str());
+        QCOMPARE(rec.steps.size(), size_t(300));
+        QVERIFY(rec.epochs.back().trainLoss < rec.epochs.front().trainLoss);
+        // Chance is 10%.
+        QVERIFY2(rec.epochs.back().valAccuracy > 0.70, qPrintable(QString::number(rec.epochs.back().valAccuracy)));
+    }
+
+    void resumeEqualsOneLongRun_data() {
+        QTest::addColumn<QString>("optimizer");
+        QTest::newRow("sgd") << "sgd";
+        QTest::newRow("adamw") << "adamw";
+    }
+    void resumeEqualsOneLongRun() {
+        QFETCH(QString, optimizer);
+        QTemporaryDir dir;
+        Project p = syntheticProject(3, true);
+        p.training.optimizer = optimizer.toStdString();
+        p.training.learningRate = optimizer == "sgd" ? 0.05 : 0.003;
+        p.training.deterministic = true;
+        p.training.schedule = "cosine";
+        p.training.warmupSteps = 5;
+        p.dataset.noiseStd = 0.1f;  // augmentation RNG must continue too
+
+        Recorder whole;
+        {
+            auto backend = test::makeCpuBackend();
+            Trainer t(p, *backend, &whole, {});
+            QVERIFY(t.run());
+        }
+        Recorder first, second;
+        const std::string ckdir = (dir.path() + "/ck").toStdString();
+        {
+            // The same 2-epoch run, stopped after its first epoch.
+            Project p1 = p;
+            p1.training.checkpointDir = ckdir;
+            auto backend = test::makeCpuBackend();
+            TrainerOptions o;
+            o.maxSteps = whole.steps.front().stepsPerEpoch;
+            Trainer t(p1, *backend, &first, o);
+            QVERIFY(t.run());
+            QCOMPARE(first.checkpoints.size(), size_t(1));
+        }
+        {
+            auto backend = test::makeCpuBackend();
+            TrainerOptions o;
+            o.resumeFrom = ckdir + "/epoch-001.safetensors";
+            Trainer t(p, *backend, &second, o);
+            QVERIFY2(t.run(), second.errors.empty() ? "" : second.errors.front().c_str());
+        }
+        QCOMPARE(first.steps.size() + second.steps.size(), whole.steps.size());
+        for (size_t i = 0; i < whole.steps.size(); ++i) {
+            const StepEvent& a = whole.steps[i];
+            const StepEvent& b = i < first.steps.size() ? first.steps[i] : second.steps[i - first.steps.size()];
+            QCOMPARE(b.step, a.step);
+            QVERIFY2(std::abs(a.loss - b.loss) <= 1e-6, qPrintable(QString("step %1: %2 vs %3").arg(a.step).arg(a.loss).arg(b.loss)));
+            QCOMPARE(b.learningRate, a.learningRate);
+        }
+        QVERIFY(std::abs(whole.epochs.back().valLoss - second.epochs.back().valLoss) <= 1e-6);
+    }
+
+    void checkpointRoundTripsWeights() {
+        QTemporaryDir dir;
+        Project p = syntheticProject(4);
+        p.training.epochs = 1;
+        p.training.checkpointDir = (dir.path() + "/ck").toStdString();
+        auto backend = test::makeCpuBackend();
+        Recorder rec;
+        Trainer t(p, *backend, &rec, {});
+        QVERIFY(t.run());
+        // A folder resolves to its best checkpoint; the file holds project, weights and optimizer state.
+        Checkpoint c = loadCheckpoint(p.training.checkpointDir);
+        QVERIFY(resolveCheckpointPath(p.training.checkpointDir).ends_with("best.safetensors"));
+        QCOMPARE(c.epoch, 1);
+        QVERIFY(c.project.graph == p.graph);
+        QCOMPARE(c.weights.size(), size_t(4));  // two Dense layers, weight + bias
+        QCOMPARE(c.weights.at("dense1.weight").size(), size_t(16 * 32));
+        QCOMPARE(c.optimizerState.size(), size_t(4));
+        QCOMPARE(c.classNames.size(), size_t(4));
+        // No temporary files are left behind.
+        for (const auto& e : std::filesystem::directory_iterator(p.training.checkpointDir))
+            QVERIFY2(e.path().extension() == ".safetensors", e.path().c_str());
+    }
+
+    void nanLossNamesStepAndLayer() {
+        QTemporaryDir dir;
+        Project p = syntheticProject(4);
+        p.dataset.normalization = "none";
+        p.training.learningRate = 1e6;  // diverges within a few steps
+        p.training.momentum = 0.9;
+        p.training.epochs = 3;
+        p.training.checkpointDir = (dir.path() + "/ck").toStdString();
+        auto backend = test::makeCpuBackend();
+        Recorder rec;
+        Trainer t(p, *backend, &rec, {});
+        QVERIFY(!t.run());
+        QCOMPARE(rec.errors.size(), size_t(1));
+        const QString msg = QString::fromStdString(rec.errors.front());
+        QVERIFY2(msg.contains("step "), qPrintable(msg));
+        QVERIFY2(msg.contains("NaN") || msg.contains("infinite"), qPrintable(msg));
+        QVERIFY2(msg.contains("'dense1' (Dense)") || msg.contains("'dense2' (Dense)") || msg.contains("'relu1'"),
+                 qPrintable(msg));
+        QVERIFY(!rec.finished);
+    }
+
+    void stopPauseResumeBetweenSteps() {
+        Project p = syntheticProject(4);
+        p.training.epochs = 50;
+        auto backend = test::makeCpuBackend();
+        Recorder rec;
+        Trainer t(p, *backend, &rec, {});
+        std::atomic<int> seen{0};
+        rec.stepHook = [&](const StepEvent&) { ++seen; };
+        std::thread runner([&] { t.run(); });
+        while (seen < 5) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        t.requestPause();
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        const int atPause = seen;
+        std::this_thread::sleep_for(std::chrono::milliseconds(150));
+        QVERIFY(seen <= atPause + 1);  // at most the step in flight finishes
+        QVERIFY(t.paused());
+        t.requestResume();
+        while (seen < atPause + 10) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        t.requestStop();
+        runner.join();
+        QVERIFY(rec.finished);
+        QVERIFY(rec.fin.stoppedByUser);
+        QVERIFY(rec.fin.epochsCompleted < 50);
+    }
+
+    void maxStepsStopsCleanly() {
+        Project p = syntheticProject(4);
+        auto backend = test::makeCpuBackend();
+        Recorder rec;
+        TrainerOptions o;
+        o.maxSteps = 7;
+        Trainer t(p, *backend, &rec, o);
+        QVERIFY(t.run());
+        QCOMPARE(rec.steps.size(), size_t(7));
+        QVERIFY(!rec.fin.stoppedByUser);
+    }
+
+    void earlyStoppingKeepsBestEpoch() {
+        QTemporaryDir dir;
+        Project p = syntheticProject(4);
+        p.training.learningRate = 0.0;  // nothing improves after the first epoch
+        p.training.momentum = 0.0;
+        p.training.epochs = 10;
+        p.training.earlyStoppingPatience = 2;
+        p.training.checkpointDir = (dir.path() + "/ck").toStdString();
+        auto backend = test::makeCpuBackend();
+        Recorder rec;
+        Trainer t(p, *backend, &rec, {});
+        QVERIFY(t.run());
+        QVERIFY(rec.fin.earlyStopped);
+        QCOMPARE(rec.fin.epochsCompleted, 3);
+        QCOMPARE(rec.fin.bestEpoch, 1);
+        QCOMPARE(loadCheckpoint(p.training.checkpointDir).epoch, 1);  // best.safetensors
+    }
+
+    void setupErrorsAreReported() {
+        auto backend = test::makeCpuBackend();
+        {
+            Project p = syntheticProject(4);
+            p.dataset.syntheticClasses = 5;  // output has 4 units
+            Recorder rec;
+            Trainer t(p, *backend, &rec, {});
+            QVERIFY(!t.run());
+            QVERIFY2(QString::fromStdString(rec.errors.front()).contains("'dense2' (Dense)"), rec.errors.front().c_str());
+        }
+        {
+            Project p = syntheticProject(4);
+            p.dataset.syntheticShape = {8};
+            Recorder rec;
+            Trainer t(p, *backend, &rec, {});
+            QVERIFY(!t.run());
+            QVERIFY2(QString::fromStdString(rec.errors.front()).contains("Input 'input' expects [16]"),
+                     rec.errors.front().c_str());
+        }
+        {
+            Project p = syntheticProject(4);
+            p.dataset.kind = "idx";
+            p.dataset.trainImages = "/nonexistent/images.gz";
+            p.dataset.trainLabels = "/nonexistent/labels.gz";
+            Recorder rec;
+            Trainer t(p, *backend, &rec, {});
+            QVERIFY(!t.run());
+            QVERIFY2(QString::fromStdString(rec.errors.front()).contains("images.gz"), rec.errors.front().c_str());
+        }
+    }
+
+    void learningRateSchedules() {
+        TrainingSettings s;
+        s.learningRate = 0.1;
+        s.epochs = 10;
+        s.schedule = "constant";
+        QCOMPARE(learningRateAt(s, 500, 100), 0.1);
+        s.schedule = "step";
+        s.stepEpochs = 3;
+        s.stepGamma = 0.5;
+        QCOMPARE(learningRateAt(s, 299, 100), 0.1);
+        QCOMPARE(learningRateAt(s, 300, 100), 0.05);
+        QCOMPARE(learningRateAt(s, 650, 100), 0.025);
+        s.schedule = "cosine";
+        s.minLearningRate = 0.0;
+        QCOMPARE(learningRateAt(s, 0, 100), 0.1);
+        QVERIFY(std::abs(learningRateAt(s, 500, 100) - 0.05) < 1e-12);
+        QVERIFY(learningRateAt(s, 999, 100) < 1e-5);
+        s.warmupSteps = 10;
+        QVERIFY(std::abs(learningRateAt(s, 0, 100) - 0.01) < 1e-12);
+        QVERIFY(std::abs(learningRateAt(s, 4, 100) - 0.05) < 1e-5);
+        s.warmupSteps = 0;
+        s.schedule = "one_cycle";
+        QVERIFY(std::abs(learningRateAt(s, 0, 100) - 0.004) < 1e-12);
+        QVERIFY(std::abs(learningRateAt(s, 300, 100) - 0.1) < 1e-12);
+        QVERIFY(learningRateAt(s, 999, 100) < 1e-4);
+    }
+};
+
+QTEST_GUILESS_MAIN(TestTraining)
+#include "test_training.moc"
