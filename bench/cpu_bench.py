@@ -1,0 +1,68 @@
+#!/usr/bin/env python3
+"""Strata vs PyTorch on the CPU, same model, data, batch, optimizer and thread
+count, in one run. Trains each example for one epoch with strata-train and
+with PyTorch (Debian's python3-torch, and a second PyTorch given with
+--torch-python, e.g. a venv with the current PyPI torch), then prints
+samples/s, validation accuracy and peak RSS of each and the ratio.
+
+  /usr/bin/python3 bench/cpu_bench.py [--build build] [--torch-python /path/venv/bin/python]
+"""
+import argparse, json, os, subprocess, sys, tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+
+def strata(build, example, threads, epochs, batch):
+    with tempfile.TemporaryDirectory() as tmp:
+        metrics = os.path.join(tmp, "m.jsonl")
+        cmd = [os.path.join(build, "bin", "strata-train"), os.path.join(ROOT, "examples", example + ".strata"),
+               "--threads", str(threads), "--epochs", str(epochs), "--batch", str(batch), "--quiet",
+               "--metrics-out", metrics]
+        # ru_maxrss of children is the max over all children so far: measure Strata in a fresh interpreter.
+        wrapper = ("import resource,subprocess,sys;subprocess.run(sys.argv[1:],check=True);"
+                   "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss/1024)")
+        out = subprocess.run([sys.executable, "-c", wrapper] + cmd, check=True, capture_output=True, text=True)
+        rss = float(out.stdout.strip().splitlines()[-1])
+        epochs_ev = [json.loads(l) for l in open(metrics) if '"event":"epoch"' in l]
+        sps = sum(e["samples_per_s"] for e in epochs_ev) / len(epochs_ev)
+        return {"samples_per_s": sps, "val_acc": epochs_ev[-1]["val_acc"], "peak_rss_mib": rss}
+
+
+def torch_run(python, example, threads, epochs, batch):
+    cmd = [python, os.path.join(HERE, "torch_train.py"), example, "--threads", str(threads),
+           "--epochs", str(epochs), "--batch", str(batch)]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", default=os.path.join(ROOT, "build"))
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--epochs", type=int, default=1)
+    ap.add_argument("--batch", type=int, default=64)
+    ap.add_argument("--examples", default="fashion_mlp,fashion_cnn")
+    ap.add_argument("--torch-python", action="append", default=["/usr/bin/python3"],
+                    help="a Python with torch installed (repeatable); Debian's is always used")
+    a = ap.parse_args()
+    rows = []
+    for ex in a.examples.split(","):
+        s = strata(a.build, ex, a.threads, a.epochs, a.batch)
+        for py in dict.fromkeys(a.torch_python):
+            try:
+                t = torch_run(py, ex, a.threads, a.epochs, a.batch)
+            except (subprocess.CalledProcessError, FileNotFoundError) as e:
+                print(f"# {py}: PyTorch run failed: {e}", file=sys.stderr)
+                continue
+            rows.append((ex, s, t))
+    print(f"{'model':<12} {'torch':<16} {'Strata samples/s':>16} {'PyTorch samples/s':>17} {'ratio':>6} "
+          f"{'Strata acc':>10} {'PyTorch acc':>11} {'Strata RSS MiB':>14} {'PyTorch RSS MiB':>15}")
+    for ex, s, t in rows:
+        print(f"{ex:<12} {t['torch']:<16} {s['samples_per_s']:>16.0f} {t['samples_per_s']:>17.0f} "
+              f"{s['samples_per_s'] / t['samples_per_s']:>6.2f} {s['val_acc']:>10.4f} {t['val_acc']:>11.4f} "
+              f"{s['peak_rss_mib']:>14.0f} {t['peak_rss_mib']:>15.0f}")
+
+
+if __name__ == "__main__":
+    main()

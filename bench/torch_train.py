@@ -1,0 +1,78 @@
+#!/usr/bin/env python3
+"""The PyTorch reference for bench/cpu_bench.py: trains the same model as a
+Strata example (same architecture, data, batch, optimizer) and prints one JSON
+line with samples/s of the training epochs, validation accuracy and peak RSS."""
+import argparse, gzip, json, resource, struct, sys, time
+
+import numpy as np
+import torch
+import torch.nn as nn
+
+
+def read_idx(path):
+    with gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb") as f:
+        data = f.read()
+    magic, = struct.unpack(">I", data[:4])
+    ndim = magic & 0xFF
+    dims = struct.unpack(">" + "I" * ndim, data[4:4 + 4 * ndim])
+    return np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * ndim).reshape(dims)
+
+
+def model_for(name):
+    if name == "fashion_mlp":
+        return nn.Sequential(nn.Flatten(), nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 10))
+    if name == "fashion_cnn":
+        return nn.Sequential(
+            nn.Conv2d(1, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Flatten(), nn.Linear(64 * 7 * 7, 128), nn.ReLU(), nn.Linear(128, 10))
+    raise SystemExit("unknown model " + name)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("model")
+    ap.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
+    ap.add_argument("--epochs", type=int, default=1)
+    ap.add_argument("--batch", type=int, default=64)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--lr", type=float, default=0.01)
+    ap.add_argument("--seed", type=int, default=42)
+    a = ap.parse_args()
+    torch.set_num_threads(a.threads)
+    torch.manual_seed(a.seed)
+    d = a.data
+    xtr = torch.from_numpy(read_idx(d + "/train-images-idx3-ubyte.gz").astype(np.float32) / 255.0).unsqueeze(1)
+    ytr = torch.from_numpy(read_idx(d + "/train-labels-idx1-ubyte.gz").astype(np.int64))
+    xva = torch.from_numpy(read_idx(d + "/t10k-images-idx3-ubyte.gz").astype(np.float32) / 255.0).unsqueeze(1)
+    yva = torch.from_numpy(read_idx(d + "/t10k-labels-idx1-ubyte.gz").astype(np.int64))
+    model = model_for(a.model)
+    opt = torch.optim.SGD(model.parameters(), lr=a.lr, momentum=0.9)
+    loss_fn = nn.CrossEntropyLoss()
+    g = torch.Generator().manual_seed(a.seed)
+    train_seconds, samples = 0.0, 0
+    for _ in range(a.epochs):
+        model.train()
+        perm = torch.randperm(len(xtr), generator=g)
+        t0 = time.perf_counter()
+        for i in range(0, len(xtr), a.batch):
+            idx = perm[i:i + a.batch]
+            xb, yb = xtr[idx], ytr[idx]
+            opt.zero_grad(set_to_none=True)
+            loss = loss_fn(model(xb), yb)
+            loss.backward()
+            opt.step()
+            samples += len(idx)
+        train_seconds += time.perf_counter() - t0
+    model.eval()
+    correct = 0
+    with torch.no_grad():
+        for i in range(0, len(xva), 1000):
+            correct += (model(xva[i:i + 1000]).argmax(1) == yva[i:i + 1000]).sum().item()
+    print(json.dumps({"torch": torch.__version__, "samples_per_s": samples / train_seconds,
+                      "val_acc": correct / len(xva),
+                      "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
