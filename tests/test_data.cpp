@@ -6,7 +6,6 @@
 #include <QFile>
 #include <QTemporaryDir>
 #include <QtTest>
-
 #include <algorithm>
 #include <cmath>
 #include <ctime>
@@ -114,7 +113,8 @@ std::vector<int64_t> epochOrder(DataLoader& loader, int epoch) {
     Batch b;
     const int64_t n = loader.sampleShape().numel();
     while (loader.next(b))
-        for (int64_t i = 0; i < b.size; ++i) order.push_back(static_cast<int64_t>(b.inputs[static_cast<size_t>(i * n)]));
+        for (int64_t i = 0; i < b.size; ++i)
+            order.push_back(static_cast<int64_t>(b.inputs[static_cast<size_t>(i * n)]));
     return order;
 }
 
@@ -344,7 +344,7 @@ private slots:
         QCOMPARE(b.train.sampleShape, Shape{4});
         // hello x2 first; the rest (count 1) alphabetically: again, er, ging, ja, sagte, und, world.
         QCOMPARE(b.vocabulary, (std::vector<std::string>{"<pad>", "<unk>", "hello", "again", "er", "ging", "ja",
-                                                          "sagte", "und", "world"}));
+                                                         "sagte", "und", "world"}));
         auto id = [&](const std::string& t) {
             return float(std::find(b.vocabulary.begin(), b.vocabulary.end(), t) - b.vocabulary.begin());
         };

@@ -29,8 +29,9 @@ std::vector<CsvRecord> parseCsv(const std::string& text, const std::string& path
                 ++i;
                 for (;;) {
                     if (i >= n)
-                        throw DataError::atLine(path, quoteLine, "unterminated quoted field (field " +
-                                                                     std::to_string(rec.fields.size() + 1) + ")");
+                        throw DataError::atLine(
+                            path, quoteLine,
+                            "unterminated quoted field (field " + std::to_string(rec.fields.size() + 1) + ")");
                     char c = text[i++];
                     if (c == '"') {
                         if (i < n && text[i] == '"') {
@@ -44,10 +45,10 @@ std::vector<CsvRecord> parseCsv(const std::string& text, const std::string& path
                         field += c;
                     }
                 }
-                if (i < n && text[i] != ',' && text[i] != '\n' && !(text[i] == '\r' && i + 1 < n && text[i + 1] == '\n') &&
-                    text[i] != '\r')
-                    throw DataError::atLine(path, line, "text after the closing quote of field " +
-                                                            std::to_string(rec.fields.size() + 1));
+                if (i < n && text[i] != ',' && text[i] != '\n' &&
+                    !(text[i] == '\r' && i + 1 < n && text[i + 1] == '\n') && text[i] != '\r')
+                    throw DataError::atLine(
+                        path, line, "text after the closing quote of field " + std::to_string(rec.fields.size() + 1));
             } else {
                 size_t start = i;
                 while (i < n && text[i] != ',' && text[i] != '\n' && text[i] != '\r') ++i;

@@ -28,7 +28,8 @@ Augmentation trainingAugmentation(const DatasetSettings& settings, const Normali
 DataLoader::DataLoader(const DataSplit& split, int batchSize, bool shuffle, uint64_t seed, Augmentation aug,
                        bool dropLast)
     : m_split(split), m_batchSize(batchSize), m_shuffle(shuffle), m_seed(seed), m_aug(aug), m_dropLast(dropLast) {
-    if (batchSize < 1) throw std::invalid_argument("DataLoader: batch size " + std::to_string(batchSize) + " (must be at least 1)");
+    if (batchSize < 1)
+        throw std::invalid_argument("DataLoader: batch size " + std::to_string(batchSize) + " (must be at least 1)");
     m_sampleSize = split.sampleShape.numel();
     if (static_cast<int64_t>(split.labels.size()) != split.count ||
         static_cast<int64_t>(split.inputs.size()) != split.count * m_sampleSize)
@@ -40,8 +41,9 @@ DataLoader::DataLoader(const DataSplit& split, int batchSize, bool shuffle, uint
     const int rank = split.sampleShape.rank();
     if (aug.cropPadding > 0 || aug.horizontalFlip) {
         if (rank != 2 && rank != 3)
-            throw std::invalid_argument("DataLoader: crop and flip augmentation need image samples [C,H,W]; samples are " +
-                                        split.sampleShape.toString());
+            throw std::invalid_argument(
+                "DataLoader: crop and flip augmentation need image samples [C,H,W]; samples are " +
+                split.sampleShape.toString());
         m_channels = rank == 3 ? split.sampleShape[0] : 1;
         m_height = split.sampleShape[rank - 2];
         m_width = split.sampleShape[rank - 1];
@@ -153,8 +155,9 @@ void DataLoader::fillBatch(Batch& batch, const std::vector<int64_t>& order, int 
     batch.inputs.resize(static_cast<size_t>(size * m_sampleSize));
     batch.labels.resize(static_cast<size_t>(size));
     // Augmentation draws from a stream keyed by (seed, epoch, batch): independent of thread timing.
-    uint64_t rng = data::mixSeed(data::mixSeed(m_seed ^ 0xA0A0A0A0ull, static_cast<uint64_t>(static_cast<int64_t>(epoch))),
-                                 static_cast<uint64_t>(batchIndex));
+    uint64_t rng =
+        data::mixSeed(data::mixSeed(m_seed ^ 0xA0A0A0A0ull, static_cast<uint64_t>(static_cast<int64_t>(epoch))),
+                      static_cast<uint64_t>(batchIndex));
     const bool augment = m_aug.active();
     for (int64_t i = 0; i < size; ++i) {
         const int64_t src = order[static_cast<size_t>(begin + i)];
@@ -169,8 +172,10 @@ void DataLoader::augmentSample(float* sample, uint64_t& rng) const {
     if (m_aug.cropPadding > 0 || m_aug.horizontalFlip) {
         const int64_t pad = m_aug.cropPadding;
         // Crop a window of the original size from the zero-padded image: a shift by (dy, dx).
-        const int64_t dy = pad > 0 ? static_cast<int64_t>(data::randomBelow(rng, static_cast<uint64_t>(2 * pad + 1))) - pad : 0;
-        const int64_t dx = pad > 0 ? static_cast<int64_t>(data::randomBelow(rng, static_cast<uint64_t>(2 * pad + 1))) - pad : 0;
+        const int64_t dy =
+            pad > 0 ? static_cast<int64_t>(data::randomBelow(rng, static_cast<uint64_t>(2 * pad + 1))) - pad : 0;
+        const int64_t dx =
+            pad > 0 ? static_cast<int64_t>(data::randomBelow(rng, static_cast<uint64_t>(2 * pad + 1))) - pad : 0;
         const bool flip = m_aug.horizontalFlip && (data::nextRandom(rng) & 1u);
         if (dy != 0 || dx != 0 || flip) {
             thread_local std::vector<float> plane;

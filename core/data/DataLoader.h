@@ -74,7 +74,7 @@ private:
     std::vector<Batch> m_slots;  // a few batch buffers in circulation
     std::deque<int> m_ready;     // filled slots, in batch order
     std::vector<int> m_free;
-    uint64_t m_generation = 0;   // bumped by startEpoch; stale work is discarded
+    uint64_t m_generation = 0;  // bumped by startEpoch; stale work is discarded
     int m_epoch = 0;
     bool m_started = false;
     bool m_stop = false;

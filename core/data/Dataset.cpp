@@ -206,7 +206,7 @@ DataSplit toSplit(RawSplit&& raw) {
 // ---------------------------------------------------------------- IDX
 
 const std::vector<std::string> kFashionClasses = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
-                                                   "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle boot"};
+                                                  "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle boot"};
 
 RawSplit loadIdxPair(const std::string& imagesPath, const std::string& labelsPath, int numClasses) {
     data::IdxArray images = data::readIdxU8(imagesPath, 3);
@@ -222,9 +222,9 @@ RawSplit loadIdxPair(const std::string& imagesPath, const std::string& labelsPat
     const uint8_t* l = labels.data();
     for (int64_t i = 0; i < count; ++i) {
         if (l[i] >= numClasses)
-            throw DataError::atByte(labelsPath, labels.dataOffset + i,
-                                    "label " + std::to_string(l[i]) + " out of range (0.." +
-                                        std::to_string(numClasses - 1) + ")");
+            throw DataError::atByte(
+                labelsPath, labels.dataOffset + i,
+                "label " + std::to_string(l[i]) + " out of range (0.." + std::to_string(numClasses - 1) + ")");
         raw.labels[static_cast<size_t>(i)] = l[i];
     }
     const int64_t total = count * raw.shape.numel();
@@ -326,12 +326,13 @@ public:
         int64_t v = 0;
         if (m_acceptIntegers && parseNonNegativeInt(l.text, v)) {
             if (v < static_cast<int64_t>(m_names.size())) return static_cast<int32_t>(v);
-            throw DataError::atLine(l.path, l.line,
-                                    "label " + l.text + " out of range (0.." + std::to_string(m_names.size() - 1) + ")");
+            throw DataError::atLine(
+                l.path, l.line, "label " + l.text + " out of range (0.." + std::to_string(m_names.size() - 1) + ")");
         }
         if (m_acceptIntegers && m_index.empty())
-            throw DataError::atLine(l.path, l.line, "label '" + l.text + "' is not a class index (0.." +
-                                                        std::to_string(m_names.size() - 1) + ")");
+            throw DataError::atLine(
+                l.path, l.line,
+                "label '" + l.text + "' is not a class index (0.." + std::to_string(m_names.size() - 1) + ")");
         throw DataError::atLine(l.path, l.line,
                                 "label '" + l.text + "' is not one of the classes (" + joinNames(m_names) + ")");
     }
@@ -366,8 +367,9 @@ CsvTable readCsvTable(const std::string& path, const std::string& labelColumn,
         }
     }
     if (labelIndex < 0)
-        throw DataError::atLine(path, header.line, "no column named '" + labelColumn + "' (the label column; columns: " +
-                                                       joinNames(columns) + ")");
+        throw DataError::atLine(
+            path, header.line,
+            "no column named '" + labelColumn + "' (the label column; columns: " + joinNames(columns) + ")");
     CsvTable t;
     // Where each feature (in training-file order) sits in this file's rows.
     std::vector<size_t> featureColumns;
@@ -390,7 +392,8 @@ CsvTable readCsvTable(const std::string& path, const std::string& labelColumn,
             featureColumns.push_back(i);
         }
         if (t.featureNames.empty())
-            throw DataError::atLine(path, header.line, "no feature columns besides the label column '" + labelColumn + "'");
+            throw DataError::atLine(path, header.line,
+                                    "no feature columns besides the label column '" + labelColumn + "'");
     }
     if (records.size() < 2) throw DataError::atLine(path, header.line + 1, "no data rows after the header");
     const size_t width = columns.size();
@@ -399,8 +402,8 @@ CsvTable readCsvTable(const std::string& path, const std::string& labelColumn,
     for (size_t r = 1; r < records.size(); ++r) {
         const data::CsvRecord& rec = records[r];
         if (rec.fields.size() != width)
-            throw DataError::atLine(path, rec.line, std::to_string(rec.fields.size()) + " fields, expected " +
-                                                        std::to_string(width));
+            throw DataError::atLine(path, rec.line,
+                                    std::to_string(rec.fields.size()) + " fields, expected " + std::to_string(width));
         for (size_t f = 0; f < featureColumns.size(); ++f) {
             const std::string v = trim(rec.fields[featureColumns[f]]);
             float x = 0;
@@ -434,8 +437,8 @@ DatasetBundle loadCsv(const DatasetSettings& s, const std::string& projectPath) 
     RawSplit validation;
     const bool haveValidation = !s.validationPath.empty();
     if (haveValidation) {
-        CsvTable valTable = readCsvTable(resolveDatasetPath(projectPath, s.validationPath), s.labelColumn,
-                                         &trainTable.featureNames);
+        CsvTable valTable =
+            readCsvTable(resolveDatasetPath(projectPath, s.validationPath), s.labelColumn, &trainTable.featureNames);
         validation = tableToSplit(valTable, mapper);
     }
     DatasetBundle b;
@@ -444,8 +447,8 @@ DatasetBundle loadCsv(const DatasetSettings& s, const std::string& projectPath) 
     splitAndLimit(train, validation, haveValidation, s);
     normalize(train, validation, s.normalization, false, b.normalization);
     b.description = "CSV " + fileName(trainPath) + ": " + std::to_string(train.count()) + " train, " +
-                    std::to_string(validation.count()) + " validation, " + std::to_string(b.numClasses) +
-                    " classes, " + std::to_string(trainTable.featureNames.size()) + " features";
+                    std::to_string(validation.count()) + " validation, " + std::to_string(b.numClasses) + " classes, " +
+                    std::to_string(trainTable.featureNames.size()) + " features";
     b.train = toSplit(std::move(train));
     b.validation = toSplit(std::move(validation));
     return b;
@@ -469,9 +472,10 @@ TextRows readTextRows(const std::string& path, const std::string& labelColumn) {
     for (size_t r = first; r < records.size(); ++r) {
         const data::CsvRecord& rec = records[r];
         if (rec.fields.size() != 2)
-            throw DataError::atLine(path, rec.line, std::to_string(rec.fields.size()) +
-                                                        " fields, expected 2 (label,text; quote text that contains "
-                                                        "commas)");
+            throw DataError::atLine(path, rec.line,
+                                    std::to_string(rec.fields.size()) +
+                                        " fields, expected 2 (label,text; quote text that contains "
+                                        "commas)");
         rows.labels.push_back({path, rec.line, trim(rec.fields[0])});
         rows.texts.push_back(rec.fields[1]);
     }
@@ -490,7 +494,8 @@ TextRows gatherText(const TextRows& src, const std::vector<int64_t>& rows) {
 
 DatasetBundle loadText(const DatasetSettings& s, const std::string& projectPath) {
     if (s.trainPath.empty()) throw DataError("dataset.train_path is empty (text datasets need a training file)");
-    if (s.maxTokens < 1) throw DataError("dataset.max_tokens: " + std::to_string(s.maxTokens) + " (must be at least 1)");
+    if (s.maxTokens < 1)
+        throw DataError("dataset.max_tokens: " + std::to_string(s.maxTokens) + " (must be at least 1)");
     if (s.maxVocab < 3)
         throw DataError("dataset.max_vocab: " + std::to_string(s.maxVocab) +
                         " (must be at least 3: padding, unknown and one token)");
@@ -518,7 +523,8 @@ DatasetBundle loadText(const DatasetSettings& s, const std::string& projectPath)
     if (s.trainLimit > 0 && s.trainLimit < static_cast<int64_t>(train.texts.size()))
         train = gatherText(train, firstRows(static_cast<int64_t>(train.texts.size()), s.trainLimit));
     if (s.validationLimit > 0 && s.validationLimit < static_cast<int64_t>(validation.texts.size()))
-        validation = gatherText(validation, firstRows(static_cast<int64_t>(validation.texts.size()), s.validationLimit));
+        validation =
+            gatherText(validation, firstRows(static_cast<int64_t>(validation.texts.size()), s.validationLimit));
 
     // Vocabulary from the training split only, so validation measures unseen text honestly.
     std::vector<std::vector<std::string>> trainTokens;
@@ -550,7 +556,8 @@ DatasetBundle loadText(const DatasetSettings& s, const std::string& projectPath)
         for (size_t r = 0; r < rows.texts.size(); ++r) {
             split.labels.push_back(mapper.map(rows.labels[r]));
             std::vector<std::string> own;
-            const std::vector<std::string>& toks = tokens ? (*tokens)[r] : (own = tokenizeText(rows.texts[r], s.tokenizer));
+            const std::vector<std::string>& toks =
+                tokens ? (*tokens)[r] : (own = tokenizeText(rows.texts[r], s.tokenizer));
             float* dst = split.inputs.data() + r * static_cast<size_t>(s.maxTokens);
             for (size_t k = 0; k < toks.size() && k < static_cast<size_t>(s.maxTokens); ++k) {
                 auto it = ids.find(toks[k]);

@@ -37,7 +37,7 @@ private:
 };
 
 struct DataSplit {
-    Shape sampleShape;            // per sample, e.g. [1,28,28]; text: [maxTokens]
+    Shape sampleShape;  // per sample, e.g. [1,28,28]; text: [maxTokens]
     int64_t count = 0;
     std::vector<float> inputs;    // count * sampleShape.numel(), already normalized
     std::vector<int32_t> labels;  // count (class index)

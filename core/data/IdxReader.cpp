@@ -1,11 +1,12 @@
 #include "core/data/IdxReader.h"
 
-#include <zlib.h>
-
+#include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
-#include <sstream>
+
+#include <zlib.h>
 
 #include "core/data/Dataset.h"
 
@@ -20,8 +21,7 @@ std::vector<uint8_t> readWholeFile(const std::string& path) {
     if (size < 0) throw DataError::inFile(path, "cannot read file size");
     std::vector<uint8_t> bytes(static_cast<size_t>(size));
     in.seekg(0);
-    if (size > 0 && !in.read(reinterpret_cast<char*>(bytes.data()), size))
-        throw DataError::inFile(path, "read error");
+    if (size > 0 && !in.read(reinterpret_cast<char*>(bytes.data()), size)) throw DataError::inFile(path, "read error");
     return bytes;
 }
 
@@ -34,8 +34,8 @@ std::vector<uint8_t> gunzip(const std::string& path, const std::vector<uint8_t>&
     // The trailer holds the decompressed size modulo 2^32: a good first guess.
     if (in.size() >= 18) {
         size_t n = in.size();
-        uint32_t isize = uint32_t(in[n - 4]) | uint32_t(in[n - 3]) << 8 | uint32_t(in[n - 2]) << 16 |
-                         uint32_t(in[n - 1]) << 24;
+        uint32_t isize =
+            uint32_t(in[n - 4]) | uint32_t(in[n - 3]) << 8 | uint32_t(in[n - 2]) << 16 | uint32_t(in[n - 1]) << 24;
         if (isize < (1u << 31)) out.reserve(isize);
     }
     z_stream zs{};
@@ -100,8 +100,7 @@ std::vector<uint8_t> readMaybeGzipFile(const std::string& path) {
     bool truncated = false;
     std::vector<uint8_t> bytes = readMaybeGzip(path, truncated);
     if (truncated)
-        throw DataError::atByte(path, static_cast<int64_t>(bytes.size()),
-                                "gzip stream ends early (truncated file)");
+        throw DataError::atByte(path, static_cast<int64_t>(bytes.size()), "gzip stream ends early (truncated file)");
     return bytes;
 }
 
@@ -116,30 +115,31 @@ IdxArray readIdxU8(const std::string& path, int rank) {
     const uint32_t expectedMagic = 0x00000800u | uint32_t(rank);
     const char* what = rank == 3 ? "idx3 unsigned-byte images" : rank == 1 ? "idx1 unsigned-byte labels" : "idx";
     if (size < 4)
-        throw DataError::atByte(path, 0, "truncated header: expected at least " + std::to_string(headerSize) +
-                                             " bytes, found " + std::to_string(size) + gzNote);
+        throw DataError::atByte(path, 0,
+                                "truncated header: expected at least " + std::to_string(headerSize) + " bytes, found " +
+                                    std::to_string(size) + gzNote);
     uint32_t magic = readBigEndian32(a.bytes.data());
     if (magic != expectedMagic)
-        throw DataError::atByte(path, 0, "wrong magic number " + hex32(magic) + ", expected " + hex32(expectedMagic) +
-                                             " (" + what + ")");
+        throw DataError::atByte(
+            path, 0, "wrong magic number " + hex32(magic) + ", expected " + hex32(expectedMagic) + " (" + what + ")");
     if (size < headerSize)
-        throw DataError::atByte(path, size, "truncated header: expected " + std::to_string(headerSize) +
-                                                " bytes, found " + std::to_string(size) + gzNote);
+        throw DataError::atByte(path, size,
+                                "truncated header: expected " + std::to_string(headerSize) + " bytes, found " +
+                                    std::to_string(size) + gzNote);
     int64_t total = 1;
     for (int d = 0; d < rank; ++d) {
         int64_t dim = readBigEndian32(a.bytes.data() + 4 + 4 * d);
-        if (dim == 0)
-            throw DataError::atByte(path, 4 + 4 * d, "dimension " + std::to_string(d) + " is zero");
+        if (dim == 0) throw DataError::atByte(path, 4 + 4 * d, "dimension " + std::to_string(d) + " is zero");
         a.dims.push_back(dim);
         total *= dim;
         if (total > (int64_t(1) << 40)) throw DataError::atByte(path, 4 + 4 * d, "dimensions are implausibly large");
     }
     a.dataOffset = headerSize;
     if (size < headerSize + total)
-        throw DataError::atByte(path, size, "truncated file: expected " + std::to_string(headerSize + total) +
-                                                " bytes, found " + std::to_string(size) + gzNote);
-    if (gzipTruncated)
-        throw DataError::atByte(path, size, "gzip stream ends early (truncated file)");
+        throw DataError::atByte(path, size,
+                                "truncated file: expected " + std::to_string(headerSize + total) + " bytes, found " +
+                                    std::to_string(size) + gzNote);
+    if (gzipTruncated) throw DataError::atByte(path, size, "gzip stream ends early (truncated file)");
     if (size > headerSize + total)
         throw DataError::atByte(path, headerSize + total,
                                 std::to_string(size - headerSize - total) + " bytes after the data (expected " +

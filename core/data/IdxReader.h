@@ -11,9 +11,9 @@
 namespace strata::data {
 
 struct IdxArray {
-    std::vector<int64_t> dims;  // dims[0] is the item count
-    int64_t dataOffset = 0;     // byte offset of the first data byte (for messages)
-    std::vector<uint8_t> bytes; // the whole decompressed file; data starts at dataOffset
+    std::vector<int64_t> dims;   // dims[0] is the item count
+    int64_t dataOffset = 0;      // byte offset of the first data byte (for messages)
+    std::vector<uint8_t> bytes;  // the whole decompressed file; data starts at dataOffset
     const uint8_t* data() const { return bytes.data() + dataOffset; }
 };
 

@@ -102,7 +102,7 @@ bool isWordChar(uint32_t c) {
     if (c >= 0x3000 && c <= 0x303F) return false;  // CJK punctuation
     if (c >= 0xFE00 && c <= 0xFE0F) return false;  // variation selectors
     if (c == 0xFEFF || c == 0xFFFD) return false;
-    if (c >= 0x1F000) return false;                // emoji and pictographs
+    if (c >= 0x1F000) return false;  // emoji and pictographs
     return true;
 }
 
