@@ -66,7 +66,8 @@ CudaBackend::CudaBackend(int index) : m_index(index), m_label("cuda:" + std::to_
         CUDNN_CHECK(cudnnCreate(&m_cudnn));
         CUDNN_CHECK(cudnnSetStream(m_cudnn, m_stream));
         CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&m_errorFlag), kDeviceErrorWords * sizeof(int)));
-        CUDA_CHECK(cudaMemset(m_errorFlag, 0, kDeviceErrorWords * sizeof(int)));
+        // On the compute stream: a non-blocking stream is not ordered after the legacy default stream.
+        CUDA_CHECK(cudaMemsetAsync(m_errorFlag, 0, kDeviceErrorWords * sizeof(int), m_stream));
         CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&m_errorHost), kDeviceErrorWords * sizeof(int)));
         CUDA_CHECK(
             cudaMalloc(reinterpret_cast<void**>(&m_reduceScratch), (reduceScratchDoubles() + 1) * sizeof(double)));

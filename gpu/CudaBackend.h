@@ -28,6 +28,10 @@
 // that was queued before the PREVIOUS uploadAsync call, so with two device
 // buffers used alternately (upload batch k+1 into B while step k reads A)
 // the copy overlaps compute and never overwrites a buffer still being read.
+// So deviceDst must be one of two (or more) LONG-LIVED device buffers used in
+// turn, not a tensor allocated for this batch: a block freed and handed out
+// again by the caching allocator may still be read by queued compute work
+// that the copy stream does not wait for.
 // waitUpload(t) blocks the host until that copy is done; waitUploads() until all are.
 #pragma once
 
