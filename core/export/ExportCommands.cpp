@@ -1,0 +1,423 @@
+#include "core/export/ExportCommands.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <map>
+#include <numeric>
+#include <sstream>
+#include <stdexcept>
+
+#include "core/backend/BackendRegistry.h"
+#include "core/data/CsvReader.h"
+#include "core/data/Dataset.h"
+#include "core/data/IdxReader.h"
+#include "core/export/ExportModel.h"
+#include "core/export/Gguf.h"
+#include "core/export/Onnx.h"
+#include "core/export/Safetensors.h"
+#include "core/graph/Model.h"
+
+namespace strata {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+class UsageError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+const char* kExportUsage =
+    "usage: strata-train export PROJECT_OR_CHECKPOINT --format onnx|gguf|safetensors [--quantize q8_0|f16]\n"
+    "                           [--opset N] [--no-normalization] [--untrained] -o FILE\n";
+const char* kPredictUsage = "usage: strata-train predict MODEL_FILE INPUT [--top K] [--count N]\n";
+
+int parseInt(const std::string& flag, const std::string& text, int min, int max) {
+    size_t used = 0;
+    int v = 0;
+    try {
+        v = std::stoi(text, &used);
+    } catch (const std::exception&) {
+        used = 0;
+    }
+    if (used != text.size() || v < min || v > max)
+        throw UsageError(flag + ": '" + text + "' is not a whole number from " + std::to_string(min) + " to " +
+                         std::to_string(max));
+    return v;
+}
+
+bool looksLikeProjectFile(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    char c = 0;
+    while (in.get(c))
+        if (!std::isspace(static_cast<unsigned char>(c))) return c == '{';
+    return false;
+}
+
+CheckpointNormalization checkpointNormalization(const Normalization& n) {
+    if (!n.featureMean.empty())
+        throw std::runtime_error("per-feature standardization (CSV 'standardize') cannot be exported yet; "
+                                 "use normalization 'scale' or 'none'");
+    CheckpointNormalization c;
+    c.mode = n.mode;
+    c.scale = n.scale;
+    c.mean = n.mean;
+    c.std = n.std;
+    return c;
+}
+
+// A project file: the best checkpoint of its checkpoint folder, or with --untrained its initial weights.
+ExportModel modelFromProject(const std::string& path, bool untrained, std::ostream& out) {
+    const Project project = readProject(path);
+    if (!untrained) {
+        if (project.training.checkpointDir.empty())
+            throw std::runtime_error(path + ": the project names no checkpoint folder (training.checkpointDir); "
+                                            "pass a checkpoint, or --untrained to export the initial weights");
+        const std::string dir = resolveDatasetPath(path, project.training.checkpointDir);
+        const std::string file = resolveCheckpointPath(dir);
+        out << "using checkpoint " << file << "\n";
+        return exportModelFromCheckpoint(loadCheckpoint(file));
+    }
+    ExportModel m;
+    m.project = project;
+    auto backend = backendRegistry().create(Device::cpu(), 1);
+    auto model = compile(project.graph, *backend, project.training.seed);
+    m.weights = modelWeights(*model);
+    const DatasetBundle data = loadDataset(project.dataset, path);
+    m.normalization = checkpointNormalization(data.normalization);
+    m.classNames = data.classNames;
+    m.vocabulary = data.vocabulary;
+    out << "exporting untrained weights (seed " << project.training.seed << ")\n";
+    return m;
+}
+
+int exportCommand(const std::vector<std::string>& args, std::ostream& out) {
+    std::string source, format, output, quantize = "f32";
+    int opset = kOnnxDefaultOpset;
+    bool untrained = false, normalization = true;
+    for (size_t i = 0; i < args.size(); ++i) {
+        const std::string& a = args[i];
+        auto value = [&]() -> const std::string& {
+            if (i + 1 >= args.size()) throw UsageError(a + " needs a value");
+            return args[++i];
+        };
+        if (a == "--format") format = value();
+        else if (a == "--quantize") quantize = value();
+        else if (a == "--opset") opset = parseInt(a, value(), kOnnxMinOpset, kOnnxMaxOpset);
+        else if (a == "-o" || a == "--output") output = value();
+        else if (a == "--untrained") untrained = true;
+        else if (a == "--no-normalization") normalization = false;
+        else if (!a.empty() && a[0] == '-') throw UsageError("unknown option " + a);
+        else if (source.empty()) source = a;
+        else throw UsageError("unexpected argument '" + a + "'");
+    }
+    if (source.empty()) throw UsageError("no project or checkpoint given");
+    if (output.empty()) throw UsageError("no output file given (-o FILE)");
+    if (format != "onnx" && format != "gguf" && format != "safetensors")
+        throw UsageError(format.empty() ? "no --format given" : "unknown format '" + format + "'");
+    ExportPrecision precision;
+    try {
+        precision = parseExportPrecision(quantize);
+    } catch (const std::invalid_argument& e) {
+        throw UsageError(std::string("--quantize: ") + e.what());
+    }
+    if (format == "onnx" && precision != ExportPrecision::F32)
+        throw UsageError("--quantize applies to gguf and safetensors; ONNX exports are float32");
+    if (format == "safetensors" && precision == ExportPrecision::Q8_0)
+        throw UsageError("--quantize q8_0 needs --format gguf (safetensors has no Q8_0 type); f16 works");
+    if (!normalization && format != "onnx") throw UsageError("--no-normalization applies to onnx only");
+
+    ExportModel model;
+    std::error_code ec;
+    if (!fs::is_directory(source, ec) && looksLikeProjectFile(source)) model = modelFromProject(source, untrained, out);
+    else if (untrained) throw UsageError("--untrained needs a project file");
+    else model = exportModelFromCheckpoint(loadCheckpoint(source));
+
+    if (format == "onnx") {
+        OnnxExportOptions o;
+        o.opset = opset;
+        o.includeNormalization = normalization;
+        writeOnnx(output, model, o);
+        const OnnxModelInfo info = readOnnx(output);
+        out << "wrote " << output << " (ONNX opset " << opset << ", " << info.nodes.size() << " nodes, "
+            << info.initializers.size() << " initializers, input '" << info.inputName << "', output '"
+            << info.outputName << "', " << fs::file_size(output) << " bytes)\n";
+        return 0;
+    }
+    const ExportSummary summary = format == "gguf" ? writeGgufExport(output, model, precision)
+                                                   : writeSafetensorsExport(output, model, precision);
+    out << "wrote " << output << " (" << format << ", " << summary.bytes << " bytes)\n";
+    for (const std::string& line : summary.tensors) out << "  " << line << "\n";
+    return 0;
+}
+
+// ---- predict ----
+
+PredictInputs readIdxImages(const std::string& path, int64_t limit) {
+    const data::IdxArray a = data::readIdxU8(path, 3);
+    PredictInputs in;
+    in.count = std::min<int64_t>(a.dims[0], limit);
+    in.sampleDims = {a.dims[1], a.dims[2]};
+    const size_t n = static_cast<size_t>(in.count * a.dims[1] * a.dims[2]);
+    in.values.assign(a.data(), a.data() + n);
+    return in;
+}
+
+bool isIdxImages(const std::string& path) {
+    try {
+        const std::vector<uint8_t> b = data::readMaybeGzipFile(path);
+        return b.size() >= 4 && b[0] == 0 && b[1] == 0 && b[2] == 0x08 && b[3] == 3;
+    } catch (const std::exception&) {
+        return false;
+    }
+}
+
+PredictInputs readCsvInputs(const std::string& path, const Project& project, const std::vector<std::string>& vocab,
+                            int64_t limit) {
+    const std::vector<data::CsvRecord> rows = data::readCsvFile(path);
+    if (rows.empty()) throw std::runtime_error(path + ": no rows");
+    const DatasetSettings& ds = project.dataset;
+    PredictInputs in;
+    if (ds.kind == "text") {
+        // "label,text" rows like the training file; an optional header row is skipped.
+        std::map<std::string, int32_t> ids;
+        for (size_t i = 0; i < vocab.size(); ++i) ids[vocab[i]] = static_cast<int32_t>(i);
+        in.sampleDims = {ds.maxTokens};
+        for (const data::CsvRecord& r : rows) {
+            if (in.count >= limit) break;
+            if (r.line == rows.front().line && r.fields.size() >= 2 && r.fields[0] == "label" && r.fields[1] == "text")
+                continue;
+            const std::string text = r.fields.size() >= 2 ? r.fields[1] : r.fields[0];
+            if (r.fields.size() >= 2) in.labels.push_back(r.fields[0]);
+            std::vector<float> sample(static_cast<size_t>(ds.maxTokens), 0.f);
+            const std::vector<std::string> toks = tokenizeText(text, ds.tokenizer);
+            for (size_t k = 0; k < toks.size() && k < sample.size(); ++k) {
+                auto it = ids.find(toks[k]);
+                sample[k] = it == ids.end() ? 1.f : static_cast<float>(it->second);
+            }
+            in.values.insert(in.values.end(), sample.begin(), sample.end());
+            ++in.count;
+        }
+        return in;
+    }
+    const std::vector<std::string>& header = rows.front().fields;
+    int labelCol = -1;
+    for (size_t i = 0; i < header.size(); ++i)
+        if (header[i] == ds.labelColumn) labelCol = static_cast<int>(i);
+    in.sampleDims = {static_cast<int64_t>(header.size()) - (labelCol >= 0 ? 1 : 0)};
+    for (size_t r = 1; r < rows.size() && in.count < limit; ++r) {
+        const data::CsvRecord& row = rows[r];
+        if (row.fields.size() != header.size())
+            throw std::runtime_error(path + ": line " + std::to_string(row.line) + ": " +
+                                     std::to_string(row.fields.size()) + " fields, the header has " +
+                                     std::to_string(header.size()));
+        for (size_t c = 0; c < row.fields.size(); ++c) {
+            if (static_cast<int>(c) == labelCol) {
+                in.labels.push_back(row.fields[c]);
+                continue;
+            }
+            const std::string& f = row.fields[c];
+            char* end = nullptr;
+            const float v = std::strtof(f.c_str(), &end);
+            if (f.empty() || end != f.c_str() + f.size())
+                throw std::runtime_error(path + ": line " + std::to_string(row.line) + ": column '" + header[c] +
+                                         "' holds '" + f + "', not a number");
+            in.values.push_back(v);
+        }
+        ++in.count;
+    }
+    return in;
+}
+
+std::string className(const ExportModel& m, size_t k) {
+    return k < m.classNames.size() && !m.classNames[k].empty() ? m.classNames[k] : "class " + std::to_string(k);
+}
+
+int predictCommand(const std::vector<std::string>& args, std::ostream& out) {
+    std::string modelPath, inputPath;
+    int top = 3, count = 5;
+    for (size_t i = 0; i < args.size(); ++i) {
+        const std::string& a = args[i];
+        auto value = [&]() -> const std::string& {
+            if (i + 1 >= args.size()) throw UsageError(a + " needs a value");
+            return args[++i];
+        };
+        if (a == "--top") top = parseInt(a, value(), 1, 1000000);
+        else if (a == "--count") count = parseInt(a, value(), 1, 1000000);
+        else if (!a.empty() && a[0] == '-') throw UsageError("unknown option " + a);
+        else if (modelPath.empty()) modelPath = a;
+        else if (inputPath.empty()) inputPath = a;
+        else throw UsageError("unexpected argument '" + a + "'");
+    }
+    if (modelPath.empty() || inputPath.empty()) throw UsageError("predict needs MODEL_FILE and INPUT");
+
+    const ExportModel m = loadModelFile(modelPath);
+    auto backend = backendRegistry().create(Device::cpu(), 0);
+    auto model = compile(m.project.graph, *backend, 0);
+    applyWeights(*model, m.weights);
+    const Shape& inShape = model->inputShape();
+
+    PredictInputs in;
+    const std::string ext = fs::path(inputPath).extension().string();
+    if (ext == ".pgm" || ext == ".ppm" || ext == ".pnm") {
+        in = readNetpbm(inputPath);
+        // A colour image for a one-channel model: average the channels, as a grayscale conversion would.
+        if (in.sampleDims[0] == 3 && inShape.numel() == in.sampleDims[1] * in.sampleDims[2]) {
+            const size_t hw = static_cast<size_t>(in.sampleDims[1] * in.sampleDims[2]);
+            std::vector<float> gray(hw);
+            for (size_t i = 0; i < hw; ++i) gray[i] = (in.values[i] + in.values[hw + i] + in.values[2 * hw + i]) / 3.f;
+            in.values = std::move(gray);
+            in.sampleDims = {1, in.sampleDims[1], in.sampleDims[2]};
+        }
+    } else if (isIdxImages(inputPath)) {
+        in = readIdxImages(inputPath, count);
+    } else {
+        in = readCsvInputs(inputPath, m.project, m.vocabulary, count);
+    }
+    const int64_t per = std::accumulate(in.sampleDims.begin(), in.sampleDims.end(), int64_t{1}, std::multiplies<>());
+    if (per != inShape.numel())
+        throw std::runtime_error(inputPath + ": samples of shape " + Shape(in.sampleDims).toString() + " (" +
+                                 std::to_string(per) + " values) do not fit the model input " + inShape.toString());
+    if (in.count == 0) throw std::runtime_error(inputPath + ": no samples");
+
+    const CheckpointNormalization& norm = m.normalization;
+    if (norm.mode != "none")
+        for (float& x : in.values) x = (x * norm.scale - norm.mean) / norm.std;
+
+    const Tensor x = backend->fromHost(inShape.withBatch(in.count), in.values.data());
+    const Tensor& y = model->forward(x, false);
+    std::vector<float> logits(static_cast<size_t>(y.numel()));
+    backend->toHost(y, logits.data());
+    const size_t classes = static_cast<size_t>(model->outputShape().numel());
+
+    // The output node's type says whether the model already ends in a softmax.
+    bool endsInSoftmax = false;
+    for (const Node* n : m.project.graph.nodes())
+        if (m.project.graph.edgesFrom(n->id).empty() && n->type == "Softmax") endsInSoftmax = true;
+
+    out << "model " << modelPath << " (" << m.project.name << "), input " << inputPath << ": " << in.count
+        << " sample(s)\n";
+    for (int64_t s = 0; s < in.count; ++s) {
+        std::vector<double> p(classes);
+        const float* row = logits.data() + s * static_cast<int64_t>(classes);
+        if (endsInSoftmax) {
+            for (size_t k = 0; k < classes; ++k) p[k] = row[k];
+        } else {
+            const double mx = *std::max_element(row, row + classes);
+            double sum = 0;
+            for (size_t k = 0; k < classes; ++k) sum += p[k] = std::exp(double(row[k]) - mx);
+            for (double& v : p) v /= sum;
+        }
+        std::vector<size_t> idx(classes);
+        std::iota(idx.begin(), idx.end(), size_t{0});
+        const size_t k = std::min<size_t>(static_cast<size_t>(top), classes);
+        std::partial_sort(idx.begin(), idx.begin() + static_cast<long>(k), idx.end(),
+                          [&](size_t a, size_t b) { return p[a] > p[b]; });
+        out << "sample " << s;
+        if (static_cast<size_t>(s) < in.labels.size()) out << " (label " << in.labels[static_cast<size_t>(s)] << ")";
+        out << ":";
+        for (size_t j = 0; j < k; ++j)
+            out << (j ? ", " : " ") << className(m, idx[j]) << " " << std::fixed << std::setprecision(4) << p[idx[j]];
+        out << "\n";
+    }
+    return 0;
+}
+
+}  // namespace
+
+PredictInputs readNetpbm(const std::string& path) {
+    std::ifstream f(path, std::ios::binary);
+    if (!f) throw FormatError(path, "cannot open file for reading");
+    const std::vector<uint8_t> b((std::istreambuf_iterator<char>(f)), {});
+    size_t pos = 0;
+    auto skipSpace = [&] {
+        while (pos < b.size()) {
+            if (b[pos] == '#') {
+                while (pos < b.size() && b[pos] != '\n') ++pos;
+            } else if (std::isspace(b[pos])) {
+                ++pos;
+            } else {
+                break;
+            }
+        }
+    };
+    auto number = [&](const char* what) -> int64_t {
+        skipSpace();
+        const size_t at = pos;
+        int64_t v = 0;
+        while (pos < b.size() && std::isdigit(b[pos])) {
+            v = v * 10 + (b[pos++] - '0');
+            if (v > (1 << 24)) throw FormatError(path, static_cast<int64_t>(at), std::string(what) + " is too large");
+        }
+        if (pos == at) throw FormatError(path, static_cast<int64_t>(at), std::string("expected ") + what);
+        return v;
+    };
+    if (b.size() < 2 || b[0] != 'P' || (b[1] != '2' && b[1] != '3' && b[1] != '5' && b[1] != '6'))
+        throw FormatError(path, 0, "not a PGM or PPM image (magic P2, P3, P5 or P6)");
+    const bool ascii = b[1] == '2' || b[1] == '3';
+    const int64_t channels = (b[1] == '3' || b[1] == '6') ? 3 : 1;
+    pos = 2;
+    const int64_t w = number("the width"), h = number("the height"), maxval = number("the maximum value");
+    if (w < 1 || h < 1) throw FormatError(path, static_cast<int64_t>(pos), "zero width or height");
+    if (maxval < 1 || maxval > 65535) throw FormatError(path, static_cast<int64_t>(pos), "maximum value out of 1..65535");
+    const size_t n = static_cast<size_t>(w * h * channels);
+    std::vector<float> interleaved(n);
+    if (ascii) {
+        for (size_t i = 0; i < n; ++i) interleaved[i] = static_cast<float>(number("a sample value"));
+    } else {
+        if (pos >= b.size() || !std::isspace(b[pos]))
+            throw FormatError(path, static_cast<int64_t>(pos), "expected one whitespace byte before the pixels");
+        ++pos;
+        const size_t bytesPer = maxval > 255 ? 2 : 1;
+        if (b.size() - pos < n * bytesPer)
+            throw FormatError(path, static_cast<int64_t>(pos),
+                              "pixel data is " + std::to_string(b.size() - pos) + " bytes, " +
+                                  std::to_string(w) + "x" + std::to_string(h) + " needs " + std::to_string(n * bytesPer));
+        for (size_t i = 0; i < n; ++i)
+            interleaved[i] = bytesPer == 1 ? b[pos + i] : static_cast<float>((b[pos + 2 * i] << 8) | b[pos + 2 * i + 1]);
+    }
+    for (float v : interleaved)
+        if (v > static_cast<float>(maxval)) throw FormatError(path, "a sample exceeds the maximum value");
+    PredictInputs in;
+    in.count = 1;
+    in.sampleDims = {channels, h, w};
+    in.values.resize(n);
+    const float toByte = maxval == 255 ? 1.f : 255.f / static_cast<float>(maxval);
+    // Interleaved RGB to planar CHW.
+    for (int64_t c = 0; c < channels; ++c)
+        for (int64_t i = 0; i < w * h; ++i)
+            in.values[static_cast<size_t>(c * w * h + i)] = interleaved[static_cast<size_t>(i * channels + c)] * toByte;
+    return in;
+}
+
+int runExportCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+    try {
+        return exportCommand(args, out);
+    } catch (const UsageError& e) {
+        err << "strata-train export: " << e.what() << "\n" << kExportUsage;
+        return 2;
+    } catch (const std::exception& e) {
+        err << "strata-train export: " << e.what() << "\n";
+        return 1;
+    }
+}
+
+int runPredictCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+    try {
+        return predictCommand(args, out);
+    } catch (const UsageError& e) {
+        err << "strata-train predict: " << e.what() << "\n" << kPredictUsage;
+        return 2;
+    } catch (const std::exception& e) {
+        err << "strata-train predict: " << e.what() << "\n";
+        return 1;
+    }
+}
+
+}  // namespace strata

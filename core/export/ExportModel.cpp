@@ -1,0 +1,282 @@
+#include "core/export/ExportModel.h"
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <stdexcept>
+
+#include "core/export/Gguf.h"
+#include "core/export/Half.h"
+#include "core/export/Onnx.h"
+#include "core/export/Safetensors.h"
+#include "core/layers/LayerRegistry.h"
+
+namespace strata {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kMetaNormalization = "strata.normalization";
+
+Json normalizationJson(const CheckpointNormalization& n) {
+    return Json{{"mode", n.mode}, {"scale", n.scale}, {"mean", n.mean}, {"std", n.std}};
+}
+
+CheckpointNormalization normalizationFromJson(const Json& j) {
+    CheckpointNormalization n;
+    n.mode = j.at("mode").get<std::string>();
+    n.scale = j.at("scale").get<float>();
+    n.mean = j.at("mean").get<float>();
+    n.std = j.at("std").get<float>();
+    return n;
+}
+
+Project projectFromText(const std::string& text, const std::string& path) {
+    try {
+        return parseProject(text, path);
+    } catch (const std::exception& e) {
+        throw FormatError(path, std::string("the embedded project is invalid: ") + e.what());
+    }
+}
+
+std::vector<std::string> stringArray(const std::string& text, const std::string& path, const std::string& key) {
+    try {
+        return Json::parse(text).get<std::vector<std::string>>();
+    } catch (const std::exception& e) {
+        throw FormatError(path, key + " is not a JSON array of strings: " + e.what());
+    }
+}
+
+std::string shapeLine(const std::string& name, const Shape& shape, const char* type) {
+    return name + " " + shape.toString() + " " + type;
+}
+
+uint64_t fileSize(const std::string& path) {
+    std::error_code ec;
+    const auto n = fs::file_size(path, ec);
+    return ec ? 0 : static_cast<uint64_t>(n);
+}
+
+// Shapes come from the graph; weights from the file must match them exactly.
+ExportModel withWeightsChecked(ExportModel model, const std::string& path) {
+    try {
+        checkExportWeights(model, exportParameters(model.project.graph));
+    } catch (const std::exception& e) {
+        throw FormatError(path, e.what());
+    }
+    return model;
+}
+
+ExportModel loadSafetensorsExport(const std::string& path, const SafetensorsContents& contents) {
+    auto meta = [&](const char* key) -> const std::string* {
+        auto it = contents.metadata.find(key);
+        return it == contents.metadata.end() ? nullptr : &it->second;
+    };
+    if (!meta(kMetaProject))
+        throw FormatError(path, "a safetensors file without Strata metadata (no 'strata.project' or "
+                                "'strata.checkpoint'): not a Strata export or checkpoint");
+    ExportModel m;
+    m.project = projectFromText(*meta(kMetaProject), path);
+    if (const std::string* s = meta(kMetaClassLabels)) m.classNames = stringArray(*s, path, kMetaClassLabels);
+    if (const std::string* s = meta(kMetaVocabulary)) m.vocabulary = stringArray(*s, path, kMetaVocabulary);
+    if (const std::string* s = meta(kMetaNormalization)) {
+        try {
+            m.normalization = normalizationFromJson(Json::parse(*s));
+        } catch (const std::exception& e) {
+            throw FormatError(path, std::string("strata.normalization is invalid: ") + e.what());
+        }
+    }
+    for (const TensorRecord& t : contents.tensors) {
+        try {
+            m.weights[t.name] = recordToFloats(t);
+        } catch (const std::exception& e) {
+            throw FormatError(path, e.what());
+        }
+    }
+    return withWeightsChecked(std::move(m), path);
+}
+
+ExportModel loadGgufExport(const std::string& path) {
+    const GgufFile g = readGguf(path);
+    ExportModel m;
+    try {
+        const std::string arch = g.getString("general.architecture");
+        if (arch != "strata")
+            throw std::runtime_error("general.architecture is '" + arch + "', not 'strata': not a Strata export");
+        m.project = projectFromText(g.getString(kMetaProject), path);
+        if (g.find(kMetaClassLabels)) m.classNames = g.getStringArray(kMetaClassLabels);
+        if (g.find(kMetaVocabulary)) m.vocabulary = g.getStringArray(kMetaVocabulary);
+        if (g.find("strata.normalization.mode")) {
+            m.normalization.mode = g.getString("strata.normalization.mode");
+            m.normalization.scale = g.getFloat32("strata.normalization.scale");
+            m.normalization.mean = g.getFloat32("strata.normalization.mean");
+            m.normalization.std = g.getFloat32("strata.normalization.std");
+        }
+        for (const GgufTensor& t : g.tensors()) m.weights[t.name] = g.tensorFloats(t.name);
+    } catch (const FormatError&) {
+        throw;
+    } catch (const std::exception& e) {
+        throw FormatError(path, e.what());
+    }
+    return withWeightsChecked(std::move(m), path);
+}
+
+ExportModel loadOnnxExport(const std::string& path) {
+    const OnnxModelInfo info = readOnnx(path);
+    auto it = info.metadata.find(kMetaProject);
+    if (it == info.metadata.end())
+        throw FormatError(path, "an ONNX file without 'strata.project' metadata: not written by Strata");
+    ExportModel m;
+    m.project = projectFromText(it->second, path);
+    if (auto c = info.metadata.find(kMetaClassLabels); c != info.metadata.end())
+        m.classNames = stringArray(c->second, path, kMetaClassLabels);
+    if (auto v = info.metadata.find(kMetaVocabulary); v != info.metadata.end())
+        m.vocabulary = stringArray(v->second, path, kMetaVocabulary);
+    if (auto n = info.metadata.find(kMetaNormalization); n != info.metadata.end()) {
+        try {
+            m.normalization = normalizationFromJson(Json::parse(n->second));
+        } catch (const std::exception& e) {
+            throw FormatError(path, std::string("strata.normalization is invalid: ") + e.what());
+        }
+    }
+    // Only the model's own parameters: the graph also holds constants (normalization, GELU, shapes).
+    for (const ExportParameter& p : exportParameters(m.project.graph)) {
+        const TensorRecord* t = info.initializer(p.name);
+        if (!t) throw FormatError(path, "initializer '" + p.name + "' is missing");
+        m.weights[p.name] = recordToFloats(*t);
+    }
+    return withWeightsChecked(std::move(m), path);
+}
+
+}  // namespace
+
+std::vector<ExportParameter> exportParameters(const Graph& graph) {
+    const GraphAnalysis analysis = analyzeGraph(graph);
+    if (!analysis.ok()) throw std::runtime_error("the graph is invalid: " + analysis.problems.front().message);
+    std::vector<ExportParameter> out;
+    for (int id : graph.topologicalOrder()) {
+        const Node& n = *graph.node(id);
+        const LayerType* type = layerRegistry().find(n.type);
+        if (!type) throw std::runtime_error(n.name + ": unknown layer type '" + n.type + "'");
+        std::vector<Shape> inputs;
+        for (const std::string& port : graph.inputPorts(id))
+            inputs.push_back(analysis.outputShapes.at(graph.edgeInto({id, port})->from.node));
+        for (const ParameterSpec& s : type->parameterSpecs(analysis.params.at(id), inputs))
+            out.push_back({n.name + "." + s.name, id, s.name, s.shape, s.trainable});
+    }
+    return out;
+}
+
+void checkExportWeights(const ExportModel& model, const std::vector<ExportParameter>& params) {
+    std::set<std::string> expected;
+    for (const ExportParameter& p : params) {
+        expected.insert(p.name);
+        auto it = model.weights.find(p.name);
+        if (it == model.weights.end()) throw std::runtime_error("weights for '" + p.name + "' are missing");
+        if (static_cast<int64_t>(it->second.size()) != p.shape.numel())
+            throw std::runtime_error("weights for '" + p.name + "' have " + std::to_string(it->second.size()) +
+                                     " values, the graph expects " + p.shape.toString());
+    }
+    for (const auto& [name, values] : model.weights)
+        if (!expected.count(name)) throw std::runtime_error("tensor '" + name + "' is not a parameter of the graph");
+}
+
+ExportModel exportModelFromCheckpoint(const Checkpoint& c) {
+    ExportModel m;
+    m.project = c.project;
+    m.weights = c.weights;
+    m.normalization = c.normalization;
+    m.classNames = c.classNames;
+    m.vocabulary = c.vocabulary;
+    return m;
+}
+
+ExportPrecision parseExportPrecision(const std::string& text) {
+    if (text == "f32") return ExportPrecision::F32;
+    if (text == "f16") return ExportPrecision::F16;
+    if (text == "q8_0") return ExportPrecision::Q8_0;
+    throw std::invalid_argument("unknown precision '" + text + "' (expected f32, f16 or q8_0)");
+}
+
+ExportSummary writeSafetensorsExport(const std::string& path, const ExportModel& model, ExportPrecision precision) {
+    if (precision == ExportPrecision::Q8_0)
+        throw std::invalid_argument("safetensors has no Q8_0 type; use --format gguf for q8_0, or --quantize f16");
+    const std::vector<ExportParameter> params = exportParameters(model.project.graph);
+    checkExportWeights(model, params);
+    ExportSummary summary;
+    std::vector<TensorRecord> records;
+    for (const ExportParameter& p : params) {
+        TensorRecord r = makeF32Record(p.name, p.shape, model.weights.at(p.name));
+        if (precision == ExportPrecision::F16 && p.shape.rank() >= 2) {
+            const std::vector<float>& v = model.weights.at(p.name);
+            r.dtype = DType::F16;
+            r.data.resize(v.size() * 2);
+            for (size_t i = 0; i < v.size(); ++i) {
+                const uint16_t h = floatToHalf(v[i]);
+                r.data[2 * i] = static_cast<uint8_t>(h & 0xff);
+                r.data[2 * i + 1] = static_cast<uint8_t>(h >> 8);
+            }
+        }
+        summary.tensors.push_back(shapeLine(p.name, p.shape, safetensorsDTypeName(r.dtype)));
+        records.push_back(std::move(r));
+    }
+    const std::map<std::string, std::string> meta{
+        {"format", "pt"},
+        {kMetaProject, projectToJson(model.project).dump()},
+        {kMetaClassLabels, Json(model.classNames).dump()},
+        {kMetaVocabulary, Json(model.vocabulary).dump()},
+        {kMetaNormalization, normalizationJson(model.normalization).dump()},
+    };
+    writeSafetensors(path, records, meta);
+    summary.bytes = fileSize(path);
+    return summary;
+}
+
+ExportSummary writeGgufExport(const std::string& path, const ExportModel& model, ExportPrecision precision) {
+    const std::vector<ExportParameter> params = exportParameters(model.project.graph);
+    checkExportWeights(model, params);
+    GgufFile g;
+    g.setString("general.architecture", "strata");
+    g.setString("general.name", model.project.name.empty() ? "strata-model" : model.project.name);
+    g.setUInt32("general.alignment", kGgufDefaultAlignment);
+    g.setUInt32("general.file_type", precision == ExportPrecision::F32 ? 0u : precision == ExportPrecision::F16 ? 1u : 7u);
+    g.setString(kMetaProject, projectToJson(model.project).dump());
+    g.setStringArray(kMetaClassLabels, model.classNames);
+    if (!model.vocabulary.empty()) g.setStringArray(kMetaVocabulary, model.vocabulary);
+    g.setString("strata.normalization.mode", model.normalization.mode);
+    g.setFloat32("strata.normalization.scale", model.normalization.scale);
+    g.setFloat32("strata.normalization.mean", model.normalization.mean);
+    g.setFloat32("strata.normalization.std", model.normalization.std);
+    ExportSummary summary;
+    for (const ExportParameter& p : params) {
+        GgufTensorType type = GgufTensorType::F32;
+        if (p.shape.rank() >= 2 && precision != ExportPrecision::F32)
+            type = precision == ExportPrecision::Q8_0 && q8Compatible(p.shape) ? GgufTensorType::Q8_0
+                                                                                 : GgufTensorType::F16;
+        g.addTensor(p.name, p.shape, model.weights.at(p.name), type);
+        summary.tensors.push_back(shapeLine(p.name, p.shape, ggufTensorTypeName(type)));
+    }
+    writeGguf(path, g);
+    summary.bytes = fileSize(path);
+    return summary;
+}
+
+ExportModel loadModelFile(const std::string& path) {
+    std::error_code ec;
+    if (!fs::exists(path, ec)) throw std::runtime_error(path + ": no such file or folder");
+    if (fs::is_directory(path, ec)) return exportModelFromCheckpoint(loadCheckpoint(path));
+    char magic[4] = {};
+    {
+        std::ifstream in(path, std::ios::binary);
+        if (!in) throw FormatError(path, "cannot open file for reading");
+        in.read(magic, 4);
+    }
+    if (std::string(magic, 4) == "GGUF") return loadGgufExport(path);
+    if (fs::path(path).extension() == ".onnx") return loadOnnxExport(path);
+    const SafetensorsContents contents = readSafetensors(path);
+    if (contents.metadata.count("strata.checkpoint")) return exportModelFromCheckpoint(loadCheckpoint(path));
+    return loadSafetensorsExport(path, contents);
+}
+
+}  // namespace strata

@@ -1,0 +1,71 @@
+// ExportModel: everything an export format needs from a trained model (the
+// project with its graph, the weights by "<node>.<param>", the dataset
+// normalization, class labels and vocabulary), and the loaders that build one
+// from a checkpoint or from one of our own export files (safetensors, GGUF,
+// ONNX written by Strata, which carry the project JSON in their metadata).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/graph/Project.h"
+#include "core/train/Checkpoint.h"
+
+namespace strata {
+
+struct ExportModel {
+    Project project;
+    std::map<std::string, std::vector<float>> weights;  // flat values by Model::namedParameters name
+    CheckpointNormalization normalization;
+    std::vector<std::string> classNames;
+    std::vector<std::string> vocabulary;
+};
+
+// One parameter or state tensor of a graph, with its real shape (checkpoints store weights flat).
+struct ExportParameter {
+    std::string name;  // "<node name>.<param>"
+    int node = -1;
+    std::string param;  // "weight"
+    Shape shape;
+    bool trainable = true;
+};
+
+// Every parameter of the graph in topological order. Throws std::runtime_error naming the first
+// problem when the graph does not analyze cleanly.
+std::vector<ExportParameter> exportParameters(const Graph& graph);
+// Checks that `model.weights` holds exactly the graph's parameters with the right sizes; throws naming the tensor.
+void checkExportWeights(const ExportModel& model, const std::vector<ExportParameter>& params);
+
+ExportModel exportModelFromCheckpoint(const Checkpoint& checkpoint);
+
+// Metadata keys shared by the formats.
+inline constexpr const char* kMetaProject = "strata.project";
+inline constexpr const char* kMetaClassLabels = "strata.class_labels";
+inline constexpr const char* kMetaVocabulary = "strata.vocabulary";
+
+enum class ExportPrecision { F32, F16, Q8_0 };
+// "f32", "f16", "q8_0" (as given to --quantize); throws std::invalid_argument otherwise.
+ExportPrecision parseExportPrecision(const std::string& text);
+
+// What a writer stored, one line per tensor ("conv1.weight [32, 1, 3, 3] F16"), for the CLI to print.
+struct ExportSummary {
+    std::vector<std::string> tensors;
+    uint64_t bytes = 0;  // file size
+};
+
+// Safetensors export: "<node>.<param>" tensors with their real shapes, F32 or F16 (Q8_0 is GGUF only);
+// metadata strata.project, strata.class_labels, strata.vocabulary (JSON arrays) and strata.normalization (JSON).
+ExportSummary writeSafetensorsExport(const std::string& path, const ExportModel& model, ExportPrecision precision);
+// GGUF export (see Gguf.h for the keys). F16: every tensor of rank >= 2 as F16, 1-D tensors (biases,
+// norm parameters and statistics) stay F32, as llama.cpp does. Q8_0: tensors of rank >= 2 whose
+// innermost dimension is a multiple of 32 as Q8_0; other rank >= 2 tensors as F16; 1-D as F32.
+ExportSummary writeGgufExport(const std::string& path, const ExportModel& model, ExportPrecision precision);
+
+// A checkpoint file or folder, a .safetensors export, a .gguf export or a Strata .onnx export:
+// GGUF by its magic bytes, ONNX by the .onnx extension, anything else as safetensors (a checkpoint
+// or an export, told apart by its metadata). Throws FormatError or std::runtime_error naming the file.
+ExportModel loadModelFile(const std::string& path);
+
+}  // namespace strata

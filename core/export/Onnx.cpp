@@ -1,0 +1,417 @@
+#include "core/export/Onnx.h"
+
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <onnx/checker.h>
+#include <onnx/onnx_pb.h>
+#include <set>
+
+#include "core/layers/LayerRegistry.h"
+
+namespace strata {
+
+namespace {
+
+// IR version that goes with each opset (ONNX 1.8: opset 13 / IR 7, 1.9: 14 / 7, 1.10+: 15..17 / 8).
+int64_t irVersionFor(int opset) { return opset <= 14 ? 7 : 8; }
+
+std::string versionString() { return "0.1.0"; }
+
+// Builds the ONNX graph node by node; names every intermediate "<node>/<what>".
+class OnnxBuilder {
+public:
+    OnnxBuilder(onnx::GraphProto& graph, int opset) : m_graph(graph), m_opset(opset) {}
+
+    int opset() const { return m_opset; }
+
+    onnx::NodeProto& node(const std::string& op, const std::string& name, const std::vector<std::string>& inputs,
+                          const std::string& output) {
+        onnx::NodeProto* n = m_graph.add_node();
+        n->set_op_type(op);
+        n->set_name(name);
+        for (const std::string& i : inputs) n->add_input(i);
+        n->add_output(output);
+        return *n;
+    }
+
+    static void attr(onnx::NodeProto& n, const std::string& name, int64_t v) {
+        onnx::AttributeProto* a = n.add_attribute();
+        a->set_name(name);
+        a->set_type(onnx::AttributeProto::INT);
+        a->set_i(v);
+    }
+    static void attr(onnx::NodeProto& n, const std::string& name, float v) {
+        onnx::AttributeProto* a = n.add_attribute();
+        a->set_name(name);
+        a->set_type(onnx::AttributeProto::FLOAT);
+        a->set_f(v);
+    }
+    static void attr(onnx::NodeProto& n, const std::string& name, const std::vector<int64_t>& v) {
+        onnx::AttributeProto* a = n.add_attribute();
+        a->set_name(name);
+        a->set_type(onnx::AttributeProto::INTS);
+        for (int64_t x : v) a->add_ints(x);
+    }
+
+    void floatInit(const std::string& name, const Shape& shape, const std::vector<float>& values) {
+        onnx::TensorProto* t = m_graph.add_initializer();
+        t->set_name(name);
+        t->set_data_type(onnx::TensorProto::FLOAT);
+        for (int64_t d : shape.dims()) t->add_dims(d);
+        t->set_raw_data(std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float)));
+    }
+    // A scalar float constant (rank 0), broadcast against anything.
+    std::string scalar(const std::string& name, float v) {
+        floatInit(name, Shape{}, {v});
+        return name;
+    }
+    std::string int64Init(const std::string& name, const std::vector<int64_t>& values) {
+        onnx::TensorProto* t = m_graph.add_initializer();
+        t->set_name(name);
+        t->set_data_type(onnx::TensorProto::INT64);
+        t->add_dims(static_cast<int64_t>(values.size()));
+        t->set_raw_data(std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(int64_t)));
+        return name;
+    }
+
+    void valueInfo(onnx::ValueInfoProto* vi, const std::string& name, const Shape& perSample) {
+        vi->set_name(name);
+        onnx::TypeProto_Tensor* tt = vi->mutable_type()->mutable_tensor_type();
+        tt->set_elem_type(onnx::TensorProto::FLOAT);
+        onnx::TensorShapeProto* sh = tt->mutable_shape();
+        sh->add_dim()->set_dim_param("N");
+        for (int64_t d : perSample.dims()) sh->add_dim()->set_dim_value(d);
+    }
+
+private:
+    onnx::GraphProto& m_graph;
+    int m_opset;
+};
+
+std::pair<int64_t, int64_t> pairOf(const Json& params, const char* key, std::pair<int64_t, int64_t> fallback) {
+    if (!params.contains(key)) return fallback;
+    const std::vector<int64_t> v = params.at(key).get<std::vector<int64_t>>();
+    if (v.empty()) return fallback;
+    if (v.size() == 1) return {v[0], v[0]};
+    return {v[0], v[1]};
+}
+
+std::string jsonArray(const std::vector<std::string>& items) { return nlohmann::json(items).dump(); }
+
+}  // namespace
+
+void writeOnnx(const std::string& path, const ExportModel& model, const OnnxExportOptions& options) {
+    if (options.opset < kOnnxMinOpset || options.opset > kOnnxMaxOpset)
+        throw std::invalid_argument("ONNX opset " + std::to_string(options.opset) + " is not supported (" +
+                                    std::to_string(kOnnxMinOpset) + " to " + std::to_string(kOnnxMaxOpset) + ")");
+    const Graph& graph = model.project.graph;
+    const std::vector<ExportParameter> params = exportParameters(graph);
+    checkExportWeights(model, params);
+    const GraphAnalysis analysis = analyzeGraph(graph);
+
+    onnx::ModelProto proto;
+    proto.set_ir_version(irVersionFor(options.opset));
+    proto.set_producer_name("strata");
+    proto.set_producer_version(versionString());
+    proto.set_model_version(1);
+    proto.set_doc_string("Exported by Strata from project '" + model.project.name + "'");
+    onnx::OperatorSetIdProto* opsetId = proto.add_opset_import();
+    opsetId->set_domain("");
+    opsetId->set_version(options.opset);
+    auto meta = [&](const std::string& k, const std::string& v) {
+        onnx::StringStringEntryProto* e = proto.add_metadata_props();
+        e->set_key(k);
+        e->set_value(v);
+    };
+    meta("strata.version", versionString());
+    meta(kMetaClassLabels, jsonArray(model.classNames));
+    if (!model.vocabulary.empty()) meta(kMetaVocabulary, jsonArray(model.vocabulary));
+    meta("strata.normalization", nlohmann::json{{"mode", model.normalization.mode},
+                                                {"scale", model.normalization.scale},
+                                                {"mean", model.normalization.mean},
+                                                {"std", model.normalization.std},
+                                                {"in_graph", options.includeNormalization}}
+                                     .dump());
+    meta(kMetaProject, projectToJson(model.project).dump());
+
+    onnx::GraphProto& g = *proto.mutable_graph();
+    g.set_name(model.project.name.empty() ? "strata" : model.project.name);
+    OnnxBuilder b(g, options.opset);
+
+    // The ONNX value that carries each Strata node's output (Dropout aliases its input).
+    std::map<int, std::string> valueOf;
+    const std::vector<int> order = graph.topologicalOrder();
+    std::set<int> hasConsumer;
+    for (const Edge& e : graph.edges()) hasConsumer.insert(e.from.node);
+    int outputNode = -1;
+    for (int id : order)
+        if (!hasConsumer.count(id) && graph.node(id)->type != "Input") outputNode = id;
+
+    auto weightOf = [&](const Node& n, const std::string& param) -> std::string {
+        const std::string name = n.name + "." + param;
+        for (const ExportParameter& p : params)
+            if (p.name == name) {
+                b.floatInit(name, p.shape, model.weights.at(name));
+                return name;
+            }
+        throw OnnxExportError(n.name + ": parameter '" + param + "' is missing");
+    };
+
+    for (int id : order) {
+        const Node& n = *graph.node(id);
+        const Json& p = analysis.params.at(id);
+        const std::string& y = n.name;
+        std::vector<std::string> x;
+        for (const std::string& port : graph.inputPorts(id)) {
+            const auto e = graph.edgeInto({id, port});
+            if (!e) throw OnnxExportError(n.name + ": input port '" + port + "' is not connected");
+            x.push_back(valueOf.at(e->from.node));
+        }
+        const Shape& outShape = analysis.outputShapes.at(id);
+        const std::string& t = n.type;
+
+        if (t == "Input") {
+            b.valueInfo(g.add_input(), n.name, outShape);
+            std::string v = n.name;
+            const CheckpointNormalization& norm = model.normalization;
+            if (options.includeNormalization && norm.mode != "none") {
+                if (norm.scale != 1.f) {
+                    b.node("Mul", y + "/norm_scale", {v, b.scalar(y + "/norm_scale_value", norm.scale)},
+                           y + "/scaled");
+                    v = y + "/scaled";
+                }
+                if (norm.mean != 0.f) {
+                    b.node("Sub", y + "/norm_mean", {v, b.scalar(y + "/norm_mean_value", norm.mean)}, y + "/centered");
+                    v = y + "/centered";
+                }
+                if (norm.std != 1.f) {
+                    b.node("Div", y + "/norm_std", {v, b.scalar(y + "/norm_std_value", norm.std)}, y + "/normalized");
+                    v = y + "/normalized";
+                }
+            }
+            valueOf[id] = v;
+            continue;
+        }
+        if (t == "Dropout") {
+            // Inference ignores dropout; an Identity keeps the output's name when it ends the graph.
+            valueOf[id] = x[0];
+            if (id == outputNode) {
+                b.node("Identity", y, x, y);
+                valueOf[id] = y;
+            }
+            continue;
+        }
+        if (t == "Dense") {
+            std::vector<std::string> in{x[0], weightOf(n, "weight")};
+            if (p.at("use_bias").get<bool>()) in.push_back(weightOf(n, "bias"));
+            auto& node = b.node("Gemm", y, in, y);
+            OnnxBuilder::attr(node, "transB", int64_t{1});
+        } else if (t == "Conv2D") {
+            std::vector<std::string> in{x[0], weightOf(n, "weight")};
+            if (p.at("use_bias").get<bool>()) in.push_back(weightOf(n, "bias"));
+            auto& node = b.node("Conv", y, in, y);
+            const auto [kh, kw] = pairOf(p, "kernel", {1, 1});
+            const auto [sh, sw] = pairOf(p, "stride", {1, 1});
+            const auto [ph, pw] = pairOf(p, "padding", {0, 0});
+            const auto [dh, dw] = pairOf(p, "dilation", {1, 1});
+            OnnxBuilder::attr(node, "kernel_shape", std::vector<int64_t>{kh, kw});
+            OnnxBuilder::attr(node, "strides", std::vector<int64_t>{sh, sw});
+            OnnxBuilder::attr(node, "pads", std::vector<int64_t>{ph, pw, ph, pw});
+            OnnxBuilder::attr(node, "dilations", std::vector<int64_t>{dh, dw});
+            OnnxBuilder::attr(node, "group", p.at("groups").get<int64_t>());
+        } else if (t == "MaxPool2D" || t == "AvgPool2D") {
+            auto& node = b.node(t == "MaxPool2D" ? "MaxPool" : "AveragePool", y, x, y);
+            const auto [kh, kw] = pairOf(p, "kernel", {1, 1});
+            const auto [sh, sw] = pairOf(p, "stride", {kh, kw});
+            const auto [ph, pw] = pairOf(p, "padding", {0, 0});
+            OnnxBuilder::attr(node, "kernel_shape", std::vector<int64_t>{kh, kw});
+            OnnxBuilder::attr(node, "strides", std::vector<int64_t>{sh, sw});
+            OnnxBuilder::attr(node, "pads", std::vector<int64_t>{ph, pw, ph, pw});
+            if (t == "AvgPool2D") OnnxBuilder::attr(node, "count_include_pad", int64_t{0});
+        } else if (t == "GlobalAvgPool") {
+            b.node("GlobalAveragePool", y + "/pool", x, y + "/pooled");
+            OnnxBuilder::attr(b.node("Flatten", y, {y + "/pooled"}, y), "axis", int64_t{1});
+        } else if (t == "Flatten") {
+            OnnxBuilder::attr(b.node("Flatten", y, x, y), "axis", int64_t{1});
+        } else if (t == "Reshape") {
+            std::vector<int64_t> dims{-1};
+            dims.insert(dims.end(), outShape.dims().begin(), outShape.dims().end());
+            b.node("Reshape", y, {x[0], b.int64Init(y + "/shape", dims)}, y);
+        } else if (t == "ReLU") {
+            b.node("Relu", y, x, y);
+        } else if (t == "LeakyReLU") {
+            OnnxBuilder::attr(b.node("LeakyRelu", y, x, y), "alpha", p.at("alpha").get<float>());
+        } else if (t == "Sigmoid") {
+            b.node("Sigmoid", y, x, y);
+        } else if (t == "Tanh") {
+            b.node("Tanh", y, x, y);
+        } else if (t == "GELU") {
+            // Gelu is an ONNX op only from opset 20; this is its exact (erf) definition, as our backends compute it.
+            b.node("Div", y + "/div", {x[0], b.scalar(y + "/sqrt2", static_cast<float>(std::sqrt(2.0)))}, y + "/scaled");
+            b.node("Erf", y + "/erf", {y + "/scaled"}, y + "/erf");
+            b.node("Add", y + "/add", {y + "/erf", b.scalar(y + "/one", 1.f)}, y + "/cdf2");
+            b.node("Mul", y + "/mul", {x[0], y + "/cdf2"}, y + "/xcdf2");
+            b.node("Mul", y, {y + "/xcdf2", b.scalar(y + "/half", 0.5f)}, y);
+        } else if (t == "Softmax") {
+            OnnxBuilder::attr(b.node("Softmax", y, x, y), "axis", int64_t{-1});
+        } else if (t == "BatchNorm") {
+            auto& node = b.node("BatchNormalization", y,
+                                {x[0], weightOf(n, "gamma"), weightOf(n, "beta"), weightOf(n, "running_mean"),
+                                 weightOf(n, "running_var")},
+                                y);
+            OnnxBuilder::attr(node, "epsilon", p.at("eps").get<float>());
+        } else if (t == "LayerNorm") {
+            const float eps = p.at("eps").get<float>();
+            const std::string gamma = weightOf(n, "gamma"), beta = weightOf(n, "beta");
+            if (options.opset >= 17) {
+                auto& node = b.node("LayerNormalization", y, {x[0], gamma, beta}, y);
+                OnnxBuilder::attr(node, "axis", int64_t{-1});
+                OnnxBuilder::attr(node, "epsilon", eps);
+            } else {
+                // A positive axis: OpenCV 4.6 mis-sizes ReduceMean with axes = [-1].
+                const std::vector<int64_t> last{outShape.rank()};
+                OnnxBuilder::attr(b.node("ReduceMean", y + "/mean", x, y + "/mean"), "axes", last);
+                b.node("Sub", y + "/center", {x[0], y + "/mean"}, y + "/centered");
+                b.node("Mul", y + "/square", {y + "/centered", y + "/centered"}, y + "/squared");
+                OnnxBuilder::attr(b.node("ReduceMean", y + "/var", {y + "/squared"}, y + "/var"), "axes", last);
+                b.node("Add", y + "/var_eps", {y + "/var", b.scalar(y + "/eps", eps)}, y + "/var_eps");
+                b.node("Sqrt", y + "/std", {y + "/var_eps"}, y + "/std");
+                b.node("Div", y + "/normalize", {y + "/centered", y + "/std"}, y + "/normalized");
+                b.node("Mul", y + "/gamma", {y + "/normalized", gamma}, y + "/scaled");
+                b.node("Add", y, {y + "/scaled", beta}, y);
+            }
+        } else if (t == "Add") {
+            std::string acc = x[0];
+            for (size_t i = 1; i < x.size(); ++i) {
+                const std::string out = i + 1 == x.size() ? y : y + "/sum" + std::to_string(i);
+                b.node("Add", out, {acc, x[i]}, out);
+                acc = out;
+            }
+        } else if (t == "Concat") {
+            OnnxBuilder::attr(b.node("Concat", y, x, y), "axis", p.at("axis").get<int64_t>() + 1);
+        } else if (t == "Embedding") {
+            // Ids travel as float32 like every Strata input; Gather needs integers.
+            OnnxBuilder::attr(b.node("Cast", y + "/ids", x, y + "/ids"), "to", int64_t{onnx::TensorProto::INT64});
+            OnnxBuilder::attr(b.node("Gather", y, {weightOf(n, "weight"), y + "/ids"}, y), "axis", int64_t{0});
+        } else if (t == "SequenceMeanPool") {
+            auto& node = b.node("ReduceMean", y, x, y);
+            OnnxBuilder::attr(node, "axes", std::vector<int64_t>{1});
+            OnnxBuilder::attr(node, "keepdims", int64_t{0});
+        } else {
+            throw OnnxExportError(n.name + ": layer type '" + t + "' has no ONNX mapping");
+        }
+        valueOf[id] = y;
+    }
+    if (outputNode < 0) throw OnnxExportError("the graph has no output node");
+    b.valueInfo(g.add_output(), valueOf.at(outputNode), analysis.outputShapes.at(outputNode));
+
+    try {
+        onnx::checker::check_model(proto);
+    } catch (const std::exception& e) {
+        throw OnnxExportError(std::string("the exported model fails onnx::checker: ") + e.what());
+    }
+
+    const std::string tmp = path + ".tmp-" + std::to_string(::getpid());
+    {
+        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+        if (!out) throw std::runtime_error("cannot open " + tmp + " for writing");
+        if (!proto.SerializeToOstream(&out) || !out.flush()) {
+            out.close();
+            std::remove(tmp.c_str());
+            throw std::runtime_error("write failed: " + tmp);
+        }
+    }
+    std::error_code ec;
+    std::filesystem::rename(tmp, path, ec);
+    if (ec) {
+        std::remove(tmp.c_str());
+        throw std::runtime_error("cannot rename " + tmp + " to " + path + ": " + ec.message());
+    }
+}
+
+const TensorRecord* OnnxModelInfo::initializer(const std::string& name) const {
+    for (const TensorRecord& t : initializers)
+        if (t.name == name) return &t;
+    return nullptr;
+}
+
+OnnxModelInfo readOnnx(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw FormatError(path, "cannot open file for reading");
+    onnx::ModelProto proto;
+    if (!proto.ParseFromIstream(&in)) throw FormatError(path, "not an ONNX model (protobuf ModelProto parse failed)");
+    if (!proto.has_graph()) throw FormatError(path, "ONNX model without a graph");
+    OnnxModelInfo info;
+    info.irVersion = proto.ir_version();
+    for (const auto& op : proto.opset_import())
+        if (op.domain().empty() || op.domain() == "ai.onnx") info.opset = static_cast<int>(op.version());
+    info.producerName = proto.producer_name();
+    info.producerVersion = proto.producer_version();
+    for (const auto& m : proto.metadata_props()) info.metadata[m.key()] = m.value();
+    const onnx::GraphProto& g = proto.graph();
+    std::set<std::string> initNames;
+    for (const auto& t : g.initializer()) initNames.insert(t.name());
+    auto dimsOf = [](const onnx::ValueInfoProto& vi) {
+        std::vector<int64_t> dims;
+        for (const auto& d : vi.type().tensor_type().shape().dim())
+            dims.push_back(d.has_dim_value() ? d.dim_value() : -1);
+        return dims;
+    };
+    std::vector<const onnx::ValueInfoProto*> inputs;
+    for (const auto& vi : g.input())
+        if (!initNames.count(vi.name())) inputs.push_back(&vi);
+    if (inputs.size() != 1 || g.output_size() != 1)
+        throw FormatError(path, "expected one graph input and one output, found " + std::to_string(inputs.size()) +
+                                    " and " + std::to_string(g.output_size()));
+    info.inputName = inputs[0]->name();
+    info.inputDims = dimsOf(*inputs[0]);
+    info.outputName = g.output(0).name();
+    info.outputDims = dimsOf(g.output(0));
+    for (const auto& n : g.node()) {
+        OnnxNodeInfo ni;
+        ni.name = n.name();
+        ni.opType = n.op_type();
+        ni.inputs.assign(n.input().begin(), n.input().end());
+        ni.outputs.assign(n.output().begin(), n.output().end());
+        info.nodes.push_back(std::move(ni));
+    }
+    for (const auto& t : g.initializer()) {
+        int64_t numel = 1;
+        std::vector<int64_t> dims(t.dims().begin(), t.dims().end());
+        for (int64_t d : dims) numel *= d;
+        const std::string where = "initializer '" + t.name() + "': ";
+        if (t.data_type() == onnx::TensorProto::FLOAT) {
+            std::vector<float> values;
+            if (t.has_raw_data()) {
+                if (t.raw_data().size() != static_cast<size_t>(numel) * 4)
+                    throw FormatError(path, where + std::to_string(t.raw_data().size()) + " raw bytes for " +
+                                                std::to_string(numel) + " floats");
+                values.resize(static_cast<size_t>(numel));
+                std::memcpy(values.data(), t.raw_data().data(), t.raw_data().size());
+            } else {
+                if (t.float_data_size() != numel) throw FormatError(path, where + "float_data does not match dims");
+                values.assign(t.float_data().begin(), t.float_data().end());
+            }
+            info.initializers.push_back(makeF32Record(t.name(), Shape(dims), values));
+        } else if (t.data_type() == onnx::TensorProto::INT64) {
+            std::vector<int64_t> values;
+            if (t.has_raw_data()) {
+                if (t.raw_data().size() != static_cast<size_t>(numel) * 8)
+                    throw FormatError(path, where + "raw data does not match dims");
+                values.resize(static_cast<size_t>(numel));
+                std::memcpy(values.data(), t.raw_data().data(), t.raw_data().size());
+            } else {
+                values.assign(t.int64_data().begin(), t.int64_data().end());
+            }
+            info.int64Initializers[t.name()] = std::move(values);
+        }
+    }
+    return info;
+}
+
+}  // namespace strata

@@ -1,0 +1,72 @@
+// ONNX export through the ONNX protobuf definitions (onnx-ml.proto, opsets 13
+// to 17), and a reader that parses a file back for round-trip checks.
+//
+// The exported graph takes raw data-file values (Fashion-MNIST pixels 0..255 as
+// float32 NCHW): the dataset normalization x' = (x*scale - mean)/std is part of
+// the graph (Mul, Sub, Div after the input). The batch dimension is symbolic
+// ("N"). Graph input and output are named after the Input node and the output
+// node; weights are initializers named "<node>.<param>".
+//
+// Layer mapping: Dense -> Gemm (transB=1); Conv2D -> Conv; MaxPool2D -> MaxPool;
+// AvgPool2D -> AveragePool (count_include_pad=0); GlobalAvgPool ->
+// GlobalAveragePool + Flatten; Flatten -> Flatten(axis 1); Reshape -> Reshape
+// (batch -1); activations -> Relu, LeakyRelu, Sigmoid, Tanh; GELU -> the exact
+// erf form 0.5*x*(1+erf(x/sqrt 2)) (ONNX Gelu needs opset 20); Softmax ->
+// Softmax(axis -1); BatchNorm -> BatchNormalization (inference); LayerNorm ->
+// LayerNormalization at opset >= 17, else ReduceMean/Sub/Mul/Sqrt/Div;
+// Dropout -> removed; Add -> Add (chained); Concat -> Concat(axis+1);
+// Embedding -> Cast(int64) + Gather; SequenceMeanPool -> ReduceMean(axis 1).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/export/ExportModel.h"
+#include "core/export/FormatError.h"
+#include "core/export/Safetensors.h"
+
+namespace strata {
+
+constexpr int kOnnxDefaultOpset = 13;
+constexpr int kOnnxMinOpset = 13;
+constexpr int kOnnxMaxOpset = 17;
+
+struct OnnxExportOptions {
+    int opset = kOnnxDefaultOpset;
+    bool includeNormalization = true;  // false: the file takes already-normalized inputs
+};
+
+// Thrown for a node the exporter cannot map; names the node.
+class OnnxExportError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+// Builds, checks (onnx::checker) and writes the model ("<path>.tmp-<pid>" renamed over path).
+void writeOnnx(const std::string& path, const ExportModel& model, const OnnxExportOptions& options = {});
+
+struct OnnxNodeInfo {
+    std::string name, opType;
+    std::vector<std::string> inputs, outputs;
+};
+
+// What readOnnx finds in a file.
+struct OnnxModelInfo {
+    int64_t irVersion = 0;
+    int opset = 0;
+    std::string producerName, producerVersion;
+    std::string inputName, outputName;
+    std::vector<int64_t> inputDims, outputDims;  // -1 for a symbolic dimension
+    std::vector<OnnxNodeInfo> nodes;
+    std::vector<TensorRecord> initializers;  // float initializers as F32 host bytes
+    std::map<std::string, std::vector<int64_t>> int64Initializers;  // shapes, axes
+    std::map<std::string, std::string> metadata;
+    const TensorRecord* initializer(const std::string& name) const;
+};
+
+// Parses a model file. Throws FormatError (not a protobuf ModelProto, no graph, more than one input or output).
+OnnxModelInfo readOnnx(const std::string& path);
+
+}  // namespace strata

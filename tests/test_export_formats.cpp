@@ -1,0 +1,365 @@
+// GGUF and safetensors model exports: bit-exact F32 round trips through the
+// loaders, F16 and Q8_0 error bounds on the weights and on the outputs of the
+// reloaded model, corrupt files, and the `export` / `predict` commands end to end.
+#include <QtTest>
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "core/export/ExportCommands.h"
+#include "core/export/ExportModel.h"
+#include "core/export/Gguf.h"
+#include "core/export/Half.h"
+#include "core/export/Safetensors.h"
+#include "core/graph/Model.h"
+#include "core/train/Checkpoint.h"
+#include "tests/support/TestBackends.h"
+
+using namespace strata;
+
+namespace {
+
+// Input [1, 8, 8] -> Conv 32 -> ReLU -> Flatten -> Dense 32 -> BatchNorm -> Dense 10.
+Project smallCnn() {
+    Project p;
+    p.name = "small_cnn";
+    Graph& g = p.graph;
+    const int in = g.addNode("Input", "image", {{"shape", {1, 8, 8}}});
+    const int c = g.addNode("Conv2D", "conv", {{"filters", 32}, {"kernel", {3, 3}}, {"padding", {1, 1}}});
+    const int r = g.addNode("ReLU", "relu");
+    const int f = g.addNode("Flatten", "flat");
+    const int d1 = g.addNode("Dense", "fc1", {{"units", 32}});
+    const int bn = g.addNode("BatchNorm", "bn");
+    const int d2 = g.addNode("Dense", "fc2", {{"units", 10}});
+    g.connect(in, c);
+    g.connect(c, r);
+    g.connect(r, f);
+    g.connect(f, d1);
+    g.connect(d1, bn);
+    g.connect(bn, d2);
+    p.dataset.kind = "synthetic";
+    p.dataset.syntheticShape = {1, 8, 8};
+    p.dataset.syntheticClasses = 10;
+    p.dataset.normalization = "none";
+    return p;
+}
+
+ExportModel randomExport(const Project& project, unsigned seed) {
+    auto backend = test::makeReferenceBackend();
+    auto model = compile(project.graph, *backend, seed);
+    ExportModel m;
+    m.project = project;
+    m.weights = modelWeights(*model);
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> nd(0.f, 0.1f);
+    for (auto& [name, values] : m.weights) {
+        const bool var = name.find("running_var") != std::string::npos;
+        for (float& v : values) v = var ? 0.5f + std::fabs(nd(rng)) : nd(rng);
+    }
+    m.normalization.mode = "scale";
+    m.normalization.scale = 1.f / 255.f;
+    for (int k = 0; k < 10; ++k) m.classNames.push_back("class_" + std::string(1, char('A' + k)));
+    return m;
+}
+
+std::vector<float> runModel(const ExportModel& m, const std::vector<float>& input, int64_t batch) {
+    auto backend = test::makeReferenceBackend();
+    auto model = compile(m.project.graph, *backend, 0);
+    applyWeights(*model, m.weights);
+    const Tensor x = backend->fromHost(model->inputShape().withBatch(batch), input.data());
+    const Tensor& y = model->forward(x, false);
+    std::vector<float> out(static_cast<size_t>(y.numel()));
+    backend->toHost(y, out.data());
+    return out;
+}
+
+double maxAbsDiff(const std::vector<float>& a, const std::vector<float>& b) {
+    double worst = 0;
+    for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, double(std::fabs(a[i] - b[i])));
+    return worst;
+}
+
+std::vector<uint8_t> readBytes(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::vector<uint8_t>(std::istreambuf_iterator<char>(in), {});
+}
+
+void writeBytes(const std::string& path, const std::vector<uint8_t>& bytes) {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+}
+
+// Raw IDX images (u8, big-endian header): count x 8 x 8.
+void writeIdx(const std::string& path, const std::vector<uint8_t>& pixels, int count) {
+    std::vector<uint8_t> b{0, 0, 0x08, 3, 0, 0, 0, static_cast<uint8_t>(count), 0, 0, 0, 8, 0, 0, 0, 8};
+    b.insert(b.end(), pixels.begin(), pixels.end());
+    writeBytes(path, b);
+}
+
+}  // namespace
+
+class TestExportFormats : public QObject {
+    Q_OBJECT
+
+private:
+    QTemporaryDir m_dir;
+    std::string path(const std::string& name) const { return (m_dir.path() + "/").toStdString() + name; }
+
+private slots:
+    void safetensorsRoundTripBitExact() {
+        const ExportModel m = randomExport(smallCnn(), 1);
+        writeSafetensorsExport(path("m.safetensors"), m, ExportPrecision::F32);
+        const SafetensorsContents raw = readSafetensors(path("m.safetensors"));
+        QCOMPARE(raw.find("conv.weight")->shape, (Shape{32, 1, 3, 3}));  // real shapes, not flat
+        QCOMPARE(raw.find("fc1.weight")->shape, (Shape{32, 2048}));
+        QVERIFY(raw.metadata.count("strata.project"));
+        const ExportModel back = loadModelFile(path("m.safetensors"));
+        QVERIFY(back.weights == m.weights);
+        QCOMPARE(back.classNames, m.classNames);
+        QCOMPARE(back.normalization, m.normalization);
+        QCOMPARE(back.project, m.project);
+        QVERIFY_THROWS_EXCEPTION(std::invalid_argument,
+                                 writeSafetensorsExport(path("q.safetensors"), m, ExportPrecision::Q8_0));
+    }
+
+    void safetensorsF16() {
+        const ExportModel m = randomExport(smallCnn(), 2);
+        writeSafetensorsExport(path("h.safetensors"), m, ExportPrecision::F16);
+        const SafetensorsContents raw = readSafetensors(path("h.safetensors"));
+        QCOMPARE(raw.find("fc1.weight")->dtype, DType::F16);
+        QCOMPARE(raw.find("fc1.bias")->dtype, DType::F32);  // 1-D tensors stay F32
+        const ExportModel back = loadModelFile(path("h.safetensors"));
+        for (const auto& [name, values] : m.weights)
+            for (size_t i = 0; i < values.size(); ++i)
+                QVERIFY(std::fabs(back.weights.at(name)[i] - values[i]) <= std::fabs(values[i]) / 2048 + 3e-8);
+    }
+
+    void ggufRoundTripBitExact() {
+        const ExportModel m = randomExport(smallCnn(), 3);
+        writeGgufExport(path("m.gguf"), m, ExportPrecision::F32);
+        const GgufFile g = readGguf(path("m.gguf"));
+        QCOMPARE(g.getString("general.architecture"), std::string("strata"));
+        QCOMPARE(g.getString("general.name"), std::string("small_cnn"));
+        QCOMPARE(g.getUInt32("general.alignment"), 32u);
+        QCOMPARE(g.getStringArray("strata.class_labels"), m.classNames);
+        QCOMPARE(g.getString("strata.normalization.mode"), std::string("scale"));
+        QCOMPARE(g.getFloat32("strata.normalization.scale"), 1.f / 255.f);
+        QCOMPARE(parseProject(g.getString("strata.project")), m.project);
+        const ExportModel back = loadModelFile(path("m.gguf"));
+        QVERIFY(back.weights == m.weights);
+        QCOMPARE(back.project, m.project);
+    }
+
+    void ggufQuantizedModelsStillRun() {
+        const ExportModel m = randomExport(smallCnn(), 4);
+        std::mt19937 rng(5);
+        std::uniform_real_distribution<float> u(0.f, 1.f);
+        std::vector<float> input(4 * 64);
+        for (float& v : input) v = u(rng);
+        const std::vector<float> reference = runModel(m, input, 4);
+
+        const ExportSummary q8 = writeGgufExport(path("q8.gguf"), m, ExportPrecision::Q8_0);
+        const GgufFile g = readGguf(path("q8.gguf"));
+        QCOMPARE(g.findTensor("fc1.weight")->type, GgufTensorType::Q8_0);   // inner 2048: blocks of 32
+        QCOMPARE(g.findTensor("fc2.weight")->type, GgufTensorType::Q8_0);   // inner 32
+        QCOMPARE(g.findTensor("conv.weight")->type, GgufTensorType::F16);   // inner 3: F16 fallback
+        QCOMPARE(g.findTensor("bn.running_var")->type, GgufTensorType::F32);
+        QCOMPARE(q8.tensors.size(), m.weights.size());
+        const ExportModel back = loadModelFile(path("q8.gguf"));
+        // Q8_0 weight error: at most half a step of the block scale (plus the f16 rounding of the scale).
+        const std::vector<float>& w = m.weights.at("fc1.weight");
+        const std::vector<float>& wq = back.weights.at("fc1.weight");
+        for (size_t b = 0; b < w.size() / 32; ++b) {
+            float amax = 0;
+            for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(w[b * 32 + j]));
+            for (int j = 0; j < 32; ++j)
+                QVERIFY(std::fabs(wq[b * 32 + j] - w[b * 32 + j]) <= 0.5f * amax / 127.f * 1.001f + amax / 1024);
+        }
+        const double q8Diff = maxAbsDiff(runModel(back, input, 4), reference);
+
+        writeGgufExport(path("f16.gguf"), m, ExportPrecision::F16);
+        const double f16Diff = maxAbsDiff(runModel(loadModelFile(path("f16.gguf")), input, 4), reference);
+        qInfo("output max abs difference vs F32: f16 %.3g, q8_0 %.3g", f16Diff, q8Diff);
+        QVERIFY(f16Diff > 0 && f16Diff < 2e-3);
+        QVERIFY(q8Diff > f16Diff && q8Diff < 2e-2);
+        QVERIFY(std::filesystem::file_size(path("q8.gguf")) < std::filesystem::file_size(path("f16.gguf")));
+    }
+
+    void corruptExportsGiveFormatErrors() {
+        const ExportModel m = randomExport(smallCnn(), 6);
+        writeGgufExport(path("c.gguf"), m, ExportPrecision::F32);
+        writeSafetensorsExport(path("c.safetensors"), m, ExportPrecision::F32);
+        for (const std::string name : {"c.gguf", "c.safetensors"}) {
+            auto b = readBytes(path(name));
+            b.resize(b.size() / 2);
+            writeBytes(path("trunc_" + name), b);
+            try {
+                loadModelFile(path("trunc_" + name));
+                QFAIL("truncated file accepted");
+            } catch (const FormatError& e) {
+                QVERIFY2(std::string(e.what()).find("trunc_" + name) != std::string::npos, e.what());
+            }
+        }
+        // A valid safetensors file whose tensor does not fit the graph.
+        SafetensorsContents s = readSafetensors(path("c.safetensors"));
+        std::vector<TensorRecord> tensors = s.tensors;
+        tensors[0] = makeF32Record(tensors[0].name, Shape{3}, {1, 2, 3});
+        writeSafetensors(path("wrong.safetensors"), tensors, s.metadata);
+        QVERIFY_THROWS_EXCEPTION(FormatError, loadModelFile(path("wrong.safetensors")));
+        // A plain safetensors file without Strata metadata.
+        writeSafetensors(path("plain.safetensors"), {makeF32Record("w", Shape{1}, {1})}, {});
+        QVERIFY_THROWS_EXCEPTION(FormatError, loadModelFile(path("plain.safetensors")));
+    }
+
+    void exportAndPredictCommands() {
+        // A checkpoint as the trainer writes it.
+        const ExportModel m = randomExport(smallCnn(), 7);
+        Checkpoint ck;
+        ck.project = m.project;
+        ck.weights = m.weights;
+        ck.normalization = m.normalization;
+        ck.classNames = m.classNames;
+        ck.epoch = 1;
+        saveCheckpoint(ck, path("ckpt/best.safetensors"));
+
+        std::mt19937 rng(8);
+        std::uniform_int_distribution<int> px(0, 255);
+        std::vector<uint8_t> pixels(3 * 64);
+        for (uint8_t& p : pixels) p = static_cast<uint8_t>(px(rng));
+        writeIdx(path("images.idx"), pixels, 3);
+
+        // Expected probabilities of the first image, computed directly.
+        std::vector<float> x(pixels.begin(), pixels.begin() + 64);
+        for (float& v : x) v = v / 255.f;
+        const std::vector<float> logits = runModel(m, x, 1);
+        std::vector<double> p(10);
+        double mx = *std::max_element(logits.begin(), logits.end()), sum = 0;
+        for (size_t k = 0; k < 10; ++k) sum += p[k] = std::exp(logits[k] - mx);
+        const size_t best = static_cast<size_t>(std::max_element(p.begin(), p.end()) - p.begin());
+        char expected[64];
+        std::snprintf(expected, sizeof expected, "sample 0: %s %.4f", m.classNames[best].c_str(), p[best] / sum);
+
+        for (const std::string format : {"gguf", "safetensors", "onnx"}) {
+            std::ostringstream out, err;
+            const std::string file = path("cli." + format);
+            const int rc = runExportCommand({path("ckpt"), "--format", format, "-o", file}, out, err);
+            QVERIFY2(rc == 0, err.str().c_str());
+            QVERIFY(out.str().find("wrote " + file) != std::string::npos);
+            std::ostringstream pout, perr;
+            const int prc = runPredictCommand({file, path("images.idx"), "--top", "2"}, pout, perr);
+            QVERIFY2(prc == 0, perr.str().c_str());
+            QVERIFY2(pout.str().find(expected) != std::string::npos, (pout.str() + " lacks " + expected).c_str());
+            QVERIFY(pout.str().find("sample 2:") != std::string::npos);
+        }
+        // The checkpoint folder itself is a model file for predict.
+        std::ostringstream pout, perr;
+        QCOMPARE(runPredictCommand({path("ckpt"), path("images.idx"), "--count", "1"}, pout, perr), 0);
+        QVERIFY(pout.str().find(expected) != std::string::npos);
+        QVERIFY(pout.str().find("sample 1:") == std::string::npos);
+
+        // q8_0 through the CLI.
+        std::ostringstream out, err;
+        QCOMPARE(runExportCommand({path("ckpt/best.safetensors"), "--format", "gguf", "--quantize", "q8_0", "-o",
+                                   path("cli_q8.gguf")},
+                                  out, err),
+                 0);
+        QVERIFY(out.str().find("fc1.weight [32, 2048] Q8_0") != std::string::npos);
+    }
+
+    void predictReadsNetpbm() {
+        const ExportModel m = randomExport(smallCnn(), 9);
+        writeGgufExport(path("p.gguf"), m, ExportPrecision::F32);
+        std::string pgm = "P5\n# a comment\n8 8\n255\n";
+        for (int i = 0; i < 64; ++i) pgm.push_back(static_cast<char>(i * 4));
+        std::ofstream(path("img.pgm"), std::ios::binary) << pgm;
+        std::string ascii = "P2 8 8 255\n";
+        for (int i = 0; i < 64; ++i) ascii += std::to_string(i * 4) + " ";
+        std::ofstream(path("img_ascii.pgm")) << ascii;
+        std::string ppm = "P6 8 8 255\n";  // gray pixels as RGB: the same input after averaging
+        for (int i = 0; i < 64; ++i) ppm += std::string(3, static_cast<char>(i * 4));
+        std::ofstream(path("img.ppm"), std::ios::binary) << ppm;
+
+        const PredictInputs a = readNetpbm(path("img.pgm"));
+        QCOMPARE(a.sampleDims, (std::vector<int64_t>{1, 8, 8}));
+        QCOMPARE(a.values[63], 252.f);
+        QVERIFY(readNetpbm(path("img_ascii.pgm")).values == a.values);
+        const PredictInputs c = readNetpbm(path("img.ppm"));
+        QCOMPARE(c.sampleDims, (std::vector<int64_t>{3, 8, 8}));
+        QCOMPARE(c.values[64 + 5], 20.f);  // planar: the green plane starts at 64
+
+        std::string outputs[3];
+        int k = 0;
+        for (const char* img : {"img.pgm", "img_ascii.pgm", "img.ppm"}) {
+            std::ostringstream out, err;
+            QVERIFY2(runPredictCommand({path("p.gguf"), path(img)}, out, err) == 0, err.str().c_str());
+            outputs[k++] = out.str().substr(out.str().find("sample 0"));
+        }
+        QCOMPARE(outputs[1], outputs[0]);
+        QCOMPARE(outputs[2], outputs[0]);
+
+        std::ofstream(path("bad.pgm"), std::ios::binary) << "P5 8 8 255\n" << std::string(10, 'x');
+        QVERIFY_THROWS_EXCEPTION(FormatError, readNetpbm(path("bad.pgm")));
+        std::ofstream(path("bad2.pgm")) << "P7 1 1 255\n";
+        QVERIFY_THROWS_EXCEPTION(FormatError, readNetpbm(path("bad2.pgm")));
+        std::ofstream(path("small.pgm"), std::ios::binary) << "P5 2 2 255\n" << std::string(4, 'x');
+        std::ostringstream out, err;
+        QCOMPARE(runPredictCommand({path("p.gguf"), path("small.pgm")}, out, err), 1);
+        QVERIFY2(err.str().find("do not fit the model input [1, 8, 8]") != std::string::npos, err.str().c_str());
+    }
+
+    void predictReadsCsv() {
+        Project p;
+        p.name = "tabular";
+        const int in = p.graph.addNode("Input", "features", {{"shape", {3}}});
+        const int d = p.graph.addNode("Dense", "fc", {{"units", 2}});
+        p.graph.connect(in, d);
+        p.dataset.kind = "csv";
+        p.dataset.labelColumn = "species";
+        ExportModel m;
+        m.project = p;
+        m.weights["fc.weight"] = {1, 0, 0, 0, 1, 0};  // logits = first two features
+        m.weights["fc.bias"] = {0, 0};
+        m.classNames = {"setosa", "virginica"};
+        writeSafetensorsExport(path("tab.safetensors"), m, ExportPrecision::F32);
+        std::ofstream(path("rows.csv")) << "a,species,b,c\n2,virginica,0,5\n0,setosa,3,1\n";
+        std::ostringstream out, err;
+        QVERIFY2(runPredictCommand({path("tab.safetensors"), path("rows.csv"), "--top", "1"}, out, err) == 0,
+                 err.str().c_str());
+        // Row 1: logits (2, 0) -> setosa 0.8808; row 2: (0, 3) -> virginica 0.9526.
+        QVERIFY2(out.str().find("sample 0 (label virginica): setosa 0.8808") != std::string::npos, out.str().c_str());
+        QVERIFY2(out.str().find("sample 1 (label setosa): virginica 0.9526") != std::string::npos, out.str().c_str());
+    }
+
+    void usageErrors() {
+        std::ostringstream out, err;
+        QCOMPARE(runExportCommand({}, out, err), 2);
+        QCOMPARE(runExportCommand({"x", "--format", "tflite", "-o", "y"}, out, err), 2);
+        QVERIFY(err.str().find("unknown format 'tflite'") != std::string::npos);
+        QCOMPARE(runExportCommand({"x", "--format", "onnx", "--opset", "21", "-o", "y"}, out, err), 2);
+        QCOMPARE(runExportCommand({"x", "--format", "safetensors", "--quantize", "q8_0", "-o", "y"}, out, err), 2);
+        QCOMPARE(runExportCommand({path("missing"), "--format", "gguf", "-o", path("y.gguf")}, out, err), 1);
+        QCOMPARE(runPredictCommand({"only-one"}, out, err), 2);
+    }
+
+    void exportUntrainedProject() {
+        Project p = smallCnn();
+        writeProject(p, path("proj.strata"));
+        std::ostringstream out, err;
+        QVERIFY2(runExportCommand({path("proj.strata"), "--format", "gguf", "-o", path("u.gguf")}, out, err) == 1,
+                 "a project without checkpoints needs --untrained");
+        QVERIFY(err.str().find("--untrained") != std::string::npos);
+        std::ostringstream out2, err2;
+        QVERIFY2(runExportCommand({path("proj.strata"), "--untrained", "--format", "gguf", "-o", path("u.gguf")}, out2,
+                                  err2) == 0,
+                 err2.str().c_str());
+        auto backend = test::makeReferenceBackend();
+        auto model = compile(p.graph, *backend, p.training.seed);
+        QVERIFY(loadModelFile(path("u.gguf")).weights == modelWeights(*model));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestExportFormats)
+#include "test_export_formats.moc"

@@ -1,0 +1,483 @@
+// ONNX export: every layer type alone and in whole networks. Each file must
+// (1) read back with the same weights bit for bit, (2) pass the reference
+// onnx.checker (tools/check_onnx.py through /usr/bin/python3; skipped when
+// python3-onnx is missing) and (3) give the same outputs as Strata when run by
+// an independent runtime, OpenCV's DNN module (max abs difference 1e-4), on raw
+// inputs: the normalization is inside the exported graph.
+#include <QtTest>
+
+#include <QProcess>
+#include <cstring>
+#include <fstream>
+#include <filesystem>
+#include <random>
+#include <set>
+
+#include "core/backend/Backend.h"
+#include "core/export/ExportModel.h"
+#include "core/export/Onnx.h"
+#include "core/graph/Model.h"
+#include "core/layers/LayerRegistry.h"
+#include "tests/support/TestBackends.h"
+
+#ifdef STRATA_HAVE_OPENCV_DNN
+#include <opencv2/core/utils/logger.hpp>
+#include <opencv2/dnn.hpp>
+#endif
+
+using namespace strata;
+
+namespace {
+
+struct Case {
+    std::string name;
+    Project project;
+    CheckpointNormalization norm;
+    bool ids = false;     // the input holds token ids (0..vocab-1) instead of pixel values
+    int64_t vocab = 0;
+};
+
+// Builder for small graphs: a chain from an Input, with optional side branches.
+struct GraphBuilder {
+    Project p;
+    int add(const std::string& type, const std::string& name, Json params, std::vector<int> from = {},
+            std::vector<std::string> ports = {"in"}) {
+        const int id = p.graph.addNode(type, name, params);
+        for (size_t i = 0; i < from.size(); ++i) p.graph.connect(from[i], id, ports[i]);
+        return id;
+    }
+};
+
+CheckpointNormalization imageNorm() {
+    CheckpointNormalization n;
+    n.mode = "standardize";
+    n.scale = 1.f / 255.f;
+    n.mean = 0.286f;
+    n.std = 0.353f;
+    return n;
+}
+
+// One case per layer type (the type under test sits between an Input and the output).
+std::vector<Case> layerCases() {
+    std::vector<Case> cases;
+    auto single = [&](const std::string& name, std::vector<int64_t> inShape, const std::string& type, Json params) {
+        GraphBuilder g;
+        const int in = g.add("Input", "input", {{"shape", inShape}});
+        g.add(type, "layer", params, {in});
+        g.p.name = name;
+        cases.push_back({name, g.p, imageNorm()});
+    };
+    single("Dense", {12}, "Dense", {{"units", 5}});
+    single("Dense_nobias", {12}, "Dense", {{"units", 7}, {"use_bias", false}});
+    single("Conv2D", {3, 8, 8}, "Conv2D", {{"filters", 4}, {"kernel", {3, 3}}, {"padding", {1, 1}}});
+    single("Conv2D_strided_dilated_grouped", {4, 9, 10}, "Conv2D",
+           {{"filters", 6}, {"kernel", {3, 2}}, {"stride", {2, 1}}, {"padding", {1, 0}}, {"dilation", {2, 1}},
+            {"groups", 2}, {"use_bias", false}});
+    single("MaxPool2D", {2, 7, 7}, "MaxPool2D", {{"kernel", {3, 3}}, {"stride", {2, 2}}, {"padding", {1, 1}}});
+    single("MaxPool2D_default", {2, 8, 6}, "MaxPool2D", Json::object());
+    single("AvgPool2D", {2, 7, 7}, "AvgPool2D", {{"kernel", {3, 3}}, {"stride", {2, 2}}, {"padding", {1, 1}}});
+    single("GlobalAvgPool", {3, 5, 4}, "GlobalAvgPool", Json::object());
+    single("Flatten", {2, 3, 4}, "Flatten", Json::object());
+    single("Reshape", {24}, "Reshape", {{"shape", {2, -1, 3}}});
+    single("ReLU", {10}, "ReLU", Json::object());
+    single("LeakyReLU", {10}, "LeakyReLU", {{"alpha", 0.2}});
+    single("GELU", {10}, "GELU", Json::object());
+    single("Sigmoid", {10}, "Sigmoid", Json::object());
+    single("Tanh", {10}, "Tanh", Json::object());
+    single("Softmax", {3, 7}, "Softmax", Json::object());
+    single("BatchNorm_image", {4, 5, 5}, "BatchNorm", {{"eps", 1e-3}});
+    single("BatchNorm_flat", {6}, "BatchNorm", Json::object());
+    single("LayerNorm", {3, 8}, "LayerNorm", Json::object());
+    {
+        GraphBuilder g;  // Dropout inside the graph (removed) and as the output (Identity)
+        const int in = g.add("Input", "input", {{"shape", {10}}});
+        const int d = g.add("Dropout", "drop", {{"rate", 0.5}}, {in});
+        const int fc = g.add("Dense", "fc", {{"units", 4}}, {d});
+        g.add("Dropout", "drop_out", {{"rate", 0.3}}, {fc});
+        g.p.name = "Dropout";
+        cases.push_back({"Dropout", g.p, imageNorm()});
+    }
+    {
+        GraphBuilder g;
+        const int in = g.add("Input", "input", {{"shape", {6}}});
+        const int a = g.add("Dense", "a", {{"units", 5}}, {in});
+        const int b = g.add("Dense", "b", {{"units", 5}}, {in});
+        const int c = g.add("Dense", "c", {{"units", 5}}, {in});
+        g.add("Add", "sum", {{"inputs", 3}}, {a, b, c}, {"in0", "in1", "in2"});
+        g.p.name = "Add";
+        cases.push_back({"Add", g.p, imageNorm()});
+    }
+    {
+        GraphBuilder g;
+        const int in = g.add("Input", "input", {{"shape", {2, 6, 6}}});
+        const int a = g.add("Conv2D", "a", {{"filters", 3}, {"kernel", {3, 3}}, {"padding", {1, 1}}}, {in});
+        const int b = g.add("Conv2D", "b", {{"filters", 2}, {"kernel", {1, 1}}}, {in});
+        g.add("Concat", "cat", {{"axis", 0}}, {a, b}, {"in0", "in1"});
+        g.p.name = "Concat";
+        cases.push_back({"Concat", g.p, imageNorm()});
+    }
+    {
+        GraphBuilder g;
+        const int in = g.add("Input", "input", {{"shape", {3, 4}}});
+        const int a = g.add("Tanh", "a", Json::object(), {in});
+        g.add("Concat", "cat", {{"axis", 1}}, {in, a}, {"in0", "in1"});
+        g.p.name = "Concat_axis1";
+        cases.push_back({"Concat_axis1", g.p, imageNorm()});
+    }
+    {
+        GraphBuilder g;
+        const int in = g.add("Input", "tokens", {{"shape", {5}}});
+        g.add("Embedding", "embed", {{"vocab", 11}, {"dim", 4}}, {in});
+        g.p.name = "Embedding";
+        cases.push_back({"Embedding", g.p, CheckpointNormalization{}, true, 11});
+    }
+    {
+        GraphBuilder g;
+        const int in = g.add("Input", "tokens", {{"shape", {6}}});
+        const int e = g.add("Embedding", "embed", {{"vocab", 9}, {"dim", 8}}, {in});
+        const int m = g.add("SequenceMeanPool", "pool", Json::object(), {e});
+        g.add("Dense", "fc", {{"units", 3}}, {m});
+        g.p.name = "SequenceMeanPool";
+        cases.push_back({"SequenceMeanPool", g.p, CheckpointNormalization{}, true, 9});
+    }
+    return cases;
+}
+
+// Whole networks like the examples: an MLP and a CNN for Fashion-MNIST, a residual block, a text classifier.
+std::vector<Case> networkCases() {
+    std::vector<Case> cases;
+    {
+        GraphBuilder g;
+        const int in = g.add("Input", "image", {{"shape", {1, 28, 28}}});
+        const int f = g.add("Flatten", "flatten", Json::object(), {in});
+        const int d1 = g.add("Dense", "fc1", {{"units", 64}}, {f});
+        const int r = g.add("ReLU", "relu1", Json::object(), {d1});
+        const int dr = g.add("Dropout", "drop", {{"rate", 0.2}}, {r});
+        g.add("Dense", "fc2", {{"units", 10}}, {dr});
+        g.p.name = "fashion_mlp";
+        cases.push_back({"net_mlp", g.p, imageNorm()});
+    }
+    {
+        GraphBuilder g;
+        const int in = g.add("Input", "image", {{"shape", {1, 28, 28}}});
+        const int c1 = g.add("Conv2D", "conv1", {{"filters", 8}, {"kernel", {3, 3}}, {"padding", {1, 1}}}, {in});
+        const int b1 = g.add("BatchNorm", "bn1", Json::object(), {c1});
+        const int r1 = g.add("ReLU", "relu1", Json::object(), {b1});
+        const int p1 = g.add("MaxPool2D", "pool1", Json::object(), {r1});
+        const int c2 = g.add("Conv2D", "conv2", {{"filters", 16}, {"kernel", {3, 3}}, {"padding", {1, 1}}}, {p1});
+        const int r2 = g.add("LeakyReLU", "lrelu2", Json::object(), {c2});
+        const int p2 = g.add("AvgPool2D", "pool2", Json::object(), {r2});
+        const int fl = g.add("Flatten", "flatten", Json::object(), {p2});
+        const int d1 = g.add("Dense", "fc1", {{"units", 32}}, {fl});
+        const int s1 = g.add("Sigmoid", "sig", Json::object(), {d1});
+        const int d2 = g.add("Dense", "fc2", {{"units", 10}}, {s1});
+        g.add("Softmax", "probs", Json::object(), {d2});
+        g.p.name = "fashion_cnn";
+        cases.push_back({"net_cnn", g.p, imageNorm()});
+    }
+    {
+        GraphBuilder g;
+        const int in = g.add("Input", "image", {{"shape", {3, 8, 8}}});
+        const int c1 = g.add("Conv2D", "conv1", {{"filters", 4}, {"kernel", {3, 3}}, {"padding", {1, 1}}}, {in});
+        const int r1 = g.add("ReLU", "relu1", Json::object(), {c1});
+        const int c2 = g.add("Conv2D", "conv2", {{"filters", 4}, {"kernel", {3, 3}}, {"padding", {1, 1}}}, {r1});
+        const int a = g.add("Add", "residual", Json::object(), {c1, c2}, {"in0", "in1"});
+        const int gp = g.add("GlobalAvgPool", "gap", Json::object(), {a});
+        const int rs = g.add("Reshape", "rs", {{"shape", {2, 2}}}, {gp});
+        const int ln = g.add("LayerNorm", "ln", Json::object(), {rs});
+        const int ge = g.add("GELU", "gelu", Json::object(), {ln});
+        const int fl = g.add("Flatten", "flat", Json::object(), {ge});
+        g.add("Dense", "head", {{"units", 3}}, {fl});
+        g.p.name = "residual";
+        cases.push_back({"net_residual", g.p, imageNorm()});
+    }
+    {
+        GraphBuilder g;
+        const int in = g.add("Input", "tokens", {{"shape", {12}}});
+        const int e = g.add("Embedding", "embed", {{"vocab", 50}, {"dim", 16}}, {in});
+        const int ln = g.add("LayerNorm", "ln", Json::object(), {e});
+        const int m = g.add("SequenceMeanPool", "pool", Json::object(), {ln});
+        const int d = g.add("Dense", "fc", {{"units", 8}}, {m});
+        const int t = g.add("Tanh", "tanh", Json::object(), {d});
+        g.add("Dense", "out", {{"units", 4}}, {t});
+        g.p.name = "text";
+        cases.push_back({"net_text", g.p, CheckpointNormalization{}, true, 50});
+    }
+    // The example projects, when the tree has them.
+    const std::filesystem::path examples = test::sourcePath("examples");
+    std::error_code ec;
+    if (std::filesystem::is_directory(examples, ec)) {
+        for (const auto& e : std::filesystem::directory_iterator(examples, ec)) {
+            if (e.path().extension() != ".strata") continue;
+            Case c;
+            c.name = "example_" + e.path().stem().string();
+            c.project = readProject(e.path().string());
+            const std::string kind = c.project.dataset.kind;
+            c.ids = kind == "text";
+            if (c.ids) {
+                c.vocab = c.project.dataset.maxVocab;
+                for (const Node* n : c.project.graph.nodes())
+                    if (n->type == "Embedding") c.vocab = std::min<int64_t>(c.vocab, n->params.value("vocab", 10000));
+            } else {
+                c.norm = imageNorm();
+            }
+            cases.push_back(c);
+        }
+    }
+    return cases;
+}
+
+// A trained-looking model: random weights (positive running variances), exported as ExportModel.
+ExportModel randomModel(const Case& c, Backend& backend, std::unique_ptr<Model>& model, unsigned seed) {
+    model = compile(c.project.graph, backend, seed);
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> nd(0.f, 0.4f);
+    std::uniform_real_distribution<float> pos(0.5f, 1.5f);
+    ExportModel m;
+    m.project = c.project;
+    m.normalization = c.norm;
+    m.classNames = {"a", "b"};
+    // Weight matrices keep their seeded He/Xavier values (outputs stay O(1), like a trained model's);
+    // biases and normalization parameters and statistics become non-trivial.
+    m.weights = modelWeights(*model);
+    auto endsWith = [](const std::string& s, const std::string& tail) {
+        return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+    };
+    for (auto& [name, values] : m.weights) {
+        for (float& v : values) {
+            if (endsWith(name, ".running_var")) v = pos(rng);
+            else if (endsWith(name, ".gamma")) v = 1.f + 0.25f * nd(rng);
+            else if (endsWith(name, ".bias") || endsWith(name, ".beta") || endsWith(name, ".running_mean"))
+                v = 0.25f * nd(rng);
+        }
+    }
+    applyWeights(*model, m.weights);
+    return m;
+}
+
+// Raw inputs (what the exported file takes) and the normalized inputs Strata's model takes.
+void makeInputs(const Case& c, const Shape& inShape, int64_t batch, unsigned seed, std::vector<float>& raw,
+                std::vector<float>& normalized) {
+    std::mt19937 rng(seed);
+    raw.resize(static_cast<size_t>(batch * inShape.numel()));
+    if (c.ids) {
+        std::uniform_int_distribution<int> id(0, static_cast<int>(c.vocab - 1));
+        for (float& v : raw) v = static_cast<float>(id(rng));
+    } else {
+        std::uniform_int_distribution<int> px(0, 255);
+        for (float& v : raw) v = static_cast<float>(px(rng));
+    }
+    normalized = raw;
+    if (c.norm.mode != "none")
+        for (float& v : normalized) v = (v * c.norm.scale - c.norm.mean) / c.norm.std;
+}
+
+// Runs tools/check_onnx.py; returns "" when valid, "SKIP: ..." when python3-onnx is missing, else the error.
+std::string pythonCheck(const std::string& file) {
+    if (!QFileInfo::exists("/usr/bin/python3")) return "SKIP: /usr/bin/python3 is missing";
+    QProcess p;
+    p.start("/usr/bin/python3", {QString::fromStdString(test::sourcePath("tools/check_onnx.py")),
+                                 QString::fromStdString(file)});
+    if (!p.waitForFinished(60000)) return "check_onnx.py did not finish";
+    const QString output = QString::fromUtf8(p.readAllStandardOutput() + p.readAllStandardError());
+    if (p.exitCode() == 3) return "SKIP: " + output.toStdString();
+    if (p.exitStatus() != QProcess::NormalExit || p.exitCode() != 0) return output.toStdString();
+    return "";
+}
+
+// Ops OpenCV 4.6's ONNX importer cannot load, found by running this test: LayerNormalization
+// (opset 17) is not implemented, and Gather only takes constant indices (our Embedding gathers
+// rows by the input ids). Those cases are checked by onnx.checker and the weight round trip only.
+std::string openCvCannotImport(const Case& c, int opset) {
+    for (const Node* n : c.project.graph.nodes()) {
+        if (n->type == "Embedding") return "Gather with runtime indices (Embedding)";
+        if (n->type == "LayerNorm" && opset >= 17) return "LayerNormalization";
+    }
+    return {};
+}
+
+}  // namespace
+
+class TestExportOnnx : public QObject {
+    Q_OBJECT
+
+private:
+    QTemporaryDir m_dir;
+
+    void runCase(const Case& c, int opset) {
+        auto backend = test::makeReferenceBackend();
+        std::unique_ptr<Model> model;
+        const ExportModel m = randomModel(c, *backend, model, 1234);
+        const std::string file = (m_dir.path() + "/" + QString::fromStdString(c.name) + "_" +
+                                  QString::number(opset) + ".onnx").toStdString();
+        OnnxExportOptions options;
+        options.opset = opset;
+        writeOnnx(file, m, options);
+
+        // (1) Read back: structure and bit-exact weights.
+        const OnnxModelInfo info = readOnnx(file);
+        QCOMPARE(info.opset, opset);
+        QCOMPARE(info.producerName, std::string("strata"));
+        QVERIFY(info.metadata.count("strata.class_labels"));
+        QCOMPARE(info.inputDims.front(), int64_t(-1));  // symbolic batch
+        QCOMPARE(static_cast<int>(info.inputDims.size()), model->inputShape().rank() + 1);
+        QCOMPARE(static_cast<int>(info.outputDims.size()), model->outputShape().rank() + 1);
+        for (const auto& [name, values] : m.weights) {
+            const TensorRecord* t = info.initializer(name);
+            QVERIFY2(t, name.c_str());
+            QCOMPARE(recordToFloats(*t).size(), values.size());
+            QVERIFY2(std::memcmp(recordToFloats(*t).data(), values.data(), values.size() * 4) == 0, name.c_str());
+        }
+        for (const OnnxNodeInfo& n : info.nodes) QVERIFY2(n.opType != "Dropout", "Dropout must be removed");
+        // The exported file loads back into a runnable model with identical weights.
+        const ExportModel back = loadModelFile(file);
+        QVERIFY(back.weights == m.weights);
+        QCOMPARE(back.normalization, m.normalization);
+
+        // (2) The reference checker.
+        const std::string check = pythonCheck(file);
+        if (check.rfind("SKIP", 0) == 0) qWarning("%s", check.c_str());
+        else QVERIFY2(check.empty(), (c.name + ": " + check).c_str());
+
+        // (3) OpenCV DNN against Strata.
+#ifdef STRATA_HAVE_OPENCV_DNN
+        if (const std::string why = openCvCannotImport(c, opset); !why.empty()) {
+            qInfo("%s opset %d: not run by OpenCV DNN 4.6 (%s); checked by onnx.checker only", c.name.c_str(), opset,
+                  why.c_str());
+            return;
+        }
+        const int64_t batch = 3;
+        std::vector<float> raw, normalized;
+        makeInputs(c, model->inputShape(), batch, 99, raw, normalized);
+        const Tensor x = backend->fromHost(model->inputShape().withBatch(batch), normalized.data());
+        const Tensor& y = model->forward(x, false);
+        std::vector<float> expected(static_cast<size_t>(y.numel()));
+        backend->toHost(y, expected.data());
+
+        cv::dnn::Net net;
+        try {
+            net = cv::dnn::readNetFromONNX(file);
+        } catch (const cv::Exception& e) {
+            QFAIL(qPrintable(QString::fromStdString(c.name + ": OpenCV cannot import: " + e.what())));
+        }
+        std::vector<int> dims{static_cast<int>(batch)};
+        for (int64_t d : model->inputShape().dims()) dims.push_back(static_cast<int>(d));
+        cv::Mat blob(static_cast<int>(dims.size()), dims.data(), CV_32F, raw.data());
+        net.setInput(blob);
+        cv::Mat out;
+        try {
+            out = net.forward();
+        } catch (const cv::Exception& e) {
+            QFAIL(qPrintable(QString::fromStdString(c.name + ": OpenCV forward failed: " + e.what())));
+        }
+        QCOMPARE(static_cast<size_t>(out.total()), expected.size());
+        QVERIFY(out.isContinuous());
+        const float* got = out.ptr<float>();
+        double worst = 0;
+        for (size_t i = 0; i < expected.size(); ++i) worst = std::max(worst, double(std::fabs(got[i] - expected[i])));
+        QVERIFY2(worst <= 1e-4, qPrintable(QString("%1 opset %2: max abs difference %3")
+                                               .arg(QString::fromStdString(c.name)).arg(opset).arg(worst)));
+#endif
+    }
+
+private slots:
+    void initTestCase() {
+#ifdef STRATA_HAVE_OPENCV_DNN
+        cv::utils::logging::setLogLevel(cv::utils::logging::LOG_LEVEL_ERROR);
+#endif
+    }
+
+    void everyRegisteredTypeHasACase() {
+        std::set<std::string> covered;
+        for (const Case& c : layerCases())
+            for (const Node* n : c.project.graph.nodes()) covered.insert(n->type);
+        for (const std::string& type : layerRegistry().names())
+            QVERIFY2(covered.count(type), ("no ONNX export case for layer type " + type).c_str());
+    }
+
+    void layers_data() {
+        QTest::addColumn<int>("index");
+        QTest::addColumn<int>("opset");
+        const auto cases = layerCases();
+        for (size_t i = 0; i < cases.size(); ++i)
+            for (int opset : {13, 17})
+                QTest::newRow((cases[i].name + "_opset" + std::to_string(opset)).c_str()) << int(i) << opset;
+    }
+    void layers() {
+        QFETCH(int, index);
+        QFETCH(int, opset);
+        runCase(layerCases()[static_cast<size_t>(index)], opset);
+    }
+
+    void networks_data() {
+        QTest::addColumn<int>("index");
+        QTest::addColumn<int>("opset");
+        const auto cases = networkCases();
+        for (size_t i = 0; i < cases.size(); ++i)
+            for (int opset : {13, 15, 17})
+                QTest::newRow((cases[i].name + "_opset" + std::to_string(opset)).c_str()) << int(i) << opset;
+    }
+    void networks() {
+        QFETCH(int, index);
+        QFETCH(int, opset);
+        runCase(networkCases()[static_cast<size_t>(index)], opset);
+    }
+
+    void normalizationIsInTheGraph() {
+        const Case c = layerCases()[0];  // Dense
+        auto backend = test::makeReferenceBackend();
+        std::unique_ptr<Model> model;
+        const ExportModel m = randomModel(c, *backend, model, 5);
+        const std::string file = (m_dir.path() + "/norm.onnx").toStdString();
+        writeOnnx(file, m);
+        std::vector<std::string> ops;
+        for (const OnnxNodeInfo& n : readOnnx(file).nodes) ops.push_back(n.opType);
+        QCOMPARE(ops, (std::vector<std::string>{"Mul", "Sub", "Div", "Gemm"}));
+        OnnxExportOptions raw;
+        raw.includeNormalization = false;
+        writeOnnx(file, m, raw);
+        QCOMPARE(readOnnx(file).nodes.size(), size_t(1));
+    }
+
+    void layerNormDecomposedBelowOpset17() {
+        const auto cases = layerCases();
+        const auto it = std::find_if(cases.begin(), cases.end(), [](const Case& c) { return c.name == "LayerNorm"; });
+        auto backend = test::makeReferenceBackend();
+        std::unique_ptr<Model> model;
+        const ExportModel m = randomModel(*it, *backend, model, 5);
+        const std::string file = (m_dir.path() + "/ln.onnx").toStdString();
+        for (int opset : {13, 17}) {
+            OnnxExportOptions o;
+            o.opset = opset;
+            writeOnnx(file, m, o);
+            bool fused = false;
+            for (const OnnxNodeInfo& n : readOnnx(file).nodes) fused |= n.opType == "LayerNormalization";
+            QCOMPARE(fused, opset >= 17);
+        }
+    }
+
+    void rejectsBadInput() {
+        const Case c = layerCases()[0];
+        auto backend = test::makeReferenceBackend();
+        std::unique_ptr<Model> model;
+        ExportModel m = randomModel(c, *backend, model, 5);
+        const std::string file = (m_dir.path() + "/bad.onnx").toStdString();
+        OnnxExportOptions o;
+        o.opset = 12;
+        QVERIFY_THROWS_EXCEPTION(std::invalid_argument, writeOnnx(file, m, o));
+        m.weights.erase("layer.bias");
+        try {
+            writeOnnx(file, m);
+            QFAIL("missing weights accepted");
+        } catch (const std::runtime_error& e) {
+            QVERIFY(std::string(e.what()).find("layer.bias") != std::string::npos);
+        }
+        // Not an ONNX file.
+        const std::string junk = (m_dir.path() + "/junk.onnx").toStdString();
+        std::ofstream(junk) << "definitely not protobuf \xff\xff\xff\xff";
+        QVERIFY_THROWS_EXCEPTION(FormatError, readOnnx(junk));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestExportOnnx)
+#include "test_export_onnx.moc"
