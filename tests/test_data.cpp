@@ -252,8 +252,9 @@ private slots:
     void csvTabular() {
         QTemporaryDir dir;
         const std::string d = dir.path().toStdString() + "/";
+        // A byte-order mark, CRLF line ends, a blank line, quoted header and value, spaces around a number.
         writeFile(d + "train.csv",
-                  "width,\"the label\",height\r\n"
+                  "\xEF\xBB\xBFwidth,\"the label\",height\r\n"
                   "1.5,cat,2\r\n"
                   "\n"
                   "  3 ,dog,-4e1\r\n"
