@@ -307,11 +307,8 @@ struct Trainer::Impl {
 
             TelemetrySampler sampler(backendRegistry().telemetry(backend.device()), obs, opt.telemetryIntervalMs);
 
-            Augmentation aug;
-            aug.cropPadding = project.dataset.cropPadding;
-            aug.horizontalFlip = project.dataset.horizontalFlip;
-            aug.noiseStd = project.dataset.noiseStd;
-            DataLoader loader(data.train, ts().batchSize, true, ts().seed, aug);
+            DataLoader loader(data.train, ts().batchSize, true, ts().seed,
+                              trainingAugmentation(project.dataset, data.normalization));
             const int64_t stepsPerEpoch = loader.batchesPerEpoch();
 
             bool earlyStopped = false;
