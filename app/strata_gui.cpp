@@ -5,6 +5,7 @@
 //   strata [PROJECT] [--screenshot FILE.png] [--train-steps N]
 #include <QApplication>
 #include <QCommandLineParser>
+#include <QDockWidget>
 #include <QElapsedTimer>
 #include <QEventLoop>
 #include <QFile>
@@ -96,6 +97,10 @@ int main(int argc, char** argv) {
         return app.exec();
     }
 
+    // The editor screenshot gives the canvas the room; with training, the dashboard is the subject.
+    if (trainSteps == 0)
+        if (QDockWidget* dash = window.dockNamed(QStringLiteral("dashboardDock")))
+            dash->hide();
     window.resize(1400, 900);
     window.show();
     settle(300);

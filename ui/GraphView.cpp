@@ -80,8 +80,8 @@ void GraphView::zoomToFit() {
     bounds.adjust(-40, -40, 40, 40);
     fitInView(bounds, Qt::KeepAspectRatio);
     // Small graphs should not be blown up beyond a comfortable size.
-    if (zoom() > 1.2)
-        scaleBy(1.2 / zoom());
+    if (zoom() > 1.0)
+        scaleBy(1.0 / zoom());
     if (zoom() < kMinZoom)
         scaleBy(kMinZoom / zoom());
     centerOn(bounds.center());

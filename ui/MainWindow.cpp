@@ -15,6 +15,7 @@
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QMimeData>
+#include <QScrollArea>
 #include <QSettings>
 #include <QStatusBar>
 #include <QStyle>
@@ -112,13 +113,19 @@ void MainWindow::createDocks() {
 
     m_dashboard = new TrainingDashboard(m_doc, this);
     m_dashboard->setDevicePicker(m_devices);
+    // The dashboard's charts have a large minimum height; a scroll area keeps it from forcing the
+    // window taller than the screen when the dock is short.
+    auto* scroll = new QScrollArea(this);
+    scroll->setWidget(m_dashboard);
+    scroll->setWidgetResizable(true);
+    scroll->setFrameShape(QFrame::NoFrame);
     QDockWidget* dashDock =
-        dock(tr("Training dashboard"), QStringLiteral("dashboardDock"), m_dashboard, Qt::BottomDockWidgetArea);
-    resizeDocks({dashDock}, {300}, Qt::Vertical);
-    resizeDocks({paletteDock, devicesDock}, {420, 260}, Qt::Vertical);
+        dock(tr("Training dashboard"), QStringLiteral("dashboardDock"), scroll, Qt::BottomDockWidgetArea);
+    resizeDocks({dashDock}, {320}, Qt::Vertical);
+    resizeDocks({paletteDock, devicesDock}, {480, 200}, Qt::Vertical);
 #endif
     resizeDocks({paletteDock}, {210}, Qt::Horizontal);
-    resizeDocks({propDock}, {330}, Qt::Horizontal);
+    resizeDocks({propDock}, {340}, Qt::Horizontal);
     resizeDocks({propDock, problemsDock}, {420, 180}, Qt::Vertical);
 }
 
@@ -239,6 +246,13 @@ void MainWindow::createMenus() {
     bar->addActions({m_layoutAct, m_zoomFitAct});
     bar->addSeparator();
     bar->addActions({m_trainAct, m_pauseAct, m_stopAct});
+}
+
+QDockWidget* MainWindow::dockNamed(const QString& objectName) const {
+    for (QDockWidget* d : m_docks)
+        if (d->objectName() == objectName)
+            return d;
+    return nullptr;
 }
 
 void MainWindow::updateTitle() {

@@ -44,6 +44,9 @@ public:
     ProblemsPanel* problems() const { return m_problems; }
     // Null in a build without the training widgets.
     TrainingDashboard* dashboard() const { return m_dashboard; }
+    // "paletteDock", "propertiesDock", "problemsDock", "datasetDock", "trainingSettingsDock",
+    // "devicesDock", "dashboardDock"; null when absent.
+    QDockWidget* dockNamed(const QString& objectName) const;
 
     // Each asks before dropping unsaved edits; false when cancelled or failed.
     bool openFile(const QString& path);

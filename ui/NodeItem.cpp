@@ -13,15 +13,15 @@ namespace strata::ui {
 
 namespace {
 
-constexpr double kHeader = 22.0;
-constexpr double kLine = 16.0;
-constexpr double kPad = 6.0;
+constexpr double kHeader = 20.0;
+constexpr double kLine = 15.0;
+constexpr double kPad = 4.0;
 constexpr double kGrab = 11.0;  // how close a press must be to a port centre
-constexpr int kMaxParamLines = 2;
+constexpr int kMaxParamLines = 1;
 
 QString countText(qint64 n) {
-    if (n < 0)
-        return QString();
+    if (n <= 0)
+        return QString();  // unknown, or a layer without weights
     if (n >= 1000000)
         return QObject::tr("%1M params").arg(double(n) / 1e6, 0, 'f', 2);
     return QObject::tr("%1 params").arg(QLocale(QLocale::English).toString(n));
@@ -123,10 +123,10 @@ void NodeItem::paint(QPainter* painter, const QStyleOptionGraphicsItem* option, 
     QPainterPath outline;
     outline.addRoundedRect(body, 6, 6);
     painter->fillPath(outline, QColor(0xfb, 0xfb, 0xfc));
-    QPainterPath header;
-    header.addRoundedRect(QRectF(body.left(), body.top(), body.width(), kHeader), 6, 6);
-    header.addRect(QRectF(body.left(), body.top() + kHeader / 2, body.width(), kHeader / 2));
-    painter->fillPath(header.simplified(), error ? errorColor() : accent);
+    painter->save();
+    painter->setClipPath(outline);
+    painter->fillRect(QRectF(body.left(), body.top(), body.width(), kHeader), error ? errorColor() : accent);
+    painter->restore();
 
     QPen border(error ? errorColor() : (selected ? QColor(0x1e, 0x90, 0xff) : QColor(0x9a, 0xa0, 0xa8)));
     border.setWidthF(selected || error ? 2.2 : 1.0);

@@ -17,8 +17,8 @@ namespace strata::ui {
 
 namespace {
 
-// Canvas spacing used by auto-layout, in scene units (a node is about 200 x 100).
-constexpr double kLayerSpacing = 150.0;
+// Canvas spacing used by auto-layout, in scene units (a node is about 200 x 75).
+constexpr double kLayerSpacing = 110.0;
 constexpr double kColumnSpacing = 240.0;
 
 // True when `target` can be reached from `start` along edges, ignoring the edge into `ignored`.
@@ -307,8 +307,7 @@ bool ProjectDocument::setParams(int id, const strata::Json& params) {
     const strata::Node* n = graph().node(id);
     if (!n || n->params == params)
         return false;
-    m_undo->push(new SetParamsCommand(this, id, n->params, params,
-                                      tr("Change parameters of %1").arg(QString::fromStdString(n->name))));
+    pushParams(id, params, tr("Change parameters of %1").arg(QString::fromStdString(n->name)));
     return true;
 }
 
@@ -320,10 +319,8 @@ bool ProjectDocument::setParam(int id, const QString& name, const strata::Json& 
     params[name.toStdString()] = value;
     if (params == n->params)
         return false;
-    m_undo->push(new SetParamsCommand(this, id, n->params, params,
-                                      tr("Set %1.%2 to %3")
-                                          .arg(QString::fromStdString(n->name), name,
-                                               QString::fromStdString(value.dump()))));
+    pushParams(id, params,
+               tr("Set %1.%2 to %3").arg(QString::fromStdString(n->name), name, QString::fromStdString(value.dump())));
     return true;
 }
 
@@ -444,13 +441,6 @@ void ProjectDocument::applyPositions(const QMap<int, QPointF>& positions) {
         emit nodeMoved(it.key());
 }
 
-void ProjectDocument::applyParams(int id, const strata::Json& params) {
-    m_project.graph.setParams(id, params);
-    reanalyze();
-    emit graphChanged();
-    emit analysisChanged();
-}
-
 void ProjectDocument::applyName(int id, const std::string& name) {
     m_project.graph.rename(id, name);
     reanalyze();
@@ -469,6 +459,13 @@ void ProjectDocument::applyTrainingSettings(const strata::TrainingSettings& sett
 }
 
 void ProjectDocument::reanalyze() { m_analysis = strata::analyzeGraph(m_project.graph); }
+
+void ProjectDocument::pushParams(int id, const strata::Json& params, const QString& text) {
+    // A snapshot, not a params swap: fewer input ports (Add "inputs") drop edges, which undo must bring back.
+    strata::Graph after = m_project.graph;
+    after.setParams(id, params);
+    pushGraph(after, text);
+}
 
 void ProjectDocument::pushGraph(const strata::Graph& after, const QString& text) {
     m_undo->push(new GraphSnapshotCommand(this, m_project.graph, after, text));

@@ -82,7 +82,6 @@ public:
     // --- Used by the undo commands (UndoCommands.cpp); not for widgets.
     void applyGraph(const strata::Graph& graph);
     void applyPositions(const QMap<int, QPointF>& positions);
-    void applyParams(int id, const strata::Json& params);
     void applyName(int id, const std::string& name);
     void applyDatasetSettings(const strata::DatasetSettings& settings);
     void applyTrainingSettings(const strata::TrainingSettings& settings);
@@ -100,6 +99,7 @@ private:
     void reanalyze();
     // Pushes a command replacing the graph by `after`, titled `text`.
     void pushGraph(const strata::Graph& after, const QString& text);
+    void pushParams(int id, const strata::Json& params, const QString& text);
     // Checks and applies from -> to on `after` (which may already hold other changes), then pushes it.
     bool connectInto(strata::Graph after, const strata::PortRef& from, const strata::PortRef& to, QString* error);
 

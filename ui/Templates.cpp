@@ -7,7 +7,7 @@ namespace strata::ui {
 
 namespace {
 
-constexpr double kRow = 150.0;
+constexpr double kRow = 110.0;
 constexpr double kColumn = 240.0;
 
 // Adds nodes one row lower each time; positions match ProjectDocument::autoLayout's grid.

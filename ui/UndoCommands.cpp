@@ -28,13 +28,6 @@ bool MoveNodesCommand::mergeWith(const QUndoCommand* other) {
     return true;
 }
 
-SetParamsCommand::SetParamsCommand(ProjectDocument* doc, int node, strata::Json before, strata::Json after,
-                                   const QString& text)
-    : QUndoCommand(text), m_doc(doc), m_node(node), m_before(std::move(before)), m_after(std::move(after)) {}
-
-void SetParamsCommand::undo() { m_doc->applyParams(m_node, m_before); }
-void SetParamsCommand::redo() { m_doc->applyParams(m_node, m_after); }
-
 RenameCommand::RenameCommand(ProjectDocument* doc, int node, std::string before, std::string after)
     : QUndoCommand(QObject::tr("Rename %1 to %2")
                        .arg(QString::fromStdString(before), QString::fromStdString(after))),

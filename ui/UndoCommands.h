@@ -1,10 +1,11 @@
 // Undo commands for ProjectDocument edits.
 //
-// Structural edits (add, delete, connect, disconnect, paste) keep the graph
+// Structural edits (add, delete, connect, disconnect, paste, parameters) keep the graph
 // before and after: the order of edges is part of Graph equality and of the
 // saved file, and re-adding removed edges one by one would not restore it.
 // Graphs in the editor are small (tens of nodes), so the copies are cheap.
-// Moves, parameters, names and settings store only what they change.
+// Parameters count as structural: fewer input ports drop edges. Moves, names and
+// settings store only what they change.
 #pragma once
 
 #include <QMap>
@@ -46,18 +47,6 @@ private:
     ProjectDocument* m_doc;
     QMap<int, QPointF> m_before, m_after;
     bool m_mergeable;
-};
-
-class SetParamsCommand : public QUndoCommand {
-public:
-    SetParamsCommand(ProjectDocument* doc, int node, strata::Json before, strata::Json after, const QString& text);
-    void undo() override;
-    void redo() override;
-
-private:
-    ProjectDocument* m_doc;
-    int m_node;
-    strata::Json m_before, m_after;
 };
 
 class RenameCommand : public QUndoCommand {
