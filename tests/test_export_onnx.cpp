@@ -318,6 +318,12 @@ double maxAbsDiff(const float* got, const std::vector<float>& expected) {
 // is not implemented; Gather only takes constant indices (our Embedding gathers rows by the input ids);
 // Sub/Div/Mul fail on operands of different computed shapes (the LayerNorm decomposition below opset 17).
 // Those cases run in tools/run_onnx_numpy.py instead, a NumPy interpreter written from the ONNX spec.
+bool hasType(const Case& c, const std::string& type) {
+    for (const Node* n : c.project.graph.nodes())
+        if (n->type == type) return true;
+    return false;
+}
+
 std::string openCvCannotImport(const Case& c, int opset) {
     for (const Node* n : c.project.graph.nodes()) {
         if (n->type == "Embedding") return "Gather with runtime indices (Embedding)";
@@ -404,7 +410,10 @@ private:
             const double worst = maxAbsDiff(out.ptr<float>(), expected);
             QVERIFY2(worst <= 1e-4, qPrintable(QString("%1 opset %2: OpenCV max abs difference %3")
                                                    .arg(QString::fromStdString(c.name)).arg(opset).arg(worst)));
-            return;
+            // OpenCV 4.6 ignores AveragePool's count_include_pad (it always excludes padding), so it
+            // cannot catch a wrong attribute there; average pooling also goes through NumPy.
+            if (!hasType(c, "AvgPool2D")) return;
+            why = "count_include_pad is ignored by OpenCV";
         }
 #else
         why = "built without OpenCV DNN";
@@ -415,7 +424,7 @@ private:
         QVERIFY2(err.empty(), err.c_str());
         QCOMPARE(got.size(), expected.size());
         const double worst = maxAbsDiff(got.data(), expected);
-        qInfo("%s opset %d: OpenCV DNN cannot run it (%s); NumPy interpreter max abs difference %.3g", c.name.c_str(),
+        qInfo("%s opset %d: NumPy interpreter (%s): max abs difference %.3g", c.name.c_str(),
               opset, why.c_str(), worst);
         QVERIFY2(worst <= 1e-4, qPrintable(QString("%1 opset %2: NumPy max abs difference %3")
                                                .arg(QString::fromStdString(c.name)).arg(opset).arg(worst)));
