@@ -67,7 +67,7 @@ public:
     // ---- settings ----
     void setAllowTf32(bool allow);
     bool allowTf32() const { return m_allowTf32; }
-    void setDeterministic(bool deterministic);
+    void setDeterministic(bool deterministic) override;
     bool deterministic() const { return m_deterministic; }
     void setEagerIndexChecks(bool eager) { m_eagerIndexChecks = eager; }
     bool eagerIndexChecks() const { return m_eagerIndexChecks; }

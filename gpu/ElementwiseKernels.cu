@@ -37,9 +37,9 @@ __global__ void addBiasRowsKernel(float* y, const float* bias, int64_t total, in
 __global__ void sumRowsKernel(float* dbias, const float* dy, int rows, int cols) {
     const int c = blockIdx.x * blockDim.x + threadIdx.x;
     if (c >= cols) return;
-    float acc = 0.0f;
+    double acc = 0.0;  // rows can be batch x positions: tens of thousands of terms
     for (int r = 0; r < rows; ++r) acc += dy[int64_t(r) * cols + c];
-    dbias[c] += acc;
+    dbias[c] += static_cast<float>(acc);
 }
 
 __global__ void addBiasChannelsKernel(float* y, const float* bias, int64_t total, int c, int inner) {

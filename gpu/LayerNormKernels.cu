@@ -56,14 +56,14 @@ __global__ void backwardParamsKernel(float* dgamma, float* dbeta, const float* d
                                      const float* rstdIn, int rows, int cols) {
     const int c = blockIdx.x * blockDim.x + threadIdx.x;
     if (c >= cols) return;
-    float ag = 0.0f, ab = 0.0f;
+    double ag = 0.0, ab = 0.0;
     for (int r = 0; r < rows; ++r) {
         const float d = dy[int64_t(r) * cols + c];
         ag += d * (x[int64_t(r) * cols + c] - meanIn[r]) * rstdIn[r];
         ab += d;
     }
-    if (dgamma) dgamma[c] += ag;
-    if (dbeta) dbeta[c] += ab;
+    if (dgamma) dgamma[c] += static_cast<float>(ag);
+    if (dbeta) dbeta[c] += static_cast<float>(ab);
 }
 
 int rowThreads(int cols) {

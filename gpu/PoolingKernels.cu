@@ -10,22 +10,21 @@ namespace {
 
 __global__ void meanForwardKernel(float* y, const float* x, int outer, int len, int inner) {
     const int64_t total = int64_t(outer) * inner;
-    const float invLen = 1.0f / len;
     for (int64_t t = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; t < total; t += int64_t(gridDim.x) * blockDim.x) {
         const int64_t o = t / inner, i = t % inner;
         const float* p = x + o * len * inner + i;
-        float acc = 0.0f;
+        double acc = 0.0;
         for (int l = 0; l < len; ++l) acc += p[int64_t(l) * inner];
-        y[t] = acc * invLen;
+        y[t] = static_cast<float>(acc / len);
     }
 }
 
 __global__ void meanBackwardKernel(float* dx, const float* dy, int outer, int len, int inner) {
     const int64_t total = int64_t(outer) * len * inner;
-    const float invLen = 1.0f / len;
+    const float flen = static_cast<float>(len);
     for (int64_t t = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; t < total; t += int64_t(gridDim.x) * blockDim.x) {
         const int64_t i = t % inner, o = t / (int64_t(len) * inner);
-        dx[t] += dy[o * inner + i] * invLen;
+        dx[t] += dy[o * inner + i] / flen;  // as the CPU: divide, not multiply by 1/len
     }
 }
 

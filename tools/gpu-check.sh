@@ -56,6 +56,22 @@ done
 mkdir -p "$OUT"
 rm -f "$OUT"/*.jsonl "$OUT"/*.log "$OUT"/*.mem
 
+# Build dependencies, checked up front so a bare machine gets one clear list instead of a CMake trace.
+missing=()
+have_header() { [[ -n "$(find /usr/include /usr/local/include /usr/local/cuda/include -maxdepth 3 -name "$1" -print -quit \
+    2>/dev/null)" ]]; }
+have_header cblas.h || missing+=("cblas.h (libopenblas-dev)")
+have_header json.hpp || missing+=("nlohmann/json.hpp (nlohmann-json3-dev)")
+have_header zlib.h || missing+=("zlib.h (zlib1g-dev)")
+have_header QtTest || missing+=("QtTest (qt6-base-dev)")
+have_header cudnn.h || missing+=("cudnn.h (cuDNN 9 in the CUDA toolkit)")
+have_header onnx_pb.h || missing+=("onnx/onnx_pb.h (libonnx-dev)")
+have_header descriptor.pb.h || missing+=("google/protobuf (libprotobuf-dev)")
+command -v nvcc >/dev/null || [[ -x /usr/local/cuda/bin/nvcc ]] || missing+=("nvcc (CUDA toolkit)")
+if ((${#missing[@]})) && [[ "${SKIP_BUILD:-0}" != 1 ]]; then
+    die "missing build dependencies: ${missing[*]} (see tools/install-deps.sh; this machine has no internet)"
+fi
+
 # ---- build ----------------------------------------------------------------------------------------
 if [[ "${SKIP_BUILD:-0}" != 1 ]]; then
     say "configure ($BUILD, Release, STRATA_CUDA=ON, sm_$CUDA_ARCH)"
