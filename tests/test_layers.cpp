@@ -548,20 +548,34 @@ private slots:
                     if (s.trainable) par.grad = b.zeros(s.shape);
                     layer->parameters().push_back(std::move(par));
                 }
-                Tensor x = b.zeros(inShape.withBatch(4)), dx = b.zeros(inShape.withBatch(4));
-                b.fill(x.f32(), 0.5f, x.numel());
-                Tensor y = b.zeros(outShape.withBatch(4)), dy = b.zeros(outShape.withBatch(4));
-                b.fill(dy.f32(), 1.0f, dy.numel());
-                LayerContext ctx{b, training, 3};
-                auto step = [&] {
-                    layer->forward(ctx, {&x}, y);
-                    layer->backward(ctx, {&x}, y, dy, {&dx});
+                struct Batch {
+                    Tensor x, dx, y, dy;
                 };
-                step();
+                auto makeBatch = [&](int n) {
+                    Batch bt{b.zeros(inShape.withBatch(n)), b.zeros(inShape.withBatch(n)),
+                             b.zeros(outShape.withBatch(n)), b.zeros(outShape.withBatch(n))};
+                    b.fill(bt.x.f32(), 0.5f, bt.x.numel());
+                    b.fill(bt.dy.f32(), 1.0f, bt.dy.numel());
+                    return bt;
+                };
+                Batch full = makeBatch(4), last = makeBatch(2);
+                LayerContext ctx{b, training, 3};
+                auto step = [&](Batch& bt) {
+                    layer->forward(ctx, {&bt.x}, bt.y);
+                    layer->backward(ctx, {&bt.x}, bt.y, bt.dy, {&bt.dx});
+                };
+                step(full);
                 const int after1 = b.allocations;
-                for (int i = 0; i < 5; ++i) step();
+                // More steps, and a smaller last batch of an epoch, then full batches again.
+                for (int i = 0; i < 3; ++i) step(full);
+                step(last);
+                step(full);
                 QVERIFY2(b.allocations == after1,
                          (std::string(name) + (training ? " training" : " eval") + " allocates every step").c_str());
+                // Gradients nobody wants (no input gradient, frozen parameters) are skipped or routed to scratch.
+                for (auto& par : layer->parameters()) par.grad = Tensor();
+                layer->forward(ctx, {&full.x}, full.y);
+                layer->backward(ctx, {&full.x}, full.y, full.dy, {nullptr});
             }
         }
     }

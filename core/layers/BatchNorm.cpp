@@ -54,7 +54,6 @@ public:
                                     m_c, 1, m_eps);
         // dgamma, dbeta (its dx, the batch-statistics one, is discarded).
         float* discard = scratch(b, m_dxScratch, dOut.shape());
-        b.zero(discard, m_dxScratch.bytes());
         b.batchNormBackward(discard, dgamma, dbeta, dOut.f32(), in[0]->f32(), p(0), p(2), m_invStd.f32(), n, m_c,
                             m_inner);
         if (dIn[0]) {
@@ -67,8 +66,10 @@ public:
 
 private:
     float* p(size_t i) { return m_params[i].value.f32(); }
+    // A zeroed buffer for a gradient nobody wants (the backend ops accumulate into it).
     static float* scratch(Backend& b, Tensor& t, const Shape& s) {
         ensureBuffer(b, t, s);
+        b.zero(t.raw(), t.bytes());
         return t.f32();
     }
     int m_c, m_inner;

@@ -67,8 +67,9 @@ int toInt(int64_t v, const std::string& port, const std::string& what);
 std::vector<std::string> numberedPorts(const Json& params);
 
 // ---- runtime helpers ----------------------------------------------------------
-// Allocates `buf` on the backend unless it already has exactly this shape; layers call it
-// in forward so scratch memory is allocated once per batch size and then reused.
+// Makes `buf` hold at least shape.numel() floats on this backend, allocating only when it is
+// smaller (its shape is then `shape`; otherwise it keeps its own). Layers call it in forward and
+// backward so scratch memory is allocated once for the largest batch and then reused.
 void ensureBuffer(Backend& backend, Tensor& buf, const Shape& shape);
 inline int64_t batchOf(const Tensor& t) { return t.shape().rank() > 0 ? t.shape()[0] : 1; }
 // The gradient tensor of a parameter, or null when it has none (frozen or state).

@@ -259,7 +259,8 @@ std::vector<std::string> numberedPorts(const Json& params) {
 }
 
 void ensureBuffer(Backend& backend, Tensor& buf, const Shape& shape) {
-    if (buf.defined() && buf.shape() == shape && buf.backend() == &backend) return;
+    // Only grows: a smaller last batch of an epoch reuses the larger buffer.
+    if (buf.defined() && buf.numel() >= shape.numel() && buf.backend() == &backend) return;
     buf = backend.empty(shape);
 }
 

@@ -31,8 +31,10 @@ public:
     }
 
 private:
+    // A zeroed buffer for a gradient nobody wants (the backend ops accumulate into it).
     static float* scratch(Backend& b, Tensor& t, const Shape& s) {
         ensureBuffer(b, t, s);
+        b.zero(t.raw(), t.bytes());
         return t.f32();
     }
     int m_cols;
