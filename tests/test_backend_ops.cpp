@@ -223,6 +223,14 @@ private slots:
         m_fast = test::fastBackends();
         QVERIFY(!m_fast.empty());
         QCOMPARE(m_fast.front().name, std::string("cpu"));
+        // Two more CPU configurations, so every fast path is covered whatever this machine has:
+        // three threads (uneven work splits), and the im2col convolutions when oneDNN is in use.
+        m_fast.push_back({"cpu-3threads", std::make_unique<CpuBackend>(3)});
+        if (CpuBackend::oneDnnAvailable()) {
+            auto im2col = std::make_unique<CpuBackend>(0);
+            im2col->setOneDnn(false);
+            m_fast.push_back({"cpu-im2col", std::move(im2col)});
+        }
         for (const NamedBackend& nb : m_fast) qInfo("checking backend %s against cpu-reference", nb.name.c_str());
     }
 

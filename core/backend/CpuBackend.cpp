@@ -73,7 +73,13 @@ void checkIds(const char* op, const float* ids, int64_t count, int vocab) {
 }  // namespace
 
 CpuBackend::CpuBackend(int threads, bool reference)
-    : m_threads(defaultThreads(threads)), m_reference(reference), m_workspace(std::make_unique<cpu::Workspace>()) {}
+    : m_threads(defaultThreads(threads)), m_reference(reference), m_workspace(std::make_unique<cpu::Workspace>()) {
+    m_workspace->useOneDnn = cpu::oneDnnAvailable();
+}
+
+bool CpuBackend::oneDnnAvailable() { return cpu::oneDnnAvailable(); }
+void CpuBackend::setOneDnn(bool on) { m_workspace->useOneDnn = on && cpu::oneDnnAvailable(); }
+bool CpuBackend::oneDnn() const { return m_workspace->useOneDnn; }
 
 CpuBackend::~CpuBackend() = default;
 

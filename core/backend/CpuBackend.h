@@ -4,7 +4,7 @@
 // Two modes share one class:
 //   - reference mode: plain, readable, single-threaded loops (double
 //     accumulators for long sums). This is the ground truth of the test suite.
-//   - fast mode (default): OpenBLAS GEMM, im2col+GEMM convolution, and
+//   - fast mode (default): OpenBLAS GEMM, oneDNN or im2col+GEMM convolution, and
 //     OpenMP-parallel element-wise/normalization/optimizer loops. Every fast
 //     path is tested against the reference (tests/test_backend_ops.cpp).
 // Memory is ordinary host memory, 64-byte aligned, with usage tracked.
@@ -36,6 +36,11 @@ public:
     int threads() const { return m_threads; }
     void setReferenceMode(bool reference) { m_reference = reference; }
     bool referenceMode() const { return m_reference; }
+    // Fast-path convolutions through oneDNN (on by default when this build has it; otherwise
+    // im2col + OpenBLAS). Shapes oneDNN cannot run use im2col either way.
+    static bool oneDnnAvailable();
+    void setOneDnn(bool on);
+    bool oneDnn() const;
 
     std::string name() const override { return "cpu"; }
     Device device() const override { return Device::cpu(); }

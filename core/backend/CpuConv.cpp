@@ -7,7 +7,9 @@
 // Images are split statically across threads; each thread owns an im2col buffer
 // (and, for the filter gradient, a partial dW), kept in the backend's Workspace
 // so steady-state training does not allocate. Partial dW are added in thread
-// order, so results are deterministic for a fixed thread count. A 1x1 kernel
+// order, so results are deterministic for a fixed thread count. When built with
+// oneDNN and enabled (the default), oneDNN's convolutions run first (CpuDnnl.cpp).
+// A 1x1 kernel
 // with stride 1 and no padding needs no im2col: the image is its own column matrix.
 #include <cblas.h>
 
@@ -97,6 +99,7 @@ void col2imAdd(float* dx, const float* col, int channels, const ConvDesc& d, con
 }  // namespace
 
 void conv2dForward(int threads, Workspace& ws, float* y, const float* x, const float* w, const ConvDesc& d) {
+    if (ws.useOneDnn && dnnlConv2dForward(threads, ws, y, x, w, d)) return;
     blasSingleThreaded();
     const ConvGeometry g(d);
     const int parts = parallelParts(threads, d.n, 1);
@@ -120,6 +123,7 @@ void conv2dForward(int threads, Workspace& ws, float* y, const float* x, const f
 }
 
 void conv2dBackwardData(int threads, Workspace& ws, float* dx, const float* dy, const float* w, const ConvDesc& d) {
+    if (ws.useOneDnn && dnnlConv2dBackwardData(threads, ws, dx, dy, w, d)) return;
     blasSingleThreaded();
     const ConvGeometry g(d);
     const int parts = parallelParts(threads, d.n, 1);
@@ -141,6 +145,7 @@ void conv2dBackwardData(int threads, Workspace& ws, float* dx, const float* dy, 
 }
 
 void conv2dBackwardFilter(int threads, Workspace& ws, float* dw, const float* dy, const float* x, const ConvDesc& d) {
+    if (ws.useOneDnn && dnnlConv2dBackwardFilter(threads, ws, dw, dy, x, d)) return;
     blasSingleThreaded();
     const ConvGeometry g(d);
     const int parts = parallelParts(threads, d.n, 1);

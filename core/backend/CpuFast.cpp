@@ -32,6 +32,7 @@ int64_t rowGrain(int64_t cols) { return std::max<int64_t>(1, kElementGrain / std
 
 Workspace::~Workspace() {
     for (Block& b : m_blocks) std::free(b.ptr);
+    destroyDnnlCache(dnnl);
 }
 
 void Workspace::prepare(int first, int count, size_t floats) {
@@ -248,14 +249,17 @@ bool isPlain2x2(const PoolDesc& d) {
            d.padH == 0 && d.padW == 0;
 }
 
-// Index (0..3) of the first maximal element of a 2x2 window in row-major order, as the reference picks it.
+// Index (0..3) of the first maximal element of a 2x2 window in row-major order, as the reference picks it:
+// the first maximum of each pair, then the second pair only if strictly greater. Written as selects, not
+// branches, because on real data the winner is unpredictable. (With NaN in the window the choice may
+// differ from the sequential scan; training has already failed then.)
 inline int argmax4(float a, float b, float c, float d, float& best) {
-    int arg = 0;
-    best = a;
-    if (b > best) best = b, arg = 1;
-    if (c > best) best = c, arg = 2;
-    if (d > best) best = d, arg = 3;
-    return arg;
+    const bool pickB = b > a, pickD = d > c;
+    const float m01 = pickB ? b : a, m23 = pickD ? d : c;
+    const int i01 = pickB ? 1 : 0, i23 = pickD ? 3 : 2;
+    const bool second = m23 > m01;
+    best = second ? m23 : m01;
+    return second ? i23 : i01;
 }
 
 }  // namespace
@@ -300,12 +304,17 @@ void pool2dBackward(int threads, float* dx, const float* dy, const float* x, con
                 const float* g = dy + p * outPlane;
                 for (int oh = 0; oh < OH; ++oh) {
                     const size_t r0 = static_cast<size_t>(2 * oh) * d.w, r1 = r0 + d.w;
+                    // Every window adds to all four of its elements (zero to three of them), so there is
+                    // no data-dependent address and no branch.
                     for (int ow = 0; ow < OW; ++ow) {
                         float best;
                         const size_t c0 = static_cast<size_t>(2 * ow);
                         const int arg = argmax4(img[r0 + c0], img[r0 + c0 + 1], img[r1 + c0], img[r1 + c0 + 1], best);
-                        const size_t at = (arg < 2 ? r0 : r1) + c0 + (arg & 1);
-                        dimg[at] += g[static_cast<size_t>(oh) * OW + ow];
+                        const float v = g[static_cast<size_t>(oh) * OW + ow];
+                        dimg[r0 + c0] += arg == 0 ? v : 0.0f;
+                        dimg[r0 + c0 + 1] += arg == 1 ? v : 0.0f;
+                        dimg[r1 + c0] += arg == 2 ? v : 0.0f;
+                        dimg[r1 + c0 + 1] += arg == 3 ? v : 0.0f;
                     }
                 }
             }
@@ -351,10 +360,18 @@ void activationBackward(int threads, float* dx, const float* dy, const float* x,
     const int64_t grain = act == Activation::ReLU || act == Activation::LeakyReLU ? kElementGrain : 2048;
     parallelFor(threads, n, grain, [&](int64_t b, int64_t e, int) {
         if (act == Activation::ReLU) {
+            // Both operands are loaded unconditionally so the select vectorizes (a conditional load
+            // of dy would compile to a branch, mispredicted half the time on real activations).
             const float* gate = x ? x : y;  // y > 0 exactly where x > 0
-            for (int64_t i = b; i < e; ++i) dx[i] += gate[i] > 0.0f ? dy[i] : 0.0f;
+            for (int64_t i = b; i < e; ++i) {
+                const float g = dy[i];
+                dx[i] += gate[i] > 0.0f ? g : 0.0f;
+            }
         } else if (act == Activation::LeakyReLU) {
-            for (int64_t i = b; i < e; ++i) dx[i] += dy[i] * (x[i] > 0.0f ? 1.0f : alpha);
+            for (int64_t i = b; i < e; ++i) {
+                const float g = dy[i];
+                dx[i] += x[i] > 0.0f ? g : alpha * g;
+            }
         } else {
             cpuref::activationBackward(dx + b, dy + b, x ? x + b : nullptr, y ? y + b : nullptr, e - b, act, alpha);
         }

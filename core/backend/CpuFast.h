@@ -19,6 +19,8 @@
 
 namespace strata::cpu {
 
+struct DnnlCache;
+
 // Scratch memory reused across calls (im2col columns, per-thread partial
 // gradients), grown on demand and never shrunk, so steady-state training does
 // not allocate. prepare() must be called outside parallel regions; slot()
@@ -33,6 +35,10 @@ public:
     // Ensures `count` slots of at least `floats` floats each, starting at slot `first`.
     void prepare(int first, int count, size_t floats);
     float* slot(int index) const { return m_blocks[static_cast<size_t>(index)].ptr; }
+
+    // oneDNN convolution plans (CpuDnnl.cpp), created on first use; null without oneDNN.
+    bool useOneDnn = false;
+    struct DnnlCache* dnnl = nullptr;
 
 private:
     struct Block {
@@ -63,7 +69,15 @@ double sum(int threads, const float* x, int64_t n);
 double sumSquares(int threads, const float* x, int64_t n);
 bool allFinite(int threads, const float* x, int64_t n);
 
-// ---- convolution (CpuConv.cpp) and pooling ----
+// ---- convolution (CpuConv.cpp, CpuDnnl.cpp) and pooling ----
+// True when this build has oneDNN (CMake option STRATA_ONEDNN and libdnnl found).
+bool oneDnnAvailable();
+void destroyDnnlCache(DnnlCache* cache);
+// oneDNN convolutions; return false when oneDNN cannot take this descriptor (the caller then uses im2col).
+bool dnnlConv2dForward(int threads, Workspace& ws, float* y, const float* x, const float* w, const ConvDesc& d);
+bool dnnlConv2dBackwardData(int threads, Workspace& ws, float* dx, const float* dy, const float* w, const ConvDesc& d);
+bool dnnlConv2dBackwardFilter(int threads, Workspace& ws, float* dw, const float* dy, const float* x,
+                              const ConvDesc& d);
 void conv2dForward(int threads, Workspace& ws, float* y, const float* x, const float* w, const ConvDesc& d);
 void conv2dBackwardData(int threads, Workspace& ws, float* dx, const float* dy, const float* w, const ConvDesc& d);
 void conv2dBackwardFilter(int threads, Workspace& ws, float* dw, const float* dy, const float* x, const ConvDesc& d);
