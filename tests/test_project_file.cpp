@@ -5,6 +5,7 @@
 #include <QtTest>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -557,6 +558,26 @@ void TestProjectFile::fileErrors() {
         QFAIL("wrote invalid UTF-8");
     } catch (const ProjectError& e) {
         QVERIFY2(contains(e.what(), path), e.what());
+    }
+    QVERIFY(readProject(path) == richProject());
+
+    // Nothing is written that could not be read back.
+    bad = richProject();
+    bad.training.batchSize = 0;
+    try {
+        writeProject(bad, path);
+        QFAIL("wrote batch size 0");
+    } catch (const ProjectError& e) {
+        QCOMPARE(e.jsonPath(), std::string("/training/batch_size"));
+        QVERIFY2(contains(e.what(), "not saved"), e.what());
+    }
+    bad = richProject();
+    bad.graph.setPosition(3, std::nan(""), 0);
+    try {
+        writeProject(bad, path);
+        QFAIL("wrote a NaN position");
+    } catch (const ProjectError& e) {
+        QCOMPARE(e.jsonPath(), std::string("/graph/nodes/2/position/0"));
     }
     QVERIFY(readProject(path) == richProject());
 }

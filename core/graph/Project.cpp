@@ -93,7 +93,7 @@ std::string joined(const std::vector<std::string>& items) {
 class ObjectReader {
 public:
     ObjectReader(const Json& json, std::string path) : m_json(json), m_path(std::move(path)) {
-        if (!json.is_object()) fail(m_path.empty() ? "/" : m_path, "expected an object, got " + describe(json));
+        if (!json.is_object()) fail(m_path, "expected an object, got " + describe(json));
     }
 
     const std::string& path() const { return m_path; }
@@ -186,8 +186,9 @@ public:
     static double asNumber(const Json& v, const std::string& path, double min, double max, bool maxOpen) {
         if (!v.is_number()) fail(path, "expected a number, got " + describe(v));
         const double d = v.get<double>();
+        if (!std::isfinite(d)) fail(path, "expected a finite number, got " + std::to_string(d));
         const bool above = maxOpen ? d >= max : d > max;
-        if (!std::isfinite(d) || d < min || above)
+        if (d < min || above)
             fail(path, v.dump() + " is out of range (" + numberText(min) + " to " + numberText(max) +
                            (maxOpen ? ", excluding " + numberText(max) : std::string()) + ")");
         return d;
@@ -616,10 +617,15 @@ Project readProject(const std::string& path) {
 void writeProject(const Project& project, const std::string& path) {
     std::string text;
     try {
-        text = projectToJson(project).dump(2) + "\n";
+        const Json json = projectToJson(project);
+        // Never write a file this build cannot open again (a NaN position, batch size 0, ...).
+        projectFromJson(json);
+        text = json.dump(2) + "\n";
+    } catch (const ProjectError& e) {
+        throw ProjectError(path, e.jsonPath(), "not saved: " + e.message());
     } catch (const std::exception& e) {
         // e.g. a name that is not valid UTF-8
-        throw ProjectError(path, "", std::string("cannot write the project: ") + e.what());
+        throw ProjectError(path, "", std::string("not saved: ") + e.what());
     }
     const std::string tmp = path + ".tmp-" + std::to_string(static_cast<long>(::getpid()));
     {

@@ -102,7 +102,8 @@ Project projectFromJson(const Json& json);
 Project parseProject(const std::string& text, const std::string& source = "project");
 // Reads a file; relative dataset paths stay as written (see resolveDatasetPath).
 Project readProject(const std::string& path);
-// Writes to a temporary file beside `path` and renames it over `path`.
+// Writes to a temporary file beside `path` and renames it over `path`. Refuses (ProjectError, file untouched)
+// a project that would not read back: non-finite numbers, settings out of range, names that are not UTF-8.
 void writeProject(const Project& project, const std::string& path);
 // A dataset path resolved against the project file's folder ("" stays "").
 std::string resolveDatasetPath(const std::string& projectPath, const std::string& datasetPath);
