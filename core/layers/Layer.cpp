@@ -250,9 +250,12 @@ int toInt(int64_t v, const std::string& port, const std::string& what) {
 
 std::vector<std::string> numberedPorts(const Json& params) {
     int n = 2;
-    if (params.is_object() && params.contains("inputs") && params["inputs"].is_number_integer())
-        n = params["inputs"].get<int>();
-    n = std::max(2, std::min(8, n));
+    // Also called with raw (unnormalized) params by the graph editor: out-of-range or
+    // non-integer counts fall back to the nearest valid port list rather than failing here;
+    // normalizeParams reports them.
+    int64_t given = 0;
+    if (params.is_object() && params.contains("inputs") && asInteger(params["inputs"], given))
+        n = static_cast<int>(std::max<int64_t>(2, std::min<int64_t>(8, given)));
     std::vector<std::string> ports;
     for (int i = 0; i < n; ++i) ports.push_back("in" + std::to_string(i));
     return ports;
