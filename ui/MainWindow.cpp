@@ -78,7 +78,12 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), m_doc(new Project
     statusBar()->showMessage(tr("Ready"));
 }
 
-MainWindow::~MainWindow() = default;
+MainWindow::~MainWindow() {
+    // The scene and the document die among this window's children, after or before the panels that
+    // observe them; no signal may reach a half-destroyed panel.
+    m_scene->disconnect();
+    m_doc->disconnect();
+}
 
 void MainWindow::createDocks() {
     auto dock = [this](const QString& title, const QString& name, QWidget* widget, Qt::DockWidgetArea area) {

@@ -58,7 +58,8 @@ void NodeItem::setView(const NodeView& view) {
         prepareGeometryChange();
     m_view = view;
     const int lines = std::min<int>(kMaxParamLines, int(m_view.keyParams.size()));
-    m_height = kHeader + kPad + kLine /*name*/ + lines * kLine + kLine /*shape*/ + kPad;
+    // The bottom pad keeps the shape text clear of the output port circle.
+    m_height = kHeader + kPad + kLine /*name*/ + lines * kLine + kLine /*shape*/ + kPad + kPortRadius;
     updateToolTip();
     update();
 }

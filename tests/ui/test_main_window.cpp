@@ -1,0 +1,245 @@
+// MainWindow tests: templates, open/save/recent files, the unsaved-changes
+// prompt, a bad file leaving everything as it was, the title, the docks and
+// the Edit menu actions.
+#include <QAction>
+#include <QApplication>
+#include <QClipboard>
+#include <QDockWidget>
+#include <QMenuBar>
+#include <QMimeData>
+#include <QSettings>
+#include <QStandardPaths>
+#include <QTemporaryDir>
+#include <QTest>
+#include <QTreeWidget>
+#include <QUndoStack>
+
+#include <fstream>
+
+#include "ui/GraphScene.h"
+#include "ui/GraphView.h"
+#include "ui/LayerPalette.h"
+#include "ui/MainWindow.h"
+#include "ui/ProblemsPanel.h"
+#include "ui/ProjectDocument.h"
+#include "ui/Templates.h"
+
+using namespace strata;
+using namespace strata::ui;
+
+namespace {
+
+// The first action whose text (without '&') starts with `text`.
+QAction* findAction(QWidget* window, const QString& text) {
+    for (QAction* a : window->findChildren<QAction*>())
+        if (a->text().remove(QLatin1Char('&')).startsWith(text))
+            return a;
+    return nullptr;
+}
+
+}  // namespace
+
+class TestMainWindow : public QObject {
+    Q_OBJECT
+private slots:
+    void initTestCase() {
+        QStandardPaths::setTestModeEnabled(true);
+        QApplication::setOrganizationName(QStringLiteral("StrataTest"));
+        QApplication::setApplicationName(QStringLiteral("test_main_window"));
+        QSettings().clear();
+    }
+
+    void everyTemplateIsValid() {
+        for (const ProjectTemplate& t : projectTemplates()) {
+            const Project p = t.make();
+            const GraphAnalysis a = analyzeGraph(p.graph);
+            QVERIFY2(a.ok(), qPrintable(t.id + QStringLiteral(": ") +
+                                        QString::fromStdString(a.problems.empty() ? "" : a.problems[0].message)));
+            QVERIFY2(a.parameterCount > 0, qPrintable(t.id));
+        }
+        const GraphAnalysis cnn = analyzeGraph(fashionCnnTemplate().graph);
+        // conv1 320 + conv2 18,496 + fc1 401,536 + logits 1,290.
+        QCOMPARE(cnn.parameterCount, int64_t(421642));
+        const Project res = residualTemplate();
+        int adds = 0;
+        for (const Node* n : res.graph.nodes())
+            adds += n->type == "Add";
+        QCOMPARE(adds, 2);
+        const Project text = textClassifierTemplate();
+        QVERIFY(text.graph.nodes().front()->params.at("shape") == Json::array({16}));
+    }
+
+    void windowLayoutAndTitle() {
+        MainWindow w;
+        w.newProject(fashionCnnTemplate());
+        w.resize(1400, 900);
+        w.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&w));
+        QVERIFY(w.windowTitle().contains(QStringLiteral("untitled")));
+        QVERIFY(!w.isWindowModified());
+        QCOMPARE(w.scene()->nodeItems().size(), int(fashionCnnTemplate().graph.nodes().size()));
+        QStringList docks;
+        for (QDockWidget* d : w.findChildren<QDockWidget*>())
+            docks << d->objectName();
+        QVERIFY(docks.contains(QStringLiteral("paletteDock")));
+        QVERIFY(docks.contains(QStringLiteral("propertiesDock")));
+        QVERIFY(docks.contains(QStringLiteral("problemsDock")));
+        QVERIFY(w.dashboard());
+        QVERIFY(docks.contains(QStringLiteral("dashboardDock")));
+        QVERIFY(docks.contains(QStringLiteral("devicesDock")));
+        QStringList menus;
+        for (QAction* a : w.menuBar()->actions())
+            menus << a->text().remove(QLatin1Char('&'));
+        QCOMPARE(menus, (QStringList{"File", "Edit", "View", "Train", "Help"}));
+
+        // An edit marks the window modified; undo back to clean clears the mark.
+        const int relu = w.document()->addNode(QStringLiteral("ReLU"), {400, 0});
+        QVERIFY(w.isWindowModified());
+        const QString name = QString::fromStdString(w.document()->graph().node(relu)->name);
+        QAction* undo = findAction(&w, QStringLiteral("Undo Add ") + name);
+        QVERIFY(undo);
+        QCOMPARE(undo->shortcut(), QKeySequence(QKeySequence::Undo));
+        undo->trigger();
+        QVERIFY(!w.isWindowModified());
+        QVERIFY(findAction(&w, QStringLiteral("Redo Add ") + name));
+
+        // The palette's double-click adds at the view centre.
+        QTreeWidget* tree = w.palette()->tree();
+        QTreeWidgetItem* dense = tree->findItems(QStringLiteral("Dense"), Qt::MatchExactly | Qt::MatchRecursive).value(0);
+        QVERIFY(dense);
+        const int before = int(w.document()->graph().nodes().size());
+        emit tree->itemActivated(dense, 0);
+        QCOMPARE(int(w.document()->graph().nodes().size()), before + 1);
+        const Node* added = w.document()->graph().nodes().back();
+        QCOMPARE(added->type, std::string("Dense"));
+        const QPoint at = w.view()->mapFromScene(QPointF(added->x, added->y));
+        QVERIFY(w.view()->viewport()->rect().contains(at));
+
+        const QImage shot = w.grab().toImage();
+        QCOMPARE(shot.size(), w.size() * shot.devicePixelRatio());
+    }
+
+    void openSaveRecentAndPrompt() {
+        QTemporaryDir dir;
+        const QString a = dir.filePath(QStringLiteral("a.strata"));
+        const QString b = dir.filePath(QStringLiteral("b.strata"));
+        writeProject(lenet5Template(), a.toStdString());
+        writeProject(mlpTemplate(), b.toStdString());
+
+        MainWindow w;
+        int prompts = 0;
+        MainWindow::SaveChoice answer = MainWindow::SaveChoice::Cancel;
+        w.setSavePrompt([&](const QString&) {
+            ++prompts;
+            return answer;
+        });
+        QStringList errors;
+        w.setErrorReporter([&](const QString&, const QString& text) { errors << text; });
+
+        QVERIFY(w.openFile(a));
+        QVERIFY(w.document()->project() == readProject(a.toStdString()));
+        QVERIFY(w.windowTitle().startsWith(QStringLiteral("a.strata")));
+        QCOMPARE(w.recentFiles().value(0), QFileInfo(a).absoluteFilePath());
+        QCOMPARE(prompts, 0);  // nothing to lose yet
+
+        // Unsaved edit + Cancel: the open is refused and the edit stays.
+        const int id = w.document()->graph().nodes().back()->id;
+        w.document()->rename(id, QStringLiteral("edited"));
+        QVERIFY(w.isWindowModified());
+        QVERIFY(!w.openFile(b));
+        QCOMPARE(prompts, 1);
+        QVERIFY(w.document()->graph().node(id)->name == std::string("edited"));
+        QVERIFY(!w.newFromTemplate(QStringLiteral("mlp")));
+        QCOMPARE(prompts, 2);
+
+        // Save: writes the edit to a.strata, then opens b.
+        answer = MainWindow::SaveChoice::Save;
+        QVERIFY(w.openFile(b));
+        QVERIFY(readProject(a.toStdString()).graph.node(id)->name == std::string("edited"));
+        QVERIFY(w.document()->project() == readProject(b.toStdString()));
+        QCOMPARE(w.recentFiles().mid(0, 2),
+                 (QStringList{QFileInfo(b).absoluteFilePath(), QFileInfo(a).absoluteFilePath()}));
+
+        // Discard: the edit is dropped.
+        w.document()->addNode(QStringLiteral("ReLU"), {0, 0});
+        answer = MainWindow::SaveChoice::Discard;
+        QVERIFY(w.newFromTemplate(QStringLiteral("resnet")));
+        QVERIFY(w.document()->project() == residualTemplate());
+        QVERIFY(w.document()->filePath().isEmpty());
+
+        // Save on an untitled project asks for a path.
+        const QString c = dir.filePath(QStringLiteral("c"));
+        w.setSaveAsPrompt([&] { return c; });
+        w.document()->addNode(QStringLiteral("ReLU"), {0, 0});
+        QVERIFY(w.save());
+        QCOMPARE(w.document()->filePath(), QFileInfo(c + QStringLiteral(".strata")).absoluteFilePath());
+        QVERIFY(readProject((c + QStringLiteral(".strata")).toStdString()) == w.document()->project());
+        QVERIFY(!w.isWindowModified());
+
+        // Closing with unsaved edits asks too; Cancel keeps the window open.
+        w.show();
+        w.document()->addNode(QStringLiteral("ReLU"), {0, 0});
+        answer = MainWindow::SaveChoice::Cancel;
+        const int promptsBefore = prompts;
+        QVERIFY(!w.close());
+        QCOMPARE(prompts, promptsBefore + 1);
+        QVERIFY(w.isVisible());
+        answer = MainWindow::SaveChoice::Discard;
+        QVERIFY(w.close());
+        QVERIFY(errors.isEmpty());
+    }
+
+    void badFileShowsTheLoadersMessage() {
+        QTemporaryDir dir;
+        const QString bad = dir.filePath(QStringLiteral("bad.strata"));
+        Json j = projectToJson(fashionCnnTemplate());
+        j["graph"]["nodes"][1]["params"]["filters"] = "many";
+        std::ofstream(bad.toStdString()) << j.dump(2);
+
+        MainWindow w;
+        QStringList errors;
+        w.setErrorReporter([&](const QString&, const QString& text) { errors << text; });
+        w.newProject(mlpTemplate());
+        const Project before = w.document()->project();
+        const QString title = w.windowTitle();
+        QVERIFY(!w.openFile(bad));
+        QCOMPARE(errors.size(), 1);
+        QVERIFY2(errors[0].contains(QStringLiteral("bad.strata")), qPrintable(errors[0]));
+        QVERIFY2(errors[0].contains(QStringLiteral("/graph/nodes/1/params/filters")), qPrintable(errors[0]));
+        QCOMPARE(w.lastError(), errors[0]);
+        QVERIFY(w.document()->project() == before);
+        QCOMPARE(w.windowTitle(), title);
+        QVERIFY(!w.recentFiles().contains(QFileInfo(bad).absoluteFilePath()));
+    }
+
+    void editMenuCopyPasteDelete() {
+        MainWindow w;
+        w.newProject(fashionCnnTemplate());
+        w.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&w));
+        const Graph initial = w.document()->graph();
+        const int conv1 = initial.nodeByName("conv1")->id;
+        const int relu1 = initial.nodeByName("relu1")->id;
+        w.scene()->selectNodes({conv1, relu1});
+        w.copy();
+        QVERIFY(QApplication::clipboard()->mimeData()->hasFormat(QString::fromLatin1(GraphScene::kNodesMimeType)));
+        w.paste();
+        QCOMPARE(w.document()->graph().nodes().size(), initial.nodes().size() + 2);
+        QCOMPARE(w.document()->graph().edges().size(), initial.edges().size() + 1);
+        w.deleteSelection();
+        QVERIFY(w.document()->graph() == initial);
+        w.selectAll();
+        QCOMPARE(w.scene()->selectedNodeIds().size(), int(initial.nodes().size()));
+        w.cut();
+        QVERIFY(w.document()->graph().empty());
+        w.paste();
+        QCOMPARE(w.document()->graph().nodes().size(), initial.nodes().size());
+        QVERIFY(w.document()->analysis().ok());
+        while (w.document()->undoStack()->canUndo())
+            w.document()->undoStack()->undo();
+        QVERIFY(w.document()->graph() == initial);
+    }
+};
+
+QTEST_MAIN(TestMainWindow)
+#include "test_main_window.moc"
