@@ -55,7 +55,8 @@ struct ExportSummary {
     uint64_t bytes = 0;  // file size
 };
 
-// Safetensors export: "<node>.<param>" tensors with their real shapes, F32 or F16 (Q8_0 is GGUF only);
+// Safetensors export: "<node>.<param>" tensors with their real shapes, F32, or F16 for tensors of rank >= 2
+// (1-D tensors stay F32; Q8_0 is GGUF only);
 // metadata strata.project, strata.class_labels, strata.vocabulary (JSON arrays) and strata.normalization (JSON).
 ExportSummary writeSafetensorsExport(const std::string& path, const ExportModel& model, ExportPrecision precision);
 // GGUF export (see Gguf.h for the keys). F16: every tensor of rank >= 2 as F16, 1-D tensors (biases,
