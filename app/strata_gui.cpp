@@ -2,7 +2,7 @@
 // the CUDA provider when built with CUDA, open the project and show the
 // main window. --screenshot renders the window to a PNG and exits (docs, CI).
 //
-//   strata [PROJECT] [--screenshot FILE.png] [--train-steps N]
+//   strata [PROJECT] [--screenshot FILE.png] [--train-steps N] [--select NODE]
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QDockWidget>
@@ -14,6 +14,7 @@
 #include <cstdio>
 
 #include "core/backend/BackendRegistry.h"
+#include "ui/GraphScene.h"
 #include "ui/GraphView.h"
 #include "ui/MainWindow.h"
 #include "ui/ProjectDocument.h"
@@ -61,8 +62,12 @@ int main(int argc, char** argv) {
     const QCommandLineOption stepsOpt(QStringLiteral("train-steps"),
                                       QStringLiteral("With --screenshot: train N steps before the screenshot."),
                                       QStringLiteral("N"));
+    const QCommandLineOption selectOpt(QStringLiteral("select"),
+                                       QStringLiteral("Select the node named NODE (its properties show)."),
+                                       QStringLiteral("NODE"));
     parser.addOption(screenshotOpt);
     parser.addOption(stepsOpt);
+    parser.addOption(selectOpt);
     parser.process(app);
 
     const QString screenshot = parser.value(screenshotOpt);
@@ -89,6 +94,15 @@ int main(int argc, char** argv) {
             return 1;
     } else {
         window.newProject(strata::ui::fashionCnnTemplate());
+    }
+
+    if (parser.isSet(selectOpt)) {
+        const strata::Node* node = window.document()->graph().nodeByName(parser.value(selectOpt).toStdString());
+        if (!node) {
+            std::fprintf(stderr, "strata: --select: no node named '%s'\n", qPrintable(parser.value(selectOpt)));
+            return 2;
+        }
+        window.scene()->selectNodes({node->id});
     }
 
     if (screenshot.isEmpty()) {

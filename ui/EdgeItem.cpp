@@ -5,6 +5,8 @@
 #include <QPainter>
 #include <QPainterPathStroker>
 
+#include <cmath>
+
 #include "ui/NodeItem.h"
 
 namespace strata::ui {
@@ -75,6 +77,13 @@ QRectF EdgeItem::labelRect() const {
     const QFontMetricsF fm(labelFont());
     const QSizeF size(fm.horizontalAdvance(m_label) + 10, fm.height() + 4);
     const QPointF mid = path().pointAtPercent(0.5);
+    // Nodes stacked closely leave no room between them: put the label beside the node column,
+    // level with the gap, instead of over the ports.
+    const double gap = m_to.y() - m_from.y();
+    if (gap < size.height() + 2 * NodeItem::kPortRadius + 8 && std::abs(m_to.x() - m_from.x()) < NodeItem::kWidth) {
+        const double left = std::max(m_from.x(), m_to.x()) + NodeItem::kWidth / 2 + 6;
+        return QRectF(QPointF(left, mid.y() - size.height() / 2), size);
+    }
     return QRectF(mid - QPointF(size.width() / 2, size.height() / 2), size);
 }
 
