@@ -437,6 +437,31 @@ private slots:
         QVERIFY(ed.scene.nodeItem(fc1)->hasError());
     }
 
+    void kernelLargerThanInputThroughThePanel() {
+        Editor ed;
+        ed.doc.newProject(fashionCnnTemplate());
+        const int conv1 = ed.doc.graph().nodeByName("conv1")->id;
+        ed.scene.selectNodes({conv1});
+        auto* kernel = qobject_cast<QLineEdit*>(ed.props->editor(QStringLiteral("kernel")));
+        QVERIFY(kernel);
+        QCOMPARE(kernel->text(), QStringLiteral("3, 3"));
+        // 40x40 is inside the kernel's allowed range (1 to 63) but larger than the padded 28x28 input.
+        kernel->setText(QStringLiteral("40, 40"));
+        emit kernel->editingFinished();
+        QVERIFY(ed.doc.graph().node(conv1)->params.at("kernel") == Json::array({40, 40}));
+        QVERIFY(!ed.doc.analysis().ok());
+        QVERIFY(ed.scene.nodeItem(conv1)->hasError());
+        QVERIFY(ed.problems->problemCount() >= 1);
+        QVERIFY2(ed.problems->messageAt(0).contains(QStringLiteral("conv1")), qPrintable(ed.problems->messageAt(0)));
+        QCOMPARE(ed.scene.nodeItem(conv1)->view().shapeText, QStringLiteral("?"));
+        // Undo restores the valid graph and clears the problem list.
+        ed.doc.undoStack()->undo();
+        QVERIFY(ed.doc.analysis().ok());
+        QCOMPARE(ed.problems->problemCount(), 0);
+        QCOMPARE(kernel->text(), QStringLiteral("3, 3"));
+        QVERIFY(!ed.scene.nodeItem(conv1)->hasError());
+    }
+
     void memoryEstimateAndTotals() {
         Editor ed;
         ed.doc.newProject(mlpTemplate());
