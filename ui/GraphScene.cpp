@@ -43,7 +43,7 @@ QStringList keyParams(const strata::Node& node, const strata::GraphAnalysis& ana
 
 GraphScene::GraphScene(ProjectDocument* doc, QObject* parent) : QGraphicsScene(parent), m_doc(doc) {
     setItemIndexMethod(QGraphicsScene::NoIndex);  // items move often and there are few of them
-    connect(doc, &ProjectDocument::graphChanged, this, &GraphScene::sync);
+    // Every graph change is followed by analysisChanged (shapes and problems): one sync per edit.
     connect(doc, &ProjectDocument::analysisChanged, this, &GraphScene::sync);
     connect(doc, &ProjectDocument::projectReset, this, &GraphScene::rebuild);
     connect(doc, &ProjectDocument::nodeMoved, this, &GraphScene::onNodeMoved);
