@@ -306,15 +306,24 @@ void pool2dBackward(int threads, float* dx, const float* dy, const float* x, con
                     const size_t r0 = static_cast<size_t>(2 * oh) * d.w, r1 = r0 + d.w;
                     // Every window adds to all four of its elements (zero to three of them), so there is
                     // no data-dependent address and no branch.
+                    // The winner is encoded as 0/1 factors (the same rule as argmax4), which GCC
+                    // keeps free of branches; an integer index led to a mispredicted branch per window.
+                    const float* x0 = img + r0;
+                    const float* x1 = img + r1;
+                    float* d0 = dimg + r0;
+                    float* d1 = dimg + r1;
+                    const float* gr = g + static_cast<size_t>(oh) * OW;
                     for (int ow = 0; ow < OW; ++ow) {
-                        float best;
-                        const size_t c0 = static_cast<size_t>(2 * ow);
-                        const int arg = argmax4(img[r0 + c0], img[r0 + c0 + 1], img[r1 + c0], img[r1 + c0 + 1], best);
-                        const float v = g[static_cast<size_t>(oh) * OW + ow];
-                        dimg[r0 + c0] += arg == 0 ? v : 0.0f;
-                        dimg[r0 + c0 + 1] += arg == 1 ? v : 0.0f;
-                        dimg[r1 + c0] += arg == 2 ? v : 0.0f;
-                        dimg[r1 + c0 + 1] += arg == 3 ? v : 0.0f;
+                        const int c0 = 2 * ow;
+                        const float a = x0[c0], b = x0[c0 + 1], c = x1[c0], e = x1[c0 + 1];
+                        const float pickB = b > a ? 1.0f : 0.0f, pickE = e > c ? 1.0f : 0.0f;
+                        const float m01 = b > a ? b : a, m23 = e > c ? e : c;
+                        const float second = m23 > m01 ? 1.0f : 0.0f;
+                        const float v = gr[ow];
+                        d0[c0] += v * (1.0f - second) * (1.0f - pickB);
+                        d0[c0 + 1] += v * (1.0f - second) * pickB;
+                        d1[c0] += v * second * (1.0f - pickE);
+                        d1[c0 + 1] += v * second * pickE;
                     }
                 }
             }
