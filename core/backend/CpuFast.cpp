@@ -157,7 +157,7 @@ namespace {
 // Sum of a contiguous float range: vectorized float partial sums (OpenMP simd fixes the order).
 inline float planeSum(const float* x, int n) {
     float s = 0.0f;
-#pragma omp simd reduction(+ : s)
+    STRATA_SIMD_SUM(s)
     for (int i = 0; i < n; ++i) s += x[i];
     return s;
 }
@@ -221,7 +221,7 @@ double sumSquares(int threads, const float* x, int64_t n) {
         for (int64_t i = b; i < e; i += 1024) {
             const int64_t end = std::min<int64_t>(e, i + 1024);
             float s = 0.0f;
-#pragma omp simd reduction(+ : s)
+            STRATA_SIMD_SUM(s)
             for (int64_t j = i; j < end; ++j) s += x[j] * x[j];
             acc += s;
         }
@@ -233,7 +233,7 @@ bool allFinite(int threads, const float* x, int64_t n) {
     // x * 0 is 0 for finite x and NaN for Inf/NaN, so one NaN test per block finds both.
     const double bad = reduceParts(threads, n, [&](int64_t b, int64_t e) {
         float s = 0.0f;
-#pragma omp simd reduction(+ : s)
+        STRATA_SIMD_SUM(s)
         for (int64_t i = b; i < e; ++i) s += x[i] * 0.0f;
         return std::isnan(s) ? 1.0 : 0.0;
     });
@@ -473,7 +473,7 @@ void batchNormForwardTraining(int threads, float* y, float* saveMean, float* sav
                         for (int b = 0; b < n; ++b) {
                             const float* p = xc + b * cs;
                             float s = 0.0f;
-#pragma omp simd reduction(+ : s)
+                            STRATA_SIMD_SUM(s)
                             for (int i = 0; i < inner; ++i) s += (p[i] - meanF) * (p[i] - meanF);
                             sq += s;
                         }
@@ -528,7 +528,7 @@ void batchNormBackward(int threads, float* dx, float* dgamma, float* dbeta, cons
                             const float* xp = x + ch * inner + b * cs;
                             const float* gp = dy + ch * inner + b * cs;
                             float s = 0.0f, t = 0.0f;
-#pragma omp simd reduction(+ : s, t)
+                            STRATA_SIMD_SUM(s, t)
                             for (int i = 0; i < inner; ++i) {
                                 s += gp[i];
                                 t += gp[i] * (xp[i] - mean);

@@ -10,6 +10,15 @@
 #include <omp.h>
 #endif
 
+// A vectorized sum reduction (the order is fixed by the vector width, so it is deterministic);
+// nothing without OpenMP, where an unknown pragma would warn.
+#define STRATA_PRAGMA(text) _Pragma(#text)
+#ifdef _OPENMP
+#define STRATA_SIMD_SUM(...) STRATA_PRAGMA(omp simd reduction(+ : __VA_ARGS__))
+#else
+#define STRATA_SIMD_SUM(...)
+#endif
+
 namespace strata::cpu {
 
 // Splits [0, n) into contiguous parts, one per thread, with at least `grain` items per part
