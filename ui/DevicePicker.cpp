@@ -126,10 +126,11 @@ void DevicePicker::populate(const std::vector<DeviceInfo>& devices, const QStrin
     }
     m_updating = false;
 
-    // Keep what was ticked when it is still listed; otherwise default to the first GPU, or the CPU.
+    // Keep what the user ticked when it is still listed; otherwise default to the first GPU, or the CPU.
     QStringList keep;
-    for (const QString& d : previous)
-        if (itemFor(d)) keep << d;
+    if (m_userSelected)
+        for (const QString& d : previous)
+            if (itemFor(d)) keep << d;
     if (keep.isEmpty()) {
         for (const DeviceInfo& info : devices)
             if (info.device.type == DeviceType::Cuda) {
@@ -138,8 +139,7 @@ void DevicePicker::populate(const std::vector<DeviceInfo>& devices, const QStrin
             }
         if (keep.isEmpty() && itemFor("cpu")) keep << "cpu";
     }
-    setSelectedDevices(keep);
-    updateNotes();
+    applySelection(keep);
 }
 
 QTreeWidgetItem* DevicePicker::itemFor(const QString& device) const {
@@ -162,6 +162,11 @@ QStringList DevicePicker::selectedDevices() const {
 }
 
 void DevicePicker::setSelectedDevices(const QStringList& devices) {
+    m_userSelected = true;
+    applySelection(devices);
+}
+
+void DevicePicker::applySelection(const QStringList& devices) {
     m_updating = true;
     for (int i = 0; i < m_tree->topLevelItemCount(); ++i) {
         QTreeWidgetItem* item = m_tree->topLevelItem(i);
@@ -175,6 +180,7 @@ void DevicePicker::setSelectedDevices(const QStringList& devices) {
 
 void DevicePicker::onItemChanged(QTreeWidgetItem* item, int column) {
     if (m_updating || column != ColDevice) return;
+    m_userSelected = true;
     // The CPU and the GPUs exclude each other; several GPUs may be ticked together.
     if (item->checkState(ColDevice) == Qt::Checked) {
         const bool isCpu = item->data(ColDevice, Qt::UserRole).toString() == QLatin1String("cpu");

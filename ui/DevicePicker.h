@@ -60,6 +60,7 @@ protected:
 
 private:
     void populate(const std::vector<DeviceInfo>& devices, const QString& gpuReason);
+    void applySelection(const QStringList& devices);
     void onItemChanged(QTreeWidgetItem* item, int column);
     void sampleNow();
     void updateNotes();
@@ -74,6 +75,7 @@ private:
     std::shared_ptr<Samplers> m_samplers;
     QFutureWatcher<std::vector<TelemetryEvent>>* m_watcher = nullptr;
     bool m_updating = false;
+    bool m_userSelected = false;  // a tick by the user (or setSelectedDevices) survives a refresh
 };
 
 }  // namespace strata::ui

@@ -19,6 +19,7 @@
 #include "ui/DevicePicker.h"
 #include "ui/EngineWorker.h"
 #include "ui/ProjectDocument.h"
+#include "ui/RunHistory.h"
 
 namespace strata::ui {
 
@@ -232,6 +233,9 @@ void TrainingDashboard::startTraining(qint64 maxSteps) {
     m_runDevice = device;
     m_finalStatus.clear();
     m_runFailed = false;
+    m_finished = FinishedEvent{};
+    m_errorMessage.clear();
+    m_runId = m_history ? m_history->beginRun(project, path, device) : 0;
     m_clock.start();
     m_status->setText(tr("Starting on %1...").arg(device));
     m_log->clear();
@@ -314,6 +318,7 @@ void TrainingDashboard::onCheckpoint(const CheckpointEvent& e) {
 }
 
 void TrainingDashboard::onFinished(const FinishedEvent& e) {
+    m_finished = e;
     QString text = e.stoppedByUser ? tr("Stopped") : e.earlyStopped ? tr("Stopped early") : tr("Finished");
     text += tr(" after %n epoch(s) in %1", nullptr, e.epochsCompleted).arg(formatDuration(e.seconds));
     if (e.bestEpoch > 0)
@@ -326,6 +331,7 @@ void TrainingDashboard::onFinished(const FinishedEvent& e) {
 
 void TrainingDashboard::onError(const QString& message) {
     m_runFailed = true;
+    m_errorMessage = message;
     showError(tr("Training stopped on an error: %1").arg(message));
 }
 
@@ -339,6 +345,13 @@ void TrainingDashboard::onRunEnded(bool ok) {
     else
         m_status->setText(m_finalStatus.isEmpty() ? tr("Finished") : m_finalStatus);
     m_eta->clear();
+    if (m_history && m_runId > 0) {
+        const bool failed = !ok || m_runFailed;
+        const QString status = failed ? QStringLiteral("failed")
+                               : m_finished.stoppedByUser ? QStringLiteral("stopped")
+                                                          : QStringLiteral("finished");
+        m_history->finishRun(m_runId, status, failed ? m_errorMessage : m_finalStatus, m_finished);
+    }
     setState(State::Idle);
     emit trainingFinished();
 }
@@ -362,6 +375,7 @@ void TrainingDashboard::flush() {
         m_charts["accuracy"]->append("train_acc_batch", x, acc);
         m_charts["lr"]->append("lr", x, lr);
         m_charts["throughput"]->append("samples_per_s", x, rate);
+        if (m_history) m_history->addSteps(m_runId, m_pendingSteps);
         m_lastStep = m_pendingSteps.last();
         m_haveStep = true;
         m_pendingSteps.clear();
@@ -370,6 +384,7 @@ void TrainingDashboard::flush() {
 
     for (const EpochPoint& p : std::as_const(m_pendingEpochs)) {
         const EpochEvent& e = p.event;
+        if (m_history) m_history->addEpoch(m_runId, e);
         const QVector<double> x{p.x};
         m_charts["accuracy"]->append("train_acc_epoch", x, {e.trainAccuracy});
         if (e.hasValidation) {

@@ -27,6 +27,7 @@ class ChartPanel;
 class DevicePicker;
 class EngineWorker;
 class ProjectDocument;
+class RunHistory;
 
 class TrainingDashboard : public QWidget {
     Q_OBJECT
@@ -38,6 +39,10 @@ public:
 
     // The picker whose ticked device a run uses; without one the project's training.device is used.
     void setDevicePicker(DevicePicker* picker);
+    // Where runs and their metrics are recorded (not owned; nullptr: not recorded).
+    void setRunHistory(RunHistory* history) { m_history = history; }
+    // The history id of the current or last run (0: none recorded).
+    qint64 runId() const { return m_runId; }
 
     State state() const { return m_state; }
     bool isRunning() const { return m_state != State::Idle; }
@@ -102,6 +107,10 @@ private:
 
     ProjectDocument* m_doc;
     QPointer<DevicePicker> m_picker;
+    RunHistory* m_history = nullptr;
+    qint64 m_runId = 0;
+    FinishedEvent m_finished;
+    QString m_errorMessage;
     QThread* m_thread = nullptr;
     EngineWorker* m_worker = nullptr;
     State m_state = State::Idle;

@@ -1,0 +1,156 @@
+// DatasetPanel and TrainingSettingsPanel: edits reach the document as undoable
+// commands and undo brings the widgets back; the dataset preview loads on a
+// worker and shows sample pictures (image-shaped data), table rows (flat data)
+// and the class balance, or the loader's error; the LR preview plots core's
+// learningRateAt over every step of the run.
+#include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QSignalSpy>
+#include <QSpinBox>
+#include <QTest>
+#include <QUndoStack>
+
+#include "core/train/LrSchedule.h"
+#include "ui/DatasetPanel.h"
+#include "ui/ProjectDocument.h"
+#include "ui/TrainingSettingsPanel.h"
+
+using namespace strata;
+using namespace strata::ui;
+
+namespace {
+
+Project imageProject() {
+    Project p;
+    p.name = "panels";
+    p.graph.addNode("Input", "input", Json{{"shape", {1, 8, 8}}});
+    p.dataset.kind = "synthetic";
+    p.dataset.syntheticSamples = 400;
+    p.dataset.syntheticClasses = 5;
+    p.dataset.syntheticShape = {1, 8, 8};
+    p.dataset.validationSplit = 0.25;
+    p.dataset.normalization = "none";
+    p.training.batchSize = 25;
+    p.training.epochs = 2;
+    return p;
+}
+
+template <typename T>
+T* widgetWithValue(QWidget* root, double value) {
+    for (T* w : root->findChildren<T*>())
+        if (w->value() == value) return w;
+    return nullptr;
+}
+
+QString screenshotDir() { return qEnvironmentVariable("STRATA_UI_SCREENSHOTS"); }
+
+}  // namespace
+
+class TestDatasetPanels : public QObject {
+    Q_OBJECT
+private slots:
+    void datasetEditsAreUndoable() {
+        ProjectDocument doc;
+        doc.newProject(imageProject());
+        DatasetPanel panel(&doc);
+        auto* samples = widgetWithValue<QSpinBox>(&panel, 400);
+        QVERIFY(samples);
+        samples->setValue(800);
+        QCOMPARE(doc.project().dataset.syntheticSamples, int64_t(800));
+        QCOMPARE(doc.undoStack()->count(), 1);
+        doc.undoStack()->undo();
+        QCOMPARE(doc.project().dataset.syntheticSamples, int64_t(400));
+        QCOMPARE(samples->value(), 400);  // the widget follows the document
+        // Re-reading the document pushes nothing.
+        panel.syncFromDocument();
+        QCOMPARE(doc.undoStack()->index(), 0);
+    }
+
+    void imagePreviewShowsSamplesAndBalance() {
+        ProjectDocument doc;
+        doc.newProject(imageProject());
+        DatasetPanel panel(&doc);
+        panel.resize(1000, 700);
+        panel.show();
+        QSignalSpy ready(&panel, &DatasetPanel::previewReady);
+        QSignalSpy count(&panel, &DatasetPanel::trainSampleCountKnown);
+        panel.loadPreview();
+        QVERIFY(ready.wait(30000));
+        const DatasetPreview& p = panel.preview();
+        QVERIFY2(p.error.isEmpty(), qPrintable(p.error));
+        QCOMPARE(p.trainCount, qint64(300));
+        QCOMPARE(p.validationCount, qint64(100));
+        QCOMPARE(p.images.size(), 32);
+        QCOMPARE(p.labels.size(), 32);
+        QCOMPARE(p.images[0].size(), QSize(8, 8));
+        QCOMPARE(p.classNames.size(), 5);
+        qint64 train = 0, val = 0;
+        for (qint64 c : p.trainPerClass) train += c;
+        for (qint64 c : p.validationPerClass) val += c;
+        QCOMPARE(train, qint64(300));
+        QCOMPARE(val, qint64(100));
+        QCOMPARE(count.count(), 1);
+        QCOMPARE(count.at(0).at(0).toLongLong(), qint64(300));
+        if (!screenshotDir().isEmpty()) panel.grab().save(screenshotDir() + "/dataset_panel.png");
+    }
+
+    void flatPreviewShowsRows() {
+        DatasetSettings s = imageProject().dataset;
+        s.syntheticShape = {6};
+        const DatasetPreview p = DatasetPanel::buildPreview(s, QString(), 10);
+        QVERIFY2(p.error.isEmpty(), qPrintable(p.error));
+        QVERIFY(p.images.isEmpty());
+        QCOMPARE(p.rows.size(), 10);
+        QCOMPARE(p.columns.size(), 6);
+        QCOMPARE(p.rows[0].size(), 6);
+    }
+
+    void previewReportsLoaderError() {
+        DatasetSettings s;
+        s.kind = "idx";
+        s.trainImages = "/nonexistent/strata-preview-images.gz";
+        s.trainLabels = "/nonexistent/strata-preview-labels.gz";
+        const DatasetPreview p = DatasetPanel::buildPreview(s, QString());
+        QVERIFY(p.error.contains("strata-preview-images"));
+        QCOMPARE(p.trainCount, qint64(0));
+    }
+
+    void lrPreviewFollowsCoreSchedule() {
+        ProjectDocument doc;
+        Project project = imageProject();
+        project.training.schedule = "cosine";
+        project.training.warmupSteps = 3;
+        project.training.learningRate = 0.1;
+        doc.newProject(project);
+        TrainingSettingsPanel panel(&doc);
+        panel.resize(500, 900);
+        // 400 samples, a quarter held out: 300 / batch 25 = 12 steps per epoch, 2 epochs.
+        QCOMPARE(panel.previewStepsPerEpoch(), qint64(12));
+        QCOMPARE(panel.previewPointCount(), 24);
+        const TrainingSettings& s = doc.project().training;
+        for (int step : {0, 1, 3, 12, 23})
+            QCOMPARE(panel.previewValueAt(step), learningRateAt(s, step, 12));
+        // A known training-set size (from a dataset preview) wins over the estimate.
+        panel.setTrainSampleCount(250);
+        QCOMPARE(panel.previewStepsPerEpoch(), qint64(10));
+        QCOMPARE(panel.previewPointCount(), 20);
+
+        // Edits are undoable and the preview follows them.
+        auto* lr = widgetWithValue<QDoubleSpinBox>(&panel, 0.1);
+        QVERIFY(lr);
+        lr->setValue(0.2);
+        QCOMPARE(doc.project().training.learningRate, 0.2);
+        QCOMPARE(panel.previewValueAt(5), learningRateAt(doc.project().training, 5, 10));
+        doc.undoStack()->undo();
+        QCOMPARE(doc.project().training.learningRate, 0.1);
+        QCOMPARE(lr->value(), 0.1);
+        if (!screenshotDir().isEmpty()) {
+            panel.show();
+            QTest::qWait(50);
+            panel.grab().save(screenshotDir() + "/training_settings.png");
+        }
+    }
+};
+
+QTEST_MAIN(TestDatasetPanels)
+#include "test_dataset_panels.moc"

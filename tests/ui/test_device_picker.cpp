@@ -1,0 +1,144 @@
+// DevicePicker: lists the CPU, explains an empty GPU list, keeps the CPU and
+// GPUs exclusive, refuses several GPUs (simulated through setDeviceList) both
+// in the picker and when the dashboard is asked to start, and shows live
+// utilization from the registry's CPU telemetry.
+#include <QLabel>
+#include <QPushButton>
+#include <QSignalSpy>
+#include <QTest>
+#include <QTreeWidget>
+
+#include "core/backend/BackendRegistry.h"
+#include "ui/DevicePicker.h"
+#include "ui/ProjectDocument.h"
+#include "ui/TrainingDashboard.h"
+
+using namespace strata;
+using namespace strata::ui;
+
+namespace {
+
+DeviceInfo fakeGpu(int index) {
+    DeviceInfo info;
+    info.device = Device::cuda(index);
+    info.name = "Simulated GPU " + std::to_string(index);
+    info.totalMemoryBytes = 80ull << 30;
+    info.freeMemoryBytes = 79ull << 30;
+    info.computeMajor = 9;
+    info.computeMinor = 0;
+    info.multiprocessors = 132;
+    return info;
+}
+
+DeviceInfo cpuInfo() {
+    for (const DeviceInfo& d : backendRegistry().devices())
+        if (d.device.isCpu()) return d;
+    return {};
+}
+
+QTreeWidgetItem* rowOf(DevicePicker& picker, const QString& device) {
+    auto* tree = picker.findChild<QTreeWidget*>();
+    for (int i = 0; i < tree->topLevelItemCount(); ++i)
+        if (tree->topLevelItem(i)->text(0) == device) return tree->topLevelItem(i);
+    return nullptr;
+}
+
+}  // namespace
+
+class TestDevicePicker : public QObject {
+    Q_OBJECT
+private slots:
+    void listsCpuAndExplainsEmptyGpuList() {
+        DevicePicker picker;
+        QVERIFY(rowOf(picker, "cpu") != nullptr);
+        QVERIFY(rowOf(picker, "cpu")->text(1).contains("CPU"));
+        bool anyGpu = false;
+        for (const DeviceInfo& d : backendRegistry().devices()) anyGpu = anyGpu || d.device.type == DeviceType::Cuda;
+        if (anyGpu) QSKIP("a GPU is listed on this machine; the empty-list message does not apply");
+        BackendProvider* cuda = backendRegistry().provider(DeviceType::Cuda);
+        if (!cuda) {
+            QCOMPARE(picker.gpuNote(), QString("this build has no CUDA support"));
+        } else {
+            const QString reason = QString::fromStdString(cuda->unavailableReason());
+            QCOMPARE(picker.gpuNote(), reason.isEmpty() ? QString("no CUDA device found") : reason);
+        }
+        // Without a GPU the CPU is what a run uses.
+        QCOMPARE(picker.selectedDevices(), QStringList{"cpu"});
+        QCOMPARE(picker.runDevice(), QString("cpu"));
+        QVERIFY(picker.selectionError().isEmpty());
+        bool noteShown = false;
+        for (QLabel* label : picker.findChildren<QLabel*>())
+            noteShown = noteShown || label->text().contains(picker.gpuNote());
+        QVERIFY(noteShown);
+    }
+
+    void cpuAndGpusExcludeEachOther() {
+        DevicePicker picker;
+        picker.setDeviceList({cpuInfo(), fakeGpu(0), fakeGpu(1)}, QString());
+        QCOMPARE(picker.deviceCount(), 3);
+        QVERIFY(picker.gpuNote().isEmpty());
+        // With GPUs listed the first GPU is the default.
+        QCOMPARE(picker.selectedDevices(), QStringList{"cuda:0"});
+        QVERIFY(rowOf(picker, "cuda:0")->text(3).startsWith("9.0"));
+        QVERIFY(rowOf(picker, "cuda:0")->text(2).contains("80.0 GiB"));
+
+        QSignalSpy changed(&picker, &DevicePicker::selectionChanged);
+        rowOf(picker, "cpu")->setCheckState(0, Qt::Checked);  // as a click does
+        QCOMPARE(picker.selectedDevices(), QStringList{"cpu"});
+        QVERIFY(changed.count() >= 1);
+        rowOf(picker, "cuda:1")->setCheckState(0, Qt::Checked);
+        QCOMPARE(picker.selectedDevices(), QStringList{"cuda:1"});
+        QCOMPARE(picker.runDevice(), QString("cuda:1"));
+    }
+
+    void refusesTwoGpus() {
+        DevicePicker picker;
+        picker.setDeviceList({cpuInfo(), fakeGpu(0), fakeGpu(1)}, QString());
+        rowOf(picker, "cuda:1")->setCheckState(0, Qt::Checked);
+        QCOMPARE(picker.selectedDevices(), (QStringList{"cuda:0", "cuda:1"}));
+        QVERIFY(picker.selectionError().contains("several GPUs"));
+        QVERIFY(picker.selectionError().contains("Tick one GPU"));
+        QVERIFY(picker.runDevice().isEmpty());
+
+        // The dashboard refuses to start and says why; nothing runs.
+        ProjectDocument doc;
+        TrainingDashboard dash(&doc);
+        dash.setDevicePicker(&picker);
+        QSignalSpy started(&dash, &TrainingDashboard::trainingStarted);
+        dash.startTraining(10);
+        QCOMPARE(started.count(), 0);
+        QCOMPARE(dash.state(), TrainingDashboard::State::Idle);
+        QVERIFY(dash.errorVisible());
+        QVERIFY(dash.errorText().contains("several GPUs"));
+        QVERIFY(dash.startButton()->isEnabled());
+        QVERIFY(!dash.stopButton()->isEnabled());
+
+        // Nothing ticked is refused too.
+        picker.setSelectedDevices({});
+        QVERIFY(picker.selectionError().contains("Tick a device"));
+    }
+
+    void showsLiveCpuUtilization() {
+        DevicePicker picker;
+        picker.setRefreshIntervalMs(50);
+        QCOMPARE(picker.utilizationText("cpu"), QString("-"));
+        picker.show();
+        QTRY_VERIFY_WITH_TIMEOUT(picker.utilizationText("cpu").contains("%"), 5000);
+        QVERIFY(picker.utilizationText("cpu").contains("GiB"));
+        picker.hide();
+    }
+
+    void telemetryUnavailableIsShown() {
+        DevicePicker picker;
+        picker.setDeviceList({cpuInfo(), fakeGpu(0)}, QString());
+        TelemetryEvent e;
+        e.device = "cuda:0";
+        e.available = false;
+        e.reason = "NVML not found";
+        picker.showTelemetry(e);
+        QCOMPARE(picker.utilizationText("cuda:0"), QString("unavailable"));
+    }
+};
+
+QTEST_MAIN(TestDevicePicker)
+#include "test_device_picker.moc"

@@ -1,0 +1,257 @@
+// TrainingDashboard end to end on the CPU with the synthetic dataset: a short
+// run fills every chart (one loss/LR/throughput point per step, one point per
+// epoch, the best epoch marked), buttons follow the run, pause/resume/stop act
+// on the engine, an engine error (a missing dataset file) shows in the banner
+// while the application and the project stay as they were, and the charts
+// export to PNG and CSV.
+#include <QDir>
+#include <QFile>
+#include <QPushButton>
+#include <QSignalSpy>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include "ui/ChartPanel.h"
+#include "ui/EngineWorker.h"
+#include "ui/ProjectDocument.h"
+#include "ui/RunHistory.h"
+#include "ui/TrainingDashboard.h"
+
+using namespace strata;
+using namespace strata::ui;
+
+namespace {
+
+// 1024 synthetic samples (16 features, 4 classes), a quarter held out: 768 training
+// samples, batch 32, so 24 steps per epoch.
+Project syntheticProject(int epochs) {
+    Project p;
+    p.name = "dashboard-test";
+    const int in = p.graph.addNode("Input", "input", Json{{"shape", {16}}});
+    const int d1 = p.graph.addNode("Dense", "dense1", Json{{"units", 32}});
+    const int act = p.graph.addNode("ReLU", "relu1");
+    const int d2 = p.graph.addNode("Dense", "dense2", Json{{"units", 4}});
+    p.graph.connect(in, d1);
+    p.graph.connect(d1, act);
+    p.graph.connect(act, d2);
+    p.dataset.kind = "synthetic";
+    p.dataset.syntheticSamples = 1024;
+    p.dataset.syntheticClasses = 4;
+    p.dataset.syntheticShape = {16};
+    p.dataset.validationSplit = 0.25;
+    p.dataset.normalization = "none";
+    p.training.optimizer = "sgd";
+    p.training.learningRate = 0.05;
+    p.training.epochs = epochs;
+    p.training.batchSize = 32;
+    p.training.threads = 1;
+    p.training.device = "cpu";
+    return p;
+}
+
+QString screenshotDir() { return qEnvironmentVariable("STRATA_UI_SCREENSHOTS"); }
+
+}  // namespace
+
+class TestTrainingDashboard : public QObject {
+    Q_OBJECT
+private slots:
+    void shortRunFillsCharts() {
+        ProjectDocument doc;
+        doc.newProject(syntheticProject(3));
+        const Project before = doc.project();
+        QTemporaryDir historyDir;
+        RunHistory history(historyDir.filePath("runs.sqlite"));
+        QVERIFY2(history.isOpen(), qPrintable(history.lastError()));
+        TrainingDashboard dash(&doc);
+        dash.setRunHistory(&history);
+        dash.resize(1200, 800);
+        dash.show();
+        QCOMPARE(dash.state(), TrainingDashboard::State::Idle);
+        QVERIFY(dash.startButton()->isEnabled());
+        QVERIFY(!dash.pauseButton()->isEnabled());
+        QVERIFY(!dash.stopButton()->isEnabled());
+        QVERIFY(!dash.saveButton()->isEnabled());
+
+        QSignalSpy finished(&dash, &TrainingDashboard::trainingFinished);
+        dash.startTraining(50);
+        QVERIFY(!dash.startButton()->isEnabled());
+        QVERIFY(dash.stopButton()->isEnabled());
+        QVERIFY(dash.pauseButton()->isEnabled());
+        QVERIFY(finished.wait(60000));
+
+        // 50 steps: epochs end after steps 24 and 48, the run stops at step 50 mid-epoch 3.
+        QVERIFY2(!dash.errorVisible(), qPrintable(dash.errorText()));
+        QCOMPARE(dash.pointCount("train_loss"), 50);
+        QCOMPARE(dash.pointCount("train_acc_batch"), 50);
+        QCOMPARE(dash.pointCount("lr"), 50);
+        QCOMPARE(dash.pointCount("samples_per_s"), 50);
+        QCOMPARE(dash.pointCount("val_loss"), 2);
+        QCOMPARE(dash.pointCount("val_acc"), 2);
+        QCOMPARE(dash.pointCount("train_acc_epoch"), 2);
+        QCOMPARE(dash.pointCount("no_such_series"), -1);
+        // Epoch points sit at the step that ended the epoch; the best one is marked.
+        ChartPanel* loss = dash.chart("loss");
+        QVERIFY(loss->markerVisible());
+        QVERIFY(loss->markerX() == 24.0 || loss->markerX() == 48.0);
+        QVERIFY(dash.chart("accuracy")->markerVisible());
+        QVERIFY(dash.pointCount("util:cpu") >= 1);
+        QVERIFY(dash.pointCount("mem:cpu") >= 1);
+
+        QCOMPARE(dash.state(), TrainingDashboard::State::Idle);
+        QVERIFY(dash.startButton()->isEnabled());
+        QVERIFY(!dash.pauseButton()->isEnabled());
+        QVERIFY(!dash.stopButton()->isEnabled());
+        QVERIFY(!dash.saveButton()->isEnabled());
+        QVERIFY(dash.statusText().startsWith("Stopped") || dash.statusText().startsWith("Finished"));
+        QVERIFY(dash.elapsedText().startsWith("Elapsed"));
+        QCOMPARE(doc.project(), before);
+
+        if (!screenshotDir().isEmpty()) {
+            QTest::qWait(100);  // the charts' queued replots
+            dash.grab().save(screenshotDir() + "/dashboard.png");
+        }
+
+        // The run is in the history with every step and epoch and the project it ran.
+        const QVector<RunHistory::RunSummary> runs = history.runs();
+        QCOMPARE(runs.size(), 1);
+        QCOMPARE(runs[0].id, dash.runId());
+        QCOMPARE(runs[0].status, QString("finished"));
+        QCOMPARE(runs[0].device, QString("cpu"));
+        QCOMPARE(runs[0].epochsCompleted, 2);
+        QCOMPARE(history.metricCount(runs[0].id, "step"), 50);
+        QCOMPARE(history.metricCount(runs[0].id, "epoch"), 2);
+        QCOMPARE(parseProject(history.projectJson(runs[0].id).toStdString()), before);
+
+        // Export: one PNG and one CSV per chart; the loss CSV holds every point.
+        QTemporaryDir dir;
+        QVERIFY(dash.exportCharts(dir.path()));
+        QVERIFY(QFile::exists(dir.filePath("loss.png")));
+        QFile csv(dir.filePath("loss.csv"));
+        QVERIFY(csv.open(QIODevice::ReadOnly));
+        const QList<QByteArray> lines = csv.readAll().trimmed().split('\n');
+        QCOMPARE(lines.first(), QByteArray("series,x,y"));
+        int trainRows = 0, valRows = 0;
+        for (const QByteArray& line : lines) {
+            trainRows += line.startsWith("train_loss,") ? 1 : 0;
+            valRows += line.startsWith("val_loss,") ? 1 : 0;
+        }
+        QCOMPARE(trainRows, 50);
+        QCOMPARE(valRows, 2);
+        QVERIFY(lines.at(1).startsWith("train_loss,1,"));
+
+        // A second run starts from empty charts.
+        dash.startTraining(10);
+        QVERIFY(finished.wait(60000));
+        QCOMPARE(dash.pointCount("train_loss"), 10);
+        QCOMPARE(dash.pointCount("val_loss"), 0);
+    }
+
+    void engineErrorShowsBannerAndKeepsProject() {
+        ProjectDocument doc;
+        Project p = syntheticProject(1);
+        p.dataset.kind = "idx";
+        p.dataset.trainImages = "/nonexistent/strata-missing-images.gz";
+        p.dataset.trainLabels = "/nonexistent/strata-missing-labels.gz";
+        doc.newProject(p);
+        const Project before = doc.project();
+        TrainingDashboard dash(&doc);
+        QSignalSpy finished(&dash, &TrainingDashboard::trainingFinished);
+        dash.startTraining(50);
+        QVERIFY(finished.wait(30000));
+        QVERIFY(dash.errorVisible());
+        QVERIFY2(dash.errorText().contains("strata-missing-images"), qPrintable(dash.errorText()));
+        QCOMPARE(dash.statusText(), QString("Failed"));
+        QCOMPARE(dash.state(), TrainingDashboard::State::Idle);
+        QVERIFY(dash.startButton()->isEnabled());
+        QCOMPARE(dash.pointCount("train_loss"), 0);
+        QCOMPARE(doc.project(), before);
+
+        // The application is still up: fixing the data lets the next run train.
+        doc.setDatasetSettings(syntheticProject(1).dataset);
+        dash.startTraining(5);
+        QVERIFY(finished.wait(60000));
+        QVERIFY(!dash.errorVisible());
+        QCOMPARE(dash.pointCount("train_loss"), 5);
+    }
+
+    void invalidGraphIsAnErrorNotACrash() {
+        ProjectDocument doc;
+        Project p = syntheticProject(1);
+        // 16 features into a model expecting 10: compile or data checks must refuse it.
+        p.graph.node(p.graph.nodeByName("input")->id)->params = Json{{"shape", {10}}};
+        doc.newProject(p);
+        TrainingDashboard dash(&doc);
+        QSignalSpy finished(&dash, &TrainingDashboard::trainingFinished);
+        dash.startTraining(5);
+        QVERIFY(finished.wait(30000));
+        QVERIFY(dash.errorVisible());
+        QVERIFY(!dash.errorText().isEmpty());
+        QCOMPARE(dash.state(), TrainingDashboard::State::Idle);
+    }
+
+    void pauseResumeStop() {
+        ProjectDocument doc;
+        doc.newProject(syntheticProject(1000));
+        TrainingDashboard dash(&doc);
+        dash.setRefreshIntervalMs(50);
+        dash.worker()->setTelemetryIntervalMs(50);
+        QSignalSpy finished(&dash, &TrainingDashboard::trainingFinished);
+        dash.startTraining();
+        QTRY_VERIFY_WITH_TIMEOUT(dash.pointCount("train_loss") >= 20, 30000);
+        QCOMPARE(dash.state(), TrainingDashboard::State::Running);
+        QVERIFY(dash.saveButton()->isEnabled());
+
+        dash.pauseButton()->click();
+        QCOMPARE(dash.state(), TrainingDashboard::State::Paused);
+        QCOMPARE(dash.pauseButton()->text(), QString("Resume"));
+        QVERIFY(dash.stopButton()->isEnabled());
+        QTest::qWait(300);  // the step in flight lands
+        const int pausedAt = dash.pointCount("train_loss");
+        QTest::qWait(500);
+        QCOMPARE(dash.pointCount("train_loss"), pausedAt);
+
+        dash.pauseButton()->click();
+        QCOMPARE(dash.pauseButton()->text(), QString("Pause"));
+        QTRY_VERIFY_WITH_TIMEOUT(dash.pointCount("train_loss") > pausedAt + 10, 30000);
+        QTRY_VERIFY_WITH_TIMEOUT(dash.pointCount("util:cpu") >= 2, 10000);
+        QVERIFY(!dash.etaText().isEmpty());
+
+        dash.stopButton()->click();
+        QCOMPARE(dash.state(), TrainingDashboard::State::Stopping);
+        QVERIFY(!dash.stopButton()->isEnabled());
+        QVERIFY(finished.wait(30000));
+        QCOMPARE(dash.state(), TrainingDashboard::State::Idle);
+        QVERIFY2(dash.statusText().startsWith("Stopped"), qPrintable(dash.statusText()));
+        QVERIFY(!dash.errorVisible());
+        const int stoppedAt = dash.pointCount("train_loss");
+        QTest::qWait(300);
+        QCOMPARE(dash.pointCount("train_loss"), stoppedAt);
+    }
+
+    void stopWhilePaused() {
+        ProjectDocument doc;
+        doc.newProject(syntheticProject(1000));
+        TrainingDashboard dash(&doc);
+        QSignalSpy finished(&dash, &TrainingDashboard::trainingFinished);
+        dash.startTraining();
+        QTRY_VERIFY_WITH_TIMEOUT(dash.pointCount("train_loss") >= 5, 30000);
+        dash.togglePause();
+        QTest::qWait(100);
+        dash.stopTraining();
+        QVERIFY(finished.wait(30000));
+        QCOMPARE(dash.state(), TrainingDashboard::State::Idle);
+    }
+
+    void destroyingDashboardStopsRun() {
+        ProjectDocument doc;
+        doc.newProject(syntheticProject(1000));
+        auto* dash = new TrainingDashboard(&doc);
+        dash->startTraining();
+        QTRY_VERIFY_WITH_TIMEOUT(dash->pointCount("train_loss") >= 3, 30000);
+        delete dash;  // must stop the engine and join its thread, not hang or crash
+    }
+};
+
+QTEST_MAIN(TestTrainingDashboard)
+#include "test_training_dashboard.moc"

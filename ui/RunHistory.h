@@ -1,0 +1,59 @@
+// RunHistory: one SQLite database per user recording every training run
+// started from the workbench: when, which project and device, the full
+// project JSON (graph, dataset and training settings) so a run can be
+// repeated, how it ended, and its metrics (per step and per epoch).
+// Writes are batched: the dashboard hands over the points of each UI tick in
+// one transaction.
+#pragma once
+
+#include <QDateTime>
+#include <QString>
+#include <QVector>
+
+#include "core/graph/Project.h"
+#include "core/train/TrainingObserver.h"
+
+namespace strata::ui {
+
+class RunHistory {
+public:
+    struct RunSummary {
+        qint64 id = 0;
+        QDateTime started;
+        QString projectName, projectPath, device, status;  // status: running | finished | stopped | failed
+        QString message;                                    // error message or finish summary
+        int epochsCompleted = 0, bestEpoch = 0;
+        double bestValLoss = 0, bestValAccuracy = 0, seconds = 0;
+    };
+
+    // Opens or creates the database; an empty path means the per-user default
+    // (<AppDataLocation>/runs.sqlite). isOpen() says whether it worked.
+    explicit RunHistory(const QString& path = {});
+    ~RunHistory();
+    RunHistory(const RunHistory&) = delete;
+    RunHistory& operator=(const RunHistory&) = delete;
+
+    static QString defaultPath();
+    bool isOpen() const { return m_open; }
+    QString lastError() const { return m_error; }
+    QString path() const { return m_path; }
+
+    // Returns the new run's id, or 0 on failure.
+    qint64 beginRun(const Project& project, const QString& projectPath, const QString& device);
+    void addSteps(qint64 run, const QVector<StepEvent>& steps);
+    void addEpoch(qint64 run, const EpochEvent& epoch);
+    void finishRun(qint64 run, const QString& status, const QString& message, const FinishedEvent& finished);
+
+    QVector<RunSummary> runs() const;  // newest first
+    // Rows in the metrics table for a run: kind "step" or "epoch".
+    int metricCount(qint64 run, const QString& kind) const;
+    QString projectJson(qint64 run) const;
+
+private:
+    bool exec(const QString& sql);
+
+    QString m_connection, m_path, m_error;
+    bool m_open = false;
+};
+
+}  // namespace strata::ui
