@@ -25,7 +25,7 @@ ChartPanel::ChartPanel(const QString& title, const QString& xLabel, const QStrin
     m_plot->plotLayout()->addElement(0, 0, titleElement);
     m_plot->xAxis->setLabel(xLabel);
     m_plot->yAxis->setLabel(yLabel);
-    m_plot->legend->setVisible(true);
+    m_plot->legend->setVisible(false);  // shown once a series exists
     QFont legendFont = font();
     legendFont.setPointSizeF(legendFont.pointSizeF() * 0.85);
     m_plot->legend->setFont(legendFont);
@@ -73,11 +73,14 @@ void ChartPanel::addSeries(const QString& name, const QString& label, const QCol
     if (style == Style::Dots) {
         graph->setLineStyle(QCPGraph::lsNone);
         graph->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, 6));
+    } else if (style == Style::LineWithSmallDots) {
+        graph->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, 3));
     } else if (style == Style::LineWithDots) {
         graph->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, 6));
     }
     m_series.insert(name, graph);
     m_order.append(name);
+    m_plot->legend->setVisible(true);
 }
 
 void ChartPanel::append(const QString& name, const QVector<double>& keys, const QVector<double>& values) {
@@ -119,21 +122,54 @@ void ChartPanel::clear() {
 }
 
 void ChartPanel::refresh() {
-    if (m_followData) {
-        bool any = false;
-        for (QCPGraph* graph : std::as_const(m_series)) any = any || !graph->data()->isEmpty();
-        if (any) {
-            m_plot->rescaleAxes(true);
-            for (QCPAxis* axis : {m_plot->yAxis, m_plot->yAxis2}) {
-                const QCPRange r = axis->range();
-                if (!std::isfinite(r.lower) || !std::isfinite(r.upper)) continue;
-                // A flat series (a constant learning rate) would otherwise get a zero-height range.
-                const double pad = r.size() > 0 ? r.size() * 0.05 : std::max(1e-9, std::abs(r.upper) * 0.1);
-                axis->setRange(r.lower - pad, r.upper + pad);
-            }
-        }
-    }
+    if (m_followData) rescaleToData();
     if (isVisible()) m_plot->replot(QCustomPlot::rpQueuedReplot);
+}
+
+void ChartPanel::rescaleToData() {
+    // Our own rescale: QCustomPlot keeps the old span for flat data (a constant learning rate
+    // would sit in a -2..2 window), and every range gets a little air.
+    auto widen = [](QCPRange r, bool any) {
+        if (!any) return QCPRange(0, 1);
+        if (r.size() > 0) return QCPRange(r.lower - r.size() * 0.05, r.upper + r.size() * 0.05);
+        const double pad = r.lower != 0 ? std::abs(r.lower) * 0.1 : 1.0;
+        return QCPRange(r.lower - pad, r.upper + pad);
+    };
+    QCPRange keys, left, right;
+    bool anyKey = false, anyLeft = false, anyRight = false;
+    for (QCPGraph* graph : std::as_const(m_series)) {
+        if (graph->data()->isEmpty()) continue;
+        bool found = false;
+        const QCPRange k = graph->getKeyRange(found);
+        if (found) {
+            keys = anyKey ? QCPRange(std::min(keys.lower, k.lower), std::max(keys.upper, k.upper)) : k;
+            anyKey = true;
+        }
+        const QCPRange v = graph->getValueRange(found);
+        if (!found) continue;
+        const bool onRight = graph->valueAxis() == m_plot->yAxis2;
+        QCPRange& target = onRight ? right : left;
+        bool& any = onRight ? anyRight : anyLeft;
+        target = any ? QCPRange(std::min(target.lower, v.lower), std::max(target.upper, v.upper)) : v;
+        any = true;
+    }
+    if (!anyKey) return;
+    m_plot->xAxis->setRange(keys.size() > 0 ? keys : QCPRange(keys.lower - 1, keys.upper + 1));
+    if (m_fixedUpper > m_fixedLower)
+        m_plot->yAxis->setRange(m_fixedLower, m_fixedUpper);
+    else
+        m_plot->yAxis->setRange(widen(left, anyLeft));
+    if (m_hasRightAxis) m_plot->yAxis2->setRange(widen(right, anyRight));
+}
+
+void ChartPanel::setFixedLeftRange(double lower, double upper) {
+    m_fixedLower = lower;
+    m_fixedUpper = upper;
+    m_plot->yAxis->setRange(lower, upper);
+}
+
+void ChartPanel::setLegendCorner(Qt::Alignment corner) {
+    m_plot->axisRect()->insetLayout()->setInsetAlignment(0, corner);
 }
 
 void ChartPanel::resetView() {

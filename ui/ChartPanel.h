@@ -23,7 +23,7 @@ class ChartPanel : public QWidget {
     Q_OBJECT
 public:
     enum class Axis { Left, Right };
-    enum class Style { Line, Dots, LineWithDots };
+    enum class Style { Line, Dots, LineWithDots, LineWithSmallDots };
 
     ChartPanel(const QString& title, const QString& xLabel, const QString& yLabel, QWidget* parent = nullptr);
 
@@ -45,6 +45,9 @@ public:
     // Rescales (unless the user has zoomed or panned) and queues a repaint.
     void refresh();
     void resetView();
+    void setLegendCorner(Qt::Alignment corner);
+    // The left axis keeps this range when following the data (e.g. 0..100 for percentages).
+    void setFixedLeftRange(double lower, double upper);
 
     bool savePng(const QString& path, int width = 0, int height = 0);
     // Long format: series,x,y (one row per point), so series with different x stay exact.
@@ -54,6 +57,7 @@ public:
 
 private:
     void showContextMenu(const QPoint& pos);
+    void rescaleToData();
 
     QString m_title;
     QCustomPlot* m_plot = nullptr;
@@ -63,6 +67,7 @@ private:
     QCPItemText* m_markerLabel = nullptr;
     bool m_followData = true;
     bool m_hasRightAxis = false;
+    double m_fixedLower = 0, m_fixedUpper = 0;  // equal: the left axis follows the data
 };
 
 }  // namespace strata::ui

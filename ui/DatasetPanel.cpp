@@ -308,7 +308,8 @@ void DatasetPanel::buildUi() {
     auto* previewPane = new QWidget(splitter);
     auto* previewLayout = new QVBoxLayout(previewPane);
     m_description = new QLabel(tr("No preview loaded."), previewPane);
-    m_description->setWordWrap(true);
+    // Not word-wrapped: a wrapped label in this layout gets too little height and clips its lines.
+    m_description->setTextInteractionFlags(Qt::TextSelectableByMouse);
     previewLayout->addWidget(m_description);
     m_sampleViews = new QStackedWidget(previewPane);
     m_imageGrid = new QListWidget(m_sampleViews);

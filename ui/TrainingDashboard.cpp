@@ -96,9 +96,13 @@ void TrainingDashboard::buildUi() {
     bar->addSpacing(12);
     m_status = new QLabel(tr("Idle"), this);
     m_status->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    // Ignored width: a status text that changes every tick must not relayout the whole dashboard.
+    m_status->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
     bar->addWidget(m_status, 1);
     m_elapsed = new QLabel(this);
     m_eta = new QLabel(this);
+    for (QLabel* label : {m_elapsed, m_eta})
+        label->setMinimumWidth(label->fontMetrics().horizontalAdvance(QStringLiteral("Elapsed 00:00:00")));
     bar->addWidget(m_elapsed);
     bar->addSpacing(8);
     bar->addWidget(m_eta);
@@ -141,14 +145,18 @@ void TrainingDashboard::buildUi() {
     acc->addSeries("train_acc_batch", tr("train (batch)"), kTrain.lighter(150));
     acc->addSeries("train_acc_epoch", tr("train (epoch)"), kTrainEpoch, ChartPanel::Style::LineWithDots);
     acc->addSeries("val_acc", tr("validation (epoch)"), kVal, ChartPanel::Style::LineWithDots);
+    acc->setLegendCorner(Qt::AlignBottom | Qt::AlignRight);  // accuracy climbs into the top corner
     addChart("accuracy", acc, 0, 1);
     auto* lr = new ChartPanel(tr("Learning rate"), tr("step"), tr("learning rate"), this);
     lr->addSeries("lr", tr("learning rate"), kLr);
     addChart("lr", lr, 1, 0);
     auto* throughput = new ChartPanel(tr("Throughput"), tr("step"), tr("samples/s"), this);
     throughput->addSeries("samples_per_s", tr("samples/s"), kThroughput);
+    throughput->setLegendCorner(Qt::AlignBottom | Qt::AlignRight);
     addChart("throughput", throughput, 1, 1);
-    addChart("utilization", new ChartPanel(tr("Device utilization"), tr("time (s)"), tr("%"), this), 2, 0);
+    auto* utilization = new ChartPanel(tr("Device utilization"), tr("time (s)"), tr("%"), this);
+    utilization->setFixedLeftRange(0, 105);
+    addChart("utilization", utilization, 2, 0);
     addChart("memory", new ChartPanel(tr("Device memory"), tr("time (s)"), tr("GiB used"), this), 2, 1);
     for (ChartPanel* chart : std::as_const(m_charts))
         for (const QString& series : chart->seriesNames()) m_seriesChart.insert(series, chart);
@@ -157,6 +165,7 @@ void TrainingDashboard::buildUi() {
     m_log = new QLabel(this);
     m_log->setTextInteractionFlags(Qt::TextSelectableByMouse);
     m_log->setStyleSheet(QStringLiteral("color: palette(dark);"));
+    m_log->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
     root->addWidget(m_log);
 }
 
@@ -287,8 +296,10 @@ void TrainingDashboard::ensureDeviceSeries(const QString& device) {
     if (m_seriesChart.contains(util)) return;
     const int index = int(m_charts.value("utilization")->seriesNames().size()) % int(std::size(kDeviceColors));
     const QColor color = kDeviceColors[index];
-    m_charts.value("utilization")->addSeries(util, device, color);
-    m_charts.value("memory")->addSeries(QStringLiteral("mem:") + device, device, color);
+    // Samples come a few times a second: dots make the first ones visible.
+    m_charts.value("utilization")->addSeries(util, device, color, ChartPanel::Style::LineWithSmallDots);
+    m_charts.value("memory")->addSeries(QStringLiteral("mem:") + device, device, color,
+                                        ChartPanel::Style::LineWithSmallDots);
     m_seriesChart.insert(util, m_charts.value("utilization"));
     m_seriesChart.insert(QStringLiteral("mem:") + device, m_charts.value("memory"));
 }
