@@ -496,7 +496,7 @@ void DatasetPanel::showPreview(const DatasetPreview& preview) {
     }
     m_preview = preview;
     m_previewStatus->setText(tr("Loaded."));
-    m_description->setText(tr("%1\nSample shape %2; showing the first %n training sample(s).", nullptr,
+    m_description->setText(tr("%1. Sample shape %2; showing the first %n training sample(s).", nullptr,
                               int(std::max({preview.images.size(), preview.rows.size(), preview.texts.size()})))
                                .arg(preview.description, preview.sampleShape));
 

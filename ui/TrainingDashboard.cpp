@@ -355,6 +355,7 @@ void TrainingDashboard::onRunEnded(bool ok) {
         m_status->setText(tr("Failed"));
     else
         m_status->setText(m_finalStatus.isEmpty() ? tr("Finished") : m_finalStatus);
+    m_status->setToolTip(m_status->text());  // the label may be narrower than the summary
     m_eta->clear();
     if (m_history && m_runId > 0) {
         const bool failed = !ok || m_runFailed;
