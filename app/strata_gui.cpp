@@ -3,6 +3,8 @@
 // main window. --screenshot renders the window to a PNG and exits (docs, CI).
 //
 //   strata [PROJECT] [--screenshot FILE.png] [--train-steps N] [--select NODE]
+#include "app/OpenMpWaitPolicy.h"
+
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QDockWidget>
@@ -41,6 +43,7 @@ void settle(int ms) {
 }  // namespace
 
 int main(int argc, char** argv) {
+    strata::app::ensurePassiveOpenMpWait(argv);
     QApplication app(argc, argv);
     QApplication::setOrganizationName(QStringLiteral("Strata"));
     QApplication::setApplicationName(QStringLiteral("Strata"));

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "app/OpenMpWaitPolicy.h"
 #include "core/backend/BackendRegistry.h"
 #include "core/graph/Project.h"
 #include "core/train/Trainer.h"
@@ -232,6 +233,7 @@ bool parseInt(const std::string& text, long long& out) {
 }  // namespace
 
 int main(int argc, char** argv) {
+    strata::app::ensurePassiveOpenMpWait(argv);
 #ifdef STRATA_HAVE_CUDA
     strata::gpu::registerCudaProvider(strata::backendRegistry());
 #endif
