@@ -5,6 +5,8 @@
 //   strata [PROJECT] [--screenshot FILE.png] [--train-steps N] [--select NODE]
 #include "app/OpenMpWaitPolicy.h"
 
+#include <memory>
+
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QDockWidget>
@@ -19,6 +21,7 @@
 #include "ui/GraphScene.h"
 #include "ui/GraphView.h"
 #include "ui/MainWindow.h"
+#include "ui/RunHistory.h"
 #include "ui/ProjectDocument.h"
 #include "ui/Templates.h"
 #if __has_include("ui/TrainingDashboard.h")
@@ -86,6 +89,10 @@ int main(int argc, char** argv) {
     if (style.open(QIODevice::ReadOnly))
         app.setStyleSheet(QString::fromUtf8(style.readAll()));
 
+    // Interactive runs are recorded in the per-user run history (screenshots are not). Declared
+    // before the window so it outlives the dashboard that writes to it.
+    std::unique_ptr<strata::ui::RunHistory> history;
+    if (screenshot.isEmpty()) history = std::make_unique<strata::ui::RunHistory>();
     strata::ui::MainWindow window;
     if (!screenshot.isEmpty())
         window.setErrorReporter([](const QString&, const QString& text) {
@@ -109,6 +116,12 @@ int main(int argc, char** argv) {
     }
 
     if (screenshot.isEmpty()) {
+#ifdef STRATA_GUI_HAS_DASHBOARD
+        if (history->isOpen())
+            window.dashboard()->setRunHistory(history.get());
+        else
+            std::fprintf(stderr, "strata: run history unavailable: %s\n", qPrintable(history->lastError()));
+#endif
         window.resize(1400, 900);
         window.show();
         return app.exec();
