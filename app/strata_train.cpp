@@ -31,8 +31,9 @@ namespace {
 const char* kUsage =
     "usage: strata-train PROJECT.strata [options]\n"
     "       strata-train --list-devices\n"
-    "       strata-train export PROJECT_OR_CHECKPOINT --format onnx|gguf|safetensors [--quantize q8_0|f16] -o FILE\n"
-    "       strata-train predict MODEL_FILE INPUT [--top K]\n"
+    "       strata-train export PROJECT_OR_CHECKPOINT --format onnx|gguf|safetensors [--quantize q8_0|f16]\n"
+    "                    [--opset 13..17] [--no-normalization] [--untrained] -o FILE\n"
+    "       strata-train predict MODEL_FILE INPUT [--top K] [--count N]\n"
     "options:\n"
     "  --device cpu|cuda|cuda:N   device to train on (default: the project's, else cpu)\n"
     "  --epochs N                 number of epochs\n"

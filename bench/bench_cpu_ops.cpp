@@ -5,6 +5,7 @@
 // directly against the Backend ops so it measures the backend alone.
 //
 // Usage: bench_cpu_ops [threads=2] [steps=60]
+#include "app/OpenMpWaitPolicy.h"
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -181,6 +182,7 @@ struct CnnStep {
 }  // namespace
 
 int main(int argc, char** argv) {
+    strata::app::ensurePassiveOpenMpWait(argv);  // as strata and strata-train do
     const int threads = argc > 1 ? std::atoi(argv[1]) : 2;
     const int steps = argc > 2 ? std::atoi(argv[2]) : 60;
     CpuBackend fast(threads), ref(1, true);

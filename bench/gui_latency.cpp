@@ -10,6 +10,8 @@
 //
 //   gui_latency [project.strata] [--steps N] [--repeats R] [--headless-thread]
 // Targets: p99 lateness < 50 ms, throughput with the GUI >= 97% of headless.
+#include "app/OpenMpWaitPolicy.h"
+
 #include <QApplication>
 #include <QElapsedTimer>
 #include <QFileInfo>
@@ -148,6 +150,7 @@ Project withAbsolutePaths(Project p, const std::string& projectPath) {
 }  // namespace
 
 int main(int argc, char** argv) {
+    strata::app::ensurePassiveOpenMpWait(argv);  // as strata and strata-train do
     if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM") && qEnvironmentVariableIsEmpty("DISPLAY"))
         qputenv("QT_QPA_PLATFORM", "offscreen");
     QApplication app(argc, argv);
