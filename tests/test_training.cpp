@@ -10,6 +10,7 @@
 
 #include "core/backend/CpuBackend.h"
 #include "core/graph/Project.h"
+#include "core/export/ExportModel.h"
 #include "core/train/Checkpoint.h"
 #include "core/train/LrSchedule.h"
 #include "core/train/Trainer.h"
@@ -191,6 +192,38 @@ private slots:
         // No temporary files are left behind.
         for (const auto& e : std::filesystem::directory_iterator(p.training.checkpointDir))
             QVERIFY2(e.path().extension() == ".safetensors", e.path().c_str());
+    }
+
+    void perFeatureStandardizationIsKeptAndNotSilentlyExported() {
+        QTemporaryDir dir;
+        const QString csv = dir.path() + "/t.csv";
+        {
+            QFile f(csv);
+            QVERIFY(f.open(QIODevice::WriteOnly));
+            f.write("a,b,label\n");
+            for (int i = 0; i < 64; ++i) f.write(QByteArray::number(i) + "," + QByteArray::number(1000 + 3 * i) + "," + QByteArray::number(i % 2) + "\n");
+        }
+        Project p = syntheticProject(2);
+        p.graph.setParams(p.graph.nodeByName("input")->id, Json{{"shape", {2}}});
+        p.dataset = DatasetSettings{};
+        p.dataset.kind = "csv";
+        p.dataset.trainPath = csv.toStdString();
+        p.dataset.normalization = "standardize";
+        p.training.epochs = 1;
+        p.training.checkpointDir = (dir.path() + "/ck").toStdString();
+        auto backend = test::makeCpuBackend();
+        Recorder rec;
+        Trainer t(p, *backend, &rec, {});
+        QVERIFY2(t.run(), rec.errors.empty() ? "" : rec.errors.front().c_str());
+        Checkpoint c;
+        try {
+            c = loadCheckpoint(p.training.checkpointDir);
+        } catch (const std::exception& e) {
+            QFAIL(e.what());
+        }
+        QCOMPARE(c.normalization.featureMean.size(), size_t(2));
+        QVERIFY(std::abs(c.normalization.featureMean[1] - 1094.5f) < 1e-2);
+        QVERIFY_THROWS_EXCEPTION(std::runtime_error, exportModelFromCheckpoint(c));
     }
 
     void nanLossNamesStepAndLayer() {

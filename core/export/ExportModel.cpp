@@ -183,6 +183,10 @@ void checkExportWeights(const ExportModel& model, const std::vector<ExportParame
 }
 
 ExportModel exportModelFromCheckpoint(const Checkpoint& c) {
+    if (!c.normalization.featureMean.empty())
+        throw std::runtime_error(
+            "this checkpoint was trained with per-feature standardization (CSV data, normalization "
+            "'standardize'); exporting or predicting with per-feature statistics is not supported yet");
     ExportModel m;
     m.project = c.project;
     m.weights = c.weights;

@@ -1,6 +1,7 @@
 #include "core/train/Checkpoint.h"
 
 #include <filesystem>
+#include <limits>
 #include <stdexcept>
 
 #include "core/export/Safetensors.h"
@@ -50,7 +51,9 @@ void saveCheckpoint(const Checkpoint& c, const std::string& path) {
     meta["normalization"] = {{"mode", c.normalization.mode},
                              {"scale", c.normalization.scale},
                              {"mean", c.normalization.mean},
-                             {"std", c.normalization.std}};
+                             {"std", c.normalization.std},
+                             {"feature_mean", c.normalization.featureMean},
+                             {"feature_std", c.normalization.featureStd}};
     meta["class_names"] = c.classNames;
     meta["vocabulary"] = c.vocabulary;
     meta["trainer_state"] = c.trainerState;
@@ -97,14 +100,21 @@ Checkpoint loadCheckpoint(const std::string& pathIn) {
         c.step = meta.at("step").get<int64_t>();
         c.stepInEpoch = meta.value("step_in_epoch", int64_t{0});
         c.hasValidation = meta.at("has_validation").get<bool>();
-        c.valLoss = meta.at("val_loss").get<double>();
-        c.valAccuracy = meta.at("val_accuracy").get<double>();
+        // Runs without validation store NaN metrics, which JSON writes as null.
+        auto metric = [&meta](const char* key) {
+            const Json& v = meta.at(key);
+            return v.is_null() ? std::numeric_limits<double>::quiet_NaN() : v.get<double>();
+        };
+        c.valLoss = metric("val_loss");
+        c.valAccuracy = metric("val_accuracy");
         c.best = meta.value("best", false);
         const Json& n = meta.at("normalization");
         c.normalization.mode = n.at("mode").get<std::string>();
         c.normalization.scale = n.at("scale").get<float>();
         c.normalization.mean = n.at("mean").get<float>();
         c.normalization.std = n.at("std").get<float>();
+        c.normalization.featureMean = n.value("feature_mean", std::vector<float>{});
+        c.normalization.featureStd = n.value("feature_std", std::vector<float>{});
         c.classNames = meta.at("class_names").get<std::vector<std::string>>();
         c.vocabulary = meta.value("vocabulary", std::vector<std::string>{});
         c.trainerState = meta.value("trainer_state", Json::object());

@@ -22,6 +22,8 @@ class Model;
 struct CheckpointNormalization {
     std::string mode = "none";  // x' = (x*scale - mean)/std applied to raw data-file values
     float scale = 1.f, mean = 0.f, std = 1.f;
+    // Per-feature statistics (CSV tabular data, 'standardize'); empty for images and text.
+    std::vector<float> featureMean, featureStd;
     bool operator==(const CheckpointNormalization&) const = default;
 };
 

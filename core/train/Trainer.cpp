@@ -218,8 +218,9 @@ struct Trainer::Impl {
         c.valLoss = lastValLoss;
         c.valAccuracy = lastValAcc;
         c.best = best;
-        c.normalization = {data.normalization.mode, data.normalization.scale, data.normalization.mean,
-                           data.normalization.std};
+        c.normalization = {data.normalization.mode,        data.normalization.scale,
+                           data.normalization.mean,        data.normalization.std,
+                           data.normalization.featureMean, data.normalization.featureStd};
         c.classNames = data.classNames;
         c.vocabulary = data.vocabulary;
         c.trainerState = trainerState();
