@@ -1,5 +1,7 @@
 #include "core/export/Gguf.h"
 
+#include "core/export/FileIo.h"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -191,17 +193,6 @@ std::vector<uint8_t> encode(const std::vector<float>& values, GgufTensorType typ
     return out;
 }
 
-std::vector<uint8_t> readWholeFile(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw FormatError(path, "cannot open file for reading");
-    in.seekg(0, std::ios::end);
-    const std::streamoff size = in.tellg();
-    if (size < 0) throw FormatError(path, "cannot determine the file size");
-    in.seekg(0, std::ios::beg);
-    std::vector<uint8_t> bytes(static_cast<size_t>(size));
-    if (size > 0 && !in.read(reinterpret_cast<char*>(bytes.data()), size)) throw FormatError(path, "read failed");
-    return bytes;
-}
 
 }  // namespace
 
@@ -446,24 +437,9 @@ void writeGguf(const std::string& path, const GgufFile& file) {
         w.padTo(alignment);
     }
 
-    const std::string tmp = path + ".tmp-" + std::to_string(::getpid());
-    {
-        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-        if (!out) throw std::runtime_error("cannot open " + tmp + " for writing");
+    writeFileAtomically(path, [&w](std::ostream& out) {
         out.write(reinterpret_cast<const char*>(w.bytes.data()), static_cast<std::streamsize>(w.bytes.size()));
-        out.flush();
-        if (!out) {
-            out.close();
-            std::remove(tmp.c_str());
-            throw std::runtime_error("write failed: " + tmp);
-        }
-    }
-    std::error_code ec;
-    std::filesystem::rename(tmp, path, ec);
-    if (ec) {
-        std::remove(tmp.c_str());
-        throw std::runtime_error("cannot rename " + tmp + " to " + path + ": " + ec.message());
-    }
+    });
 }
 
 GgufFile readGguf(const std::string& path) {

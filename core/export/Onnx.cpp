@@ -1,5 +1,7 @@
 #include "core/export/Onnx.h"
 
+#include "core/export/FileIo.h"
+
 #include <unistd.h>
 
 #include <cmath>
@@ -316,22 +318,9 @@ void writeOnnx(const std::string& path, const ExportModel& model, const OnnxExpo
         throw OnnxExportError(std::string("the exported model fails onnx::checker: ") + e.what());
     }
 
-    const std::string tmp = path + ".tmp-" + std::to_string(::getpid());
-    {
-        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-        if (!out) throw std::runtime_error("cannot open " + tmp + " for writing");
-        if (!proto.SerializeToOstream(&out) || !out.flush()) {
-            out.close();
-            std::remove(tmp.c_str());
-            throw std::runtime_error("write failed: " + tmp);
-        }
-    }
-    std::error_code ec;
-    std::filesystem::rename(tmp, path, ec);
-    if (ec) {
-        std::remove(tmp.c_str());
-        throw std::runtime_error("cannot rename " + tmp + " to " + path + ": " + ec.message());
-    }
+    writeFileAtomically(path, [&proto](std::ostream& out) {
+        if (!proto.SerializeToOstream(&out)) out.setstate(std::ios::failbit);
+    });
 }
 
 const TensorRecord* OnnxModelInfo::initializer(const std::string& name) const {

@@ -1,5 +1,7 @@
 #include "core/export/Safetensors.h"
 
+#include "core/export/FileIo.h"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -36,18 +38,6 @@ bool parseDTypeName(const std::string& s, DType& out) {
     return false;
 }
 
-std::vector<uint8_t> readWholeFile(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw FormatError(path, "cannot open file for reading");
-    in.seekg(0, std::ios::end);
-    const std::streamoff size = in.tellg();
-    if (size < 0) throw FormatError(path, "cannot determine the file size");
-    in.seekg(0, std::ios::beg);
-    std::vector<uint8_t> bytes(static_cast<size_t>(size));
-    if (size > 0 && !in.read(reinterpret_cast<char*>(bytes.data()), size))
-        throw FormatError(path, "read failed");
-    return bytes;
-}
 
 }  // namespace
 
@@ -130,28 +120,13 @@ void writeSafetensors(const std::string& path, const std::vector<TensorRecord>& 
     std::string text = header.dump();
     while ((8 + text.size()) % 8 != 0) text.push_back(' ');
 
-    const std::string tmp = path + ".tmp-" + std::to_string(::getpid());
-    {
-        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-        if (!out) throw std::runtime_error("cannot open " + tmp + " for writing");
+    writeFileAtomically(path, [&](std::ostream& out) {
         const uint64_t n = text.size();
         out.write(reinterpret_cast<const char*>(&n), 8);
         out.write(text.data(), static_cast<std::streamsize>(text.size()));
         for (const TensorRecord& t : tensors)
             out.write(reinterpret_cast<const char*>(t.data.data()), static_cast<std::streamsize>(t.data.size()));
-        out.flush();
-        if (!out) {
-            out.close();
-            std::remove(tmp.c_str());
-            throw std::runtime_error("write failed: " + tmp);
-        }
-    }
-    std::error_code ec;
-    std::filesystem::rename(tmp, path, ec);
-    if (ec) {
-        std::remove(tmp.c_str());
-        throw std::runtime_error("cannot rename " + tmp + " to " + path + ": " + ec.message());
-    }
+    });
 }
 
 SafetensorsContents readSafetensors(const std::string& path) {
