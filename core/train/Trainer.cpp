@@ -128,7 +128,8 @@ struct Trainer::Impl {
     }
 
     // Fills lossBuf (and dlogits when `withGrad`); returns the mean loss.
-    double computeLoss(const Tensor& logits, int64_t n, bool withGrad) {
+    double computeLoss(const Tensor& logits, const Batch& batch, bool withGrad) {
+        const int64_t n = batch.size;
         const int rows = static_cast<int>(n);
         const int cols = static_cast<int>(model->outputShape().numel());
         const float scale = 1.0f / static_cast<float>(n);
@@ -138,7 +139,7 @@ struct Trainer::Impl {
             backend.softmaxCrossEntropy(lossBuf.f32(), dl, logits.f32(), labelBuf.i32(), rows, cols, scale);
         } else {
             // MSE and BCE train against one-hot targets of the class labels.
-            oneHot(n, cols);
+            oneHot(batch, cols);
             if (loss == "mse")
                 backend.mseLoss(lossBuf.f32(), dl, logits.f32(), targetBuf.f32(), rows, cols, scale);
             else
@@ -149,13 +150,12 @@ struct Trainer::Impl {
 
     Tensor targetBuf;
     std::vector<float> targetHost;
-    std::vector<int32_t> labelHost;
-    void oneHot(int64_t n, int cols) {
+    // One-hot targets from the batch's host labels (no device round trip).
+    void oneHot(const Batch& batch, int cols) {
+        const int64_t n = batch.size;
         if (!targetBuf.defined() || targetBuf.numel() < n * cols) targetBuf = backend.empty(Shape{n, cols});
         targetHost.assign(static_cast<size_t>(n * cols), 0.0f);
-        labelHost.resize(static_cast<size_t>(n));
-        backend.copyToHost(labelHost.data(), labelBuf.raw(), static_cast<size_t>(n) * sizeof(int32_t));
-        for (int64_t r = 0; r < n; ++r) targetHost[static_cast<size_t>(r * cols + labelHost[static_cast<size_t>(r)])] = 1.0f;
+        for (int64_t r = 0; r < n; ++r) targetHost[static_cast<size_t>(r * cols + batch.labels[static_cast<size_t>(r)])] = 1.0f;
         backend.copyFromHost(targetBuf.raw(), targetHost.data(), targetHost.size() * sizeof(float));
     }
 
@@ -279,7 +279,7 @@ struct Trainer::Impl {
             if (stopRequested) break;
             Tensor in = upload(b);
             const Tensor& logits = model->forward(in, false);
-            lossSum += computeLoss(logits, b.size, false) * static_cast<double>(b.size);
+            lossSum += computeLoss(logits, b, false) * static_cast<double>(b.size);
             correct += backend.countCorrect(logits.f32(), labelBuf.i32(), static_cast<int>(b.size), numClasses);
             seen += b.size;
         }
@@ -337,7 +337,7 @@ struct Trainer::Impl {
                     Tensor in = upload(batch);
                     const double lr = learningRateAt(ts(), globalStep, stepsPerEpoch);
                     const Tensor& logits = model->forward(in, true, mixSeed(ts().seed, static_cast<uint64_t>(globalStep)));
-                    const double loss = computeLoss(logits, batch.size, true);
+                    const double loss = computeLoss(logits, batch, true);
                     if (!std::isfinite(loss)) {
                         const int bad = model->firstNonFiniteNode();
                         std::ostringstream msg;
