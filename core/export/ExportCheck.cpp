@@ -1,0 +1,174 @@
+#include "core/export/ExportCheck.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <stdexcept>
+
+#include "core/backend/BackendRegistry.h"
+#include "core/data/Dataset.h"
+#include "core/export/Gguf.h"
+#include "core/export/Onnx.h"
+#include "core/graph/Model.h"
+#include "core/train/Evaluation.h"
+
+namespace strata {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+uint64_t sizeOf(const std::string& path) {
+    std::error_code ec;
+    const auto n = fs::file_size(path, ec);
+    return ec ? 0 : static_cast<uint64_t>(n);
+}
+
+std::string methodText(ExportFormat format, const std::string& path) {
+    const std::string name = fs::path(path).filename().string();
+    switch (format) {
+    case ExportFormat::Onnx:
+        return "Strata has no ONNX runtime: " + name +
+               " was parsed and its initializers and embedded project were rebuilt into a Strata model on the CPU "
+               "backend. The ONNX operator graph itself was not executed here (tests/test_export_onnx runs it in "
+               "OpenCV DNN); the file's normalization metadata was applied to the raw inputs.";
+    case ExportFormat::Gguf:
+        return name + " was read back with the GGUF reader (F16 and Q8_0 tensors dequantized), compiled from its "
+                      "embedded project and run on the CPU backend with its stored normalization.";
+    case ExportFormat::Safetensors:
+        return name + " was read back with the safetensors reader (F16 tensors widened), compiled from its embedded "
+                      "project and run on the CPU backend with its stored normalization.";
+    }
+    return {};
+}
+
+ExportFormat formatOfFile(const std::string& path) {
+    const std::string ext = fs::path(path).extension().string();
+    if (ext == ".onnx") return ExportFormat::Onnx;
+    if (ext == ".gguf") return ExportFormat::Gguf;
+    return ExportFormat::Safetensors;
+}
+
+}  // namespace
+
+const char* exportFormatName(ExportFormat format) {
+    switch (format) {
+    case ExportFormat::Onnx: return "ONNX";
+    case ExportFormat::Gguf: return "GGUF";
+    case ExportFormat::Safetensors: return "safetensors";
+    }
+    return "?";
+}
+
+const char* exportFormatExtension(ExportFormat format) {
+    switch (format) {
+    case ExportFormat::Onnx: return ".onnx";
+    case ExportFormat::Gguf: return ".gguf";
+    case ExportFormat::Safetensors: return ".safetensors";
+    }
+    return "";
+}
+
+const char* exportPrecisionName(ExportPrecision precision) {
+    switch (precision) {
+    case ExportPrecision::F32: return "F32";
+    case ExportPrecision::F16: return "F16";
+    case ExportPrecision::Q8_0: return "Q8_0";
+    }
+    return "?";
+}
+
+bool exportFormatSupports(ExportFormat format, ExportPrecision precision) {
+    switch (format) {
+    case ExportFormat::Onnx: return precision == ExportPrecision::F32;
+    case ExportFormat::Safetensors: return precision != ExportPrecision::Q8_0;
+    case ExportFormat::Gguf: return true;
+    }
+    return false;
+}
+
+ExportWriteResult writeExport(const std::string& path, const ExportModel& model, const ExportRequest& request) {
+    if (!exportFormatSupports(request.format, request.precision))
+        throw std::invalid_argument(std::string(exportFormatName(request.format)) + " exports have no " +
+                                    exportPrecisionName(request.precision) + " tensors");
+    ExportWriteResult r;
+    switch (request.format) {
+    case ExportFormat::Onnx: {
+        if (request.opset < kOnnxMinOpset || request.opset > kOnnxMaxOpset)
+            throw std::invalid_argument("ONNX opset " + std::to_string(request.opset) + " is outside " +
+                                        std::to_string(kOnnxMinOpset) + ".." + std::to_string(kOnnxMaxOpset));
+        OnnxExportOptions o;
+        o.opset = request.opset;
+        writeOnnx(path, model, o);
+        // The writer gives no summary; read the file back for one, which also proves it parses.
+        const OnnxModelInfo info = readOnnx(path);
+        for (const TensorRecord& t : info.initializers)
+            r.summary.tensors.push_back(t.name + " " + t.shape.toString() + " F32");
+        r.summary.bytes = sizeOf(path);
+        return r;
+    }
+    case ExportFormat::Gguf:
+        r.summary = writeGgufExport(path, model, request.precision);
+        break;
+    case ExportFormat::Safetensors:
+        r.summary = writeSafetensorsExport(path, model, request.precision);
+        break;
+    }
+    if (request.format == ExportFormat::Gguf && request.precision == ExportPrecision::Q8_0)
+        for (const ExportParameter& p : exportParameters(model.project.graph))
+            if (p.shape.rank() >= 2 && !q8Compatible(p.shape)) r.q8Fallbacks.push_back(p.name + " " + p.shape.toString());
+    return r;
+}
+
+std::unique_ptr<Model> compileExportModel(const ExportModel& model, Backend& backend) {
+    auto m = compile(model.project.graph, backend, 0);
+    applyWeights(*m, model.weights);
+    return m;
+}
+
+ExportCheckResult checkExport(const ExportModel& live, const std::string& exportedPath, const DataSplit& data,
+                              const CheckpointNormalization& dataNormalization, int64_t limit) {
+    ExportCheckResult r;
+    r.path = exportedPath;
+    r.method = methodText(formatOfFile(exportedPath), exportedPath);
+    const ExportModel loaded = loadModelFile(exportedPath);
+
+    auto backend = backendRegistry().create(Device::cpu(), 0);
+    auto liveModel = compileExportModel(live, *backend);
+    auto fileModel = compileExportModel(loaded, *backend);
+    if (fileModel->inputShape() != liveModel->inputShape() || fileModel->outputShape() != liveModel->outputShape())
+        throw std::runtime_error(exportedPath + ": the file's model maps " + fileModel->inputShape().toString() +
+                                 " to " + fileModel->outputShape().toString() + ", the live model " +
+                                 liveModel->inputShape().toString() + " to " + liveModel->outputShape().toString());
+
+    const int64_t count = std::min<int64_t>(limit > 0 ? limit : data.count, data.count);
+    if (count == 0) throw std::runtime_error("no samples to check the export on");
+    const int64_t per = data.sampleShape.numel();
+    const std::vector<float> liveInputs(data.inputs.begin(), data.inputs.begin() + count * per);
+    std::vector<float> fileInputs = liveInputs;
+    denormalizeInputs(fileInputs, dataNormalization);
+    normalizeInputs(fileInputs, loaded.normalization);
+
+    const Predictions a = predictSamples(*liveModel, liveInputs.data(), count);
+    const Predictions b = predictSamples(*fileModel, fileInputs.data(), count);
+    r.samples = count;
+    r.classes = a.classes;
+    for (size_t i = 0; i < a.outputs.size(); ++i) {
+        r.maxAbsOutput = std::max(r.maxAbsOutput, std::fabs(double(a.outputs[i])));
+        const double d = std::fabs(double(a.outputs[i]) - double(b.outputs[i]));
+        // NaN must not hide as "no difference".
+        if (!(d <= r.maxAbsDiff)) r.maxAbsDiff = std::isnan(d) ? d : std::max(r.maxAbsDiff, d);
+    }
+    int64_t liveCorrect = 0, fileCorrect = 0;
+    for (int64_t s = 0; s < count; ++s) {
+        const int32_t label = data.labels[static_cast<size_t>(s)];
+        liveCorrect += a.predicted[static_cast<size_t>(s)] == label;
+        fileCorrect += b.predicted[static_cast<size_t>(s)] == label;
+        r.samePrediction += a.predicted[static_cast<size_t>(s)] == b.predicted[static_cast<size_t>(s)];
+    }
+    r.liveAccuracy = static_cast<double>(liveCorrect) / static_cast<double>(count);
+    r.fileAccuracy = static_cast<double>(fileCorrect) / static_cast<double>(count);
+    return r;
+}
+
+}  // namespace strata

@@ -1,0 +1,92 @@
+// Evaluation: a compiled Model run in inference mode over many samples, and
+// what the Predict panel, the Export dialog and `predict` show from it:
+// per-sample class probabilities (softmax over the outputs, unless the graph
+// already ends in a Softmax), the predicted class, a confusion matrix and the
+// accuracy. Also the dataset normalization in both directions, so raw
+// data-file values (an image file) and the dataset's normalized inputs can be
+// turned into each other. No Qt here.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "core/train/Checkpoint.h"
+
+namespace strata {
+
+class Graph;
+class Model;
+struct DataSplit;
+struct Normalization;
+
+// True when the graph's output node (the one no edge leaves) is a Softmax: its outputs are probabilities already.
+bool graphEndsInSoftmax(const Graph& graph);
+
+// Softmax of each row of `values` [rows, cols] (computed in double, max-shifted).
+std::vector<float> softmaxRows(const float* values, int64_t rows, int64_t cols);
+// Index of the largest value of each row; the first of equal values wins, as in Backend::countCorrect.
+std::vector<int32_t> argmaxRows(const float* values, int64_t rows, int64_t cols);
+
+struct Predictions {
+    int64_t count = 0;
+    int classes = 0;
+    std::vector<float> outputs;        // count * classes: the model's outputs as they are (logits, or probabilities)
+    std::vector<float> probabilities;  // count * classes; each row sums to 1
+    std::vector<int32_t> predicted;    // argmax of each row of outputs
+    const float* probabilitiesOf(int64_t sample) const { return probabilities.data() + sample * classes; }
+};
+
+// Called after each batch with (samples done, total). Returning false cancels: the run throws EvaluationCancelled.
+using EvaluationProgress = std::function<bool(int64_t done, int64_t total)>;
+
+class EvaluationCancelled : public std::runtime_error {
+public:
+    EvaluationCancelled() : std::runtime_error("evaluation cancelled") {}
+};
+
+// Runs `count` samples (in the model's input layout, already normalized) through the model in inference mode,
+// `batchSize` at a time. Throws std::invalid_argument when count, batchSize or the model's output do not fit.
+Predictions predictSamples(Model& model, const float* inputs, int64_t count, int batchSize = 256,
+                           const EvaluationProgress& progress = {});
+
+// Row = true class, column = predicted class.
+struct ConfusionMatrix {
+    int classes = 0;
+    std::vector<int64_t> counts;  // classes * classes
+
+    int64_t at(int trueClass, int predictedClass) const;
+    int64_t rowTotal(int trueClass) const;     // samples of a true class
+    int64_t columnTotal(int predictedClass) const;
+    int64_t total() const;
+    int64_t correct() const;  // the diagonal
+    double accuracy() const;  // correct / total; 0 when empty
+    // at(c, c) / rowTotal(c); NaN when the class has no samples.
+    double recall(int c) const;
+};
+
+// Throws std::out_of_range naming the sample whose label or prediction is outside 0..classes-1, and
+// std::invalid_argument when the two lists differ in length.
+ConfusionMatrix confusionMatrix(const std::vector<int32_t>& labels, const std::vector<int32_t>& predicted,
+                                int classes);
+
+struct SplitEvaluation {
+    Predictions predictions;
+    ConfusionMatrix confusion;
+};
+
+// The first `limit` samples of the split (all when limit <= 0). Classes: the model's output size.
+SplitEvaluation evaluateSplit(Model& model, const DataSplit& split, int64_t limit = 0, int batchSize = 256,
+                              const EvaluationProgress& progress = {});
+
+// The dataset's Normalization in the form checkpoints and exports store it (per-feature statistics kept).
+CheckpointNormalization checkpointNormalizationOf(const Normalization& n);
+// Raw data-file values -> model inputs: x' = (x*scale - mean)/std, or (x - featureMean[j])/featureStd[j] for
+// feature j of each sample when per-feature statistics are present. Mode "none" changes nothing.
+void normalizeInputs(std::vector<float>& values, const CheckpointNormalization& n);
+// The inverse: model inputs -> raw data-file values (e.g. 0..255 pixels for thumbnails).
+void denormalizeInputs(std::vector<float>& values, const CheckpointNormalization& n);
+
+}  // namespace strata
