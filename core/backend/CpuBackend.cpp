@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "core/backend/CpuFast.h"
+#include "core/backend/CpuPrecision.h"
 #include "core/backend/CpuReference.h"
 
 namespace strata {
@@ -154,10 +155,14 @@ void CpuBackend::gemm(bool transA, bool transB, int m, int n, int k, float alpha
                       const float* b, int ldb, float beta, float* c, int ldc) {
     if (m < 0 || n < 0 || k < 0) throw BackendError("gemm: negative size");
     if (m == 0 || n == 0) return;
+    if (m_precision != ComputePrecision::F32) {
+        a = cpu::roundedCopy(m_roundedA, a, cpu::operandSpan(transA ? k : m, transA ? m : k, lda), m_precision, m_threads);
+        b = cpu::roundedCopy(m_roundedB, b, cpu::operandSpan(transB ? n : k, transB ? k : n, ldb), m_precision, m_threads);
+    }
     if (m_reference)
         cpuref::gemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     else
-        cpu::gemm(m_threads, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+        cpu::gemm(m_threads, m_workspace->useOneDnn, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 void CpuBackend::addBiasRows(float* y, const float* bias, int rows, int cols) {
     if (m_reference)
@@ -188,6 +193,10 @@ void CpuBackend::sumChannels(float* dbias, const float* dy, int n, int c, int in
 
 void CpuBackend::conv2dForward(float* y, const float* x, const float* w, const ConvDesc& d) {
     checkConv(d);
+    if (m_precision != ComputePrecision::F32) {
+        x = cpu::roundedCopy(m_roundedA, x, int64_t(d.n) * d.c * d.h * d.w, m_precision, m_threads);
+        w = cpu::roundedCopy(m_roundedB, w, int64_t(d.k) * (d.c / d.groups) * d.r * d.s, m_precision, m_threads);
+    }
     if (m_reference)
         cpuref::conv2dForward(y, x, w, d);
     else
@@ -195,6 +204,10 @@ void CpuBackend::conv2dForward(float* y, const float* x, const float* w, const C
 }
 void CpuBackend::conv2dBackwardData(float* dx, const float* dy, const float* w, const ConvDesc& d) {
     checkConv(d);
+    if (m_precision != ComputePrecision::F32) {
+        dy = cpu::roundedCopy(m_roundedA, dy, int64_t(d.n) * d.k * d.outH() * d.outW(), m_precision, m_threads);
+        w = cpu::roundedCopy(m_roundedB, w, int64_t(d.k) * (d.c / d.groups) * d.r * d.s, m_precision, m_threads);
+    }
     if (m_reference)
         cpuref::conv2dBackwardData(dx, dy, w, d);
     else
@@ -202,6 +215,10 @@ void CpuBackend::conv2dBackwardData(float* dx, const float* dy, const float* w, 
 }
 void CpuBackend::conv2dBackwardFilter(float* dw, const float* dy, const float* x, const ConvDesc& d) {
     checkConv(d);
+    if (m_precision != ComputePrecision::F32) {
+        dy = cpu::roundedCopy(m_roundedA, dy, int64_t(d.n) * d.k * d.outH() * d.outW(), m_precision, m_threads);
+        x = cpu::roundedCopy(m_roundedB, x, int64_t(d.n) * d.c * d.h * d.w, m_precision, m_threads);
+    }
     if (m_reference)
         cpuref::conv2dBackwardFilter(dw, dy, x, d);
     else

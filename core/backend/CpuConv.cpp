@@ -11,9 +11,8 @@
 // oneDNN and enabled (the default), oneDNN's convolutions run first (CpuDnnl.cpp).
 // A 1x1 kernel
 // with stride 1 and no padding needs no im2col: the image is its own column matrix.
-#include <cblas.h>
-
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 
 #include "core/backend/CpuFast.h"
@@ -22,6 +21,8 @@
 namespace strata::cpu {
 
 namespace {
+
+constexpr const char* kGemmFailed = "conv2d: oneDNN's sgemm rejected an im2col product";
 
 struct ConvGeometry {
     int OH, OW, Cg, Kg;
@@ -100,10 +101,10 @@ void col2imAdd(float* dx, const float* col, int channels, const ConvDesc& d, con
 
 void conv2dForward(int threads, Workspace& ws, float* y, const float* x, const float* w, const ConvDesc& d) {
     if (ws.useOneDnn && dnnlConv2dForward(threads, ws, y, x, w, d)) return;
-    blasSingleThreaded();
     const ConvGeometry g(d);
     const int parts = parallelParts(threads, d.n, 1);
     if (!g.direct) ws.prepare(0, parts, g.crs * g.ohw);
+    std::atomic<bool> ok{true};
     parallelFor(threads, d.n, 1, [&](int64_t i0, int64_t i1, int part) {
         float* col = g.direct ? nullptr : ws.slot(part);
         for (int64_t i = i0; i < i1; ++i)
@@ -115,19 +116,22 @@ void conv2dForward(int threads, Workspace& ws, float* y, const float* x, const f
                     b = col;
                 }
                 float* yg = y + (static_cast<size_t>(i) * d.k + static_cast<size_t>(grp) * g.Kg) * g.ohw;
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, g.Kg, static_cast<int>(g.ohw),
-                            static_cast<int>(g.crs), 1.0f, w + static_cast<size_t>(grp) * g.Kg * g.crs,
-                            static_cast<int>(g.crs), b, static_cast<int>(g.ohw), 0.0f, yg, static_cast<int>(g.ohw));
+                if (!sgemmOnThisThread(ws.useOneDnn, false, false, g.Kg, static_cast<int>(g.ohw),
+                                       static_cast<int>(g.crs), 1.0f, w + static_cast<size_t>(grp) * g.Kg * g.crs,
+                                       static_cast<int>(g.crs), b, static_cast<int>(g.ohw), 0.0f, yg,
+                                       static_cast<int>(g.ohw)))
+                    ok = false;
             }
     });
+    if (!ok) throw BackendError(kGemmFailed);
 }
 
 void conv2dBackwardData(int threads, Workspace& ws, float* dx, const float* dy, const float* w, const ConvDesc& d) {
     if (ws.useOneDnn && dnnlConv2dBackwardData(threads, ws, dx, dy, w, d)) return;
-    blasSingleThreaded();
     const ConvGeometry g(d);
     const int parts = parallelParts(threads, d.n, 1);
     if (!g.direct) ws.prepare(0, parts, g.crs * g.ohw);
+    std::atomic<bool> ok{true};
     parallelFor(threads, d.n, 1, [&](int64_t i0, int64_t i1, int part) {
         float* col = g.direct ? nullptr : ws.slot(part);
         for (int64_t i = i0; i < i1; ++i)
@@ -135,24 +139,26 @@ void conv2dBackwardData(int threads, Workspace& ws, float* dx, const float* dy, 
                 float* dxg = dx + (static_cast<size_t>(i) * d.c + static_cast<size_t>(grp) * g.Cg) * g.inPlane;
                 const float* dyg = dy + (static_cast<size_t>(i) * d.k + static_cast<size_t>(grp) * g.Kg) * g.ohw;
                 // Direct: accumulate straight into dx (beta 1); otherwise into the column buffer, then scatter.
-                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, static_cast<int>(g.crs), static_cast<int>(g.ohw),
-                            g.Kg, 1.0f, w + static_cast<size_t>(grp) * g.Kg * g.crs, static_cast<int>(g.crs), dyg,
-                            static_cast<int>(g.ohw), g.direct ? 1.0f : 0.0f, g.direct ? dxg : col,
-                            static_cast<int>(g.ohw));
+                if (!sgemmOnThisThread(ws.useOneDnn, true, false, static_cast<int>(g.crs), static_cast<int>(g.ohw),
+                                       g.Kg, 1.0f, w + static_cast<size_t>(grp) * g.Kg * g.crs,
+                                       static_cast<int>(g.crs), dyg, static_cast<int>(g.ohw), g.direct ? 1.0f : 0.0f,
+                                       g.direct ? dxg : col, static_cast<int>(g.ohw)))
+                    ok = false;
                 if (!g.direct) col2imAdd(dxg, col, g.Cg, d, g);
             }
     });
+    if (!ok) throw BackendError(kGemmFailed);
 }
 
 void conv2dBackwardFilter(int threads, Workspace& ws, float* dw, const float* dy, const float* x, const ConvDesc& d) {
     if (ws.useOneDnn && dnnlConv2dBackwardFilter(threads, ws, dw, dy, x, d)) return;
-    blasSingleThreaded();
     const ConvGeometry g(d);
     const int parts = parallelParts(threads, d.n, 1);
     const size_t wsize = static_cast<size_t>(d.k) * g.crs;
     // Slots [0, parts): im2col buffers; [parts, 2*parts): partial filter gradients.
     if (!g.direct) ws.prepare(0, parts, g.crs * g.ohw);
     ws.prepare(parts, parts, wsize);
+    std::atomic<bool> ok{true};
     parallelFor(threads, d.n, 1, [&](int64_t i0, int64_t i1, int part) {
         float* col = g.direct ? nullptr : ws.slot(part);
         float* partial = ws.slot(parts + part);
@@ -166,11 +172,14 @@ void conv2dBackwardFilter(int threads, Workspace& ws, float* dw, const float* dy
                     b = col;
                 }
                 const float* dyg = dy + (static_cast<size_t>(i) * d.k + static_cast<size_t>(grp) * g.Kg) * g.ohw;
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, g.Kg, static_cast<int>(g.crs),
-                            static_cast<int>(g.ohw), 1.0f, dyg, static_cast<int>(g.ohw), b, static_cast<int>(g.ohw),
-                            1.0f, partial + static_cast<size_t>(grp) * g.Kg * g.crs, static_cast<int>(g.crs));
+                if (!sgemmOnThisThread(ws.useOneDnn, false, true, g.Kg, static_cast<int>(g.crs),
+                                       static_cast<int>(g.ohw), 1.0f, dyg, static_cast<int>(g.ohw), b,
+                                       static_cast<int>(g.ohw), 1.0f, partial + static_cast<size_t>(grp) * g.Kg * g.crs,
+                                       static_cast<int>(g.crs)))
+                    ok = false;
             }
     });
+    if (!ok) throw BackendError(kGemmFailed);
     for (int p = 0; p < parts; ++p) {
         const float* partial = ws.slot(parts + p);
         for (size_t j = 0; j < wsize; ++j) dw[j] += partial[j];

@@ -1,5 +1,5 @@
 // Fast paths of CpuBackend other than convolution (see CpuFast.h): GEMM split
-// across threads over single-threaded OpenBLAS calls, and parallel, vectorizable
+// across threads over single-threaded oneDNN or OpenBLAS calls, and parallel, vectorizable
 // loops. Where an op is independent per row, channel or element range, the
 // reference loop itself runs on disjoint chunks, which keeps the result
 // bit-identical to the reference.
@@ -7,6 +7,11 @@
 
 #include <cblas.h>
 
+#ifdef STRATA_HAVE_ONEDNN
+#include <dnnl.h>
+#endif
+
+#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -58,34 +63,81 @@ void blasSingleThreaded() {
     std::call_once(once, [] { openblas_set_num_threads(1); });
 }
 
-void gemm(int threads, bool transA, bool transB, int m, int n, int k, float alpha, const float* a, int lda,
-          const float* b, int ldb, float beta, float* c, int ldc) {
+namespace {
+
+#if defined(STRATA_HAVE_ONEDNN) && defined(_OPENMP)
+// Restores the OpenMP thread count after a call that must run on the calling thread.
+class SerialOmp {
+public:
+    SerialOmp() : m_saved(omp_in_parallel() ? 0 : omp_get_max_threads()) {
+        if (m_saved > 1) omp_set_num_threads(1);
+    }
+    ~SerialOmp() {
+        if (m_saved > 1) omp_set_num_threads(m_saved);
+    }
+    SerialOmp(const SerialOmp&) = delete;
+    SerialOmp& operator=(const SerialOmp&) = delete;
+
+private:
+    int m_saved;
+};
+#endif
+
+}  // namespace
+
+bool sgemmOnThisThread(bool useOneDnn, bool transA, bool transB, int m, int n, int k, float alpha, const float* a,
+                       int lda, const float* b, int ldb, float beta, float* c, int ldc) {
+#ifdef STRATA_HAVE_ONEDNN
+    // oneDNN's sgemm picks its kernels from the CPU's feature flags; OpenBLAS 0.3.21 names its
+    // kernels by CPU model and falls back to generic SSE3 code on models it does not know
+    // (a 5-8x slower GEMM on this project's AVX-512 machines), so oneDNN goes first.
+    if (useOneDnn && k > 0) {
+#ifdef _OPENMP
+        SerialOmp serial;  // inside a parallel region oneDNN already runs on the calling thread
+#endif
+        return dnnl_sgemm(transA ? 'T' : 'N', transB ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) ==
+               dnnl_success;
+    }
+#else
+    (void)useOneDnn;
+#endif
     blasSingleThreaded();
-    const CBLAS_TRANSPOSE ta = transA ? CblasTrans : CblasNoTrans, tb = transB ? CblasTrans : CblasNoTrans;
+    cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans, transB ? CblasTrans : CblasNoTrans, m, n, k, alpha,
+                a, lda, b, ldb, beta, c, ldc);
+    return true;
+}
+
+void gemm(int threads, bool useOneDnn, bool transA, bool transB, int m, int n, int k, float alpha, const float* a,
+          int lda, const float* b, int ldb, float beta, float* c, int ldc) {
+    std::atomic<bool> ok{true};
     // Below a few MFLOP a second thread costs more than it brings.
     const double flops = 2.0 * m * n * k;
     if (threads <= 1 || flops < 4e6) {
-        cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-        return;
-    }
-    // Split the longer of M and N into blocks of 16 (whole register tiles), one part per thread.
-    constexpr int kBlock = 16;
-    if (n >= m) {
+        ok = sgemmOnThisThread(useOneDnn, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    } else if (n >= m) {
+        // Split the longer of M and N into blocks of 16 (whole register tiles), one part per thread.
+        constexpr int kBlock = 16;
         const int64_t blocks = (n + kBlock - 1) / kBlock;
         parallelFor(threads, blocks, 1, [&](int64_t b0, int64_t b1, int) {
             const int j0 = static_cast<int>(b0 * kBlock), j1 = std::min(n, static_cast<int>(b1 * kBlock));
             const float* bj = transB ? b + static_cast<size_t>(j0) * ldb : b + j0;
-            cblas_sgemm(CblasRowMajor, ta, tb, m, j1 - j0, k, alpha, a, lda, bj, ldb, beta, c + j0, ldc);
+            if (!sgemmOnThisThread(useOneDnn, transA, transB, m, j1 - j0, k, alpha, a, lda, bj, ldb, beta, c + j0,
+                                   ldc))
+                ok = false;
         });
     } else {
+        constexpr int kBlock = 16;
         const int64_t blocks = (m + kBlock - 1) / kBlock;
         parallelFor(threads, blocks, 1, [&](int64_t b0, int64_t b1, int) {
             const int i0 = static_cast<int>(b0 * kBlock), i1 = std::min(m, static_cast<int>(b1 * kBlock));
             const float* ai = transA ? a + i0 : a + static_cast<size_t>(i0) * lda;
-            cblas_sgemm(CblasRowMajor, ta, tb, i1 - i0, n, k, alpha, ai, lda, b, ldb, beta,
-                        c + static_cast<size_t>(i0) * ldc, ldc);
+            if (!sgemmOnThisThread(useOneDnn, transA, transB, i1 - i0, n, k, alpha, ai, lda, b, ldb, beta,
+                                   c + static_cast<size_t>(i0) * ldc, ldc))
+                ok = false;
         });
     }
+    if (!ok) throw BackendError("gemm: oneDNN's sgemm rejected a " + std::to_string(m) + "x" + std::to_string(n) +
+                                "x" + std::to_string(k) + " product");
 }
 
 // ---- element-wise -----------------------------------------------------------------

@@ -4,7 +4,7 @@
 // because they run the reference loop on disjoint chunks) and is tested
 // against it in tests/test_backend_ops.cpp. Internal to core/backend.
 //
-// Threading: only OpenMP threads run in parallel. OpenBLAS is kept at one
+// Threading: only OpenMP threads run in parallel. OpenBLAS (or oneDNN) is kept at one
 // thread and large GEMMs are split across OpenMP threads instead, so two
 // thread pools never spin against each other on a small machine. Work is
 // split statically and partial sums are combined in thread order, so results
@@ -51,8 +51,13 @@ private:
 // Keeps OpenBLAS on the calling thread (called once; every BLAS call of CpuBackend goes through here first).
 void blasSingleThreaded();
 
-void gemm(int threads, bool transA, bool transB, int m, int n, int k, float alpha, const float* a, int lda,
-          const float* b, int ldb, float beta, float* c, int ldc);
+// One GEMM on the calling thread: oneDNN's sgemm when useOneDnn (and this build has oneDNN), else
+// OpenBLAS. Returns false when oneDNN reports an error (callers inside parallel regions cannot throw).
+bool sgemmOnThisThread(bool useOneDnn, bool transA, bool transB, int m, int n, int k, float alpha, const float* a,
+                       int lda, const float* b, int ldb, float beta, float* c, int ldc);
+// A GEMM split across `threads` OpenMP threads (blocks of 16 rows or columns), each part on one thread.
+void gemm(int threads, bool useOneDnn, bool transA, bool transB, int m, int n, int k, float alpha, const float* a,
+          int lda, const float* b, int ldb, float beta, float* c, int ldc);
 
 // ---- element-wise and bias ----
 void fill(int threads, float* y, float value, int64_t n);
