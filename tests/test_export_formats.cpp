@@ -307,7 +307,8 @@ private slots:
         std::ofstream(path("small.pgm"), std::ios::binary) << "P5 2 2 255\n" << std::string(4, 'x');
         std::ostringstream out, err;
         QCOMPARE(runPredictCommand({path("p.gguf"), path("small.pgm")}, out, err), 1);
-        QVERIFY2(err.str().find("do not fit the model input [1, 8, 8]") != std::string::npos, err.str().c_str());
+        QVERIFY2(err.str().find("the image is 2x2 (width x height), the model takes 8x8") != std::string::npos,
+                 err.str().c_str());
     }
 
     void predictReadsCsv() {

@@ -12,8 +12,11 @@
 #include <filesystem>
 #include <random>
 #include <set>
+#include <sstream>
 
 #include "core/backend/Backend.h"
+#include "core/data/Dataset.h"
+#include "core/export/ExportCommands.h"
 #include "core/export/ExportModel.h"
 #include "core/export/Onnx.h"
 #include "core/graph/Model.h"
@@ -526,6 +529,113 @@ private slots:
         const std::string junk = (m_dir.path() + "/junk.onnx").toStdString();
         std::ofstream(junk) << "definitely not protobuf \xff\xff\xff\xff";
         QVERIFY_THROWS_EXCEPTION(FormatError, readOnnx(junk));
+    }
+
+    // CSV data standardized per feature: each export carries the statistics (ONNX in the graph as [F]
+    // constants, GGUF as f32 arrays, safetensors in its JSON) and gives the training model's outputs on raw rows.
+    void perFeatureStandardizationInEveryFormat() {
+        const std::string dir = m_dir.path().toStdString() + "/tabular";
+        std::filesystem::create_directories(dir);
+        // Four features in very different units, so a single mean/std could not standardize them.
+        std::mt19937 rng(21);
+        std::normal_distribution<float> nd(0.f, 1.f);
+        const int64_t rows = 40, features = 4;
+        std::vector<float> raw;
+        std::ofstream csv(dir + "/train.csv");
+        csv << "size,label,ratio,temperature,count\n";
+        for (int64_t r = 0; r < rows; ++r) {
+            const float v[4] = {1000.f + 300.f * nd(rng), 0.01f + 0.005f * nd(rng), -50.f + 10.f * nd(rng),
+                                std::round(3.f + nd(rng))};
+            std::ostringstream line;
+            line.precision(9);
+            line << v[0] << "," << "abc"[r % 3] << "," << v[1] << "," << v[2] << "," << v[3] << "\n";
+            csv << line.str();
+            raw.insert(raw.end(), v, v + 4);
+        }
+        csv.close();
+        GraphBuilder gb;
+        const int in = gb.add("Input", "features", {{"shape", {features}}});
+        const int d1 = gb.add("Dense", "fc1", {{"units", 8}}, {in});
+        const int act = gb.add("ReLU", "relu", {}, {d1});
+        gb.add("Dense", "fc2", {{"units", 3}}, {act});
+        Project project = gb.p;
+        project.name = "tabular";
+        project.dataset.kind = "csv";
+        project.dataset.trainPath = "train.csv";
+        project.dataset.labelColumn = "label";
+        project.dataset.normalization = "standardize";
+        project.dataset.validationSplit = 0.0;
+        writeProject(project, dir + "/tabular.strata");
+
+        // What training feeds the model: the data set's own standardization, in file order.
+        const DatasetBundle data = loadDataset(project.dataset, dir + "/tabular.strata");
+        QCOMPARE(data.normalization.featureMean.size(), size_t(features));
+        QCOMPARE(data.train.count, rows);
+        auto backend = test::makeReferenceBackend();
+        auto model = compile(project.graph, *backend, project.training.seed);
+        const Tensor x = backend->fromHost(model->inputShape().withBatch(rows), data.train.inputs.data());
+        const Tensor& y = model->forward(x, false);
+        std::vector<float> expected(static_cast<size_t>(y.numel()));
+        backend->toHost(y, expected.data());
+
+        std::string firstPredict;
+        for (const std::string format : {"onnx", "gguf", "safetensors"}) {
+            const std::string file = dir + "/tabular." + format;
+            std::ostringstream out, err;
+            QVERIFY2(runExportCommand({dir + "/tabular.strata", "--untrained", "--format", format, "-o", file}, out,
+                                      err) == 0,
+                     err.str().c_str());
+            const ExportModel back = loadModelFile(file);
+            QCOMPARE(back.normalization.featureMean, data.normalization.featureMean);
+            QCOMPARE(back.normalization.featureStd, data.normalization.featureStd);
+            // The loaded statistics turn raw rows into exactly what training fed the model.
+            std::vector<float> normalized = raw;
+            normalizeInputs(back.normalization, normalized);
+            QVERIFY(maxAbsDiff(normalized.data(), data.train.inputs) <= 1e-6);
+            // Strata on the reloaded weights.
+            auto reloaded = compile(back.project.graph, *backend, 0);
+            applyWeights(*reloaded, back.weights);
+            const Tensor xr = backend->fromHost(reloaded->inputShape().withBatch(rows), normalized.data());
+            const Tensor& yr = reloaded->forward(xr, false);
+            std::vector<float> got(static_cast<size_t>(yr.numel()));
+            backend->toHost(yr, got.data());
+            QVERIFY2(maxAbsDiff(got.data(), expected) <= 1e-4, format.c_str());
+
+            if (format == "onnx") {
+                m_files << QString::fromStdString(file);
+                std::vector<std::string> ops;
+                for (const OnnxNodeInfo& n : readOnnx(file).nodes) ops.push_back(n.opType);
+                QCOMPARE(ops, (std::vector<std::string>{"Sub", "Div", "Gemm", "Relu", "Gemm"}));
+                const std::vector<int64_t> dims{rows, features};
+#ifdef STRATA_HAVE_OPENCV_DNN
+                // An independent runtime on the raw rows: the standardization is inside the graph.
+                cv::dnn::Net net = cv::dnn::readNetFromONNX(file);
+                std::vector<int> cvDims(dims.begin(), dims.end());
+                cv::Mat blob(2, cvDims.data(), CV_32F, raw.data());
+                net.setInput(blob);
+                const cv::Mat cvOut = net.forward();
+                QCOMPARE(static_cast<size_t>(cvOut.total()), expected.size());
+                const double worst = maxAbsDiff(cvOut.ptr<float>(), expected);
+                QVERIFY2(worst <= 1e-4, qPrintable(QString("OpenCV max abs difference %1").arg(worst)));
+#else
+                std::vector<float> viaNumpy;
+                const std::string why = numpyRun(file, raw, dims, viaNumpy);
+                if (why.empty()) QVERIFY(maxAbsDiff(viaNumpy.data(), expected) <= 1e-4);
+                else qInfo("no independent ONNX runtime: %s", why.c_str());
+#endif
+            }
+
+            // predict standardizes raw CSV rows the same way, whatever the file.
+            std::ostringstream pout, perr;
+            QVERIFY2(runPredictCommand({file, dir + "/train.csv", "--count", "100"}, pout, perr) == 0,
+                     perr.str().c_str());
+            const std::string text = pout.str();
+            QVERIFY2(text.find("accuracy ") != std::string::npos && text.find("on 40 samples") != std::string::npos,
+                     text.c_str());
+            const std::string samples = text.substr(text.find("sample 0"));
+            if (firstPredict.empty()) firstPredict = samples;
+            QCOMPARE(samples, firstPredict);
+        }
     }
 
     // Last slot: onnx.checker (full check with strict shape inference) over every file written above.

@@ -11,11 +11,13 @@
 #include <numeric>
 #include <sstream>
 #include <stdexcept>
+#include <zlib.h>
 
 #include "core/backend/BackendRegistry.h"
 #include "core/data/CsvReader.h"
 #include "core/data/Dataset.h"
 #include "core/data/IdxReader.h"
+#include "core/data/PngReader.h"
 #include "core/export/ExportModel.h"
 #include "core/export/Gguf.h"
 #include "core/export/Onnx.h"
@@ -36,7 +38,8 @@ public:
 const char* kExportUsage =
     "usage: strata-train export PROJECT_OR_CHECKPOINT --format onnx|gguf|safetensors [--quantize q8_0|f16]\n"
     "                           [--opset N] [--no-normalization] [--untrained] -o FILE\n";
-const char* kPredictUsage = "usage: strata-train predict MODEL_FILE INPUT [--top K] [--count N]\n";
+const char* kPredictUsage =
+    "usage: strata-train predict MODEL_FILE INPUT [--top K] [--count N] [--labels IDX_LABELS] [--quiet]\n";
 
 int parseInt(const std::string& flag, const std::string& text, int min, int max) {
     size_t used = 0;
@@ -61,14 +64,13 @@ bool looksLikeProjectFile(const std::string& path) {
 }
 
 CheckpointNormalization checkpointNormalization(const Normalization& n) {
-    if (!n.featureMean.empty())
-        throw std::runtime_error("per-feature standardization (CSV 'standardize') cannot be exported yet; "
-                                 "use normalization 'scale' or 'none'");
     CheckpointNormalization c;
     c.mode = n.mode;
     c.scale = n.scale;
     c.mean = n.mean;
     c.std = n.std;
+    c.featureMean = n.featureMean;
+    c.featureStd = n.featureStd;
     return c;
 }
 
@@ -154,10 +156,16 @@ int exportCommand(const std::vector<std::string>& args, std::ostream& out) {
                                                    : writeSafetensorsExport(output, model, precision);
     out << "wrote " << output << " (" << format << ", " << summary.bytes << " bytes)\n";
     for (const std::string& line : summary.tensors) out << "  " << line << "\n";
+    for (const std::string& line : summary.fallbacks) out << "note: " << line << "\n";
+    if (!summary.fallbacks.empty())
+        out << "note: " << summary.fallbacks.size() << " tensor(s) fell back from Q8_0 to F16 (as llama.cpp does)\n";
     return 0;
 }
 
 // ---- predict ----
+
+// Samples per forward pass: bounds the activations (a CNN on 10,000 images at once would need gigabytes).
+constexpr int64_t kPredictBatch = 256;
 
 PredictInputs readIdxImages(const std::string& path, int64_t limit) {
     const data::IdxArray a = data::readIdxU8(path, 3);
@@ -169,13 +177,25 @@ PredictInputs readIdxImages(const std::string& path, int64_t limit) {
     return in;
 }
 
+// IDX labels (u8 class indices, as Fashion-MNIST's *-labels-idx1-ubyte) for the first `count` samples.
+std::vector<std::string> readIdxLabels(const std::string& path, int64_t count) {
+    const data::IdxArray a = data::readIdxU8(path, 1);
+    if (a.dims[0] < count)
+        throw std::runtime_error(path + ": " + std::to_string(a.dims[0]) + " labels for " + std::to_string(count) +
+                                 " samples");
+    std::vector<std::string> labels;
+    for (int64_t i = 0; i < count; ++i) labels.push_back(std::to_string(a.data()[i]));
+    return labels;
+}
+
+// The first four bytes (gzip undone by zlib's gzread, which also reads plain files) against the IDX u8 rank-3 magic.
 bool isIdxImages(const std::string& path) {
-    try {
-        const std::vector<uint8_t> b = data::readMaybeGzipFile(path);
-        return b.size() >= 4 && b[0] == 0 && b[1] == 0 && b[2] == 0x08 && b[3] == 3;
-    } catch (const std::exception&) {
-        return false;
-    }
+    gzFile f = gzopen(path.c_str(), "rb");
+    if (!f) return false;
+    unsigned char b[4] = {};
+    const int n = gzread(f, b, 4);
+    gzclose(f);
+    return n == 4 && b[0] == 0 && b[1] == 0 && b[2] == 0x08 && b[3] == 3;
 }
 
 PredictInputs readCsvInputs(const std::string& path, const Project& project, const std::vector<std::string>& vocab,
@@ -235,13 +255,62 @@ PredictInputs readCsvInputs(const std::string& path, const Project& project, con
     return in;
 }
 
+// One image ([C, H, W], 0..255) fitted to the model's channels: RGB becomes gray by its luma (ITU-R BT.601
+// weights, what image libraries call grayscale) for a one-channel model, gray is repeated for a three-channel
+// one. A different width or height is an error: resizing would silently change what the model sees.
+PredictInputs fitImage(PredictInputs in, const Shape& inShape, const std::string& path, std::ostream& out) {
+    const int64_t c = in.sampleDims[0], h = in.sampleDims[1], w = in.sampleDims[2];
+    const std::vector<int64_t>& dims = inShape.dims();
+    int64_t wantC = 1, wantH = 0, wantW = 0;
+    if (dims.size() == 3) {
+        wantC = dims[0];
+        wantH = dims[1];
+        wantW = dims[2];
+    } else if (dims.size() == 2) {
+        wantH = dims[0];
+        wantW = dims[1];
+    } else {
+        throw std::runtime_error(path + ": an image, but the model input is " + inShape.toString() +
+                                 ", not [H, W] or [C, H, W]");
+    }
+    if (h != wantH || w != wantW)
+        throw std::runtime_error(path + ": the image is " + std::to_string(w) + "x" + std::to_string(h) +
+                                 " (width x height), the model takes " + std::to_string(wantW) + "x" +
+                                 std::to_string(wantH) + "; resize it first");
+    const size_t hw = static_cast<size_t>(h * w);
+    if (c == 3 && wantC == 1) {
+        std::vector<float> gray(hw);
+        for (size_t i = 0; i < hw; ++i)
+            gray[i] = 0.299f * in.values[i] + 0.587f * in.values[hw + i] + 0.114f * in.values[2 * hw + i];
+        in.values = std::move(gray);
+        out << "converted the RGB image to gray (luma 0.299 R + 0.587 G + 0.114 B): the model takes 1 channel\n";
+    } else if (c == 1 && wantC == 3) {
+        in.values.resize(3 * hw);
+        std::copy(in.values.begin(), in.values.begin() + static_cast<long>(hw), in.values.begin() + static_cast<long>(hw));
+        std::copy(in.values.begin(), in.values.begin() + static_cast<long>(hw),
+                  in.values.begin() + static_cast<long>(2 * hw));
+        out << "repeated the gray image in 3 channels: the model takes RGB\n";
+    } else if (c != wantC) {
+        throw std::runtime_error(path + ": the image has " + std::to_string(c) + " channel(s), the model takes " +
+                                 std::to_string(wantC));
+    }
+    in.sampleDims = dims.size() == 3 ? std::vector<int64_t>{wantC, h, w} : std::vector<int64_t>{h, w};
+    return in;
+}
+
 std::string className(const ExportModel& m, size_t k) {
     return k < m.classNames.size() && !m.classNames[k].empty() ? m.classNames[k] : "class " + std::to_string(k);
 }
 
+// A label from the input file names class k when it is k's name or its index (IDX labels, integer CSV labels).
+bool labelIsClass(const ExportModel& m, const std::string& label, size_t k) {
+    return label == std::to_string(k) || (k < m.classNames.size() && label == m.classNames[k]);
+}
+
 int predictCommand(const std::vector<std::string>& args, std::ostream& out) {
-    std::string modelPath, inputPath;
+    std::string modelPath, inputPath, labelsPath;
     int top = 3, count = 5;
+    bool quiet = false;
     for (size_t i = 0; i < args.size(); ++i) {
         const std::string& a = args[i];
         auto value = [&]() -> const std::string& {
@@ -249,7 +318,9 @@ int predictCommand(const std::vector<std::string>& args, std::ostream& out) {
             return args[++i];
         };
         if (a == "--top") top = parseInt(a, value(), 1, 1000000);
-        else if (a == "--count") count = parseInt(a, value(), 1, 1000000);
+        else if (a == "--count") count = parseInt(a, value(), 1, 100000000);
+        else if (a == "--labels") labelsPath = value();
+        else if (a == "--quiet") quiet = true;
         else if (!a.empty() && a[0] == '-') throw UsageError("unknown option " + a);
         else if (modelPath.empty()) modelPath = a;
         else if (inputPath.empty()) inputPath = a;
@@ -264,21 +335,20 @@ int predictCommand(const std::vector<std::string>& args, std::ostream& out) {
     const Shape& inShape = model->inputShape();
 
     PredictInputs in;
-    const std::string ext = fs::path(inputPath).extension().string();
+    std::string ext = fs::path(inputPath).extension().string();
+    std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char ch) { return char(std::tolower(ch)); });
     if (ext == ".pgm" || ext == ".ppm" || ext == ".pnm") {
-        in = readNetpbm(inputPath);
-        // A colour image for a one-channel model: average the channels, as a grayscale conversion would.
-        if (in.sampleDims[0] == 3 && inShape.numel() == in.sampleDims[1] * in.sampleDims[2]) {
-            const size_t hw = static_cast<size_t>(in.sampleDims[1] * in.sampleDims[2]);
-            std::vector<float> gray(hw);
-            for (size_t i = 0; i < hw; ++i) gray[i] = (in.values[i] + in.values[hw + i] + in.values[2 * hw + i]) / 3.f;
-            in.values = std::move(gray);
-            in.sampleDims = {1, in.sampleDims[1], in.sampleDims[2]};
-        }
+        in = fitImage(readNetpbm(inputPath), inShape, inputPath, out);
+    } else if (ext == ".png") {
+        in = fitImage(readPngInputs(inputPath), inShape, inputPath, out);
     } else if (isIdxImages(inputPath)) {
         in = readIdxImages(inputPath, count);
     } else {
         in = readCsvInputs(inputPath, m.project, m.vocabulary, count);
+    }
+    if (!labelsPath.empty()) {
+        if (!in.labels.empty()) throw UsageError("--labels: " + inputPath + " holds its own labels");
+        in.labels = readIdxLabels(labelsPath, in.count);
     }
     const int64_t per = std::accumulate(in.sampleDims.begin(), in.sampleDims.end(), int64_t{1}, std::multiplies<>());
     if (per != inShape.numel())
@@ -286,50 +356,74 @@ int predictCommand(const std::vector<std::string>& args, std::ostream& out) {
                                  std::to_string(per) + " values) do not fit the model input " + inShape.toString());
     if (in.count == 0) throw std::runtime_error(inputPath + ": no samples");
 
-    const CheckpointNormalization& norm = m.normalization;
-    if (norm.mode != "none")
-        for (float& x : in.values) x = (x * norm.scale - norm.mean) / norm.std;
-
-    const Tensor x = backend->fromHost(inShape.withBatch(in.count), in.values.data());
-    const Tensor& y = model->forward(x, false);
-    std::vector<float> logits(static_cast<size_t>(y.numel()));
-    backend->toHost(y, logits.data());
-    const size_t classes = static_cast<size_t>(model->outputShape().numel());
+    normalizeInputs(m.normalization, in.values);
 
     // The output node's type says whether the model already ends in a softmax.
     bool endsInSoftmax = false;
     for (const Node* n : m.project.graph.nodes())
         if (m.project.graph.edgesFrom(n->id).empty() && n->type == "Softmax") endsInSoftmax = true;
+    const size_t classes = static_cast<size_t>(model->outputShape().numel());
 
     out << "model " << modelPath << " (" << m.project.name << "), input " << inputPath << ": " << in.count
         << " sample(s)\n";
-    for (int64_t s = 0; s < in.count; ++s) {
-        std::vector<double> p(classes);
-        const float* row = logits.data() + s * static_cast<int64_t>(classes);
-        if (endsInSoftmax) {
-            for (size_t k = 0; k < classes; ++k) p[k] = row[k];
-        } else {
-            const double mx = *std::max_element(row, row + classes);
-            double sum = 0;
-            for (size_t k = 0; k < classes; ++k) sum += p[k] = std::exp(double(row[k]) - mx);
-            for (double& v : p) v /= sum;
+    int64_t labelled = 0, correct = 0;
+    std::vector<float> logits;
+    for (int64_t first = 0; first < in.count; first += kPredictBatch) {
+        const int64_t n = std::min(kPredictBatch, in.count - first);
+        const Tensor x = backend->fromHost(inShape.withBatch(n), in.values.data() + first * per);
+        const Tensor& y = model->forward(x, false);
+        logits.resize(static_cast<size_t>(y.numel()));
+        backend->toHost(y, logits.data());
+        for (int64_t b = 0; b < n; ++b) {
+            const int64_t s = first + b;
+            std::vector<double> p(classes);
+            const float* row = logits.data() + b * static_cast<int64_t>(classes);
+            if (endsInSoftmax) {
+                for (size_t k = 0; k < classes; ++k) p[k] = row[k];
+            } else {
+                const double mx = *std::max_element(row, row + classes);
+                double sum = 0;
+                for (size_t k = 0; k < classes; ++k) sum += p[k] = std::exp(double(row[k]) - mx);
+                for (double& v : p) v /= sum;
+            }
+            std::vector<size_t> idx(classes);
+            std::iota(idx.begin(), idx.end(), size_t{0});
+            const size_t k = std::min<size_t>(static_cast<size_t>(top), classes);
+            std::partial_sort(idx.begin(), idx.begin() + static_cast<long>(k), idx.end(),
+                              [&](size_t a, size_t c) { return p[a] > p[c]; });
+            const bool hasLabel = static_cast<size_t>(s) < in.labels.size();
+            if (hasLabel) {
+                ++labelled;
+                // Ties go to the lower class index, as an argmax would.
+                const size_t best = static_cast<size_t>(std::max_element(p.begin(), p.end()) - p.begin());
+                if (labelIsClass(m, in.labels[static_cast<size_t>(s)], best)) ++correct;
+            }
+            if (quiet) continue;
+            out << "sample " << s;
+            if (hasLabel) out << " (label " << in.labels[static_cast<size_t>(s)] << ")";
+            out << ":";
+            for (size_t j = 0; j < k; ++j)
+                out << (j ? ", " : " ") << className(m, idx[j]) << " " << std::fixed << std::setprecision(4)
+                    << p[idx[j]];
+            out << "\n";
         }
-        std::vector<size_t> idx(classes);
-        std::iota(idx.begin(), idx.end(), size_t{0});
-        const size_t k = std::min<size_t>(static_cast<size_t>(top), classes);
-        std::partial_sort(idx.begin(), idx.begin() + static_cast<long>(k), idx.end(),
-                          [&](size_t a, size_t b) { return p[a] > p[b]; });
-        out << "sample " << s;
-        if (static_cast<size_t>(s) < in.labels.size()) out << " (label " << in.labels[static_cast<size_t>(s)] << ")";
-        out << ":";
-        for (size_t j = 0; j < k; ++j)
-            out << (j ? ", " : " ") << className(m, idx[j]) << " " << std::fixed << std::setprecision(4) << p[idx[j]];
-        out << "\n";
     }
+    if (labelled > 0)
+        out << "accuracy " << std::fixed << std::setprecision(2) << 100.0 * double(correct) / double(labelled)
+            << "% on " << labelled << " samples (" << correct << " correct)\n";
     return 0;
 }
 
 }  // namespace
+
+PredictInputs readPngInputs(const std::string& path) {
+    data::PngImage img = data::readPng(path);
+    PredictInputs in;
+    in.count = 1;
+    in.sampleDims = {img.channels, img.height, img.width};
+    in.values = std::move(img.values);
+    return in;
+}
 
 PredictInputs readNetpbm(const std::string& path) {
     std::ifstream f(path, std::ios::binary);

@@ -6,12 +6,15 @@
 //     A checkpoint file, or a checkpoint folder (its best checkpoint), or a project
 //     file (its training.checkpointDir's best checkpoint; with --untrained, the
 //     seeded initial weights).
-//   predict MODEL_FILE INPUT [--top K] [--count N]
+//   predict MODEL_FILE INPUT [--top K] [--count N] [--labels IDX_LABELS] [--quiet]
 //     MODEL_FILE: checkpoint file or folder, .safetensors / .gguf / .onnx export.
 //     INPUT: IDX images (gzipped or raw; the first N), a CSV file (header row; the
 //     project's label column, when present, is shown and not fed to the model; text
-//     projects tokenize the text column), or a PGM/PPM image. Raw values are
-//     normalized as in training; prints the top K classes with probabilities.
+//     projects tokenize the text column), or a PNG / PGM / PPM image of the model's
+//     width and height (RGB becomes gray by its luma for a one-channel model). Raw values
+//     are normalized as in training; prints the top K classes with probabilities, and
+//     "accuracy X% on N samples" when labels are known (the CSV's label column, or
+//     --labels with an IDX label file for IDX images). --quiet prints only that summary.
 #pragma once
 
 #include <ostream>
@@ -35,5 +38,7 @@ struct PredictInputs {
 // 0..maxval (scaled to 0..255 when maxval != 255). Result dims [C, H, W] with C = 1 or 3.
 // Throws FormatError naming the file and offset.
 PredictInputs readNetpbm(const std::string& path);
+// Reads a PNG image (see core/data/PngReader.h) as dims [C, H, W], C = 1 (gray) or 3, values 0..255.
+PredictInputs readPngInputs(const std::string& path);
 
 }  // namespace strata

@@ -1,5 +1,6 @@
 #include "core/export/ExportModel.h"
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -18,9 +19,16 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr const char* kMetaNormalization = "strata.normalization";
+constexpr const char* kGgufFeatureMean = "strata.normalization.feature_mean";
+constexpr const char* kGgufFeatureStd = "strata.normalization.feature_std";
 
 Json normalizationJson(const CheckpointNormalization& n) {
-    return Json{{"mode", n.mode}, {"scale", n.scale}, {"mean", n.mean}, {"std", n.std}};
+    Json j{{"mode", n.mode}, {"scale", n.scale}, {"mean", n.mean}, {"std", n.std}};
+    if (!n.featureMean.empty()) {
+        j["feature_mean"] = n.featureMean;
+        j["feature_std"] = n.featureStd;
+    }
+    return j;
 }
 
 CheckpointNormalization normalizationFromJson(const Json& j) {
@@ -29,7 +37,18 @@ CheckpointNormalization normalizationFromJson(const Json& j) {
     n.scale = j.at("scale").get<float>();
     n.mean = j.at("mean").get<float>();
     n.std = j.at("std").get<float>();
+    n.featureMean = j.value("feature_mean", std::vector<float>{});
+    n.featureStd = j.value("feature_std", std::vector<float>{});
     return n;
+}
+
+// The loaders check statistics read from a file against the graph it carries.
+void checkLoadedNormalization(const ExportModel& m, const std::string& path) {
+    try {
+        checkNormalization(m.normalization, m.project.graph);
+    } catch (const std::exception& e) {
+        throw FormatError(path, e.what());
+    }
 }
 
 Project projectFromText(const std::string& text, const std::string& path) {
@@ -60,6 +79,7 @@ uint64_t fileSize(const std::string& path) {
 
 // Shapes come from the graph; weights from the file must match them exactly.
 ExportModel withWeightsChecked(ExportModel model, const std::string& path) {
+    checkLoadedNormalization(model, path);
     try {
         checkExportWeights(model, exportParameters(model.project.graph));
     } catch (const std::exception& e) {
@@ -112,6 +132,8 @@ ExportModel loadGgufExport(const std::string& path) {
             m.normalization.scale = g.getFloat32("strata.normalization.scale");
             m.normalization.mean = g.getFloat32("strata.normalization.mean");
             m.normalization.std = g.getFloat32("strata.normalization.std");
+            if (g.find(kGgufFeatureMean)) m.normalization.featureMean = g.getFloat32Array(kGgufFeatureMean);
+            if (g.find(kGgufFeatureStd)) m.normalization.featureStd = g.getFloat32Array(kGgufFeatureStd);
         }
         for (const GgufTensor& t : g.tensors()) m.weights[t.name] = g.tensorFloats(t.name);
     } catch (const FormatError&) {
@@ -183,10 +205,7 @@ void checkExportWeights(const ExportModel& model, const std::vector<ExportParame
 }
 
 ExportModel exportModelFromCheckpoint(const Checkpoint& c) {
-    if (!c.normalization.featureMean.empty())
-        throw std::runtime_error(
-            "this checkpoint was trained with per-feature standardization (CSV data, normalization "
-            "'standardize'); exporting or predicting with per-feature statistics is not supported yet");
+    checkNormalization(c.normalization, c.project.graph);
     ExportModel m;
     m.project = c.project;
     m.weights = c.weights;
@@ -194,6 +213,40 @@ ExportModel exportModelFromCheckpoint(const Checkpoint& c) {
     m.classNames = c.classNames;
     m.vocabulary = c.vocabulary;
     return m;
+}
+
+void checkNormalization(const CheckpointNormalization& norm, const Graph& graph) {
+    if (norm.featureMean.empty() && norm.featureStd.empty()) return;
+    if (norm.featureMean.size() != norm.featureStd.size())
+        throw std::runtime_error("per-feature normalization has " + std::to_string(norm.featureMean.size()) +
+                                 " means but " + std::to_string(norm.featureStd.size()) + " standard deviations");
+    const GraphAnalysis analysis = analyzeGraph(graph);
+    if (!analysis.ok()) throw std::runtime_error("the graph is invalid: " + analysis.problems.front().message);
+    for (const Node* n : graph.nodes()) {
+        if (n->type != "Input") continue;
+        const Shape& shape = analysis.outputShapes.at(n->id);
+        if (static_cast<int64_t>(norm.featureMean.size()) != shape.numel())
+            throw std::runtime_error("per-feature normalization has " + std::to_string(norm.featureMean.size()) +
+                                     " features, the input '" + n->name + "' takes " + shape.toString());
+    }
+    for (size_t j = 0; j < norm.featureStd.size(); ++j)
+        if (!(norm.featureStd[j] > 0.f) || !std::isfinite(norm.featureMean[j]))
+            throw std::runtime_error("per-feature normalization: feature " + std::to_string(j) + " has mean " +
+                                     std::to_string(norm.featureMean[j]) + " and std " +
+                                     std::to_string(norm.featureStd[j]));
+}
+
+void normalizeInputs(const CheckpointNormalization& norm, std::vector<float>& values) {
+    if (norm.mode == "none") return;
+    if (!norm.featureMean.empty()) {
+        const size_t f = norm.featureMean.size();
+        if (values.size() % f != 0 || norm.featureStd.size() != f)
+            throw std::invalid_argument(std::to_string(values.size()) + " input values are not whole samples of " +
+                                        std::to_string(f) + " standardized features");
+        for (size_t i = 0; i < values.size(); ++i) values[i] = (values[i] - norm.featureMean[i % f]) / norm.featureStd[i % f];
+        return;
+    }
+    for (float& x : values) x = (x * norm.scale - norm.mean) / norm.std;
 }
 
 ExportPrecision parseExportPrecision(const std::string& text) {
@@ -208,6 +261,7 @@ ExportSummary writeSafetensorsExport(const std::string& path, const ExportModel&
         throw std::invalid_argument("safetensors has no Q8_0 type; use --format gguf for q8_0, or --quantize f16");
     const std::vector<ExportParameter> params = exportParameters(model.project.graph);
     checkExportWeights(model, params);
+    checkNormalization(model.normalization, model.project.graph);
     ExportSummary summary;
     std::vector<TensorRecord> records;
     for (const ExportParameter& p : params) {
@@ -240,6 +294,7 @@ ExportSummary writeSafetensorsExport(const std::string& path, const ExportModel&
 ExportSummary writeGgufExport(const std::string& path, const ExportModel& model, ExportPrecision precision) {
     const std::vector<ExportParameter> params = exportParameters(model.project.graph);
     checkExportWeights(model, params);
+    checkNormalization(model.normalization, model.project.graph);
     GgufFile g;
     g.setString("general.architecture", "strata");
     g.setString("general.name", model.project.name.empty() ? "strata-model" : model.project.name);
@@ -252,12 +307,21 @@ ExportSummary writeGgufExport(const std::string& path, const ExportModel& model,
     g.setFloat32("strata.normalization.scale", model.normalization.scale);
     g.setFloat32("strata.normalization.mean", model.normalization.mean);
     g.setFloat32("strata.normalization.std", model.normalization.std);
+    if (!model.normalization.featureMean.empty()) {
+        g.setFloat32Array(kGgufFeatureMean, model.normalization.featureMean);
+        g.setFloat32Array(kGgufFeatureStd, model.normalization.featureStd);
+    }
     ExportSummary summary;
     for (const ExportParameter& p : params) {
         GgufTensorType type = GgufTensorType::F32;
         if (p.shape.rank() >= 2 && precision != ExportPrecision::F32)
             type = precision == ExportPrecision::Q8_0 && q8Compatible(p.shape) ? GgufTensorType::Q8_0
                                                                                  : GgufTensorType::F16;
+        if (precision == ExportPrecision::Q8_0 && type == GgufTensorType::F16)
+            summary.fallbacks.push_back(p.name + " " + p.shape.toString() + " stored as F16, not Q8_0: its innermost " +
+                                        "dimension " + std::to_string(p.shape.dims().back()) +
+                                        " is not a multiple of " + std::to_string(kQ8BlockSize) +
+                                        " (Q8_0 blocks run along it)");
         g.addTensor(p.name, p.shape, model.weights.at(p.name), type);
         summary.tensors.push_back(shapeLine(p.name, p.shape, ggufTensorTypeName(type)));
     }

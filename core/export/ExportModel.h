@@ -40,6 +40,14 @@ void checkExportWeights(const ExportModel& model, const std::vector<ExportParame
 
 ExportModel exportModelFromCheckpoint(const Checkpoint& checkpoint);
 
+// Per-feature statistics (CSV 'standardize') must hold one mean and one std per input value of the
+// graph, each std positive; throws std::runtime_error naming the sizes or the feature otherwise.
+void checkNormalization(const CheckpointNormalization& norm, const Graph& graph);
+// Turns raw data-file values (whole samples, in sample order) into model inputs as training did:
+// (x - featureMean[j]) / featureStd[j] with per-feature statistics, else (x*scale - mean)/std; "none" leaves
+// them. Throws std::invalid_argument when per-feature statistics do not divide the values into samples.
+void normalizeInputs(const CheckpointNormalization& norm, std::vector<float>& values);
+
 // Metadata keys shared by the formats.
 inline constexpr const char* kMetaProject = "strata.project";
 inline constexpr const char* kMetaClassLabels = "strata.class_labels";
@@ -52,12 +60,15 @@ ExportPrecision parseExportPrecision(const std::string& text);
 // What a writer stored, one line per tensor ("conv1.weight [32, 1, 3, 3] F16"), for the CLI to print.
 struct ExportSummary {
     std::vector<std::string> tensors;
+    // Q8_0 exports: one line per rank >= 2 tensor that could not be Q8_0 and was stored as F16, with why.
+    std::vector<std::string> fallbacks;
     uint64_t bytes = 0;  // file size
 };
 
 // Safetensors export: "<node>.<param>" tensors with their real shapes, F32, or F16 for tensors of rank >= 2
 // (1-D tensors stay F32; Q8_0 is GGUF only);
-// metadata strata.project, strata.class_labels, strata.vocabulary (JSON arrays) and strata.normalization (JSON).
+// metadata strata.project, strata.class_labels, strata.vocabulary (JSON arrays) and strata.normalization
+// (JSON: mode, scale, mean, std, and feature_mean / feature_std arrays for per-feature standardization).
 ExportSummary writeSafetensorsExport(const std::string& path, const ExportModel& model, ExportPrecision precision);
 // GGUF export (see Gguf.h for the keys). F16: every tensor of rank >= 2 as F16, 1-D tensors (biases,
 // norm parameters and statistics) stay F32, as llama.cpp does. Q8_0: tensors of rank >= 2 whose

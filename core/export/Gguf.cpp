@@ -309,6 +309,19 @@ void GgufFile::setStringArray(const std::string& key, const std::vector<std::str
     setValue(key, v);
 }
 
+void GgufFile::setFloat32Array(const std::string& key, const std::vector<float>& values) {
+    GgufValue v;
+    v.type = GgufValueType::Array;
+    v.arrayType = GgufValueType::Float32;
+    for (float f : values) {
+        GgufValue e;
+        e.type = GgufValueType::Float32;
+        e.f = f;
+        v.array.push_back(std::move(e));
+    }
+    setValue(key, v);
+}
+
 const GgufValue* GgufFile::find(const std::string& key) const {
     for (const auto& [k, v] : m_kv)
         if (k == key) return &v;
@@ -343,6 +356,16 @@ std::vector<std::string> GgufFile::getStringArray(const std::string& key) const 
                                  ", expected strings");
     std::vector<std::string> out;
     for (const GgufValue& e : v.array) out.push_back(e.s);
+    return out;
+}
+
+std::vector<float> GgufFile::getFloat32Array(const std::string& key) const {
+    const GgufValue& v = typed(*this, key, GgufValueType::Array);
+    if (v.arrayType != GgufValueType::Float32)
+        throw std::runtime_error("GGUF key '" + key + "' is an array of " + valueTypeName(v.arrayType) +
+                                 ", expected f32");
+    std::vector<float> out;
+    for (const GgufValue& e : v.array) out.push_back(static_cast<float>(e.f));
     return out;
 }
 

@@ -28,7 +28,9 @@
 // Strata writes these keys: general.architecture = "strata", general.name,
 // general.alignment, strata.project (the project JSON text), strata.class_labels
 // (string array), strata.vocabulary (string array, text models),
-// strata.normalization.{mode (string), scale, mean, std (f32)}.
+// strata.normalization.{mode (string), scale, mean, std (f32)}, and for per-feature
+// standardization (CSV data) strata.normalization.feature_mean and .feature_std (f32
+// arrays, one entry per input value: x' = (x - feature_mean[j]) / feature_std[j]).
 //
 // The reader checks every field against the file size before using it and
 // throws FormatError naming the file and byte offset.
@@ -81,6 +83,7 @@ public:
     void setFloat32(const std::string& key, float value);
     void setBool(const std::string& key, bool value);
     void setStringArray(const std::string& key, const std::vector<std::string>& values);
+    void setFloat32Array(const std::string& key, const std::vector<float>& values);
     void setValue(const std::string& key, const GgufValue& value);
 
     // nullptr when absent.
@@ -90,6 +93,7 @@ public:
     uint32_t getUInt32(const std::string& key) const;
     float getFloat32(const std::string& key) const;
     std::vector<std::string> getStringArray(const std::string& key) const;
+    std::vector<float> getFloat32Array(const std::string& key) const;
     const std::vector<std::pair<std::string, GgufValue>>& metadata() const { return m_kv; }
 
     // Adds float values stored as `type` (quantized or converted here). Q8_0 needs an innermost

@@ -133,12 +133,17 @@ void writeOnnx(const std::string& path, const ExportModel& model, const OnnxExpo
     meta("strata.version", versionString());
     meta(kMetaClassLabels, jsonArray(model.classNames));
     if (!model.vocabulary.empty()) meta(kMetaVocabulary, jsonArray(model.vocabulary));
-    meta("strata.normalization", nlohmann::json{{"mode", model.normalization.mode},
-                                                {"scale", model.normalization.scale},
-                                                {"mean", model.normalization.mean},
-                                                {"std", model.normalization.std},
-                                                {"in_graph", options.includeNormalization}}
-                                     .dump());
+    checkNormalization(model.normalization, graph);
+    nlohmann::json normMeta{{"mode", model.normalization.mode},
+                            {"scale", model.normalization.scale},
+                            {"mean", model.normalization.mean},
+                            {"std", model.normalization.std},
+                            {"in_graph", options.includeNormalization}};
+    if (!model.normalization.featureMean.empty()) {
+        normMeta["feature_mean"] = model.normalization.featureMean;
+        normMeta["feature_std"] = model.normalization.featureStd;
+    }
+    meta("strata.normalization", normMeta.dump());
     meta(kMetaProject, projectToJson(model.project).dump());
 
     onnx::GraphProto& g = *proto.mutable_graph();
@@ -181,7 +186,14 @@ void writeOnnx(const std::string& path, const ExportModel& model, const OnnxExpo
             b.valueInfo(g.add_input(), n.name, outShape);
             std::string v = n.name;
             const CheckpointNormalization& norm = model.normalization;
-            if (options.includeNormalization && norm.mode != "none") {
+            if (options.includeNormalization && norm.mode != "none" && !norm.featureMean.empty()) {
+                // Per-feature statistics as constants of the sample's shape ([F] for CSV), broadcast over N.
+                b.floatInit(y + "/norm_feature_mean", outShape, norm.featureMean);
+                b.floatInit(y + "/norm_feature_std", outShape, norm.featureStd);
+                b.node("Sub", y + "/norm_mean", {v, y + "/norm_feature_mean"}, y + "/centered");
+                b.node("Div", y + "/norm_std", {y + "/centered", y + "/norm_feature_std"}, y + "/normalized");
+                v = y + "/normalized";
+            } else if (options.includeNormalization && norm.mode != "none") {
                 if (norm.scale != 1.f) {
                     b.node("Mul", y + "/norm_scale", {v, b.scalar(y + "/norm_scale_value", norm.scale)},
                            y + "/scaled");

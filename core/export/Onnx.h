@@ -3,7 +3,8 @@
 //
 // The exported graph takes raw data-file values (Fashion-MNIST pixels 0..255 as
 // float32 NCHW): the dataset normalization x' = (x*scale - mean)/std is part of
-// the graph (Mul, Sub, Div after the input). The batch dimension is symbolic
+// the graph (Mul, Sub, Div after the input; per-feature CSV standardization as Sub and Div
+// with sample-shaped ([F]) initializers "<input>/norm_feature_mean", "_std"). The batch dimension is symbolic
 // ("N"). Graph input and output are named after the Input node and the output
 // node; weights are initializers named "<node>.<param>".
 //

@@ -1,0 +1,39 @@
+// PngReader: a small PNG decoder for `strata-train predict` (core/ has no Qt, so
+// no QImage). Reads the whole PNG 1.2 / ISO 15948 format: every bit depth
+// (1, 2, 4, 8, 16), colour types gray (0), RGB (2), palette (3), gray+alpha (4)
+// and RGBA (6), the five row filters, and Adam7 interlacing. Alpha is dropped and
+// ancillary chunks (tRNS, gAMA, text...) are skipped after their CRC is checked.
+//
+// The result is planar [C, H, W] with C = 1 for gray types and 3 for RGB and palette
+// images, values 0..255 as floats like readNetpbm: 16-bit samples are scaled by
+// 255/65535, gray samples of 1, 2 or 4 bits by 255/(2^depth - 1), palette entries
+// are the palette's 8-bit colours.
+//
+// Every problem (wrong signature, truncated file, bad CRC, unknown critical chunk,
+// invalid header, bad filter byte, image data of the wrong size, an image too large)
+// throws FormatError naming the file and the byte offset of the chunk at fault.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace strata::data {
+
+struct PngImage {
+    int64_t channels = 0, height = 0, width = 0;
+    std::vector<float> values;  // channels * height * width, planar, 0..255
+    int bitDepth = 0;           // as stored in the file
+    int colorType = 0;          // as stored: 0 gray, 2 RGB, 3 palette, 4 gray+alpha, 6 RGBA
+    bool interlaced = false;
+};
+
+// Images up to this many pixels decode; larger ones are refused before inflating (a 20-byte header can
+// claim gigapixels).
+constexpr int64_t kPngMaxPixels = int64_t{1} << 26;
+
+PngImage readPng(const std::string& path);
+// Decodes PNG bytes; `name` is the file name used in errors.
+PngImage decodePng(const std::vector<uint8_t>& bytes, const std::string& name);
+
+}  // namespace strata::data
