@@ -1,22 +1,53 @@
-// The CPU backend's OpenMP worker threads must not spin between parallel
-// regions: on a 2-core machine a spinning worker takes the core the data
-// loader, the GUI or another program needs (measured: a training step 2-3x
-// slower under load with libgomp's default spinning). libgomp reads
-// OMP_WAIT_POLICY only when it is loaded, so main() sets it and re-executes
-// the program once, before anything else runs. A user's own setting wins.
+// Environment the CPU libraries read only when they are loaded, set by main()
+// re-executing the program once, before anything else runs. A user's own
+// setting always wins.
+//
+// - OMP_WAIT_POLICY=passive: the CPU backend's OpenMP workers must not spin
+//   between parallel regions: on a 2-core machine a spinning worker takes the
+//   core the data loader, the GUI or another program needs (measured: a
+//   training step 2-3x slower under load with libgomp's default spinning).
+// - OPENBLAS_CORETYPE: OpenBLAS (0.3.21 in Debian 12) picks its kernels by CPU
+//   model and runs generic SSE3 code ("Prescott") on models it does not know,
+//   about 5x slower than its AVX-512 or AVX2 kernels. When it chose Prescott on
+//   a CPU with those features, name the right kernel family. (With oneDNN,
+//   CpuBackend's GEMMs do not use OpenBLAS; builds without it do.)
 #pragma once
 
 #include <unistd.h>
 
 #include <cstdlib>
+#include <cstring>
+
+extern "C" char* openblas_get_corename(void);
 
 namespace strata::app {
 
+inline const char* betterOpenBlasCore() {
+    const char* core = openblas_get_corename();
+    if (core == nullptr || std::strcmp(core, "Prescott") != 0) return nullptr;
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
+        return "SkylakeX";
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return "Haswell";
+    return nullptr;
+}
+
 inline void ensurePassiveOpenMpWait(char** argv) {
-    if (std::getenv("OMP_WAIT_POLICY") != nullptr) return;
-    setenv("OMP_WAIT_POLICY", "passive", 1);
+    bool changed = false;
+    if (std::getenv("OMP_WAIT_POLICY") == nullptr) {
+        setenv("OMP_WAIT_POLICY", "passive", 1);
+        changed = true;
+    }
+    if (std::getenv("OPENBLAS_CORETYPE") == nullptr) {
+        if (const char* core = betterOpenBlasCore()) {
+            setenv("OPENBLAS_CORETYPE", core, 1);
+            changed = true;
+        }
+    }
+    if (!changed) return;
     execv("/proc/self/exe", argv);
-    // exec failed: carry on with libgomp's default policy.
+    // exec failed: carry on with the libraries' defaults.
 }
 
 }  // namespace strata::app
