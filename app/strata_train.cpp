@@ -41,6 +41,7 @@ const char* kUsage =
     "  --threads N                CPU threads (0: all cores)\n"
     "  --seed N                   random seed\n"
     "  --deterministic            deterministic kernels (same seed, same losses)\n"
+    "  --precision fp32|bf16|fp16 GEMM/convolution input precision; fp16 adds dynamic loss scaling\n"
     "  --metrics-out FILE.jsonl   one JSON object per step, epoch and event\n"
     "  --checkpoint-dir DIR       write checkpoints there\n"
     "  --resume CKPT              continue from a checkpoint file or folder\n"
@@ -86,6 +87,11 @@ public:
             j["accuracy"] = e.accuracy;
             j["lr"] = e.learningRate;
             j["samples_per_s"] = e.samplesPerSecond;
+            if (e.lossScale > 0) {
+                j["loss_scale"] = e.lossScale;
+                j["skipped"] = e.skipped;
+                j["skipped_steps"] = e.skippedSteps;
+            }
             *m_metrics << j.dump() << '\n';
         }
         if (m_quiet || !m_tty) return;
@@ -253,7 +259,7 @@ int main(int argc, char** argv) {
     if (args[0] == "predict") return strata::runPredictCommand({args.begin() + 1, args.end()}, std::cout, std::cerr);
 #endif
 
-    std::string projectPath, device, metricsPath, checkpointDir, resume;
+    std::string projectPath, device, metricsPath, checkpointDir, resume, precision;
     long long epochs = -1, batch = -1, threads = -1, seed = -1, maxSteps = 0, trainLimit = -1;
     bool quiet = false, deterministic = false;
     for (size_t i = 0; i < args.size(); ++i) {
@@ -283,6 +289,8 @@ int main(int argc, char** argv) {
             else if (a == "--resume") resume = value("--resume");
             else if (a == "--quiet") quiet = true;
             else if (a == "--deterministic") deterministic = true;
+            else if (a == "--precision")
+                precision = strata::computePrecisionName(strata::parseComputePrecision(value("--precision")));
             else if (!a.empty() && a[0] == '-') return fail("unknown option '" + a + "' (see --help)");
             else if (projectPath.empty()) projectPath = a;
             else return fail("unexpected argument '" + a + "' (one project file expected)");
@@ -305,6 +313,7 @@ int main(int argc, char** argv) {
     if (threads >= 0) ts.threads = static_cast<int>(threads);
     if (seed >= 0) ts.seed = static_cast<uint64_t>(seed);
     if (deterministic) ts.deterministic = true;
+    if (!precision.empty()) ts.precision = precision;
     if (trainLimit > 0) project.dataset.trainLimit = trainLimit;
     if (!checkpointDir.empty()) {
         // Relative to the working directory, as a user typing it expects.

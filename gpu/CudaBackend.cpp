@@ -140,6 +140,31 @@ void CudaBackend::setDeterministic(bool deterministic) {
     m_plans->clear();
 }
 
+void CudaBackend::setComputePrecision(ComputePrecision precision) {
+    m_precision = precision;
+    m_plans->clear();  // reduced precision changes the math type and the algorithms allowed
+}
+
+CudaBackend::RoundedOperand::RoundedOperand(CudaBackend& backend, const float* src, int64_t count)
+    : m_backend(backend), m_src(src) {
+    if (backend.m_precision == ComputePrecision::F32 || count <= 0) return;
+    m_rounded = static_cast<float*>(backend.m_allocator->allocate(static_cast<size_t>(count) * sizeof(float)));
+    try {
+        launchRoundFloat(backend.m_stream, m_rounded, src, count, backend.m_precision == ComputePrecision::BF16);
+    } catch (...) {
+        backend.m_allocator->deallocate(m_rounded);
+        throw;
+    }
+}
+
+CudaBackend::RoundedOperand::~RoundedOperand() {
+    if (!m_rounded) return;
+    try {
+        m_backend.m_allocator->deallocate(m_rounded);
+    } catch (...) {
+    }
+}
+
 void CudaBackend::setConvWorkspaceLimit(size_t bytes) {
     m_workspaceLimit = bytes;
     m_plans->clear();
@@ -326,6 +351,18 @@ void CudaBackend::gemm(bool transA, bool transB, int m, int n, int k, float alph
     if (m < 0 || n < 0 || k < 0) throw BackendError("gemm: negative size");
     if (m == 0 || n == 0) return;
     activate();
+    if (m_precision != ComputePrecision::F32) {
+        // Spans of row-major operands with leading dimensions: (rows - 1) * ld + used columns.
+        const int64_t spanA = k == 0 ? 0 : int64_t(transA ? k : m) * lda - lda + (transA ? m : k);
+        const int64_t spanB = k == 0 ? 0 : int64_t(transB ? n : k) * ldb - ldb + (transB ? k : n);
+        RoundedOperand ra(*this, a, spanA), rb(*this, b, spanB);
+        const cublasComputeType_t compute =
+            m_precision == ComputePrecision::BF16 ? CUBLAS_COMPUTE_32F_FAST_16BF : CUBLAS_COMPUTE_32F_FAST_16F;
+        CUBLAS_CHECK(cublasGemmEx(m_cublas, transB ? CUBLAS_OP_T : CUBLAS_OP_N, transA ? CUBLAS_OP_T : CUBLAS_OP_N, n,
+                                  m, k, &alpha, rb.get(), CUDA_R_32F, ldb, ra.get(), CUDA_R_32F, lda, &beta, c,
+                                  CUDA_R_32F, ldc, compute, CUBLAS_GEMM_DEFAULT));
+        return;
+    }
     CUBLAS_CHECK(cublasSgemm(m_cublas, transB ? CUBLAS_OP_T : CUBLAS_OP_N, transA ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k,
                              &alpha, b, ldb, a, lda, &beta, c, ldc));
 }

@@ -8,6 +8,21 @@
 // Numerics:
 //   - GEMM and convolutions may use TF32 tensor cores (setAllowTf32, default on;
 //     the environment variable STRATA_CUDA_TF32=0 makes new backends start with it off).
+//   - setComputePrecision(BF16 / F16), Backend.h's definition: gemm and the three
+//     convolutions first round both inputs with our kernel (launchRoundFloat:
+//     __float2bfloat16_rn / __float2half_rn, widened back to float32) into blocks of
+//     the caching allocator, then run on float32 data:
+//       gemm: cublasGemmEx, A/B/C CUDA_R_32F, compute CUBLAS_COMPUTE_32F_FAST_16BF /
+//         _FAST_16F (bf16 / fp16 tensor cores, float32 accumulation). The inputs are
+//         already exact in the 16-bit type, so however cuBLAS converts them, nothing
+//         more is rounded.
+//       convolutions: cuDNN on float32 descriptors with TF32 tensor-op math allowed
+//         whatever setAllowTf32 says: every bf16 and fp16 value is exact in TF32 (10
+//         mantissa bits, 8 exponent bits), so the products are those of the rounded
+//         inputs and sums stay float32. The algorithm search skips FFT and Winograd,
+//         which would round transformed values instead of the inputs. So bf16 and fp16
+//         convolutions run at TF32 speed, not at 16-bit tensor-core speed; the results
+//         are float32 (cuDNN's bf16 data path would also round the outputs to bf16).
 //   - setDeterministic(true): cuDNN algorithms restricted to deterministic ones,
 //     embedding backward by sorted segments instead of atomics. Reductions
 //     (sum, sumSquares, allFinite, bias and norm gradients) never use atomics.
@@ -68,6 +83,8 @@ public:
     void setAllowTf32(bool allow);
     bool allowTf32() const { return m_allowTf32; }
     void setDeterministic(bool deterministic) override;
+    void setComputePrecision(ComputePrecision precision) override;
+    ComputePrecision computePrecision() const override { return m_precision; }
     bool deterministic() const { return m_deterministic; }
     void setEagerIndexChecks(bool eager) { m_eagerIndexChecks = eager; }
     bool eagerIndexChecks() const { return m_eagerIndexChecks; }
@@ -79,10 +96,9 @@ public:
     uint64_t deviceMallocCount() const;  // cudaMalloc calls made by the caching allocator
     void releaseCachedMemory();
 
-    // ---- asynchronous uploads (see the header comment) ----
-    using UploadTicket = uint64_t;
-    UploadTicket uploadAsync(void* deviceDst, const void* hostSrc, size_t bytes);
-    void waitUpload(UploadTicket ticket);
+    // ---- asynchronous uploads (see the header comment; Backend::UploadTicket) ----
+    UploadTicket uploadAsync(void* deviceDst, const void* hostSrc, size_t bytes) override;
+    void waitUpload(UploadTicket ticket) override;
     void waitUploads();
 
     // ---- mixed precision ----
@@ -184,6 +200,22 @@ private:
         UploadTicket ticket = 0;
     };
 
+    // A gemm/convolution input rounded to m_precision in an allocator block (or the input itself in F32),
+    // freed at scope exit: stream order keeps the block valid for the work already queued on it.
+    class RoundedOperand {
+    public:
+        RoundedOperand(CudaBackend& backend, const float* src, int64_t count);
+        ~RoundedOperand();
+        RoundedOperand(const RoundedOperand&) = delete;
+        RoundedOperand& operator=(const RoundedOperand&) = delete;
+        const float* get() const { return m_rounded ? m_rounded : m_src; }
+
+    private:
+        CudaBackend& m_backend;
+        const float* m_src;
+        float* m_rounded = nullptr;
+    };
+
     void activate() const;
     void release() noexcept;
     void syncAndCheck();  // stream sync, then report kernel-detected errors
@@ -198,6 +230,7 @@ private:
     bool m_allowTf32 = true;
     bool m_deterministic = false;
     bool m_eagerIndexChecks = true;
+    ComputePrecision m_precision = ComputePrecision::F32;
     size_t m_workspaceLimit = size_t(256) << 20;
 
     std::unique_ptr<CudaAllocator> m_allocator;

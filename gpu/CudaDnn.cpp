@@ -95,14 +95,37 @@ std::string convText(const ConvDesc& d) {
            std::to_string(d.s) + " kernel, groups " + std::to_string(d.groups);
 }
 
+// FFT and Winograd transform their inputs first; under TF32 math the transformed values are rounded,
+// which breaks the bf16 / fp16 definition (round the inputs, nothing else).
+bool transformsInputs(cudnnConvolutionFwdAlgo_t a) {
+    return a == CUDNN_CONVOLUTION_FWD_ALGO_FFT || a == CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING ||
+           a == CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD || a == CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED;
+}
+bool transformsInputs(cudnnConvolutionBwdDataAlgo_t a) {
+    return a == CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT || a == CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING ||
+           a == CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD || a == CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED;
+}
+bool transformsInputs(cudnnConvolutionBwdFilterAlgo_t a) {
+    return a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT || a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT_TILING ||
+           a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD ||
+           a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED;
+}
+
+// Convolution math per plan: float32 FMA only, TF32 allowed, or bf16/fp16 (inputs pre-rounded, TF32 allowed
+// because it is exact for them, no input-transforming algorithms).
+enum ConvMath { kMathFma = 0, kMathTf32 = 1, kMathRounded = 2 };
+
 // Picks the fastest usable result of a cudnnFind*/Get*_v7 list (both come sorted by time).
 template <typename Perf>
-bool pickAlgo(const Perf* perf, int count, size_t workspaceLimit, bool deterministic, bool allowTf32,
-              ConvAlgoChoice& out) {
+bool pickAlgo(const Perf* perf, int count, size_t workspaceLimit, bool deterministic, int math, ConvAlgoChoice& out) {
+    const bool allowTf32 = math != kMathFma;
     for (int i = 0; i < count; ++i) {
         const Perf& p = perf[i];
         if (p.status != CUDNN_STATUS_SUCCESS || p.memory > workspaceLimit) continue;
         if (deterministic && p.determinism != CUDNN_DETERMINISTIC) continue;
+        // ALLOW_CONVERSION would round bf16-exact inputs again, to fp16 (range 65504).
+        if (math == kMathRounded && (transformsInputs(p.algo) || p.mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION))
+            continue;
         if (!allowTf32 && p.mathType != CUDNN_FMA_MATH && p.mathType != CUDNN_DEFAULT_MATH) continue;
         out.chosen = true;
         out.algo = static_cast<int>(p.algo);
@@ -140,10 +163,10 @@ ConvPlan::~ConvPlan() {
 
 namespace {
 
-ConvPlan& planFor(ConvPlanCache& cache, const ConvDesc& d, bool allowTf32) {
+ConvPlan& planFor(ConvPlanCache& cache, const ConvDesc& d, int math) {
     const ConvPlanCache::Key key{d.n,    d.c,         d.h,         d.w,       d.k,
                                  d.r,    d.s,         d.strideH,   d.strideW, d.padH,
-                                 d.padW, d.dilationH, d.dilationW, d.groups,  allowTf32 ? 1 : 0};
+                                 d.padW, d.dilationH, d.dilationW, d.groups,  math};
     auto it = cache.plans.find(key);
     if (it != cache.plans.end()) return *it->second;
     auto plan = std::make_unique<ConvPlan>();
@@ -153,7 +176,7 @@ ConvPlan& planFor(ConvPlanCache& cache, const ConvDesc& d, bool allowTf32) {
     CUDNN_CHECK(cudnnSetConvolution2dDescriptor(plan->conv, d.padH, d.padW, d.strideH, d.strideW, d.dilationH,
                                                 d.dilationW, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
     CUDNN_CHECK(cudnnSetConvolutionGroupCount(plan->conv, d.groups));
-    CUDNN_CHECK(cudnnSetConvolutionMathType(plan->conv, allowTf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
+    CUDNN_CHECK(cudnnSetConvolutionMathType(plan->conv, math != kMathFma ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
     int n = 0, c = 0, h = 0, w = 0;
     CUDNN_CHECK(cudnnGetConvolution2dForwardOutputDim(plan->conv, plan->x, plan->w, &n, &c, &h, &w));
     if (n != d.n || c != d.k || h != d.outH() || w != d.outW())
@@ -172,7 +195,12 @@ ConvPlan& planFor(ConvPlanCache& cache, const ConvDesc& d, bool allowTf32) {
 void CudaBackend::conv2dForward(float* y, const float* x, const float* w, const ConvDesc& d) {
     checkConv(d);
     activate();
-    ConvPlan& plan = planFor(*m_plans, d, m_allowTf32);
+    const int math = m_precision != ComputePrecision::F32 ? kMathRounded : m_allowTf32 ? kMathTf32 : kMathFma;
+    const RoundedOperand rx(*this, x, int64_t(d.n) * d.c * d.h * d.w);
+    const RoundedOperand rw(*this, w, int64_t(d.k) * (d.c / d.groups) * d.r * d.s);
+    x = rx.get();
+    w = rw.get();
+    ConvPlan& plan = planFor(*m_plans, d, math);
     if (!plan.forward.chosen) {
         constexpr int kMax = CUDNN_CONVOLUTION_FWD_ALGO_COUNT;
         cudnnConvolutionFwdAlgoPerf_t perf[kMax];
@@ -184,7 +212,7 @@ void CudaBackend::conv2dForward(float* y, const float* x, const float* w, const 
         int timed = 0;
         CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithmEx(m_cudnn, plan.x, x, plan.w, w, plan.conv, plan.y, y, kMax,
                                                            &timed, perf, workspace(ws), ws));
-        if (!pickAlgo(perf, timed, ws, m_deterministic, m_allowTf32, plan.forward))
+        if (!pickAlgo(perf, timed, ws, m_deterministic, math, plan.forward))
             throw BackendError(convText(d) + ": no usable cuDNN forward algorithm" +
                                (m_deterministic ? " in deterministic mode" : "") + " within a workspace of " +
                                std::to_string(m_workspaceLimit) + " bytes");
@@ -198,7 +226,12 @@ void CudaBackend::conv2dForward(float* y, const float* x, const float* w, const 
 void CudaBackend::conv2dBackwardData(float* dx, const float* dy, const float* w, const ConvDesc& d) {
     checkConv(d);
     activate();
-    ConvPlan& plan = planFor(*m_plans, d, m_allowTf32);
+    const int math = m_precision != ComputePrecision::F32 ? kMathRounded : m_allowTf32 ? kMathTf32 : kMathFma;
+    const RoundedOperand rdy(*this, dy, int64_t(d.n) * d.k * d.outH() * d.outW());
+    const RoundedOperand rw(*this, w, int64_t(d.k) * (d.c / d.groups) * d.r * d.s);
+    dy = rdy.get();
+    w = rw.get();
+    ConvPlan& plan = planFor(*m_plans, d, math);
     if (!plan.backwardData.chosen) {
         constexpr int kMax = CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT;
         cudnnConvolutionBwdDataAlgoPerf_t perf[kMax];
@@ -218,7 +251,7 @@ void CudaBackend::conv2dBackwardData(float* dx, const float* dy, const float* w,
             throw;
         }
         m_allocator->deallocate(scratch);
-        if (!pickAlgo(perf, timed, ws, m_deterministic, m_allowTf32, plan.backwardData))
+        if (!pickAlgo(perf, timed, ws, m_deterministic, math, plan.backwardData))
             throw BackendError(convText(d) + ": no usable cuDNN backward-data algorithm" +
                                (m_deterministic ? " in deterministic mode" : "") + " within a workspace of " +
                                std::to_string(m_workspaceLimit) + " bytes");
@@ -233,7 +266,12 @@ void CudaBackend::conv2dBackwardData(float* dx, const float* dy, const float* w,
 void CudaBackend::conv2dBackwardFilter(float* dw, const float* dy, const float* x, const ConvDesc& d) {
     checkConv(d);
     activate();
-    ConvPlan& plan = planFor(*m_plans, d, m_allowTf32);
+    const int math = m_precision != ComputePrecision::F32 ? kMathRounded : m_allowTf32 ? kMathTf32 : kMathFma;
+    const RoundedOperand rdy(*this, dy, int64_t(d.n) * d.k * d.outH() * d.outW());
+    const RoundedOperand rx(*this, x, int64_t(d.n) * d.c * d.h * d.w);
+    dy = rdy.get();
+    x = rx.get();
+    ConvPlan& plan = planFor(*m_plans, d, math);
     if (!plan.backwardFilter.chosen) {
         constexpr int kMax = CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT;
         cudnnConvolutionBwdFilterAlgoPerf_t perf[kMax];
@@ -252,7 +290,7 @@ void CudaBackend::conv2dBackwardFilter(float* dw, const float* dy, const float* 
             throw;
         }
         m_allocator->deallocate(scratch);
-        if (!pickAlgo(perf, timed, ws, m_deterministic, m_allowTf32, plan.backwardFilter))
+        if (!pickAlgo(perf, timed, ws, m_deterministic, math, plan.backwardFilter))
             throw BackendError(convText(d) + ": no usable cuDNN backward-filter algorithm" +
                                (m_deterministic ? " in deterministic mode" : "") + " within a workspace of " +
                                std::to_string(m_workspaceLimit) + " bytes");

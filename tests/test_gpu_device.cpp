@@ -15,6 +15,7 @@
 
 #include "core/backend/Backend.h"
 #include "core/backend/BackendRegistry.h"
+#include "core/train/DynamicLossScale.h"
 #include "tests/support/TestBackends.h"
 
 #ifdef STRATA_HAVE_CUDA
@@ -22,7 +23,6 @@
 #include "gpu/CudaBackend.h"
 #include "gpu/CudaProvider.h"
 #include "gpu/DropoutHash.h"
-#include "gpu/DynamicLossScale.h"
 #include "gpu/Nvml.h"
 #endif
 
@@ -196,7 +196,7 @@ private slots:
     }
 
     void lossScalePolicy() {
-        gpu::DynamicLossScale ls(1024.0f, 2.0f, 0.5f, 3);
+        DynamicLossScale ls(1024.0f, 2.0f, 0.5f, 3);
         QCOMPARE(ls.scale(), 1024.0f);
         QVERIFY(!ls.update(false));  // overflow: skip the step, halve
         QCOMPARE(ls.scale(), 512.0f);
@@ -211,7 +211,7 @@ private slots:
         QVERIFY(ls.update(true));
         QCOMPARE(ls.scale(), 512.0f);
         QCOMPARE(ls.skippedSteps(), int64_t(2));
-        QVERIFY_THROWS_EXCEPTION(std::invalid_argument, gpu::DynamicLossScale(0.0f));
+        QVERIFY_THROWS_EXCEPTION(std::invalid_argument, DynamicLossScale(0.0f));
     }
 
     // ---- with a GPU ----------------------------------------------------------------------------

@@ -2,6 +2,33 @@
 
 namespace strata {
 
+const char* computePrecisionName(ComputePrecision p) {
+    switch (p) {
+        case ComputePrecision::BF16: return "bf16";
+        case ComputePrecision::F16: return "fp16";
+        case ComputePrecision::F32: break;
+    }
+    return "fp32";
+}
+
+ComputePrecision parseComputePrecision(const std::string& text) {
+    if (text == "fp32" || text == "f32") return ComputePrecision::F32;
+    if (text == "bf16") return ComputePrecision::BF16;
+    if (text == "fp16") return ComputePrecision::F16;
+    throw std::invalid_argument("unknown precision '" + text + "' (expected fp32, bf16 or fp16)");
+}
+
+void Backend::setComputePrecision(ComputePrecision precision) {
+    if (precision != ComputePrecision::F32)
+        throw BackendError("the " + name() + " backend cannot compute gemm and convolutions in " +
+                           computePrecisionName(precision) + "; use fp32");
+}
+
+Backend::UploadTicket Backend::uploadAsync(void* dst, const void* hostSrc, size_t bytes) {
+    copyFromHost(dst, hostSrc, bytes);
+    return 0;
+}
+
 Tensor Backend::empty(const Shape& shape, DType dtype) {
     const size_t bytes = static_cast<size_t>(shape.numel()) * dtypeSize(dtype);
     void* p = allocate(bytes == 0 ? 4 : bytes);

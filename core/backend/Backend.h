@@ -40,6 +40,13 @@ private:
 
 enum class Activation { ReLU, LeakyReLU, GELU, Sigmoid, Tanh };
 
+// Arithmetic precision of the matrix products (see Backend::setComputePrecision).
+enum class ComputePrecision { F32, BF16, F16 };
+// "fp32", "bf16", "fp16": the spelling of the project file's training.precision.
+const char* computePrecisionName(ComputePrecision p);
+// Accepts "fp32" (or "f32"), "bf16", "fp16"; throws std::invalid_argument naming the accepted values.
+ComputePrecision parseComputePrecision(const std::string& text);
+
 // 2-D convolution, NCHW input [N, C, H, W], weights [K, C/groups, R, S], output [N, K, OH, OW].
 struct ConvDesc {
     int n = 1, c = 1, h = 1, w = 1;  // input
@@ -101,6 +108,26 @@ public:
     // reductions, deterministic algorithms). The CPU backend is always deterministic for a fixed
     // thread count, so the default does nothing.
     virtual void setDeterministic(bool /*on*/) {}
+    // Mixed precision, the same definition on every backend. Storage, activations and master weights
+    // stay float32. In BF16 / F16, gemm and the three convolutions (forward, backward-data,
+    // backward-filter) round each element of their two inputs to bfloat16 / IEEE binary16 (round to
+    // nearest even; binary16 overflows to +-inf and keeps subnormals), multiply, and accumulate in
+    // float32; alpha, beta, C and the outputs are float32. Every other op is unchanged. A backend
+    // that cannot compute a precision throws BackendError (the default does for BF16 and F16).
+    virtual void setComputePrecision(ComputePrecision precision);
+    virtual ComputePrecision computePrecision() const { return ComputePrecision::F32; }
+
+    // Asynchronous upload for double-buffered batches. The data is visible to every op called after
+    // uploadAsync returns, and hostSrc may be reused at once. The copy may overlap ops called
+    // before this call, except those called before the PREVIOUS uploadAsync call, which it waits
+    // for. So: keep two long-lived destination buffers and alternate; upload batch k+1 into one
+    // after the ops of step k that read the other have been called. waitUpload blocks the host
+    // until that copy is done (never needed for ordering with later ops). The default is
+    // copyFromHost (synchronous on the CPU: no extra copy) and a ticket of 0.
+    using UploadTicket = uint64_t;
+    virtual UploadTicket uploadAsync(void* dst, const void* hostSrc, size_t bytes);
+    virtual void waitUpload(UploadTicket /*ticket*/) {}
+
     // Bytes currently allocated and the peak since creation (0 if not tracked).
     virtual size_t bytesInUse() const { return 0; }
     virtual size_t peakBytes() const { return 0; }

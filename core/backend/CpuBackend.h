@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/backend/Backend.h"
 
@@ -41,6 +42,10 @@ public:
     static bool oneDnnAvailable();
     void setOneDnn(bool on);
     bool oneDnn() const;
+
+    // BF16 / F16: gemm and convolution inputs rounded into scratch copies (CpuPrecision.h).
+    void setComputePrecision(ComputePrecision precision) override { m_precision = precision; }
+    ComputePrecision computePrecision() const override { return m_precision; }
 
     std::string name() const override { return "cpu"; }
     Device device() const override { return Device::cpu(); }
@@ -144,6 +149,8 @@ private:
     std::atomic<size_t> m_bytesInUse{0};
     std::atomic<size_t> m_peakBytes{0};
     std::unique_ptr<cpu::Workspace> m_workspace;
+    ComputePrecision m_precision = ComputePrecision::F32;
+    std::vector<float> m_roundedA, m_roundedB;  // rounded operands in BF16 / F16
 };
 
 }  // namespace strata

@@ -15,6 +15,7 @@
 #include "core/data/Dataset.h"
 #include "core/graph/Model.h"
 #include "core/train/Checkpoint.h"
+#include "core/train/DynamicLossScale.h"
 #include "core/train/LrSchedule.h"
 #include "core/train/Optimizer.h"
 
@@ -88,9 +89,15 @@ struct Trainer::Impl {
     DatasetBundle data;
     std::unique_ptr<Model> model;
     std::unique_ptr<Optimizer> optimizer;
-    Tensor inputBuf, labelBuf, lossBuf, dlogitsBuf;
+    // Two input buffers used in turn: the next batch uploads into one while the step reads the
+    // other (Backend::uploadAsync). Labels go through copyFromHost, which is ordered after the ops
+    // of the step before, so one label buffer suffices.
+    Tensor inputBufs[2], labelBuf, lossBuf, dlogitsBuf;
+    int nextSlot = 0;
     int64_t capacity = 0;
     int numClasses = 0;
+    ComputePrecision precision = ComputePrecision::F32;
+    std::unique_ptr<DynamicLossScale> lossScaler;  // fp16 only
 
     // Progress and best-epoch tracking (saved in checkpoints).
     int epochsDone = 0;
@@ -111,28 +118,34 @@ struct Trainer::Impl {
 
     void ensureCapacity(int64_t batch) {
         if (batch <= capacity) return;
-        capacity = batch;
-        inputBuf = backend.empty(model->inputShape().withBatch(batch));
+        // Sized for the configured batch at once: a buffer replaced later could still be read by
+        // queued work while an asynchronous upload reuses its memory.
+        capacity = std::max<int64_t>(batch, ts().batchSize);
+        batch = capacity;
+        for (Tensor& t : inputBufs) t = backend.empty(model->inputShape().withBatch(batch));
         labelBuf = backend.empty(Shape{batch}, DType::I32);
         lossBuf = backend.empty(Shape{batch});
         dlogitsBuf = backend.empty(model->outputShape().withBatch(batch));
     }
 
-    // Uploads a batch; returns the input view.
-    Tensor upload(const Batch& b) {
+    // Starts the upload of the batch that runs next and returns its input view. Call it after the
+    // ops of the current step that read its input and labels (forward, loss, countCorrect,
+    // backward): the upload may overlap the rest of the step.
+    Tensor stage(const Batch& b) {
         ensureCapacity(b.size);
-        Tensor in = inputBuf.view(model->inputShape().withBatch(b.size));
-        backend.copyFromHost(in.raw(), b.inputs.data(), in.bytes());
+        Tensor in = inputBufs[nextSlot].view(model->inputShape().withBatch(b.size));
+        nextSlot ^= 1;
+        backend.uploadAsync(in.raw(), b.inputs.data(), in.bytes());
         backend.copyFromHost(labelBuf.raw(), b.labels.data(), static_cast<size_t>(b.size) * sizeof(int32_t));
         return in;
     }
 
-    // Fills lossBuf (and dlogits when `withGrad`); returns the mean loss.
-    double computeLoss(const Tensor& logits, const Batch& batch, bool withGrad) {
+    // Fills lossBuf (and dlogits, times gradScale, when `withGrad`); returns the mean loss.
+    double computeLoss(const Tensor& logits, const Batch& batch, bool withGrad, float gradScale = 1.0f) {
         const int64_t n = batch.size;
         const int rows = static_cast<int>(n);
         const int cols = static_cast<int>(model->outputShape().numel());
-        const float scale = 1.0f / static_cast<float>(n);
+        const float scale = gradScale / static_cast<float>(n);
         float* dl = withGrad ? dlogitsBuf.f32() : nullptr;
         const std::string& loss = ts().loss;
         if (loss == "cross_entropy") {
@@ -168,9 +181,6 @@ struct Trainer::Impl {
         const TrainingSettings& s = ts();
         if (s.batchSize < 1) throw std::invalid_argument("training.batch_size must be at least 1");
         if (s.epochs < 1) throw std::invalid_argument("training.epochs must be at least 1");
-        if (s.precision != "fp32")
-            throw std::invalid_argument("precision '" + s.precision + "' is not available on the " + backend.name() +
-                                        " backend yet; use fp32");
         if (s.loss != "cross_entropy" && s.loss != "mse" && s.loss != "bce_logits")
             throw std::invalid_argument("unknown loss '" + s.loss + "' (expected cross_entropy, mse or bce_logits)");
         if (data.train.count == 0) throw std::invalid_argument("the training split is empty");
@@ -192,6 +202,41 @@ struct Trainer::Impl {
         }
     }
 
+    // The run's compute precision on the backend (set every run: a backend may be reused), and the
+    // loss scaler for fp16, whose 5-bit exponent underflows small gradients without one.
+    void setUpPrecision() {
+        precision = parseComputePrecision(ts().precision);
+        backend.setComputePrecision(precision);
+        if (precision == ComputePrecision::F16)
+            lossScaler = std::make_unique<DynamicLossScale>(opt.initialLossScale, 2.0f, 0.5f, opt.lossScaleGrowthInterval);
+        if (precision != ComputePrecision::F32)
+            obs->onLog(std::string("precision ") + computePrecisionName(precision) +
+                       ": GEMM and convolution inputs rounded to " + computePrecisionName(precision) +
+                       ", float32 accumulation and float32 weights" +
+                       (lossScaler ? ", dynamic loss scaling from " + formatScale(lossScaler->scale()) : std::string()));
+    }
+
+    // Unscales every trainable gradient by 1/lossScale and tells the scaler whether all are finite;
+    // returns whether the optimizer step may be applied.
+    bool unscaleGradients(float lossScale) {
+        const float inverse = 1.0f / lossScale;
+        bool finite = true;
+        for (const auto& np : model->namedParameters()) {
+            Parameter& p = *np.param;
+            if (!p.trainable || !p.grad.defined()) continue;
+            backend.scale(p.grad.f32(), inverse, p.grad.numel());
+            // After the first non-finite tensor the step is skipped anyway: no need to look further.
+            if (finite) finite = backend.allFinite(p.grad.f32(), p.grad.numel());
+        }
+        return lossScaler->update(finite);
+    }
+
+    static std::string formatScale(double scale) {
+        std::ostringstream s;
+        s << scale;
+        return s.str();
+    }
+
     std::string checkpointDir() const {
         if (ts().checkpointDir.empty()) return {};
         return resolveDatasetPath(opt.projectPath, ts().checkpointDir);
@@ -205,6 +250,12 @@ struct Trainer::Impl {
         j["best_val_accuracy"] = bestValAcc;
         j["epochs_without_improvement"] = epochsWithoutImprovement;
         j["optimizer_steps"] = optimizer->steps();
+        j["precision"] = computePrecisionName(precision);
+        if (lossScaler) {
+            j["loss_scale"] = lossScaler->scale();
+            j["loss_scale_good_steps"] = lossScaler->goodSteps();
+            j["skipped_steps"] = lossScaler->skippedSteps();
+        }
         return j;
     }
 
@@ -264,6 +315,10 @@ struct Trainer::Impl {
         bestValLoss = st.value("best_val_loss", 0.0);
         bestValAcc = st.value("best_val_accuracy", 0.0);
         epochsWithoutImprovement = st.value("epochs_without_improvement", 0);
+        // An fp16 run continues with its loss scale; a run saved in another precision starts from the initial one.
+        if (lossScaler && st.contains("loss_scale"))
+            lossScaler->restore(st["loss_scale"].get<float>(), st.value("loss_scale_good_steps", 0),
+                                st.value("skipped_steps", int64_t(0)));
         obs->onLog("resumed from " + resolveCheckpointPath(path) + " at epoch " + std::to_string(epochsDone) +
                    ", step " + std::to_string(globalStep));
     }
@@ -272,16 +327,22 @@ struct Trainer::Impl {
     std::pair<double, double> evaluate(const DataSplit& split) {
         DataLoader loader(split, ts().batchSize, false, ts().seed);
         loader.startEpoch(0);
-        Batch b;
+        Batch b, pending;
+        Tensor pendingIn;
+        bool havePending = loader.next(pending);
+        if (havePending) pendingIn = stage(pending);
         double lossSum = 0;
         int64_t correct = 0, seen = 0;
-        while (loader.next(b)) {
+        while (havePending) {
             if (stopRequested) break;
-            Tensor in = upload(b);
+            std::swap(b, pending);
+            const Tensor in = pendingIn;
             const Tensor& logits = model->forward(in, false);
             lossSum += computeLoss(logits, b, false) * static_cast<double>(b.size);
             correct += backend.countCorrect(logits.f32(), labelBuf.i32(), static_cast<int>(b.size), numClasses);
             seen += b.size;
+            havePending = loader.next(pending);
+            if (havePending) pendingIn = stage(pending);
         }
         if (seen == 0) return {0, 0};
         return {lossSum / static_cast<double>(seen), static_cast<double>(correct) / static_cast<double>(seen)};
@@ -303,6 +364,7 @@ struct Trainer::Impl {
             obs->onLog(data.description);
             model = compile(project.graph, backend, ts().seed);
             validateSetup();
+            setUpPrecision();
             optimizer = std::make_unique<Optimizer>(*model, ts());
             if (!opt.resumeFrom.empty()) resume(opt.resumeFrom);
 
@@ -314,7 +376,8 @@ struct Trainer::Impl {
 
             bool earlyStopped = false;
             bool reachedMaxSteps = false;
-            Batch batch;
+            Batch batch, pending;
+            Tensor pendingIn;
             while (epochsDone < ts().epochs && !stopRequested && !reachedMaxSteps) {
                 const int epoch = epochsDone + 1;
                 const auto epochStart = Clock::now();
@@ -322,6 +385,8 @@ struct Trainer::Impl {
                 // A checkpoint saved mid-epoch resumes after the batches it had seen.
                 for (int64_t skip = 0; skip < stepInEpoch && loader.next(batch); ++skip) {
                 }
+                bool havePending = loader.next(pending);
+                if (havePending) pendingIn = stage(pending);
                 double lossSum = 0;
                 int64_t correct = 0, seen = 0;
                 double recentRate = 0;
@@ -333,11 +398,13 @@ struct Trainer::Impl {
                         reachedMaxSteps = true;
                         break;
                     }
-                    if (!loader.next(batch)) break;
-                    Tensor in = upload(batch);
+                    if (!havePending) break;
+                    std::swap(batch, pending);
+                    const Tensor in = pendingIn;
                     const double lr = learningRateAt(ts(), globalStep, stepsPerEpoch);
                     const Tensor& logits = model->forward(in, true, mixSeed(ts().seed, static_cast<uint64_t>(globalStep)));
-                    const double loss = computeLoss(logits, batch, true);
+                    const float lossScale = lossScaler ? lossScaler->scale() : 1.0f;
+                    const double loss = computeLoss(logits, batch, true, lossScale);
                     if (!std::isfinite(loss)) {
                         const int bad = model->firstNonFiniteNode();
                         std::ostringstream msg;
@@ -352,8 +419,18 @@ struct Trainer::Impl {
                         backend.countCorrect(logits.f32(), labelBuf.i32(), static_cast<int>(batch.size), numClasses);
                     model->zeroGrad();
                     model->backward(dlogitsBuf.view(model->outputShape().withBatch(batch.size)));
-                    if (ts().clipNorm > 0) optimizer->clipGradNorm(ts().clipNorm);
-                    optimizer->step(lr);
+                    // Every op reading this step's input has been called: the next batch may upload now.
+                    havePending = loader.next(pending);
+                    if (havePending) pendingIn = stage(pending);
+                    const bool apply = !lossScaler || unscaleGradients(lossScale);
+                    if (apply) {
+                        if (ts().clipNorm > 0) optimizer->clipGradNorm(ts().clipNorm);
+                        optimizer->step(lr);
+                    } else {
+                        obs->onLog("step " + std::to_string(globalStep + 1) + ": fp16 gradients are not finite at loss scale " +
+                                   formatScale(lossScale) + "; update skipped, loss scale now " +
+                                   formatScale(lossScaler->scale()));
+                    }
                     ++globalStep;
                     ++stepInEpoch;
                     lossSum += loss * static_cast<double>(batch.size);
@@ -376,6 +453,11 @@ struct Trainer::Impl {
                     ev.learningRate = lr;
                     ev.samplesPerSecond = recentRate;
                     ev.elapsedSeconds = secondsSince(runStart);
+                    if (lossScaler) {
+                        ev.lossScale = lossScale;
+                        ev.skipped = !apply;
+                        ev.skippedSteps = lossScaler->skippedSteps();
+                    }
                     obs->onStep(ev);
                     if (checkpointRequested.exchange(false)) checkpoint(false, true);
                 }

@@ -23,6 +23,10 @@ struct TrainerOptions {
     // The Trainer samples the device's telemetry (BackendRegistry::telemetry) on its own thread at
     // this interval and reports it through onTelemetry; 0 turns sampling off.
     int telemetryIntervalMs = 250;
+    // Dynamic loss scaling of fp16 runs (training.precision "fp16"): the first scale and the
+    // number of finite steps in a row after which it doubles. PyTorch's GradScaler defaults.
+    float initialLossScale = 65536.0f;
+    int lossScaleGrowthInterval = 2000;
 };
 
 class Trainer {

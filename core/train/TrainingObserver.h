@@ -18,6 +18,12 @@ struct StepEvent {
     double learningRate = 0;
     double samplesPerSecond = 0;  // recent throughput
     double elapsedSeconds = 0;
+    // fp16 runs (dynamic loss scaling): the scale this step's loss gradient was multiplied by,
+    // whether its optimizer update was skipped (non-finite gradients), and the steps skipped so
+    // far in this run. lossScale is 0 in fp32 and bf16 runs.
+    double lossScale = 0;
+    bool skipped = false;
+    int64_t skippedSteps = 0;
 };
 
 struct EpochEvent {

@@ -1,17 +1,17 @@
 // DynamicLossScale: the loss-scale policy for fp16/bf16 training (host side).
 //
-// The loss is multiplied by scale() before backward; the gradients are then
-// unscaled and checked in one pass (CudaBackend::unscaleAndCheckFinite with
-// 1 / scale()), and update() is told whether they were all finite:
+// The loss gradient is multiplied by scale() before backward; the gradients are
+// then unscaled (times 1 / scale()) and checked (Backend::allFinite), and
+// update() is told whether they were all finite:
 //   - not finite: skip this optimizer step and halve the scale (backoff);
 //   - finite growthInterval times in a row: double the scale (growth).
-// The defaults are PyTorch's GradScaler's. Wiring this into the Trainer is a
-// later step; this class only holds the policy.
+// The defaults are PyTorch's GradScaler's. The Trainer uses it for fp16 runs
+// (bf16 has float32's exponent range and needs no scaling).
 #pragma once
 
 #include <cstdint>
 
-namespace strata::gpu {
+namespace strata {
 
 class DynamicLossScale {
 public:
@@ -22,6 +22,9 @@ public:
     // Returns whether the optimizer step should be applied (the gradients were finite).
     bool update(bool gradientsFinite);
     int64_t skippedSteps() const { return m_skipped; }
+    // For checkpoints: resuming continues with the same scale and growth count.
+    int goodSteps() const { return m_goodSteps; }
+    void restore(float scale, int goodSteps, int64_t skipped);
 
 private:
     float m_scale;
@@ -31,4 +34,4 @@ private:
     int64_t m_skipped = 0;
 };
 
-}  // namespace strata::gpu
+}  // namespace strata

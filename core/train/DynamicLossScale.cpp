@@ -1,16 +1,28 @@
 // Loss-scale policy (see DynamicLossScale.h).
-#include "gpu/DynamicLossScale.h"
+#include "core/train/DynamicLossScale.h"
 
+#include <cmath>
 #include <limits>
 #include <stdexcept>
+#include <string>
 
-namespace strata::gpu {
+namespace strata {
 
 DynamicLossScale::DynamicLossScale(float initialScale, float growthFactor, float backoffFactor, int growthInterval)
     : m_scale(initialScale), m_growth(growthFactor), m_backoff(backoffFactor), m_interval(growthInterval) {
     if (!(initialScale > 0.0f) || !(growthFactor > 1.0f) || !(backoffFactor > 0.0f && backoffFactor < 1.0f) ||
         growthInterval < 1)
         throw std::invalid_argument("DynamicLossScale: needs scale > 0, growth > 1, 0 < backoff < 1, interval >= 1");
+}
+
+void DynamicLossScale::restore(float scale, int goodSteps, int64_t skipped) {
+    if (!(scale > 0.0f) || !std::isfinite(scale) || goodSteps < 0 || skipped < 0)
+        throw std::invalid_argument("DynamicLossScale: saved scale " + std::to_string(scale) + ", good steps " +
+                                    std::to_string(goodSteps) + " or skipped steps " + std::to_string(skipped) +
+                                    " out of range");
+    m_scale = scale;
+    m_goodSteps = goodSteps;
+    m_skipped = skipped;
 }
 
 bool DynamicLossScale::update(bool gradientsFinite) {
@@ -30,4 +42,4 @@ bool DynamicLossScale::update(bool gradientsFinite) {
     return true;
 }
 
-}  // namespace strata::gpu
+}  // namespace strata
