@@ -5,7 +5,8 @@
 //
 // Q8_0 applies to weights whose innermost dimension is a multiple of 32
 // (here fc2 [64, 128] and fc3 [10, 64]); fc1 [128, 784] has 784 = 24.5 * 32
-// inputs and falls back to F16 (see Gguf.h).
+// inputs and falls back to F16 (see Gguf.h). So that the fallback hides no loss, the
+// test also measures every weight matrix through Q8_0 blocks with zero-padded rows.
 #include <QtTest>
 
 #include <filesystem>
@@ -13,6 +14,7 @@
 #include "core/backend/Backend.h"
 #include "core/data/Dataset.h"
 #include "core/export/ExportModel.h"
+#include "core/export/Gguf.h"
 #include "core/graph/Model.h"
 #include "core/train/Checkpoint.h"
 #include "core/train/Trainer.h"
@@ -44,6 +46,25 @@ double accuracy(const ExportModel& m, const DataSplit& split, Backend& backend) 
         }
     }
     return double(correct) / double(split.count);
+}
+
+// Every rank >= 2 tensor through Q8_0 blocks along its rows, each row's last block zero-padded to 32 values:
+// what Q8_0 would cost without the multiple-of-32 rule (GGUF keeps such tensors F16, as llama.cpp does).
+ExportModel q8Everywhere(ExportModel m) {
+    for (const ExportParameter& p : exportParameters(m.project.graph)) {
+        if (p.shape.rank() < 2) continue;
+        std::vector<float>& v = m.weights.at(p.name);
+        const size_t inner = static_cast<size_t>(p.shape.dims().back());
+        const size_t padded = (inner + kQ8BlockSize - 1) / kQ8BlockSize * kQ8BlockSize;
+        for (size_t row = 0; row < v.size() / inner; ++row) {
+            std::vector<float> r(padded, 0.f);
+            std::copy(v.begin() + static_cast<long>(row * inner), v.begin() + static_cast<long>((row + 1) * inner),
+                      r.begin());
+            const std::vector<float> back = dequantizeQ8_0(quantizeQ8_0(r).data(), padded);
+            std::copy(back.begin(), back.begin() + static_cast<long>(inner), v.begin() + static_cast<long>(row * inner));
+        }
+    }
+    return m;
 }
 
 class NullObserver : public TrainingObserver {};
@@ -109,6 +130,11 @@ private slots:
             qInfo("GGUF %-5s %8llu bytes  accuracy %.2f%%  (checkpoint %.2f%%)", names[k],
                   static_cast<unsigned long long>(std::filesystem::file_size(file)), 100 * results[k], 100 * f32);
         }
+        const ExportModel everywhere = q8Everywhere(trained);
+        QVERIFY(everywhere.weights.at("fc1.weight") != trained.weights.at("fc1.weight"));
+        const double q8All = accuracy(everywhere, data.validation, *backend);
+        qInfo("Q8_0 on every weight matrix (fc1 rows zero-padded, not a GGUF layout): accuracy %.2f%%", 100 * q8All);
+        QVERIFY(std::fabs(q8All - f32) <= 0.005);
         QCOMPARE(results[0], f32);  // F32 export is exact
         QVERIFY(std::fabs(results[1] - f32) <= 0.002);  // at most 20 of 10,000 images change
         QVERIFY(std::fabs(results[2] - f32) <= 0.005);
