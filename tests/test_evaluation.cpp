@@ -159,21 +159,21 @@ private slots:
         n.mean = 0.3f;
         n.std = 0.25f;
         std::vector<float> v{0, 51, 255};
-        normalizeInputs(v, n);
+        applyNormalization(v, n);
         QVERIFY(std::fabs(v[1] - (0.2f - 0.3f) / 0.25f) < 1e-6);
-        denormalizeInputs(v, n);
+        undoNormalization(v, n);
         QVERIFY(std::fabs(v[2] - 255.f) < 1e-3);
         CheckpointNormalization f;
         f.mode = "standardize";
         f.featureMean = {1, 2};
         f.featureStd = {2, 4};
         std::vector<float> w{3, 6, 5, 2};
-        normalizeInputs(w, f);
+        applyNormalization(w, f);
         QCOMPARE(w, (std::vector<float>{1, 1, 2, 0}));
-        denormalizeInputs(w, f);
+        undoNormalization(w, f);
         QCOMPARE(w, (std::vector<float>{3, 6, 5, 2}));
         std::vector<float> odd{1, 2, 3};
-        QVERIFY_THROWS_EXCEPTION(std::invalid_argument, normalizeInputs(odd, f));
+        QVERIFY_THROWS_EXCEPTION(std::invalid_argument, applyNormalization(odd, f));
     }
 
     // The accuracy from the confusion matrix is the Trainer's validation accuracy (Backend::countCorrect).

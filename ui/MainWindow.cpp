@@ -23,9 +23,11 @@
 #include <QUndoStack>
 #include <QVBoxLayout>
 
+#include "ui/ExportDialog.h"
 #include "ui/GraphScene.h"
 #include "ui/GraphView.h"
 #include "ui/LayerPalette.h"
+#include "ui/PredictPanel.h"
 #include "ui/ProblemsPanel.h"
 #include "ui/ProjectDocument.h"
 #include "ui/PropertyPanel.h"
@@ -126,6 +128,11 @@ void MainWindow::createDocks() {
     scroll->setFrameShape(QFrame::NoFrame);
     QDockWidget* dashDock =
         dock(tr("Training dashboard"), QStringLiteral("dashboardDock"), scroll, Qt::BottomDockWidgetArea);
+    m_predict = new PredictPanel(m_doc, this);
+    QDockWidget* predictDock = dock(tr("Predict"), QStringLiteral("predictDock"), m_predict, Qt::BottomDockWidgetArea);
+    tabifyDockWidget(dashDock, predictDock);
+    dashDock->raise();
+    connect(m_dashboard, &TrainingDashboard::trainingFinished, m_predict, &PredictPanel::projectTrained);
     resizeDocks({dashDock}, {320}, Qt::Vertical);
     resizeDocks({paletteDock, devicesDock}, {480, 200}, Qt::Vertical);
 #endif
@@ -150,6 +157,7 @@ void MainWindow::createActions() {
     m_openAct = make(tr("&Open..."), QKeySequence::Open, &MainWindow::open, s->standardIcon(QStyle::SP_DialogOpenButton));
     m_saveAct = make(tr("&Save"), QKeySequence::Save, [this] { save(); }, s->standardIcon(QStyle::SP_DialogSaveButton));
     m_saveAsAct = make(tr("Save &As..."), QKeySequence::SaveAs, [this] { saveAsDialog(); });
+    m_exportAct = make(tr("&Export Model..."), QKeySequence(tr("Ctrl+E")), &MainWindow::showExportDialog);
     m_quitAct = make(tr("&Quit"), QKeySequence::Quit, [this] { close(); });
 
     m_undoAct = m_doc->undoStack()->createUndoAction(this, tr("&Undo"));
@@ -217,6 +225,8 @@ void MainWindow::createMenus() {
     m_recentMenu = file->addMenu(tr("Open &Recent"));
     file->addSeparator();
     file->addActions({m_saveAct, m_saveAsAct});
+    file->addSeparator();
+    file->addAction(m_exportAct);
     file->addSeparator();
     file->addAction(m_quitAct);
     rebuildRecentMenu();
@@ -466,6 +476,14 @@ void MainWindow::autoLayout() {
 void MainWindow::showNode(int id) {
     if (id >= 0)
         m_view->centreOnNode(id);
+}
+
+void MainWindow::showExportDialog() {
+    if (!m_exportDialog) m_exportDialog = new ExportDialog(m_doc, this);
+    m_exportDialog->useProjectCheckpoint();
+    m_exportDialog->show();
+    m_exportDialog->raise();
+    m_exportDialog->activateWindow();
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {

@@ -27,6 +27,8 @@ class TrainingDashboard;
 class DevicePicker;
 class DatasetPanel;
 class TrainingSettingsPanel;
+class ExportDialog;
+class PredictPanel;
 
 class MainWindow : public QMainWindow {
     Q_OBJECT
@@ -44,8 +46,11 @@ public:
     ProblemsPanel* problems() const { return m_problems; }
     // Null in a build without the training widgets.
     TrainingDashboard* dashboard() const { return m_dashboard; }
+    PredictPanel* predictPanel() const { return m_predict; }
+    // The File > Export Model dialog; null until first shown.
+    ExportDialog* exportDialog() const { return m_exportDialog; }
     // "paletteDock", "propertiesDock", "problemsDock", "datasetDock", "trainingSettingsDock",
-    // "devicesDock", "dashboardDock"; null when absent.
+    // "devicesDock", "dashboardDock", "predictDock"; null when absent.
     QDockWidget* dockNamed(const QString& objectName) const;
 
     // Each asks before dropping unsaved edits; false when cancelled or failed.
@@ -79,6 +84,8 @@ public slots:
     void selectAll();
     void autoLayout();
     void showNode(int id);
+    // Opens (non-modal) the Export dialog for the current project.
+    void showExportDialog();
 
 protected:
     void closeEvent(QCloseEvent* event) override;
@@ -102,6 +109,8 @@ private:
     DevicePicker* m_devices = nullptr;
     DatasetPanel* m_dataset = nullptr;
     TrainingSettingsPanel* m_trainingSettings = nullptr;
+    PredictPanel* m_predict = nullptr;
+    ExportDialog* m_exportDialog = nullptr;
     QList<QDockWidget*> m_docks;
 
     QMenu* m_recentMenu = nullptr;
@@ -111,6 +120,7 @@ private:
     QAction* m_openAct = nullptr;
     QAction* m_saveAct = nullptr;
     QAction* m_saveAsAct = nullptr;
+    QAction* m_exportAct = nullptr;
     QAction* m_quitAct = nullptr;
     QAction* m_undoAct = nullptr;
     QAction* m_redoAct = nullptr;

@@ -146,8 +146,8 @@ ExportCheckResult checkExport(const ExportModel& live, const std::string& export
     const int64_t per = data.sampleShape.numel();
     const std::vector<float> liveInputs(data.inputs.begin(), data.inputs.begin() + count * per);
     std::vector<float> fileInputs = liveInputs;
-    denormalizeInputs(fileInputs, dataNormalization);
-    normalizeInputs(fileInputs, loaded.normalization);
+    undoNormalization(fileInputs, dataNormalization);
+    applyNormalization(fileInputs, loaded.normalization);
 
     const Predictions a = predictSamples(*liveModel, liveInputs.data(), count);
     const Predictions b = predictSamples(*fileModel, fileInputs.data(), count);

@@ -163,7 +163,7 @@ void checkFeatureCount(const std::vector<float>& values, const CheckpointNormali
 
 }  // namespace
 
-void normalizeInputs(std::vector<float>& values, const CheckpointNormalization& n) {
+void applyNormalization(std::vector<float>& values, const CheckpointNormalization& n) {
     if (n.mode == "none") return;
     if (!n.featureMean.empty()) {
         checkFeatureCount(values, n);
@@ -176,7 +176,7 @@ void normalizeInputs(std::vector<float>& values, const CheckpointNormalization& 
     for (float& x : values) x = (x * n.scale - n.mean) * inv;
 }
 
-void denormalizeInputs(std::vector<float>& values, const CheckpointNormalization& n) {
+void undoNormalization(std::vector<float>& values, const CheckpointNormalization& n) {
     if (n.mode == "none") return;
     if (!n.featureMean.empty()) {
         checkFeatureCount(values, n);

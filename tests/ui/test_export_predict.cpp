@@ -1,0 +1,334 @@
+// ExportDialog and PredictPanel offscreen on a tiny trained project (synthetic
+// blobs, 16 features, 4 classes, 300 validation samples): ONNX and GGUF Q8_0
+// exports are written and checked (difference and accuracies shown), the
+// options follow the format, errors (no checkpoint, unwritable path, broken
+// file) are shown naming the file; the predict panel gives probabilities that
+// sum to 1 and a confusion matrix over the whole validation split; image files
+// become raw input values of the model's size; MainWindow offers both.
+#include <QAction>
+#include <QMenu>
+#include <QDockWidget>
+#include <QComboBox>
+#include <QFile>
+#include <QLineEdit>
+#include <QMenuBar>
+#include <QSignalSpy>
+#include <QSpinBox>
+#include <QStandardItemModel>
+#include <QTableWidget>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <cmath>
+
+#include "core/train/Trainer.h"
+#include "tests/support/TestBackends.h"
+#include "ui/ExportDialog.h"
+#include "ui/MainWindow.h"
+#include "ui/PredictPanel.h"
+#include "ui/ProjectDocument.h"
+
+using namespace strata;
+using namespace strata::ui;
+
+namespace {
+
+struct Quiet : TrainingObserver {
+    std::vector<std::string> errors;
+    void onError(const std::string& m) override { errors.push_back(m); }
+};
+
+Project tinyProject(const QString& checkpointDir) {
+    Project p;
+    p.name = "Tiny Blobs";
+    Graph& g = p.graph;
+    const int in = g.addNode("Input", "input", Json{{"shape", {16}}});
+    const int d1 = g.addNode("Dense", "dense1", Json{{"units", 32}});
+    const int r1 = g.addNode("ReLU", "relu1");
+    const int d2 = g.addNode("Dense", "dense2", Json{{"units", 4}});
+    g.connect(in, d1);
+    g.connect(d1, r1);
+    g.connect(r1, d2);
+    p.dataset.kind = "synthetic";
+    p.dataset.syntheticSamples = 1200;
+    p.dataset.syntheticClasses = 4;
+    p.dataset.syntheticShape = {16};
+    p.dataset.validationSplit = 0.25;
+    p.dataset.normalization = "none";
+    p.dataset.classNames = {"north", "east", "south", "west"};
+    p.training.learningRate = 0.05;
+    p.training.batchSize = 32;
+    p.training.epochs = 1;
+    p.training.seed = 5;
+    p.training.threads = 1;
+    p.training.checkpointDir = checkpointDir.toStdString();
+    return p;
+}
+
+// A trained project saved in `dir` (tiny.strata, checkpoints in dir/ckpt), open in `doc`.
+void makeTrainedProject(const QTemporaryDir& dir, ProjectDocument& doc) {
+    const Project p = tinyProject(dir.filePath("ckpt"));
+    auto backend = test::makeCpuBackend();
+    Quiet q;
+    Trainer t(p, *backend, &q);
+    QVERIFY2(t.run(), q.errors.empty() ? "" : q.errors.front().c_str());
+    doc.newProject(p);
+    QString error;
+    QVERIFY2(doc.save(dir.filePath("tiny.strata"), &error), qPrintable(error));
+}
+
+bool waitFor(QSignalSpy& spy, int ms = 60000) { return spy.count() > 0 || spy.wait(ms); }
+
+}  // namespace
+
+class TestExportPredict : public QObject {
+    Q_OBJECT
+private slots:
+    void exportsOnnxAndGgufAndShowsTheCheck() {
+        QTemporaryDir dir;
+        ProjectDocument doc;
+        makeTrainedProject(dir, doc);
+        ExportDialog dlg(&doc);
+        dlg.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&dlg) || true);
+        QVERIFY2(dlg.findChild<QLineEdit*>("exportSource")->text().endsWith("best.safetensors"),
+                 qPrintable(dlg.findChild<QLineEdit*>("exportSource")->text()));
+        // Default output next to the project, named after it.
+        QCOMPARE(dlg.outputPath(), dir.filePath("tiny-blobs.onnx"));
+
+        // ONNX: opset on, quantization off (F32 only).
+        dlg.setFormat(ExportFormat::Onnx);
+        QVERIFY(dlg.opsetSpin()->isEnabled());
+        QCOMPARE(dlg.opsetSpin()->value(), 13);
+        QVERIFY(!dlg.precisionCombo()->isEnabled());
+        dlg.opsetSpin()->setValue(17);
+        QSignalSpy done(&dlg, &ExportDialog::exportFinished);
+        dlg.startExport();
+        QVERIFY(dlg.isBusy() || done.count() > 0);
+        QVERIFY(waitFor(done));
+        QVERIFY2(done.takeFirst().at(0).toBool(), qPrintable(dlg.errorText()));
+        QVERIFY(QFile::exists(dir.filePath("tiny-blobs.onnx")));
+        const ExportOutcome onnx = dlg.outcome();
+        QVERIFY(onnx.checked);
+        QCOMPARE(onnx.check.samples, qint64(256));
+        QVERIFY(onnx.check.maxAbsDiff <= 1e-4);
+        QCOMPARE(onnx.check.fileAccuracy, onnx.check.liveAccuracy);
+        QVERIFY(dlg.resultText().contains("Largest output difference"));
+        QVERIFY(dlg.resultText().contains("Accuracy:"));
+        QVERIFY(dlg.resultText().contains(QString::number(100.0 * onnx.check.liveAccuracy, 'f', 2) + "%"));
+        QVERIFY(dlg.methodText().contains("not executed"));  // honest about ONNX
+        QVERIFY(dlg.tensorText().contains("dense1.weight [32, 16] F32"));
+        QVERIFY(dlg.errorText().isEmpty());
+
+        // GGUF: every precision; the output keeps the user's name with the new extension.
+        dlg.setOutputPath(dir.filePath("mine.onnx"));
+        dlg.setFormat(ExportFormat::Gguf);
+        QCOMPARE(dlg.outputPath(), dir.filePath("mine.gguf"));
+        QVERIFY(!dlg.opsetSpin()->isEnabled());
+        QVERIFY(dlg.precisionCombo()->isEnabled());
+        auto* items = qobject_cast<QStandardItemModel*>(dlg.precisionCombo()->model());
+        QVERIFY(items->item(2)->isEnabled());
+        dlg.setPrecision(ExportPrecision::Q8_0);
+        dlg.startExport();
+        QVERIFY(waitFor(done));
+        QVERIFY2(done.takeFirst().at(0).toBool(), qPrintable(dlg.errorText()));
+        const ExportOutcome q8 = dlg.outcome();
+        QVERIFY(q8.check.maxAbsDiff > 0);
+        QVERIFY(q8.check.maxAbsDiff < 0.05 * q8.check.maxAbsOutput);
+        QVERIFY(dlg.tensorText().contains("dense1.weight [32, 16] F16   (fallback from Q8_0)"));
+        QVERIFY(dlg.tensorText().contains("dense2.weight [4, 32] Q8_0"));
+        QVERIFY(dlg.resultText().contains("Stored as F16 instead of Q8_0"));
+        QVERIFY(dlg.resultText().contains("mine.gguf"));
+
+        // safetensors has no Q8_0: the item is disabled and the choice falls back to F32.
+        dlg.setFormat(ExportFormat::Safetensors);
+        QVERIFY(!items->item(2)->isEnabled());
+        QCOMPARE(dlg.precision(), ExportPrecision::F32);
+        QCOMPARE(dlg.outputPath(), dir.filePath("mine.safetensors"));
+    }
+
+    void errorsAreShownNotThrown() {
+        QTemporaryDir dir;
+        // No checkpoint folder in the project.
+        ProjectDocument bare;
+        bare.newProject(tinyProject(QString()));
+        ExportDialog none(&bare);
+        none.show();
+        QSignalSpy noneDone(&none, &ExportDialog::exportFinished);
+        none.startExport();
+        QVERIFY(waitFor(noneDone));
+        QCOMPARE(noneDone.takeFirst().at(0).toBool(), false);
+        QVERIFY2(none.errorText().contains("checkpoint folder"), qPrintable(none.errorText()));
+
+        // A checkpoint folder that holds nothing yet.
+        ProjectDocument empty;
+        empty.newProject(tinyProject(dir.filePath("never-trained")));
+        QString error;
+        QVERIFY(ExportDialog::projectCheckpoint(&empty, &error).isEmpty());
+        QVERIFY2(error.contains("never-trained"), qPrintable(error));
+
+        ProjectDocument doc;
+        makeTrainedProject(dir, doc);
+        ExportDialog dlg(&doc);
+        dlg.show();
+        QSignalSpy done(&dlg, &ExportDialog::exportFinished);
+        // An unwritable output path.
+        dlg.setFormat(ExportFormat::Gguf);
+        dlg.setOutputPath("/nonexistent-strata-dir/out.gguf");
+        dlg.startExport();
+        QVERIFY(waitFor(done));
+        QCOMPARE(done.takeFirst().at(0).toBool(), false);
+        QVERIFY2(dlg.errorText().contains("out.gguf"), qPrintable(dlg.errorText()));
+        // A broken source file.
+        QFile bad(dir.filePath("broken.safetensors"));
+        QVERIFY(bad.open(QIODevice::WriteOnly));
+        bad.write("\x10\x00\x00\x00\x00\x00\x00\x00{\"a\":", 13);
+        bad.close();
+        dlg.setSource(bad.fileName());
+        dlg.setOutputPath(dir.filePath("out.gguf"));
+        dlg.startExport();
+        QVERIFY(waitFor(done));
+        QCOMPARE(done.takeFirst().at(0).toBool(), false);
+        QVERIFY2(dlg.errorText().contains("broken.safetensors"), qPrintable(dlg.errorText()));
+        QVERIFY(!QFile::exists(dir.filePath("out.gguf")));
+
+        // The predict panel reports a missing checkpoint the same way.
+        PredictPanel panel(&bare);
+        QSignalSpy loaded(&panel, &PredictPanel::modelLoaded);
+        panel.loadModel();
+        QVERIFY(waitFor(loaded));
+        QCOMPARE(loaded.takeFirst().at(0).toBool(), false);
+        QVERIFY(panel.errorText().contains("checkpoint folder"));
+        QVERIFY(!panel.hasModel());
+        // And a model file that is not one.
+        panel.loadModel(bad.fileName());
+        QVERIFY(waitFor(loaded));
+        QCOMPARE(loaded.takeFirst().at(0).toBool(), false);
+        QVERIFY2(panel.errorText().contains("broken.safetensors"), qPrintable(panel.errorText()));
+    }
+
+    void predictPanelShowsProbabilitiesAndConfusion() {
+        QTemporaryDir dir;
+        ProjectDocument doc;
+        makeTrainedProject(dir, doc);
+        PredictPanel panel(&doc);
+        panel.resize(900, 400);
+        panel.show();
+        QSignalSpy loaded(&panel, &PredictPanel::modelLoaded);
+        QSignalSpy predicted(&panel, &PredictPanel::predictionReady);
+        panel.loadModel();
+        QVERIFY(waitFor(loaded));
+        QVERIFY2(loaded.takeFirst().at(0).toBool(), qPrintable(panel.errorText()));
+        QCOMPARE(panel.validationCount(), qint64(300));
+        QCOMPARE(panel.classCount(), 4);
+        QCOMPARE(panel.classNames(), (QStringList{"north", "east", "south", "west"}));
+        // Loading predicts the current sample.
+        QVERIFY(waitFor(predicted));
+        predicted.clear();
+        panel.selectSample(7);
+        QVERIFY(waitFor(predicted));
+        const QVector<double> p = panel.probabilities();
+        QCOMPARE(p.size(), 4);
+        double sum = 0;
+        for (double v : p) {
+            QVERIFY(v >= 0 && v <= 1);
+            sum += v;
+        }
+        QVERIFY(std::fabs(sum - 1.0) < 1e-5);
+        QVERIFY(panel.predictedClass() >= 0 && panel.predictedClass() < 4);
+        QCOMPARE(int(std::max_element(p.begin(), p.end()) - p.begin()), panel.predictedClass());
+        QVERIFY(panel.predictionText().startsWith(panel.classNames()[panel.predictedClass()]));
+        QCOMPARE(panel.probabilityTable()->rowCount(), 4);
+
+        QSignalSpy confusion(&panel, &PredictPanel::confusionReady);
+        panel.runConfusionMatrix();
+        QVERIFY(waitFor(confusion));
+        QCOMPARE(panel.confusion().total(), qint64(300));
+        QCOMPARE(panel.confusion().classes, 4);
+        QCOMPARE(panel.confusionTable()->rowCount(), 5);     // classes + precision row
+        QCOMPARE(panel.confusionTable()->columnCount(), 5);  // classes + recall column
+        qint64 cells = 0;
+        for (int r = 0; r < 4; ++r)
+            for (int c = 0; c < 4; ++c) cells += panel.confusionTable()->item(r, c)->text().toLongLong();
+        QCOMPARE(cells, qint64(300));
+        QVERIFY2(panel.accuracyText().contains("of 300"), qPrintable(panel.accuracyText()));
+        QVERIFY(panel.confusion().accuracy() > 0.5);
+
+        // This model's input is not an image: an image file is refused with a message.
+        QImage img(8, 8, QImage::Format_RGB32);
+        img.fill(Qt::gray);
+        QVERIFY(img.save(dir.filePath("x.png")));
+        panel.predictImageFile(dir.filePath("x.png"));
+        QVERIFY2(panel.errorText().contains("not an image"), qPrintable(panel.errorText()));
+    }
+
+    void imagesBecomeRawInputs() {
+        QTemporaryDir dir;
+        QString error;
+        // A 56x56 white square on black, for a [1, 28, 28] model: resized, one channel, 0..255.
+        QImage img(56, 56, QImage::Format_RGB32);
+        img.fill(Qt::black);
+        for (int y = 14; y < 42; ++y)
+            for (int x = 14; x < 42; ++x) img.setPixel(x, y, qRgb(255, 255, 255));
+        std::vector<float> v = PredictPanel::imageToRawInput(img, Shape{1, 28, 28}, &error);
+        QCOMPARE(v.size(), size_t(784));
+        QCOMPARE(v[0], 0.f);
+        QCOMPARE(v[14 * 28 + 14], 255.f);
+        // Colour for a [3, 4, 4] model: planes R, G, B.
+        QImage red(4, 4, QImage::Format_RGB32);
+        red.fill(qRgb(200, 10, 30));
+        v = PredictPanel::imageToRawInput(red, Shape{3, 4, 4}, &error);
+        QCOMPARE(v.size(), size_t(48));
+        QCOMPARE(v[0], 200.f);
+        QCOMPARE(v[16], 10.f);
+        QCOMPARE(v[32], 30.f);
+        QVERIFY(PredictPanel::imageToRawInput(red, Shape{16}, &error).empty());
+        QVERIFY(error.contains("not an image"));
+
+        // PGM through readNetpbm: exact values at the model's size, resized otherwise.
+        QFile pgm(dir.filePath("digit.pgm"));
+        QVERIFY(pgm.open(QIODevice::WriteOnly));
+        QByteArray bytes("P5\n4 4\n255\n");
+        for (int i = 0; i < 16; ++i) bytes.append(char(i * 16));
+        pgm.write(bytes);
+        pgm.close();
+        v = PredictPanel::readImageFile(pgm.fileName(), Shape{1, 4, 4}, &error);
+        QCOMPARE(v.size(), size_t(16));
+        QCOMPARE(v[5], 80.f);
+        v = PredictPanel::readImageFile(pgm.fileName(), Shape{1, 8, 8}, &error);
+        QCOMPARE(v.size(), size_t(64));
+        // PNG through QImage.
+        QVERIFY(img.save(dir.filePath("square.png")));
+        v = PredictPanel::readImageFile(dir.filePath("square.png"), Shape{28, 28}, &error);
+        QCOMPARE(v.size(), size_t(784));
+        QCOMPARE(v[14 * 28 + 14], 255.f);
+        // Broken files name themselves.
+        QFile junk(dir.filePath("junk.pgm"));
+        QVERIFY(junk.open(QIODevice::WriteOnly));
+        junk.write("P5\n4 4\n255\nab");
+        junk.close();
+        QVERIFY(PredictPanel::readImageFile(junk.fileName(), Shape{1, 4, 4}, &error).empty());
+        QVERIFY2(error.contains("junk.pgm"), qPrintable(error));
+        QVERIFY(PredictPanel::readImageFile(dir.filePath("none.png"), Shape{1, 4, 4}, &error).empty());
+        QVERIFY2(error.contains("none.png"), qPrintable(error));
+    }
+
+    void mainWindowOffersExportAndPredict() {
+        MainWindow w;
+        w.setSavePrompt([](const QString&) { return MainWindow::SaveChoice::Discard; });
+        QVERIFY(w.dockNamed("predictDock"));
+        QVERIFY(w.predictPanel());
+        QAction* exportAct = nullptr;
+        for (QAction* a : w.menuBar()->actions().first()->menu()->actions())
+            if (a->text() == "&Export Model...") exportAct = a;
+        QVERIFY(exportAct);
+        QVERIFY(!w.exportDialog());
+        exportAct->trigger();
+        QVERIFY(w.exportDialog());
+        QVERIFY(w.exportDialog()->isVisible());
+        w.exportDialog()->close();
+    }
+};
+
+QTEST_MAIN(TestExportPredict)
+#include "test_export_predict.moc"

@@ -1,0 +1,412 @@
+// ExportDialog: options, the worker task and the result view of File > Export Model.
+#include "ui/ExportDialog.h"
+
+#include <QComboBox>
+#include <QDir>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QFormLayout>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLineEdit>
+#include <QLocale>
+#include <QPlainTextEdit>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QRegularExpression>
+#include <QSpinBox>
+#include <QStandardItemModel>
+#include <QToolButton>
+#include <QVBoxLayout>
+#include <QtConcurrent/QtConcurrentRun>
+
+#include <exception>
+
+#include "core/data/Dataset.h"
+#include "core/export/Onnx.h"
+#include "core/train/Checkpoint.h"
+#include "core/train/Evaluation.h"
+#include "ui/ProjectDocument.h"
+
+namespace strata::ui {
+
+namespace {
+
+QString q(const std::string& s) { return QString::fromStdString(s); }
+
+QString sizeText(uint64_t bytes) {
+    return QLocale(QLocale::English).formattedDataSize(qint64(bytes)) +
+           QStringLiteral(" (%1 bytes)").arg(QLocale(QLocale::English).toString(qulonglong(bytes)));
+}
+
+QString percent(double v) { return QString::number(100.0 * v, 'f', 2) + QLatin1Char('%'); }
+
+}  // namespace
+
+ExportDialog::ExportDialog(ProjectDocument* doc, QWidget* parent) : QDialog(parent), m_doc(doc) {
+    setObjectName(QStringLiteral("exportDialog"));
+    setWindowTitle(tr("Export model"));
+    m_watcher = new QFutureWatcher<ExportOutcome>(this);
+    connect(m_watcher, &QFutureWatcherBase::finished, this, [this] {
+        setBusy(false);
+        showOutcome(m_watcher->result());
+    });
+    buildUi();
+    updateOptions();
+}
+
+ExportDialog::~ExportDialog() { m_watcher->waitForFinished(); }
+
+void ExportDialog::buildUi() {
+    auto* layout = new QVBoxLayout(this);
+    auto* form = new QFormLayout;
+    form->setFieldGrowthPolicy(QFormLayout::ExpandingFieldsGrow);
+
+    auto* sourceRow = new QWidget(this);
+    auto* sourceLayout = new QHBoxLayout(sourceRow);
+    sourceLayout->setContentsMargins(0, 0, 0, 0);
+    m_source = new QLineEdit(sourceRow);
+    m_source->setObjectName(QStringLiteral("exportSource"));
+    m_source->setPlaceholderText(tr("checkpoint file or folder"));
+    auto* projectButton = new QToolButton(sourceRow);
+    projectButton->setText(tr("Project"));
+    projectButton->setToolTip(tr("The best (else latest) checkpoint of the project's checkpoint folder"));
+    auto* fileButton = new QToolButton(sourceRow);
+    fileButton->setText(tr("File..."));
+    auto* folderButton = new QToolButton(sourceRow);
+    folderButton->setText(tr("Folder..."));
+    sourceLayout->addWidget(m_source, 1);
+    sourceLayout->addWidget(projectButton);
+    sourceLayout->addWidget(fileButton);
+    sourceLayout->addWidget(folderButton);
+    connect(projectButton, &QToolButton::clicked, this, &ExportDialog::useProjectCheckpoint);
+    connect(fileButton, &QToolButton::clicked, this, [this] {
+        const QString f = QFileDialog::getOpenFileName(this, tr("Checkpoint or model file"), m_source->text(),
+                                                       tr("Checkpoints and exports (*.safetensors *.gguf *.onnx);;"
+                                                          "All files (*)"));
+        if (!f.isEmpty()) setSource(f);
+    });
+    connect(folderButton, &QToolButton::clicked, this, [this] {
+        const QString d = QFileDialog::getExistingDirectory(this, tr("Checkpoint folder"), m_source->text());
+        if (!d.isEmpty()) setSource(d);
+    });
+    form->addRow(tr("Source:"), sourceRow);
+    m_sourceNote = new QLabel(this);
+    m_sourceNote->setWordWrap(true);
+    m_sourceNote->setObjectName(QStringLiteral("exportSourceNote"));
+    form->addRow(QString(), m_sourceNote);
+
+    m_format = new QComboBox(this);
+    m_format->addItem(tr("ONNX (.onnx)"), int(ExportFormat::Onnx));
+    m_format->addItem(tr("GGUF (.gguf)"), int(ExportFormat::Gguf));
+    m_format->addItem(tr("safetensors (.safetensors)"), int(ExportFormat::Safetensors));
+    form->addRow(tr("Format:"), m_format);
+
+    m_opset = new QSpinBox(this);
+    m_opset->setRange(kOnnxMinOpset, kOnnxMaxOpset);
+    m_opset->setValue(kOnnxDefaultOpset);
+    m_opset->setToolTip(tr("ONNX operator set; 17 adds LayerNormalization, older sets decompose it"));
+    form->addRow(tr("ONNX opset:"), m_opset);
+
+    m_precision = new QComboBox(this);
+    m_precision->addItem(tr("F32 (exact)"), int(ExportPrecision::F32));
+    m_precision->addItem(tr("F16 (matrices and filters)"), int(ExportPrecision::F16));
+    m_precision->addItem(tr("Q8_0 (8-bit blocks of 32, GGUF only)"), int(ExportPrecision::Q8_0));
+    form->addRow(tr("Quantization:"), m_precision);
+
+    auto* outRow = new QWidget(this);
+    auto* outLayout = new QHBoxLayout(outRow);
+    outLayout->setContentsMargins(0, 0, 0, 0);
+    m_output = new QLineEdit(outRow);
+    m_output->setObjectName(QStringLiteral("exportOutput"));
+    auto* browse = new QToolButton(outRow);
+    browse->setText(tr("Browse..."));
+    outLayout->addWidget(m_output, 1);
+    outLayout->addWidget(browse);
+    connect(m_output, &QLineEdit::textEdited, this, [this] { m_outputEdited = true; });
+    connect(browse, &QToolButton::clicked, this, [this] {
+        const QString f = QFileDialog::getSaveFileName(this, tr("Export to"), outputPath());
+        if (!f.isEmpty()) setOutputPath(f);
+    });
+    form->addRow(tr("Output file:"), outRow);
+
+    m_samples = new QSpinBox(this);
+    m_samples->setRange(1, 100000);
+    m_samples->setValue(256);
+    m_samples->setToolTip(tr("Validation samples the exported file and the live model are both run on"));
+    form->addRow(tr("Check on:"), m_samples);
+    m_samples->setSuffix(tr(" validation samples"));
+    layout->addLayout(form);
+
+    auto* runRow = new QHBoxLayout;
+    m_export = new QPushButton(tr("Export and check"), this);
+    m_export->setObjectName(QStringLiteral("exportButton"));
+    m_export->setDefault(true);
+    m_busy = new QProgressBar(this);
+    m_busy->setRange(0, 0);
+    m_busy->setMaximumHeight(14);
+    m_busy->setTextVisible(false);
+    m_busy->hide();
+    m_status = new QLabel(this);
+    auto* close = new QPushButton(tr("Close"), this);
+    connect(close, &QPushButton::clicked, this, &QDialog::reject);
+    runRow->addWidget(m_export);
+    runRow->addWidget(m_busy, 1);
+    runRow->addWidget(m_status, 1);
+    runRow->addWidget(close);
+    layout->addLayout(runRow);
+
+    m_error = new QLabel(this);
+    m_error->setObjectName(QStringLiteral("exportError"));
+    m_error->setWordWrap(true);
+    m_error->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_error->setStyleSheet(QStringLiteral("QLabel { color: #b00020; background: #fdecee; padding: 6px; }"));
+    m_error->hide();
+    layout->addWidget(m_error);
+
+    m_result = new QLabel(this);
+    m_result->setObjectName(QStringLiteral("exportResult"));
+    m_result->setWordWrap(true);
+    m_result->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    layout->addWidget(m_result);
+    m_method = new QLabel(this);
+    m_method->setWordWrap(true);
+    m_method->setStyleSheet(QStringLiteral("QLabel { color: #555; }"));
+    layout->addWidget(m_method);
+    m_tensors = new QPlainTextEdit(this);
+    m_tensors->setReadOnly(true);
+    m_tensors->setPlaceholderText(tr("The tensors as stored in the file appear here."));
+    m_tensors->setLineWrapMode(QPlainTextEdit::NoWrap);
+    m_tensors->setFont(QFont(QStringLiteral("monospace")));
+    layout->addWidget(m_tensors, 1);
+
+    connect(m_format, &QComboBox::currentIndexChanged, this, &ExportDialog::updateOptions);
+    connect(m_precision, &QComboBox::currentIndexChanged, this, &ExportDialog::updateOptions);
+    connect(m_export, &QPushButton::clicked, this, &ExportDialog::startExport);
+    resize(720, 600);
+}
+
+QString ExportDialog::projectCheckpoint(const ProjectDocument* doc, QString* error) {
+    const std::string& dir = doc->project().training.checkpointDir;
+    if (dir.empty()) {
+        *error = tr("The project has no checkpoint folder (Training settings > checkpoint folder), so training kept "
+                    "no weights. Set one and train, or pick a checkpoint file or folder.");
+        return {};
+    }
+    const std::string folder = resolveDatasetPath(doc->filePath().toStdString(), dir);
+    try {
+        const std::string file = resolveCheckpointPath(folder);
+        if (!QFileInfo::exists(q(file))) {
+            *error = tr("No checkpoint yet in %1: train the project first.").arg(q(folder));
+            return {};
+        }
+        return q(file);
+    } catch (const std::exception& e) {
+        *error = tr("No checkpoint yet in %1: %2").arg(q(folder), q(e.what()));
+        return {};
+    }
+}
+
+void ExportDialog::useProjectCheckpoint() {
+    QString error;
+    const QString file = projectCheckpoint(m_doc, &error);
+    m_source->setText(file);
+    m_sourceNote->setText(file.isEmpty() ? error : tr("The project's best (else latest) checkpoint."));
+    if (!m_outputEdited) m_output->setText(defaultOutputPath());
+}
+
+void ExportDialog::setSource(const QString& path) {
+    m_source->setText(path);
+    m_sourceNote->setText(QFileInfo(path).isDir() ? tr("A folder: its best (else latest) checkpoint.") : QString());
+}
+
+void ExportDialog::setFormat(ExportFormat format) { m_format->setCurrentIndex(m_format->findData(int(format))); }
+
+void ExportDialog::setPrecision(ExportPrecision precision) {
+    m_precision->setCurrentIndex(m_precision->findData(int(precision)));
+}
+
+void ExportDialog::setOutputPath(const QString& path) {
+    m_output->setText(path);
+    m_outputEdited = true;
+}
+
+QString ExportDialog::outputPath() const { return m_output->text().trimmed(); }
+
+ExportFormat ExportDialog::format() const { return ExportFormat(m_format->currentData().toInt()); }
+
+ExportPrecision ExportDialog::precision() const { return ExportPrecision(m_precision->currentData().toInt()); }
+
+QString ExportDialog::defaultOutputPath() const {
+    const QString docPath = m_doc->filePath();
+    const QString dir = docPath.isEmpty() ? QDir::homePath() : QFileInfo(docPath).absolutePath();
+    QString base = q(m_doc->project().name).toLower();
+    base.replace(QRegularExpression(QStringLiteral("[^a-z0-9]+")), QStringLiteral("-"));
+    base.remove(QRegularExpression(QStringLiteral("^-+|-+$")));
+    if (base.isEmpty()) base = QStringLiteral("model");
+    if (precision() != ExportPrecision::F32) base += QLatin1Char('-') + q(exportPrecisionName(precision())).toLower();
+    return QDir(dir).filePath(base + q(exportFormatExtension(format())));
+}
+
+void ExportDialog::updateOptions() {
+    const ExportFormat f = format();
+    m_opset->setEnabled(f == ExportFormat::Onnx);
+    // Precisions the format lacks are disabled, and a selected one falls back to F32.
+    auto* model = qobject_cast<QStandardItemModel*>(m_precision->model());
+    for (int i = 0; i < m_precision->count(); ++i)
+        model->item(i)->setEnabled(exportFormatSupports(f, ExportPrecision(m_precision->itemData(i).toInt())));
+    if (!exportFormatSupports(f, precision())) m_precision->setCurrentIndex(0);
+    m_precision->setEnabled(f != ExportFormat::Onnx);
+    if (!m_outputEdited) {
+        m_output->setText(defaultOutputPath());
+    } else {
+        // Keep the user's name, but give it the format's extension.
+        QFileInfo info(outputPath());
+        const QString ext = q(exportFormatExtension(f));
+        if (!info.fileName().isEmpty() && !outputPath().endsWith(ext)) {
+            const QString suffix = info.suffix();
+            const bool known = suffix == QLatin1String("onnx") || suffix == QLatin1String("gguf") ||
+                               suffix == QLatin1String("safetensors");
+            const QString stem = known ? info.completeBaseName() : info.fileName();
+            m_output->setText(QDir(info.path()).filePath(stem + ext));
+        }
+    }
+}
+
+void ExportDialog::showEvent(QShowEvent* event) {
+    if (m_source->text().isEmpty()) useProjectCheckpoint();
+    if (!m_outputEdited) m_output->setText(defaultOutputPath());
+    QDialog::showEvent(event);
+}
+
+bool ExportDialog::isBusy() const { return m_watcher->isRunning(); }
+
+void ExportDialog::setBusy(bool busy) {
+    m_export->setEnabled(!busy);
+    m_busy->setVisible(busy);
+    m_status->setText(busy ? tr("Writing and checking...") : QString());
+}
+
+void ExportDialog::showError(const QString& text) {
+    m_error->setText(text);
+    m_error->setVisible(!text.isEmpty());
+}
+
+void ExportDialog::startExport() {
+    if (isBusy()) return;
+    showError({});
+    m_result->clear();
+    m_method->clear();
+    m_tensors->clear();
+    ExportJob job;
+    job.source = m_source->text().trimmed();
+    job.output = outputPath();
+    job.projectPath = m_doc->filePath();
+    job.request.format = format();
+    job.request.precision = precision();
+    job.request.opset = m_opset->value();
+    job.samples = m_samples->value();
+    if (job.source.isEmpty()) {
+        QString error;
+        projectCheckpoint(m_doc, &error);
+        m_outcome = ExportOutcome{};
+        m_outcome.error = error.isEmpty() ? tr("No source checkpoint given.") : error;
+        showError(m_outcome.error);
+        emit exportFinished(false);
+        return;
+    }
+    if (job.output.isEmpty()) {
+        m_outcome = ExportOutcome{};
+        m_outcome.error = tr("No output file given.");
+        showError(m_outcome.error);
+        emit exportFinished(false);
+        return;
+    }
+    setBusy(true);
+    m_watcher->setFuture(QtConcurrent::run([job] { return runExport(job); }));
+}
+
+ExportOutcome ExportDialog::runExport(const ExportJob& job) {
+    ExportOutcome out;
+    ExportModel live;
+    try {
+        std::string source = job.source.toStdString();
+        if (QFileInfo(job.source).isDir()) source = resolveCheckpointPath(source);
+        out.sourceFile = q(source);
+        live = loadModelFile(source);
+    } catch (const std::exception& e) {
+        const QString what = q(e.what());
+        out.error = what.contains(job.source) || (!out.sourceFile.isEmpty() && what.contains(out.sourceFile))
+                        ? tr("Cannot load the source: %1").arg(what)
+                        : tr("Cannot load %1: %2").arg(job.source, what);
+        return out;
+    }
+    try {
+        out.write = writeExport(job.output.toStdString(), live, job.request);
+    } catch (const std::exception& e) {
+        out.error = tr("Cannot write %1: %2").arg(job.output, q(e.what()));
+        return out;
+    }
+    try {
+        const DatasetBundle data = loadDataset(live.project.dataset, job.projectPath.toStdString());
+        const bool hasValidation = data.validation.count > 0;
+        out.checkSplit = hasValidation ? QStringLiteral("validation") : QStringLiteral("training");
+        out.check = checkExport(live, job.output.toStdString(), hasValidation ? data.validation : data.train,
+                                checkpointNormalizationOf(data.normalization), job.samples);
+        out.checked = true;
+    } catch (const std::exception& e) {
+        out.checkError = tr("Written, but the check failed: %1").arg(q(e.what()));
+    }
+    return out;
+}
+
+void ExportDialog::showOutcome(const ExportOutcome& o) {
+    m_outcome = o;
+    if (!o.error.isEmpty()) {
+        showError(o.error);
+        emit exportFinished(false);
+        return;
+    }
+    const QString name = QFileInfo(outputPath()).fileName();
+    QString text = tr("<b>Wrote %1</b>: %2, %3 tensors, from %4.")
+                       .arg(name.toHtmlEscaped(), sizeText(o.write.summary.bytes))
+                       .arg(o.write.summary.tensors.size())
+                       .arg(QFileInfo(o.sourceFile).fileName().toHtmlEscaped());
+    if (!o.write.q8Fallbacks.empty()) {
+        QStringList names;
+        for (const std::string& s : o.write.q8Fallbacks) names << q(s).toHtmlEscaped();
+        text += tr("<br>Stored as F16 instead of Q8_0 (innermost dimension not a multiple of 32): %1.")
+                    .arg(names.join(QStringLiteral(", ")));
+    }
+    if (o.checked) {
+        const ExportCheckResult& c = o.check;
+        text += tr("<br><b>Largest output difference:</b> %1 (outputs up to %2) on %3 %4 samples."
+                   "<br><b>Accuracy:</b> live model %5, exported file %6; same class predicted for %7 of %3.")
+                    .arg(QString::number(c.maxAbsDiff, 'g', 3), QString::number(c.maxAbsOutput, 'g', 3))
+                    .arg(c.samples)
+                    .arg(o.checkSplit, percent(c.liveAccuracy), percent(c.fileAccuracy))
+                    .arg(c.samePrediction);
+        m_method->setText(tr("What was run: %1").arg(q(c.method)));
+    }
+    m_result->setText(text);
+    QStringList lines;
+    for (const std::string& s : o.write.summary.tensors) {
+        QString line = q(s);
+        for (const std::string& f : o.write.q8Fallbacks)
+            if (s.rfind(f + " ", 0) == 0) line += tr("   (fallback from Q8_0)");
+        lines << line;
+    }
+    m_tensors->setPlainText(lines.join(QLatin1Char('\n')));
+    showError(o.checkError);
+    emit exportFinished(o.checkError.isEmpty());
+}
+
+QString ExportDialog::errorText() const { return m_error->isVisible() || !m_error->text().isEmpty() ? m_error->text() : QString(); }
+
+QString ExportDialog::resultText() const { return m_result->text(); }
+
+QString ExportDialog::tensorText() const { return m_tensors->toPlainText(); }
+
+QString ExportDialog::methodText() const { return m_method->text(); }
+
+}  // namespace strata::ui

@@ -1,0 +1,119 @@
+// ExportDialog: File > Export Model. Writes the project's best (else latest)
+// checkpoint, or a checkpoint file or folder picked by the user, as ONNX,
+// GGUF or safetensors, then checks the written file (core/export/ExportCheck):
+// loads it back, runs it and the live model on validation samples on the CPU
+// and shows the file size, the tensors as stored (and which fell back from
+// Q8_0 to F16), the largest output difference, both accuracies and what was
+// run. All of it happens on a worker thread (QtConcurrent); errors are shown
+// in the dialog, naming the file.
+#pragma once
+
+#include <QDialog>
+#include <QFutureWatcher>
+#include <QString>
+
+#include "core/export/ExportCheck.h"
+
+class QComboBox;
+class QLabel;
+class QLineEdit;
+class QPlainTextEdit;
+class QProgressBar;
+class QPushButton;
+class QSpinBox;
+
+namespace strata::ui {
+
+class ProjectDocument;
+
+// One export as the worker runs it.
+struct ExportJob {
+    QString source;       // checkpoint file or folder, or one of our export files
+    QString output;
+    QString projectPath;  // resolves the dataset's relative paths
+    ExportRequest request;
+    int samples = 256;    // validation samples the check runs
+};
+
+struct ExportOutcome {
+    QString error;        // non-empty: nothing was written (bad source, unwritable path, ...)
+    QString checkError;   // non-empty: the file was written but could not be checked
+    QString sourceFile;   // the checkpoint file the source resolved to
+    ExportWriteResult write;
+    bool checked = false;
+    ExportCheckResult check;
+    QString checkSplit;   // "validation" or "training" (a data set without a validation split)
+};
+
+class ExportDialog : public QDialog {
+    Q_OBJECT
+public:
+    explicit ExportDialog(ProjectDocument* doc, QWidget* parent = nullptr);
+    ~ExportDialog() override;
+
+    // The checkpoint file of the project's checkpoint folder (best, else latest); empty with `error` set
+    // when the project has no folder or the folder holds no checkpoint.
+    static QString projectCheckpoint(const ProjectDocument* doc, QString* error);
+    // The worker task (public for tests): never throws.
+    static ExportOutcome runExport(const ExportJob& job);
+
+    // Re-reads the project's checkpoint into the source field (also done when the dialog is shown).
+    void useProjectCheckpoint();
+    void setSource(const QString& path);
+    void setFormat(ExportFormat format);
+    void setPrecision(ExportPrecision precision);
+    void setOutputPath(const QString& path);
+    QString outputPath() const;
+    QString defaultOutputPath() const;
+    ExportFormat format() const;
+    ExportPrecision precision() const;
+
+    bool isBusy() const;
+    const ExportOutcome& outcome() const { return m_outcome; }
+    QString errorText() const;
+    QString resultText() const;
+    QString tensorText() const;
+    QString methodText() const;
+    QComboBox* formatCombo() const { return m_format; }
+    QComboBox* precisionCombo() const { return m_precision; }
+    QSpinBox* opsetSpin() const { return m_opset; }
+    QPushButton* exportButton() const { return m_export; }
+
+public slots:
+    // Starts the export on the worker thread; refused while one runs.
+    void startExport();
+
+signals:
+    void exportFinished(bool ok);
+
+protected:
+    void showEvent(QShowEvent* event) override;
+
+private:
+    void buildUi();
+    void updateOptions();
+    void showOutcome(const ExportOutcome& outcome);
+    void showError(const QString& text);
+    void setBusy(bool busy);
+
+    ProjectDocument* m_doc;
+    QLineEdit* m_source = nullptr;
+    QLabel* m_sourceNote = nullptr;
+    QComboBox* m_format = nullptr;
+    QSpinBox* m_opset = nullptr;
+    QComboBox* m_precision = nullptr;
+    QLineEdit* m_output = nullptr;
+    QSpinBox* m_samples = nullptr;
+    QPushButton* m_export = nullptr;
+    QProgressBar* m_busy = nullptr;
+    QLabel* m_status = nullptr;
+    QLabel* m_error = nullptr;
+    QLabel* m_result = nullptr;
+    QLabel* m_method = nullptr;
+    QPlainTextEdit* m_tensors = nullptr;
+    bool m_outputEdited = false;
+    ExportOutcome m_outcome;
+    QFutureWatcher<ExportOutcome>* m_watcher = nullptr;
+};
+
+}  // namespace strata::ui

@@ -1,0 +1,682 @@
+// PredictPanel: model and data loading, per-sample prediction and the confusion matrix, each on a worker thread.
+#include "ui/PredictPanel.h"
+
+#include <QColor>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QListWidget>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QSpinBox>
+#include <QTabWidget>
+#include <QTableWidget>
+#include <QVBoxLayout>
+#include <QPointer>
+#include <QtConcurrent/QtConcurrentRun>
+
+#include <algorithm>
+#include <cmath>
+#include <exception>
+
+#include "core/backend/BackendRegistry.h"
+#include "core/data/Dataset.h"
+#include "core/export/ExportCheck.h"
+#include "core/export/ExportCommands.h"
+#include "core/export/ExportModel.h"
+#include "core/graph/Model.h"
+#include "ui/ExportDialog.h"
+#include "ui/ProjectDocument.h"
+
+namespace strata::ui {
+
+namespace {
+
+constexpr int kThumbnails = 120;
+constexpr int kThumbSize = 42;
+
+QString q(const std::string& s) { return QString::fromStdString(s); }
+
+// Channels, height and width of an image-shaped input; false for other inputs.
+bool imageDims(const Shape& s, int& c, int& h, int& w) {
+    if (s.rank() == 3 && (s[0] == 1 || s[0] == 3)) {
+        c = int(s[0]);
+        h = int(s[1]);
+        w = int(s[2]);
+        return true;
+    }
+    if (s.rank() == 2) {
+        c = 1;
+        h = int(s[0]);
+        w = int(s[1]);
+        return true;
+    }
+    return false;
+}
+
+// Raw values (0..255, CHW planes) as a picture.
+QImage rawToImage(const float* x, const Shape& shape) {
+    int c = 0, h = 0, w = 0;
+    if (!imageDims(shape, c, h, w)) return {};
+    QImage image(w, h, QImage::Format_RGB32);
+    const int64_t plane = int64_t(h) * w;
+    auto level = [](float v) { return std::clamp(int(std::lround(v)), 0, 255); };
+    for (int r = 0; r < h; ++r) {
+        auto* line = reinterpret_cast<QRgb*>(image.scanLine(r));
+        for (int k = 0; k < w; ++k) {
+            const int64_t i = int64_t(r) * w + k;
+            if (c == 3) line[k] = qRgb(level(x[i]), level(x[plane + i]), level(x[2 * plane + i]));
+            else line[k] = qRgb(level(x[i]), level(x[i]), level(x[i]));
+        }
+    }
+    return image;
+}
+
+}  // namespace
+
+// The loaded model and data; used by one worker job at a time.
+struct PredictSession {
+    QString source;
+    ExportModel model;
+    std::unique_ptr<Backend> backend;
+    std::unique_ptr<Model> compiled;
+    Shape inputShape;
+    int classes = 0;
+    QStringList classNames;
+    DataSplit samples;  // the validation split (the training split when there is none)
+    QString splitName;
+    CheckpointNormalization dataNormalization;
+    QString dataError;  // non-empty: no samples (the model still predicts image files)
+    QVector<QImage> thumbnails;
+};
+
+struct PredictPanel::JobResult {
+    enum Kind { Load, Predict, Confusion } kind = Load;
+    std::shared_ptr<PredictSession> session;
+    Predictions predictions;
+    QImage input;
+    QString truth;
+    ConfusionMatrix confusion;
+    QString error;
+    bool cancelled = false;
+};
+
+PredictPanel::PredictPanel(ProjectDocument* doc, QWidget* parent) : QWidget(parent), m_doc(doc) {
+    setObjectName(QStringLiteral("predictPanel"));
+    m_watcher = new QFutureWatcher<void>(this);
+    connect(m_watcher, &QFutureWatcherBase::finished, this, &PredictPanel::finishJob);
+    buildUi();
+    setBusy(false);
+}
+
+PredictPanel::~PredictPanel() {
+    if (m_cancel) *m_cancel = true;
+    m_watcher->waitForFinished();
+}
+
+void PredictPanel::buildUi() {
+    auto* layout = new QVBoxLayout(this);
+    auto* top = new QHBoxLayout;
+    m_source = new QLabel(tr("No model loaded."), this);
+    m_source->setWordWrap(true);
+    m_loadProject = new QPushButton(tr("Load project checkpoint"), this);
+    m_loadProject->setToolTip(tr("The best (else latest) checkpoint of the project's checkpoint folder"));
+    m_openModel = new QPushButton(tr("Open model file..."), this);
+    m_openModel->setToolTip(tr("A checkpoint, or a .safetensors, .gguf or .onnx export written by Strata"));
+    top->addWidget(m_source, 1);
+    top->addWidget(m_loadProject);
+    top->addWidget(m_openModel);
+    layout->addLayout(top);
+    connect(m_loadProject, &QPushButton::clicked, this, [this] { loadModel(); });
+    connect(m_openModel, &QPushButton::clicked, this, [this] {
+        const QString f = QFileDialog::getOpenFileName(this, tr("Model file"), QString(),
+                                                       tr("Models (*.safetensors *.gguf *.onnx);;All files (*)"));
+        if (!f.isEmpty()) loadModel(f);
+    });
+
+    m_error = new QLabel(this);
+    m_error->setObjectName(QStringLiteral("predictError"));
+    m_error->setWordWrap(true);
+    m_error->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_error->setStyleSheet(QStringLiteral("QLabel { color: #b00020; background: #fdecee; padding: 4px; }"));
+    m_error->hide();
+    layout->addWidget(m_error);
+
+    m_tabs = new QTabWidget(this);
+    layout->addWidget(m_tabs, 1);
+
+    // --- Prediction tab: sample picker | input picture | predicted class and probabilities.
+    auto* predictTab = new QWidget(m_tabs);
+    auto* pl = new QHBoxLayout(predictTab);
+    auto* pick = new QVBoxLayout;
+    auto* indexRow = new QHBoxLayout;
+    indexRow->addWidget(new QLabel(tr("Sample:"), predictTab));
+    m_index = new QSpinBox(predictTab);
+    m_index->setObjectName(QStringLiteral("predictIndex"));
+    m_index->setRange(0, 0);
+    indexRow->addWidget(m_index, 1);
+    m_openImage = new QPushButton(tr("Open image..."), predictTab);
+    m_openImage->setToolTip(tr("PGM, PPM, PNG or JPEG; converted to the model's input size and channels"));
+    indexRow->addWidget(m_openImage);
+    pick->addLayout(indexRow);
+    m_thumbs = new QListWidget(predictTab);
+    m_thumbs->setViewMode(QListView::IconMode);
+    m_thumbs->setIconSize(QSize(kThumbSize, kThumbSize));
+    m_thumbs->setGridSize(QSize(kThumbSize + 8, kThumbSize + 8));
+    m_thumbs->setResizeMode(QListView::Adjust);
+    m_thumbs->setMovement(QListView::Static);
+    m_thumbs->setMinimumWidth(3 * (kThumbSize + 8) + 24);
+    pick->addWidget(m_thumbs, 1);
+    pl->addLayout(pick, 2);
+    connect(m_index, &QSpinBox::valueChanged, this, [this](int v) {
+        if (m_thumbs->currentRow() != v) m_thumbs->setCurrentRow(v < m_thumbs->count() ? v : -1);
+        selectSample(v);
+    });
+    connect(m_thumbs, &QListWidget::currentRowChanged, this, [this](int row) {
+        if (row >= 0 && row != m_index->value()) m_index->setValue(row);
+    });
+    connect(m_openImage, &QPushButton::clicked, this, [this] {
+        const QString f = QFileDialog::getOpenFileName(this, tr("Image"), QString(),
+                                                       tr("Images (*.png *.jpg *.jpeg *.pgm *.ppm *.pnm *.bmp);;"
+                                                          "All files (*)"));
+        if (!f.isEmpty()) predictImageFile(f);
+    });
+
+    auto* middle = new QVBoxLayout;
+    m_inputView = new QLabel(predictTab);
+    m_inputView->setFixedSize(140, 140);
+    m_inputView->setAlignment(Qt::AlignCenter);
+    m_inputView->setStyleSheet(QStringLiteral("QLabel { background: #202020; border: 1px solid #888; }"));
+    middle->addWidget(m_inputView);
+    middle->addStretch(1);
+    pl->addLayout(middle);
+
+    auto* right = new QVBoxLayout;
+    m_predictedLabel = new QLabel(predictTab);
+    m_predictedLabel->setObjectName(QStringLiteral("predictedClass"));
+    m_predictedLabel->setWordWrap(true);
+    QFont big = m_predictedLabel->font();
+    big.setPointSizeF(big.pointSizeF() * 1.3);
+    big.setBold(true);
+    m_predictedLabel->setFont(big);
+    right->addWidget(m_predictedLabel);
+    m_probTable = new QTableWidget(0, 2, predictTab);
+    m_probTable->setObjectName(QStringLiteral("probabilityTable"));
+    m_probTable->setHorizontalHeaderLabels({tr("Class"), tr("Probability")});
+    m_probTable->horizontalHeader()->setSectionResizeMode(0, QHeaderView::ResizeToContents);
+    m_probTable->horizontalHeader()->setSectionResizeMode(1, QHeaderView::Stretch);
+    m_probTable->verticalHeader()->hide();
+    m_probTable->verticalHeader()->setDefaultSectionSize(22);
+    m_probTable->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    m_probTable->setSelectionMode(QAbstractItemView::NoSelection);
+    right->addWidget(m_probTable, 1);
+    pl->addLayout(right, 3);
+    m_tabs->addTab(predictTab, tr("Prediction"));
+
+    // --- Confusion matrix tab.
+    auto* cmTab = new QWidget(m_tabs);
+    auto* cl = new QVBoxLayout(cmTab);
+    auto* cmRow = new QHBoxLayout;
+    m_confusionButton = new QPushButton(tr("Confusion matrix"), cmTab);
+    m_confusionButton->setObjectName(QStringLiteral("confusionButton"));
+    m_confusionButton->setToolTip(tr("Evaluate the whole validation split"));
+    m_progress = new QProgressBar(cmTab);
+    m_progress->setRange(0, 100);
+    m_progress->setValue(0);
+    m_accuracy = new QLabel(cmTab);
+    m_accuracy->setObjectName(QStringLiteral("confusionAccuracy"));
+    cmRow->addWidget(m_confusionButton);
+    cmRow->addWidget(m_progress, 1);
+    cmRow->addWidget(m_accuracy, 2);
+    cl->addLayout(cmRow);
+    m_confusionTable = new QTableWidget(cmTab);
+    m_confusionTable->setObjectName(QStringLiteral("confusionTable"));
+    m_confusionTable->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    m_confusionTable->horizontalHeader()->setDefaultSectionSize(52);
+    m_confusionTable->verticalHeader()->setDefaultSectionSize(22);
+    cl->addWidget(m_confusionTable, 1);
+    auto* legend = new QLabel(tr("Rows: true class; columns: predicted class. Shading: share of the row."), cmTab);
+    legend->setStyleSheet(QStringLiteral("QLabel { color: #555; }"));
+    cl->addWidget(legend);
+    m_tabs->addTab(cmTab, tr("Confusion matrix"));
+    connect(m_confusionButton, &QPushButton::clicked, this, &PredictPanel::runConfusionMatrix);
+
+    m_status = new QLabel(this);
+    m_status->setStyleSheet(QStringLiteral("QLabel { color: #555; }"));
+    layout->addWidget(m_status);
+}
+
+bool PredictPanel::isBusy() const { return m_watcher->isRunning(); }
+
+bool PredictPanel::hasModel() const { return m_session != nullptr; }
+
+QString PredictPanel::modelSource() const { return m_session ? m_session->source : QString(); }
+
+int PredictPanel::classCount() const { return m_session ? m_session->classes : 0; }
+
+qint64 PredictPanel::validationCount() const { return m_session ? m_session->samples.count : 0; }
+
+QStringList PredictPanel::classNames() const { return m_session ? m_session->classNames : QStringList(); }
+
+QString PredictPanel::predictionText() const { return m_predictionText; }
+
+QString PredictPanel::accuracyText() const { return m_accuracy->text(); }
+
+QString PredictPanel::errorText() const { return m_error->text(); }
+
+void PredictPanel::showError(const QString& text) {
+    m_error->setText(text);
+    m_error->setVisible(!text.isEmpty());
+    if (!text.isEmpty()) emit failed(text);
+}
+
+void PredictPanel::setBusy(bool busy) {
+    const bool ready = !busy && m_session;
+    m_loadProject->setEnabled(!busy);
+    m_openModel->setEnabled(!busy);
+    m_openImage->setEnabled(ready);
+    m_confusionButton->setEnabled(ready && m_session->samples.count > 0);
+    m_index->setEnabled(m_session && m_session->samples.count > 0);
+}
+
+void PredictPanel::start(std::function<JobResult()> job) {
+    auto result = std::make_shared<JobResult>();
+    m_result = result;
+    setBusy(true);
+    m_watcher->setFuture(QtConcurrent::run([job = std::move(job), result] {
+        try {
+            *result = job();
+        } catch (const EvaluationCancelled&) {
+            result->cancelled = true;
+        } catch (const std::exception& e) {
+            result->error = q(e.what());
+        }
+    }));
+}
+
+void PredictPanel::loadModel(const QString& path) {
+    if (isBusy()) return;
+    showError({});
+    QString source = path;
+    m_fromProject = path.isEmpty();
+    if (m_fromProject) {
+        QString error;
+        source = ExportDialog::projectCheckpoint(m_doc, &error);
+        if (source.isEmpty()) {
+            showError(error);
+            emit modelLoaded(false);
+            return;
+        }
+    }
+    const QString projectPath = m_doc->filePath();
+    m_status->setText(tr("Loading %1...").arg(QFileInfo(source).fileName()));
+    start([source, projectPath] {
+        JobResult r;
+        r.kind = JobResult::Load;
+        auto s = std::make_shared<PredictSession>();
+        std::string file = source.toStdString();
+        try {
+            if (QFileInfo(source).isDir()) file = resolveCheckpointPath(file);
+            s->model = loadModelFile(file);
+        } catch (const std::exception& e) {
+            const QString what = q(e.what());
+            r.error = what.contains(QFileInfo(source).fileName()) ? what : tr("%1: %2").arg(source, what);
+            return r;
+        }
+        s->source = q(file);
+        s->backend = backendRegistry().create(Device::cpu(), 0);
+        s->compiled = compileExportModel(s->model, *s->backend);
+        s->inputShape = s->compiled->inputShape();
+        s->classes = int(s->compiled->outputShape().numel());
+        for (int k = 0; k < s->classes; ++k)
+            s->classNames << (size_t(k) < s->model.classNames.size() && !s->model.classNames[size_t(k)].empty()
+                                  ? q(s->model.classNames[size_t(k)])
+                                  : tr("class %1").arg(k));
+        try {
+            DatasetBundle data = loadDataset(s->model.project.dataset, projectPath.toStdString());
+            s->dataNormalization = checkpointNormalizationOf(data.normalization);
+            const bool validation = data.validation.count > 0;
+            s->samples = validation ? std::move(data.validation) : std::move(data.train);
+            s->splitName = validation ? tr("validation") : tr("training");
+            if (s->samples.sampleShape.numel() != s->inputShape.numel())
+                throw std::runtime_error("its samples " + s->samples.sampleShape.toString() +
+                                         " do not fit the model input " + s->inputShape.toString());
+            const int64_t per = s->samples.sampleShape.numel();
+            for (int64_t i = 0; i < std::min<int64_t>(kThumbnails, s->samples.count); ++i) {
+                std::vector<float> raw(s->samples.inputs.begin() + i * per, s->samples.inputs.begin() + (i + 1) * per);
+                undoNormalization(raw, s->dataNormalization);
+                const QImage img = rawToImage(raw.data(), s->inputShape);
+                if (img.isNull()) break;
+                s->thumbnails << img;
+            }
+        } catch (const std::exception& e) {
+            s->samples = DataSplit{};
+            s->dataError = tr("The data set could not be loaded (%1), so only image files can be predicted.")
+                               .arg(q(e.what()));
+        }
+        r.session = std::move(s);
+        return r;
+    });
+}
+
+void PredictPanel::selectSample(int index) {
+    if (!m_session || index < 0 || index >= m_session->samples.count) return;
+    if (isBusy()) {
+        m_pendingIndex = index;  // the latest pick wins once the running job ends
+        return;
+    }
+    showError({});
+    auto s = m_session;
+    const QImage thumb = sampleImage(index);
+    start([s, index, thumb] {
+        JobResult r;
+        r.kind = JobResult::Predict;
+        const int64_t per = s->samples.sampleShape.numel();
+        r.predictions = predictSamples(*s->compiled, s->samples.inputs.data() + index * per, 1);
+        const int label = s->samples.labels[size_t(index)];
+        r.truth = tr("%1 sample %2, true class: %3")
+                      .arg(s->splitName)
+                      .arg(index)
+                      .arg(label >= 0 && label < s->classNames.size() ? s->classNames[label] : QString::number(label));
+        r.input = thumb;
+        return r;
+    });
+}
+
+QImage PredictPanel::sampleImage(int index) const {
+    if (!m_session) return {};
+    if (index < m_session->thumbnails.size()) return m_session->thumbnails[index];
+    const int64_t per = m_session->samples.sampleShape.numel();
+    std::vector<float> raw(m_session->samples.inputs.begin() + index * per,
+                           m_session->samples.inputs.begin() + (index + 1) * per);
+    undoNormalization(raw, m_session->dataNormalization);
+    return rawToImage(raw.data(), m_session->inputShape);
+}
+
+std::vector<float> PredictPanel::imageToRawInput(const QImage& image, const Shape& inputShape, QString* error) {
+    int c = 0, h = 0, w = 0;
+    if (!imageDims(inputShape, c, h, w)) {
+        *error = tr("The model's input %1 is not an image ([C, H, W] with C = 1 or 3, or [H, W]).")
+                     .arg(q(inputShape.toString()));
+        return {};
+    }
+    if (image.isNull()) {
+        *error = tr("The image is empty.");
+        return {};
+    }
+    QImage fitted = image.size() == QSize(w, h)
+                        ? image
+                        : image.scaled(w, h, Qt::IgnoreAspectRatio, Qt::SmoothTransformation);
+    fitted = fitted.convertToFormat(c == 1 ? QImage::Format_Grayscale8 : QImage::Format_RGB888);
+    std::vector<float> out(size_t(c) * size_t(h) * size_t(w));
+    const size_t plane = size_t(h) * size_t(w);
+    for (int r = 0; r < h; ++r) {
+        const uchar* line = fitted.constScanLine(r);
+        for (int k = 0; k < w; ++k) {
+            const size_t i = size_t(r) * size_t(w) + size_t(k);
+            if (c == 1) {
+                out[i] = line[k];
+            } else {
+                for (int ch = 0; ch < 3; ++ch) out[size_t(ch) * plane + i] = line[3 * k + ch];
+            }
+        }
+    }
+    return out;
+}
+
+std::vector<float> PredictPanel::readImageFile(const QString& path, const Shape& inputShape, QString* error) {
+    const QString suffix = QFileInfo(path).suffix().toLower();
+    if (suffix == QLatin1String("pgm") || suffix == QLatin1String("ppm") || suffix == QLatin1String("pnm")) {
+        PredictInputs in;
+        try {
+            in = readNetpbm(path.toStdString());
+        } catch (const std::exception& e) {
+            *error = q(e.what());
+            return {};
+        }
+        const int64_t channels = in.sampleDims[0], height = in.sampleDims[1], width = in.sampleDims[2];
+        int c = 0, h = 0, w = 0;
+        // Same size and channels: the file's values as they are (16-bit files keep their precision).
+        if (imageDims(inputShape, c, h, w) && c == channels && h == height && w == width) return in.values;
+        QImage img(int(width), int(height), QImage::Format_RGB32);
+        const int64_t plane = height * width;
+        for (int r = 0; r < img.height(); ++r) {
+            auto* line = reinterpret_cast<QRgb*>(img.scanLine(r));
+            for (int k = 0; k < img.width(); ++k) {
+                const int64_t i = int64_t(r) * width + k;
+                auto v = [&](int64_t ch) { return std::clamp(int(std::lround(in.values[size_t(ch * plane + i)])), 0, 255); };
+                line[k] = channels == 3 ? qRgb(v(0), v(1), v(2)) : qRgb(v(0), v(0), v(0));
+            }
+        }
+        return imageToRawInput(img, inputShape, error);
+    }
+    QImage img(path);
+    if (img.isNull()) {
+        *error = tr("%1: not an image Qt can read (PNG, JPEG, BMP, PGM, PPM)").arg(path);
+        return {};
+    }
+    return imageToRawInput(img, inputShape, error);
+}
+
+void PredictPanel::predictImageFile(const QString& path) {
+    if (!m_session || isBusy()) return;
+    showError({});
+    QString error;
+    std::vector<float> raw = readImageFile(path, m_session->inputShape, &error);
+    if (raw.empty()) {
+        showError(error.contains(QFileInfo(path).fileName()) ? error : tr("%1: %2").arg(path, error));
+        return;
+    }
+    const QImage shown = rawToImage(raw.data(), m_session->inputShape);
+    auto s = m_session;
+    const QString name = QFileInfo(path).fileName();
+    start([s, raw = std::move(raw), shown, name]() mutable {
+        JobResult r;
+        r.kind = JobResult::Predict;
+        applyNormalization(raw, s->model.normalization);
+        r.predictions = predictSamples(*s->compiled, raw.data(), 1);
+        r.input = shown;
+        r.truth = tr("image %1").arg(name);
+        return r;
+    });
+}
+
+void PredictPanel::runConfusionMatrix() {
+    if (!m_session || isBusy() || m_session->samples.count == 0) return;
+    showError({});
+    auto s = m_session;
+    m_cancel = std::make_shared<std::atomic<bool>>(false);
+    auto cancel = m_cancel;
+    QPointer<QProgressBar> bar = m_progress;
+    m_progress->setValue(0);
+    m_status->setText(tr("Evaluating %1 %2 samples...").arg(s->samples.count).arg(s->splitName));
+    start([s, cancel, bar] {
+        JobResult r;
+        r.kind = JobResult::Confusion;
+        const SplitEvaluation e = evaluateSplit(*s->compiled, s->samples, 0, 256, [&](int64_t done, int64_t total) {
+            const int pct = int(100 * done / std::max<int64_t>(1, total));
+            QMetaObject::invokeMethod(bar, [bar, pct] { if (bar) bar->setValue(pct); }, Qt::QueuedConnection);
+            return !cancel->load();
+        });
+        r.confusion = e.confusion;
+        return r;
+    });
+}
+
+void PredictPanel::projectTrained() {
+    if (m_fromProject && m_session && !isBusy()) loadModel();
+}
+
+void PredictPanel::finishJob() {
+    const std::shared_ptr<JobResult> r = m_result;
+    m_result.reset();
+    m_status->clear();
+    if (!r) {
+        setBusy(false);
+        return;
+    }
+    if (r->cancelled) {
+        setBusy(false);
+        return;
+    }
+    if (!r->error.isEmpty()) {
+        setBusy(false);
+        showError(r->error);
+        if (r->kind == JobResult::Load) emit modelLoaded(false);
+        return;
+    }
+    switch (r->kind) {
+    case JobResult::Load:
+        m_session = r->session;
+        showModel();
+        setBusy(false);
+        emit modelLoaded(true);
+        if (m_session->samples.count > 0) selectSample(m_index->value());
+        return;
+    case JobResult::Predict:
+        showPrediction(r->predictions, r->input, r->truth);
+        break;
+    case JobResult::Confusion:
+        m_progress->setValue(100);
+        showConfusion(r->confusion);
+        break;
+    }
+    setBusy(false);
+    if (r->kind == JobResult::Predict) emit predictionReady();
+    if (r->kind == JobResult::Confusion) emit confusionReady();
+    if (m_pendingIndex >= 0) {
+        const int next = m_pendingIndex;
+        m_pendingIndex = -1;
+        selectSample(next);
+    }
+}
+
+void PredictPanel::showModel() {
+    const PredictSession& s = *m_session;
+    QString text = tr("<b>%1</b> (%2): input %3, %4 classes")
+                       .arg(QFileInfo(s.source).fileName().toHtmlEscaped(), q(s.model.project.name).toHtmlEscaped(),
+                            q(s.inputShape.toString()))
+                       .arg(s.classes);
+    if (s.samples.count > 0) text += tr("; %1 %2 samples").arg(s.samples.count).arg(s.splitName);
+    m_source->setText(text);
+    m_source->setToolTip(s.source);
+    if (!s.dataError.isEmpty()) showError(s.dataError);
+    m_index->blockSignals(true);
+    m_index->setRange(0, int(std::max<int64_t>(0, s.samples.count - 1)));
+    m_index->setValue(std::min(m_index->value(), m_index->maximum()));
+    m_index->blockSignals(false);
+    m_thumbs->clear();
+    for (int i = 0; i < s.thumbnails.size(); ++i) {
+        const QImage scaled = s.thumbnails[i].scaled(kThumbSize, kThumbSize, Qt::KeepAspectRatio, Qt::FastTransformation);
+        auto* item = new QListWidgetItem(QIcon(QPixmap::fromImage(scaled)), QString(), m_thumbs);
+        const int label = s.samples.labels[size_t(i)];
+        item->setToolTip(tr("#%1: %2").arg(i).arg(label < s.classNames.size() ? s.classNames[label] : QString()));
+    }
+    m_thumbs->setVisible(!s.thumbnails.isEmpty());
+    m_probabilities.clear();
+    m_predicted = -1;
+    m_probTable->setRowCount(0);
+    m_predictedLabel->clear();
+    m_inputView->clear();
+    m_confusion = ConfusionMatrix{};
+    m_confusionTable->clear();
+    m_confusionTable->setRowCount(0);
+    m_confusionTable->setColumnCount(0);
+    m_accuracy->clear();
+    m_progress->setValue(0);
+}
+
+void PredictPanel::showPrediction(const Predictions& p, const QImage& input, const QString& truth) {
+    const QStringList& names = m_session->classNames;
+    m_probabilities.clear();
+    for (int k = 0; k < p.classes; ++k) m_probabilities << double(p.probabilities[size_t(k)]);
+    m_predicted = p.predicted.empty() ? -1 : p.predicted[0];
+    const QString predictedName = m_predicted >= 0 && m_predicted < names.size() ? names[m_predicted] : QString();
+    m_predictionText = tr("%1 (%2%)").arg(predictedName).arg(100.0 * m_probabilities.value(m_predicted), 0, 'f', 1);
+    m_predictedLabel->setText(tr("Predicted: %1<br><span style='font-weight:normal; font-size:small'>%2</span>")
+                                  .arg(m_predictionText.toHtmlEscaped(), truth.toHtmlEscaped()));
+    if (!input.isNull())
+        m_inputView->setPixmap(QPixmap::fromImage(
+            input.scaled(m_inputView->size() - QSize(4, 4), Qt::KeepAspectRatio, Qt::FastTransformation)));
+    else
+        m_inputView->setText(tr("(not an image)"));
+    m_probTable->setRowCount(p.classes);
+    for (int k = 0; k < p.classes; ++k) {
+        auto* name = new QTableWidgetItem(k < names.size() ? names[k] : QString::number(k));
+        if (k == m_predicted) {
+            QFont f = name->font();
+            f.setBold(true);
+            name->setFont(f);
+        }
+        m_probTable->setItem(k, 0, name);
+        auto* bar = qobject_cast<QProgressBar*>(m_probTable->cellWidget(k, 1));
+        if (!bar) {
+            bar = new QProgressBar(m_probTable);
+            bar->setRange(0, 1000);
+            bar->setTextVisible(true);
+            bar->setMaximumHeight(18);
+            m_probTable->setCellWidget(k, 1, bar);
+        }
+        bar->setValue(int(std::lround(1000.0 * m_probabilities[k])));
+        bar->setFormat(QString::number(m_probabilities[k], 'f', 4));
+        bar->setStyleSheet(k == m_predicted ? QStringLiteral("QProgressBar::chunk { background: #2e7d32; }")
+                                            : QStringLiteral("QProgressBar::chunk { background: #5c8dd6; }"));
+    }
+}
+
+void PredictPanel::showConfusion(const ConfusionMatrix& m) {
+    m_confusion = m;
+    const QStringList& names = m_session->classNames;
+    const int n = m.classes;
+    m_confusionTable->clear();
+    m_confusionTable->setRowCount(n + 1);
+    m_confusionTable->setColumnCount(n + 1);
+    QStringList headers;
+    for (int k = 0; k < n; ++k) headers << (k < names.size() ? names[k] : QString::number(k));
+    m_confusionTable->setVerticalHeaderLabels(headers + QStringList{tr("Precision")});
+    QStringList columns;
+    for (int k = 0; k < n; ++k) columns << QString::number(k);
+    m_confusionTable->setHorizontalHeaderLabels(columns + QStringList{tr("Recall")});
+    for (int k = 0; k < n; ++k) m_confusionTable->horizontalHeaderItem(k)->setToolTip(headers[k]);
+    for (int t = 0; t < n; ++t) {
+        const double rowTotal = double(std::max<int64_t>(1, m.rowTotal(t)));
+        for (int p = 0; p < n; ++p) {
+            const int64_t c = m.at(t, p);
+            auto* item = new QTableWidgetItem(QString::number(c));
+            item->setTextAlignment(Qt::AlignCenter);
+            // Diagonal in green, errors in red, shaded by the share of the true class's samples.
+            const double share = double(c) / rowTotal;
+            const QColor base = t == p ? QColor(46, 125, 50) : QColor(198, 40, 40);
+            QColor bg = base;
+            bg.setAlphaF(c == 0 ? 0.0f : float(0.12 + 0.88 * share));
+            item->setBackground(bg);
+            if (share > 0.55) item->setForeground(Qt::white);
+            item->setToolTip(tr("true %1, predicted %2: %3 (%4% of the row)")
+                                 .arg(headers[t], headers[p])
+                                 .arg(c)
+                                 .arg(100.0 * share, 0, 'f', 1));
+            m_confusionTable->setItem(t, p, item);
+        }
+        const double recall = m.recall(t);
+        auto* r = new QTableWidgetItem(std::isnan(recall) ? tr("n/a") : QString::number(100.0 * recall, 'f', 1) + '%');
+        r->setTextAlignment(Qt::AlignCenter);
+        m_confusionTable->setItem(t, n, r);
+    }
+    for (int p = 0; p < n; ++p) {
+        const int64_t col = m.columnTotal(p);
+        auto* item = new QTableWidgetItem(col == 0 ? tr("n/a")
+                                                   : QString::number(100.0 * double(m.at(p, p)) / double(col), 'f', 1) +
+                                                         '%');
+        item->setTextAlignment(Qt::AlignCenter);
+        m_confusionTable->setItem(n, p, item);
+    }
+    m_accuracy->setText(tr("Accuracy %1% (%2 of %3 %4 samples)")
+                            .arg(100.0 * m.accuracy(), 0, 'f', 2)
+                            .arg(m.correct())
+                            .arg(m.total())
+                            .arg(m_session->splitName));
+}
+
+}  // namespace strata::ui

@@ -1,0 +1,130 @@
+// PredictPanel: inference in the workbench. Loads a model (the project's best
+// checkpoint, or any checkpoint or export file) and the project's validation
+// split; shows, for a validation sample picked by index or thumbnail or for an
+// image file (PGM/PPM through core's readNetpbm, PNG/JPEG through QImage,
+// turned into the raw values the data set holds and resized to the model's
+// input), the predicted class and a probability bar per class; and evaluates
+// the whole validation split into a colour-shaded confusion matrix with
+// per-class recall and the overall accuracy. Every forward pass runs on a
+// worker thread (QtConcurrent), one job at a time; the numbers come from
+// core/train/Evaluation.
+#pragma once
+
+#include <QFutureWatcher>
+#include <QImage>
+#include <QString>
+#include <QStringList>
+#include <QVector>
+#include <QWidget>
+
+#include <atomic>
+#include <memory>
+#include <vector>
+
+#include "core/tensor/Shape.h"
+#include "core/train/Evaluation.h"
+
+class QLabel;
+class QListWidget;
+class QProgressBar;
+class QPushButton;
+class QSpinBox;
+class QTabWidget;
+class QTableWidget;
+
+namespace strata::ui {
+
+class ProjectDocument;
+struct PredictSession;
+
+class PredictPanel : public QWidget {
+    Q_OBJECT
+public:
+    explicit PredictPanel(ProjectDocument* doc, QWidget* parent = nullptr);
+    ~PredictPanel() override;
+
+    // Raw model-input values (0..255 per channel, [C, H, W] planes) of an image for a model input of
+    // `inputShape` ([C, H, W] or [H, W], C = 1 or 3), resized to fit. Empty with `error` set otherwise.
+    static std::vector<float> imageToRawInput(const QImage& image, const Shape& inputShape, QString* error);
+    // Reads PGM/PPM with readNetpbm and anything else through QImage, then as imageToRawInput.
+    static std::vector<float> readImageFile(const QString& path, const Shape& inputShape, QString* error);
+
+    bool isBusy() const;
+    bool hasModel() const;
+    QString modelSource() const;  // the file the loaded model came from
+    int classCount() const;
+    qint64 validationCount() const;
+    QStringList classNames() const;
+
+    // Last prediction: probabilities per class (sum 1), the argmax, and a one-line description.
+    QVector<double> probabilities() const { return m_probabilities; }
+    int predictedClass() const { return m_predicted; }
+    QString predictionText() const;
+    // Last confusion matrix (classes == 0 before one is computed).
+    const ConfusionMatrix& confusion() const { return m_confusion; }
+    QString accuracyText() const;
+    QString errorText() const;
+    QTableWidget* confusionTable() const { return m_confusionTable; }
+    QTableWidget* probabilityTable() const { return m_probTable; }
+    QTabWidget* tabs() const { return m_tabs; }
+
+public slots:
+    // Loads a model file, or with an empty path the project's best checkpoint, plus the validation split.
+    void loadModel(const QString& path = {});
+    // Predicts validation sample `index` (0-based).
+    void selectSample(int index);
+    void predictImageFile(const QString& path);
+    void runConfusionMatrix();
+    // After a training run: reloads when the model came from the project's checkpoint folder.
+    void projectTrained();
+
+signals:
+    void modelLoaded(bool ok);
+    void predictionReady();
+    void confusionReady();
+    void failed(const QString& message);
+
+private:
+    struct JobResult;
+    void buildUi();
+    void start(std::function<JobResult()> job);
+    void finishJob();
+    void showError(const QString& text);
+    void setBusy(bool busy);
+    void showModel();
+    void showPrediction(const Predictions& p, const QImage& input, const QString& truth);
+    void showConfusion(const ConfusionMatrix& m);
+    QImage sampleImage(int index) const;
+
+    ProjectDocument* m_doc;
+    std::shared_ptr<PredictSession> m_session;
+    bool m_fromProject = false;
+    int m_pendingIndex = -1;
+    std::shared_ptr<std::atomic<bool>> m_cancel;
+
+    QLabel* m_source = nullptr;
+    QPushButton* m_loadProject = nullptr;
+    QPushButton* m_openModel = nullptr;
+    QTabWidget* m_tabs = nullptr;
+    QSpinBox* m_index = nullptr;
+    QPushButton* m_openImage = nullptr;
+    QListWidget* m_thumbs = nullptr;
+    QLabel* m_inputView = nullptr;
+    QLabel* m_predictedLabel = nullptr;
+    QTableWidget* m_probTable = nullptr;
+    QPushButton* m_confusionButton = nullptr;
+    QProgressBar* m_progress = nullptr;
+    QLabel* m_accuracy = nullptr;
+    QTableWidget* m_confusionTable = nullptr;
+    QLabel* m_error = nullptr;
+    QLabel* m_status = nullptr;
+
+    QVector<double> m_probabilities;
+    int m_predicted = -1;
+    QString m_predictionText;
+    ConfusionMatrix m_confusion;
+    QFutureWatcher<void>* m_watcher = nullptr;
+    std::shared_ptr<JobResult> m_result;
+};
+
+}  // namespace strata::ui
