@@ -8,6 +8,7 @@
 #include <fstream>
 #include <random>
 #include <sstream>
+#include <zlib.h>
 
 #include "core/export/ExportCommands.h"
 #include "core/export/ExportModel.h"
@@ -267,6 +268,79 @@ private slots:
                                   out, err),
                  0);
         QVERIFY(out.str().find("fc1.weight [32, 2048] Q8_0") != std::string::npos);
+        // The conv kernel's rows of 3 cannot form Q8_0 blocks: said in a line of its own.
+        QVERIFY2(out.str().find("note: conv.weight [32, 1, 3, 3] stored as F16, not Q8_0: its innermost dimension 3 "
+                                "is not a multiple of 32") != std::string::npos,
+                 out.str().c_str());
+        QVERIFY(out.str().find("note: 1 tensor(s) fell back from Q8_0 to F16") != std::string::npos);
+    }
+
+    // More samples than one forward batch (256), gzipped IDX images with an IDX label file: the accuracy line
+    // counts exactly the samples whose label is the argmax.
+    void predictAccuracyOverBatches() {
+        const ExportModel m = randomExport(smallCnn(), 17);
+        writeGgufExport(path("acc.gguf"), m, ExportPrecision::F32);
+        const int count = 600;
+        std::mt19937 rng(18);
+        std::uniform_int_distribution<int> px(0, 255);
+        std::vector<uint8_t> pixels(static_cast<size_t>(count) * 64);
+        for (uint8_t& p : pixels) p = static_cast<uint8_t>(px(rng));
+        auto be32 = [](std::vector<uint8_t>& b, uint32_t v) {
+            for (int s = 24; s >= 0; s -= 8) b.push_back(static_cast<uint8_t>(v >> s));
+        };
+        std::vector<uint8_t> images{0, 0, 0x08, 3};
+        be32(images, count);
+        be32(images, 8);
+        be32(images, 8);
+        images.insert(images.end(), pixels.begin(), pixels.end());
+        gzFile gz = gzopen(path("acc-images.gz").c_str(), "wb");
+        QVERIFY(gz);
+        QCOMPARE(gzwrite(gz, images.data(), static_cast<unsigned>(images.size())), int(images.size()));
+        gzclose(gz);
+
+        std::vector<float> x(pixels.begin(), pixels.end());
+        for (float& v : x) v /= 255.f;
+        const std::vector<float> logits = runModel(m, x, count);
+        std::vector<uint8_t> labels{0, 0, 0x08, 1};
+        be32(labels, count);
+        int correct = 0;
+        for (int i = 0; i < count; ++i) {
+            const float* row = logits.data() + i * 10;
+            const int best = static_cast<int>(std::max_element(row, row + 10) - row);
+            const bool right = i % 3 != 0;  // two thirds labelled with the model's own answer
+            labels.push_back(static_cast<uint8_t>(right ? best : (best + 1) % 10));
+            correct += right;
+        }
+        writeBytes(path("acc-labels"), labels);
+        std::ostringstream out, err;
+        QVERIFY2(runPredictCommand({path("acc.gguf"), path("acc-images.gz"), "--labels", path("acc-labels"), "--count",
+                                    "100000", "--quiet"},
+                                   out, err) == 0,
+                 err.str().c_str());
+        char expected[80];
+        std::snprintf(expected, sizeof expected, "accuracy %.2f%% on %d samples (%d correct)",
+                      100.0 * correct / count, count, correct);
+        QVERIFY2(out.str().find(expected) != std::string::npos, (out.str() + " lacks " + expected).c_str());
+        QVERIFY2(out.str().find("sample 0") == std::string::npos, "--quiet prints only the summary");
+        // Labels from the same file, per sample, without --quiet.
+        std::ostringstream out2, err2;
+        QCOMPARE(runPredictCommand({path("acc.gguf"), path("acc-images.gz"), "--labels", path("acc-labels"), "--count",
+                                    "300"},
+                                   out2, err2),
+                 0);
+        QVERIFY(out2.str().find("sample 299 (label ") != std::string::npos);
+        QVERIFY(out2.str().find("on 300 samples") != std::string::npos);
+        // Too few labels.
+        labels.resize(8 + 100);
+        labels[7] = 100;
+        labels[6] = 0;
+        writeBytes(path("few-labels"), labels);
+        std::ostringstream out3, err3;
+        QCOMPARE(runPredictCommand({path("acc.gguf"), path("acc-images.gz"), "--labels", path("few-labels"), "--count",
+                                    "300"},
+                                   out3, err3),
+                 1);
+        QVERIFY2(err3.str().find("100 labels for 300 samples") != std::string::npos, err3.str().c_str());
     }
 
     void predictReadsNetpbm() {
