@@ -408,6 +408,60 @@ private slots:
         QVERIFY2(out.str().find("sample 1 (label setosa): virginica 0.9526") != std::string::npos, out.str().c_str());
     }
 
+    // Per-feature statistics must match the input: writers refuse a mismatch, loaders report it as a FormatError.
+    void perFeatureStatisticsChecked() {
+        Project p;
+        p.name = "tabular";
+        const int in = p.graph.addNode("Input", "features", {{"shape", {3}}});
+        const int d = p.graph.addNode("Dense", "fc", {{"units", 2}});
+        p.graph.connect(in, d);
+        p.dataset.kind = "csv";
+        ExportModel m;
+        m.project = p;
+        m.weights["fc.weight"] = {1, 0, 0, 0, 1, 0};
+        m.weights["fc.bias"] = {0, 0};
+        m.normalization.mode = "standardize";
+        m.normalization.featureMean = {10, 20, 30};
+        m.normalization.featureStd = {2, 4, 0.5f};
+        writeSafetensorsExport(path("pf.safetensors"), m, ExportPrecision::F32);
+        writeGgufExport(path("pf.gguf"), m, ExportPrecision::Q8_0);
+        QCOMPARE(loadModelFile(path("pf.safetensors")).normalization, m.normalization);
+        QCOMPARE(loadModelFile(path("pf.gguf")).normalization, m.normalization);
+        std::vector<float> raw{12, 24, 31, 10, 20, 30};
+        normalizeInputs(m.normalization, raw);
+        QCOMPARE(raw, (std::vector<float>{1, 1, 2, 0, 0, 0}));
+
+        ExportModel bad = m;
+        bad.normalization.featureStd.pop_back();
+        QVERIFY_THROWS_EXCEPTION(std::runtime_error, writeGgufExport(path("bad.gguf"), bad, ExportPrecision::F32));
+        bad = m;
+        bad.normalization.featureMean.push_back(1);
+        bad.normalization.featureStd.push_back(1);
+        try {
+            writeSafetensorsExport(path("bad.safetensors"), bad, ExportPrecision::F32);
+            QFAIL("4 feature statistics for 3 inputs accepted");
+        } catch (const std::runtime_error& e) {
+            QVERIFY2(std::string(e.what()).find("4 features, the input 'features' takes [3]") != std::string::npos,
+                     e.what());
+        }
+        bad = m;
+        bad.normalization.featureStd[1] = 0;
+        QVERIFY_THROWS_EXCEPTION(std::runtime_error, writeGgufExport(path("bad.gguf"), bad, ExportPrecision::F32));
+
+        // A file whose statistics do not fit its own graph.
+        SafetensorsContents c = readSafetensors(path("pf.safetensors"));
+        c.metadata["strata.normalization"] =
+            R"({"mode":"standardize","scale":1,"mean":0,"std":1,"feature_mean":[1,2],"feature_std":[1,1]})";
+        writeSafetensors(path("lying.safetensors"), c.tensors, c.metadata);
+        try {
+            loadModelFile(path("lying.safetensors"));
+            QFAIL("mismatched statistics loaded");
+        } catch (const FormatError& e) {
+            QCOMPARE(e.file(), path("lying.safetensors"));
+            QVERIFY2(std::string(e.what()).find("2 features") != std::string::npos, e.what());
+        }
+    }
+
     void usageErrors() {
         std::ostringstream out, err;
         QCOMPARE(runExportCommand({}, out, err), 2);
