@@ -4,6 +4,7 @@
 // asynchronous uploads; and the same op comparisons on every CUDA GPU (skipped, saying why, without one).
 #include <QtTest>
 
+#include <bit>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "core/backend/Backend.h"
+#include "core/backend/CpuPrecision.h"
 #include "core/backend/CpuBackend.h"
 #include "core/export/Half.h"
 #include "core/graph/Project.h"
@@ -325,6 +327,39 @@ private slots:
             QFAIL("fp8 was accepted");
         } catch (const std::invalid_argument& e) {
             QVERIFY2(std::string(e.what()).find("expected fp32, bf16 or fp16") != std::string::npos, e.what());
+        }
+    }
+
+    // The CPU's fast rounding equals the export code's conversions, bit for bit, on every class of float.
+    void roundingAgreesWithHalfConversions() {
+        std::mt19937 rng(1);
+        std::vector<uint32_t> bits = {0x00000000u, 0x80000000u, 0x7f800000u, 0xff800000u, 0x7fc00000u, 0x00000001u,
+                                      0x38800000u, 0x387fffffu, 0x33000000u, 0x33000001u, 0x477fefffu, 0x477ff000u,
+                                      0x477fe000u, 0x7f7fffffu, 0x3f800fffu, 0x3f801000u, 0x3f803000u, 0x3f808000u};
+        std::uniform_int_distribution<uint32_t> any;
+        for (int i = 0; i < 400000; ++i) bits.push_back(any(rng));
+        // Dense around fp16's subnormal and overflow edges.
+        std::uniform_int_distribution<uint32_t> low(0x33000000u - 100, 0x38800000u + 100), high(0x477f0000u, 0x47800100u);
+        for (int i = 0; i < 200000; ++i) bits.push_back(low(rng) | (i & 1 ? 0x80000000u : 0u));
+        for (int i = 0; i < 50000; ++i) bits.push_back(high(rng));
+        for (uint32_t b : bits) {
+            const float v = std::bit_cast<float>(b);
+            const float h = cpu::roundToPrecision(v, ComputePrecision::F16);
+            const float hWant = halfToFloat(floatToHalf(v));
+            const float bf = cpu::roundToPrecision(v, ComputePrecision::BF16);
+            const float bfWant = bfloat16ToFloat(floatToBFloat16(v));
+            if (std::isnan(v)) {
+                QVERIFY(std::isnan(h) && std::isnan(bf));
+                continue;
+            }
+            if (std::bit_cast<uint32_t>(h) != std::bit_cast<uint32_t>(hWant) ||
+                std::bit_cast<uint32_t>(bf) != std::bit_cast<uint32_t>(bfWant))
+                QFAIL(qPrintable(QString("bits %1: fp16 %2 want %3, bf16 %4 want %5")
+                                     .arg(b, 8, 16, QChar('0'))
+                                     .arg(double(h), 0, 'g', 9)
+                                     .arg(double(hWant), 0, 'g', 9)
+                                     .arg(double(bf), 0, 'g', 9)
+                                     .arg(double(bfWant), 0, 'g', 9)));
         }
     }
 

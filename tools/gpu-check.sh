@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # gpu-check.sh: the CUDA backend checked on a machine WITH a GPU (an H200 box: 16 cores, no internet,
 # PyTorch with CUDA). Builds Strata (Release, STRATA_CUDA=ON, STRATA_GUI=OFF), runs test_gpu_device and
-# test_backend_ops, trains examples/fashion_cnn.strata for one epoch on cuda:0 (batch 64 and 1024) and on
-# the CPU (batch 64), runs the PyTorch reference bench/gpu_bench.py on the same GPU, and prints one table:
-# per-op max error against the CPU reference, samples/s of Strata GPU vs PyTorch GPU and their ratio,
-# Strata CPU samples/s, and peak GPU memory. Meant to finish in under 5 minutes.
+# test_backend_ops and test_mixed_precision, trains examples/fashion_cnn.strata for one epoch on cuda:0
+# (batch 64 and 1024, in fp32 and with --precision bf16) and on the CPU (batch 64), runs the PyTorch reference bench/gpu_bench.py on the same GPU, and prints one table:
+# per-op max error against the CPU reference, samples/s of Strata GPU (fp32 and bf16) vs PyTorch GPU and
+# their ratio, Strata CPU samples/s, and peak GPU memory. Meant to finish in under 5 minutes.
 #
 # Usage: tools/gpu-check.sh [FASHION_MNIST_DIR]
 #   FASHION_MNIST_DIR holds {train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz]
@@ -78,12 +78,13 @@ if [[ "${SKIP_BUILD:-0}" != 1 ]]; then
     cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DSTRATA_CUDA=ON -DSTRATA_GUI=OFF \
         -DCMAKE_CUDA_ARCHITECTURES="$CUDA_ARCH" >"$OUT/configure.log" 2>&1 ||
         die "configure failed, see $OUT/configure.log: $(tail -5 "$OUT/configure.log")"
-    say "build test_gpu_device test_backend_ops strata-train (-j$JOBS)"
-    cmake --build "$BUILD" --target test_gpu_device test_backend_ops strata-train -j"$JOBS" >"$OUT/build.log" 2>&1 ||
+    say "build test_gpu_device test_backend_ops test_mixed_precision strata-train (-j$JOBS)"
+    cmake --build "$BUILD" --target test_gpu_device test_backend_ops test_mixed_precision strata-train -j"$JOBS" \
+        >"$OUT/build.log" 2>&1 ||
         die "build failed, see $OUT/build.log: $(grep -m5 -E 'error|Error' "$OUT/build.log" || tail -5 "$OUT/build.log")"
 fi
 BIN=$BUILD/bin
-for b in test_gpu_device test_backend_ops strata-train; do [[ -x "$BIN/$b" ]] || die "$BIN/$b was not built"; done
+for b in test_gpu_device test_backend_ops test_mixed_precision strata-train; do [[ -x "$BIN/$b" ]] || die "$BIN/$b was not built"; done
 
 say "devices seen by Strata:"
 timeout 60 "$BIN/strata-train" --list-devices || fail "strata-train --list-devices"
@@ -100,6 +101,10 @@ if ! STRATA_CUDA_TF32=0 timeout 240 "$BIN/test_backend_ops" >"$OUT/test_backend_
 fi
 grep -E '^(FAIL|SKIP)' -A1 "$OUT/test_backend_ops.log" | head -20 || true
 grep -q 'checking backend cuda:0' "$OUT/test_backend_ops.log" || fail "test_backend_ops did not check cuda:0"
+# bf16/fp16 GEMM and convolutions on cuda:0 against the CPU's rounded-input emulation, and a bf16 training run.
+say "test_mixed_precision"
+if ! timeout 180 "$BIN/test_mixed_precision" >"$OUT/test_mixed_precision.log" 2>&1; then fail "test_mixed_precision"; fi
+grep -E '^(FAIL|SKIP)' -A1 "$OUT/test_mixed_precision.log" | head -20 || true
 
 # ---- projects: absolute data paths, batch 64 and 1024 ---------------------------------------------------
 mkproject() {  # mkproject BATCH OUTFILE
@@ -145,18 +150,20 @@ mem_peak() {  # mem_peak FILE -> MiB above idle
 }
 trap 'mem_stop' EXIT
 
-train() {  # train NAME DEVICE PROJECT BATCH
-    local name=$1 device=$2 proj=$3 batch=$4
-    say "strata-train $name ($device)"
+train() {  # train NAME DEVICE PROJECT BATCH [PRECISION]
+    local name=$1 device=$2 proj=$3 batch=$4 precision=${5:-fp32}
+    say "strata-train $name ($device, $precision)"
     [[ "$device" == cpu ]] || mem_start "$OUT/$name.mem"
     if ! timeout 240 "$BIN/strata-train" "$proj" --device "$device" --epochs 1 --batch "$batch" \
-        --metrics-out "$OUT/$name.jsonl" --quiet >"$OUT/$name.log" 2>&1; then
+        --precision "$precision" --metrics-out "$OUT/$name.jsonl" --quiet >"$OUT/$name.log" 2>&1; then
         fail "strata-train $name: $(tail -3 "$OUT/$name.log" | tr '\n' ' ')"
     fi
     [[ "$device" == cpu ]] || mem_stop
 }
 train strata_gpu_b64 cuda:0 "$OUT/cnn_b64.strata" 64
 train strata_gpu_b1024 cuda:0 "$OUT/cnn_b1024.strata" 1024
+train strata_gpu_bf16_b64 cuda:0 "$OUT/cnn_b64.strata" 64 bf16
+train strata_gpu_bf16_b1024 cuda:0 "$OUT/cnn_b1024.strata" 1024 bf16
 train strata_cpu_b64 cpu "$OUT/cnn_b64.strata" 64
 
 if [[ -n "${PYTHON:-}" ]]; then
@@ -227,24 +234,32 @@ if not ops:
     print("  (no OPERR lines: see test_gpu_device.log)")
 for i in range(0, len(ops), 3):
     print("  " + "".join("{:<22}{:>9}   ".format(o, e) for o, e in ops[i:i + 3]))
-for t in ("test_gpu_device", "test_backend_ops"):
+for t in ("test_gpu_device", "test_backend_ops", "test_mixed_precision"):
     p = os.path.join(out, t + ".log")
     tot = [l.strip() for l in open(p) if l.startswith("Totals:")] if os.path.exists(p) else []
     print("  {:<18} {}".format(t, tot[-1] if tot else "did not run"))
 print()
 print("Fashion-MNIST CNN, one epoch (samples/s; memory: peak above idle, nvidia-smi)")
 print("-" * 78)
-print("{:>6} {:>14} {:>14} {:>9} {:>12} {:>12}".format("batch", "Strata GPU", "PyTorch GPU", "ratio", "Strata MiB", "PyTorch MiB"))
+print("{:>6} {:>12} {:>12} {:>12} {:>7} {:>11} {:>12}".format(
+    "batch", "Strata GPU", "Strata bf16", "PyTorch GPU", "ratio", "Strata MiB", "PyTorch MiB"))
 cpu = epoch("strata_cpu_b64")
 tmem = mem("torch")
 for b in (64, 1024):
     ev = epoch("strata_gpu_b%d" % b)
     s = ev.get("samples_per_s") if ev else None
     t = torch_runs.get(b, {}).get("samples_per_s")
+    bf = epoch("strata_gpu_bf16_b%d" % b)
+    sb = bf.get("samples_per_s") if bf else None
     ratio = (s / t) if (s and t) else None
-    print("{:>6} {:>14} {:>14} {:>9} {:>12} {:>12}".format(
-        b, fmt(s), fmt(t), fmt(ratio, "{:.2f}"), fmt(mem("strata_gpu_b%d" % b)), fmt(tmem)))
+    print("{:>6} {:>12} {:>12} {:>12} {:>7} {:>11} {:>12}".format(
+        b, fmt(s), fmt(sb), fmt(t), fmt(ratio, "{:.2f}"), fmt(mem("strata_gpu_b%d" % b)), fmt(tmem)))
 print("Strata CPU, batch 64: {} samples/s".format(fmt(cpu.get("samples_per_s") if cpu else None)))
+print("ratio: Strata GPU fp32 / PyTorch GPU (fp32). Strata bf16: GEMM/conv inputs rounded to bf16, fp32 accumulation.")
+for b in (64, 1024):
+    bf = epoch("strata_gpu_bf16_b%d" % b)
+    if bf:
+        print("Strata GPU bf16 b%d epoch: %s" % (b, json.dumps({k: v for k, v in bf.items() if "acc" in k or "loss" in k})))
 for b in (64, 1024):
     ev = epoch("strata_gpu_b%d" % b) or {}
     extra = {k: v for k, v in ev.items() if "peak" in k or "acc" in k or "loss" in k}
