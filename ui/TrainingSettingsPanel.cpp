@@ -143,6 +143,15 @@ void TrainingSettingsPanel::buildUi() {
     m_precision->addItem(tr("fp32"), "fp32");
     m_precision->addItem(tr("bf16 (mixed)"), "bf16");
     m_precision->addItem(tr("fp16 (mixed)"), "fp16");
+    m_precision->setItemData(0, tr("Float32 everywhere."), Qt::ToolTipRole);
+    m_precision->setItemData(1, tr("Matrix products and convolutions round their inputs to bfloat16 and sum in "
+                                   "float32; weights and activations stay float32."),
+                             Qt::ToolTipRole);
+    m_precision->setItemData(2, tr("Matrix products and convolutions round their inputs to float16 and sum in "
+                                   "float32, with dynamic loss scaling (steps whose gradients overflow are "
+                                   "skipped); weights and activations stay float32."),
+                             Qt::ToolTipRole);
+    m_precision->setToolTip(tr("Arithmetic precision of matrix products and convolutions (training.precision)"));
     runForm->addRow(tr("Precision"), m_precision);
     m_seed = new QLineEdit(runBox);
     m_seed->setValidator(new QRegularExpressionValidator(QRegularExpression(QStringLiteral("[0-9]{1,20}")), m_seed));
