@@ -30,7 +30,7 @@ struct PngImage {
 
 // Images up to this many pixels decode; larger ones are refused before inflating (a 20-byte header can
 // claim gigapixels).
-constexpr int64_t kPngMaxPixels = int64_t{1} << 26;
+constexpr int64_t kPngMaxPixels = int64_t{1} << 24;  // 4096 x 4096
 
 PngImage readPng(const std::string& path);
 // Decodes PNG bytes; `name` is the file name used in errors.
