@@ -2,6 +2,7 @@
 // hand reference that rounds the inputs (core/export/Half.h) and sums in double; fp16 overflow and
 // the dynamic loss scaler; Trainer runs in bf16 and fp16; the project field and the CLI spelling;
 // asynchronous uploads; and the same op comparisons on every CUDA GPU (skipped, saying why, without one).
+#include <QTemporaryDir>
 #include <QtTest>
 
 #include <bit>
@@ -17,6 +18,7 @@
 #include "core/backend/CpuBackend.h"
 #include "core/export/Half.h"
 #include "core/graph/Project.h"
+#include "core/train/Checkpoint.h"
 #include "core/train/DynamicLossScale.h"
 #include "core/train/Trainer.h"
 #include "tests/support/TestBackends.h"
@@ -498,6 +500,34 @@ private slots:
             QVERIFY(!still.steps[i].skipped);
             QCOMPARE(still.steps[i].loss, rec.steps[i].loss);
         }
+    }
+
+    // A checkpoint keeps the precision and the loss scaler's state; resuming continues from them.
+    void checkpointKeepsLossScale() {
+        QTemporaryDir dir;
+        Project p = convProject("fp16");
+        p.training.epochs = 1;
+        p.training.checkpointDir = dir.path().toStdString();
+        TrainerOptions o;
+        o.initialLossScale = 3.0e38f;  // every step of the first epoch overflows
+        const Recorder first = train(p, o);
+        QVERIFY2(first.errors.empty(), first.errors.empty() ? "" : first.errors.front().c_str());
+        const size_t steps = first.steps.size();
+        QCOMPARE(first.steps.back().skippedSteps, int64_t(steps));
+        const Checkpoint c = loadCheckpoint(p.training.checkpointDir);
+        QCOMPARE(c.project.training.precision, std::string("fp16"));
+        QCOMPARE(c.trainerState.at("precision").get<std::string>(), std::string("fp16"));
+        const double saved = c.trainerState.at("loss_scale").get<double>();
+        QCOMPARE(saved, double(3.0e38f / float(1 << steps)));
+        QCOMPARE(c.trainerState.at("skipped_steps").get<int64_t>(), int64_t(steps));
+
+        p.training.epochs = 2;
+        o.resumeFrom = p.training.checkpointDir;
+        const Recorder second = train(p, o);
+        QVERIFY2(second.errors.empty(), second.errors.empty() ? "" : second.errors.front().c_str());
+        QVERIFY(!second.steps.empty());
+        QCOMPARE(second.steps.front().lossScale, saved);
+        QVERIFY(second.steps.front().skippedSteps >= int64_t(steps));
     }
 
     // ---- training ---------------------------------------------------------------------------------
