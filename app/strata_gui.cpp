@@ -1,8 +1,12 @@
 // strata: the workbench GUI. Wiring only: parse the command line, register
 // the CUDA provider when built with CUDA, open the project and show the
 // main window. --screenshot renders the window to a PNG and exits (docs, CI).
+// --screenshot-export / --screenshot-predict train the project for one short
+// epoch (checkpoints in a temporary folder), then render the Export dialog
+// after a GGUF Q8_0 export, or the Predict panel with a confusion matrix.
 //
 //   strata [PROJECT] [--screenshot FILE.png] [--train-steps N] [--select NODE]
+//          [--screenshot-export FILE.png] [--screenshot-predict FILE.png]
 #include "app/OpenMpWaitPolicy.h"
 
 #include <memory>
@@ -13,14 +17,22 @@
 #include <QElapsedTimer>
 #include <QEventLoop>
 #include <QFile>
+#include <QDir>
+#include <QFileInfo>
+#include <QPainter>
+#include <QTabWidget>
+#include <QTemporaryDir>
 #include <QTimer>
 
 #include <cstdio>
+#include <functional>
 
 #include "core/backend/BackendRegistry.h"
 #include "ui/GraphScene.h"
 #include "ui/GraphView.h"
+#include "ui/ExportDialog.h"
 #include "ui/MainWindow.h"
+#include "ui/PredictPanel.h"
 #include "ui/RunHistory.h"
 #include "ui/ProjectDocument.h"
 #include "ui/Templates.h"
@@ -41,6 +53,77 @@ void settle(int ms) {
     t.start();
     while (t.elapsed() < ms)
         QApplication::processEvents(QEventLoop::AllEvents, 20);
+}
+
+// Runs the event loop until `done` holds; false after `ms`.
+bool waitUntil(const std::function<bool()>& done, int ms) {
+    QElapsedTimer t;
+    t.start();
+    while (!done() && t.elapsed() < ms) {
+        QEventLoop loop;
+        QTimer::singleShot(20, &loop, &QEventLoop::quit);
+        loop.exec();
+    }
+    return done();
+}
+
+// The Export dialog after a GGUF Q8_0 export of the trained project into `dir`.
+bool exportScreenshot(strata::ui::MainWindow& window, const QString& dir, const QString& file) {
+    window.showExportDialog();
+    strata::ui::ExportDialog* dlg = window.exportDialog();
+    dlg->setFormat(strata::ExportFormat::Gguf);
+    dlg->setPrecision(strata::ExportPrecision::Q8_0);
+    dlg->setOutputPath(QDir(dir).filePath(QFileInfo(dlg->defaultOutputPath()).fileName()));
+    dlg->resize(820, 500);
+    bool finished = false, ok = false;
+    QObject::connect(dlg, &strata::ui::ExportDialog::exportFinished, dlg, [&](bool result) {
+        finished = true;
+        ok = result;
+    });
+    dlg->startExport();
+    if (!waitUntil([&] { return finished; }, 300000) || !ok)
+        std::fprintf(stderr, "strata: export failed: %s\n", qPrintable(dlg->errorText()));
+    settle(300);
+    return dlg->grab().save(file);
+}
+
+// The Predict panel, floated and enlarged: a sample's prediction above the validation confusion matrix.
+bool predictScreenshot(strata::ui::MainWindow& window, const QString& file) {
+    QDockWidget* dock = window.dockNamed(QStringLiteral("predictDock"));
+    strata::ui::PredictPanel* panel = window.predictPanel();
+    dock->setFloating(true);
+    dock->resize(980, 470);
+    dock->show();
+    int loaded = 0, predicted = 0, confusion = 0;
+    bool loadedOk = false;
+    QObject::connect(panel, &strata::ui::PredictPanel::modelLoaded, panel, [&](bool ok) {
+        ++loaded;
+        loadedOk = ok;
+    });
+    QObject::connect(panel, &strata::ui::PredictPanel::predictionReady, panel, [&] { ++predicted; });
+    QObject::connect(panel, &strata::ui::PredictPanel::confusionReady, panel, [&] { ++confusion; });
+    panel->loadModel();
+    if (!waitUntil([&] { return loaded > 0; }, 300000) || !loadedOk) {
+        std::fprintf(stderr, "strata: predict panel: %s\n", qPrintable(panel->errorText()));
+        return false;
+    }
+    waitUntil([&] { return predicted > 0; }, 60000);
+    panel->selectSample(3);
+    waitUntil([&] { return predicted > 1; }, 60000);
+    settle(200);
+    const QPixmap top = panel->grab();
+    panel->tabs()->setCurrentIndex(1);
+    panel->runConfusionMatrix();
+    waitUntil([&] { return confusion > 0; }, 300000);
+    settle(300);
+    const QPixmap bottom = panel->grab();
+    QImage both(top.width(), top.height() + bottom.height(), QImage::Format_RGB32);
+    both.fill(Qt::white);
+    QPainter painter(&both);
+    painter.drawPixmap(0, 0, top);
+    painter.drawPixmap(0, top.height(), bottom);
+    painter.end();
+    return both.save(file);
 }
 
 }  // namespace
@@ -71,12 +154,25 @@ int main(int argc, char** argv) {
     const QCommandLineOption selectOpt(QStringLiteral("select"),
                                        QStringLiteral("Select the node named NODE (its properties show)."),
                                        QStringLiteral("NODE"));
+    const QCommandLineOption exportShotOpt(QStringLiteral("screenshot-export"),
+                                           QStringLiteral("Train one short epoch, export (GGUF Q8_0) and render the "
+                                                          "Export dialog to FILE (PNG), then exit."),
+                                           QStringLiteral("FILE"));
+    const QCommandLineOption predictShotOpt(QStringLiteral("screenshot-predict"),
+                                            QStringLiteral("Train one short epoch and render the Predict panel with "
+                                                           "a confusion matrix to FILE (PNG), then exit."),
+                                            QStringLiteral("FILE"));
     parser.addOption(screenshotOpt);
+    parser.addOption(exportShotOpt);
+    parser.addOption(predictShotOpt);
     parser.addOption(stepsOpt);
     parser.addOption(selectOpt);
     parser.process(app);
 
     const QString screenshot = parser.value(screenshotOpt);
+    const QString exportShot = parser.value(exportShotOpt), predictShot = parser.value(predictShotOpt);
+    const bool needModel = !exportShot.isEmpty() || !predictShot.isEmpty();
+    const bool shots = !screenshot.isEmpty() || needModel;
     bool stepsOk = true;
     const qint64 trainSteps = parser.isSet(stepsOpt) ? parser.value(stepsOpt).toLongLong(&stepsOk) : 0;
     if (!stepsOk || trainSteps < 0) {
@@ -92,15 +188,15 @@ int main(int argc, char** argv) {
     // Interactive runs are recorded in the per-user run history (screenshots are not). Declared
     // before the window so it outlives the dashboard that writes to it.
     std::unique_ptr<strata::ui::RunHistory> history;
-    if (screenshot.isEmpty()) history = std::make_unique<strata::ui::RunHistory>();
+    if (!shots) history = std::make_unique<strata::ui::RunHistory>();
     strata::ui::MainWindow window;
-    if (!screenshot.isEmpty())
+    if (shots)
         window.setErrorReporter([](const QString&, const QString& text) {
             std::fprintf(stderr, "strata: %s\n", qPrintable(text));
         });
     const QStringList args = parser.positionalArguments();
     if (!args.isEmpty()) {
-        if (!window.openFile(args.front()) && !screenshot.isEmpty())
+        if (!window.openFile(args.front()) && shots)
             return 1;
     } else {
         window.newProject(strata::ui::fashionCnnTemplate());
@@ -115,7 +211,7 @@ int main(int argc, char** argv) {
         window.scene()->selectNodes({node->id});
     }
 
-    if (screenshot.isEmpty()) {
+    if (!shots) {
 #ifdef STRATA_GUI_HAS_DASHBOARD
         if (history->isOpen())
             window.dashboard()->setRunHistory(history.get());
@@ -135,7 +231,19 @@ int main(int argc, char** argv) {
     window.show();
     settle(300);
     window.view()->zoomToFit();
-    if (trainSteps > 0) {
+    // The export and predict screenshots need a trained model: one epoch on at most 12,000 samples, with
+    // checkpoints in a folder that is removed on exit.
+    QTemporaryDir scratch;
+    if (needModel) {
+        strata::TrainingSettings ts = window.document()->project().training;
+        ts.checkpointDir = QDir(scratch.path()).filePath(QStringLiteral("checkpoints")).toStdString();
+        ts.epochs = 1;
+        window.document()->setTrainingSettings(ts);
+        strata::DatasetSettings ds = window.document()->project().dataset;
+        if (ds.trainLimit == 0 || ds.trainLimit > 12000) ds.trainLimit = 12000;
+        window.document()->setDatasetSettings(ds);
+    }
+    if (trainSteps > 0 || needModel) {
 #ifdef STRATA_GUI_HAS_DASHBOARD
         strata::ui::TrainingDashboard* dash = window.dashboard();
         QEventLoop loop;
@@ -149,10 +257,26 @@ int main(int argc, char** argv) {
 #endif
     }
     settle(200);
-    if (!window.grab().save(screenshot)) {
-        std::fprintf(stderr, "strata: cannot write %s\n", qPrintable(screenshot));
-        return 1;
+    if (!screenshot.isEmpty()) {
+        if (!window.grab().save(screenshot)) {
+            std::fprintf(stderr, "strata: cannot write %s\n", qPrintable(screenshot));
+            return 1;
+        }
+        std::printf("strata: wrote %s\n", qPrintable(screenshot));
     }
-    std::printf("strata: wrote %s\n", qPrintable(screenshot));
+    if (!exportShot.isEmpty()) {
+        if (!exportScreenshot(window, scratch.path(), exportShot)) {
+            std::fprintf(stderr, "strata: cannot write %s\n", qPrintable(exportShot));
+            return 1;
+        }
+        std::printf("strata: wrote %s\n", qPrintable(exportShot));
+    }
+    if (!predictShot.isEmpty()) {
+        if (!predictScreenshot(window, predictShot)) {
+            std::fprintf(stderr, "strata: cannot write %s\n", qPrintable(predictShot));
+            return 1;
+        }
+        std::printf("strata: wrote %s\n", qPrintable(predictShot));
+    }
     return 0;
 }

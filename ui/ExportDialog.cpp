@@ -90,11 +90,19 @@ void ExportDialog::buildUi() {
         const QString d = QFileDialog::getExistingDirectory(this, tr("Checkpoint folder"), m_source->text());
         if (!d.isEmpty()) setSource(d);
     });
-    form->addRow(tr("Source:"), sourceRow);
-    m_sourceNote = new QLabel(this);
+    // The note sits under the path in one field, so a long message wraps across the field's width.
+    auto* sourceBox = new QWidget(this);
+    auto* sourceBoxLayout = new QVBoxLayout(sourceBox);
+    sourceBoxLayout->setContentsMargins(0, 0, 0, 0);
+    sourceBoxLayout->setSpacing(2);
+    sourceRow->setParent(sourceBox);
+    sourceBoxLayout->addWidget(sourceRow);
+    m_sourceNote = new QLabel(sourceBox);
     m_sourceNote->setWordWrap(true);
     m_sourceNote->setObjectName(QStringLiteral("exportSourceNote"));
-    form->addRow(QString(), m_sourceNote);
+    m_sourceNote->setStyleSheet(QStringLiteral("QLabel { color: #555; }"));
+    sourceBoxLayout->addWidget(m_sourceNote);
+    form->addRow(tr("Source:"), sourceBox);
 
     m_format = new QComboBox(this);
     m_format->addItem(tr("ONNX (.onnx)"), int(ExportFormat::Onnx));
@@ -178,6 +186,7 @@ void ExportDialog::buildUi() {
     m_tensors->setPlaceholderText(tr("The tensors as stored in the file appear here."));
     m_tensors->setLineWrapMode(QPlainTextEdit::NoWrap);
     m_tensors->setFont(QFont(QStringLiteral("monospace")));
+    m_tensors->setMinimumHeight(90);
     layout->addWidget(m_tensors, 1);
 
     connect(m_format, &QComboBox::currentIndexChanged, this, &ExportDialog::updateOptions);
@@ -401,7 +410,7 @@ void ExportDialog::showOutcome(const ExportOutcome& o) {
     emit exportFinished(o.checkError.isEmpty());
 }
 
-QString ExportDialog::errorText() const { return m_error->isVisible() || !m_error->text().isEmpty() ? m_error->text() : QString(); }
+QString ExportDialog::errorText() const { return m_error->text(); }
 
 QString ExportDialog::resultText() const { return m_result->text(); }
 

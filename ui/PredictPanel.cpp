@@ -237,7 +237,8 @@ void PredictPanel::buildUi() {
     m_confusionTable->horizontalHeader()->setDefaultSectionSize(52);
     m_confusionTable->verticalHeader()->setDefaultSectionSize(22);
     cl->addWidget(m_confusionTable, 1);
-    auto* legend = new QLabel(tr("Rows: true class; columns: predicted class. Shading: share of the row."), cmTab);
+    auto* legend = new QLabel(tr("Rows: true class; columns: predicted class, numbered in the rows' order. Shading: share of "
+                                 "the row (green: correct, red: confused)."), cmTab);
     legend->setStyleSheet(QStringLiteral("QLabel { color: #555; }"));
     cl->addWidget(legend);
     m_tabs->addTab(cmTab, tr("Confusion matrix"));
@@ -363,6 +364,17 @@ void PredictPanel::loadModel(const QString& path) {
 
 void PredictPanel::selectSample(int index) {
     if (!m_session || index < 0 || index >= m_session->samples.count) return;
+    // Keep the picker on the sample shown, whoever asked for it.
+    if (m_index->value() != index) {
+        m_index->blockSignals(true);
+        m_index->setValue(index);
+        m_index->blockSignals(false);
+    }
+    if (m_thumbs->currentRow() != index) {
+        m_thumbs->blockSignals(true);
+        m_thumbs->setCurrentRow(index < m_thumbs->count() ? index : -1);
+        m_thumbs->blockSignals(false);
+    }
     if (isBusy()) {
         m_pendingIndex = index;  // the latest pick wins once the running job ends
         return;
@@ -617,6 +629,7 @@ void PredictPanel::showPrediction(const Predictions& p, const QImage& input, con
             bar->setRange(0, 1000);
             bar->setTextVisible(true);
             bar->setMaximumHeight(18);
+            bar->setAlignment(Qt::AlignCenter);
             m_probTable->setCellWidget(k, 1, bar);
         }
         bar->setValue(int(std::lround(1000.0 * m_probabilities[k])));

@@ -239,6 +239,7 @@ private slots:
         QCOMPARE(int(std::max_element(p.begin(), p.end()) - p.begin()), panel.predictedClass());
         QVERIFY(panel.predictionText().startsWith(panel.classNames()[panel.predictedClass()]));
         QCOMPARE(panel.probabilityTable()->rowCount(), 4);
+        QCOMPARE(panel.findChild<QSpinBox*>("predictIndex")->value(), 7);  // the picker follows
 
         QSignalSpy confusion(&panel, &PredictPanel::confusionReady);
         panel.runConfusionMatrix();
