@@ -358,9 +358,15 @@ void CudaBackend::gemm(bool transA, bool transB, int m, int n, int k, float alph
         RoundedOperand ra(*this, a, spanA), rb(*this, b, spanB);
         const cublasComputeType_t compute =
             m_precision == ComputePrecision::BF16 ? CUBLAS_COMPUTE_32F_FAST_16BF : CUBLAS_COMPUTE_32F_FAST_16F;
-        CUBLAS_CHECK(cublasGemmEx(m_cublas, transB ? CUBLAS_OP_T : CUBLAS_OP_N, transA ? CUBLAS_OP_T : CUBLAS_OP_N, n,
-                                  m, k, &alpha, rb.get(), CUDA_R_32F, ldb, ra.get(), CUDA_R_32F, lda, &beta, c,
-                                  CUDA_R_32F, ldc, compute, CUBLAS_GEMM_DEFAULT));
+        try {
+            CUBLAS_CHECK(cublasGemmEx(m_cublas, transB ? CUBLAS_OP_T : CUBLAS_OP_N, transA ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                      n, m, k, &alpha, rb.get(), CUDA_R_32F, ldb, ra.get(), CUDA_R_32F, lda, &beta, c,
+                                      CUDA_R_32F, ldc, compute, CUBLAS_GEMM_DEFAULT));
+        } catch (const BackendError& e) {
+            // Say which op and precision failed (CUBLAS_STATUS_NOT_SUPPORTED on a GPU without 16-bit tensor cores).
+            throw BackendError("gemm in " + std::string(computePrecisionName(m_precision)) + " on " + m_label + ": " +
+                               e.what());
+        }
         return;
     }
     CUBLAS_CHECK(cublasSgemm(m_cublas, transB ? CUBLAS_OP_T : CUBLAS_OP_N, transA ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k,

@@ -111,6 +111,12 @@ bool transformsInputs(cudnnConvolutionBwdFilterAlgo_t a) {
            a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED;
 }
 
+std::string precisionText(ComputePrecision p) {
+    return p == ComputePrecision::F32 ? std::string()
+                                      : std::string(" for ") + computePrecisionName(p) +
+                                            " inputs (no FFT or Winograd algorithms)";
+}
+
 // Convolution math per plan: float32 FMA only, TF32 allowed, or bf16/fp16 (inputs pre-rounded, TF32 allowed
 // because it is exact for them, no input-transforming algorithms).
 enum ConvMath { kMathFma = 0, kMathTf32 = 1, kMathRounded = 2 };
@@ -214,7 +220,8 @@ void CudaBackend::conv2dForward(float* y, const float* x, const float* w, const 
                                                            &timed, perf, workspace(ws), ws));
         if (!pickAlgo(perf, timed, ws, m_deterministic, math, plan.forward))
             throw BackendError(convText(d) + ": no usable cuDNN forward algorithm" +
-                               (m_deterministic ? " in deterministic mode" : "") + " within a workspace of " +
+                               (m_deterministic ? " in deterministic mode" : "") + precisionText(m_precision) +
+                               " within a workspace of " +
                                std::to_string(m_workspaceLimit) + " bytes");
     }
     CUDNN_CHECK(cudnnSetConvolutionMathType(plan.conv, plan.forward.math));
@@ -253,7 +260,8 @@ void CudaBackend::conv2dBackwardData(float* dx, const float* dy, const float* w,
         m_allocator->deallocate(scratch);
         if (!pickAlgo(perf, timed, ws, m_deterministic, math, plan.backwardData))
             throw BackendError(convText(d) + ": no usable cuDNN backward-data algorithm" +
-                               (m_deterministic ? " in deterministic mode" : "") + " within a workspace of " +
+                               (m_deterministic ? " in deterministic mode" : "") + precisionText(m_precision) +
+                               " within a workspace of " +
                                std::to_string(m_workspaceLimit) + " bytes");
     }
     CUDNN_CHECK(cudnnSetConvolutionMathType(plan.conv, plan.backwardData.math));
@@ -292,7 +300,8 @@ void CudaBackend::conv2dBackwardFilter(float* dw, const float* dy, const float* 
         m_allocator->deallocate(scratch);
         if (!pickAlgo(perf, timed, ws, m_deterministic, math, plan.backwardFilter))
             throw BackendError(convText(d) + ": no usable cuDNN backward-filter algorithm" +
-                               (m_deterministic ? " in deterministic mode" : "") + " within a workspace of " +
+                               (m_deterministic ? " in deterministic mode" : "") + precisionText(m_precision) +
+                               " within a workspace of " +
                                std::to_string(m_workspaceLimit) + " bytes");
     }
     CUDNN_CHECK(cudnnSetConvolutionMathType(plan.conv, plan.backwardFilter.math));
