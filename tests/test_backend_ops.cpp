@@ -47,6 +47,7 @@ const Tolerance kTolerances[] = {
     {"conv2dForward", 2e-5, 1e-4},
     {"conv2dBackwardData", 2e-5, 1e-4},
     {"conv2dBackwardFilter", 2e-5, 1e-4},
+    {"conv2dFused", 2e-5, 1e-4},
     {"pool2dForward", 1e-6, 1e-6},
     {"pool2dBackward", 1e-6, 1e-6},
     {"meanPool", 1e-6, 1e-5},
@@ -437,6 +438,53 @@ private slots:
                     return Outputs{down(be, DW)};
                 }))
                 return;
+            // The fused layer steps: every combination of bias and ReLU forward, and of the three
+            // gradients backward (absent ones must stay untouched: sentinel buffers compared too).
+            const Vec bias = randomVec(rng, static_cast<size_t>(d.k)), db0 = randomVec(rng, static_cast<size_t>(d.k));
+            for (int variant = 0; variant < 4; ++variant) {
+                const bool withBias = variant & 1, relu = variant & 2;
+                if (!compareAll("conv2dFused", ctx + " forward bias=" + std::to_string(withBias) +
+                                                   " relu=" + std::to_string(relu),
+                                [&](Backend& be) {
+                                    Tensor X = up(be, x), W = up(be, w), B = up(be, bias),
+                                           Y = be.empty(Shape{static_cast<int64_t>(ys)});
+                                    be.conv2dForwardFused(Y.f32(), X.f32(), W.f32(), withBias ? B.f32() : nullptr,
+                                                          relu, d);
+                                    return Outputs{down(be, Y)};
+                                }))
+                    return;
+            }
+            for (int mask = 1; mask < 8; ++mask) {
+                if (!compareAll("conv2dFused", ctx + " backward outputs " + std::to_string(mask), [&](Backend& be) {
+                        Tensor DY = up(be, dy), X = up(be, x), W = up(be, w), DX = up(be, dx0), DW = up(be, dw0),
+                               DB = up(be, db0);
+                        be.conv2dBackwardFused(mask & 1 ? DX.f32() : nullptr, mask & 2 ? DW.f32() : nullptr,
+                                               mask & 4 ? DB.f32() : nullptr, DY.f32(), X.f32(), W.f32(), d);
+                        return Outputs{down(be, DX), down(be, DW), down(be, DB)};
+                    }))
+                    return;
+            }
+        }
+    }
+
+    // The fused forward really applies bias and ReLU (not only agrees with a reference that might not).
+    void conv2dFusedHandValues() {
+        ConvDesc d;  // 1x1 kernel, one input channel: y = w * x + b
+        d.n = 1, d.c = 1, d.h = 1, d.w = 3, d.k = 2, d.r = 1, d.s = 1;
+        for (NamedBackend& nb : m_fast) {
+            Backend& be = *nb.backend;
+            const Vec x{1.0f, -2.0f, 0.5f}, w{2.0f, -1.0f}, b{0.5f, 0.25f};
+            Tensor X = up(be, x), W = up(be, w), B = up(be, b), Y = be.empty(Shape{6});
+            be.conv2dForwardFused(Y.f32(), X.f32(), W.f32(), B.f32(), true, d);
+            const Vec want{2.5f, 0.0f, 1.5f, 0.0f, 2.25f, 0.0f};
+            const std::string err = compareVectors(down(be, Y), want, Tolerance{"hand", 1e-6, 1e-6});
+            QVERIFY2(err.empty(), (nb.name + ": " + err).c_str());
+            // Backward: dbias = sum of dy per channel, added to what is there.
+            const Vec dy{1.0f, 2.0f, 3.0f, -1.0f, 0.5f, 0.5f};
+            Tensor DY = up(be, dy), DB = up(be, Vec{10.0f, 20.0f});
+            be.conv2dBackwardFused(nullptr, nullptr, DB.f32(), DY.f32(), X.f32(), W.f32(), d);
+            const std::string errB = compareVectors(down(be, DB), Vec{16.0f, 20.0f}, Tolerance{"hand", 1e-6, 1e-6});
+            QVERIFY2(errB.empty(), (nb.name + ": " + errB).c_str());
         }
     }
 

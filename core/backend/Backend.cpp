@@ -29,6 +29,21 @@ Backend::UploadTicket Backend::uploadAsync(void* dst, const void* hostSrc, size_
     return 0;
 }
 
+void Backend::conv2dForwardFused(float* y, const float* x, const float* w, const float* bias, bool relu,
+                                 const ConvDesc& d) {
+    conv2dForward(y, x, w, d);
+    const int inner = d.outH() * d.outW();
+    if (bias) addBiasChannels(y, bias, d.n, d.k, inner);
+    if (relu) activationForward(y, y, static_cast<int64_t>(d.n) * d.k * inner, Activation::ReLU, 0.0f);
+}
+
+void Backend::conv2dBackwardFused(float* dx, float* dw, float* dbias, const float* dy, const float* x,
+                                  const float* w, const ConvDesc& d) {
+    if (dx) conv2dBackwardData(dx, dy, w, d);
+    if (dw) conv2dBackwardFilter(dw, dy, x, d);
+    if (dbias) sumChannels(dbias, dy, d.n, d.k, d.outH() * d.outW());
+}
+
 Tensor Backend::empty(const Shape& shape, DType dtype) {
     const size_t bytes = static_cast<size_t>(shape.numel()) * dtypeSize(dtype);
     void* p = allocate(bytes == 0 ? 4 : bytes);

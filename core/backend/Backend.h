@@ -162,6 +162,17 @@ public:
     virtual void conv2dForward(float* y, const float* x, const float* w, const ConvDesc& d) = 0;
     virtual void conv2dBackwardData(float* dx, const float* dy, const float* w, const ConvDesc& d) = 0;
     virtual void conv2dBackwardFilter(float* dw, const float* dy, const float* x, const ConvDesc& d) = 0;
+    // A convolution layer's forward in one call: y = conv(x, w), plus bias[k] (bias may be null), then
+    // ReLU in place when relu is true. The default runs conv2dForward, addBiasChannels and
+    // activationForward; a backend may fuse them (the CPU does: bias and ReLU applied while the
+    // output is still in cache). Results may differ from the separate ops by float rounding only.
+    virtual void conv2dForwardFused(float* y, const float* x, const float* w, const float* bias, bool relu,
+                                    const ConvDesc& d);
+    // A convolution layer's backward from one dy: dx += ..., dw += ..., dbias[k] += sum of dy over
+    // n, h, w; any of the three may be null. The default runs conv2dBackwardData,
+    // conv2dBackwardFilter and sumChannels; a backend may share work between them.
+    virtual void conv2dBackwardFused(float* dx, float* dw, float* dbias, const float* dy, const float* x,
+                                     const float* w, const ConvDesc& d);
     virtual void pool2dForward(float* y, const float* x, const PoolDesc& d) = 0;
     // Max pooling routes each output gradient to the first maximal input of its window.
     virtual void pool2dBackward(float* dx, const float* dy, const float* x, const float* y, const PoolDesc& d) = 0;

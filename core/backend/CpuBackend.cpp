@@ -224,6 +224,19 @@ void CpuBackend::conv2dBackwardFilter(float* dw, const float* dy, const float* x
     else
         cpu::conv2dBackwardFilter(m_threads, *m_workspace, dw, dy, x, d);
 }
+void CpuBackend::conv2dForwardFused(float* y, const float* x, const float* w, const float* bias, bool relu,
+                                    const ConvDesc& d) {
+    if (m_reference || m_precision != ComputePrecision::F32) return Backend::conv2dForwardFused(y, x, w, bias, relu, d);
+    checkConv(d);
+    cpu::conv2dForwardFused(m_threads, *m_workspace, y, x, w, bias, relu, d);
+}
+void CpuBackend::conv2dBackwardFused(float* dx, float* dw, float* dbias, const float* dy, const float* x,
+                                     const float* w, const ConvDesc& d) {
+    if (m_reference || m_precision != ComputePrecision::F32)
+        return Backend::conv2dBackwardFused(dx, dw, dbias, dy, x, w, d);
+    checkConv(d);
+    cpu::conv2dBackwardFused(m_threads, *m_workspace, dx, dw, dbias, dy, x, w, d);
+}
 void CpuBackend::pool2dForward(float* y, const float* x, const PoolDesc& d) {
     checkPool(d);
     if (m_reference)

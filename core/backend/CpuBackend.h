@@ -79,6 +79,11 @@ public:
     void conv2dForward(float* y, const float* x, const float* w, const ConvDesc& d) override;
     void conv2dBackwardData(float* dx, const float* dy, const float* w, const ConvDesc& d) override;
     void conv2dBackwardFilter(float* dw, const float* dy, const float* x, const ConvDesc& d) override;
+    // Fused in fast mode with float32 compute; reference mode and bf16/fp16 run the composed default.
+    void conv2dForwardFused(float* y, const float* x, const float* w, const float* bias, bool relu,
+                            const ConvDesc& d) override;
+    void conv2dBackwardFused(float* dx, float* dw, float* dbias, const float* dy, const float* x, const float* w,
+                             const ConvDesc& d) override;
     void pool2dForward(float* y, const float* x, const PoolDesc& d) override;
     void pool2dBackward(float* dx, const float* dy, const float* x, const float* y, const PoolDesc& d) override;
     void meanPoolForward(float* y, const float* x, int outer, int len, int inner) override;

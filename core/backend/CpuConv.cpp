@@ -99,8 +99,27 @@ void col2imAdd(float* dx, const float* col, int channels, const ConvDesc& d, con
 
 }  // namespace
 
-void conv2dForward(int threads, Workspace& ws, float* y, const float* x, const float* w, const ConvDesc& d) {
-    if (ws.useOneDnn && dnnlConv2dForward(threads, ws, y, x, w, d)) return;
+namespace {
+
+// Bias and ReLU on one image's [k, inner] output block, applied right after its GEMM wrote it
+// (so the block is still in cache). bias may be null.
+void epilogue(float* y, const float* bias, int k, size_t inner, bool relu) {
+    for (int ch = 0; ch < k; ++ch) {
+        float* row = y + static_cast<size_t>(ch) * inner;
+        const float b = bias ? bias[ch] : 0.0f;
+        if (relu) {
+            for (size_t i = 0; i < inner; ++i) {
+                const float v = row[i] + b;
+                row[i] = v > 0.0f ? v : 0.0f;
+            }
+        } else if (bias) {
+            for (size_t i = 0; i < inner; ++i) row[i] += b;
+        }
+    }
+}
+
+void im2colForward(int threads, Workspace& ws, float* y, const float* x, const float* w, const float* bias, bool relu,
+                   const ConvDesc& d) {
     const ConvGeometry g(d);
     const int parts = parallelParts(threads, d.n, 1);
     if (!g.direct) ws.prepare(0, parts, g.crs * g.ohw);
@@ -121,9 +140,24 @@ void conv2dForward(int threads, Workspace& ws, float* y, const float* x, const f
                                        static_cast<int>(g.crs), b, static_cast<int>(g.ohw), 0.0f, yg,
                                        static_cast<int>(g.ohw)))
                     ok = false;
+                else if (bias || relu)
+                    epilogue(yg, bias ? bias + static_cast<size_t>(grp) * g.Kg : nullptr, g.Kg, g.ohw, relu);
             }
     });
     if (!ok) throw BackendError(kGemmFailed);
+}
+
+}  // namespace
+
+void conv2dForward(int threads, Workspace& ws, float* y, const float* x, const float* w, const ConvDesc& d) {
+    if (ws.useOneDnn && dnnlConv2dForward(threads, ws, y, x, w, d)) return;
+    im2colForward(threads, ws, y, x, w, nullptr, false, d);
+}
+
+void conv2dForwardFused(int threads, Workspace& ws, float* y, const float* x, const float* w, const float* bias,
+                        bool relu, const ConvDesc& d) {
+    if (ws.useOneDnn && dnnlConv2dForwardFused(threads, ws, y, x, w, bias, relu, d)) return;
+    im2colForward(threads, ws, y, x, w, bias, relu, d);
 }
 
 void conv2dBackwardData(int threads, Workspace& ws, float* dx, const float* dy, const float* w, const ConvDesc& d) {
@@ -150,19 +184,25 @@ void conv2dBackwardData(int threads, Workspace& ws, float* dx, const float* dy, 
     if (!ok) throw BackendError(kGemmFailed);
 }
 
-void conv2dBackwardFilter(int threads, Workspace& ws, float* dw, const float* dy, const float* x, const ConvDesc& d) {
-    if (ws.useOneDnn && dnnlConv2dBackwardFilter(threads, ws, dw, dy, x, d)) return;
+namespace {
+
+// dw += sum_i dY_i x col(X_i)^T and, when dbias is not null, dbias[k] += sum over images and positions
+// of dY, both while each image's dY is in cache. Per-part partial sums are added in part order, so
+// the result is deterministic for a fixed thread count.
+void im2colBackwardFilter(int threads, Workspace& ws, float* dw, float* dbias, const float* dy, const float* x,
+                          const ConvDesc& d) {
     const ConvGeometry g(d);
     const int parts = parallelParts(threads, d.n, 1);
     const size_t wsize = static_cast<size_t>(d.k) * g.crs;
-    // Slots [0, parts): im2col buffers; [parts, 2*parts): partial filter gradients.
+    const size_t partialSize = wsize + (dbias ? static_cast<size_t>(d.k) : 0);
+    // Slots [0, parts): im2col buffers; [parts, 2*parts): partial filter (and bias) gradients.
     if (!g.direct) ws.prepare(0, parts, g.crs * g.ohw);
-    ws.prepare(parts, parts, wsize);
+    ws.prepare(parts, parts, partialSize);
     std::atomic<bool> ok{true};
     parallelFor(threads, d.n, 1, [&](int64_t i0, int64_t i1, int part) {
         float* col = g.direct ? nullptr : ws.slot(part);
         float* partial = ws.slot(parts + part);
-        std::memset(partial, 0, wsize * sizeof(float));
+        std::memset(partial, 0, partialSize * sizeof(float));
         for (int64_t i = i0; i < i1; ++i)
             for (int grp = 0; grp < d.groups; ++grp) {
                 const float* xg = x + (static_cast<size_t>(i) * d.c + static_cast<size_t>(grp) * g.Cg) * g.inPlane;
@@ -177,12 +217,42 @@ void conv2dBackwardFilter(int threads, Workspace& ws, float* dw, const float* dy
                                        static_cast<int>(g.ohw), 1.0f, partial + static_cast<size_t>(grp) * g.Kg * g.crs,
                                        static_cast<int>(g.crs)))
                     ok = false;
+                if (dbias) {
+                    float* pb = partial + wsize + static_cast<size_t>(grp) * g.Kg;
+                    for (int ch = 0; ch < g.Kg; ++ch) {
+                        const float* row = dyg + static_cast<size_t>(ch) * g.ohw;
+                        float acc = 0.0f;
+                        STRATA_SIMD_SUM(acc)
+                        for (size_t j = 0; j < g.ohw; ++j) acc += row[j];
+                        pb[ch] += acc;
+                    }
+                }
             }
     });
     if (!ok) throw BackendError(kGemmFailed);
     for (int p = 0; p < parts; ++p) {
         const float* partial = ws.slot(parts + p);
         for (size_t j = 0; j < wsize; ++j) dw[j] += partial[j];
+        if (dbias)
+            for (int ch = 0; ch < d.k; ++ch) dbias[ch] += partial[wsize + static_cast<size_t>(ch)];
+    }
+}
+
+}  // namespace
+
+void conv2dBackwardFilter(int threads, Workspace& ws, float* dw, const float* dy, const float* x, const ConvDesc& d) {
+    if (ws.useOneDnn && dnnlConv2dBackwardFilter(threads, ws, dw, dy, x, d)) return;
+    im2colBackwardFilter(threads, ws, dw, nullptr, dy, x, d);
+}
+
+void conv2dBackwardFused(int threads, Workspace& ws, float* dx, float* dw, float* dbias, const float* dy,
+                         const float* x, const float* w, const ConvDesc& d) {
+    if (ws.useOneDnn && dnnlConv2dBackwardFused(threads, ws, dx, dw, dbias, dy, x, w, d)) return;
+    if (dx) conv2dBackwardData(threads, ws, dx, dy, w, d);
+    if (dw) {
+        im2colBackwardFilter(threads, ws, dw, dbias, dy, x, d);
+    } else if (dbias) {
+        sumChannels(threads, dbias, dy, d.n, d.k, d.outH() * d.outW());
     }
 }
 

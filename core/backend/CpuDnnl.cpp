@@ -18,6 +18,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <unordered_map>
 
 namespace strata::cpu {
 
@@ -41,6 +42,18 @@ struct ConvPlan {
     dnnl::convolution_backward_data bwdData;
     dnnl::convolution_backward_weights::primitive_desc weightsPd;
     dnnl::convolution_backward_weights bwdWeights;
+    // Forward with bias and/or a ReLU post-op, by variant (1: bias, 2: ReLU), created on first use.
+    struct Fused {
+        dnnl::convolution_forward::primitive_desc pd;
+        dnnl::convolution_forward prim;
+    };
+    std::map<int, Fused> fused;
+    // Backward weights that also computes the bias gradient, created on first use.
+    bool haveWeightsBias = false;
+    dnnl::convolution_backward_weights::primitive_desc weightsBiasPd;
+    dnnl::convolution_backward_weights bwdWeightsBias;
+    memory::desc biasDesc;
+    memory::dims strides, dilates, padL, padR;
     // Scratch memories in oneDNN's formats, by role; created on first use.
     std::map<int, memory> scratch;
 };
@@ -98,6 +111,11 @@ ConvPlan* planFor(Workspace& ws, const ConvDesc& d) {
             anyW(wDims, DType::f32, Tag::any);
         const memory::dims strides{d.strideH, d.strideW}, dilates{d.dilationH - 1, d.dilationW - 1},
             padL{d.padH, d.padW}, padRight{padB, padR};
+        plan->strides = strides;
+        plan->dilates = dilates;
+        plan->padL = padL;
+        plan->padR = padRight;
+        plan->biasDesc = memory::desc({d.k}, DType::f32, Tag::a);
         const auto algo = dnnl::algorithm::convolution_direct;
         dnnl::convolution_forward::desc fwdDesc(dnnl::prop_kind::forward_training, algo, anyX, anyW, anyY, strides,
                                                 dilates, padL, padRight);
@@ -146,7 +164,48 @@ void accumulateInto(DnnlCache& cache, memory& result, memory& user) {
 }
 
 // One scratch memory per role, so formats that differ between primitives never make them reallocate.
-enum Role { kSrc, kWeights, kDst, kDiffSrc, kDiffDstData, kWeightsData, kSrcWeights, kDiffDstWeights, kDiffWeights };
+enum Role {
+    kSrc, kWeights, kDst, kDiffSrc, kDiffDstData, kWeightsData, kSrcWeights, kDiffDstWeights, kDiffWeights,
+    kFusedDst, kDiffBias
+};
+
+// The forward primitive with bias (variant bit 1) and/or a ReLU post-op (bit 2).
+ConvPlan::Fused& fusedFor(DnnlCache& cache, ConvPlan& plan, bool bias, bool relu) {
+    const int variant = (bias ? 1 : 0) | (relu ? 2 : 0);
+    auto it = plan.fused.find(variant);
+    if (it != plan.fused.end()) return it->second;
+    const memory::desc anyX(plan.userX.dims(), DType::f32, Tag::any), anyY(plan.userY.dims(), DType::f32, Tag::any),
+        anyW(plan.userW.dims(), DType::f32, Tag::any);
+    const auto algo = dnnl::algorithm::convolution_direct;
+    dnnl::primitive_attr attr;
+    if (relu) {
+        dnnl::post_ops ops;
+        ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+        attr.set_post_ops(ops);
+    }
+    dnnl::convolution_forward::desc desc =
+        bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, algo, anyX, anyW, plan.biasDesc, anyY,
+                                               plan.strides, plan.dilates, plan.padL, plan.padR)
+             : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, algo, anyX, anyW, anyY, plan.strides,
+                                               plan.dilates, plan.padL, plan.padR);
+    ConvPlan::Fused f;
+    f.pd = dnnl::convolution_forward::primitive_desc(desc, attr, cache.engine);
+    f.prim = dnnl::convolution_forward(f.pd);
+    return plan.fused.emplace(variant, std::move(f)).first->second;
+}
+
+void ensureWeightsBias(DnnlCache& cache, ConvPlan& plan) {
+    if (plan.haveWeightsBias) return;
+    const memory::desc anyX(plan.userX.dims(), DType::f32, Tag::any), anyY(plan.userY.dims(), DType::f32, Tag::any),
+        anyW(plan.userW.dims(), DType::f32, Tag::any);
+    const auto algo = dnnl::algorithm::convolution_direct;
+    ConvPlan::Fused& hint = fusedFor(cache, plan, true, false);
+    dnnl::convolution_backward_weights::desc desc(algo, anyX, anyW, plan.biasDesc, anyY, plan.strides, plan.dilates,
+                                                  plan.padL, plan.padR);
+    plan.weightsBiasPd = dnnl::convolution_backward_weights::primitive_desc(desc, cache.engine, hint.pd);
+    plan.bwdWeightsBias = dnnl::convolution_backward_weights(plan.weightsBiasPd);
+    plan.haveWeightsBias = true;
+}
 
 template <class Body>
 bool runGuarded(const char* op, Body&& body) {
@@ -216,6 +275,79 @@ bool dnnlConv2dBackwardFilter(int threads, Workspace& ws, float* dw, const float
     });
 }
 
+bool dnnlConv2dForwardFused(int threads, Workspace& ws, float* y, const float* x, const float* w, const float* bias,
+                            bool relu, const ConvDesc& d) {
+    ConvPlan* plan = planFor(ws, d);
+    if (!plan) return false;
+    DnnlCache& cache = *ws.dnnl;
+    return runGuarded("fused convolution forward", [&] {
+        OmpThreads scope(threads);
+        ConvPlan::Fused& f = fusedFor(cache, *plan, bias != nullptr, relu);
+        memory xm(plan->userX, cache.engine, const_cast<float*>(x)), wm(plan->userW, cache.engine, const_cast<float*>(w)),
+            ym(plan->userY, cache.engine, y);
+        memory src = asFormat(cache, *plan, kSrc, xm, f.pd.src_desc());
+        memory wts = asFormat(cache, *plan, kWeights, wm, f.pd.weights_desc());
+        const bool direct = f.pd.dst_desc() == plan->userY;
+        memory dst = direct ? ym : scratchFor(cache, *plan, kFusedDst, f.pd.dst_desc());
+        std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wts}, {DNNL_ARG_DST, dst}};
+        if (bias) args.emplace(DNNL_ARG_BIAS, memory(plan->biasDesc, cache.engine, const_cast<float*>(bias)));
+        f.prim.execute(cache.stream, args);
+        if (!direct) dnnl::reorder(dst, ym).execute(cache.stream, dst, ym);
+        cache.stream.wait();
+    });
+}
+
+bool dnnlConv2dBackwardFused(int threads, Workspace& ws, float* dx, float* dw, float* dbias, const float* dy,
+                             const float* x, const float* w, const ConvDesc& d) {
+    ConvPlan* plan = planFor(ws, d);
+    if (!plan) return false;
+    DnnlCache& cache = *ws.dnnl;
+    return runGuarded("fused convolution backward", [&] {
+        OmpThreads scope(threads);
+        memory dym(plan->userY, cache.engine, const_cast<float*>(dy));
+        // dy is reordered once when both backward primitives want the same format (the usual case).
+        memory diffDstData;
+        if (dx) {
+            memory wm(plan->userW, cache.engine, const_cast<float*>(w)), dxm(plan->userX, cache.engine, dx);
+            diffDstData = asFormat(cache, *plan, kDiffDstData, dym, plan->dataPd.diff_dst_desc());
+            memory wts = asFormat(cache, *plan, kWeightsData, wm, plan->dataPd.weights_desc());
+            memory diffSrc = scratchFor(cache, *plan, kDiffSrc, plan->dataPd.diff_src_desc());
+            plan->bwdData.execute(cache.stream, {{DNNL_ARG_DIFF_DST, diffDstData},
+                                                 {DNNL_ARG_WEIGHTS, wts},
+                                                 {DNNL_ARG_DIFF_SRC, diffSrc}});
+            accumulateInto(cache, diffSrc, dxm);
+        }
+        if (dw) {
+            if (dbias) ensureWeightsBias(cache, *plan);
+            const auto& pd = dbias ? plan->weightsBiasPd : plan->weightsPd;
+            memory xm(plan->userX, cache.engine, const_cast<float*>(x)), dwm(plan->userW, cache.engine, dw);
+            memory diffDst = diffDstData && diffDstData.get_desc() == pd.diff_dst_desc()
+                                 ? diffDstData
+                                 : asFormat(cache, *plan, kDiffDstWeights, dym, pd.diff_dst_desc());
+            memory src = asFormat(cache, *plan, kSrcWeights, xm, pd.src_desc());
+            memory diffW = scratchFor(cache, *plan, kDiffWeights, pd.diff_weights_desc());
+            std::unordered_map<int, memory> args{
+                {DNNL_ARG_DIFF_DST, diffDst}, {DNNL_ARG_SRC, src}, {DNNL_ARG_DIFF_WEIGHTS, diffW}};
+            memory diffB;
+            if (dbias) {
+                diffB = scratchFor(cache, *plan, kDiffBias, plan->biasDesc);
+                args.emplace(DNNL_ARG_DIFF_BIAS, diffB);
+            }
+            (dbias ? plan->bwdWeightsBias : plan->bwdWeights).execute(cache.stream, args);
+            accumulateInto(cache, diffW, dwm);
+            cache.stream.wait();
+            if (dbias) {
+                const float* db = static_cast<const float*>(diffB.get_data_handle());
+                for (int ch = 0; ch < d.k; ++ch) dbias[ch] += db[ch];
+            }
+        } else if (dbias) {
+            cache.stream.wait();
+            sumChannels(threads, dbias, dy, d.n, d.k, d.outH() * d.outW());
+        }
+        cache.stream.wait();
+    });
+}
+
 }  // namespace strata::cpu
 
 #else  // no oneDNN in this build: the im2col path runs
@@ -227,6 +359,13 @@ void destroyDnnlCache(DnnlCache*) {}
 bool dnnlConv2dForward(int, Workspace&, float*, const float*, const float*, const ConvDesc&) { return false; }
 bool dnnlConv2dBackwardData(int, Workspace&, float*, const float*, const float*, const ConvDesc&) { return false; }
 bool dnnlConv2dBackwardFilter(int, Workspace&, float*, const float*, const float*, const ConvDesc&) { return false; }
+bool dnnlConv2dForwardFused(int, Workspace&, float*, const float*, const float*, const float*, bool, const ConvDesc&) {
+    return false;
+}
+bool dnnlConv2dBackwardFused(int, Workspace&, float*, float*, float*, const float*, const float*, const float*,
+                             const ConvDesc&) {
+    return false;
+}
 
 }  // namespace strata::cpu
 

@@ -84,6 +84,16 @@ bool dnnlConv2dBackwardData(int threads, Workspace& ws, float* dx, const float* 
 bool dnnlConv2dBackwardFilter(int threads, Workspace& ws, float* dw, const float* dy, const float* x,
                               const ConvDesc& d);
 void conv2dForward(int threads, Workspace& ws, float* y, const float* x, const float* w, const ConvDesc& d);
+// Backend::conv2dForwardFused / conv2dBackwardFused: oneDNN with bias and a ReLU post-op, or im2col with the
+// bias and ReLU applied to each image's output block right after its GEMM.
+bool dnnlConv2dForwardFused(int threads, Workspace& ws, float* y, const float* x, const float* w, const float* bias,
+                            bool relu, const ConvDesc& d);
+bool dnnlConv2dBackwardFused(int threads, Workspace& ws, float* dx, float* dw, float* dbias, const float* dy,
+                             const float* x, const float* w, const ConvDesc& d);
+void conv2dForwardFused(int threads, Workspace& ws, float* y, const float* x, const float* w, const float* bias,
+                        bool relu, const ConvDesc& d);
+void conv2dBackwardFused(int threads, Workspace& ws, float* dx, float* dw, float* dbias, const float* dy,
+                         const float* x, const float* w, const ConvDesc& d);
 void conv2dBackwardData(int threads, Workspace& ws, float* dx, const float* dy, const float* w, const ConvDesc& d);
 void conv2dBackwardFilter(int threads, Workspace& ws, float* dw, const float* dy, const float* x, const ConvDesc& d);
 void pool2dForward(int threads, float* y, const float* x, const PoolDesc& d);

@@ -16,6 +16,7 @@ struct Model::Step {
     Shape outShape;                 // per sample
     std::vector<int> inputs;        // indices into m_steps, in port order
     bool needsGrad = false;         // some trainable parameter at or before this step
+    int fusedFrom = -1;             // a ReLU computed by this step of m_steps: output shares its memory
     Tensor outputStorage, gradStorage;  // capacity for m_capacity samples
     Tensor output, grad;            // views for the current batch
 };
@@ -57,7 +58,7 @@ Tensor batchView(const Tensor& storage, const Shape& perSample, int64_t batch) {
 
 }  // namespace
 
-std::unique_ptr<Model> compile(const Graph& graph, Backend& backend, uint64_t seed) {
+std::unique_ptr<Model> compile(const Graph& graph, Backend& backend, uint64_t seed, bool fuse) {
     const GraphAnalysis analysis = analyzeGraph(graph);
     if (!analysis.ok()) {
         const Problem& p = analysis.problems.front();
@@ -104,6 +105,15 @@ std::unique_ptr<Model> compile(const Graph& graph, Backend& backend, uint64_t se
         model->m_steps.push_back(std::move(step));
     }
     model->m_outputShape = model->m_steps.back()->outShape;
+    if (fuse) {
+        for (auto& step : model->m_steps) {
+            if (step->isInput || step->inputs.size() != 1 || step->type->name() != "ReLU") continue;
+            const int producer = step->inputs[0];
+            Model::Step& from = *model->m_steps[static_cast<size_t>(producer)];
+            if (from.isInput || consumers[static_cast<size_t>(producer)] != 1) continue;
+            if (from.layer->fuseReLU()) step->fusedFrom = producer;
+        }
+    }
     return model;
 }
 
@@ -114,7 +124,10 @@ void Model::allocateFor(int64_t batch) {
         m_capacity = batch;
         for (auto& s : m_steps) {
             if (s->isInput) continue;
-            s->outputStorage = m_backend->empty(s->outShape.withBatch(batch));
+            if (s->fusedFrom >= 0)
+                s->outputStorage = m_steps[static_cast<size_t>(s->fusedFrom)]->outputStorage;
+            else
+                s->outputStorage = m_backend->empty(s->outShape.withBatch(batch));
             if (s->needsGrad) s->gradStorage = m_backend->empty(s->outShape.withBatch(batch));
         }
     }
@@ -140,6 +153,7 @@ const Tensor& Model::forward(const Tensor& input, bool training, uint64_t seed) 
             s->output = input;
             continue;
         }
+        if (s->fusedFrom >= 0) continue;  // the producer already wrote the ReLU's output
         ins.clear();
         for (int i : s->inputs) ins.push_back(&m_steps[static_cast<size_t>(i)]->output);
         LayerContext ctx{*m_backend, training, seed ^ (0x9E3779B97F4A7C15ull * static_cast<uint64_t>(s->node))};
@@ -200,6 +214,13 @@ const Tensor* Model::nodeOutput(int node) const {
     for (const auto& s : m_steps)
         if (s->node == node) return s->output.defined() ? &s->output : nullptr;
     return nullptr;
+}
+
+int Model::fusedReLUCount() const {
+    int n = 0;
+    for (const auto& s : m_steps)
+        if (s->fusedFrom >= 0) ++n;
+    return n;
 }
 
 int Model::firstNonFiniteNode() const {

@@ -39,14 +39,17 @@ public:
     std::vector<NamedParameter> namedParameters();
     int64_t parameterCount() const;  // trainable scalars
 
-    // Output of a node from the last forward (for the NaN report and the GUI).
+    // Output of a node from the last forward (for the NaN report and the GUI). A layer fused with the
+    // ReLU after it (see compile) shows the ReLU's output.
     const Tensor* nodeOutput(int node) const;
+    // Steps whose ReLU runs inside the layer before it (compile's fusion).
+    int fusedReLUCount() const;
     // The node whose output is first non-finite in topological order, or -1.
     int firstNonFiniteNode() const;
     std::vector<int> order() const;
 
 private:
-    friend std::unique_ptr<Model> compile(const Graph& graph, Backend& backend, uint64_t seed);
+    friend std::unique_ptr<Model> compile(const Graph& graph, Backend& backend, uint64_t seed, bool fuse);
     Model() = default;
     struct Step;
     void allocateFor(int64_t batch);
@@ -63,6 +66,10 @@ private:
 
 // Validates (throws GraphError naming the first problem's node and port), then builds the model.
 // Weights: He-uniform or Xavier-uniform by layer type, biases zero; deterministic for a seed.
-std::unique_ptr<Model> compile(const Graph& graph, Backend& backend, uint64_t seed = 0);
+// fuse: a ReLU whose input comes from a layer that can apply it itself (Conv2D) and feeds nothing
+// else runs inside that layer's forward (Layer::fuseReLU): one pass over the activation less, and
+// bias and ReLU applied while the output is in cache. Same results up to float rounding; the
+// ReLU's backward runs as before.
+std::unique_ptr<Model> compile(const Graph& graph, Backend& backend, uint64_t seed = 0, bool fuse = true);
 
 }  // namespace strata

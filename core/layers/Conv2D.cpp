@@ -49,23 +49,29 @@ public:
 
     void forward(LayerContext& ctx, const std::vector<const Tensor*>& in, Tensor& out) override {
         const ConvDesc d = m_g.desc(static_cast<int>(batchOf(*in[0])));
-        ctx.backend.conv2dForward(out.f32(), in[0]->f32(), m_params[0].value.f32(), d);
-        if (m_useBias) ctx.backend.addBiasChannels(out.f32(), m_params[1].value.f32(), d.n, d.k, d.outH() * d.outW());
+        ctx.backend.conv2dForwardFused(out.f32(), in[0]->f32(), m_params[0].value.f32(),
+                                       m_useBias ? m_params[1].value.f32() : nullptr, m_fusedReLU, d);
+    }
+
+    // The backward reads the input, the weights and dOut, never the output.
+    bool fuseReLU() override {
+        m_fusedReLU = true;
+        return true;
     }
 
     void backward(LayerContext& ctx, const std::vector<const Tensor*>& in, const Tensor&, const Tensor& dOut,
                   const std::vector<Tensor*>& dIn) override {
         Backend& b = ctx.backend;
         const ConvDesc d = m_g.desc(static_cast<int>(batchOf(*in[0])));
-        if (dIn[0]) b.conv2dBackwardData(dIn[0]->f32(), dOut.f32(), m_params[0].value.f32(), d);
-        if (float* dw = gradOf(m_params[0])) b.conv2dBackwardFilter(dw, dOut.f32(), in[0]->f32(), d);
-        if (m_useBias)
-            if (float* db = gradOf(m_params[1])) b.sumChannels(db, dOut.f32(), d.n, d.k, d.outH() * d.outW());
+        b.conv2dBackwardFused(dIn[0] ? dIn[0]->f32() : nullptr, gradOf(m_params[0]),
+                              m_useBias ? gradOf(m_params[1]) : nullptr, dOut.f32(), in[0]->f32(),
+                              m_params[0].value.f32(), d);
     }
 
 private:
     ConvGeometry m_g;
     bool m_useBias;
+    bool m_fusedReLU = false;
 };
 
 class Conv2DType : public LayerType {

@@ -96,6 +96,12 @@ public:
     virtual void backward(LayerContext& ctx, const std::vector<const Tensor*>& inputs, const Tensor& output,
                           const Tensor& dOutput, const std::vector<Tensor*>& dInputs) = 0;
 
+    // Asks the layer to apply ReLU to its own output at the end of forward, so that the ReLU layer
+    // that follows it can skip its forward (Model's fusion; the ReLU's output then shares this
+    // layer's output memory, and the ReLU's backward still masks the gradient). Only a layer whose
+    // backward never reads its own output may agree. Returns whether it did; default: no.
+    virtual bool fuseReLU() { return false; }
+
     // Set by whoever creates the layer, in the order of LayerType::parameterSpecs.
     std::vector<Parameter>& parameters() { return m_params; }
     const std::vector<Parameter>& parameters() const { return m_params; }
