@@ -350,7 +350,8 @@ private slots:
         std::uniform_int_distribution<uint32_t> any;
         for (int i = 0; i < 400000; ++i) bits.push_back(any(rng));
         // Dense around fp16's subnormal and overflow edges.
-        std::uniform_int_distribution<uint32_t> low(0x33000000u - 100, 0x38800000u + 100), high(0x477f0000u, 0x47800100u);
+        std::uniform_int_distribution<uint32_t> low(0x33000000u - 100, 0x38800000u + 100);
+        std::uniform_int_distribution<uint32_t> high(0x477f0000u, 0x47800100u);
         for (int i = 0; i < 200000; ++i) bits.push_back(low(rng) | (i & 1 ? 0x80000000u : 0u));
         for (int i = 0; i < 50000; ++i) bits.push_back(high(rng));
         for (uint32_t b : bits) {
@@ -382,7 +383,8 @@ private slots:
             for (ComputePrecision p : kReduced)
                 for (int t = 0; t < 4; ++t) {
                     const bool ta = t & 1, tb = t & 2;
-                    const GemmCase g = makeGemm(rng, ta, tb, 7 + t, 9, 33 + 5 * t, t == 3 ? 0.5f : 1.0f, t >= 2 ? 1.0f : 0.0f);
+                    const float alpha = t == 3 ? 0.5f : 1.0f, beta = t >= 2 ? 1.0f : 0.0f;
+                    const GemmCase g = makeGemm(rng, ta, tb, 7 + t, 9, 33 + 5 * t, alpha, beta);
                     std::vector<double> want, scale;
                     gemmReference(g, p, want, scale);
                     const Vec got = runGemm(*backend, g, p);
@@ -390,7 +392,8 @@ private slots:
                                 std::string("gemm ") + computePrecisionName(p) + " trans " + std::to_string(t));
                     // The padding columns of C are never written.
                     for (int i = 0; i < g.m; ++i)
-                        for (int j = g.n; j < g.ldc; ++j) QCOMPARE(got[size_t(i) * g.ldc + j], g.c[size_t(i) * g.ldc + j]);
+                        for (int j = g.n; j < g.ldc; ++j)
+                            QCOMPARE(got[size_t(i) * g.ldc + j], g.c[size_t(i) * g.ldc + j]);
                     // Random floats are not representable in 16 bits: fp32 must give different results.
                     const Vec f32 = runGemm(*backend, g, ComputePrecision::F32);
                     const double d = maxAbsDiff(got, f32);
@@ -412,7 +415,8 @@ private slots:
                         std::vector<double> want, scale;
                         convReference(cc, op, p, want, scale);
                         const Vec got = runConv(*backend, cc, op, p);
-                        expectClose(got, want, scale, kTol, std::string(convOpName(op)) + " " + computePrecisionName(p));
+                        expectClose(got, want, scale, kTol,
+                                    std::string(convOpName(op)) + " " + computePrecisionName(p));
                         const Vec f32 = runConv(*backend, cc, op, ComputePrecision::F32);
                         QVERIFY2(maxAbsDiff(got, f32) > 1e-5, convOpName(op));
                     }

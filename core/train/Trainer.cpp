@@ -208,12 +208,14 @@ struct Trainer::Impl {
         precision = parseComputePrecision(ts().precision);
         backend.setComputePrecision(precision);
         if (precision == ComputePrecision::F16)
-            lossScaler = std::make_unique<DynamicLossScale>(opt.initialLossScale, 2.0f, 0.5f, opt.lossScaleGrowthInterval);
+            lossScaler =
+                std::make_unique<DynamicLossScale>(opt.initialLossScale, 2.0f, 0.5f, opt.lossScaleGrowthInterval);
         if (precision != ComputePrecision::F32)
             obs->onLog(std::string("precision ") + computePrecisionName(precision) +
                        ": GEMM and convolution inputs rounded to " + computePrecisionName(precision) +
                        ", float32 accumulation and float32 weights" +
-                       (lossScaler ? ", dynamic loss scaling from " + formatScale(lossScaler->scale()) : std::string()));
+                       (lossScaler ? ", dynamic loss scaling from " + formatScale(lossScaler->scale())
+                                   : std::string()));
     }
 
     // Unscales every trainable gradient by 1/lossScale and tells the scaler whether all are finite;
@@ -427,9 +429,9 @@ struct Trainer::Impl {
                         if (ts().clipNorm > 0) optimizer->clipGradNorm(ts().clipNorm);
                         optimizer->step(lr);
                     } else {
-                        obs->onLog("step " + std::to_string(globalStep + 1) + ": fp16 gradients are not finite at loss scale " +
-                                   formatScale(lossScale) + "; update skipped, loss scale now " +
-                                   formatScale(lossScaler->scale()));
+                        obs->onLog("step " + std::to_string(globalStep + 1) +
+                                   ": fp16 gradients are not finite at loss scale " + formatScale(lossScale) +
+                                   "; update skipped, loss scale now " + formatScale(lossScaler->scale()));
                     }
                     ++globalStep;
                     ++stepInEpoch;
