@@ -597,6 +597,24 @@ private slots:
         QVERIFY(b.steps[1].loss != a.steps[1].loss);
     }
 
+    // A backend without reduced precision refuses it (Backend's default), and the run stops with that
+    // error instead of silently training in float32.
+    void backendWithoutPrecisionRefuses() {
+        struct Fp32Only : CpuBackend {
+            void setComputePrecision(ComputePrecision p) override { Backend::setComputePrecision(p); }
+            ComputePrecision computePrecision() const override { return ComputePrecision::F32; }
+        } be;
+        be.setComputePrecision(ComputePrecision::F32);
+        QVERIFY_THROWS_EXCEPTION(BackendError, be.setComputePrecision(ComputePrecision::F16));
+        TrainerOptions o;
+        o.maxSteps = 2;
+        const Recorder r = train(convProject("bf16"), o, &be);
+        QCOMPARE(r.steps.size(), size_t(0));
+        QCOMPARE(r.errors.size(), size_t(1));
+        QVERIFY2(r.errors.front().find("cannot compute gemm and convolutions in bf16") != std::string::npos,
+                 r.errors.front().c_str());
+    }
+
     // ---- project file -----------------------------------------------------------------------------
 
     void projectFieldRoundTrips() {
