@@ -34,7 +34,7 @@ const char* kUsage =
     "       strata-train export PROJECT_OR_CHECKPOINT --format onnx|gguf|safetensors [--quantize q8_0|f16]\n"
     "                    [--opset 13..17] [--no-normalization] [--untrained] -o FILE\n"
     "       strata-train predict MODEL_FILE IDX|CSV|PNG|PGM|PPM [--top K] [--count N] [--labels IDX_LABELS]\n"
-    "                    [--quiet]\n"
+    "                    [--quiet] [--runtime strata|opencv]  (.onnx: OpenCV DNN runs the graph by default)\n"
     "options:\n"
     "  --device cpu|cuda|cuda:N   device to train on (default: the project's, else cpu)\n"
     "  --epochs N                 number of epochs\n"

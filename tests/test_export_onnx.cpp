@@ -3,22 +3,26 @@
 // onnx.checker (tools/check_onnx.py through /usr/bin/python3; skipped when
 // python3-onnx is missing) and (3) give the same outputs as Strata when run by
 // an independent runtime, OpenCV's DNN module (max abs difference 1e-4), on raw
-// inputs: the normalization is inside the exported graph.
+// inputs: the normalization is inside the exported graph. Also checkExport and
+// `predict` on ONNX files, which run the graph in OpenCV through OnnxRunner.
 #include <QtTest>
 
 #include <QProcess>
 #include <cstring>
 #include <fstream>
 #include <filesystem>
+#include <map>
 #include <random>
 #include <set>
 #include <sstream>
 
 #include "core/backend/Backend.h"
 #include "core/data/Dataset.h"
+#include "core/export/ExportCheck.h"
 #include "core/export/ExportCommands.h"
 #include "core/export/ExportModel.h"
 #include "core/export/Onnx.h"
+#include "core/export/OnnxRunner.h"
 #include "core/graph/Model.h"
 #include "core/layers/LayerRegistry.h"
 #include "tests/support/TestBackends.h"
@@ -337,6 +341,47 @@ std::string openCvCannotImport(const Case& c, int opset) {
     return {};
 }
 
+Case networkCase(const std::string& name) {
+    for (const Case& c : networkCases())
+        if (c.name == name) return c;
+    throw std::runtime_error("no network case " + name);
+}
+
+// IDX u8 images [count, h, w] (what `predict` reads, like Fashion-MNIST's files).
+void writeIdxImages(const std::string& path, const std::vector<float>& raw, int64_t count, int64_t h, int64_t w) {
+    std::ofstream f(path, std::ios::binary);
+    const unsigned char magic[4] = {0, 0, 8, 3};
+    f.write(reinterpret_cast<const char*>(magic), 4);
+    for (int64_t d : {count, h, w}) {
+        const unsigned char be[4] = {static_cast<unsigned char>(d >> 24), static_cast<unsigned char>(d >> 16),
+                                     static_cast<unsigned char>(d >> 8), static_cast<unsigned char>(d)};
+        f.write(reinterpret_cast<const char*>(be), 4);
+    }
+    for (float v : raw) f.put(static_cast<char>(static_cast<unsigned char>(v)));
+}
+
+// The per-class probabilities `predict --top <all>` printed, one map per sample line.
+std::vector<std::map<std::string, double>> predictedProbabilities(const std::string& text) {
+    std::vector<std::map<std::string, double>> samples;
+    std::istringstream lines(text);
+    std::string line;
+    while (std::getline(lines, line)) {
+        if (line.rfind("sample ", 0) != 0) continue;
+        std::map<std::string, double> probs;
+        std::string rest = line.substr(line.find(": ") + 2);
+        size_t start = 0;
+        while (start < rest.size()) {
+            const size_t end = std::min(rest.find(", ", start), rest.size());
+            const std::string item = rest.substr(start, end - start);
+            const size_t space = item.rfind(' ');
+            probs[item.substr(0, space)] = std::stod(item.substr(space + 1));
+            start = end + 2;
+        }
+        samples.push_back(probs);
+    }
+    return samples;
+}
+
 }  // namespace
 
 class TestExportOnnx : public QObject {
@@ -636,6 +681,180 @@ private slots:
             if (firstPredict.empty()) firstPredict = samples;
             QCOMPARE(samples, firstPredict);
         }
+    }
+
+    // The GUI's export check runs the file's ONNX graph in OpenCV DNN for the example-like networks; for a graph
+    // OpenCV cannot import it says so, with OpenCV's reason, and checks Strata's reading of the file instead.
+    void checkExportRunsTheOnnxGraph_data() {
+        QTest::addColumn<QString>("name");
+        QTest::addColumn<int>("opset");
+        QTest::addColumn<bool>("normalizationInGraph");
+        QTest::newRow("mlp") << "net_mlp" << 13 << true;
+        QTest::newRow("mlp_normalization_outside") << "net_mlp" << 13 << false;
+        QTest::newRow("cnn") << "net_cnn" << 13 << true;
+        QTest::newRow("cnn_opset17") << "net_cnn" << 17 << true;
+        QTest::newRow("text_gather_fallback") << "net_text" << 13 << true;
+        QTest::newRow("layernorm17_fallback") << "net_residual" << 17 << true;
+    }
+    void checkExportRunsTheOnnxGraph() {
+        QFETCH(QString, name);
+        QFETCH(int, opset);
+        QFETCH(bool, normalizationInGraph);
+        const Case c = networkCase(name.toStdString());
+        auto backend = test::makeReferenceBackend();
+        std::unique_ptr<Model> model;
+        const ExportModel m = randomModel(c, *backend, model, 77);
+        const std::string file = (m_dir.path() + "/check_" + QTest::currentDataTag() + ".onnx").toStdString();
+        OnnxExportOptions options;
+        options.opset = opset;
+        options.includeNormalization = normalizationInGraph;
+        writeOnnx(file, m, options);
+
+        const int64_t count = 40;
+        DataSplit split;
+        split.sampleShape = model->inputShape();
+        split.count = count;
+        std::vector<float> raw;
+        makeInputs(c, model->inputShape(), count, 5, raw, split.inputs);
+        const int classes = static_cast<int>(model->outputShape().numel());
+        for (int64_t s = 0; s < count; ++s) split.labels.push_back(static_cast<int32_t>(s % classes));
+        const ExportCheckResult r = checkExport(m, file, split, c.norm, count);
+        const QString method = QString::fromStdString(r.method);
+        QCOMPARE(r.samples, count);
+        QVERIFY2(r.maxAbsDiff <= 1e-4, qPrintable(QString("max abs difference %1; %2").arg(r.maxAbsDiff).arg(method)));
+        QCOMPARE(r.samePrediction, count);
+        QCOMPARE(r.fileAccuracy, r.liveAccuracy);
+
+        if (!onnxRunnerAvailable()) {
+            QCOMPARE(r.runtime, std::string("Strata CPU backend"));
+            QVERIFY2(method.contains("NOT executed") && method.contains("without OpenCV"), qPrintable(method));
+            QVERIFY_THROWS_EXCEPTION(OnnxRunError, OnnxRunner{file});
+            return;
+        }
+        const std::string why = openCvCannotImport(c, opset);
+        if (why.empty()) {
+            QCOMPARE(r.runtime, onnxRunnerName());
+            QVERIFY2(r.fallbackReason.empty(), r.fallbackReason.c_str());
+            QVERIFY2(method.startsWith("ran the ONNX graph in OpenCV DNN 4."), qPrintable(method));
+            // A graph without the normalization gets the inputs normalized with the file's stored statistics.
+            QVERIFY2(method.contains(normalizationInGraph ? "normalization inside the graph"
+                                                          : "normalized with the file's stored normalization"),
+                     qPrintable(method));
+            if (!normalizationInGraph) return;
+            // Batches of different sizes through one imported network give the outputs of one big batch.
+            OnnxRunner runner(file);
+            QCOMPARE(runner.inputSize(), model->inputShape().numel());
+            QVERIFY(runner.normalizationInGraph());
+            const std::vector<float> whole = runner.run(raw.data(), count, count);
+            const std::vector<float> pieces = runner.run(raw.data(), count, 16);
+            QCOMPARE(whole.size(), size_t(count * classes));
+            QVERIFY(maxAbsDiff(pieces.data(), whole) <= 1e-6);
+            return;
+        }
+        // OpenCV cannot import this graph: stated, with OpenCV's own reason, and Strata ran the file's weights.
+        QCOMPARE(r.runtime, std::string("Strata CPU backend"));
+        QVERIFY(!r.fallbackReason.empty());
+        QVERIFY2(method.startsWith("the ONNX graph was NOT executed: OpenCV DNN 4."), qPrintable(method));
+        QVERIFY2(method.contains(QString::fromStdString(r.fallbackReason)), qPrintable(method));
+        const QString fileName = QFileInfo(QString::fromStdString(file)).fileName();
+        QVERIFY2(method.contains("initializers and embedded project of " + fileName + " were rebuilt into a Strata"),
+                 qPrintable(method));
+        try {
+            OnnxRunner runner(file);
+            QFAIL(qPrintable(QString::fromStdString(c.name + ": OpenCV imported a graph with " + why)));
+        } catch (const OnnxRunError& e) {
+            const QString what = QString::fromUtf8(e.what());
+            QVERIFY2(what.contains(QString::fromStdString(file)) && what.contains("cannot import the graph") &&
+                         what.contains(QString::fromStdString(e.reason())),
+                     e.what());
+            QCOMPARE(e.reason(), r.fallbackReason);
+        }
+    }
+
+    // `predict` on an ONNX file: --runtime opencv runs the graph and agrees with --runtime strata; the default is
+    // OpenCV where it can, and a graph it cannot import is run by Strata with the reason printed.
+    void predictRuntimes() {
+        const Case c = networkCase("net_cnn");
+        auto backend = test::makeReferenceBackend();
+        std::unique_ptr<Model> model;
+        const ExportModel m = randomModel(c, *backend, model, 31);
+        const std::string file = (m_dir.path() + "/predict_cnn.onnx").toStdString();
+        writeOnnx(file, m);
+        const int64_t count = 20;
+        std::vector<float> raw, normalized;
+        makeInputs(c, model->inputShape(), count, 8, raw, normalized);
+        const std::string images = (m_dir.path() + "/images-idx3-ubyte").toStdString();
+        writeIdxImages(images, raw, count, 28, 28);
+
+        auto predict = [&](const std::string& modelFile, const std::string& input, std::vector<std::string> extra,
+                           std::string& out, std::string& err) {
+            std::vector<std::string> args{modelFile, input, "--count", std::to_string(count), "--top", "10"};
+            args.insert(args.end(), extra.begin(), extra.end());
+            std::ostringstream o, e;
+            const int rc = runPredictCommand(args, o, e);
+            out = o.str();
+            err = e.str();
+            return rc;
+        };
+        std::string strataOut, cvOut, defOut, err;
+        QVERIFY2(predict(file, images, {"--runtime", "strata"}, strataOut, err) == 0, err.c_str());
+        QVERIFY2(strataOut.find("\nruntime: Strata CPU backend\n") != std::string::npos, strataOut.c_str());
+        // OpenCV only runs ONNX files.
+        const std::string gguf = (m_dir.path() + "/predict_cnn.gguf").toStdString();
+        writeGgufExport(gguf, m, ExportPrecision::F32);
+        QCOMPARE(predict(gguf, images, {"--runtime", "opencv"}, defOut, err), 2);
+        QVERIFY2(err.find("--runtime opencv runs .onnx files") != std::string::npos, err.c_str());
+        QCOMPARE(predict(file, images, {"--runtime", "onnxruntime"}, defOut, err), 2);
+
+        const int cvRc = predict(file, images, {"--runtime", "opencv"}, cvOut, err);
+        if (!onnxRunnerAvailable()) {
+            QCOMPARE(cvRc, 1);
+            QVERIFY2(err.find("without OpenCV") != std::string::npos, err.c_str());
+            QSKIP("built without OpenCV DNN: --runtime opencv is refused, as checked");
+        }
+        QVERIFY2(cvRc == 0, err.c_str());
+        QVERIFY2(cvOut.find("\nruntime: " + onnxRunnerName() + " (ran the ONNX graph)\n") != std::string::npos,
+                 cvOut.c_str());
+        QVERIFY2(predict(file, images, {}, defOut, err) == 0, err.c_str());
+        QVERIFY2(defOut.find("\nruntime: " + onnxRunnerName() + " (ran the ONNX graph)\n") != std::string::npos,
+                 defOut.c_str());
+        const auto a = predictedProbabilities(strataOut), b = predictedProbabilities(cvOut);
+        QCOMPARE(a.size(), size_t(count));
+        QCOMPARE(b.size(), size_t(count));
+        for (size_t s = 0; s < a.size(); ++s) {
+            QCOMPARE(a[s].size(), size_t(10));
+            for (const auto& [name, p] : a[s]) {
+                QVERIFY2(b[s].count(name), name.c_str());
+                // Printed with 4 decimals: outputs within 1e-4 print at most one last digit apart.
+                const double q = b[s].at(name);
+                QVERIFY2(std::fabs(q - p) <= 1e-4 + 1e-9,
+                         qPrintable(QString("sample %1 %2: %3 vs %4").arg(s).arg(name.c_str()).arg(p).arg(q)));
+            }
+        }
+
+        // A graph OpenCV 4.6 cannot import (Gather with runtime indices): by default Strata runs the file and says
+        // why; asked for OpenCV, it is an error naming the file.
+        const Case t = networkCase("net_text");
+        std::unique_ptr<Model> textModel;
+        const ExportModel tm = randomModel(t, *backend, textModel, 32);
+        const std::string textFile = (m_dir.path() + "/predict_text.onnx").toStdString();
+        writeOnnx(textFile, tm);
+        const std::string csv = (m_dir.path() + "/tokens.csv").toStdString();
+        {
+            std::ofstream f(csv);
+            for (int i = 0; i < 12; ++i) f << (i ? "," : "") << "t" << i;
+            f << "\n";
+            for (int r = 0; r < 3; ++r)
+                for (int i = 0; i < 12; ++i) f << (7 * r + 3 * i) % 50 << (i == 11 ? "\n" : ",");
+        }
+        QVERIFY2(predict(textFile, csv, {}, defOut, err) == 0, err.c_str());
+        QVERIFY2(defOut.find("\nruntime: Strata CPU backend on the file's weights and embedded project; the ONNX "
+                             "graph was not executed: " + onnxRunnerName() + " cannot run it (") != std::string::npos,
+                 defOut.c_str());
+        QCOMPARE(predictedProbabilities(defOut).size(), size_t(3));
+        QCOMPARE(predict(textFile, csv, {"--runtime", "opencv"}, cvOut, err), 1);
+        QVERIFY2(err.find(textFile + ": " + onnxRunnerName() + " cannot import the graph: ") != std::string::npos,
+                 err.c_str());
     }
 
     // Last slot: onnx.checker (full check with strict shape inference) over every file written above.

@@ -6,12 +6,12 @@ set -euo pipefail
 packages=(
   cmake g++ make ccache pkg-config zlib1g-dev
   qt6-base-dev libqt6sql6-sqlite libqcustomplot-dev libqcustomplot2.1-qt6 xvfb xauth
-  libopenblas-dev libdnnl-dev nlohmann-json3-dev libprotobuf-dev protobuf-compiler libonnx-dev
+  libopenblas-dev libdnnl-dev nlohmann-json3-dev libprotobuf-dev protobuf-compiler libonnx-dev libopencv-dnn-dev
   libopenmpi-dev openmpi-bin
   dataset-fashion-mnist
 )
 case "${1:-build}" in
-  test) packages+=(libopencv-dnn-dev python3-onnx) ;;
+  test) packages+=(python3-onnx libpng-dev) ;;
 esac
 
 missing=()

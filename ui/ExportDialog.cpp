@@ -395,7 +395,12 @@ void ExportDialog::showOutcome(const ExportOutcome& o) {
                     .arg(c.samples)
                     .arg(o.checkSplit, percent(c.liveAccuracy), percent(c.fileAccuracy))
                     .arg(c.samePrediction);
-        m_method->setText(tr("What was run: %1").arg(q(c.method)));
+        QString method = q(c.method);
+        if (!method.isEmpty()) method[0] = method[0].toUpper();
+        m_method->setText(tr("How the file was run: %1").arg(method));
+        // An ONNX graph OpenCV could not run is a limitation of this check: shown in a warning colour.
+        m_method->setStyleSheet(c.fallbackReason.empty() ? QStringLiteral("QLabel { color: #555; }")
+                                                         : QStringLiteral("QLabel { color: #a04000; }"));
     }
     m_result->setText(text);
     QStringList lines;

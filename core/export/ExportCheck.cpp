@@ -9,6 +9,7 @@
 #include "core/data/Dataset.h"
 #include "core/export/Gguf.h"
 #include "core/export/Onnx.h"
+#include "core/export/OnnxRunner.h"
 #include "core/graph/Model.h"
 #include "core/train/Evaluation.h"
 
@@ -28,10 +29,8 @@ std::string methodText(ExportFormat format, const std::string& path) {
     const std::string name = fs::path(path).filename().string();
     switch (format) {
     case ExportFormat::Onnx:
-        return "Strata has no ONNX runtime: " + name +
-               " was parsed and its initializers and embedded project were rebuilt into a Strata model on the CPU "
-               "backend. The ONNX operator graph itself was not executed here (tests/test_export_onnx runs it in "
-               "OpenCV DNN); the file's normalization metadata was applied to the raw inputs.";
+        return "the initializers and embedded project of " + name + " were rebuilt into a Strata model on the CPU "
+               "backend; the file's normalization metadata was applied to the raw inputs.";
     case ExportFormat::Gguf:
         return name + " was read back with the GGUF reader (F16 and Q8_0 tensors dequantized), compiled from its "
                       "embedded project and run on the CPU backend with its stored normalization.";
@@ -40,6 +39,23 @@ std::string methodText(ExportFormat format, const std::string& path) {
                       "project and run on the CPU backend with its stored normalization.";
     }
     return {};
+}
+
+std::string onnxRanText(const std::string& path, bool normalizationInGraph) {
+    return "ran the ONNX graph in " + onnxRunnerName() + " (an ONNX runtime Strata did not write): " +
+           fs::path(path).filename().string() + " was imported by OpenCV and run on the raw inputs" +
+           (normalizationInGraph ? ", the dataset normalization inside the graph."
+                                 : " normalized with the file's stored normalization (the graph has none).");
+}
+
+// Stated, not silent: the fallback names what could not run and why.
+std::string onnxFallbackText(const std::string& path, const std::string& reason) {
+    const std::string why = onnxRunnerAvailable()
+                                ? onnxRunnerName() + " cannot run " + fs::path(path).filename().string() + " (" +
+                                      reason + ")"
+                                : reason;
+    return "the ONNX graph was NOT executed: " + why + ". Instead, as Strata has no ONNX runtime of its own, " +
+           methodText(ExportFormat::Onnx, path);
 }
 
 ExportFormat formatOfFile(const std::string& path) {
@@ -130,7 +146,7 @@ ExportCheckResult checkExport(const ExportModel& live, const std::string& export
                               const CheckpointNormalization& dataNormalization, int64_t limit) {
     ExportCheckResult r;
     r.path = exportedPath;
-    r.method = methodText(formatOfFile(exportedPath), exportedPath);
+    const ExportFormat format = formatOfFile(exportedPath);
     const ExportModel loaded = loadModelFile(exportedPath);
 
     auto backend = backendRegistry().create(Device::cpu(), 0);
@@ -145,26 +161,54 @@ ExportCheckResult checkExport(const ExportModel& live, const std::string& export
     if (count == 0) throw std::runtime_error("no samples to check the export on");
     const int64_t per = data.sampleShape.numel();
     const std::vector<float> liveInputs(data.inputs.begin(), data.inputs.begin() + count * per);
-    std::vector<float> fileInputs = liveInputs;
-    undoNormalization(fileInputs, dataNormalization);
-    applyNormalization(fileInputs, loaded.normalization);
+    std::vector<float> rawInputs = liveInputs;
+    undoNormalization(rawInputs, dataNormalization);
 
     const Predictions a = predictSamples(*liveModel, liveInputs.data(), count);
-    const Predictions b = predictSamples(*fileModel, fileInputs.data(), count);
+    std::vector<float> fileOutputs;
+    if (format == ExportFormat::Onnx) {
+        try {
+            OnnxRunner runner(exportedPath);
+            if (runner.inputSize() != per)
+                throw std::runtime_error(exportedPath + ": the ONNX graph takes " + std::to_string(runner.inputSize()) +
+                                         " values per sample, the data has " + std::to_string(per));
+            std::vector<float> inputs = rawInputs;
+            if (!runner.normalizationInGraph()) applyNormalization(inputs, loaded.normalization);
+            fileOutputs = runner.run(inputs.data(), count);
+            r.method = onnxRanText(exportedPath, runner.normalizationInGraph());
+            r.runtime = onnxRunnerName();
+        } catch (const OnnxRunError& e) {
+            r.fallbackReason = e.reason();
+        }
+    }
+    if (r.runtime.empty()) {
+        std::vector<float> fileInputs = rawInputs;
+        applyNormalization(fileInputs, loaded.normalization);
+        fileOutputs = predictSamples(*fileModel, fileInputs.data(), count).outputs;
+        r.method = format == ExportFormat::Onnx ? onnxFallbackText(exportedPath, r.fallbackReason)
+                                                : methodText(format, exportedPath);
+        r.runtime = "Strata CPU backend";
+    }
+    if (fileOutputs.size() != a.outputs.size())
+        throw std::runtime_error(exportedPath + ": " + std::to_string(fileOutputs.size()) + " outputs for " +
+                                 std::to_string(count) + " samples, the live model gives " +
+                                 std::to_string(a.outputs.size()));
+    const std::vector<int32_t> filePredicted = argmaxRows(fileOutputs.data(), count, a.classes);
     r.samples = count;
     r.classes = a.classes;
     for (size_t i = 0; i < a.outputs.size(); ++i) {
         r.maxAbsOutput = std::max(r.maxAbsOutput, std::fabs(double(a.outputs[i])));
-        const double d = std::fabs(double(a.outputs[i]) - double(b.outputs[i]));
+        const double d = std::fabs(double(a.outputs[i]) - double(fileOutputs[i]));
         // NaN must not hide as "no difference".
         if (!(d <= r.maxAbsDiff)) r.maxAbsDiff = std::isnan(d) ? d : std::max(r.maxAbsDiff, d);
     }
     int64_t liveCorrect = 0, fileCorrect = 0;
     for (int64_t s = 0; s < count; ++s) {
-        const int32_t label = data.labels[static_cast<size_t>(s)];
-        liveCorrect += a.predicted[static_cast<size_t>(s)] == label;
-        fileCorrect += b.predicted[static_cast<size_t>(s)] == label;
-        r.samePrediction += a.predicted[static_cast<size_t>(s)] == b.predicted[static_cast<size_t>(s)];
+        const size_t i = static_cast<size_t>(s);
+        const int32_t label = data.labels[i];
+        liveCorrect += a.predicted[i] == label;
+        fileCorrect += filePredicted[i] == label;
+        r.samePrediction += a.predicted[i] == filePredicted[i];
     }
     r.liveAccuracy = static_cast<double>(liveCorrect) / static_cast<double>(count);
     r.fileAccuracy = static_cast<double>(fileCorrect) / static_cast<double>(count);

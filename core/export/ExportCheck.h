@@ -7,10 +7,11 @@
 //
 // What "runs the file" means per format: GGUF and safetensors files are read
 // back tensor by tensor (F16 and Q8_0 dequantized) and compiled from the
-// project JSON they carry. Strata has no ONNX runtime of its own: an ONNX file
-// is parsed and its initializers and embedded project are rebuilt into a
-// Strata model; its operator graph is not executed here (tests/test_export_onnx
-// runs it in OpenCV's DNN module). The `method` text says so.
+// project JSON they carry. An ONNX file's operator graph is executed by OpenCV's
+// DNN module (OnnxRunner) on the raw inputs. Where OpenCV cannot import or run
+// the graph (or the build has no OpenCV), the check falls back to rebuilding the
+// file's initializers and embedded project into a Strata model, and the
+// `method` text says so with OpenCV's reason.
 #pragma once
 
 #include <cstdint>
@@ -57,6 +58,8 @@ std::unique_ptr<Model> compileExportModel(const ExportModel& model, Backend& bac
 struct ExportCheckResult {
     std::string path;
     std::string method;  // what was loaded and run, in words
+    std::string runtime;  // what ran the file: "OpenCV DNN 4.6.0" or "Strata CPU backend"
+    std::string fallbackReason;  // ONNX only: why OpenCV could not run the graph; empty when it did
     int64_t samples = 0;
     int classes = 0;
     double maxAbsDiff = 0;  // largest |live output - file output| over every sample and output
@@ -67,8 +70,9 @@ struct ExportCheckResult {
 
 // Loads `exportedPath` with loadModelFile, compiles it and `live` on the CPU backend and runs both on the first
 // `limit` samples of `data` (model inputs normalized with `dataNormalization`, as loadDataset gives them). The
-// live model takes them as they are; the file's model gets them turned back into raw values and normalized with
-// the normalization the file stores, so a wrong normalization in the file shows up as a difference.
+// live model takes them as they are; the file gets them turned back into raw values and normalized the way the
+// file says (inside an ONNX graph, else with the normalization the file stores), so a wrong normalization in
+// the file shows up as a difference. An ONNX file runs in OpenCV DNN when it can (see above).
 // Throws (naming the file) when the file cannot be loaded or does not fit the data.
 ExportCheckResult checkExport(const ExportModel& live, const std::string& exportedPath, const DataSplit& data,
                               const CheckpointNormalization& dataNormalization, int64_t limit = 256);

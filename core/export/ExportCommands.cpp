@@ -21,6 +21,7 @@
 #include "core/export/ExportModel.h"
 #include "core/export/Gguf.h"
 #include "core/export/Onnx.h"
+#include "core/export/OnnxRunner.h"
 #include "core/export/Safetensors.h"
 #include "core/graph/Model.h"
 
@@ -39,7 +40,8 @@ const char* kExportUsage =
     "usage: strata-train export PROJECT_OR_CHECKPOINT --format onnx|gguf|safetensors [--quantize q8_0|f16]\n"
     "                           [--opset N] [--no-normalization] [--untrained] -o FILE\n";
 const char* kPredictUsage =
-    "usage: strata-train predict MODEL_FILE INPUT [--top K] [--count N] [--labels IDX_LABELS] [--quiet]\n";
+    "usage: strata-train predict MODEL_FILE INPUT [--top K] [--count N] [--labels IDX_LABELS] [--quiet]\n"
+    "                            [--runtime strata|opencv]\n";
 
 int parseInt(const std::string& flag, const std::string& text, int min, int max) {
     size_t used = 0;
@@ -309,6 +311,7 @@ bool labelIsClass(const ExportModel& m, const std::string& label, size_t k) {
 
 int predictCommand(const std::vector<std::string>& args, std::ostream& out) {
     std::string modelPath, inputPath, labelsPath;
+    std::string runtime;  // "strata", "opencv", or empty: OpenCV for .onnx files when this build has it
     int top = 3, count = 5;
     bool quiet = false;
     for (size_t i = 0; i < args.size(); ++i) {
@@ -321,12 +324,18 @@ int predictCommand(const std::vector<std::string>& args, std::ostream& out) {
         else if (a == "--count") count = parseInt(a, value(), 1, 100000000);
         else if (a == "--labels") labelsPath = value();
         else if (a == "--quiet") quiet = true;
+        else if (a == "--runtime") runtime = value();
         else if (!a.empty() && a[0] == '-') throw UsageError("unknown option " + a);
         else if (modelPath.empty()) modelPath = a;
         else if (inputPath.empty()) inputPath = a;
         else throw UsageError("unexpected argument '" + a + "'");
     }
     if (modelPath.empty() || inputPath.empty()) throw UsageError("predict needs MODEL_FILE and INPUT");
+    if (!runtime.empty() && runtime != "strata" && runtime != "opencv")
+        throw UsageError("--runtime: '" + runtime + "' is not strata or opencv");
+    const bool onnxFile = fs::path(modelPath).extension() == ".onnx";
+    if (runtime == "opencv" && !onnxFile)
+        throw UsageError("--runtime opencv runs .onnx files; " + modelPath + " is not one");
 
     const ExportModel m = loadModelFile(modelPath);
     auto backend = backendRegistry().create(Device::cpu(), 0);
@@ -356,7 +365,50 @@ int predictCommand(const std::vector<std::string>& args, std::ostream& out) {
                                  std::to_string(per) + " values) do not fit the model input " + inShape.toString());
     if (in.count == 0) throw std::runtime_error(inputPath + ": no samples");
 
+    // An ONNX file runs in OpenCV DNN: asked for, or by default when this build has it. Asked for, a failure is an
+    // error; by default, the Strata CPU backend runs the file's weights instead and the output says why.
+    std::unique_ptr<OnnxRunner> runner;
+    std::string runtimeLine = "runtime: Strata CPU backend";
+    if (onnxFile && runtime != "strata") {
+        if (runtime == "opencv" || onnxRunnerAvailable()) {
+            try {
+                runner = std::make_unique<OnnxRunner>(modelPath);
+            } catch (const OnnxRunError& e) {
+                if (runtime == "opencv") throw;
+                runtimeLine += " on the file's weights and embedded project; the ONNX graph was not executed: " +
+                               onnxRunnerName() + " cannot run it (" + e.reason() + ")";
+            }
+        } else {
+            runtimeLine += " on the file's weights and embedded project; the ONNX graph was not executed: this build "
+                           "has no OpenCV DNN (STRATA_OPENCV)";
+        }
+    }
+    if (runner) {
+        if (runner->inputSize() != per)
+            throw std::runtime_error(modelPath + ": the ONNX graph takes " + std::to_string(runner->inputSize()) +
+                                     " values per sample, the project's model " + std::to_string(per));
+        runtimeLine = "runtime: " + onnxRunnerName() + " (ran the ONNX graph)";
+    }
+    // The raw values, for an ONNX graph that normalizes its input itself.
+    std::vector<float> raw;
+    if (runner && runner->normalizationInGraph()) raw = in.values;
     normalizeInputs(m.normalization, in.values);
+    std::vector<float> onnxOutputs;
+    if (runner) {
+        const std::vector<float>& x = runner->normalizationInGraph() ? raw : in.values;
+        try {
+            onnxOutputs = runner->run(x.data(), in.count, kPredictBatch);
+        } catch (const OnnxRunError& e) {
+            if (runtime == "opencv") throw;
+            runner.reset();
+            runtimeLine = "runtime: Strata CPU backend on the file's weights and embedded project; the ONNX graph was "
+                          "not executed: " + onnxRunnerName() + " failed to run it (" + e.reason() + ")";
+        }
+    }
+    if (runner && static_cast<int64_t>(onnxOutputs.size()) != in.count * model->outputShape().numel())
+        throw std::runtime_error(modelPath + ": the ONNX graph gives " + std::to_string(onnxOutputs.size()) +
+                                 " values for " + std::to_string(in.count) + " samples, the project's model " +
+                                 model->outputShape().toString() + " per sample");
 
     // The output node's type says whether the model already ends in a softmax.
     bool endsInSoftmax = false;
@@ -366,14 +418,20 @@ int predictCommand(const std::vector<std::string>& args, std::ostream& out) {
 
     out << "model " << modelPath << " (" << m.project.name << "), input " << inputPath << ": " << in.count
         << " sample(s)\n";
+    out << runtimeLine << "\n";
     int64_t labelled = 0, correct = 0;
     std::vector<float> logits;
     for (int64_t first = 0; first < in.count; first += kPredictBatch) {
         const int64_t n = std::min(kPredictBatch, in.count - first);
-        const Tensor x = backend->fromHost(inShape.withBatch(n), in.values.data() + first * per);
-        const Tensor& y = model->forward(x, false);
-        logits.resize(static_cast<size_t>(y.numel()));
-        backend->toHost(y, logits.data());
+        if (runner) {
+            const auto from = onnxOutputs.begin() + first * static_cast<int64_t>(classes);
+            logits.assign(from, from + n * static_cast<int64_t>(classes));
+        } else {
+            const Tensor x = backend->fromHost(inShape.withBatch(n), in.values.data() + first * per);
+            const Tensor& y = model->forward(x, false);
+            logits.resize(static_cast<size_t>(y.numel()));
+            backend->toHost(y, logits.data());
+        }
         for (int64_t b = 0; b < n; ++b) {
             const int64_t s = first + b;
             std::vector<double> p(classes);

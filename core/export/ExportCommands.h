@@ -6,8 +6,11 @@
 //     A checkpoint file, or a checkpoint folder (its best checkpoint), or a project
 //     file (its training.checkpointDir's best checkpoint; with --untrained, the
 //     seeded initial weights).
-//   predict MODEL_FILE INPUT [--top K] [--count N] [--labels IDX_LABELS] [--quiet]
-//     MODEL_FILE: checkpoint file or folder, .safetensors / .gguf / .onnx export.
+//   predict MODEL_FILE INPUT [--top K] [--count N] [--labels IDX_LABELS] [--quiet] [--runtime strata|opencv]
+//     MODEL_FILE: checkpoint file or folder, .safetensors / .gguf / .onnx export. An .onnx file's graph runs
+//     in OpenCV DNN (OnnxRunner) by default when the build has it; --runtime strata runs its weights on the
+//     Strata CPU backend instead, --runtime opencv makes an OpenCV failure an error. Where OpenCV cannot run
+//     the graph by default, Strata runs it and says why. A "runtime: ..." line says which one ran.
 //     INPUT: IDX images (gzipped or raw; the first N), a CSV file (header row; the
 //     project's label column, when present, is shown and not fed to the model; text
 //     projects tokenize the text column), or a PNG / PGM / PPM image of the model's

@@ -1,10 +1,11 @@
 // ExportDialog and PredictPanel offscreen on a tiny trained project (synthetic
 // blobs, 16 features, 4 classes, 300 validation samples): ONNX and GGUF Q8_0
-// exports are written and checked (difference and accuracies shown), the
-// options follow the format, errors (no checkpoint, unwritable path, broken
-// file) are shown naming the file; the predict panel gives probabilities that
-// sum to 1 and a confusion matrix over the whole validation split; image files
-// become raw input values of the model's size; MainWindow offers both.
+// exports are written and checked (difference and accuracies shown; the ONNX
+// graph runs in OpenCV DNN), the options follow the format, errors (no
+// checkpoint, unwritable path, broken file) are shown naming the file; the
+// predict panel gives probabilities that sum to 1 and a confusion matrix over
+// the whole validation split; image files become raw input values of the
+// model's size; MainWindow offers both.
 #include <QAction>
 #include <QMenu>
 #include <QDockWidget>
@@ -21,6 +22,7 @@
 
 #include <cmath>
 
+#include "core/export/OnnxRunner.h"
 #include "core/train/Trainer.h"
 #include "tests/support/TestBackends.h"
 #include "ui/ExportDialog.h"
@@ -116,7 +118,13 @@ private slots:
         QVERIFY(dlg.resultText().contains("Largest output difference"));
         QVERIFY(dlg.resultText().contains("Accuracy:"));
         QVERIFY(dlg.resultText().contains(QString::number(100.0 * onnx.check.liveAccuracy, 'f', 2) + "%"));
-        QVERIFY(dlg.methodText().contains("not executed"));  // honest about ONNX
+        // The file's ONNX graph ran in OpenCV DNN; without OpenCV the dialog says it was not executed.
+        if (onnxRunnerAvailable()) {
+            QCOMPARE(onnx.check.runtime, onnxRunnerName());
+            QVERIFY2(dlg.methodText().contains("Ran the ONNX graph in OpenCV DNN"), qPrintable(dlg.methodText()));
+        } else {
+            QVERIFY2(dlg.methodText().contains("NOT executed"), qPrintable(dlg.methodText()));
+        }
         QVERIFY(dlg.tensorText().contains("dense1.weight [32, 16] F32"));
         QVERIFY(dlg.errorText().isEmpty());
 
