@@ -156,8 +156,10 @@ void CpuBackend::gemm(bool transA, bool transB, int m, int n, int k, float alpha
     if (m < 0 || n < 0 || k < 0) throw BackendError("gemm: negative size");
     if (m == 0 || n == 0) return;
     if (m_precision != ComputePrecision::F32) {
-        a = cpu::roundedCopy(m_roundedA, a, cpu::operandSpan(transA ? k : m, transA ? m : k, lda), m_precision, m_threads);
-        b = cpu::roundedCopy(m_roundedB, b, cpu::operandSpan(transB ? n : k, transB ? k : n, ldb), m_precision, m_threads);
+        a = cpu::roundedCopy(m_roundedA, a, cpu::operandSpan(transA ? k : m, transA ? m : k, lda), m_precision,
+                             m_threads);
+        b = cpu::roundedCopy(m_roundedB, b, cpu::operandSpan(transB ? n : k, transB ? k : n, ldb), m_precision,
+                             m_threads);
     }
     if (m_reference)
         cpuref::gemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);

@@ -283,8 +283,8 @@ bool dnnlConv2dForwardFused(int threads, Workspace& ws, float* y, const float* x
     return runGuarded("fused convolution forward", [&] {
         OmpThreads scope(threads);
         ConvPlan::Fused& f = fusedFor(cache, *plan, bias != nullptr, relu);
-        memory xm(plan->userX, cache.engine, const_cast<float*>(x)), wm(plan->userW, cache.engine, const_cast<float*>(w)),
-            ym(plan->userY, cache.engine, y);
+        memory xm(plan->userX, cache.engine, const_cast<float*>(x));
+        memory wm(plan->userW, cache.engine, const_cast<float*>(w)), ym(plan->userY, cache.engine, y);
         memory src = asFormat(cache, *plan, kSrc, xm, f.pd.src_desc());
         memory wts = asFormat(cache, *plan, kWeights, wm, f.pd.weights_desc());
         const bool direct = f.pd.dst_desc() == plan->userY;
