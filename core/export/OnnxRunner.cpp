@@ -18,6 +18,7 @@ namespace strata {
 
 namespace {
 
+#ifdef STRATA_HAVE_OPENCV_DNN
 // OpenCV's messages can span lines and end in a newline; one line reads better inside ours.
 std::string oneLine(std::string text) {
     for (char& c : text)
@@ -29,7 +30,6 @@ std::string oneLine(std::string text) {
     return out;
 }
 
-#ifdef STRATA_HAVE_OPENCV_DNN
 std::string reasonOf(const cv::Exception& e) {
     // e.msg is OpenCV's message; the ONNX importer nests the failing step's full what() in it ("OpenCV(4.6.0)
     // <source>:<line>: error: (<code>) in function '<f>' > <message>"): those build paths, codes and function
