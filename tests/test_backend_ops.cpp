@@ -48,6 +48,7 @@ const Tolerance kTolerances[] = {
     {"conv2dBackwardData", 2e-5, 1e-4},
     {"conv2dBackwardFilter", 2e-5, 1e-4},
     {"conv2dFused", 2e-5, 1e-4},
+    {"maxPool2dReLUBackward", 1e-6, 1e-6},
     {"pool2dForward", 1e-6, 1e-6},
     {"pool2dBackward", 1e-6, 1e-6},
     {"meanPool", 1e-6, 1e-5},
@@ -553,7 +554,38 @@ private slots:
                         return Outputs{down(be, DX)};
                     }))
                     return;
+                if (d.mode != PoolMode::Max) continue;
+                // The pooling of a ReLU's output (zeros and positive values) with the ReLU's backward.
+                Vec xr = x;
+                for (float& v : xr) v = std::max(v, 0.0f);
+                if (!compareAll("maxPool2dReLUBackward", ctx, [&](Backend& be) {
+                        Tensor X = up(be, xr), Y = be.empty(Shape{static_cast<int64_t>(ys)}), DY = up(be, dy),
+                               DX = up(be, dx0);
+                        be.pool2dForward(Y.f32(), X.f32(), d);
+                        be.maxPool2dReLUBackward(DX.f32(), DY.f32(), X.f32(), Y.f32(), d);
+                        return Outputs{down(be, DX)};
+                    }))
+                    return;
             }
+    }
+
+    // maxPool2dReLUBackward by hand: a window whose maximum is 0 (all inputs were negative before the
+    // ReLU) passes no gradient; one with a positive maximum passes it to that element only.
+    void maxPoolReLUBackwardHandValues() {
+        PoolDesc d;
+        d.mode = PoolMode::Max, d.n = 1, d.c = 1, d.h = 2, d.w = 4;
+        const Vec x{0.0f, 0.0f, 0.5f, 0.0f, 0.0f, 0.0f, 0.25f, 2.0f};  // windows: all zero | max 2.0 at (1,3)
+        const Vec dy{3.0f, 5.0f};
+        std::vector<Backend*> all{m_ref.get()};
+        for (NamedBackend& nb : m_fast) all.push_back(nb.backend.get());
+        for (Backend* be : all) {
+            Tensor X = up(*be, x), Y = be->empty(Shape{2}), DY = up(*be, dy), DX = up(*be, Vec(8, 1.0f));
+            be->pool2dForward(Y.f32(), X.f32(), d);
+            be->maxPool2dReLUBackward(DX.f32(), DY.f32(), X.f32(), Y.f32(), d);
+            const Vec want{1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 6.0f};
+            const std::string err = compareVectors(down(*be, DX), want, Tolerance{"hand", 1e-6, 1e-6});
+            QVERIFY2(err.empty(), (be->name() + ": " + err).c_str());
+        }
     }
 
     void meanPool() {

@@ -1,4 +1,5 @@
-// Model's Conv2D+ReLU fusion (compile(..., fuse = true)): which ReLUs are fused, and that a fused
+// Model's ReLU fusions (compile(..., fuse = true)): a ReLU run inside the Conv2D before it, and a
+// ReLU's backward run inside the max pooling after it. Which ReLUs are fused, and that a fused
 // model computes the same outputs, input gradients and parameter gradients as the unfused one, on
 // every backend present, including a step where the conv output's memory is shared with the ReLU.
 #include <QtTest>
@@ -20,7 +21,8 @@ int chain(Graph& g, int from, const std::string& type, const Json& params = Json
 }
 
 // Input [2, 9, 9] -> Conv2D 4 (pad 1) -> ReLU -> MaxPool -> Conv2D 6 (no bias) -> ReLU -> Flatten -> Dense 5,
-// plus, when `shared` is set, a Conv2D whose output feeds a ReLU AND an Add (which must not be fused).
+// plus, when `shared` is set, a Conv2D whose output feeds a ReLU AND an Add (which must not be fused), and
+// the Add feeding a ReLU -> MaxPool (the pooling does that ReLU's backward, nothing does its forward).
 Graph testGraph(bool shared) {
     Graph g;
     const int in = g.addNode("Input", {}, {{"shape", {2, 9, 9}}});
@@ -32,7 +34,7 @@ Graph testGraph(bool shared) {
         const int add = g.addNode("Add");
         g.connect(r, add, "in0");
         g.connect(c, add, "in1");  // the conv output has a second consumer
-        x = add;
+        x = chain(g, add, "ReLU");
     }
     x = chain(g, x, "MaxPool2D", {{"kernel", 2}, {"stride", 2}});
     x = chain(g, x, "Conv2D", {{"filters", 6}, {"kernel", 3}, {"padding", 1}, {"use_bias", false}});
@@ -53,9 +55,10 @@ std::vector<float> toHost(Backend& be, const Tensor& t) {
     return h;
 }
 
-Result run(Backend& be, const Graph& g, bool fuse, int* fusedCount) {
+Result run(Backend& be, const Graph& g, bool fuse, int* fusedCount, int* absorbedCount = nullptr) {
     auto model = compile(g, be, 7, fuse);
     if (fusedCount) *fusedCount = model->fusedReLUCount();
+    if (absorbedCount) *absorbedCount = model->absorbedReLUCount();
     std::mt19937 rng(3);
     std::normal_distribution<float> dist(0.0f, 1.0f);
     const int64_t n = 3;
@@ -91,15 +94,18 @@ double maxDiff(const std::vector<float>& a, const std::vector<float>& b) {
 class TestModelFusion : public QObject {
     Q_OBJECT
 private slots:
-    void fusesOnlySingleConsumerConvReLU() {
+    void fusesOnlySingleConsumerReLUs() {
         auto be = test::makeCpuBackend();
-        int count = -1;
-        run(*be, testGraph(false), true, &count);
+        int count = -1, absorbed = -1;
+        run(*be, testGraph(false), true, &count, &absorbed);
         QCOMPARE(count, 2);
-        run(*be, testGraph(true), true, &count);
+        QCOMPARE(absorbed, 1);  // conv1's ReLU feeds the pooling; the last ReLU feeds Flatten
+        run(*be, testGraph(true), true, &count, &absorbed);
         QCOMPARE(count, 2);  // conv1 and the last conv; the conv feeding ReLU and Add is not fused
-        run(*be, testGraph(false), false, &count);
+        QCOMPARE(absorbed, 1);  // the ReLU after Add (conv1's ReLU now feeds a conv, not a pooling)
+        run(*be, testGraph(false), false, &count, &absorbed);
         QCOMPARE(count, 0);
+        QCOMPARE(absorbed, 0);
     }
 
     void fusedEqualsUnfused_data() {

@@ -44,6 +44,14 @@ void Backend::conv2dBackwardFused(float* dx, float* dw, float* dbias, const floa
     if (dbias) sumChannels(dbias, dy, d.n, d.k, d.outH() * d.outW());
 }
 
+void Backend::maxPool2dReLUBackward(float* dx, const float* dy, const float* x, const float* y, const PoolDesc& d) {
+    if (d.mode != PoolMode::Max) throw BackendError("maxPool2dReLUBackward: the pooling must be max pooling");
+    const int64_t n = static_cast<int64_t>(d.n) * d.c * d.h * d.w;
+    Tensor routed = zeros(Shape{n});
+    pool2dBackward(routed.f32(), dy, x, y, d);
+    activationBackward(dx, routed.f32(), x, nullptr, n, Activation::ReLU, 0.0f);
+}
+
 Tensor Backend::empty(const Shape& shape, DType dtype) {
     const size_t bytes = static_cast<size_t>(shape.numel()) * dtypeSize(dtype);
     void* p = allocate(bytes == 0 ? 4 : bytes);

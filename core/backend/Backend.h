@@ -176,6 +176,12 @@ public:
     virtual void pool2dForward(float* y, const float* x, const PoolDesc& d) = 0;
     // Max pooling routes each output gradient to the first maximal input of its window.
     virtual void pool2dBackward(float* dx, const float* dy, const float* x, const float* y, const PoolDesc& d) = 0;
+    // Max pooling's backward followed by the backward of the ReLU that produced x: dx += routed dy
+    // where x > 0 (y is the pooling's forward output), which is what pool2dBackward into a zeroed buffer and then activationBackward
+    // (ReLU, gate x) into dx compute, in one pass. Max pooling only. The default runs exactly those
+    // two ops through a temporary buffer; a backend may fuse them (the CPU does for 2x2 windows).
+    virtual void maxPool2dReLUBackward(float* dx, const float* dy, const float* x, const float* y,
+                                       const PoolDesc& d);
     // y[o, i] = mean_l x[o, l, i] for x of [outer, len, inner] (global average pool, sequence mean).
     virtual void meanPoolForward(float* y, const float* x, int outer, int len, int inner) = 0;
     virtual void meanPoolBackward(float* dx, const float* dy, int outer, int len, int inner) = 0;

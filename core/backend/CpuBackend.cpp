@@ -253,6 +253,12 @@ void CpuBackend::pool2dBackward(float* dx, const float* dy, const float* x, cons
     else
         cpu::pool2dBackward(m_threads, dx, dy, x, d);
 }
+void CpuBackend::maxPool2dReLUBackward(float* dx, const float* dy, const float* x, const float* y,
+                                       const PoolDesc& d) {
+    checkPool(d);
+    if (!m_reference && d.mode == PoolMode::Max && cpu::maxPool2dReLUBackward(m_threads, dx, dy, x, y, d)) return;
+    Backend::maxPool2dReLUBackward(dx, dy, x, y, d);
+}
 void CpuBackend::meanPoolForward(float* y, const float* x, int outer, int len, int inner) {
     if (len < 1) throw BackendError("meanPool: length must be >= 1");
     if (m_reference)

@@ -86,6 +86,8 @@ public:
                              const ConvDesc& d) override;
     void pool2dForward(float* y, const float* x, const PoolDesc& d) override;
     void pool2dBackward(float* dx, const float* dy, const float* x, const float* y, const PoolDesc& d) override;
+    void maxPool2dReLUBackward(float* dx, const float* dy, const float* x, const float* y,
+                               const PoolDesc& d) override;
     void meanPoolForward(float* y, const float* x, int outer, int len, int inner) override;
     void meanPoolBackward(float* dx, const float* dy, int outer, int len, int inner) override;
 

@@ -17,6 +17,7 @@
 #include <cstring>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "core/backend/CpuParallel.h"
 #include "core/backend/CpuReference.h"
@@ -344,41 +345,71 @@ void pool2dForward(int threads, float* y, const float* x, const PoolDesc& d) {
     });
 }
 
+namespace {
+
+// The 2x2, stride-2 max-pool backward over planes [b, e). With kReLUMask, each routed gradient is
+// also multiplied by (x > 0): the backward of the ReLU whose output x is (maxPool2dReLUBackward).
+// out[i] = y[i] > 0 ? g[i] : 0, both operands loaded unconditionally so the select vectorizes.
+void maskRow(float* __restrict out, const float* __restrict g, const float* __restrict y, int n) {
+    for (int i = 0; i < n; ++i) {
+        const float v = g[i];
+        out[i] = y[i] > 0.0f ? v : 0.0f;
+    }
+}
+
+template <bool kReLUMask>
+void maxPool2x2Backward(float* dx, const float* dy, const float* x, const float* y, const PoolDesc& d, int64_t b,
+                        int64_t e) {
+    const int OH = d.outH(), OW = d.outW();
+    const size_t inPlane = static_cast<size_t>(d.h) * d.w, outPlane = static_cast<size_t>(OH) * OW;
+    std::vector<float> masked(kReLUMask ? static_cast<size_t>(OW) : 0);
+    for (int64_t p = b; p < e; ++p) {
+        const float* img = x + p * inPlane;
+        float* dimg = dx + p * inPlane;
+        const float* g = dy + p * outPlane;
+        for (int oh = 0; oh < OH; ++oh) {
+            const float* gr = g + static_cast<size_t>(oh) * OW;
+            if constexpr (kReLUMask) {
+                // The routed element is positive exactly when its window's maximum y is (the ReLU
+                // mask): mask the output row first, in a loop that vectorizes, so the window loop
+                // below stays the branch-free one of plain max pooling.
+                maskRow(masked.data(), gr, y + p * outPlane + static_cast<size_t>(oh) * OW, OW);
+                gr = masked.data();
+            }
+            const size_t r0 = static_cast<size_t>(2 * oh) * d.w, r1 = r0 + d.w;
+            // Every window adds to all four of its elements (zero to three of them), so there is
+            // no data-dependent address and no branch.
+            // The winner is encoded as 0/1 factors (the same rule as argmax4), which GCC
+            // keeps free of branches; an integer index led to a mispredicted branch per window.
+            const float* x0 = img + r0;
+            const float* x1 = img + r1;
+            float* d0 = dimg + r0;
+            float* d1 = dimg + r1;
+            for (int ow = 0; ow < OW; ++ow) {
+                const int c0 = 2 * ow;
+                const float a = x0[c0], bb = x0[c0 + 1], c = x1[c0], ee = x1[c0 + 1];
+                const float pickB = bb > a ? 1.0f : 0.0f, pickE = ee > c ? 1.0f : 0.0f;
+                const float m01 = bb > a ? bb : a, m23 = ee > c ? ee : c;
+                const float second = m23 > m01 ? 1.0f : 0.0f;
+                const float v = gr[ow];
+                d0[c0] += v * (1.0f - second) * (1.0f - pickB);
+                d0[c0 + 1] += v * (1.0f - second) * pickB;
+                d1[c0] += v * second * (1.0f - pickE);
+                d1[c0 + 1] += v * second * pickE;
+            }
+        }
+    }
+}
+
+}  // namespace
+
 void pool2dBackward(int threads, float* dx, const float* dy, const float* x, const PoolDesc& d) {
     const int OH = d.outH(), OW = d.outW();
     const int64_t planes = static_cast<int64_t>(d.n) * d.c;
     const size_t inPlane = static_cast<size_t>(d.h) * d.w, outPlane = static_cast<size_t>(OH) * OW;
     parallelFor(threads, planes, rowGrain(static_cast<int64_t>(inPlane)), [&](int64_t b, int64_t e, int) {
         if (isPlain2x2(d)) {
-            for (int64_t p = b; p < e; ++p) {
-                const float* img = x + p * inPlane;
-                float* dimg = dx + p * inPlane;
-                const float* g = dy + p * outPlane;
-                for (int oh = 0; oh < OH; ++oh) {
-                    const size_t r0 = static_cast<size_t>(2 * oh) * d.w, r1 = r0 + d.w;
-                    // Every window adds to all four of its elements (zero to three of them), so there is
-                    // no data-dependent address and no branch.
-                    // The winner is encoded as 0/1 factors (the same rule as argmax4), which GCC
-                    // keeps free of branches; an integer index led to a mispredicted branch per window.
-                    const float* x0 = img + r0;
-                    const float* x1 = img + r1;
-                    float* d0 = dimg + r0;
-                    float* d1 = dimg + r1;
-                    const float* gr = g + static_cast<size_t>(oh) * OW;
-                    for (int ow = 0; ow < OW; ++ow) {
-                        const int c0 = 2 * ow;
-                        const float a = x0[c0], b = x0[c0 + 1], c = x1[c0], e = x1[c0 + 1];
-                        const float pickB = b > a ? 1.0f : 0.0f, pickE = e > c ? 1.0f : 0.0f;
-                        const float m01 = b > a ? b : a, m23 = e > c ? e : c;
-                        const float second = m23 > m01 ? 1.0f : 0.0f;
-                        const float v = gr[ow];
-                        d0[c0] += v * (1.0f - second) * (1.0f - pickB);
-                        d0[c0 + 1] += v * (1.0f - second) * pickB;
-                        d1[c0] += v * second * (1.0f - pickE);
-                        d1[c0 + 1] += v * second * pickE;
-                    }
-                }
-            }
+            maxPool2x2Backward<false>(dx, dy, x, nullptr, d, b, e);
             return;
         }
         PoolDesc part = d;
@@ -386,6 +417,15 @@ void pool2dBackward(int threads, float* dx, const float* dy, const float* x, con
         part.c = static_cast<int>(e - b);
         cpuref::pool2dBackward(dx + b * inPlane, dy + b * outPlane, x + b * inPlane, part);
     });
+}
+
+bool maxPool2dReLUBackward(int threads, float* dx, const float* dy, const float* x, const float* y,
+                           const PoolDesc& d) {
+    if (!isPlain2x2(d) || y == nullptr) return false;
+    const int64_t planes = static_cast<int64_t>(d.n) * d.c;
+    parallelFor(threads, planes, rowGrain(static_cast<int64_t>(d.h) * d.w),
+                [&](int64_t b, int64_t e, int) { maxPool2x2Backward<true>(dx, dy, x, y, d, b, e); });
+    return true;
 }
 
 void meanPoolForward(int threads, float* y, const float* x, int outer, int len, int inner) {

@@ -17,6 +17,7 @@ struct Model::Step {
     std::vector<int> inputs;        // indices into m_steps, in port order
     bool needsGrad = false;         // some trainable parameter at or before this step
     int fusedFrom = -1;             // a ReLU computed by this step of m_steps: output shares its memory
+    bool reluAbsorbed = false;      // a ReLU whose backward its single consumer does (no grad of its own)
     Tensor outputStorage, gradStorage;  // capacity for m_capacity samples
     Tensor output, grad;            // views for the current batch
 };
@@ -113,6 +114,13 @@ std::unique_ptr<Model> compile(const Graph& graph, Backend& backend, uint64_t se
             if (from.isInput || consumers[static_cast<size_t>(producer)] != 1) continue;
             if (from.layer->fuseReLU()) step->fusedFrom = producer;
         }
+        for (auto& step : model->m_steps) {
+            if (step->isInput || step->inputs.size() != 1) continue;
+            const int reluIndex = step->inputs[0];
+            Model::Step& relu = *model->m_steps[static_cast<size_t>(reluIndex)];
+            if (relu.isInput || relu.type->name() != "ReLU" || consumers[static_cast<size_t>(reluIndex)] != 1) continue;
+            if (step->layer->absorbReLUBackward()) relu.reluAbsorbed = true;
+        }
     }
     return model;
 }
@@ -128,14 +136,14 @@ void Model::allocateFor(int64_t batch) {
                 s->outputStorage = m_steps[static_cast<size_t>(s->fusedFrom)]->outputStorage;
             else
                 s->outputStorage = m_backend->empty(s->outShape.withBatch(batch));
-            if (s->needsGrad) s->gradStorage = m_backend->empty(s->outShape.withBatch(batch));
+            if (s->needsGrad && !s->reluAbsorbed) s->gradStorage = m_backend->empty(s->outShape.withBatch(batch));
         }
     }
     m_batch = batch;
     for (auto& s : m_steps) {
         if (s->isInput) continue;
         s->output = batchView(s->outputStorage, s->outShape, batch);
-        if (s->needsGrad) s->grad = batchView(s->gradStorage, s->outShape, batch);
+        if (s->needsGrad && !s->reluAbsorbed) s->grad = batchView(s->gradStorage, s->outShape, batch);
     }
 }
 
@@ -168,19 +176,21 @@ void Model::backward(const Tensor& dOutput) {
         throw std::invalid_argument("output gradient must be " + last.output.shape().toString() + ", got " +
                                     dOutput.shape().toString());
     for (auto& s : m_steps)
-        if (s->needsGrad && s.get() != &last) m_backend->zero(s->grad.raw(), s->grad.bytes());
+        if (s->needsGrad && !s->reluAbsorbed && s.get() != &last) m_backend->zero(s->grad.raw(), s->grad.bytes());
     std::vector<const Tensor*> ins;
     std::vector<Tensor*> dins;
     for (auto it = m_steps.rbegin(); it != m_steps.rend(); ++it) {
         Step& s = **it;
-        if (s.isInput || !s.needsGrad) continue;
+        if (s.isInput || !s.needsGrad || s.reluAbsorbed) continue;
         ins.clear();
         dins.clear();
         for (size_t k = 0; k < s.inputs.size(); ++k) {
             Step& in = *m_steps[static_cast<size_t>(s.inputs[k])];
             ins.push_back(&in.output);
-            const bool wanted = in.needsGrad && s.type->inputDifferentiable(static_cast<int>(k));
-            dins.push_back(wanted ? &in.grad : nullptr);
+            // An absorbed ReLU's backward is done here: its input's gradient is the target.
+            Step& target = in.reluAbsorbed ? *m_steps[static_cast<size_t>(in.inputs[0])] : in;
+            const bool wanted = target.needsGrad && s.type->inputDifferentiable(static_cast<int>(k));
+            dins.push_back(wanted ? &target.grad : nullptr);
         }
         LayerContext ctx{*m_backend, m_lastTraining, m_lastSeed ^ (0x9E3779B97F4A7C15ull * static_cast<uint64_t>(s.node))};
         s.layer->backward(ctx, ins, s.output, &s == &last ? dOutput : s.grad, dins);
@@ -220,6 +230,13 @@ int Model::fusedReLUCount() const {
     int n = 0;
     for (const auto& s : m_steps)
         if (s->fusedFrom >= 0) ++n;
+    return n;
+}
+
+int Model::absorbedReLUCount() const {
+    int n = 0;
+    for (const auto& s : m_steps)
+        if (s->reluAbsorbed) ++n;
     return n;
 }
 

@@ -42,8 +42,10 @@ public:
     // Output of a node from the last forward (for the NaN report and the GUI). A layer fused with the
     // ReLU after it (see compile) shows the ReLU's output.
     const Tensor* nodeOutput(int node) const;
-    // Steps whose ReLU runs inside the layer before it (compile's fusion).
+    // ReLUs whose forward runs inside the layer before them, and ReLUs whose backward runs inside
+    // the max pooling after them (compile's fusion).
     int fusedReLUCount() const;
+    int absorbedReLUCount() const;
     // The node whose output is first non-finite in topological order, or -1.
     int firstNonFiniteNode() const;
     std::vector<int> order() const;
@@ -69,7 +71,9 @@ private:
 // fuse: a ReLU whose input comes from a layer that can apply it itself (Conv2D) and feeds nothing
 // else runs inside that layer's forward (Layer::fuseReLU): one pass over the activation less, and
 // bias and ReLU applied while the output is in cache. Same results up to float rounding; the
-// ReLU's backward runs as before.
+// ReLU's backward runs as before, unless the ReLU feeds only a max pooling: then the pooling's
+// backward applies the ReLU's mask and writes the ReLU's input gradient (Layer::absorbReLUBackward),
+// two passes and a zeroed buffer less.
 std::unique_ptr<Model> compile(const Graph& graph, Backend& backend, uint64_t seed = 0, bool fuse = true);
 
 }  // namespace strata

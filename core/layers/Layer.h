@@ -102,6 +102,12 @@ public:
     // backward never reads its own output may agree. Returns whether it did; default: no.
     virtual bool fuseReLU() { return false; }
 
+    // Asks the layer, whose input is the output of a ReLU that feeds nothing else, to also do that
+    // ReLU's backward: its dIn[0] is then the ReLU's INPUT gradient, to which it adds its own input
+    // gradient masked by (input > 0); the Model skips the ReLU's backward. Returns whether it did;
+    // default: no (max pooling agrees: Backend::maxPool2dReLUBackward).
+    virtual bool absorbReLUBackward() { return false; }
+
     // Set by whoever creates the layer, in the order of LayerType::parameterSpecs.
     std::vector<Parameter>& parameters() { return m_params; }
     const std::vector<Parameter>& parameters() const { return m_params; }

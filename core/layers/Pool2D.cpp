@@ -28,7 +28,15 @@ public:
     }
     void backward(LayerContext& ctx, const std::vector<const Tensor*>& in, const Tensor& out, const Tensor& dOut,
                   const std::vector<Tensor*>& dIn) override {
-        if (dIn[0]) ctx.backend.pool2dBackward(dIn[0]->f32(), dOut.f32(), in[0]->f32(), out.f32(), desc(*in[0]));
+        if (!dIn[0]) return;
+        if (m_reluBackward)
+            ctx.backend.maxPool2dReLUBackward(dIn[0]->f32(), dOut.f32(), in[0]->f32(), out.f32(), desc(*in[0]));
+        else
+            ctx.backend.pool2dBackward(dIn[0]->f32(), dOut.f32(), in[0]->f32(), out.f32(), desc(*in[0]));
+    }
+    bool absorbReLUBackward() override {
+        m_reluBackward = m_mode == PoolMode::Max;
+        return m_reluBackward;
     }
 
 private:
@@ -36,6 +44,7 @@ private:
     PoolMode m_mode;
     Json m_params;
     Shape m_in;
+    bool m_reluBackward = false;
 };
 
 class Pool2DType : public LayerType {
