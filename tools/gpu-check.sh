@@ -78,13 +78,13 @@ if [[ "${SKIP_BUILD:-0}" != 1 ]]; then
     cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DSTRATA_CUDA=ON -DSTRATA_GUI=OFF \
         -DCMAKE_CUDA_ARCHITECTURES="$CUDA_ARCH" >"$OUT/configure.log" 2>&1 ||
         die "configure failed, see $OUT/configure.log: $(tail -5 "$OUT/configure.log")"
-    say "build test_gpu_device test_backend_ops test_mixed_precision strata-train (-j$JOBS)"
-    cmake --build "$BUILD" --target test_gpu_device test_backend_ops test_mixed_precision strata-train -j"$JOBS" \
+    say "build test_gpu_device test_backend_ops test_mixed_precision test_model_fusion strata-train (-j$JOBS)"
+    cmake --build "$BUILD" --target test_gpu_device test_backend_ops test_mixed_precision test_model_fusion strata-train -j"$JOBS" \
         >"$OUT/build.log" 2>&1 ||
         die "build failed, see $OUT/build.log: $(grep -m5 -E 'error|Error' "$OUT/build.log" || tail -5 "$OUT/build.log")"
 fi
 BIN=$BUILD/bin
-for b in test_gpu_device test_backend_ops test_mixed_precision strata-train; do [[ -x "$BIN/$b" ]] || die "$BIN/$b was not built"; done
+for b in test_gpu_device test_backend_ops test_mixed_precision test_model_fusion strata-train; do [[ -x "$BIN/$b" ]] || die "$BIN/$b was not built"; done
 
 say "devices seen by Strata:"
 timeout 60 "$BIN/strata-train" --list-devices || fail "strata-train --list-devices"
@@ -105,6 +105,13 @@ grep -q 'checking backend cuda:0' "$OUT/test_backend_ops.log" || fail "test_back
 say "test_mixed_precision"
 if ! timeout 180 "$BIN/test_mixed_precision" >"$OUT/test_mixed_precision.log" 2>&1; then fail "test_mixed_precision"; fi
 grep -E '^(FAIL|SKIP)' -A1 "$OUT/test_mixed_precision.log" | head -20 || true
+
+# Fused Conv2D+ReLU and pooling+ReLU steps in a whole model, on every backend (cuda:0 runs the composed ops).
+say "test_model_fusion (STRATA_CUDA_TF32=0)"
+if ! STRATA_CUDA_TF32=0 timeout 120 "$BIN/test_model_fusion" >"$OUT/test_model_fusion.log" 2>&1; then
+    fail "test_model_fusion"
+fi
+grep -E '^(FAIL|SKIP)' -A1 "$OUT/test_model_fusion.log" | head -20 || true
 
 # ---- projects: absolute data paths, batch 64 and 1024 ---------------------------------------------------
 mkproject() {  # mkproject BATCH OUTFILE
@@ -234,7 +241,7 @@ if not ops:
     print("  (no OPERR lines: see test_gpu_device.log)")
 for i in range(0, len(ops), 3):
     print("  " + "".join("{:<22}{:>9}   ".format(o, e) for o, e in ops[i:i + 3]))
-for t in ("test_gpu_device", "test_backend_ops", "test_mixed_precision"):
+for t in ("test_gpu_device", "test_backend_ops", "test_mixed_precision", "test_model_fusion"):
     p = os.path.join(out, t + ".log")
     tot = [l.strip() for l in open(p) if l.startswith("Totals:")] if os.path.exists(p) else []
     print("  {:<18} {}".format(t, tot[-1] if tot else "did not run"))
