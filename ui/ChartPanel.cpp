@@ -32,6 +32,9 @@ ChartPanel::ChartPanel(const QString& title, const QString& xLabel, const QStrin
     m_plot->legend->setBrush(QColor(255, 255, 255, 200));
     m_plot->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignRight);
     m_plot->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
+    // Long training curves: draw lines without the per-segment path work (the GUI shares the CPU
+    // with the engine on small machines).
+    m_plot->setPlottingHint(QCP::phFastPolylines, true);
 
     // Once the user drags or zooms, the view stays where they put it.
     connect(m_plot, &QCustomPlot::mousePress, this, [this](QMouseEvent* e) {
@@ -57,12 +60,14 @@ ChartPanel::ChartPanel(const QString& title, const QString& xLabel, const QStrin
 }
 
 void ChartPanel::setRightAxisLabel(const QString& label) {
+    m_dirty = true;
     m_hasRightAxis = true;
     m_plot->yAxis2->setVisible(true);
     m_plot->yAxis2->setLabel(label);
 }
 
 void ChartPanel::addSeries(const QString& name, const QString& label, const QColor& color, Style style, Axis axis) {
+    m_dirty = true;
     if (m_series.contains(name)) return;
     if (axis == Axis::Right && !m_hasRightAxis) setRightAxisLabel(QString());
     QCPGraph* graph = m_plot->addGraph(m_plot->xAxis, axis == Axis::Right ? m_plot->yAxis2 : m_plot->yAxis);
@@ -87,6 +92,7 @@ void ChartPanel::append(const QString& name, const QVector<double>& keys, const 
     QCPGraph* graph = m_series.value(name);
     if (!graph || keys.isEmpty()) return;
     graph->addData(keys, values, /*alreadySorted=*/true);
+    m_dirty = true;
 }
 
 int ChartPanel::pointCount(const QString& name) const {
@@ -97,6 +103,7 @@ int ChartPanel::pointCount(const QString& name) const {
 QStringList ChartPanel::seriesNames() const { return m_order; }
 
 void ChartPanel::setMarker(double x, const QString& label) {
+    m_dirty = true;
     m_marker->point1->setCoords(x, 0);
     m_marker->point2->setCoords(x, 1);
     m_marker->setVisible(true);
@@ -107,6 +114,7 @@ void ChartPanel::setMarker(double x, const QString& label) {
 }
 
 void ChartPanel::clearMarker() {
+    m_dirty = true;
     m_marker->setVisible(false);
     m_markerLabel->setVisible(false);
 }
@@ -117,13 +125,17 @@ double ChartPanel::markerX() const { return m_marker->point1->coords().x(); }
 void ChartPanel::clear() {
     for (QCPGraph* graph : std::as_const(m_series)) graph->data()->clear();
     clearMarker();
+    m_dirty = true;
     m_followData = true;
     refresh();
 }
 
 void ChartPanel::refresh() {
+    if (!m_dirty) return;
     if (m_followData) rescaleToData();
-    if (isVisible()) m_plot->replot(QCustomPlot::rpQueuedReplot);
+    if (!isVisible()) return;  // stays dirty: repainted on the first refresh once shown
+    m_plot->replot(QCustomPlot::rpQueuedReplot);
+    m_dirty = false;
 }
 
 void ChartPanel::rescaleToData() {
@@ -163,6 +175,7 @@ void ChartPanel::rescaleToData() {
 }
 
 void ChartPanel::setFixedLeftRange(double lower, double upper) {
+    m_dirty = true;
     m_fixedLower = lower;
     m_fixedUpper = upper;
     m_plot->yAxis->setRange(lower, upper);
@@ -172,8 +185,14 @@ void ChartPanel::setLegendCorner(Qt::Alignment corner) {
     m_plot->axisRect()->insetLayout()->setInsetAlignment(0, corner);
 }
 
+void ChartPanel::showEvent(QShowEvent* event) {
+    QWidget::showEvent(event);
+    refresh();  // changes that arrived while hidden
+}
+
 void ChartPanel::resetView() {
     m_followData = true;
+    m_dirty = true;
     refresh();
     m_plot->replot(QCustomPlot::rpQueuedReplot);
 }

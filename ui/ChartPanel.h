@@ -42,7 +42,8 @@ public:
     double markerX() const;
     // Removes every point (keeps the series).
     void clear();
-    // Rescales (unless the user has zoomed or panned) and queues a repaint.
+    // Rescales (unless the user has zoomed or panned) and queues a repaint, when something changed
+    // since the last repaint (the dashboard calls it for every chart on each flush).
     void refresh();
     void resetView();
     void setLegendCorner(Qt::Alignment corner);
@@ -55,6 +56,9 @@ public:
 
     QCustomPlot* plot() const { return m_plot; }
 
+protected:
+    void showEvent(QShowEvent* event) override;
+
 private:
     void showContextMenu(const QPoint& pos);
     void rescaleToData();
@@ -66,6 +70,7 @@ private:
     QCPItemStraightLine* m_marker = nullptr;
     QCPItemText* m_markerLabel = nullptr;
     bool m_followData = true;
+    bool m_dirty = true;  // data, marker or view changed since the last replot
     bool m_hasRightAxis = false;
     double m_fixedLower = 0, m_fixedUpper = 0;  // equal: the left axis follows the data
 };
