@@ -92,7 +92,8 @@ public:
         DeviceInfo info;
         info.device = Device::cpu();
         const int threads = hardwareThreads();
-        info.name = "CPU (" + std::to_string(threads) + (threads == 1 ? " thread" : " threads") + ", OpenBLAS)";
+        info.name = "CPU (" + std::to_string(threads) + (threads == 1 ? " thread" : " threads") + ", " +
+                    (CpuBackend::oneDnnAvailable() ? "oneDNN" : "OpenBLAS") + ")";
         info.totalMemoryBytes = procKilobytesField("/proc/meminfo", "MemTotal");
         info.freeMemoryBytes = procKilobytesField("/proc/meminfo", "MemAvailable");
         info.multiprocessors = threads;
