@@ -223,7 +223,7 @@ private slots:
             QVERIFY(w.summary.bytes > 0);
             QCOMPARE(w.summary.bytes, uint64_t(std::filesystem::file_size(path)));
             QVERIFY(!w.summary.tensors.empty());
-            QVERIFY(w.q8Fallbacks.empty());
+            QVERIFY(w.summary.fallbacks.empty());
             const ExportCheckResult r = checkExport(live, path, data.validation, norm, 256);
             QCOMPARE(r.samples, int64_t(256));
             QCOMPARE(r.classes, 4);
@@ -251,7 +251,9 @@ private slots:
         // dense2.weight [4, 32] is quantized. The outputs move a little, not a lot.
         const std::string q8 = dir.filePath("m-q8.gguf").toStdString();
         const ExportWriteResult w = writeExport(q8, live, {ExportFormat::Gguf, ExportPrecision::Q8_0, 13});
-        QCOMPARE(w.q8Fallbacks, (std::vector<std::string>{"dense1.weight [32, 16]"}));
+        QCOMPARE(w.summary.fallbacks.size(), size_t(1));
+        QCOMPARE(w.summary.fallbacks[0].name, std::string("dense1.weight"));
+        QCOMPARE(w.summary.fallbacks[0].shape, (Shape{32, 16}));
         QVERIFY(std::find(w.summary.tensors.begin(), w.summary.tensors.end(), "dense2.weight [4, 32] Q8_0") !=
                 w.summary.tensors.end());
         const ExportCheckResult r = checkExport(live, q8, data.validation, norm, 256);

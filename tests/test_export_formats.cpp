@@ -428,7 +428,7 @@ private slots:
         QCOMPARE(loadModelFile(path("pf.safetensors")).normalization, m.normalization);
         QCOMPARE(loadModelFile(path("pf.gguf")).normalization, m.normalization);
         std::vector<float> raw{12, 24, 31, 10, 20, 30};
-        normalizeInputs(m.normalization, raw);
+        applyNormalization(raw, m.normalization);
         QCOMPARE(raw, (std::vector<float>{1, 1, 2, 0, 0, 0}));
 
         ExportModel bad = m;

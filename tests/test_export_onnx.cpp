@@ -635,7 +635,7 @@ private slots:
             QCOMPARE(back.normalization.featureStd, data.normalization.featureStd);
             // The loaded statistics turn raw rows into exactly what training fed the model.
             std::vector<float> normalized = raw;
-            normalizeInputs(back.normalization, normalized);
+            applyNormalization(normalized, back.normalization);
             QVERIFY(maxAbsDiff(normalized.data(), data.train.inputs) <= 1e-6);
             // Strata on the reloaded weights.
             auto reloaded = compile(back.project.graph, *backend, 0);

@@ -381,9 +381,10 @@ void ExportDialog::showOutcome(const ExportOutcome& o) {
                        .arg(name.toHtmlEscaped(), sizeText(o.write.summary.bytes))
                        .arg(o.write.summary.tensors.size())
                        .arg(QFileInfo(o.sourceFile).fileName().toHtmlEscaped());
-    if (!o.write.q8Fallbacks.empty()) {
+    if (!o.write.summary.fallbacks.empty()) {
         QStringList names;
-        for (const std::string& s : o.write.q8Fallbacks) names << q(s).toHtmlEscaped();
+        for (const ExportParameter& p : o.write.summary.fallbacks)
+            names << q(p.name + " " + p.shape.toString()).toHtmlEscaped();
         text += tr("<br>Stored as F16 instead of Q8_0 (innermost dimension not a multiple of 32): %1.")
                     .arg(names.join(QStringLiteral(", ")));
     }
@@ -406,8 +407,8 @@ void ExportDialog::showOutcome(const ExportOutcome& o) {
     QStringList lines;
     for (const std::string& s : o.write.summary.tensors) {
         QString line = q(s);
-        for (const std::string& f : o.write.q8Fallbacks)
-            if (s.rfind(f + " ", 0) == 0) line += tr("   (fallback from Q8_0)");
+        for (const ExportParameter& p : o.write.summary.fallbacks)
+            if (s.rfind(p.name + " ", 0) == 0) line += tr("   (fallback from Q8_0)");
         lines << line;
     }
     m_tensors->setPlainText(lines.join(QLatin1Char('\n')));

@@ -130,9 +130,6 @@ ExportWriteResult writeExport(const std::string& path, const ExportModel& model,
         r.summary = writeSafetensorsExport(path, model, request.precision);
         break;
     }
-    if (request.format == ExportFormat::Gguf && request.precision == ExportPrecision::Q8_0)
-        for (const ExportParameter& p : exportParameters(model.project.graph))
-            if (p.shape.rank() >= 2 && !q8Compatible(p.shape)) r.q8Fallbacks.push_back(p.name + " " + p.shape.toString());
     return r;
 }
 

@@ -42,10 +42,9 @@ struct ExportRequest {
 };
 
 struct ExportWriteResult {
-    ExportSummary summary;  // one line per tensor as stored (ONNX: its initializers, F32), and the file size
-    // Under Q8_0: the tensors of rank >= 2 stored as F16 instead, because their innermost dimension is not
-    // a multiple of 32 (see Gguf.h), each as "name [shape]".
-    std::vector<std::string> q8Fallbacks;
+    // One line per tensor as stored (ONNX: its initializers, F32), the file size, and under Q8_0 the
+    // tensors stored as F16 instead (ExportSummary::fallbacks).
+    ExportSummary summary;
 };
 
 // Writes `model` to `path` (temporary file, then rename). Throws std::invalid_argument for a precision the

@@ -158,7 +158,9 @@ int exportCommand(const std::vector<std::string>& args, std::ostream& out) {
                                                    : writeSafetensorsExport(output, model, precision);
     out << "wrote " << output << " (" << format << ", " << summary.bytes << " bytes)\n";
     for (const std::string& line : summary.tensors) out << "  " << line << "\n";
-    for (const std::string& line : summary.fallbacks) out << "note: " << line << "\n";
+    for (const ExportParameter& p : summary.fallbacks)
+        out << "note: " << p.name << " " << p.shape.toString() << " stored as F16, not Q8_0: its innermost dimension "
+            << p.shape.dims().back() << " is not a multiple of " << kQ8BlockSize << " (Q8_0 blocks run along it)\n";
     if (!summary.fallbacks.empty())
         out << "note: " << summary.fallbacks.size() << " tensor(s) fell back from Q8_0 to F16 (as llama.cpp does)\n";
     return 0;
@@ -392,7 +394,7 @@ int predictCommand(const std::vector<std::string>& args, std::ostream& out) {
     // The raw values, for an ONNX graph that normalizes its input itself.
     std::vector<float> raw;
     if (runner && runner->normalizationInGraph()) raw = in.values;
-    normalizeInputs(m.normalization, in.values);
+    applyNormalization(in.values, m.normalization);
     std::vector<float> onnxOutputs;
     if (runner) {
         const std::vector<float>& x = runner->normalizationInGraph() ? raw : in.values;

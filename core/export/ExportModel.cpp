@@ -236,19 +236,6 @@ void checkNormalization(const CheckpointNormalization& norm, const Graph& graph)
                                      std::to_string(norm.featureStd[j]));
 }
 
-void normalizeInputs(const CheckpointNormalization& norm, std::vector<float>& values) {
-    if (norm.mode == "none") return;
-    if (!norm.featureMean.empty()) {
-        const size_t f = norm.featureMean.size();
-        if (values.size() % f != 0 || norm.featureStd.size() != f)
-            throw std::invalid_argument(std::to_string(values.size()) + " input values are not whole samples of " +
-                                        std::to_string(f) + " standardized features");
-        for (size_t i = 0; i < values.size(); ++i) values[i] = (values[i] - norm.featureMean[i % f]) / norm.featureStd[i % f];
-        return;
-    }
-    for (float& x : values) x = (x * norm.scale - norm.mean) / norm.std;
-}
-
 ExportPrecision parseExportPrecision(const std::string& text) {
     if (text == "f32") return ExportPrecision::F32;
     if (text == "f16") return ExportPrecision::F16;
@@ -318,10 +305,7 @@ ExportSummary writeGgufExport(const std::string& path, const ExportModel& model,
             type = precision == ExportPrecision::Q8_0 && q8Compatible(p.shape) ? GgufTensorType::Q8_0
                                                                                  : GgufTensorType::F16;
         if (precision == ExportPrecision::Q8_0 && type == GgufTensorType::F16)
-            summary.fallbacks.push_back(p.name + " " + p.shape.toString() + " stored as F16, not Q8_0: its innermost " +
-                                        "dimension " + std::to_string(p.shape.dims().back()) +
-                                        " is not a multiple of " + std::to_string(kQ8BlockSize) +
-                                        " (Q8_0 blocks run along it)");
+            summary.fallbacks.push_back(p);
         g.addTensor(p.name, p.shape, model.weights.at(p.name), type);
         summary.tensors.push_back(shapeLine(p.name, p.shape, ggufTensorTypeName(type)));
     }

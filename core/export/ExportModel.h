@@ -43,10 +43,6 @@ ExportModel exportModelFromCheckpoint(const Checkpoint& checkpoint);
 // Per-feature statistics (CSV 'standardize') must hold one mean and one std per input value of the
 // graph, each std positive; throws std::runtime_error naming the sizes or the feature otherwise.
 void checkNormalization(const CheckpointNormalization& norm, const Graph& graph);
-// Turns raw data-file values (whole samples, in sample order) into model inputs as training did:
-// (x - featureMean[j]) / featureStd[j] with per-feature statistics, else (x*scale - mean)/std; "none" leaves
-// them. Throws std::invalid_argument when per-feature statistics do not divide the values into samples.
-void normalizeInputs(const CheckpointNormalization& norm, std::vector<float>& values);
 
 // Metadata keys shared by the formats.
 inline constexpr const char* kMetaProject = "strata.project";
@@ -60,8 +56,9 @@ ExportPrecision parseExportPrecision(const std::string& text);
 // What a writer stored, one line per tensor ("conv1.weight [32, 1, 3, 3] F16"), for the CLI to print.
 struct ExportSummary {
     std::vector<std::string> tensors;
-    // Q8_0 exports: one line per rank >= 2 tensor that could not be Q8_0 and was stored as F16, with why.
-    std::vector<std::string> fallbacks;
+    // Q8_0 exports: the rank >= 2 tensors stored as F16 because their innermost dimension is not a
+    // multiple of 32 (Q8_0 blocks run along it; llama.cpp falls back the same way).
+    std::vector<ExportParameter> fallbacks;
     uint64_t bytes = 0;  // file size
 };
 

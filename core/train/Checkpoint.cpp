@@ -133,4 +133,42 @@ Checkpoint loadCheckpoint(const std::string& pathIn) {
     return c;
 }
 
+namespace {
+
+void checkFeatureCount(const std::vector<float>& values, const CheckpointNormalization& n) {
+    if (n.featureStd.size() != n.featureMean.size())
+        throw std::invalid_argument("normalization: " + std::to_string(n.featureMean.size()) + " feature means but " +
+                                    std::to_string(n.featureStd.size()) + " standard deviations");
+    if (values.size() % n.featureMean.size() != 0)
+        throw std::invalid_argument("normalization: " + std::to_string(values.size()) +
+                                    " values are not whole samples of " + std::to_string(n.featureMean.size()) +
+                                    " features");
+}
+
+}  // namespace
+
+void applyNormalization(std::vector<float>& values, const CheckpointNormalization& n) {
+    if (n.mode == "none") return;
+    if (!n.featureMean.empty()) {
+        checkFeatureCount(values, n);
+        const size_t f = n.featureMean.size();
+        for (size_t i = 0; i < values.size(); ++i) values[i] = (values[i] - n.featureMean[i % f]) / n.featureStd[i % f];
+        return;
+    }
+    // The same float expression as loadDataset, so both give identical inputs.
+    const float inv = 1.0f / n.std;
+    for (float& x : values) x = (x * n.scale - n.mean) * inv;
+}
+
+void undoNormalization(std::vector<float>& values, const CheckpointNormalization& n) {
+    if (n.mode == "none") return;
+    if (!n.featureMean.empty()) {
+        checkFeatureCount(values, n);
+        const size_t f = n.featureMean.size();
+        for (size_t i = 0; i < values.size(); ++i) values[i] = values[i] * n.featureStd[i % f] + n.featureMean[i % f];
+        return;
+    }
+    for (float& x : values) x = (x * n.std + n.mean) / n.scale;
+}
+
 }  // namespace strata

@@ -27,6 +27,13 @@ struct CheckpointNormalization {
     bool operator==(const CheckpointNormalization&) const = default;
 };
 
+// Raw data-file values -> model inputs: x' = (x*scale - mean)/std (the float expression
+// loadDataset uses, so both give identical inputs), or (x - featureMean[j])/featureStd[j] for
+// feature j of each sample when per-feature statistics are present. Mode "none" changes nothing.
+void applyNormalization(std::vector<float>& values, const CheckpointNormalization& n);
+// The inverse: model inputs -> raw data-file values (e.g. 0..255 pixels for thumbnails).
+void undoNormalization(std::vector<float>& values, const CheckpointNormalization& n);
+
 struct Checkpoint {
     Project project;
     int epoch = 0;         // epochs completed

@@ -83,10 +83,5 @@ SplitEvaluation evaluateSplit(Model& model, const DataSplit& split, int64_t limi
 
 // The dataset's Normalization in the form checkpoints and exports store it (per-feature statistics kept).
 CheckpointNormalization checkpointNormalizationOf(const Normalization& n);
-// Raw data-file values -> model inputs: x' = (x*scale - mean)/std, or (x - featureMean[j])/featureStd[j] for
-// feature j of each sample when per-feature statistics are present. Mode "none" changes nothing.
-void applyNormalization(std::vector<float>& values, const CheckpointNormalization& n);
-// The inverse: model inputs -> raw data-file values (e.g. 0..255 pixels for thumbnails).
-void undoNormalization(std::vector<float>& values, const CheckpointNormalization& n);
 
 }  // namespace strata
