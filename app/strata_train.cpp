@@ -241,7 +241,7 @@ bool parseInt(const std::string& text, long long& out) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    strata::app::ensurePassiveOpenMpWait(argv);
+    strata::app::ensurePassiveOpenMpWait(argv, /*headless=*/true);
 #ifdef STRATA_HAVE_CUDA
     strata::gpu::registerCudaProvider(strata::backendRegistry());
 #endif

@@ -182,7 +182,7 @@ struct CnnStep {
 }  // namespace
 
 int main(int argc, char** argv) {
-    strata::app::ensurePassiveOpenMpWait(argv);  // as strata and strata-train do
+    strata::app::ensurePassiveOpenMpWait(argv, /*headless=*/true);  // as strata-train does
     const int threads = argc > 1 ? std::atoi(argv[1]) : 2;
     const int steps = argc > 2 ? std::atoi(argv[2]) : 60;
     CpuBackend fast(threads), ref(1, true);

@@ -150,7 +150,7 @@ Project withAbsolutePaths(Project p, const std::string& projectPath) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    strata::app::ensurePassiveOpenMpWait(argv);  // as strata and strata-train do
+    strata::app::ensurePassiveOpenMpWait(argv);  // as strata does; both modes run with it
     if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM") && qEnvironmentVariableIsEmpty("DISPLAY"))
         qputenv("QT_QPA_PLATFORM", "offscreen");
     QApplication app(argc, argv);
