@@ -24,6 +24,7 @@
 #include "core/export/OnnxRunner.h"
 #include "core/export/Safetensors.h"
 #include "core/graph/Model.h"
+#include "core/train/Evaluation.h"
 
 namespace strata {
 
@@ -65,17 +66,6 @@ bool looksLikeProjectFile(const std::string& path) {
     return false;
 }
 
-CheckpointNormalization checkpointNormalization(const Normalization& n) {
-    CheckpointNormalization c;
-    c.mode = n.mode;
-    c.scale = n.scale;
-    c.mean = n.mean;
-    c.std = n.std;
-    c.featureMean = n.featureMean;
-    c.featureStd = n.featureStd;
-    return c;
-}
-
 // A project file: the best checkpoint of its checkpoint folder, or with --untrained its initial weights.
 ExportModel modelFromProject(const std::string& path, bool untrained, std::ostream& out) {
     const Project project = readProject(path);
@@ -94,7 +84,7 @@ ExportModel modelFromProject(const std::string& path, bool untrained, std::ostre
     auto model = compile(project.graph, *backend, project.training.seed);
     m.weights = modelWeights(*model);
     const DatasetBundle data = loadDataset(project.dataset, path);
-    m.normalization = checkpointNormalization(data.normalization);
+    m.normalization = checkpointNormalizationOf(data.normalization);
     m.classNames = data.classNames;
     m.vocabulary = data.vocabulary;
     out << "exporting untrained weights (seed " << project.training.seed << ")\n";
