@@ -70,7 +70,7 @@ CudaBackend::CudaBackend(int index) : m_index(index), m_label("cuda:" + std::to_
         CUDA_CHECK(cudaMemsetAsync(m_errorFlag, 0, kDeviceErrorWords * sizeof(int), m_stream));
         CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&m_errorHost), kDeviceErrorWords * sizeof(int)));
         CUDA_CHECK(
-            cudaMalloc(reinterpret_cast<void**>(&m_reduceScratch), (reduceScratchDoubles() + 1) * sizeof(double)));
+            cudaMalloc(reinterpret_cast<void**>(&m_reduceScratch), (reduceScratchDoubles() + 2) * sizeof(double)));
         CUDA_CHECK(cudaMallocHost(&m_resultHost, 16));
     } catch (...) {
         release();
@@ -470,6 +470,32 @@ int64_t CudaBackend::countCorrect(const float* logits, const int32_t* labels, in
     long long count = 0;
     std::memcpy(&count, m_resultHost, sizeof count);
     return count;
+}
+
+Backend::StepMetrics CudaBackend::stepMetrics(const float* losses, const float* logits, const int32_t* labels,
+                                              int rows, int cols) {
+    StepMetrics m;
+    if (rows <= 0) return m;
+    if (labels && cols < 1) throw BackendError("stepMetrics: needs at least one column");
+    activate();
+    // Result words after the partials: [0] the loss sum (double), [1] the correct count (long long).
+    double* results = m_reduceScratch + reduceScratchDoubles();
+    // The Sum kernel only reads its input.
+    launchReduce(m_stream, results, m_reduceScratch, const_cast<float*>(losses), rows, ReduceOp::Sum, 1.0f);
+    if (labels) {
+        launchCountCorrect(m_stream, reinterpret_cast<long long*>(results + 1), logits, labels, rows, cols,
+                           m_errorFlag);
+        m_errorArmed = true;
+    }
+    CUDA_CHECK(cudaMemcpyAsync(m_resultHost, results, labels ? 16 : 8, cudaMemcpyDeviceToHost, m_stream));
+    syncAndCheck();  // also reports a bad label found by an earlier op whose check was deferred
+    std::memcpy(&m.lossSum, m_resultHost, sizeof m.lossSum);
+    if (labels) {
+        long long count = 0;
+        std::memcpy(&count, static_cast<const char*>(m_resultHost) + 8, sizeof count);
+        m.correct = count;
+    }
+    return m;
 }
 
 // ---- layer norm ---------------------------------------------------------------------------------

@@ -86,8 +86,8 @@ public:
     void setComputePrecision(ComputePrecision precision) override;
     ComputePrecision computePrecision() const override { return m_precision; }
     bool deterministic() const { return m_deterministic; }
-    void setEagerIndexChecks(bool eager) { m_eagerIndexChecks = eager; }
-    bool eagerIndexChecks() const { return m_eagerIndexChecks; }
+    void setEagerIndexChecks(bool eager) override { m_eagerIndexChecks = eager; }
+    bool eagerIndexChecks() const override { return m_eagerIndexChecks; }
     // Upper bound of the cuDNN workspace (and of the algorithms considered); default 256 MiB.
     void setConvWorkspaceLimit(size_t bytes);
 
@@ -161,6 +161,9 @@ public:
     void bceWithLogits(float* losses, float* dlogits, const float* logits, const float* target, int rows, int cols,
                        float gradScale) override;
     int64_t countCorrect(const float* logits, const int32_t* labels, int rows, int cols) override;
+    // Both reductions queued, then one 16-byte copy and one stream synchronization.
+    StepMetrics stepMetrics(const float* losses, const float* logits, const int32_t* labels, int rows,
+                            int cols) override;
 
     void batchNormForwardTraining(float* y, float* saveMean, float* saveInvStd, float* runningMean, float* runningVar,
                                   const float* x, const float* gamma, const float* beta, int n, int c, int inner,
@@ -245,7 +248,7 @@ private:
     int* m_errorFlag = nullptr;         // device, kDeviceErrorWords ints
     int* m_errorHost = nullptr;         // pinned
     bool m_errorArmed = false;          // a validating kernel ran since the last check
-    double* m_reduceScratch = nullptr;  // device partials + result
+    double* m_reduceScratch = nullptr;  // device partials, then two result words (a double, a count)
     void* m_resultHost = nullptr;       // pinned, 16 bytes
     float* m_workspace = nullptr;
     size_t m_workspaceBytes = 0;

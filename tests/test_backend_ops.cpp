@@ -689,6 +689,24 @@ private slots:
                     return Outputs{down(be, loss), down(be, dl), correct};
                 }))
                 return;
+            // The step's metrics in one read-back: the loss sum as sum() gives it, and countCorrect.
+            for (NamedBackend& nb : m_fast) {
+                Backend& be = *nb.backend;
+                Tensor L = up(be, logits), Y = upLabels(be, labels), loss = be.empty(Shape{rows});
+                be.softmaxCrossEntropy(loss.f32(), nullptr, L.f32(), Y.i32(), rows, cols, gradScale);
+                const Backend::StepMetrics m = be.stepMetrics(loss.f32(), L.f32(), Y.i32(), rows, cols);
+                const double wantSum = be.sum(loss.f32(), rows);
+                const int64_t wantCorrect = be.countCorrect(L.f32(), Y.i32(), rows, cols);
+                const std::string where = "stepMetrics on " + nb.name + " [" + ctx + "]";
+                QVERIFY2(m.lossSum == wantSum, (where + ": loss sum " + std::to_string(m.lossSum) + ", sum() " +
+                                                std::to_string(wantSum))
+                                                   .c_str());
+                QVERIFY2(m.correct == wantCorrect, (where + ": correct " + std::to_string(m.correct) +
+                                                    ", countCorrect " + std::to_string(wantCorrect))
+                                                       .c_str());
+                const Backend::StepMetrics noLabels = be.stepMetrics(loss.f32(), L.f32(), nullptr, rows, cols);
+                QVERIFY2(noLabels.lossSum == wantSum && noLabels.correct == 0, where.c_str());
+            }
             if (!compareAll("mseLoss", ctx, [&](Backend& be) {
                     Tensor P = up(be, logits), T = up(be, target), loss = be.empty(Shape{rows}),
                            dp = be.empty(Shape{static_cast<int64_t>(sz)});
@@ -909,6 +927,25 @@ private slots:
             Tensor L = be->zeros(Shape{6}), Lab = upLabels(*be, {0, 3}), D = be->empty(Shape{6});
             QVERIFY_THROWS_EXCEPTION(BackendError,
                                      be->softmaxCrossEntropy(nullptr, D.f32(), L.f32(), Lab.i32(), 2, 3, 1.0f));
+            // With eager index checks off, the bad label may surface later, but no later than the next
+            // host result, and still naming the op that read it.
+            const bool eager = be->eagerIndexChecks();
+            be->setEagerIndexChecks(false);
+            std::string deferred;
+            Tensor Losses = be->empty(Shape{2});
+            try {
+                be->softmaxCrossEntropy(Losses.f32(), D.f32(), L.f32(), Lab.i32(), 2, 3, 1.0f);
+                be->scale(D.f32(), 0.5f, 6);  // more work queued after the bad op
+                be->stepMetrics(Losses.f32(), L.f32(), nullptr, 2, 3);
+            } catch (const BackendError& e) {
+                deferred = e.what();
+            }
+            be->setEagerIndexChecks(eager);
+            QVERIFY2(deferred.find("softmaxCrossEntropy") != std::string::npos && deferred.find('3') != std::string::npos,
+                     (who + ": a bad label with deferred checks gave \"" + deferred + "\"").c_str());
+            // The error is reported once: the backend works normally afterwards.
+            be->synchronize();
+            QCOMPARE(be->stepMetrics(Losses.f32(), L.f32(), nullptr, 0, 3).correct, int64_t(0));
             // Channels not divisible by groups.
             ConvDesc d;
             d.c = 3, d.k = 4, d.groups = 2, d.h = d.w = 4;

@@ -29,6 +29,15 @@ Backend::UploadTicket Backend::uploadAsync(void* dst, const void* hostSrc, size_
     return 0;
 }
 
+Backend::StepMetrics Backend::stepMetrics(const float* losses, const float* logits, const int32_t* labels, int rows,
+                                          int cols) {
+    StepMetrics m;
+    if (rows <= 0) return m;
+    m.lossSum = sum(losses, rows);
+    if (labels) m.correct = countCorrect(logits, labels, rows, cols);
+    return m;
+}
+
 void Backend::conv2dForwardFused(float* y, const float* x, const float* w, const float* bias, bool relu,
                                  const ConvDesc& d) {
     conv2dForward(y, x, w, d);

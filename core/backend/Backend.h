@@ -128,6 +128,14 @@ public:
     virtual UploadTicket uploadAsync(void* dst, const void* hostSrc, size_t bytes);
     virtual void waitUpload(UploadTicket /*ticket*/) {}
 
+    // Ops that read indices (labels, embedding ids) check them. With eager checks (the default) a bad
+    // index throws BackendError at the call. A backend that checks on the device may, with eager checks
+    // off, report it at the next point where the host waits for the device (synchronize, copyToHost,
+    // an op with a host result), still naming the op, instead of waiting at every such call. The CPU
+    // always checks at the call, so the default ignores the setting.
+    virtual void setEagerIndexChecks(bool /*eager*/) {}
+    virtual bool eagerIndexChecks() const { return true; }
+
     // Bytes currently allocated and the peak since creation (0 if not tracked).
     virtual size_t bytesInUse() const { return 0; }
     virtual size_t peakBytes() const { return 0; }
@@ -208,6 +216,16 @@ public:
                                int cols, float gradScale) = 0;
     // Host result: rows whose argmax equals labels[r] (ties: first maximal index).
     virtual int64_t countCorrect(const float* logits, const int32_t* labels, int rows, int cols) = 0;
+    // A training step's metrics in one host result: lossSum = sum(losses[0..rows)) (as sum()) and
+    // correct = countCorrect(logits, labels, rows, cols), or 0 when labels is null. Waiting for the
+    // device once per step, after the step's other work has been called, lets an asynchronous
+    // device run the whole step without stalls. The default calls sum and countCorrect.
+    struct StepMetrics {
+        double lossSum = 0;
+        int64_t correct = 0;
+    };
+    virtual StepMetrics stepMetrics(const float* losses, const float* logits, const int32_t* labels, int rows,
+                                    int cols);
 
     // ---- normalization ------------------------------------------------------
     // Batch norm over x of [n, c, inner] per channel c. Training: uses batch statistics, writes

@@ -140,8 +140,9 @@ struct Trainer::Impl {
         return in;
     }
 
-    // Fills lossBuf (and dlogits, times gradScale, when `withGrad`); returns the mean loss.
-    double computeLoss(const Tensor& logits, const Batch& batch, bool withGrad, float gradScale = 1.0f) {
+    // Fills lossBuf (and dlogits, times gradScale, when `withGrad`). Nothing is read back here: the
+    // loss sum comes with the step's other metrics (batchMetrics), once the step's work is called.
+    void computeLoss(const Tensor& logits, const Batch& batch, bool withGrad, float gradScale = 1.0f) {
         const int64_t n = batch.size;
         const int rows = static_cast<int>(n);
         const int cols = static_cast<int>(model->outputShape().numel());
@@ -158,7 +159,13 @@ struct Trainer::Impl {
             else
                 backend.bceWithLogits(lossBuf.f32(), dl, logits.f32(), targetBuf.f32(), rows, cols, scale);
         }
-        return backend.sum(lossBuf.f32(), n) / static_cast<double>(n);
+    }
+
+    // The batch's loss sum (of lossBuf) and correct predictions: the one point per step where the host
+    // waits for the device.
+    Backend::StepMetrics batchMetrics(const Tensor& logits, const Batch& batch) {
+        return backend.stepMetrics(lossBuf.f32(), logits.f32(), labelBuf.i32(), static_cast<int>(batch.size),
+                                   numClasses);
     }
 
     Tensor targetBuf;
@@ -340,8 +347,10 @@ struct Trainer::Impl {
             std::swap(b, pending);
             const Tensor in = pendingIn;
             const Tensor& logits = model->forward(in, false);
-            lossSum += computeLoss(logits, b, false) * static_cast<double>(b.size);
-            correct += backend.countCorrect(logits.f32(), labelBuf.i32(), static_cast<int>(b.size), numClasses);
+            computeLoss(logits, b, false);
+            const Backend::StepMetrics m = batchMetrics(logits, b);
+            lossSum += m.lossSum;
+            correct += m.correct;
             seen += b.size;
             havePending = loader.next(pending);
             if (havePending) pendingIn = stage(pending);
@@ -361,6 +370,14 @@ struct Trainer::Impl {
         const auto runStart = Clock::now();
         try {
             backend.setDeterministic(ts().deterministic);
+            // Labels are checked when the data loads, so the device need not stop at every loss to check
+            // them again: a bad one still throws, naming the op, at the step's metrics read-back.
+            struct RestoreEagerChecks {
+                Backend& b;
+                bool was;
+                ~RestoreEagerChecks() { b.setEagerIndexChecks(was); }
+            } restoreEagerChecks{backend, backend.eagerIndexChecks()};
+            backend.setEagerIndexChecks(false);
             obs->onLog("loading data");
             data = loadDataset(project.dataset, opt.projectPath);
             obs->onLog(data.description);
@@ -406,7 +423,23 @@ struct Trainer::Impl {
                     const double lr = learningRateAt(ts(), globalStep, stepsPerEpoch);
                     const Tensor& logits = model->forward(in, true, mixSeed(ts().seed, static_cast<uint64_t>(globalStep)));
                     const float lossScale = lossScaler ? lossScaler->scale() : 1.0f;
-                    const double loss = computeLoss(logits, batch, true, lossScale);
+                    computeLoss(logits, batch, true, lossScale);
+                    model->zeroGrad();
+                    model->backward(dlogitsBuf.view(model->outputShape().withBatch(batch.size)));
+                    // Every op reading this step's input has been called: the next batch may upload now.
+                    havePending = loader.next(pending);
+                    if (havePending) pendingIn = stage(pending);
+                    const bool apply = !lossScaler || unscaleGradients(lossScale);
+                    if (apply) {
+                        if (ts().clipNorm > 0) optimizer->clipGradNorm(ts().clipNorm);
+                        optimizer->step(lr);
+                    }
+                    // The step's whole work has been called; now its metrics are read back. A non-finite
+                    // loss therefore stops the run after its update, but the layer outputs examined are
+                    // still this step's (the backward pass and the update do not write them).
+                    const Backend::StepMetrics metrics = batchMetrics(logits, batch);
+                    const double loss = metrics.lossSum / static_cast<double>(batch.size);
+                    const int64_t batchCorrect = metrics.correct;
                     if (!std::isfinite(loss)) {
                         const int bad = model->firstNonFiniteNode();
                         std::ostringstream msg;
@@ -417,22 +450,10 @@ struct Trainer::Impl {
                         if (!lastGoodCheckpoint.empty()) msg << "; the last good checkpoint is " << lastGoodCheckpoint;
                         throw std::runtime_error(msg.str());
                     }
-                    const int64_t batchCorrect =
-                        backend.countCorrect(logits.f32(), labelBuf.i32(), static_cast<int>(batch.size), numClasses);
-                    model->zeroGrad();
-                    model->backward(dlogitsBuf.view(model->outputShape().withBatch(batch.size)));
-                    // Every op reading this step's input has been called: the next batch may upload now.
-                    havePending = loader.next(pending);
-                    if (havePending) pendingIn = stage(pending);
-                    const bool apply = !lossScaler || unscaleGradients(lossScale);
-                    if (apply) {
-                        if (ts().clipNorm > 0) optimizer->clipGradNorm(ts().clipNorm);
-                        optimizer->step(lr);
-                    } else {
+                    if (!apply)
                         obs->onLog("step " + std::to_string(globalStep + 1) +
                                    ": fp16 gradients are not finite at loss scale " + formatScale(lossScale) +
                                    "; update skipped, loss scale now " + formatScale(lossScaler->scale()));
-                    }
                     ++globalStep;
                     ++stepInEpoch;
                     lossSum += loss * static_cast<double>(batch.size);
