@@ -19,6 +19,9 @@ CudaAllocator::~CudaAllocator() {
 
 size_t CudaAllocator::roundSize(size_t bytes) {
     if (bytes == 0) bytes = 1;
+    // Past 2^62 (no device has that much) the doubling below would wrap to 0 and never end; such a request
+    // keeps its size and cudaMalloc reports it as out of memory.
+    if (bytes > (size_t(1) << 62)) return bytes;
     constexpr size_t kSmall = 512;
     if (bytes <= 64 * 1024) return (bytes + kSmall - 1) / kSmall * kSmall;
     // Four classes per power of two: 2^k * {1, 1.25, 1.5, 1.75}.
@@ -41,10 +44,7 @@ void* CudaAllocator::allocate(size_t bytes) {
         cudaError_t err = cudaMalloc(&p, cls);
         if (err == cudaErrorMemoryAllocation) {
             (void)cudaGetLastError();  // clear it so a later launch check does not report it
-            for (auto& [c, blocks] : m_free)
-                for (void* b : blocks) CUDA_CHECK(cudaFree(b));
-            m_free.clear();
-            m_cached = 0;
+            releaseCachedLocked();
             err = cudaMalloc(&p, cls);
             if (err == cudaErrorMemoryAllocation) {
                 (void)cudaGetLastError();
@@ -82,10 +82,23 @@ void CudaAllocator::deallocate(void* ptr) {
 
 void CudaAllocator::releaseCached() {
     std::lock_guard lock(m_mutex);
-    for (auto& [cls, blocks] : m_free)
-        for (void* p : blocks) CUDA_CHECK(cudaFree(p));
-    m_free.clear();
+    releaseCachedLocked();
+}
+
+void CudaAllocator::releaseCachedLocked() {
+    // The lists are emptied before anything can throw, so a failing cudaFree cannot leave freed
+    // pointers behind to be handed out (or freed) again.
+    std::map<size_t, std::vector<void*>> blocks;
+    blocks.swap(m_free);
     m_cached = 0;
+    cudaError_t first = cudaSuccess;
+    for (auto& [cls, list] : blocks)
+        for (void* p : list) {
+            const cudaError_t err = cudaFree(p);
+            if (first == cudaSuccess) first = err;
+        }
+    if (first != cudaSuccess)
+        throwCudaFailure("CUDA", cudaGetErrorString(first), "cudaFree(cached block)", __FILE__, __LINE__);
 }
 
 size_t CudaAllocator::bytesInUse() const {

@@ -42,6 +42,8 @@ public:
     static size_t roundSize(size_t bytes);
 
 private:
+    void releaseCachedLocked();  // releaseCached with m_mutex held
+
     std::string m_deviceName;
     mutable std::mutex m_mutex;
     std::map<size_t, std::vector<void*>> m_free;  // size class -> free blocks

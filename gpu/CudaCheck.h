@@ -11,7 +11,7 @@
 
 namespace strata::gpu {
 
-// Builds "CUDA error: <msg> (<errname>) in `call` at file:line" and throws BackendError.
+// Builds "<library> error: <msg> in `call` at gpu/file:line" and throws BackendError.
 [[noreturn]] void throwCudaFailure(const char* library, const char* message, const char* call, const char* file,
                                    int line);
 

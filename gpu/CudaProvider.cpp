@@ -1,6 +1,9 @@
 // CudaProvider: device enumeration (never throws), backend creation, telemetry.
 #include "gpu/CudaProvider.h"
 
+#include <algorithm>
+#include <cstdint>
+
 #include <cuda_runtime_api.h>
 
 #include "core/backend/BackendRegistry.h"
@@ -58,7 +61,9 @@ public:
                 info.computeMinor = prop.minor;
                 info.multiprocessors = prop.multiProcessorCount;
                 info.pciBusId = pciBusIdOf(i);
-                info.freeMemoryBytes = freeMemory(i, info.pciBusId);
+                // NVML counts all physical memory, CUDA's total leaves out the driver's reserve, so NVML's
+                // free figure on an idle GPU can exceed totalMemoryBytes; keep free <= total.
+                info.freeMemoryBytes = std::min<uint64_t>(freeMemory(i, info.pciBusId), info.totalMemoryBytes);
                 list.push_back(std::move(info));
             }
             if (count > 0 && list.empty())

@@ -195,6 +195,16 @@ private slots:
         QCOMPARE(gpu::CudaAllocator::roundSize(1000000), gpu::CudaAllocator::roundSize(1000100));
     }
 
+    // A request no device can hold (a negative size cast to size_t, say) must still get a size class, so that
+    // cudaMalloc can refuse it with OutOfMemoryError; the class search once looped forever past 2^63 bytes.
+    void allocatorHugeRequestsTerminate() {
+        for (size_t bytes : {(size_t(1) << 62) - 1, size_t(1) << 62, (size_t(1) << 62) + 1, (size_t(1) << 63) + 1,
+                             SIZE_MAX - 511, SIZE_MAX}) {
+            const size_t cls = gpu::CudaAllocator::roundSize(bytes);
+            QVERIFY2(cls >= bytes, std::to_string(bytes).c_str());
+        }
+    }
+
     void lossScalePolicy() {
         DynamicLossScale ls(1024.0f, 2.0f, 0.5f, 3);
         QCOMPARE(ls.scale(), 1024.0f);
@@ -690,6 +700,269 @@ private slots:
             return Outs{download(be, W), download(be, M), download(be, V)};
         });
         QVERIFY2(allOk, "some op differs from the CPU reference (see the warnings above)");
+    }
+
+    // Zero-sized calls are no-ops: nothing launched with an empty grid, nothing written, no pointer read.
+    void emptyInputsAreNoOps() {
+        const std::string why = test::gpuUnavailableReason();
+        if (!why.empty()) QSKIP(why.c_str());
+        gpu::CudaBackend be(0);
+        Tensor one = be.fromHost(Shape{4}, Vec{1, 2, 3, 4}.data());
+        float* p = one.f32();
+        Tensor lab = be.zeros(Shape{4}, DType::I32);
+        try {
+            be.fill(nullptr, 1.0f, 0);
+            be.scale(nullptr, 2.0f, 0);
+            be.axpy(nullptr, 2.0f, nullptr, 0);
+            be.add(nullptr, nullptr, nullptr, 0);
+            be.activationForward(nullptr, nullptr, 0, Activation::GELU, 0.0f);
+            be.activationBackward(p, p, p, p, 0, Activation::GELU, 0.0f);
+            be.dropoutForward(nullptr, nullptr, 0, 0.5f, 1);
+            be.dropoutBackward(nullptr, nullptr, 0, 0.5f, 1);
+            be.sgdUpdate(nullptr, nullptr, nullptr, 0, SgdParams{});
+            be.adamUpdate(nullptr, nullptr, nullptr, nullptr, 0, AdamParams{});
+            be.castToHalf(nullptr, nullptr, 0, gpu::HalfType::BF16);
+            be.castFromHalf(nullptr, nullptr, 0, gpu::HalfType::F16);
+            be.addBiasRows(p, p, 0, 4);
+            be.sumRows(p, p, 0, 4);  // no rows: the bias gradient gains nothing
+            be.sumChannels(p, p, 0, 4, 1);
+            be.addBiasChannels(p, p, 0, 4, 1);
+            be.meanPoolForward(p, p, 0, 3, 4);
+            be.meanPoolBackward(p, p, 0, 3, 4);
+            be.softmaxCrossEntropy(p, p, p, lab.i32(), 0, 4, 1.0f);
+            be.mseLoss(p, p, p, p, 0, 4, 1.0f);
+            be.bceWithLogits(p, p, p, p, 0, 4, 1.0f);
+            be.layerNormForward(p, p, p, p, nullptr, nullptr, 0, 4, 1e-5f);
+            be.layerNormBackward(p, p, p, p, p, nullptr, p, p, 0, 4);
+            be.embeddingForward(p, p, p, 0, 4, 10);
+            be.embeddingBackward(p, p, p, 0, 4, 10);
+            be.setDeterministic(true);
+            be.embeddingBackward(p, p, p, 0, 4, 10);
+            be.setDeterministic(false);
+            be.copyBlocks(p, 4, p, 4, 4, 0, true);
+            be.gemm(false, false, 0, 4, 4, 1.0f, p, 4, p, 4, 0.0f, p, 4);
+            QCOMPARE(be.countCorrect(p, lab.i32(), 0, 4), int64_t(0));
+            QCOMPARE(be.sum(nullptr, 0), 0.0);
+            QCOMPARE(be.sumSquares(nullptr, 0), 0.0);
+            QVERIFY(be.allFinite(nullptr, 0));
+            QVERIFY(be.unscaleAndCheckFinite(nullptr, 0, 0.5f));
+            be.synchronize();
+        } catch (const std::exception& e) {
+            QFAIL(e.what());
+        }
+        QCOMPARE(download(be, one), (Vec{1, 2, 3, 4}));
+        // k == 0: C = beta * C, as in BLAS and the CPU reference.
+        Tensor c = be.fromHost(Shape{4}, Vec{2, 4, 6, 8}.data());
+        be.gemm(false, false, 2, 2, 0, 1.0f, p, 1, p, 2, 0.5f, c.f32(), 2);
+        QCOMPARE(download(be, c), (Vec{1, 2, 3, 4}));
+    }
+
+    // Shapes around the limits the kernels are written for, against the CPU reference: grid-stride loops past
+    // gridFor's cap (132*32 blocks of 256 threads), the sorted embedding backward's y/z grid split (more than
+    // 65535 ids), countCorrect's single block (more rows than threads), every LayerNorm thread count (32, 128,
+    // 256, several columns per thread, one column), rows wider than a warp in the per-warp losses, and the
+    // per-column / per-channel bias reductions with several blocks or many elements per thread.
+    void launchBoundaryShapesMatchCpu() {
+        const std::string why = test::gpuUnavailableReason();
+        if (!why.empty()) QSKIP(why.c_str());
+        gpu::CudaBackend gpuBe(0);
+        gpuBe.setAllowTf32(false);
+        std::unique_ptr<Backend> refBe = test::makeReferenceBackend();
+        std::mt19937 rng(31);
+        using Outs = std::vector<Vec>;
+        auto up = [](Backend& be, const Vec& v) { return be.fromHost(Shape{int64_t(v.size())}, v.data()); };
+        bool allOk = true;
+        auto check = [&](const std::string& op, const std::function<Outs(Backend&)>& run, double tol) {
+            const Outs want = run(*refBe), got = run(gpuBe);
+            double worst = 0;
+            size_t where = 0, which = 0;
+            for (size_t o = 0; o < want.size(); ++o) {
+                if (got[o].size() != want[o].size()) {
+                    worst = INFINITY;
+                    break;
+                }
+                for (size_t i = 0; i < want[o].size(); ++i) {
+                    const double w = want[o][i], g = got[o][i];
+                    if (std::isnan(w) && std::isnan(g)) continue;
+                    const double e = std::fabs(g - w) / std::max(1.0, std::fabs(w));
+                    if (!(e <= worst)) {
+                        worst = std::isnan(e) ? INFINITY : e;
+                        where = i;
+                        which = o;
+                    }
+                }
+            }
+            qInfo("BOUNDARY %s %.3g", op.c_str(), worst);
+            if (!(worst <= tol)) {
+                allOk = false;
+                qWarning("%s: max error %.3g at output %zu, element %zu", op.c_str(), worst, which, where);
+            }
+        };
+        {
+            const int64_t n = 5000003;  // each thread of the capped grid takes about five elements
+            Vec a = randomVec(rng, size_t(n)), g = randomVec(rng, size_t(n));
+            Vec last = a;
+            last.back() = NAN;  // the very last element must be visited
+            check(
+                "reductions_5M",
+                [&](Backend& be) {
+                    Tensor X = up(be, a), L = up(be, last);
+                    return Outs{Vec{float(be.sum(X.f32(), n)), float(be.sumSquares(X.f32(), n)),
+                                    float(be.allFinite(X.f32(), n)), float(be.allFinite(L.f32(), n))}};
+                },
+                1e-6);
+            check(
+                "dropout_5M",
+                [&](Backend& be) {
+                    Tensor X = up(be, a), Y = be.empty(Shape{n}), DX = be.zeros(Shape{n});
+                    be.dropoutForward(Y.f32(), X.f32(), n, 0.25f, 99);
+                    be.dropoutBackward(DX.f32(), X.f32(), n, 0.25f, 99);
+                    return Outs{download(be, Y), download(be, DX)};
+                },
+                0.0);
+            check(
+                "adam_5M",
+                [&](Backend& be) {
+                    Tensor W = up(be, a), M = be.zeros(Shape{n}), V = be.zeros(Shape{n}), G = up(be, g);
+                    AdamParams p;
+                    p.step = 1;
+                    be.adamUpdate(W.f32(), M.f32(), V.f32(), G.f32(), n, p);
+                    return Outs{download(be, W)};
+                },
+                1e-5);
+            check(
+                "copyBlocks_1.5M",
+                [&](Backend& be) {
+                    Tensor D = be.zeros(Shape{n}), S = up(be, a);
+                    be.copyBlocks(D.f32(), 3001, S.f32(), 3000, 3000, 500, false);
+                    be.copyBlocks(D.f32(), 3001, S.f32() + 7, 3000, 3000, 500, true);
+                    return Outs{download(be, D)};
+                },
+                1e-6);
+        }
+        for (bool det : {false, true}) {
+            const int vocab = 1000, dim = 8;
+            const int64_t count = 70001;  // > 65535: the sorted path splits its grid over y and z
+            Vec ids(static_cast<size_t>(count));
+            for (float& v : ids) v = float(rng() % vocab);
+            const Vec table = randomVec(rng, size_t(vocab) * dim), dy = randomVec(rng, size_t(count) * dim);
+            gpuBe.setDeterministic(det);
+            check(
+                det ? "embedding_70k_sorted" : "embedding_70k_atomic",
+                [&](Backend& be) {
+                    Tensor T = up(be, table), I = up(be, ids), Y = be.empty(Shape{count * dim}), DY = up(be, dy),
+                           DT = be.zeros(Shape{int64_t(table.size())});
+                    be.embeddingForward(Y.f32(), T.f32(), I.f32(), count, dim, vocab);
+                    be.embeddingBackward(DT.f32(), DY.f32(), I.f32(), count, dim, vocab);
+                    return Outs{download(be, Y), download(be, DT)};
+                },
+                1e-4);
+        }
+        gpuBe.setDeterministic(false);
+        {
+            const int rows = 5000, cols = 7;  // countCorrect runs one block of 1024 threads
+            Vec x = randomVec(rng, size_t(rows) * cols);
+            for (size_t i = 0; i < x.size(); i += 5) x[i] = 0.5f;  // ties: the first maximum counts
+            std::vector<int32_t> labels(rows);
+            for (int32_t& l : labels) l = int32_t(rng() % cols);
+            check(
+                "countCorrect_5000",
+                [&](Backend& be) {
+                    Tensor X = up(be, x), L = be.empty(Shape{rows}, DType::I32);
+                    be.copyFromHost(L.raw(), labels.data(), labels.size() * sizeof(int32_t));
+                    return Outs{Vec{float(be.countCorrect(X.f32(), L.i32(), rows, cols))}};
+                },
+                0.0);
+        }
+        {
+            const int rows = 37, cols = 1000;  // each lane of a row's warp takes about 31 columns
+            const Vec x = randomVec(rng, size_t(rows) * cols, -6.0f, 6.0f), t = randomVec(rng, x.size(), 0.0f, 1.0f);
+            std::vector<int32_t> labels(rows);
+            for (int32_t& l : labels) l = int32_t(rng() % cols);
+            check(
+                "losses_1000_cols",
+                [&](Backend& be) {
+                    Tensor X = up(be, x), T = up(be, t), L = be.empty(Shape{rows}),
+                           D = be.empty(Shape{int64_t(x.size())}), L2 = be.empty(Shape{rows}),
+                           D2 = be.empty(Shape{int64_t(x.size())}), L3 = be.empty(Shape{rows}),
+                           D3 = be.empty(Shape{int64_t(x.size())}), Lab = be.empty(Shape{rows}, DType::I32);
+                    be.copyFromHost(Lab.raw(), labels.data(), labels.size() * sizeof(int32_t));
+                    be.softmaxCrossEntropy(L.f32(), D.f32(), X.f32(), Lab.i32(), rows, cols, 0.25f);
+                    be.mseLoss(L2.f32(), D2.f32(), X.f32(), T.f32(), rows, cols, 0.5f);
+                    be.bceWithLogits(L3.f32(), D3.f32(), X.f32(), T.f32(), rows, cols, 2.0f);
+                    return Outs{download(be, L),  download(be, D),  download(be, L2),
+                                download(be, D2), download(be, L3), download(be, D3)};
+                },
+                1e-4);
+        }
+        for (int cols : {1, 64, 65, 513, 5000}) {
+            const int rows = 9;
+            const Vec x = randomVec(rng, size_t(rows) * cols, -2.0f, 3.0f), dy = randomVec(rng, x.size()),
+                      gm = randomVec(rng, size_t(cols), 0.5f, 1.5f), bt = randomVec(rng, size_t(cols));
+            check(
+                "layerNorm_cols_" + std::to_string(cols),
+                [&](Backend& be) {
+                    Tensor X = up(be, x), Y = be.empty(Shape{int64_t(x.size())}), M = be.empty(Shape{rows}),
+                           R = be.empty(Shape{rows}), G = up(be, gm), B = up(be, bt), DY = up(be, dy), DX = up(be, dy),
+                           DG = up(be, gm), DB = up(be, bt);
+                    be.layerNormForward(Y.f32(), M.f32(), R.f32(), X.f32(), G.f32(), B.f32(), rows, cols, 1e-5f);
+                    be.layerNormBackward(DX.f32(), DG.f32(), DB.f32(), DY.f32(), X.f32(), G.f32(), M.f32(), R.f32(),
+                                         rows, cols);
+                    return Outs{download(be, Y),  download(be, M),  download(be, R),
+                                download(be, DX), download(be, DG), download(be, DB)};
+                },
+                1e-4);
+        }
+        {
+            const int rows = 3000, cols = 300, nb = 5, c = 3, inner = 4000;
+            const Vec y0 = randomVec(rng, size_t(rows) * cols), b0 = randomVec(rng, cols),
+                      y1 = randomVec(rng, size_t(nb) * c * inner), b1 = randomVec(rng, c);
+            check(
+                "biasReductions",
+                [&](Backend& be) {
+                    Tensor Y0 = up(be, y0), B0 = up(be, b0), Y1 = up(be, y1), B1 = up(be, b1);
+                    be.sumRows(B0.f32(), Y0.f32(), rows, cols);
+                    be.sumChannels(B1.f32(), Y1.f32(), nb, c, inner);
+                    return Outs{download(be, B0), download(be, B1)};
+                },
+                1e-5);
+        }
+        QVERIFY2(allOk, "a kernel differs from the CPU reference at a launch boundary (see the warnings above)");
+    }
+
+    // With TF32 off the three convolutions must be float32-accurate. cuDNN's CUDNN_DEFAULT_MATH permits TF32 on
+    // Ampere and newer, so an algorithm picked under FMA math but then run with DEFAULT math would show errors
+    // near 1e-2 here (sums of 288 to 2048 products of values in [-1, 1]); float32 stays below 1e-4.
+    void convolutionsHonourTf32Off() {
+        const std::string why = test::gpuUnavailableReason();
+        if (!why.empty()) QSKIP(why.c_str());
+        gpu::CudaBackend gpuBe(0);
+        gpuBe.setAllowTf32(false);
+        std::unique_ptr<Backend> refBe = test::makeReferenceBackend();
+        std::mt19937 rng(41);
+        ConvDesc d;
+        d.n = 8, d.c = 64, d.h = d.w = 16, d.k = 32, d.r = d.s = 3, d.padH = d.padW = 1;
+        const Vec x = randomVec(rng, size_t(d.n) * d.c * d.h * d.w), w = randomVec(rng, size_t(d.k) * d.c * 9),
+                  dy = randomVec(rng, size_t(d.n) * d.k * d.outH() * d.outW());
+        auto run = [&](Backend& be) {
+            Tensor X = be.fromHost(Shape{int64_t(x.size())}, x.data()),
+                   W = be.fromHost(Shape{int64_t(w.size())}, w.data()),
+                   DY = be.fromHost(Shape{int64_t(dy.size())}, dy.data()), Y = be.empty(Shape{int64_t(dy.size())}),
+                   DX = be.zeros(Shape{int64_t(x.size())}), DW = be.zeros(Shape{int64_t(w.size())});
+            be.conv2dForward(Y.f32(), X.f32(), W.f32(), d);
+            be.conv2dBackwardData(DX.f32(), DY.f32(), W.f32(), d);
+            be.conv2dBackwardFilter(DW.f32(), DY.f32(), X.f32(), d);
+            return std::vector<Vec>{download(be, Y), download(be, DX), download(be, DW)};
+        };
+        const std::vector<Vec> want = run(*refBe), got = run(gpuBe);
+        const char* names[] = {"forward", "backwardData", "backwardFilter"};
+        for (size_t o = 0; o < want.size(); ++o) {
+            double worst = 0;
+            for (size_t i = 0; i < want[o].size(); ++i)
+                worst = std::max(worst, double(std::fabs(got[o][i] - want[o][i])));
+            qInfo("conv2d %s with TF32 off: max abs error %.3g", names[o], worst);
+            QVERIFY2(worst < 1e-3, names[o]);
+        }
     }
 
     void badIndicesThrowAtTheCall() {
