@@ -2,9 +2,11 @@
 // The cuDNN ops (convolution, pooling, batch norm, softmax) are in CudaDnn.cpp.
 #include "gpu/CudaBackend.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 
 #include <cuda_runtime_api.h>
 
@@ -389,9 +391,16 @@ void CudaBackend::addBiasRows(float* y, const float* bias, int rows, int cols) {
     launchAddBiasRows(m_stream, y, bias, rows, cols);
 }
 
+// Bias gradients are column sums, done as matrix-vector products with a vector of ones: cuBLAS spreads
+// them over the whole GPU (a kernel with one thread per column would walk thousands of rows serially),
+// and its gemv is deterministic (no atomics) and runs in plain float32 whatever the TF32 setting.
 void CudaBackend::sumRows(float* dbias, const float* dy, int rows, int cols) {
+    if (rows <= 0 || cols <= 0) return;
     activate();
-    launchSumRows(m_stream, dbias, dy, rows, cols);
+    const float* ones = constantVector(1.0f, rows, &m_ones, &m_onesSize);
+    const float one = 1.0f;
+    // Row-major dy [rows, cols] is column-major cols x rows: dbias (+)= dy_cm * ones.
+    CUBLAS_CHECK(cublasSgemv(m_cublas, CUBLAS_OP_N, cols, rows, &one, dy, cols, ones, 1, &one, dbias, 1));
 }
 
 void CudaBackend::addBiasChannels(float* y, const float* bias, int n, int c, int inner) {
@@ -400,8 +409,25 @@ void CudaBackend::addBiasChannels(float* y, const float* bias, int n, int c, int
 }
 
 void CudaBackend::sumChannels(float* dbias, const float* dy, int n, int c, int inner) {
+    if (n <= 0 || c <= 0 || inner <= 0) return;
+    if (inner == 1) return sumRows(dbias, dy, n, c);
     activate();
-    launchSumChannels(m_stream, dbias, dy, n, c, inner);
+    // Two column sums: over the positions of each (image, channel) row of [n*c, inner], then over images.
+    const int64_t rows = int64_t(n) * c;
+    if (rows > std::numeric_limits<int>::max()) throw BackendError("sumChannels: n * c is too large");
+    const float* ones = constantVector(1.0f, std::max(inner, n), &m_ones, &m_onesSize);
+    float* perRow = static_cast<float*>(m_allocator->allocate(size_t(rows) * sizeof(float)));
+    const float one = 1.0f, zero = 0.0f;
+    try {
+        // Row-major [n*c, inner] is column-major inner x (n*c): perRow = dy_cm^T * ones.
+        CUBLAS_CHECK(cublasSgemv(m_cublas, CUBLAS_OP_T, inner, int(rows), &one, dy, inner, ones, 1, &zero, perRow, 1));
+        // perRow is row-major [n, c], column-major c x n: dbias (+)= perRow_cm * ones.
+        CUBLAS_CHECK(cublasSgemv(m_cublas, CUBLAS_OP_N, c, n, &one, perRow, c, ones, 1, &one, dbias, 1));
+    } catch (...) {
+        m_allocator->deallocate(perRow);
+        throw;
+    }
+    m_allocator->deallocate(perRow);  // stream order keeps it valid for the queued gemv
 }
 
 // ---- pooling over an axis ---------------------------------------------------------------
