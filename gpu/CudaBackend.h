@@ -143,8 +143,14 @@ public:
     void conv2dForward(float* y, const float* x, const float* w, const ConvDesc& d) override;
     void conv2dBackwardData(float* dx, const float* dy, const float* w, const ConvDesc& d) override;
     void conv2dBackwardFilter(float* dw, const float* dy, const float* x, const ConvDesc& d) override;
+    // One cudnnConvolutionBiasActivationForward where cuDNN allows it (CudaDnn.cpp says which cases).
+    void conv2dForwardFused(float* y, const float* x, const float* w, const float* bias, bool relu,
+                            const ConvDesc& d) override;
     void pool2dForward(float* y, const float* x, const PoolDesc& d) override;
     void pool2dBackward(float* dx, const float* dy, const float* x, const float* y, const PoolDesc& d) override;
+    // Our max-pool backward kernel with the ReLU mask applied in the same pass (no temporary).
+    void maxPool2dReLUBackward(float* dx, const float* dy, const float* x, const float* y,
+                               const PoolDesc& d) override;
     void meanPoolForward(float* y, const float* x, int outer, int len, int inner) override;
     void meanPoolBackward(float* dx, const float* dy, int outer, int len, int inner) override;
 

@@ -1,6 +1,7 @@
 // CudaBackend's cuDNN ops: convolution (algorithm found once per shape and cached), pooling,
 // batch norm and softmax. Backward ops accumulate (beta = 1).
 #include <algorithm>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -154,17 +155,42 @@ size_t candidateWorkspace(const Perf* perf, int count, size_t limit) {
 }  // namespace
 
 ConvPlan::ConvPlan() {
-    CUDNN_CHECK(cudnnCreateTensorDescriptor(&x));
-    CUDNN_CHECK(cudnnCreateTensorDescriptor(&y));
-    CUDNN_CHECK(cudnnCreateFilterDescriptor(&w));
-    CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&conv));
+    try {
+        CUDNN_CHECK(cudnnCreateTensorDescriptor(&x));
+        CUDNN_CHECK(cudnnCreateTensorDescriptor(&y));
+        CUDNN_CHECK(cudnnCreateFilterDescriptor(&w));
+        CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&conv));
+        CUDNN_CHECK(cudnnCreateTensorDescriptor(&bias));
+        CUDNN_CHECK(cudnnCreateActivationDescriptor(&relu));
+        CUDNN_CHECK(cudnnCreateActivationDescriptor(&identity));
+        // NOT_PROPAGATE_NAN: a NaN pre-activation gives 0, as Strata's ReLU (x > 0 ? x : 0) does. coef is a
+        // ceiling only for CLIPPED_RELU; the largest double keeps it harmless should a kernel read it anyway.
+        CUDNN_CHECK(cudnnSetActivationDescriptor(relu, CUDNN_ACTIVATION_RELU, CUDNN_NOT_PROPAGATE_NAN,
+                                                 std::numeric_limits<double>::max()));
+        CUDNN_CHECK(cudnnSetActivationDescriptor(identity, CUDNN_ACTIVATION_IDENTITY, CUDNN_NOT_PROPAGATE_NAN,
+                                                 std::numeric_limits<double>::max()));
+    } catch (...) {
+        destroy();
+        throw;
+    }
 }
 
 ConvPlan::~ConvPlan() {
+    destroy();
+}
+
+void ConvPlan::destroy() noexcept {
+    if (identity) (void)cudnnDestroyActivationDescriptor(identity);
+    if (relu) (void)cudnnDestroyActivationDescriptor(relu);
+    if (bias) (void)cudnnDestroyTensorDescriptor(bias);
     if (conv) (void)cudnnDestroyConvolutionDescriptor(conv);
     if (w) (void)cudnnDestroyFilterDescriptor(w);
     if (y) (void)cudnnDestroyTensorDescriptor(y);
     if (x) (void)cudnnDestroyTensorDescriptor(x);
+    identity = relu = nullptr;
+    bias = y = x = nullptr;
+    conv = nullptr;
+    w = nullptr;
 }
 
 namespace {
@@ -189,9 +215,30 @@ ConvPlan& planFor(ConvPlanCache& cache, const ConvDesc& d, int math) {
         throw BackendError(convText(d) + ": cuDNN computes a " + std::to_string(h) + "x" + std::to_string(w) +
                            " output, Strata expects " + std::to_string(d.outH()) + "x" + std::to_string(d.outW()));
     CUDNN_CHECK(cudnnSetTensor4dDescriptor(plan->y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, n, c, h, w));
+    CUDNN_CHECK(cudnnSetTensor4dDescriptor(plan->bias, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, d.k, 1, 1));
     ConvPlan& ref = *plan;
     cache.plans.emplace(key, std::move(plan));
     return ref;
+}
+
+// Finds the forward algorithm of `plan` once: cudnnFind times the candidates on the caller's x and w
+// (already rounded for bf16 / fp16), writing y, and pickAlgo keeps the fastest allowed one.
+template <typename WorkspaceFn>
+void chooseForward(cudnnHandle_t handle, ConvPlan& plan, const ConvDesc& d, const float* x, const float* w, float* y,
+                   size_t workspaceLimit, bool deterministic, int math, ComputePrecision precision,
+                   WorkspaceFn&& workspaceOf) {
+    constexpr int kMax = CUDNN_CONVOLUTION_FWD_ALGO_COUNT;
+    cudnnConvolutionFwdAlgoPerf_t perf[kMax];
+    int found = 0;
+    CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(handle, plan.x, plan.w, plan.conv, plan.y, kMax, &found, perf));
+    const size_t ws = candidateWorkspace(perf, found, workspaceLimit);
+    int timed = 0;
+    CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithmEx(handle, plan.x, x, plan.w, w, plan.conv, plan.y, y, kMax, &timed,
+                                                       perf, workspaceOf(ws), ws));
+    if (!pickAlgo(perf, timed, ws, deterministic, math, plan.forward))
+        throw BackendError(convText(d) + ": no usable cuDNN forward algorithm" +
+                           (deterministic ? " in deterministic mode" : "") + precisionText(precision) +
+                           " within a workspace of " + std::to_string(workspaceLimit) + " bytes");
 }
 
 }  // namespace
@@ -207,27 +254,68 @@ void CudaBackend::conv2dForward(float* y, const float* x, const float* w, const 
     x = rx.get();
     w = rw.get();
     ConvPlan& plan = planFor(*m_plans, d, math);
-    if (!plan.forward.chosen) {
-        constexpr int kMax = CUDNN_CONVOLUTION_FWD_ALGO_COUNT;
-        cudnnConvolutionFwdAlgoPerf_t perf[kMax];
-        int found = 0;
-        CUDNN_CHECK(
-            cudnnGetConvolutionForwardAlgorithm_v7(m_cudnn, plan.x, plan.w, plan.conv, plan.y, kMax, &found, perf));
-        const size_t ws = candidateWorkspace(perf, found, m_workspaceLimit);
-        // Timing run writes y, which this call overwrites anyway.
-        int timed = 0;
-        CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithmEx(m_cudnn, plan.x, x, plan.w, w, plan.conv, plan.y, y, kMax,
-                                                           &timed, perf, workspace(ws), ws));
-        if (!pickAlgo(perf, timed, ws, m_deterministic, math, plan.forward))
-            throw BackendError(convText(d) + ": no usable cuDNN forward algorithm" +
-                               (m_deterministic ? " in deterministic mode" : "") + precisionText(m_precision) +
-                               " within a workspace of " +
-                               std::to_string(m_workspaceLimit) + " bytes");
-    }
+    // The timing runs write y, which this call overwrites anyway.
+    if (!plan.forward.chosen)
+        chooseForward(m_cudnn, plan, d, x, w, y, m_workspaceLimit, m_deterministic, math, m_precision,
+                      [this](size_t bytes) { return workspace(bytes); });
     CUDNN_CHECK(cudnnSetConvolutionMathType(plan.conv, plan.forward.math));
     CUDNN_CHECK(cudnnConvolutionForward(m_cudnn, &kOne, plan.x, x, plan.w, w, plan.conv,
                                         static_cast<cudnnConvolutionFwdAlgo_t>(plan.forward.algo),
                                         workspace(plan.forward.workspace), plan.forward.workspace, &kZero, plan.y, y));
+}
+
+// The convolution layer's forward, y = relu(conv(x, w) + bias), in one cuDNN call where that costs nothing:
+//   - no bias, no ReLU: conv2dForward.
+//   - ReLU (bias or not): cudnnConvolutionBiasActivationForward with CUDNN_ACTIVATION_RELU and the forward
+//     algorithm the plan already found for the plain convolution (the documentation ties only IDENTITY to
+//     one algorithm; RELU needs reluNanOpt = CUDNN_NOT_PROPAGATE_NAN, which ConvPlan sets). It always
+//     reads a bias, so a layer without one passes a cached vector of K zeros.
+//   - bias without ReLU: cuDNN's documentation allows CUDNN_ACTIVATION_IDENTITY with
+//     CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM only. Forcing that algorithm could cost far more than
+//     the one bias pass it saves (the plan's choice was timed against it by cudnnFind), so the fused call
+//     is made only when the plan chose IMPLICIT_PRECOMP_GEMM anyway; otherwise convolution, then our bias
+//     kernel.
+//   - when cuDNN answers NOT_SUPPORTED for a plan (some shape, group count or algorithm the fused kernels
+//     lack), that plan remembers it and runs convolution, bias kernel and ReLU kernel: the same GPU and
+//     the same math in more passes, never the CPU.
+// In every case the algorithm is the plan's, so deterministic mode and the bf16 / fp16 rules (inputs
+// rounded first, no FFT or Winograd) hold as for conv2dForward; bias and ReLU stay float32. The fused
+// call's z input is y with alpha2 = 0, as cuDNN's users (TensorFlow, ONNX Runtime) pass it.
+void CudaBackend::conv2dForwardFused(float* y, const float* x, const float* w, const float* bias, bool relu,
+                                     const ConvDesc& d) {
+    if (!bias && !relu) return conv2dForward(y, x, w, d);
+    checkConv(d);
+    activate();
+    const int math = m_precision != ComputePrecision::F32 ? kMathRounded : m_allowTf32 ? kMathTf32 : kMathFma;
+    const RoundedOperand rx(*this, x, int64_t(d.n) * d.c * d.h * d.w);
+    const RoundedOperand rw(*this, w, int64_t(d.k) * (d.c / d.groups) * d.r * d.s);
+    x = rx.get();
+    w = rw.get();
+    ConvPlan& plan = planFor(*m_plans, d, math);
+    if (!plan.forward.chosen)
+        chooseForward(m_cudnn, plan, d, x, w, y, m_workspaceLimit, m_deterministic, math, m_precision,
+                      [this](size_t bytes) { return workspace(bytes); });
+    const auto algo = static_cast<cudnnConvolutionFwdAlgo_t>(plan.forward.algo);
+    CUDNN_CHECK(cudnnSetConvolutionMathType(plan.conv, plan.forward.math));
+    void* ws = workspace(plan.forward.workspace);
+    const bool fuse = relu ? !plan.fusedReluUnsupported
+                           : algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM && !plan.fusedIdentityUnsupported;
+    if (fuse) {
+        const float* b = bias ? bias : constantVector(0.0f, d.k, &m_zeros, &m_zerosSize);
+        const cudnnStatus_t st = cudnnConvolutionBiasActivationForward(
+            m_cudnn, &kOne, plan.x, x, plan.w, w, plan.conv, algo, ws, plan.forward.workspace, &kZero, plan.y, y,
+            plan.bias, b, relu ? plan.relu : plan.identity, plan.y, y);
+        if (st == CUDNN_STATUS_SUCCESS) return;
+        if (CUDNN_STATUS_CATEGORY(st) != CUDNN_STATUS_NOT_SUPPORTED)
+            throwCudaFailure("cuDNN", cudnnGetErrorString(st),
+                             ("cudnnConvolutionBiasActivationForward for " + convText(d)).c_str(), __FILE__, __LINE__);
+        (relu ? plan.fusedReluUnsupported : plan.fusedIdentityUnsupported) = true;
+    }
+    CUDNN_CHECK(cudnnConvolutionForward(m_cudnn, &kOne, plan.x, x, plan.w, w, plan.conv, algo, ws,
+                                        plan.forward.workspace, &kZero, plan.y, y));
+    const int inner = d.outH() * d.outW();
+    if (bias) addBiasChannels(y, bias, d.n, d.k, inner);
+    if (relu) activationForward(y, y, int64_t(d.n) * d.k * inner, Activation::ReLU, 0.0f);
 }
 
 void CudaBackend::conv2dBackwardData(float* dx, const float* dy, const float* w, const ConvDesc& d) {
@@ -340,6 +428,18 @@ void CudaBackend::pool2dBackward(float* dx, const float* dy, const float* x, con
     PoolingDesc pool(d);
     TensorDesc xd(d.n, d.c, d.h, d.w), yd(d.n, d.c, d.outH(), d.outW());
     CUDNN_CHECK(cudnnPoolingBackward(m_cudnn, pool, &kOne, yd, y, yd, dy, xd, x, &kOne, xd, dx));
+}
+
+// One pass, no temporary: each input element gathers the gradients of the windows whose first maximum
+// it is, then keeps them only where x > 0 (x is the ReLU's output), as Backend's default does through a
+// routed buffer. The same additions in the same order, so the result equals the default's bit for bit.
+void CudaBackend::maxPool2dReLUBackward(float* dx, const float* dy, const float* x, const float*,
+                                        const PoolDesc& d) {
+    if (d.mode != PoolMode::Max) throw BackendError("maxPool2dReLUBackward: the pooling must be max pooling");
+    checkPool(d);
+    activate();
+    launchMaxPoolReLUBackward(m_stream, dx, dy, x, d.n, d.c, d.h, d.w, d.kernelH, d.kernelW, d.strideH, d.strideW,
+                              d.padH, d.padW, d.outH(), d.outW());
 }
 
 // ---- softmax ---------------------------------------------------------------------------------------------------

@@ -1,4 +1,5 @@
-// Mean pooling over an axis and max-pool backward with the first-maximum rule.
+// Mean pooling over an axis and max-pool backward with the first-maximum rule (optionally with the
+// backward of the ReLU before the pooling).
 #include <cstdint>
 
 #include "gpu/CudaCheck.h"
@@ -32,6 +33,8 @@ struct MaxPoolGeom {
     int n, c, h, w, kh, kw, sh, sw, ph, pw, oh, ow;
 };
 
+// kReLUMask: the routed sum is multiplied by (x > 0) (maxPool2dReLUBackward).
+template <bool kReLUMask>
 __global__ void maxBackwardKernel(float* dx, const float* dy, const float* x, MaxPoolGeom g) {
     const int64_t total = int64_t(g.n) * g.c * g.h * g.w;
     for (int64_t t = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; t < total; t += int64_t(gridDim.x) * blockDim.x) {
@@ -72,7 +75,10 @@ __global__ void maxBackwardKernel(float* dx, const float* dy, const float* x, Ma
                 if (bestH == ih && bestW == iw) acc += dyp[oh * g.ow + ow];
             }
         }
-        dx[t] += acc;
+        if constexpr (kReLUMask)
+            dx[t] += acc * (x[t] > 0.0f ? 1.0f : 0.0f);
+        else
+            dx[t] += acc;
     }
 }
 
@@ -97,7 +103,17 @@ void launchMaxPoolBackward(cudaStream_t s, float* dx, const float* dy, const flo
     const int64_t total = int64_t(n) * c * h * w;
     if (total <= 0 || outH <= 0 || outW <= 0) return;
     const MaxPoolGeom g{n, c, h, w, kernelH, kernelW, strideH, strideW, padH, padW, outH, outW};
-    maxBackwardKernel<<<detail::gridFor(total), detail::kBlock, 0, s>>>(dx, dy, x, g);
+    maxBackwardKernel<false><<<detail::gridFor(total), detail::kBlock, 0, s>>>(dx, dy, x, g);
+    CUDA_CHECK_LAUNCH();
+}
+
+void launchMaxPoolReLUBackward(cudaStream_t s, float* dx, const float* dy, const float* x, int n, int c, int h,
+                               int w, int kernelH, int kernelW, int strideH, int strideW, int padH, int padW,
+                               int outH, int outW) {
+    const int64_t total = int64_t(n) * c * h * w;
+    if (total <= 0 || outH <= 0 || outW <= 0) return;
+    const MaxPoolGeom g{n, c, h, w, kernelH, kernelW, strideH, strideW, padH, padW, outH, outW};
+    maxBackwardKernel<true><<<detail::gridFor(total), detail::kBlock, 0, s>>>(dx, dy, x, g);
     CUDA_CHECK_LAUNCH();
 }
 
