@@ -3,10 +3,12 @@
 #include "gpu/CudaBackend.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <sstream>
 
 #include <cuda_runtime_api.h>
 
@@ -31,6 +33,13 @@ namespace {
 
 void requirePointer(const void* p, const char* op, const char* what) {
     if (!p) throw BackendError(std::string(op) + ": " + what + " must not be null");
+}
+
+// As the CPU prints a bad id (2.5, nan, -1).
+std::string formatId(float id) {
+    std::ostringstream s;
+    s << id;
+    return s.str();
 }
 
 bool envTf32Default() {
@@ -230,6 +239,20 @@ void CudaBackend::copyToHost(void* hostDst, const void* src, size_t bytes) {
 void CudaBackend::copy(void* dst, const void* src, size_t bytes) {
     if (bytes == 0 || dst == src) return;
     activate();
+    const auto d = reinterpret_cast<uintptr_t>(dst), s = reinterpret_cast<uintptr_t>(src);
+    if (d < s + bytes && s < d + bytes) {
+        // Overlapping ranges (memmove on the CPU): cudaMemcpyAsync leaves them undefined, so go through a copy.
+        void* tmp = m_allocator->allocate(bytes);
+        try {
+            CUDA_CHECK(cudaMemcpyAsync(tmp, src, bytes, cudaMemcpyDeviceToDevice, m_stream));
+            CUDA_CHECK(cudaMemcpyAsync(dst, tmp, bytes, cudaMemcpyDeviceToDevice, m_stream));
+        } catch (...) {
+            m_allocator->deallocate(tmp);
+            throw;
+        }
+        m_allocator->deallocate(tmp);  // stream order keeps it valid for the queued copies
+        return;
+    }
     CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, m_stream));
 }
 
@@ -260,7 +283,7 @@ void CudaBackend::checkDeviceErrors() {
         case kEmbeddingForwardId:
         case kEmbeddingBackwardId:
             throw BackendError(std::string(code == kEmbeddingForwardId ? "embeddingForward" : "embeddingBackward") +
-                               " on " + m_label + ": id " + std::to_string(value) + " at position " +
+                               " on " + m_label + ": id " + formatId(std::bit_cast<float>(value)) + " at position " +
                                std::to_string(position) + " is not an integer in [0, " + std::to_string(limit) +
                                ") (vocabulary size " + std::to_string(limit) + ")");
         case kCrossEntropyLabel:
@@ -292,9 +315,16 @@ CudaBackend::UploadTicket CudaBackend::uploadAsync(void* deviceDst, const void* 
     }
     if (bytes > 0) std::memcpy(slot.host, hostSrc, bytes);
     // Double-buffer rule: wait for the compute work queued before the previous upload, then mark now.
-    if (m_computeMarked) CUDA_CHECK(cudaStreamWaitEvent(m_copyStream, m_computeMark, 0));
+    // A destination that is not one of the two used last (the first upload, a new run's buffers) may be
+    // a block the allocator handed out again while queued work still uses it: then wait for all compute
+    // work queued so far.
+    if (!m_computeMarked || (deviceDst != m_uploadDst[0] && deviceDst != m_uploadDst[1]))
+        CUDA_CHECK(cudaEventRecord(m_computeMark, m_stream));
+    CUDA_CHECK(cudaStreamWaitEvent(m_copyStream, m_computeMark, 0));
     CUDA_CHECK(cudaEventRecord(m_computeMark, m_stream));
     m_computeMarked = true;
+    m_uploadDst[1] = m_uploadDst[0];
+    m_uploadDst[0] = deviceDst;
     if (bytes > 0) CUDA_CHECK(cudaMemcpyAsync(deviceDst, slot.host, bytes, cudaMemcpyHostToDevice, m_copyStream));
     CUDA_CHECK(cudaEventRecord(slot.done, m_copyStream));
     CUDA_CHECK(cudaStreamWaitEvent(m_stream, slot.done, 0));

@@ -43,10 +43,10 @@
 // that was queued before the PREVIOUS uploadAsync call, so with two device
 // buffers used alternately (upload batch k+1 into B while step k reads A)
 // the copy overlaps compute and never overwrites a buffer still being read.
-// So deviceDst must be one of two (or more) LONG-LIVED device buffers used in
-// turn, not a tensor allocated for this batch: a block freed and handed out
-// again by the caching allocator may still be read by queued compute work
-// that the copy stream does not wait for.
+// So deviceDst should be one of two LONG-LIVED device buffers used in turn. A
+// destination other than the last two (a first upload, a buffer just allocated,
+// which may be a cached block that queued work still uses) makes the copy wait
+// for all compute work queued so far instead, so it is safe but not overlapped.
 // waitUpload(t) blocks the host until that copy is done; waitUploads() until all are.
 #pragma once
 
@@ -248,6 +248,7 @@ private:
     CUstream_st* m_copyStream = nullptr;
     CUevent_st* m_computeMark = nullptr;
     bool m_computeMarked = false;
+    const void* m_uploadDst[2] = {nullptr, nullptr};  // the last two uploadAsync destinations
     cublasContext* m_cublas = nullptr;
     cudnnContext* m_cudnn = nullptr;
 

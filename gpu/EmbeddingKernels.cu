@@ -13,7 +13,7 @@ __device__ inline bool checkId(float f, int vocab, int64_t t, int code, int* fla
     const int id = static_cast<int>(f);
     const bool ok = f >= 0.0f && id < vocab && static_cast<float>(id) == f;
     if (!ok && atomicCAS(&flag[0], 0, code) == 0) {
-        flag[1] = static_cast<int>(f);
+        flag[1] = __float_as_int(f);  // the bits: the host prints the id as given (2.5, nan, -1)
         flag[2] = static_cast<int>(t);
         flag[3] = vocab;
     }

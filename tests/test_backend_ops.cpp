@@ -317,6 +317,30 @@ private slots:
             }
     }
 
+    // copy() within one buffer moves overlapping ranges as memmove does, in either direction.
+    void overlappingCopy() {
+        Vec base(40);
+        for (size_t i = 0; i < base.size(); ++i) base[i] = static_cast<float>(i);
+        for (const int shift : {3, -3, 17, -17}) {
+            if (!compareAll("copyBlocks", "copy shifted by " + std::to_string(shift), [&](Backend& be) {
+                    Tensor t = up(be, base);
+                    float* p = t.f32();
+                    const int from = shift > 0 ? 0 : -shift, to = shift > 0 ? shift : 0;
+                    be.copy(p + to, p + from, 20 * sizeof(float));
+                    return Outputs{down(be, t)};
+                }))
+                return;
+        }
+        Vec want = base;
+        std::memmove(want.data() + 3, want.data(), 20 * sizeof(float));
+        CHECK_VEC(down(*m_ref, [&] {
+                      Tensor t = up(*m_ref, base);
+                      m_ref->copy(t.f32() + 3, t.f32(), 20 * sizeof(float));
+                      return t;
+                  }()),
+                  want);
+    }
+
     // ---- linear algebra --------------------------------------------------------
 
     void gemm() {
