@@ -122,7 +122,12 @@ std::string precisionText(ComputePrecision p) {
 // because it is exact for them, no input-transforming algorithms).
 enum ConvMath { kMathFma = 0, kMathTf32 = 1, kMathRounded = 2 };
 
-// Picks the fastest usable result of a cudnnFind*/Get*_v7 list (both come sorted by time).
+// Deterministic mode picks from cuDNN's heuristic list (cudnnGet*_v7) and never times candidates
+// (cudnnFind*): a timed choice can differ between two runs, and another algorithm sums in another order, so
+// two runs with one seed would not give identical losses. The heuristic order depends only on the GPU, the
+// cuDNN version and the shape. (PyTorch does the same with cudnn.deterministic and benchmark off.)
+// Picks the first usable result of a cudnnFind* list (sorted by measured time) or a cudnnGet*_v7 list
+// (sorted by expected speed).
 template <typename Perf>
 bool pickAlgo(const Perf* perf, int count, size_t workspaceLimit, bool deterministic, int math, ConvAlgoChoice& out) {
     const bool allowTf32 = math != kMathFma;
@@ -136,7 +141,9 @@ bool pickAlgo(const Perf* perf, int count, size_t workspaceLimit, bool determini
         if (!allowTf32 && p.mathType != CUDNN_FMA_MATH && p.mathType != CUDNN_DEFAULT_MATH) continue;
         out.chosen = true;
         out.algo = static_cast<int>(p.algo);
-        out.math = p.mathType;
+        // CUDNN_DEFAULT_MATH lets float32 run on TF32 tensor cores (Ampere and newer): with TF32 off the
+        // choice must run with FMA math whatever the result reported.
+        out.math = math == kMathFma ? CUDNN_FMA_MATH : p.mathType;
         out.workspace = p.memory;
         return true;
     }
@@ -231,11 +238,14 @@ void chooseForward(cudnnHandle_t handle, ConvPlan& plan, const ConvDesc& d, cons
     cudnnConvolutionFwdAlgoPerf_t perf[kMax];
     int found = 0;
     CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(handle, plan.x, plan.w, plan.conv, plan.y, kMax, &found, perf));
-    const size_t ws = candidateWorkspace(perf, found, workspaceLimit);
-    int timed = 0;
-    CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithmEx(handle, plan.x, x, plan.w, w, plan.conv, plan.y, y, kMax, &timed,
-                                                       perf, workspaceOf(ws), ws));
-    if (!pickAlgo(perf, timed, ws, deterministic, math, plan.forward))
+    int count = found;
+    size_t limit = workspaceLimit;
+    if (!deterministic) {  // timed choice; deterministic mode keeps the heuristic list (see pickAlgo)
+        limit = candidateWorkspace(perf, found, workspaceLimit);
+        CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithmEx(handle, plan.x, x, plan.w, w, plan.conv, plan.y, y, kMax,
+                                                           &count, perf, workspaceOf(limit), limit));
+    }
+    if (!pickAlgo(perf, count, limit, deterministic, math, plan.forward))
         throw BackendError(convText(d) + ": no usable cuDNN forward algorithm" +
                            (deterministic ? " in deterministic mode" : "") + precisionText(precision) +
                            " within a workspace of " + std::to_string(workspaceLimit) + " bytes");
@@ -333,20 +343,24 @@ void CudaBackend::conv2dBackwardData(float* dx, const float* dy, const float* w,
         int found = 0;
         CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(m_cudnn, plan.w, plan.y, plan.conv, plan.x, kMax,
                                                                 &found, perf));
-        const size_t ws = candidateWorkspace(perf, found, m_workspaceLimit);
-        // dx accumulates, so the timing runs write a scratch buffer instead.
-        const size_t dxBytes = size_t(d.n) * d.c * d.h * d.w * sizeof(float);
-        void* scratch = m_allocator->allocate(dxBytes);
-        int timed = 0;
-        try {
-            CUDNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithmEx(m_cudnn, plan.w, w, plan.y, dy, plan.conv, plan.x,
-                                                                    scratch, kMax, &timed, perf, workspace(ws), ws));
-        } catch (...) {
+        int count = found;
+        size_t limit = m_workspaceLimit;
+        if (!m_deterministic) {  // timed choice; deterministic mode keeps the heuristic list (see pickAlgo)
+            limit = candidateWorkspace(perf, found, m_workspaceLimit);
+            // dx accumulates, so the timing runs write a scratch buffer instead.
+            const size_t dxBytes = size_t(d.n) * d.c * d.h * d.w * sizeof(float);
+            void* scratch = m_allocator->allocate(dxBytes);
+            try {
+                CUDNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithmEx(m_cudnn, plan.w, w, plan.y, dy, plan.conv,
+                                                                        plan.x, scratch, kMax, &count, perf,
+                                                                        workspace(limit), limit));
+            } catch (...) {
+                m_allocator->deallocate(scratch);
+                throw;
+            }
             m_allocator->deallocate(scratch);
-            throw;
         }
-        m_allocator->deallocate(scratch);
-        if (!pickAlgo(perf, timed, ws, m_deterministic, math, plan.backwardData))
+        if (!pickAlgo(perf, count, limit, m_deterministic, math, plan.backwardData))
             throw BackendError(convText(d) + ": no usable cuDNN backward-data algorithm" +
                                (m_deterministic ? " in deterministic mode" : "") + precisionText(m_precision) +
                                " within a workspace of " +
@@ -374,19 +388,23 @@ void CudaBackend::conv2dBackwardFilter(float* dw, const float* dy, const float* 
         int found = 0;
         CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(m_cudnn, plan.x, plan.y, plan.conv, plan.w, kMax,
                                                                   &found, perf));
-        const size_t ws = candidateWorkspace(perf, found, m_workspaceLimit);
-        const size_t dwBytes = size_t(d.k) * (d.c / d.groups) * d.r * d.s * sizeof(float);
-        void* scratch = m_allocator->allocate(dwBytes);
-        int timed = 0;
-        try {
-            CUDNN_CHECK(cudnnFindConvolutionBackwardFilterAlgorithmEx(m_cudnn, plan.x, x, plan.y, dy, plan.conv, plan.w,
-                                                                      scratch, kMax, &timed, perf, workspace(ws), ws));
-        } catch (...) {
+        int count = found;
+        size_t limit = m_workspaceLimit;
+        if (!m_deterministic) {  // timed choice; deterministic mode keeps the heuristic list (see pickAlgo)
+            limit = candidateWorkspace(perf, found, m_workspaceLimit);
+            const size_t dwBytes = size_t(d.k) * (d.c / d.groups) * d.r * d.s * sizeof(float);
+            void* scratch = m_allocator->allocate(dwBytes);
+            try {
+                CUDNN_CHECK(cudnnFindConvolutionBackwardFilterAlgorithmEx(m_cudnn, plan.x, x, plan.y, dy, plan.conv,
+                                                                          plan.w, scratch, kMax, &count, perf,
+                                                                          workspace(limit), limit));
+            } catch (...) {
+                m_allocator->deallocate(scratch);
+                throw;
+            }
             m_allocator->deallocate(scratch);
-            throw;
         }
-        m_allocator->deallocate(scratch);
-        if (!pickAlgo(perf, timed, ws, m_deterministic, math, plan.backwardFilter))
+        if (!pickAlgo(perf, count, limit, m_deterministic, math, plan.backwardFilter))
             throw BackendError(convText(d) + ": no usable cuDNN backward-filter algorithm" +
                                (m_deterministic ? " in deterministic mode" : "") + precisionText(m_precision) +
                                " within a workspace of " +
@@ -484,6 +502,8 @@ void CudaBackend::batchNormForwardTraining(float* y, float* saveMean, float* sav
                            ", " + std::to_string(inner) + " values per sample)");
     if ((runningMean == nullptr) != (runningVar == nullptr))
         throw BackendError("batchNorm on CUDA: runningMean and runningVar must both be given or both be null");
+    if ((saveMean == nullptr) != (saveInvStd == nullptr))
+        throw BackendError("batchNorm on CUDA: saveMean and saveInvStd must both be given or both be null");
     activate();
     const float* g = gamma ? gamma : constantVector(1.0f, c, &m_ones, &m_onesSize);
     const float* b = beta ? beta : constantVector(0.0f, c, &m_zeros, &m_zerosSize);

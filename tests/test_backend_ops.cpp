@@ -471,8 +471,9 @@ private slots:
                 if (!compareAll("conv2dFused", ctx + " forward bias=" + std::to_string(withBias) +
                                                    " relu=" + std::to_string(relu),
                                 [&](Backend& be) {
+                                    // Y starts as NaN: the fused step must write it, never read it.
                                     Tensor X = up(be, x), W = up(be, w), B = up(be, bias),
-                                           Y = be.empty(Shape{static_cast<int64_t>(ys)});
+                                           Y = up(be, Vec(ys, std::numeric_limits<float>::quiet_NaN()));
                                     be.conv2dForwardFused(Y.f32(), X.f32(), W.f32(), withBias ? B.f32() : nullptr,
                                                           relu, d);
                                     return Outputs{down(be, Y)};
@@ -579,17 +580,20 @@ private slots:
                     }))
                     return;
                 if (d.mode != PoolMode::Max) continue;
-                // The pooling of a ReLU's output (zeros and positive values) with the ReLU's backward.
+                // The pooling of a ReLU's output (zeros and positive values) with the ReLU's backward, and
+                // the op's definition on any input: negative elements (whole negative windows) get nothing.
                 Vec xr = x;
                 for (float& v : xr) v = std::max(v, 0.0f);
-                if (!compareAll("maxPool2dReLUBackward", ctx, [&](Backend& be) {
-                        Tensor X = up(be, xr), Y = be.empty(Shape{static_cast<int64_t>(ys)}), DY = up(be, dy),
-                               DX = up(be, dx0);
-                        be.pool2dForward(Y.f32(), X.f32(), d);
-                        be.maxPool2dReLUBackward(DX.f32(), DY.f32(), X.f32(), Y.f32(), d);
-                        return Outputs{down(be, DX)};
-                    }))
-                    return;
+                for (const Vec* input : {&xr, &x})
+                    if (!compareAll("maxPool2dReLUBackward", ctx + (input == &x ? " signed input" : ""),
+                                    [&](Backend& be) {
+                                        Tensor X = up(be, *input), Y = be.empty(Shape{static_cast<int64_t>(ys)}),
+                                               DY = up(be, dy), DX = up(be, dx0);
+                                        be.pool2dForward(Y.f32(), X.f32(), d);
+                                        be.maxPool2dReLUBackward(DX.f32(), DY.f32(), X.f32(), Y.f32(), d);
+                                        return Outputs{down(be, DX)};
+                                    }))
+                        return;
             }
     }
 

@@ -275,7 +275,8 @@ private slots:
     void deterministicModeRepeatsExactly() {
         const std::string why = test::gpuUnavailableReason();
         if (!why.empty()) QSKIP(why.c_str());
-        gpu::CudaBackend be(0);
+        gpu::CudaBackend be(0), fresh(0);
+        fresh.setDeterministic(true);
         be.setDeterministic(true);
         QVERIFY(be.deterministic());
         std::mt19937 rng(3);
@@ -287,7 +288,8 @@ private slots:
         Vec ids(count);
         for (int i = 0; i < count; ++i) ids[size_t(i)] = static_cast<float>(rng() % vocab);
         const Vec edy = randomVec(rng, size_t(count) * dim);
-        auto run = [&] {
+        const Vec bias = randomVec(rng, size_t(d.k));
+        auto runOn = [&](gpu::CudaBackend& be) {
             Tensor X = be.fromHost(Shape{int64_t(x.size())}, x.data()),
                    W = be.fromHost(Shape{int64_t(w.size())}, w.data()),
                    DY = be.fromHost(Shape{int64_t(dy.size())}, dy.data());
@@ -323,11 +325,30 @@ private slots:
             out.insert(out.end(), tv.begin(), tv.end());
             out.push_back(static_cast<float>(be.sum(DY.f32(), DY.numel())));
             out.push_back(static_cast<float>(be.sumSquares(DY.f32(), DY.numel())));
+            // The fused Conv2D steps: forward with bias and ReLU (one cuDNN call), the bias gradient
+            // (cuBLAS gemv), and the max pooling that takes the ReLU's backward.
+            Tensor B = be.fromHost(Shape{d.k}, bias.data()), FY = be.empty(Shape{DY.numel()}),
+                   FDB = be.zeros(Shape{d.k});
+            be.conv2dForwardFused(FY.f32(), X.f32(), W.f32(), B.f32(), true, d);
+            be.conv2dBackwardFused(nullptr, nullptr, FDB.f32(), DY.f32(), X.f32(), W.f32(), d);
+            PoolDesc mp;
+            mp.mode = PoolMode::Max, mp.n = d.n, mp.c = d.k, mp.h = d.outH(), mp.w = d.outW();
+            mp.kernelH = mp.kernelW = 2, mp.strideH = mp.strideW = 2;
+            Tensor MY = be.empty(Shape{int64_t(d.n) * d.k * mp.outH() * mp.outW()}), MDX = be.zeros(Shape{FY.numel()});
+            be.pool2dForward(MY.f32(), FY.f32(), mp);
+            be.maxPool2dReLUBackward(MDX.f32(), MY.f32() /* as dy */, FY.f32(), MY.f32(), mp);
+            for (const Tensor* t : {&FY, &FDB, &MDX}) {
+                const Vec v = download(be, *t);
+                out.insert(out.end(), v.begin(), v.end());
+            }
             return out;
         };
-        const Vec first = run(), second = run();
+        const Vec first = runOn(be), second = runOn(be), other = runOn(fresh);
         QCOMPARE(first.size(), second.size());
         QVERIFY(std::memcmp(first.data(), second.data(), first.size() * sizeof(float)) == 0);
+        // A second backend (its own handles, algorithm choices and allocator) gives the same bits.
+        QCOMPARE(first.size(), other.size());
+        QVERIFY(std::memcmp(first.data(), other.data(), first.size() * sizeof(float)) == 0);
         // The deterministic embedding path agrees with a plain host sum.
         Vec want(size_t(vocab) * dim, 0.0f);
         for (int t = 0; t < count; ++t)

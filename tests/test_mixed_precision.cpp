@@ -230,6 +230,30 @@ Vec runConv(Backend& be, const ConvCase& cc, ConvOp op, ComputePrecision p) {
     return out;
 }
 
+// The fused forward (conv + float32 bias + ReLU) on rounded inputs: the convolution's reference, then
+// bias and ReLU in double, which are not rounded.
+void fusedReference(const ConvCase& cc, ComputePrecision p, const Vec& bias, bool relu, std::vector<double>& want,
+                    std::vector<double>& scale) {
+    convReference(cc, ConvOp::Forward, p, want, scale);
+    const int inner = cc.d.outH() * cc.d.outW();
+    for (size_t i = 0; i < want.size(); ++i) {
+        const double b = bias.empty() ? 0.0 : double(bias[(i / size_t(inner)) % size_t(cc.d.k)]);
+        want[i] += b;
+        scale[i] += std::abs(b);
+        if (relu) want[i] = std::max(want[i], 0.0);
+    }
+}
+
+Vec runFused(Backend& be, const ConvCase& cc, ComputePrecision p, const Vec& bias, bool relu) {
+    be.setComputePrecision(p);
+    const Vec b = bias.empty() ? Vec{0.0f} : bias;
+    Vec out = runOn(be, {cc.x, cc.w, cc.y, b}, 2, [&](std::vector<float*>& d) {
+        be.conv2dForwardFused(d[2], d[0], d[1], bias.empty() ? nullptr : d[3], relu, cc.d);
+    });
+    be.setComputePrecision(ComputePrecision::F32);
+    return out;
+}
+
 std::vector<ConvDesc> convShapes() {
     std::vector<ConvDesc> shapes;
     ConvDesc a;  // odd sizes, padding
@@ -421,6 +445,33 @@ private slots:
                         QVERIFY2(maxAbsDiff(got, f32) > 1e-5, convOpName(op));
                     }
             }
+    }
+
+    // The fused Conv2D step (bias and ReLU in the same call) rounds the same two inputs and nothing else,
+    // on every backend present (the CUDA one may run it as one cuDNN call).
+    void fusedConvolutionsMatchRoundedReference() {
+        std::mt19937 rng(6);
+        std::vector<test::NamedBackend> backends;
+        backends.push_back({"cpu-reference", test::makeReferenceBackend()});
+        for (auto& nb : test::fastBackends()) backends.push_back(std::move(nb));
+        for (const ConvDesc& d : convShapes()) {
+            const ConvCase cc = makeConv(rng, d);
+            const Vec bias = randomVec(rng, size_t(d.k));
+            for (int variant = 0; variant < 3; ++variant) {
+                const bool withBias = variant != 1, relu = variant != 0;
+                const Vec& b = withBias ? bias : Vec{};
+                for (ComputePrecision p : kReduced) {
+                    std::vector<double> want, scale;
+                    fusedReference(cc, p, b, relu, want, scale);
+                    for (auto& nb : backends) {
+                        const bool gpu = nb.name.rfind("cuda", 0) == 0;
+                        expectClose(runFused(*nb.backend, cc, p, b, relu), want, scale, gpu ? kGpuTol : kTol,
+                                    nb.name + " conv2dForwardFused bias=" + std::to_string(withBias) +
+                                        " relu=" + std::to_string(relu) + " " + computePrecisionName(p));
+                    }
+                }
+            }
+        }
     }
 
     // Values exact in 16 bits give the fp32 result exactly: only the inputs are rounded.
