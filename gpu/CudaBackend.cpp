@@ -568,7 +568,15 @@ void CudaBackend::layerNormBackward(float* dx, float* dgamma, float* dbeta, cons
     requirePointer(mean, "layerNormBackward", "mean");
     requirePointer(rstd, "layerNormBackward", "rstd");
     activate();
-    launchLayerNormBackward(m_stream, dx, dgamma, dbeta, dy, x, gamma, mean, rstd, rows, cols);
+    const size_t bytes = dgamma || dbeta ? layerNormBackwardScratchBytes(rows, cols) : 0;
+    void* scratch = bytes ? m_allocator->allocate(bytes) : nullptr;
+    try {
+        launchLayerNormBackward(m_stream, dx, dgamma, dbeta, dy, x, gamma, mean, rstd, rows, cols, scratch, bytes);
+    } catch (...) {
+        if (scratch) m_allocator->deallocate(scratch);
+        throw;
+    }
+    if (scratch) m_allocator->deallocate(scratch);  // stream order keeps it valid for the queued kernels
 }
 
 // ---- dropout --------------------------------------------------------------------------------------

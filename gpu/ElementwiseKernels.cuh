@@ -1,4 +1,4 @@
-// Element-wise kernels, bias add/reduce and block copies (host launchers only).
+// Element-wise kernels, bias adds and block copies (host launchers only).
 #pragma once
 
 #include <cstdint>
@@ -12,9 +12,7 @@ void launchScale(cudaStream_t s, float* y, float alpha, int64_t n);
 void launchAxpy(cudaStream_t s, float* y, float alpha, const float* x, int64_t n);
 void launchAdd(cudaStream_t s, float* y, const float* a, const float* b, int64_t n);
 void launchAddBiasRows(cudaStream_t s, float* y, const float* bias, int rows, int cols);
-void launchSumRows(cudaStream_t s, float* dbias, const float* dy, int rows, int cols);
 void launchAddBiasChannels(cudaStream_t s, float* y, const float* bias, int n, int c, int inner);
-void launchSumChannels(cudaStream_t s, float* dbias, const float* dy, int n, int c, int inner);
 void launchCopyBlocks(cudaStream_t s, float* dst, int64_t dstStride, const float* src, int64_t srcStride,
                       int64_t blockLen, int64_t count, bool accumulate);
 

@@ -1,7 +1,10 @@
-// Layer norm: one block per row for the row statistics and dx; one thread per column, walking the rows in
-// order, for dgamma/dbeta (deterministic, no atomics).
+// Layer norm: one block per row for the row statistics and dx; two fixed-order passes over row chunks for
+// dgamma/dbeta (deterministic, no atomics).
+#include <algorithm>
 #include <cstdint>
+#include <string>
 
+#include "core/backend/Backend.h"
 #include "gpu/CudaCheck.h"
 #include "gpu/DeviceUtils.cuh"
 #include "gpu/LayerNormKernels.cuh"
@@ -52,19 +55,68 @@ __global__ void backwardDxKernel(float* dx, const float* dy, const float* x, con
     }
 }
 
-__global__ void backwardParamsKernel(float* dgamma, float* dbeta, const float* dy, const float* x, const float* meanIn,
-                                     const float* rstdIn, int rows, int cols) {
+// Parameter gradients in two deterministic passes: blocks of 32 columns x one chunk of rows write
+// per-chunk partial sums (8 row lanes per column, combined in a fixed order), then one thread per column
+// adds the chunks in order. (One thread per column walking every row kept only a few SMs busy.)
+constexpr int kParamCols = 32, kParamLanes = 8;
+
+__global__ void backwardParamsPartialKernel(double* partG, double* partB, const float* dy, const float* x,
+                                            const float* meanIn, const float* rstdIn, int rows, int cols,
+                                            int chunkRows) {
+    const int c = blockIdx.x * kParamCols + threadIdx.x;
+    const int r0 = blockIdx.y * chunkRows, r1 = min(rows, r0 + chunkRows);
+    double ag = 0.0, ab = 0.0;
+    if (c < cols)
+        for (int r = r0 + threadIdx.y; r < r1; r += kParamLanes) {
+            const float d = dy[int64_t(r) * cols + c];
+            ag += d * (x[int64_t(r) * cols + c] - meanIn[r]) * rstdIn[r];
+            ab += d;
+        }
+    __shared__ double sg[kParamLanes][kParamCols], sb[kParamLanes][kParamCols];
+    sg[threadIdx.y][threadIdx.x] = ag;
+    sb[threadIdx.y][threadIdx.x] = ab;
+    __syncthreads();
+    if (threadIdx.y == 0 && c < cols) {
+        for (int l = 1; l < kParamLanes; ++l) {
+            ag += sg[l][threadIdx.x];
+            ab += sb[l][threadIdx.x];
+        }
+        partG[int64_t(blockIdx.y) * cols + c] = ag;
+        partB[int64_t(blockIdx.y) * cols + c] = ab;
+    }
+}
+
+__global__ void backwardParamsFinalKernel(float* dgamma, float* dbeta, const double* partG, const double* partB,
+                                          int chunks, int cols) {
     const int c = blockIdx.x * blockDim.x + threadIdx.x;
     if (c >= cols) return;
     double ag = 0.0, ab = 0.0;
-    for (int r = 0; r < rows; ++r) {
-        const float d = dy[int64_t(r) * cols + c];
-        ag += d * (x[int64_t(r) * cols + c] - meanIn[r]) * rstdIn[r];
-        ab += d;
+    for (int k = 0; k < chunks; ++k) {
+        ag += partG[int64_t(k) * cols + c];
+        ab += partB[int64_t(k) * cols + c];
     }
     if (dgamma) dgamma[c] += static_cast<float>(ag);
     if (dbeta) dbeta[c] += static_cast<float>(ab);
 }
+
+// Rows per chunk: at least 64, and at most 512 chunks (the final pass walks them serially).
+int paramChunkRows(int rows) {
+    return std::max(64, (rows + 511) / 512);
+}
+
+int paramChunks(int rows) {
+    const int per = paramChunkRows(rows);
+    return (rows + per - 1) / per;
+}
+
+}  // namespace
+
+size_t layerNormBackwardScratchBytes(int rows, int cols) {
+    if (rows <= 0 || cols <= 0) return 0;
+    return size_t(2) * size_t(paramChunks(rows)) * size_t(cols) * sizeof(double);
+}
+
+namespace {
 
 int rowThreads(int cols) {
     return cols <= 64 ? 32 : (cols <= 512 ? 128 : 256);
@@ -80,14 +132,25 @@ void launchLayerNormForward(cudaStream_t s, float* y, float* mean, float* rstd, 
 }
 
 void launchLayerNormBackward(cudaStream_t s, float* dx, float* dgamma, float* dbeta, const float* dy, const float* x,
-                             const float* gamma, const float* mean, const float* rstd, int rows, int cols) {
+                             const float* gamma, const float* mean, const float* rstd, int rows, int cols,
+                             void* scratch, size_t scratchBytes) {
     if (rows <= 0 || cols <= 0) return;
     if (dx) {
         backwardDxKernel<<<rows, rowThreads(cols), 0, s>>>(dx, dy, x, gamma, mean, rstd, cols);
         CUDA_CHECK_LAUNCH();
     }
     if (dgamma || dbeta) {
-        backwardParamsKernel<<<(cols + 127) / 128, 128, 0, s>>>(dgamma, dbeta, dy, x, mean, rstd, rows, cols);
+        const int chunks = paramChunks(rows);
+        if (!scratch || scratchBytes < layerNormBackwardScratchBytes(rows, cols))
+            throw BackendError("layerNormBackward: scratch of " + std::to_string(scratchBytes) + " bytes, needs " +
+                               std::to_string(layerNormBackwardScratchBytes(rows, cols)));
+        double* partG = static_cast<double*>(scratch);
+        double* partB = partG + int64_t(chunks) * cols;
+        const dim3 grid((cols + kParamCols - 1) / kParamCols, chunks), block(kParamCols, kParamLanes);
+        backwardParamsPartialKernel<<<grid, block, 0, s>>>(partG, partB, dy, x, mean, rstd, rows, cols,
+                                                           paramChunkRows(rows));
+        CUDA_CHECK_LAUNCH();
+        backwardParamsFinalKernel<<<(cols + 127) / 128, 128, 0, s>>>(dgamma, dbeta, partG, partB, chunks, cols);
         CUDA_CHECK_LAUNCH();
     }
 }
