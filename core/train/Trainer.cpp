@@ -89,10 +89,10 @@ struct Trainer::Impl {
     DatasetBundle data;
     std::unique_ptr<Model> model;
     std::unique_ptr<Optimizer> optimizer;
-    // Two input buffers used in turn: the next batch uploads into one while the step reads the
-    // other (Backend::uploadAsync). Labels go through copyFromHost, which is ordered after the ops
-    // of the step before, so one label buffer suffices.
-    Tensor inputBufs[2], labelBuf, lossBuf, dlogitsBuf;
+    // Two input and two label buffers used in turn: the next batch uploads into one pair while the
+    // step reads the other (Backend::uploadAsync). The step's labels are read once more after the
+    // next batch is staged, by its metrics (batchMetrics), so they need a pair too.
+    Tensor inputBufs[2], labelBufs[2], lossBuf, dlogitsBuf;
     int nextSlot = 0;
     int64_t capacity = 0;
     int numClasses = 0;
@@ -123,26 +123,33 @@ struct Trainer::Impl {
         capacity = std::max<int64_t>(batch, ts().batchSize);
         batch = capacity;
         for (Tensor& t : inputBufs) t = backend.empty(model->inputShape().withBatch(batch));
-        labelBuf = backend.empty(Shape{batch}, DType::I32);
+        for (Tensor& t : labelBufs) t = backend.empty(Shape{batch}, DType::I32);
         lossBuf = backend.empty(Shape{batch});
         dlogitsBuf = backend.empty(model->outputShape().withBatch(batch));
     }
 
-    // Starts the upload of the batch that runs next and returns its input view. Call it after the
-    // ops of the current step that read its input and labels (forward, loss, countCorrect,
-    // backward): the upload may overlap the rest of the step.
-    Tensor stage(const Batch& b) {
+    // A batch on the device: views of one slot's input and label buffers.
+    struct Staged {
+        Tensor input, labels;
+    };
+
+    // Starts the upload of the batch that runs next into the slot the current step does not use. Call
+    // it after the ops of the current step that read its input (forward, backward): the upload may
+    // overlap the rest of the step.
+    Staged stage(const Batch& b) {
         ensureCapacity(b.size);
-        Tensor in = inputBufs[nextSlot].view(model->inputShape().withBatch(b.size));
+        Staged st{inputBufs[nextSlot].view(model->inputShape().withBatch(b.size)),
+                  labelBufs[nextSlot].view(Shape{b.size})};
         nextSlot ^= 1;
-        backend.uploadAsync(in.raw(), b.inputs.data(), in.bytes());
-        backend.copyFromHost(labelBuf.raw(), b.labels.data(), static_cast<size_t>(b.size) * sizeof(int32_t));
-        return in;
+        backend.uploadAsync(st.input.raw(), b.inputs.data(), st.input.bytes());
+        backend.copyFromHost(st.labels.raw(), b.labels.data(), static_cast<size_t>(b.size) * sizeof(int32_t));
+        return st;
     }
 
     // Fills lossBuf (and dlogits, times gradScale, when `withGrad`). Nothing is read back here: the
     // loss sum comes with the step's other metrics (batchMetrics), once the step's work is called.
-    void computeLoss(const Tensor& logits, const Batch& batch, bool withGrad, float gradScale = 1.0f) {
+    void computeLoss(const Tensor& logits, const Batch& batch, const Tensor& labels, bool withGrad,
+                     float gradScale = 1.0f) {
         const int64_t n = batch.size;
         const int rows = static_cast<int>(n);
         const int cols = static_cast<int>(model->outputShape().numel());
@@ -150,7 +157,7 @@ struct Trainer::Impl {
         float* dl = withGrad ? dlogitsBuf.f32() : nullptr;
         const std::string& loss = ts().loss;
         if (loss == "cross_entropy") {
-            backend.softmaxCrossEntropy(lossBuf.f32(), dl, logits.f32(), labelBuf.i32(), rows, cols, scale);
+            backend.softmaxCrossEntropy(lossBuf.f32(), dl, logits.f32(), labels.i32(), rows, cols, scale);
         } else {
             // MSE and BCE train against one-hot targets of the class labels.
             oneHot(batch, cols);
@@ -163,8 +170,8 @@ struct Trainer::Impl {
 
     // The batch's loss sum (of lossBuf) and correct predictions: the one point per step where the host
     // waits for the device.
-    Backend::StepMetrics batchMetrics(const Tensor& logits, const Batch& batch) {
-        return backend.stepMetrics(lossBuf.f32(), logits.f32(), labelBuf.i32(), static_cast<int>(batch.size),
+    Backend::StepMetrics batchMetrics(const Tensor& logits, const Batch& batch, const Tensor& labels) {
+        return backend.stepMetrics(lossBuf.f32(), logits.f32(), labels.i32(), static_cast<int>(batch.size),
                                    numClasses);
     }
 
@@ -337,23 +344,23 @@ struct Trainer::Impl {
         DataLoader loader(split, ts().batchSize, false, ts().seed);
         loader.startEpoch(0);
         Batch b, pending;
-        Tensor pendingIn;
+        Staged staged;
         bool havePending = loader.next(pending);
-        if (havePending) pendingIn = stage(pending);
+        if (havePending) staged = stage(pending);
         double lossSum = 0;
         int64_t correct = 0, seen = 0;
         while (havePending) {
             if (stopRequested) break;
             std::swap(b, pending);
-            const Tensor in = pendingIn;
-            const Tensor& logits = model->forward(in, false);
-            computeLoss(logits, b, false);
-            const Backend::StepMetrics m = batchMetrics(logits, b);
+            const Staged cur = staged;
+            const Tensor& logits = model->forward(cur.input, false);
+            computeLoss(logits, b, cur.labels, false);
+            const Backend::StepMetrics m = batchMetrics(logits, b, cur.labels);
             lossSum += m.lossSum;
             correct += m.correct;
             seen += b.size;
             havePending = loader.next(pending);
-            if (havePending) pendingIn = stage(pending);
+            if (havePending) staged = stage(pending);
         }
         if (seen == 0) return {0, 0};
         return {lossSum / static_cast<double>(seen), static_cast<double>(correct) / static_cast<double>(seen)};
@@ -396,7 +403,7 @@ struct Trainer::Impl {
             bool earlyStopped = false;
             bool reachedMaxSteps = false;
             Batch batch, pending;
-            Tensor pendingIn;
+            Staged staged;
             while (epochsDone < ts().epochs && !stopRequested && !reachedMaxSteps) {
                 const int epoch = epochsDone + 1;
                 const auto epochStart = Clock::now();
@@ -405,7 +412,7 @@ struct Trainer::Impl {
                 for (int64_t skip = 0; skip < stepInEpoch && loader.next(batch); ++skip) {
                 }
                 bool havePending = loader.next(pending);
-                if (havePending) pendingIn = stage(pending);
+                if (havePending) staged = stage(pending);
                 double lossSum = 0;
                 int64_t correct = 0, seen = 0;
                 double recentRate = 0;
@@ -419,16 +426,17 @@ struct Trainer::Impl {
                     }
                     if (!havePending) break;
                     std::swap(batch, pending);
-                    const Tensor in = pendingIn;
+                    const Staged cur = staged;
                     const double lr = learningRateAt(ts(), globalStep, stepsPerEpoch);
-                    const Tensor& logits = model->forward(in, true, mixSeed(ts().seed, static_cast<uint64_t>(globalStep)));
+                    const Tensor& logits =
+                        model->forward(cur.input, true, mixSeed(ts().seed, static_cast<uint64_t>(globalStep)));
                     const float lossScale = lossScaler ? lossScaler->scale() : 1.0f;
-                    computeLoss(logits, batch, true, lossScale);
+                    computeLoss(logits, batch, cur.labels, true, lossScale);
                     model->zeroGrad();
                     model->backward(dlogitsBuf.view(model->outputShape().withBatch(batch.size)));
                     // Every op reading this step's input has been called: the next batch may upload now.
                     havePending = loader.next(pending);
-                    if (havePending) pendingIn = stage(pending);
+                    if (havePending) staged = stage(pending);
                     const bool apply = !lossScaler || unscaleGradients(lossScale);
                     if (apply) {
                         if (ts().clipNorm > 0) optimizer->clipGradNorm(ts().clipNorm);
@@ -437,7 +445,7 @@ struct Trainer::Impl {
                     // The step's whole work has been called; now its metrics are read back. A non-finite
                     // loss therefore stops the run after its update, but the layer outputs examined are
                     // still this step's (the backward pass and the update do not write them).
-                    const Backend::StepMetrics metrics = batchMetrics(logits, batch);
+                    const Backend::StepMetrics metrics = batchMetrics(logits, batch, cur.labels);
                     const double loss = metrics.lossSum / static_cast<double>(batch.size);
                     const int64_t batchCorrect = metrics.correct;
                     if (!std::isfinite(loss)) {
