@@ -42,14 +42,16 @@ command -v xz >/dev/null || die "xz not found (apt-get install xz-utils)"
 
 # ---- build -------------------------------------------------------------------------------------------
 say "configure $BUILD (Release, STRATA_CUDA=ON, no GUI/bench/oneDNN/OpenCV/MPI)"
+mkdir -p "$BUILD"
 cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DSTRATA_CUDA=ON -DSTRATA_GUI=OFF -DSTRATA_BENCH=OFF \
-    -DSTRATA_ONEDNN=OFF -DSTRATA_OPENCV=OFF -DSTRATA_MPI=OFF >"$BUILD.configure.log" 2>&1 ||
-    die "configure failed: $(tail -5 "$BUILD.configure.log")"
+    -DSTRATA_ONEDNN=OFF -DSTRATA_OPENCV=OFF -DSTRATA_MPI=OFF -DCMAKE_CUDA_ARCHITECTURES="90-real;90-virtual" \
+    >"$BUILD/gpu-bundle-configure.log" 2>&1 || die "configure failed: $(tail -5 "$BUILD/gpu-bundle-configure.log")"
 ARCHS=$(sed -n 's/^CMAKE_CUDA_ARCHITECTURES:[A-Z]*=//p' "$BUILD/CMakeCache.txt")
-[[ "$ARCHS" == *90* ]] || die "CMAKE_CUDA_ARCHITECTURES is '$ARCHS' in $BUILD/CMakeCache.txt; the H200 needs 90"
+[[ "$ARCHS" == "90-real;90-virtual" ]] || die "CMAKE_CUDA_ARCHITECTURES is '$ARCHS' in $BUILD/CMakeCache.txt"
 say "build ${TARGETS[*]} (-j$JOBS)"
-cmake --build "$BUILD" --target "${TARGETS[@]}" -j"$JOBS" >"$BUILD.build.log" 2>&1 ||
-    die "build failed, see $BUILD.build.log: $(grep -m5 -E 'error' "$BUILD.build.log" || tail -5 "$BUILD.build.log")"
+cmake --build "$BUILD" --target "${TARGETS[@]}" -j"$JOBS" >"$BUILD/gpu-bundle-build.log" 2>&1 ||
+    die "build failed, see $BUILD/gpu-bundle-build.log: $(grep -m5 -E 'error' "$BUILD/gpu-bundle-build.log" ||
+        tail -5 "$BUILD/gpu-bundle-build.log")"
 
 # ---- bundle -------------------------------------------------------------------------------------------
 rm -rf "$BUNDLE"
