@@ -297,7 +297,13 @@ tarfile.open(sys.argv[1]).extractall(sys.argv[2], **kw)' "$1" "$LIBS"
         exit 1
     fi
     say "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
-    say "every bundled binary resolves all its libraries"
+    # ldd finds the files; binding every symbol at start also proves that the machine's cuBLAS/cuDNN export
+    # what the build used (an older minor version might not). No GPU needed for --list-devices.
+    if ! bind=$(LD_BIND_NOW=1 timeout 60 "$BIN/strata-train" --list-devices 2>&1); then
+        echo "MISSING SYMBOLS: $(grep -m3 -E 'symbol|error' <<<"$bind" | tr '\n' ' ')"
+        exit 1
+    fi
+    say "every bundled binary resolves all its libraries; strata-train binds every symbol"
     echo "export LD_LIBRARY_PATH='$LD_LIBRARY_PATH'" >"$LIBS/env.sh"
 else
     command -v cmake >/dev/null || die "cmake not found"
