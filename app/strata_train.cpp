@@ -48,6 +48,8 @@ const char* kUsage =
     "  --resume CKPT              continue from a checkpoint file or folder\n"
     "  --max-steps N              stop after N steps\n"
     "  --train-limit N            use only the first N training samples\n"
+    "  --resident-data auto|on|off  keep the training split in device memory and gather batches there\n"
+    "                             (auto: on a GPU when it fits and there is no augmentation)\n"
     "  --quiet                    no progress bar\n";
 
 std::atomic<strata::Trainer*> g_trainer{nullptr};
@@ -260,7 +262,7 @@ int main(int argc, char** argv) {
     if (args[0] == "predict") return strata::runPredictCommand({args.begin() + 1, args.end()}, std::cout, std::cerr);
 #endif
 
-    std::string projectPath, device, metricsPath, checkpointDir, resume, precision;
+    std::string projectPath, device, metricsPath, checkpointDir, resume, precision, residentData = "auto";
     long long epochs = -1, batch = -1, threads = -1, seed = -1, maxSteps = 0, trainLimit = -1;
     bool quiet = false, deterministic = false;
     for (size_t i = 0; i < args.size(); ++i) {
@@ -289,6 +291,11 @@ int main(int argc, char** argv) {
             else if (a == "--checkpoint-dir") checkpointDir = value("--checkpoint-dir");
             else if (a == "--resume") resume = value("--resume");
             else if (a == "--quiet") quiet = true;
+            else if (a == "--resident-data") {
+                residentData = value("--resident-data");
+                if (residentData != "auto" && residentData != "on" && residentData != "off")
+                    throw std::invalid_argument("--resident-data needs auto, on or off, got '" + residentData + "'");
+            }
             else if (a == "--deterministic") deterministic = true;
             else if (a == "--precision")
                 precision = strata::computePrecisionName(strata::parseComputePrecision(value("--precision")));
@@ -338,6 +345,9 @@ int main(int argc, char** argv) {
     options.projectPath = projectPath;
     options.resumeFrom = resume;
     options.maxSteps = maxSteps;
+    options.residentData = residentData == "on"    ? strata::TrainerOptions::ResidentData::On
+                           : residentData == "off" ? strata::TrainerOptions::ResidentData::Off
+                                                   : strata::TrainerOptions::ResidentData::Auto;
     options.telemetryIntervalMs = metricsPath.empty() ? 0 : 500;
     strata::Trainer trainer(project, *backend, &observer, options);
     g_trainer = &trainer;

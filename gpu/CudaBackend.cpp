@@ -289,6 +289,9 @@ void CudaBackend::checkDeviceErrors() {
         case kCrossEntropyLabel:
             throw BackendError("softmaxCrossEntropy on " + m_label + ": label " + std::to_string(value) + " of row " +
                                std::to_string(position) + range);
+        case kGatherRowIndex:
+            throw BackendError("gatherRows on " + m_label + ": index " + std::to_string(value) + " at position " +
+                               std::to_string(position) + range);
         case kCountCorrectLabel:
             throw BackendError("countCorrect on " + m_label + ": label " + std::to_string(value) + " of row " +
                                std::to_string(position) + range);
@@ -628,6 +631,14 @@ void CudaBackend::copyBlocks(float* dst, int64_t dstStride, const float* src, in
                              int64_t count, bool accumulate) {
     activate();
     launchCopyBlocks(m_stream, dst, dstStride, src, srcStride, blockLen, count, accumulate);
+}
+
+void CudaBackend::gatherRows(void* dst, const void* src, int64_t srcRows, const int32_t* indices, int64_t count,
+                             int64_t rowWords) {
+    activate();
+    launchGatherRows(m_stream, dst, src, srcRows, indices, count, rowWords, m_errorFlag);
+    m_errorArmed = true;
+    if (m_eagerIndexChecks) syncAndCheck();  // a bad index throws here, at the call, as on the CPU
 }
 
 // ---- reductions ----------------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ enum DeviceErrorCode : int {
     kEmbeddingBackwardId = 2,
     kCrossEntropyLabel = 3,
     kCountCorrectLabel = 4,
+    kGatherRowIndex = 5,
 };
 
 constexpr int kDeviceErrorWords = 4;

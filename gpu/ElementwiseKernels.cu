@@ -1,5 +1,8 @@
 // Element-wise kernels, bias adds and block copies (bias gradients are cuBLAS gemv in CudaBackend.cpp).
+#include <climits>
+
 #include "gpu/CudaCheck.h"
+#include "gpu/DeviceErrorFlag.h"
 #include "gpu/DeviceUtils.cuh"
 #include "gpu/ElementwiseKernels.cuh"
 
@@ -50,7 +53,34 @@ __global__ void copyBlocksKernel(float* dst, int64_t dstStride, const float* src
     }
 }
 
+__global__ void gatherRowsKernel(uint32_t* dst, const uint32_t* src, int64_t srcRows, const int32_t* indices,
+                                 int64_t total, int64_t rowWords, int* flag) {
+    for (int64_t t = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; t < total; t += int64_t(gridDim.x) * blockDim.x) {
+        const int64_t i = t / rowWords, j = t % rowWords;
+        const int32_t r = indices[i];
+        if (r < 0 || r >= srcRows) {
+            if (j == 0 && atomicCAS(&flag[0], 0, kGatherRowIndex) == 0) {  // one report, the first
+                flag[1] = r;
+                flag[2] = static_cast<int>(i);
+                flag[3] = static_cast<int>(srcRows < INT_MAX ? srcRows : INT_MAX);
+            }
+            continue;
+        }
+        dst[t] = src[int64_t(r) * rowWords + j];
+    }
+}
+
 }  // namespace
+
+void launchGatherRows(cudaStream_t s, void* dst, const void* src, int64_t srcRows, const int32_t* indices,
+                      int64_t count, int64_t rowWords, int* errorFlag) {
+    const int64_t total = count * rowWords;
+    if (total <= 0) return;
+    gatherRowsKernel<<<detail::gridFor(total), kBlock, 0, s>>>(static_cast<uint32_t*>(dst),
+                                                              static_cast<const uint32_t*>(src), srcRows, indices,
+                                                              total, rowWords, errorFlag);
+    CUDA_CHECK_LAUNCH();
+}
 
 void launchFill(cudaStream_t s, float* y, float value, int64_t n) {
     if (n <= 0) return;

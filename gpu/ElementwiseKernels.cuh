@@ -13,6 +13,10 @@ void launchAxpy(cudaStream_t s, float* y, float alpha, const float* x, int64_t n
 void launchAdd(cudaStream_t s, float* y, const float* a, const float* b, int64_t n);
 void launchAddBiasRows(cudaStream_t s, float* y, const float* bias, int rows, int cols);
 void launchAddBiasChannels(cudaStream_t s, float* y, const float* bias, int n, int c, int inner);
+// Rows of rowWords 4-byte words by int32 index; a bad index is reported through errorFlag (kGatherRowIndex)
+// and its row is left unwritten.
+void launchGatherRows(cudaStream_t s, void* dst, const void* src, int64_t srcRows, const int32_t* indices,
+                      int64_t count, int64_t rowWords, int* errorFlag);
 void launchCopyBlocks(cudaStream_t s, float* dst, int64_t dstStride, const float* src, int64_t srcStride,
                       int64_t blockLen, int64_t count, bool accumulate);
 

@@ -317,6 +317,44 @@ private slots:
             }
     }
 
+    // Rows by index, float and int32 rows alike (4-byte words), repeats and any order.
+    void gatherRows() {
+        std::mt19937 rng(4);
+        for (const int rowWords : {1, 3, 784}) {
+            const int srcRows = 37, count = 50;
+            const Vec src = randomVec(rng, size_t(srcRows) * rowWords);
+            std::vector<int32_t> idx(count);
+            for (int32_t& i : idx) i = static_cast<int32_t>(rng() % srcRows);
+            idx[0] = srcRows - 1, idx[1] = 0;
+            if (!compareAll("copyBlocks", "gatherRows words " + std::to_string(rowWords), [&](Backend& be) {
+                    Tensor S = up(be, src), I = upLabels(be, idx), D = be.zeros(Shape{int64_t(count) * rowWords});
+                    be.gatherRows(D.f32(), S.f32(), srcRows, I.i32(), count, rowWords);
+                    return Outputs{down(be, D)};
+                }))
+                return;
+        }
+        // By hand, on int32 data; and a bad index names itself on every backend.
+        std::vector<Backend*> all{m_ref.get()};
+        for (NamedBackend& nb : m_fast) all.push_back(nb.backend.get());
+        for (Backend* be : all) {
+            Tensor S = upLabels(*be, {10, 11, 12, 13}), I = upLabels(*be, {3, 3, 0}), D = be->zeros(Shape{3}, DType::I32);
+            be->gatherRows(D.raw(), S.raw(), 4, I.i32(), 3, 1);
+            std::vector<int32_t> got(3);
+            be->copyToHost(got.data(), D.raw(), sizeof(int32_t) * 3);
+            QVERIFY2((got == std::vector<int32_t>{13, 13, 10}), be->name().c_str());
+            Tensor Bad = upLabels(*be, {1, 4});
+            try {
+                be->gatherRows(D.raw(), S.raw(), 4, Bad.i32(), 2, 1);
+                be->synchronize();
+                QFAIL(("gatherRows accepted index 4 of 4 rows on " + be->name()).c_str());
+            } catch (const BackendError& e) {
+                const std::string msg = e.what();
+                QVERIFY2(msg.find("gatherRows") != std::string::npos && msg.find("index 4") != std::string::npos,
+                         msg.c_str());
+            }
+        }
+    }
+
     // copy() within one buffer moves overlapping ranges as memmove does, in either direction.
     void overlappingCopy() {
         Vec base(40);

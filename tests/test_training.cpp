@@ -123,6 +123,40 @@ private slots:
         QVERIFY2(rec.epochs.back().valAccuracy > 0.70, qPrintable(QString::number(rec.epochs.back().valAccuracy)));
     }
 
+    // Training data held in backend memory gives the same batches, in the same order, as the host
+    // loader: every step's loss and accuracy, and the epochs, are bit-identical (cross-entropy with
+    // dropout, and MSE, whose one-hot targets come from the batch's host labels).
+    void residentDataMatchesTheLoader() {
+        for (const std::string loss : {"cross_entropy", "mse"}) {
+            Project p = syntheticProject(4, true);
+            p.training.loss = loss;
+            p.training.batchSize = 50;  // 900 samples: a short last batch
+            std::vector<Recorder> runs(2);
+            for (int r = 0; r < 2; ++r) {
+                auto backend = test::makeCpuBackend();
+                TrainerOptions o;
+                o.residentData = r == 0 ? TrainerOptions::ResidentData::Off : TrainerOptions::ResidentData::On;
+                Trainer t(p, *backend, &runs[size_t(r)], o);
+                QVERIFY2(t.run(), runs[size_t(r)].errors.empty() ? "" : runs[size_t(r)].errors.front().c_str());
+            }
+            const Recorder &host = runs[0], &dev = runs[1];
+            QCOMPARE(dev.steps.size(), host.steps.size());
+            QCOMPARE(host.steps.size(), size_t(2 * 18));
+            for (size_t i = 0; i < host.steps.size(); ++i) {
+                QVERIFY2(host.steps[i].loss == dev.steps[i].loss && host.steps[i].accuracy == dev.steps[i].accuracy,
+                         qPrintable(QString("%1 step %2: loss %3 / %4, accuracy %5 / %6")
+                                        .arg(QString::fromStdString(loss))
+                                        .arg(i)
+                                        .arg(host.steps[i].loss)
+                                        .arg(dev.steps[i].loss)
+                                        .arg(host.steps[i].accuracy)
+                                        .arg(dev.steps[i].accuracy)));
+            }
+            QCOMPARE(dev.epochs.back().valLoss, host.epochs.back().valLoss);
+            QVERIFY(dev.epochs.back().trainAccuracy > 0.5);
+        }
+    }
+
     void resumeEqualsOneLongRun_data() {
         QTest::addColumn<QString>("optimizer");
         QTest::newRow("sgd") << "sgd";

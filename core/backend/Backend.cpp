@@ -1,5 +1,8 @@
 #include "core/backend/Backend.h"
 
+#include <string>
+#include <vector>
+
 namespace strata {
 
 const char* computePrecisionName(ComputePrecision p) {
@@ -36,6 +39,22 @@ Backend::StepMetrics Backend::stepMetrics(const float* losses, const float* logi
     m.lossSum = sum(losses, rows);
     if (labels) m.correct = countCorrect(logits, labels, rows, cols);
     return m;
+}
+
+void Backend::gatherRows(void* dst, const void* src, int64_t srcRows, const int32_t* indices, int64_t count,
+                         int64_t rowWords) {
+    if (count <= 0 || rowWords <= 0) return;
+    std::vector<int32_t> host(static_cast<size_t>(count));
+    copyToHost(host.data(), indices, host.size() * sizeof(int32_t));
+    const size_t rowBytes = static_cast<size_t>(rowWords) * 4;
+    for (int64_t i = 0; i < count; ++i) {
+        const int32_t r = host[static_cast<size_t>(i)];
+        if (r < 0 || r >= srcRows)
+            throw BackendError("gatherRows: index " + std::to_string(r) + " at position " + std::to_string(i) +
+                               " is outside [0, " + std::to_string(srcRows) + ")");
+        copy(static_cast<char*>(dst) + static_cast<size_t>(i) * rowBytes,
+             static_cast<const char*>(src) + static_cast<size_t>(r) * rowBytes, rowBytes);
+    }
 }
 
 void Backend::conv2dForwardFused(float* y, const float* x, const float* w, const float* bias, bool relu,

@@ -262,6 +262,12 @@ public:
     // For o < count, j < blockLen: dst[o*dstStride + j] (+)= src[o*srcStride + j]. Concat and its backward.
     virtual void copyBlocks(float* dst, int64_t dstStride, const float* src, int64_t srcStride, int64_t blockLen,
                             int64_t count, bool accumulate) = 0;
+    // Rows by index (a batch from a dataset held in backend memory): for i < count, row i of dst is row
+    // indices[i] of src, rows of rowWords 4-byte words (float32 or int32 data alike). indices is int32 in
+    // backend memory; each must be in [0, srcRows), else BackendError names it (a device backend may
+    // report it as eagerIndexChecks says). The default copies row by row with copy().
+    virtual void gatherRows(void* dst, const void* src, int64_t srcRows, const int32_t* indices, int64_t count,
+                            int64_t rowWords);
 
     // ---- reductions (host results) -------------------------------------------
     virtual double sum(const float* x, int64_t n) = 0;

@@ -418,6 +418,19 @@ void CpuBackend::embeddingBackward(float* dtable, const float* dy, const float* 
 
 // ---- data movement --------------------------------------------------------------
 
+void CpuBackend::gatherRows(void* dst, const void* src, int64_t srcRows, const int32_t* indices, int64_t count,
+                            int64_t rowWords) {
+    if (count <= 0 || rowWords <= 0) return;
+    for (int64_t i = 0; i < count; ++i)  // every index first: a bad one leaves dst untouched
+        if (indices[i] < 0 || indices[i] >= srcRows)
+            throw BackendError("gatherRows: index " + std::to_string(indices[i]) + " at position " +
+                               std::to_string(i) + " is outside [0, " + std::to_string(srcRows) + ")");
+    const size_t rowBytes = static_cast<size_t>(rowWords) * 4;
+    for (int64_t i = 0; i < count; ++i)
+        std::memcpy(static_cast<char*>(dst) + static_cast<size_t>(i) * rowBytes,
+                    static_cast<const char*>(src) + static_cast<size_t>(indices[i]) * rowBytes, rowBytes);
+}
+
 void CpuBackend::copyBlocks(float* dst, int64_t dstStride, const float* src, int64_t srcStride, int64_t blockLen,
                             int64_t count, bool accumulate) {
     if (!m_reference) {

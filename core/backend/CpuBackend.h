@@ -140,6 +140,8 @@ public:
     // ---- data movement ----
     void copyBlocks(float* dst, int64_t dstStride, const float* src, int64_t srcStride, int64_t blockLen,
                     int64_t count, bool accumulate) override;
+    void gatherRows(void* dst, const void* src, int64_t srcRows, const int32_t* indices, int64_t count,
+                    int64_t rowWords) override;
 
     // ---- reductions ----
     double sum(const float* x, int64_t n) override;

@@ -63,6 +63,17 @@ DataLoader::~DataLoader() {
     if (m_worker.joinable()) m_worker.join();
 }
 
+std::vector<int64_t> epochOrder(int64_t count, bool shuffle, uint64_t seed, int epoch) {
+    std::vector<int64_t> order(static_cast<size_t>(std::max<int64_t>(count, 0)));
+    std::iota(order.begin(), order.end(), 0);
+    if (shuffle) {
+        uint64_t rng = data::mixSeed(seed, static_cast<uint64_t>(static_cast<int64_t>(epoch)));
+        for (int64_t i = count - 1; i > 0; --i)
+            std::swap(order[static_cast<size_t>(i)], order[data::randomBelow(rng, static_cast<uint64_t>(i + 1))]);
+    }
+    return order;
+}
+
 int64_t DataLoader::batchesPerEpoch() const {
     const int64_t n = m_split.count;
     return m_dropLast ? n / m_batchSize : (n + m_batchSize - 1) / m_batchSize;
@@ -120,14 +131,7 @@ void DataLoader::workerLoop() {
             epoch = m_epoch;
             produced = 0;
             lock.unlock();
-            order.resize(static_cast<size_t>(m_split.count));
-            std::iota(order.begin(), order.end(), 0);
-            if (m_shuffle) {
-                uint64_t rng = data::mixSeed(m_seed, static_cast<uint64_t>(static_cast<int64_t>(epoch)));
-                for (int64_t i = m_split.count - 1; i > 0; --i)
-                    std::swap(order[static_cast<size_t>(i)],
-                              order[data::randomBelow(rng, static_cast<uint64_t>(i + 1))]);
-            }
+            order = epochOrder(m_split.count, m_shuffle, m_seed, epoch);
             lock.lock();
             continue;
         }

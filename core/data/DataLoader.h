@@ -29,6 +29,10 @@ struct Augmentation {
 // is a raw zero pixel mapped through `norm`.
 Augmentation trainingAugmentation(const DatasetSettings& settings, const Normalization& norm);
 
+// The sample order of an epoch: 0..count-1, shuffled by a function of (seed, epoch) only when `shuffle`.
+// DataLoader batches follow it; so does the Trainer when the data lives in device memory.
+std::vector<int64_t> epochOrder(int64_t count, bool shuffle, uint64_t seed, int epoch);
+
 struct Batch {
     int64_t size = 0;
     std::vector<float> inputs;    // size * sampleShape.numel()

@@ -128,6 +128,76 @@ struct Trainer::Impl {
         dlogitsBuf = backend.empty(model->outputShape().withBatch(batch));
     }
 
+    // The training split in backend memory (TrainerOptions::residentData), and this epoch's order.
+    struct Resident {
+        Tensor inputs, labels, order;  // [count * sample] f32, [count] i32, [count] i32
+        std::vector<int64_t> hostOrder;
+        int64_t nextBatch = 0, begin = 0;  // the batch nextTrainBatch hands out next; the last one's start
+    };
+    std::unique_ptr<Resident> resident;
+    std::unique_ptr<DataLoader> trainLoader;  // when the split is not resident
+
+    // Decides where training batches come from and, for resident data, uploads the split once.
+    void setUpTrainingData() {
+        const Augmentation aug = trainingAugmentation(project.dataset, data.normalization);
+        const DataSplit& split = data.train;
+        const int64_t bytes = split.count * (split.sampleShape.numel() + 1) * 4;
+        bool use = false;
+        switch (opt.residentData) {
+            case TrainerOptions::ResidentData::Off: break;
+            case TrainerOptions::ResidentData::On: use = true; break;
+            case TrainerOptions::ResidentData::Auto:
+                use = !backend.device().isCpu() && bytes <= opt.residentDataMaxBytes;
+                break;
+        }
+        if (use && aug.active()) {
+            use = false;  // augmentation runs on the host, per sample
+            if (opt.residentData == TrainerOptions::ResidentData::On)
+                obs->onLog("training data stays on the host: augmentation runs there");
+        }
+        if (use && split.count > std::numeric_limits<int32_t>::max()) use = false;
+        if (!use) {
+            trainLoader = std::make_unique<DataLoader>(split, ts().batchSize, true, ts().seed, aug);
+            return;
+        }
+        resident = std::make_unique<Resident>();
+        resident->inputs = backend.fromHost(Shape{split.count * split.sampleShape.numel()}, split.inputs.data());
+        resident->labels = backend.empty(Shape{split.count}, DType::I32);
+        backend.copyFromHost(resident->labels.raw(), split.labels.data(), split.labels.size() * sizeof(int32_t));
+        resident->order = backend.empty(Shape{split.count}, DType::I32);
+        obs->onLog("training data held in " + backend.device().toString() + " memory (" +
+                   std::to_string((bytes + (1 << 20) - 1) >> 20) + " MiB): batches are gathered there");
+    }
+
+    int64_t trainBatchesPerEpoch() const {
+        if (trainLoader) return trainLoader->batchesPerEpoch();
+        return (data.train.count + ts().batchSize - 1) / ts().batchSize;
+    }
+
+    void startTrainEpoch(int epoch) {
+        if (trainLoader) return trainLoader->startEpoch(epoch);
+        resident->hostOrder = epochOrder(data.train.count, true, ts().seed, epoch);
+        std::vector<int32_t> order(resident->hostOrder.begin(), resident->hostOrder.end());
+        backend.copyFromHost(resident->order.raw(), order.data(), order.size() * sizeof(int32_t));
+        resident->nextBatch = 0;
+    }
+
+    // The next training batch: from the loader, or (resident data) its size and host labels only; the
+    // inputs are gathered on the device by stageTrain.
+    bool nextTrainBatch(Batch& b) {
+        if (trainLoader) return trainLoader->next(b);
+        if (resident->nextBatch >= trainBatchesPerEpoch()) return false;
+        const int64_t begin = resident->nextBatch++ * ts().batchSize;
+        b.size = std::min<int64_t>(ts().batchSize, data.train.count - begin);
+        b.inputs.clear();
+        b.labels.resize(static_cast<size_t>(b.size));
+        for (int64_t i = 0; i < b.size; ++i)
+            b.labels[static_cast<size_t>(i)] =
+                data.train.labels[static_cast<size_t>(resident->hostOrder[static_cast<size_t>(begin + i)])];
+        resident->begin = begin;
+        return true;
+    }
+
     // A batch on the device: views of one slot's input and label buffers.
     struct Staged {
         Tensor input, labels;
@@ -166,6 +236,20 @@ struct Trainer::Impl {
             else
                 backend.bceWithLogits(lossBuf.f32(), dl, logits.f32(), targetBuf.f32(), rows, cols, scale);
         }
+    }
+
+    // stage() for the batch nextTrainBatch just gave: resident data is gathered on the device.
+    Staged stageTrain(const Batch& b) {
+        if (!resident) return stage(b);
+        ensureCapacity(b.size);
+        Staged st{inputBufs[nextSlot].view(model->inputShape().withBatch(b.size)),
+                  labelBufs[nextSlot].view(Shape{b.size})};
+        nextSlot ^= 1;
+        const int32_t* rows = resident->order.i32() + resident->begin;
+        backend.gatherRows(st.input.raw(), resident->inputs.raw(), data.train.count, rows, b.size,
+                           data.train.sampleShape.numel());
+        backend.gatherRows(st.labels.raw(), resident->labels.raw(), data.train.count, rows, b.size, 1);
+        return st;
     }
 
     // The batch's loss sum (of lossBuf) and correct predictions: the one point per step where the host
@@ -396,9 +480,8 @@ struct Trainer::Impl {
 
             TelemetrySampler sampler(backendRegistry().telemetry(backend.device()), obs, opt.telemetryIntervalMs);
 
-            DataLoader loader(data.train, ts().batchSize, true, ts().seed,
-                              trainingAugmentation(project.dataset, data.normalization));
-            const int64_t stepsPerEpoch = loader.batchesPerEpoch();
+            setUpTrainingData();
+            const int64_t stepsPerEpoch = trainBatchesPerEpoch();
 
             bool earlyStopped = false;
             bool reachedMaxSteps = false;
@@ -407,12 +490,12 @@ struct Trainer::Impl {
             while (epochsDone < ts().epochs && !stopRequested && !reachedMaxSteps) {
                 const int epoch = epochsDone + 1;
                 const auto epochStart = Clock::now();
-                loader.startEpoch(epoch);
+                startTrainEpoch(epoch);
                 // A checkpoint saved mid-epoch resumes after the batches it had seen.
-                for (int64_t skip = 0; skip < stepInEpoch && loader.next(batch); ++skip) {
+                for (int64_t skip = 0; skip < stepInEpoch && nextTrainBatch(batch); ++skip) {
                 }
-                bool havePending = loader.next(pending);
-                if (havePending) staged = stage(pending);
+                bool havePending = nextTrainBatch(pending);
+                if (havePending) staged = stageTrain(pending);
                 double lossSum = 0;
                 int64_t correct = 0, seen = 0;
                 double recentRate = 0;
@@ -435,8 +518,8 @@ struct Trainer::Impl {
                     model->zeroGrad();
                     model->backward(dlogitsBuf.view(model->outputShape().withBatch(batch.size)));
                     // Every op reading this step's input has been called: the next batch may upload now.
-                    havePending = loader.next(pending);
-                    if (havePending) staged = stage(pending);
+                    havePending = nextTrainBatch(pending);
+                    if (havePending) staged = stageTrain(pending);
                     const bool apply = !lossScaler || unscaleGradients(lossScale);
                     if (apply) {
                         if (ts().clipNorm > 0) optimizer->clipGradNorm(ts().clipNorm);

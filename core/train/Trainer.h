@@ -27,6 +27,14 @@ struct TrainerOptions {
     // number of finite steps in a row after which it doubles. PyTorch's GradScaler defaults.
     float initialLossScale = 65536.0f;
     int lossScaleGrowthInterval = 2000;
+    // Training data held in backend memory: each batch is gathered there by index (Backend::gatherRows)
+    // in the order a DataLoader would give, instead of being cut on the host and uploaded, so host memory
+    // bandwidth cannot hold back a fast GPU. Auto: on a device other than the CPU (where the loader's
+    // worker thread already overlaps the step), when the split has no augmentation and fits in
+    // residentDataMaxBytes. On: wherever possible (tests); Off: never.
+    enum class ResidentData { Auto, On, Off };
+    ResidentData residentData = ResidentData::Auto;
+    int64_t residentDataMaxBytes = int64_t(4) << 30;
 };
 
 class Trainer {
