@@ -41,10 +41,10 @@ for f in "${DATA_FILES[@]}"; do [[ -f "$DATA/$f" ]] || die "$DATA/$f missing (ap
 command -v xz >/dev/null || die "xz not found (apt-get install xz-utils)"
 
 # ---- build -------------------------------------------------------------------------------------------
-say "configure $BUILD (Release, STRATA_CUDA=ON, no GUI/bench/oneDNN/OpenCV/MPI)"
+say "configure $BUILD (Release, STRATA_CUDA=ON, oneDNN for the CPU column; no GUI/bench/OpenCV/MPI)"
 mkdir -p "$BUILD"
 cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DSTRATA_CUDA=ON -DSTRATA_GUI=OFF -DSTRATA_BENCH=OFF \
-    -DSTRATA_ONEDNN=OFF -DSTRATA_OPENCV=OFF -DSTRATA_MPI=OFF -DCMAKE_CUDA_ARCHITECTURES="90-real;90-virtual" \
+    -DSTRATA_ONEDNN=ON -DSTRATA_OPENCV=OFF -DSTRATA_MPI=OFF -DCMAKE_CUDA_ARCHITECTURES="90-real;90-virtual" \
     >"$BUILD/gpu-bundle-configure.log" 2>&1 || die "configure failed: $(tail -5 "$BUILD/gpu-bundle-configure.log")"
 ARCHS=$(sed -n 's/^CMAKE_CUDA_ARCHITECTURES:[A-Z]*=//p' "$BUILD/CMakeCache.txt")
 [[ "$ARCHS" == "90-real;90-virtual" ]] || die "CMAKE_CUDA_ARCHITECTURES is '$ARCHS' in $BUILD/CMakeCache.txt"
@@ -126,7 +126,7 @@ DIRTY=$(cd "$ROOT" && git status --porcelain --untracked-files=no -- CMakeLists.
     else
         echo "dirty:      none (CMakeLists.txt core gpu app tests as committed)"
     fi
-    echo "options:    Release STRATA_CUDA=ON STRATA_GUI=OFF STRATA_BENCH=OFF STRATA_ONEDNN=OFF STRATA_OPENCV=OFF STRATA_MPI=OFF"
+    echo "options:    Release STRATA_CUDA=ON STRATA_GUI=OFF STRATA_BENCH=OFF STRATA_ONEDNN=ON STRATA_OPENCV=OFF STRATA_MPI=OFF"
     echo "cuda arch:  $ARCHS; nvcc $(/usr/local/cuda/bin/nvcc --version | sed -n 's/.*release \([0-9.]*\).*/\1/p')"
     echo "built with: cuDNN $CUDNN_V, cuBLAS $CUBLAS_V headers (the device's may differ: gpu-check.sh prints them)"
     echo "binaries:   ${TARGETS[*]}"
@@ -142,7 +142,7 @@ DIRTY=$(cd "$ROOT" && git status --porcelain --untracked-files=no -- CMakeLists.
     echo "  cuDNN loads its sub-libraries (libcudnn_ops/cnn/engines_*/graph/heuristic.so.9) from the same folder,"
     echo "  and libnvrtc.so.13 for runtime-compiled engines; libcuda.so.1 and libnvidia-ml.so.1 come with the driver."
     echo "expected from the device's glibc (>= 2.36): ${SYSTEM[*]}"
-    echo "not carried: Qt platform plugins (the tests use QtCore/QtTest only), oneDNN, OpenCV, MPI, Python, PyTorch."
+    echo "not carried: Qt platform plugins (the tests use QtCore/QtTest only), OpenCV, MPI, Python, PyTorch."
 } >"$BUNDLE/MANIFEST"
 
 BUNDLE_B=$(du -sb "$BUNDLE" | cut -f1)
