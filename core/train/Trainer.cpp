@@ -203,14 +203,19 @@ struct Trainer::Impl {
         Tensor input, labels;
     };
 
+    // Views of the slot the current step does not use, for a batch of `size`; the next call gives the other.
+    Staged takeSlot(int64_t size) {
+        ensureCapacity(size);
+        Staged st{inputBufs[nextSlot].view(model->inputShape().withBatch(size)), labelBufs[nextSlot].view(Shape{size})};
+        nextSlot ^= 1;
+        return st;
+    }
+
     // Starts the upload of the batch that runs next into the slot the current step does not use. Call
     // it after the ops of the current step that read its input (forward, backward): the upload may
     // overlap the rest of the step.
     Staged stage(const Batch& b) {
-        ensureCapacity(b.size);
-        Staged st{inputBufs[nextSlot].view(model->inputShape().withBatch(b.size)),
-                  labelBufs[nextSlot].view(Shape{b.size})};
-        nextSlot ^= 1;
+        const Staged st = takeSlot(b.size);
         backend.uploadAsync(st.input.raw(), b.inputs.data(), st.input.bytes());
         backend.copyFromHost(st.labels.raw(), b.labels.data(), static_cast<size_t>(b.size) * sizeof(int32_t));
         return st;
@@ -241,10 +246,7 @@ struct Trainer::Impl {
     // stage() for the batch nextTrainBatch just gave: resident data is gathered on the device.
     Staged stageTrain(const Batch& b) {
         if (!resident) return stage(b);
-        ensureCapacity(b.size);
-        Staged st{inputBufs[nextSlot].view(model->inputShape().withBatch(b.size)),
-                  labelBufs[nextSlot].view(Shape{b.size})};
-        nextSlot ^= 1;
+        const Staged st = takeSlot(b.size);
         const int32_t* rows = resident->order.i32() + resident->begin;
         backend.gatherRows(st.input.raw(), resident->inputs.raw(), data.train.count, rows, b.size,
                            data.train.sampleShape.numel());
