@@ -3,9 +3,11 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <filesystem>
+#include <random>
 #include <thread>
 
 #include "core/backend/CpuBackend.h"
@@ -13,6 +15,7 @@
 #include "core/export/ExportModel.h"
 #include "core/train/Checkpoint.h"
 #include "core/train/LrSchedule.h"
+#include "core/train/Optimizer.h"
 #include "core/train/Trainer.h"
 #include "tests/support/TestBackends.h"
 
@@ -155,6 +158,80 @@ private slots:
             QCOMPARE(dev.epochs.back().valLoss, host.epochs.back().valLoss);
             QVERIFY(dev.epochs.back().trainAccuracy > 0.5);
         }
+    }
+
+    // compile packs every trainable parameter (value and gradient) into one block each, on 64-element
+    // boundaries, leaving state such as batch-norm running statistics out; one optimizer update over the
+    // block is bit-identical to one update per tensor, and the zeros between tensors stay zero.
+    void parametersArePackedForOneUpdate() {
+        Graph g;
+        const int in = g.addNode("Input", "input", Json{{"shape", {10}}});
+        const int d1 = g.addNode("Dense", "dense1", Json{{"units", 7}});  // 70 + 7: offsets 0, 128
+        const int bn = g.addNode("BatchNorm", "bn");
+        const int d2 = g.addNode("Dense", "dense2", Json{{"units", 3}});
+        g.connect(in, d1);
+        g.connect(d1, bn);
+        g.connect(bn, d2);
+        auto backend = test::makeCpuBackend();
+        std::unique_ptr<Model> model = compile(g, *backend, 11);
+        const Tensor& values = model->packedValues();
+        const Tensor& grads = model->packedGradients();
+        QVERIFY(values.defined() && grads.defined());
+        std::mt19937 rng(3);
+        std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+        int packed = 0, state = 0;
+        std::vector<std::pair<Parameter*, std::vector<float>>> startValues;
+        for (const auto& np : model->namedParameters()) {
+            Parameter& p = *np.param;
+            const int64_t offset = model->packedOffset(p);
+            if (!p.trainable) {
+                QCOMPARE(offset, int64_t(-1));  // running statistics are state, not packed
+                ++state;
+                continue;
+            }
+            ++packed;
+            QVERIFY2(offset >= 0 && offset % 64 == 0, np.name.c_str());
+            QCOMPARE(p.value.raw(), static_cast<void*>(values.f32() + offset));
+            QCOMPARE(p.grad.raw(), static_cast<void*>(grads.f32() + offset));
+            std::vector<float> gh(static_cast<size_t>(p.grad.numel()));
+            for (float& v : gh) v = u(rng);
+            backend->copyFromHost(p.grad.raw(), gh.data(), p.grad.bytes());
+            std::vector<float> vh(static_cast<size_t>(p.value.numel()));
+            backend->toHost(p.value, vh.data());
+            startValues.emplace_back(&p, vh);
+        }
+        QCOMPARE(packed, 6);  // dense1, bn (gamma, beta), dense2: weight and bias each
+        QVERIFY(state >= 2);
+        // The same AdamW step per tensor, on copies.
+        TrainingSettings ts;
+        ts.optimizer = "adamw";
+        ts.weightDecay = 0.1;
+        AdamParams ap;
+        ap.lr = 0.01f, ap.beta1 = float(ts.beta1), ap.beta2 = float(ts.beta2), ap.eps = float(ts.eps);
+        ap.weightDecay = 0.1f, ap.decoupled = true, ap.step = 1;
+        std::vector<std::vector<float>> want;
+        for (auto& [p, start] : startValues) {
+            Tensor w = backend->fromHost(p->value.shape(), start.data()), m = backend->zeros(p->value.shape()),
+                   v = backend->zeros(p->value.shape());
+            backend->adamUpdate(w.f32(), m.f32(), v.f32(), p->grad.f32(), w.numel(), ap);
+            std::vector<float> out(static_cast<size_t>(w.numel()));
+            backend->toHost(w, out.data());
+            want.push_back(out);
+        }
+        Optimizer opt(*model, ts);
+        opt.step(0.01);
+        for (size_t i = 0; i < startValues.size(); ++i) {
+            std::vector<float> got(want[i].size());
+            backend->toHost(startValues[i].first->value, got.data());
+            QVERIFY2(got == want[i], startValues[i].first->name.c_str());
+        }
+        std::vector<float> all(static_cast<size_t>(values.numel()));
+        backend->toHost(values, all.data());
+        QCOMPARE(all[100], 0.0f);  // between dense1.weight (0..69) and dense1.bias (128..134)
+        model->zeroGrad();
+        std::vector<float> g0(static_cast<size_t>(grads.numel()));
+        backend->toHost(grads, g0.data());
+        QVERIFY(std::all_of(g0.begin(), g0.end(), [](float x) { return x == 0.0f; }));
     }
 
     void resumeEqualsOneLongRun_data() {

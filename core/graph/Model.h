@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/graph/Graph.h"
@@ -39,6 +40,14 @@ public:
     std::vector<NamedParameter> namedParameters();
     int64_t parameterCount() const;  // trainable scalars
 
+    // Every trainable parameter's value and gradient lives in one block each (packed by compile), each
+    // tensor starting on a 64-element boundary with zeros between them: one zeroGrad, one optimizer
+    // update and one gradient norm cover them all. Undefined when there is no trainable parameter.
+    const Tensor& packedValues() const { return m_packedValues; }
+    const Tensor& packedGradients() const { return m_packedGrads; }
+    // Where a trainable parameter starts in the packed blocks (elements), or -1.
+    int64_t packedOffset(const Parameter& p) const;
+
     // Output of a node from the last forward (for the NaN report and the GUI). A layer fused with the
     // ReLU after it (see compile) shows the ReLU's output.
     const Tensor* nodeOutput(int node) const;
@@ -55,6 +64,7 @@ private:
     Model() = default;
     struct Step;
     void allocateFor(int64_t batch);
+    void packParameters();
 
     Backend* m_backend = nullptr;
     Graph m_graph;
@@ -64,6 +74,8 @@ private:
     int64_t m_capacity = 0;  // samples the activation buffers hold
     bool m_lastTraining = false;
     uint64_t m_lastSeed = 0;
+    Tensor m_packedValues, m_packedGrads;
+    std::vector<std::pair<const Parameter*, int64_t>> m_packedOffsets;  // element offsets in the blocks
 };
 
 // Validates (throws GraphError naming the first problem's node and port), then builds the model.

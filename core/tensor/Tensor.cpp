@@ -1,6 +1,7 @@
 #include "core/tensor/Tensor.h"
 
 #include <stdexcept>
+#include <string>
 
 #include "core/backend/Backend.h"
 
@@ -98,13 +99,22 @@ int32_t* Tensor::i32() const {
 Tensor Tensor::reshaped(const Shape& shape) const {
     if (shape.numel() != numel())
         throw std::invalid_argument("cannot reshape " + m_shape.toString() + " to " + shape.toString());
-    return Tensor(shape, m_dtype, m_storage);
+    return Tensor(shape, m_dtype, m_storage, m_offset);
 }
 
 Tensor Tensor::view(const Shape& shape) const {
-    if (static_cast<size_t>(shape.numel()) * dtypeSize(m_dtype) > (m_storage ? m_storage->bytes() : 0))
+    if (m_offset + static_cast<size_t>(shape.numel()) * dtypeSize(m_dtype) > (m_storage ? m_storage->bytes() : 0))
         throw std::invalid_argument("view " + shape.toString() + " is larger than the storage of " + m_shape.toString());
-    return Tensor(shape, m_dtype, m_storage);
+    return Tensor(shape, m_dtype, m_storage, m_offset);
+}
+
+Tensor Tensor::slice(int64_t elementOffset, const Shape& shape) const {
+    const size_t begin = m_offset + static_cast<size_t>(elementOffset) * dtypeSize(m_dtype);
+    if (elementOffset < 0 || begin + static_cast<size_t>(shape.numel()) * dtypeSize(m_dtype) >
+                                 (m_storage ? m_storage->bytes() : 0))
+        throw std::invalid_argument("slice " + shape.toString() + " at element " + std::to_string(elementOffset) +
+                                    " does not fit in the storage of " + m_shape.toString());
+    return Tensor(shape, m_dtype, m_storage, begin);
 }
 
 }  // namespace strata

@@ -34,8 +34,8 @@ private:
 class Tensor {
 public:
     Tensor() = default;
-    Tensor(Shape shape, DType dtype, std::shared_ptr<Storage> storage)
-        : m_shape(std::move(shape)), m_dtype(dtype), m_storage(std::move(storage)) {}
+    Tensor(Shape shape, DType dtype, std::shared_ptr<Storage> storage, size_t byteOffset = 0)
+        : m_shape(std::move(shape)), m_dtype(dtype), m_storage(std::move(storage)), m_offset(byteOffset) {}
 
     bool defined() const { return m_storage != nullptr; }
     const Shape& shape() const { return m_shape; }
@@ -46,7 +46,7 @@ public:
     Device device() const;
 
     // Raw pointers into backend memory (device pointers on a GPU backend).
-    void* raw() const { return m_storage ? m_storage->data() : nullptr; }
+    void* raw() const { return m_storage ? static_cast<char*>(m_storage->data()) + m_offset : nullptr; }
     float* f32() const;  // checks dtype == F32
     int32_t* i32() const;
 
@@ -54,12 +54,16 @@ public:
     Tensor reshaped(const Shape& shape) const;
     // Same storage, a shape with at most as many elements: the first samples of a larger batch buffer.
     Tensor view(const Shape& shape) const;
+    // Same storage, `shape` starting `elementOffset` elements into this tensor (parameters packed in one
+    // block); throws when it does not fit in the storage.
+    Tensor slice(int64_t elementOffset, const Shape& shape) const;
     const std::shared_ptr<Storage>& storageHandle() const { return m_storage; }
 
 private:
     Shape m_shape;
     DType m_dtype = DType::F32;
     std::shared_ptr<Storage> m_storage;
+    size_t m_offset = 0;  // bytes from the storage's start
 };
 
 }  // namespace strata

@@ -10,16 +10,22 @@ Optimizer::Optimizer(Model& model, const TrainingSettings& settings) : m_model(m
     if (o != "sgd" && o != "adam" && o != "adamw")
         throw std::invalid_argument("unknown optimizer '" + o + "' (expected sgd, adam or adamw)");
     Backend& be = model.backend();
+    // The state is packed like the parameters (Model::packedValues): one block per slot kind, each
+    // parameter's state at its parameter's offset, so one update covers every tensor.
+    const Tensor& packed = model.packedValues();
+    const bool needA = o != "sgd" || settings.momentum != 0.0, needB = o != "sgd";
+    if (packed.defined()) {
+        if (needA) m_packedA = be.zeros(packed.shape());
+        if (needB) m_packedB = be.zeros(packed.shape());
+    }
     for (const auto& np : model.namedParameters()) {
         if (!np.param->trainable) continue;
+        const int64_t offset = model.packedOffset(*np.param);
+        if (offset < 0) throw std::logic_error("optimizer: parameter '" + np.name + "' is not packed");
         Slot s{np.name, np.param, {}, {}};
         const Shape& shape = np.param->value.shape();
-        if (o == "sgd") {
-            if (settings.momentum != 0.0) s.a = be.zeros(shape);
-        } else {
-            s.a = be.zeros(shape);
-            s.b = be.zeros(shape);
-        }
+        if (needA) s.a = m_packedA.slice(offset, shape);
+        if (needB) s.b = m_packedB.slice(offset, shape);
         m_slots.push_back(std::move(s));
     }
 }
@@ -33,9 +39,10 @@ void Optimizer::step(double learningRate) {
         p.momentum = static_cast<float>(m_settings.momentum);
         p.weightDecay = static_cast<float>(m_settings.weightDecay);
         p.nesterov = m_settings.nesterov;
-        for (Slot& s : m_slots)
-            be.sgdUpdate(s.param->value.f32(), s.a.defined() ? s.a.f32() : nullptr, s.param->grad.f32(),
-                         s.param->value.numel(), p);
+        const Tensor& w = m_model.packedValues();
+        if (w.defined())  // the zeros between packed tensors stay zero: no gradient, no decay, no momentum
+            be.sgdUpdate(w.f32(), m_packedA.defined() ? m_packedA.f32() : nullptr,
+                         m_model.packedGradients().f32(), w.numel(), p);
     } else {
         AdamParams p;
         p.lr = static_cast<float>(learningRate);
@@ -45,23 +52,24 @@ void Optimizer::step(double learningRate) {
         p.weightDecay = static_cast<float>(m_settings.weightDecay);
         p.decoupled = m_settings.optimizer == "adamw";
         p.step = m_steps;
-        for (Slot& s : m_slots)
-            be.adamUpdate(s.param->value.f32(), s.a.f32(), s.b.f32(), s.param->grad.f32(), s.param->value.numel(), p);
+        const Tensor& w = m_model.packedValues();
+        if (w.defined())
+            be.adamUpdate(w.f32(), m_packedA.f32(), m_packedB.f32(), m_model.packedGradients().f32(), w.numel(), p);
     }
 }
 
 double Optimizer::gradNorm() {
     Backend& be = m_model.backend();
-    double sq = 0;
-    for (Slot& s : m_slots) sq += be.sumSquares(s.param->grad.f32(), s.param->grad.numel());
-    return std::sqrt(sq);
+    const Tensor& g = m_model.packedGradients();
+    return g.defined() ? std::sqrt(be.sumSquares(g.f32(), g.numel())) : 0.0;
 }
 
 double Optimizer::clipGradNorm(double maxNorm) {
     const double norm = gradNorm();
     if (maxNorm > 0 && std::isfinite(norm) && norm > maxNorm) {
         const float factor = static_cast<float>(maxNorm / (norm + 1e-6));
-        for (Slot& s : m_slots) m_model.backend().scale(s.param->grad.f32(), factor, s.param->grad.numel());
+        const Tensor& g = m_model.packedGradients();
+        m_model.backend().scale(g.f32(), factor, g.numel());
     }
     return norm;
 }

@@ -1,5 +1,6 @@
 // Optimizers over a Model's trainable parameters: SGD (momentum, Nesterov,
-// weight decay), Adam and AdamW, each one fused backend op per tensor.
+// weight decay), Adam and AdamW, each one fused backend op over the packed
+// parameter block (Model::packedValues).
 #pragma once
 
 #include <map>
@@ -37,7 +38,8 @@ private:
     };
     Model& m_model;
     TrainingSettings m_settings;
-    std::vector<Slot> m_slots;
+    std::vector<Slot> m_slots;  // per-parameter views into the packed state blocks, for state()/loadState
+    Tensor m_packedA, m_packedB;
     int64_t m_steps = 0;
 };
 

@@ -321,14 +321,11 @@ struct Trainer::Impl {
     // Unscales every trainable gradient by 1/lossScale and tells the scaler whether all are finite;
     // returns whether the optimizer step may be applied.
     bool unscaleGradients(float lossScale) {
-        const float inverse = 1.0f / lossScale;
+        const Tensor& g = model->packedGradients();
         bool finite = true;
-        for (const auto& np : model->namedParameters()) {
-            Parameter& p = *np.param;
-            if (!p.trainable || !p.grad.defined()) continue;
-            backend.scale(p.grad.f32(), inverse, p.grad.numel());
-            // After the first non-finite tensor the step is skipped anyway: no need to look further.
-            if (finite) finite = backend.allFinite(p.grad.f32(), p.grad.numel());
+        if (g.defined()) {  // every trainable gradient, in one block
+            backend.scale(g.f32(), 1.0f / lossScale, g.numel());
+            finite = backend.allFinite(g.f32(), g.numel());
         }
         return lossScaler->update(finite);
     }
