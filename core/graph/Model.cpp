@@ -52,6 +52,13 @@ void initParameter(Backend& backend, Parameter& p, const ParameterSpec& spec, st
     if (spec.trainable) p.grad = backend.zeros(spec.shape);
 }
 
+// Tensors packed into one block (parameters, activation gradients) start on 64-element boundaries:
+// 256 bytes, what cuBLAS/cuDNN and AVX-512 like.
+int64_t alignUp(int64_t elements) {
+    constexpr int64_t kAlign = 64;
+    return (elements + kAlign - 1) / kAlign * kAlign;
+}
+
 // A view of the first `batch` samples of a tensor allocated for more.
 Tensor batchView(const Tensor& storage, const Shape& perSample, int64_t batch) {
     return storage.view(perSample.withBatch(batch));
@@ -131,13 +138,27 @@ void Model::allocateFor(int64_t batch) {
         if (batch == m_batch) return;
     } else {
         m_capacity = batch;
+        // The activation gradients that backward zeroes each step share one block, so that is one call.
+        // (The last step's gradient is backward's dOutput argument, never zeroed: it stays apart.)
+        auto zeroedGrad = [&](const Step& s) { return s.needsGrad && !s.reluAbsorbed && &s != m_steps.back().get(); };
+        int64_t total = 0;
+        for (auto& s : m_steps)
+            if (!s->isInput && zeroedGrad(*s)) total = alignUp(total) + s->outShape.numel() * batch;
+        m_activationGrads = total > 0 ? m_backend->empty(Shape{total}) : Tensor();
+        int64_t offset = 0;
         for (auto& s : m_steps) {
             if (s->isInput) continue;
             if (s->fusedFrom >= 0)
                 s->outputStorage = m_steps[static_cast<size_t>(s->fusedFrom)]->outputStorage;
             else
                 s->outputStorage = m_backend->empty(s->outShape.withBatch(batch));
-            if (s->needsGrad && !s->reluAbsorbed) s->gradStorage = m_backend->empty(s->outShape.withBatch(batch));
+            if (zeroedGrad(*s)) {
+                offset = alignUp(offset);
+                s->gradStorage = m_activationGrads.slice(offset, s->outShape.withBatch(batch));
+                offset += s->outShape.numel() * batch;
+            } else if (s->needsGrad && !s->reluAbsorbed) {
+                s->gradStorage = m_backend->empty(s->outShape.withBatch(batch));
+            }
         }
     }
     m_batch = batch;
@@ -176,8 +197,8 @@ void Model::backward(const Tensor& dOutput) {
     if (dOutput.shape() != last.output.shape())
         throw std::invalid_argument("output gradient must be " + last.output.shape().toString() + ", got " +
                                     dOutput.shape().toString());
-    for (auto& s : m_steps)
-        if (s->needsGrad && !s->reluAbsorbed && s.get() != &last) m_backend->zero(s->grad.raw(), s->grad.bytes());
+    // Every gradient but the last step's accumulates from zero (the block holds them all).
+    if (m_activationGrads.defined()) m_backend->zero(m_activationGrads.raw(), m_activationGrads.bytes());
     std::vector<const Tensor*> ins;
     std::vector<Tensor*> dins;
     for (auto it = m_steps.rbegin(); it != m_steps.rend(); ++it) {
@@ -204,21 +225,20 @@ void Model::zeroGrad() {
 
 // Moves every trainable parameter into one value block and one gradient block (see packedValues).
 void Model::packParameters() {
-    constexpr int64_t kAlign = 64;  // elements: 256 bytes, what cuBLAS/cuDNN and AVX-512 like
     std::vector<Parameter*> params;
     int64_t total = 0;
     for (auto& s : m_steps)
         for (Parameter& p : s->layer->parameters())
             if (p.trainable && p.grad.defined()) {
                 params.push_back(&p);
-                total = (total + kAlign - 1) / kAlign * kAlign + p.value.numel();
+                total = alignUp(total) + p.value.numel();
             }
     if (params.empty()) return;
     m_packedValues = m_backend->zeros(Shape{total});
     m_packedGrads = m_backend->zeros(Shape{total});
     int64_t offset = 0;
     for (Parameter* p : params) {
-        offset = (offset + kAlign - 1) / kAlign * kAlign;
+        offset = alignUp(offset);
         Tensor value = m_packedValues.slice(offset, p->value.shape());
         m_backend->copy(value.raw(), p->value.raw(), p->value.bytes());
         p->value = value;

@@ -75,6 +75,7 @@ private:
     bool m_lastTraining = false;
     uint64_t m_lastSeed = 0;
     Tensor m_packedValues, m_packedGrads;
+    Tensor m_activationGrads;  // the activation gradients backward zeroes, at capacity (allocateFor)
     std::vector<std::pair<const Parameter*, int64_t>> m_packedOffsets;  // element offsets in the blocks
 };
 
