@@ -4,6 +4,7 @@
 #include <QtTest>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cmath>
 #include <filesystem>
@@ -42,6 +43,62 @@ struct Recorder : TrainingObserver {
         fin = e;
     }
     void onError(const std::string& m) override { errors.push_back(m); }
+};
+
+// A CPU backend that counts the calls where the host waits for the device (a host result, a copy back,
+// synchronize) and a few per-step ops, so the step's shape can be checked without a GPU: on a GPU each
+// wait drains the queue, and each call is a launch.
+class CountingBackend : public CpuBackend {
+    int m_depth = 0;  // a wait inside another (stepMetrics' default calls sum) counts once
+    template <class F>
+    auto waitFor(F&& f) {
+        if (m_depth++ == 0) ++waits;
+        struct Leave {
+            int& d;
+            ~Leave() { --d; }
+        } leave{m_depth};
+        return f();
+    }
+    template <class F>
+    void wait(F&& f) {
+        waitFor([&] {
+            f();
+            return 0;
+        });
+    }
+
+public:
+    CountingBackend() : CpuBackend(0, false) {}
+    int waits = 0, zeros = 0, updates = 0, uploads = 0;
+
+    void synchronize() override { wait([&] { CpuBackend::synchronize(); }); }
+    void copyToHost(void* dst, const void* src, size_t bytes) override {
+        wait([&] { CpuBackend::copyToHost(dst, src, bytes); });
+    }
+    double sum(const float* x, int64_t n) override { return waitFor([&] { return CpuBackend::sum(x, n); }); }
+    double sumSquares(const float* x, int64_t n) override {
+        return waitFor([&] { return CpuBackend::sumSquares(x, n); });
+    }
+    bool allFinite(const float* x, int64_t n) override { return waitFor([&] { return CpuBackend::allFinite(x, n); }); }
+    int64_t countCorrect(const float* logits, const int32_t* labels, int rows, int cols) override {
+        return waitFor([&] { return CpuBackend::countCorrect(logits, labels, rows, cols); });
+    }
+    StepMetrics stepMetrics(const float* losses, const float* logits, const int32_t* labels, int rows,
+                            int cols) override {
+        return waitFor([&] { return CpuBackend::stepMetrics(losses, logits, labels, rows, cols); });
+    }
+    void zero(void* y, size_t bytes) override {
+        ++zeros;
+        CpuBackend::zero(y, bytes);
+    }
+    void sgdUpdate(float* w, float* velocity, const float* grad, int64_t n, const SgdParams& p) override {
+        ++updates;
+        CpuBackend::sgdUpdate(w, velocity, grad, n, p);
+    }
+    UploadTicket uploadAsync(void* dst, const void* hostSrc, size_t bytes) override {
+        ++uploads;
+        return CpuBackend::uploadAsync(dst, hostSrc, bytes);
+    }
 };
 
 // Input [16] -> Dense 32 -> ReLU -> Dropout -> Dense classes on synthetic blobs.
@@ -232,6 +289,43 @@ private slots:
         std::vector<float> g0(static_cast<size_t>(grads.numel()));
         backend->toHost(grads, g0.data());
         QVERIFY(std::all_of(g0.begin(), g0.end(), [](float x) { return x == 0.0f; }));
+    }
+
+    // The shape of a training step as a GPU sees it: the host waits for the device once per step (the
+    // step's metrics, read after the update is queued), zeroes gradients in two calls (the packed
+    // parameter gradients, the activation gradients) and updates every parameter in one call. With
+    // resident data nothing is uploaded per step.
+    void aStepWaitsForTheDeviceOnce() {
+        for (const bool resident : {false, true}) {
+            Project p = syntheticProject(4);
+            p.training.epochs = 1;  // 900 training samples / 32: 29 steps
+            CountingBackend backend;
+            Recorder rec;
+            // Counts between the first step's report and the last one's: 28 whole steps.
+            std::array<int, 4> first{}, last{};
+            rec.stepHook = [&](const StepEvent& e) {
+                const std::array<int, 4> now{backend.waits, backend.zeros, backend.updates, backend.uploads};
+                if (e.step == 1) first = now;
+                last = now;
+            };
+            TrainerOptions o;
+            o.residentData = resident ? TrainerOptions::ResidentData::On : TrainerOptions::ResidentData::Off;
+            Trainer t(p, backend, &rec, o);
+            QVERIFY2(t.run(), rec.errors.empty() ? "" : rec.errors.front().c_str());
+            QCOMPARE(rec.steps.size(), size_t(29));
+            const int steps = 28;
+            const char* names[] = {"host waits", "zero calls", "optimizer updates", "uploads"};
+            // Each step uploads the batch after it; the epoch's last step has none.
+            const std::array<int, 4> want{steps, 2 * steps, steps, resident ? 0 : steps - 1};
+            for (size_t k = 0; k < want.size(); ++k)
+                QVERIFY2(last[k] - first[k] == want[k],
+                         qPrintable(QString("%1 data: %2 %3 in %4 steps, expected %5")
+                                        .arg(resident ? "resident" : "uploaded")
+                                        .arg(last[k] - first[k])
+                                        .arg(names[k])
+                                        .arg(steps)
+                                        .arg(want[k])));
+        }
     }
 
     void resumeEqualsOneLongRun_data() {
