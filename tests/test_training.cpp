@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "core/backend/CpuBackend.h"
+#include "core/graph/Model.h"
 #include "core/graph/Project.h"
 #include "core/export/ExportModel.h"
 #include "core/train/Checkpoint.h"
@@ -43,6 +44,13 @@ struct Recorder : TrainingObserver {
         fin = e;
     }
     void onError(const std::string& m) override { errors.push_back(m); }
+    std::vector<std::string> logs;
+    void onLog(const std::string& m) override { logs.push_back(m); }
+    bool logged(const std::string& part) const {
+        for (const std::string& l : logs)
+            if (l.find(part) != std::string::npos) return true;
+        return false;
+    }
 };
 
 // A CPU backend that counts the calls where the host waits for the device (a host result, a copy back,
@@ -98,6 +106,18 @@ public:
     UploadTicket uploadAsync(void* dst, const void* hostSrc, size_t bytes) override {
         ++uploads;
         return CpuBackend::uploadAsync(dst, hostSrc, bytes);
+    }
+};
+
+// A CPU backend with a small memory: an allocation larger than `limit` bytes fails as a GPU's would.
+class SmallMemoryBackend : public CpuBackend {
+public:
+    explicit SmallMemoryBackend(size_t limit) : CpuBackend(0, false), limit(limit) {}
+    size_t limit;
+    void* allocate(size_t bytes) override {
+        if (bytes > limit)
+            throw OutOfMemoryError("small: out of memory allocating " + std::to_string(bytes) + " bytes", bytes);
+        return CpuBackend::allocate(bytes);
     }
 };
 
@@ -326,6 +346,78 @@ private slots:
                                         .arg(steps)
                                         .arg(want[k])));
         }
+    }
+
+    // Out of memory names the layer and the bytes, stops the run with an error (no crash), and the same
+    // backend then trains with a batch that fits.
+    void outOfMemoryNamesTheLayer() {
+        Project p = syntheticProject(4);
+        p.training.epochs = 1;
+        p.training.batchSize = 1024;  // one batch of all 900 samples: dense1's output is 900 x 32 floats
+        SmallMemoryBackend backend(100000);
+        {
+            Recorder rec;
+            Trainer t(p, backend, &rec, {});
+            QVERIFY(!t.run());
+            QCOMPARE(rec.errors.size(), size_t(1));
+            const QString msg = QString::fromStdString(rec.errors.front());
+            QVERIFY2(msg.contains("'dense1' (Dense)") && msg.contains("115200 bytes"), qPrintable(msg));
+        }
+        p.training.batchSize = 256;
+        Recorder rec;
+        Trainer t(p, backend, &rec, {});
+        QVERIFY2(t.run(), rec.errors.empty() ? "" : rec.errors.front().c_str());
+        QCOMPARE(rec.epochs.size(), size_t(1));
+    }
+
+    // Resident data that does not fit: with Auto the batches come from the host instead (said in the log),
+    // with On the run stops naming the training data. The backend poses as a GPU so that Auto tries.
+    void residentDataThatDoesNotFit() {
+        struct SmallGpu : SmallMemoryBackend {
+            SmallGpu() : SmallMemoryBackend(40000) {}  // the split is 900 x 17 x 4 = 61200 bytes
+            Device device() const override { return Device::cuda(0); }
+        };
+        Project p = syntheticProject(4);
+        p.training.epochs = 1;
+        {
+            SmallGpu backend;
+            Recorder rec;
+            Trainer t(p, backend, &rec, {});
+            QVERIFY2(t.run(), rec.errors.empty() ? "" : rec.errors.front().c_str());
+            QVERIFY(rec.logged("does not fit in cuda:0 memory"));
+            QVERIFY(!rec.logged("batches are gathered there"));
+            QCOMPARE(rec.steps.size(), size_t(29));
+        }
+        SmallGpu backend;
+        Recorder rec;
+        TrainerOptions o;
+        o.residentData = TrainerOptions::ResidentData::On;
+        Trainer t(p, backend, &rec, o);
+        QVERIFY(!t.run());
+        QVERIFY2(!rec.errors.empty() && rec.errors.front().find("the training data in cuda:0 memory") != std::string::npos,
+                 rec.errors.empty() ? "" : rec.errors.front().c_str());
+    }
+
+    // A model whose activations did not fit stays usable at the capacity it had.
+    void failedAllocationLeavesTheModelUsable() {
+        Project p = syntheticProject(4);
+        SmallMemoryBackend backend(1 << 20);
+        std::unique_ptr<Model> model = compile(p.graph, backend, 1);
+        std::vector<float> x(size_t(8) * 16, 0.5f);
+        Tensor small = backend.fromHost(Shape{8, 16}, x.data());
+        model->forward(small, false);
+        std::vector<float> big(size_t(64) * 16, 0.5f);
+        Tensor bigIn = backend.fromHost(Shape{64, 16}, big.data());
+        backend.limit = 2000;  // the larger batch cannot get its activations
+        QVERIFY_THROWS_EXCEPTION(OutOfMemoryError, model->forward(bigIn, false));
+        // A batch between the old capacity and the failed one must allocate again, not reuse half-replaced
+        // buffers.
+        backend.limit = 1 << 20;
+        std::vector<float> mid(size_t(16) * 16, 0.5f);
+        Tensor midIn = backend.fromHost(Shape{16, 16}, mid.data());
+        const Tensor& out = model->forward(midIn, false);
+        QCOMPARE(out.shape(), (Shape{16, 4}));
+        QVERIFY(backend.allFinite(out.f32(), out.numel()));
     }
 
     void resumeEqualsOneLongRun_data() {

@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <random>
+#include <string>
 
 #include "core/layers/LayerRegistry.h"
 
@@ -25,6 +26,12 @@ struct Model::Step {
 Model::~Model() = default;
 
 namespace {
+
+std::string layerPrefix(const Graph& graph, int node, const char* what) {
+    const Node* n = graph.node(node);
+    return "layer '" + (n ? n->name : std::to_string(node)) + "' (" + (n ? n->type : std::string("?")) + ") " + what +
+           ": ";
+}
 
 void initParameter(Backend& backend, Parameter& p, const ParameterSpec& spec, std::mt19937_64& rng) {
     std::vector<float> host(static_cast<size_t>(spec.shape.numel()));
@@ -50,6 +57,20 @@ void initParameter(Backend& backend, Parameter& p, const ParameterSpec& spec, st
     p.trainable = spec.trainable;
     p.value = backend.fromHost(spec.shape, host.data());
     if (spec.trainable) p.grad = backend.zeros(spec.shape);
+}
+
+// Runs `f`, which works for one layer, so that a backend error (out of memory above all) names that layer:
+// "layer 'conv1' (Conv2D) forward: cuda:0: out of memory allocating 123 bytes ...". The byte count of an
+// OutOfMemoryError is kept.
+template <class F>
+void forLayer(const Graph& graph, int node, const char* what, F&& f) {
+    try {
+        f();
+    } catch (const OutOfMemoryError& e) {
+        throw OutOfMemoryError(layerPrefix(graph, node, what) + e.what(), e.bytes());
+    } catch (const BackendError& e) {
+        throw BackendError(layerPrefix(graph, node, what) + e.what());
+    }
 }
 
 // Tensors packed into one block (parameters, activation gradients) start on 64-element boundaries:
@@ -102,7 +123,7 @@ std::unique_ptr<Model> compile(const Graph& graph, Backend& backend, uint64_t se
         bool trainable = false;
         for (const ParameterSpec& spec : step->type->parameterSpecs(params, inShapes)) {
             Parameter p;
-            initParameter(backend, p, spec, rng);
+            forLayer(graph, id, ("parameter " + spec.name).c_str(), [&] { initParameter(backend, p, spec, rng); });
             trainable = trainable || spec.trainable;
             step->layer->parameters().push_back(std::move(p));
         }
@@ -137,27 +158,53 @@ void Model::allocateFor(int64_t batch) {
     if (batch <= m_capacity) {
         if (batch == m_batch) return;
     } else {
-        m_capacity = batch;
+        // Everything is allocated before anything is replaced, so a failure (out of memory, naming the
+        // layer) leaves the model as it was, usable at its old capacity.
         // The activation gradients that backward zeroes each step share one block, so that is one call.
         // (The last step's gradient is backward's dOutput argument, never zeroed: it stays apart.)
         auto zeroedGrad = [&](const Step& s) { return s.needsGrad && !s.reluAbsorbed && &s != m_steps.back().get(); };
-        int64_t total = 0;
-        for (auto& s : m_steps)
-            if (!s->isInput && zeroedGrad(*s)) total = alignUp(total) + s->outShape.numel() * batch;
-        m_activationGrads = total > 0 ? m_backend->empty(Shape{total}) : Tensor();
+        std::vector<Tensor> outputs(m_steps.size()), grads(m_steps.size());
+        int64_t total = 0, largest = 0;
+        const Step* largestStep = nullptr;
+        for (size_t i = 0; i < m_steps.size(); ++i) {
+            Step& s = *m_steps[i];
+            if (s.isInput) continue;
+            if (s.fusedFrom < 0)
+                forLayer(m_graph, s.node, "output",
+                         [&] { outputs[i] = m_backend->empty(s.outShape.withBatch(batch)); });
+            if (zeroedGrad(s)) {
+                const int64_t n = s.outShape.numel() * batch;
+                total = alignUp(total) + n;
+                if (n > largest) largest = n, largestStep = &s;
+            } else if (s.needsGrad && !s.reluAbsorbed) {
+                forLayer(m_graph, s.node, "output gradient",
+                         [&] { grads[i] = m_backend->empty(s.outShape.withBatch(batch)); });
+            }
+        }
+        Tensor block;
+        if (total > 0) {
+            try {
+                block = m_backend->empty(Shape{total});
+            } catch (const OutOfMemoryError& e) {
+                throw OutOfMemoryError("the activation gradients for batch " + std::to_string(batch) +
+                                           " (the largest: " + layerPrefix(m_graph, largestStep->node, "output") +
+                                           std::to_string(largest * 4) + " bytes): " + e.what(),
+                                       e.bytes());
+            }
+        }
+        m_capacity = batch;
+        m_activationGrads = block;
         int64_t offset = 0;
-        for (auto& s : m_steps) {
-            if (s->isInput) continue;
-            if (s->fusedFrom >= 0)
-                s->outputStorage = m_steps[static_cast<size_t>(s->fusedFrom)]->outputStorage;
-            else
-                s->outputStorage = m_backend->empty(s->outShape.withBatch(batch));
-            if (zeroedGrad(*s)) {
+        for (size_t i = 0; i < m_steps.size(); ++i) {
+            Step& s = *m_steps[i];
+            if (s.isInput) continue;
+            s.outputStorage = s.fusedFrom >= 0 ? outputs[static_cast<size_t>(s.fusedFrom)] : outputs[i];
+            if (zeroedGrad(s)) {
                 offset = alignUp(offset);
-                s->gradStorage = m_activationGrads.slice(offset, s->outShape.withBatch(batch));
-                offset += s->outShape.numel() * batch;
-            } else if (s->needsGrad && !s->reluAbsorbed) {
-                s->gradStorage = m_backend->empty(s->outShape.withBatch(batch));
+                s.gradStorage = m_activationGrads.slice(offset, s.outShape.withBatch(batch));
+                offset += s.outShape.numel() * batch;
+            } else if (s.needsGrad && !s.reluAbsorbed) {
+                s.gradStorage = grads[i];
             }
         }
     }
@@ -187,7 +234,7 @@ const Tensor& Model::forward(const Tensor& input, bool training, uint64_t seed) 
         ins.clear();
         for (int i : s->inputs) ins.push_back(&m_steps[static_cast<size_t>(i)]->output);
         LayerContext ctx{*m_backend, training, seed ^ (0x9E3779B97F4A7C15ull * static_cast<uint64_t>(s->node))};
-        s->layer->forward(ctx, ins, s->output);
+        forLayer(m_graph, s->node, "forward", [&] { s->layer->forward(ctx, ins, s->output); });
     }
     return m_steps.back()->output;
 }
@@ -215,7 +262,8 @@ void Model::backward(const Tensor& dOutput) {
             dins.push_back(wanted ? &target.grad : nullptr);
         }
         LayerContext ctx{*m_backend, m_lastTraining, m_lastSeed ^ (0x9E3779B97F4A7C15ull * static_cast<uint64_t>(s.node))};
-        s.layer->backward(ctx, ins, s.output, &s == &last ? dOutput : s.grad, dins);
+        forLayer(m_graph, s.node, "backward",
+                 [&] { s.layer->backward(ctx, ins, s.output, &s == &last ? dOutput : s.grad, dins); });
     }
 }
 
@@ -234,8 +282,14 @@ void Model::packParameters() {
                 total = alignUp(total) + p.value.numel();
             }
     if (params.empty()) return;
-    m_packedValues = m_backend->zeros(Shape{total});
-    m_packedGrads = m_backend->zeros(Shape{total});
+    try {
+        m_packedValues = m_backend->zeros(Shape{total});
+        m_packedGrads = m_backend->zeros(Shape{total});
+    } catch (const OutOfMemoryError& e) {
+        throw OutOfMemoryError("the " + std::to_string(params.size()) + " trainable parameters (" +
+                                   std::to_string(total) + " values and their gradients): " + e.what(),
+                               e.bytes());
+    }
     int64_t offset = 0;
     for (Parameter* p : params) {
         offset = alignUp(offset);

@@ -120,12 +120,16 @@ struct Trainer::Impl {
         if (batch <= capacity) return;
         // Sized for the configured batch at once: a buffer replaced later could still be read by
         // queued work while an asynchronous upload reuses its memory.
-        capacity = std::max<int64_t>(batch, ts().batchSize);
-        batch = capacity;
-        for (Tensor& t : inputBufs) t = backend.empty(model->inputShape().withBatch(batch));
-        for (Tensor& t : labelBufs) t = backend.empty(Shape{batch}, DType::I32);
-        lossBuf = backend.empty(Shape{batch});
-        dlogitsBuf = backend.empty(model->outputShape().withBatch(batch));
+        batch = std::max<int64_t>(batch, ts().batchSize);
+        try {
+            for (Tensor& t : inputBufs) t = backend.empty(model->inputShape().withBatch(batch));
+            for (Tensor& t : labelBufs) t = backend.empty(Shape{batch}, DType::I32);
+            lossBuf = backend.empty(Shape{batch});
+            dlogitsBuf = backend.empty(model->outputShape().withBatch(batch));
+        } catch (const OutOfMemoryError& e) {
+            throw OutOfMemoryError("the input buffers for batch " + std::to_string(batch) + ": " + e.what(), e.bytes());
+        }
+        capacity = batch;
     }
 
     // The training split in backend memory (TrainerOptions::residentData), and this epoch's order.
@@ -161,10 +165,23 @@ struct Trainer::Impl {
             return;
         }
         resident = std::make_unique<Resident>();
-        resident->inputs = backend.fromHost(Shape{split.count * split.sampleShape.numel()}, split.inputs.data());
-        resident->labels = backend.empty(Shape{split.count}, DType::I32);
-        backend.copyFromHost(resident->labels.raw(), split.labels.data(), split.labels.size() * sizeof(int32_t));
-        resident->order = backend.empty(Shape{split.count}, DType::I32);
+        try {
+            resident->inputs = backend.fromHost(Shape{split.count * split.sampleShape.numel()}, split.inputs.data());
+            resident->labels = backend.empty(Shape{split.count}, DType::I32);
+            backend.copyFromHost(resident->labels.raw(), split.labels.data(), split.labels.size() * sizeof(int32_t));
+            resident->order = backend.empty(Shape{split.count}, DType::I32);
+        } catch (const OutOfMemoryError& e) {
+            resident.reset();
+            if (opt.residentData == TrainerOptions::ResidentData::On)
+                throw OutOfMemoryError("the training data in " + backend.device().toString() + " memory: " + e.what(),
+                                       e.bytes());
+            // Auto: the same batches, cut on the host instead.
+            obs->onLog("the training data (" + std::to_string((bytes + (1 << 20) - 1) >> 20) +
+                       " MiB) does not fit in " + backend.device().toString() + " memory (" + e.what() +
+                       "): batches come from the host");
+            trainLoader = std::make_unique<DataLoader>(split, ts().batchSize, true, ts().seed, aug);
+            return;
+        }
         obs->onLog("training data held in " + backend.device().toString() + " memory (" +
                    std::to_string((bytes + (1 << 20) - 1) >> 20) + " MiB): batches are gathered there");
     }
