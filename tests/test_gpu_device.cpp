@@ -15,7 +15,9 @@
 
 #include "core/backend/Backend.h"
 #include "core/backend/BackendRegistry.h"
+#include "core/graph/Project.h"
 #include "core/train/DynamicLossScale.h"
+#include "core/train/Trainer.h"
 #include "tests/support/TestBackends.h"
 
 #ifdef STRATA_HAVE_CUDA
@@ -1016,6 +1018,66 @@ private slots:
             QVERIFY2(std::string(e.what()).find("softmaxCrossEntropy") != std::string::npos, e.what());
         }
         be.synchronize();  // reported once
+    }
+
+    // The deterministic mode: two training runs with one seed on cuda:0 give identical losses,
+    // and so does a third with host batches instead of resident data (the same batches, gathered
+    // elsewhere). A small CNN with dropout on synthetic images; the loss must also fall.
+    void deterministicTrainingRepeatsOnTheGpu() {
+        const std::string why = test::gpuUnavailableReason();
+        if (!why.empty()) QSKIP(why.c_str());
+        Project p;
+        Graph& g = p.graph;
+        const int in = g.addNode("Input", "input", Json{{"shape", {1, 12, 12}}});
+        const int conv = g.addNode("Conv2D", "conv", Json{{"filters", 8}, {"kernel", {3, 3}}, {"padding", {1, 1}}});
+        const int relu = g.addNode("ReLU", "relu");
+        const int pool = g.addNode("MaxPool2D", "pool");
+        const int flat = g.addNode("Flatten", "flatten");
+        const int drop = g.addNode("Dropout", "dropout", Json{{"rate", 0.2}});
+        const int dense = g.addNode("Dense", "dense", Json{{"units", 4}});
+        g.connect(in, conv);
+        g.connect(conv, relu);
+        g.connect(relu, pool);
+        g.connect(pool, flat);
+        g.connect(flat, drop);
+        g.connect(drop, dense);
+        p.dataset.kind = "synthetic";
+        p.dataset.syntheticSamples = 2000;
+        p.dataset.syntheticClasses = 4;
+        p.dataset.syntheticShape = {1, 12, 12};
+        p.dataset.validationSplit = 0.2;
+        p.training.batchSize = 64;
+        p.training.epochs = 2;
+        p.training.learningRate = 0.05;
+        p.training.momentum = 0.9;
+        p.training.deterministic = true;
+        p.training.seed = 5;
+        struct Losses : TrainingObserver {
+            std::vector<double> steps;
+            std::string error;
+            void onStep(const StepEvent& e) override { steps.push_back(e.loss); }
+            void onError(const std::string& m) override { error = m; }
+        };
+        std::vector<Losses> runs(3);
+        for (size_t r = 0; r < runs.size(); ++r) {
+            gpu::CudaBackend be(0);
+            TrainerOptions o;
+            o.residentData = r < 2 ? TrainerOptions::ResidentData::On : TrainerOptions::ResidentData::Off;
+            Trainer t(p, be, &runs[r], o);
+            QVERIFY2(t.run(), runs[r].error.c_str());
+        }
+        QVERIFY(runs[0].steps.size() > 40);
+        QVERIFY2(runs[0].steps.back() < 0.7 * runs[0].steps.front(), "the loss did not fall");
+        for (size_t r = 1; r < runs.size(); ++r) {
+            QCOMPARE(runs[r].steps.size(), runs[0].steps.size());
+            for (size_t i = 0; i < runs[0].steps.size(); ++i)
+                QVERIFY2(runs[r].steps[i] == runs[0].steps[i],
+                         qPrintable(QString("run %1 step %2: %3 vs %4")
+                                        .arg(r)
+                                        .arg(i + 1)
+                                        .arg(runs[r].steps[i], 0, 'g', 17)
+                                        .arg(runs[0].steps[i], 0, 'g', 17)));
+        }
     }
 #endif
 };
