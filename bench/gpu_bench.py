@@ -12,8 +12,9 @@ trainer does.
 
 TF32 follows Strata's default (on, for convolutions and matmuls); --no-tf32
 turns it off. cudnn.benchmark is on (Strata also times cuDNN algorithms once
-per shape). The timed epoch includes its first steps, as Strata's epoch
-figure does.
+per shape). samples_per_s is the last epoch's rate (with --epochs 2 the
+second, after the algorithm search), as gpu-check reads Strata's last epoch;
+epoch_samples_per_s lists every epoch.
 
 Prints one JSON object per batch size on stdout, e.g.
   {"batch": 64, "samples_per_s": 51234.5, "seconds": 1.17, "train_loss": 0.52,
@@ -187,7 +188,9 @@ def run(args, batch, data, device):
     model.train()
     loss_sum = torch.zeros((), device=device)
     steps = 0
+    epoch_seconds = []
     for epoch in range(args.epochs):
+        epoch_start = time.perf_counter()
         perm = torch.randperm(samples, generator=g)
         if args.input == "gpu":
             perm = perm.to(device)
@@ -204,7 +207,8 @@ def run(args, batch, data, device):
             opt.step()
             loss_sum += loss.detach()
             steps += 1
-    torch.cuda.synchronize()
+        torch.cuda.synchronize()
+        epoch_seconds.append(time.perf_counter() - epoch_start)
     seconds = time.perf_counter() - start
     model.eval()
     correct = 0
@@ -216,7 +220,10 @@ def run(args, batch, data, device):
         "batch": batch,
         "model": origin,
         "epochs": args.epochs,
-        "samples_per_s": samples * args.epochs / seconds,
+        # The last epoch's rate (after the first, cuDNN's algorithm search is done), as strata-train's last
+        # epoch event gives it; every epoch's rate too.
+        "samples_per_s": samples / epoch_seconds[-1],
+        "epoch_samples_per_s": [samples / t for t in epoch_seconds],
         "seconds": seconds,
         "train_loss": (loss_sum / max(steps, 1)).item(),
         "val_accuracy": correct / xv.shape[0],
