@@ -318,11 +318,13 @@ CudaBackend::UploadTicket CudaBackend::uploadAsync(void* deviceDst, const void* 
     }
     if (bytes > 0) std::memcpy(slot.host, hostSrc, bytes);
     // Double-buffer rule: wait for the compute work queued before the previous upload, then mark now.
-    // A destination that is not one of the two used last (the first upload, a new run's buffers) may be
-    // a block the allocator handed out again while queued work still uses it: then wait for all compute
-    // work queued so far.
-    if (!m_computeMarked || (deviceDst != m_uploadDst[0] && deviceDst != m_uploadDst[1]))
-        CUDA_CHECK(cudaEventRecord(m_computeMark, m_stream));
+    // That covers every reader of deviceDst only when the uploads alternate strictly (deviceDst is the
+    // destination before last, not the last one too). Otherwise wait for all compute work queued so far:
+    // a first upload, a new buffer (maybe a cached block that queued work still uses), the same buffer
+    // twice in a row (the ops reading the last upload were queued after the mark), or a buffer gatherRows
+    // filled since (see there).
+    const bool alternating = m_computeMarked && deviceDst == m_uploadDst[1] && deviceDst != m_uploadDst[0];
+    if (!alternating) CUDA_CHECK(cudaEventRecord(m_computeMark, m_stream));
     CUDA_CHECK(cudaStreamWaitEvent(m_copyStream, m_computeMark, 0));
     CUDA_CHECK(cudaEventRecord(m_computeMark, m_stream));
     m_computeMarked = true;
@@ -636,6 +638,10 @@ void CudaBackend::copyBlocks(float* dst, int64_t dstStride, const float* src, in
 void CudaBackend::gatherRows(void* dst, const void* src, int64_t srcRows, const int32_t* indices, int64_t count,
                              int64_t rowWords) {
     activate();
+    // A buffer filled here (the trainer's resident batches) is read by ops that no upload brackets, so
+    // uploadAsync's alternation rule no longer covers them: its next upload into dst waits for all work.
+    for (const void*& last : m_uploadDst)
+        if (last == dst) last = nullptr;
     launchGatherRows(m_stream, dst, src, srcRows, indices, count, rowWords, m_errorFlag);
     m_errorArmed = true;
     if (m_eagerIndexChecks) syncAndCheck();  // a bad index throws here, at the call, as on the CPU

@@ -456,6 +456,51 @@ private slots:
         be.waitUpload(ticket);
     }
 
+    // An upload that breaks strict alternation (the same buffer twice in a row, or a buffer gatherRows
+    // filled since its last upload) must wait for every queued op reading that buffer. Many queued reads
+    // keep the GPU busy long after the host issues the copy, so a copy that did not wait would land
+    // among them and change the sum.
+    void uploadsOutsideAlternationWaitForReaders() {
+        const std::string why = test::gpuUnavailableReason();
+        if (!why.empty()) QSKIP(why.c_str());
+        gpu::CudaBackend be(0);
+        const int64_t n = 1 << 22, rowWords = 1024, rows = n / rowWords;
+        const int reads = 2000;
+        Tensor a = be.empty(Shape{n}), b = be.empty(Shape{n}), acc = be.zeros(Shape{n});
+        auto upload = [&](Tensor& t, float v) {
+            const Vec host(static_cast<size_t>(n), v);
+            be.uploadAsync(t.raw(), host.data(), host.size() * sizeof(float));
+        };
+        auto readMany = [&](const Tensor& t) {
+            for (int i = 0; i < reads; ++i) be.axpy(acc.f32(), 1.0f, t.f32(), n);
+        };
+        // The same destination twice in a row.
+        upload(a, 1.0f);
+        readMany(a);
+        upload(a, 2.0f);
+        be.axpy(acc.f32(), 1.0f, a.f32(), n);
+        Vec out = download(be, acc);
+        QCOMPARE(out.front(), static_cast<float>(reads + 2));
+        QCOMPARE(out.back(), static_cast<float>(reads + 2));
+        // Alternating uploads, then a's contents gathered on the device and read, then a upload into a.
+        be.zero(acc.raw(), acc.bytes());
+        upload(a, 1.0f);
+        upload(b, 1.0f);
+        Tensor src = be.empty(Shape{n});
+        be.fill(src.f32(), 5.0f, n);
+        std::vector<int32_t> order(static_cast<size_t>(rows));
+        for (int64_t i = 0; i < rows; ++i) order[static_cast<size_t>(i)] = static_cast<int32_t>(i);
+        Tensor idx = be.empty(Shape{rows}, DType::I32);
+        be.copyFromHost(idx.raw(), order.data(), order.size() * sizeof(int32_t));
+        be.gatherRows(a.raw(), src.raw(), rows, idx.i32(), rows, rowWords);
+        readMany(a);
+        upload(a, 7.0f);
+        be.axpy(acc.f32(), 1.0f, a.f32(), n);
+        out = download(be, acc);
+        QCOMPARE(out.front(), static_cast<float>(5 * reads + 7));
+        QCOMPARE(out.back(), static_cast<float>(5 * reads + 7));
+    }
+
     // Every Backend op on cuda:0 against the CPU reference, with TF32 off. Prints one "OPERR <op> <max error>"
     // line per op (tools/gpu-check.sh tabulates them); the error is |gpu - ref| / max(1, |ref|), worst element.
     // test_backend_ops.cpp holds the tight per-op tolerances; the bound here only catches gross failures.
