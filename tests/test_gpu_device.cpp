@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <random>
 #include <string>
@@ -1030,6 +1031,48 @@ private slots:
                 worst = std::max(worst, double(std::fabs(got[o][i] - want[o][i])));
             qInfo("conv2d %s with TF32 off: max abs error %.3g", names[o], worst);
             QVERIFY2(worst < 1e-3, names[o]);
+        }
+    }
+
+    // The fused forward passes y as cuDNN's z input with alpha2 = 0, so it must not depend on what y held.
+    // test_backend_ops fills y with NaN, but there the plan is new and cudnnFind's timing runs write y
+    // first; here the plan is chosen by a first call, then y is NaN when the fused call itself runs.
+    void fusedConvForwardIgnoresOldOutput() {
+        const std::string why = test::gpuUnavailableReason();
+        if (!why.empty()) QSKIP(why.c_str());
+        gpu::CudaBackend be(0);
+        be.setAllowTf32(false);
+        std::mt19937 rng(43);
+        ConvDesc d;
+        d.n = 4, d.c = 16, d.h = d.w = 12, d.k = 32, d.r = d.s = 3, d.padH = d.padW = 1;
+        const int64_t ys = int64_t(d.n) * d.k * d.outH() * d.outW();
+        const Vec x = randomVec(rng, size_t(d.n) * d.c * d.h * d.w), w = randomVec(rng, size_t(d.k) * d.c * 9),
+                  bias = randomVec(rng, size_t(d.k));
+        Tensor X = be.fromHost(Shape{int64_t(x.size())}, x.data()), W = be.fromHost(Shape{int64_t(w.size())}, w.data()),
+               B = be.fromHost(Shape{d.k}, bias.data()), Y = be.empty(Shape{ys}), R = be.empty(Shape{ys});
+        for (bool deterministic : {false, true}) {
+            be.setDeterministic(deterministic);
+            for (int variant = 1; variant < 4; ++variant) {
+                const bool withBias = variant & 1, relu = variant & 2;
+                const float* b = withBias ? B.f32() : nullptr;
+                be.conv2dForwardFused(Y.f32(), X.f32(), W.f32(), b, relu, d);  // chooses the plan
+                be.fill(Y.f32(), std::numeric_limits<float>::quiet_NaN(), ys);
+                be.conv2dForwardFused(Y.f32(), X.f32(), W.f32(), b, relu, d);
+                be.conv2dForward(R.f32(), X.f32(), W.f32(), d);
+                if (withBias) be.addBiasChannels(R.f32(), B.f32(), d.n, d.k, d.outH() * d.outW());
+                if (relu) be.activationForward(R.f32(), R.f32(), ys, Activation::ReLU, 0.0f);
+                const Vec got = download(be, Y), want = download(be, R);
+                double worst = 0;
+                for (size_t i = 0; i < got.size(); ++i) {
+                    QVERIFY2(std::isfinite(got[i]), qPrintable(QString("variant %1 deterministic %2: y[%3] = %4")
+                                                                   .arg(variant)
+                                                                   .arg(deterministic)
+                                                                   .arg(i)
+                                                                   .arg(got[i])));
+                    worst = std::max(worst, double(std::fabs(got[i] - want[i])));
+                }
+                QVERIFY2(worst < 1e-3, qPrintable(QString("variant %1: max abs error %2").arg(variant).arg(worst)));
+            }
         }
     }
 
