@@ -43,10 +43,11 @@
 // that was queued before the PREVIOUS uploadAsync call, so with two device
 // buffers used alternately (upload batch k+1 into B while step k reads A)
 // the copy overlaps compute and never overwrites a buffer still being read.
-// So deviceDst should be one of two LONG-LIVED device buffers used in turn. A
-// destination other than the last two (a first upload, a buffer just allocated,
-// which may be a cached block that queued work still uses) makes the copy wait
-// for all compute work queued so far instead, so it is safe but not overlapped.
+// So deviceDst should be one of two LONG-LIVED device buffers used in strict
+// turn. Any other destination (a first upload, the same buffer twice in a row, a
+// buffer just allocated, which may be a cached block that queued work still uses,
+// or one that gatherRows filled since) makes the copy wait for all compute work
+// queued so far instead, so it is safe but not overlapped.
 // waitUpload(t) blocks the host until that copy is done; waitUploads() until all are.
 #pragma once
 

@@ -99,13 +99,15 @@ __global__ void backwardParamsFinalKernel(float* dgamma, float* dbeta, const dou
     if (dbeta) dbeta[c] += static_cast<float>(ab);
 }
 
-// Rows per chunk: at least 64, and at most 512 chunks (the final pass walks them serially).
-int paramChunkRows(int rows) {
-    return std::max(64, (rows + 511) / 512);
+// Rows per chunk: at least 64; at most 512 chunks (the final pass walks them serially), and at most 2^20
+// partials per array (16 MiB of scratch in all, whatever the width).
+int paramChunkRows(int rows, int cols) {
+    const int maxChunks = std::clamp((1 << 20) / std::max(cols, 1), 1, 512);
+    return std::max(64, (rows + maxChunks - 1) / maxChunks);
 }
 
-int paramChunks(int rows) {
-    const int per = paramChunkRows(rows);
+int paramChunks(int rows, int cols) {
+    const int per = paramChunkRows(rows, cols);
     return (rows + per - 1) / per;
 }
 
@@ -113,7 +115,7 @@ int paramChunks(int rows) {
 
 size_t layerNormBackwardScratchBytes(int rows, int cols) {
     if (rows <= 0 || cols <= 0) return 0;
-    return size_t(2) * size_t(paramChunks(rows)) * size_t(cols) * sizeof(double);
+    return size_t(2) * size_t(paramChunks(rows, cols)) * size_t(cols) * sizeof(double);
 }
 
 namespace {
@@ -140,7 +142,7 @@ void launchLayerNormBackward(cudaStream_t s, float* dx, float* dgamma, float* db
         CUDA_CHECK_LAUNCH();
     }
     if (dgamma || dbeta) {
-        const int chunks = paramChunks(rows);
+        const int chunks = paramChunks(rows, cols);
         if (!scratch || scratchBytes < layerNormBackwardScratchBytes(rows, cols))
             throw BackendError("layerNormBackward: scratch of " + std::to_string(scratchBytes) + " bytes, needs " +
                                std::to_string(layerNormBackwardScratchBytes(rows, cols)));
@@ -148,7 +150,7 @@ void launchLayerNormBackward(cudaStream_t s, float* dx, float* dgamma, float* db
         double* partB = partG + int64_t(chunks) * cols;
         const dim3 grid((cols + kParamCols - 1) / kParamCols, chunks), block(kParamCols, kParamLanes);
         backwardParamsPartialKernel<<<grid, block, 0, s>>>(partG, partB, dy, x, mean, rstd, rows, cols,
-                                                           paramChunkRows(rows));
+                                                           paramChunkRows(rows, cols));
         CUDA_CHECK_LAUNCH();
         backwardParamsFinalKernel<<<(cols + 127) / 128, 128, 0, s>>>(dgamma, dbeta, partG, partB, chunks, cols);
         CUDA_CHECK_LAUNCH();

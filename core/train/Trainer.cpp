@@ -650,6 +650,13 @@ struct Trainer::Impl {
             obs->onFinished(fin);
             return true;
         } catch (const std::exception& e) {
+            // Let queued work finish before reporting: with deferred index checks a device error flag may
+            // still be armed by this run, and must not surface later in someone else's call.
+            try {
+                backend.synchronize();
+            } catch (const std::exception&) {
+                // Already failing: the first error is the one to report.
+            }
             obs->onError(e.what());
             return false;
         }
