@@ -6,7 +6,7 @@
 #
 # Usage: tools/gpu-bundle.sh
 # Environment: BUILD_DIR (default <repo>/build-gpubundle), BUNDLE_DIR (default <repo>/.gpu-bundle),
-#   DATA_DIR (default /usr/share/datasets/fashion-mnist), JOBS (default 2), LIMIT_MIB (default 60: the
+#   DATA_DIR (default /usr/share/datasets/fashion-mnist), JOBS (default 2), LIMIT_MIB (default 62: the
 #   bundle plus the files that travel with the working tree must stay under it; the device tool's limit is 64).
 #
 # The bundle (ignored by git; name it in `carry`):
@@ -26,7 +26,7 @@ BUILD=${BUILD_DIR:-$ROOT/build-gpubundle}
 BUNDLE=${BUNDLE_DIR:-$ROOT/.gpu-bundle}
 DATA=${DATA_DIR:-/usr/share/datasets/fashion-mnist}
 JOBS=${JOBS:-2}
-LIMIT_MIB=${LIMIT_MIB:-60}
+LIMIT_MIB=${LIMIT_MIB:-62}
 TARGETS=(test_gpu_device test_backend_ops test_mixed_precision test_model_fusion strata-train)
 DATA_FILES=(train-images-idx3-ubyte.gz train-labels-idx1-ubyte.gz t10k-images-idx3-ubyte.gz t10k-labels-idx1-ubyte.gz)
 T0=$(date +%s)
@@ -152,5 +152,6 @@ say "bundle $BUNDLE: $(mib "$BUNDLE_B") MiB (bin.tar.xz $(mib "$(stat -c %s "$BU
 say "travels with it: tracked $(mib "$TRACKED") MiB + untracked $(mib "$UNTRACKED") MiB + shared/ $(mib "$SHARED") MiB" \
     "= $(mib "$TOTAL") MiB in all (limit here ${LIMIT_MIB} MiB; the device tool's is 64)"
 echo "total:      $(mib "$TOTAL") MiB with the working tree (bundle $(mib "$BUNDLE_B") MiB)" >>"$BUNDLE/MANIFEST"
-((TOTAL <= LIMIT_MIB * 1048576)) || die "too big: $(mib "$TOTAL") MiB > ${LIMIT_MIB} MiB"
+((TOTAL <= LIMIT_MIB * 1048576)) ||
+    die "too big: $(mib "$TOTAL") MiB > ${LIMIT_MIB} MiB (the device tool carries 64 MiB at most; untracked files count)"
 say "done. On the GPU machine: run with carry [\".gpu-bundle\"]: bash tools/gpu-check.sh --bundle .gpu-bundle"
