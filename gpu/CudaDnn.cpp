@@ -256,26 +256,11 @@ void chooseForward(cudnnHandle_t handle, ConvPlan& plan, const ConvDesc& d, cons
 // ---- convolution ------------------------------------------------------------------------------------------
 
 void CudaBackend::conv2dForward(float* y, const float* x, const float* w, const ConvDesc& d) {
-    checkConv(d);
-    activate();
-    const int math = m_precision != ComputePrecision::F32 ? kMathRounded : m_allowTf32 ? kMathTf32 : kMathFma;
-    const RoundedOperand rx(*this, x, int64_t(d.n) * d.c * d.h * d.w);
-    const RoundedOperand rw(*this, w, int64_t(d.k) * (d.c / d.groups) * d.r * d.s);
-    x = rx.get();
-    w = rw.get();
-    ConvPlan& plan = planFor(*m_plans, d, math);
-    // The timing runs write y, which this call overwrites anyway.
-    if (!plan.forward.chosen)
-        chooseForward(m_cudnn, plan, d, x, w, y, m_workspaceLimit, m_deterministic, math, m_precision,
-                      [this](size_t bytes) { return workspace(bytes); });
-    CUDNN_CHECK(cudnnSetConvolutionMathType(plan.conv, plan.forward.math));
-    CUDNN_CHECK(cudnnConvolutionForward(m_cudnn, &kOne, plan.x, x, plan.w, w, plan.conv,
-                                        static_cast<cudnnConvolutionFwdAlgo_t>(plan.forward.algo),
-                                        workspace(plan.forward.workspace), plan.forward.workspace, &kZero, plan.y, y));
+    conv2dForwardFused(y, x, w, nullptr, false, d);
 }
 
 // The convolution layer's forward, y = relu(conv(x, w) + bias), in one cuDNN call where that costs nothing:
-//   - no bias, no ReLU: conv2dForward.
+//   - no bias, no ReLU (conv2dForward): cudnnConvolutionForward.
 //   - ReLU (bias or not): cudnnConvolutionBiasActivationForward with CUDNN_ACTIVATION_RELU and the forward
 //     algorithm the plan already found for the plain convolution (the documentation ties only IDENTITY to
 //     one algorithm; RELU needs reluNanOpt = CUDNN_NOT_PROPAGATE_NAN, which ConvPlan sets). It always
@@ -293,7 +278,6 @@ void CudaBackend::conv2dForward(float* y, const float* x, const float* w, const 
 // call's z input is y with alpha2 = 0, as cuDNN's users (TensorFlow, ONNX Runtime) pass it.
 void CudaBackend::conv2dForwardFused(float* y, const float* x, const float* w, const float* bias, bool relu,
                                      const ConvDesc& d) {
-    if (!bias && !relu) return conv2dForward(y, x, w, d);
     checkConv(d);
     activate();
     const int math = m_precision != ComputePrecision::F32 ? kMathRounded : m_allowTf32 ? kMathTf32 : kMathFma;
@@ -302,6 +286,7 @@ void CudaBackend::conv2dForwardFused(float* y, const float* x, const float* w, c
     x = rx.get();
     w = rw.get();
     ConvPlan& plan = planFor(*m_plans, d, math);
+    // The timing runs write y, which this call overwrites anyway.
     if (!plan.forward.chosen)
         chooseForward(m_cudnn, plan, d, x, w, y, m_workspaceLimit, m_deterministic, math, m_precision,
                       [this](size_t bytes) { return workspace(bytes); });
@@ -309,7 +294,8 @@ void CudaBackend::conv2dForwardFused(float* y, const float* x, const float* w, c
     CUDNN_CHECK(cudnnSetConvolutionMathType(plan.conv, plan.forward.math));
     void* ws = workspace(plan.forward.workspace);
     const bool fuse = relu ? !plan.fusedReluUnsupported
-                           : algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM && !plan.fusedIdentityUnsupported;
+                           : bias && algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM &&
+                                 !plan.fusedIdentityUnsupported;
     if (fuse) {
         const float* b = bias ? bias : constantVector(0.0f, d.k, &m_zeros, &m_zerosSize);
         const cudnnStatus_t st = cudnnConvolutionBiasActivationForward(
