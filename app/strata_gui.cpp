@@ -33,9 +33,9 @@
 #include "ui/ExportDialog.h"
 #include "ui/MainWindow.h"
 #include "ui/PredictPanel.h"
-#include "ui/RunHistory.h"
-#include "ui/ProjectDocument.h"
-#include "ui/Templates.h"
+#include "ui/base/RunHistory.h"
+#include "ui/base/ProjectDocument.h"
+#include "ui/base/Templates.h"
 #if __has_include("ui/TrainingDashboard.h")
 #include "ui/TrainingDashboard.h"
 #define STRATA_GUI_HAS_DASHBOARD 1

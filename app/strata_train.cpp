@@ -18,10 +18,7 @@
 #include "core/backend/BackendRegistry.h"
 #include "core/graph/Project.h"
 #include "core/train/Trainer.h"
-#if __has_include("core/export/ExportCommands.h")
-#include "core/export/ExportCommands.h"
-#define STRATA_HAVE_EXPORT_COMMANDS 1
-#endif
+#include "app/CliCommands.h"
 #ifdef STRATA_HAVE_CUDA
 #include "gpu/CudaProvider.h"
 #endif
@@ -257,10 +254,8 @@ int main(int argc, char** argv) {
         return 0;
     }
     if (args[0] == "--list-devices") return listDevices();
-#ifdef STRATA_HAVE_EXPORT_COMMANDS
     if (args[0] == "export") return strata::runExportCommand({args.begin() + 1, args.end()}, std::cout, std::cerr);
     if (args[0] == "predict") return strata::runPredictCommand({args.begin() + 1, args.end()}, std::cout, std::cerr);
-#endif
 
     std::string projectPath, device, metricsPath, checkpointDir, resume, precision, residentData = "auto";
     long long epochs = -1, batch = -1, threads = -1, seed = -1, maxSteps = 0, trainLimit = -1;

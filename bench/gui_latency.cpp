@@ -28,8 +28,8 @@
 #include "core/backend/BackendRegistry.h"
 #include "core/graph/Project.h"
 #include "core/train/Trainer.h"
-#include "ui/EngineWorker.h"
-#include "ui/ProjectDocument.h"
+#include "ui/base/EngineWorker.h"
+#include "ui/base/ProjectDocument.h"
 #include "ui/TrainingDashboard.h"
 
 using namespace strata;

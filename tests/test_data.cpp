@@ -19,6 +19,7 @@
 
 #include "core/data/DataLoader.h"
 #include "core/data/Dataset.h"
+#include "core/data/ImageFile.h"
 #include "core/graph/Project.h"
 #include "tests/support/TestBackends.h"
 
@@ -124,6 +125,46 @@ class TestData : public QObject {
     Q_OBJECT
 
 private slots:
+    // The one image path of `predict` and the Predict dock: exact at the model's size, area averages when
+    // shrinking, bilinear between pixel centres when enlarging, luma for gray models, gray repeated for RGB.
+    void imagesFitTheModelInput() {
+        using data::Image;
+        Image img{1, 4, 4, {}};
+        for (int i = 0; i < 16; ++i) img.values.push_back(float(i));
+        data::FittedImage same = data::fitImageToInput(img, Shape{1, 4, 4});
+        QCOMPARE(same.values, img.values);
+        QVERIFY(same.notes.empty());
+        // 4x4 -> 2x2: each output is the mean of a 2x2 block.
+        data::FittedImage small = data::fitImageToInput(img, Shape{2, 2});
+        QCOMPARE(small.values, (std::vector<float>{2.5f, 4.5f, 10.5f, 12.5f}));
+        QCOMPARE(small.notes.size(), size_t(1));
+        QVERIFY2(small.notes[0].find("resized the image from 4x4 to 2x2") != std::string::npos, small.notes[0].c_str());
+        // 4x4 -> 3x3: partial pixels count by their overlap (output 0 covers pixels 0 and a third of 1).
+        const std::vector<float> third = data::resizePlanar(img.values, 1, 4, 4, 3, 3);
+        // Weights 0.75 and 0.25 on each axis over v = 4 row + column: 4 * 0.25 + 0.25.
+        QVERIFY2(std::abs(third[0] - 1.25f) < 1e-4f, std::to_string(third[0]).c_str());
+        float sumIn = 0, sumOut = 0;
+        for (float v : img.values) sumIn += v;
+        for (float v : third) sumOut += v;
+        QVERIFY(std::abs(sumIn / 16.f - sumOut / 9.f) < 1e-4f);  // area averaging keeps the mean
+        // 1x2 -> 1x4: bilinear between centres, edges clamped.
+        const std::vector<float> up = data::resizePlanar({0.f, 8.f}, 1, 1, 2, 1, 4);
+        QCOMPARE(up, (std::vector<float>{0.f, 2.f, 6.f, 8.f}));
+        // RGB for a gray model: luma; gray for an RGB model: repeated.
+        Image rgb{3, 1, 1, {100.f, 50.f, 200.f}};
+        data::FittedImage g = data::fitImageToInput(rgb, Shape{1, 1, 1});
+        QVERIFY(std::abs(g.values[0] - (0.299f * 100 + 0.587f * 50 + 0.114f * 200)) < 1e-3f);
+        QVERIFY(g.notes[0].find("luma") != std::string::npos);
+        QCOMPARE(data::fitImageToInput(Image{1, 1, 1, {7.f}}, Shape{3, 1, 1}).values, (std::vector<float>{7, 7, 7}));
+        // Not an image: refused, saying so.
+        try {
+            data::fitImageToInput(img, Shape{16});
+            QFAIL("an image fitted to a [16] input");
+        } catch (const std::invalid_argument& e) {
+            QVERIFY2(std::string(e.what()).find("is not an image") != std::string::npos, e.what());
+        }
+    }
+
     // ------------------------------------------------------------ IDX
     void fashionMnist() {
         const std::string trainImages = kFashionDir + "train-images-idx3-ubyte.gz";

@@ -13,12 +13,12 @@
 
 #include "core/backend/BackendRegistry.h"
 #include "core/data/Dataset.h"
-#include "core/export/ExportCheck.h"
+#include "core/infer/ExportCheck.h"
 #include "core/export/ExportModel.h"
-#include "core/export/OnnxRunner.h"
+#include "core/infer/OnnxRunner.h"
 #include "core/graph/Model.h"
 #include "core/train/Checkpoint.h"
-#include "core/train/Evaluation.h"
+#include "core/infer/Evaluation.h"
 #include "core/train/Trainer.h"
 #include "tests/support/TestBackends.h"
 

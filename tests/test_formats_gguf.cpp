@@ -8,7 +8,7 @@
 #include <random>
 
 #include "core/export/Gguf.h"
-#include "core/export/Half.h"
+#include "core/io/Half.h"
 
 using namespace strata;
 

@@ -7,8 +7,8 @@
 #include <fstream>
 #include <random>
 
-#include "core/export/Half.h"
-#include "core/export/Safetensors.h"
+#include "core/io/Half.h"
+#include "core/io/Safetensors.h"
 
 using namespace strata;
 

@@ -1,5 +1,5 @@
 // Mixed precision (Backend::setComputePrecision): GEMM and convolutions in bf16 / fp16 against a
-// hand reference that rounds the inputs (core/export/Half.h) and sums in double; fp16 overflow and
+// hand reference that rounds the inputs (core/io/Half.h) and sums in double; fp16 overflow and
 // the dynamic loss scaler; Trainer runs in bf16 and fp16; the project field and the CLI spelling;
 // asynchronous uploads; and the same op comparisons on every CUDA GPU (skipped, saying why, without one).
 #include <QTemporaryDir>
@@ -16,7 +16,7 @@
 #include "core/backend/Backend.h"
 #include "core/backend/CpuPrecision.h"
 #include "core/backend/CpuBackend.h"
-#include "core/export/Half.h"
+#include "core/io/Half.h"
 #include "core/graph/Project.h"
 #include "core/train/Checkpoint.h"
 #include "core/train/DynamicLossScale.h"

@@ -30,7 +30,7 @@
 #include <qcustomplot.h>
 
 #include "core/data/Dataset.h"
-#include "ui/ProjectDocument.h"
+#include "ui/base/ProjectDocument.h"
 
 namespace strata::ui {
 

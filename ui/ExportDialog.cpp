@@ -25,8 +25,8 @@
 #include "core/data/Dataset.h"
 #include "core/export/Onnx.h"
 #include "core/train/Checkpoint.h"
-#include "core/train/Evaluation.h"
-#include "ui/ProjectDocument.h"
+#include "core/infer/Evaluation.h"
+#include "ui/base/ProjectDocument.h"
 
 namespace strata::ui {
 

@@ -12,7 +12,7 @@
 #include <QFutureWatcher>
 #include <QString>
 
-#include "core/export/ExportCheck.h"
+#include "core/infer/ExportCheck.h"
 
 class QComboBox;
 class QLabel;

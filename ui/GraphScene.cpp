@@ -9,7 +9,7 @@
 #include "core/layers/LayerRegistry.h"
 #include "ui/EdgeItem.h"
 #include "ui/NodeItem.h"
-#include "ui/ProjectDocument.h"
+#include "ui/base/ProjectDocument.h"
 
 namespace strata::ui {
 

@@ -13,7 +13,7 @@
 #include "ui/GraphScene.h"
 #include "ui/LayerPalette.h"
 #include "ui/NodeItem.h"
-#include "ui/ProjectDocument.h"
+#include "ui/base/ProjectDocument.h"
 
 namespace strata::ui {
 

@@ -29,9 +29,9 @@
 #include "ui/LayerPalette.h"
 #include "ui/PredictPanel.h"
 #include "ui/ProblemsPanel.h"
-#include "ui/ProjectDocument.h"
+#include "ui/base/ProjectDocument.h"
 #include "ui/PropertyPanel.h"
-#include "ui/Templates.h"
+#include "ui/base/Templates.h"
 
 #if __has_include("ui/TrainingDashboard.h") && __has_include("ui/DevicePicker.h") && \
     __has_include("ui/DatasetPanel.h") && __has_include("ui/TrainingSettingsPanel.h")

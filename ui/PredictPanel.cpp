@@ -23,12 +23,12 @@
 
 #include "core/backend/BackendRegistry.h"
 #include "core/data/Dataset.h"
-#include "core/export/ExportCheck.h"
-#include "core/export/ExportCommands.h"
+#include "core/infer/ExportCheck.h"
+#include "core/data/ImageFile.h"
 #include "core/export/ExportModel.h"
 #include "core/graph/Model.h"
 #include "ui/ExportDialog.h"
-#include "ui/ProjectDocument.h"
+#include "ui/base/ProjectDocument.h"
 
 namespace strata::ui {
 
@@ -408,61 +408,52 @@ QImage PredictPanel::sampleImage(int index) const {
 }
 
 std::vector<float> PredictPanel::imageToRawInput(const QImage& image, const Shape& inputShape, QString* error) {
-    int c = 0, h = 0, w = 0;
-    if (!imageDims(inputShape, c, h, w)) {
-        *error = tr("The model's input %1 is not an image ([C, H, W] with C = 1 or 3, or [H, W]).")
-                     .arg(q(inputShape.toString()));
-        return {};
-    }
     if (image.isNull()) {
         *error = tr("The image is empty.");
         return {};
     }
-    QImage fitted = image.size() == QSize(w, h)
-                        ? image
-                        : image.scaled(w, h, Qt::IgnoreAspectRatio, Qt::SmoothTransformation);
-    fitted = fitted.convertToFormat(c == 1 ? QImage::Format_Grayscale8 : QImage::Format_RGB888);
-    std::vector<float> out(size_t(c) * size_t(h) * size_t(w));
-    const size_t plane = size_t(h) * size_t(w);
-    for (int r = 0; r < h; ++r) {
-        const uchar* line = fitted.constScanLine(r);
-        for (int k = 0; k < w; ++k) {
-            const size_t i = size_t(r) * size_t(w) + size_t(k);
-            if (c == 1) {
-                out[i] = line[k];
-            } else {
-                for (int ch = 0; ch < 3; ++ch) out[size_t(ch) * plane + i] = line[3 * k + ch];
-            }
+    // The pixels as they are (gray when every pixel is); fitting them to the model is core's (ImageFile.h).
+    data::Image raw;
+    const bool gray = image.isGrayscale();
+    const QImage pixels = image.convertToFormat(gray ? QImage::Format_Grayscale8 : QImage::Format_RGB888);
+    raw.channels = gray ? 1 : 3;
+    raw.height = pixels.height();
+    raw.width = pixels.width();
+    raw.values.resize(size_t(raw.channels * raw.height * raw.width));
+    const size_t plane = size_t(raw.height * raw.width);
+    for (int r = 0; r < pixels.height(); ++r) {
+        const uchar* line = pixels.constScanLine(r);
+        for (int k = 0; k < pixels.width(); ++k) {
+            const size_t i = size_t(r) * size_t(raw.width) + size_t(k);
+            for (int ch = 0; ch < raw.channels; ++ch) raw.values[size_t(ch) * plane + i] = line[raw.channels * k + ch];
         }
     }
-    return out;
+    return fitToInput(raw, inputShape, error);
+}
+
+std::vector<float> PredictPanel::fitToInput(const data::Image& image, const Shape& inputShape, QString* error) {
+    try {
+        return data::fitImageToInput(image, inputShape).values;
+    } catch (const std::exception& e) {
+        QString what = q(e.what());
+        if (!what.isEmpty()) what[0] = what[0].toUpper();
+        *error = what + QLatin1Char('.');
+        return {};
+    }
 }
 
 std::vector<float> PredictPanel::readImageFile(const QString& path, const Shape& inputShape, QString* error) {
-    const QString suffix = QFileInfo(path).suffix().toLower();
-    if (suffix == QLatin1String("pgm") || suffix == QLatin1String("ppm") || suffix == QLatin1String("pnm")) {
-        PredictInputs in;
+    // The formats core decodes go through core, as `strata-train predict` reads them; Qt decodes the rest
+    // (JPEG, BMP, ...), and both are fitted to the model the same way.
+    if (data::isImageFileName(path.toStdString())) {
+        data::Image image;
         try {
-            in = readNetpbm(path.toStdString());
+            image = data::readImageFile(path.toStdString());
         } catch (const std::exception& e) {
             *error = q(e.what());
             return {};
         }
-        const int64_t channels = in.sampleDims[0], height = in.sampleDims[1], width = in.sampleDims[2];
-        int c = 0, h = 0, w = 0;
-        // Same size and channels: the file's values as they are (16-bit files keep their precision).
-        if (imageDims(inputShape, c, h, w) && c == channels && h == height && w == width) return in.values;
-        QImage img(int(width), int(height), QImage::Format_RGB32);
-        const int64_t plane = height * width;
-        for (int r = 0; r < img.height(); ++r) {
-            auto* line = reinterpret_cast<QRgb*>(img.scanLine(r));
-            for (int k = 0; k < img.width(); ++k) {
-                const int64_t i = int64_t(r) * width + k;
-                auto v = [&](int64_t ch) { return std::clamp(int(std::lround(in.values[size_t(ch * plane + i)])), 0, 255); };
-                line[k] = channels == 3 ? qRgb(v(0), v(1), v(2)) : qRgb(v(0), v(0), v(0));
-            }
-        }
-        return imageToRawInput(img, inputShape, error);
+        return fitToInput(image, inputShape, error);
     }
     QImage img(path);
     if (img.isNull()) {

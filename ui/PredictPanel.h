@@ -1,13 +1,13 @@
 // PredictPanel: inference in the workbench. Loads a model (the project's best
 // checkpoint, or any checkpoint or export file) and the project's validation
 // split; shows, for a validation sample picked by index or thumbnail or for an
-// image file (PGM/PPM through core's readNetpbm, PNG/JPEG through QImage,
-// turned into the raw values the data set holds and resized to the model's
-// input), the predicted class and a probability bar per class; and evaluates
+// image file (PNG/PGM/PPM decoded by core, other formats by QImage, and fitted
+// to the model's input by core/data/ImageFile as `strata-train predict` does),
+// the predicted class and a probability bar per class; and evaluates
 // the whole validation split into a colour-shaded confusion matrix with
 // per-class recall and the overall accuracy. Every forward pass runs on a
 // worker thread (QtConcurrent), one job at a time; the numbers come from
-// core/train/Evaluation.
+// core/infer/Evaluation.
 #pragma once
 
 #include <QFutureWatcher>
@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "core/tensor/Shape.h"
-#include "core/train/Evaluation.h"
+#include "core/infer/Evaluation.h"
 
 class QLabel;
 class QListWidget;
@@ -31,6 +31,10 @@ class QPushButton;
 class QSpinBox;
 class QTabWidget;
 class QTableWidget;
+
+namespace strata::data {
+struct Image;
+}
 
 namespace strata::ui {
 
@@ -46,7 +50,8 @@ public:
     // Raw model-input values (0..255 per channel, [C, H, W] planes) of an image for a model input of
     // `inputShape` ([C, H, W] or [H, W], C = 1 or 3), resized to fit. Empty with `error` set otherwise.
     static std::vector<float> imageToRawInput(const QImage& image, const Shape& inputShape, QString* error);
-    // Reads PGM/PPM with readNetpbm and anything else through QImage, then as imageToRawInput.
+    // Reads PNG, PGM and PPM as `strata-train predict` does (core/data/ImageFile.h) and anything else through
+    // QImage, then fits the image to the model as imageToRawInput.
     static std::vector<float> readImageFile(const QString& path, const Shape& inputShape, QString* error);
 
     bool isBusy() const;
@@ -85,6 +90,7 @@ signals:
     void failed(const QString& message);
 
 private:
+    static std::vector<float> fitToInput(const data::Image& image, const Shape& inputShape, QString* error);
     struct JobResult;
     void buildUi();
     void start(std::function<JobResult()> job);

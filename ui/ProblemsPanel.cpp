@@ -7,7 +7,7 @@
 #include <QTreeWidget>
 #include <QVBoxLayout>
 
-#include "ui/ProjectDocument.h"
+#include "ui/base/ProjectDocument.h"
 
 namespace strata::ui {
 

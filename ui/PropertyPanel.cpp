@@ -17,7 +17,7 @@
 
 #include "core/layers/LayerRegistry.h"
 #include "ui/GraphScene.h"
-#include "ui/ProjectDocument.h"
+#include "ui/base/ProjectDocument.h"
 
 namespace strata::ui {
 

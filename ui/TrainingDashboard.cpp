@@ -17,9 +17,9 @@
 
 #include "ui/ChartPanel.h"
 #include "ui/DevicePicker.h"
-#include "ui/EngineWorker.h"
-#include "ui/ProjectDocument.h"
-#include "ui/RunHistory.h"
+#include "ui/base/EngineWorker.h"
+#include "ui/base/ProjectDocument.h"
+#include "ui/base/RunHistory.h"
 
 namespace strata::ui {
 

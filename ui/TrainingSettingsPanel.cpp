@@ -20,7 +20,7 @@
 #include <qcustomplot.h>
 
 #include "core/train/LrSchedule.h"
-#include "ui/ProjectDocument.h"
+#include "ui/base/ProjectDocument.h"
 
 namespace strata::ui {
 

@@ -83,7 +83,8 @@ void Backend::maxPool2dReLUBackward(float* dx, const float* dy, const float* x, 
 Tensor Backend::empty(const Shape& shape, DType dtype) {
     const size_t bytes = static_cast<size_t>(shape.numel()) * dtypeSize(dtype);
     void* p = allocate(bytes == 0 ? 4 : bytes);
-    return Tensor(shape, dtype, std::make_shared<Storage>(this, p, bytes == 0 ? 4 : bytes));
+    const auto release = [](Backend* owner, void* ptr, size_t size) { owner->deallocate(ptr, size); };
+    return Tensor(shape, dtype, std::make_shared<Storage>(this, device(), p, bytes == 0 ? 4 : bytes, release));
 }
 
 Tensor Backend::zeros(const Shape& shape, DType dtype) {

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "core/backend/Backend.h"
-#include "core/train/TrainingObserver.h"
+#include "core/backend/Telemetry.h"
 
 namespace strata {
 

@@ -8,7 +8,7 @@
 #include <fstream>
 #include <iterator>
 
-#include "core/export/FormatError.h"
+#include "core/io/FormatError.h"
 
 namespace strata::data {
 

@@ -6,10 +6,13 @@
 #include <set>
 #include <stdexcept>
 
+#include "core/backend/BackendRegistry.h"
+#include "core/data/Dataset.h"
 #include "core/export/Gguf.h"
-#include "core/export/Half.h"
+#include "core/io/Half.h"
 #include "core/export/Onnx.h"
-#include "core/export/Safetensors.h"
+#include "core/io/Safetensors.h"
+#include "core/graph/Model.h"
 #include "core/layers/LayerRegistry.h"
 
 namespace strata {
@@ -202,6 +205,19 @@ void checkExportWeights(const ExportModel& model, const std::vector<ExportParame
     }
     for (const auto& [name, values] : model.weights)
         if (!expected.count(name)) throw std::runtime_error("tensor '" + name + "' is not a parameter of the graph");
+}
+
+ExportModel untrainedExportModel(const Project& project, const std::string& projectPath) {
+    ExportModel m;
+    m.project = project;
+    auto backend = backendRegistry().create(Device::cpu(), 1);
+    auto model = compile(project.graph, *backend, project.training.seed);
+    m.weights = modelWeights(*model);
+    const DatasetBundle data = loadDataset(project.dataset, projectPath);
+    m.normalization = checkpointNormalizationOf(data.normalization);
+    m.classNames = data.classNames;
+    m.vocabulary = data.vocabulary;
+    return m;
 }
 
 ExportModel exportModelFromCheckpoint(const Checkpoint& c) {

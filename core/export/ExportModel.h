@@ -39,6 +39,9 @@ std::vector<ExportParameter> exportParameters(const Graph& graph);
 void checkExportWeights(const ExportModel& model, const std::vector<ExportParameter>& params);
 
 ExportModel exportModelFromCheckpoint(const Checkpoint& checkpoint);
+// A project's model with its seeded initial weights (compiled on the CPU), and the normalization, class names
+// and vocabulary of its dataset (`projectPath` resolves the dataset's relative paths).
+ExportModel untrainedExportModel(const Project& project, const std::string& projectPath);
 
 // Per-feature statistics (CSV 'standardize') must hold one mean and one std per input value of the
 // graph, each std positive; throws std::runtime_error naming the sizes or the feature otherwise.

@@ -1,6 +1,6 @@
 #include "core/export/Gguf.h"
 
-#include "core/export/FileIo.h"
+#include "core/io/FileIo.h"
 
 #include <unistd.h>
 
@@ -14,7 +14,7 @@
 #include <map>
 #include <stdexcept>
 
-#include "core/export/Half.h"
+#include "core/io/Half.h"
 
 namespace strata {
 

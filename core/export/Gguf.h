@@ -40,7 +40,7 @@
 #include <string>
 #include <vector>
 
-#include "core/export/FormatError.h"
+#include "core/io/FormatError.h"
 #include "core/tensor/Shape.h"
 
 namespace strata {

@@ -1,6 +1,6 @@
 #include "core/export/Onnx.h"
 
-#include "core/export/FileIo.h"
+#include "core/io/FileIo.h"
 
 #include <unistd.h>
 

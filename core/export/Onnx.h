@@ -25,8 +25,8 @@
 #include <vector>
 
 #include "core/export/ExportModel.h"
-#include "core/export/FormatError.h"
-#include "core/export/Safetensors.h"
+#include "core/io/FormatError.h"
+#include "core/io/Safetensors.h"
 
 namespace strata {
 

@@ -3,8 +3,6 @@
 #include <stdexcept>
 #include <string>
 
-#include "core/backend/Backend.h"
-
 namespace strata {
 
 size_t dtypeSize(DType t) {
@@ -81,10 +79,10 @@ std::string Device::toString() const {
 }
 
 Storage::~Storage() {
-    if (m_backend && m_ptr) m_backend->deallocate(m_ptr, m_bytes);
+    if (m_release && m_ptr) m_release(m_backend, m_ptr, m_bytes);
 }
 
-Device Tensor::device() const { return m_storage ? m_storage->backend()->device() : Device::cpu(); }
+Device Tensor::device() const { return m_storage ? m_storage->device() : Device::cpu(); }
 
 float* Tensor::f32() const {
     if (m_dtype != DType::F32) throw std::logic_error(std::string("tensor is ") + dtypeName(m_dtype) + ", not f32");

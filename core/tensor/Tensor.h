@@ -13,10 +13,13 @@ namespace strata {
 
 class Backend;
 
-// A block of backend memory; freed through its backend when the last Tensor goes.
+// A block of backend memory; freed through its backend when the last Tensor goes. The backend frees it
+// through `release`, so this folder needs no Backend definition (tensor/ sits below backend/).
 class Storage {
 public:
-    Storage(Backend* backend, void* ptr, size_t bytes) : m_backend(backend), m_ptr(ptr), m_bytes(bytes) {}
+    using Release = void (*)(Backend* backend, void* ptr, size_t bytes);
+    Storage(Backend* backend, Device device, void* ptr, size_t bytes, Release release)
+        : m_backend(backend), m_device(device), m_ptr(ptr), m_bytes(bytes), m_release(release) {}
     ~Storage();
     Storage(const Storage&) = delete;
     Storage& operator=(const Storage&) = delete;
@@ -24,11 +27,14 @@ public:
     void* data() const { return m_ptr; }
     size_t bytes() const { return m_bytes; }
     Backend* backend() const { return m_backend; }
+    Device device() const { return m_device; }
 
 private:
     Backend* m_backend;
+    Device m_device;
     void* m_ptr;
     size_t m_bytes;
+    Release m_release;
 };
 
 class Tensor {

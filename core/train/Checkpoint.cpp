@@ -4,7 +4,8 @@
 #include <limits>
 #include <stdexcept>
 
-#include "core/export/Safetensors.h"
+#include "core/io/Safetensors.h"
+#include "core/data/Dataset.h"
 #include "core/graph/Model.h"
 
 namespace strata {
@@ -146,6 +147,17 @@ void checkFeatureCount(const std::vector<float>& values, const CheckpointNormali
 }
 
 }  // namespace
+
+CheckpointNormalization checkpointNormalizationOf(const Normalization& n) {
+    CheckpointNormalization c;
+    c.mode = n.mode;
+    c.scale = n.scale;
+    c.mean = n.mean;
+    c.std = n.std;
+    c.featureMean = n.featureMean;
+    c.featureStd = n.featureStd;
+    return c;
+}
 
 void applyNormalization(std::vector<float>& values, const CheckpointNormalization& n) {
     if (n.mode == "none") return;

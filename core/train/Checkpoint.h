@@ -18,6 +18,7 @@
 namespace strata {
 
 class Model;
+struct Normalization;
 
 struct CheckpointNormalization {
     std::string mode = "none";  // x' = (x*scale - mean)/std applied to raw data-file values
@@ -26,6 +27,9 @@ struct CheckpointNormalization {
     std::vector<float> featureMean, featureStd;
     bool operator==(const CheckpointNormalization&) const = default;
 };
+
+// The dataset's Normalization in the form checkpoints and exports store it (per-feature statistics kept).
+CheckpointNormalization checkpointNormalizationOf(const Normalization& n);
 
 // Raw data-file values -> model inputs: x' = (x*scale - mean)/std (the float expression
 // loadDataset uses, so both give identical inputs), or (x - featureMean[j])/featureStd[j] for

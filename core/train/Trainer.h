@@ -1,6 +1,10 @@
 // Trainer: the training loop. Runs on the engine thread; everything it
 // reports goes through a TrainingObserver. Pause, resume, stop and
 // save-now are requests (thread-safe) checked between steps.
+//
+// The loop is Trainer.cpp; where batches come from and how they reach the device is BatchStager; which
+// checkpoint files are written and what a run's progress is, CheckpointPolicy; device telemetry,
+// TelemetrySampler.
 #pragma once
 
 #include <atomic>
@@ -10,6 +14,7 @@
 #include <string>
 
 #include "core/graph/Project.h"
+#include "core/train/ResidentData.h"
 #include "core/train/TrainingObserver.h"
 
 namespace strata {
@@ -27,12 +32,8 @@ struct TrainerOptions {
     // number of finite steps in a row after which it doubles. PyTorch's GradScaler defaults.
     float initialLossScale = 65536.0f;
     int lossScaleGrowthInterval = 2000;
-    // Training data held in backend memory: each batch is gathered there by index (Backend::gatherRows)
-    // in the order a DataLoader would give, instead of being cut on the host and uploaded, so host memory
-    // bandwidth cannot hold back a fast GPU. Auto: on a device other than the CPU (where the loader's
-    // worker thread already overlaps the step), when the split has no augmentation and fits in
-    // residentDataMaxBytes. On: wherever possible (tests); Off: never.
-    enum class ResidentData { Auto, On, Off };
+    // Training data held in backend memory (ResidentData.h says when Auto chooses it).
+    using ResidentData = ::strata::ResidentData;
     ResidentData residentData = ResidentData::Auto;
     int64_t residentDataMaxBytes = int64_t(4) << 30;
 };

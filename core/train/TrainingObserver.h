@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <string>
 
+#include "core/backend/Telemetry.h"
+
 namespace strata {
 
 struct StepEvent {
@@ -34,16 +36,6 @@ struct EpochEvent {
     double seconds = 0;
     double samplesPerSecond = 0;
     bool best = false;  // best epoch so far by the early-stopping metric
-};
-
-struct TelemetryEvent {
-    std::string device;  // "cpu", "cuda:0"
-    bool available = true;  // false: "unavailable" (reported once)
-    std::string reason;     // why unavailable
-    double utilizationPercent = 0;
-    double memoryUsedBytes = 0, memoryTotalBytes = 0;
-    double temperatureC = -1, powerWatts = -1, smClockMHz = -1;  // -1: not reported by this device
-    double timeSeconds = 0;  // since the run started
 };
 
 struct CheckpointEvent {

@@ -12,7 +12,7 @@
 
 #include "core/train/LrSchedule.h"
 #include "ui/DatasetPanel.h"
-#include "ui/ProjectDocument.h"
+#include "ui/base/ProjectDocument.h"
 #include "ui/TrainingSettingsPanel.h"
 
 using namespace strata;

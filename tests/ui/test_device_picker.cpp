@@ -10,7 +10,7 @@
 
 #include "core/backend/BackendRegistry.h"
 #include "ui/DevicePicker.h"
-#include "ui/ProjectDocument.h"
+#include "ui/base/ProjectDocument.h"
 #include "ui/TrainingDashboard.h"
 
 using namespace strata;

@@ -22,13 +22,13 @@
 
 #include <cmath>
 
-#include "core/export/OnnxRunner.h"
+#include "core/infer/OnnxRunner.h"
 #include "core/train/Trainer.h"
 #include "tests/support/TestBackends.h"
 #include "ui/ExportDialog.h"
 #include "ui/MainWindow.h"
 #include "ui/PredictPanel.h"
-#include "ui/ProjectDocument.h"
+#include "ui/base/ProjectDocument.h"
 
 using namespace strata;
 using namespace strata::ui;

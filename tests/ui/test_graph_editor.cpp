@@ -25,9 +25,9 @@
 #include "ui/LayerPalette.h"
 #include "ui/NodeItem.h"
 #include "ui/ProblemsPanel.h"
-#include "ui/ProjectDocument.h"
+#include "ui/base/ProjectDocument.h"
 #include "ui/PropertyPanel.h"
-#include "ui/Templates.h"
+#include "ui/base/Templates.h"
 
 using namespace strata;
 using namespace strata::ui;

@@ -21,8 +21,8 @@
 #include "ui/LayerPalette.h"
 #include "ui/MainWindow.h"
 #include "ui/ProblemsPanel.h"
-#include "ui/ProjectDocument.h"
-#include "ui/Templates.h"
+#include "ui/base/ProjectDocument.h"
+#include "ui/base/Templates.h"
 
 using namespace strata;
 using namespace strata::ui;

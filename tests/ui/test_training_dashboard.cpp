@@ -12,9 +12,9 @@
 #include <QTest>
 
 #include "ui/ChartPanel.h"
-#include "ui/EngineWorker.h"
-#include "ui/ProjectDocument.h"
-#include "ui/RunHistory.h"
+#include "ui/base/EngineWorker.h"
+#include "ui/base/ProjectDocument.h"
+#include "ui/base/RunHistory.h"
 #include "ui/TrainingDashboard.h"
 
 using namespace strata;

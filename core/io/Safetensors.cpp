@@ -1,6 +1,6 @@
-#include "core/export/Safetensors.h"
+#include "core/io/Safetensors.h"
 
-#include "core/export/FileIo.h"
+#include "core/io/FileIo.h"
 
 #include <unistd.h>
 
@@ -14,7 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
-#include "core/export/Half.h"
+#include "core/io/Half.h"
 
 static_assert(std::endian::native == std::endian::little, "the export formats assume a little-endian host");
 

@@ -1,4 +1,4 @@
-#include "core/export/OnnxRunner.h"
+#include "core/infer/OnnxRunner.h"
 
 #include <algorithm>
 #include <cstring>

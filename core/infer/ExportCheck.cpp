@@ -1,4 +1,4 @@
-#include "core/export/ExportCheck.h"
+#include "core/infer/ExportCheck.h"
 
 #include <algorithm>
 #include <cmath>
@@ -9,9 +9,9 @@
 #include "core/data/Dataset.h"
 #include "core/export/Gguf.h"
 #include "core/export/Onnx.h"
-#include "core/export/OnnxRunner.h"
+#include "core/infer/OnnxRunner.h"
 #include "core/graph/Model.h"
-#include "core/train/Evaluation.h"
+#include "core/infer/Evaluation.h"
 
 namespace strata {
 

@@ -47,6 +47,11 @@ public:
     EvaluationCancelled() : std::runtime_error("evaluation cancelled") {}
 };
 
+// Predictions from outputs already computed (e.g. by another runtime): probabilities are the outputs when
+// `outputsAreProbabilities` (the graph ends in a Softmax), else their softmax.
+Predictions predictionsFromOutputs(std::vector<float> outputs, int64_t count, int classes,
+                                   bool outputsAreProbabilities);
+
 // Runs `count` samples (in the model's input layout, already normalized) through the model in inference mode,
 // `batchSize` at a time. Throws std::invalid_argument when count, batchSize or the model's output do not fit.
 Predictions predictSamples(Model& model, const float* inputs, int64_t count, int batchSize = 256,
@@ -81,7 +86,5 @@ struct SplitEvaluation {
 SplitEvaluation evaluateSplit(Model& model, const DataSplit& split, int64_t limit = 0, int batchSize = 256,
                               const EvaluationProgress& progress = {});
 
-// The dataset's Normalization in the form checkpoints and exports store it (per-feature statistics kept).
-CheckpointNormalization checkpointNormalizationOf(const Normalization& n);
 
 }  // namespace strata

@@ -1,5 +1,5 @@
 // Templates: ready-made projects built in code.
-#include "ui/Templates.h"
+#include "ui/base/Templates.h"
 
 #include <QObject>
 

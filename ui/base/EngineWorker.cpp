@@ -1,5 +1,5 @@
 // EngineWorker: the engine side of the GUI (see EngineWorker.h).
-#include "ui/EngineWorker.h"
+#include "ui/base/EngineWorker.h"
 
 #include <chrono>
 #include <exception>

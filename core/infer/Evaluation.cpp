@@ -1,4 +1,4 @@
-#include "core/train/Evaluation.h"
+#include "core/infer/Evaluation.h"
 
 #include <algorithm>
 #include <cmath>
@@ -63,7 +63,19 @@ Predictions predictSamples(Model& model, const float* inputs, int64_t count, int
         backend.toHost(y, p.outputs.data() + start * classes);
         if (progress && !progress(start + n, count)) throw EvaluationCancelled();
     }
-    p.probabilities = graphEndsInSoftmax(model.graph()) ? p.outputs : softmaxRows(p.outputs.data(), count, classes);
+    return predictionsFromOutputs(std::move(p.outputs), count, p.classes, graphEndsInSoftmax(model.graph()));
+}
+
+Predictions predictionsFromOutputs(std::vector<float> outputs, int64_t count, int classes,
+                                   bool outputsAreProbabilities) {
+    if (count < 0 || classes < 1 || static_cast<int64_t>(outputs.size()) != count * classes)
+        throw std::invalid_argument("predictionsFromOutputs: " + std::to_string(outputs.size()) + " outputs for " +
+                                    std::to_string(count) + " samples of " + std::to_string(classes) + " classes");
+    Predictions p;
+    p.count = count;
+    p.classes = classes;
+    p.outputs = std::move(outputs);
+    p.probabilities = outputsAreProbabilities ? p.outputs : softmaxRows(p.outputs.data(), count, classes);
     p.predicted = argmaxRows(p.outputs.data(), count, classes);
     return p;
 }
@@ -136,17 +148,6 @@ SplitEvaluation evaluateSplit(Model& model, const DataSplit& split, int64_t limi
     const std::vector<int32_t> labels(split.labels.begin(), split.labels.begin() + count);
     e.confusion = confusionMatrix(labels, e.predictions.predicted, e.predictions.classes);
     return e;
-}
-
-CheckpointNormalization checkpointNormalizationOf(const Normalization& n) {
-    CheckpointNormalization c;
-    c.mode = n.mode;
-    c.scale = n.scale;
-    c.mean = n.mean;
-    c.std = n.std;
-    c.featureMean = n.featureMean;
-    c.featureStd = n.featureStd;
-    return c;
 }
 
 }  // namespace strata

@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "core/export/FormatError.h"
+#include "core/io/FormatError.h"
 #include "core/tensor/DType.h"
 #include "core/tensor/Shape.h"
 

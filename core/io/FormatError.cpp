@@ -1,4 +1,4 @@
-#include "core/export/FormatError.h"
+#include "core/io/FormatError.h"
 
 namespace strata {
 

@@ -1,5 +1,5 @@
 // ProjectDocument: the open project, its analysis and its undo stack.
-#include "ui/ProjectDocument.h"
+#include "ui/base/ProjectDocument.h"
 
 #include <QFileInfo>
 #include <QSet>
@@ -11,7 +11,7 @@
 #include <map>
 
 #include "core/layers/LayerRegistry.h"
-#include "ui/UndoCommands.h"
+#include "ui/base/UndoCommands.h"
 
 namespace strata::ui {
 

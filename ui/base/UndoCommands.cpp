@@ -1,7 +1,7 @@
 // Undo commands for ProjectDocument edits.
-#include "ui/UndoCommands.h"
+#include "ui/base/UndoCommands.h"
 
-#include "ui/ProjectDocument.h"
+#include "ui/base/ProjectDocument.h"
 
 namespace strata::ui {
 

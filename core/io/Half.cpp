@@ -1,4 +1,4 @@
-#include "core/export/Half.h"
+#include "core/io/Half.h"
 
 #include <bit>
 #include <cmath>

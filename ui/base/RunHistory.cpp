@@ -1,5 +1,5 @@
 // RunHistory: see RunHistory.h.
-#include "ui/RunHistory.h"
+#include "ui/base/RunHistory.h"
 
 #include <QAtomicInteger>
 #include <QDir>

@@ -1,4 +1,4 @@
-#include "core/export/FileIo.h"
+#include "core/io/FileIo.h"
 
 #include <unistd.h>
 
@@ -7,7 +7,7 @@
 #include <fstream>
 #include <stdexcept>
 
-#include "core/export/FormatError.h"
+#include "core/io/FormatError.h"
 
 namespace strata {
 

@@ -1,0 +1,30 @@
+// strata-train's `export` and `predict` commands. app/strata_train.cpp passes the arguments after the command
+// word; output goes to `out`, errors to `err`. The work is done by core (export/, infer/); these parse the
+// options and print.
+//
+//   export PROJECT_OR_CHECKPOINT --format onnx|gguf|safetensors [--quantize q8_0|f16]
+//          [--opset N] [--no-normalization] [--untrained] -o FILE
+//     A checkpoint file, or a checkpoint folder (its best checkpoint), or a project
+//     file (its training.checkpointDir's best checkpoint; with --untrained, the
+//     seeded initial weights).
+//   predict MODEL_FILE INPUT [--top K] [--count N] [--labels IDX_LABELS] [--quiet] [--runtime strata|opencv]
+//     MODEL_FILE: checkpoint file or folder, .safetensors / .gguf / .onnx export (core/infer/Predict.h says
+//     which runtime runs an .onnx file). INPUT: IDX images (gzipped or raw; the first N), a CSV file (header
+//     row; the project's label column, when present, is shown and not fed to the model; text projects
+//     tokenize the text column), or a PNG / PGM / PPM image, fitted to the model's input as the Predict dock
+//     does (core/data/ImageFile.h: channels converted, size resized, each said in a line). Raw values are
+//     normalized as in training; prints the top K classes with probabilities, and "accuracy X% on N
+//     samples" when labels are known (the CSV's label column, or --labels with an IDX label file for IDX
+//     images). --quiet prints only that summary.
+#pragma once
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace strata {
+
+int runExportCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int runPredictCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+
+}  // namespace strata

@@ -1,0 +1,116 @@
+// strata-train predict: options parsed and results printed here; reading the inputs and running the model is
+// core/infer/Predict's.
+#include <algorithm>
+#include <filesystem>
+#include <iomanip>
+#include <numeric>
+
+#include "app/CliArgs.h"
+#include "app/CliCommands.h"
+#include "core/infer/Predict.h"
+
+namespace strata {
+
+namespace {
+
+using cli::UsageError;
+
+const char* kPredictUsage =
+    "usage: strata-train predict MODEL_FILE INPUT [--top K] [--count N] [--labels IDX_LABELS] [--quiet]\n"
+    "                            [--runtime strata|opencv]\n";
+
+// Samples per forward pass: bounds the activations (a CNN on 10,000 images at once would need gigabytes).
+constexpr int kPredictBatch = 256;
+
+int predictCommand(const std::vector<std::string>& args, std::ostream& out) {
+    std::string modelPath, inputPath, labelsPath, runtimeName;
+    int top = 3, count = 5;
+    bool quiet = false;
+    for (size_t i = 0; i < args.size(); ++i) {
+        const std::string& a = args[i];
+        auto value = [&]() -> const std::string& {
+            if (i + 1 >= args.size()) throw UsageError(a + " needs a value");
+            return args[++i];
+        };
+        if (a == "--top") top = cli::parseInt(a, value(), 1, 1000000);
+        else if (a == "--count") count = cli::parseInt(a, value(), 1, 100000000);
+        else if (a == "--labels") labelsPath = value();
+        else if (a == "--quiet") quiet = true;
+        else if (a == "--runtime") runtimeName = value();
+        else if (!a.empty() && a[0] == '-') throw UsageError("unknown option " + a);
+        else if (modelPath.empty()) modelPath = a;
+        else if (inputPath.empty()) inputPath = a;
+        else throw UsageError("unexpected argument '" + a + "'");
+    }
+    if (modelPath.empty() || inputPath.empty()) throw UsageError("predict needs MODEL_FILE and INPUT");
+    PredictRuntime runtime = PredictRuntime::Auto;
+    if (runtimeName == "strata") runtime = PredictRuntime::Strata;
+    else if (runtimeName == "opencv") runtime = PredictRuntime::OpenCv;
+    else if (!runtimeName.empty()) throw UsageError("--runtime: '" + runtimeName + "' is not strata or opencv");
+    if (runtime == PredictRuntime::OpenCv && std::filesystem::path(modelPath).extension() != ".onnx")
+        throw UsageError("--runtime opencv runs .onnx files; " + modelPath + " is not one");
+    const auto predictor = std::make_unique<Predictor>(modelPath, runtime);
+    const Shape& inShape = predictor->inputShape();
+
+    PredictInputs in = readPredictInputs(inputPath, predictor->model(), inShape, count);
+    for (const std::string& note : in.notes) out << note << "\n";
+    if (!labelsPath.empty()) {
+        if (!in.labels.empty()) throw UsageError("--labels: " + inputPath + " holds its own labels");
+        in.labels = readIdxLabels(labelsPath, in.count);
+    }
+    const int64_t per = std::accumulate(in.sampleDims.begin(), in.sampleDims.end(), int64_t{1}, std::multiplies<>());
+    if (per != inShape.numel())
+        throw std::runtime_error(inputPath + ": samples of shape " + Shape(in.sampleDims).toString() + " (" +
+                                 std::to_string(per) + " values) do not fit the model input " + inShape.toString());
+    if (in.count == 0) throw std::runtime_error(inputPath + ": no samples");
+
+    const Predictions p = predictor->run(std::move(in.values), in.count, kPredictBatch);
+    out << "model " << modelPath << " (" << predictor->model().project.name << "), input " << inputPath << ": "
+        << in.count << " sample(s)\n";
+    out << predictor->runtimeDescription() << "\n";
+    const size_t classes = static_cast<size_t>(p.classes);
+    int64_t labelled = 0, correct = 0;
+    std::vector<size_t> idx(classes);
+    for (int64_t s = 0; s < in.count; ++s) {
+        const float* prob = p.probabilitiesOf(s);
+        const bool hasLabel = static_cast<size_t>(s) < in.labels.size();
+        if (hasLabel) {
+            ++labelled;
+            if (predictor->labelIsClass(in.labels[static_cast<size_t>(s)],
+                                        static_cast<size_t>(p.predicted[static_cast<size_t>(s)])))
+                ++correct;
+        }
+        if (quiet) continue;
+        std::iota(idx.begin(), idx.end(), size_t{0});
+        const size_t k = std::min<size_t>(static_cast<size_t>(top), classes);
+        std::partial_sort(idx.begin(), idx.begin() + static_cast<long>(k), idx.end(),
+                          [&](size_t a, size_t b) { return prob[a] > prob[b] || (prob[a] == prob[b] && a < b); });
+        out << "sample " << s;
+        if (hasLabel) out << " (label " << in.labels[static_cast<size_t>(s)] << ")";
+        out << ":";
+        for (size_t j = 0; j < k; ++j)
+            out << (j ? ", " : " ") << predictor->className(idx[j]) << " " << std::fixed << std::setprecision(4)
+                << prob[idx[j]];
+        out << "\n";
+    }
+    if (labelled > 0)
+        out << "accuracy " << std::fixed << std::setprecision(2) << 100.0 * double(correct) / double(labelled)
+            << "% on " << labelled << " samples (" << correct << " correct)\n";
+    return 0;
+}
+
+}  // namespace
+
+int runPredictCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+    try {
+        return predictCommand(args, out);
+    } catch (const UsageError& e) {
+        err << "strata-train predict: " << e.what() << "\n" << kPredictUsage;
+        return 2;
+    } catch (const std::exception& e) {
+        err << "strata-train predict: " << e.what() << "\n";
+        return 1;
+    }
+}
+
+}  // namespace strata

@@ -1,0 +1,217 @@
+#include "core/infer/Predict.h"
+
+#include <zlib.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <stdexcept>
+
+#include "core/backend/BackendRegistry.h"
+#include "core/data/CsvReader.h"
+#include "core/data/Dataset.h"
+#include "core/data/IdxReader.h"
+#include "core/data/ImageFile.h"
+#include "core/graph/Model.h"
+#include "core/infer/ExportCheck.h"
+#include "core/infer/OnnxRunner.h"
+
+namespace strata {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+PredictInputs readIdxImages(const std::string& path, int64_t limit) {
+    const data::IdxArray a = data::readIdxU8(path, 3);
+    PredictInputs in;
+    in.count = std::min<int64_t>(a.dims[0], limit);
+    in.sampleDims = {a.dims[1], a.dims[2]};
+    const size_t n = static_cast<size_t>(in.count * a.dims[1] * a.dims[2]);
+    in.values.assign(a.data(), a.data() + n);
+    return in;
+}
+
+PredictInputs readTextCsv(const std::vector<data::CsvRecord>& rows, const DatasetSettings& ds, const std::vector<std::string>& vocab, int64_t limit) {
+    // "label,text" rows like the training file; an optional header row is skipped.
+    std::map<std::string, int32_t> ids;
+    for (size_t i = 0; i < vocab.size(); ++i) ids[vocab[i]] = static_cast<int32_t>(i);
+    PredictInputs in;
+    in.sampleDims = {ds.maxTokens};
+    for (const data::CsvRecord& r : rows) {
+        if (in.count >= limit) break;
+        if (r.line == rows.front().line && r.fields.size() >= 2 && r.fields[0] == "label" && r.fields[1] == "text")
+            continue;
+        const std::string text = r.fields.size() >= 2 ? r.fields[1] : r.fields[0];
+        if (r.fields.size() >= 2) in.labels.push_back(r.fields[0]);
+        std::vector<float> sample(static_cast<size_t>(ds.maxTokens), 0.f);
+        const std::vector<std::string> toks = tokenizeText(text, ds.tokenizer);
+        for (size_t k = 0; k < toks.size() && k < sample.size(); ++k) {
+            auto it = ids.find(toks[k]);
+            sample[k] = it == ids.end() ? 1.f : static_cast<float>(it->second);
+        }
+        in.values.insert(in.values.end(), sample.begin(), sample.end());
+        ++in.count;
+    }
+    return in;
+}
+
+PredictInputs readCsvInputs(const std::string& path, const Project& project, const std::vector<std::string>& vocab,
+                            int64_t limit) {
+    const std::vector<data::CsvRecord> rows = data::readCsvFile(path);
+    if (rows.empty()) throw std::runtime_error(path + ": no rows");
+    const DatasetSettings& ds = project.dataset;
+    if (ds.kind == "text") return readTextCsv(rows, ds, vocab, limit);
+    const std::vector<std::string>& header = rows.front().fields;
+    int labelCol = -1;
+    for (size_t i = 0; i < header.size(); ++i)
+        if (header[i] == ds.labelColumn) labelCol = static_cast<int>(i);
+    PredictInputs in;
+    in.sampleDims = {static_cast<int64_t>(header.size()) - (labelCol >= 0 ? 1 : 0)};
+    for (size_t r = 1; r < rows.size() && in.count < limit; ++r) {
+        const data::CsvRecord& row = rows[r];
+        if (row.fields.size() != header.size())
+            throw std::runtime_error(path + ": line " + std::to_string(row.line) + ": " +
+                                     std::to_string(row.fields.size()) + " fields, the header has " +
+                                     std::to_string(header.size()));
+        for (size_t c = 0; c < row.fields.size(); ++c) {
+            if (static_cast<int>(c) == labelCol) {
+                in.labels.push_back(row.fields[c]);
+                continue;
+            }
+            const std::string& f = row.fields[c];
+            char* end = nullptr;
+            const float v = std::strtof(f.c_str(), &end);
+            if (f.empty() || end != f.c_str() + f.size())
+                throw std::runtime_error(path + ": line " + std::to_string(row.line) + ": column '" + header[c] +
+                                         "' holds '" + f + "', not a number");
+            in.values.push_back(v);
+        }
+        ++in.count;
+    }
+    return in;
+}
+
+PredictInputs readImageInputs(const std::string& path, const Shape& inputShape) {
+    const data::Image image = data::readImageFile(path);
+    data::FittedImage fit;
+    try {
+        fit = data::fitImageToInput(image, inputShape);
+    } catch (const std::invalid_argument& e) {
+        throw std::runtime_error(path + ": " + e.what());
+    }
+    PredictInputs in;
+    in.count = 1;
+    in.sampleDims = inputShape.dims();
+    in.values = std::move(fit.values);
+    in.notes = std::move(fit.notes);
+    return in;
+}
+
+}  // namespace
+
+bool isIdxImages(const std::string& path) {
+    gzFile f = gzopen(path.c_str(), "rb");
+    if (!f) return false;
+    unsigned char b[4] = {};
+    const int n = gzread(f, b, 4);
+    gzclose(f);
+    return n == 4 && b[0] == 0 && b[1] == 0 && b[2] == 0x08 && b[3] == 3;
+}
+
+std::vector<std::string> readIdxLabels(const std::string& path, int64_t count) {
+    const data::IdxArray a = data::readIdxU8(path, 1);
+    if (a.dims[0] < count)
+        throw std::runtime_error(path + ": " + std::to_string(a.dims[0]) + " labels for " + std::to_string(count) +
+                                 " samples");
+    std::vector<std::string> labels;
+    for (int64_t i = 0; i < count; ++i) labels.push_back(std::to_string(a.data()[i]));
+    return labels;
+}
+
+PredictInputs readPredictInputs(const std::string& path, const ExportModel& model, const Shape& inputShape,
+                                int64_t limit) {
+    if (data::isImageFileName(path)) return readImageInputs(path, inputShape);
+    if (isIdxImages(path)) return readIdxImages(path, limit);
+    return readCsvInputs(path, model.project, model.vocabulary, limit);
+}
+
+Predictor::Predictor(const std::string& modelPath, PredictRuntime runtime)
+    : m_path(modelPath), m_runtime(runtime), m_runtimeLine("runtime: Strata CPU backend") {
+    const bool onnxFile = fs::path(modelPath).extension() == ".onnx";
+    if (runtime == PredictRuntime::OpenCv && !onnxFile)
+        throw std::invalid_argument("--runtime opencv runs .onnx files; " + modelPath + " is not one");
+    m_file = loadModelFile(modelPath);
+    m_backend = backendRegistry().create(Device::cpu(), 0);
+    m_model = compileExportModel(m_file, *m_backend);
+    if (!onnxFile || runtime == PredictRuntime::Strata) return;
+    if (runtime == PredictRuntime::OpenCv || onnxRunnerAvailable()) {
+        try {
+            m_runner = std::make_unique<OnnxRunner>(modelPath);
+        } catch (const OnnxRunError& e) {
+            if (runtime == PredictRuntime::OpenCv) throw;
+            m_runtimeLine += " on the file's weights and embedded project; the ONNX graph was not executed: " +
+                             onnxRunnerName() + " cannot run it (" + e.reason() + ")";
+        }
+    } else {
+        m_runtimeLine += " on the file's weights and embedded project; the ONNX graph was not executed: this build "
+                         "has no OpenCV DNN (STRATA_OPENCV)";
+    }
+    if (m_runner) {
+        const int64_t per = inputShape().numel();
+        if (m_runner->inputSize() != per)
+            throw std::runtime_error(modelPath + ": the ONNX graph takes " + std::to_string(m_runner->inputSize()) +
+                                     " values per sample, the project's model " + std::to_string(per));
+        m_runtimeLine = "runtime: " + onnxRunnerName() + " (ran the ONNX graph)";
+    }
+}
+
+Predictor::~Predictor() = default;
+
+const Shape& Predictor::inputShape() const { return m_model->inputShape(); }
+int Predictor::classes() const { return static_cast<int>(m_model->outputShape().numel()); }
+
+std::string Predictor::className(size_t k) const {
+    const std::vector<std::string>& names = m_file.classNames;
+    return k < names.size() && !names[k].empty() ? names[k] : "class " + std::to_string(k);
+}
+
+bool Predictor::labelIsClass(const std::string& label, size_t k) const {
+    return label == std::to_string(k) || (k < m_file.classNames.size() && label == m_file.classNames[k]);
+}
+
+Predictions Predictor::run(std::vector<float> raw, int64_t count, int batchSize) {
+    const int64_t per = inputShape().numel();
+    if (count < 0 || static_cast<int64_t>(raw.size()) != count * per)
+        throw std::invalid_argument("Predictor::run: " + std::to_string(raw.size()) + " values for " +
+                                    std::to_string(count) + " samples of " + std::to_string(per));
+    // An ONNX graph that normalizes its input itself takes the raw values.
+    std::vector<float> onnxInputs;
+    if (m_runner && m_runner->normalizationInGraph()) onnxInputs = raw;
+    applyNormalization(raw, m_file.normalization);
+    if (m_runner) {
+        const std::vector<float>& x = m_runner->normalizationInGraph() ? onnxInputs : raw;
+        std::vector<float> outputs;
+        try {
+            outputs = m_runner->run(x.data(), count, batchSize);
+        } catch (const OnnxRunError& e) {
+            if (m_runtime == PredictRuntime::OpenCv) throw;
+            m_runner.reset();
+            m_runtimeLine = "runtime: Strata CPU backend on the file's weights and embedded project; the ONNX graph "
+                            "was not executed: " + onnxRunnerName() + " failed to run it (" + e.reason() + ")";
+        }
+        if (m_runner) {
+            const int64_t classes = m_model->outputShape().numel();
+            if (static_cast<int64_t>(outputs.size()) != count * classes)
+                throw std::runtime_error(m_path + ": the ONNX graph gives " + std::to_string(outputs.size()) +
+                                         " values for " + std::to_string(count) + " samples, the project's model " +
+                                         m_model->outputShape().toString() + " per sample");
+            return predictionsFromOutputs(std::move(outputs), count, static_cast<int>(classes),
+                                          graphEndsInSoftmax(m_file.project.graph));
+        }
+    }
+    return predictSamples(*m_model, raw.data(), count, batchSize);
+}
+
+}  // namespace strata
