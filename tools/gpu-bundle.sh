@@ -19,6 +19,10 @@
 #   data/         the four Fashion-MNIST .gz files
 #   MANIFEST      git commit, dirty files, build options, sizes, library lists
 # Then, on the GPU machine: `bash tools/gpu-check.sh --bundle .gpu-bundle` (see gpu-check.sh's header).
+#
+# Under pipefail, a pipeline whose reader may stop early (`| head`, `| grep -q`, `| awk '{...; exit}'`)
+# fails whenever the writer is still writing (SIGPIPE, status 141), and set -e then ends the script: take
+# the whole output and cut it in the shell instead (see GLIBC_V below).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -102,7 +106,8 @@ tar -C "$STAGE" -cf - lib compat | xz -9 >"$BUNDLE/libs.tar.xz"
 for f in "${DATA_FILES[@]}"; do cp "$DATA/$f" "$BUNDLE/data/$f"; done
 
 # ---- sizes: what travels is the bundle plus the tracked and untracked-not-ignored files ----------------------
-bytes_of_list() { (cd "$ROOT" && xargs -0 -r stat -c %s 2>/dev/null | awk '{s+=$1} END{print s+0}'); }
+# A tracked file deleted from the work tree does not travel: stat's failure for it must not end the script.
+bytes_of_list() { (cd "$ROOT" && { xargs -0 -r stat -c %s 2>/dev/null || true; } | awk '{s+=$1} END{print s+0}'); }
 TRACKED=$(cd "$ROOT" && git ls-files -z | bytes_of_list)
 UNTRACKED=$(cd "$ROOT" && git ls-files -z -o --exclude-standard | bytes_of_list)
 SHARED=0
@@ -113,8 +118,13 @@ mib() { awk -v b="$1" 'BEGIN{printf "%.1f", b/1048576}'; }
 version_of() { awk -v re="$2" '$1 == "#define" && $2 ~ re {printf "%s%s", sep, $3; sep="."}' "$1"; }
 CUDNN_V=$(version_of /usr/local/cuda/include/cudnn_version.h '^CUDNN_(MAJOR|MINOR|PATCHLEVEL)$')
 CUBLAS_V=$(version_of /usr/local/cuda/include/cublas_api.h '^CUBLAS_VER_(MAJOR|MINOR|PATCH)$')
-GLIBC_V=$(ldd --version | head -1 | awk '{print $NF}')
-OS=$(. /etc/os-release && echo "$PRETTY_NAME")
+# Not `ldd --version | head -1`: head exits after one line, ldd may still be writing, and under pipefail that
+# SIGPIPE (141) ended this script one run in five. The whole output, then its first line's last word.
+GLIBC_V=$(ldd --version)
+GLIBC_V=${GLIBC_V%%$'\n'*}
+GLIBC_V=${GLIBC_V##* }
+OS=$(sed -n 's/^PRETTY_NAME=//p' /etc/os-release)  # read, not sourced: a system file is not ours to run
+OS=${OS//\"/}
 DIRTY=$(cd "$ROOT" && git status --porcelain --untracked-files=no -- CMakeLists.txt core gpu app tests |
     awk '{print $2}' | tr '\n' ' ')
 {
