@@ -291,7 +291,7 @@ tarfile.open(sys.argv[1]).extractall(sys.argv[2], **kw)' "$1" "$LIBS"
         problems=$(ldd_problems)
     fi
     # Anything else ldd misses (a library the bundle expects from the machine but did not list): search once more.
-    mapfile -t missing < <(grep -vE ' ' <<<"$problems" || true)
+    mapfile -t missing < <(grep -vE '^$| ' <<<"$problems" || true)  # sonames only (no problems: no lines)
     if ((${#missing[@]})); then
         add_found < <(find_libs "${missing[@]}")
         set_path
