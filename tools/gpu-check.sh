@@ -11,7 +11,7 @@
 #
 # Two modes:
 #   Bundle mode (the lent H200 machine, which has no Qt/OpenBLAS/protobuf/ONNX and no internet):
-#     here:  tools/gpu-bundle.sh            # builds and packs .gpu-bundle/ (about 50 MiB, ignored by git)
+#     here:  tools/gpu-bundle.sh            # builds and packs .gpu-bundle/ (about 56 MiB, ignored by git)
 #     then the device tool's run, ONE call:
 #            run(carry=[".gpu-bundle"], timeout_s=420,
 #                command="bash tools/gpu-check.sh --bundle .gpu-bundle 2>&1 | tee $OUT/gpu-check.log")
