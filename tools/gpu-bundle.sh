@@ -8,6 +8,8 @@
 # Environment: BUILD_DIR (default <repo>/build-gpubundle), BUNDLE_DIR (default <repo>/.gpu-bundle),
 #   DATA_DIR (default /usr/share/datasets/fashion-mnist), JOBS (default 2), LIMIT_MIB (default 62: the
 #   bundle plus the files that travel with the working tree must stay under it; the device tool's limit is 64).
+#   CI=true builds with warnings as errors, as ./test.sh does: the same compile flags as test.sh's build, so
+#   ccache serves this build from that one's objects (.ci/run builds both).
 #
 # The bundle (ignored by git; name it in `carry`):
 #   bin.tar.xz    bin/: test_gpu_device test_backend_ops test_mixed_precision test_model_fusion strata-train,
@@ -19,6 +21,10 @@
 #   data/         the four Fashion-MNIST .gz files
 #   MANIFEST      git commit, dirty files, build options, sizes, library lists
 # Then, on the GPU machine: `bash tools/gpu-check.sh --bundle .gpu-bundle` (see gpu-check.sh's header).
+#
+# Under pipefail, a pipeline whose reader may stop early (`| head`, `| grep -q`, `| awk '{...; exit}'`)
+# fails whenever the writer is still writing (SIGPIPE, status 141), and set -e then ends the script: take
+# the whole output and cut it in the shell instead (see GLIBC_V below).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -29,6 +35,10 @@ JOBS=${JOBS:-2}
 LIMIT_MIB=${LIMIT_MIB:-62}
 TARGETS=(test_gpu_device test_backend_ops test_mixed_precision test_model_fusion strata-train)
 DATA_FILES=(train-images-idx3-ubyte.gz train-labels-idx1-ubyte.gz t10k-images-idx3-ubyte.gz t10k-labels-idx1-ubyte.gz)
+CUDA=/usr/local/cuda
+# Warnings as errors exactly when ./test.sh uses them: same flags, same ccache entries.
+WERROR=OFF
+[[ "${CI:-}" == "true" ]] && WERROR=ON
 T0=$(date +%s)
 
 say() { printf '[gpu-bundle %4ss] %s\n' "$(($(date +%s) - T0))" "$*"; }
@@ -39,12 +49,17 @@ die() {
 
 for f in "${DATA_FILES[@]}"; do [[ -f "$DATA/$f" ]] || die "$DATA/$f missing (apt-get install dataset-fashion-mnist)"; done
 command -v xz >/dev/null || die "xz not found (apt-get install xz-utils)"
+[[ -x "$CUDA/bin/nvcc" ]] || die "no CUDA toolkit at $CUDA (no $CUDA/bin/nvcc): the bundle needs one to build"
 
 # ---- build -------------------------------------------------------------------------------------------
-say "configure $BUILD (Release, STRATA_CUDA=ON, oneDNN for the CPU column; no GUI/bench/OpenCV/MPI)"
+say "configure $BUILD (Release, STRATA_CUDA=ON, oneDNN for the CPU column; no GUI/bench/OpenCV/MPI; WERROR $WERROR)"
 mkdir -p "$BUILD"
-cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DSTRATA_CUDA=ON -DSTRATA_GUI=OFF -DSTRATA_BENCH=OFF \
-    -DSTRATA_ONEDNN=ON -DSTRATA_OPENCV=OFF -DSTRATA_MPI=OFF -DCMAKE_CUDA_ARCHITECTURES="90-real;90-virtual" \
+# Release, STRATA_WERROR and CUDAToolkit_ROOT as ./test.sh sets them, so the objects both builds share
+# (core/, gpu/, strata-train) hit ccache. OpenCV off keeps its libraries out of the bundle; it only adds a -D
+# and an -isystem to core/, which ccache's preprocessor mode still matches for the files that do not use them.
+cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DSTRATA_WERROR="$WERROR" -DCUDAToolkit_ROOT="$CUDA" \
+    -DSTRATA_CUDA=ON -DSTRATA_GUI=OFF -DSTRATA_BENCH=OFF -DSTRATA_ONEDNN=ON -DSTRATA_OPENCV=OFF -DSTRATA_MPI=OFF \
+    -DCMAKE_CUDA_ARCHITECTURES="90-real;90-virtual" \
     >"$BUILD/gpu-bundle-configure.log" 2>&1 || die "configure failed: $(tail -5 "$BUILD/gpu-bundle-configure.log")"
 ARCHS=$(sed -n 's/^CMAKE_CUDA_ARCHITECTURES:[A-Z]*=//p' "$BUILD/CMakeCache.txt")
 [[ "$ARCHS" == "90-real;90-virtual" ]] || die "CMAKE_CUDA_ARCHITECTURES is '$ARCHS' in $BUILD/CMakeCache.txt"
@@ -102,7 +117,8 @@ tar -C "$STAGE" -cf - lib compat | xz -9 >"$BUNDLE/libs.tar.xz"
 for f in "${DATA_FILES[@]}"; do cp "$DATA/$f" "$BUNDLE/data/$f"; done
 
 # ---- sizes: what travels is the bundle plus the tracked and untracked-not-ignored files ----------------------
-bytes_of_list() { (cd "$ROOT" && xargs -0 -r stat -c %s 2>/dev/null | awk '{s+=$1} END{print s+0}'); }
+# A tracked file deleted from the work tree does not travel: stat's failure for it must not end the script.
+bytes_of_list() { (cd "$ROOT" && { xargs -0 -r stat -c %s 2>/dev/null || true; } | awk '{s+=$1} END{print s+0}'); }
 TRACKED=$(cd "$ROOT" && git ls-files -z | bytes_of_list)
 UNTRACKED=$(cd "$ROOT" && git ls-files -z -o --exclude-standard | bytes_of_list)
 SHARED=0
@@ -111,10 +127,15 @@ mib() { awk -v b="$1" 'BEGIN{printf "%.1f", b/1048576}'; }
 
 # version_of HEADER MACRO_RE: "MAJOR.MINOR.PATCH" from the #defines matching MACRO_RE.
 version_of() { awk -v re="$2" '$1 == "#define" && $2 ~ re {printf "%s%s", sep, $3; sep="."}' "$1"; }
-CUDNN_V=$(version_of /usr/local/cuda/include/cudnn_version.h '^CUDNN_(MAJOR|MINOR|PATCHLEVEL)$')
-CUBLAS_V=$(version_of /usr/local/cuda/include/cublas_api.h '^CUBLAS_VER_(MAJOR|MINOR|PATCH)$')
-GLIBC_V=$(ldd --version | head -1 | awk '{print $NF}')
-OS=$(. /etc/os-release && echo "$PRETTY_NAME")
+CUDNN_V=$(version_of "$CUDA/include/cudnn_version.h" '^CUDNN_(MAJOR|MINOR|PATCHLEVEL)$')
+CUBLAS_V=$(version_of "$CUDA/include/cublas_api.h" '^CUBLAS_VER_(MAJOR|MINOR|PATCH)$')
+# Not `ldd --version | head -1`: head exits after one line, ldd may still be writing, and under pipefail that
+# SIGPIPE (141) ended this script one run in five. The whole output, then its first line's last word.
+GLIBC_V=$(ldd --version)
+GLIBC_V=${GLIBC_V%%$'\n'*}
+GLIBC_V=${GLIBC_V##* }
+OS=$(sed -n 's/^PRETTY_NAME=//p' /etc/os-release)  # read, not sourced: a system file is not ours to run
+OS=${OS//\"/}
 DIRTY=$(cd "$ROOT" && git status --porcelain --untracked-files=no -- CMakeLists.txt core gpu app tests |
     awk '{print $2}' | tr '\n' ' ')
 {
@@ -126,8 +147,8 @@ DIRTY=$(cd "$ROOT" && git status --porcelain --untracked-files=no -- CMakeLists.
     else
         echo "dirty:      none (CMakeLists.txt core gpu app tests as committed)"
     fi
-    echo "options:    Release STRATA_CUDA=ON STRATA_GUI=OFF STRATA_BENCH=OFF STRATA_ONEDNN=ON STRATA_OPENCV=OFF STRATA_MPI=OFF"
-    echo "cuda arch:  $ARCHS; nvcc $(/usr/local/cuda/bin/nvcc --version | sed -n 's/.*release \([0-9.]*\).*/\1/p')"
+    echo "options:    Release STRATA_CUDA=ON STRATA_GUI=OFF STRATA_BENCH=OFF STRATA_ONEDNN=ON STRATA_OPENCV=OFF STRATA_MPI=OFF STRATA_WERROR=$WERROR"
+    echo "cuda arch:  $ARCHS; nvcc $("$CUDA/bin/nvcc" --version | sed -n 's/.*release \([0-9.]*\).*/\1/p')"
     echo "built with: cuDNN $CUDNN_V, cuBLAS $CUBLAS_V headers (the device's may differ: gpu-check.sh prints them)"
     echo "binaries:   ${TARGETS[*]}"
     echo

@@ -11,7 +11,7 @@
 #
 # Two modes:
 #   Bundle mode (the lent H200 machine, which has no Qt/OpenBLAS/protobuf/ONNX and no internet):
-#     here:  tools/gpu-bundle.sh            # builds and packs .gpu-bundle/ (about 50 MiB, ignored by git)
+#     here:  tools/gpu-bundle.sh            # builds and packs .gpu-bundle/ (about 56 MiB, ignored by git)
 #     then the device tool's run, ONE call:
 #            run(carry=[".gpu-bundle"], timeout_s=420,
 #                command="bash tools/gpu-check.sh --bundle .gpu-bundle 2>&1 | tee $OUT/gpu-check.log")
@@ -37,6 +37,10 @@
 #   CUDA_ARCH (default 90), BUDGET_S (280), LOG_DIR (default BUILD_DIR/gpu-check, in bundle mode
 #   /tmp/strata-gpu-check), BUNDLE_LIBS_DIR (where the bundle is unpacked; default a new /tmp folder).
 # Exit status: 0 when every stage ran and passed, 1 otherwise (the table still prints).
+#
+# Under pipefail, a pipeline whose reader may stop early (`| head`, `| grep -q`, `| awk '{...; exit}'`) fails
+# whenever the writer is still writing (SIGPIPE, status 141), and set -e then ends the run: readers here read
+# all their input (awk 'NR <= 20', not head -20), or the shell cuts the whole output itself.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -163,7 +167,8 @@ find_libs() {
             if [[ -e "$d/$n" ]]; then p=$d; break; fi
         done
         if [[ -z "$p" ]] && command -v ldconfig >/dev/null; then
-            p=$(ldconfig -p 2>/dev/null | awk -v n="$n" '$1 == n && /x86-64/ {print $NF; exit}' || true)
+            # The first match, but awk reads to the end: an early exit would be SIGPIPE for ldconfig.
+            p=$(ldconfig -p 2>/dev/null | awk -v n="$n" '!p && $1 == n && /x86-64/ {p = $NF} END {print p}' || true)
             [[ -n "$p" ]] && p=$(dirname "$p")
         fi
         if [[ -n "$p" ]]; then echo "$n $p"; else rest+=("$n"); fi
@@ -181,16 +186,20 @@ find_libs() {
 }
 # lib_version PATH: the version in the file name, the pip wheel's dist-info, or a header beside it.
 lib_version() {
-    local real stem root v
+    local real stem root v d
     real=$(readlink -f "$1")
     v=$(basename "$real" | sed -n 's/^lib[A-Za-z_]*\.so\.\([0-9][0-9.]*\)$/\1/p')
     if [[ "$v" == *.*.* ]]; then echo "$v"; return; fi
     stem=$(basename "$1" | sed 's/^lib\([a-z]*\).*/\1/')  # cublasLt -> cublas
     if [[ "$1" == */nvidia/*/lib*/* ]]; then
         root=${1%%/nvidia/*}
-        v=$(cd "$root" 2>/dev/null && ls -d nvidia_*"$stem"*.dist-info 2>/dev/null | head -1 |
-            sed 's/.*-\([0-9][^-]*\)\.dist-info$/\1 (pip)/' || true)
-        if [[ -n "$v" ]]; then echo "$v"; return; fi
+        # The first wheel's dist-info folder in name order (a glob, no `ls | head`): nvidia_cudnn_cu13-9.x.dist-info
+        for d in "$root"/nvidia_*"$stem"*.dist-info; do
+            [[ -d "$d" ]] || continue
+            v=${d%.dist-info}
+            v=${v##*-}
+            if [[ "$v" == [0-9]* ]]; then echo "$v (pip)"; return; fi
+        done
     fi
     local h
     h=$(dirname "$(dirname "$1")")/include/${stem}_version.h
@@ -220,7 +229,7 @@ if [[ -n "$BUNDLE" ]]; then
     # xz, else Python's lzma, else CMake's libarchive: whichever the machine has.
     unpack() {
         if command -v xz >/dev/null; then
-            xz -dc "$1" | tar -C "$LIBS" -xf -
+            tar -C "$LIBS" -xJf "$1"  # tar runs xz itself and reads it to the end: no shell pipeline to break
         elif command -v "${PYTHON:-python3}" >/dev/null; then
             "${PYTHON:-python3}" -c 'import sys, tarfile
 kw = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
@@ -234,7 +243,8 @@ tarfile.open(sys.argv[1]).extractall(sys.argv[2], **kw)' "$1" "$LIBS"
     unpack "$BUNDLE/bin.tar.xz" || die "could not unpack $BUNDLE/bin.tar.xz"
     unpack "$BUNDLE/libs.tar.xz" || die "could not unpack $BUNDLE/libs.tar.xz"
     BIN=$LIBS/bin
-    say "unpacked $(ls "$BIN" | wc -l) binaries and $(ls "$LIBS/lib" | wc -l) bundled libraries to $LIBS"
+    unpacked_bins=("$BIN"/*) unpacked_libs=("$LIBS"/lib/*)
+    say "unpacked ${#unpacked_bins[@]} binaries and ${#unpacked_libs[@]} bundled libraries to $LIBS"
 
     NEED=(libcublas.so.13 libcublasLt.so.13 libcudnn.so.9)
     if [[ -f "$BUNDLE/device-libs" ]]; then mapfile -t NEED < <(grep -v '^ *$' "$BUNDLE/device-libs"); fi
@@ -281,10 +291,9 @@ tarfile.open(sys.argv[1]).extractall(sys.argv[2], **kw)' "$1" "$LIBS"
         problems=$(ldd_problems)
     fi
     # Anything else ldd misses (a library the bundle expects from the machine but did not list): search once more.
-    missing=$(grep -vE ' ' <<<"$problems" || true)
-    if [[ -n "$missing" ]]; then
-        # shellcheck disable=SC2086
-        add_found < <(find_libs $missing)
+    mapfile -t missing < <(grep -vE '^$| ' <<<"$problems" || true)  # sonames only (no problems: no lines)
+    if ((${#missing[@]})); then
+        add_found < <(find_libs "${missing[@]}")
         set_path
         problems=$(ldd_problems)
     fi
@@ -376,7 +385,7 @@ run_test() {
     fi
     say "$name${*:+ ($*)}"
     if ! env "$@" timeout "$TMO" "$BIN/$name" >"$LOG/$name.log" 2>&1; then fail "$name"; fi
-    grep -E '^(FAIL|SKIP)' -A1 "$LOG/$name.log" | head -20 || true
+    grep -E '^(FAIL|SKIP)' -A1 "$LOG/$name.log" | awk 'NR <= 20' || true  # awk reads to the end; head would not
 }
 run_test test_gpu_device 90
 # test_backend_ops holds fp32 tolerances; TF32 would exceed them, so new CUDA backends start with it off here.

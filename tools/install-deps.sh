@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages Strata needs, only those missing.
-# Usage: tools/install-deps.sh [build|test|run]  (all sets include the build tools)
+# Usage: tools/install-deps.sh [build|test|run|ci]  (all sets include the build tools)
+#   ci: test's, plus shellcheck and xz-utils (for .ci/run's lint and GPU bundle steps)
 set -euo pipefail
 
 packages=(
@@ -12,13 +13,19 @@ packages=(
 )
 case "${1:-build}" in
   test) packages+=(python3-onnx libpng-dev) ;;
+  ci) packages+=(python3-onnx libpng-dev shellcheck xz-utils) ;;
 esac
 
+# One dpkg-query for all (it exits 1 when a package is unknown, and still lists the others). No
+# `dpkg-query | grep -q`: grep -q stops reading at the first match, and under pipefail the writer's SIGPIPE
+# would count as "not installed".
+declare -A installed=()
+while read -r name status; do
+  if [[ "$status" == "install ok installed" ]]; then installed[${name%%:*}]=1; fi
+done < <(dpkg-query -W -f='${Package} ${Status}\n' "${packages[@]}" 2>/dev/null || true)
 missing=()
 for p in "${packages[@]}"; do
-  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
-    missing+=("$p")
-  fi
+  [[ -n "${installed[$p]:-}" ]] || missing+=("$p")
 done
 ((${#missing[@]})) || exit 0
 
