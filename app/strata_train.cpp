@@ -17,6 +17,7 @@
 #include "app/OpenMpWaitPolicy.h"
 #include "core/backend/BackendRegistry.h"
 #include "core/graph/Project.h"
+#include "core/train/BackendOptionsFor.h"
 #include "core/train/Trainer.h"
 #if __has_include("core/export/ExportCommands.h")
 #include "core/export/ExportCommands.h"
@@ -330,7 +331,7 @@ int main(int argc, char** argv) {
 
     std::unique_ptr<strata::Backend> backend;
     try {
-        backend = strata::backendRegistry().create(strata::Device::parse(ts.device), ts.threads);
+        backend = strata::backendRegistry().create(strata::Device::parse(ts.device), strata::backendOptionsFor(ts));
     } catch (const std::exception& e) {
         return fail(e.what());
     }

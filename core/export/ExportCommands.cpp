@@ -80,7 +80,9 @@ ExportModel modelFromProject(const std::string& path, bool untrained, std::ostre
     }
     ExportModel m;
     m.project = project;
-    auto backend = backendRegistry().create(Device::cpu(), 1);
+    BackendOptions oneThread;
+    oneThread.threads = 1;
+    auto backend = backendRegistry().create(Device::cpu(), oneThread);
     auto model = compile(project.graph, *backend, project.training.seed);
     m.weights = modelWeights(*model);
     const DatasetBundle data = loadDataset(project.dataset, path);
@@ -330,7 +332,7 @@ int predictCommand(const std::vector<std::string>& args, std::ostream& out) {
         throw UsageError("--runtime opencv runs .onnx files; " + modelPath + " is not one");
 
     const ExportModel m = loadModelFile(modelPath);
-    auto backend = backendRegistry().create(Device::cpu(), 0);
+    auto backend = backendRegistry().create(Device::cpu());
     auto model = compile(m.project.graph, *backend, 0);
     applyWeights(*model, m.weights);
     const Shape& inShape = model->inputShape();
