@@ -2,6 +2,9 @@
 // fast backend (the CPU fast path, each CUDA GPU) against the CPU reference,
 // on random shapes including odd sizes. The reference itself is pinned by
 // hand-computed values and by finite differences of its own forward ops.
+// The tolerance table has one line per op of the registry (BackendOps.h),
+// and every op must be compared at least once: an op added to Backend
+// without a conformance test fails this suite.
 #include <QtTest>
 
 #include <algorithm>
@@ -10,12 +13,14 @@
 #include <functional>
 #include <limits>
 #include <random>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "core/backend/Backend.h"
+#include "core/backend/BackendOps.h"
 #include "core/backend/CpuBackend.h"
 #include "core/backend/CpuReferenceBackend.h"
 #include "tests/support/TestBackends.h"
@@ -25,7 +30,7 @@ using strata::test::NamedBackend;
 
 namespace {
 
-// ---- tolerances (float32), one line per op ---------------------------------------
+// ---- tolerances (float32), one line per op of backendOpNames() ------------------------
 // A value passes when |got - want| <= abs * scale + rel * |want|, where scale is the RMS of
 // the reference output (at least 1): ops that sum many terms may differ by a few ulps of
 // the typical magnitude, not of each element. 0/0 means bit-exact.
@@ -178,10 +183,12 @@ class TestBackendOps : public QObject {
 private:
     std::unique_ptr<Backend> m_ref;
     std::vector<NamedBackend> m_fast;
+    std::set<std::string> m_compared;  // ops compareAll has run (everyOpIsCompared)
 
     // Runs `run` on the reference and on every fast backend and compares every output.
     // Returns false (after recording the failure) on the first mismatch.
     bool compareAll(const std::string& op, const std::string& context, const std::function<Outputs(Backend&)>& run) {
+        m_compared.insert(op);
         const Outputs want = run(*m_ref);
         for (NamedBackend& nb : m_fast) {
             const Outputs got = run(*nb.backend);
@@ -245,6 +252,19 @@ private slots:
             m_fast.push_back({"cpu-im2col", std::move(im2col)});
         }
         for (const NamedBackend& nb : m_fast) qInfo("checking backend %s against cpu-reference", nb.name.c_str());
+    }
+
+    // The tolerance table and the op registry name the same ops, both ways.
+    void opRegistryMatchesTolerances() {
+        std::set<std::string> registry, table;
+        for (std::string_view name : backendOpNames()) registry.insert(std::string(name));
+        for (const Tolerance& t : kTolerances) QVERIFY2(table.insert(t.op).second, (std::string("twice: ") + t.op).c_str());
+        QCOMPARE(registry.size(), backendOps().size());
+        for (const std::string& op : registry)
+            QVERIFY2(table.count(op), ("op " + op + " has no tolerance and no conformance test here").c_str());
+        for (const std::string& op : table)
+            QVERIFY2(registry.count(op), ("tolerance for " + op + ", which is not an op of BackendOps.h").c_str());
+        for (BackendOp op : backendOps()) QVERIFY(registry.count(backendOpName(op)));
     }
 
     // The GPU backends take part in every test below when present; this says why they do not.
@@ -1069,6 +1089,119 @@ private slots:
         }
     }
 
+    // The seam checks every op's arguments once for all backends, so each refusal reads the same on every
+    // backend (device-side index errors too, which a GPU formats with the same function), naming the op.
+    void refusalsReadAlikeOnEveryBackend() {
+        std::vector<Backend*> all{m_ref.get()};
+        for (NamedBackend& nb : m_fast) all.push_back(nb.backend.get());
+        // Each case: the op's name, and a call that must throw.
+        std::vector<std::pair<std::string, std::function<void(Backend&, float*, int32_t*)>>> cases;
+        cases.push_back({"gemm", [](Backend& be, float* p, int32_t*) {
+                             be.gemm(false, false, 2, -1, 2, 1.0f, p, 2, p, 2, 0.0f, p, 2);
+                         }});
+        cases.push_back({"gemm", [](Backend& be, float* p, int32_t*) {
+                             be.gemm(false, false, 2, 3, 4, 1.0f, p, 3, p, 3, 0.0f, p, 3);  // lda 3 < k 4
+                         }});
+        cases.push_back({"conv2dForward", [](Backend& be, float* p, int32_t*) {
+                             ConvDesc d;
+                             d.h = d.w = 2, d.r = d.s = 3;  // the kernel does not fit
+                             be.conv2dForward(p, p, p, d);
+                         }});
+        cases.push_back({"conv2dBackwardFilter", [](Backend& be, float* p, int32_t*) {
+                             ConvDesc d;
+                             d.c = 3, d.k = 4, d.groups = 2, d.h = d.w = 4;
+                             be.conv2dBackwardFilter(p, p, p, d);
+                         }});
+        cases.push_back({"conv2dForwardFused", [](Backend& be, float* p, int32_t*) {
+                             ConvDesc d;
+                             d.strideH = 0;
+                             be.conv2dForwardFused(p, p, p, nullptr, true, d);
+                         }});
+        cases.push_back({"pool2dForward", [](Backend& be, float* p, int32_t*) {
+                             PoolDesc d;
+                             d.h = d.w = 4, d.padH = 2;  // padding as large as the kernel
+                             be.pool2dForward(p, p, d);
+                         }});
+        cases.push_back({"pool2dBackward", [](Backend& be, float* p, int32_t*) {
+                             PoolDesc d;
+                             d.mode = PoolMode::Average, d.h = d.w = 4;
+                             be.pool2dBackward(p, p, p, nullptr, d);  // average pooling needs y
+                         }});
+        cases.push_back({"maxPool2dReLUBackward", [](Backend& be, float* p, int32_t*) {
+                             PoolDesc d;
+                             d.mode = PoolMode::Average, d.h = d.w = 4;
+                             be.maxPool2dReLUBackward(p, p, p, p, d);
+                         }});
+        cases.push_back({"meanPoolForward", [](Backend& be, float* p, int32_t*) { be.meanPoolForward(p, p, 1, 0, 1); }});
+        cases.push_back({"activationBackward", [](Backend& be, float* p, int32_t*) {
+                             be.activationBackward(p, p, nullptr, p, 4, Activation::GELU, 0.0f);
+                         }});
+        cases.push_back({"softmaxForward", [](Backend& be, float* p, int32_t*) { be.softmaxForward(p, p, 2, 0); }});
+        cases.push_back({"fill", [](Backend& be, float*, int32_t*) { be.fill(nullptr, 1.0f, 3); }});
+        cases.push_back({"axpy", [](Backend& be, float* p, int32_t*) { be.axpy(p, 1.0f, p, -2); }});
+        cases.push_back({"batchNormForwardTraining", [](Backend& be, float* p, int32_t*) {
+                             be.batchNormForwardTraining(p, p, p, nullptr, nullptr, p, p, p, 1, 2, 1, 0.1f, 1e-5f);
+                         }});
+        cases.push_back({"batchNormForwardTraining", [](Backend& be, float* p, int32_t*) {
+                             be.batchNormForwardTraining(p, p, p, p, nullptr, p, p, p, 2, 2, 1, 0.1f, 1e-5f);
+                         }});
+        cases.push_back({"batchNormBackward", [](Backend& be, float* p, int32_t*) {
+                             be.batchNormBackward(p, p, p, p, p, p, nullptr, p, 2, 2, 1);
+                         }});
+        cases.push_back({"layerNormBackward", [](Backend& be, float* p, int32_t*) {
+                             be.layerNormBackward(p, p, p, p, p, p, p, nullptr, 2, 2);
+                         }});
+        cases.push_back({"dropoutForward", [](Backend& be, float* p, int32_t*) { be.dropoutForward(p, p, 4, 1.5f, 1); }});
+        cases.push_back({"sgdUpdate", [](Backend& be, float* p, int32_t*) {
+                             SgdParams s;
+                             s.momentum = 0.9f;
+                             be.sgdUpdate(p, nullptr, p, 4, s);
+                         }});
+        cases.push_back({"adamUpdate", [](Backend& be, float* p, int32_t*) {
+                             AdamParams a;
+                             a.step = 0;
+                             be.adamUpdate(p, p, p, p, 4, a);
+                         }});
+        cases.push_back({"gatherRows", [](Backend& be, float* p, int32_t*) { be.gatherRows(p, p, 4, nullptr, 2, 1); }});
+        // Bad indices: checked on the host by the seam (CPU) or by the kernel (GPU), in the same words.
+        cases.push_back({"softmaxCrossEntropy", [](Backend& be, float* p, int32_t* labels) {
+                             be.softmaxCrossEntropy(p, p, p, labels, 2, 3, 1.0f);  // labels {1, 7}
+                         }});
+        cases.push_back({"countCorrect", [](Backend& be, float* p, int32_t* labels) {
+                             be.countCorrect(p, labels, 2, 3);
+                         }});
+        cases.push_back({"embeddingForward", [](Backend& be, float* p, int32_t*) {
+                             be.embeddingForward(p + 16, p, p + 32, 2, 2, 4);  // ids {1, 4.5}
+                         }});
+        cases.push_back({"gatherRows", [](Backend& be, float* p, int32_t* indices) {
+                             be.gatherRows(p, p, 4, indices, 2, 1);  // indices {1, 7}
+                         }});
+        std::vector<std::string> first(cases.size());
+        for (Backend* be : all) {
+            Vec host(64, 0.0f);
+            host[32] = 1.0f, host[33] = 4.5f;
+            Tensor P = up(*be, host), I = upLabels(*be, {1, 7});
+            for (size_t c = 0; c < cases.size(); ++c) {
+                const std::string& op = cases[c].first;
+                std::string msg;
+                try {
+                    cases[c].second(*be, P.f32(), I.i32());
+                    be->synchronize();
+                } catch (const BackendError& e) {
+                    msg = e.what();
+                }
+                const std::string where = be->name() + ", case " + std::to_string(c) + " (" + op + ")";
+                QVERIFY2(!msg.empty(), (where + ": no error").c_str());
+                QVERIFY2(msg.rfind(op, 0) == 0, (where + ": \"" + msg + "\" does not start with the op").c_str());
+                // The device is named only where the error is about data (" on cuda:0"); compare without it.
+                const std::string device = " on " + be->device().toString() + ":";
+                if (const size_t at = msg.find(device); at != std::string::npos) msg.replace(at, device.size(), " on D:");
+                if (first[c].empty()) first[c] = msg;
+                QVERIFY2(msg == first[c], (where + ": \"" + msg + "\" differs from \"" + first[c] + "\"").c_str());
+            }
+        }
+    }
+
     // ---- the reference itself: hand-computed values ------------------------------------------------
 
     void referenceConvByHand() {
@@ -1381,6 +1514,13 @@ private slots:
         QCOMPARE(made.computePrecision(), ComputePrecision::BF16);
     }
 
+    // Last: every op of the registry went through compareAll above (a tolerance line alone is not a test).
+    void everyOpIsCompared() {
+        if (m_compared.empty()) QSKIP("run the whole suite: the comparisons above record the ops they cover");
+        for (std::string_view name : backendOpNames())
+            QVERIFY2(m_compared.count(std::string(name)),
+                     ("op " + std::string(name) + " has a tolerance but no compareAll in this suite").c_str());
+    }
 };
 
 QTEST_APPLESS_MAIN(TestBackendOps)
