@@ -17,6 +17,7 @@
 #include "app/OpenMpWaitPolicy.h"
 #include "core/backend/BackendRegistry.h"
 #include "core/graph/Project.h"
+#include "core/train/BackendOptionsFor.h"
 #include "core/train/Trainer.h"
 #include "app/CliCommands.h"
 #ifdef STRATA_HAVE_CUDA
@@ -325,7 +326,7 @@ int main(int argc, char** argv) {
 
     std::unique_ptr<strata::Backend> backend;
     try {
-        backend = strata::backendRegistry().create(strata::Device::parse(ts.device), ts.threads);
+        backend = strata::backendRegistry().create(strata::Device::parse(ts.device), strata::backendOptionsFor(ts));
     } catch (const std::exception& e) {
         return fail(e.what());
     }

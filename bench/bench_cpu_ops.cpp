@@ -1,4 +1,4 @@
-// bench_cpu_ops: speed of CpuBackend's fast paths against its reference loops,
+// bench_cpu_ops: speed of CpuBackend's fast paths against CpuReferenceBackend's loops,
 // and the samples/s of one simulated training step of the Fashion-MNIST CNN
 // (conv 1->32 3x3 pad 1, maxpool 2, conv 32->64 3x3 pad 1, maxpool 2,
 // dense 3136->128, dense 128->10, batch 64, SGD with momentum, learning rate 0), written
@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/backend/CpuBackend.h"
+#include "core/backend/CpuReferenceBackend.h"
 
 using namespace strata;
 
@@ -44,7 +45,7 @@ Tensor randomTensor(Backend& b, const Shape& s, std::mt19937& rng, float scale =
     return b.fromHost(s, h.data());
 }
 
-void benchConv(CpuBackend& fast, CpuBackend& ref, const char* name, const ConvDesc& d) {
+void benchConv(CpuBackend& fast, CpuReferenceBackend& ref, const char* name, const ConvDesc& d) {
     std::mt19937 rng(1);
     const Shape xs{d.n, d.c, d.h, d.w}, ws{d.k, d.c / d.groups, d.r, d.s}, ys{d.n, d.k, d.outH(), d.outW()};
     Tensor x = randomTensor(fast, xs, rng), w = randomTensor(fast, ws, rng), dy = randomTensor(fast, ys, rng);
@@ -185,7 +186,10 @@ int main(int argc, char** argv) {
     strata::app::ensurePassiveOpenMpWait(argv, /*headless=*/true);  // as strata-train does
     const int threads = argc > 1 ? std::atoi(argv[1]) : 2;
     const int steps = argc > 2 ? std::atoi(argv[2]) : 60;
-    CpuBackend fast(threads), ref(1, true);
+    BackendOptions options;
+    options.threads = threads;
+    CpuBackend fast(options);
+    CpuReferenceBackend ref;
     std::printf("CpuBackend fast path, %d thread(s), vs reference loops (1 thread)\n\n", threads);
 
     {

@@ -27,6 +27,7 @@
 
 #include "core/backend/BackendRegistry.h"
 #include "core/graph/Project.h"
+#include "core/train/BackendOptionsFor.h"
 #include "core/train/Trainer.h"
 #include "ui/base/EngineWorker.h"
 #include "ui/base/ProjectDocument.h"
@@ -67,7 +68,7 @@ RunResult runHeadless(const Project& project, const std::string& path, int64_t s
     observer.clock.batch = project.training.batchSize;
     RunResult r;
     try {
-        std::unique_ptr<Backend> backend = backendRegistry().create(Device::cpu(), project.training.threads);
+        std::unique_ptr<Backend> backend = backendRegistry().create(Device::cpu(), backendOptionsFor(project.training));
         TrainerOptions options;
         options.projectPath = path;
         options.maxSteps = steps;

@@ -8,10 +8,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
-#include <sstream>
 
 #include <cuda_runtime_api.h>
 
+#include "core/backend/BackendChecks.h"
 #include "gpu/ActivationKernels.cuh"
 #include "gpu/CastKernels.cuh"
 #include "gpu/CudaAllocator.h"
@@ -31,18 +31,8 @@ namespace strata::gpu {
 
 namespace {
 
-void requirePointer(const void* p, const char* op, const char* what) {
-    if (!p) throw BackendError(std::string(op) + ": " + what + " must not be null");
-}
-
-// As the CPU prints a bad id (2.5, nan, -1).
-std::string formatId(float id) {
-    std::ostringstream s;
-    s << id;
-    return s.str();
-}
-
-bool envTf32Default() {
+bool tf32Allowed(const BackendOptions& options) {
+    if (options.allowTf32) return *options.allowTf32;
     const char* v = std::getenv("STRATA_CUDA_TF32");
     return !(v && std::string(v) == "0");
 }
@@ -51,7 +41,10 @@ bool envTf32Default() {
 
 // ---- lifetime -------------------------------------------------------------------
 
-CudaBackend::CudaBackend(int index) : m_index(index), m_label("cuda:" + std::to_string(index)) {
+CudaBackend::CudaBackend(int index, const BackendOptions& options)
+    : Backend(Traits{"cuda", /*reducedPrecision=*/true, /*alwaysDeterministic=*/false, /*hostMemory=*/false}, options),
+      m_index(index),
+      m_label("cuda:" + std::to_string(index)) {
     int count = 0;
     const cudaError_t err = cudaGetDeviceCount(&count);
     if (err != cudaSuccess) {
@@ -62,7 +55,7 @@ CudaBackend::CudaBackend(int index) : m_index(index), m_label("cuda:" + std::to_
     if (index < 0 || index >= count)
         throw BackendError(m_label + ": no such device (" + std::to_string(count) + " CUDA device" +
                            (count == 1 ? "" : "s") + " present)");
-    m_allowTf32 = envTf32Default();
+    m_allowTf32 = tf32Allowed(options);
     try {
         CUDA_CHECK(cudaSetDevice(m_index));
         m_allocator = std::make_unique<CudaAllocator>(m_label);
@@ -137,31 +130,14 @@ void CudaBackend::activate() const {
     CUDA_CHECK(cudaSetDevice(m_index));
 }
 
-// ---- settings -------------------------------------------------------------------
-
-void CudaBackend::setAllowTf32(bool allow) {
-    activate();
-    m_allowTf32 = allow;
-    CUBLAS_CHECK(cublasSetMathMode(m_cublas, allow ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
-    m_plans->clear();  // the math type is part of each convolution descriptor and algorithm choice
-}
-
-void CudaBackend::setDeterministic(bool deterministic) {
-    m_deterministic = deterministic;
-    m_plans->clear();
-}
-
-void CudaBackend::setComputePrecision(ComputePrecision precision) {
-    m_precision = precision;
-    m_plans->clear();  // reduced precision changes the math type and the algorithms allowed
-}
+// ---- rounded operands ---------------------------------------------------------------
 
 CudaBackend::RoundedOperand::RoundedOperand(CudaBackend& backend, const float* src, int64_t count)
     : m_backend(backend), m_src(src) {
-    if (backend.m_precision == ComputePrecision::F32 || count <= 0) return;
+    if (backend.computePrecision() == ComputePrecision::F32 || count <= 0) return;
     m_rounded = static_cast<float*>(backend.m_allocator->allocate(static_cast<size_t>(count) * sizeof(float)));
     try {
-        launchRoundFloat(backend.m_stream, m_rounded, src, count, backend.m_precision == ComputePrecision::BF16);
+        launchRoundFloat(backend.m_stream, m_rounded, src, count, backend.computePrecision() == ComputePrecision::BF16);
     } catch (...) {
         backend.m_allocator->deallocate(m_rounded);
         throw;
@@ -174,11 +150,6 @@ CudaBackend::RoundedOperand::~RoundedOperand() {
         m_backend.m_allocator->deallocate(m_rounded);
     } catch (...) {
     }
-}
-
-void CudaBackend::setConvWorkspaceLimit(size_t bytes) {
-    m_workspaceLimit = bytes;
-    m_plans->clear();
 }
 
 float* CudaBackend::workspace(size_t bytes) {
@@ -210,19 +181,6 @@ size_t CudaBackend::bytesInUse() const {
 size_t CudaBackend::peakBytes() const {
     return m_allocator->peakBytes();
 }
-size_t CudaBackend::cachedBytes() const {
-    return m_allocator->cachedBytes();
-}
-uint64_t CudaBackend::deviceMallocCount() const {
-    return m_allocator->deviceMallocCount();
-}
-
-void CudaBackend::releaseCachedMemory() {
-    activate();
-    CUDA_CHECK(cudaStreamSynchronize(m_stream));
-    m_allocator->releaseCached();
-}
-
 void CudaBackend::copyFromHost(void* dst, const void* hostSrc, size_t bytes) {
     if (bytes == 0) return;
     activate();
@@ -278,23 +236,19 @@ void CudaBackend::checkDeviceErrors() {
     std::memset(m_errorHost, 0, kDeviceErrorWords * sizeof(int));
     CUDA_CHECK(cudaMemsetAsync(m_errorFlag, 0, kDeviceErrorWords * sizeof(int), m_stream));
     CUDA_CHECK(cudaStreamSynchronize(m_stream));
-    const std::string range = " is outside [0, " + std::to_string(limit) + ")";
+    // The same words as the CPU's host checks (core/backend/BackendChecks.h).
     switch (code) {
         case kEmbeddingForwardId:
         case kEmbeddingBackwardId:
-            throw BackendError(std::string(code == kEmbeddingForwardId ? "embeddingForward" : "embeddingBackward") +
-                               " on " + m_label + ": id " + formatId(std::bit_cast<float>(value)) + " at position " +
-                               std::to_string(position) + " is not an integer in [0, " + std::to_string(limit) +
-                               ") (vocabulary size " + std::to_string(limit) + ")");
+            throw BackendError(badIdMessage(
+                code == kEmbeddingForwardId ? BackendOp::EmbeddingForward : BackendOp::EmbeddingBackward, m_label,
+                std::bit_cast<float>(value), position, limit));
         case kCrossEntropyLabel:
-            throw BackendError("softmaxCrossEntropy on " + m_label + ": label " + std::to_string(value) + " of row " +
-                               std::to_string(position) + range);
+            throw BackendError(badLabelMessage(BackendOp::SoftmaxCrossEntropy, m_label, value, position, limit));
         case kGatherRowIndex:
-            throw BackendError("gatherRows on " + m_label + ": index " + std::to_string(value) + " at position " +
-                               std::to_string(position) + range);
+            throw BackendError(badRowIndexMessage(BackendOp::GatherRows, m_label, value, position, limit));
         case kCountCorrectLabel:
-            throw BackendError("countCorrect on " + m_label + ": label " + std::to_string(value) + " of row " +
-                               std::to_string(position) + range);
+            throw BackendError(badLabelMessage(BackendOp::CountCorrect, m_label, value, position, limit));
         default:
             throw BackendError(m_label + ": a kernel reported error code " + std::to_string(code));
     }
@@ -347,35 +301,30 @@ void CudaBackend::waitUpload(UploadTicket ticket) {
     // An older ticket: its slot has been reused, which already waited for it.
 }
 
-void CudaBackend::waitUploads() {
-    activate();
-    CUDA_CHECK(cudaStreamSynchronize(m_copyStream));
-}
-
 // ---- element-wise ---------------------------------------------------------------------
 
-void CudaBackend::fill(float* y, float value, int64_t n) {
+void CudaBackend::doFill(float* y, float value, int64_t n) {
     activate();
     launchFill(m_stream, y, value, n);
 }
 
-void CudaBackend::zero(void* y, size_t bytes) {
+void CudaBackend::doZero(void* y, size_t bytes) {
     if (bytes == 0) return;
     activate();
     CUDA_CHECK(cudaMemsetAsync(y, 0, bytes, m_stream));
 }
 
-void CudaBackend::scale(float* y, float alpha, int64_t n) {
+void CudaBackend::doScale(float* y, float alpha, int64_t n) {
     activate();
     launchScale(m_stream, y, alpha, n);
 }
 
-void CudaBackend::axpy(float* y, float alpha, const float* x, int64_t n) {
+void CudaBackend::doAxpy(float* y, float alpha, const float* x, int64_t n) {
     activate();
     launchAxpy(m_stream, y, alpha, x, n);
 }
 
-void CudaBackend::add(float* y, const float* a, const float* b, int64_t n) {
+void CudaBackend::doAdd(float* y, const float* a, const float* b, int64_t n) {
     activate();
     launchAdd(m_stream, y, a, b, n);
 }
@@ -383,25 +332,24 @@ void CudaBackend::add(float* y, const float* a, const float* b, int64_t n) {
 // ---- linear algebra --------------------------------------------------------------------
 
 // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: swap the operands, keep the flags.
-void CudaBackend::gemm(bool transA, bool transB, int m, int n, int k, float alpha, const float* a, int lda,
-                       const float* b, int ldb, float beta, float* c, int ldc) {
-    if (m < 0 || n < 0 || k < 0) throw BackendError("gemm: negative size");
-    if (m == 0 || n == 0) return;
+void CudaBackend::doGemm(bool transA, bool transB, int m, int n, int k, float alpha, const float* a, int lda,
+                         const float* b, int ldb, float beta, float* c, int ldc) {
     activate();
-    if (m_precision != ComputePrecision::F32) {
+    const ComputePrecision precision = computePrecision();
+    if (precision != ComputePrecision::F32) {
         // Spans of row-major operands with leading dimensions: (rows - 1) * ld + used columns.
         const int64_t spanA = k == 0 ? 0 : int64_t(transA ? k : m) * lda - lda + (transA ? m : k);
         const int64_t spanB = k == 0 ? 0 : int64_t(transB ? n : k) * ldb - ldb + (transB ? k : n);
         RoundedOperand ra(*this, a, spanA), rb(*this, b, spanB);
         const cublasComputeType_t compute =
-            m_precision == ComputePrecision::BF16 ? CUBLAS_COMPUTE_32F_FAST_16BF : CUBLAS_COMPUTE_32F_FAST_16F;
+            precision == ComputePrecision::BF16 ? CUBLAS_COMPUTE_32F_FAST_16BF : CUBLAS_COMPUTE_32F_FAST_16F;
         try {
             CUBLAS_CHECK(cublasGemmEx(m_cublas, transB ? CUBLAS_OP_T : CUBLAS_OP_N, transA ? CUBLAS_OP_T : CUBLAS_OP_N,
                                       n, m, k, &alpha, rb.get(), CUDA_R_32F, ldb, ra.get(), CUDA_R_32F, lda, &beta, c,
                                       CUDA_R_32F, ldc, compute, CUBLAS_GEMM_DEFAULT));
         } catch (const BackendError& e) {
             // Say which op and precision failed (CUBLAS_STATUS_NOT_SUPPORTED on a GPU without 16-bit tensor cores).
-            throw BackendError("gemm in " + std::string(computePrecisionName(m_precision)) + " on " + m_label + ": " +
+            throw BackendError("gemm in " + std::string(computePrecisionName(precision)) + " on " + m_label + ": " +
                                e.what());
         }
         return;
@@ -410,18 +358,7 @@ void CudaBackend::gemm(bool transA, bool transB, int m, int n, int k, float alph
                              &alpha, b, ldb, a, lda, &beta, c, ldc));
 }
 
-void CudaBackend::gemmHalf(HalfType type, bool transA, bool transB, int m, int n, int k, float alpha, const void* a,
-                           int lda, const void* b, int ldb, float beta, float* c, int ldc) {
-    if (m < 0 || n < 0 || k < 0) throw BackendError("gemmHalf: negative size");
-    if (m == 0 || n == 0) return;
-    activate();
-    const cudaDataType_t t = type == HalfType::BF16 ? CUDA_R_16BF : CUDA_R_16F;
-    CUBLAS_CHECK(cublasGemmEx(m_cublas, transB ? CUBLAS_OP_T : CUBLAS_OP_N, transA ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k,
-                              &alpha, b, t, ldb, a, t, lda, &beta, c, CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F,
-                              CUBLAS_GEMM_DEFAULT));
-}
-
-void CudaBackend::addBiasRows(float* y, const float* bias, int rows, int cols) {
+void CudaBackend::doAddBiasRows(float* y, const float* bias, int rows, int cols) {
     activate();
     launchAddBiasRows(m_stream, y, bias, rows, cols);
 }
@@ -429,7 +366,7 @@ void CudaBackend::addBiasRows(float* y, const float* bias, int rows, int cols) {
 // Bias gradients are column sums, done as matrix-vector products with a vector of ones: cuBLAS spreads
 // them over the whole GPU (a kernel with one thread per column would walk thousands of rows serially),
 // and its gemv is deterministic (no atomics) and runs in plain float32 whatever the TF32 setting.
-void CudaBackend::sumRows(float* dbias, const float* dy, int rows, int cols) {
+void CudaBackend::doSumRows(float* dbias, const float* dy, int rows, int cols) {
     if (rows <= 0 || cols <= 0) return;
     activate();
     const float* ones = constantVector(1.0f, rows, &m_ones, &m_onesSize);
@@ -438,14 +375,14 @@ void CudaBackend::sumRows(float* dbias, const float* dy, int rows, int cols) {
     CUBLAS_CHECK(cublasSgemv(m_cublas, CUBLAS_OP_N, cols, rows, &one, dy, cols, ones, 1, &one, dbias, 1));
 }
 
-void CudaBackend::addBiasChannels(float* y, const float* bias, int n, int c, int inner) {
+void CudaBackend::doAddBiasChannels(float* y, const float* bias, int n, int c, int inner) {
     activate();
     launchAddBiasChannels(m_stream, y, bias, n, c, inner);
 }
 
-void CudaBackend::sumChannels(float* dbias, const float* dy, int n, int c, int inner) {
+void CudaBackend::doSumChannels(float* dbias, const float* dy, int n, int c, int inner) {
     if (n <= 0 || c <= 0 || inner <= 0) return;
-    if (inner == 1) return sumRows(dbias, dy, n, c);
+    if (inner == 1) return doSumRows(dbias, dy, n, c);
     activate();
     // Two column sums: over the positions of each (image, channel) row of [n*c, inner], then over images.
     const int64_t rows = int64_t(n) * c;
@@ -467,61 +404,52 @@ void CudaBackend::sumChannels(float* dbias, const float* dy, int n, int c, int i
 
 // ---- pooling over an axis ---------------------------------------------------------------
 
-void CudaBackend::meanPoolForward(float* y, const float* x, int outer, int len, int inner) {
-    if (len < 1) throw BackendError("meanPool: length must be >= 1");
+void CudaBackend::doMeanPoolForward(float* y, const float* x, int outer, int len, int inner) {
     activate();
     launchMeanPoolForward(m_stream, y, x, outer, len, inner);
 }
 
-void CudaBackend::meanPoolBackward(float* dx, const float* dy, int outer, int len, int inner) {
-    if (len < 1) throw BackendError("meanPool: length must be >= 1");
+void CudaBackend::doMeanPoolBackward(float* dx, const float* dy, int outer, int len, int inner) {
     activate();
     launchMeanPoolBackward(m_stream, dx, dy, outer, len, inner);
 }
 
 // ---- activations --------------------------------------------------------------------------
 
-void CudaBackend::activationForward(float* y, const float* x, int64_t n, Activation act, float alpha) {
+void CudaBackend::doActivationForward(float* y, const float* x, int64_t n, Activation act, float alpha) {
     activate();
     launchActivationForward(m_stream, y, x, n, static_cast<int>(act), alpha);
 }
 
-void CudaBackend::activationBackward(float* dx, const float* dy, const float* x, const float* y, int64_t n,
-                                     Activation act, float alpha) {
-    const bool needsX = act == Activation::LeakyReLU || act == Activation::GELU || (act == Activation::ReLU && !y);
-    if ((needsX && !x) || (!x && !y)) throw BackendError("activationBackward: this activation needs its input x");
+void CudaBackend::doActivationBackward(float* dx, const float* dy, const float* x, const float* y, int64_t n,
+                                       Activation act, float alpha) {
     activate();
     launchActivationBackward(m_stream, dx, dy, x, y, n, static_cast<int>(act), alpha);
 }
 
 // ---- losses ---------------------------------------------------------------------------------
 
-void CudaBackend::softmaxCrossEntropy(float* losses, float* dlogits, const float* logits, const int32_t* labels,
-                                      int rows, int cols, float gradScale) {
-    if (cols < 1) throw BackendError("softmaxCrossEntropy: needs at least one column");
+void CudaBackend::doSoftmaxCrossEntropy(float* losses, float* dlogits, const float* logits, const int32_t* labels,
+                                        int rows, int cols, float gradScale) {
     activate();
     launchSoftmaxCrossEntropy(m_stream, losses, dlogits, logits, labels, rows, cols, gradScale, m_errorFlag);
     m_errorArmed = true;
-    if (m_eagerIndexChecks) syncAndCheck();  // a bad label throws here, at the call, as on the CPU
+    if (eagerIndexChecks()) syncAndCheck();  // a bad label throws here, at the call, as on the CPU
 }
 
-void CudaBackend::mseLoss(float* losses, float* dpred, const float* pred, const float* target, int rows, int cols,
-                          float gradScale) {
-    if (cols < 1) throw BackendError("mseLoss: needs at least one column");
+void CudaBackend::doMseLoss(float* losses, float* dpred, const float* pred, const float* target, int rows, int cols,
+                            float gradScale) {
     activate();
     launchMseLoss(m_stream, losses, dpred, pred, target, rows, cols, gradScale);
 }
 
-void CudaBackend::bceWithLogits(float* losses, float* dlogits, const float* logits, const float* target, int rows,
-                                int cols, float gradScale) {
-    if (cols < 1) throw BackendError("bceWithLogits: needs at least one column");
+void CudaBackend::doBceWithLogits(float* losses, float* dlogits, const float* logits, const float* target, int rows,
+                                  int cols, float gradScale) {
     activate();
     launchBceWithLogits(m_stream, losses, dlogits, logits, target, rows, cols, gradScale);
 }
 
-int64_t CudaBackend::countCorrect(const float* logits, const int32_t* labels, int rows, int cols) {
-    if (rows <= 0) return 0;
-    if (cols < 1) throw BackendError("countCorrect: needs at least one column");
+int64_t CudaBackend::doCountCorrect(const float* logits, const int32_t* labels, int rows, int cols) {
     activate();
     long long* result = reinterpret_cast<long long*>(m_reduceScratch + reduceScratchDoubles());
     launchCountCorrect(m_stream, result, logits, labels, rows, cols, m_errorFlag);
@@ -533,16 +461,13 @@ int64_t CudaBackend::countCorrect(const float* logits, const int32_t* labels, in
     return count;
 }
 
-Backend::StepMetrics CudaBackend::stepMetrics(const float* losses, const float* logits, const int32_t* labels,
-                                              int rows, int cols) {
+Backend::StepMetrics CudaBackend::doStepMetrics(const float* losses, const float* logits, const int32_t* labels,
+                                                int rows, int cols) {
     StepMetrics m;
-    if (rows <= 0) return m;
-    if (labels && cols < 1) throw BackendError("stepMetrics: needs at least one column");
     activate();
     // Result words after the partials: [0] the loss sum (double), [1] the correct count (long long).
     double* results = m_reduceScratch + reduceScratchDoubles();
-    // The Sum kernel only reads its input.
-    launchReduce(m_stream, results, m_reduceScratch, const_cast<float*>(losses), rows, ReduceOp::Sum, 1.0f);
+    launchReduce(m_stream, results, m_reduceScratch, losses, rows, ReduceOp::Sum);
     if (labels) {
         launchCountCorrect(m_stream, reinterpret_cast<long long*>(results + 1), logits, labels, rows, cols,
                            m_errorFlag);
@@ -561,17 +486,14 @@ Backend::StepMetrics CudaBackend::stepMetrics(const float* losses, const float* 
 
 // ---- layer norm ---------------------------------------------------------------------------------
 
-void CudaBackend::layerNormForward(float* y, float* mean, float* rstd, const float* x, const float* gamma,
-                                   const float* beta, int rows, int cols, float eps) {
-    if (cols < 1) throw BackendError("layerNorm: needs at least one column");
+void CudaBackend::doLayerNormForward(float* y, float* mean, float* rstd, const float* x, const float* gamma,
+                                     const float* beta, int rows, int cols, float eps) {
     activate();
     launchLayerNormForward(m_stream, y, mean, rstd, x, gamma, beta, rows, cols, eps);
 }
 
-void CudaBackend::layerNormBackward(float* dx, float* dgamma, float* dbeta, const float* dy, const float* x,
-                                    const float* gamma, const float* mean, const float* rstd, int rows, int cols) {
-    requirePointer(mean, "layerNormBackward", "mean");
-    requirePointer(rstd, "layerNormBackward", "rstd");
+void CudaBackend::doLayerNormBackward(float* dx, float* dgamma, float* dbeta, const float* dy, const float* x,
+                                      const float* gamma, const float* mean, const float* rstd, int rows, int cols) {
     activate();
     const size_t bytes = dgamma || dbeta ? layerNormBackwardScratchBytes(rows, cols) : 0;
     void* scratch = bytes ? m_allocator->allocate(bytes) : nullptr;
@@ -586,31 +508,30 @@ void CudaBackend::layerNormBackward(float* dx, float* dgamma, float* dbeta, cons
 
 // ---- dropout --------------------------------------------------------------------------------------
 
-void CudaBackend::dropoutForward(float* y, const float* x, int64_t n, float p, uint64_t seed) {
-    if (!(p >= 0.0f && p <= 1.0f)) throw BackendError("dropout: probability " + std::to_string(p) + " not in [0, 1]");
+void CudaBackend::doDropoutForward(float* y, const float* x, int64_t n, float p, uint64_t seed) {
     activate();
     launchDropoutForward(m_stream, y, x, n, p, seed);
 }
 
-void CudaBackend::dropoutBackward(float* dx, const float* dy, int64_t n, float p, uint64_t seed) {
-    if (!(p >= 0.0f && p <= 1.0f)) throw BackendError("dropout: probability " + std::to_string(p) + " not in [0, 1]");
+void CudaBackend::doDropoutBackward(float* dx, const float* dy, int64_t n, float p, uint64_t seed) {
     activate();
     launchDropoutBackward(m_stream, dx, dy, n, p, seed);
 }
 
 // ---- embedding --------------------------------------------------------------------------------------
 
-void CudaBackend::embeddingForward(float* y, const float* table, const float* ids, int64_t count, int dim, int vocab) {
+void CudaBackend::doEmbeddingForward(float* y, const float* table, const float* ids, int64_t count, int dim,
+                                     int vocab) {
     activate();
     launchEmbeddingForward(m_stream, y, table, ids, count, dim, vocab, m_errorFlag);
     m_errorArmed = true;
-    if (m_eagerIndexChecks) syncAndCheck();  // a bad id throws here, at the call, as on the CPU
+    if (eagerIndexChecks()) syncAndCheck();  // a bad id throws here, at the call, as on the CPU
 }
 
-void CudaBackend::embeddingBackward(float* dtable, const float* dy, const float* ids, int64_t count, int dim,
-                                    int vocab) {
+void CudaBackend::doEmbeddingBackward(float* dtable, const float* dy, const float* ids, int64_t count, int dim,
+                                      int vocab) {
     activate();
-    if (!m_deterministic) {
+    if (!deterministic()) {
         launchEmbeddingBackwardAtomic(m_stream, dtable, dy, ids, count, dim, vocab, m_errorFlag);
     } else {
         const size_t bytes = embeddingBackwardSortedScratchBytes(count, vocab);
@@ -624,19 +545,19 @@ void CudaBackend::embeddingBackward(float* dtable, const float* dy, const float*
         m_allocator->deallocate(scratch);  // stream order makes the block safe to hand out again
     }
     m_errorArmed = true;
-    if (m_eagerIndexChecks) syncAndCheck();
+    if (eagerIndexChecks()) syncAndCheck();
 }
 
 // ---- data movement ------------------------------------------------------------------------------------
 
-void CudaBackend::copyBlocks(float* dst, int64_t dstStride, const float* src, int64_t srcStride, int64_t blockLen,
-                             int64_t count, bool accumulate) {
+void CudaBackend::doCopyBlocks(float* dst, int64_t dstStride, const float* src, int64_t srcStride, int64_t blockLen,
+                               int64_t count, bool accumulate) {
     activate();
     launchCopyBlocks(m_stream, dst, dstStride, src, srcStride, blockLen, count, accumulate);
 }
 
-void CudaBackend::gatherRows(void* dst, const void* src, int64_t srcRows, const int32_t* indices, int64_t count,
-                             int64_t rowWords) {
+void CudaBackend::doGatherRows(void* dst, const void* src, int64_t srcRows, const int32_t* indices, int64_t count,
+                               int64_t rowWords) {
     activate();
     // A buffer filled here (the trainer's resident batches) is read by ops that no upload brackets, so
     // uploadAsync's alternation rule no longer covers them: its next upload into dst waits for all work.
@@ -644,15 +565,15 @@ void CudaBackend::gatherRows(void* dst, const void* src, int64_t srcRows, const 
         if (last == dst) last = nullptr;
     launchGatherRows(m_stream, dst, src, srcRows, indices, count, rowWords, m_errorFlag);
     m_errorArmed = true;
-    if (m_eagerIndexChecks) syncAndCheck();  // a bad index throws here, at the call, as on the CPU
+    if (eagerIndexChecks()) syncAndCheck();  // a bad index throws here, at the call, as on the CPU
 }
 
 // ---- reductions ----------------------------------------------------------------------------------------
 
-double CudaBackend::reduce(float* x, int64_t n, int op, float scale) {
+double CudaBackend::reduce(const float* x, int64_t n, int op) {
     activate();
     double* result = m_reduceScratch + reduceScratchDoubles();
-    launchReduce(m_stream, result, m_reduceScratch, x, n, static_cast<ReduceOp>(op), scale);
+    launchReduce(m_stream, result, m_reduceScratch, x, n, static_cast<ReduceOp>(op));
     CUDA_CHECK(cudaMemcpyAsync(m_resultHost, result, sizeof(double), cudaMemcpyDeviceToHost, m_stream));
     syncAndCheck();
     double value = 0;
@@ -660,51 +581,26 @@ double CudaBackend::reduce(float* x, int64_t n, int op, float scale) {
     return value;
 }
 
-// The kernels of Sum, SumSquares and NonFiniteCount only read x.
-double CudaBackend::sum(const float* x, int64_t n) {
-    return reduce(const_cast<float*>(x), n, static_cast<int>(ReduceOp::Sum), 1.0f);
+double CudaBackend::doSum(const float* x, int64_t n) {
+    return reduce(x, n, static_cast<int>(ReduceOp::Sum));
 }
 
-double CudaBackend::sumSquares(const float* x, int64_t n) {
-    return reduce(const_cast<float*>(x), n, static_cast<int>(ReduceOp::SumSquares), 1.0f);
+double CudaBackend::doSumSquares(const float* x, int64_t n) {
+    return reduce(x, n, static_cast<int>(ReduceOp::SumSquares));
 }
 
-bool CudaBackend::allFinite(const float* x, int64_t n) {
-    return reduce(const_cast<float*>(x), n, static_cast<int>(ReduceOp::NonFiniteCount), 1.0f) == 0.0;
-}
-
-bool CudaBackend::unscaleAndCheckFinite(float* x, int64_t n, float invScale) {
-    return reduce(x, n, static_cast<int>(ReduceOp::UnscaleNonFiniteCount), invScale) == 0.0;
-}
-
-// ---- mixed precision casts --------------------------------------------------------------------------------
-
-void CudaBackend::castToHalf(void* y, const float* x, int64_t n, HalfType type) {
-    activate();
-    if (type == HalfType::BF16)
-        launchFloatToBf16(m_stream, static_cast<uint16_t*>(y), x, n);
-    else
-        launchFloatToHalf(m_stream, static_cast<uint16_t*>(y), x, n);
-}
-
-void CudaBackend::castFromHalf(float* y, const void* x, int64_t n, HalfType type) {
-    activate();
-    if (type == HalfType::BF16)
-        launchBf16ToFloat(m_stream, y, static_cast<const uint16_t*>(x), n);
-    else
-        launchHalfToFloat(m_stream, y, static_cast<const uint16_t*>(x), n);
+bool CudaBackend::doAllFinite(const float* x, int64_t n) {
+    return reduce(x, n, static_cast<int>(ReduceOp::NonFiniteCount)) == 0.0;
 }
 
 // ---- optimizers -------------------------------------------------------------------------------------------
 
-void CudaBackend::sgdUpdate(float* w, float* velocity, const float* grad, int64_t n, const SgdParams& p) {
-    if (p.momentum != 0.0f && !velocity) throw BackendError("sgdUpdate: momentum needs a velocity buffer");
+void CudaBackend::doSgdUpdate(float* w, float* velocity, const float* grad, int64_t n, const SgdParams& p) {
     activate();
     launchSgdUpdate(m_stream, w, velocity, grad, n, p.lr, p.momentum, p.weightDecay, p.nesterov);
 }
 
-void CudaBackend::adamUpdate(float* w, float* m, float* v, const float* grad, int64_t n, const AdamParams& p) {
-    if (p.step < 1) throw BackendError("adamUpdate: step is 1-based, got " + std::to_string(p.step));
+void CudaBackend::doAdamUpdate(float* w, float* m, float* v, const float* grad, int64_t n, const AdamParams& p) {
     activate();
     // Scalars in double, as PyTorch computes them in Python (and as the CPU reference does).
     const double bc1 = 1.0 - std::pow(static_cast<double>(p.beta1), static_cast<double>(p.step));

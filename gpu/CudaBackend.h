@@ -4,11 +4,12 @@
 // and cuDNN are bound to it. Memory comes from a caching allocator
 // (CudaAllocator.h). Every CUDA, cuBLAS and cuDNN status is checked and
 // turned into BackendError (CudaCheck.h); there is no fallback to the CPU.
+// Arguments are checked by the Backend seam before any do* function here runs.
 //
-// Numerics:
-//   - GEMM and convolutions may use TF32 tensor cores (setAllowTf32, default on;
-//     the environment variable STRATA_CUDA_TF32=0 makes new backends start with it off).
-//   - setComputePrecision(BF16 / F16), Backend.h's definition: gemm and the three
+// Numerics (BackendOptions, fixed when the backend is made):
+//   - GEMM and convolutions may use TF32 tensor cores (allowTf32; unset: on unless
+//     the environment variable STRATA_CUDA_TF32 is "0").
+//   - precision BF16 / F16, Backend.h's definition: gemm and the three
 //     convolutions first round both inputs with our kernel (launchRoundFloat:
 //     __float2bfloat16_rn / __float2half_rn, widened back to float32) into blocks of
 //     the caching allocator, then run on float32 data:
@@ -17,22 +18,23 @@
 //         already exact in the 16-bit type, so however cuBLAS converts them, nothing
 //         more is rounded.
 //       convolutions: cuDNN on float32 descriptors with TF32 tensor-op math allowed
-//         whatever setAllowTf32 says: every bf16 and fp16 value is exact in TF32 (10
+//         whatever allowTf32 says: every bf16 and fp16 value is exact in TF32 (10
 //         mantissa bits, 8 exponent bits), so the products are those of the rounded
 //         inputs and sums stay float32. The algorithm search skips FFT and Winograd,
 //         which would round transformed values instead of the inputs. So bf16 and fp16
 //         convolutions run at TF32 speed, not at 16-bit tensor-core speed; the results
 //         are float32 (cuDNN's bf16 data path would also round the outputs to bf16).
-//   - setDeterministic(true): cuDNN algorithms restricted to deterministic ones,
+//   - deterministic: cuDNN algorithms restricted to deterministic ones,
 //     embedding backward by sorted segments instead of atomics. Reductions
 //     (sum, sumSquares, allFinite, bias and norm gradients) never use atomics.
-//   - Bad indices (labels, embedding ids) are found by the kernels themselves
-//     (DeviceErrorFlag.h); the ops that take indices (softmaxCrossEntropy,
-//     countCorrect, embeddingForward/Backward) therefore wait for their kernel
-//     and throw BackendError at the call, naming the op, as the CPU does. That
-//     costs one stream synchronization per such call; setEagerIndexChecks(false)
-//     defers the report to the next synchronization point (synchronize,
-//     copyToHost, a host-result op), still naming the op.
+//   - Bad indices (labels, embedding ids, gathered rows) are found by the kernels
+//     themselves (DeviceErrorFlag.h); the ops that take indices (softmaxCrossEntropy,
+//     countCorrect, embeddingForward/Backward, gatherRows) therefore wait for their
+//     kernel and throw BackendError at the call, naming the op in the words of
+//     core/backend/BackendChecks.h, as the CPU does. That costs one stream
+//     synchronization per such call; eagerIndexChecks = false defers the report to the
+//     next synchronization point (synchronize, copyToHost, a host-result op), still
+//     naming the op.
 //
 // Asynchronous uploads (double-buffered batch input), for the trainer:
 //   UploadTicket t = backend.uploadAsync(deviceDst, hostSrc, bytes);
@@ -48,7 +50,7 @@
 // buffer just allocated, which may be a cached block that queued work still uses,
 // or one that gatherRows filled since) makes the copy wait for all compute work
 // queued so far instead, so it is safe but not overlapped.
-// waitUpload(t) blocks the host until that copy is done; waitUploads() until all are.
+// waitUpload(t) blocks the host until that copy is done.
 #pragma once
 
 #include <cstddef>
@@ -70,53 +72,15 @@ namespace strata::gpu {
 class CudaAllocator;
 struct ConvPlanCache;
 
-enum class HalfType { BF16, F16 };
-
 class CudaBackend : public Backend {
 public:
     // Opens GPU `index`; throws BackendError when there is no driver or no such device.
-    explicit CudaBackend(int index);
+    explicit CudaBackend(int index, const BackendOptions& options = {});
     ~CudaBackend() override;
-    CudaBackend(const CudaBackend&) = delete;
-    CudaBackend& operator=(const CudaBackend&) = delete;
 
-    // ---- settings ----
-    void setAllowTf32(bool allow);
     bool allowTf32() const { return m_allowTf32; }
-    void setDeterministic(bool deterministic) override;
-    void setComputePrecision(ComputePrecision precision) override;
-    ComputePrecision computePrecision() const override { return m_precision; }
-    bool deterministic() const { return m_deterministic; }
-    void setEagerIndexChecks(bool eager) override { m_eagerIndexChecks = eager; }
-    bool eagerIndexChecks() const override { return m_eagerIndexChecks; }
-    // Upper bound of the cuDNN workspace (and of the algorithms considered); default 256 MiB.
-    void setConvWorkspaceLimit(size_t bytes);
-
-    // ---- allocator statistics ----
-    size_t cachedBytes() const;
-    uint64_t deviceMallocCount() const;  // cudaMalloc calls made by the caching allocator
-    void releaseCachedMemory();
-
-    // ---- asynchronous uploads (see the header comment; Backend::UploadTicket) ----
-    UploadTicket uploadAsync(void* deviceDst, const void* hostSrc, size_t bytes) override;
-    void waitUpload(UploadTicket ticket) override;
-    void waitUploads();
-
-    // ---- mixed precision ----
-    // Casts between float32 and 16-bit storage (bf16 or fp16 bit patterns), round to nearest even.
-    void castToHalf(void* y, const float* x, int64_t n, HalfType type);
-    void castFromHalf(float* y, const void* x, int64_t n, HalfType type);
-    // gemm() with 16-bit A and B (same layout rules), float32 C, float32 accumulation (cublasGemmEx).
-    void gemmHalf(HalfType type, bool transA, bool transB, int m, int n, int k, float alpha, const void* a, int lda,
-                  const void* b, int ldb, float beta, float* c, int ldc);
-    // Dynamic loss scaling: x *= invScale in place; returns whether every result is finite.
-    bool unscaleAndCheckFinite(float* x, int64_t n, float invScale);
-
-    int index() const { return m_index; }
-    CUstream_st* stream() const { return m_stream; }
 
     // ---- Backend ----
-    std::string name() const override { return "cuda"; }
     Device device() const override { return Device::cuda(m_index); }
 
     void* allocate(size_t bytes) override;
@@ -127,82 +91,88 @@ public:
     void synchronize() override;
     size_t bytesInUse() const override;
     size_t peakBytes() const override;
+    // See the header comment.
+    UploadTicket uploadAsync(void* deviceDst, const void* hostSrc, size_t bytes) override;
+    void waitUpload(UploadTicket ticket) override;
 
-    void fill(float* y, float value, int64_t n) override;
-    void zero(void* y, size_t bytes) override;
-    void scale(float* y, float alpha, int64_t n) override;
-    void axpy(float* y, float alpha, const float* x, int64_t n) override;
-    void add(float* y, const float* a, const float* b, int64_t n) override;
+protected:
+    void doFill(float* y, float value, int64_t n) override;
+    void doZero(void* y, size_t bytes) override;
+    void doScale(float* y, float alpha, int64_t n) override;
+    void doAxpy(float* y, float alpha, const float* x, int64_t n) override;
+    void doAdd(float* y, const float* a, const float* b, int64_t n) override;
 
-    void gemm(bool transA, bool transB, int m, int n, int k, float alpha, const float* a, int lda, const float* b,
-              int ldb, float beta, float* c, int ldc) override;
-    void addBiasRows(float* y, const float* bias, int rows, int cols) override;
-    void sumRows(float* dbias, const float* dy, int rows, int cols) override;
-    void addBiasChannels(float* y, const float* bias, int n, int c, int inner) override;
-    void sumChannels(float* dbias, const float* dy, int n, int c, int inner) override;
+    void doGemm(bool transA, bool transB, int m, int n, int k, float alpha, const float* a, int lda, const float* b,
+                int ldb, float beta, float* c, int ldc) override;
+    void doAddBiasRows(float* y, const float* bias, int rows, int cols) override;
+    void doSumRows(float* dbias, const float* dy, int rows, int cols) override;
+    void doAddBiasChannels(float* y, const float* bias, int n, int c, int inner) override;
+    void doSumChannels(float* dbias, const float* dy, int n, int c, int inner) override;
 
-    void conv2dForward(float* y, const float* x, const float* w, const ConvDesc& d) override;
-    void conv2dBackwardData(float* dx, const float* dy, const float* w, const ConvDesc& d) override;
-    void conv2dBackwardFilter(float* dw, const float* dy, const float* x, const ConvDesc& d) override;
+    void doConv2dForward(float* y, const float* x, const float* w, const ConvDesc& d) override;
+    void doConv2dBackwardData(float* dx, const float* dy, const float* w, const ConvDesc& d) override;
+    void doConv2dBackwardFilter(float* dw, const float* dy, const float* x, const ConvDesc& d) override;
     // One cudnnConvolutionBiasActivationForward where cuDNN allows it (CudaDnn.cpp says which cases).
-    void conv2dForwardFused(float* y, const float* x, const float* w, const float* bias, bool relu,
-                            const ConvDesc& d) override;
-    void pool2dForward(float* y, const float* x, const PoolDesc& d) override;
-    void pool2dBackward(float* dx, const float* dy, const float* x, const float* y, const PoolDesc& d) override;
+    void doConv2dForwardFused(float* y, const float* x, const float* w, const float* bias, bool relu,
+                              const ConvDesc& d) override;
+    void doPool2dForward(float* y, const float* x, const PoolDesc& d) override;
+    void doPool2dBackward(float* dx, const float* dy, const float* x, const float* y, const PoolDesc& d) override;
     // Our max-pool backward kernel with the ReLU mask applied in the same pass (no temporary).
-    void maxPool2dReLUBackward(float* dx, const float* dy, const float* x, const float* y,
-                               const PoolDesc& d) override;
-    void meanPoolForward(float* y, const float* x, int outer, int len, int inner) override;
-    void meanPoolBackward(float* dx, const float* dy, int outer, int len, int inner) override;
+    void doMaxPool2dReLUBackward(float* dx, const float* dy, const float* x, const float* y,
+                                 const PoolDesc& d) override;
+    void doMeanPoolForward(float* y, const float* x, int outer, int len, int inner) override;
+    void doMeanPoolBackward(float* dx, const float* dy, int outer, int len, int inner) override;
 
-    void activationForward(float* y, const float* x, int64_t n, Activation act, float alpha) override;
-    void activationBackward(float* dx, const float* dy, const float* x, const float* y, int64_t n, Activation act,
-                            float alpha) override;
-    void softmaxForward(float* y, const float* x, int rows, int cols) override;
-    void softmaxBackward(float* dx, const float* dy, const float* y, int rows, int cols) override;
+    void doActivationForward(float* y, const float* x, int64_t n, Activation act, float alpha) override;
+    void doActivationBackward(float* dx, const float* dy, const float* x, const float* y, int64_t n, Activation act,
+                              float alpha) override;
+    void doSoftmaxForward(float* y, const float* x, int rows, int cols) override;
+    void doSoftmaxBackward(float* dx, const float* dy, const float* y, int rows, int cols) override;
 
-    void softmaxCrossEntropy(float* losses, float* dlogits, const float* logits, const int32_t* labels, int rows,
-                             int cols, float gradScale) override;
-    void mseLoss(float* losses, float* dpred, const float* pred, const float* target, int rows, int cols,
-                 float gradScale) override;
-    void bceWithLogits(float* losses, float* dlogits, const float* logits, const float* target, int rows, int cols,
-                       float gradScale) override;
-    int64_t countCorrect(const float* logits, const int32_t* labels, int rows, int cols) override;
+    void doSoftmaxCrossEntropy(float* losses, float* dlogits, const float* logits, const int32_t* labels, int rows,
+                               int cols, float gradScale) override;
+    void doMseLoss(float* losses, float* dpred, const float* pred, const float* target, int rows, int cols,
+                   float gradScale) override;
+    void doBceWithLogits(float* losses, float* dlogits, const float* logits, const float* target, int rows, int cols,
+                         float gradScale) override;
+    int64_t doCountCorrect(const float* logits, const int32_t* labels, int rows, int cols) override;
     // Both reductions queued, then one 16-byte copy and one stream synchronization.
-    StepMetrics stepMetrics(const float* losses, const float* logits, const int32_t* labels, int rows,
-                            int cols) override;
+    StepMetrics doStepMetrics(const float* losses, const float* logits, const int32_t* labels, int rows,
+                              int cols) override;
 
-    void batchNormForwardTraining(float* y, float* saveMean, float* saveInvStd, float* runningMean, float* runningVar,
-                                  const float* x, const float* gamma, const float* beta, int n, int c, int inner,
-                                  float momentum, float eps) override;
-    void batchNormForwardInference(float* y, const float* x, const float* gamma, const float* beta,
-                                   const float* runningMean, const float* runningVar, int n, int c, int inner,
-                                   float eps) override;
-    void batchNormBackward(float* dx, float* dgamma, float* dbeta, const float* dy, const float* x, const float* gamma,
-                           const float* saveMean, const float* saveInvStd, int n, int c, int inner) override;
-    void layerNormForward(float* y, float* mean, float* rstd, const float* x, const float* gamma, const float* beta,
-                          int rows, int cols, float eps) override;
-    void layerNormBackward(float* dx, float* dgamma, float* dbeta, const float* dy, const float* x, const float* gamma,
-                           const float* mean, const float* rstd, int rows, int cols) override;
+    void doBatchNormForwardTraining(float* y, float* saveMean, float* saveInvStd, float* runningMean,
+                                    float* runningVar, const float* x, const float* gamma, const float* beta, int n,
+                                    int c, int inner, float momentum, float eps) override;
+    void doBatchNormForwardInference(float* y, const float* x, const float* gamma, const float* beta,
+                                     const float* runningMean, const float* runningVar, int n, int c, int inner,
+                                     float eps) override;
+    void doBatchNormBackward(float* dx, float* dgamma, float* dbeta, const float* dy, const float* x,
+                             const float* gamma, const float* saveMean, const float* saveInvStd, int n, int c,
+                             int inner) override;
+    void doLayerNormForward(float* y, float* mean, float* rstd, const float* x, const float* gamma,
+                            const float* beta, int rows, int cols, float eps) override;
+    void doLayerNormBackward(float* dx, float* dgamma, float* dbeta, const float* dy, const float* x,
+                             const float* gamma, const float* mean, const float* rstd, int rows, int cols) override;
 
-    void dropoutForward(float* y, const float* x, int64_t n, float p, uint64_t seed) override;
-    void dropoutBackward(float* dx, const float* dy, int64_t n, float p, uint64_t seed) override;
+    void doDropoutForward(float* y, const float* x, int64_t n, float p, uint64_t seed) override;
+    void doDropoutBackward(float* dx, const float* dy, int64_t n, float p, uint64_t seed) override;
 
-    void embeddingForward(float* y, const float* table, const float* ids, int64_t count, int dim, int vocab) override;
-    void embeddingBackward(float* dtable, const float* dy, const float* ids, int64_t count, int dim,
-                           int vocab) override;
+    void doEmbeddingForward(float* y, const float* table, const float* ids, int64_t count, int dim,
+                            int vocab) override;
+    void doEmbeddingBackward(float* dtable, const float* dy, const float* ids, int64_t count, int dim,
+                             int vocab) override;
 
-    void copyBlocks(float* dst, int64_t dstStride, const float* src, int64_t srcStride, int64_t blockLen, int64_t count,
-                    bool accumulate) override;
-    void gatherRows(void* dst, const void* src, int64_t srcRows, const int32_t* indices, int64_t count,
-                    int64_t rowWords) override;
+    void doCopyBlocks(float* dst, int64_t dstStride, const float* src, int64_t srcStride, int64_t blockLen,
+                      int64_t count, bool accumulate) override;
+    void doGatherRows(void* dst, const void* src, int64_t srcRows, const int32_t* indices, int64_t count,
+                      int64_t rowWords) override;
 
-    double sum(const float* x, int64_t n) override;
-    double sumSquares(const float* x, int64_t n) override;
-    bool allFinite(const float* x, int64_t n) override;
+    double doSum(const float* x, int64_t n) override;
+    double doSumSquares(const float* x, int64_t n) override;
+    bool doAllFinite(const float* x, int64_t n) override;
 
-    void sgdUpdate(float* w, float* velocity, const float* grad, int64_t n, const SgdParams& p) override;
-    void adamUpdate(float* w, float* m, float* v, const float* grad, int64_t n, const AdamParams& p) override;
+    void doSgdUpdate(float* w, float* velocity, const float* grad, int64_t n, const SgdParams& p) override;
+    void doAdamUpdate(float* w, float* m, float* v, const float* grad, int64_t n, const AdamParams& p) override;
 
 private:
     struct Staging {
@@ -232,7 +202,7 @@ private:
     void release() noexcept;
     void syncAndCheck();  // stream sync, then report kernel-detected errors
     void checkDeviceErrors();
-    double reduce(float* x, int64_t n, int op, float scale);
+    double reduce(const float* x, int64_t n, int op);
     float* workspace(size_t bytes);
     // Per-channel constants for cuDNN batch norm when gamma or beta is null.
     const float* constantVector(float value, int c, float** holder, int* holderSize);
@@ -240,10 +210,8 @@ private:
     int m_index = 0;
     std::string m_label;  // "cuda:0"
     bool m_allowTf32 = true;
-    bool m_deterministic = false;
-    bool m_eagerIndexChecks = true;
-    ComputePrecision m_precision = ComputePrecision::F32;
-    size_t m_workspaceLimit = size_t(256) << 20;
+    // Upper bound of the cuDNN workspace (and of the algorithms considered).
+    static constexpr size_t kConvWorkspaceLimit = size_t(256) << 20;
 
     std::unique_ptr<CudaAllocator> m_allocator;
     std::unique_ptr<ConvPlanCache> m_plans;

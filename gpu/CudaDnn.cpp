@@ -65,31 +65,6 @@ private:
     cudnnPoolingDescriptor_t m_desc = nullptr;
 };
 
-void checkConv(const ConvDesc& d) {
-    if (d.n < 1 || d.c < 1 || d.h < 1 || d.w < 1 || d.k < 1 || d.r < 1 || d.s < 1 || d.strideH < 1 || d.strideW < 1 ||
-        d.dilationH < 1 || d.dilationW < 1 || d.groups < 1 || d.padH < 0 || d.padW < 0)
-        throw BackendError(
-            "conv2d: invalid descriptor (sizes, strides, dilations and groups must be >= 1, "
-            "padding >= 0)");
-    if (d.c % d.groups != 0 || d.k % d.groups != 0)
-        throw BackendError("conv2d: " + std::to_string(d.c) + " input and " + std::to_string(d.k) +
-                           " output channels must both be divisible by " + std::to_string(d.groups) + " groups");
-    if (d.outH() < 1 || d.outW() < 1)
-        throw BackendError("conv2d: a " + std::to_string(d.r) + "x" + std::to_string(d.s) + " kernel does not fit a " +
-                           std::to_string(d.h) + "x" + std::to_string(d.w) + " input with this padding and dilation");
-}
-
-void checkPool(const PoolDesc& d) {
-    if (d.n < 1 || d.c < 1 || d.h < 1 || d.w < 1 || d.kernelH < 1 || d.kernelW < 1 || d.strideH < 1 || d.strideW < 1 ||
-        d.padH < 0 || d.padW < 0)
-        throw BackendError("pool2d: invalid descriptor (sizes, kernel and strides must be >= 1, padding >= 0)");
-    if (d.padH >= d.kernelH || d.padW >= d.kernelW)
-        throw BackendError("pool2d: padding must be smaller than the kernel");
-    if (d.outH() < 1 || d.outW() < 1)
-        throw BackendError("pool2d: a " + std::to_string(d.kernelH) + "x" + std::to_string(d.kernelW) +
-                           " window does not fit a " + std::to_string(d.h) + "x" + std::to_string(d.w) + " input");
-}
-
 std::string convText(const ConvDesc& d) {
     return "conv2d [" + std::to_string(d.n) + "," + std::to_string(d.c) + "," + std::to_string(d.h) + "," +
            std::to_string(d.w) + "] -> " + std::to_string(d.k) + " channels, " + std::to_string(d.r) + "x" +
@@ -255,8 +230,8 @@ void chooseForward(cudnnHandle_t handle, ConvPlan& plan, const ConvDesc& d, cons
 
 // ---- convolution ------------------------------------------------------------------------------------------
 
-void CudaBackend::conv2dForward(float* y, const float* x, const float* w, const ConvDesc& d) {
-    conv2dForwardFused(y, x, w, nullptr, false, d);
+void CudaBackend::doConv2dForward(float* y, const float* x, const float* w, const ConvDesc& d) {
+    doConv2dForwardFused(y, x, w, nullptr, false, d);
 }
 
 // The convolution layer's forward, y = relu(conv(x, w) + bias), in one cuDNN call where that costs nothing:
@@ -276,19 +251,18 @@ void CudaBackend::conv2dForward(float* y, const float* x, const float* w, const 
 // In every case the algorithm is the plan's, so deterministic mode and the bf16 / fp16 rules (inputs
 // rounded first, no FFT or Winograd) hold as for conv2dForward; bias and ReLU stay float32. The fused
 // call's z input is y with alpha2 = 0, as cuDNN's users (TensorFlow, ONNX Runtime) pass it.
-void CudaBackend::conv2dForwardFused(float* y, const float* x, const float* w, const float* bias, bool relu,
+void CudaBackend::doConv2dForwardFused(float* y, const float* x, const float* w, const float* bias, bool relu,
                                      const ConvDesc& d) {
-    checkConv(d);
     activate();
-    const int math = m_precision != ComputePrecision::F32 ? kMathRounded : m_allowTf32 ? kMathTf32 : kMathFma;
-    const RoundedOperand rx(*this, x, int64_t(d.n) * d.c * d.h * d.w);
-    const RoundedOperand rw(*this, w, int64_t(d.k) * (d.c / d.groups) * d.r * d.s);
+    const int math = computePrecision() != ComputePrecision::F32 ? kMathRounded : m_allowTf32 ? kMathTf32 : kMathFma;
+    const RoundedOperand rx(*this, x, d.inputSize());
+    const RoundedOperand rw(*this, w, d.weightSize());
     x = rx.get();
     w = rw.get();
     ConvPlan& plan = planFor(*m_plans, d, math);
     // The timing runs write y, which this call overwrites anyway.
     if (!plan.forward.chosen)
-        chooseForward(m_cudnn, plan, d, x, w, y, m_workspaceLimit, m_deterministic, math, m_precision,
+        chooseForward(m_cudnn, plan, d, x, w, y, kConvWorkspaceLimit, deterministic(), math, computePrecision(),
                       [this](size_t bytes) { return workspace(bytes); });
     const auto algo = static_cast<cudnnConvolutionFwdAlgo_t>(plan.forward.algo);
     CUDNN_CHECK(cudnnSetConvolutionMathType(plan.conv, plan.forward.math));
@@ -310,14 +284,13 @@ void CudaBackend::conv2dForwardFused(float* y, const float* x, const float* w, c
     CUDNN_CHECK(cudnnConvolutionForward(m_cudnn, &kOne, plan.x, x, plan.w, w, plan.conv, algo, ws,
                                         plan.forward.workspace, &kZero, plan.y, y));
     const int inner = d.outH() * d.outW();
-    if (bias) addBiasChannels(y, bias, d.n, d.k, inner);
-    if (relu) activationForward(y, y, int64_t(d.n) * d.k * inner, Activation::ReLU, 0.0f);
+    if (bias) doAddBiasChannels(y, bias, d.n, d.k, inner);
+    if (relu) doActivationForward(y, y, d.outputSize(), Activation::ReLU, 0.0f);
 }
 
-void CudaBackend::conv2dBackwardData(float* dx, const float* dy, const float* w, const ConvDesc& d) {
-    checkConv(d);
+void CudaBackend::doConv2dBackwardData(float* dx, const float* dy, const float* w, const ConvDesc& d) {
     activate();
-    const int math = m_precision != ComputePrecision::F32 ? kMathRounded : m_allowTf32 ? kMathTf32 : kMathFma;
+    const int math = computePrecision() != ComputePrecision::F32 ? kMathRounded : m_allowTf32 ? kMathTf32 : kMathFma;
     const RoundedOperand rdy(*this, dy, int64_t(d.n) * d.k * d.outH() * d.outW());
     const RoundedOperand rw(*this, w, int64_t(d.k) * (d.c / d.groups) * d.r * d.s);
     dy = rdy.get();
@@ -330,9 +303,9 @@ void CudaBackend::conv2dBackwardData(float* dx, const float* dy, const float* w,
         CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(m_cudnn, plan.w, plan.y, plan.conv, plan.x, kMax,
                                                                 &found, perf));
         int count = found;
-        size_t limit = m_workspaceLimit;
-        if (!m_deterministic) {  // timed choice; deterministic mode keeps the heuristic list (see pickAlgo)
-            limit = candidateWorkspace(perf, found, m_workspaceLimit);
+        size_t limit = kConvWorkspaceLimit;
+        if (!deterministic()) {  // timed choice; deterministic mode keeps the heuristic list (see pickAlgo)
+            limit = candidateWorkspace(perf, found, kConvWorkspaceLimit);
             // dx accumulates, so the timing runs write a scratch buffer instead.
             const size_t dxBytes = size_t(d.n) * d.c * d.h * d.w * sizeof(float);
             void* scratch = m_allocator->allocate(dxBytes);
@@ -346,11 +319,11 @@ void CudaBackend::conv2dBackwardData(float* dx, const float* dy, const float* w,
             }
             m_allocator->deallocate(scratch);
         }
-        if (!pickAlgo(perf, count, limit, m_deterministic, math, plan.backwardData))
+        if (!pickAlgo(perf, count, limit, deterministic(), math, plan.backwardData))
             throw BackendError(convText(d) + ": no usable cuDNN backward-data algorithm" +
-                               (m_deterministic ? " in deterministic mode" : "") + precisionText(m_precision) +
+                               (deterministic() ? " in deterministic mode" : "") + precisionText(computePrecision()) +
                                " within a workspace of " +
-                               std::to_string(m_workspaceLimit) + " bytes");
+                               std::to_string(kConvWorkspaceLimit) + " bytes");
     }
     CUDNN_CHECK(cudnnSetConvolutionMathType(plan.conv, plan.backwardData.math));
     CUDNN_CHECK(cudnnConvolutionBackwardData(m_cudnn, &kOne, plan.w, w, plan.y, dy, plan.conv,
@@ -359,10 +332,9 @@ void CudaBackend::conv2dBackwardData(float* dx, const float* dy, const float* w,
                                              plan.x, dx));
 }
 
-void CudaBackend::conv2dBackwardFilter(float* dw, const float* dy, const float* x, const ConvDesc& d) {
-    checkConv(d);
+void CudaBackend::doConv2dBackwardFilter(float* dw, const float* dy, const float* x, const ConvDesc& d) {
     activate();
-    const int math = m_precision != ComputePrecision::F32 ? kMathRounded : m_allowTf32 ? kMathTf32 : kMathFma;
+    const int math = computePrecision() != ComputePrecision::F32 ? kMathRounded : m_allowTf32 ? kMathTf32 : kMathFma;
     const RoundedOperand rdy(*this, dy, int64_t(d.n) * d.k * d.outH() * d.outW());
     const RoundedOperand rx(*this, x, int64_t(d.n) * d.c * d.h * d.w);
     dy = rdy.get();
@@ -375,9 +347,9 @@ void CudaBackend::conv2dBackwardFilter(float* dw, const float* dy, const float* 
         CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(m_cudnn, plan.x, plan.y, plan.conv, plan.w, kMax,
                                                                   &found, perf));
         int count = found;
-        size_t limit = m_workspaceLimit;
-        if (!m_deterministic) {  // timed choice; deterministic mode keeps the heuristic list (see pickAlgo)
-            limit = candidateWorkspace(perf, found, m_workspaceLimit);
+        size_t limit = kConvWorkspaceLimit;
+        if (!deterministic()) {  // timed choice; deterministic mode keeps the heuristic list (see pickAlgo)
+            limit = candidateWorkspace(perf, found, kConvWorkspaceLimit);
             const size_t dwBytes = size_t(d.k) * (d.c / d.groups) * d.r * d.s * sizeof(float);
             void* scratch = m_allocator->allocate(dwBytes);
             try {
@@ -390,11 +362,11 @@ void CudaBackend::conv2dBackwardFilter(float* dw, const float* dy, const float* 
             }
             m_allocator->deallocate(scratch);
         }
-        if (!pickAlgo(perf, count, limit, m_deterministic, math, plan.backwardFilter))
+        if (!pickAlgo(perf, count, limit, deterministic(), math, plan.backwardFilter))
             throw BackendError(convText(d) + ": no usable cuDNN backward-filter algorithm" +
-                               (m_deterministic ? " in deterministic mode" : "") + precisionText(m_precision) +
+                               (deterministic() ? " in deterministic mode" : "") + precisionText(computePrecision()) +
                                " within a workspace of " +
-                               std::to_string(m_workspaceLimit) + " bytes");
+                               std::to_string(kConvWorkspaceLimit) + " bytes");
     }
     CUDNN_CHECK(cudnnSetConvolutionMathType(plan.conv, plan.backwardFilter.math));
     CUDNN_CHECK(cudnnConvolutionBackwardFilter(m_cudnn, &kOne, plan.x, x, plan.y, dy, plan.conv,
@@ -405,8 +377,7 @@ void CudaBackend::conv2dBackwardFilter(float* dw, const float* dy, const float* 
 
 // ---- pooling ------------------------------------------------------------------------------------------------
 
-void CudaBackend::pool2dForward(float* y, const float* x, const PoolDesc& d) {
-    checkPool(d);
+void CudaBackend::doPool2dForward(float* y, const float* x, const PoolDesc& d) {
     activate();
     PoolingDesc pool(d);
     TensorDesc xd(d.n, d.c, d.h, d.w), yd(d.n, d.c, d.outH(), d.outW());
@@ -418,8 +389,7 @@ void CudaBackend::pool2dForward(float* y, const float* x, const PoolDesc& d) {
     CUDNN_CHECK(cudnnPoolingForward(m_cudnn, pool, &kOne, xd, x, &kZero, yd, y));
 }
 
-void CudaBackend::pool2dBackward(float* dx, const float* dy, const float* x, const float* y, const PoolDesc& d) {
-    checkPool(d);
+void CudaBackend::doPool2dBackward(float* dx, const float* dy, const float* x, const float* y, const PoolDesc& d) {
     activate();
     if (d.mode == PoolMode::Max) {
         // Our kernel: cuDNN does not promise which of several equal maxima gets the gradient; the CPU gives it
@@ -428,7 +398,6 @@ void CudaBackend::pool2dBackward(float* dx, const float* dy, const float* x, con
                               d.padH, d.padW, d.outH(), d.outW());
         return;
     }
-    if (!y) throw BackendError("pool2dBackward: average pooling on CUDA needs the forward output y");
     PoolingDesc pool(d);
     TensorDesc xd(d.n, d.c, d.h, d.w), yd(d.n, d.c, d.outH(), d.outW());
     CUDNN_CHECK(cudnnPoolingBackward(m_cudnn, pool, &kOne, yd, y, yd, dy, xd, x, &kOne, xd, dx));
@@ -437,10 +406,8 @@ void CudaBackend::pool2dBackward(float* dx, const float* dy, const float* x, con
 // One pass, no temporary: each input element gathers the gradients of the windows whose first maximum
 // it is, then keeps them only where x > 0 (x is the ReLU's output), as Backend's default does through a
 // routed buffer. The same additions in the same order, so the result equals the default's bit for bit.
-void CudaBackend::maxPool2dReLUBackward(float* dx, const float* dy, const float* x, const float*,
-                                        const PoolDesc& d) {
-    if (d.mode != PoolMode::Max) throw BackendError("maxPool2dReLUBackward: the pooling must be max pooling");
-    checkPool(d);
+void CudaBackend::doMaxPool2dReLUBackward(float* dx, const float* dy, const float* x, const float*,
+                                          const PoolDesc& d) {
     activate();
     launchMaxPoolReLUBackward(m_stream, dx, dy, x, d.n, d.c, d.h, d.w, d.kernelH, d.kernelW, d.strideH, d.strideW,
                               d.padH, d.padW, d.outH(), d.outW());
@@ -448,18 +415,16 @@ void CudaBackend::maxPool2dReLUBackward(float* dx, const float* dy, const float*
 
 // ---- softmax ---------------------------------------------------------------------------------------------------
 
-void CudaBackend::softmaxForward(float* y, const float* x, int rows, int cols) {
-    if (cols < 1) throw BackendError("softmax: needs at least one column");
-    if (rows <= 0) return;
+void CudaBackend::doSoftmaxForward(float* y, const float* x, int rows, int cols) {
+    if (rows == 0) return;
     activate();
     TensorDesc desc(rows, cols, 1, 1);
     CUDNN_CHECK(cudnnSoftmaxForward(m_cudnn, CUDNN_SOFTMAX_ACCURATE, CUDNN_SOFTMAX_MODE_INSTANCE, &kOne, desc, x,
                                     &kZero, desc, y));
 }
 
-void CudaBackend::softmaxBackward(float* dx, const float* dy, const float* y, int rows, int cols) {
-    if (cols < 1) throw BackendError("softmax: needs at least one column");
-    if (rows <= 0) return;
+void CudaBackend::doSoftmaxBackward(float* dx, const float* dy, const float* y, int rows, int cols) {
+    if (rows == 0) return;
     activate();
     TensorDesc desc(rows, cols, 1, 1);
     CUDNN_CHECK(cudnnSoftmaxBackward(m_cudnn, CUDNN_SOFTMAX_ACCURATE, CUDNN_SOFTMAX_MODE_INSTANCE, &kOne, desc, y, desc,
@@ -480,16 +445,9 @@ const float* CudaBackend::constantVector(float value, int c, float** holder, int
     return *holder;
 }
 
-void CudaBackend::batchNormForwardTraining(float* y, float* saveMean, float* saveInvStd, float* runningMean,
+void CudaBackend::doBatchNormForwardTraining(float* y, float* saveMean, float* saveInvStd, float* runningMean,
                                            float* runningVar, const float* x, const float* gamma, const float* beta,
-                                           int n, int c, int inner, float momentum, float eps) {
-    if (static_cast<int64_t>(n) * inner < 2)
-        throw BackendError("batchNorm: training needs more than one value per channel (batch " + std::to_string(n) +
-                           ", " + std::to_string(inner) + " values per sample)");
-    if ((runningMean == nullptr) != (runningVar == nullptr))
-        throw BackendError("batchNorm on CUDA: runningMean and runningVar must both be given or both be null");
-    if ((saveMean == nullptr) != (saveInvStd == nullptr))
-        throw BackendError("batchNorm on CUDA: saveMean and saveInvStd must both be given or both be null");
+                                             int n, int c, int inner, float momentum, float eps) {
     activate();
     const float* g = gamma ? gamma : constantVector(1.0f, c, &m_ones, &m_onesSize);
     const float* b = beta ? beta : constantVector(0.0f, c, &m_zeros, &m_zerosSize);
@@ -500,7 +458,7 @@ void CudaBackend::batchNormForwardTraining(float* y, float* saveMean, float* sav
                                                        saveInvStd));
 }
 
-void CudaBackend::batchNormForwardInference(float* y, const float* x, const float* gamma, const float* beta,
+void CudaBackend::doBatchNormForwardInference(float* y, const float* x, const float* gamma, const float* beta,
                                             const float* runningMean, const float* runningVar, int n, int c, int inner,
                                             float eps) {
     activate();
@@ -511,10 +469,9 @@ void CudaBackend::batchNormForwardInference(float* y, const float* x, const floa
                                                         pd, g, b, runningMean, runningVar, eps));
 }
 
-void CudaBackend::batchNormBackward(float* dx, float* dgamma, float* dbeta, const float* dy, const float* x,
+void CudaBackend::doBatchNormBackward(float* dx, float* dgamma, float* dbeta, const float* dy, const float* x,
                                     const float* gamma, const float* saveMean, const float* saveInvStd, int n, int c,
-                                    int inner) {
-    if (!saveMean || !saveInvStd) throw BackendError("batchNormBackward on CUDA: needs saveMean and saveInvStd");
+                                      int inner) {
     activate();
     const float* g = gamma ? gamma : constantVector(1.0f, c, &m_ones, &m_onesSize);
     // cuDNN writes all three gradients; a null one goes to scratch (stream order lets it be freed right after).

@@ -87,10 +87,10 @@ public:
         return m_reason;
     }
 
-    std::unique_ptr<Backend> create(const Device& device, int /*threads*/) override {
+    std::unique_ptr<Backend> create(const Device& device, const BackendOptions& options) override {
         if (device.type != DeviceType::Cuda)
             throw BackendError(device.toString() + ": the CUDA provider only opens cuda devices");
-        return std::make_unique<CudaBackend>(device.index);
+        return std::make_unique<CudaBackend>(device.index, options);
     }
 
     std::unique_ptr<TelemetrySource> telemetry(const Device& device) override {

@@ -11,13 +11,12 @@ namespace strata::gpu {
 enum class ReduceOp : int {
     Sum = 0,
     SumSquares = 1,
-    NonFiniteCount = 2,         // how many elements are NaN or +-Inf
-    UnscaleNonFiniteCount = 3,  // x *= scale in place, then NonFiniteCount of the result
+    NonFiniteCount = 2,  // how many elements are NaN or +-Inf
 };
 
 // Doubles of scratch the launcher needs (partials).
 int64_t reduceScratchDoubles();
-// Writes the result to *result (device memory). `scale` is used by UnscaleNonFiniteCount only.
-void launchReduce(cudaStream_t s, double* result, double* scratch, float* x, int64_t n, ReduceOp op, float scale);
+// Writes the result to *result (device memory).
+void launchReduce(cudaStream_t s, double* result, double* scratch, const float* x, int64_t n, ReduceOp op);
 
 }  // namespace strata::gpu

@@ -1,11 +1,13 @@
 // CUDA device handling: listing without a driver, telemetry without NVML, opening a missing GPU, and (with a
 // GPU) what the per-op comparison in test_backend_ops.cpp does not cover: allocator reuse, out-of-memory
-// reports, deterministic mode, TF32 switching, mixed-precision helpers and asynchronous uploads.
+// reports, deterministic mode, the TF32 option, loss unscaling and asynchronous uploads. Run modes are
+// BackendOptions given when a backend is made, so a test wanting two modes makes two backends.
 // Tests that need a GPU QSKIP with the reason when there is none.
 #include <QtTest>
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <limits>
@@ -17,6 +19,7 @@
 #include "core/backend/Backend.h"
 #include "core/backend/BackendRegistry.h"
 #include "core/graph/Project.h"
+#include "core/train/BackendOptionsFor.h"
 #include "core/train/DynamicLossScale.h"
 #include "core/train/Trainer.h"
 #include "tests/support/TestBackends.h"
@@ -40,6 +43,14 @@ using Vec = std::vector<float>;
     Vec v(n);
     for (float& x : v) x = u(rng);
     return v;
+}
+
+[[maybe_unused]] BackendOptions gpuOptions(bool allowTf32, bool deterministic = false, bool eagerIndexChecks = true) {
+    BackendOptions o;
+    o.allowTf32 = allowTf32;
+    o.deterministic = deterministic;
+    o.eagerIndexChecks = eagerIndexChecks;
+    return o;
 }
 
 [[maybe_unused]] Vec download(Backend& be, const Tensor& t) {
@@ -232,29 +243,40 @@ private slots:
     void cachingAllocatorReusesBlocks() {
         const std::string why = test::gpuUnavailableReason();
         if (!why.empty()) QSKIP(why.c_str());
-        gpu::CudaBackend be(0);
+        gpu::CudaBackend be(0);  // also makes cuda:0 the current device for the allocator below
+        const int64_t sizes[] = {1000, 64 * 28 * 28, 64 * 32 * 26 * 26, 10, 123457};
         // A "training step": the same set of allocations each time.
         auto step = [&] {
             std::vector<Tensor> ts;
-            for (int64_t n : {1000, 64 * 28 * 28, 64 * 32 * 26 * 26, 10, 123457}) ts.push_back(be.zeros(Shape{n}));
+            for (int64_t n : sizes) ts.push_back(be.zeros(Shape{n}));
             be.synchronize();
         };
         step();
-        const uint64_t mallocs = be.deviceMallocCount();
         const size_t peak = be.peakBytes();
-        QVERIFY(mallocs > 0);
         QCOMPARE(be.bytesInUse(), size_t(0));
-        QVERIFY(be.cachedBytes() > 0);
         for (int i = 0; i < 5; ++i) step();
-        QCOMPARE(be.deviceMallocCount(), mallocs);  // no cudaMalloc after the first step
-        QCOMPARE(be.peakBytes(), peak);
+        QCOMPARE(be.peakBytes(), peak);  // the same blocks again, no more memory
         void* a = be.allocate(4096);
         be.deallocate(a, 4096);
         void* b = be.allocate(4000);  // same size class: the same block
         QCOMPARE(b, a);
         be.deallocate(b, 4000);
-        be.releaseCachedMemory();
-        QCOMPARE(be.cachedBytes(), size_t(0));
+        // The allocator behind the backend calls cudaMalloc only in the first step.
+        gpu::CudaAllocator alloc("cuda:0");
+        auto allocatorStep = [&] {
+            std::vector<void*> blocks;
+            for (int64_t n : sizes) blocks.push_back(alloc.allocate(size_t(n) * sizeof(float)));
+            for (void* p : blocks) alloc.deallocate(p);
+        };
+        allocatorStep();
+        const uint64_t mallocs = alloc.deviceMallocCount();
+        QVERIFY(mallocs > 0);
+        QCOMPARE(alloc.bytesInUse(), size_t(0));
+        QVERIFY(alloc.cachedBytes() > 0);
+        for (int i = 0; i < 5; ++i) allocatorStep();
+        QCOMPARE(alloc.deviceMallocCount(), mallocs);  // no cudaMalloc after the first step
+        alloc.releaseCached();
+        QCOMPARE(alloc.cachedBytes(), size_t(0));
     }
 
     void outOfMemoryNamesTheBytes() {
@@ -278,10 +300,11 @@ private slots:
     void deterministicModeRepeatsExactly() {
         const std::string why = test::gpuUnavailableReason();
         if (!why.empty()) QSKIP(why.c_str());
-        gpu::CudaBackend be(0), fresh(0);
-        fresh.setDeterministic(true);
-        be.setDeterministic(true);
+        BackendOptions deterministic;
+        deterministic.deterministic = true;
+        gpu::CudaBackend be(0, deterministic), fresh(0, deterministic);
         QVERIFY(be.deterministic());
+        QVERIFY(!gpu::CudaBackend(0).deterministic());
         std::mt19937 rng(3);
         ConvDesc d;
         d.n = 32, d.c = 16, d.h = d.w = 14, d.k = 32, d.r = d.s = 3, d.padH = d.padW = 1;
@@ -363,7 +386,6 @@ private slots:
     void tf32Switch() {
         const std::string why = test::gpuUnavailableReason();
         if (!why.empty()) QSKIP(why.c_str());
-        gpu::CudaBackend be(0);
         std::mt19937 rng(5);
         const int m = 256, n = 256, k = 1024;
         const Vec a = randomVec(rng, size_t(m) * k), b = randomVec(rng, size_t(k) * n);
@@ -375,7 +397,7 @@ private slots:
                 want[size_t(i) * n + j] = static_cast<float>(acc);
             }
         auto maxError = [&](bool tf32) {
-            be.setAllowTf32(tf32);
+            gpu::CudaBackend be(0, gpuOptions(tf32));
             Tensor A = be.fromHost(Shape{int64_t(a.size())}, a.data()),
                    B = be.fromHost(Shape{int64_t(b.size())}, b.data());
             Tensor C = be.empty(Shape{int64_t(m) * n});
@@ -389,47 +411,27 @@ private slots:
         qInfo("gemm 256x256x1024 max error: fp32 %.3g, tf32 %.3g", fp32, tf32);
         QVERIFY(fp32 < 1e-3);
         QVERIFY(tf32 < 0.2);  // inputs rounded to 10-bit mantissas; sums of 1024 terms of magnitude < 1
-        QVERIFY(be.allowTf32());
+        QVERIFY(gpu::CudaBackend(0, gpuOptions(true)).allowTf32());
+        QVERIFY(!gpu::CudaBackend(0, gpuOptions(false)).allowTf32());
+        // Left unset, the option follows STRATA_CUDA_TF32 (the test suite sets it to 0).
+        const char* env = std::getenv("STRATA_CUDA_TF32");
+        QCOMPARE(gpu::CudaBackend(0).allowTf32(), !(env && std::string(env) == "0"));
     }
 
-    void mixedPrecisionHelpers() {
+    // The Trainer's fp16 loss unscaling runs on Backend ops: scale in place, then allFinite notices an
+    // overflow. (bf16 / fp16 gemm and convolutions: test_mixed_precision's cudaOpsMatchCpuEmulation.)
+    void lossUnscalingOps() {
         const std::string why = test::gpuUnavailableReason();
         if (!why.empty()) QSKIP(why.c_str());
         gpu::CudaBackend be(0);
-        std::mt19937 rng(9);
-        const int m = 64, n = 48, k = 96;
-        const Vec a = randomVec(rng, size_t(m) * k), b = randomVec(rng, size_t(k) * n);
-        for (gpu::HalfType type : {gpu::HalfType::BF16, gpu::HalfType::F16}) {
-            Tensor A = be.fromHost(Shape{int64_t(a.size())}, a.data()),
-                   B = be.fromHost(Shape{int64_t(b.size())}, b.data());
-            Tensor A16 = be.empty(Shape{int64_t(a.size())}, DType::BF16),
-                   B16 = be.empty(Shape{int64_t(b.size())}, DType::BF16);
-            be.castToHalf(A16.raw(), A.f32(), A.numel(), type);
-            be.castToHalf(B16.raw(), B.f32(), B.numel(), type);
-            // Round trip: relative error within the format's half ulp.
-            Tensor back = be.empty(Shape{int64_t(a.size())});
-            be.castFromHalf(back.f32(), A16.raw(), A.numel(), type);
-            const Vec r = download(be, back);
-            const double ulp = type == gpu::HalfType::BF16 ? 1.0 / 256 : 1.0 / 2048;
-            for (size_t i = 0; i < a.size(); ++i) QVERIFY(std::fabs(r[i] - a[i]) <= ulp * std::fabs(a[i]) + 1e-7);
-            Tensor C = be.empty(Shape{int64_t(m) * n});
-            be.gemmHalf(type, false, false, m, n, k, 1.0f, A16.raw(), k, B16.raw(), n, 0.0f, C.f32(), n);
-            const Vec c = download(be, C);
-            for (int i = 0; i < m; ++i)
-                for (int j = 0; j < n; ++j) {
-                    double acc = 0;
-                    for (int p = 0; p < k; ++p) acc += double(a[size_t(i) * k + p]) * b[size_t(p) * n + j];
-                    QVERIFY(std::fabs(c[size_t(i) * n + j] - acc) < (type == gpu::HalfType::BF16 ? 0.15 : 0.05));
-                }
-        }
-        // Loss-scale helpers: unscale in place, and notice an overflow.
         Vec g{1024.0f, -2048.0f, 4096.0f};
         Tensor G = be.fromHost(Shape{3}, g.data());
-        QVERIFY(be.unscaleAndCheckFinite(G.f32(), 3, 1.0f / 1024));
+        be.scale(G.f32(), 1.0f / 1024, 3);
+        QVERIFY(be.allFinite(G.f32(), 3));
         QCOMPARE(download(be, G), (Vec{1.0f, -2.0f, 4.0f}));
         g[1] = INFINITY;
         Tensor H = be.fromHost(Shape{3}, g.data());
-        QVERIFY(!be.unscaleAndCheckFinite(H.f32(), 3, 0.5f));
+        be.scale(H.f32(), 0.5f, 3);
         QVERIFY(!be.allFinite(H.f32(), 3));
     }
 
@@ -442,14 +444,15 @@ private slots:
         Tensor acc = be.zeros(Shape{n});
         Vec host(static_cast<size_t>(n));
         double expected = 0;
+        Backend::UploadTicket last = 0;
         for (int step = 0; step < 6; ++step) {
             std::fill(host.begin(), host.end(), static_cast<float>(step + 1));
-            be.uploadAsync(bufs[step % 2].raw(), host.data(), host.size() * sizeof(float));
+            last = be.uploadAsync(bufs[step % 2].raw(), host.data(), host.size() * sizeof(float));
             std::fill(host.begin(), host.end(), -1000.0f);      // the host buffer is free again at once
             be.axpy(acc.f32(), 1.0f, bufs[step % 2].f32(), n);  // queued after the upload: sees the data
             expected += step + 1;
         }
-        be.waitUploads();
+        be.waitUpload(last);
         const Vec out = download(be, acc);
         QCOMPARE(out.front(), static_cast<float>(expected));
         QCOMPARE(out.back(), static_cast<float>(expected));
@@ -508,8 +511,8 @@ private slots:
     void perOpMaxError() {
         const std::string why = test::gpuUnavailableReason();
         if (!why.empty()) QSKIP(why.c_str());
-        gpu::CudaBackend gpuBe(0);
-        gpuBe.setAllowTf32(false);
+        gpu::CudaBackend gpuBe(0, gpuOptions(false)), gpuDet(0, gpuOptions(false, true));
+        Backend* gpu = &gpuBe;  // the deterministic one for the deterministic cases
         std::unique_ptr<Backend> refBe = test::makeReferenceBackend();
         std::mt19937 rng(21);
         using Outs = std::vector<Vec>;
@@ -521,7 +524,7 @@ private slots:
         };
         bool allOk = true;
         auto check = [&](const char* op, const std::function<Outs(Backend&)>& run) {
-            const Outs want = run(*refBe), got = run(gpuBe);
+            const Outs want = run(*refBe), got = run(*gpu);
             double worst = 0;
             for (size_t o = 0; o < want.size(); ++o)
                 for (size_t i = 0; i < want[o].size(); ++i) {
@@ -724,7 +727,7 @@ private slots:
             Vec ids(count);
             for (float& v : ids) v = float(rng() % vocab);
             const Vec table = randomVec(rng, size_t(vocab) * dim), dy = randomVec(rng, size_t(count) * dim);
-            gpuBe.setDeterministic(det);
+            gpu = det ? &gpuDet : &gpuBe;
             check(det ? "embedding_deterministic" : "embedding", [&](Backend& be) {
                 Tensor T = up(be, table), I = up(be, ids), Y = be.empty(Shape{int64_t(dy.size())}), DY = up(be, dy),
                        DT = up(be, table);
@@ -733,7 +736,7 @@ private slots:
                 return Outs{download(be, Y), download(be, DT)};
             });
         }
-        gpuBe.setDeterministic(false);
+        gpu = &gpuBe;
         check("copyBlocks", [&](Backend& be) {
             Tensor D = up(be, a), S = up(be, b);
             be.copyBlocks(D.f32(), 100, S.f32(), 70, 50, 40, false);
@@ -790,8 +793,6 @@ private slots:
             be.dropoutBackward(nullptr, nullptr, 0, 0.5f, 1);
             be.sgdUpdate(nullptr, nullptr, nullptr, 0, SgdParams{});
             be.adamUpdate(nullptr, nullptr, nullptr, nullptr, 0, AdamParams{});
-            be.castToHalf(nullptr, nullptr, 0, gpu::HalfType::BF16);
-            be.castFromHalf(nullptr, nullptr, 0, gpu::HalfType::F16);
             be.addBiasRows(p, p, 0, 4);
             be.sumRows(p, p, 0, 4);  // no rows: the bias gradient gains nothing
             be.sumChannels(p, p, 0, 4, 1);
@@ -805,16 +806,16 @@ private slots:
             be.layerNormBackward(p, p, p, p, p, nullptr, p, p, 0, 4);
             be.embeddingForward(p, p, p, 0, 4, 10);
             be.embeddingBackward(p, p, p, 0, 4, 10);
-            be.setDeterministic(true);
-            be.embeddingBackward(p, p, p, 0, 4, 10);
-            be.setDeterministic(false);
+            BackendOptions deterministic;
+            deterministic.deterministic = true;
+            gpu::CudaBackend det(0, deterministic);
+            det.embeddingBackward(p, p, p, 0, 4, 10);  // the sorted path
             be.copyBlocks(p, 4, p, 4, 4, 0, true);
             be.gemm(false, false, 0, 4, 4, 1.0f, p, 4, p, 4, 0.0f, p, 4);
             QCOMPARE(be.countCorrect(p, lab.i32(), 0, 4), int64_t(0));
             QCOMPARE(be.sum(nullptr, 0), 0.0);
             QCOMPARE(be.sumSquares(nullptr, 0), 0.0);
             QVERIFY(be.allFinite(nullptr, 0));
-            QVERIFY(be.unscaleAndCheckFinite(nullptr, 0, 0.5f));
             be.synchronize();
         } catch (const std::exception& e) {
             QFAIL(e.what());
@@ -834,15 +835,15 @@ private slots:
     void launchBoundaryShapesMatchCpu() {
         const std::string why = test::gpuUnavailableReason();
         if (!why.empty()) QSKIP(why.c_str());
-        gpu::CudaBackend gpuBe(0);
-        gpuBe.setAllowTf32(false);
+        gpu::CudaBackend gpuBe(0, gpuOptions(false)), gpuDet(0, gpuOptions(false, true));
+        Backend* gpu = &gpuBe;  // the deterministic one for the deterministic cases
         std::unique_ptr<Backend> refBe = test::makeReferenceBackend();
         std::mt19937 rng(31);
         using Outs = std::vector<Vec>;
         auto up = [](Backend& be, const Vec& v) { return be.fromHost(Shape{int64_t(v.size())}, v.data()); };
         bool allOk = true;
         auto check = [&](const std::string& op, const std::function<Outs(Backend&)>& run, double tol) {
-            const Outs want = run(*refBe), got = run(gpuBe);
+            const Outs want = run(*refBe), got = run(*gpu);
             double worst = 0;
             size_t where = 0, which = 0;
             for (size_t o = 0; o < want.size(); ++o) {
@@ -915,7 +916,7 @@ private slots:
             Vec ids(static_cast<size_t>(count));
             for (float& v : ids) v = float(rng() % vocab);
             const Vec table = randomVec(rng, size_t(vocab) * dim), dy = randomVec(rng, size_t(count) * dim);
-            gpuBe.setDeterministic(det);
+            gpu = det ? &gpuDet : &gpuBe;
             check(
                 det ? "embedding_70k_sorted" : "embedding_70k_atomic",
                 [&](Backend& be) {
@@ -927,7 +928,7 @@ private slots:
                 },
                 1e-4);
         }
-        gpuBe.setDeterministic(false);
+        gpu = &gpuBe;
         {
             const int rows = 5000, cols = 7;  // countCorrect runs one block of 1024 threads
             Vec x = randomVec(rng, size_t(rows) * cols);
@@ -1005,8 +1006,7 @@ private slots:
     void convolutionsHonourTf32Off() {
         const std::string why = test::gpuUnavailableReason();
         if (!why.empty()) QSKIP(why.c_str());
-        gpu::CudaBackend gpuBe(0);
-        gpuBe.setAllowTf32(false);
+        gpu::CudaBackend gpuBe(0, gpuOptions(false));
         std::unique_ptr<Backend> refBe = test::makeReferenceBackend();
         std::mt19937 rng(41);
         ConvDesc d;
@@ -1040,18 +1040,17 @@ private slots:
     void fusedConvForwardIgnoresOldOutput() {
         const std::string why = test::gpuUnavailableReason();
         if (!why.empty()) QSKIP(why.c_str());
-        gpu::CudaBackend be(0);
-        be.setAllowTf32(false);
         std::mt19937 rng(43);
         ConvDesc d;
         d.n = 4, d.c = 16, d.h = d.w = 12, d.k = 32, d.r = d.s = 3, d.padH = d.padW = 1;
         const int64_t ys = int64_t(d.n) * d.k * d.outH() * d.outW();
         const Vec x = randomVec(rng, size_t(d.n) * d.c * d.h * d.w), w = randomVec(rng, size_t(d.k) * d.c * 9),
                   bias = randomVec(rng, size_t(d.k));
-        Tensor X = be.fromHost(Shape{int64_t(x.size())}, x.data()), W = be.fromHost(Shape{int64_t(w.size())}, w.data()),
-               B = be.fromHost(Shape{d.k}, bias.data()), Y = be.empty(Shape{ys}), R = be.empty(Shape{ys});
         for (bool deterministic : {false, true}) {
-            be.setDeterministic(deterministic);
+            gpu::CudaBackend be(0, gpuOptions(false, deterministic));
+            Tensor X = be.fromHost(Shape{int64_t(x.size())}, x.data()),
+                   W = be.fromHost(Shape{int64_t(w.size())}, w.data()), B = be.fromHost(Shape{d.k}, bias.data()),
+                   Y = be.empty(Shape{ys}), R = be.empty(Shape{ys});
             for (int variant = 1; variant < 4; ++variant) {
                 const bool withBias = variant & 1, relu = variant & 2;
                 const float* b = withBias ? B.f32() : nullptr;
@@ -1095,17 +1094,19 @@ private slots:
         be.copyFromHost(labels.raw(), good, sizeof good);
         QCOMPARE(be.countCorrect(logits.f32(), labels.i32(), 2, 3), int64_t(1));
         // Deferred checks: the call returns, the next synchronization point reports the op.
-        be.setEagerIndexChecks(false);
-        be.copyFromHost(labels.raw(), bad, sizeof bad);
-        Tensor grad = be.empty(Shape{6});
-        be.softmaxCrossEntropy(nullptr, grad.f32(), logits.f32(), labels.i32(), 2, 3, 1.0f);
+        gpu::CudaBackend lazy(0, gpuOptions(false, false, /*eagerIndexChecks=*/false));
+        QVERIFY(!lazy.eagerIndexChecks());
+        Tensor lazyLogits = lazy.zeros(Shape{6}), lazyLabels = lazy.empty(Shape{2}, DType::I32);
+        lazy.copyFromHost(lazyLabels.raw(), bad, sizeof bad);
+        Tensor grad = lazy.empty(Shape{6});
+        lazy.softmaxCrossEntropy(nullptr, grad.f32(), lazyLogits.f32(), lazyLabels.i32(), 2, 3, 1.0f);
         try {
-            be.synchronize();
+            lazy.synchronize();
             QFAIL("a bad label went unreported");
         } catch (const BackendError& e) {
             QVERIFY2(std::string(e.what()).find("softmaxCrossEntropy") != std::string::npos, e.what());
         }
-        be.synchronize();  // reported once
+        lazy.synchronize();  // reported once
     }
 
     // The deterministic mode: two training runs with one seed on cuda:0 give identical losses,
@@ -1148,7 +1149,7 @@ private slots:
         };
         std::vector<Losses> runs(3);
         for (size_t r = 0; r < runs.size(); ++r) {
-            gpu::CudaBackend be(0);
+            gpu::CudaBackend be(0, backendOptionsFor(p.training));
             TrainerOptions o;
             o.residentData = r < 2 ? TrainerOptions::ResidentData::On : TrainerOptions::ResidentData::Off;
             Trainer t(p, be, &runs[r], o);

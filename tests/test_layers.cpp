@@ -7,7 +7,7 @@
 #include <cmath>
 #include <set>
 
-#include "core/backend/CpuBackend.h"
+#include "core/backend/CpuReferenceBackend.h"
 #include "core/layers/LayerRegistry.h"
 #include "tests/support/TestBackends.h"
 
@@ -524,11 +524,10 @@ private slots:
     // size, not on every step.
     void noAllocationPerStep() {
         // The reference CPU backend, counting allocate() calls.
-        struct CountingBackend : CpuBackend {
-            CountingBackend() : CpuBackend(1, true) {}
+        struct CountingBackend : CpuReferenceBackend {
             void* allocate(size_t bytes) override {
                 ++allocations;
-                return CpuBackend::allocate(bytes);
+                return CpuReferenceBackend::allocate(bytes);
             }
             int allocations = 0;
         } b;

@@ -1,6 +1,6 @@
 // ExportDialog: File > Export Model. Writes the project's best (else latest)
 // checkpoint, or a checkpoint file or folder picked by the user, as ONNX,
-// GGUF or safetensors, then checks the written file (core/export/ExportCheck):
+// GGUF or safetensors, then checks the written file (core/infer/ExportCheck):
 // loads it back, runs it and the live model on validation samples on the CPU
 // and shows the file size, the tensors as stored (and which fell back from
 // Q8_0 to F16), the largest output difference, both accuracies and what was

@@ -327,7 +327,7 @@ void PredictPanel::loadModel(const QString& path) {
             return r;
         }
         s->source = q(file);
-        s->backend = backendRegistry().create(Device::cpu(), 0);
+        s->backend = backendRegistry().create(Device::cpu());
         s->compiled = compileExportModel(s->model, *s->backend);
         s->inputShape = s->compiled->inputShape();
         s->classes = int(s->compiled->outputShape().numel());

@@ -12,10 +12,17 @@
 //     The Trainer zeroes gradients once per step.
 // A backend that cannot run an op throws BackendError; it never falls back
 // to another backend silently.
+//
+// The ops are non-virtual: each checks its arguments once, here in the seam
+// (Backend.cpp: sizes, descriptors, pointers, and labels and ids wherever the
+// backend's memory is host memory), then calls the backend's protected
+// virtual of the same name with a "do" prefix (gemm -> doGemm), which may
+// assume valid arguments. Every op is listed in BackendOps.h.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -40,7 +47,11 @@ private:
 
 enum class Activation { ReLU, LeakyReLU, GELU, Sigmoid, Tanh };
 
-// Arithmetic precision of the matrix products (see Backend::setComputePrecision).
+// Arithmetic precision of the matrix products, the same definition on every backend. Storage,
+// activations and master weights stay float32. In BF16 / F16, gemm and the three convolutions (forward,
+// backward-data, backward-filter) round each element of their two inputs to bfloat16 / IEEE binary16
+// (round to nearest even; binary16 overflows to +-inf and keeps subnormals), multiply, and accumulate in
+// float32; alpha, beta, C and the outputs are float32. Every other op is unchanged.
 enum class ComputePrecision { F32, BF16, F16 };
 // "fp32", "bf16", "fp16": the spelling of the project file's training.precision.
 const char* computePrecisionName(ComputePrecision p);
@@ -57,6 +68,10 @@ struct ConvDesc {
     int groups = 1;
     int outH() const { return (h + 2 * padH - dilationH * (r - 1) - 1) / strideH + 1; }
     int outW() const { return (w + 2 * padW - dilationW * (s - 1) - 1) / strideW + 1; }
+    // Element counts of x, w and y.
+    int64_t inputSize() const { return int64_t(n) * c * h * w; }
+    int64_t weightSize() const { return int64_t(k) * (c / groups) * r * s; }
+    int64_t outputSize() const { return int64_t(n) * k * outH() * outW(); }
 };
 
 enum class PoolMode { Max, Average };
@@ -90,12 +105,40 @@ struct AdamParams {
     int64_t step = 1;        // 1-based step for bias correction
 };
 
+// How a backend runs, fixed when it is made (BackendRegistry::create, a backend's constructor);
+// core/train/BackendOptionsFor.h derives them from a project's training settings.
+struct BackendOptions {
+    // CPU worker threads; <= 0: one per hardware thread. A GPU backend ignores it.
+    int threads = 0;
+    // The same inputs give bit-identical results run to run (no atomics in reductions, deterministic
+    // algorithms). The CPU backends are deterministic for a fixed thread count either way.
+    bool deterministic = false;
+    // See ComputePrecision. A backend that cannot compute a precision throws BackendError when made.
+    ComputePrecision precision = ComputePrecision::F32;
+    // Ops that read indices (labels, embedding ids, gathered rows) check them. Eager: a bad index throws
+    // BackendError at the call. A backend that checks on the device may, with eager checks off, report it
+    // at the next point where the host waits for the device (synchronize, copyToHost, an op with a host
+    // result), still naming the op, instead of waiting at every such call. The CPU always checks at the call.
+    bool eagerIndexChecks = true;
+    // CUDA: float32 gemm and convolutions may use TF32 tensor cores. Unset: on, unless the environment
+    // variable STRATA_CUDA_TF32 is "0" (the test suite sets it for its float32 tolerances).
+    std::optional<bool> allowTf32;
+};
+
 class Backend {
 public:
     virtual ~Backend() = default;
+    Backend(const Backend&) = delete;
+    Backend& operator=(const Backend&) = delete;
 
-    virtual std::string name() const = 0;  // "cpu", "cuda"
+    std::string name() const { return m_name; }  // "cpu", "cpu-reference", "cuda"
     virtual Device device() const = 0;
+
+    // How this backend was made (BackendOptions). deterministic() and eagerIndexChecks() say what it does:
+    // true on a backend that always behaves so (the CPU's), whatever the options asked.
+    ComputePrecision computePrecision() const { return m_precision; }
+    bool deterministic() const { return m_deterministic; }
+    bool eagerIndexChecks() const { return m_eagerIndexChecks; }
 
     // ---- memory -----------------------------------------------------------
     virtual void* allocate(size_t bytes) = 0;  // throws OutOfMemoryError
@@ -104,18 +147,6 @@ public:
     virtual void copyToHost(void* hostDst, const void* src, size_t bytes) = 0;
     virtual void copy(void* dst, const void* src, size_t bytes) = 0;  // within this backend
     virtual void synchronize() = 0;
-    // Deterministic mode: the same inputs give bit-identical results run to run (no atomics in
-    // reductions, deterministic algorithms). The CPU backend is always deterministic for a fixed
-    // thread count, so the default does nothing.
-    virtual void setDeterministic(bool /*on*/) {}
-    // Mixed precision, the same definition on every backend. Storage, activations and master weights
-    // stay float32. In BF16 / F16, gemm and the three convolutions (forward, backward-data,
-    // backward-filter) round each element of their two inputs to bfloat16 / IEEE binary16 (round to
-    // nearest even; binary16 overflows to +-inf and keeps subnormals), multiply, and accumulate in
-    // float32; alpha, beta, C and the outputs are float32. Every other op is unchanged. A backend
-    // that cannot compute a precision throws BackendError (the default does for BF16 and F16).
-    virtual void setComputePrecision(ComputePrecision precision);
-    virtual ComputePrecision computePrecision() const { return ComputePrecision::F32; }
 
     // Asynchronous upload for double-buffered batches. The data is visible to every op called after
     // uploadAsync returns, and hostSrc may be reused at once. The copy may overlap ops called
@@ -128,14 +159,6 @@ public:
     virtual UploadTicket uploadAsync(void* dst, const void* hostSrc, size_t bytes);
     virtual void waitUpload(UploadTicket /*ticket*/) {}
 
-    // Ops that read indices (labels, embedding ids) check them. With eager checks (the default) a bad
-    // index throws BackendError at the call. A backend that checks on the device may, with eager checks
-    // off, report it at the next point where the host waits for the device (synchronize, copyToHost,
-    // an op with a host result), still naming the op, instead of waiting at every such call. The CPU
-    // always checks at the call, so the default ignores the setting.
-    virtual void setEagerIndexChecks(bool /*eager*/) {}
-    virtual bool eagerIndexChecks() const { return true; }
-
     // Bytes currently allocated and the peak since creation (0 if not tracked).
     virtual size_t bytesInUse() const { return 0; }
     virtual size_t peakBytes() const { return 0; }
@@ -147,75 +170,81 @@ public:
     void toHost(const Tensor& t, float* hostDst);
 
     // ---- element-wise -----------------------------------------------------
-    virtual void fill(float* y, float value, int64_t n) = 0;
-    virtual void zero(void* y, size_t bytes) = 0;
-    virtual void scale(float* y, float alpha, int64_t n) = 0;                      // y *= alpha
-    virtual void axpy(float* y, float alpha, const float* x, int64_t n) = 0;       // y += alpha * x
-    virtual void add(float* y, const float* a, const float* b, int64_t n) = 0;     // y = a + b
+    void fill(float* y, float value, int64_t n);
+    void zero(void* y, size_t bytes);
+    void scale(float* y, float alpha, int64_t n);                      // y *= alpha
+    void axpy(float* y, float alpha, const float* x, int64_t n);       // y += alpha * x
+    void add(float* y, const float* a, const float* b, int64_t n);     // y = a + b
 
     // ---- linear algebra ---------------------------------------------------
-    // C[M,N] = alpha * op(A) * op(B) + beta * C, row-major; op(A) is [M,K], op(B) is [K,N].
-    virtual void gemm(bool transA, bool transB, int m, int n, int k, float alpha, const float* a, int lda,
-                      const float* b, int ldb, float beta, float* c, int ldc) = 0;
+    // C[M,N] = alpha * op(A) * op(B) + beta * C, row-major; op(A) is [M,K], op(B) is [K,N]. Each leading
+    // dimension is at least the length of the stored rows (and 1). With beta == 0, C is not read.
+    void gemm(bool transA, bool transB, int m, int n, int k, float alpha, const float* a, int lda, const float* b,
+              int ldb, float beta, float* c, int ldc);
     // y[r, c] += bias[c] for a [rows, cols] matrix.
-    virtual void addBiasRows(float* y, const float* bias, int rows, int cols) = 0;
+    void addBiasRows(float* y, const float* bias, int rows, int cols);
     // dbias[c] += sum_r dy[r, c].
-    virtual void sumRows(float* dbias, const float* dy, int rows, int cols) = 0;
+    void sumRows(float* dbias, const float* dy, int rows, int cols);
     // y[n, c, i] += bias[c] for y of [n, c, inner].
-    virtual void addBiasChannels(float* y, const float* bias, int n, int c, int inner) = 0;
+    void addBiasChannels(float* y, const float* bias, int n, int c, int inner);
     // dbias[c] += sum_{n,i} dy[n, c, i].
-    virtual void sumChannels(float* dbias, const float* dy, int n, int c, int inner) = 0;
+    void sumChannels(float* dbias, const float* dy, int n, int c, int inner);
 
     // ---- convolution and pooling -------------------------------------------
-    virtual void conv2dForward(float* y, const float* x, const float* w, const ConvDesc& d) = 0;
-    virtual void conv2dBackwardData(float* dx, const float* dy, const float* w, const ConvDesc& d) = 0;
-    virtual void conv2dBackwardFilter(float* dw, const float* dy, const float* x, const ConvDesc& d) = 0;
+    void conv2dForward(float* y, const float* x, const float* w, const ConvDesc& d);
+    void conv2dBackwardData(float* dx, const float* dy, const float* w, const ConvDesc& d);
+    void conv2dBackwardFilter(float* dw, const float* dy, const float* x, const ConvDesc& d);
     // A convolution layer's forward in one call: y = conv(x, w), plus bias[k] (bias may be null), then
     // ReLU in place when relu is true. The default runs conv2dForward, addBiasChannels and
     // activationForward; a backend may fuse them (the CPU does: bias and ReLU applied while the
     // output is still in cache). Results may differ from the separate ops by float rounding only.
-    virtual void conv2dForwardFused(float* y, const float* x, const float* w, const float* bias, bool relu,
-                                    const ConvDesc& d);
+    void conv2dForwardFused(float* y, const float* x, const float* w, const float* bias, bool relu,
+                            const ConvDesc& d);
     // A convolution layer's backward from one dy: dx += ..., dw += ..., dbias[k] += sum of dy over
     // n, h, w; any of the three may be null. The default runs conv2dBackwardData,
     // conv2dBackwardFilter and sumChannels; a backend may share work between them.
-    virtual void conv2dBackwardFused(float* dx, float* dw, float* dbias, const float* dy, const float* x,
-                                     const float* w, const ConvDesc& d);
-    virtual void pool2dForward(float* y, const float* x, const PoolDesc& d) = 0;
-    // Max pooling routes each output gradient to the first maximal input of its window.
-    virtual void pool2dBackward(float* dx, const float* dy, const float* x, const float* y, const PoolDesc& d) = 0;
+    void conv2dBackwardFused(float* dx, float* dw, float* dbias, const float* dy, const float* x, const float* w,
+                             const ConvDesc& d);
+    void pool2dForward(float* y, const float* x, const PoolDesc& d);
+    // Max pooling routes each output gradient to the first maximal input of its window. y, the forward
+    // output, is required for average pooling (cuDNN's backward reads it) and ignored for max pooling.
+    void pool2dBackward(float* dx, const float* dy, const float* x, const float* y, const PoolDesc& d);
     // Max pooling's backward followed by the backward of the ReLU that produced x: dx += routed dy
-    // where x > 0 (y is the pooling's forward output), which is what pool2dBackward into a zeroed buffer and then activationBackward
-    // (ReLU, gate x) into dx compute, in one pass. Max pooling only. The default runs exactly those
-    // two ops through a temporary buffer; a backend may fuse them (the CPU does for 2x2 windows).
-    virtual void maxPool2dReLUBackward(float* dx, const float* dy, const float* x, const float* y,
-                                       const PoolDesc& d);
+    // where x > 0 (y is the pooling's forward output), which is what pool2dBackward into a zeroed buffer
+    // and then activationBackward (ReLU, gate x) into dx compute, in one pass. Max pooling only. The
+    // default runs exactly those two ops through a temporary buffer; a backend may fuse them (the CPU
+    // does for 2x2 windows).
+    void maxPool2dReLUBackward(float* dx, const float* dy, const float* x, const float* y, const PoolDesc& d);
     // y[o, i] = mean_l x[o, l, i] for x of [outer, len, inner] (global average pool, sequence mean).
-    virtual void meanPoolForward(float* y, const float* x, int outer, int len, int inner) = 0;
-    virtual void meanPoolBackward(float* dx, const float* dy, int outer, int len, int inner) = 0;
+    void meanPoolForward(float* y, const float* x, int outer, int len, int inner);
+    void meanPoolBackward(float* dx, const float* dy, int outer, int len, int inner);
 
     // ---- activations and softmax -------------------------------------------
     // alpha is the negative slope for LeakyReLU and ignored otherwise. GELU is the exact (erf) form.
-    virtual void activationForward(float* y, const float* x, int64_t n, Activation act, float alpha) = 0;
-    virtual void activationBackward(float* dx, const float* dy, const float* x, const float* y, int64_t n,
-                                    Activation act, float alpha) = 0;
+    void activationForward(float* y, const float* x, int64_t n, Activation act, float alpha);
+    // Reads x for ReLU/LeakyReLU/GELU and y for Sigmoid/Tanh; either may be null when the other one
+    // determines the derivative (ReLU from y, Sigmoid/Tanh from x).
+    void activationBackward(float* dx, const float* dy, const float* x, const float* y, int64_t n, Activation act,
+                            float alpha);
     // Softmax over the last axis of [rows, cols].
-    virtual void softmaxForward(float* y, const float* x, int rows, int cols) = 0;
-    virtual void softmaxBackward(float* dx, const float* dy, const float* y, int rows, int cols) = 0;
+    void softmaxForward(float* y, const float* x, int rows, int cols);
+    void softmaxBackward(float* dx, const float* dy, const float* y, int rows, int cols);
 
-    // ---- losses (fused; dlogits/dpred are WRITTEN, not accumulated; may be null) ----
+    // ---- losses (fused; dlogits/dpred are WRITTEN, not accumulated; losses and gradients may be null) ----
     // losses[r] = -log softmax(logits[r])[labels[r]]; dlogits = (softmax - onehot) * gradScale.
-    // labels is an int32 array in backend memory.
-    virtual void softmaxCrossEntropy(float* losses, float* dlogits, const float* logits, const int32_t* labels,
-                                     int rows, int cols, float gradScale) = 0;
+    // labels is an int32 array in backend memory; a label outside [0, cols) throws BackendError naming
+    // the row (when, eagerIndexChecks() says).
+    void softmaxCrossEntropy(float* losses, float* dlogits, const float* logits, const int32_t* labels, int rows,
+                             int cols, float gradScale);
     // losses[r] = sum_c (pred - target)^2 / cols; dpred = 2 (pred - target) / cols * gradScale.
-    virtual void mseLoss(float* losses, float* dpred, const float* pred, const float* target, int rows, int cols,
-                         float gradScale) = 0;
-    // Binary cross-entropy with logits, numerically stable; losses[r] = mean over cols.
-    virtual void bceWithLogits(float* losses, float* dlogits, const float* logits, const float* target, int rows,
-                               int cols, float gradScale) = 0;
+    void mseLoss(float* losses, float* dpred, const float* pred, const float* target, int rows, int cols,
+                 float gradScale);
+    // Binary cross-entropy with logits, numerically stable; per element max(x,0) - x*t + log1p(exp(-|x|)),
+    // losses[r] = mean over cols; dlogits = (sigmoid(x) - t) / cols * gradScale.
+    void bceWithLogits(float* losses, float* dlogits, const float* logits, const float* target, int rows, int cols,
+                       float gradScale);
     // Host result: rows whose argmax equals labels[r] (ties: first maximal index).
-    virtual int64_t countCorrect(const float* logits, const int32_t* labels, int rows, int cols) = 0;
+    int64_t countCorrect(const float* logits, const int32_t* labels, int rows, int cols);
     // A training step's metrics in one host result: lossSum = sum(losses[0..rows)) (as sum()) and
     // correct = countCorrect(logits, labels, rows, cols), or 0 when labels is null. Waiting for the
     // device once per step, after the step's other work has been called, lets an asynchronous
@@ -224,62 +253,168 @@ public:
         double lossSum = 0;
         int64_t correct = 0;
     };
-    virtual StepMetrics stepMetrics(const float* losses, const float* logits, const int32_t* labels, int rows,
-                                    int cols);
+    StepMetrics stepMetrics(const float* losses, const float* logits, const int32_t* labels, int rows, int cols);
 
     // ---- normalization ------------------------------------------------------
     // Batch norm over x of [n, c, inner] per channel c. Training: uses batch statistics, writes
     // saveMean/saveInvStd [c], and updates running stats: r = (1-momentum) r + momentum * batch
-    // (running variance uses the unbiased batch variance).
-    virtual void batchNormForwardTraining(float* y, float* saveMean, float* saveInvStd, float* runningMean,
-                                          float* runningVar, const float* x, const float* gamma,
-                                          const float* beta, int n, int c, int inner, float momentum,
-                                          float eps) = 0;
-    virtual void batchNormForwardInference(float* y, const float* x, const float* gamma, const float* beta,
-                                           const float* runningMean, const float* runningVar, int n, int c,
-                                           int inner, float eps) = 0;
-    virtual void batchNormBackward(float* dx, float* dgamma, float* dbeta, const float* dy, const float* x,
-                                   const float* gamma, const float* saveMean, const float* saveInvStd, int n,
-                                   int c, int inner) = 0;
-    // Layer norm over the last axis of [rows, cols]; mean/rstd are [rows].
-    virtual void layerNormForward(float* y, float* mean, float* rstd, const float* x, const float* gamma,
-                                  const float* beta, int rows, int cols, float eps) = 0;
-    virtual void layerNormBackward(float* dx, float* dgamma, float* dbeta, const float* dy, const float* x,
-                                   const float* gamma, const float* mean, const float* rstd, int rows,
-                                   int cols) = 0;
+    // (running variance uses the unbiased batch variance). gamma/beta may be null (1 and 0); the
+    // running stats may be null together (not updated), and saveMean/saveInvStd together. Training
+    // needs n*inner > 1 (the unbiased variance is undefined otherwise), as in PyTorch.
+    void batchNormForwardTraining(float* y, float* saveMean, float* saveInvStd, float* runningMean, float* runningVar,
+                                  const float* x, const float* gamma, const float* beta, int n, int c, int inner,
+                                  float momentum, float eps);
+    void batchNormForwardInference(float* y, const float* x, const float* gamma, const float* beta,
+                                   const float* runningMean, const float* runningVar, int n, int c, int inner,
+                                   float eps);
+    // Needs saveMean and saveInvStd; dx, dgamma and dbeta may be null.
+    void batchNormBackward(float* dx, float* dgamma, float* dbeta, const float* dy, const float* x, const float* gamma,
+                           const float* saveMean, const float* saveInvStd, int n, int c, int inner);
+    // Layer norm over the last axis of [rows, cols]; mean/rstd are [rows] (may be null in the forward).
+    void layerNormForward(float* y, float* mean, float* rstd, const float* x, const float* gamma, const float* beta,
+                          int rows, int cols, float eps);
+    void layerNormBackward(float* dx, float* dgamma, float* dbeta, const float* dy, const float* x,
+                           const float* gamma, const float* mean, const float* rstd, int rows, int cols);
 
     // ---- dropout (counter-based RNG: element i is kept iff dropoutKeep(seed, i, p)) ----
-    virtual void dropoutForward(float* y, const float* x, int64_t n, float p, uint64_t seed) = 0;
-    virtual void dropoutBackward(float* dx, const float* dy, int64_t n, float p, uint64_t seed) = 0;
+    void dropoutForward(float* y, const float* x, int64_t n, float p, uint64_t seed);
+    void dropoutBackward(float* dx, const float* dy, int64_t n, float p, uint64_t seed);
 
     // ---- embedding (indices are float32 holding integer ids in [0, vocab)) ----
-    virtual void embeddingForward(float* y, const float* table, const float* ids, int64_t count, int dim,
-                                  int vocab) = 0;
-    virtual void embeddingBackward(float* dtable, const float* dy, const float* ids, int64_t count, int dim,
-                                   int vocab) = 0;
+    // A bad id throws BackendError naming it and the vocabulary size; on the CPU before anything is written.
+    void embeddingForward(float* y, const float* table, const float* ids, int64_t count, int dim, int vocab);
+    void embeddingBackward(float* dtable, const float* dy, const float* ids, int64_t count, int dim, int vocab);
 
     // ---- data movement ---------------------------------------------------------
     // For o < count, j < blockLen: dst[o*dstStride + j] (+)= src[o*srcStride + j]. Concat and its backward.
-    virtual void copyBlocks(float* dst, int64_t dstStride, const float* src, int64_t srcStride, int64_t blockLen,
-                            int64_t count, bool accumulate) = 0;
+    void copyBlocks(float* dst, int64_t dstStride, const float* src, int64_t srcStride, int64_t blockLen,
+                    int64_t count, bool accumulate);
     // Rows by index (a batch from a dataset held in backend memory): for i < count, row i of dst is row
     // indices[i] of src, rows of rowWords 4-byte words (float32 or int32 data alike). indices is int32 in
     // backend memory; each must be in [0, srcRows), else BackendError names it (a device backend may
     // report it as eagerIndexChecks says). The default copies row by row with copy().
-    virtual void gatherRows(void* dst, const void* src, int64_t srcRows, const int32_t* indices, int64_t count,
-                            int64_t rowWords);
+    void gatherRows(void* dst, const void* src, int64_t srcRows, const int32_t* indices, int64_t count,
+                    int64_t rowWords);
 
     // ---- reductions (host results) -------------------------------------------
-    virtual double sum(const float* x, int64_t n) = 0;
-    virtual double sumSquares(const float* x, int64_t n) = 0;  // NaN/Inf propagate
-    virtual bool allFinite(const float* x, int64_t n) = 0;
+    double sum(const float* x, int64_t n);
+    double sumSquares(const float* x, int64_t n);  // NaN/Inf propagate
+    bool allFinite(const float* x, int64_t n);
 
     // ---- fused optimizer updates ------------------------------------------------
     // SGD as in PyTorch: g' = g + wd*w; v = momentum*v + g'; step = nesterov ? g' + momentum*v : v;
     // w -= lr * step. velocity may be null when momentum == 0.
-    virtual void sgdUpdate(float* w, float* velocity, const float* grad, int64_t n, const SgdParams& p) = 0;
+    void sgdUpdate(float* w, float* velocity, const float* grad, int64_t n, const SgdParams& p);
     // Adam / AdamW as in PyTorch.
-    virtual void adamUpdate(float* w, float* m, float* v, const float* grad, int64_t n, const AdamParams& p) = 0;
+    void adamUpdate(float* w, float* m, float* v, const float* grad, int64_t n, const AdamParams& p);
+
+protected:
+    // What a backend is, given by each one to this constructor.
+    struct Traits {
+        std::string name;                  // name()
+        bool reducedPrecision = false;     // computes ComputePrecision::BF16 and F16; else refuses them
+        bool alwaysDeterministic = false;  // bit-identical results whatever BackendOptions::deterministic says
+        // Backend memory is host memory: the seam checks labels, ids and gathered indices on the host,
+        // at the call, before the op runs (so a bad one leaves the outputs untouched).
+        bool hostMemory = false;
+    };
+    // Throws BackendError when options.precision is reduced and traits.reducedPrecision is false.
+    Backend(const Traits& traits, const BackendOptions& options);
+
+    // The ops, called by the public ones above after their checks, with the same arguments (so they may
+    // assume: sizes >= 0, valid descriptors, required pointers present, and on a host-memory backend
+    // indices in range). Ops with a default compose other ops' do* functions.
+    virtual void doFill(float* y, float value, int64_t n) = 0;
+    virtual void doZero(void* y, size_t bytes) = 0;
+    virtual void doScale(float* y, float alpha, int64_t n) = 0;
+    virtual void doAxpy(float* y, float alpha, const float* x, int64_t n) = 0;
+    virtual void doAdd(float* y, const float* a, const float* b, int64_t n) = 0;
+
+    // Called only with m > 0 and n > 0.
+    virtual void doGemm(bool transA, bool transB, int m, int n, int k, float alpha, const float* a, int lda,
+                        const float* b, int ldb, float beta, float* c, int ldc) = 0;
+    virtual void doAddBiasRows(float* y, const float* bias, int rows, int cols) = 0;
+    virtual void doSumRows(float* dbias, const float* dy, int rows, int cols) = 0;
+    virtual void doAddBiasChannels(float* y, const float* bias, int n, int c, int inner) = 0;
+    virtual void doSumChannels(float* dbias, const float* dy, int n, int c, int inner) = 0;
+
+    virtual void doConv2dForward(float* y, const float* x, const float* w, const ConvDesc& d) = 0;
+    virtual void doConv2dBackwardData(float* dx, const float* dy, const float* w, const ConvDesc& d) = 0;
+    virtual void doConv2dBackwardFilter(float* dw, const float* dy, const float* x, const ConvDesc& d) = 0;
+    virtual void doConv2dForwardFused(float* y, const float* x, const float* w, const float* bias, bool relu,
+                                      const ConvDesc& d);
+    virtual void doConv2dBackwardFused(float* dx, float* dw, float* dbias, const float* dy, const float* x,
+                                       const float* w, const ConvDesc& d);
+    virtual void doPool2dForward(float* y, const float* x, const PoolDesc& d) = 0;
+    virtual void doPool2dBackward(float* dx, const float* dy, const float* x, const float* y,
+                                  const PoolDesc& d) = 0;
+    // Called only with max pooling.
+    virtual void doMaxPool2dReLUBackward(float* dx, const float* dy, const float* x, const float* y,
+                                         const PoolDesc& d);
+    virtual void doMeanPoolForward(float* y, const float* x, int outer, int len, int inner) = 0;
+    virtual void doMeanPoolBackward(float* dx, const float* dy, int outer, int len, int inner) = 0;
+
+    virtual void doActivationForward(float* y, const float* x, int64_t n, Activation act, float alpha) = 0;
+    virtual void doActivationBackward(float* dx, const float* dy, const float* x, const float* y, int64_t n,
+                                      Activation act, float alpha) = 0;
+    virtual void doSoftmaxForward(float* y, const float* x, int rows, int cols) = 0;
+    virtual void doSoftmaxBackward(float* dx, const float* dy, const float* y, int rows, int cols) = 0;
+
+    virtual void doSoftmaxCrossEntropy(float* losses, float* dlogits, const float* logits, const int32_t* labels,
+                                       int rows, int cols, float gradScale) = 0;
+    virtual void doMseLoss(float* losses, float* dpred, const float* pred, const float* target, int rows, int cols,
+                           float gradScale) = 0;
+    virtual void doBceWithLogits(float* losses, float* dlogits, const float* logits, const float* target, int rows,
+                                 int cols, float gradScale) = 0;
+    // Called only with rows > 0.
+    virtual int64_t doCountCorrect(const float* logits, const int32_t* labels, int rows, int cols) = 0;
+    // Called only with rows > 0.
+    virtual StepMetrics doStepMetrics(const float* losses, const float* logits, const int32_t* labels, int rows,
+                                      int cols);
+
+    virtual void doBatchNormForwardTraining(float* y, float* saveMean, float* saveInvStd, float* runningMean,
+                                            float* runningVar, const float* x, const float* gamma, const float* beta,
+                                            int n, int c, int inner, float momentum, float eps) = 0;
+    virtual void doBatchNormForwardInference(float* y, const float* x, const float* gamma, const float* beta,
+                                             const float* runningMean, const float* runningVar, int n, int c,
+                                             int inner, float eps) = 0;
+    virtual void doBatchNormBackward(float* dx, float* dgamma, float* dbeta, const float* dy, const float* x,
+                                     const float* gamma, const float* saveMean, const float* saveInvStd, int n, int c,
+                                     int inner) = 0;
+    virtual void doLayerNormForward(float* y, float* mean, float* rstd, const float* x, const float* gamma,
+                                    const float* beta, int rows, int cols, float eps) = 0;
+    virtual void doLayerNormBackward(float* dx, float* dgamma, float* dbeta, const float* dy, const float* x,
+                                     const float* gamma, const float* mean, const float* rstd, int rows,
+                                     int cols) = 0;
+
+    virtual void doDropoutForward(float* y, const float* x, int64_t n, float p, uint64_t seed) = 0;
+    virtual void doDropoutBackward(float* dx, const float* dy, int64_t n, float p, uint64_t seed) = 0;
+
+    virtual void doEmbeddingForward(float* y, const float* table, const float* ids, int64_t count, int dim,
+                                    int vocab) = 0;
+    virtual void doEmbeddingBackward(float* dtable, const float* dy, const float* ids, int64_t count, int dim,
+                                     int vocab) = 0;
+
+    virtual void doCopyBlocks(float* dst, int64_t dstStride, const float* src, int64_t srcStride, int64_t blockLen,
+                              int64_t count, bool accumulate) = 0;
+    // Called only with count > 0 and rowWords > 0. The default reads the indices back, checks them and
+    // copies row by row.
+    virtual void doGatherRows(void* dst, const void* src, int64_t srcRows, const int32_t* indices, int64_t count,
+                              int64_t rowWords);
+
+    virtual double doSum(const float* x, int64_t n) = 0;
+    virtual double doSumSquares(const float* x, int64_t n) = 0;
+    virtual bool doAllFinite(const float* x, int64_t n) = 0;
+
+    virtual void doSgdUpdate(float* w, float* velocity, const float* grad, int64_t n, const SgdParams& p) = 0;
+    virtual void doAdamUpdate(float* w, float* m, float* v, const float* grad, int64_t n, const AdamParams& p) = 0;
+
+private:
+    std::string m_name;
+    ComputePrecision m_precision;
+    bool m_deterministic;
+    bool m_eagerIndexChecks;
+    bool m_hostMemory;
 };
 
 // The keep decision shared by every backend, so CPU and GPU drop the same elements.

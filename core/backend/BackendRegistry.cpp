@@ -100,11 +100,11 @@ public:
         return {info};
     }
 
-    std::unique_ptr<Backend> create(const Device& device, int threads) override {
+    std::unique_ptr<Backend> create(const Device& device, const BackendOptions& options) override {
         if (device.type != DeviceType::Cpu || device.index != 0)
             throw BackendError((device.type == DeviceType::Cpu ? "cpu:" + std::to_string(device.index) : device.toString()) +
                                ": the CPU provider only opens device cpu (index 0)");
-        return std::make_unique<CpuBackend>(threads);
+        return std::make_unique<CpuBackend>(options);
     }
 
     std::unique_ptr<TelemetrySource> telemetry(const Device& device) override {
@@ -144,14 +144,14 @@ BackendProvider* BackendRegistry::provider(DeviceType type) {
     return nullptr;
 }
 
-std::unique_ptr<Backend> BackendRegistry::create(const Device& device, int threads) {
+std::unique_ptr<Backend> BackendRegistry::create(const Device& device, const BackendOptions& options) {
     BackendProvider* p = provider(device.type);
     if (!p) {
         if (device.type == DeviceType::Cuda)
             throw BackendError(device.toString() + ": this build has no CUDA backend");
         throw BackendError(device.toString() + ": no backend is registered for this device");
     }
-    return p->create(device, threads);
+    return p->create(device, options);
 }
 
 std::unique_ptr<TelemetrySource> BackendRegistry::telemetry(const Device& device) {

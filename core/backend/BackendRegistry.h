@@ -38,8 +38,8 @@ public:
     virtual std::vector<DeviceInfo> devices() = 0;
     // Why devices() is empty ("no CUDA driver"), or "" when it is not.
     virtual std::string unavailableReason() { return {}; }
-    // Throws BackendError if the device cannot be opened.
-    virtual std::unique_ptr<Backend> create(const Device& device, int threads) = 0;
+    // Throws BackendError if the device cannot be opened, or cannot run as `options` ask.
+    virtual std::unique_ptr<Backend> create(const Device& device, const BackendOptions& options) = 0;
     // nullptr when the device cannot be sampled.
     virtual std::unique_ptr<TelemetrySource> telemetry(const Device& device) = 0;
 };
@@ -52,7 +52,8 @@ public:
     // The provider for a device type, or nullptr.
     BackendProvider* provider(DeviceType type);
     // Throws BackendError naming the device when no provider can open it (e.g. "cuda:0: this build has no CUDA").
-    std::unique_ptr<Backend> create(const Device& device, int threads = 0);
+    // A training run's options come from backendOptionsFor(project.training) (core/train/BackendOptionsFor.h).
+    std::unique_ptr<Backend> create(const Device& device, const BackendOptions& options = {});
     std::unique_ptr<TelemetrySource> telemetry(const Device& device);
 
 private:

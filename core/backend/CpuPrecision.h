@@ -1,4 +1,4 @@
-// CpuPrecision: the CPU's bf16 / fp16 compute precision (Backend::setComputePrecision).
+// CpuPrecision: the CPU's bf16 / fp16 compute precision (BackendOptions::precision, ComputePrecision).
 // GEMM and convolution inputs are rounded element by element into scratch copies that
 // stay float32 (every bf16 and fp16 value is exact in float32), and the unchanged float32
 // path then runs on the copies. A product of two rounded values is exact in float32, so

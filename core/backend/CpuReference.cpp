@@ -1,4 +1,4 @@
-// Reference loops of CpuBackend (see CpuReference.h). Clarity first: each op
+// Reference loops of CpuReferenceBackend (see CpuReference.h). Clarity first: each op
 // is written the way its formula reads, with double accumulators for sums.
 #include "core/backend/CpuReference.h"
 
@@ -15,6 +15,24 @@ inline size_t idx4(int a, int b, int c, int d, int B, int C, int D) {
 }
 
 }  // namespace
+
+// ---- element-wise ----------------------------------------------------------
+
+void fill(float* y, float value, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) y[i] = value;
+}
+
+void scale(float* y, float alpha, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) y[i] *= alpha;
+}
+
+void axpy(float* y, float alpha, const float* x, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) y[i] += alpha * x[i];
+}
+
+void add(float* y, const float* a, const float* b, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) y[i] = a[i] + b[i];
+}
 
 // ---- linear algebra -------------------------------------------------------
 
@@ -528,6 +546,57 @@ void adamUpdate(float* w, float* m, float* v, const float* grad, int64_t n, cons
         const float denom = std::sqrt(v[i]) / bc2Sqrt + p.eps;
         w[i] += -stepSize * (m[i] / denom);
     }
+}
+
+// ---- embedding, data movement, reductions -----------------------------------
+
+void embeddingForward(float* y, const float* table, const float* ids, int64_t count, int dim) {
+    for (int64_t i = 0; i < count; ++i)
+        std::memcpy(y + i * dim, table + static_cast<int64_t>(ids[i]) * dim, sizeof(float) * static_cast<size_t>(dim));
+}
+
+void embeddingBackward(float* dtable, const float* dy, const float* ids, int64_t count, int dim) {
+    for (int64_t i = 0; i < count; ++i) {
+        float* row = dtable + static_cast<int64_t>(ids[i]) * dim;
+        for (int j = 0; j < dim; ++j) row[j] += dy[i * dim + j];
+    }
+}
+
+void copyBlocks(float* dst, int64_t dstStride, const float* src, int64_t srcStride, int64_t blockLen, int64_t count,
+                bool accumulate) {
+    for (int64_t o = 0; o < count; ++o) {
+        float* d = dst + o * dstStride;
+        const float* s = src + o * srcStride;
+        if (accumulate)
+            for (int64_t j = 0; j < blockLen; ++j) d[j] += s[j];
+        else
+            std::memmove(d, s, sizeof(float) * static_cast<size_t>(blockLen));
+    }
+}
+
+void gatherRows(void* dst, const void* src, const int32_t* indices, int64_t count, int64_t rowWords) {
+    const size_t rowBytes = static_cast<size_t>(rowWords) * 4;
+    for (int64_t i = 0; i < count; ++i)
+        std::memcpy(static_cast<char*>(dst) + static_cast<size_t>(i) * rowBytes,
+                    static_cast<const char*>(src) + static_cast<size_t>(indices[i]) * rowBytes, rowBytes);
+}
+
+double sum(const float* x, int64_t n) {
+    double acc = 0.0;
+    for (int64_t i = 0; i < n; ++i) acc += x[i];
+    return acc;
+}
+
+double sumSquares(const float* x, int64_t n) {
+    double acc = 0.0;
+    for (int64_t i = 0; i < n; ++i) acc += static_cast<double>(x[i]) * x[i];
+    return acc;
+}
+
+bool allFinite(const float* x, int64_t n) {
+    for (int64_t i = 0; i < n; ++i)
+        if (!std::isfinite(x[i])) return false;
+    return true;
 }
 
 }  // namespace strata::cpuref

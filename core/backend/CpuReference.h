@@ -1,9 +1,9 @@
-// The reference loops of CpuBackend: plain, single-threaded, readable. They
-// define what every op computes; the fast paths (CpuFast.h) and the GPU
+// The reference loops of CpuReferenceBackend: plain, single-threaded, readable.
+// They define what every op computes; the fast paths (CpuFast.h) and the GPU
 // backend are tested against them. Internal to core/backend.
 //
-// Argument validation (group divisibility, label and id ranges) is done by
-// CpuBackend before calling in here, so both paths share it.
+// Arguments are valid here: the Backend seam (Backend.cpp) has checked sizes,
+// descriptors, pointers and every label, id and row index.
 #pragma once
 
 #include <cstdint>
@@ -11,6 +11,11 @@
 #include "core/backend/Backend.h"
 
 namespace strata::cpuref {
+
+void fill(float* y, float value, int64_t n);
+void scale(float* y, float alpha, int64_t n);
+void axpy(float* y, float alpha, const float* x, int64_t n);
+void add(float* y, const float* a, const float* b, int64_t n);
 
 void gemm(bool transA, bool transB, int m, int n, int k, float alpha, const float* a, int lda, const float* b, int ldb,
           float beta, float* c, int ldc);
@@ -54,6 +59,17 @@ void layerNormBackward(float* dx, float* dgamma, float* dbeta, const float* dy, 
 
 void dropoutForward(float* y, const float* x, int64_t n, float p, uint64_t seed);
 void dropoutBackward(float* dx, const float* dy, int64_t n, float p, uint64_t seed);
+
+// CpuBackend runs embeddingForward, embeddingBackward and gatherRows as they are (no faster path).
+void embeddingForward(float* y, const float* table, const float* ids, int64_t count, int dim);
+void embeddingBackward(float* dtable, const float* dy, const float* ids, int64_t count, int dim);
+void copyBlocks(float* dst, int64_t dstStride, const float* src, int64_t srcStride, int64_t blockLen, int64_t count,
+                bool accumulate);
+void gatherRows(void* dst, const void* src, const int32_t* indices, int64_t count, int64_t rowWords);
+// Double accumulators, in index order.
+double sum(const float* x, int64_t n);
+double sumSquares(const float* x, int64_t n);
+bool allFinite(const float* x, int64_t n);
 
 void sgdUpdate(float* w, float* velocity, const float* grad, int64_t n, const SgdParams& p);
 void adamUpdate(float* w, float* m, float* v, const float* grad, int64_t n, const AdamParams& p);

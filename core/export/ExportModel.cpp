@@ -210,7 +210,9 @@ void checkExportWeights(const ExportModel& model, const std::vector<ExportParame
 ExportModel untrainedExportModel(const Project& project, const std::string& projectPath) {
     ExportModel m;
     m.project = project;
-    auto backend = backendRegistry().create(Device::cpu(), 1);
+    BackendOptions oneThread;
+    oneThread.threads = 1;
+    auto backend = backendRegistry().create(Device::cpu(), oneThread);
     auto model = compile(project.graph, *backend, project.training.seed);
     m.weights = modelWeights(*model);
     const DatasetBundle data = loadDataset(project.dataset, projectPath);

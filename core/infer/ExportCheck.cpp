@@ -146,7 +146,7 @@ ExportCheckResult checkExport(const ExportModel& live, const std::string& export
     const ExportFormat format = formatOfFile(exportedPath);
     const ExportModel loaded = loadModelFile(exportedPath);
 
-    auto backend = backendRegistry().create(Device::cpu(), 0);
+    auto backend = backendRegistry().create(Device::cpu());
     auto liveModel = compileExportModel(live, *backend);
     auto fileModel = compileExportModel(loaded, *backend);
     if (fileModel->inputShape() != liveModel->inputShape() || fileModel->outputShape() != liveModel->outputShape())

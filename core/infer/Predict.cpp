@@ -143,7 +143,7 @@ Predictor::Predictor(const std::string& modelPath, PredictRuntime runtime)
     if (runtime == PredictRuntime::OpenCv && !onnxFile)
         throw std::invalid_argument("--runtime opencv runs .onnx files; " + modelPath + " is not one");
     m_file = loadModelFile(modelPath);
-    m_backend = backendRegistry().create(Device::cpu(), 0);
+    m_backend = backendRegistry().create(Device::cpu());
     m_model = compileExportModel(m_file, *m_backend);
     if (!onnxFile || runtime == PredictRuntime::Strata) return;
     if (runtime == PredictRuntime::OpenCv || onnxRunnerAvailable()) {

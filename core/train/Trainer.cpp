@@ -15,6 +15,7 @@
 #include "core/data/Dataset.h"
 #include "core/graph/Model.h"
 #include "core/train/BatchStager.h"
+#include "core/train/BackendOptionsFor.h"
 #include "core/train/Checkpoint.h"
 #include "core/train/CheckpointPolicy.h"
 #include "core/train/DynamicLossScale.h"
@@ -177,11 +178,10 @@ struct Trainer::Impl {
         }
     }
 
-    // The run's compute precision on the backend (set every run: a backend may be reused), and the
-    // loss scaler for fp16, whose 5-bit exponent underflows small gradients without one.
+    // The run's compute precision (the backend's, checked by checkBackendFor), and the loss scaler
+    // for fp16, whose 5-bit exponent underflows small gradients without one.
     void setUpPrecision() {
-        precision = parseComputePrecision(ts().precision);
-        backend.setComputePrecision(precision);
+        precision = backend.computePrecision();
         if (precision == ComputePrecision::F16)
             lossScaler =
                 std::make_unique<DynamicLossScale>(opt.initialLossScale, 2.0f, 0.5f, opt.lossScaleGrowthInterval);
@@ -447,15 +447,7 @@ struct Trainer::Impl {
     bool run() {
         runStart = Clock::now();
         try {
-            backend.setDeterministic(ts().deterministic);
-            // Labels are checked when the data loads, so the device need not stop at every loss to check
-            // them again: a bad one still throws, naming the op, at the step's metrics read-back.
-            struct RestoreEagerChecks {
-                Backend& b;
-                bool was;
-                ~RestoreEagerChecks() { b.setEagerIndexChecks(was); }
-            } restoreEagerChecks{backend, backend.eagerIndexChecks()};
-            backend.setEagerIndexChecks(false);
+            checkBackendFor(backend, ts());
             setUp();
             TelemetrySampler sampler(backendRegistry().telemetry(backend.device()), obs, opt.telemetryIntervalMs);
             bool earlyStopped = false;

@@ -5,6 +5,7 @@
 
 #include "core/backend/BackendRegistry.h"
 #include "core/backend/CpuBackend.h"
+#include "core/backend/CpuReferenceBackend.h"
 
 #ifdef STRATA_HAVE_CUDA
 #include "gpu/CudaProvider.h"
@@ -25,16 +26,18 @@ BackendRegistry& registry() {
 
 }  // namespace
 
-std::unique_ptr<Backend> makeReferenceBackend() { return std::make_unique<CpuBackend>(1, /*reference=*/true); }
+std::unique_ptr<Backend> makeReferenceBackend(const BackendOptions& options) {
+    return std::make_unique<CpuReferenceBackend>(options);
+}
 
-std::unique_ptr<Backend> makeCpuBackend() { return std::make_unique<CpuBackend>(0, /*reference=*/false); }
+std::unique_ptr<Backend> makeCpuBackend(const BackendOptions& options) { return std::make_unique<CpuBackend>(options); }
 
-std::vector<NamedBackend> fastBackends() {
+std::vector<NamedBackend> fastBackends(const BackendOptions& options) {
     std::vector<NamedBackend> all;
-    all.push_back({"cpu", makeCpuBackend()});
+    all.push_back({"cpu", makeCpuBackend(options)});
     if (BackendProvider* cuda = registry().provider(DeviceType::Cuda)) {
         for (const DeviceInfo& info : cuda->devices())
-            all.push_back({info.device.toString(), cuda->create(info.device, 0)});
+            all.push_back({info.device.toString(), cuda->create(info.device, options)});
     }
     return all;
 }

@@ -16,12 +16,12 @@ struct NamedBackend {
     std::unique_ptr<Backend> backend;
 };
 
-// A CPU backend running the plain reference loops (the ground truth).
-std::unique_ptr<Backend> makeReferenceBackend();
-// A CPU backend with its fast paths on.
-std::unique_ptr<Backend> makeCpuBackend();
-// Every non-reference backend present: the fast CPU backend plus one per CUDA GPU.
-std::vector<NamedBackend> fastBackends();
+// CpuReferenceBackend: the plain reference loops (the ground truth).
+std::unique_ptr<Backend> makeReferenceBackend(const BackendOptions& options = {});
+// CpuBackend: the CPU's fast paths.
+std::unique_ptr<Backend> makeCpuBackend(const BackendOptions& options = {});
+// Every non-reference backend present, made with `options`: the fast CPU backend plus one per CUDA GPU.
+std::vector<NamedBackend> fastBackends(const BackendOptions& options = {});
 // Empty when a GPU can be used; otherwise why not ("built without CUDA", "no CUDA device: ...").
 std::string gpuUnavailableReason();
 

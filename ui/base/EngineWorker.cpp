@@ -6,6 +6,7 @@
 
 #include "core/backend/Backend.h"
 #include "core/backend/BackendRegistry.h"
+#include "core/train/BackendOptionsFor.h"
 #include "core/train/Trainer.h"
 
 namespace strata::ui {
@@ -110,7 +111,7 @@ void EngineWorker::start(const strata::Project& project, const QString& projectP
         const Device dev = Device::parse(device.toStdString());
         Project run = project;
         run.training.device = dev.toString();
-        std::unique_ptr<Backend> backend = backendRegistry().create(dev, run.training.threads);
+        std::unique_ptr<Backend> backend = backendRegistry().create(dev, backendOptionsFor(run.training));
 
         TrainerOptions options;
         options.projectPath = projectPath.toStdString();

@@ -1,0 +1,154 @@
+// CpuReferenceBackend: each op is its CpuReference.h loop, after the operand rounding of bf16 / fp16.
+#include "core/backend/CpuReferenceBackend.h"
+
+#include "core/backend/CpuReference.h"
+
+namespace strata {
+
+CpuReferenceBackend::CpuReferenceBackend(const BackendOptions& options)
+    : CpuMemoryBackend("cpu-reference", options, 1) {}
+
+CpuReferenceBackend::CpuReferenceBackend(const Traits& traits, const BackendOptions& options)
+    : CpuMemoryBackend(traits, options, 1) {}
+
+void CpuReferenceBackend::doFill(float* y, float value, int64_t n) { cpuref::fill(y, value, n); }
+void CpuReferenceBackend::doScale(float* y, float alpha, int64_t n) { cpuref::scale(y, alpha, n); }
+void CpuReferenceBackend::doAxpy(float* y, float alpha, const float* x, int64_t n) { cpuref::axpy(y, alpha, x, n); }
+void CpuReferenceBackend::doAdd(float* y, const float* a, const float* b, int64_t n) { cpuref::add(y, a, b, n); }
+
+void CpuReferenceBackend::doGemm(bool transA, bool transB, int m, int n, int k, float alpha, const float* a, int lda,
+                                 const float* b, int ldb, float beta, float* c, int ldc) {
+    roundGemmOperands(transA, transB, m, n, k, a, lda, b, ldb);
+    cpuref::gemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+void CpuReferenceBackend::doAddBiasRows(float* y, const float* bias, int rows, int cols) {
+    cpuref::addBiasRows(y, bias, rows, cols);
+}
+void CpuReferenceBackend::doSumRows(float* dbias, const float* dy, int rows, int cols) {
+    cpuref::sumRows(dbias, dy, rows, cols);
+}
+void CpuReferenceBackend::doAddBiasChannels(float* y, const float* bias, int n, int c, int inner) {
+    cpuref::addBiasChannels(y, bias, n, c, inner);
+}
+void CpuReferenceBackend::doSumChannels(float* dbias, const float* dy, int n, int c, int inner) {
+    cpuref::sumChannels(dbias, dy, n, c, inner);
+}
+
+void CpuReferenceBackend::doConv2dForward(float* y, const float* x, const float* w, const ConvDesc& d) {
+    cpuref::conv2dForward(y, rounded(0, x, d.inputSize()), rounded(1, w, d.weightSize()), d);
+}
+void CpuReferenceBackend::doConv2dBackwardData(float* dx, const float* dy, const float* w, const ConvDesc& d) {
+    cpuref::conv2dBackwardData(dx, rounded(0, dy, d.outputSize()), rounded(1, w, d.weightSize()), d);
+}
+void CpuReferenceBackend::doConv2dBackwardFilter(float* dw, const float* dy, const float* x, const ConvDesc& d) {
+    cpuref::conv2dBackwardFilter(dw, rounded(0, dy, d.outputSize()), rounded(1, x, d.inputSize()), d);
+}
+void CpuReferenceBackend::doPool2dForward(float* y, const float* x, const PoolDesc& d) {
+    cpuref::pool2dForward(y, x, d);
+}
+void CpuReferenceBackend::doPool2dBackward(float* dx, const float* dy, const float* x, const float*,
+                                           const PoolDesc& d) {
+    cpuref::pool2dBackward(dx, dy, x, d);
+}
+void CpuReferenceBackend::doMeanPoolForward(float* y, const float* x, int outer, int len, int inner) {
+    cpuref::meanPoolForward(y, x, outer, len, inner);
+}
+void CpuReferenceBackend::doMeanPoolBackward(float* dx, const float* dy, int outer, int len, int inner) {
+    cpuref::meanPoolBackward(dx, dy, outer, len, inner);
+}
+
+void CpuReferenceBackend::doActivationForward(float* y, const float* x, int64_t n, Activation act, float alpha) {
+    cpuref::activationForward(y, x, n, act, alpha);
+}
+void CpuReferenceBackend::doActivationBackward(float* dx, const float* dy, const float* x, const float* y, int64_t n,
+                                               Activation act, float alpha) {
+    cpuref::activationBackward(dx, dy, x, y, n, act, alpha);
+}
+void CpuReferenceBackend::doSoftmaxForward(float* y, const float* x, int rows, int cols) {
+    cpuref::softmaxForward(y, x, rows, cols);
+}
+void CpuReferenceBackend::doSoftmaxBackward(float* dx, const float* dy, const float* y, int rows, int cols) {
+    cpuref::softmaxBackward(dx, dy, y, rows, cols);
+}
+
+void CpuReferenceBackend::doSoftmaxCrossEntropy(float* losses, float* dlogits, const float* logits,
+                                                const int32_t* labels, int rows, int cols, float gradScale) {
+    cpuref::softmaxCrossEntropy(losses, dlogits, logits, labels, rows, cols, gradScale);
+}
+void CpuReferenceBackend::doMseLoss(float* losses, float* dpred, const float* pred, const float* target, int rows,
+                                    int cols, float gradScale) {
+    cpuref::mseLoss(losses, dpred, pred, target, rows, cols, gradScale);
+}
+void CpuReferenceBackend::doBceWithLogits(float* losses, float* dlogits, const float* logits, const float* target,
+                                          int rows, int cols, float gradScale) {
+    cpuref::bceWithLogits(losses, dlogits, logits, target, rows, cols, gradScale);
+}
+int64_t CpuReferenceBackend::doCountCorrect(const float* logits, const int32_t* labels, int rows, int cols) {
+    return cpuref::countCorrect(logits, labels, rows, cols);
+}
+
+void CpuReferenceBackend::doBatchNormForwardTraining(float* y, float* saveMean, float* saveInvStd, float* runningMean,
+                                                     float* runningVar, const float* x, const float* gamma,
+                                                     const float* beta, int n, int c, int inner, float momentum,
+                                                     float eps) {
+    cpuref::batchNormForwardTraining(y, saveMean, saveInvStd, runningMean, runningVar, x, gamma, beta, n, c, inner,
+                                     momentum, eps);
+}
+void CpuReferenceBackend::doBatchNormForwardInference(float* y, const float* x, const float* gamma, const float* beta,
+                                                      const float* runningMean, const float* runningVar, int n, int c,
+                                                      int inner, float eps) {
+    cpuref::batchNormForwardInference(y, x, gamma, beta, runningMean, runningVar, n, c, inner, eps);
+}
+void CpuReferenceBackend::doBatchNormBackward(float* dx, float* dgamma, float* dbeta, const float* dy, const float* x,
+                                              const float* gamma, const float* saveMean, const float* saveInvStd,
+                                              int n, int c, int inner) {
+    cpuref::batchNormBackward(dx, dgamma, dbeta, dy, x, gamma, saveMean, saveInvStd, n, c, inner);
+}
+void CpuReferenceBackend::doLayerNormForward(float* y, float* mean, float* rstd, const float* x, const float* gamma,
+                                             const float* beta, int rows, int cols, float eps) {
+    cpuref::layerNormForward(y, mean, rstd, x, gamma, beta, rows, cols, eps);
+}
+void CpuReferenceBackend::doLayerNormBackward(float* dx, float* dgamma, float* dbeta, const float* dy, const float* x,
+                                              const float* gamma, const float* mean, const float* rstd, int rows,
+                                              int cols) {
+    cpuref::layerNormBackward(dx, dgamma, dbeta, dy, x, gamma, mean, rstd, rows, cols);
+}
+
+void CpuReferenceBackend::doDropoutForward(float* y, const float* x, int64_t n, float p, uint64_t seed) {
+    cpuref::dropoutForward(y, x, n, p, seed);
+}
+void CpuReferenceBackend::doDropoutBackward(float* dx, const float* dy, int64_t n, float p, uint64_t seed) {
+    cpuref::dropoutBackward(dx, dy, n, p, seed);
+}
+
+void CpuReferenceBackend::doEmbeddingForward(float* y, const float* table, const float* ids, int64_t count, int dim,
+                                             int) {
+    cpuref::embeddingForward(y, table, ids, count, dim);
+}
+void CpuReferenceBackend::doEmbeddingBackward(float* dtable, const float* dy, const float* ids, int64_t count, int dim,
+                                              int) {
+    cpuref::embeddingBackward(dtable, dy, ids, count, dim);
+}
+
+void CpuReferenceBackend::doCopyBlocks(float* dst, int64_t dstStride, const float* src, int64_t srcStride,
+                                       int64_t blockLen, int64_t count, bool accumulate) {
+    cpuref::copyBlocks(dst, dstStride, src, srcStride, blockLen, count, accumulate);
+}
+void CpuReferenceBackend::doGatherRows(void* dst, const void* src, int64_t, const int32_t* indices, int64_t count,
+                                       int64_t rowWords) {
+    cpuref::gatherRows(dst, src, indices, count, rowWords);
+}
+
+double CpuReferenceBackend::doSum(const float* x, int64_t n) { return cpuref::sum(x, n); }
+double CpuReferenceBackend::doSumSquares(const float* x, int64_t n) { return cpuref::sumSquares(x, n); }
+bool CpuReferenceBackend::doAllFinite(const float* x, int64_t n) { return cpuref::allFinite(x, n); }
+
+void CpuReferenceBackend::doSgdUpdate(float* w, float* velocity, const float* grad, int64_t n, const SgdParams& p) {
+    cpuref::sgdUpdate(w, velocity, grad, n, p);
+}
+void CpuReferenceBackend::doAdamUpdate(float* w, float* m, float* v, const float* grad, int64_t n,
+                                       const AdamParams& p) {
+    cpuref::adamUpdate(w, m, v, grad, n, p);
+}
+
+}  // namespace strata
