@@ -198,7 +198,7 @@ PredictInputs readCsvInputs(const std::string& path, const Project& project, con
     if (rows.empty()) throw std::runtime_error(path + ": no rows");
     const DatasetSettings& ds = project.dataset;
     PredictInputs in;
-    if (ds.kind == "text") {
+    if (ds.kind == DatasetKind::Text) {
         // "label,text" rows like the training file; an optional header row is skipped.
         std::map<std::string, int32_t> ids;
         for (size_t i = 0; i < vocab.size(); ++i) ids[vocab[i]] = static_cast<int32_t>(i);

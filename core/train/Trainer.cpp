@@ -247,13 +247,13 @@ struct Trainer::Impl {
         const int cols = static_cast<int>(model->outputShape().numel());
         const float scale = gradScale / static_cast<float>(n);
         float* dl = withGrad ? dlogitsBuf.f32() : nullptr;
-        const std::string& loss = ts().loss;
-        if (loss == "cross_entropy") {
+        const LossKind loss = ts().loss;
+        if (loss == LossKind::CrossEntropy) {
             backend.softmaxCrossEntropy(lossBuf.f32(), dl, logits.f32(), labels.i32(), rows, cols, scale);
         } else {
             // MSE and BCE train against one-hot targets of the class labels.
             oneHot(batch, cols);
-            if (loss == "mse")
+            if (loss == LossKind::Mse)
                 backend.mseLoss(lossBuf.f32(), dl, logits.f32(), targetBuf.f32(), rows, cols, scale);
             else
                 backend.bceWithLogits(lossBuf.f32(), dl, logits.f32(), targetBuf.f32(), rows, cols, scale);
@@ -298,8 +298,6 @@ struct Trainer::Impl {
         const TrainingSettings& s = ts();
         if (s.batchSize < 1) throw std::invalid_argument("training.batch_size must be at least 1");
         if (s.epochs < 1) throw std::invalid_argument("training.epochs must be at least 1");
-        if (s.loss != "cross_entropy" && s.loss != "mse" && s.loss != "bce_logits")
-            throw std::invalid_argument("unknown loss '" + s.loss + "' (expected cross_entropy, mse or bce_logits)");
         if (data.train.count == 0) throw std::invalid_argument("the training split is empty");
         if (data.train.sampleShape != model->inputShape()) {
             std::string inputName;
@@ -322,7 +320,7 @@ struct Trainer::Impl {
     // The run's compute precision on the backend (set every run: a backend may be reused), and the
     // loss scaler for fp16, whose 5-bit exponent underflows small gradients without one.
     void setUpPrecision() {
-        precision = parseComputePrecision(ts().precision);
+        precision = ts().precision;
         backend.setComputePrecision(precision);
         if (precision == ComputePrecision::F16)
             lossScaler =
@@ -613,7 +611,7 @@ struct Trainer::Impl {
                 lastValLoss = ev.valLoss;
                 lastValAcc = ev.valAccuracy;
                 if (ev.hasValidation) {
-                    const bool byAcc = ts().earlyStoppingMetric == "val_acc";
+                    const bool byAcc = ts().earlyStoppingMetric == EarlyStoppingMetric::ValAcc;
                     const double metric = byAcc ? -ev.valAccuracy : ev.valLoss;
                     if (std::isnan(bestMetric) || metric < bestMetric) {
                         bestMetric = metric;
@@ -631,7 +629,7 @@ struct Trainer::Impl {
                 checkpoint(ev.best, false);
                 if (checkpointRequested.exchange(false) && checkpointDir().empty()) checkpoint(false, true);
                 if (ts().earlyStoppingPatience > 0 && epochsWithoutImprovement >= ts().earlyStoppingPatience) {
-                    obs->onLog("early stopping: no improvement in " + ts().earlyStoppingMetric + " for " +
+                    obs->onLog("early stopping: no improvement in " + settingName(ts().earlyStoppingMetric) + " for " +
                                std::to_string(epochsWithoutImprovement) + " epochs; best epoch " +
                                std::to_string(bestEpoch));
                     earlyStopped = true;
