@@ -26,29 +26,36 @@
 
 namespace {
 
-const char* kUsage =
-    "usage: strata-train PROJECT.strata [options]\n"
-    "       strata-train --list-devices\n"
-    "       strata-train export PROJECT_OR_CHECKPOINT --format onnx|gguf|safetensors [--quantize q8_0|f16]\n"
-    "                    [--opset 13..17] [--no-normalization] [--untrained] -o FILE\n"
-    "       strata-train predict MODEL_FILE IDX|CSV|PNG|PGM|PPM [--top K] [--count N] [--labels IDX_LABELS]\n"
-    "                    [--quiet] [--runtime strata|opencv]  (.onnx: OpenCV DNN runs the graph by default)\n"
-    "options:\n"
-    "  --device cpu|cuda|cuda:N   device to train on (default: the project's, else cpu)\n"
-    "  --epochs N                 number of epochs\n"
-    "  --batch N                  batch size\n"
-    "  --threads N                CPU threads (0: all cores)\n"
-    "  --seed N                   random seed\n"
-    "  --deterministic            deterministic kernels (same seed, same losses)\n"
-    "  --precision fp32|bf16|fp16 GEMM/convolution input precision; fp16 adds dynamic loss scaling\n"
-    "  --metrics-out FILE.jsonl   one JSON object per step, epoch and event\n"
-    "  --checkpoint-dir DIR       write checkpoints there\n"
-    "  --resume CKPT              continue from a checkpoint file or folder\n"
-    "  --max-steps N              stop after N steps\n"
-    "  --train-limit N            use only the first N training samples\n"
-    "  --resident-data auto|on|off  keep the training split in device memory and gather batches there\n"
-    "                             (auto: on a GPU when it fits and there is no augmentation)\n"
-    "  --quiet                    no progress bar\n";
+// The option lines of the settings a flag overrides come from the settings table (core/graph/Settings.cpp),
+// with their limits.
+std::string usage() {
+    std::string text =
+        "usage: strata-train PROJECT.strata [options]\n"
+        "       strata-train --list-devices\n"
+        "       strata-train export PROJECT_OR_CHECKPOINT --format onnx|gguf|safetensors [--quantize q8_0|f16]\n"
+        "                    [--opset 13..17] [--no-normalization] [--untrained] -o FILE\n"
+        "       strata-train predict MODEL_FILE IDX|CSV|PNG|PGM|PPM [--top K] [--count N] [--labels IDX_LABELS]\n"
+        "                    [--quiet] [--runtime strata|opencv]  (.onnx: OpenCV DNN runs the graph by default)\n"
+        "options (each overrides the project's setting named in brackets):\n";
+    auto line = [&text](const std::string& option, const std::string& help) {
+        char buf[64];
+        std::snprintf(buf, sizeof buf, "  %-26s ", option.c_str());
+        text += buf + help + "\n";
+    };
+    for (const strata::SettingInfo* s : strata::settingsWithFlags()) {
+        std::string help = s->help;
+        if (s->isInteger() || s->isNumber() || s->kind == strata::SettingKind::UInt64)
+            help += " (" + s->rangeText() + ")";
+        line(s->flag + (s->flagValue.empty() ? "" : " " + s->flagValue), help + " [" + s->dottedName() + "]");
+    }
+    line("--metrics-out FILE.jsonl", "one JSON object per step, epoch and event");
+    line("--resume CKPT", "continue from a checkpoint file or folder");
+    line("--max-steps N", "stop after N steps");
+    line("--resident-data auto|on|off", "keep the training split in device memory and gather batches there");
+    text += "                             (auto: on a GPU when it fits and there is no augmentation)\n";
+    line("--quiet", "no progress bar");
+    return text;
+}
 
 std::atomic<strata::Trainer*> g_trainer{nullptr};
 
@@ -247,57 +254,57 @@ int main(int argc, char** argv) {
 #endif
     std::vector<std::string> args(argv + 1, argv + argc);
     if (args.empty()) {
-        std::fputs(kUsage, stderr);
+        std::fputs(usage().c_str(), stderr);
         return 2;
     }
     if (args[0] == "--help" || args[0] == "-h") {
-        std::fputs(kUsage, stdout);
+        std::fputs(usage().c_str(), stdout);
         return 0;
     }
     if (args[0] == "--list-devices") return listDevices();
     if (args[0] == "export") return strata::runExportCommand({args.begin() + 1, args.end()}, std::cout, std::cerr);
     if (args[0] == "predict") return strata::runPredictCommand({args.begin() + 1, args.end()}, std::cout, std::cerr);
 
-    std::string projectPath, device, metricsPath, checkpointDir, resume, precision, residentData = "auto";
-    long long epochs = -1, batch = -1, threads = -1, seed = -1, maxSteps = 0, trainLimit = -1;
-    bool quiet = false, deterministic = false;
+    std::string projectPath, metricsPath, resume, residentData = "auto";
+    long long maxSteps = 0;
+    bool quiet = false;
+    // Settings overrides, checked here against the settings table (the project file's own limits).
+    std::vector<std::pair<const strata::SettingInfo*, strata::Json>> overrides;
     for (size_t i = 0; i < args.size(); ++i) {
         const std::string& a = args[i];
-        auto value = [&](const char* name) -> std::string {
-            if (i + 1 >= args.size()) throw std::invalid_argument(std::string(name) + " needs a value");
+        auto value = [&](const std::string& name) -> std::string {
+            if (i + 1 >= args.size()) throw std::invalid_argument(name + " needs a value");
             return args[++i];
         };
-        auto intValue = [&](const char* name, long long min) {
-            long long v = 0;
-            const std::string text = value(name);
-            if (!parseInt(text, v) || v < min)
-                throw std::invalid_argument(std::string(name) + " needs an integer >= " + std::to_string(min) +
-                                            ", got '" + text + "'");
-            return v;
-        };
         try {
-            if (a == "--device") device = value("--device");
-            else if (a == "--epochs") epochs = intValue("--epochs", 1);
-            else if (a == "--batch") batch = intValue("--batch", 1);
-            else if (a == "--threads") threads = intValue("--threads", 0);
-            else if (a == "--seed") seed = intValue("--seed", 0);
-            else if (a == "--max-steps") maxSteps = intValue("--max-steps", 1);
-            else if (a == "--train-limit") trainLimit = intValue("--train-limit", 1);
-            else if (a == "--metrics-out") metricsPath = value("--metrics-out");
-            else if (a == "--checkpoint-dir") checkpointDir = value("--checkpoint-dir");
-            else if (a == "--resume") resume = value("--resume");
-            else if (a == "--quiet") quiet = true;
-            else if (a == "--resident-data") {
-                residentData = value("--resident-data");
+            if (const strata::SettingInfo* setting = strata::settingForFlag(a)) {
+                strata::Json v =
+                    strata::parseSettingFlag(*setting, setting->kind == strata::SettingKind::Bool ? "" : value(a));
+                // A path typed on the command line is relative to the working directory, as its user expects.
+                if (setting->kind == strata::SettingKind::Path && !v.get<std::string>().empty())
+                    v = std::filesystem::absolute(v.get<std::string>()).string();
+                overrides.emplace_back(setting, std::move(v));
+            } else if (a == "--max-steps") {
+                const std::string text = value(a);
+                if (!parseInt(text, maxSteps) || maxSteps < 1)
+                    throw std::invalid_argument("--max-steps needs an integer >= 1, got '" + text + "'");
+            } else if (a == "--metrics-out") {
+                metricsPath = value(a);
+            } else if (a == "--resume") {
+                resume = value(a);
+            } else if (a == "--quiet") {
+                quiet = true;
+            } else if (a == "--resident-data") {
+                residentData = value(a);
                 if (residentData != "auto" && residentData != "on" && residentData != "off")
                     throw std::invalid_argument("--resident-data needs auto, on or off, got '" + residentData + "'");
+            } else if (!a.empty() && a[0] == '-') {
+                return fail("unknown option '" + a + "' (see --help)");
+            } else if (projectPath.empty()) {
+                projectPath = a;
+            } else {
+                return fail("unexpected argument '" + a + "' (one project file expected)");
             }
-            else if (a == "--deterministic") deterministic = true;
-            else if (a == "--precision")
-                precision = strata::computePrecisionName(strata::parseComputePrecision(value("--precision")));
-            else if (!a.empty() && a[0] == '-') return fail("unknown option '" + a + "' (see --help)");
-            else if (projectPath.empty()) projectPath = a;
-            else return fail("unexpected argument '" + a + "' (one project file expected)");
         } catch (const std::exception& e) {
             return fail(e.what());
         }
@@ -310,19 +317,8 @@ int main(int argc, char** argv) {
     } catch (const std::exception& e) {
         return fail(e.what());
     }
-    strata::TrainingSettings& ts = project.training;
-    if (!device.empty()) ts.device = device;
-    if (epochs > 0) ts.epochs = static_cast<int>(epochs);
-    if (batch > 0) ts.batchSize = static_cast<int>(batch);
-    if (threads >= 0) ts.threads = static_cast<int>(threads);
-    if (seed >= 0) ts.seed = static_cast<uint64_t>(seed);
-    if (deterministic) ts.deterministic = true;
-    if (!precision.empty()) ts.precision = precision;
-    if (trainLimit > 0) project.dataset.trainLimit = trainLimit;
-    if (!checkpointDir.empty()) {
-        // Relative to the working directory, as a user typing it expects.
-        ts.checkpointDir = std::filesystem::absolute(checkpointDir).string();
-    }
+    for (const auto& [setting, v] : overrides) strata::applySetting(project.dataset, project.training, *setting, v);
+    const strata::TrainingSettings& ts = project.training;
 
     std::unique_ptr<strata::Backend> backend;
     try {

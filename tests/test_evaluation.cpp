@@ -43,13 +43,13 @@ Project tinyProject(int inputs) {
     g.connect(in, d1);
     g.connect(d1, r1);
     g.connect(r1, d2);
-    p.dataset.kind = "synthetic";
+    p.dataset.kind = DatasetKind::Synthetic;
     p.dataset.syntheticSamples = 1200;
     p.dataset.syntheticClasses = 4;
     p.dataset.syntheticShape = {inputs};
     p.dataset.validationSplit = 0.25;
-    p.dataset.normalization = "none";
-    p.training.optimizer = "sgd";
+    p.dataset.normalization = NormalizationMode::None;
+    p.training.optimizer = OptimizerKind::Sgd;
     p.training.learningRate = 0.05;
     p.training.batchSize = 32;
     p.training.epochs = 1;

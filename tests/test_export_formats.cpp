@@ -42,10 +42,10 @@ Project smallCnn() {
     g.connect(f, d1);
     g.connect(d1, bn);
     g.connect(bn, d2);
-    p.dataset.kind = "synthetic";
+    p.dataset.kind = DatasetKind::Synthetic;
     p.dataset.syntheticShape = {1, 8, 8};
     p.dataset.syntheticClasses = 10;
-    p.dataset.normalization = "none";
+    p.dataset.normalization = NormalizationMode::None;
     return p;
 }
 
@@ -392,7 +392,7 @@ private slots:
         const int in = p.graph.addNode("Input", "features", {{"shape", {3}}});
         const int d = p.graph.addNode("Dense", "fc", {{"units", 2}});
         p.graph.connect(in, d);
-        p.dataset.kind = "csv";
+        p.dataset.kind = DatasetKind::Csv;
         p.dataset.labelColumn = "species";
         ExportModel m;
         m.project = p;
@@ -416,7 +416,7 @@ private slots:
         const int in = p.graph.addNode("Input", "features", {{"shape", {3}}});
         const int d = p.graph.addNode("Dense", "fc", {{"units", 2}});
         p.graph.connect(in, d);
-        p.dataset.kind = "csv";
+        p.dataset.kind = DatasetKind::Csv;
         ExportModel m;
         m.project = p;
         m.weights["fc.weight"] = {1, 0, 0, 0, 1, 0};

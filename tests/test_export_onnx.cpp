@@ -219,8 +219,7 @@ std::vector<Case> networkCases() {
             Case c;
             c.name = "example_" + e.path().stem().string();
             c.project = readProject(e.path().string());
-            const std::string kind = c.project.dataset.kind;
-            c.ids = kind == "text";
+            c.ids = c.project.dataset.kind == DatasetKind::Text;
             if (c.ids) {
                 c.vocab = c.project.dataset.maxVocab;
                 for (const Node* n : c.project.graph.nodes())
@@ -605,10 +604,10 @@ private slots:
         gb.add("Dense", "fc2", {{"units", 3}}, {act});
         Project project = gb.p;
         project.name = "tabular";
-        project.dataset.kind = "csv";
+        project.dataset.kind = DatasetKind::Csv;
         project.dataset.trainPath = "train.csv";
         project.dataset.labelColumn = "label";
-        project.dataset.normalization = "standardize";
+        project.dataset.normalization = NormalizationMode::Standardize;
         project.dataset.validationSplit = 0.0;
         writeProject(project, dir + "/tabular.strata");
 

@@ -95,12 +95,12 @@ private slots:
         g.connect(r1, d2);
         g.connect(d2, r2);
         g.connect(r2, d3);
-        p.dataset.kind = "idx";
+        p.dataset.kind = DatasetKind::Idx;
         p.dataset.trainImages = std::string(kData) + "train-images-idx3-ubyte.gz";
         p.dataset.trainLabels = std::string(kData) + "train-labels-idx1-ubyte.gz";
         p.dataset.validationImages = std::string(kData) + "t10k-images-idx3-ubyte.gz";
         p.dataset.validationLabels = std::string(kData) + "t10k-labels-idx1-ubyte.gz";
-        p.dataset.normalization = "standardize";
+        p.dataset.normalization = NormalizationMode::Standardize;
         p.dataset.trainLimit = 300 * 64;
         p.training.epochs = 1;
         p.training.batchSize = 64;

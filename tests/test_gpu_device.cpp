@@ -1130,7 +1130,7 @@ private slots:
         g.connect(pool, flat);
         g.connect(flat, drop);
         g.connect(drop, dense);
-        p.dataset.kind = "synthetic";
+        p.dataset.kind = DatasetKind::Synthetic;
         p.dataset.syntheticSamples = 2000;
         p.dataset.syntheticClasses = 4;
         p.dataset.syntheticShape = {1, 12, 12};

@@ -317,19 +317,19 @@ Project convProject(const std::string& precision) {
     g.connect(fl, d1);
     g.connect(d1, r2);
     g.connect(r2, d2);
-    p.dataset.kind = "synthetic";
+    p.dataset.kind = DatasetKind::Synthetic;
     p.dataset.syntheticSamples = 640;
     p.dataset.syntheticClasses = 4;
     p.dataset.syntheticShape = {1, 8, 8};
     p.dataset.validationSplit = 0.25;
-    p.dataset.normalization = "none";
-    p.training.optimizer = "sgd";
+    p.dataset.normalization = NormalizationMode::None;
+    p.training.optimizer = OptimizerKind::Sgd;
     p.training.learningRate = 0.05;
     p.training.momentum = 0.9;
     p.training.batchSize = 32;
     p.training.epochs = 3;
     p.training.seed = 11;
-    p.training.precision = precision;
+    p.training.precision = parseComputePrecision(precision);
     return p;
 }
 
@@ -589,7 +589,7 @@ private slots:
         const size_t steps = first.steps.size();
         QCOMPARE(first.steps.back().skippedSteps, int64_t(steps));
         const Checkpoint c = loadCheckpoint(p.training.checkpointDir);
-        QCOMPARE(c.project.training.precision, std::string("fp16"));
+        QCOMPARE(c.project.training.precision, ComputePrecision::F16);
         QCOMPARE(c.trainerState.at("precision").get<std::string>(), std::string("fp16"));
         const double saved = c.trainerState.at("loss_scale").get<double>();
         QCOMPARE(saved, double(3.0e38f / float(1 << steps)));
@@ -702,7 +702,7 @@ private slots:
         for (const char* value : {"fp32", "bf16", "fp16"}) {
             Project p = convProject(value);
             const Project back = projectFromJson(projectToJson(p));
-            QCOMPARE(back.training.precision, std::string(value));
+            QCOMPARE(settingName(back.training.precision), std::string(value));
             QVERIFY(back == p);
         }
         Json j = projectToJson(convProject("bf16"));

@@ -52,7 +52,7 @@ Project richProject() {
     g.connect(drop, head);
 
     DatasetSettings& d = p.dataset;
-    d.kind = "csv";
+    d.kind = DatasetKind::Csv;
     d.trainImages = "imgs/train.idx";
     d.trainLabels = "imgs/train-labels.idx";
     d.validationImages = "/abs/val.idx";
@@ -60,11 +60,11 @@ Project richProject() {
     d.trainPath = "data/train.csv";
     d.validationPath = "data/val.csv";
     d.labelColumn = "species";
-    d.tokenizer = "word";
+    d.tokenizer = Tokenizer::Word;
     d.maxTokens = 48;
     d.maxVocab = 5000;
     d.validationSplit = 0.15;
-    d.normalization = "standardize";
+    d.normalization = NormalizationMode::Standardize;
     d.cropPadding = 3;
     d.horizontalFlip = true;
     d.noiseStd = 0.1f;
@@ -76,7 +76,7 @@ Project richProject() {
     d.syntheticShape = {3, 16, 16};
 
     TrainingSettings& t = p.training;
-    t.optimizer = "adamw";
+    t.optimizer = OptimizerKind::AdamW;
     t.learningRate = 3e-4;
     t.momentum = 0.95;
     t.nesterov = true;
@@ -84,8 +84,8 @@ Project richProject() {
     t.beta1 = 0.85;
     t.beta2 = 0.995;
     t.eps = 1e-7;
-    t.loss = "mse";
-    t.schedule = "one_cycle";
+    t.loss = LossKind::Mse;
+    t.schedule = ScheduleKind::OneCycle;
     t.stepEpochs = 4;
     t.stepGamma = 0.5;
     t.warmupSteps = 123;
@@ -94,10 +94,10 @@ Project richProject() {
     t.batchSize = 96;
     t.seed = 18446744073709551557ull;  // above INT64_MAX: must survive as unsigned
     t.deterministic = true;
-    t.precision = "bf16";
+    t.precision = ComputePrecision::BF16;
     t.clipNorm = 1.5;
     t.earlyStoppingPatience = 3;
-    t.earlyStoppingMetric = "val_acc";
+    t.earlyStoppingMetric = EarlyStoppingMetric::ValAcc;
     t.checkpointDir = "checkpoints/run";
     t.device = "cuda:0";
     t.threads = 2;
@@ -214,8 +214,8 @@ void TestProjectFile::missingSettingsTakeDefaults() {
                          "graph": {"nodes": [{"id": 4, "type": "Dense"}, {"id": 2, "type": "Dense", "name": "dense1"}]}})");
     QCOMPARE(p.training.epochs, 5);
     QCOMPARE(p.training.batchSize, TrainingSettings{}.batchSize);
-    QCOMPARE(p.training.optimizer, std::string("sgd"));
-    QCOMPARE(p.dataset.kind, std::string("synthetic"));
+    QCOMPARE(p.training.optimizer, OptimizerKind::Sgd);
+    QCOMPARE(p.dataset.kind, DatasetKind::Synthetic);
     QCOMPARE(p.dataset.syntheticShape, (std::vector<int64_t>{16}));
     // A node without a name gets one that does not collide with the written names.
     QCOMPARE(p.graph.node(4)->name, std::string("dense2"));
@@ -683,7 +683,7 @@ void TestProjectFile::examplesLoadAndAnalyze() {
     const GraphAnalysis ba = analyzeGraph(bn.graph);
     QCOMPARE(*ba.shapeOf(bn.graph.topologicalOrder().back()), (Shape{10}));
     QCOMPARE(bn.training.epochs, 10);
-    QCOMPARE(bn.dataset.normalization, std::string("standardize"));
+    QCOMPARE(bn.dataset.normalization, NormalizationMode::Standardize);
 }
 
 QTEST_APPLESS_MAIN(TestProjectFile)

@@ -143,13 +143,13 @@ Project syntheticProject(int classes = 4, bool dropout = false) {
     }
     const int d2 = g.addNode("Dense", "dense2", Json{{"units", classes}});
     g.connect(last, d2);
-    p.dataset.kind = "synthetic";
+    p.dataset.kind = DatasetKind::Synthetic;
     p.dataset.syntheticSamples = 1200;
     p.dataset.syntheticClasses = classes;
     p.dataset.syntheticShape = {16};
     p.dataset.validationSplit = 0.25;
-    p.dataset.normalization = "none";
-    p.training.optimizer = "sgd";
+    p.dataset.normalization = NormalizationMode::None;
+    p.training.optimizer = OptimizerKind::Sgd;
     p.training.learningRate = 0.05;
     p.training.momentum = 0.9;
     p.training.batchSize = 32;
@@ -211,7 +211,7 @@ private slots:
     // loader: every step's loss and accuracy, and the epochs, are bit-identical (cross-entropy with
     // dropout, and MSE, whose one-hot targets come from the batch's host labels).
     void residentDataMatchesTheLoader() {
-        for (const std::string loss : {"cross_entropy", "mse"}) {
+        for (const LossKind loss : {LossKind::CrossEntropy, LossKind::Mse}) {
             Project p = syntheticProject(4, true);
             p.training.loss = loss;
             p.training.batchSize = 50;  // 900 samples: a short last batch
@@ -229,7 +229,7 @@ private slots:
             for (size_t i = 0; i < host.steps.size(); ++i) {
                 QVERIFY2(host.steps[i].loss == dev.steps[i].loss && host.steps[i].accuracy == dev.steps[i].accuracy,
                          qPrintable(QString("%1 step %2: loss %3 / %4, accuracy %5 / %6")
-                                        .arg(QString::fromStdString(loss))
+                                        .arg(QString::fromStdString(settingName(loss)))
                                         .arg(i)
                                         .arg(host.steps[i].loss)
                                         .arg(dev.steps[i].loss)
@@ -285,7 +285,7 @@ private slots:
         QVERIFY(state >= 2);
         // The same AdamW step per tensor, on copies.
         TrainingSettings ts;
-        ts.optimizer = "adamw";
+        ts.optimizer = OptimizerKind::AdamW;
         ts.weightDecay = 0.1;
         AdamParams ap;
         ap.lr = 0.01f, ap.beta1 = float(ts.beta1), ap.beta2 = float(ts.beta2), ap.eps = float(ts.eps);
@@ -433,10 +433,10 @@ private slots:
         QFETCH(QString, optimizer);
         QTemporaryDir dir;
         Project p = syntheticProject(3, true);
-        p.training.optimizer = optimizer.toStdString();
+        p.training.optimizer = OptimizerKind(trainingSetting("optimizer").parseChoice(optimizer.toStdString()));
         p.training.learningRate = optimizer == "sgd" ? 0.05 : 0.003;
         p.training.deterministic = true;
-        p.training.schedule = "cosine";
+        p.training.schedule = ScheduleKind::Cosine;
         p.training.warmupSteps = 5;
         p.dataset.noiseStd = 0.1f;  // augmentation RNG must continue too
 
@@ -512,9 +512,9 @@ private slots:
         Project p = syntheticProject(2);
         p.graph.setParams(p.graph.nodeByName("input")->id, Json{{"shape", {2}}});
         p.dataset = DatasetSettings{};
-        p.dataset.kind = "csv";
+        p.dataset.kind = DatasetKind::Csv;
         p.dataset.trainPath = csv.toStdString();
-        p.dataset.normalization = "standardize";
+        p.dataset.normalization = NormalizationMode::Standardize;
         p.training.epochs = 1;
         p.training.checkpointDir = (dir.path() + "/ck").toStdString();
         auto backend = test::makeCpuBackend();
@@ -538,7 +538,7 @@ private slots:
     void nanLossNamesStepAndLayer() {
         QTemporaryDir dir;
         Project p = syntheticProject(4);
-        p.dataset.normalization = "none";
+        p.dataset.normalization = NormalizationMode::None;
         p.training.learningRate = 1e6;  // diverges within a few steps
         p.training.momentum = 0.9;
         p.training.epochs = 3;
@@ -632,7 +632,7 @@ private slots:
         }
         {
             Project p = syntheticProject(4);
-            p.dataset.kind = "idx";
+            p.dataset.kind = DatasetKind::Idx;
             p.dataset.trainImages = "/nonexistent/images.gz";
             p.dataset.trainLabels = "/nonexistent/labels.gz";
             Recorder rec;
@@ -646,15 +646,15 @@ private slots:
         TrainingSettings s;
         s.learningRate = 0.1;
         s.epochs = 10;
-        s.schedule = "constant";
+        s.schedule = ScheduleKind::Constant;
         QCOMPARE(learningRateAt(s, 500, 100), 0.1);
-        s.schedule = "step";
+        s.schedule = ScheduleKind::Step;
         s.stepEpochs = 3;
         s.stepGamma = 0.5;
         QCOMPARE(learningRateAt(s, 299, 100), 0.1);
         QCOMPARE(learningRateAt(s, 300, 100), 0.05);
         QCOMPARE(learningRateAt(s, 650, 100), 0.025);
-        s.schedule = "cosine";
+        s.schedule = ScheduleKind::Cosine;
         s.minLearningRate = 0.0;
         QCOMPARE(learningRateAt(s, 0, 100), 0.1);
         QVERIFY(std::abs(learningRateAt(s, 500, 100) - 0.05) < 1e-12);
@@ -663,7 +663,7 @@ private slots:
         QVERIFY(std::abs(learningRateAt(s, 0, 100) - 0.01) < 1e-12);
         QVERIFY(std::abs(learningRateAt(s, 4, 100) - 0.05) < 1e-5);
         s.warmupSteps = 0;
-        s.schedule = "one_cycle";
+        s.schedule = ScheduleKind::OneCycle;
         QVERIFY(std::abs(learningRateAt(s, 0, 100) - 0.004) < 1e-12);
         QVERIFY(std::abs(learningRateAt(s, 300, 100) - 0.1) < 1e-12);
         QVERIFY(learningRateAt(s, 999, 100) < 1e-4);

@@ -22,41 +22,20 @@
 #include <QTableWidget>
 #include <QToolButton>
 #include <QVBoxLayout>
-#include <QtConcurrent/QtConcurrentRun>
-
 #include <algorithm>
 #include <cmath>
 #include <exception>
+
+#include <QtConcurrent/QtConcurrentRun>
 #include <qcustomplot.h>
 
 #include "core/data/Dataset.h"
 #include "ui/base/ProjectDocument.h"
+#include "ui/SettingWidgets.h"
 
 namespace strata::ui {
 
 namespace {
-
-const char* const kKinds[] = {"idx", "csv", "text", "synthetic"};
-
-QString joinShape(const std::vector<int64_t>& dims) {
-    QStringList parts;
-    for (int64_t d : dims) parts << QString::number(d);
-    return parts.join(QLatin1Char(','));
-}
-
-// "1, 28, 28" or "1x28x28" -> {1,28,28}; empty on a malformed entry.
-std::vector<int64_t> parseShape(const QString& text) {
-    std::vector<int64_t> out;
-    const QStringList parts = QString(text).replace(QLatin1Char('x'), QLatin1Char(',')).split(QLatin1Char(','),
-                                                                                            Qt::SkipEmptyParts);
-    for (const QString& p : parts) {
-        bool ok = false;
-        const qint64 v = p.trimmed().toLongLong(&ok);
-        if (!ok || v <= 0) return {};
-        out.push_back(v);
-    }
-    return out;
-}
 
 // A sample as a grey or colour picture, stretched to its own value range so that
 // normalized inputs (which may be negative) stay visible.
@@ -120,18 +99,21 @@ DatasetPanel::DatasetPanel(ProjectDocument* doc, QWidget* parent) : QWidget(pare
 
 DatasetPanel::~DatasetPanel() { m_watcher->waitForFinished(); }
 
-QLineEdit* DatasetPanel::pathEdit(QWidget* parent, const QString& caption, QWidget** row) {
+QLineEdit* DatasetPanel::pathEdit(QWidget* parent, const char* key, QWidget** row, bool registered) {
     auto* box = new QWidget(parent);
     auto* layout = new QHBoxLayout(box);
     layout->setContentsMargins(0, 0, 0, 0);
-    auto* edit = new QLineEdit(box);
+    const SettingInfo& spec = m_editors.find(key);
+    const QString caption = settingLabel(spec);
+    auto* edit =
+        registered ? m_editors.add<QLineEdit>(key, box) : static_cast<QLineEdit*>(createSettingEditor(spec, box));
     edit->setPlaceholderText(tr("(none)"));
     auto* browse = new QToolButton(box);
     browse->setText(QStringLiteral("..."));
     browse->setToolTip(tr("Choose a file"));
     layout->addWidget(edit, 1);
     layout->addWidget(browse);
-    connect(edit, &QLineEdit::editingFinished, this, &DatasetPanel::commit);
+    if (!registered) connect(edit, &QLineEdit::editingFinished, this, &DatasetPanel::commit);
     connect(browse, &QToolButton::clicked, this, [this, edit, caption] {
         const QString projectDir =
             m_doc->filePath().isEmpty() ? QDir::currentPath() : QFileInfo(m_doc->filePath()).absolutePath();
@@ -162,122 +144,103 @@ void DatasetPanel::buildUi() {
     auto* formLayout = new QVBoxLayout(form);
     scroll->setWidget(form);
 
+    // Ranges, choices, labels and tooltips come from the settings table (core/graph/Settings.cpp).
+    auto row = [this](QFormLayout* rows, const char* key, QWidget* editor) {
+        if (qobject_cast<QCheckBox*>(editor))
+            rows->addRow(editor);
+        else
+            rows->addRow(settingLabel(m_editors.find(key)), editor);
+    };
     auto* sourceBox = new QGroupBox(tr("Source"), form);
     auto* sourceForm = new QFormLayout(sourceBox);
-    m_kind = new QComboBox(sourceBox);
-    m_kind->addItem(tr("IDX images (MNIST format)"), "idx");
-    m_kind->addItem(tr("CSV table"), "csv");
-    m_kind->addItem(tr("CSV text (label,text)"), "text");
-    m_kind->addItem(tr("Synthetic (Gaussian blobs)"), "synthetic");
-    sourceForm->addRow(tr("Kind"), m_kind);
+    m_kind = m_editors.add<QComboBox>("kind", sourceBox);
+    row(sourceForm, "kind", m_kind);
+    // One page per kind, in the order of the kind's choices (the combo's order).
     m_kindPages = new QStackedWidget(sourceBox);
     sourceForm->addRow(m_kindPages);
 
-    QWidget* row = nullptr;
+    QWidget* pathRow = nullptr;
     auto* idxPage = new QWidget(m_kindPages);
     auto* idxForm = new QFormLayout(idxPage);
     idxForm->setContentsMargins(0, 0, 0, 0);
-    m_trainImages = pathEdit(idxPage, tr("Training images"), &row);
-    idxForm->addRow(tr("Training images"), row);
-    m_trainLabels = pathEdit(idxPage, tr("Training labels"), &row);
-    idxForm->addRow(tr("Training labels"), row);
-    m_valImages = pathEdit(idxPage, tr("Validation images"), &row);
-    idxForm->addRow(tr("Validation images"), row);
-    m_valLabels = pathEdit(idxPage, tr("Validation labels"), &row);
-    idxForm->addRow(tr("Validation labels"), row);
+    for (const char* key : {"train_images", "train_labels", "validation_images", "validation_labels"}) {
+        pathEdit(idxPage, key, &pathRow);
+        row(idxForm, key, pathRow);
+    }
     m_kindPages->addWidget(idxPage);
 
+    // csv and text share train_path and validation_path: the csv page's editors are the table's,
+    // the text page's show the same values (settingsFromWidgets takes the page of the kind).
     auto* csvPage = new QWidget(m_kindPages);
     auto* csvForm = new QFormLayout(csvPage);
     csvForm->setContentsMargins(0, 0, 0, 0);
-    m_csvTrain = pathEdit(csvPage, tr("Training CSV"), &row);
-    csvForm->addRow(tr("Training file"), row);
-    m_csvVal = pathEdit(csvPage, tr("Validation CSV"), &row);
-    csvForm->addRow(tr("Validation file"), row);
-    m_labelColumn = new QLineEdit(csvPage);
-    connect(m_labelColumn, &QLineEdit::editingFinished, this, &DatasetPanel::commit);
-    csvForm->addRow(tr("Label column"), m_labelColumn);
+    m_csvTrain = pathEdit(csvPage, "train_path", &pathRow);
+    row(csvForm, "train_path", pathRow);
+    m_csvVal = pathEdit(csvPage, "validation_path", &pathRow);
+    row(csvForm, "validation_path", pathRow);
+    m_labelColumn = m_editors.add<QLineEdit>("label_column", csvPage);
+    row(csvForm, "label_column", m_labelColumn);
     m_kindPages->addWidget(csvPage);
 
     auto* textPage = new QWidget(m_kindPages);
     auto* textForm = new QFormLayout(textPage);
     textForm->setContentsMargins(0, 0, 0, 0);
-    m_textTrain = pathEdit(textPage, tr("Training CSV"), &row);
-    textForm->addRow(tr("Training file"), row);
-    m_textVal = pathEdit(textPage, tr("Validation CSV"), &row);
-    textForm->addRow(tr("Validation file"), row);
-    m_tokenizer = new QComboBox(textPage);
-    m_tokenizer->addItem(tr("characters"), "char");
-    m_tokenizer->addItem(tr("words"), "word");
-    textForm->addRow(tr("Tokenizer"), m_tokenizer);
-    m_maxTokens = new QSpinBox(textPage);
-    m_maxTokens->setRange(1, 100000);
-    textForm->addRow(tr("Sequence length"), m_maxTokens);
-    m_maxVocab = new QSpinBox(textPage);
-    m_maxVocab->setRange(2, 10000000);
-    textForm->addRow(tr("Vocabulary size"), m_maxVocab);
+    m_textTrain = pathEdit(textPage, "train_path", &pathRow, false);
+    row(textForm, "train_path", pathRow);
+    m_textVal = pathEdit(textPage, "validation_path", &pathRow, false);
+    row(textForm, "validation_path", pathRow);
+    m_tokenizer = m_editors.add<QComboBox>("tokenizer", textPage);
+    row(textForm, "tokenizer", m_tokenizer);
+    m_maxTokens = m_editors.add<QSpinBox>("max_tokens", textPage);
+    row(textForm, "max_tokens", m_maxTokens);
+    m_maxVocab = m_editors.add<QSpinBox>("max_vocab", textPage);
+    row(textForm, "max_vocab", m_maxVocab);
     m_kindPages->addWidget(textPage);
 
     auto* synthPage = new QWidget(m_kindPages);
     auto* synthForm = new QFormLayout(synthPage);
     synthForm->setContentsMargins(0, 0, 0, 0);
-    m_synthSamples = new QSpinBox(synthPage);
-    m_synthSamples->setRange(1, 100000000);
-    synthForm->addRow(tr("Samples"), m_synthSamples);
-    m_synthClasses = new QSpinBox(synthPage);
-    m_synthClasses->setRange(2, 100000);
-    synthForm->addRow(tr("Classes"), m_synthClasses);
-    m_synthShape = new QLineEdit(synthPage);
-    m_synthShape->setToolTip(tr("Per-sample shape, e.g. 16 or 1,28,28"));
-    connect(m_synthShape, &QLineEdit::editingFinished, this, &DatasetPanel::commit);
-    synthForm->addRow(tr("Sample shape"), m_synthShape);
+    m_synthSamples = m_editors.add<QSpinBox>("synthetic_samples", synthPage);
+    row(synthForm, "synthetic_samples", m_synthSamples);
+    m_synthClasses = m_editors.add<QSpinBox>("synthetic_classes", synthPage);
+    row(synthForm, "synthetic_classes", m_synthClasses);
+    m_synthShape = m_editors.add<QLineEdit>("synthetic_shape", synthPage);
+    row(synthForm, "synthetic_shape", m_synthShape);
     m_kindPages->addWidget(synthPage);
     formLayout->addWidget(sourceBox);
 
     auto* prepBox = new QGroupBox(tr("Preparation"), form);
     auto* prepForm = new QFormLayout(prepBox);
-    m_validationSplit = new QDoubleSpinBox(prepBox);
-    m_validationSplit->setRange(0.0, 0.9);
+    m_validationSplit = m_editors.add<QDoubleSpinBox>("validation_split", prepBox, 3);
     m_validationSplit->setSingleStep(0.05);
-    m_validationSplit->setDecimals(3);
-    m_validationSplit->setToolTip(tr("Fraction of the training file held out when there is no validation file"));
-    prepForm->addRow(tr("Validation split"), m_validationSplit);
-    m_normalization = new QComboBox(prepBox);
-    m_normalization->addItem(tr("none"), "none");
-    m_normalization->addItem(tr("scale (x/255)"), "scale");
-    m_normalization->addItem(tr("standardize (train mean/std)"), "standardize");
-    prepForm->addRow(tr("Normalization"), m_normalization);
-    m_classNames = new QLineEdit(prepBox);
+    row(prepForm, "validation_split", m_validationSplit);
+    m_normalization = m_editors.add<QComboBox>("normalization", prepBox);
+    row(prepForm, "normalization", m_normalization);
+    m_classNames = m_editors.add<QLineEdit>("class_names", prepBox);
     m_classNames->setPlaceholderText(tr("comma-separated; empty: from the data"));
-    connect(m_classNames, &QLineEdit::editingFinished, this, &DatasetPanel::commit);
-    prepForm->addRow(tr("Class names"), m_classNames);
+    row(prepForm, "class_names", m_classNames);
     formLayout->addWidget(prepBox);
 
     auto* augBox = new QGroupBox(tr("Augmentation (images, training split)"), form);
     auto* augForm = new QFormLayout(augBox);
-    m_cropPadding = new QSpinBox(augBox);
-    m_cropPadding->setRange(0, 64);
+    m_cropPadding = m_editors.add<QSpinBox>("crop_padding", augBox);
     m_cropPadding->setSuffix(tr(" px"));
-    augForm->addRow(tr("Random crop padding"), m_cropPadding);
-    m_flip = new QCheckBox(tr("Random horizontal flip"), augBox);
-    augForm->addRow(m_flip);
-    m_noise = new QDoubleSpinBox(augBox);
-    m_noise->setRange(0.0, 10.0);
+    row(augForm, "crop_padding", m_cropPadding);
+    m_flip = m_editors.add<QCheckBox>("horizontal_flip", augBox);
+    row(augForm, "horizontal_flip", m_flip);
+    m_noise = m_editors.add<QDoubleSpinBox>("noise_std", augBox, 3);
     m_noise->setSingleStep(0.01);
-    m_noise->setDecimals(3);
-    augForm->addRow(tr("Gaussian noise std"), m_noise);
+    row(augForm, "noise_std", m_noise);
     formLayout->addWidget(augBox);
 
     auto* limitBox = new QGroupBox(tr("Limits"), form);
     auto* limitForm = new QFormLayout(limitBox);
-    m_trainLimit = new QSpinBox(limitBox);
-    m_trainLimit->setRange(0, 2000000000);
+    m_trainLimit = m_editors.add<QSpinBox>("train_limit", limitBox);
     m_trainLimit->setSpecialValueText(tr("all"));
-    limitForm->addRow(tr("Training samples"), m_trainLimit);
-    m_valLimit = new QSpinBox(limitBox);
-    m_valLimit->setRange(0, 2000000000);
+    row(limitForm, "train_limit", m_trainLimit);
+    m_valLimit = m_editors.add<QSpinBox>("validation_limit", limitBox);
     m_valLimit->setSpecialValueText(tr("all"));
-    limitForm->addRow(tr("Validation samples"), m_valLimit);
+    row(limitForm, "validation_limit", m_valLimit);
     formLayout->addWidget(limitBox);
 
     auto* previewRow = new QHBoxLayout;
@@ -290,19 +253,8 @@ void DatasetPanel::buildUi() {
     formLayout->addLayout(previewRow);
     formLayout->addStretch(1);
 
-    for (QSpinBox* spin : {m_maxTokens, m_maxVocab, m_synthSamples, m_synthClasses, m_cropPadding, m_trainLimit,
-                           m_valLimit}) {
-        spin->setKeyboardTracking(false);  // one undo command per finished edit, not per keystroke
-        connect(spin, &QSpinBox::valueChanged, this, &DatasetPanel::commit);
-    }
-    for (QDoubleSpinBox* spin : {m_validationSplit, m_noise}) {
-        spin->setKeyboardTracking(false);
-        connect(spin, &QDoubleSpinBox::valueChanged, this, &DatasetPanel::commit);
-    }
-    for (QComboBox* combo : {m_kind, m_tokenizer, m_normalization})
-        connect(combo, &QComboBox::currentIndexChanged, this, &DatasetPanel::commit);
+    m_editors.connectAll(this, [this] { commit(); });
     connect(m_kind, &QComboBox::currentIndexChanged, m_kindPages, &QStackedWidget::setCurrentIndex);
-    connect(m_flip, &QCheckBox::toggled, this, &DatasetPanel::commit);
 
     // --- Preview (right)
     auto* previewPane = new QWidget(splitter);
@@ -346,64 +298,20 @@ void DatasetPanel::buildUi() {
 void DatasetPanel::syncFromDocument() {
     const DatasetSettings& s = m_doc->project().dataset;
     m_updating = true;
-    const int kindIndex = m_kind->findData(QString::fromStdString(s.kind));
-    m_kind->setCurrentIndex(kindIndex >= 0 ? kindIndex : 0);
+    m_editors.show(s);
     m_kindPages->setCurrentIndex(m_kind->currentIndex());
-    m_trainImages->setText(QString::fromStdString(s.trainImages));
-    m_trainLabels->setText(QString::fromStdString(s.trainLabels));
-    m_valImages->setText(QString::fromStdString(s.validationImages));
-    m_valLabels->setText(QString::fromStdString(s.validationLabels));
-    // csv and text share trainPath/validationPath; both pages show them.
-    for (QLineEdit* e : {m_csvTrain, m_textTrain}) e->setText(QString::fromStdString(s.trainPath));
-    for (QLineEdit* e : {m_csvVal, m_textVal}) e->setText(QString::fromStdString(s.validationPath));
-    m_labelColumn->setText(QString::fromStdString(s.labelColumn));
-    m_tokenizer->setCurrentIndex(std::max(0, m_tokenizer->findData(QString::fromStdString(s.tokenizer))));
-    m_maxTokens->setValue(s.maxTokens);
-    m_maxVocab->setValue(s.maxVocab);
-    m_synthSamples->setValue(int(std::min<int64_t>(s.syntheticSamples, m_synthSamples->maximum())));
-    m_synthClasses->setValue(s.syntheticClasses);
-    m_synthShape->setText(joinShape(s.syntheticShape));
-    m_validationSplit->setValue(s.validationSplit);
-    m_normalization->setCurrentIndex(std::max(0, m_normalization->findData(QString::fromStdString(s.normalization))));
-    m_cropPadding->setValue(s.cropPadding);
-    m_flip->setChecked(s.horizontalFlip);
-    m_noise->setValue(s.noiseStd);
-    m_trainLimit->setValue(int(std::min<int64_t>(s.trainLimit, m_trainLimit->maximum())));
-    m_valLimit->setValue(int(std::min<int64_t>(s.validationLimit, m_valLimit->maximum())));
-    QStringList names;
-    for (const std::string& n : s.classNames) names << QString::fromStdString(n);
-    m_classNames->setText(names.join(QStringLiteral(", ")));
+    m_textTrain->setText(m_csvTrain->text());
+    m_textVal->setText(m_csvVal->text());
     m_updating = false;
 }
 
 DatasetSettings DatasetPanel::settingsFromWidgets() const {
     DatasetSettings s = m_doc->project().dataset;
-    s.kind = m_kind->currentData().toString().toStdString();
-    s.trainImages = m_trainImages->text().trimmed().toStdString();
-    s.trainLabels = m_trainLabels->text().trimmed().toStdString();
-    s.validationImages = m_valImages->text().trimmed().toStdString();
-    s.validationLabels = m_valLabels->text().trimmed().toStdString();
-    const bool text = s.kind == "text";
-    s.trainPath = (text ? m_textTrain : m_csvTrain)->text().trimmed().toStdString();
-    s.validationPath = (text ? m_textVal : m_csvVal)->text().trimmed().toStdString();
-    s.labelColumn = m_labelColumn->text().trimmed().toStdString();
-    s.tokenizer = m_tokenizer->currentData().toString().toStdString();
-    s.maxTokens = m_maxTokens->value();
-    s.maxVocab = m_maxVocab->value();
-    s.syntheticSamples = m_synthSamples->value();
-    s.syntheticClasses = m_synthClasses->value();
-    const std::vector<int64_t> shape = parseShape(m_synthShape->text());
-    if (!shape.empty()) s.syntheticShape = shape;
-    s.validationSplit = m_validationSplit->value();
-    s.normalization = m_normalization->currentData().toString().toStdString();
-    s.cropPadding = m_cropPadding->value();
-    s.horizontalFlip = m_flip->isChecked();
-    s.noiseStd = float(m_noise->value());
-    s.trainLimit = m_trainLimit->value();
-    s.validationLimit = m_valLimit->value();
-    s.classNames.clear();
-    for (const QString& n : m_classNames->text().split(QLatin1Char(','), Qt::SkipEmptyParts))
-        if (!n.trimmed().isEmpty()) s.classNames.push_back(n.trimmed().toStdString());
+    m_editors.read(s);
+    if (s.kind == DatasetKind::Text) {
+        s.trainPath = m_textTrain->text().trimmed().toStdString();
+        s.validationPath = m_textVal->text().trimmed().toStdString();
+    }
     return s;
 }
 
@@ -448,8 +356,8 @@ DatasetPreview DatasetPanel::buildPreview(const DatasetSettings& settings, const
             const int32_t l = split.labels[size_t(i)];
             return l >= 0 && l < p.classNames.size() ? p.classNames[l] : QString::number(l);
         };
-        if (settings.kind == "text") {
-            const bool words = settings.tokenizer == "word";
+        if (settings.kind == DatasetKind::Text) {
+            const bool words = settings.tokenizer == Tokenizer::Word;
             for (int64_t i = 0; i < shown; ++i) {
                 QString text;
                 for (int64_t t = 0; t < per; ++t) {

@@ -12,6 +12,7 @@
 #include <QWidget>
 
 #include "core/graph/Project.h"
+#include "ui/SettingWidgets.h"
 
 class QCheckBox;
 class QComboBox;
@@ -76,14 +77,16 @@ private:
     void buildUi();
     void commit();
     void showPreview(const DatasetPreview& preview);
-    QLineEdit* pathEdit(QWidget* parent, const QString& caption, QWidget** row);
+    // A path editor with a browse button in *row; `registered`: the table's editor of `key` (read and
+    // shown with the others), else a second one the panel keeps in step itself.
+    QLineEdit* pathEdit(QWidget* parent, const char* key, QWidget** row, bool registered = true);
 
     ProjectDocument* m_doc;
     bool m_updating = false;
+    SettingEditors<DatasetSettings> m_editors{datasetSettingSpecs()};
 
     QComboBox* m_kind = nullptr;
     QStackedWidget* m_kindPages = nullptr;
-    QLineEdit *m_trainImages = nullptr, *m_trainLabels = nullptr, *m_valImages = nullptr, *m_valLabels = nullptr;
     QLineEdit *m_csvTrain = nullptr, *m_csvVal = nullptr, *m_labelColumn = nullptr;
     QLineEdit *m_textTrain = nullptr, *m_textVal = nullptr;
     QComboBox* m_tokenizer = nullptr;

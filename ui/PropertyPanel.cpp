@@ -89,7 +89,8 @@ PropertyPanel::PropertyPanel(ProjectDocument* doc, GraphScene* scene, QWidget* p
     m_total = new QLabel(graphBox);
     m_batch = new QSpinBox(graphBox);
     m_batch->setObjectName(QStringLiteral("estimateBatch"));
-    m_batch->setRange(1, 1 << 16);
+    // The estimate's batch: any the project may have.
+    m_batch->setRange(1, int(strata::trainingSetting("batch_size").intMax));
     m_batch->setValue(std::max(1, doc->project().training.batchSize));
     m_memory = new QLabel(graphBox);
     m_memory->setWordWrap(true);

@@ -10,17 +10,17 @@
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QLineEdit>
-#include <QRegularExpressionValidator>
 #include <QScrollArea>
 #include <QSpinBox>
 #include <QToolButton>
 #include <QVBoxLayout>
-
 #include <algorithm>
+
 #include <qcustomplot.h>
 
 #include "core/train/LrSchedule.h"
 #include "ui/base/ProjectDocument.h"
+#include "ui/SettingWidgets.h"
 
 namespace strata::ui {
 
@@ -28,29 +28,6 @@ namespace {
 
 constexpr int kMaxPreviewPoints = 2000;
 constexpr qint64 kAssumedStepsPerEpoch = 100;
-
-QDoubleSpinBox* doubleSpin(QWidget* parent, double lo, double hi, int decimals, double step) {
-    auto* spin = new QDoubleSpinBox(parent);
-    spin->setRange(lo, hi);
-    spin->setDecimals(decimals);
-    spin->setSingleStep(step);
-    spin->setKeyboardTracking(false);
-    return spin;
-}
-
-QSpinBox* intSpin(QWidget* parent, int lo, int hi) {
-    auto* spin = new QSpinBox(parent);
-    spin->setRange(lo, hi);
-    spin->setKeyboardTracking(false);
-    return spin;
-}
-
-void setCombo(QComboBox* combo, const std::string& value) {
-    const int i = combo->findData(QString::fromStdString(value));
-    combo->setCurrentIndex(i >= 0 ? i : 0);
-}
-
-std::string comboValue(const QComboBox* combo) { return combo->currentData().toString().toStdString(); }
 
 }  // namespace
 
@@ -73,52 +50,58 @@ void TrainingSettingsPanel::buildUi() {
     scroll->setWidget(body);
     auto* layout = new QVBoxLayout(body);
 
+    // Ranges, choices, labels and tooltips come from the settings table (core/graph/Settings.cpp);
+    // the decimals shown and the step sizes are this panel's.
     auto* optBox = new QGroupBox(tr("Optimizer"), body);
     auto* optForm = new QFormLayout(optBox);
-    m_optimizer = new QComboBox(optBox);
-    m_optimizer->addItem(tr("SGD"), "sgd");
-    m_optimizer->addItem(tr("Adam"), "adam");
-    m_optimizer->addItem(tr("AdamW"), "adamw");
-    optForm->addRow(tr("Optimizer"), m_optimizer);
-    m_lr = doubleSpin(optBox, 1e-7, 10.0, 7, 0.001);
-    optForm->addRow(tr("Learning rate"), m_lr);
-    m_momentum = doubleSpin(optBox, 0.0, 0.9999, 4, 0.01);
-    optForm->addRow(tr("Momentum"), m_momentum);
-    m_nesterov = new QCheckBox(tr("Nesterov momentum"), optBox);
-    optForm->addRow(m_nesterov);
-    m_weightDecay = doubleSpin(optBox, 0.0, 1.0, 6, 0.0001);
-    optForm->addRow(tr("Weight decay"), m_weightDecay);
-    m_beta1 = doubleSpin(optBox, 0.0, 0.99999, 5, 0.01);
-    optForm->addRow(tr("Adam \u03b21"), m_beta1);
-    m_beta2 = doubleSpin(optBox, 0.0, 0.999999, 6, 0.001);
-    optForm->addRow(tr("Adam \u03b22"), m_beta2);
-    m_eps = doubleSpin(optBox, 1e-12, 1e-2, 12, 1e-8);
-    optForm->addRow(tr("Adam \u03b5"), m_eps);
-    m_loss = new QComboBox(optBox);
-    m_loss->addItem(tr("cross-entropy"), "cross_entropy");
-    m_loss->addItem(tr("mean squared error"), "mse");
-    m_loss->addItem(tr("binary cross-entropy (logits)"), "bce_logits");
-    optForm->addRow(tr("Loss"), m_loss);
+    auto row = [this](QFormLayout* form, const char* key, QWidget* editor) {
+        if (qobject_cast<QCheckBox*>(editor))
+            form->addRow(editor);
+        else
+            form->addRow(settingLabel(m_editors.find(key)), editor);
+    };
+    m_optimizer = m_editors.add<QComboBox>("optimizer", optBox);
+    row(optForm, "optimizer", m_optimizer);
+    m_lr = m_editors.add<QDoubleSpinBox>("learning_rate", optBox, 7);
+    m_lr->setSingleStep(0.001);
+    row(optForm, "learning_rate", m_lr);
+    m_momentum = m_editors.add<QDoubleSpinBox>("momentum", optBox, 4);
+    m_momentum->setSingleStep(0.01);
+    row(optForm, "momentum", m_momentum);
+    m_nesterov = m_editors.add<QCheckBox>("nesterov", optBox);
+    row(optForm, "nesterov", m_nesterov);
+    m_weightDecay = m_editors.add<QDoubleSpinBox>("weight_decay", optBox, 6);
+    m_weightDecay->setSingleStep(0.0001);
+    row(optForm, "weight_decay", m_weightDecay);
+    m_beta1 = m_editors.add<QDoubleSpinBox>("beta1", optBox, 5);
+    m_beta1->setSingleStep(0.01);
+    row(optForm, "beta1", m_beta1);
+    m_beta2 = m_editors.add<QDoubleSpinBox>("beta2", optBox, 6);
+    m_beta2->setSingleStep(0.001);
+    row(optForm, "beta2", m_beta2);
+    m_eps = m_editors.add<QDoubleSpinBox>("eps", optBox, 12);
+    m_eps->setSingleStep(1e-8);
+    row(optForm, "eps", m_eps);
+    m_loss = m_editors.add<QComboBox>("loss", optBox);
+    row(optForm, "loss", m_loss);
     layout->addWidget(optBox);
 
     auto* schedBox = new QGroupBox(tr("Learning-rate schedule"), body);
     auto* schedForm = new QFormLayout(schedBox);
-    m_schedule = new QComboBox(schedBox);
-    m_schedule->addItem(tr("constant"), "constant");
-    m_schedule->addItem(tr("step decay"), "step");
-    m_schedule->addItem(tr("cosine"), "cosine");
-    m_schedule->addItem(tr("one-cycle"), "one_cycle");
-    schedForm->addRow(tr("Schedule"), m_schedule);
-    m_stepEpochs = intSpin(schedBox, 1, 100000);
+    m_schedule = m_editors.add<QComboBox>("schedule", schedBox);
+    row(schedForm, "schedule", m_schedule);
+    m_stepEpochs = m_editors.add<QSpinBox>("step_epochs", schedBox);
     m_stepEpochs->setSuffix(tr(" epoch(s)"));
-    schedForm->addRow(tr("Decay every"), m_stepEpochs);
-    m_stepGamma = doubleSpin(schedBox, 0.0, 1.0, 4, 0.05);
-    schedForm->addRow(tr("Decay factor"), m_stepGamma);
-    m_minLr = doubleSpin(schedBox, 0.0, 10.0, 7, 0.0001);
-    schedForm->addRow(tr("Cosine floor"), m_minLr);
-    m_warmup = intSpin(schedBox, 0, 100000000);
+    row(schedForm, "step_epochs", m_stepEpochs);
+    m_stepGamma = m_editors.add<QDoubleSpinBox>("step_gamma", schedBox, 4);
+    m_stepGamma->setSingleStep(0.05);
+    row(schedForm, "step_gamma", m_stepGamma);
+    m_minLr = m_editors.add<QDoubleSpinBox>("min_learning_rate", schedBox, 7);
+    m_minLr->setSingleStep(0.0001);
+    row(schedForm, "min_learning_rate", m_minLr);
+    m_warmup = m_editors.add<QSpinBox>("warmup_steps", schedBox);
     m_warmup->setSuffix(tr(" steps"));
-    schedForm->addRow(tr("Linear warm-up"), m_warmup);
+    row(schedForm, "warmup_steps", m_warmup);
     m_lrPlot = new QCustomPlot(schedBox);
     m_lrPlot->setMinimumHeight(150);
     m_lrPlot->xAxis->setLabel(tr("epoch"));
@@ -135,51 +118,37 @@ void TrainingSettingsPanel::buildUi() {
 
     auto* runBox = new QGroupBox(tr("Run"), body);
     auto* runForm = new QFormLayout(runBox);
-    m_epochs = intSpin(runBox, 1, 1000000);
-    runForm->addRow(tr("Epochs"), m_epochs);
-    m_batch = intSpin(runBox, 1, 1000000);
-    runForm->addRow(tr("Batch size"), m_batch);
-    m_precision = new QComboBox(runBox);
-    m_precision->addItem(tr("fp32"), "fp32");
-    m_precision->addItem(tr("bf16 (mixed)"), "bf16");
-    m_precision->addItem(tr("fp16 (mixed)"), "fp16");
-    m_precision->setItemData(0, tr("Float32 everywhere."), Qt::ToolTipRole);
-    m_precision->setItemData(1, tr("Matrix products and convolutions round their inputs to bfloat16 and sum in "
-                                   "float32; weights and activations stay float32."),
-                             Qt::ToolTipRole);
-    m_precision->setItemData(2, tr("Matrix products and convolutions round their inputs to float16 and sum in "
-                                   "float32, with dynamic loss scaling (steps whose gradients overflow are "
-                                   "skipped); weights and activations stay float32."),
-                             Qt::ToolTipRole);
-    m_precision->setToolTip(tr("Arithmetic precision of matrix products and convolutions (training.precision)"));
-    runForm->addRow(tr("Precision"), m_precision);
-    m_seed = new QLineEdit(runBox);
-    m_seed->setValidator(new QRegularExpressionValidator(QRegularExpression(QStringLiteral("[0-9]{1,20}")), m_seed));
-    runForm->addRow(tr("Seed"), m_seed);
-    m_deterministic = new QCheckBox(tr("Deterministic (repeatable, may be slower)"), runBox);
-    runForm->addRow(m_deterministic);
-    m_threads = intSpin(runBox, 0, 1024);
+    m_epochs = m_editors.add<QSpinBox>("epochs", runBox);
+    row(runForm, "epochs", m_epochs);
+    m_batch = m_editors.add<QSpinBox>("batch_size", runBox);
+    row(runForm, "batch_size", m_batch);
+    m_precision = m_editors.add<QComboBox>("precision", runBox);
+    row(runForm, "precision", m_precision);
+    m_seed = m_editors.add<QLineEdit>("seed", runBox);
+    row(runForm, "seed", m_seed);
+    m_deterministic = m_editors.add<QCheckBox>("deterministic", runBox);
+    row(runForm, "deterministic", m_deterministic);
+    m_threads = m_editors.add<QSpinBox>("threads", runBox);
     m_threads->setSpecialValueText(tr("all cores"));
-    runForm->addRow(tr("CPU threads"), m_threads);
+    row(runForm, "threads", m_threads);
     layout->addWidget(runBox);
 
     auto* stopBox = new QGroupBox(tr("Early stopping, clipping, checkpoints"), body);
     auto* stopForm = new QFormLayout(stopBox);
-    m_patience = intSpin(stopBox, 0, 100000);
+    m_patience = m_editors.add<QSpinBox>("early_stopping_patience", stopBox);
     m_patience->setSpecialValueText(tr("off"));
     m_patience->setSuffix(tr(" epoch(s)"));
-    stopForm->addRow(tr("Patience"), m_patience);
-    m_metric = new QComboBox(stopBox);
-    m_metric->addItem(tr("validation loss"), "val_loss");
-    m_metric->addItem(tr("validation accuracy"), "val_acc");
-    stopForm->addRow(tr("Metric"), m_metric);
-    m_clip = doubleSpin(stopBox, 0.0, 1e6, 4, 0.1);
+    row(stopForm, "early_stopping_patience", m_patience);
+    m_metric = m_editors.add<QComboBox>("early_stopping_metric", stopBox);
+    row(stopForm, "early_stopping_metric", m_metric);
+    m_clip = m_editors.add<QDoubleSpinBox>("clip_norm", stopBox, 4);
+    m_clip->setSingleStep(0.1);
     m_clip->setSpecialValueText(tr("off"));
-    stopForm->addRow(tr("Clip gradient norm"), m_clip);
+    row(stopForm, "clip_norm", m_clip);
     auto* dirRow = new QWidget(stopBox);
     auto* dirLayout = new QHBoxLayout(dirRow);
     dirLayout->setContentsMargins(0, 0, 0, 0);
-    m_checkpointDir = new QLineEdit(dirRow);
+    m_checkpointDir = m_editors.add<QLineEdit>("checkpoint_dir", dirRow);
     m_checkpointDir->setPlaceholderText(tr("(no checkpoints)"));
     auto* browse = new QToolButton(dirRow);
     browse->setText(QStringLiteral("..."));
@@ -191,49 +160,17 @@ void TrainingSettingsPanel::buildUi() {
         m_checkpointDir->setText(dir);
         commit();
     });
-    stopForm->addRow(tr("Checkpoint folder"), dirRow);
+    stopForm->addRow(settingLabel(m_editors.find("checkpoint_dir")), dirRow);
     layout->addWidget(stopBox);
     layout->addStretch(1);
 
-    for (QDoubleSpinBox* spin : {m_lr, m_momentum, m_weightDecay, m_beta1, m_beta2, m_eps, m_stepGamma, m_minLr, m_clip})
-        connect(spin, &QDoubleSpinBox::valueChanged, this, &TrainingSettingsPanel::commit);
-    for (QSpinBox* spin : {m_stepEpochs, m_warmup, m_epochs, m_batch, m_patience, m_threads})
-        connect(spin, &QSpinBox::valueChanged, this, &TrainingSettingsPanel::commit);
-    for (QComboBox* combo : {m_optimizer, m_loss, m_schedule, m_precision, m_metric})
-        connect(combo, &QComboBox::currentIndexChanged, this, &TrainingSettingsPanel::commit);
-    for (QCheckBox* check : {m_nesterov, m_deterministic})
-        connect(check, &QCheckBox::toggled, this, &TrainingSettingsPanel::commit);
-    for (QLineEdit* edit : {m_seed, m_checkpointDir})
-        connect(edit, &QLineEdit::editingFinished, this, &TrainingSettingsPanel::commit);
+    m_editors.connectAll(this, [this] { commit(); });
 }
 
 void TrainingSettingsPanel::syncFromDocument() {
     const TrainingSettings& s = m_doc->project().training;
     m_updating = true;
-    setCombo(m_optimizer, s.optimizer);
-    m_lr->setValue(s.learningRate);
-    m_momentum->setValue(s.momentum);
-    m_nesterov->setChecked(s.nesterov);
-    m_weightDecay->setValue(s.weightDecay);
-    m_beta1->setValue(s.beta1);
-    m_beta2->setValue(s.beta2);
-    m_eps->setValue(s.eps);
-    setCombo(m_loss, s.loss);
-    setCombo(m_schedule, s.schedule);
-    m_stepEpochs->setValue(s.stepEpochs);
-    m_stepGamma->setValue(s.stepGamma);
-    m_minLr->setValue(s.minLearningRate);
-    m_warmup->setValue(s.warmupSteps);
-    m_epochs->setValue(s.epochs);
-    m_batch->setValue(s.batchSize);
-    setCombo(m_precision, s.precision);
-    m_seed->setText(QString::number(qulonglong(s.seed)));
-    m_deterministic->setChecked(s.deterministic);
-    m_threads->setValue(s.threads);
-    m_patience->setValue(s.earlyStoppingPatience);
-    setCombo(m_metric, s.earlyStoppingMetric);
-    m_clip->setValue(s.clipNorm);
-    m_checkpointDir->setText(QString::fromStdString(s.checkpointDir));
+    m_editors.show(s);
     m_updating = false;
     updateEnabled();
     updatePreview();
@@ -241,32 +178,7 @@ void TrainingSettingsPanel::syncFromDocument() {
 
 TrainingSettings TrainingSettingsPanel::settingsFromWidgets() const {
     TrainingSettings s = m_doc->project().training;
-    s.optimizer = comboValue(m_optimizer);
-    s.learningRate = m_lr->value();
-    s.momentum = m_momentum->value();
-    s.nesterov = m_nesterov->isChecked();
-    s.weightDecay = m_weightDecay->value();
-    s.beta1 = m_beta1->value();
-    s.beta2 = m_beta2->value();
-    s.eps = m_eps->value();
-    s.loss = comboValue(m_loss);
-    s.schedule = comboValue(m_schedule);
-    s.stepEpochs = m_stepEpochs->value();
-    s.stepGamma = m_stepGamma->value();
-    s.minLearningRate = m_minLr->value();
-    s.warmupSteps = m_warmup->value();
-    s.epochs = m_epochs->value();
-    s.batchSize = m_batch->value();
-    s.precision = comboValue(m_precision);
-    bool ok = false;
-    const qulonglong seed = m_seed->text().toULongLong(&ok);
-    if (ok) s.seed = seed;
-    s.deterministic = m_deterministic->isChecked();
-    s.threads = m_threads->value();
-    s.earlyStoppingPatience = m_patience->value();
-    s.earlyStoppingMetric = comboValue(m_metric);
-    s.clipNorm = m_clip->value();
-    s.checkpointDir = m_checkpointDir->text().trimmed().toStdString();
+    m_editors.read(s);
     return s;
 }
 
@@ -278,17 +190,16 @@ void TrainingSettingsPanel::commit() {
 }
 
 void TrainingSettingsPanel::updateEnabled() {
-    const std::string opt = comboValue(m_optimizer);
-    const bool sgd = opt == "sgd";
+    const bool sgd = OptimizerKind(m_optimizer->currentData().toInt()) == OptimizerKind::Sgd;
     m_momentum->setEnabled(sgd);
     m_nesterov->setEnabled(sgd);
     m_beta1->setEnabled(!sgd);
     m_beta2->setEnabled(!sgd);
     m_eps->setEnabled(!sgd);
-    const std::string schedule = comboValue(m_schedule);
-    m_stepEpochs->setEnabled(schedule == "step");
-    m_stepGamma->setEnabled(schedule == "step");
-    m_minLr->setEnabled(schedule == "cosine");
+    const auto schedule = ScheduleKind(m_schedule->currentData().toInt());
+    m_stepEpochs->setEnabled(schedule == ScheduleKind::Step);
+    m_stepGamma->setEnabled(schedule == ScheduleKind::Step);
+    m_minLr->setEnabled(schedule == ScheduleKind::Cosine);
     m_metric->setEnabled(m_patience->value() > 0);
 }
 
@@ -300,7 +211,7 @@ void TrainingSettingsPanel::setTrainSampleCount(qint64 count) {
 qint64 TrainingSettingsPanel::trainSamplesEstimate() const {
     if (m_knownTrainSamples > 0) return m_knownTrainSamples;
     const DatasetSettings& d = m_doc->project().dataset;
-    if (d.kind == "synthetic") {
+    if (d.kind == DatasetKind::Synthetic) {
         qint64 n = qint64(double(d.syntheticSamples) * (1.0 - d.validationSplit));
         if (d.trainLimit > 0) n = std::min<qint64>(n, d.trainLimit);
         return n;

@@ -8,6 +8,7 @@
 #include <QWidget>
 
 #include "core/graph/Project.h"
+#include "ui/SettingWidgets.h"
 
 class QCheckBox;
 class QComboBox;
@@ -48,6 +49,7 @@ private:
     ProjectDocument* m_doc;
     bool m_updating = false;
     qint64 m_knownTrainSamples = 0;
+    SettingEditors<TrainingSettings> m_editors{trainingSettingSpecs()};
 
     QComboBox* m_optimizer = nullptr;
     QDoubleSpinBox *m_lr = nullptr, *m_momentum = nullptr, *m_weightDecay = nullptr;

@@ -138,15 +138,13 @@ void splitAndLimit(RawSplit& train, RawSplit& validation, bool haveValidation, c
 }
 
 // Fills `norm` from the training split and applies it to both splits in place.
-void normalize(RawSplit& train, RawSplit& validation, const std::string& mode, bool images, Normalization& norm) {
+void normalize(RawSplit& train, RawSplit& validation, NormalizationMode mode, bool images, Normalization& norm) {
     norm = Normalization{};
-    norm.mode = mode;
-    if (mode == "none") return;
-    if (mode != "scale" && mode != "standardize")
-        throw DataError("dataset.normalization: unknown mode '" + mode + "' (expected none, scale or standardize)");
+    norm.mode = settingName(mode);
+    if (mode == NormalizationMode::None) return;
     norm.scale = images ? 1.0f / 255.0f : 1.0f;
     const int64_t n = train.shape.numel();
-    if (mode == "standardize" && train.count() > 0) {
+    if (mode == NormalizationMode::Standardize && train.count() > 0) {
         if (images) {
             double sum = 0, sumSq = 0;
             for (float v : train.values) {
@@ -499,13 +497,8 @@ DatasetBundle loadText(const DatasetSettings& s, const std::string& projectPath)
     if (s.maxVocab < 3)
         throw DataError("dataset.max_vocab: " + std::to_string(s.maxVocab) +
                         " (must be at least 3: padding, unknown and one token)");
-    if (s.tokenizer != "char" && s.tokenizer != "word")
-        throw DataError("dataset.tokenizer: unknown tokenizer '" + s.tokenizer + "' (expected char or word)");
-    if (s.normalization == "standardize")
+    if (s.normalization == NormalizationMode::Standardize)
         throw DataError("dataset.normalization: text inputs are token ids; use none (standardize does not apply)");
-    if (s.normalization != "none" && s.normalization != "scale")
-        throw DataError("dataset.normalization: unknown mode '" + s.normalization +
-                        "' (expected none, scale or standardize)");
 
     const std::string trainPath = resolveDatasetPath(projectPath, s.trainPath);
     TextRows train = readTextRows(trainPath, s.labelColumn);
@@ -571,10 +564,10 @@ DatasetBundle loadText(const DatasetSettings& s, const std::string& projectPath)
     b.classNames = mapper.names();
     b.numClasses = static_cast<int>(b.classNames.size());
     b.normalization.mode = "none";  // token ids go to an Embedding untouched
-    b.description = "Text " + fileName(trainPath) + " (" + s.tokenizer + ", " + std::to_string(s.maxTokens) +
-                    " tokens): " + std::to_string(b.train.count) + " train, " + std::to_string(b.validation.count) +
-                    " validation, " + std::to_string(b.numClasses) + " classes, vocabulary " +
-                    std::to_string(b.vocabulary.size());
+    b.description = "Text " + fileName(trainPath) + " (" + settingName(s.tokenizer) + ", " +
+                    std::to_string(s.maxTokens) + " tokens): " + std::to_string(b.train.count) + " train, " +
+                    std::to_string(b.validation.count) + " validation, " + std::to_string(b.numClasses) +
+                    " classes, vocabulary " + std::to_string(b.vocabulary.size());
     return b;
 }
 
@@ -628,11 +621,18 @@ DatasetBundle loadSynthetic(const DatasetSettings& s) {
 DatasetBundle loadDataset(const DatasetSettings& settings, const std::string& projectPath) {
     if (settings.trainLimit < 0 || settings.validationLimit < 0)
         throw DataError("dataset.train_limit and validation_limit must not be negative");
-    if (settings.kind == "idx") return loadIdx(settings, projectPath);
-    if (settings.kind == "csv") return loadCsv(settings, projectPath);
-    if (settings.kind == "text") return loadText(settings, projectPath);
-    if (settings.kind == "synthetic") return loadSynthetic(settings);
-    throw DataError("dataset.kind: unknown kind '" + settings.kind + "' (expected idx, csv, text or synthetic)");
+    switch (settings.kind) {
+        case DatasetKind::Idx:
+            return loadIdx(settings, projectPath);
+        case DatasetKind::Csv:
+            return loadCsv(settings, projectPath);
+        case DatasetKind::Text:
+            return loadText(settings, projectPath);
+        case DatasetKind::Synthetic:
+            return loadSynthetic(settings);
+    }
+    throw DataError("dataset.kind: unknown kind " + std::to_string(static_cast<int>(settings.kind)) + " (" +
+                    datasetSetting("kind").rangeText() + ")");
 }
 
 }  // namespace strata

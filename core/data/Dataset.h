@@ -47,7 +47,8 @@ struct DataSplit {
 // For CSV "standardize" the statistics are per feature (featureMean/featureStd,
 // one entry per column, in sample order) and mean = 0, std = 1.
 struct Normalization {
-    std::string mode = "none";  // none | scale | standardize
+    // The NormalizationMode's spelling (settingName): checkpoints and exports hold it as text.
+    std::string mode = "none";
     float scale = 1.f, mean = 0.f, std = 1.f;
     std::vector<float> featureMean, featureStd;  // empty unless per-feature
 };
@@ -76,8 +77,8 @@ struct DatasetBundle {
 // Throws DataError.
 DatasetBundle loadDataset(const DatasetSettings& settings, const std::string& projectPath);
 
-// Tokens of one text: "char" gives code points (UTF-8), "word" gives runs of
+// Tokens of one text: Char gives code points (UTF-8), Word gives runs of
 // letters and digits. Both lowercase (ASCII, Latin-1 and Latin Extended-A).
-std::vector<std::string> tokenizeText(const std::string& text, const std::string& tokenizer);
+std::vector<std::string> tokenizeText(const std::string& text, Tokenizer tokenizer);
 
 }  // namespace strata

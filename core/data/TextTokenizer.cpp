@@ -108,11 +108,9 @@ bool isWordChar(uint32_t c) {
 
 }  // namespace
 
-std::vector<std::string> tokenizeText(const std::string& text, const std::string& tokenizer) {
+std::vector<std::string> tokenizeText(const std::string& text, Tokenizer tokenizer) {
     std::vector<std::string> tokens;
-    const bool words = tokenizer == "word";
-    if (!words && tokenizer != "char")
-        throw DataError("dataset.tokenizer: unknown tokenizer '" + tokenizer + "' (expected char or word)");
+    const bool words = tokenizer == Tokenizer::Word;
     std::string word;
     size_t i = 0;
     while (i < text.size()) {

@@ -14,10 +14,7 @@
 // its origin, leaves as a ProjectError.
 #include "core/graph/Project.h"
 
-#include <unistd.h>
-
 #include <cerrno>
-#include <cfloat>
 #include <charconv>
 #include <climits>
 #include <cmath>
@@ -28,6 +25,8 @@
 #include <map>
 #include <set>
 #include <sstream>
+
+#include <unistd.h>
 
 #include "core/layers/LayerRegistry.h"
 
@@ -74,13 +73,6 @@ std::string pointerKey(const std::string& key) {
     return out;
 }
 
-std::string numberText(double v) {
-    if (std::floor(v) == v && std::fabs(v) < 1e15) return std::to_string(static_cast<long long>(v));
-    std::ostringstream s;
-    s << v;
-    return s.str();
-}
-
 std::string joined(const std::vector<std::string>& items) {
     std::string s;
     for (size_t i = 0; i < items.size(); ++i) s += (i ? ", " : "") + items[i];
@@ -114,47 +106,6 @@ public:
     void string(const std::string& key, std::string& out, bool nonEmpty = false) {
         if (const Json* v = find(key)) out = asString(*v, pathOf(key), nonEmpty);
     }
-    void choice(const std::string& key, std::string& out, const std::vector<std::string>& choices) {
-        const Json* v = find(key);
-        if (!v) return;
-        const std::string s = asString(*v, pathOf(key), false);
-        for (const auto& c : choices)
-            if (c == s) {
-                out = s;
-                return;
-            }
-        fail(pathOf(key), "unknown value '" + s + "' (one of: " + joined(choices) + ")");
-    }
-    template <typename T>
-    void integer(const std::string& key, T& out, int64_t min, int64_t max) {
-        if (const Json* v = find(key)) out = static_cast<T>(asInteger(*v, pathOf(key), min, max));
-    }
-    void unsignedInteger(const std::string& key, uint64_t& out) {
-        const Json* v = find(key);
-        if (!v) return;
-        if (v->is_number_unsigned()) out = v->get<uint64_t>();
-        else if (v->is_number_integer()) fail(pathOf(key), v->dump() + " is out of range (0 to 18446744073709551615)");
-        else fail(pathOf(key), "expected an integer, got " + describe(*v));
-    }
-    // A finite number in [min, max]; `maxOpen` excludes max itself.
-    void number(const std::string& key, double& out, double min, double max, bool maxOpen = false) {
-        if (const Json* v = find(key)) out = asNumber(*v, pathOf(key), min, max, maxOpen);
-    }
-    void boolean(const std::string& key, bool& out) {
-        const Json* v = find(key);
-        if (!v) return;
-        if (!v->is_boolean()) fail(pathOf(key), "expected a boolean, got " + describe(*v));
-        out = v->get<bool>();
-    }
-    void stringList(const std::string& key, std::vector<std::string>& out) {
-        const Json* v = find(key);
-        if (!v) return;
-        if (!v->is_array()) fail(pathOf(key), "expected an array of strings, got " + describe(*v));
-        std::vector<std::string> list;
-        for (size_t i = 0; i < v->size(); ++i) list.push_back(asString((*v)[i], pathOf(key) + "/" + std::to_string(i), false));
-        out = std::move(list);
-    }
-
     void finish() const {
         for (auto it = m_json.begin(); it != m_json.end(); ++it) {
             bool known = false;
@@ -175,12 +126,13 @@ public:
             i = v.get<int64_t>();
         } else if (v.is_number_unsigned()) {
             const uint64_t u = v.get<uint64_t>();
-            if (u > static_cast<uint64_t>(max)) fail(path, v.dump() + " is out of range (" + rangeText(min, max) + ")");
+            if (u > static_cast<uint64_t>(max))
+                fail(path, v.dump() + " is out of range (" + integerRangeText(min, max) + ")");
             i = static_cast<int64_t>(u);
         } else {
             fail(path, "expected an integer, got " + describe(v));
         }
-        if (i < min || i > max) fail(path, v.dump() + " is out of range (" + rangeText(min, max) + ")");
+        if (i < min || i > max) fail(path, v.dump() + " is out of range (" + integerRangeText(min, max) + ")");
         return i;
     }
     static double asNumber(const Json& v, const std::string& path, double min, double max, bool maxOpen) {
@@ -188,12 +140,14 @@ public:
         const double d = v.get<double>();
         if (!std::isfinite(d)) fail(path, "expected a finite number, got " + std::to_string(d));
         const bool above = maxOpen ? d >= max : d > max;
-        if (d < min || above)
-            fail(path, v.dump() + " is out of range (" + numberText(min) + " to " + numberText(max) +
-                           (maxOpen ? ", excluding " + numberText(max) : std::string()) + ")");
+        if (d < min || above) fail(path, v.dump() + " is out of range (" + numberRangeText(min, max, maxOpen) + ")");
         return d;
     }
-    static std::string rangeText(int64_t min, int64_t max) { return std::to_string(min) + " to " + std::to_string(max); }
+    static uint64_t asUnsigned(const Json& v, const std::string& path) {
+        if (v.is_number_unsigned() || (v.is_number_integer() && v.get<int64_t>() >= 0)) return v.get<uint64_t>();
+        if (v.is_number_integer()) fail(path, v.dump() + " is out of range (0 to " + std::to_string(UINT64_MAX) + ")");
+        fail(path, "expected an integer, got " + describe(v));
+    }
 
 private:
     const Json& m_json;
@@ -391,134 +345,31 @@ Json graphToJson(const Graph& graph) {
     return g;
 }
 
-// ---- settings -------------------------------------------------------------------------------------
+// ---- settings: driven by the tables of Settings.cpp ----------------------------------------------
 
-Json datasetToJson(const DatasetSettings& d) {
+template <class S>
+Json settingsToJson(const S& settings, const std::vector<SettingSpec<S>>& specs) {
     Json j = Json::object();
-    j["kind"] = d.kind;
-    j["train_images"] = d.trainImages;
-    j["train_labels"] = d.trainLabels;
-    j["validation_images"] = d.validationImages;
-    j["validation_labels"] = d.validationLabels;
-    j["train_path"] = d.trainPath;
-    j["validation_path"] = d.validationPath;
-    j["label_column"] = d.labelColumn;
-    j["tokenizer"] = d.tokenizer;
-    j["max_tokens"] = d.maxTokens;
-    j["max_vocab"] = d.maxVocab;
-    j["validation_split"] = d.validationSplit;
-    j["normalization"] = d.normalization;
-    j["crop_padding"] = d.cropPadding;
-    j["horizontal_flip"] = d.horizontalFlip;
-    j["noise_std"] = floatJson(d.noiseStd);
-    j["train_limit"] = d.trainLimit;
-    j["validation_limit"] = d.validationLimit;
-    j["class_names"] = d.classNames;
-    j["synthetic_samples"] = d.syntheticSamples;
-    j["synthetic_classes"] = d.syntheticClasses;
-    j["synthetic_shape"] = d.syntheticShape;
-    return j;
-}
-
-DatasetSettings readDataset(const Json& json, const std::string& path) {
-    ObjectReader r(json, path);
-    DatasetSettings d;
-    r.choice("kind", d.kind, {"idx", "csv", "text", "synthetic"});
-    r.string("train_images", d.trainImages);
-    r.string("train_labels", d.trainLabels);
-    r.string("validation_images", d.validationImages);
-    r.string("validation_labels", d.validationLabels);
-    r.string("train_path", d.trainPath);
-    r.string("validation_path", d.validationPath);
-    r.string("label_column", d.labelColumn);
-    r.choice("tokenizer", d.tokenizer, {"char", "word"});
-    r.integer("max_tokens", d.maxTokens, 1, 1 << 20);
-    r.integer("max_vocab", d.maxVocab, 1, kIntMax);
-    r.number("validation_split", d.validationSplit, 0.0, 1.0, true);
-    r.choice("normalization", d.normalization, {"none", "scale", "standardize"});
-    r.integer("crop_padding", d.cropPadding, 0, 1024);
-    r.boolean("horizontal_flip", d.horizontalFlip);
-    double noise = d.noiseStd;
-    r.number("noise_std", noise, 0.0, FLT_MAX);
-    d.noiseStd = static_cast<float>(noise);
-    r.integer("train_limit", d.trainLimit, 0, INT64_MAX);
-    r.integer("validation_limit", d.validationLimit, 0, INT64_MAX);
-    r.stringList("class_names", d.classNames);
-    r.integer("synthetic_samples", d.syntheticSamples, 1, INT64_MAX);
-    r.integer("synthetic_classes", d.syntheticClasses, 1, kIntMax);
-    if (const Json* shape = r.find("synthetic_shape")) {
-        const std::string sp = r.pathOf("synthetic_shape");
-        if (!shape->is_array() || shape->empty() || shape->size() > 8)
-            fail(sp, "expected an array of 1 to 8 positive integers, got " + describe(*shape));
-        std::vector<int64_t> dims;
-        for (size_t i = 0; i < shape->size(); ++i)
-            dims.push_back(ObjectReader::asInteger((*shape)[i], sp + "/" + std::to_string(i), 1, kIntMax));
-        d.syntheticShape = std::move(dims);
+    for (const SettingSpec<S>& spec : specs) {
+        const Json v = spec.get(settings);
+        if (spec.kind == SettingKind::Choice)
+            j[spec.key] = spec.choiceName(v.get<int>());
+        else if (spec.kind == SettingKind::Float)
+            j[spec.key] = floatJson(v.get<float>());
+        else
+            j[spec.key] = v;
     }
-    r.finish();
-    return d;
-}
-
-Json trainingToJson(const TrainingSettings& t) {
-    Json j = Json::object();
-    j["optimizer"] = t.optimizer;
-    j["learning_rate"] = t.learningRate;
-    j["momentum"] = t.momentum;
-    j["nesterov"] = t.nesterov;
-    j["weight_decay"] = t.weightDecay;
-    j["beta1"] = t.beta1;
-    j["beta2"] = t.beta2;
-    j["eps"] = t.eps;
-    j["loss"] = t.loss;
-    j["schedule"] = t.schedule;
-    j["step_epochs"] = t.stepEpochs;
-    j["step_gamma"] = t.stepGamma;
-    j["warmup_steps"] = t.warmupSteps;
-    j["min_learning_rate"] = t.minLearningRate;
-    j["epochs"] = t.epochs;
-    j["batch_size"] = t.batchSize;
-    j["seed"] = t.seed;
-    j["deterministic"] = t.deterministic;
-    j["precision"] = t.precision;
-    j["clip_norm"] = t.clipNorm;
-    j["early_stopping_patience"] = t.earlyStoppingPatience;
-    j["early_stopping_metric"] = t.earlyStoppingMetric;
-    j["checkpoint_dir"] = t.checkpointDir;
-    j["device"] = t.device;
-    j["threads"] = t.threads;
     return j;
 }
 
-TrainingSettings readTraining(const Json& json, const std::string& path) {
+template <class S>
+S readSettings(const Json& json, const std::string& path, const std::vector<SettingSpec<S>>& specs) {
     ObjectReader r(json, path);
-    TrainingSettings t;
-    r.choice("optimizer", t.optimizer, {"sgd", "adam", "adamw"});
-    r.number("learning_rate", t.learningRate, 0.0, kHuge);
-    r.number("momentum", t.momentum, 0.0, 1.0, true);
-    r.boolean("nesterov", t.nesterov);
-    r.number("weight_decay", t.weightDecay, 0.0, kHuge);
-    r.number("beta1", t.beta1, 0.0, 1.0, true);
-    r.number("beta2", t.beta2, 0.0, 1.0, true);
-    r.number("eps", t.eps, 0.0, kHuge);
-    r.choice("loss", t.loss, {"cross_entropy", "mse", "bce_logits"});
-    r.choice("schedule", t.schedule, {"constant", "step", "cosine", "one_cycle"});
-    r.integer("step_epochs", t.stepEpochs, 1, kIntMax);
-    r.number("step_gamma", t.stepGamma, 0.0, kHuge);
-    r.integer("warmup_steps", t.warmupSteps, 0, kIntMax);
-    r.number("min_learning_rate", t.minLearningRate, 0.0, kHuge);
-    r.integer("epochs", t.epochs, 1, kIntMax);
-    r.integer("batch_size", t.batchSize, 1, 1 << 24);
-    r.unsignedInteger("seed", t.seed);
-    r.boolean("deterministic", t.deterministic);
-    r.choice("precision", t.precision, {"fp32", "bf16", "fp16"});
-    r.number("clip_norm", t.clipNorm, 0.0, kHuge);
-    r.integer("early_stopping_patience", t.earlyStoppingPatience, 0, kIntMax);
-    r.choice("early_stopping_metric", t.earlyStoppingMetric, {"val_loss", "val_acc"});
-    r.string("checkpoint_dir", t.checkpointDir);
-    r.string("device", t.device, true);
-    r.integer("threads", t.threads, 0, 4096);
+    S settings;
+    for (const SettingSpec<S>& spec : specs)
+        if (const Json* v = r.find(spec.key)) spec.set(settings, checkSettingValue(spec, *v, r.pathOf(spec.key)));
     r.finish();
-    return t;
+    return settings;
 }
 
 // Line and column (1-based) of a byte offset, as an editor shows them.
@@ -544,13 +395,58 @@ std::string parseErrorReason(const std::string& what) {
 
 }  // namespace
 
+Json checkSettingValue(const SettingInfo& spec, const Json& v, const std::string& path) {
+    switch (spec.kind) {
+        case SettingKind::Int:
+        case SettingKind::Int64:
+            return Json(ObjectReader::asInteger(v, path, spec.intMin, spec.intMax));
+        case SettingKind::UInt64:
+            return Json(ObjectReader::asUnsigned(v, path));
+        case SettingKind::Double:
+        case SettingKind::Float:
+            return Json(ObjectReader::asNumber(v, path, spec.min, spec.max, spec.maxOpen));
+        case SettingKind::Bool:
+            if (!v.is_boolean()) fail(path, "expected a boolean, got " + describe(v));
+            return v;
+        case SettingKind::String:
+        case SettingKind::Path:
+            return Json(ObjectReader::asString(v, path, spec.nonEmpty));
+        case SettingKind::Choice: {
+            const std::string s = ObjectReader::asString(v, path, false);
+            try {
+                return Json(spec.parseChoice(s));
+            } catch (const std::invalid_argument& e) {
+                fail(path, e.what());
+            }
+        }
+        case SettingKind::StringList: {
+            if (!v.is_array()) fail(path, "expected an array of strings, got " + describe(v));
+            Json list = Json::array();
+            for (size_t i = 0; i < v.size(); ++i)
+                list.push_back(ObjectReader::asString(v[i], path + "/" + std::to_string(i), false));
+            return list;
+        }
+        case SettingKind::IntList: {
+            if (!v.is_array() || v.size() < spec.minItems || v.size() > spec.maxItems)
+                fail(path, "expected an array of " + std::to_string(spec.minItems) + " to " +
+                               std::to_string(spec.maxItems) + (spec.intMin == 1 ? " positive integers" : " integers") +
+                               ", got " + describe(v));
+            Json list = Json::array();
+            for (size_t i = 0; i < v.size(); ++i)
+                list.push_back(ObjectReader::asInteger(v[i], path + "/" + std::to_string(i), spec.intMin, spec.intMax));
+            return list;
+        }
+    }
+    fail(path, "unknown kind of setting");
+}
+
 Json projectToJson(const Project& project) {
     Json j = Json::object();
     j["format_version"] = kProjectFormatVersion;
     j["name"] = project.name;
     j["graph"] = graphToJson(project.graph);
-    j["dataset"] = datasetToJson(project.dataset);
-    j["training"] = trainingToJson(project.training);
+    j["dataset"] = settingsToJson(project.dataset, datasetSettingSpecs());
+    j["training"] = settingsToJson(project.training, trainingSettingSpecs());
     return j;
 }
 
@@ -570,8 +466,8 @@ Project projectFromJson(const Json& json) {
         p.formatVersion = static_cast<int>(version.get<int64_t>());
         r.string("name", p.name);
         if (const Json* g = r.find("graph")) p.graph = readGraph(*g, "/graph");
-        if (const Json* d = r.find("dataset")) p.dataset = readDataset(*d, "/dataset");
-        if (const Json* t = r.find("training")) p.training = readTraining(*t, "/training");
+        if (const Json* d = r.find("dataset")) p.dataset = readSettings(*d, "/dataset", datasetSettingSpecs());
+        if (const Json* t = r.find("training")) p.training = readSettings(*t, "/training", trainingSettingSpecs());
         r.finish();
         return p;
     } catch (const ProjectError&) {

@@ -62,7 +62,7 @@ PredictInputs readCsvInputs(const std::string& path, const Project& project, con
     const std::vector<data::CsvRecord> rows = data::readCsvFile(path);
     if (rows.empty()) throw std::runtime_error(path + ": no rows");
     const DatasetSettings& ds = project.dataset;
-    if (ds.kind == "text") return readTextCsv(rows, ds, vocab, limit);
+    if (ds.kind == DatasetKind::Text) return readTextCsv(rows, ds, vocab, limit);
     const std::vector<std::string>& header = rows.front().fields;
     int labelCol = -1;
     for (size_t i = 0; i < header.size(); ++i)

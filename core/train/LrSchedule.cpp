@@ -19,12 +19,12 @@ double learningRateAt(const TrainingSettings& s, int64_t step, int64_t stepsPerE
     const int64_t perEpoch = std::max<int64_t>(1, stepsPerEpoch);
     const int64_t total = std::max<int64_t>(1, perEpoch * std::max(1, s.epochs));
     double lr = base;
-    if (s.schedule == "step") {
+    if (s.schedule == ScheduleKind::Step) {
         const int64_t epoch = step / perEpoch;
         lr = base * std::pow(s.stepGamma, static_cast<double>(epoch / std::max(1, s.stepEpochs)));
-    } else if (s.schedule == "cosine") {
+    } else if (s.schedule == ScheduleKind::Cosine) {
         lr = cosineBetween(base, s.minLearningRate, static_cast<double>(step) / static_cast<double>(total));
-    } else if (s.schedule == "one_cycle") {
+    } else if (s.schedule == ScheduleKind::OneCycle) {
         const double peakAt = 0.3 * static_cast<double>(total);
         const double t = static_cast<double>(step);
         if (t < peakAt)

@@ -6,14 +6,12 @@
 namespace strata {
 
 Optimizer::Optimizer(Model& model, const TrainingSettings& settings) : m_model(model), m_settings(settings) {
-    const std::string& o = settings.optimizer;
-    if (o != "sgd" && o != "adam" && o != "adamw")
-        throw std::invalid_argument("unknown optimizer '" + o + "' (expected sgd, adam or adamw)");
+    const bool sgd = settings.optimizer == OptimizerKind::Sgd;
     Backend& be = model.backend();
     // The state is packed like the parameters (Model::packedValues): one block per slot kind, each
     // parameter's state at its parameter's offset, so one update covers every tensor.
     const Tensor& packed = model.packedValues();
-    const bool needA = o != "sgd" || settings.momentum != 0.0, needB = o != "sgd";
+    const bool needA = !sgd || settings.momentum != 0.0, needB = !sgd;
     if (packed.defined()) {
         if (needA) m_packedA = be.zeros(packed.shape());
         if (needB) m_packedB = be.zeros(packed.shape());
@@ -33,7 +31,7 @@ Optimizer::Optimizer(Model& model, const TrainingSettings& settings) : m_model(m
 void Optimizer::step(double learningRate) {
     ++m_steps;
     Backend& be = m_model.backend();
-    if (m_settings.optimizer == "sgd") {
+    if (m_settings.optimizer == OptimizerKind::Sgd) {
         SgdParams p;
         p.lr = static_cast<float>(learningRate);
         p.momentum = static_cast<float>(m_settings.momentum);
@@ -50,7 +48,7 @@ void Optimizer::step(double learningRate) {
         p.beta2 = static_cast<float>(m_settings.beta2);
         p.eps = static_cast<float>(m_settings.eps);
         p.weightDecay = static_cast<float>(m_settings.weightDecay);
-        p.decoupled = m_settings.optimizer == "adamw";
+        p.decoupled = m_settings.optimizer == OptimizerKind::AdamW;
         p.step = m_steps;
         const Tensor& w = m_model.packedValues();
         if (w.defined())
@@ -77,7 +75,7 @@ double Optimizer::clipGradNorm(double maxNorm) {
 std::map<std::string, std::vector<float>> Optimizer::state() {
     std::map<std::string, std::vector<float>> out;
     Backend& be = m_model.backend();
-    const bool sgd = m_settings.optimizer == "sgd";
+    const bool sgd = m_settings.optimizer == OptimizerKind::Sgd;
     for (Slot& s : m_slots) {
         for (int k = 0; k < 2; ++k) {
             const Tensor& t = k == 0 ? s.a : s.b;
@@ -92,7 +90,7 @@ std::map<std::string, std::vector<float>> Optimizer::state() {
 
 void Optimizer::loadState(const std::map<std::string, std::vector<float>>& state, int64_t steps) {
     Backend& be = m_model.backend();
-    const bool sgd = m_settings.optimizer == "sgd";
+    const bool sgd = m_settings.optimizer == OptimizerKind::Sgd;
     for (Slot& s : m_slots) {
         for (int k = 0; k < 2; ++k) {
             const Tensor& t = k == 0 ? s.a : s.b;

@@ -15,7 +15,6 @@ namespace strata {
 
 class Optimizer {
 public:
-    // Throws std::invalid_argument for an unknown optimizer name.
     Optimizer(Model& model, const TrainingSettings& settings);
 
     // One update with the given learning rate; `step` counts updates from 1 (Adam bias correction).

@@ -105,13 +105,13 @@ struct Trainer::Impl {
         const int cols = static_cast<int>(model->outputShape().numel());
         const float scale = gradScale / static_cast<float>(n);
         float* dl = withGrad ? dlogitsBuf.f32() : nullptr;
-        const std::string& loss = ts().loss;
-        if (loss == "cross_entropy") {
+        const LossKind loss = ts().loss;
+        if (loss == LossKind::CrossEntropy) {
             backend.softmaxCrossEntropy(lossBuf.f32(), dl, logits.f32(), labels.i32(), rows, cols, scale);
         } else {
             // MSE and BCE train against one-hot targets of the class labels.
             oneHot(batch, cols);
-            if (loss == "mse")
+            if (loss == LossKind::Mse)
                 backend.mseLoss(lossBuf.f32(), dl, logits.f32(), targetBuf.f32(), rows, cols, scale);
             else
                 backend.bceWithLogits(lossBuf.f32(), dl, logits.f32(), targetBuf.f32(), rows, cols, scale);
@@ -146,8 +146,6 @@ struct Trainer::Impl {
         const TrainingSettings& s = ts();
         if (s.batchSize < 1) throw std::invalid_argument("training.batch_size must be at least 1");
         if (s.epochs < 1) throw std::invalid_argument("training.epochs must be at least 1");
-        if (s.loss != "cross_entropy" && s.loss != "mse" && s.loss != "bce_logits")
-            throw std::invalid_argument("unknown loss '" + s.loss + "' (expected cross_entropy, mse or bce_logits)");
         if (data.train.count == 0) throw std::invalid_argument("the training split is empty");
         if (data.train.sampleShape != model->inputShape()) {
             std::string inputName;
@@ -408,13 +406,13 @@ struct Trainer::Impl {
         progress.lastValLoss = ev.valLoss;
         progress.lastValAccuracy = ev.valAccuracy;
         if (ev.hasValidation)
-            ev.best = progress.recordValidation(epoch, ev.valLoss, ev.valAccuracy, ts().earlyStoppingMetric == "val_acc");
+            ev.best = progress.recordValidation(epoch, ev.valLoss, ev.valAccuracy, ts().earlyStoppingMetric == EarlyStoppingMetric::ValAcc);
         ev.seconds = secondsSince(epochStart);
         obs->onEpoch(ev);
         checkpoint(ev.best, false);
         if (checkpointRequested.exchange(false) && !checkpoints.enabled()) checkpoint(false, true);
         if (ts().earlyStoppingPatience > 0 && progress.epochsWithoutImprovement >= ts().earlyStoppingPatience) {
-            obs->onLog("early stopping: no improvement in " + ts().earlyStoppingMetric + " for " +
+            obs->onLog("early stopping: no improvement in " + settingName(ts().earlyStoppingMetric) + " for " +
                        std::to_string(progress.epochsWithoutImprovement) + " epochs; best epoch " +
                        std::to_string(progress.bestEpoch));
             earlyStopped = true;

@@ -24,12 +24,12 @@ Project imageProject() {
     Project p;
     p.name = "panels";
     p.graph.addNode("Input", "input", Json{{"shape", {1, 8, 8}}});
-    p.dataset.kind = "synthetic";
+    p.dataset.kind = DatasetKind::Synthetic;
     p.dataset.syntheticSamples = 400;
     p.dataset.syntheticClasses = 5;
     p.dataset.syntheticShape = {1, 8, 8};
     p.dataset.validationSplit = 0.25;
-    p.dataset.normalization = "none";
+    p.dataset.normalization = NormalizationMode::None;
     p.training.batchSize = 25;
     p.training.epochs = 2;
     return p;
@@ -107,7 +107,7 @@ private slots:
 
     void previewReportsLoaderError() {
         DatasetSettings s;
-        s.kind = "idx";
+        s.kind = DatasetKind::Idx;
         s.trainImages = "/nonexistent/strata-preview-images.gz";
         s.trainLabels = "/nonexistent/strata-preview-labels.gz";
         const DatasetPreview p = DatasetPanel::buildPreview(s, QString());
@@ -118,7 +118,7 @@ private slots:
     void lrPreviewFollowsCoreSchedule() {
         ProjectDocument doc;
         Project project = imageProject();
-        project.training.schedule = "cosine";
+        project.training.schedule = ScheduleKind::Cosine;
         project.training.warmupSteps = 3;
         project.training.learningRate = 0.1;
         doc.newProject(project);

@@ -51,12 +51,12 @@ Project tinyProject(const QString& checkpointDir) {
     g.connect(in, d1);
     g.connect(d1, r1);
     g.connect(r1, d2);
-    p.dataset.kind = "synthetic";
+    p.dataset.kind = DatasetKind::Synthetic;
     p.dataset.syntheticSamples = 1200;
     p.dataset.syntheticClasses = 4;
     p.dataset.syntheticShape = {16};
     p.dataset.validationSplit = 0.25;
-    p.dataset.normalization = "none";
+    p.dataset.normalization = NormalizationMode::None;
     p.dataset.classNames = {"north", "east", "south", "west"};
     p.training.learningRate = 0.05;
     p.training.batchSize = 32;

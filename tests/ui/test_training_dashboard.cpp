@@ -34,13 +34,13 @@ Project syntheticProject(int epochs) {
     p.graph.connect(in, d1);
     p.graph.connect(d1, act);
     p.graph.connect(act, d2);
-    p.dataset.kind = "synthetic";
+    p.dataset.kind = DatasetKind::Synthetic;
     p.dataset.syntheticSamples = 1024;
     p.dataset.syntheticClasses = 4;
     p.dataset.syntheticShape = {16};
     p.dataset.validationSplit = 0.25;
-    p.dataset.normalization = "none";
-    p.training.optimizer = "sgd";
+    p.dataset.normalization = NormalizationMode::None;
+    p.training.optimizer = OptimizerKind::Sgd;
     p.training.learningRate = 0.05;
     p.training.epochs = epochs;
     p.training.batchSize = 32;
@@ -150,7 +150,7 @@ private slots:
     void engineErrorShowsBannerAndKeepsProject() {
         ProjectDocument doc;
         Project p = syntheticProject(1);
-        p.dataset.kind = "idx";
+        p.dataset.kind = DatasetKind::Idx;
         p.dataset.trainImages = "/nonexistent/strata-missing-images.gz";
         p.dataset.trainLabels = "/nonexistent/strata-missing-labels.gz";
         doc.newProject(p);

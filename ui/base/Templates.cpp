@@ -33,13 +33,13 @@ private:
 
 strata::DatasetSettings fashionMnist() {
     strata::DatasetSettings d;
-    d.kind = "idx";
+    d.kind = strata::DatasetKind::Idx;
     const std::string dir = "/usr/share/datasets/fashion-mnist/";
     d.trainImages = dir + "train-images-idx3-ubyte.gz";
     d.trainLabels = dir + "train-labels-idx1-ubyte.gz";
     d.validationImages = dir + "t10k-images-idx3-ubyte.gz";
     d.validationLabels = dir + "t10k-labels-idx1-ubyte.gz";
-    d.normalization = "scale";
+    d.normalization = strata::NormalizationMode::Scale;
     d.classNames = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
                     "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle boot"};
     return d;
@@ -47,7 +47,7 @@ strata::DatasetSettings fashionMnist() {
 
 strata::TrainingSettings sgd(int epochs) {
     strata::TrainingSettings t;
-    t.optimizer = "sgd";
+    t.optimizer = strata::OptimizerKind::Sgd;
     t.learningRate = 0.01;
     t.momentum = 0.9;
     t.epochs = epochs;
@@ -160,13 +160,13 @@ strata::Project textClassifierTemplate() {
     n = b.chain(n, "Dense", "fc1", dense(64));
     n = b.chain(n, "ReLU", "relu1");
     b.chain(n, "Dense", "logits", dense(4));
-    p.dataset.kind = "text";
-    p.dataset.tokenizer = "word";
+    p.dataset.kind = strata::DatasetKind::Text;
+    p.dataset.tokenizer = strata::Tokenizer::Word;
     p.dataset.maxTokens = 16;
     p.dataset.maxVocab = 20000;
     p.dataset.validationSplit = 0.1;
     p.training = sgd(5);
-    p.training.optimizer = "adam";
+    p.training.optimizer = strata::OptimizerKind::Adam;
     p.training.learningRate = 0.001;
     return p;
 }

@@ -1,0 +1,183 @@
+// Settings: a project's dataset and training settings, and the one table that describes them.
+//
+// Every setting is described once, in the tables of Settings.cpp: its JSON key, the member it
+// maps to, its kind, its range or choices, a label and help text for the panels, and the
+// strata-train flag that overrides it. The project file (Project.cpp), the dataset and training
+// panels (ui/SettingWidgets) and strata-train's overrides take their limits from there, so they
+// cannot drift apart. Choices are enums; their spellings ("adamw", "cross_entropy") live only in
+// the table and are parsed once, where a value comes in (file, command line, widget).
+// The defaults are the member initializers below.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/backend/Backend.h"  // ComputePrecision: training.precision
+
+namespace strata {
+
+using Json = nlohmann::ordered_json;
+
+enum class DatasetKind { Idx, Csv, Text, Synthetic };
+enum class Tokenizer { Char, Word };
+// How a dataset's inputs are normalized (the statistics a run found are core/data's Normalization).
+enum class NormalizationMode { None, Scale, Standardize };
+enum class OptimizerKind { Sgd, Adam, AdamW };
+enum class LossKind { CrossEntropy, Mse, BceLogits };
+enum class ScheduleKind { Constant, Step, Cosine, OneCycle };
+enum class EarlyStoppingMetric { ValLoss, ValAcc };
+
+struct DatasetSettings {
+    DatasetKind kind = DatasetKind::Idx;
+    // idx: image and label files; csv/text: trainPath (+ validationPath). Relative paths are
+    // resolved against the project file's folder.
+    std::string trainImages, trainLabels, validationImages, validationLabels;
+    std::string trainPath, validationPath;
+    std::string labelColumn = "label";      // csv: name of the label column
+    Tokenizer tokenizer = Tokenizer::Char;  // text
+    int maxTokens = 32;                     // text: sequence length (padded/truncated)
+    int maxVocab = 20000;                   // text
+    double validationSplit = 0.0;           // fraction of the training file held out when there is no validation file
+    NormalizationMode normalization = NormalizationMode::Scale;
+    // Augmentation (images, training split only).
+    int cropPadding = 0;
+    bool horizontalFlip = false;
+    float noiseStd = 0.0f;
+    int64_t trainLimit = 0, validationLimit = 0;  // >0: use only the first N samples
+    std::vector<std::string> classNames;
+    // synthetic: samples, classes and per-sample shape
+    int64_t syntheticSamples = 1024;
+    int syntheticClasses = 4;
+    std::vector<int64_t> syntheticShape{16};
+    bool operator==(const DatasetSettings&) const = default;
+};
+
+struct TrainingSettings {
+    OptimizerKind optimizer = OptimizerKind::Sgd;
+    double learningRate = 0.01;
+    double momentum = 0.9;
+    bool nesterov = false;
+    double weightDecay = 0.0;
+    double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+    LossKind loss = LossKind::CrossEntropy;
+    ScheduleKind schedule = ScheduleKind::Constant;
+    int stepEpochs = 1;  // step: decay every N epochs
+    double stepGamma = 0.1;
+    int warmupSteps = 0;           // linear warm-up, combined with any schedule
+    double minLearningRate = 0.0;  // cosine floor
+    int epochs = 3;
+    int batchSize = 64;
+    uint64_t seed = 42;
+    bool deterministic = false;
+    ComputePrecision precision = ComputePrecision::F32;
+    double clipNorm = 0.0;          // 0: no clipping
+    int earlyStoppingPatience = 0;  // 0: off
+    EarlyStoppingMetric earlyStoppingMetric = EarlyStoppingMetric::ValLoss;
+    std::string checkpointDir;
+    std::string device = "cpu";
+    int threads = 0;  // 0: all cores
+    bool operator==(const TrainingSettings&) const = default;
+};
+
+// A choice's spelling in the project file and on the command line ("adamw"), from the table.
+const std::string& settingName(DatasetKind v);
+const std::string& settingName(Tokenizer v);
+const std::string& settingName(NormalizationMode v);
+const std::string& settingName(OptimizerKind v);
+const std::string& settingName(LossKind v);
+const std::string& settingName(ScheduleKind v);
+const std::string& settingName(EarlyStoppingMetric v);
+const std::string& settingName(ComputePrecision v);
+
+// ---- the table -------------------------------------------------------------------------------
+
+enum class SettingGroup { Dataset, Training };  // the project file's "dataset" and "training" objects
+
+// The member's type decides the kind (Settings.cpp): int -> Int, int64_t -> Int64, an enum -> Choice...
+enum class SettingKind {
+    Int,     // int, intMin..intMax
+    Int64,   // int64_t, intMin..intMax
+    UInt64,  // uint64_t, always 0..2^64-1
+    Double,  // double, min..max (max excluded when maxOpen)
+    Float,   // float, min..max; written as the float's shortest decimal
+    Bool,
+    String,
+    Path,    // a file or folder; the dataset's are relative to the project file's folder
+    Choice,  // an enum; one of `choices`
+    StringList,
+    IntList,  // minItems..maxItems integers, each intMin..intMax
+};
+
+struct SettingChoice {
+    std::string name;   // in the file and on the command line: "cross_entropy"
+    int value = 0;      // the enum's value
+    std::string label;  // in a widget: "cross-entropy"
+    std::string help;   // tooltip; may be empty
+};
+
+// What a setting is, without the struct it lives in (widgets, messages and tests need only this).
+struct SettingInfo {
+    SettingGroup group = SettingGroup::Training;
+    std::string key;  // JSON key inside its group: "batch_size"
+    SettingKind kind = SettingKind::Int;
+    int64_t intMin = 0, intMax = 0;      // Int, Int64, IntList elements
+    double min = 0, max = 0;             // Double, Float
+    bool maxOpen = false;                // Double: max itself is excluded
+    bool nonEmpty = false;               // String, Path
+    size_t minItems = 0, maxItems = 0;   // IntList
+    std::vector<SettingChoice> choices;  // Choice, in widget order
+    std::string label;                   // "Batch size"
+    std::string help;                    // one sentence: tooltip and --help
+    std::string flag;                    // strata-train's override ("--batch"); empty: none
+    std::string flagValue;               // the flag's value in --help ("N"); empty for a Bool flag (no value)
+
+    const char* groupKey() const { return group == SettingGroup::Dataset ? "dataset" : "training"; }
+    std::string jsonPath() const { return std::string("/") + groupKey() + "/" + key; }  // "/training/batch_size"
+    std::string dottedName() const { return std::string(groupKey()) + "." + key; }      // "training.batch_size"
+    bool isInteger() const { return kind == SettingKind::Int || kind == SettingKind::Int64; }
+    bool isNumber() const { return kind == SettingKind::Double || kind == SettingKind::Float; }
+    // "1 to 16777216", "0 to 1, excluding 1", "one of: sgd, adam, adamw", "1 to 8 values, each 1 to ..."; "" when any.
+    std::string rangeText() const;
+    // Choice: the value of a spelling; throws std::invalid_argument "unknown value 'adamm' (one of: sgd, adam, adamw)".
+    int parseChoice(const std::string& name) const;
+    // Choice: the spelling of a value; throws std::invalid_argument for a value the table does not list.
+    const std::string& choiceName(int value) const;
+};
+
+// A setting of S (DatasetSettings or TrainingSettings) with its accessors. Values travel as Json:
+// numbers, booleans, strings and arrays as in the file, except a Choice, which is the enum's value
+// as an integer (its spelling is the table's business).
+template <class S>
+struct SettingSpec : SettingInfo {
+    Json (*get)(const S&) = nullptr;
+    void (*set)(S&, const Json&) = nullptr;  // the value must have passed the table's checks
+};
+
+// In the order of the file (which is the order written).
+const std::vector<SettingSpec<DatasetSettings>>& datasetSettingSpecs();
+const std::vector<SettingSpec<TrainingSettings>>& trainingSettingSpecs();
+// By JSON key; throws std::invalid_argument for a key the table does not have (a programming error).
+const SettingSpec<DatasetSettings>& datasetSetting(const std::string& key);
+const SettingSpec<TrainingSettings>& trainingSetting(const std::string& key);
+
+// The range texts of the file's messages and of rangeText(): "1 to 16777216", "0 to 1, excluding 1".
+std::string integerRangeText(int64_t min, int64_t max);
+std::string numberRangeText(double min, double max, bool maxOpen);
+
+// ---- strata-train's overrides ----------------------------------------------------------------
+
+// The setting a command-line flag overrides ("--batch"), or nullptr.
+const SettingInfo* settingForFlag(const std::string& flag);
+// Every setting with a flag, in table order (for --help).
+std::vector<const SettingInfo*> settingsWithFlags();
+// Reads the text given after the setting's flag (a Bool flag takes none: pass "") and checks it as the
+// project file does. Throws std::invalid_argument naming the flag and the limit:
+// "--batch: 0 is out of range (1 to 16777216)".
+Json parseSettingFlag(const SettingInfo& setting, const std::string& text);
+// Stores a checked value (from parseSettingFlag or checkSettingValue) into the settings.
+void applySetting(DatasetSettings& dataset, TrainingSettings& training, const SettingInfo& setting, const Json& value);
+
+}  // namespace strata
