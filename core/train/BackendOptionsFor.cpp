@@ -9,13 +9,13 @@ BackendOptions backendOptionsFor(const TrainingSettings& settings) {
     BackendOptions o;
     o.threads = settings.threads;
     o.deterministic = settings.deterministic;
-    o.precision = parseComputePrecision(settings.precision);
+    o.precision = settings.precision;
     o.eagerIndexChecks = false;
     return o;
 }
 
 void checkBackendFor(const Backend& backend, const TrainingSettings& settings) {
-    const ComputePrecision wanted = parseComputePrecision(settings.precision);
+    const ComputePrecision wanted = settings.precision;
     const std::string where = "the " + backend.name() + " backend (" + backend.device().toString() + ")";
     const char* fix = "; make the backend with backendOptionsFor(project.training)";
     if (backend.computePrecision() != wanted)

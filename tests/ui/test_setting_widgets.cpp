@@ -14,7 +14,7 @@
 #include <set>
 
 #include "ui/DatasetPanel.h"
-#include "ui/ProjectDocument.h"
+#include "ui/base/ProjectDocument.h"
 #include "ui/TrainingSettingsPanel.h"
 
 using namespace strata;
