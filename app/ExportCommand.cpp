@@ -38,8 +38,9 @@ ExportModel modelFromProject(const std::string& path, bool untrained, std::ostre
         return m;
     }
     if (project.training.checkpointDir.empty())
-        throw std::runtime_error(path + ": the project names no checkpoint folder (training.checkpointDir); "
-                                        "pass a checkpoint, or --untrained to export the initial weights");
+        throw std::runtime_error(path +
+                                 ": the project names no checkpoint folder (training.checkpointDir); "
+                                 "pass a checkpoint, or --untrained to export the initial weights");
     const std::string dir = resolveDatasetPath(path, project.training.checkpointDir);
     const std::string file = resolveCheckpointPath(dir);
     out << "using checkpoint " << file << "\n";
@@ -56,15 +57,24 @@ int exportCommand(const std::vector<std::string>& args, std::ostream& out) {
             if (i + 1 >= args.size()) throw UsageError(a + " needs a value");
             return args[++i];
         };
-        if (a == "--format") format = value();
-        else if (a == "--quantize") quantize = value();
-        else if (a == "--opset") opset = cli::parseInt(a, value(), kOnnxMinOpset, kOnnxMaxOpset);
-        else if (a == "-o" || a == "--output") output = value();
-        else if (a == "--untrained") untrained = true;
-        else if (a == "--no-normalization") normalization = false;
-        else if (!a.empty() && a[0] == '-') throw UsageError("unknown option " + a);
-        else if (source.empty()) source = a;
-        else throw UsageError("unexpected argument '" + a + "'");
+        if (a == "--format")
+            format = value();
+        else if (a == "--quantize")
+            quantize = value();
+        else if (a == "--opset")
+            opset = cli::parseInt(a, value(), kOnnxMinOpset, kOnnxMaxOpset);
+        else if (a == "-o" || a == "--output")
+            output = value();
+        else if (a == "--untrained")
+            untrained = true;
+        else if (a == "--no-normalization")
+            normalization = false;
+        else if (!a.empty() && a[0] == '-')
+            throw UsageError("unknown option " + a);
+        else if (source.empty())
+            source = a;
+        else
+            throw UsageError("unexpected argument '" + a + "'");
     }
     if (source.empty()) throw UsageError("no project or checkpoint given");
     if (output.empty()) throw UsageError("no output file given (-o FILE)");
@@ -84,9 +94,12 @@ int exportCommand(const std::vector<std::string>& args, std::ostream& out) {
 
     ExportModel model;
     std::error_code ec;
-    if (!fs::is_directory(source, ec) && looksLikeProjectFile(source)) model = modelFromProject(source, untrained, out);
-    else if (untrained) throw UsageError("--untrained needs a project file");
-    else model = exportModelFromCheckpoint(loadCheckpoint(source));
+    if (!fs::is_directory(source, ec) && looksLikeProjectFile(source))
+        model = modelFromProject(source, untrained, out);
+    else if (untrained)
+        throw UsageError("--untrained needs a project file");
+    else
+        model = exportModelFromCheckpoint(loadCheckpoint(source));
 
     if (format == "onnx") {
         OnnxExportOptions o;
@@ -99,8 +112,8 @@ int exportCommand(const std::vector<std::string>& args, std::ostream& out) {
             << info.outputName << "', " << fs::file_size(output) << " bytes)\n";
         return 0;
     }
-    const ExportSummary summary = format == "gguf" ? writeGgufExport(output, model, precision)
-                                                   : writeSafetensorsExport(output, model, precision);
+    const ExportSummary summary =
+        format == "gguf" ? writeGgufExport(output, model, precision) : writeSafetensorsExport(output, model, precision);
     out << "wrote " << output << " (" << format << ", " << summary.bytes << " bytes)\n";
     for (const std::string& line : summary.tensors) out << "  " << line << "\n";
     for (const ExportParameter& p : summary.fallbacks)

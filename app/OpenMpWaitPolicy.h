@@ -19,10 +19,10 @@
 //   CpuBackend's GEMMs do not use OpenBLAS; builds without it do.)
 #pragma once
 
-#include <unistd.h>
-
 #include <cstdlib>
 #include <cstring>
+
+#include <unistd.h>
 
 extern "C" char* openblas_get_corename(void);
 
@@ -32,8 +32,8 @@ inline const char* betterOpenBlasCore() {
     const char* core = openblas_get_corename();
     if (core == nullptr || std::strcmp(core, "Prescott") != 0) return nullptr;
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+        __builtin_cpu_supports("avx512dq"))
         return "SkylakeX";
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return "Haswell";
     return nullptr;

@@ -32,21 +32,33 @@ int predictCommand(const std::vector<std::string>& args, std::ostream& out) {
             if (i + 1 >= args.size()) throw UsageError(a + " needs a value");
             return args[++i];
         };
-        if (a == "--top") top = cli::parseInt(a, value(), 1, 1000000);
-        else if (a == "--count") count = cli::parseInt(a, value(), 1, 100000000);
-        else if (a == "--labels") labelsPath = value();
-        else if (a == "--quiet") quiet = true;
-        else if (a == "--runtime") runtimeName = value();
-        else if (!a.empty() && a[0] == '-') throw UsageError("unknown option " + a);
-        else if (modelPath.empty()) modelPath = a;
-        else if (inputPath.empty()) inputPath = a;
-        else throw UsageError("unexpected argument '" + a + "'");
+        if (a == "--top")
+            top = cli::parseInt(a, value(), 1, 1000000);
+        else if (a == "--count")
+            count = cli::parseInt(a, value(), 1, 100000000);
+        else if (a == "--labels")
+            labelsPath = value();
+        else if (a == "--quiet")
+            quiet = true;
+        else if (a == "--runtime")
+            runtimeName = value();
+        else if (!a.empty() && a[0] == '-')
+            throw UsageError("unknown option " + a);
+        else if (modelPath.empty())
+            modelPath = a;
+        else if (inputPath.empty())
+            inputPath = a;
+        else
+            throw UsageError("unexpected argument '" + a + "'");
     }
     if (modelPath.empty() || inputPath.empty()) throw UsageError("predict needs MODEL_FILE and INPUT");
     PredictRuntime runtime = PredictRuntime::Auto;
-    if (runtimeName == "strata") runtime = PredictRuntime::Strata;
-    else if (runtimeName == "opencv") runtime = PredictRuntime::OpenCv;
-    else if (!runtimeName.empty()) throw UsageError("--runtime: '" + runtimeName + "' is not strata or opencv");
+    if (runtimeName == "strata")
+        runtime = PredictRuntime::Strata;
+    else if (runtimeName == "opencv")
+        runtime = PredictRuntime::OpenCv;
+    else if (!runtimeName.empty())
+        throw UsageError("--runtime: '" + runtimeName + "' is not strata or opencv");
     if (runtime == PredictRuntime::OpenCv && std::filesystem::path(modelPath).extension() != ".onnx")
         throw UsageError("--runtime opencv runs .onnx files; " + modelPath + " is not one");
     const auto predictor = std::make_unique<Predictor>(modelPath, runtime);

@@ -7,39 +7,33 @@
 //
 //   strata [PROJECT] [--screenshot FILE.png] [--train-steps N] [--select NODE]
 //          [--screenshot-export FILE.png] [--screenshot-predict FILE.png]
-#include "app/OpenMpWaitPolicy.h"
-
-#include <memory>
-
 #include <QApplication>
 #include <QCommandLineParser>
+#include <QDir>
 #include <QDockWidget>
 #include <QElapsedTimer>
 #include <QEventLoop>
 #include <QFile>
-#include <QDir>
 #include <QFileInfo>
 #include <QPainter>
 #include <QTabWidget>
 #include <QTemporaryDir>
 #include <QTimer>
-
 #include <cstdio>
 #include <functional>
+#include <memory>
 
+#include "app/OpenMpWaitPolicy.h"
 #include "core/backend/BackendRegistry.h"
+#include "ui/ExportDialog.h"
 #include "ui/GraphScene.h"
 #include "ui/GraphView.h"
-#include "ui/ExportDialog.h"
 #include "ui/MainWindow.h"
 #include "ui/PredictPanel.h"
-#include "ui/base/RunHistory.h"
-#include "ui/base/ProjectDocument.h"
-#include "ui/base/Templates.h"
-#if __has_include("ui/TrainingDashboard.h")
 #include "ui/TrainingDashboard.h"
-#define STRATA_GUI_HAS_DASHBOARD 1
-#endif
+#include "ui/base/ProjectDocument.h"
+#include "ui/base/RunHistory.h"
+#include "ui/base/Templates.h"
 
 #ifdef STRATA_HAVE_CUDA
 #include "gpu/CudaProvider.h"
@@ -51,8 +45,7 @@ namespace {
 void settle(int ms) {
     QElapsedTimer t;
     t.start();
-    while (t.elapsed() < ms)
-        QApplication::processEvents(QEventLoop::AllEvents, 20);
+    while (t.elapsed() < ms) QApplication::processEvents(QEventLoop::AllEvents, 20);
 }
 
 // Runs the event loop until `done` holds; false after `ms`.
@@ -182,8 +175,7 @@ int main(int argc, char** argv) {
     }
 
     QFile style(QStringLiteral(":/strata.qss"));
-    if (style.open(QIODevice::ReadOnly))
-        app.setStyleSheet(QString::fromUtf8(style.readAll()));
+    if (style.open(QIODevice::ReadOnly)) app.setStyleSheet(QString::fromUtf8(style.readAll()));
 
     // Interactive runs are recorded in the per-user run history (screenshots are not). Declared
     // before the window so it outlives the dashboard that writes to it.
@@ -191,13 +183,11 @@ int main(int argc, char** argv) {
     if (!shots) history = std::make_unique<strata::ui::RunHistory>();
     strata::ui::MainWindow window;
     if (shots)
-        window.setErrorReporter([](const QString&, const QString& text) {
-            std::fprintf(stderr, "strata: %s\n", qPrintable(text));
-        });
+        window.setErrorReporter(
+            [](const QString&, const QString& text) { std::fprintf(stderr, "strata: %s\n", qPrintable(text)); });
     const QStringList args = parser.positionalArguments();
     if (!args.isEmpty()) {
-        if (!window.openFile(args.front()) && shots)
-            return 1;
+        if (!window.openFile(args.front()) && shots) return 1;
     } else {
         window.newProject(strata::ui::fashionCnnTemplate());
     }
@@ -212,12 +202,10 @@ int main(int argc, char** argv) {
     }
 
     if (!shots) {
-#ifdef STRATA_GUI_HAS_DASHBOARD
         if (history->isOpen())
             window.dashboard()->setRunHistory(history.get());
         else
             std::fprintf(stderr, "strata: run history unavailable: %s\n", qPrintable(history->lastError()));
-#endif
         window.resize(1400, 900);
         window.show();
         return app.exec();
@@ -225,8 +213,7 @@ int main(int argc, char** argv) {
 
     // The editor screenshot gives the canvas the room; with training, the dashboard is the subject.
     if (trainSteps == 0)
-        if (QDockWidget* dash = window.dockNamed(QStringLiteral("dashboardDock")))
-            dash->hide();
+        if (QDockWidget* dash = window.dockNamed(QStringLiteral("dashboardDock"))) dash->hide();
     window.resize(1400, 900);
     window.show();
     settle(300);
@@ -244,7 +231,6 @@ int main(int argc, char** argv) {
         window.document()->setDatasetSettings(ds);
     }
     if (trainSteps > 0 || needModel) {
-#ifdef STRATA_GUI_HAS_DASHBOARD
         strata::ui::TrainingDashboard* dash = window.dashboard();
         QEventLoop loop;
         QObject::connect(dash, &strata::ui::TrainingDashboard::trainingFinished, &loop, &QEventLoop::quit);
@@ -252,9 +238,6 @@ int main(int argc, char** argv) {
         QTimer::singleShot(600000, &loop, &QEventLoop::quit);  // a run that hangs must not hang the docs build
         loop.exec();
         settle(1500);  // the dashboard drains its event queue on a UI timer
-#else
-        std::fprintf(stderr, "strata: this build has no training dashboard; --train-steps ignored\n");
-#endif
     }
     settle(200);
     if (!screenshot.isEmpty()) {

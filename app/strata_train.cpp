@@ -1,11 +1,9 @@
 // strata-train: the headless trainer. Wiring only: parse the command line,
 // pick a backend, run core::Trainer, print progress and write metrics.
-#include <unistd.h>
-
 #include <atomic>
 #include <chrono>
-#include <csignal>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -14,12 +12,14 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
+#include "app/CliCommands.h"
 #include "app/OpenMpWaitPolicy.h"
 #include "core/backend/BackendRegistry.h"
 #include "core/graph/Project.h"
 #include "core/train/BackendOptionsFor.h"
 #include "core/train/Trainer.h"
-#include "app/CliCommands.h"
 #ifdef STRATA_HAVE_CUDA
 #include "gpu/CudaProvider.h"
 #endif
@@ -109,11 +109,12 @@ public:
         const double frac = static_cast<double>(e.stepInEpoch) / static_cast<double>(e.stepsPerEpoch);
         const int width = 30;
         const int filled = static_cast<int>(frac * width);
-        const double eta = e.samplesPerSecond > 0 ? (e.stepsPerEpoch - e.stepInEpoch) * (e.elapsedSeconds / std::max<int64_t>(1, e.step)) : NAN;
+        const double eta = e.samplesPerSecond > 0
+                               ? (e.stepsPerEpoch - e.stepInEpoch) * (e.elapsedSeconds / std::max<int64_t>(1, e.step))
+                               : NAN;
         std::fprintf(stderr, "\repoch %d/%d [%s%s] %5.1f%% loss %.4f acc %.3f %7.0f samples/s ETA %s ", e.epoch,
-                     m_epochs, std::string(filled, '#').c_str(), std::string(width - filled, '.').c_str(),
-                     frac * 100, m_lossSum / m_count, m_accSum / m_count, e.samplesPerSecond,
-                     formatDuration(eta).c_str());
+                     m_epochs, std::string(filled, '#').c_str(), std::string(width - filled, '.').c_str(), frac * 100,
+                     m_lossSum / m_count, m_accSum / m_count, e.samplesPerSecond, formatDuration(eta).c_str());
         std::fflush(stderr);
     }
 
@@ -142,13 +143,14 @@ public:
                          e.epoch, e.trainLoss, e.trainAccuracy, e.valLoss, e.valAccuracy, e.best ? " (best)" : "",
                          e.seconds, e.samplesPerSecond);
         else
-            std::fprintf(stderr, "epoch %d: train loss %.4f acc %.4f | %.1f s, %.0f samples/s\n", e.epoch,
-                         e.trainLoss, e.trainAccuracy, e.seconds, e.samplesPerSecond);
+            std::fprintf(stderr, "epoch %d: train loss %.4f acc %.4f | %.1f s, %.0f samples/s\n", e.epoch, e.trainLoss,
+                         e.trainAccuracy, e.seconds, e.samplesPerSecond);
     }
 
     void onTelemetry(const strata::TelemetryEvent& e) override {
         std::lock_guard lock(m_mutex);
-        if (!e.available && !m_quiet) std::fprintf(stderr, "telemetry for %s unavailable: %s\n", e.device.c_str(), e.reason.c_str());
+        if (!e.available && !m_quiet)
+            std::fprintf(stderr, "telemetry for %s unavailable: %s\n", e.device.c_str(), e.reason.c_str());
         if (!m_metrics) return;
         strata::Json j;
         j["event"] = "telemetry";
@@ -168,7 +170,8 @@ public:
     void onCheckpoint(const strata::CheckpointEvent& e) override {
         std::lock_guard lock(m_mutex);
         if (m_metrics) {
-            strata::Json j{{"event", "checkpoint"}, {"path", e.path}, {"epoch", e.epoch}, {"step", e.step}, {"best", e.best}};
+            strata::Json j{
+                {"event", "checkpoint"}, {"path", e.path}, {"epoch", e.epoch}, {"step", e.step}, {"best", e.best}};
             *m_metrics << j.dump() << '\n';
         }
     }
@@ -176,7 +179,7 @@ public:
     void onFinished(const strata::FinishedEvent& e) override {
         std::lock_guard lock(m_mutex);
         if (m_metrics) {
-            strata::Json j{{"event", "finished"},       {"epochs", e.epochsCompleted},  {"best_epoch", e.bestEpoch},
+            strata::Json j{{"event", "finished"},        {"epochs", e.epochsCompleted},     {"best_epoch", e.bestEpoch},
                            {"stopped", e.stoppedByUser}, {"early_stopped", e.earlyStopped}, {"seconds", e.seconds}};
             *m_metrics << j.dump() << std::endl;
         }

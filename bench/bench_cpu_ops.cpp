@@ -5,7 +5,6 @@
 // directly against the Backend ops so it measures the backend alone.
 //
 // Usage: bench_cpu_ops [threads=2] [steps=60]
-#include "app/OpenMpWaitPolicy.h"
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -15,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "app/OpenMpWaitPolicy.h"
 #include "core/backend/CpuBackend.h"
 #include "core/backend/CpuReferenceBackend.h"
 
@@ -66,10 +66,10 @@ struct CnnStep {
     ConvDesc c1, c2;
     PoolDesc p1, p2;
     Tensor x, labels;
-    Tensor w1, b1, w2, b2, w3, b3, w4, b4;                  // parameters
-    Tensor g1, gb1, g2, gb2, g3, gb3, g4, gb4;              // gradients
-    Tensor v1, vb1, v2, vb2, v3, vb3, v4, vb4;              // momentum
-    Tensor a1, r1, q1, a2, r2, q2, a3, r3, a4;              // activations
+    Tensor w1, b1, w2, b2, w3, b3, w4, b4;                           // parameters
+    Tensor g1, gb1, g2, gb2, g3, gb3, g4, gb4;                       // gradients
+    Tensor v1, vb1, v2, vb2, v3, vb3, v4, vb4;                       // momentum
+    Tensor a1, r1, q1, a2, r2, q2, a3, r3, a4;                       // activations
     Tensor losses, dlogits, dr3, da3, dq2, dr2, da2, dq1, dr1, da1;  // activation gradients
     std::map<std::string, double>* times = nullptr;
 
@@ -90,11 +90,23 @@ struct CnnStep {
         w2 = randomTensor(b, {64, 32, 3, 3}, rng, 0.06f), b2 = b.zeros({64});
         w3 = randomTensor(b, {128, 3136}, rng, 0.02f), b3 = b.zeros({128});
         w4 = randomTensor(b, {10, 128}, rng, 0.1f), b4 = b.zeros({10});
-        for (auto [g, p] : {std::pair{&g1, &w1}, {&gb1, &b1}, {&g2, &w2}, {&gb2, &b2}, {&g3, &w3}, {&gb3, &b3},
-                            {&g4, &w4}, {&gb4, &b4}})
+        for (auto [g, p] : {std::pair{&g1, &w1},
+                            {&gb1, &b1},
+                            {&g2, &w2},
+                            {&gb2, &b2},
+                            {&g3, &w3},
+                            {&gb3, &b3},
+                            {&g4, &w4},
+                            {&gb4, &b4}})
             *g = b.zeros(p->shape());
-        for (auto [v, p] : {std::pair{&v1, &w1}, {&vb1, &b1}, {&v2, &w2}, {&vb2, &b2}, {&v3, &w3}, {&vb3, &b3},
-                            {&v4, &w4}, {&vb4, &b4}})
+        for (auto [v, p] : {std::pair{&v1, &w1},
+                            {&vb1, &b1},
+                            {&v2, &w2},
+                            {&vb2, &b2},
+                            {&v3, &w3},
+                            {&vb3, &b3},
+                            {&v4, &w4},
+                            {&vb4, &b4}})
             *v = b.zeros(p->shape());
         a1 = b.empty({kBatch, 32, 28, 28}), r1 = b.empty(a1.shape()), q1 = b.empty({kBatch, 32, 14, 14});
         a2 = b.empty({kBatch, 64, 14, 14}), r2 = b.empty(a2.shape()), q2 = b.empty({kBatch, 64, 7, 7});
@@ -120,8 +132,8 @@ struct CnnStep {
         const int N = kBatch;
         // Gradients and activation gradients are accumulated into, so zero them first.
         op("zero grads", [&] {
-            for (Tensor* t : {&g1, &gb1, &g2, &gb2, &g3, &gb3, &g4, &gb4, &dr3, &da3, &dq2, &dr2, &da2, &dq1, &dr1,
-                              &da1})
+            for (Tensor* t :
+                 {&g1, &gb1, &g2, &gb2, &g3, &gb3, &g4, &gb4, &dr3, &da3, &dq2, &dr2, &da2, &dq1, &dr1, &da1})
                 b.zero(t->raw(), t->bytes());
         });
         // ---- forward ----
@@ -173,8 +185,14 @@ struct CnnStep {
             // lr 0: the update costs the same, but the weights stay put, so repeating one batch does not
             // drive the loss to zero and the gradients into (slow) denormal floats.
             p.lr = 0.0f, p.momentum = 0.9f;
-            for (auto [w, g, v] : {std::tuple{&w1, &g1, &v1}, {&b1, &gb1, &vb1}, {&w2, &g2, &v2}, {&b2, &gb2, &vb2},
-                                   {&w3, &g3, &v3}, {&b3, &gb3, &vb3}, {&w4, &g4, &v4}, {&b4, &gb4, &vb4}})
+            for (auto [w, g, v] : {std::tuple{&w1, &g1, &v1},
+                                   {&b1, &gb1, &vb1},
+                                   {&w2, &g2, &v2},
+                                   {&b2, &gb2, &vb2},
+                                   {&w3, &g3, &v3},
+                                   {&b3, &gb3, &vb3},
+                                   {&w4, &g4, &v4},
+                                   {&b4, &gb4, &vb4}})
                 b.sgdUpdate(w->f32(), v->f32(), g->f32(), w->numel(), p);
         });
     }

@@ -10,13 +10,10 @@
 //
 //   gui_latency [project.strata] [--steps N] [--repeats R] [--headless-thread]
 // Targets: p99 lateness < 50 ms, throughput with the GUI >= 97% of headless.
-#include "app/OpenMpWaitPolicy.h"
-
 #include <QApplication>
 #include <QElapsedTimer>
 #include <QFileInfo>
 #include <QTimer>
-
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -25,13 +22,14 @@
 #include <thread>
 #include <vector>
 
+#include "app/OpenMpWaitPolicy.h"
 #include "core/backend/BackendRegistry.h"
 #include "core/graph/Project.h"
 #include "core/train/BackendOptionsFor.h"
 #include "core/train/Trainer.h"
+#include "ui/TrainingDashboard.h"
 #include "ui/base/EngineWorker.h"
 #include "ui/base/ProjectDocument.h"
-#include "ui/TrainingDashboard.h"
 
 using namespace strata;
 
@@ -180,7 +178,7 @@ int main(int argc, char** argv) {
         return 1;
     }
     project.training.device = "cpu";
-    project.training.checkpointDir.clear();  // no checkpoint writes in either run
+    project.training.checkpointDir.clear();                                  // no checkpoint writes in either run
     project.training.epochs = std::max<int>(project.training.epochs, 1000);  // maxSteps ends both runs
 
     std::printf("project %s, %lld steps per run, batch %d, %d repeat(s), CPU\n",
@@ -205,10 +203,11 @@ int main(int argc, char** argv) {
             std::fprintf(stderr, "GUI run failed: %s\n", g.run.error.c_str());
             return 1;
         }
-        std::printf("  repeat %d: headless %.1f samples/s (%lld steps), GUI %.1f samples/s (%lld steps), "
-                    "timer p99 %.2f ms\n",
-                    r + 1, h.samplesPerSecond, static_cast<long long>(h.steps), g.run.samplesPerSecond,
-                    static_cast<long long>(g.run.steps), percentile(g.latenessMs, 99));
+        std::printf(
+            "  repeat %d: headless %.1f samples/s (%lld steps), GUI %.1f samples/s (%lld steps), "
+            "timer p99 %.2f ms\n",
+            r + 1, h.samplesPerSecond, static_cast<long long>(h.steps), g.run.samplesPerSecond,
+            static_cast<long long>(g.run.steps), percentile(g.latenessMs, 99));
         headless.push_back(h.samplesPerSecond);
         gui.push_back(g.run.samplesPerSecond);
         lateness.insert(lateness.end(), g.latenessMs.begin(), g.latenessMs.end());
@@ -221,9 +220,10 @@ int main(int argc, char** argv) {
     const double p50 = percentile(lateness, 50), p99 = percentile(lateness, 99);
     const double worst = lateness.empty() ? 0 : *std::max_element(lateness.begin(), lateness.end());
     const double ratio = mean(headless) > 0 ? mean(gui) / mean(headless) : 0;
-    std::printf("GUI thread 5 ms timer lateness over %zu ticks: p50 %.2f ms, p99 %.2f ms, max %.2f ms "
-                "(target p99 < 50)\n",
-                lateness.size(), p50, p99, worst);
+    std::printf(
+        "GUI thread 5 ms timer lateness over %zu ticks: p50 %.2f ms, p99 %.2f ms, max %.2f ms "
+        "(target p99 < 50)\n",
+        lateness.size(), p50, p99, worst);
     std::printf("throughput: headless %.1f samples/s, with GUI %.1f samples/s, ratio %.3f (target >= 0.97)\n",
                 mean(headless), mean(gui), ratio);
     const bool pass = p99 < 50.0 && ratio >= 0.97;

@@ -8,9 +8,7 @@ namespace {
 
 enum : int { kRelu = 0, kLeaky = 1, kGelu = 2, kSigmoid = 3, kTanh = 4 };
 
-__device__ inline float sigmoidf(float x) {
-    return 1.0f / (1.0f + expf(-x));
-}
+__device__ inline float sigmoidf(float x) { return 1.0f / (1.0f + expf(-x)); }
 
 template <int Act>
 __device__ inline float forwardOne(float x, float alpha) {
@@ -72,23 +70,12 @@ void backwardAs(cudaStream_t s, float* dx, const float* dy, const float* x, cons
 void launchActivationForward(cudaStream_t s, float* y, const float* x, int64_t n, int act, float alpha) {
     if (n <= 0) return;
     switch (act) {
-        case kRelu:
-            forwardAs<kRelu>(s, y, x, n, alpha);
-            break;
-        case kLeaky:
-            forwardAs<kLeaky>(s, y, x, n, alpha);
-            break;
-        case kGelu:
-            forwardAs<kGelu>(s, y, x, n, alpha);
-            break;
-        case kSigmoid:
-            forwardAs<kSigmoid>(s, y, x, n, alpha);
-            break;
-        case kTanh:
-            forwardAs<kTanh>(s, y, x, n, alpha);
-            break;
-        default:
-            CUDA_CHECK(cudaErrorInvalidValue);
+        case kRelu: forwardAs<kRelu>(s, y, x, n, alpha); break;
+        case kLeaky: forwardAs<kLeaky>(s, y, x, n, alpha); break;
+        case kGelu: forwardAs<kGelu>(s, y, x, n, alpha); break;
+        case kSigmoid: forwardAs<kSigmoid>(s, y, x, n, alpha); break;
+        case kTanh: forwardAs<kTanh>(s, y, x, n, alpha); break;
+        default: CUDA_CHECK(cudaErrorInvalidValue);
     }
 }
 
@@ -96,23 +83,12 @@ void launchActivationBackward(cudaStream_t s, float* dx, const float* dy, const 
                               int act, float alpha) {
     if (n <= 0) return;
     switch (act) {
-        case kRelu:
-            backwardAs<kRelu>(s, dx, dy, x, y, n, alpha);
-            break;
-        case kLeaky:
-            backwardAs<kLeaky>(s, dx, dy, x, y, n, alpha);
-            break;
-        case kGelu:
-            backwardAs<kGelu>(s, dx, dy, x, y, n, alpha);
-            break;
-        case kSigmoid:
-            backwardAs<kSigmoid>(s, dx, dy, x, y, n, alpha);
-            break;
-        case kTanh:
-            backwardAs<kTanh>(s, dx, dy, x, y, n, alpha);
-            break;
-        default:
-            CUDA_CHECK(cudaErrorInvalidValue);
+        case kRelu: backwardAs<kRelu>(s, dx, dy, x, y, n, alpha); break;
+        case kLeaky: backwardAs<kLeaky>(s, dx, dy, x, y, n, alpha); break;
+        case kGelu: backwardAs<kGelu>(s, dx, dy, x, y, n, alpha); break;
+        case kSigmoid: backwardAs<kSigmoid>(s, dx, dy, x, y, n, alpha); break;
+        case kTanh: backwardAs<kTanh>(s, dx, dy, x, y, n, alpha); break;
+        default: CUDA_CHECK(cudaErrorInvalidValue);
     }
 }
 

@@ -82,9 +82,7 @@ CudaBackend::CudaBackend(int index, const BackendOptions& options)
     }
 }
 
-CudaBackend::~CudaBackend() {
-    release();
-}
+CudaBackend::~CudaBackend() { release(); }
 
 void CudaBackend::release() noexcept {
     // Teardown reports nothing: a destructor cannot throw, and a failed context has nothing left to free.
@@ -126,9 +124,7 @@ void CudaBackend::release() noexcept {
     (void)cudaGetLastError();
 }
 
-void CudaBackend::activate() const {
-    CUDA_CHECK(cudaSetDevice(m_index));
-}
+void CudaBackend::activate() const { CUDA_CHECK(cudaSetDevice(m_index)); }
 
 // ---- rounded operands ---------------------------------------------------------------
 
@@ -171,16 +167,10 @@ void* CudaBackend::allocate(size_t bytes) {
     return m_allocator->allocate(bytes);
 }
 
-void CudaBackend::deallocate(void* ptr, size_t) {
-    m_allocator->deallocate(ptr);
-}
+void CudaBackend::deallocate(void* ptr, size_t) { m_allocator->deallocate(ptr); }
 
-size_t CudaBackend::bytesInUse() const {
-    return m_allocator->bytesInUse();
-}
-size_t CudaBackend::peakBytes() const {
-    return m_allocator->peakBytes();
-}
+size_t CudaBackend::bytesInUse() const { return m_allocator->bytesInUse(); }
+size_t CudaBackend::peakBytes() const { return m_allocator->peakBytes(); }
 void CudaBackend::copyFromHost(void* dst, const void* hostSrc, size_t bytes) {
     if (bytes == 0) return;
     activate();
@@ -240,17 +230,16 @@ void CudaBackend::checkDeviceErrors() {
     switch (code) {
         case kEmbeddingForwardId:
         case kEmbeddingBackwardId:
-            throw BackendError(badIdMessage(
-                code == kEmbeddingForwardId ? BackendOp::EmbeddingForward : BackendOp::EmbeddingBackward, m_label,
-                std::bit_cast<float>(value), position, limit));
+            throw BackendError(
+                badIdMessage(code == kEmbeddingForwardId ? BackendOp::EmbeddingForward : BackendOp::EmbeddingBackward,
+                             m_label, std::bit_cast<float>(value), position, limit));
         case kCrossEntropyLabel:
             throw BackendError(badLabelMessage(BackendOp::SoftmaxCrossEntropy, m_label, value, position, limit));
         case kGatherRowIndex:
             throw BackendError(badRowIndexMessage(BackendOp::GatherRows, m_label, value, position, limit));
         case kCountCorrectLabel:
             throw BackendError(badLabelMessage(BackendOp::CountCorrect, m_label, value, position, limit));
-        default:
-            throw BackendError(m_label + ": a kernel reported error code " + std::to_string(code));
+        default: throw BackendError(m_label + ": a kernel reported error code " + std::to_string(code));
     }
 }
 
@@ -581,9 +570,7 @@ double CudaBackend::reduce(const float* x, int64_t n, int op) {
     return value;
 }
 
-double CudaBackend::doSum(const float* x, int64_t n) {
-    return reduce(x, n, static_cast<int>(ReduceOp::Sum));
-}
+double CudaBackend::doSum(const float* x, int64_t n) { return reduce(x, n, static_cast<int>(ReduceOp::Sum)); }
 
 double CudaBackend::doSumSquares(const float* x, int64_t n) {
     return reduce(x, n, static_cast<int>(ReduceOp::SumSquares));

@@ -83,14 +83,13 @@ bool transformsInputs(cudnnConvolutionBwdDataAlgo_t a) {
 }
 bool transformsInputs(cudnnConvolutionBwdFilterAlgo_t a) {
     return a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT || a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT_TILING ||
-           a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD ||
-           a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED;
+           a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD || a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED;
 }
 
 std::string precisionText(ComputePrecision p) {
-    return p == ComputePrecision::F32 ? std::string()
-                                      : std::string(" for ") + computePrecisionName(p) +
-                                            " inputs (no FFT or Winograd algorithms)";
+    return p == ComputePrecision::F32
+               ? std::string()
+               : std::string(" for ") + computePrecisionName(p) + " inputs (no FFT or Winograd algorithms)";
 }
 
 // Convolution math per plan: float32 FMA only, TF32 allowed, or bf16/fp16 (inputs pre-rounded, TF32 allowed
@@ -157,9 +156,7 @@ ConvPlan::ConvPlan() {
     }
 }
 
-ConvPlan::~ConvPlan() {
-    destroy();
-}
+ConvPlan::~ConvPlan() { destroy(); }
 
 void ConvPlan::destroy() noexcept {
     if (identity) (void)cudnnDestroyActivationDescriptor(identity);
@@ -178,9 +175,8 @@ void ConvPlan::destroy() noexcept {
 namespace {
 
 ConvPlan& planFor(ConvPlanCache& cache, const ConvDesc& d, int math) {
-    const ConvPlanCache::Key key{d.n,    d.c,         d.h,         d.w,       d.k,
-                                 d.r,    d.s,         d.strideH,   d.strideW, d.padH,
-                                 d.padW, d.dilationH, d.dilationW, d.groups,  math};
+    const ConvPlanCache::Key key{d.n,       d.c,    d.h,    d.w,         d.k,         d.r,      d.s, d.strideH,
+                                 d.strideW, d.padH, d.padW, d.dilationH, d.dilationW, d.groups, math};
     auto it = cache.plans.find(key);
     if (it != cache.plans.end()) return *it->second;
     auto plan = std::make_unique<ConvPlan>();
@@ -252,7 +248,7 @@ void CudaBackend::doConv2dForward(float* y, const float* x, const float* w, cons
 // rounded first, no FFT or Winograd) hold as for conv2dForward; bias and ReLU stay float32. The fused
 // call's z input is y with alpha2 = 0, as cuDNN's users (TensorFlow, ONNX Runtime) pass it.
 void CudaBackend::doConv2dForwardFused(float* y, const float* x, const float* w, const float* bias, bool relu,
-                                     const ConvDesc& d) {
+                                       const ConvDesc& d) {
     activate();
     const int math = computePrecision() != ComputePrecision::F32 ? kMathRounded : m_allowTf32 ? kMathTf32 : kMathFma;
     const RoundedOperand rx(*this, x, d.inputSize());
@@ -267,9 +263,9 @@ void CudaBackend::doConv2dForwardFused(float* y, const float* x, const float* w,
     const auto algo = static_cast<cudnnConvolutionFwdAlgo_t>(plan.forward.algo);
     CUDNN_CHECK(cudnnSetConvolutionMathType(plan.conv, plan.forward.math));
     void* ws = workspace(plan.forward.workspace);
-    const bool fuse = relu ? !plan.fusedReluUnsupported
-                           : bias && algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM &&
-                                 !plan.fusedIdentityUnsupported;
+    const bool fuse =
+        relu ? !plan.fusedReluUnsupported
+             : bias && algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM && !plan.fusedIdentityUnsupported;
     if (fuse) {
         const float* b = bias ? bias : constantVector(0.0f, d.k, &m_zeros, &m_zerosSize);
         const cudnnStatus_t st = cudnnConvolutionBiasActivationForward(
@@ -322,8 +318,7 @@ void CudaBackend::doConv2dBackwardData(float* dx, const float* dy, const float* 
         if (!pickAlgo(perf, count, limit, deterministic(), math, plan.backwardData))
             throw BackendError(convText(d) + ": no usable cuDNN backward-data algorithm" +
                                (deterministic() ? " in deterministic mode" : "") + precisionText(computePrecision()) +
-                               " within a workspace of " +
-                               std::to_string(kConvWorkspaceLimit) + " bytes");
+                               " within a workspace of " + std::to_string(kConvWorkspaceLimit) + " bytes");
     }
     CUDNN_CHECK(cudnnSetConvolutionMathType(plan.conv, plan.backwardData.math));
     CUDNN_CHECK(cudnnConvolutionBackwardData(m_cudnn, &kOne, plan.w, w, plan.y, dy, plan.conv,
@@ -365,8 +360,7 @@ void CudaBackend::doConv2dBackwardFilter(float* dw, const float* dy, const float
         if (!pickAlgo(perf, count, limit, deterministic(), math, plan.backwardFilter))
             throw BackendError(convText(d) + ": no usable cuDNN backward-filter algorithm" +
                                (deterministic() ? " in deterministic mode" : "") + precisionText(computePrecision()) +
-                               " within a workspace of " +
-                               std::to_string(kConvWorkspaceLimit) + " bytes");
+                               " within a workspace of " + std::to_string(kConvWorkspaceLimit) + " bytes");
     }
     CUDNN_CHECK(cudnnSetConvolutionMathType(plan.conv, plan.backwardFilter.math));
     CUDNN_CHECK(cudnnConvolutionBackwardFilter(m_cudnn, &kOne, plan.x, x, plan.y, dy, plan.conv,
@@ -406,8 +400,7 @@ void CudaBackend::doPool2dBackward(float* dx, const float* dy, const float* x, c
 // One pass, no temporary: each input element gathers the gradients of the windows whose first maximum
 // it is, then keeps them only where x > 0 (x is the ReLU's output), as Backend's default does through a
 // routed buffer. The same additions in the same order, so the result equals the default's bit for bit.
-void CudaBackend::doMaxPool2dReLUBackward(float* dx, const float* dy, const float* x, const float*,
-                                          const PoolDesc& d) {
+void CudaBackend::doMaxPool2dReLUBackward(float* dx, const float* dy, const float* x, const float*, const PoolDesc& d) {
     activate();
     launchMaxPoolReLUBackward(m_stream, dx, dy, x, d.n, d.c, d.h, d.w, d.kernelH, d.kernelW, d.strideH, d.strideW,
                               d.padH, d.padW, d.outH(), d.outW());
@@ -446,7 +439,7 @@ const float* CudaBackend::constantVector(float value, int c, float** holder, int
 }
 
 void CudaBackend::doBatchNormForwardTraining(float* y, float* saveMean, float* saveInvStd, float* runningMean,
-                                           float* runningVar, const float* x, const float* gamma, const float* beta,
+                                             float* runningVar, const float* x, const float* gamma, const float* beta,
                                              int n, int c, int inner, float momentum, float eps) {
     activate();
     const float* g = gamma ? gamma : constantVector(1.0f, c, &m_ones, &m_onesSize);
@@ -459,8 +452,8 @@ void CudaBackend::doBatchNormForwardTraining(float* y, float* saveMean, float* s
 }
 
 void CudaBackend::doBatchNormForwardInference(float* y, const float* x, const float* gamma, const float* beta,
-                                            const float* runningMean, const float* runningVar, int n, int c, int inner,
-                                            float eps) {
+                                              const float* runningMean, const float* runningVar, int n, int c,
+                                              int inner, float eps) {
     activate();
     const float* g = gamma ? gamma : constantVector(1.0f, c, &m_ones, &m_onesSize);
     const float* b = beta ? beta : constantVector(0.0f, c, &m_zeros, &m_zerosSize);
@@ -470,7 +463,7 @@ void CudaBackend::doBatchNormForwardInference(float* y, const float* x, const fl
 }
 
 void CudaBackend::doBatchNormBackward(float* dx, float* dgamma, float* dbeta, const float* dy, const float* x,
-                                    const float* gamma, const float* saveMean, const float* saveInvStd, int n, int c,
+                                      const float* gamma, const float* saveMean, const float* saveInvStd, int n, int c,
                                       int inner) {
     activate();
     const float* g = gamma ? gamma : constantVector(1.0f, c, &m_ones, &m_onesSize);

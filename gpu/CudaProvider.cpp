@@ -120,8 +120,6 @@ private:
 
 }  // namespace
 
-void registerCudaProvider(BackendRegistry& registry) {
-    registry.add(std::make_unique<CudaProvider>());
-}
+void registerCudaProvider(BackendRegistry& registry) { registry.add(std::make_unique<CudaProvider>()); }
 
 }  // namespace strata::gpu

@@ -18,9 +18,7 @@ __global__ void dropoutBackwardKernel(float* dx, const float* dy, int64_t n, flo
 }
 
 // p >= 1 drops everything; the scale is then never applied.
-float keptScale(float p) {
-    return p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
-}
+float keptScale(float p) { return p < 1.0f ? 1.0f / (1.0f - p) : 0.0f; }
 
 }  // namespace
 

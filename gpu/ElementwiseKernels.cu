@@ -76,9 +76,8 @@ void launchGatherRows(cudaStream_t s, void* dst, const void* src, int64_t srcRow
                       int64_t count, int64_t rowWords, int* errorFlag) {
     const int64_t total = count * rowWords;
     if (total <= 0) return;
-    gatherRowsKernel<<<detail::gridFor(total), kBlock, 0, s>>>(static_cast<uint32_t*>(dst),
-                                                              static_cast<const uint32_t*>(src), srcRows, indices,
-                                                              total, rowWords, errorFlag);
+    gatherRowsKernel<<<detail::gridFor(total), kBlock, 0, s>>>(
+        static_cast<uint32_t*>(dst), static_cast<const uint32_t*>(src), srcRows, indices, total, rowWords, errorFlag);
     CUDA_CHECK_LAUNCH();
 }
 

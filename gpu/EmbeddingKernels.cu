@@ -73,9 +73,7 @@ int keyBits(int vocab) {
     return bits;
 }
 
-size_t align256(size_t b) {
-    return (b + 255) / 256 * 256;
-}
+size_t align256(size_t b) { return (b + 255) / 256 * 256; }
 
 size_t cubBytes(int64_t count, int vocab) {
     size_t bytes = 0;

@@ -120,9 +120,7 @@ size_t layerNormBackwardScratchBytes(int rows, int cols) {
 
 namespace {
 
-int rowThreads(int cols) {
-    return cols <= 64 ? 32 : (cols <= 512 ? 128 : 256);
-}
+int rowThreads(int cols) { return cols <= 64 ? 32 : (cols <= 512 ? 128 : 256); }
 
 }  // namespace
 

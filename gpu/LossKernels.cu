@@ -97,9 +97,7 @@ __global__ void countCorrectKernel(long long* count, const float* logits, const 
     if (threadIdx.x == 0) *count = mine;
 }
 
-int rowBlocks(int rows) {
-    return (rows + kRowsPerBlock - 1) / kRowsPerBlock;
-}
+int rowBlocks(int rows) { return (rows + kRowsPerBlock - 1) / kRowsPerBlock; }
 
 }  // namespace
 

@@ -107,9 +107,9 @@ void launchMaxPoolBackward(cudaStream_t s, float* dx, const float* dy, const flo
     CUDA_CHECK_LAUNCH();
 }
 
-void launchMaxPoolReLUBackward(cudaStream_t s, float* dx, const float* dy, const float* x, int n, int c, int h,
-                               int w, int kernelH, int kernelW, int strideH, int strideW, int padH, int padW,
-                               int outH, int outW) {
+void launchMaxPoolReLUBackward(cudaStream_t s, float* dx, const float* dy, const float* x, int n, int c, int h, int w,
+                               int kernelH, int kernelW, int strideH, int strideW, int padH, int padW, int outH,
+                               int outW) {
     const int64_t total = int64_t(n) * c * h * w;
     if (total <= 0 || outH <= 0 || outW <= 0) return;
     const MaxPoolGeom g{n, c, h, w, kernelH, kernelW, strideH, strideW, padH, padW, outH, outW};

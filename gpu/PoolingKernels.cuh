@@ -16,8 +16,8 @@ void launchMaxPoolBackward(cudaStream_t s, float* dx, const float* dy, const flo
 // launchMaxPoolBackward followed by the backward of the ReLU whose output x is: each element's routed sum is
 // multiplied by (x > 0) before it is added, dx += routed * (x > 0 ? 1 : 0) (a multiplication, as the CPU
 // reference's activationBackward, so an infinite or NaN routed gradient still gives NaN where x <= 0).
-void launchMaxPoolReLUBackward(cudaStream_t s, float* dx, const float* dy, const float* x, int n, int c, int h,
-                               int w, int kernelH, int kernelW, int strideH, int strideW, int padH, int padW,
-                               int outH, int outW);
+void launchMaxPoolReLUBackward(cudaStream_t s, float* dx, const float* dy, const float* x, int n, int c, int h, int w,
+                               int kernelH, int kernelW, int strideH, int strideW, int padH, int padW, int outH,
+                               int outW);
 
 }  // namespace strata::gpu

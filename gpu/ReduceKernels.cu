@@ -32,22 +32,14 @@ __global__ void finalKernel(double* result, const double* partials, int count) {
 
 }  // namespace
 
-int64_t reduceScratchDoubles() {
-    return kMaxPartials;
-}
+int64_t reduceScratchDoubles() { return kMaxPartials; }
 
 void launchReduce(cudaStream_t s, double* result, double* scratch, const float* x, int64_t n, ReduceOp op) {
     const int blocks = n > 0 ? detail::gridFor(n) : 1;
     switch (op) {
-        case ReduceOp::Sum:
-            partialKernel<0><<<blocks, detail::kBlock, 0, s>>>(scratch, x, n);
-            break;
-        case ReduceOp::SumSquares:
-            partialKernel<1><<<blocks, detail::kBlock, 0, s>>>(scratch, x, n);
-            break;
-        case ReduceOp::NonFiniteCount:
-            partialKernel<2><<<blocks, detail::kBlock, 0, s>>>(scratch, x, n);
-            break;
+        case ReduceOp::Sum: partialKernel<0><<<blocks, detail::kBlock, 0, s>>>(scratch, x, n); break;
+        case ReduceOp::SumSquares: partialKernel<1><<<blocks, detail::kBlock, 0, s>>>(scratch, x, n); break;
+        case ReduceOp::NonFiniteCount: partialKernel<2><<<blocks, detail::kBlock, 0, s>>>(scratch, x, n); break;
     }
     CUDA_CHECK_LAUNCH();
     finalKernel<<<1, 1024, 0, s>>>(result, scratch, blocks);

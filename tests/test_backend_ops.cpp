@@ -6,7 +6,6 @@
 // and every op must be compared at least once: an op added to Backend
 // without a conformance test fails this suite.
 #include <QtTest>
-
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -169,10 +168,10 @@ std::string compareVectors(const Vec& got, const Vec& want, const Tolerance& tol
 }
 
 // Hand-computed expectations: equal within 1e-6 (absolute and relative).
-#define CHECK_VEC(got, want)                                                              \
-    do {                                                                                  \
+#define CHECK_VEC(got, want)                                                                   \
+    do {                                                                                       \
         const std::string err_ = compareVectors((got), (want), Tolerance{"hand", 1e-6, 1e-6}); \
-        QVERIFY2(err_.empty(), err_.c_str());                                             \
+        QVERIFY2(err_.empty(), err_.c_str());                                                  \
     } while (false)
 
 }  // namespace
@@ -258,7 +257,8 @@ private slots:
     void opRegistryMatchesTolerances() {
         std::set<std::string> registry, table;
         for (std::string_view name : backendOpNames()) registry.insert(std::string(name));
-        for (const Tolerance& t : kTolerances) QVERIFY2(table.insert(t.op).second, (std::string("twice: ") + t.op).c_str());
+        for (const Tolerance& t : kTolerances)
+            QVERIFY2(table.insert(t.op).second, (std::string("twice: ") + t.op).c_str());
         QCOMPARE(registry.size(), backendOps().size());
         for (const std::string& op : registry)
             QVERIFY2(table.count(op), ("op " + op + " has no tolerance and no conformance test here").c_str());
@@ -380,7 +380,8 @@ private slots:
         std::vector<Backend*> all{m_ref.get()};
         for (NamedBackend& nb : m_fast) all.push_back(nb.backend.get());
         for (Backend* be : all) {
-            Tensor S = upLabels(*be, {10, 11, 12, 13}), I = upLabels(*be, {3, 3, 0}), D = be->zeros(Shape{3}, DType::I32);
+            Tensor S = upLabels(*be, {10, 11, 12, 13}), I = upLabels(*be, {3, 3, 0}),
+                   D = be->zeros(Shape{3}, DType::I32);
             be->gatherRows(D.raw(), S.raw(), 4, I.i32(), 3, 1);
             std::vector<int32_t> got(3);
             be->copyToHost(got.data(), D.raw(), sizeof(int32_t) * 3);
@@ -414,11 +415,12 @@ private slots:
         }
         Vec want = base;
         std::memmove(want.data() + 3, want.data(), 20 * sizeof(float));
-        CHECK_VEC(down(*m_ref, [&] {
-                      Tensor t = up(*m_ref, base);
-                      m_ref->copy(t.f32() + 3, t.f32(), 20 * sizeof(float));
-                      return t;
-                  }()),
+        CHECK_VEC(down(*m_ref,
+                       [&] {
+                           Tensor t = up(*m_ref, base);
+                           m_ref->copy(t.f32() + 3, t.f32(), 20 * sizeof(float));
+                           return t;
+                       }()),
                   want);
     }
 
@@ -507,9 +509,9 @@ private slots:
         add(2, 32, 14, 14, 64, 3, 3, 1, 1, 1, 1);  // Fashion-MNIST conv2
         add(1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1);
         add(3, 3, 17, 13, 5, 3, 3, 2, 1, 1, 1);
-        add(1, 4, 9, 11, 6, 3, 2, 1, 2, 2, 2);     // groups, dilation, padding larger than needed
-        add(2, 6, 8, 8, 6, 3, 3, 1, 1, 1, 6);      // depthwise
-        add(3, 5, 7, 7, 3, 1, 1, 1, 0, 1, 1);      // 1x1
+        add(1, 4, 9, 11, 6, 3, 2, 1, 2, 2, 2);  // groups, dilation, padding larger than needed
+        add(2, 6, 8, 8, 6, 3, 3, 1, 1, 1, 6);   // depthwise
+        add(3, 5, 7, 7, 3, 1, 1, 1, 0, 1, 1);   // 1x1
         add(1, 3, 33, 17, 4, 5, 5, 3, 2, 1, 1);
         add(2, 8, 6, 5, 4, 4, 3, 2, 0, 1, 2);
         {
@@ -549,16 +551,15 @@ private slots:
             const Vec bias = randomVec(rng, static_cast<size_t>(d.k)), db0 = randomVec(rng, static_cast<size_t>(d.k));
             for (int variant = 0; variant < 4; ++variant) {
                 const bool withBias = variant & 1, relu = variant & 2;
-                if (!compareAll("conv2dForwardFused", ctx + " bias=" + std::to_string(withBias) +
-                                                   " relu=" + std::to_string(relu),
-                                [&](Backend& be) {
-                                    // Y starts as NaN: the fused step must write it, never read it.
-                                    Tensor X = up(be, x), W = up(be, w), B = up(be, bias),
-                                           Y = up(be, Vec(ys, std::numeric_limits<float>::quiet_NaN()));
-                                    be.conv2dForwardFused(Y.f32(), X.f32(), W.f32(), withBias ? B.f32() : nullptr,
-                                                          relu, d);
-                                    return Outputs{down(be, Y)};
-                                }))
+                if (!compareAll(
+                        "conv2dForwardFused",
+                        ctx + " bias=" + std::to_string(withBias) + " relu=" + std::to_string(relu), [&](Backend& be) {
+                            // Y starts as NaN: the fused step must write it, never read it.
+                            Tensor X = up(be, x), W = up(be, w), B = up(be, bias),
+                                   Y = up(be, Vec(ys, std::numeric_limits<float>::quiet_NaN()));
+                            be.conv2dForwardFused(Y.f32(), X.f32(), W.f32(), withBias ? B.f32() : nullptr, relu, d);
+                            return Outputs{down(be, Y)};
+                        }))
                     return;
             }
             for (int mask = 1; mask < 8; ++mask) {
@@ -602,12 +603,14 @@ private slots:
             ConvDesc d;
             d.n = pick(rng, {1, 3, 5}), d.c = pick(rng, {1, 3, 8}), d.h = pick(rng, {5, 12}), d.w = pick(rng, {6, 11});
             d.k = pick(rng, {2, 7}), d.r = d.s = pick(rng, {1, 3}), d.padH = d.padW = d.r / 2;
-            const size_t xs = static_cast<size_t>(d.n) * d.c * d.h * d.w, ws = static_cast<size_t>(d.k) * d.c * d.r * d.s;
+            const size_t xs = static_cast<size_t>(d.n) * d.c * d.h * d.w,
+                         ws = static_cast<size_t>(d.k) * d.c * d.r * d.s;
             const size_t ys = static_cast<size_t>(d.n) * d.k * d.outH() * d.outW();
             const Vec x = randomVec(rng, xs), w = randomVec(rng, ws), dy = randomVec(rng, ys);
             if (!compareAll("conv2dForward", describe(d), [&](Backend& be) {
                     Tensor X = up(be, x), W = up(be, w), DY = up(be, dy), Y = be.empty(Shape{static_cast<int64_t>(ys)});
-                    Tensor DX = be.zeros(Shape{static_cast<int64_t>(xs)}), DW = be.zeros(Shape{static_cast<int64_t>(ws)});
+                    Tensor DX = be.zeros(Shape{static_cast<int64_t>(xs)}),
+                           DW = be.zeros(Shape{static_cast<int64_t>(ws)});
                     be.conv2dForward(Y.f32(), X.f32(), W.f32(), d);
                     be.conv2dBackwardData(DX.f32(), DY.f32(), W.f32(), d);
                     be.conv2dBackwardFilter(DW.f32(), DY.f32(), X.f32(), d);
@@ -703,8 +706,7 @@ private slots:
             const int outer = pick(rng, {1, 3, 17}), len = pick(rng, {1, 5, 49}), inner = pick(rng, {1, 3, 64});
             const size_t xs = static_cast<size_t>(outer) * len * inner, ys = static_cast<size_t>(outer) * inner;
             const Vec x = randomVec(rng, xs), dy = randomVec(rng, ys), dx0 = randomVec(rng, xs);
-            const std::string ctx =
-                std::to_string(outer) + "x" + std::to_string(len) + "x" + std::to_string(inner);
+            const std::string ctx = std::to_string(outer) + "x" + std::to_string(len) + "x" + std::to_string(inner);
             if (!compareAll("meanPoolForward", ctx, [&](Backend& be) {
                     Tensor X = up(be, x), Y = be.empty(Shape{static_cast<int64_t>(ys)});
                     be.meanPoolForward(Y.f32(), X.f32(), outer, len, inner);
@@ -822,9 +824,9 @@ private slots:
                 const double wantSum = be.sum(loss.f32(), rows);
                 const int64_t wantCorrect = be.countCorrect(L.f32(), Y.i32(), rows, cols);
                 const std::string where = "stepMetrics on " + nb.name + " [" + ctx + "]";
-                QVERIFY2(m.lossSum == wantSum, (where + ": loss sum " + std::to_string(m.lossSum) + ", sum() " +
-                                                std::to_string(wantSum))
-                                                   .c_str());
+                QVERIFY2(
+                    m.lossSum == wantSum,
+                    (where + ": loss sum " + std::to_string(m.lossSum) + ", sum() " + std::to_string(wantSum)).c_str());
                 QVERIFY2(m.correct == wantCorrect, (where + ": correct " + std::to_string(m.correct) +
                                                     ", countCorrect " + std::to_string(wantCorrect))
                                                        .c_str());
@@ -870,7 +872,8 @@ private slots:
             const std::string ctx = describeCase.str();
             if (!compareAll("batchNormForwardTraining", ctx, [&](Backend& be) {
                     Tensor X = up(be, x), G = up(be, gamma), B = up(be, beta), RM = up(be, rm0), RV = up(be, rv0);
-                    Tensor Y = be.empty(Shape{static_cast<int64_t>(sz)}), M = be.empty(Shape{c}), S = be.empty(Shape{c});
+                    Tensor Y = be.empty(Shape{static_cast<int64_t>(sz)}), M = be.empty(Shape{c}),
+                           S = be.empty(Shape{c});
                     be.batchNormForwardTraining(Y.f32(), M.f32(), S.f32(), RM.f32(), RV.f32(), X.f32(), G.f32(),
                                                 B.f32(), n, c, inner, 0.1f, 1e-5f);
                     return Outputs{down(be, Y), down(be, M), down(be, S), down(be, RM), down(be, RV)};
@@ -886,12 +889,13 @@ private slots:
                 return;
             if (!compareAll("batchNormBackward", ctx, [&](Backend& be) {
                     Tensor X = up(be, x), G = up(be, gamma), B = up(be, beta), DY = up(be, dy);
-                    Tensor Y = be.empty(Shape{static_cast<int64_t>(sz)}), M = be.empty(Shape{c}), S = be.empty(Shape{c});
+                    Tensor Y = be.empty(Shape{static_cast<int64_t>(sz)}), M = be.empty(Shape{c}),
+                           S = be.empty(Shape{c});
                     Tensor DX = up(be, dx0), DG = up(be, dg0), DB = up(be, db0);
                     be.batchNormForwardTraining(Y.f32(), M.f32(), S.f32(), nullptr, nullptr, X.f32(), G.f32(), B.f32(),
                                                 n, c, inner, 0.1f, 1e-5f);
-                    be.batchNormBackward(DX.f32(), DG.f32(), DB.f32(), DY.f32(), X.f32(), G.f32(), M.f32(), S.f32(),
-                                         n, c, inner);
+                    be.batchNormBackward(DX.f32(), DG.f32(), DB.f32(), DY.f32(), X.f32(), G.f32(), M.f32(), S.f32(), n,
+                                         c, inner);
                     return Outputs{down(be, DX), down(be, DG), down(be, DB)};
                 }))
                 return;
@@ -908,15 +912,17 @@ private slots:
                       dg0 = randomVec(rng, cols), db0 = randomVec(rng, cols);
             const std::string ctx = std::to_string(rows) + "x" + std::to_string(cols);
             if (!compareAll("layerNormForward", ctx, [&](Backend& be) {
-                    Tensor X = up(be, x), G = up(be, gamma), B = up(be, beta), Y = be.empty(Shape{static_cast<int64_t>(sz)}),
-                           M = be.empty(Shape{rows}), R = be.empty(Shape{rows});
+                    Tensor X = up(be, x), G = up(be, gamma), B = up(be, beta),
+                           Y = be.empty(Shape{static_cast<int64_t>(sz)}), M = be.empty(Shape{rows}),
+                           R = be.empty(Shape{rows});
                     be.layerNormForward(Y.f32(), M.f32(), R.f32(), X.f32(), G.f32(), B.f32(), rows, cols, 1e-5f);
                     return Outputs{down(be, Y), down(be, M), down(be, R)};
                 }))
                 return;
             if (!compareAll("layerNormBackward", ctx, [&](Backend& be) {
-                    Tensor X = up(be, x), G = up(be, gamma), B = up(be, beta), Y = be.empty(Shape{static_cast<int64_t>(sz)}),
-                           M = be.empty(Shape{rows}), R = be.empty(Shape{rows});
+                    Tensor X = up(be, x), G = up(be, gamma), B = up(be, beta),
+                           Y = be.empty(Shape{static_cast<int64_t>(sz)}), M = be.empty(Shape{rows}),
+                           R = be.empty(Shape{rows});
                     Tensor DY = up(be, dy), DX = up(be, dx0), DG = up(be, dg0), DB = up(be, db0);
                     be.layerNormForward(Y.f32(), M.f32(), R.f32(), X.f32(), G.f32(), B.f32(), rows, cols, 1e-5f);
                     be.layerNormBackward(DX.f32(), DG.f32(), DB.f32(), DY.f32(), X.f32(), G.f32(), M.f32(), R.f32(),
@@ -969,8 +975,8 @@ private slots:
             const Vec table = randomVec(rng, static_cast<size_t>(vocab) * dim),
                       dy = randomVec(rng, static_cast<size_t>(count) * dim),
                       dt0 = randomVec(rng, static_cast<size_t>(vocab) * dim);
-            const std::string ctx = "vocab " + std::to_string(vocab) + " dim " + std::to_string(dim) + " count " +
-                                    std::to_string(count);
+            const std::string ctx =
+                "vocab " + std::to_string(vocab) + " dim " + std::to_string(dim) + " count " + std::to_string(count);
             // Backward sums repeated ids in some order; allow float rounding there.
             if (!compareAll("embeddingForward", ctx, [&](Backend& be) {
                     Tensor T = up(be, table), I = up(be, ids), Y = be.empty(Shape{static_cast<int64_t>(count) * dim});
@@ -1046,12 +1052,10 @@ private slots:
                 QFAIL(("embedding accepted id 4 of a 4-word vocabulary on " + who).c_str());
             } catch (const BackendError& e) {
                 const std::string msg = e.what();
-                QVERIFY2(msg.find('4') != std::string::npos && msg.find("vocab") != std::string::npos,
-                         msg.c_str());
+                QVERIFY2(msg.find('4') != std::string::npos && msg.find("vocab") != std::string::npos, msg.c_str());
             }
             Tensor Neg = up(*be, Vec{-1, 0});
-            QVERIFY_THROWS_EXCEPTION(BackendError,
-                                     be->embeddingBackward(T.f32(), Y.f32(), Neg.f32(), 2, 2, 4));
+            QVERIFY_THROWS_EXCEPTION(BackendError, be->embeddingBackward(T.f32(), Y.f32(), Neg.f32(), 2, 2, 4));
             // A label outside [0, cols).
             Tensor L = be->zeros(Shape{6}), Lab = upLabels(*be, {0, 3}), D = be->empty(Shape{6});
             QVERIFY_THROWS_EXCEPTION(BackendError,
@@ -1081,8 +1085,9 @@ private slots:
             } catch (const BackendError& e) {
                 deferred = e.what();
             }
-            QVERIFY2(deferred.find("softmaxCrossEntropy") != std::string::npos && deferred.find('3') != std::string::npos,
-                     (who + ": a bad label with deferred checks gave \"" + deferred + "\"").c_str());
+            QVERIFY2(
+                deferred.find("softmaxCrossEntropy") != std::string::npos && deferred.find('3') != std::string::npos,
+                (who + ": a bad label with deferred checks gave \"" + deferred + "\"").c_str());
             // The error is reported once: the backend works normally afterwards.
             be->synchronize();
             QCOMPARE(be->stepMetrics(Losses.f32(), L.f32(), nullptr, 0, 3).correct, int64_t(0));
@@ -1132,7 +1137,8 @@ private slots:
                              d.mode = PoolMode::Average, d.h = d.w = 4;
                              be.maxPool2dReLUBackward(p, p, p, p, d);
                          }});
-        cases.push_back({"meanPoolForward", [](Backend& be, float* p, int32_t*) { be.meanPoolForward(p, p, 1, 0, 1); }});
+        cases.push_back(
+            {"meanPoolForward", [](Backend& be, float* p, int32_t*) { be.meanPoolForward(p, p, 1, 0, 1); }});
         cases.push_back({"activationBackward", [](Backend& be, float* p, int32_t*) {
                              be.activationBackward(p, p, nullptr, p, 4, Activation::GELU, 0.0f);
                          }});
@@ -1151,7 +1157,8 @@ private slots:
         cases.push_back({"layerNormBackward", [](Backend& be, float* p, int32_t*) {
                              be.layerNormBackward(p, p, p, p, p, p, p, nullptr, 2, 2);
                          }});
-        cases.push_back({"dropoutForward", [](Backend& be, float* p, int32_t*) { be.dropoutForward(p, p, 4, 1.5f, 1); }});
+        cases.push_back(
+            {"dropoutForward", [](Backend& be, float* p, int32_t*) { be.dropoutForward(p, p, 4, 1.5f, 1); }});
         cases.push_back({"sgdUpdate", [](Backend& be, float* p, int32_t*) {
                              SgdParams s;
                              s.momentum = 0.9f;
@@ -1167,9 +1174,8 @@ private slots:
         cases.push_back({"softmaxCrossEntropy", [](Backend& be, float* p, int32_t* labels) {
                              be.softmaxCrossEntropy(p, p, p, labels, 2, 3, 1.0f);  // labels {1, 7}
                          }});
-        cases.push_back({"countCorrect", [](Backend& be, float* p, int32_t* labels) {
-                             be.countCorrect(p, labels, 2, 3);
-                         }});
+        cases.push_back(
+            {"countCorrect", [](Backend& be, float* p, int32_t* labels) { be.countCorrect(p, labels, 2, 3); }});
         cases.push_back({"embeddingForward", [](Backend& be, float* p, int32_t*) {
                              be.embeddingForward(p + 16, p, p + 32, 2, 2, 4);  // ids {1, 4.5}
                          }});
@@ -1195,7 +1201,8 @@ private slots:
                 QVERIFY2(msg.rfind(op, 0) == 0, (where + ": \"" + msg + "\" does not start with the op").c_str());
                 // The device is named only where the error is about data (" on cuda:0"); compare without it.
                 const std::string device = " on " + be->device().toString() + ":";
-                if (const size_t at = msg.find(device); at != std::string::npos) msg.replace(at, device.size(), " on D:");
+                if (const size_t at = msg.find(device); at != std::string::npos)
+                    msg.replace(at, device.size(), " on D:");
                 if (first[c].empty()) first[c] = msg;
                 QVERIFY2(msg == first[c], (where + ": \"" + msg + "\" differs from \"" + first[c] + "\"").c_str());
             }
@@ -1368,8 +1375,12 @@ private slots:
                 be.conv2dForward(YY.f32(), XX.f32(), WW.f32(), d);
                 return down(be, YY);
             };
-            if (!gradCheck("conv2d dx", x, down(be, DX), [&](const Vec& v) { return convWith(v, w); }, r)) return;
-            if (!gradCheck("conv2d dw", w, down(be, DW), [&](const Vec& v) { return convWith(x, v); }, r)) return;
+            if (!gradCheck(
+                    "conv2d dx", x, down(be, DX), [&](const Vec& v) { return convWith(v, w); }, r))
+                return;
+            if (!gradCheck(
+                    "conv2d dw", w, down(be, DW), [&](const Vec& v) { return convWith(x, v); }, r))
+                return;
         }
         for (PoolMode mode : {PoolMode::Max, PoolMode::Average}) {
             PoolDesc d;
@@ -1430,10 +1441,11 @@ private slots:
                 be.layerNormForward(YY.f32(), nullptr, nullptr, XX.f32(), GG.f32(), B.f32(), rows, cols, 1e-5f);
                 return down(be, YY);
             };
-            if (!gradCheck("layerNorm dx", x, down(be, LDX), [&](const Vec& v) { return lnFwd(v, gamma); }, r, 1e-3))
+            if (!gradCheck(
+                    "layerNorm dx", x, down(be, LDX), [&](const Vec& v) { return lnFwd(v, gamma); }, r, 1e-3))
                 return;
-            if (!gradCheck("layerNorm dgamma", gamma, down(be, DG), [&](const Vec& g) { return lnFwd(x, g); }, r,
-                           1e-3))
+            if (!gradCheck(
+                    "layerNorm dgamma", gamma, down(be, DG), [&](const Vec& g) { return lnFwd(x, g); }, r, 1e-3))
                 return;
 
             // Batch norm over the same numbers viewed as [n=3, c=7, inner=1].

@@ -6,19 +6,18 @@
 // normalization in the file and a broken file are caught.
 #include <QTemporaryDir>
 #include <QtTest>
-
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 
 #include "core/backend/BackendRegistry.h"
 #include "core/data/Dataset.h"
-#include "core/infer/ExportCheck.h"
 #include "core/export/ExportModel.h"
-#include "core/infer/OnnxRunner.h"
 #include "core/graph/Model.h"
-#include "core/train/Checkpoint.h"
 #include "core/infer/Evaluation.h"
+#include "core/infer/ExportCheck.h"
+#include "core/infer/OnnxRunner.h"
+#include "core/train/Checkpoint.h"
 #include "core/train/Trainer.h"
 #include "tests/support/TestBackends.h"
 
@@ -263,9 +262,8 @@ private slots:
         QVERIFY(std::fabs(r.fileAccuracy - r.liveAccuracy) <= 0.02);
 
         // A precision the format lacks is refused before anything is written.
-        QVERIFY_THROWS_EXCEPTION(std::invalid_argument,
-                                 writeExport(dir.filePath("x.onnx").toStdString(), live,
-                                             {ExportFormat::Onnx, ExportPrecision::Q8_0, 13}));
+        QVERIFY_THROWS_EXCEPTION(std::invalid_argument, writeExport(dir.filePath("x.onnx").toStdString(), live,
+                                                                    {ExportFormat::Onnx, ExportPrecision::Q8_0, 13}));
         QVERIFY(!QFile::exists(dir.filePath("x.onnx")));
     }
 

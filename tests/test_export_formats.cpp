@@ -2,21 +2,21 @@
 // loaders, F16 and Q8_0 error bounds on the weights and on the outputs of the
 // reloaded model, corrupt files, and the `export` / `predict` commands end to end.
 #include <QtTest>
-
 #include <cmath>
 #include <cstring>
 #include <fstream>
 #include <random>
 #include <sstream>
+
 #include <zlib.h>
 
 #include "app/CliCommands.h"
 #include "core/data/ImageFile.h"
 #include "core/export/ExportModel.h"
 #include "core/export/Gguf.h"
+#include "core/graph/Model.h"
 #include "core/io/Half.h"
 #include "core/io/Safetensors.h"
-#include "core/graph/Model.h"
 #include "core/train/Checkpoint.h"
 #include "tests/support/TestBackends.h"
 
@@ -165,9 +165,9 @@ private slots:
 
         const ExportSummary q8 = writeGgufExport(path("q8.gguf"), m, ExportPrecision::Q8_0);
         const GgufFile g = readGguf(path("q8.gguf"));
-        QCOMPARE(g.findTensor("fc1.weight")->type, GgufTensorType::Q8_0);   // inner 2048: blocks of 32
-        QCOMPARE(g.findTensor("fc2.weight")->type, GgufTensorType::Q8_0);   // inner 32
-        QCOMPARE(g.findTensor("conv.weight")->type, GgufTensorType::F16);   // inner 3: F16 fallback
+        QCOMPARE(g.findTensor("fc1.weight")->type, GgufTensorType::Q8_0);  // inner 2048: blocks of 32
+        QCOMPARE(g.findTensor("fc2.weight")->type, GgufTensorType::Q8_0);  // inner 32
+        QCOMPARE(g.findTensor("conv.weight")->type, GgufTensorType::F16);  // inner 3: F16 fallback
         QCOMPARE(g.findTensor("bn.running_var")->type, GgufTensorType::F32);
         QCOMPARE(q8.tensors.size(), m.weights.size());
         const ExportModel back = loadModelFile(path("q8.gguf"));
@@ -319,15 +319,15 @@ private slots:
                                    out, err) == 0,
                  err.str().c_str());
         char expected[80];
-        std::snprintf(expected, sizeof expected, "accuracy %.2f%% on %d samples (%d correct)",
-                      100.0 * correct / count, count, correct);
+        std::snprintf(expected, sizeof expected, "accuracy %.2f%% on %d samples (%d correct)", 100.0 * correct / count,
+                      count, correct);
         QVERIFY2(out.str().find(expected) != std::string::npos, (out.str() + " lacks " + expected).c_str());
         QVERIFY2(out.str().find("sample 0") == std::string::npos, "--quiet prints only the summary");
         // Labels from the same file, per sample, without --quiet.
         std::ostringstream out2, err2;
-        QCOMPARE(runPredictCommand({path("acc.gguf"), path("acc-images.gz"), "--labels", path("acc-labels"), "--count",
-                                    "300"},
-                                   out2, err2),
+        QCOMPARE(runPredictCommand(
+                     {path("acc.gguf"), path("acc-images.gz"), "--labels", path("acc-labels"), "--count", "300"}, out2,
+                     err2),
                  0);
         QVERIFY(out2.str().find("sample 299 (label ") != std::string::npos);
         QVERIFY(out2.str().find("on 300 samples") != std::string::npos);
@@ -337,9 +337,9 @@ private slots:
         labels[6] = 0;
         writeBytes(path("few-labels"), labels);
         std::ostringstream out3, err3;
-        QCOMPARE(runPredictCommand({path("acc.gguf"), path("acc-images.gz"), "--labels", path("few-labels"), "--count",
-                                    "300"},
-                                   out3, err3),
+        QCOMPARE(runPredictCommand(
+                     {path("acc.gguf"), path("acc-images.gz"), "--labels", path("few-labels"), "--count", "300"}, out3,
+                     err3),
                  1);
         QVERIFY2(err3.str().find("100 labels for 300 samples") != std::string::npos, err3.str().c_str());
     }

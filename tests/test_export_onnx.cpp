@@ -5,25 +5,24 @@
 // an independent runtime, OpenCV's DNN module (max abs difference 1e-4), on raw
 // inputs: the normalization is inside the exported graph. Also checkExport and
 // `predict` on ONNX files, which run the graph in OpenCV through OnnxRunner.
-#include <QtTest>
-
 #include <QProcess>
+#include <QtTest>
 #include <cstring>
-#include <fstream>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <random>
 #include <set>
 #include <sstream>
 
+#include "app/CliCommands.h"
 #include "core/backend/Backend.h"
 #include "core/data/Dataset.h"
-#include "core/infer/ExportCheck.h"
-#include "app/CliCommands.h"
 #include "core/export/ExportModel.h"
 #include "core/export/Onnx.h"
-#include "core/infer/OnnxRunner.h"
 #include "core/graph/Model.h"
+#include "core/infer/ExportCheck.h"
+#include "core/infer/OnnxRunner.h"
 #include "core/layers/LayerRegistry.h"
 #include "tests/support/TestBackends.h"
 
@@ -40,7 +39,7 @@ struct Case {
     std::string name;
     Project project;
     CheckpointNormalization norm;
-    bool ids = false;     // the input holds token ids (0..vocab-1) instead of pixel values
+    bool ids = false;  // the input holds token ids (0..vocab-1) instead of pixel values
     int64_t vocab = 0;
 };
 
@@ -78,8 +77,13 @@ std::vector<Case> layerCases() {
     single("Dense_nobias", {12}, "Dense", {{"units", 7}, {"use_bias", false}});
     single("Conv2D", {3, 8, 8}, "Conv2D", {{"filters", 4}, {"kernel", {3, 3}}, {"padding", {1, 1}}});
     single("Conv2D_strided_dilated_grouped", {4, 9, 10}, "Conv2D",
-           {{"filters", 6}, {"kernel", {3, 2}}, {"stride", {2, 1}}, {"padding", {1, 0}}, {"dilation", {2, 1}},
-            {"groups", 2}, {"use_bias", false}});
+           {{"filters", 6},
+            {"kernel", {3, 2}},
+            {"stride", {2, 1}},
+            {"padding", {1, 0}},
+            {"dilation", {2, 1}},
+            {"groups", 2},
+            {"use_bias", false}});
     single("MaxPool2D", {2, 7, 7}, "MaxPool2D", {{"kernel", {3, 3}}, {"stride", {2, 2}}, {"padding", {1, 1}}});
     single("MaxPool2D_default", {2, 8, 6}, "MaxPool2D", Json::object());
     single("AvgPool2D", {2, 7, 7}, "AvgPool2D", {{"kernel", {3, 3}}, {"stride", {2, 2}}, {"padding", {1, 1}}});
@@ -251,8 +255,10 @@ ExportModel randomModel(const Case& c, Backend& backend, std::unique_ptr<Model>&
     };
     for (auto& [name, values] : m.weights) {
         for (float& v : values) {
-            if (endsWith(name, ".running_var")) v = pos(rng);
-            else if (endsWith(name, ".gamma")) v = 1.f + 0.25f * nd(rng);
+            if (endsWith(name, ".running_var"))
+                v = pos(rng);
+            else if (endsWith(name, ".gamma"))
+                v = 1.f + 0.25f * nd(rng);
             else if (endsWith(name, ".bias") || endsWith(name, ".beta") || endsWith(name, ".running_mean"))
                 v = 0.25f * nd(rng);
         }
@@ -296,8 +302,8 @@ std::string numpyRun(const std::string& file, const std::vector<float>& raw, con
                      std::vector<float>& out) {
     if (!QFileInfo::exists("/usr/bin/python3")) return "SKIP: /usr/bin/python3 is missing";
     const std::string in = file + ".in.f32", outFile = file + ".out.f32";
-    std::ofstream(in, std::ios::binary).write(reinterpret_cast<const char*>(raw.data()),
-                                              static_cast<std::streamsize>(raw.size() * 4));
+    std::ofstream(in, std::ios::binary)
+        .write(reinterpret_cast<const char*>(raw.data()), static_cast<std::streamsize>(raw.size() * 4));
     QStringList args{QString::fromStdString(test::sourcePath("tools/run_onnx_numpy.py")), QString::fromStdString(file),
                      QString::fromStdString(in), QString::fromStdString(outFile)};
     for (int64_t d : dims) args << QString::number(d);
@@ -394,8 +400,9 @@ private:
         auto backend = test::makeReferenceBackend();
         std::unique_ptr<Model> model;
         const ExportModel m = randomModel(c, *backend, model, 1234);
-        const std::string file = (m_dir.path() + "/" + QString::fromStdString(c.name) + "_" +
-                                  QString::number(opset) + ".onnx").toStdString();
+        const std::string file =
+            (m_dir.path() + "/" + QString::fromStdString(c.name) + "_" + QString::number(opset) + ".onnx")
+                .toStdString();
         OnnxExportOptions options;
         options.opset = opset;
         writeOnnx(file, m, options);
@@ -456,7 +463,9 @@ private:
             QVERIFY(out.isContinuous());
             const double worst = maxAbsDiff(out.ptr<float>(), expected);
             QVERIFY2(worst <= 1e-4, qPrintable(QString("%1 opset %2: OpenCV max abs difference %3")
-                                                   .arg(QString::fromStdString(c.name)).arg(opset).arg(worst)));
+                                                   .arg(QString::fromStdString(c.name))
+                                                   .arg(opset)
+                                                   .arg(worst)));
             // OpenCV 4.6 ignores AveragePool's count_include_pad (it always excludes padding), so it
             // cannot catch a wrong attribute there; average pooling also goes through NumPy.
             if (!hasType(c, "AvgPool2D")) return;
@@ -471,10 +480,12 @@ private:
         QVERIFY2(err.empty(), err.c_str());
         QCOMPARE(got.size(), expected.size());
         const double worst = maxAbsDiff(got.data(), expected);
-        qInfo("%s opset %d: NumPy interpreter (%s): max abs difference %.3g", c.name.c_str(),
-              opset, why.c_str(), worst);
+        qInfo("%s opset %d: NumPy interpreter (%s): max abs difference %.3g", c.name.c_str(), opset, why.c_str(),
+              worst);
         QVERIFY2(worst <= 1e-4, qPrintable(QString("%1 opset %2: NumPy max abs difference %3")
-                                               .arg(QString::fromStdString(c.name)).arg(opset).arg(worst)));
+                                               .arg(QString::fromStdString(c.name))
+                                               .arg(opset)
+                                               .arg(worst)));
     }
 
 private slots:
@@ -592,7 +603,8 @@ private slots:
                                 std::round(3.f + nd(rng))};
             std::ostringstream line;
             line.precision(9);
-            line << v[0] << "," << "abc"[r % 3] << "," << v[1] << "," << v[2] << "," << v[3] << "\n";
+            line << v[0] << ","
+                 << "abc"[r % 3] << "," << v[1] << "," << v[2] << "," << v[3] << "\n";
             csv << line.str();
             raw.insert(raw.end(), v, v + 4);
         }
@@ -664,8 +676,10 @@ private slots:
 #else
                 std::vector<float> viaNumpy;
                 const std::string why = numpyRun(file, raw, dims, viaNumpy);
-                if (why.empty()) QVERIFY(maxAbsDiff(viaNumpy.data(), expected) <= 1e-4);
-                else qInfo("no independent ONNX runtime: %s", why.c_str());
+                if (why.empty())
+                    QVERIFY(maxAbsDiff(viaNumpy.data(), expected) <= 1e-4);
+                else
+                    qInfo("no independent ONNX runtime: %s", why.c_str());
 #endif
             }
 
@@ -848,7 +862,8 @@ private slots:
         }
         QVERIFY2(predict(textFile, csv, {}, defOut, err) == 0, err.c_str());
         QVERIFY2(defOut.find("\nruntime: Strata CPU backend on the file's weights and embedded project; the ONNX "
-                             "graph was not executed: " + onnxRunnerName() + " cannot run it (") != std::string::npos,
+                             "graph was not executed: " +
+                             onnxRunnerName() + " cannot run it (") != std::string::npos,
                  defOut.c_str());
         QCOMPARE(predictedProbabilities(defOut).size(), size_t(3));
         QCOMPARE(predict(textFile, csv, {"--runtime", "opencv"}, cvOut, err), 1);

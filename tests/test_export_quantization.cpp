@@ -8,7 +8,6 @@
 // inputs and falls back to F16 (see Gguf.h). So that the fallback hides no loss, the
 // test also measures every weight matrix through Q8_0 blocks with zero-padded rows.
 #include <QtTest>
-
 #include <filesystem>
 
 #include "core/backend/Backend.h"
@@ -61,7 +60,8 @@ ExportModel q8Everywhere(ExportModel m) {
             std::copy(v.begin() + static_cast<long>(row * inner), v.begin() + static_cast<long>((row + 1) * inner),
                       r.begin());
             const std::vector<float> back = dequantizeQ8_0(quantizeQ8_0(r).data(), padded);
-            std::copy(back.begin(), back.begin() + static_cast<long>(inner), v.begin() + static_cast<long>(row * inner));
+            std::copy(back.begin(), back.begin() + static_cast<long>(inner),
+                      v.begin() + static_cast<long>(row * inner));
         }
     }
     return m;
@@ -135,7 +135,7 @@ private slots:
         const double q8All = accuracy(everywhere, data.validation, *backend);
         qInfo("Q8_0 on every weight matrix (fc1 rows zero-padded, not a GGUF layout): accuracy %.2f%%", 100 * q8All);
         QVERIFY(std::fabs(q8All - f32) <= 0.005);
-        QCOMPARE(results[0], f32);  // F32 export is exact
+        QCOMPARE(results[0], f32);                      // F32 export is exact
         QVERIFY(std::fabs(results[1] - f32) <= 0.002);  // at most 20 of 10,000 images change
         QVERIFY(std::fabs(results[2] - f32) <= 0.005);
     }

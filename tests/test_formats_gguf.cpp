@@ -1,7 +1,6 @@
 // GGUF v3 reader and writer: byte layout against a hand-built file, bit-exact F32 round trips,
 // F16 and Q8_0 error bounds, and a FormatError for each kind of corrupt file.
 #include <QtTest>
-
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -69,11 +68,13 @@ private:
         } catch (const FormatError& e) {
             const std::string msg = e.what();
             if (msg.find(needle) == std::string::npos || msg.find(file) == std::string::npos)
-                QTest::qFail(qPrintable(QString::fromStdString("FormatError '" + msg + "' lacks '" + needle + "' or the file name")),
+                QTest::qFail(qPrintable(QString::fromStdString("FormatError '" + msg + "' lacks '" + needle +
+                                                               "' or the file name")),
                              __FILE__, __LINE__);
             return e;
         } catch (const std::exception& e) {
-            QTest::qFail(qPrintable(QString::fromStdString("not a FormatError: " + std::string(e.what()))), __FILE__, __LINE__);
+            QTest::qFail(qPrintable(QString::fromStdString("not a FormatError: " + std::string(e.what()))), __FILE__,
+                         __LINE__);
             return FormatError(file, "");
         }
         QTest::qFail(qPrintable(QString::fromStdString("no FormatError for " + file + " (expected '" + needle + "')")),
@@ -180,7 +181,7 @@ private slots:
     void q8ErrorBound() {
         std::vector<float> w = randomValues(96 * 4, 4, 0.05f);
         for (int j = 0; j < 32; ++j) w[32 + j] = 0.f;  // an all-zero block has scale 0
-        w[70] = 3.f;  // an outlier sets its block's scale
+        w[70] = 3.f;                                   // an outlier sets its block's scale
         GgufFile g;
         g.addTensor("w", Shape{4, 96}, w, GgufTensorType::Q8_0);
         QCOMPARE(g.findTensor("w")->data.size(), size_t(12 * 34));

@@ -1,6 +1,5 @@
 // Safetensors reader and writer: bit-exact round trips and one FormatError per kind of corrupt file.
 #include <QtTest>
-
 #include <bit>
 #include <cstring>
 #include <filesystem>
@@ -50,11 +49,13 @@ private:
         } catch (const FormatError& e) {
             const std::string msg = e.what();
             if (msg.find(needle) == std::string::npos || msg.find(file) == std::string::npos)
-                QTest::qFail(qPrintable(QString::fromStdString("FormatError '" + msg + "' lacks '" + needle + "' or the file name")),
+                QTest::qFail(qPrintable(QString::fromStdString("FormatError '" + msg + "' lacks '" + needle +
+                                                               "' or the file name")),
                              __FILE__, __LINE__);
             return e;
         } catch (const std::exception& e) {
-            QTest::qFail(qPrintable(QString::fromStdString("not a FormatError: " + std::string(e.what()))), __FILE__, __LINE__);
+            QTest::qFail(qPrintable(QString::fromStdString("not a FormatError: " + std::string(e.what()))), __FILE__,
+                         __LINE__);
             return FormatError(file, "");
         }
         QTest::qFail(qPrintable(QString::fromStdString("no FormatError for " + file + " (expected '" + needle + "')")),
@@ -128,10 +129,10 @@ private slots:
             QCOMPARE(floatToHalf(halfToFloat(bits)), bits);
         }
         QCOMPARE(floatToHalf(65504.f), uint16_t(0x7bff));
-        QCOMPARE(floatToHalf(65520.f), uint16_t(0x7c00));      // rounds to inf
+        QCOMPARE(floatToHalf(65520.f), uint16_t(0x7c00));             // rounds to inf
         QCOMPARE(floatToHalf(1.f + 1.f / 2048.f), uint16_t(0x3c00));  // tie to even
         QCOMPARE(floatToHalf(1.f + 3.f / 2048.f), uint16_t(0x3c02));
-        QCOMPARE(floatToHalf(std::ldexp(1.f, -25)), uint16_t(0));      // tie to even zero
+        QCOMPARE(floatToHalf(std::ldexp(1.f, -25)), uint16_t(0));  // tie to even zero
         QCOMPARE(floatToHalf(std::ldexp(1.5f, -25)), uint16_t(1));
         QVERIFY(std::isnan(halfToFloat(floatToHalf(std::numeric_limits<float>::quiet_NaN()))));
         QCOMPARE(bfloat16ToFloat(floatToBFloat16(1.5f)), 1.5f);
@@ -197,10 +198,9 @@ private slots:
     }
 
     void overlappingOffsets() {
-        writeBytes(path("ol.safetensors"),
-                   rawFile(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
-                           R"("b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})",
-                           std::vector<uint8_t>(12)));
+        writeBytes(path("ol.safetensors"), rawFile(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+                                                   R"("b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})",
+                                                   std::vector<uint8_t>(12)));
         expectError(path("ol.safetensors"), "overlaps");
     }
 
@@ -214,10 +214,9 @@ private slots:
     }
 
     void holesAndTrailingBytes() {
-        writeBytes(path("hole.safetensors"),
-                   rawFile(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
-                           R"("b":{"dtype":"F32","shape":[1],"data_offsets":[8,12]}})",
-                           std::vector<uint8_t>(12)));
+        writeBytes(path("hole.safetensors"), rawFile(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
+                                                     R"("b":{"dtype":"F32","shape":[1],"data_offsets":[8,12]}})",
+                                                     std::vector<uint8_t>(12)));
         const FormatError e = expectError(path("hole.safetensors"), "gap of 4 bytes");
         QVERIFY(e.offset() > 0);
         writeBytes(path("tail.safetensors"),

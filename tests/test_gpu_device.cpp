@@ -1160,12 +1160,11 @@ private slots:
         for (size_t r = 1; r < runs.size(); ++r) {
             QCOMPARE(runs[r].steps.size(), runs[0].steps.size());
             for (size_t i = 0; i < runs[0].steps.size(); ++i)
-                QVERIFY2(runs[r].steps[i] == runs[0].steps[i],
-                         qPrintable(QString("run %1 step %2: %3 vs %4")
-                                        .arg(r)
-                                        .arg(i + 1)
-                                        .arg(runs[r].steps[i], 0, 'g', 17)
-                                        .arg(runs[0].steps[i], 0, 'g', 17)));
+                QVERIFY2(runs[r].steps[i] == runs[0].steps[i], qPrintable(QString("run %1 step %2: %3 vs %4")
+                                                                              .arg(r)
+                                                                              .arg(i + 1)
+                                                                              .arg(runs[r].steps[i], 0, 'g', 17)
+                                                                              .arg(runs[0].steps[i], 0, 'g', 17)));
         }
     }
 #endif

@@ -16,7 +16,6 @@
 // The table maps each layer type name to its cases; the test walks the
 // registry, and a registered type without a case fails.
 #include <QtTest>
-
 #include <cmath>
 #include <functional>
 #include <map>
@@ -63,24 +62,24 @@ double uniform(Rng& rng, double lo, double hi) { return std::uniform_real_distri
 std::vector<float> makeInput(Rng& rng, int64_t n, InputKind kind, int vocab) {
     std::vector<float> v(static_cast<size_t>(n));
     switch (kind) {
-    case InputKind::Uniform:
-        for (auto& x : v) x = static_cast<float>(uniform(rng, -1, 1));
-        break;
-    case InputKind::AwayFromZero:
-        for (auto& x : v) {
-            const double m = uniform(rng, 3 * kStep, 1.0);
-            x = static_cast<float>(randInt(rng, 0, 1) ? m : -m);
+        case InputKind::Uniform:
+            for (auto& x : v) x = static_cast<float>(uniform(rng, -1, 1));
+            break;
+        case InputKind::AwayFromZero:
+            for (auto& x : v) {
+                const double m = uniform(rng, 3 * kStep, 1.0);
+                x = static_cast<float>(randInt(rng, 0, 1) ? m : -m);
+            }
+            break;
+        case InputKind::Distinct: {
+            for (size_t i = 0; i < v.size(); ++i)
+                v[i] = static_cast<float>((static_cast<double>(i) - static_cast<double>(v.size()) / 2) * 5 * kStep);
+            std::shuffle(v.begin(), v.end(), rng);
+            break;
         }
-        break;
-    case InputKind::Distinct: {
-        for (size_t i = 0; i < v.size(); ++i)
-            v[i] = static_cast<float>((static_cast<double>(i) - static_cast<double>(v.size()) / 2) * 5 * kStep);
-        std::shuffle(v.begin(), v.end(), rng);
-        break;
-    }
-    case InputKind::Ids:
-        for (auto& x : v) x = static_cast<float>(randInt(rng, 0, vocab - 1));
-        break;
+        case InputKind::Ids:
+            for (auto& x : v) x = static_cast<float>(randInt(rng, 0, vocab - 1));
+            break;
     }
     return v;
 }
@@ -263,14 +262,16 @@ std::map<std::string, std::vector<Case>> caseTable() {
     };
     t["Input"] = {};  // no inputs, no parameters: covered by inputLayerCopiesBatch
     t["Dense"] = {
-        {"bias", [](Rng& rng) {
+        {"bias",
+         [](Rng& rng) {
              Setup s;
              s.params = {{"units", randInt(rng, 1, 7)}};
              s.inputs = {Shape{randInt(rng, 1, 9)}};
              s.batch = randInt(rng, 1, 4);
              return s;
          }},
-        {"no bias, xavier", [](Rng& rng) {
+        {"no bias, xavier",
+         [](Rng& rng) {
              Setup s;
              s.params = {{"units", randInt(rng, 2, 5)}, {"use_bias", false}, {"init", "xavier"}};
              s.inputs = {Shape{randInt(rng, 3, 6)}};
@@ -279,21 +280,24 @@ std::map<std::string, std::vector<Case>> caseTable() {
          }},
     };
     t["Conv2D"] = {
-        {"3x3 pad 1", [](Rng& rng) {
+        {"3x3 pad 1",
+         [](Rng& rng) {
              Setup s;
              s.params = {{"filters", randInt(rng, 1, 3)}, {"kernel", 3}, {"padding", 1}};
              s.inputs = {Shape{randInt(rng, 1, 3), randInt(rng, 3, 5), randInt(rng, 3, 5)}};
              return s;
          }},
-        {"2x3 stride 2x1 dilation 2x1 no bias", [](Rng& rng) {
+        {"2x3 stride 2x1 dilation 2x1 no bias",
+         [](Rng& rng) {
              Setup s;
-             s.params = {{"filters", 2}, {"kernel", {2, 3}}, {"stride", {2, 1}}, {"dilation", {2, 1}},
-                         {"padding", {1, 0}}, {"use_bias", false}};
+             s.params = {{"filters", 2},       {"kernel", {2, 3}},  {"stride", {2, 1}},
+                         {"dilation", {2, 1}}, {"padding", {1, 0}}, {"use_bias", false}};
              s.inputs = {Shape{2, randInt(rng, 4, 6), randInt(rng, 3, 5)}};
              s.batch = 1;
              return s;
          }},
-        {"groups 2", [](Rng& rng) {
+        {"groups 2",
+         [](Rng& rng) {
              Setup s;
              s.params = {{"filters", 4}, {"kernel", 2}, {"groups", 2}};
              s.inputs = {Shape{4, randInt(rng, 2, 4), randInt(rng, 2, 4)}};
@@ -302,7 +306,8 @@ std::map<std::string, std::vector<Case>> caseTable() {
     };
     t["MaxPool2D"] = {
         {"2x2", simple(InputKind::Distinct, {{"kernel", 2}})},
-        {"3x3 stride 2 pad 1 (overlapping)", [](Rng& rng) {
+        {"3x3 stride 2 pad 1 (overlapping)",
+         [](Rng& rng) {
              Setup s;
              s.params = {{"kernel", 3}, {"stride", 2}, {"padding", 1}};
              s.inputs = {Shape{randInt(rng, 1, 2), randInt(rng, 3, 6), randInt(rng, 3, 6)}};
@@ -312,7 +317,8 @@ std::map<std::string, std::vector<Case>> caseTable() {
     };
     t["AvgPool2D"] = {
         {"2x2", simple(InputKind::Uniform, {{"kernel", 2}})},
-        {"3x2 stride 1 pad 1x1", [](Rng& rng) {
+        {"3x2 stride 1 pad 1x1",
+         [](Rng& rng) {
              Setup s;
              s.params = {{"kernel", {3, 2}}, {"stride", 1}, {"padding", {1, 1}}};
              s.inputs = {Shape{randInt(rng, 1, 2), randInt(rng, 2, 5), randInt(rng, 2, 5)}};
@@ -333,7 +339,8 @@ std::map<std::string, std::vector<Case>> caseTable() {
     t["GELU"] = {{"any", simple(InputKind::Uniform)}};
     t["Sigmoid"] = {{"any", simple(InputKind::Uniform)}};
     t["Tanh"] = {{"any", simple(InputKind::Uniform)}};
-    t["Softmax"] = {{"rank 1", [](Rng& rng) {
+    t["Softmax"] = {{"rank 1",
+                     [](Rng& rng) {
                          Setup s;
                          s.inputs = {Shape{randInt(rng, 2, 7)}};
                          s.batch = 3;
@@ -354,7 +361,8 @@ std::map<std::string, std::vector<Case>> caseTable() {
                       {"training [C]", batchNorm(true, 1)},
                       {"eval [C,H,W]", batchNorm(false, 3)},
                       {"eval [C]", batchNorm(false, 1)}};
-    t["LayerNorm"] = {{"rank 1", [](Rng& rng) {
+    t["LayerNorm"] = {{"rank 1",
+                       [](Rng& rng) {
                            Setup s;
                            s.inputs = {Shape{randInt(rng, 3, 8)}};
                            s.batch = 3;
@@ -366,7 +374,8 @@ std::map<std::string, std::vector<Case>> caseTable() {
                            s.inputs = {Shape{randInt(rng, 2, 3), randInt(rng, 3, 6)}};
                            return s;
                        }}};
-    t["Dropout"] = {{"training, fixed seed", [](Rng& rng) {
+    t["Dropout"] = {{"training, fixed seed",
+                     [](Rng& rng) {
                          Setup s;
                          s.params = {{"rate", 0.3}};
                          s.inputs = {Shape{randInt(rng, 5, 20)}};
@@ -376,7 +385,8 @@ std::map<std::string, std::vector<Case>> caseTable() {
                          return s;
                      }},
                     {"eval", simple(InputKind::Uniform, {{"rate", 0.5}})}};
-    t["Add"] = {{"2 inputs", [](Rng& rng) {
+    t["Add"] = {{"2 inputs",
+                 [](Rng& rng) {
                      Setup s;
                      const Shape sh{randInt(rng, 1, 3), randInt(rng, 1, 4)};
                      s.inputs = {sh, sh};
@@ -402,8 +412,8 @@ std::map<std::string, std::vector<Case>> caseTable() {
             return s;
         };
     };
-    t["Concat"] = {{"axis 0, 2 inputs", concat(0, 2)}, {"axis 2, 3 inputs", concat(2, 3)},
-                   {"axis 1, 2 inputs", concat(1, 2)}};
+    t["Concat"] = {
+        {"axis 0, 2 inputs", concat(0, 2)}, {"axis 2, 3 inputs", concat(2, 3)}, {"axis 1, 2 inputs", concat(1, 2)}};
     t["Embedding"] = {{"ids with repeats", [](Rng& rng) {
                            Setup s;
                            s.vocab = randInt(rng, 3, 6);
@@ -491,7 +501,7 @@ private slots:
         QVERIFY(lt);
         int values = 0;
         double worst = 0;
-        uint64_t seed = std::hash<std::string>{}(name) & 0xffff;
+        uint64_t seed = std::hash<std::string>{}(name)&0xffff;
         for (const Case& c : it->second) {
             // Four random draws of shapes per case.
             for (int draw = 0; draw < 4; ++draw) {

@@ -1,7 +1,6 @@
 // Graph editing, topological order, and analyzeGraph(): shapes through real
 // networks and every validation problem, each checked for the node, port and text.
 #include <QtTest>
-
 #include <algorithm>
 
 #include "core/graph/Graph.h"
@@ -46,7 +45,8 @@ Shape shapeOrEmpty(const GraphAnalysis& a, int node) {
 }
 
 // Appends `type` fed by `from` (port "in") and returns its id.
-int chain(Graph& g, int from, const std::string& type, const Json& params = Json::object(), const std::string& name = {}) {
+int chain(Graph& g, int from, const std::string& type, const Json& params = Json::object(),
+          const std::string& name = {}) {
     const int id = g.addNode(type, name, params);
     g.connect(from, id);
     return id;

@@ -3,7 +3,6 @@
 // specs, and forward values on tiny hand-computed inputs (reference CPU
 // backend). Gradients are checked in test_gradcheck.cpp.
 #include <QtTest>
-
 #include <cmath>
 #include <set>
 
@@ -82,7 +81,8 @@ Run forward(Backend& b, const std::string& name, const Json& rawParams, const st
     }
     std::vector<Tensor> in;
     std::vector<const Tensor*> ptrs;
-    for (size_t i = 0; i < inShapes.size(); ++i) in.push_back(b.fromHost(inShapes[i].withBatch(batch), inputs[i].data()));
+    for (size_t i = 0; i < inShapes.size(); ++i)
+        in.push_back(b.fromHost(inShapes[i].withBatch(batch), inputs[i].data()));
     for (auto& x : in) ptrs.push_back(&x);
     Tensor out = b.empty(outShape.withBatch(batch));
     LayerContext ctx{b, training, seed};
@@ -102,10 +102,10 @@ Run forward(Backend& b, const std::string& name, const Json& rawParams, const st
 void expectNear(const std::vector<float>& got, const std::vector<float>& want, float tol = 1e-5f) {
     QCOMPARE(got.size(), want.size());
     for (size_t i = 0; i < got.size(); ++i)
-        QVERIFY2(std::fabs(got[i] - want[i]) <= tol * std::max(1.0f, std::fabs(want[i])),
-                 ("index " + std::to_string(i) + ": got " + std::to_string(got[i]) + ", want " +
-                  std::to_string(want[i]))
-                     .c_str());
+        QVERIFY2(
+            std::fabs(got[i] - want[i]) <= tol * std::max(1.0f, std::fabs(want[i])),
+            ("index " + std::to_string(i) + ": got " + std::to_string(got[i]) + ", want " + std::to_string(want[i]))
+                .c_str());
 }
 
 }  // namespace
@@ -292,14 +292,13 @@ private slots:
         QCOMPARE(infer("Flatten", {}, {Shape{64, 7, 7}}), (Shape{3136}));
         QCOMPARE(infer("Reshape", {{"shape", {1, 28, 28}}}, {Shape{784}}), (Shape{1, 28, 28}));
         QCOMPARE(infer("Reshape", {{"shape", {-1, 7}}}, {Shape{7, 7}}), (Shape{7, 7}));
-        for (const char* act : {"ReLU", "LeakyReLU", "GELU", "Sigmoid", "Tanh", "Softmax", "Dropout", "LayerNorm",
-                                "BatchNorm"})
+        for (const char* act :
+             {"ReLU", "LeakyReLU", "GELU", "Sigmoid", "Tanh", "Softmax", "Dropout", "LayerNorm", "BatchNorm"})
             QCOMPARE(infer(act, {}, {Shape{3, 4, 5}}), (Shape{3, 4, 5}));
         QCOMPARE(infer("BatchNorm", {}, {Shape{16}}), (Shape{16}));
         QCOMPARE(infer("Add", {{"inputs", 3}}, {Shape{4, 2}, Shape{4, 2}, Shape{4, 2}}), (Shape{4, 2}));
         QCOMPARE(infer("Concat", {}, {Shape{3, 4, 4}, Shape{5, 4, 4}}), (Shape{8, 4, 4}));
-        QCOMPARE(infer("Concat", {{"inputs", 3}, {"axis", 1}}, {Shape{2, 1}, Shape{2, 3}, Shape{2, 2}}),
-                 (Shape{2, 6}));
+        QCOMPARE(infer("Concat", {{"inputs", 3}, {"axis", 1}}, {Shape{2, 1}, Shape{2, 3}, Shape{2, 2}}), (Shape{2, 6}));
         QCOMPARE(infer("Embedding", {{"dim", 16}}, {Shape{12}}), (Shape{12, 16}));
         QCOMPARE(infer("SequenceMeanPool", {}, {Shape{12, 16}}), (Shape{16}));
     }
@@ -428,8 +427,8 @@ private slots:
         QCOMPARE(r.outShape, (Shape{1, 2, 2}));
         expectNear(r.out, {38, 48, 68, 78});
         // Padding 1, stride 2, no bias, two filters (the second the identity tap at the bottom-right).
-        r = forward(*m_backend, "Conv2D", {{"filters", 2}, {"kernel", 2}, {"padding", 1}, {"stride", 2},
-                                           {"use_bias", false}},
+        r = forward(*m_backend, "Conv2D",
+                    {{"filters", 2}, {"kernel", 2}, {"padding", 1}, {"stride", 2}, {"use_bias", false}},
                     {Shape{1, 3, 3}}, 1, {{1, 2, 3, 4, 5, 6, 7, 8, 9}}, {{1, 2, 3, 4, 0, 0, 0, 1}});
         QCOMPARE(r.outShape, (Shape{2, 2, 2}));
         // Filter 0 windows (top-left corner at -1,-1 / -1,1 / 1,-1 / 1,1): 4*1; 3*2+4*3; 7*2+8*4... computed:
@@ -475,8 +474,7 @@ private slots:
         QCOMPARE(r.outShape, (Shape{3, 2}));
         expectNear(r.out, {1, 2, 10, 11, 12, 13, 3, 4, 20, 21, 22, 23});
         // Along the last axis.
-        r = forward(*m_backend, "Concat", {{"axis", 1}}, {Shape{2, 1}, Shape{2, 2}}, 1, {{1, 2}, {10, 11, 20, 21}},
-                    {});
+        r = forward(*m_backend, "Concat", {{"axis", 1}}, {Shape{2, 1}, Shape{2, 2}}, 1, {{1, 2}, {10, 11, 20, 21}}, {});
         expectNear(r.out, {1, 10, 11, 2, 20, 21});
     }
 
@@ -491,8 +489,7 @@ private slots:
 
     void otherForwards() {
         expectNear(forward(*m_backend, "GlobalAvgPool", {}, {Shape{2, 1, 2}}, 1, {{1, 3, 5, 9}}, {}).out, {2, 7});
-        expectNear(forward(*m_backend, "LeakyReLU", {{"alpha", 0.5}}, {Shape{3}}, 1, {{-2, 0, 3}}, {}).out,
-                   {-1, 0, 3});
+        expectNear(forward(*m_backend, "LeakyReLU", {{"alpha", 0.5}}, {Shape{3}}, 1, {{-2, 0, 3}}, {}).out, {-1, 0, 3});
         expectNear(forward(*m_backend, "Add", {{"inputs", 3}}, {Shape{2}, Shape{2}, Shape{2}}, 1,
                            {{1, 2}, {10, 20}, {100, 200}}, {})
                        .out,

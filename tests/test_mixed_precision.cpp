@@ -4,7 +4,6 @@
 // asynchronous uploads; and the same op comparisons on every CUDA GPU (skipped, saying why, without one).
 #include <QTemporaryDir>
 #include <QtTest>
-
 #include <bit>
 #include <cmath>
 #include <functional>
@@ -14,11 +13,11 @@
 #include <vector>
 
 #include "core/backend/Backend.h"
-#include "core/backend/CpuPrecision.h"
 #include "core/backend/CpuBackend.h"
+#include "core/backend/CpuPrecision.h"
 #include "core/backend/CpuReferenceBackend.h"
-#include "core/io/Half.h"
 #include "core/graph/Project.h"
+#include "core/io/Half.h"
 #include "core/train/BackendOptionsFor.h"
 #include "core/train/Checkpoint.h"
 #include "core/train/DynamicLossScale.h"
@@ -157,8 +156,9 @@ Vec runGemm(Backend& be, const GemmCase& g) {
 enum class ConvOp { Forward, BackwardData, BackwardFilter };
 
 const char* convOpName(ConvOp op) {
-    return op == ConvOp::Forward ? "conv2dForward" : op == ConvOp::BackwardData ? "conv2dBackwardData"
-                                                                                  : "conv2dBackwardFilter";
+    return op == ConvOp::Forward        ? "conv2dForward"
+           : op == ConvOp::BackwardData ? "conv2dBackwardData"
+                                        : "conv2dBackwardFilter";
 }
 
 struct ConvCase {
@@ -683,7 +683,8 @@ private slots:
                 Fp32Only refused(withPrecision(p));
                 QFAIL("a backend without reduced precision was made for it");
             } catch (const BackendError& e) {
-                const std::string want = std::string("cannot compute gemm and convolutions in ") + computePrecisionName(p);
+                const std::string want =
+                    std::string("cannot compute gemm and convolutions in ") + computePrecisionName(p);
                 QVERIFY2(std::string(e.what()).find(want) != std::string::npos, e.what());
             }
         }

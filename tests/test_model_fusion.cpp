@@ -3,7 +3,6 @@
 // model computes the same outputs, input gradients and parameter gradients as the unfused one, on
 // every backend present, including a step where the conv output's memory is shared with the ReLU.
 #include <QtTest>
-
 #include <random>
 
 #include "core/graph/Model.h"
@@ -101,7 +100,7 @@ private slots:
         QCOMPARE(count, 2);
         QCOMPARE(absorbed, 1);  // conv1's ReLU feeds the pooling; the last ReLU feeds Flatten
         run(*be, testGraph(true), true, &count, &absorbed);
-        QCOMPARE(count, 2);  // conv1 and the last conv; the conv feeding ReLU and Add is not fused
+        QCOMPARE(count, 2);     // conv1 and the last conv; the conv feeding ReLU and Add is not fused
         QCOMPARE(absorbed, 1);  // the ReLU after Add (conv1's ReLU now feeds a conv, not a pooling)
         run(*be, testGraph(false), false, &count, &absorbed);
         QCOMPARE(count, 0);

@@ -7,20 +7,19 @@
 // must raise FormatError naming the file and offset, never crash; and `predict`
 // takes a PNG image.
 #include <QtTest>
-
-#include <zlib.h>
-
 #include <csetjmp>
 #include <cstring>
 #include <fstream>
 #include <random>
 #include <sstream>
 
-#include "core/data/PngReader.h"
+#include <zlib.h>
+
 #include "app/CliCommands.h"
+#include "core/data/PngReader.h"
 #include "core/export/ExportModel.h"
-#include "core/io/FormatError.h"
 #include "core/graph/Model.h"
+#include "core/io/FormatError.h"
 #include "core/train/Checkpoint.h"
 #include "tests/support/TestBackends.h"
 
@@ -63,7 +62,8 @@ Samples randomSamples(int w, int h, int colorType, int depth, unsigned seed) {
     for (int y = 0; y < h; y += 3)
         for (int x = 0; x < w; ++x)
             for (int c = 0; c < s.spp; ++c)
-                s.values[static_cast<size_t>((y * w + x) * s.spp + c)] = (uint32_t(x * 7 + c * 3) * maxValue / 97) % (maxValue + 1);
+                s.values[static_cast<size_t>((y * w + x) * s.spp + c)] =
+                    (uint32_t(x * 7 + c * 3) * maxValue / 97) % (maxValue + 1);
     return s;
 }
 
@@ -76,9 +76,13 @@ std::vector<float> expectedValues(const Samples& s) {
     for (size_t p = 0; p < plane; ++p)
         for (int c = 0; c < channels; ++c) {
             float v;
-            if (s.colorType == 3) v = s.palette[3 * s.values[p] + static_cast<size_t>(c)];
-            else if (s.depth == 8) v = static_cast<float>(s.values[p * static_cast<size_t>(s.spp) + static_cast<size_t>(c)]);
-            else v = static_cast<float>(s.values[p * static_cast<size_t>(s.spp) + static_cast<size_t>(c)] * 255.0 / maxValue);
+            if (s.colorType == 3)
+                v = s.palette[3 * s.values[p] + static_cast<size_t>(c)];
+            else if (s.depth == 8)
+                v = static_cast<float>(s.values[p * static_cast<size_t>(s.spp) + static_cast<size_t>(c)]);
+            else
+                v = static_cast<float>(s.values[p * static_cast<size_t>(s.spp) + static_cast<size_t>(c)] * 255.0 /
+                                       maxValue);
             out[static_cast<size_t>(c) * plane + p] = v;
         }
     return out;
@@ -132,8 +136,11 @@ std::vector<uint8_t> filteredData(const Samples& s, bool interlaced, int firstFi
             for (size_t i = 0; i < raw.size(); ++i) {
                 const int a = i >= size_t(bpp) ? raw[i - size_t(bpp)] : 0, b = prev[i];
                 const int c = i >= size_t(bpp) ? prev[i - size_t(bpp)] : 0;
-                const int pred = filter == 0 ? 0 : filter == 1 ? a : filter == 2 ? b : filter == 3 ? (a + b) / 2
-                                                                                                    : paethPredictor(a, b, c);
+                const int pred = filter == 0   ? 0
+                                 : filter == 1 ? a
+                                 : filter == 2 ? b
+                                 : filter == 3 ? (a + b) / 2
+                                               : paethPredictor(a, b, c);
                 out.push_back(static_cast<uint8_t>(raw[i] - pred));
             }
             prev = raw;
@@ -157,7 +164,8 @@ void chunk(std::vector<uint8_t>& out, const char* type, const std::vector<uint8_
 std::vector<uint8_t> zlibCompress(const std::vector<uint8_t>& data) {
     uLongf n = compressBound(static_cast<uLong>(data.size()));
     std::vector<uint8_t> out(n);
-    if (compress2(out.data(), &n, data.data(), static_cast<uLong>(data.size()), 9) != Z_OK) throw std::runtime_error("zlib");
+    if (compress2(out.data(), &n, data.data(), static_cast<uLong>(data.size()), 9) != Z_OK)
+        throw std::runtime_error("zlib");
     out.resize(n);
     return out;
 }
@@ -239,7 +247,8 @@ bool libpngEncode(const Samples& s, bool interlaced, std::vector<uint8_t>& out) 
     std::vector<png_bytep> rowPointers;
     for (auto& r : rows) rowPointers.push_back(r.data());
     std::vector<png_color> palette;
-    for (size_t i = 0; i + 2 < s.palette.size(); i += 3) palette.push_back({s.palette[i], s.palette[i + 1], s.palette[i + 2]});
+    for (size_t i = 0; i + 2 < s.palette.size(); i += 3)
+        palette.push_back({s.palette[i], s.palette[i + 1], s.palette[i + 2]});
     if (setjmp(png_jmpbuf(png))) {
         png_destroy_write_struct(&png, &info);
         return false;
@@ -265,7 +274,9 @@ class TestPng : public QObject {
 
 private:
     QTemporaryDir m_dir;
-    std::string path(const std::string& name) { return (m_dir.path() + "/" + QString::fromStdString(name)).toStdString(); }
+    std::string path(const std::string& name) {
+        return (m_dir.path() + "/" + QString::fromStdString(name)).toStdString();
+    }
 
     void checkDecodes(const std::vector<uint8_t>& file, const Samples& s, bool interlaced, const std::string& what) {
         PngImage img;
@@ -305,7 +316,7 @@ private slots:
         unsigned seed = 100;
         for (const Combo& c : kCombos)
             for (bool interlaced : {false, true})
-                for (auto [w, h] : std::vector<std::pair<int, int>>{{1, 1}, {17, 10}, {64, 37}}) {
+                for (auto [w, h] : std::vector<std::pair<int, int>>{{1, 1}, {17, 10}, { 64, 37 }}) {
                     const Samples s = randomSamples(w, h, c.colorType, c.depth, seed++);
                     std::vector<uint8_t> file;
                     QVERIFY2(libpngEncode(s, interlaced, file), "libpng failed to write");
@@ -451,8 +462,8 @@ private slots:
 
         Samples gray = randomSamples(8, 8, 0, 8, 11);
         auto write = [&](const std::string& name, const std::vector<uint8_t>& bytes) {
-            std::ofstream(path(name), std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()),
-                                                              static_cast<std::streamsize>(bytes.size()));
+            std::ofstream(path(name), std::ios::binary)
+                .write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
         };
         write("gray.png", encode(gray, true));
         std::string pgm = "P5 8 8 255\n";

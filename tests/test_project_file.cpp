@@ -3,7 +3,6 @@
 // truncation/mutation sweep that may only ever raise ProjectError, and the
 // example projects in examples/ (they must load and analyze cleanly).
 #include <QtTest>
-
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -121,12 +120,12 @@ Json validJson() { return projectToJson(richProject()); }
 
 ProjectError expectError(const Json& json) { return expectError(json.dump(2)); }
 
-#define CHECK_ERROR(err, path, fragment)                                                                  \
-    do {                                                                                                  \
-        const ProjectError e_ = (err);                                                                    \
+#define CHECK_ERROR(err, path, fragment)                                                                      \
+    do {                                                                                                      \
+        const ProjectError e_ = (err);                                                                        \
         QVERIFY2(e_.jsonPath() == (path), (std::string("path ") + e_.jsonPath() + ": " + e_.what()).c_str()); \
-        QVERIFY2(contains(e_.what(), fragment), e_.what());                                               \
-        QVERIFY2(contains(e_.what(), "test.strata"), e_.what());                                          \
+        QVERIFY2(contains(e_.what(), fragment), e_.what());                                                   \
+        QVERIFY2(contains(e_.what(), "test.strata"), e_.what());                                              \
     } while (0)
 
 }  // namespace

@@ -19,9 +19,7 @@ using namespace strata;
 
 namespace {
 
-bool contains(const std::string& text, const std::string& part) {
-    return text.find(part) != std::string::npos;
-}
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 std::string readText(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
@@ -34,18 +32,14 @@ std::string readText(const std::string& path) {
 std::vector<Json> acceptedValues(const SettingInfo& s) {
     switch (s.kind) {
         case SettingKind::Int:
-        case SettingKind::Int64:
-            return {s.intMin, s.intMax, s.intMin + (s.intMax - s.intMin) / 3};
-        case SettingKind::UInt64:
-            return {uint64_t(0), UINT64_MAX, uint64_t(1) << 63};
+        case SettingKind::Int64: return {s.intMin, s.intMax, s.intMin + (s.intMax - s.intMin) / 3};
+        case SettingKind::UInt64: return {uint64_t(0), UINT64_MAX, uint64_t(1) << 63};
         case SettingKind::Double: {
             const double top = s.maxOpen ? std::nextafter(s.max, s.min) : s.max;
             return {s.min, top, s.min + (top - s.min) / 7};
         }
-        case SettingKind::Float:
-            return {double(float(s.min)), double(float(s.max)), double(0.1f)};
-        case SettingKind::Bool:
-            return {true, false};
+        case SettingKind::Float: return {double(float(s.min)), double(float(s.max)), double(0.1f)};
+        case SettingKind::Bool: return {true, false};
         case SettingKind::String:
         case SettingKind::Path:
             if (s.nonEmpty) return {"x", "cuda:1", "a/b \u00fc"};
@@ -55,8 +49,7 @@ std::vector<Json> acceptedValues(const SettingInfo& s) {
             for (const SettingChoice& c : s.choices) out.push_back(c.value);
             return out;
         }
-        case SettingKind::StringList:
-            return {Json::array(), Json::array({"a", "b/c", "\u00fc"})};
+        case SettingKind::StringList: return {Json::array(), Json::array({"a", "b/c", "\u00fc"})};
         case SettingKind::IntList:
             return {Json(std::vector<int64_t>(s.minItems, s.intMin)), Json(std::vector<int64_t>(s.maxItems, s.intMax))};
     }
@@ -97,9 +90,7 @@ std::vector<Refused> refusedValues(const SettingInfo& s) {
                 out.push_back({s.max * 2, "", range});
             out.push_back({"0.5", "", "expected a number, got string"});
             break;
-        case SettingKind::Bool:
-            out.push_back({"yes", "", "expected a boolean, got string"});
-            break;
+        case SettingKind::Bool: out.push_back({"yes", "", "expected a boolean, got string"}); break;
         case SettingKind::String:
         case SettingKind::Path:
             out.push_back({4, "", "expected a string, got integer"});

@@ -2,7 +2,6 @@
 // NaN stops with a message naming the layer, requests between steps, early stopping.
 #include <QTemporaryDir>
 #include <QtTest>
-
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -12,9 +11,9 @@
 #include <thread>
 
 #include "core/backend/CpuBackend.h"
+#include "core/export/ExportModel.h"
 #include "core/graph/Model.h"
 #include "core/graph/Project.h"
-#include "core/export/ExportModel.h"
 #include "core/train/Checkpoint.h"
 #include "core/train/LrSchedule.h"
 #include "core/train/Optimizer.h"
@@ -78,7 +77,9 @@ class CountingBackend : public CpuBackend {
 public:
     int waits = 0, zeros = 0, updates = 0, uploads = 0;
 
-    void synchronize() override { wait([&] { CpuBackend::synchronize(); }); }
+    void synchronize() override {
+        wait([&] { CpuBackend::synchronize(); });
+    }
     void copyToHost(void* dst, const void* src, size_t bytes) override {
         wait([&] { CpuBackend::copyToHost(dst, src, bytes); });
     }
@@ -89,7 +90,9 @@ public:
 
 protected:
     // The ops, counted where the backend runs them (the public ops are the seam's checks, then these).
-    double doSum(const float* x, int64_t n) override { return waitFor([&] { return CpuBackend::doSum(x, n); }); }
+    double doSum(const float* x, int64_t n) override {
+        return waitFor([&] { return CpuBackend::doSum(x, n); });
+    }
     double doSumSquares(const float* x, int64_t n) override {
         return waitFor([&] { return CpuBackend::doSumSquares(x, n); });
     }
@@ -342,13 +345,12 @@ private slots:
             // Each step uploads the batch after it; the epoch's last step has none.
             const std::array<int, 4> want{steps, 2 * steps, steps, resident ? 0 : steps - 1};
             for (size_t k = 0; k < want.size(); ++k)
-                QVERIFY2(last[k] - first[k] == want[k],
-                         qPrintable(QString("%1 data: %2 %3 in %4 steps, expected %5")
-                                        .arg(resident ? "resident" : "uploaded")
-                                        .arg(last[k] - first[k])
-                                        .arg(names[k])
-                                        .arg(steps)
-                                        .arg(want[k])));
+                QVERIFY2(last[k] - first[k] == want[k], qPrintable(QString("%1 data: %2 %3 in %4 steps, expected %5")
+                                                                       .arg(resident ? "resident" : "uploaded")
+                                                                       .arg(last[k] - first[k])
+                                                                       .arg(names[k])
+                                                                       .arg(steps)
+                                                                       .arg(want[k])));
         }
     }
 
@@ -398,8 +400,9 @@ private slots:
         o.residentData = TrainerOptions::ResidentData::On;
         Trainer t(p, backend, &rec, o);
         QVERIFY(!t.run());
-        QVERIFY2(!rec.errors.empty() && rec.errors.front().find("the training data in cuda:0 memory") != std::string::npos,
-                 rec.errors.empty() ? "" : rec.errors.front().c_str());
+        QVERIFY2(
+            !rec.errors.empty() && rec.errors.front().find("the training data in cuda:0 memory") != std::string::npos,
+            rec.errors.empty() ? "" : rec.errors.front().c_str());
     }
 
     // A model whose activations did not fit stays usable at the capacity it had.
@@ -471,7 +474,8 @@ private slots:
             const StepEvent& a = whole.steps[i];
             const StepEvent& b = i < first.steps.size() ? first.steps[i] : second.steps[i - first.steps.size()];
             QCOMPARE(b.step, a.step);
-            QVERIFY2(std::abs(a.loss - b.loss) <= 1e-6, qPrintable(QString("step %1: %2 vs %3").arg(a.step).arg(a.loss).arg(b.loss)));
+            QVERIFY2(std::abs(a.loss - b.loss) <= 1e-6,
+                     qPrintable(QString("step %1: %2 vs %3").arg(a.step).arg(a.loss).arg(b.loss)));
             QCOMPARE(b.learningRate, a.learningRate);
         }
         QVERIFY(std::abs(whole.epochs.back().valLoss - second.epochs.back().valLoss) <= 1e-6);
@@ -507,7 +511,9 @@ private slots:
             QFile f(csv);
             QVERIFY(f.open(QIODevice::WriteOnly));
             f.write("a,b,label\n");
-            for (int i = 0; i < 64; ++i) f.write(QByteArray::number(i) + "," + QByteArray::number(1000 + 3 * i) + "," + QByteArray::number(i % 2) + "\n");
+            for (int i = 0; i < 64; ++i)
+                f.write(QByteArray::number(i) + "," + QByteArray::number(1000 + 3 * i) + "," +
+                        QByteArray::number(i % 2) + "\n");
         }
         Project p = syntheticProject(2);
         p.graph.setParams(p.graph.nodeByName("input")->id, Json{{"shape", {2}}});
@@ -619,7 +625,8 @@ private slots:
             Recorder rec;
             Trainer t(p, *backend, &rec, {});
             QVERIFY(!t.run());
-            QVERIFY2(QString::fromStdString(rec.errors.front()).contains("'dense2' (Dense)"), rec.errors.front().c_str());
+            QVERIFY2(QString::fromStdString(rec.errors.front()).contains("'dense2' (Dense)"),
+                     rec.errors.front().c_str());
         }
         {
             Project p = syntheticProject(4);

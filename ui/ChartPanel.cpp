@@ -6,8 +6,8 @@
 #include <QMenu>
 #include <QTextStream>
 #include <QVBoxLayout>
-
 #include <cmath>
+
 #include <qcustomplot.h>
 
 namespace strata::ui {

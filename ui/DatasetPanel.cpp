@@ -30,8 +30,8 @@
 #include <qcustomplot.h>
 
 #include "core/data/Dataset.h"
-#include "ui/base/ProjectDocument.h"
 #include "ui/SettingWidgets.h"
+#include "ui/base/ProjectDocument.h"
 
 namespace strata::ui {
 
@@ -282,8 +282,9 @@ void DatasetPanel::buildUi() {
     m_balance = new QCustomPlot(previewPane);
     m_balance->setMinimumHeight(180);
     m_balance->plotLayout()->insertRow(0);
-    m_balance->plotLayout()->addElement(0, 0, new QCPTextElement(m_balance, tr("Class balance"),
-                                                                 QFont(font().family(), font().pointSize(), QFont::Bold)));
+    m_balance->plotLayout()->addElement(
+        0, 0,
+        new QCPTextElement(m_balance, tr("Class balance"), QFont(font().family(), font().pointSize(), QFont::Bold)));
     m_balance->yAxis->setLabel(tr("samples"));
     m_balance->legend->setVisible(true);
     m_balance->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignRight);
@@ -334,8 +335,7 @@ void DatasetPanel::loadPreview() {
     m_watcher->setFuture(QtConcurrent::run([settings, path] { return buildPreview(settings, path); }));
 }
 
-DatasetPreview DatasetPanel::buildPreview(const DatasetSettings& settings, const QString& projectPath,
-                                          int maxSamples) {
+DatasetPreview DatasetPanel::buildPreview(const DatasetSettings& settings, const QString& projectPath, int maxSamples) {
     DatasetPreview p;
     try {
         const DatasetBundle data = loadDataset(settings, projectPath.toStdString());
@@ -382,8 +382,7 @@ DatasetPreview DatasetPanel::buildPreview(const DatasetSettings& settings, const
             for (int64_t c = 0; c < columns; ++c) p.columns << QStringLiteral("x%1").arg(c);
             for (int64_t i = 0; i < shown; ++i) {
                 QStringList row;
-                for (int64_t c = 0; c < columns; ++c)
-                    row << QString::number(split.inputs[size_t(i * per + c)], 'g', 4);
+                for (int64_t c = 0; c < columns; ++c) row << QString::number(split.inputs[size_t(i * per + c)], 'g', 4);
                 p.rows << row;
                 p.labels << labelOf(i);
             }
@@ -397,8 +396,8 @@ DatasetPreview DatasetPanel::buildPreview(const DatasetSettings& settings, const
 void DatasetPanel::showPreview(const DatasetPreview& preview) {
     m_previewButton->setEnabled(true);
     if (!preview.error.isEmpty()) {
-        m_previewStatus->setText(QStringLiteral("<span style='color:#b00020'>%1</span>")
-                                     .arg(preview.error.toHtmlEscaped()));
+        m_previewStatus->setText(
+            QStringLiteral("<span style='color:#b00020'>%1</span>").arg(preview.error.toHtmlEscaped()));
         emit previewReady();
         return;
     }

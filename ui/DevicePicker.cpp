@@ -6,10 +6,10 @@
 #include <QTimer>
 #include <QTreeWidget>
 #include <QVBoxLayout>
-#include <QtConcurrent/QtConcurrentRun>
-
 #include <map>
 #include <mutex>
+
+#include <QtConcurrent/QtConcurrentRun>
 
 namespace strata::ui {
 
@@ -103,18 +103,16 @@ void DevicePicker::populate(const std::vector<DeviceInfo>& devices, const QStrin
         item->setText(ColName, QString::fromStdString(info.name));
         if (info.device.type == DeviceType::Cuda) {
             anyGpu = true;
-            item->setText(ColMemory, info.totalMemoryBytes
-                                         ? tr("%1 (%2 free)").arg(formatGiB(double(info.totalMemoryBytes)),
-                                                                  formatGiB(double(info.freeMemoryBytes)))
-                                         : QString());
-            item->setText(ColCompute, tr("%1.%2, %3 SMs")
-                                          .arg(info.computeMajor)
-                                          .arg(info.computeMinor)
-                                          .arg(info.multiprocessors));
+            item->setText(ColMemory, info.totalMemoryBytes ? tr("%1 (%2 free)")
+                                                                 .arg(formatGiB(double(info.totalMemoryBytes)),
+                                                                      formatGiB(double(info.freeMemoryBytes)))
+                                                           : QString());
+            item->setText(ColCompute,
+                          tr("%1.%2, %3 SMs").arg(info.computeMajor).arg(info.computeMinor).arg(info.multiprocessors));
         } else {
             item->setText(ColMemory, info.totalMemoryBytes ? formatGiB(double(info.totalMemoryBytes)) : QString());
-            item->setText(ColCompute, info.multiprocessors ? tr("%n core(s)", nullptr, info.multiprocessors)
-                                                           : QString());
+            item->setText(ColCompute,
+                          info.multiprocessors ? tr("%n core(s)", nullptr, info.multiprocessors) : QString());
         }
         item->setText(ColUtilization, QStringLiteral("-"));
     }

@@ -8,7 +8,6 @@
 #include <QFutureWatcher>
 #include <QStringList>
 #include <QWidget>
-
 #include <memory>
 #include <vector>
 

@@ -4,7 +4,6 @@
 #include <QFontMetricsF>
 #include <QPainter>
 #include <QPainterPathStroker>
-
 #include <cmath>
 
 #include "ui/NodeItem.h"
@@ -38,8 +37,7 @@ QPainterPath EdgeItem::curve(const QPointF& from, const QPointF& to) {
 }
 
 void EdgeItem::setEnds(const QPointF& from, const QPointF& to) {
-    if (from == m_from && to == m_to && !path().isEmpty())
-        return;
+    if (from == m_from && to == m_to && !path().isEmpty()) return;
     prepareGeometryChange();
     m_from = from;
     m_to = to;
@@ -47,16 +45,14 @@ void EdgeItem::setEnds(const QPointF& from, const QPointF& to) {
 }
 
 void EdgeItem::setLabel(const QString& shapeText) {
-    if (shapeText == m_label)
-        return;
+    if (shapeText == m_label) return;
     prepareGeometryChange();
     m_label = shapeText;
     update();
 }
 
 void EdgeItem::setProblem(const QString& message) {
-    if (message == m_problem)
-        return;
+    if (message == m_problem) return;
     m_problem = message;
     setToolTip(message.isEmpty() ? m_label : message);
     refreshPen();
@@ -67,13 +63,11 @@ void EdgeItem::refreshPen() {
     QPen pen(hasError() ? errorColor() : kEdgeColor, hasError() ? 2.2 : 1.6);
     pen.setCapStyle(Qt::RoundCap);
     setPen(pen);
-    if (!hasError())
-        setToolTip(m_label);
+    if (!hasError()) setToolTip(m_label);
 }
 
 QRectF EdgeItem::labelRect() const {
-    if (m_label.isEmpty())
-        return QRectF();
+    if (m_label.isEmpty()) return QRectF();
     const QFontMetricsF fm(labelFont());
     const QSizeF size(fm.horizontalAdvance(m_label) + 10, fm.height() + 4);
     const QPointF mid = path().pointAtPercent(0.5);
@@ -95,8 +89,7 @@ QPainterPath EdgeItem::shape() const {
     QPainterPathStroker stroker;
     stroker.setWidth(8);
     QPainterPath s = stroker.createStroke(path());
-    if (!m_label.isEmpty())
-        s.addRect(labelRect());
+    if (!m_label.isEmpty()) s.addRect(labelRect());
     return s;
 }
 
@@ -113,8 +106,7 @@ void EdgeItem::paint(QPainter* painter, const QStyleOptionGraphicsItem*, QWidget
     painter->setBrush(pen().color());
     painter->drawPolygon(head);
 
-    if (m_label.isEmpty())
-        return;
+    if (m_label.isEmpty()) return;
     const QRectF r = labelRect();
     painter->setPen(QPen(hasError() ? errorColor() : QColor(0xc4, 0xca, 0xd2), 1));
     painter->setBrush(hasError() ? QColor(0xfd, 0xec, 0xec) : QColor(0xff, 0xff, 0xff, 235));

@@ -18,14 +18,14 @@
 #include <QStandardItemModel>
 #include <QToolButton>
 #include <QVBoxLayout>
-#include <QtConcurrent/QtConcurrentRun>
-
 #include <exception>
+
+#include <QtConcurrent/QtConcurrentRun>
 
 #include "core/data/Dataset.h"
 #include "core/export/Onnx.h"
-#include "core/train/Checkpoint.h"
 #include "core/infer/Evaluation.h"
+#include "core/train/Checkpoint.h"
 #include "ui/base/ProjectDocument.h"
 
 namespace strata::ui {
@@ -198,8 +198,9 @@ void ExportDialog::buildUi() {
 QString ExportDialog::projectCheckpoint(const ProjectDocument* doc, QString* error) {
     const std::string& dir = doc->project().training.checkpointDir;
     if (dir.empty()) {
-        *error = tr("The project has no checkpoint folder (Training settings > checkpoint folder), so training kept "
-                    "no weights. Set one and train, or pick a checkpoint file or folder.");
+        *error =
+            tr("The project has no checkpoint folder (Training settings > checkpoint folder), so training kept "
+               "no weights. Set one and train, or pick a checkpoint file or folder.");
         return {};
     }
     const std::string folder = resolveDatasetPath(doc->filePath().toStdString(), dir);

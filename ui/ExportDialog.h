@@ -28,21 +28,21 @@ class ProjectDocument;
 
 // One export as the worker runs it.
 struct ExportJob {
-    QString source;       // checkpoint file or folder, or one of our export files
+    QString source;  // checkpoint file or folder, or one of our export files
     QString output;
     QString projectPath;  // resolves the dataset's relative paths
     ExportRequest request;
-    int samples = 256;    // validation samples the check runs
+    int samples = 256;  // validation samples the check runs
 };
 
 struct ExportOutcome {
-    QString error;        // non-empty: nothing was written (bad source, unwritable path, ...)
-    QString checkError;   // non-empty: the file was written but could not be checked
-    QString sourceFile;   // the checkpoint file the source resolved to
+    QString error;       // non-empty: nothing was written (bad source, unwritable path, ...)
+    QString checkError;  // non-empty: the file was written but could not be checked
+    QString sourceFile;  // the checkpoint file the source resolved to
     ExportWriteResult write;
     bool checked = false;
     ExportCheckResult check;
-    QString checkSplit;   // "validation" or "training" (a data set without a validation split)
+    QString checkSplit;  // "validation" or "training" (a data set without a validation split)
 };
 
 class ExportDialog : public QDialog {

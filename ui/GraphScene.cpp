@@ -3,7 +3,6 @@
 
 #include <QGraphicsSceneMouseEvent>
 #include <QMimeData>
-
 #include <map>
 
 #include "core/layers/LayerRegistry.h"
@@ -31,8 +30,7 @@ QStringList keyParams(const strata::Node& node, const strata::GraphAnalysis& ana
     for (const strata::ParamSpec& spec : lt->paramSpecs()) {
         const bool present = params.is_object() && params.contains(spec.name);
         const strata::Json value = present ? params.at(spec.name) : spec.defaultValue;
-        if ((spec.kind == strata::ParamSpec::Kind::Bool || spec.name == "init") && value == spec.defaultValue)
-            continue;
+        if ((spec.kind == strata::ParamSpec::Kind::Bool || spec.name == "init") && value == spec.defaultValue) continue;
         std::string text = value.is_string() ? value.get<std::string>() : value.dump();
         out << QString::fromStdString(spec.name + "=" + text);
     }
@@ -93,13 +91,11 @@ void GraphScene::sync() {
         QStringList portErrors;
         for (const strata::Problem& p : m_doc->problemsOf(n->id)) {
             view.problems << QString::fromStdString(p.message);
-            if (!p.port.empty())
-                portErrors << QString::fromStdString(p.port);
+            if (!p.port.empty()) portErrors << QString::fromStdString(p.port);
         }
         item->setView(view);
         item->setPortErrors(portErrors);
-        if (item->pos() != QPointF(n->x, n->y))
-            item->setPos(n->x, n->y);
+        if (item->pos() != QPointF(n->x, n->y)) item->setPos(n->x, n->y);
     }
     for (auto it = m_nodes.begin(); it != m_nodes.end();) {
         if (!alive.contains(it.key())) {
@@ -128,8 +124,7 @@ void GraphScene::sync() {
         item->setLabel(m_doc->shapeText(e.from.node));
         QString problem;
         for (const strata::Problem& p : m_doc->problemsOf(e.to.node))
-            if (p.port == e.to.port)
-                problem = QString::fromStdString(p.message);
+            if (p.port == e.to.port) problem = QString::fromStdString(p.message);
         item->setProblem(problem);
         updateEdgeGeometry(item);
     }
@@ -147,28 +142,24 @@ void GraphScene::sync() {
 void GraphScene::onNodeMoved(int id) {
     const strata::Node* n = m_doc->graph().node(id);
     NodeItem* item = m_nodes.value(id);
-    if (n && item && item->pos() != QPointF(n->x, n->y))
-        item->setPos(n->x, n->y);
+    if (n && item && item->pos() != QPointF(n->x, n->y)) item->setPos(n->x, n->y);
 }
 
 void GraphScene::updateEdgesOf(int id) {
     for (EdgeItem* e : std::as_const(m_edges))
-        if (e->edge().from.node == id || e->edge().to.node == id)
-            updateEdgeGeometry(e);
+        if (e->edge().from.node == id || e->edge().to.node == id) updateEdgeGeometry(e);
 }
 
 void GraphScene::updateEdgeGeometry(EdgeItem* edge) {
     NodeItem* from = m_nodes.value(edge->edge().from.node);
     NodeItem* to = m_nodes.value(edge->edge().to.node);
-    if (from && to)
-        edge->setEnds(from->outputPortPos(), to->inputPortPos(edge->edge().to.port));
+    if (from && to) edge->setEnds(from->outputPortPos(), to->inputPortPos(edge->edge().to.port));
 }
 
 QList<int> GraphScene::selectedNodeIds() const {
     QList<int> ids;
     for (QGraphicsItem* item : selectedItems())
-        if (auto* node = dynamic_cast<NodeItem*>(item))
-            ids << node->id();
+        if (auto* node = dynamic_cast<NodeItem*>(item)) ids << node->id();
     std::sort(ids.begin(), ids.end());
     return ids;
 }
@@ -176,27 +167,24 @@ QList<int> GraphScene::selectedNodeIds() const {
 void GraphScene::selectNodes(const QList<int>& ids) {
     clearSelection();
     for (int id : ids)
-        if (NodeItem* item = m_nodes.value(id))
-            item->setSelected(true);
+        if (NodeItem* item = m_nodes.value(id)) item->setSelected(true);
 }
 
 void GraphScene::deleteSelection() {
     const QList<int> ids = selectedNodeIds();
-    if (!ids.isEmpty())
-        m_doc->removeNodes(ids);
+    if (!ids.isEmpty()) m_doc->removeNodes(ids);
 }
 
 QMimeData* GraphScene::copySelection() const {
     const QList<int> ids = selectedNodeIds();
-    if (ids.isEmpty())
-        return nullptr;
+    if (ids.isEmpty()) return nullptr;
     const strata::Graph& g = m_doc->graph();
     strata::Json nodes = strata::Json::array();
     strata::Json edges = strata::Json::array();
     for (int id : ids) {
         const strata::Node* n = g.node(id);
-        nodes.push_back({{"id", n->id}, {"type", n->type}, {"name", n->name}, {"params", n->params},
-                         {"x", n->x}, {"y", n->y}});
+        nodes.push_back(
+            {{"id", n->id}, {"type", n->type}, {"name", n->name}, {"params", n->params}, {"x", n->x}, {"y", n->y}});
     }
     for (const strata::Edge& e : g.edges())
         if (ids.contains(e.from.node) && ids.contains(e.to.node))
@@ -211,8 +199,7 @@ QMimeData* GraphScene::copySelection() const {
 }
 
 bool GraphScene::pasteFrom(const QMimeData* mime) {
-    if (!mime || !mime->hasFormat(QString::fromLatin1(kNodesMimeType)))
-        return false;
+    if (!mime || !mime->hasFormat(QString::fromLatin1(kNodesMimeType))) return false;
     std::vector<strata::Node> nodes;
     std::vector<strata::Edge> edges;
     try {
@@ -228,7 +215,8 @@ bool GraphScene::pasteFrom(const QMimeData* mime) {
             nodes.push_back(std::move(node));
         }
         for (const strata::Json& e : doc.at("edges"))
-            edges.push_back({{e.at("from").get<int>(), "out"}, {e.at("to").get<int>(), e.at("port").get<std::string>()}});
+            edges.push_back(
+                {{e.at("from").get<int>(), "out"}, {e.at("to").get<int>(), e.at("port").get<std::string>()}});
     } catch (const std::exception& e) {
         emit statusMessage(tr("The clipboard does not hold Strata nodes: %1").arg(QString::fromUtf8(e.what())));
         return false;
@@ -244,8 +232,7 @@ std::optional<GraphScene::PortAt> GraphScene::portAt(const QPointF& scenePos) co
     const QRectF probe(scenePos - QPointF(14, 14), QSizeF(28, 28));
     for (QGraphicsItem* item : items(probe))
         if (auto* node = dynamic_cast<NodeItem*>(item))
-            if (auto hit = node->portAt(scenePos))
-                return PortAt{node->id(), hit->output, hit->port};
+            if (auto hit = node->portAt(scenePos)) return PortAt{node->id(), hit->output, hit->port};
     return std::nullopt;
 }
 
@@ -265,17 +252,16 @@ void GraphScene::mousePressEvent(QGraphicsSceneMouseEvent* event) {
                 drag.fromOutput = true;
                 drag.detached = edge->to;
                 start = m_nodes.value(edge->from.node)->outputPortPos();
-                if (EdgeItem* item = edgeItem(edge->to))
-                    item->setVisible(false);
+                if (EdgeItem* item = edgeItem(edge->to)) item->setVisible(false);
             } else {
                 drag.anchor = {hit->node, hit->port};
                 drag.fromOutput = false;
                 start = m_nodes.value(hit->node)->inputPortPos(hit->port);
             }
             m_drag = drag;
-            m_dragPath = addPath(drag.fromOutput ? EdgeItem::curve(start, event->scenePos())
-                                                 : EdgeItem::curve(event->scenePos(), start),
-                                 QPen(QColor(0x1e, 0x90, 0xff), 1.8, Qt::DashLine));
+            m_dragPath = addPath(
+                drag.fromOutput ? EdgeItem::curve(start, event->scenePos()) : EdgeItem::curve(event->scenePos(), start),
+                QPen(QColor(0x1e, 0x90, 0xff), 1.8, Qt::DashLine));
             m_dragPath->setZValue(2);
             m_dragPath->setData(0, start);
             event->accept();
@@ -299,8 +285,7 @@ void GraphScene::mouseMoveEvent(QGraphicsSceneMouseEvent* event) {
 void GraphScene::mouseReleaseEvent(QGraphicsSceneMouseEvent* event) {
     if (!m_drag) {
         QGraphicsScene::mouseReleaseEvent(event);
-        if (event->button() == Qt::LeftButton)
-            commitMoves();
+        if (event->button() == Qt::LeftButton) commitMoves();
         return;
     }
     const PortDrag drag = *m_drag;
@@ -308,8 +293,7 @@ void GraphScene::mouseReleaseEvent(QGraphicsSceneMouseEvent* event) {
     delete m_dragPath;
     m_dragPath = nullptr;
     if (drag.detached)
-        if (EdgeItem* item = edgeItem(*drag.detached))
-            item->setVisible(true);
+        if (EdgeItem* item = edgeItem(*drag.detached)) item->setVisible(true);
 
     const auto target = portAt(event->scenePos());
     QString error;
@@ -329,8 +313,7 @@ void GraphScene::mouseReleaseEvent(QGraphicsSceneMouseEvent* event) {
     } else if (target && target->output) {
         ok = m_doc->connectPorts({target->node, "out"}, drag.anchor, &error);
     }
-    if (!ok && !error.isEmpty())
-        emit statusMessage(error);
+    if (!ok && !error.isEmpty()) emit statusMessage(error);
     event->accept();
 }
 
@@ -338,11 +321,9 @@ void GraphScene::commitMoves() {
     QMap<int, QPointF> moved;
     for (NodeItem* item : std::as_const(m_nodes)) {
         const strata::Node* n = m_doc->graph().node(item->id());
-        if (n && item->pos() != QPointF(n->x, n->y))
-            moved.insert(item->id(), item->pos());
+        if (n && item->pos() != QPointF(n->x, n->y)) moved.insert(item->id(), item->pos());
     }
-    if (!moved.isEmpty())
-        m_doc->moveNodes(moved);
+    if (!moved.isEmpty()) m_doc->moveNodes(moved);
 }
 
 }  // namespace strata::ui

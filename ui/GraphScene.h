@@ -8,7 +8,6 @@
 #include <QHash>
 #include <QList>
 #include <QPointer>
-
 #include <optional>
 
 #include "core/graph/Graph.h"
@@ -56,8 +55,8 @@ protected:
 
 private:
     struct PortDrag {
-        strata::PortRef anchor;                 // the port the drag started from
-        bool fromOutput = true;                 // anchor is an output port
+        strata::PortRef anchor;                   // the port the drag started from
+        bool fromOutput = true;                   // anchor is an output port
         std::optional<strata::PortRef> detached;  // input port whose edge is being moved
     };
     struct PortAt {

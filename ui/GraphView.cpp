@@ -7,7 +7,6 @@
 #include <QMimeData>
 #include <QScrollBar>
 #include <QWheelEvent>
-
 #include <cmath>
 
 #include "ui/GraphScene.h"
@@ -58,8 +57,7 @@ int GraphView::addLayerAtCentre(const QString& type) {
 void GraphView::scaleBy(double factor) {
     const double target = std::clamp(zoom() * factor, kMinZoom, kMaxZoom);
     const double f = target / zoom();
-    if (std::abs(f - 1.0) > 1e-9)
-        scale(f, f);
+    if (std::abs(f - 1.0) > 1e-9) scale(f, f);
 }
 
 void GraphView::zoomIn() { scaleBy(1.25); }
@@ -73,30 +71,24 @@ void GraphView::zoomToFit() {
     }
     m_fitPending = false;
     QRectF bounds;
-    for (NodeItem* item : m_scene->nodeItems())
-        bounds |= item->sceneBoundingRect();
-    if (bounds.isEmpty())
-        return;
+    for (NodeItem* item : m_scene->nodeItems()) bounds |= item->sceneBoundingRect();
+    if (bounds.isEmpty()) return;
     bounds.adjust(-40, -40, 40, 40);
     fitInView(bounds, Qt::KeepAspectRatio);
     // Small graphs should not be blown up beyond a comfortable size.
-    if (zoom() > 1.0)
-        scaleBy(1.0 / zoom());
-    if (zoom() < kMinZoom)
-        scaleBy(kMinZoom / zoom());
+    if (zoom() > 1.0) scaleBy(1.0 / zoom());
+    if (zoom() < kMinZoom) scaleBy(kMinZoom / zoom());
     centerOn(bounds.center());
 }
 
 void GraphView::showEvent(QShowEvent* event) {
     QGraphicsView::showEvent(event);
-    if (m_fitPending)
-        zoomToFit();
+    if (m_fitPending) zoomToFit();
 }
 
 void GraphView::resizeEvent(QResizeEvent* event) {
     QGraphicsView::resizeEvent(event);
-    if (m_fitPending)
-        zoomToFit();
+    if (m_fitPending) zoomToFit();
 }
 
 void GraphView::centreOnNode(int id) {
@@ -108,8 +100,7 @@ void GraphView::centreOnNode(int id) {
 
 void GraphView::wheelEvent(QWheelEvent* event) {
     const double steps = event->angleDelta().y() / 120.0;
-    if (steps != 0)
-        scaleBy(std::pow(1.15, steps));
+    if (steps != 0) scaleBy(std::pow(1.15, steps));
     event->accept();
 }
 
@@ -185,14 +176,12 @@ void GraphView::dropEvent(QDropEvent* event) {
 
 void GraphView::drawBackground(QPainter* painter, const QRectF& rect) {
     painter->fillRect(rect, QColor(0xf2, 0xf4, 0xf7));
-    if (zoom() < 0.4)
-        return;  // a dense grid at low zoom is noise
+    if (zoom() < 0.4) return;  // a dense grid at low zoom is noise
     const double left = std::floor(rect.left() / kGrid) * kGrid;
     const double top = std::floor(rect.top() / kGrid) * kGrid;
     QVector<QPointF> dots;
     for (double x = left; x < rect.right(); x += kGrid)
-        for (double y = top; y < rect.bottom(); y += kGrid)
-            dots.append(QPointF(x, y));
+        for (double y = top; y < rect.bottom(); y += kGrid) dots.append(QPointF(x, y));
     painter->setPen(QPen(QColor(0xc8, 0xcd, 0xd4), 1.5 / zoom()));
     painter->drawPoints(dots.data(), int(dots.size()));
 }

@@ -27,8 +27,7 @@ protected:
     QMimeData* mimeData(const QList<QTreeWidgetItem*>& items) const override {
         for (QTreeWidgetItem* item : items) {
             const QString type = item->data(0, kTypeRole).toString();
-            if (type.isEmpty())
-                continue;
+            if (type.isEmpty()) continue;
             auto* mime = new QMimeData;
             mime->setData(QString::fromLatin1(LayerPalette::kMimeType), type.toUtf8());
             mime->setText(type);
@@ -71,8 +70,7 @@ LayerPalette::LayerPalette(QWidget* parent) : QWidget(parent) {
     connect(m_filter, &QLineEdit::textChanged, this, &LayerPalette::setFilter);
     connect(m_tree, &QTreeWidget::itemActivated, this, [this](QTreeWidgetItem* item) {
         const QString type = item->data(0, kTypeRole).toString();
-        if (!type.isEmpty())
-            emit layerActivated(type);
+        if (!type.isEmpty()) emit layerActivated(type);
     });
 }
 
@@ -108,7 +106,8 @@ void LayerPalette::setFilter(const QString& text) {
         int shown = 0;
         for (int i = 0; i < group->childCount(); ++i) {
             QTreeWidgetItem* item = group->child(i);
-            const bool match = needle.isEmpty() || groupMatches || item->text(0).contains(needle, Qt::CaseInsensitive) ||
+            const bool match = needle.isEmpty() || groupMatches ||
+                               item->text(0).contains(needle, Qt::CaseInsensitive) ||
                                item->toolTip(0).contains(needle, Qt::CaseInsensitive);
             item->setHidden(!match);
             shown += match ? 1 : 0;
@@ -121,11 +120,9 @@ QStringList LayerPalette::visibleTypes() const {
     QStringList out;
     for (int g = 0; g < m_tree->topLevelItemCount(); ++g) {
         QTreeWidgetItem* group = m_tree->topLevelItem(g);
-        if (group->isHidden())
-            continue;
+        if (group->isHidden()) continue;
         for (int i = 0; i < group->childCount(); ++i)
-            if (!group->child(i)->isHidden())
-                out << group->child(i)->data(0, kTypeRole).toString();
+            if (!group->child(i)->isHidden()) out << group->child(i)->data(0, kTypeRole).toString();
     }
     return out;
 }

@@ -23,24 +23,19 @@
 #include <QUndoStack>
 #include <QVBoxLayout>
 
+#include "ui/DatasetPanel.h"
+#include "ui/DevicePicker.h"
 #include "ui/ExportDialog.h"
 #include "ui/GraphScene.h"
 #include "ui/GraphView.h"
 #include "ui/LayerPalette.h"
 #include "ui/PredictPanel.h"
 #include "ui/ProblemsPanel.h"
-#include "ui/base/ProjectDocument.h"
 #include "ui/PropertyPanel.h"
-#include "ui/base/Templates.h"
-
-#if __has_include("ui/TrainingDashboard.h") && __has_include("ui/DevicePicker.h") && \
-    __has_include("ui/DatasetPanel.h") && __has_include("ui/TrainingSettingsPanel.h")
-#define STRATA_UI_HAS_TRAINING 1
-#include "ui/DatasetPanel.h"
-#include "ui/DevicePicker.h"
 #include "ui/TrainingDashboard.h"
 #include "ui/TrainingSettingsPanel.h"
-#endif
+#include "ui/base/ProjectDocument.h"
+#include "ui/base/Templates.h"
 
 namespace strata::ui {
 
@@ -99,12 +94,13 @@ void MainWindow::createDocks() {
     m_palette = new LayerPalette(this);
     QDockWidget* paletteDock = dock(tr("Layers"), QStringLiteral("paletteDock"), m_palette, Qt::LeftDockWidgetArea);
     m_properties = new PropertyPanel(m_doc, m_scene, this);
-    QDockWidget* propDock = dock(tr("Properties"), QStringLiteral("propertiesDock"), m_properties, Qt::RightDockWidgetArea);
+    QDockWidget* propDock =
+        dock(tr("Properties"), QStringLiteral("propertiesDock"), m_properties, Qt::RightDockWidgetArea);
     m_problems = new ProblemsPanel(m_doc, this);
-    QDockWidget* problemsDock = dock(tr("Problems"), QStringLiteral("problemsDock"), m_problems, Qt::RightDockWidgetArea);
+    QDockWidget* problemsDock =
+        dock(tr("Problems"), QStringLiteral("problemsDock"), m_problems, Qt::RightDockWidgetArea);
     splitDockWidget(propDock, problemsDock, Qt::Vertical);
 
-#ifdef STRATA_UI_HAS_TRAINING
     m_dataset = new DatasetPanel(m_doc, this);
     QDockWidget* datasetDock = dock(tr("Dataset"), QStringLiteral("datasetDock"), m_dataset, Qt::RightDockWidgetArea);
     m_trainingSettings = new TrainingSettingsPanel(m_doc, this);
@@ -135,7 +131,6 @@ void MainWindow::createDocks() {
     connect(m_dashboard, &TrainingDashboard::trainingFinished, m_predict, &PredictPanel::projectTrained);
     resizeDocks({dashDock}, {320}, Qt::Vertical);
     resizeDocks({paletteDock, devicesDock}, {480, 200}, Qt::Vertical);
-#endif
     resizeDocks({paletteDock}, {210}, Qt::Horizontal);
     resizeDocks({propDock}, {340}, Qt::Horizontal);
     resizeDocks({propDock, problemsDock}, {420, 180}, Qt::Vertical);
@@ -145,17 +140,18 @@ void MainWindow::createActions() {
     QStyle* s = style();
     auto make = [this](const QString& text, const QKeySequence& key, auto slot, const QIcon& icon = QIcon()) {
         auto* a = new QAction(icon, text, this);
-        if (!key.isEmpty())
-            a->setShortcut(key);
+        if (!key.isEmpty()) a->setShortcut(key);
         connect(a, &QAction::triggered, this, slot);
         return a;
     };
-    m_newAct = make(tr("&New"), QKeySequence::New, [this] { newProject(strata::Project{}); },
-                    s->standardIcon(QStyle::SP_FileIcon));
+    m_newAct = make(
+        tr("&New"), QKeySequence::New, [this] { newProject(strata::Project{}); }, s->standardIcon(QStyle::SP_FileIcon));
     m_templateAct = make(tr("New from &Template..."), QKeySequence(tr("Ctrl+Shift+N")), &MainWindow::showTemplateDialog,
                          s->standardIcon(QStyle::SP_FileDialogNewFolder));
-    m_openAct = make(tr("&Open..."), QKeySequence::Open, &MainWindow::open, s->standardIcon(QStyle::SP_DialogOpenButton));
-    m_saveAct = make(tr("&Save"), QKeySequence::Save, [this] { save(); }, s->standardIcon(QStyle::SP_DialogSaveButton));
+    m_openAct =
+        make(tr("&Open..."), QKeySequence::Open, &MainWindow::open, s->standardIcon(QStyle::SP_DialogOpenButton));
+    m_saveAct = make(
+        tr("&Save"), QKeySequence::Save, [this] { save(); }, s->standardIcon(QStyle::SP_DialogSaveButton));
     m_saveAsAct = make(tr("Save &As..."), QKeySequence::SaveAs, [this] { saveAsDialog(); });
     m_exportAct = make(tr("&Export Model..."), QKeySequence(tr("Ctrl+E")), &MainWindow::showExportDialog);
     m_quitAct = make(tr("&Quit"), QKeySequence::Quit, [this] { close(); });
@@ -169,8 +165,8 @@ void MainWindow::createActions() {
     m_cutAct = make(tr("Cu&t"), QKeySequence::Cut, &MainWindow::cut);
     m_copyAct = make(tr("&Copy"), QKeySequence::Copy, &MainWindow::copy);
     m_pasteAct = make(tr("&Paste"), QKeySequence::Paste, &MainWindow::paste);
-    m_deleteAct = make(tr("&Delete"), QKeySequence::Delete, &MainWindow::deleteSelection,
-                       s->standardIcon(QStyle::SP_TrashIcon));
+    m_deleteAct =
+        make(tr("&Delete"), QKeySequence::Delete, &MainWindow::deleteSelection, s->standardIcon(QStyle::SP_TrashIcon));
     m_selectAllAct = make(tr("Select &All"), QKeySequence::SelectAll, &MainWindow::selectAll);
     m_layoutAct = make(tr("Auto-&layout"), QKeySequence(tr("Ctrl+L")), &MainWindow::autoLayout,
                        s->standardIcon(QStyle::SP_FileDialogListView));
@@ -182,34 +178,21 @@ void MainWindow::createActions() {
 
     m_zoomInAct = make(tr("Zoom &In"), QKeySequence::ZoomIn, [this] { m_view->zoomIn(); });
     m_zoomOutAct = make(tr("Zoom &Out"), QKeySequence::ZoomOut, [this] { m_view->zoomOut(); });
-    m_zoomFitAct = make(tr("Zoom to &Fit"), QKeySequence(tr("Ctrl+0")), [this] { m_view->zoomToFit(); },
-                        s->standardIcon(QStyle::SP_TitleBarMaxButton));
+    m_zoomFitAct = make(
+        tr("Zoom to &Fit"), QKeySequence(tr("Ctrl+0")), [this] { m_view->zoomToFit(); },
+        s->standardIcon(QStyle::SP_TitleBarMaxButton));
     m_zoomResetAct = make(tr("&Actual Size"), QKeySequence(tr("Ctrl+1")), [this] { m_view->resetZoom(); });
 
-    m_trainAct = make(tr("&Start Training"), QKeySequence(tr("F5")), [this] {
-#ifdef STRATA_UI_HAS_TRAINING
-        m_dashboard->startTraining();
-#endif
-    }, s->standardIcon(QStyle::SP_MediaPlay));
-    m_pauseAct = make(tr("&Pause / Resume"), QKeySequence(tr("F6")), [this] {
-#ifdef STRATA_UI_HAS_TRAINING
-        m_dashboard->togglePause();
-#endif
-    }, s->standardIcon(QStyle::SP_MediaPause));
-    m_stopAct = make(tr("S&top"), QKeySequence(tr("Shift+F5")), [this] {
-#ifdef STRATA_UI_HAS_TRAINING
-        m_dashboard->stopTraining();
-#endif
-    }, s->standardIcon(QStyle::SP_MediaStop));
-    m_checkpointAct = make(tr("Save &Checkpoint Now"), QKeySequence(), [this] {
-#ifdef STRATA_UI_HAS_TRAINING
-        m_dashboard->saveCheckpointNow();
-#endif
-    });
-#ifndef STRATA_UI_HAS_TRAINING
-    for (QAction* a : {m_trainAct, m_pauseAct, m_stopAct, m_checkpointAct})
-        a->setEnabled(false);
-#endif
+    m_trainAct = make(
+        tr("&Start Training"), QKeySequence(tr("F5")), [this] { m_dashboard->startTraining(); },
+        s->standardIcon(QStyle::SP_MediaPlay));
+    m_pauseAct = make(
+        tr("&Pause / Resume"), QKeySequence(tr("F6")), [this] { m_dashboard->togglePause(); },
+        s->standardIcon(QStyle::SP_MediaPause));
+    m_stopAct = make(
+        tr("S&top"), QKeySequence(tr("Shift+F5")), [this] { m_dashboard->stopTraining(); },
+        s->standardIcon(QStyle::SP_MediaStop));
+    m_checkpointAct = make(tr("Save &Checkpoint Now"), QKeySequence(), [this] { m_dashboard->saveCheckpointNow(); });
     m_aboutAct = make(tr("&About Strata"), QKeySequence(), [this] {
         QMessageBox::about(this, tr("About Strata"),
                            tr("<b>Strata</b> %1<br>A workbench for drawing, training and exporting neural "
@@ -241,8 +224,7 @@ void MainWindow::createMenus() {
     m_viewMenu = menuBar()->addMenu(tr("&View"));
     m_viewMenu->addActions({m_zoomInAct, m_zoomOutAct, m_zoomFitAct, m_zoomResetAct});
     m_viewMenu->addSeparator();
-    for (QDockWidget* d : std::as_const(m_docks))
-        m_viewMenu->addAction(d->toggleViewAction());
+    for (QDockWidget* d : std::as_const(m_docks)) m_viewMenu->addAction(d->toggleViewAction());
 
     QMenu* train = menuBar()->addMenu(tr("&Train"));
     train->addActions({m_trainAct, m_pauseAct, m_stopAct, m_checkpointAct});
@@ -265,8 +247,7 @@ void MainWindow::createMenus() {
 
 QDockWidget* MainWindow::dockNamed(const QString& objectName) const {
     for (QDockWidget* d : m_docks)
-        if (d->objectName() == objectName)
-            return d;
+        if (d->objectName() == objectName) return d;
     return nullptr;
 }
 
@@ -285,8 +266,7 @@ void MainWindow::reportError(const QString& title, const QString& text) {
 }
 
 bool MainWindow::maybeSave() {
-    if (!m_doc->isModified())
-        return true;
+    if (!m_doc->isModified()) return true;
     SaveChoice choice;
     if (m_savePrompt) {
         choice = m_savePrompt(m_doc->displayName());
@@ -299,29 +279,23 @@ bool MainWindow::maybeSave() {
                                                   : SaveChoice::Cancel;
     }
     switch (choice) {
-    case SaveChoice::Save:
-        return save();
-    case SaveChoice::Discard:
-        return true;
-    case SaveChoice::Cancel:
-        break;
+        case SaveChoice::Save: return save();
+        case SaveChoice::Discard: return true;
+        case SaveChoice::Cancel: break;
     }
     return false;
 }
 
 void MainWindow::newProject(const strata::Project& project) {
-    if (!maybeSave())
-        return;
+    if (!maybeSave()) return;
     m_doc->newProject(project);
     m_view->zoomToFit();
 }
 
 bool MainWindow::newFromTemplate(const QString& templateId) {
     for (const ProjectTemplate& t : projectTemplates()) {
-        if (t.id != templateId)
-            continue;
-        if (!maybeSave())
-            return false;
+        if (t.id != templateId) continue;
+        if (!maybeSave()) return false;
         m_doc->newProject(t.make());
         m_view->zoomToFit();
         return true;
@@ -359,17 +333,14 @@ void MainWindow::showTemplateDialog() {
 }
 
 void MainWindow::open() {
-    if (!maybeSave())
-        return;
+    if (!maybeSave()) return;
     const QString dir = m_doc->filePath().isEmpty() ? QString() : QFileInfo(m_doc->filePath()).absolutePath();
     const QString path = QFileDialog::getOpenFileName(this, tr("Open project"), dir, tr(kFileFilter));
-    if (!path.isEmpty())
-        openFile(path);
+    if (!path.isEmpty()) openFile(path);
 }
 
 bool MainWindow::openFile(const QString& path) {
-    if (!maybeSave())
-        return false;
+    if (!maybeSave()) return false;
     QString error;
     if (!m_doc->load(path, &error)) {
         reportError(tr("Cannot open project"), tr("Cannot open %1:\n%2").arg(QFileInfo(path).fileName(), error));
@@ -382,17 +353,15 @@ bool MainWindow::openFile(const QString& path) {
 }
 
 bool MainWindow::save() {
-    if (m_doc->filePath().isEmpty())
-        return saveAsDialog();
+    if (m_doc->filePath().isEmpty()) return saveAsDialog();
     return saveAs(m_doc->filePath());
 }
 
 bool MainWindow::saveAsDialog() {
-    const QString path = m_saveAsPrompt ? m_saveAsPrompt()
-                                        : QFileDialog::getSaveFileName(this, tr("Save project"), m_doc->filePath(),
-                                                                       tr(kFileFilter));
-    if (path.isEmpty())
-        return false;
+    const QString path =
+        m_saveAsPrompt ? m_saveAsPrompt()
+                       : QFileDialog::getSaveFileName(this, tr("Save project"), m_doc->filePath(), tr(kFileFilter));
+    if (path.isEmpty()) return false;
     return saveAs(path.endsWith(QStringLiteral(".strata")) || QFileInfo(path).suffix().size() > 0
                       ? path
                       : path + QStringLiteral(".strata"));
@@ -415,15 +384,13 @@ void MainWindow::addRecentFile(const QString& path) {
     QStringList files = recentFiles();
     files.removeAll(path);
     files.prepend(path);
-    while (files.size() > kMaxRecent)
-        files.removeLast();
+    while (files.size() > kMaxRecent) files.removeLast();
     QSettings().setValue(QLatin1String(kRecentKey), files);
     rebuildRecentMenu();
 }
 
 void MainWindow::rebuildRecentMenu() {
-    if (!m_recentMenu)
-        return;
+    if (!m_recentMenu) return;
     m_recentMenu->clear();
     const QStringList files = recentFiles();
     for (int i = 0; i < files.size(); ++i) {
@@ -445,8 +412,7 @@ void MainWindow::rebuildRecentMenu() {
 }
 
 void MainWindow::copy() {
-    if (QMimeData* mime = m_scene->copySelection())
-        QApplication::clipboard()->setMimeData(mime);
+    if (QMimeData* mime = m_scene->copySelection()) QApplication::clipboard()->setMimeData(mime);
 }
 
 void MainWindow::cut() {
@@ -463,8 +429,7 @@ void MainWindow::deleteSelection() { m_scene->deleteSelection(); }
 
 void MainWindow::selectAll() {
     QList<int> ids;
-    for (const strata::Node* n : m_doc->graph().nodes())
-        ids << n->id;
+    for (const strata::Node* n : m_doc->graph().nodes()) ids << n->id;
     m_scene->selectNodes(ids);
 }
 
@@ -474,8 +439,7 @@ void MainWindow::autoLayout() {
 }
 
 void MainWindow::showNode(int id) {
-    if (id >= 0)
-        m_view->centreOnNode(id);
+    if (id >= 0) m_view->centreOnNode(id);
 }
 
 void MainWindow::showExportDialog() {

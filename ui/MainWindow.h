@@ -6,7 +6,6 @@
 
 #include <QMainWindow>
 #include <QStringList>
-
 #include <functional>
 
 #include "core/graph/Project.h"

@@ -6,7 +6,6 @@
 #include <QLocale>
 #include <QPainter>
 #include <QStyleOptionGraphicsItem>
-
 #include <cmath>
 
 namespace strata::ui {
@@ -20,10 +19,8 @@ constexpr double kGrab = 11.0;  // how close a press must be to a port centre
 constexpr int kMaxParamLines = 1;
 
 QString countText(qint64 n) {
-    if (n <= 0)
-        return QString();  // unknown, or a layer without weights
-    if (n >= 1000000)
-        return QObject::tr("%1M params").arg(double(n) / 1e6, 0, 'f', 2);
+    if (n <= 0) return QString();  // unknown, or a layer without weights
+    if (n >= 1000000) return QObject::tr("%1M params").arg(double(n) / 1e6, 0, 'f', 2);
     return QObject::tr("%1 params").arg(QLocale(QLocale::English).toString(n));
 }
 
@@ -33,15 +30,14 @@ QColor errorColor() { return QColor(0xd6, 0x3b, 0x3b); }
 
 QColor categoryColor(const QString& category) {
     static const QList<QPair<QString, QColor>> known = {
-        {"Input", QColor(0x3f, 0x8f, 0x5a)},         {"Core", QColor(0x3a, 0x6e, 0xa5)},
-        {"Convolution", QColor(0x7a, 0x4f, 0xa8)},   {"Pooling", QColor(0x2f, 0x8c, 0x8c)},
-        {"Activation", QColor(0xc0, 0x7a, 0x22)},    {"Normalization", QColor(0x8a, 0x6d, 0x3b)},
+        {"Input", QColor(0x3f, 0x8f, 0x5a)},          {"Core", QColor(0x3a, 0x6e, 0xa5)},
+        {"Convolution", QColor(0x7a, 0x4f, 0xa8)},    {"Pooling", QColor(0x2f, 0x8c, 0x8c)},
+        {"Activation", QColor(0xc0, 0x7a, 0x22)},     {"Normalization", QColor(0x8a, 0x6d, 0x3b)},
         {"Regularization", QColor(0x6b, 0x75, 0x80)}, {"Merge", QColor(0xa5, 0x4a, 0x6e)},
-        {"Text", QColor(0x4a, 0x7d, 0x2e)},          {"Sequence", QColor(0x4a, 0x7d, 0x2e)},
+        {"Text", QColor(0x4a, 0x7d, 0x2e)},           {"Sequence", QColor(0x4a, 0x7d, 0x2e)},
     };
     for (const auto& [name, color] : known)
-        if (category.compare(name, Qt::CaseInsensitive) == 0)
-            return color;
+        if (category.compare(name, Qt::CaseInsensitive) == 0) return color;
     // Unknown categories still get a stable, distinct colour.
     return QColor::fromHsv(int(qHash(category) % 360), 120, 150);
 }
@@ -54,8 +50,7 @@ NodeItem::NodeItem(int id, QGraphicsItem* parent) : QGraphicsObject(parent), m_i
 
 void NodeItem::setView(const NodeView& view) {
     const bool resize = view.keyParams.size() != m_view.keyParams.size() || view.inputPorts != m_view.inputPorts;
-    if (resize)
-        prepareGeometryChange();
+    if (resize) prepareGeometryChange();
     m_view = view;
     const int lines = std::min<int>(kMaxParamLines, int(m_view.keyParams.size()));
     // The bottom pad keeps the shape text clear of the output port circle.
@@ -65,8 +60,7 @@ void NodeItem::setView(const NodeView& view) {
 }
 
 void NodeItem::setPortErrors(const QStringList& ports) {
-    if (ports == m_portErrors)
-        return;
+    if (ports == m_portErrors) return;
     m_portErrors = ports;
     update();
 }
@@ -86,8 +80,7 @@ QPointF NodeItem::inputPortLocal(size_t index) const {
 
 QPointF NodeItem::inputPortPos(const std::string& port) const {
     for (size_t i = 0; i < m_view.inputPorts.size(); ++i)
-        if (m_view.inputPorts[i] == port)
-            return mapToScene(inputPortLocal(i));
+        if (m_view.inputPorts[i] == port) return mapToScene(inputPortLocal(i));
     return mapToScene(QPointF(0, 0));
 }
 
@@ -96,18 +89,15 @@ QPointF NodeItem::outputPortPos() const { return mapToScene(QPointF(0, m_height)
 std::optional<PortHit> NodeItem::portAt(const QPointF& scenePos) const {
     const QPointF p = mapFromScene(scenePos);
     auto near = [&](const QPointF& c) { return std::hypot(p.x() - c.x(), p.y() - c.y()) <= kGrab; };
-    if (near(QPointF(0, m_height)))
-        return PortHit{true, "out"};
+    if (near(QPointF(0, m_height))) return PortHit{true, "out"};
     for (size_t i = 0; i < m_view.inputPorts.size(); ++i)
-        if (near(inputPortLocal(i)))
-            return PortHit{false, m_view.inputPorts[i]};
+        if (near(inputPortLocal(i))) return PortHit{false, m_view.inputPorts[i]};
     return std::nullopt;
 }
 
 void NodeItem::updateToolTip() {
     QString tip = QStringLiteral("<b>%1</b> (%2)").arg(m_view.name.toHtmlEscaped(), m_view.type.toHtmlEscaped());
-    if (!m_view.shapeText.isEmpty())
-        tip += QStringLiteral("<br>output %1").arg(m_view.shapeText.toHtmlEscaped());
+    if (!m_view.shapeText.isEmpty()) tip += QStringLiteral("<br>output %1").arg(m_view.shapeText.toHtmlEscaped());
     for (const QString& p : m_view.problems)
         tip += QStringLiteral("<br><span style='color:#d63b3b'>%1</span>").arg(p.toHtmlEscaped());
     setToolTip(tip);
@@ -131,8 +121,7 @@ void NodeItem::paint(QPainter* painter, const QStyleOptionGraphicsItem* option, 
 
     QPen border(error ? errorColor() : (selected ? QColor(0x1e, 0x90, 0xff) : QColor(0x9a, 0xa0, 0xa8)));
     border.setWidthF(selected || error ? 2.2 : 1.0);
-    if (selected && error)
-        border.setStyle(Qt::DashLine);
+    if (selected && error) border.setStyle(Qt::DashLine);
     painter->setPen(border);
     painter->setBrush(Qt::NoBrush);
     painter->drawPath(outline);
@@ -180,9 +169,9 @@ void NodeItem::paint(QPainter* painter, const QStyleOptionGraphicsItem* option, 
 
     painter->setFont(mono);
     painter->setPen(error ? errorColor() : QColor(0x1f, 0x4e, 0x79));
-    painter->drawText(QRectF(textLeft, y, textWidth, kLine), Qt::AlignLeft | Qt::AlignVCenter,
-                      QFontMetricsF(mono).elidedText(QStringLiteral("\u2192 ") + m_view.shapeText, Qt::ElideRight,
-                                                     textWidth));
+    painter->drawText(
+        QRectF(textLeft, y, textWidth, kLine), Qt::AlignLeft | Qt::AlignVCenter,
+        QFontMetricsF(mono).elidedText(QStringLiteral("\u2192 ") + m_view.shapeText, Qt::ElideRight, textWidth));
 
     // Ports.
     painter->setFont(small);
@@ -204,8 +193,7 @@ void NodeItem::paint(QPainter* painter, const QStyleOptionGraphicsItem* option, 
 }
 
 QVariant NodeItem::itemChange(GraphicsItemChange change, const QVariant& value) {
-    if (change == ItemPositionHasChanged)
-        emit moved(m_id);
+    if (change == ItemPositionHasChanged) emit moved(m_id);
     return QGraphicsObject::itemChange(change, value);
 }
 

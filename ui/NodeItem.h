@@ -8,7 +8,6 @@
 #include <QGraphicsObject>
 #include <QString>
 #include <QStringList>
-
 #include <optional>
 #include <string>
 #include <vector>
@@ -17,11 +16,11 @@ namespace strata::ui {
 
 struct NodeView {
     QString type, name, category;
-    QStringList keyParams;    // "units=128", ...
-    QString shapeText;        // "[N, 32, 28, 28]" or "?"
+    QStringList keyParams;       // "units=128", ...
+    QString shapeText;           // "[N, 32, 28, 28]" or "?"
     qint64 parameterCount = -1;  // -1: unknown
     std::vector<std::string> inputPorts;
-    QStringList problems;     // empty: valid
+    QStringList problems;  // empty: valid
 };
 
 struct PortHit {

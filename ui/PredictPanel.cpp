@@ -8,25 +8,25 @@
 #include <QHeaderView>
 #include <QLabel>
 #include <QListWidget>
+#include <QPointer>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QSpinBox>
 #include <QTabWidget>
 #include <QTableWidget>
 #include <QVBoxLayout>
-#include <QPointer>
-#include <QtConcurrent/QtConcurrentRun>
-
 #include <algorithm>
 #include <cmath>
 #include <exception>
 
+#include <QtConcurrent/QtConcurrentRun>
+
 #include "core/backend/BackendRegistry.h"
 #include "core/data/Dataset.h"
-#include "core/infer/ExportCheck.h"
 #include "core/data/ImageFile.h"
 #include "core/export/ExportModel.h"
 #include "core/graph/Model.h"
+#include "core/infer/ExportCheck.h"
 #include "ui/ExportDialog.h"
 #include "ui/base/ProjectDocument.h"
 
@@ -67,8 +67,10 @@ QImage rawToImage(const float* x, const Shape& shape) {
         auto* line = reinterpret_cast<QRgb*>(image.scanLine(r));
         for (int k = 0; k < w; ++k) {
             const int64_t i = int64_t(r) * w + k;
-            if (c == 3) line[k] = qRgb(level(x[i]), level(x[plane + i]), level(x[2 * plane + i]));
-            else line[k] = qRgb(level(x[i]), level(x[i]), level(x[i]));
+            if (c == 3)
+                line[k] = qRgb(level(x[i]), level(x[plane + i]), level(x[2 * plane + i]));
+            else
+                line[k] = qRgb(level(x[i]), level(x[i]), level(x[i]));
         }
     }
     return image;
@@ -237,8 +239,10 @@ void PredictPanel::buildUi() {
     m_confusionTable->horizontalHeader()->setDefaultSectionSize(52);
     m_confusionTable->verticalHeader()->setDefaultSectionSize(22);
     cl->addWidget(m_confusionTable, 1);
-    auto* legend = new QLabel(tr("Rows: true class; columns: predicted class, numbered in the rows' order. Shading: share of "
-                                 "the row (green: correct, red: confused)."), cmTab);
+    auto* legend =
+        new QLabel(tr("Rows: true class; columns: predicted class, numbered in the rows' order. Shading: share of "
+                      "the row (green: correct, red: confused)."),
+                   cmTab);
     legend->setStyleSheet(QStringLiteral("QLabel { color: #555; }"));
     cl->addWidget(legend);
     m_tabs->addTab(cmTab, tr("Confusion matrix"));
@@ -354,8 +358,8 @@ void PredictPanel::loadModel(const QString& path) {
             }
         } catch (const std::exception& e) {
             s->samples = DataSplit{};
-            s->dataError = tr("The data set could not be loaded (%1), so only image files can be predicted.")
-                               .arg(q(e.what()));
+            s->dataError =
+                tr("The data set could not be loaded (%1), so only image files can be predicted.").arg(q(e.what()));
         }
         r.session = std::move(s);
         return r;
@@ -500,7 +504,12 @@ void PredictPanel::runConfusionMatrix() {
         r.kind = JobResult::Confusion;
         const SplitEvaluation e = evaluateSplit(*s->compiled, s->samples, 0, 256, [&](int64_t done, int64_t total) {
             const int pct = int(100 * done / std::max<int64_t>(1, total));
-            QMetaObject::invokeMethod(bar, [bar, pct] { if (bar) bar->setValue(pct); }, Qt::QueuedConnection);
+            QMetaObject::invokeMethod(
+                bar,
+                [bar, pct] {
+                    if (bar) bar->setValue(pct);
+                },
+                Qt::QueuedConnection);
             return !cancel->load();
         });
         r.confusion = e.confusion;
@@ -531,20 +540,18 @@ void PredictPanel::finishJob() {
         return;
     }
     switch (r->kind) {
-    case JobResult::Load:
-        m_session = r->session;
-        showModel();
-        setBusy(false);
-        emit modelLoaded(true);
-        if (m_session->samples.count > 0) selectSample(m_index->value());
-        return;
-    case JobResult::Predict:
-        showPrediction(r->predictions, r->input, r->truth);
-        break;
-    case JobResult::Confusion:
-        m_progress->setValue(100);
-        showConfusion(r->confusion);
-        break;
+        case JobResult::Load:
+            m_session = r->session;
+            showModel();
+            setBusy(false);
+            emit modelLoaded(true);
+            if (m_session->samples.count > 0) selectSample(m_index->value());
+            return;
+        case JobResult::Predict: showPrediction(r->predictions, r->input, r->truth); break;
+        case JobResult::Confusion:
+            m_progress->setValue(100);
+            showConfusion(r->confusion);
+            break;
     }
     setBusy(false);
     if (r->kind == JobResult::Predict) emit predictionReady();
@@ -572,7 +579,8 @@ void PredictPanel::showModel() {
     m_index->blockSignals(false);
     m_thumbs->clear();
     for (int i = 0; i < s.thumbnails.size(); ++i) {
-        const QImage scaled = s.thumbnails[i].scaled(kThumbSize, kThumbSize, Qt::KeepAspectRatio, Qt::FastTransformation);
+        const QImage scaled =
+            s.thumbnails[i].scaled(kThumbSize, kThumbSize, Qt::KeepAspectRatio, Qt::FastTransformation);
         auto* item = new QListWidgetItem(QIcon(QPixmap::fromImage(scaled)), QString(), m_thumbs);
         const int label = s.samples.labels[size_t(i)];
         item->setToolTip(tr("#%1: %2").arg(i).arg(label < s.classNames.size() ? s.classNames[label] : QString()));
@@ -670,9 +678,8 @@ void PredictPanel::showConfusion(const ConfusionMatrix& m) {
     }
     for (int p = 0; p < n; ++p) {
         const int64_t col = m.columnTotal(p);
-        auto* item = new QTableWidgetItem(col == 0 ? tr("n/a")
-                                                   : QString::number(100.0 * double(m.at(p, p)) / double(col), 'f', 1) +
-                                                         '%');
+        auto* item = new QTableWidgetItem(
+            col == 0 ? tr("n/a") : QString::number(100.0 * double(m.at(p, p)) / double(col), 'f', 1) + '%');
         item->setTextAlignment(Qt::AlignCenter);
         m_confusionTable->setItem(n, p, item);
     }

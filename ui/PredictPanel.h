@@ -16,13 +16,12 @@
 #include <QStringList>
 #include <QVector>
 #include <QWidget>
-
 #include <atomic>
 #include <memory>
 #include <vector>
 
-#include "core/tensor/Shape.h"
 #include "core/infer/Evaluation.h"
+#include "core/tensor/Shape.h"
 
 class QLabel;
 class QListWidget;

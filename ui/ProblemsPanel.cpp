@@ -49,16 +49,15 @@ void ProblemsPanel::refresh() {
     for (const strata::Problem& p : problems) {
         const strata::Node* node = m_doc->graph().node(p.node);
         QString where = node ? QString::fromStdString(node->name) : tr("(graph)");
-        if (node && !p.port.empty())
-            where += QLatin1Char('.') + QString::fromStdString(p.port);
+        if (node && !p.port.empty()) where += QLatin1Char('.') + QString::fromStdString(p.port);
         auto* item = new QTreeWidgetItem(m_list, {where, QString::fromStdString(p.message)});
         item->setIcon(0, icon);
         item->setData(0, kNodeRole, p.node);
         item->setToolTip(1, QString::fromStdString(p.message));
     }
-    m_summary->setText(problems.empty() ? tr("No problems: the graph is valid.")
-                                        : tr("%n problem(s): double-click one to show its node.", nullptr,
-                                             int(problems.size())));
+    m_summary->setText(problems.empty()
+                           ? tr("No problems: the graph is valid.")
+                           : tr("%n problem(s): double-click one to show its node.", nullptr, int(problems.size())));
 }
 
 }  // namespace strata::ui

@@ -12,7 +12,6 @@
 #include <QRegularExpression>
 #include <QSpinBox>
 #include <QVBoxLayout>
-
 #include <climits>
 
 #include "core/layers/LayerRegistry.h"
@@ -36,11 +35,9 @@ QString bytesText(double bytes) {
 }
 
 QString intListText(const strata::Json& value) {
-    if (!value.is_array())
-        return QString::fromStdString(value.dump());
+    if (!value.is_array()) return QString::fromStdString(value.dump());
     QStringList parts;
-    for (const auto& v : value)
-        parts << QString::fromStdString(v.dump());
+    for (const auto& v : value) parts << QString::fromStdString(v.dump());
     return parts.join(QStringLiteral(", "));
 }
 
@@ -94,8 +91,9 @@ PropertyPanel::PropertyPanel(ProjectDocument* doc, GraphScene* scene, QWidget* p
     m_batch->setValue(std::max(1, doc->project().training.batchSize));
     m_memory = new QLabel(graphBox);
     m_memory->setWordWrap(true);
-    m_memory->setToolTip(tr("Sum of every node's output size x batch x 4 bytes, doubled for the gradients. "
-                            "Workspace, optimizer state and framework overhead are not included."));
+    m_memory->setToolTip(
+        tr("Sum of every node's output size x batch x 4 bytes, doubled for the gradients. "
+           "Workspace, optimizer state and framework overhead are not included."));
     graphForm->addRow(tr("Total parameters"), m_total);
     graphForm->addRow(tr("Batch size"), m_batch);
     graphForm->addRow(tr("Activations"), m_memory);
@@ -125,9 +123,9 @@ void PropertyPanel::onSelectionChanged() {
         m_type = type;
         rebuildForm();
     }
-    m_placeholder->setText(ids.size() > 1 ? tr("%1 nodes selected. Select one node to edit its parameters.")
-                                                .arg(ids.size())
-                                          : tr("Select a node to edit its parameters."));
+    m_placeholder->setText(ids.size() > 1
+                               ? tr("%1 nodes selected. Select one node to edit its parameters.").arg(ids.size())
+                               : tr("Select a node to edit its parameters."));
     m_placeholder->setVisible(m_node < 0);
     m_nodeBox->setVisible(m_node >= 0);
     refreshValues();
@@ -158,50 +156,49 @@ void PropertyPanel::rebuildForm() {
         const int node = m_node;
         QWidget* editor = nullptr;
         switch (spec.kind) {
-        case strata::ParamSpec::Kind::Int: {
-            auto* box = new QSpinBox(m_paramsHost);
-            box->setRange(clampToInt(spec.min), clampToInt(spec.max));
-            box->setKeyboardTracking(false);
-            connect(box, &QSpinBox::valueChanged, this,
-                    [this, node, name](int v) { m_doc->setParam(node, name, strata::Json(int64_t(v))); });
-            editor = box;
-            break;
-        }
-        case strata::ParamSpec::Kind::Float: {
-            auto* box = new QDoubleSpinBox(m_paramsHost);
-            box->setDecimals(6);
-            box->setRange(spec.min, spec.max);
-            box->setSingleStep(spec.max - spec.min <= 1.0 ? 0.01 : 0.1);
-            box->setKeyboardTracking(false);
-            connect(box, &QDoubleSpinBox::valueChanged, this,
-                    [this, node, name](double v) { m_doc->setParam(node, name, strata::Json(v)); });
-            editor = box;
-            break;
-        }
-        case strata::ParamSpec::Kind::Bool: {
-            auto* box = new QCheckBox(m_paramsHost);
-            connect(box, &QCheckBox::toggled, this,
-                    [this, node, name](bool v) { m_doc->setParam(node, name, strata::Json(v)); });
-            editor = box;
-            break;
-        }
-        case strata::ParamSpec::Kind::Choice: {
-            auto* box = new QComboBox(m_paramsHost);
-            for (const std::string& c : spec.choices)
-                box->addItem(QString::fromStdString(c));
-            connect(box, &QComboBox::currentTextChanged, this, [this, node, name](const QString& v) {
-                m_doc->setParam(node, name, strata::Json(v.toStdString()));
-            });
-            editor = box;
-            break;
-        }
-        case strata::ParamSpec::Kind::IntList: {
-            auto* edit = new QLineEdit(m_paramsHost);
-            edit->setPlaceholderText(tr("e.g. 3, 3"));
-            connect(edit, &QLineEdit::editingFinished, this, [this, name] { commitIntList(name); });
-            editor = edit;
-            break;
-        }
+            case strata::ParamSpec::Kind::Int: {
+                auto* box = new QSpinBox(m_paramsHost);
+                box->setRange(clampToInt(spec.min), clampToInt(spec.max));
+                box->setKeyboardTracking(false);
+                connect(box, &QSpinBox::valueChanged, this,
+                        [this, node, name](int v) { m_doc->setParam(node, name, strata::Json(int64_t(v))); });
+                editor = box;
+                break;
+            }
+            case strata::ParamSpec::Kind::Float: {
+                auto* box = new QDoubleSpinBox(m_paramsHost);
+                box->setDecimals(6);
+                box->setRange(spec.min, spec.max);
+                box->setSingleStep(spec.max - spec.min <= 1.0 ? 0.01 : 0.1);
+                box->setKeyboardTracking(false);
+                connect(box, &QDoubleSpinBox::valueChanged, this,
+                        [this, node, name](double v) { m_doc->setParam(node, name, strata::Json(v)); });
+                editor = box;
+                break;
+            }
+            case strata::ParamSpec::Kind::Bool: {
+                auto* box = new QCheckBox(m_paramsHost);
+                connect(box, &QCheckBox::toggled, this,
+                        [this, node, name](bool v) { m_doc->setParam(node, name, strata::Json(v)); });
+                editor = box;
+                break;
+            }
+            case strata::ParamSpec::Kind::Choice: {
+                auto* box = new QComboBox(m_paramsHost);
+                for (const std::string& c : spec.choices) box->addItem(QString::fromStdString(c));
+                connect(box, &QComboBox::currentTextChanged, this, [this, node, name](const QString& v) {
+                    m_doc->setParam(node, name, strata::Json(v.toStdString()));
+                });
+                editor = box;
+                break;
+            }
+            case strata::ParamSpec::Kind::IntList: {
+                auto* edit = new QLineEdit(m_paramsHost);
+                edit->setPlaceholderText(tr("e.g. 3, 3"));
+                connect(edit, &QLineEdit::editingFinished, this, [this, name] { commitIntList(name); });
+                editor = edit;
+                break;
+            }
         }
         editor->setObjectName(QStringLiteral("param_") + name);
         QString tip = QString::fromStdString(spec.help);
@@ -219,39 +216,36 @@ void PropertyPanel::rebuildForm() {
 
 void PropertyPanel::refreshValues() {
     const strata::Node* node = m_doc->graph().node(m_node);
-    if (!node)
-        return;
-    if (!m_name->hasFocus() || m_name->text().isEmpty())
-        m_name->setText(QString::fromStdString(node->name));
+    if (!node) return;
+    if (!m_name->hasFocus() || m_name->text().isEmpty()) m_name->setText(QString::fromStdString(node->name));
     for (const strata::ParamSpec& spec : m_specs) {
         QWidget* editor = m_editors.value(QString::fromStdString(spec.name));
-        if (!editor)
-            continue;
+        if (!editor) continue;
         const bool present = node->params.is_object() && node->params.contains(spec.name);
         const strata::Json value = present ? node->params.at(spec.name) : spec.defaultValue;
         const QSignalBlocker block(editor);
         try {
             switch (spec.kind) {
-            case strata::ParamSpec::Kind::Int:
-                static_cast<QSpinBox*>(editor)->setValue(clampToInt(value.get<double>()));
-                break;
-            case strata::ParamSpec::Kind::Float:
-                static_cast<QDoubleSpinBox*>(editor)->setValue(value.get<double>());
-                break;
-            case strata::ParamSpec::Kind::Bool:
-                static_cast<QCheckBox*>(editor)->setChecked(value.get<bool>());
-                break;
-            case strata::ParamSpec::Kind::Choice:
-                static_cast<QComboBox*>(editor)->setCurrentText(QString::fromStdString(value.get<std::string>()));
-                break;
-            case strata::ParamSpec::Kind::IntList: {
-                auto* edit = static_cast<QLineEdit*>(editor);
-                if (!edit->hasFocus()) {
-                    edit->setText(intListText(value));
-                    edit->setStyleSheet(QString());
+                case strata::ParamSpec::Kind::Int:
+                    static_cast<QSpinBox*>(editor)->setValue(clampToInt(value.get<double>()));
+                    break;
+                case strata::ParamSpec::Kind::Float:
+                    static_cast<QDoubleSpinBox*>(editor)->setValue(value.get<double>());
+                    break;
+                case strata::ParamSpec::Kind::Bool:
+                    static_cast<QCheckBox*>(editor)->setChecked(value.get<bool>());
+                    break;
+                case strata::ParamSpec::Kind::Choice:
+                    static_cast<QComboBox*>(editor)->setCurrentText(QString::fromStdString(value.get<std::string>()));
+                    break;
+                case strata::ParamSpec::Kind::IntList: {
+                    auto* edit = static_cast<QLineEdit*>(editor);
+                    if (!edit->hasFocus()) {
+                        edit->setText(intListText(value));
+                        edit->setStyleSheet(QString());
+                    }
+                    break;
                 }
-                break;
-            }
             }
         } catch (const std::exception&) {
             // A value of the wrong JSON type (hand-edited file): the problems list names it.
@@ -261,8 +255,7 @@ void PropertyPanel::refreshValues() {
     const qint64 count = m_doc->parameterCountOf(m_node);
     m_count->setText(count < 0 ? tr("unknown") : QLocale(QLocale::English).toString(count));
     QStringList problems;
-    for (const strata::Problem& p : m_doc->problemsOf(m_node))
-        problems << QString::fromStdString(p.message);
+    for (const strata::Problem& p : m_doc->problemsOf(m_node)) problems << QString::fromStdString(p.message);
     m_problems->setText(problems.join(QLatin1Char('\n')));
     m_problems->setVisible(!problems.isEmpty());
 }
@@ -271,34 +264,28 @@ void PropertyPanel::refreshGraphSummary() {
     const strata::GraphAnalysis& a = m_doc->analysis();
     m_total->setText(QLocale(QLocale::English).toString(qint64(a.parameterCount)));
     double elements = 0;
-    for (const auto& [id, shape] : a.outputShapes)
-        elements += double(shape.numel());
+    for (const auto& [id, shape] : a.outputShapes) elements += double(shape.numel());
     const double bytes = elements * m_batch->value() * 4.0 * 2.0;
     m_memory->setText(tr("~%1 (estimate: outputs x batch x 4 B, x2 for gradients)").arg(bytesText(bytes)));
 }
 
 void PropertyPanel::commitName() {
-    if (m_node < 0)
-        return;
+    if (m_node < 0) return;
     QString error;
     if (!m_doc->rename(m_node, m_name->text(), &error) && !error.isEmpty()) {
         m_problems->setText(error);
         m_problems->setVisible(true);
-        if (const strata::Node* node = m_doc->graph().node(m_node))
-            m_name->setText(QString::fromStdString(node->name));
+        if (const strata::Node* node = m_doc->graph().node(m_node)) m_name->setText(QString::fromStdString(node->name));
     }
 }
 
 void PropertyPanel::commitIntList(const QString& param) {
     auto* edit = qobject_cast<QLineEdit*>(m_editors.value(param));
-    if (!edit || m_node < 0)
-        return;
+    if (!edit || m_node < 0) return;
     const strata::ParamSpec* spec = nullptr;
     for (const auto& s : m_specs)
-        if (QString::fromStdString(s.name) == param)
-            spec = &s;
-    if (!spec)
-        return;
+        if (QString::fromStdString(s.name) == param) spec = &s;
+    if (!spec) return;
     QString text = edit->text();
     text.remove(QLatin1Char('[')).remove(QLatin1Char(']'));
     const QStringList parts = text.split(QRegularExpression(QStringLiteral("[,\\s]+")), Qt::SkipEmptyParts);

@@ -8,7 +8,6 @@
 
 #include <QMap>
 #include <QWidget>
-
 #include <vector>
 
 #include "core/layers/Layer.h"

@@ -17,9 +17,7 @@ namespace strata::ui {
 
 namespace {
 
-int clampToInt(int64_t v) {
-    return int(std::clamp<int64_t>(v, INT_MIN, INT_MAX));
-}
+int clampToInt(int64_t v) { return int(std::clamp<int64_t>(v, INT_MIN, INT_MAX)); }
 
 // "1, 28, 28" or "1x28x28" -> [1, 28, 28]; null when an entry is not an integer in range or the count is wrong.
 Json parseIntList(const SettingInfo& s, const QString& text) {
@@ -38,9 +36,7 @@ Json parseIntList(const SettingInfo& s, const QString& text) {
 
 }  // namespace
 
-QString settingLabel(const SettingInfo& setting) {
-    return QString::fromStdString(setting.label);
-}
+QString settingLabel(const SettingInfo& setting) { return QString::fromStdString(setting.label); }
 
 QString settingToolTip(const SettingInfo& setting) {
     QString tip = QString::fromStdString(setting.help);
@@ -83,9 +79,7 @@ QWidget* createSettingEditor(const SettingInfo& setting, QWidget* parent, int de
             editor = spin;
             break;
         }
-        case SettingKind::Bool:
-            editor = new QCheckBox(settingLabel(setting), parent);
-            break;
+        case SettingKind::Bool: editor = new QCheckBox(settingLabel(setting), parent); break;
         case SettingKind::Choice: {
             auto* combo = new QComboBox(parent);
             for (const SettingChoice& c : setting.choices) {
@@ -106,9 +100,7 @@ QWidget* createSettingEditor(const SettingInfo& setting, QWidget* parent, int de
         case SettingKind::String:
         case SettingKind::Path:
         case SettingKind::StringList:
-        case SettingKind::IntList:
-            editor = new QLineEdit(parent);
-            break;
+        case SettingKind::IntList: editor = new QLineEdit(parent); break;
     }
     editor->setObjectName(QString::fromStdString(setting.key));
     editor->setToolTip(settingToolTip(setting));
@@ -127,9 +119,7 @@ void showSettingValue(QWidget* editor, const SettingInfo& setting, const Json& v
     } else if (auto* edit = qobject_cast<QLineEdit*>(editor)) {
         QStringList parts;
         switch (setting.kind) {
-            case SettingKind::UInt64:
-                edit->setText(QString::number(qulonglong(value.get<uint64_t>())));
-                return;
+            case SettingKind::UInt64: edit->setText(QString::number(qulonglong(value.get<uint64_t>()))); return;
             case SettingKind::StringList:
                 for (const Json& v : value) parts << QString::fromStdString(v.get<std::string>());
                 edit->setText(parts.join(QStringLiteral(", ")));
@@ -138,9 +128,7 @@ void showSettingValue(QWidget* editor, const SettingInfo& setting, const Json& v
                 for (const Json& v : value) parts << QString::number(v.get<int64_t>());
                 edit->setText(parts.join(QLatin1Char(',')));
                 return;
-            default:
-                edit->setText(QString::fromStdString(value.get<std::string>()));
-                return;
+            default: edit->setText(QString::fromStdString(value.get<std::string>())); return;
         }
     }
 }

@@ -12,7 +12,6 @@
 #include <QTimer>
 #include <QToolButton>
 #include <QVBoxLayout>
-
 #include <cmath>
 
 #include "ui/ChartPanel.h"
@@ -30,13 +29,17 @@ const QColor kTrainEpoch(255, 127, 14);
 const QColor kVal(214, 39, 40);
 const QColor kLr(148, 103, 189);
 const QColor kThroughput(44, 160, 44);
-const QColor kDeviceColors[] = {QColor(23, 190, 207), QColor(140, 86, 75), QColor(227, 119, 194),
-                                QColor(127, 127, 127), QColor(188, 189, 34)};
+const QColor kDeviceColors[] = {QColor(23, 190, 207), QColor(140, 86, 75), QColor(227, 119, 194), QColor(127, 127, 127),
+                                QColor(188, 189, 34)};
 
 QString formatDuration(double seconds) {
     if (!std::isfinite(seconds) || seconds < 0) return QStringLiteral("-");
     const qint64 s = qint64(seconds + 0.5);
-    if (s >= 3600) return QStringLiteral("%1:%2:%3").arg(s / 3600).arg(s / 60 % 60, 2, 10, QChar('0')).arg(s % 60, 2, 10, QChar('0'));
+    if (s >= 3600)
+        return QStringLiteral("%1:%2:%3")
+            .arg(s / 3600)
+            .arg(s / 60 % 60, 2, 10, QChar('0'))
+            .arg(s % 60, 2, 10, QChar('0'));
     return QStringLiteral("%1:%2").arg(s / 60).arg(s % 60, 2, 10, QChar('0'));
 }
 
@@ -110,9 +113,9 @@ void TrainingDashboard::buildUi() {
 
     m_banner = new QFrame(this);
     m_banner->setObjectName(QStringLiteral("errorBanner"));
-    m_banner->setStyleSheet(QStringLiteral(
-        "#errorBanner { background: #fde7e9; border: 1px solid #d13438; border-radius: 4px; }"
-        "#errorBanner QLabel { color: #a4262c; }"));
+    m_banner->setStyleSheet(
+        QStringLiteral("#errorBanner { background: #fde7e9; border: 1px solid #d13438; border-radius: 4px; }"
+                       "#errorBanner QLabel { color: #a4262c; }"));
     auto* bannerLayout = new QHBoxLayout(m_banner);
     bannerLayout->setContentsMargins(8, 6, 6, 6);
     auto* icon = new QLabel(m_banner);
@@ -359,7 +362,7 @@ void TrainingDashboard::onRunEnded(bool ok) {
     m_eta->clear();
     if (m_history && m_runId > 0) {
         const bool failed = !ok || m_runFailed;
-        const QString status = failed ? QStringLiteral("failed")
+        const QString status = failed                     ? QStringLiteral("failed")
                                : m_finished.stoppedByUser ? QStringLiteral("stopped")
                                                           : QStringLiteral("finished");
         m_history->finishRun(m_runId, status, failed ? m_errorMessage : m_finalStatus, m_finished);
@@ -408,15 +411,15 @@ void TrainingDashboard::flush() {
             m_charts["loss"]->setMarker(p.x, label);
             m_charts["accuracy"]->setMarker(p.x, label);
         }
-        m_log->setText(tr("Epoch %1: train loss %2, accuracy %3%4 (%5 samples/s)")
-                           .arg(e.epoch)
-                           .arg(e.trainLoss, 0, 'g', 4)
-                           .arg(percent(e.trainAccuracy))
-                           .arg(e.hasValidation ? tr("; validation loss %1, accuracy %2")
-                                                      .arg(e.valLoss, 0, 'g', 4)
-                                                      .arg(percent(e.valAccuracy))
-                                                : QString())
-                           .arg(e.samplesPerSecond, 0, 'f', 0));
+        m_log->setText(
+            tr("Epoch %1: train loss %2, accuracy %3%4 (%5 samples/s)")
+                .arg(e.epoch)
+                .arg(e.trainLoss, 0, 'g', 4)
+                .arg(percent(e.trainAccuracy))
+                .arg(e.hasValidation
+                         ? tr("; validation loss %1, accuracy %2").arg(e.valLoss, 0, 'g', 4).arg(percent(e.valAccuracy))
+                         : QString())
+                .arg(e.samplesPerSecond, 0, 'f', 0));
     }
     m_pendingEpochs.clear();
 
@@ -437,8 +440,8 @@ void TrainingDashboard::flush() {
 
     if (m_haveStep && m_state != State::Paused && m_state != State::Stopping) {
         const StepEvent& s = m_lastStep;
-        QString where = m_maxSteps > 0 ? tr("step %1 of at most %2").arg(s.step).arg(m_maxSteps)
-                                       : tr("step %1").arg(s.step);
+        QString where =
+            m_maxSteps > 0 ? tr("step %1 of at most %2").arg(s.step).arg(m_maxSteps) : tr("step %1").arg(s.step);
         m_status->setText(tr("Epoch %1/%2, %3 (%4/%5 in epoch), loss %6, %7 samples/s")
                               .arg(s.epoch)
                               .arg(m_epochs)

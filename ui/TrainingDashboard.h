@@ -119,7 +119,7 @@ private:
     QLabel *m_status = nullptr, *m_elapsed = nullptr, *m_eta = nullptr, *m_log = nullptr;
     QFrame* m_banner = nullptr;
     QLabel* m_bannerText = nullptr;
-    QHash<QString, ChartPanel*> m_charts;      // by chart name
+    QHash<QString, ChartPanel*> m_charts;       // by chart name
     QHash<QString, ChartPanel*> m_seriesChart;  // by series name
     QTimer* m_flushTimer = nullptr;
 

@@ -19,8 +19,8 @@
 #include <qcustomplot.h>
 
 #include "core/train/LrSchedule.h"
-#include "ui/base/ProjectDocument.h"
 #include "ui/SettingWidgets.h"
+#include "ui/base/ProjectDocument.h"
 
 namespace strata::ui {
 
@@ -252,14 +252,14 @@ void TrainingSettingsPanel::updatePreview() {
     for (double v : std::as_const(y)) top = std::max(top, v);
     m_lrPlot->yAxis->setRange(0, top > 0 ? top * 1.1 : 1.0);
     m_lrPlot->replot(QCustomPlot::rpQueuedReplot);
-    m_lrNote->setText(trainSamplesEstimate() > 0
-                          ? tr("%1 steps per epoch (%2 training samples, batch %3); %4 steps in all.")
-                                .arg(perEpoch)
-                                .arg(trainSamplesEstimate())
-                                .arg(s.batchSize)
-                                .arg(total)
-                          : tr("Assuming %1 steps per epoch; load a dataset preview for the exact count.")
-                                .arg(perEpoch));
+    m_lrNote->setText(
+        trainSamplesEstimate() > 0
+            ? tr("%1 steps per epoch (%2 training samples, batch %3); %4 steps in all.")
+                  .arg(perEpoch)
+                  .arg(trainSamplesEstimate())
+                  .arg(s.batchSize)
+                  .arg(total)
+            : tr("Assuming %1 steps per epoch; load a dataset preview for the exact count.").arg(perEpoch));
 }
 
 }  // namespace strata::ui

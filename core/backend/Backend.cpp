@@ -41,9 +41,8 @@ inline void atLeastOneColumn(BackendOp op, int cols) {
 }
 
 void checkConv(BackendOp op, const ConvDesc& d) {
-    if (d.n < 1 || d.c < 1 || d.h < 1 || d.w < 1 || d.k < 1 || d.r < 1 || d.s < 1 || d.strideH < 1 ||
-        d.strideW < 1 || d.dilationH < 1 || d.dilationW < 1 || d.groups < 1 || d.padH < 0 || d.padW < 0)
-        [[unlikely]]
+    if (d.n < 1 || d.c < 1 || d.h < 1 || d.w < 1 || d.k < 1 || d.r < 1 || d.s < 1 || d.strideH < 1 || d.strideW < 1 ||
+        d.dilationH < 1 || d.dilationW < 1 || d.groups < 1 || d.padH < 0 || d.padW < 0) [[unlikely]]
         fail(op, "invalid descriptor (sizes, strides, dilations and groups must be >= 1, padding >= 0)");
     if (d.c % d.groups != 0 || d.k % d.groups != 0) [[unlikely]]
         fail(op, std::to_string(d.c) + " input and " + std::to_string(d.k) +
@@ -54,8 +53,8 @@ void checkConv(BackendOp op, const ConvDesc& d) {
 }
 
 void checkPool(BackendOp op, const PoolDesc& d) {
-    if (d.n < 1 || d.c < 1 || d.h < 1 || d.w < 1 || d.kernelH < 1 || d.kernelW < 1 || d.strideH < 1 ||
-        d.strideW < 1 || d.padH < 0 || d.padW < 0) [[unlikely]]
+    if (d.n < 1 || d.c < 1 || d.h < 1 || d.w < 1 || d.kernelH < 1 || d.kernelW < 1 || d.strideH < 1 || d.strideW < 1 ||
+        d.padH < 0 || d.padW < 0) [[unlikely]]
         fail(op, "invalid descriptor (sizes, kernel and strides must be >= 1, padding >= 0)");
     // A window made of padding only would have no maximum and no average.
     if (d.padH >= d.kernelH || d.padW >= d.kernelW) [[unlikely]]
@@ -176,12 +175,12 @@ void Backend::add(float* y, const float* a, const float* b, int64_t n) {
 
 // ---- linear algebra -----------------------------------------------------------------
 
-void Backend::gemm(bool transA, bool transB, int m, int n, int k, float alpha, const float* a, int lda,
-                   const float* b, int ldb, float beta, float* c, int ldc) {
+void Backend::gemm(bool transA, bool transB, int m, int n, int k, float alpha, const float* a, int lda, const float* b,
+                   int ldb, float beta, float* c, int ldc) {
     constexpr BackendOp op = BackendOp::Gemm;
     if (m < 0 || n < 0 || k < 0) [[unlikely]]
-        fail(op, "negative size (m " + std::to_string(m) + ", n " + std::to_string(n) + ", k " + std::to_string(k) +
-                     ")");
+        fail(op,
+             "negative size (m " + std::to_string(m) + ", n " + std::to_string(n) + ", k " + std::to_string(k) + ")");
     if (m == 0 || n == 0) return;
     leadingDimension(op, "lda", lda, transA ? m : k, "A");
     leadingDimension(op, "ldb", ldb, transB ? k : n, "B");
@@ -279,8 +278,8 @@ void Backend::conv2dForwardFused(float* y, const float* x, const float* w, const
     doConv2dForwardFused(y, x, w, bias, relu, d);
 }
 
-void Backend::conv2dBackwardFused(float* dx, float* dw, float* dbias, const float* dy, const float* x,
-                                  const float* w, const ConvDesc& d) {
+void Backend::conv2dBackwardFused(float* dx, float* dw, float* dbias, const float* dy, const float* x, const float* w,
+                                  const ConvDesc& d) {
     constexpr BackendOp op = BackendOp::Conv2dBackwardFused;
     checkConv(op, d);
     pointer(op, "dy", dy);
@@ -322,8 +321,8 @@ void Backend::maxPool2dReLUBackward(float* dx, const float* dy, const float* x, 
 
 namespace {
 
-void checkMeanPool(BackendOp op, const float* out, const float* in, const char* outName, const char* inName,
-                   int outer, int len, int inner) {
+void checkMeanPool(BackendOp op, const float* out, const float* in, const char* outName, const char* inName, int outer,
+                   int len, int inner) {
     if (len < 1) [[unlikely]]
         fail(op, "length must be >= 1, got " + std::to_string(len));
     size(op, "outer", outer);
@@ -358,8 +357,8 @@ void Backend::activationForward(float* y, const float* x, int64_t n, Activation 
     doActivationForward(y, x, n, act, alpha);
 }
 
-void Backend::activationBackward(float* dx, const float* dy, const float* x, const float* y, int64_t n,
-                                 Activation act, float alpha) {
+void Backend::activationBackward(float* dx, const float* dy, const float* x, const float* y, int64_t n, Activation act,
+                                 float alpha) {
     constexpr BackendOp op = BackendOp::ActivationBackward;
     const bool needsX = act == Activation::LeakyReLU || act == Activation::GELU || (act == Activation::ReLU && !y);
     if ((needsX && !x) || (!x && !y)) [[unlikely]]
@@ -422,8 +421,8 @@ void Backend::mseLoss(float* losses, float* dpred, const float* pred, const floa
     doMseLoss(losses, dpred, pred, target, rows, cols, gradScale);
 }
 
-void Backend::bceWithLogits(float* losses, float* dlogits, const float* logits, const float* target, int rows,
-                            int cols, float gradScale) {
+void Backend::bceWithLogits(float* losses, float* dlogits, const float* logits, const float* target, int rows, int cols,
+                            float gradScale) {
     constexpr BackendOp op = BackendOp::BceWithLogits;
     atLeastOneColumn(op, cols);
     size(op, "rows", rows);
@@ -693,8 +692,8 @@ void Backend::doConv2dForwardFused(float* y, const float* x, const float* w, con
     if (relu) doActivationForward(y, y, d.outputSize(), Activation::ReLU, 0.0f);
 }
 
-void Backend::doConv2dBackwardFused(float* dx, float* dw, float* dbias, const float* dy, const float* x,
-                                    const float* w, const ConvDesc& d) {
+void Backend::doConv2dBackwardFused(float* dx, float* dw, float* dbias, const float* dy, const float* x, const float* w,
+                                    const ConvDesc& d) {
     if (dx) doConv2dBackwardData(dx, dy, w, d);
     if (dw) doConv2dBackwardFilter(dw, dy, x, d);
     if (dbias) doSumChannels(dbias, dy, d.n, d.k, d.outH() * d.outW());

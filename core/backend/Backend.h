@@ -172,9 +172,9 @@ public:
     // ---- element-wise -----------------------------------------------------
     void fill(float* y, float value, int64_t n);
     void zero(void* y, size_t bytes);
-    void scale(float* y, float alpha, int64_t n);                      // y *= alpha
-    void axpy(float* y, float alpha, const float* x, int64_t n);       // y += alpha * x
-    void add(float* y, const float* a, const float* b, int64_t n);     // y = a + b
+    void scale(float* y, float alpha, int64_t n);                   // y *= alpha
+    void axpy(float* y, float alpha, const float* x, int64_t n);    // y += alpha * x
+    void add(float* y, const float* a, const float* b, int64_t n);  // y = a + b
 
     // ---- linear algebra ---------------------------------------------------
     // C[M,N] = alpha * op(A) * op(B) + beta * C, row-major; op(A) is [M,K], op(B) is [K,N]. Each leading
@@ -198,8 +198,7 @@ public:
     // ReLU in place when relu is true. The default runs conv2dForward, addBiasChannels and
     // activationForward; a backend may fuse them (the CPU does: bias and ReLU applied while the
     // output is still in cache). Results may differ from the separate ops by float rounding only.
-    void conv2dForwardFused(float* y, const float* x, const float* w, const float* bias, bool relu,
-                            const ConvDesc& d);
+    void conv2dForwardFused(float* y, const float* x, const float* w, const float* bias, bool relu, const ConvDesc& d);
     // A convolution layer's backward from one dy: dx += ..., dw += ..., dbias[k] += sum of dy over
     // n, h, w; any of the three may be null. The default runs conv2dBackwardData,
     // conv2dBackwardFilter and sumChannels; a backend may share work between them.
@@ -273,8 +272,8 @@ public:
     // Layer norm over the last axis of [rows, cols]; mean/rstd are [rows] (may be null in the forward).
     void layerNormForward(float* y, float* mean, float* rstd, const float* x, const float* gamma, const float* beta,
                           int rows, int cols, float eps);
-    void layerNormBackward(float* dx, float* dgamma, float* dbeta, const float* dy, const float* x,
-                           const float* gamma, const float* mean, const float* rstd, int rows, int cols);
+    void layerNormBackward(float* dx, float* dgamma, float* dbeta, const float* dy, const float* x, const float* gamma,
+                           const float* mean, const float* rstd, int rows, int cols);
 
     // ---- dropout (counter-based RNG: element i is kept iff dropoutKeep(seed, i, p)) ----
     void dropoutForward(float* y, const float* x, int64_t n, float p, uint64_t seed);
@@ -287,8 +286,8 @@ public:
 
     // ---- data movement ---------------------------------------------------------
     // For o < count, j < blockLen: dst[o*dstStride + j] (+)= src[o*srcStride + j]. Concat and its backward.
-    void copyBlocks(float* dst, int64_t dstStride, const float* src, int64_t srcStride, int64_t blockLen,
-                    int64_t count, bool accumulate);
+    void copyBlocks(float* dst, int64_t dstStride, const float* src, int64_t srcStride, int64_t blockLen, int64_t count,
+                    bool accumulate);
     // Rows by index (a batch from a dataset held in backend memory): for i < count, row i of dst is row
     // indices[i] of src, rows of rowWords 4-byte words (float32 or int32 data alike). indices is int32 in
     // backend memory; each must be in [0, srcRows), else BackendError names it (a device backend may
@@ -346,11 +345,9 @@ protected:
     virtual void doConv2dBackwardFused(float* dx, float* dw, float* dbias, const float* dy, const float* x,
                                        const float* w, const ConvDesc& d);
     virtual void doPool2dForward(float* y, const float* x, const PoolDesc& d) = 0;
-    virtual void doPool2dBackward(float* dx, const float* dy, const float* x, const float* y,
-                                  const PoolDesc& d) = 0;
+    virtual void doPool2dBackward(float* dx, const float* dy, const float* x, const float* y, const PoolDesc& d) = 0;
     // Called only with max pooling.
-    virtual void doMaxPool2dReLUBackward(float* dx, const float* dy, const float* x, const float* y,
-                                         const PoolDesc& d);
+    virtual void doMaxPool2dReLUBackward(float* dx, const float* dy, const float* x, const float* y, const PoolDesc& d);
     virtual void doMeanPoolForward(float* y, const float* x, int outer, int len, int inner) = 0;
     virtual void doMeanPoolBackward(float* dx, const float* dy, int outer, int len, int inner) = 0;
 
@@ -376,16 +373,15 @@ protected:
                                             float* runningVar, const float* x, const float* gamma, const float* beta,
                                             int n, int c, int inner, float momentum, float eps) = 0;
     virtual void doBatchNormForwardInference(float* y, const float* x, const float* gamma, const float* beta,
-                                             const float* runningMean, const float* runningVar, int n, int c,
-                                             int inner, float eps) = 0;
+                                             const float* runningMean, const float* runningVar, int n, int c, int inner,
+                                             float eps) = 0;
     virtual void doBatchNormBackward(float* dx, float* dgamma, float* dbeta, const float* dy, const float* x,
                                      const float* gamma, const float* saveMean, const float* saveInvStd, int n, int c,
                                      int inner) = 0;
     virtual void doLayerNormForward(float* y, float* mean, float* rstd, const float* x, const float* gamma,
                                     const float* beta, int rows, int cols, float eps) = 0;
     virtual void doLayerNormBackward(float* dx, float* dgamma, float* dbeta, const float* dy, const float* x,
-                                     const float* gamma, const float* mean, const float* rstd, int rows,
-                                     int cols) = 0;
+                                     const float* gamma, const float* mean, const float* rstd, int rows, int cols) = 0;
 
     virtual void doDropoutForward(float* y, const float* x, int64_t n, float p, uint64_t seed) = 0;
     virtual void doDropoutBackward(float* dx, const float* dy, int64_t n, float p, uint64_t seed) = 0;

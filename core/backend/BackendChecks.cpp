@@ -33,8 +33,7 @@ std::string badIdMessage(BackendOp op, const std::string& device, float id, int6
            " is not an integer in [0, " + std::to_string(vocab) + ") (vocabulary size " + std::to_string(vocab) + ")";
 }
 
-std::string badRowIndexMessage(BackendOp op, const std::string& device, int64_t index, int64_t position,
-                               int64_t rows) {
+std::string badRowIndexMessage(BackendOp op, const std::string& device, int64_t index, int64_t position, int64_t rows) {
     return prefix(op, device) + "index " + std::to_string(index) + " at position " + std::to_string(position) +
            " is outside [0, " + std::to_string(rows) + ")";
 }
@@ -55,7 +54,8 @@ void checkIdsOnHost(BackendOp op, const std::string& device, const float* ids, i
 void checkRowIndicesOnHost(BackendOp op, const std::string& device, const int32_t* indices, int64_t count,
                            int64_t rows) {
     for (int64_t i = 0; i < count; ++i)
-        if (indices[i] < 0 || indices[i] >= rows) throw BackendError(badRowIndexMessage(op, device, indices[i], i, rows));
+        if (indices[i] < 0 || indices[i] >= rows)
+            throw BackendError(badRowIndexMessage(op, device, indices[i], i, rows));
 }
 
 }  // namespace strata

@@ -15,8 +15,7 @@ std::string badLabelMessage(BackendOp op, const std::string& device, int64_t lab
 // "embeddingForward on cuda:0: id 2.5 at position 3 is not an integer in [0, 4) (vocabulary size 4)"
 std::string badIdMessage(BackendOp op, const std::string& device, float id, int64_t position, int64_t vocab);
 // "gatherRows on cpu: index 4 at position 1 is outside [0, 4)"
-std::string badRowIndexMessage(BackendOp op, const std::string& device, int64_t index, int64_t position,
-                               int64_t rows);
+std::string badRowIndexMessage(BackendOp op, const std::string& device, int64_t index, int64_t position, int64_t rows);
 
 // The host checks of the seam, every element before anything is written; they throw BackendError with
 // the messages above. Exposed for backends whose default paths read indices back to the host.

@@ -7,6 +7,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+
 #include <unistd.h>
 
 #include "core/backend/CpuBackend.h"
@@ -58,8 +59,7 @@ double processCpuSeconds() {
 // Utilization is this process's CPU time over wall time, as a percentage of all hardware threads.
 class CpuTelemetry : public TelemetrySource {
 public:
-    CpuTelemetry()
-        : m_start(std::chrono::steady_clock::now()), m_lastWall(m_start), m_lastCpu(processCpuSeconds()) {}
+    CpuTelemetry() : m_start(std::chrono::steady_clock::now()), m_lastWall(m_start), m_lastCpu(processCpuSeconds()) {}
 
     TelemetryEvent sample() override {
         TelemetryEvent e;
@@ -102,8 +102,9 @@ public:
 
     std::unique_ptr<Backend> create(const Device& device, const BackendOptions& options) override {
         if (device.type != DeviceType::Cpu || device.index != 0)
-            throw BackendError((device.type == DeviceType::Cpu ? "cpu:" + std::to_string(device.index) : device.toString()) +
-                               ": the CPU provider only opens device cpu (index 0)");
+            throw BackendError(
+                (device.type == DeviceType::Cpu ? "cpu:" + std::to_string(device.index) : device.toString()) +
+                ": the CPU provider only opens device cpu (index 0)");
         return std::make_unique<CpuBackend>(options);
     }
 
@@ -147,8 +148,7 @@ BackendProvider* BackendRegistry::provider(DeviceType type) {
 std::unique_ptr<Backend> BackendRegistry::create(const Device& device, const BackendOptions& options) {
     BackendProvider* p = provider(device.type);
     if (!p) {
-        if (device.type == DeviceType::Cuda)
-            throw BackendError(device.toString() + ": this build has no CUDA backend");
+        if (device.type == DeviceType::Cuda) throw BackendError(device.toString() + ": this build has no CUDA backend");
         throw BackendError(device.toString() + ": no backend is registered for this device");
     }
     return p->create(device, options);

@@ -55,8 +55,8 @@ void CpuBackend::doConv2dBackwardData(float* dx, const float* dy, const float* w
                             d);
 }
 void CpuBackend::doConv2dBackwardFilter(float* dw, const float* dy, const float* x, const ConvDesc& d) {
-    cpu::conv2dBackwardFilter(threads(), *m_workspace, dw, rounded(0, dy, d.outputSize()),
-                              rounded(1, x, d.inputSize()), d);
+    cpu::conv2dBackwardFilter(threads(), *m_workspace, dw, rounded(0, dy, d.outputSize()), rounded(1, x, d.inputSize()),
+                              d);
 }
 void CpuBackend::doConv2dForwardFused(float* y, const float* x, const float* w, const float* bias, bool relu,
                                       const ConvDesc& d) {
@@ -68,7 +68,9 @@ void CpuBackend::doConv2dBackwardFused(float* dx, float* dw, float* dbias, const
     if (computePrecision() != ComputePrecision::F32) return Backend::doConv2dBackwardFused(dx, dw, dbias, dy, x, w, d);
     cpu::conv2dBackwardFused(threads(), *m_workspace, dx, dw, dbias, dy, x, w, d);
 }
-void CpuBackend::doPool2dForward(float* y, const float* x, const PoolDesc& d) { cpu::pool2dForward(threads(), y, x, d); }
+void CpuBackend::doPool2dForward(float* y, const float* x, const PoolDesc& d) {
+    cpu::pool2dForward(threads(), y, x, d);
+}
 void CpuBackend::doPool2dBackward(float* dx, const float* dy, const float* x, const float*, const PoolDesc& d) {
     cpu::pool2dBackward(threads(), dx, dy, x, d);
 }
@@ -127,8 +129,8 @@ void CpuBackend::doBatchNormForwardTraining(float* y, float* saveMean, float* sa
                                   inner, momentum, eps);
 }
 void CpuBackend::doBatchNormForwardInference(float* y, const float* x, const float* gamma, const float* beta,
-                                             const float* runningMean, const float* runningVar, int n, int c,
-                                             int inner, float eps) {
+                                             const float* runningMean, const float* runningVar, int n, int c, int inner,
+                                             float eps) {
     cpu::batchNormForwardInference(threads(), y, x, gamma, beta, runningMean, runningVar, n, c, inner, eps);
 }
 void CpuBackend::doBatchNormBackward(float* dx, float* dgamma, float* dbeta, const float* dy, const float* x,

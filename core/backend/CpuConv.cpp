@@ -30,8 +30,12 @@ struct ConvGeometry {
     bool direct;  // 1x1, stride 1, no padding: col(X) is X itself
 
     explicit ConvGeometry(const ConvDesc& d)
-        : OH(d.outH()), OW(d.outW()), Cg(d.c / d.groups), Kg(d.k / d.groups),
-          ohw(static_cast<size_t>(OH) * OW), crs(static_cast<size_t>(Cg) * d.r * d.s),
+        : OH(d.outH()),
+          OW(d.outW()),
+          Cg(d.c / d.groups),
+          Kg(d.k / d.groups),
+          ohw(static_cast<size_t>(OH) * OW),
+          crs(static_cast<size_t>(Cg) * d.r * d.s),
           inPlane(static_cast<size_t>(d.h) * d.w),
           direct(d.r == 1 && d.s == 1 && d.strideH == 1 && d.strideW == 1 && d.padH == 0 && d.padW == 0) {}
 };
@@ -174,9 +178,9 @@ void conv2dBackwardData(int threads, Workspace& ws, float* dx, const float* dy, 
                 const float* dyg = dy + (static_cast<size_t>(i) * d.k + static_cast<size_t>(grp) * g.Kg) * g.ohw;
                 // Direct: accumulate straight into dx (beta 1); otherwise into the column buffer, then scatter.
                 if (!sgemmOnThisThread(ws.useOneDnn, true, false, static_cast<int>(g.crs), static_cast<int>(g.ohw),
-                                       g.Kg, 1.0f, w + static_cast<size_t>(grp) * g.Kg * g.crs,
-                                       static_cast<int>(g.crs), dyg, static_cast<int>(g.ohw), g.direct ? 1.0f : 0.0f,
-                                       g.direct ? dxg : col, static_cast<int>(g.ohw)))
+                                       g.Kg, 1.0f, w + static_cast<size_t>(grp) * g.Kg * g.crs, static_cast<int>(g.crs),
+                                       dyg, static_cast<int>(g.ohw), g.direct ? 1.0f : 0.0f, g.direct ? dxg : col,
+                                       static_cast<int>(g.ohw)))
                     ok = false;
                 if (!g.direct) col2imAdd(dxg, col, g.Cg, d, g);
             }

@@ -11,14 +11,14 @@
 
 #ifdef STRATA_HAVE_ONEDNN
 
-#include <omp.h>
-
 #include <array>
-#include <dnnl.hpp>
 #include <map>
 #include <memory>
 #include <string>
 #include <unordered_map>
+
+#include <dnnl.hpp>
+#include <omp.h>
 
 namespace strata::cpu {
 
@@ -31,7 +31,8 @@ using DType = dnnl::memory::data_type;
 using ConvKey = std::array<int, 14>;
 
 ConvKey keyOf(const ConvDesc& d) {
-    return {d.n, d.c, d.h, d.w, d.k, d.r, d.s, d.strideH, d.strideW, d.padH, d.padW, d.dilationH, d.dilationW, d.groups};
+    return {d.n,       d.c,       d.h,    d.w,    d.k,         d.r,         d.s,
+            d.strideH, d.strideW, d.padH, d.padW, d.dilationH, d.dilationW, d.groups};
 }
 
 struct ConvPlan {
@@ -124,10 +125,8 @@ ConvPlan* planFor(Workspace& ws, const ConvDesc& d) {
         dnnl::convolution_backward_data::desc dataDesc(algo, anyX, anyW, anyY, strides, dilates, padL, padRight);
         plan->dataPd = dnnl::convolution_backward_data::primitive_desc(dataDesc, cache.engine, plan->fwdPd);
         plan->bwdData = dnnl::convolution_backward_data(plan->dataPd);
-        dnnl::convolution_backward_weights::desc weightsDesc(algo, anyX, anyW, anyY, strides, dilates, padL,
-                                                             padRight);
-        plan->weightsPd =
-            dnnl::convolution_backward_weights::primitive_desc(weightsDesc, cache.engine, plan->fwdPd);
+        dnnl::convolution_backward_weights::desc weightsDesc(algo, anyX, anyW, anyY, strides, dilates, padL, padRight);
+        plan->weightsPd = dnnl::convolution_backward_weights::primitive_desc(weightsDesc, cache.engine, plan->fwdPd);
         plan->bwdWeights = dnnl::convolution_backward_weights(plan->weightsPd);
         ConvPlan* raw = plan.get();
         cache.plans[key] = std::move(plan);
@@ -165,8 +164,17 @@ void accumulateInto(DnnlCache& cache, memory& result, memory& user) {
 
 // One scratch memory per role, so formats that differ between primitives never make them reallocate.
 enum Role {
-    kSrc, kWeights, kDst, kDiffSrc, kDiffDstData, kWeightsData, kSrcWeights, kDiffDstWeights, kDiffWeights,
-    kFusedDst, kDiffBias
+    kSrc,
+    kWeights,
+    kDst,
+    kDiffSrc,
+    kDiffDstData,
+    kWeightsData,
+    kSrcWeights,
+    kDiffDstWeights,
+    kDiffWeights,
+    kFusedDst,
+    kDiffBias
 };
 
 // The forward primitive with bias (variant bit 1) and/or a ReLU post-op (bit 2).
@@ -225,8 +233,8 @@ bool dnnlConv2dForward(int threads, Workspace& ws, float* y, const float* x, con
     DnnlCache& cache = *ws.dnnl;
     return runGuarded("convolution forward", [&] {
         OmpThreads scope(threads);
-        memory xm(plan->userX, cache.engine, const_cast<float*>(x)), wm(plan->userW, cache.engine, const_cast<float*>(w)),
-            ym(plan->userY, cache.engine, y);
+        memory xm(plan->userX, cache.engine, const_cast<float*>(x)),
+            wm(plan->userW, cache.engine, const_cast<float*>(w)), ym(plan->userY, cache.engine, y);
         memory src = asFormat(cache, *plan, kSrc, xm, plan->fwdPd.src_desc());
         memory wts = asFormat(cache, *plan, kWeights, wm, plan->fwdPd.weights_desc());
         const bool direct = plan->fwdPd.dst_desc() == plan->userY;
@@ -237,8 +245,7 @@ bool dnnlConv2dForward(int threads, Workspace& ws, float* y, const float* x, con
     });
 }
 
-bool dnnlConv2dBackwardData(int threads, Workspace& ws, float* dx, const float* dy, const float* w,
-                            const ConvDesc& d) {
+bool dnnlConv2dBackwardData(int threads, Workspace& ws, float* dx, const float* dy, const float* w, const ConvDesc& d) {
     ConvPlan* plan = planFor(ws, d);
     if (!plan) return false;
     DnnlCache& cache = *ws.dnnl;
@@ -312,9 +319,9 @@ bool dnnlConv2dBackwardFused(int threads, Workspace& ws, float* dx, float* dw, f
             diffDstData = asFormat(cache, *plan, kDiffDstData, dym, plan->dataPd.diff_dst_desc());
             memory wts = asFormat(cache, *plan, kWeightsData, wm, plan->dataPd.weights_desc());
             memory diffSrc = scratchFor(cache, *plan, kDiffSrc, plan->dataPd.diff_src_desc());
-            plan->bwdData.execute(cache.stream, {{DNNL_ARG_DIFF_DST, diffDstData},
-                                                 {DNNL_ARG_WEIGHTS, wts},
-                                                 {DNNL_ARG_DIFF_SRC, diffSrc}});
+            plan->bwdData.execute(
+                cache.stream,
+                {{DNNL_ARG_DIFF_DST, diffDstData}, {DNNL_ARG_WEIGHTS, wts}, {DNNL_ARG_DIFF_SRC, diffSrc}});
             accumulateInto(cache, diffSrc, dxm);
         }
         if (dw) {

@@ -122,8 +122,7 @@ void gemm(int threads, bool useOneDnn, bool transA, bool transB, int m, int n, i
         parallelFor(threads, blocks, 1, [&](int64_t b0, int64_t b1, int) {
             const int j0 = static_cast<int>(b0 * kBlock), j1 = std::min(n, static_cast<int>(b1 * kBlock));
             const float* bj = transB ? b + static_cast<size_t>(j0) * ldb : b + j0;
-            if (!sgemmOnThisThread(useOneDnn, transA, transB, m, j1 - j0, k, alpha, a, lda, bj, ldb, beta, c + j0,
-                                   ldc))
+            if (!sgemmOnThisThread(useOneDnn, transA, transB, m, j1 - j0, k, alpha, a, lda, bj, ldb, beta, c + j0, ldc))
                 ok = false;
         });
     } else {
@@ -137,8 +136,9 @@ void gemm(int threads, bool useOneDnn, bool transA, bool transB, int m, int n, i
                 ok = false;
         });
     }
-    if (!ok) throw BackendError("gemm: oneDNN's sgemm rejected a " + std::to_string(m) + "x" + std::to_string(n) +
-                                "x" + std::to_string(k) + " product");
+    if (!ok)
+        throw BackendError("gemm: oneDNN's sgemm rejected a " + std::to_string(m) + "x" + std::to_string(n) + "x" +
+                           std::to_string(k) + " product");
 }
 
 // ---- element-wise -----------------------------------------------------------------
@@ -222,7 +222,8 @@ void sumChannels(int threads, float* dbias, const float* dy, int n, int c, int i
                 [&](int64_t c0, int64_t c1, int) {
                     for (int64_t ch = c0; ch < c1; ++ch) {
                         double acc = 0.0;
-                        for (int b = 0; b < n; ++b) acc += planeSum(dy + (static_cast<size_t>(b) * c + ch) * inner, inner);
+                        for (int b = 0; b < n; ++b)
+                            acc += planeSum(dy + (static_cast<size_t>(b) * c + ch) * inner, inner);
                         dbias[ch] += static_cast<float>(acc);
                     }
                 });
@@ -419,8 +420,7 @@ void pool2dBackward(int threads, float* dx, const float* dy, const float* x, con
     });
 }
 
-bool maxPool2dReLUBackward(int threads, float* dx, const float* dy, const float* x, const float* y,
-                           const PoolDesc& d) {
+bool maxPool2dReLUBackward(int threads, float* dx, const float* dy, const float* x, const float* y, const PoolDesc& d) {
     if (!isPlain2x2(d) || y == nullptr) return false;
     const int64_t planes = static_cast<int64_t>(d.n) * d.c;
     parallelFor(threads, planes, rowGrain(static_cast<int64_t>(d.h) * d.w),
@@ -512,8 +512,8 @@ void mseLoss(int threads, float* losses, float* dpred, const float* pred, const 
 void bceWithLogits(int threads, float* losses, float* dlogits, const float* logits, const float* target, int rows,
                    int cols, float gradScale) {
     parallelFor(threads, rows, rowGrain(cols) / 8 + 1, [&](int64_t b, int64_t e, int) {
-        cpuref::bceWithLogits(losses ? losses + b : nullptr, dlogits ? dlogits + b * cols : nullptr,
-                              logits + b * cols, target + b * cols, static_cast<int>(e - b), cols, gradScale);
+        cpuref::bceWithLogits(losses ? losses + b : nullptr, dlogits ? dlogits + b * cols : nullptr, logits + b * cols,
+                              target + b * cols, static_cast<int>(e - b), cols, gradScale);
     });
 }
 
@@ -583,8 +583,8 @@ void batchNormForwardTraining(int threads, float* y, float* saveMean, float* sav
                         if (runningMean)
                             runningMean[ch] = static_cast<float>((1.0 - momentum) * runningMean[ch] + momentum * mean);
                         if (runningVar)
-                            runningVar[ch] = static_cast<float>((1.0 - momentum) * runningVar[ch] +
-                                                                momentum * sq / (count - 1.0));
+                            runningVar[ch] =
+                                static_cast<float>((1.0 - momentum) * runningVar[ch] + momentum * sq / (count - 1.0));
                     }
                 });
 }
@@ -652,8 +652,7 @@ void batchNormBackward(int threads, float* dx, float* dgamma, float* dbeta, cons
 void dropoutForward(int threads, float* y, const float* x, int64_t n, float p, uint64_t seed) {
     const float keepScale = cpuref::dropoutScale(p);
     parallelFor(threads, n, kElementGrain / 4, [&](int64_t b, int64_t e, int) {
-        for (int64_t i = b; i < e; ++i)
-            y[i] = dropoutKeep(seed, static_cast<uint64_t>(i), p) ? x[i] * keepScale : 0.0f;
+        for (int64_t i = b; i < e; ++i) y[i] = dropoutKeep(seed, static_cast<uint64_t>(i), p) ? x[i] * keepScale : 0.0f;
     });
 }
 
@@ -708,8 +707,8 @@ namespace {
 
 // The reference Adam/AdamW update (CpuReference.cpp), branch-free inside the loop so it vectorizes.
 template <bool kDecay, bool kDecoupled>
-void adamKernel(float* __restrict w, float* __restrict m, float* __restrict v, const float* __restrict grad,
-                int64_t n, const AdamParams& p) {
+void adamKernel(float* __restrict w, float* __restrict m, float* __restrict v, const float* __restrict grad, int64_t n,
+                const AdamParams& p) {
     const double bc1 = 1.0 - std::pow(static_cast<double>(p.beta1), static_cast<double>(p.step));
     const double bc2 = 1.0 - std::pow(static_cast<double>(p.beta2), static_cast<double>(p.step));
     const float stepSize = static_cast<float>(p.lr / bc1);
@@ -740,9 +739,8 @@ void adamKernel(float* __restrict w, float* __restrict m, float* __restrict v, c
 void adamUpdate(int threads, float* w, float* m, float* v, const float* grad, int64_t n, const AdamParams& p) {
     const bool decay = p.weightDecay != 0.0f;
     auto* kernel = !decay ? adamKernel<false, false> : p.decoupled ? adamKernel<true, true> : adamKernel<true, false>;
-    parallelFor(threads, n, kElementGrain / 4, [&](int64_t b, int64_t e, int) {
-        kernel(w + b, m + b, v + b, grad + b, e - b, p);
-    });
+    parallelFor(threads, n, kElementGrain / 4,
+                [&](int64_t b, int64_t e, int) { kernel(w + b, m + b, v + b, grad + b, e - b, p); });
 }
 
 }  // namespace strata::cpu

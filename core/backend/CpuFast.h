@@ -100,8 +100,7 @@ void pool2dForward(int threads, float* y, const float* x, const PoolDesc& d);
 void pool2dBackward(int threads, float* dx, const float* dy, const float* x, const PoolDesc& d);
 // Backend::maxPool2dReLUBackward for 2x2 stride-2 windows without padding; false for other shapes.
 // y is the pooling's forward output (the window maxima).
-bool maxPool2dReLUBackward(int threads, float* dx, const float* dy, const float* x, const float* y,
-                           const PoolDesc& d);
+bool maxPool2dReLUBackward(int threads, float* dx, const float* dy, const float* x, const float* y, const PoolDesc& d);
 void meanPoolForward(int threads, float* y, const float* x, int outer, int len, int inner);
 void meanPoolBackward(int threads, float* dx, const float* dy, int outer, int len, int inner);
 

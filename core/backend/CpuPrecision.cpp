@@ -22,8 +22,8 @@ inline float roundBf16(float v) {
 inline float roundF16(float v) {
     const uint32_t f = std::bit_cast<uint32_t>(v);
     const uint32_t a = f & 0x7fffffffu, sign = f & 0x80000000u;
-    if (a >= 0x38800000u) {                                            // |v| >= 2^-14: a normal half, or beyond
-        if (a > 0x7f800000u) return v;                                 // NaN
+    if (a >= 0x38800000u) {             // |v| >= 2^-14: a normal half, or beyond
+        if (a > 0x7f800000u) return v;  // NaN
         if (a >= 0x477ff000u) return std::bit_cast<float>(sign | 0x7f800000u);  // rounds past 65504: inf
         // Keep 10 of float's 23 mantissa bits, round to nearest even (a carry into the exponent is right).
         return std::bit_cast<float>(sign | ((a + 0xfffu + ((a >> 13) & 1u)) & ~0x1fffu));

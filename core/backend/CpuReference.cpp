@@ -263,11 +263,11 @@ void activationForward(float* y, const float* x, int64_t n, Activation act, floa
     for (int64_t i = 0; i < n; ++i) {
         const float v = x[i];
         switch (act) {
-        case Activation::ReLU: y[i] = v > 0.0f ? v : 0.0f; break;
-        case Activation::LeakyReLU: y[i] = v > 0.0f ? v : alpha * v; break;
-        case Activation::GELU: y[i] = geluForward(v); break;
-        case Activation::Sigmoid: y[i] = static_cast<float>(1.0 / (1.0 + std::exp(-static_cast<double>(v)))); break;
-        case Activation::Tanh: y[i] = std::tanh(v); break;
+            case Activation::ReLU: y[i] = v > 0.0f ? v : 0.0f; break;
+            case Activation::LeakyReLU: y[i] = v > 0.0f ? v : alpha * v; break;
+            case Activation::GELU: y[i] = geluForward(v); break;
+            case Activation::Sigmoid: y[i] = static_cast<float>(1.0 / (1.0 + std::exp(-static_cast<double>(v)))); break;
+            case Activation::Tanh: y[i] = std::tanh(v); break;
         }
     }
 }
@@ -277,19 +277,19 @@ void activationBackward(float* dx, const float* dy, const float* x, const float*
     for (int64_t i = 0; i < n; ++i) {
         float deriv = 0.0f;
         switch (act) {
-        case Activation::ReLU: deriv = (x ? x[i] : y[i]) > 0.0f ? 1.0f : 0.0f; break;
-        case Activation::LeakyReLU: deriv = x[i] > 0.0f ? 1.0f : alpha; break;
-        case Activation::GELU: deriv = geluDerivative(x[i]); break;
-        case Activation::Sigmoid: {
-            const float s = y ? y[i] : static_cast<float>(1.0 / (1.0 + std::exp(-static_cast<double>(x[i]))));
-            deriv = s * (1.0f - s);
-            break;
-        }
-        case Activation::Tanh: {
-            const float t = y ? y[i] : std::tanh(x[i]);
-            deriv = 1.0f - t * t;
-            break;
-        }
+            case Activation::ReLU: deriv = (x ? x[i] : y[i]) > 0.0f ? 1.0f : 0.0f; break;
+            case Activation::LeakyReLU: deriv = x[i] > 0.0f ? 1.0f : alpha; break;
+            case Activation::GELU: deriv = geluDerivative(x[i]); break;
+            case Activation::Sigmoid: {
+                const float s = y ? y[i] : static_cast<float>(1.0 / (1.0 + std::exp(-static_cast<double>(x[i]))));
+                deriv = s * (1.0f - s);
+                break;
+            }
+            case Activation::Tanh: {
+                const float t = y ? y[i] : std::tanh(x[i]);
+                deriv = 1.0f - t * t;
+                break;
+            }
         }
         dx[i] += dy[i] * deriv;
     }
@@ -338,8 +338,7 @@ void softmaxCrossEntropy(float* losses, float* dlogits, const float* logits, con
     }
 }
 
-void mseLoss(float* losses, float* dpred, const float* pred, const float* target, int rows, int cols,
-             float gradScale) {
+void mseLoss(float* losses, float* dpred, const float* pred, const float* target, int rows, int cols, float gradScale) {
     for (int r = 0; r < rows; ++r) {
         const size_t o = static_cast<size_t>(r) * cols;
         double acc = 0.0;
@@ -501,8 +500,7 @@ float dropoutScale(float p) { return p >= 1.0f ? 0.0f : 1.0f / (1.0f - p); }
 
 void dropoutForward(float* y, const float* x, int64_t n, float p, uint64_t seed) {
     const float keepScale = dropoutScale(p);
-    for (int64_t i = 0; i < n; ++i)
-        y[i] = dropoutKeep(seed, static_cast<uint64_t>(i), p) ? x[i] * keepScale : 0.0f;
+    for (int64_t i = 0; i < n; ++i) y[i] = dropoutKeep(seed, static_cast<uint64_t>(i), p) ? x[i] * keepScale : 0.0f;
 }
 
 void dropoutBackward(float* dx, const float* dy, int64_t n, float p, uint64_t seed) {

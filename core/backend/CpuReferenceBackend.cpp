@@ -100,8 +100,8 @@ void CpuReferenceBackend::doBatchNormForwardInference(float* y, const float* x, 
     cpuref::batchNormForwardInference(y, x, gamma, beta, runningMean, runningVar, n, c, inner, eps);
 }
 void CpuReferenceBackend::doBatchNormBackward(float* dx, float* dgamma, float* dbeta, const float* dy, const float* x,
-                                              const float* gamma, const float* saveMean, const float* saveInvStd,
-                                              int n, int c, int inner) {
+                                              const float* gamma, const float* saveMean, const float* saveInvStd, int n,
+                                              int c, int inner) {
     cpuref::batchNormBackward(dx, dgamma, dbeta, dy, x, gamma, saveMean, saveInvStd, n, c, inner);
 }
 void CpuReferenceBackend::doLayerNormForward(float* y, float* mean, float* rstd, const float* x, const float* gamma,

@@ -51,25 +51,24 @@ protected:
                          float gradScale) override;
     int64_t doCountCorrect(const float* logits, const int32_t* labels, int rows, int cols) override;
 
-    void doBatchNormForwardTraining(float* y, float* saveMean, float* saveInvStd, float* runningMean,
-                                    float* runningVar, const float* x, const float* gamma, const float* beta, int n,
-                                    int c, int inner, float momentum, float eps) override;
+    void doBatchNormForwardTraining(float* y, float* saveMean, float* saveInvStd, float* runningMean, float* runningVar,
+                                    const float* x, const float* gamma, const float* beta, int n, int c, int inner,
+                                    float momentum, float eps) override;
     void doBatchNormForwardInference(float* y, const float* x, const float* gamma, const float* beta,
                                      const float* runningMean, const float* runningVar, int n, int c, int inner,
                                      float eps) override;
     void doBatchNormBackward(float* dx, float* dgamma, float* dbeta, const float* dy, const float* x,
                              const float* gamma, const float* saveMean, const float* saveInvStd, int n, int c,
                              int inner) override;
-    void doLayerNormForward(float* y, float* mean, float* rstd, const float* x, const float* gamma,
-                            const float* beta, int rows, int cols, float eps) override;
+    void doLayerNormForward(float* y, float* mean, float* rstd, const float* x, const float* gamma, const float* beta,
+                            int rows, int cols, float eps) override;
     void doLayerNormBackward(float* dx, float* dgamma, float* dbeta, const float* dy, const float* x,
                              const float* gamma, const float* mean, const float* rstd, int rows, int cols) override;
 
     void doDropoutForward(float* y, const float* x, int64_t n, float p, uint64_t seed) override;
     void doDropoutBackward(float* dx, const float* dy, int64_t n, float p, uint64_t seed) override;
 
-    void doEmbeddingForward(float* y, const float* table, const float* ids, int64_t count, int dim,
-                            int vocab) override;
+    void doEmbeddingForward(float* y, const float* table, const float* ids, int64_t count, int dim, int vocab) override;
     void doEmbeddingBackward(float* dtable, const float* dy, const float* ids, int64_t count, int dim,
                              int vocab) override;
 

@@ -24,14 +24,10 @@ inline uint64_t mixSeed(uint64_t a, uint64_t b) {
 }
 
 // Uniform in [0, n) (n > 0); the tiny modulo bias does not matter here.
-inline uint64_t randomBelow(uint64_t& state, uint64_t n) {
-    return nextRandom(state) % n;
-}
+inline uint64_t randomBelow(uint64_t& state, uint64_t n) { return nextRandom(state) % n; }
 
 // Uniform in [0, 1).
-inline double randomUnit(uint64_t& state) {
-    return static_cast<double>(nextRandom(state) >> 11) * 0x1.0p-53;
-}
+inline double randomUnit(uint64_t& state) { return static_cast<double>(nextRandom(state) >> 11) * 0x1.0p-53; }
 
 // Standard normal (Box-Muller; one value per call keeps the stream simple).
 inline double randomNormal(uint64_t& state) {

@@ -622,14 +622,10 @@ DatasetBundle loadDataset(const DatasetSettings& settings, const std::string& pr
     if (settings.trainLimit < 0 || settings.validationLimit < 0)
         throw DataError("dataset.train_limit and validation_limit must not be negative");
     switch (settings.kind) {
-        case DatasetKind::Idx:
-            return loadIdx(settings, projectPath);
-        case DatasetKind::Csv:
-            return loadCsv(settings, projectPath);
-        case DatasetKind::Text:
-            return loadText(settings, projectPath);
-        case DatasetKind::Synthetic:
-            return loadSynthetic(settings);
+        case DatasetKind::Idx: return loadIdx(settings, projectPath);
+        case DatasetKind::Csv: return loadCsv(settings, projectPath);
+        case DatasetKind::Text: return loadText(settings, projectPath);
+        case DatasetKind::Synthetic: return loadSynthetic(settings);
     }
     throw DataError("dataset.kind: unknown kind " + std::to_string(static_cast<int>(settings.kind)) + " (" +
                     datasetSetting("kind").rangeText() + ")");

@@ -120,10 +120,11 @@ FittedImage fitImageToInput(const Image& image, const Shape& inputShape, ResizeP
     if (image.channels == 3 && wantC == 1) {
         planes.resize(plane);
         for (size_t i = 0; i < plane; ++i)
-            planes[i] = 0.299f * image.values[i] + 0.587f * image.values[plane + i] +
-                        0.114f * image.values[2 * plane + i];
-        fit.notes.push_back("converted the RGB image to gray (luma 0.299 R + 0.587 G + 0.114 B): the model takes "
-                            "1 channel");
+            planes[i] =
+                0.299f * image.values[i] + 0.587f * image.values[plane + i] + 0.114f * image.values[2 * plane + i];
+        fit.notes.push_back(
+            "converted the RGB image to gray (luma 0.299 R + 0.587 G + 0.114 B): the model takes "
+            "1 channel");
     } else if (image.channels == 1 && wantC == 3) {
         planes.reserve(3 * plane);
         for (int c = 0; c < 3; ++c) planes.insert(planes.end(), image.values.begin(), image.values.end());
@@ -214,8 +215,8 @@ Image readNetpbm(const std::string& path) {
         const size_t bytesPer = maxval > 255 ? 2 : 1;
         if (b.size() - pos < n * bytesPer)
             throw FormatError(path, static_cast<int64_t>(pos),
-                              "pixel data is " + std::to_string(b.size() - pos) + " bytes, " + std::to_string(w) +
-                                  "x" + std::to_string(h) + " needs " + std::to_string(n * bytesPer));
+                              "pixel data is " + std::to_string(b.size() - pos) + " bytes, " + std::to_string(w) + "x" +
+                                  std::to_string(h) + " needs " + std::to_string(n * bytesPer));
         for (size_t i = 0; i < n; ++i)
             interleaved[i] =
                 bytesPer == 1 ? b[pos + i] : static_cast<float>((b[pos + 2 * i] << 8) | b[pos + 2 * i + 1]);

@@ -36,8 +36,8 @@ Image readImageFile(const std::string& path);
 enum class ResizePolicy { Stretch };
 
 struct FittedImage {
-    std::vector<float> values;           // the model's input layout, 0..255
-    std::vector<std::string> notes;      // what was changed, one sentence each; empty when nothing was
+    std::vector<float> values;       // the model's input layout, 0..255
+    std::vector<std::string> notes;  // what was changed, one sentence each; empty when nothing was
 };
 
 // Channels and size fitted to `inputShape`. Throws std::invalid_argument when the input shape is not an

@@ -1,12 +1,12 @@
 #include "core/data/PngReader.h"
 
-#include <zlib.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <iterator>
+
+#include <zlib.h>
 
 #include "core/io/FormatError.h"
 
@@ -49,21 +49,23 @@ bool isLetters(const uint8_t* p) {
 
 int samplesPerPixel(int colorType) {
     switch (colorType) {
-    case 0: return 1;
-    case 2: return 3;
-    case 3: return 1;
-    case 4: return 2;
-    case 6: return 4;
-    default: return 0;
+        case 0: return 1;
+        case 2: return 3;
+        case 3: return 1;
+        case 4: return 2;
+        case 6: return 4;
+        default: return 0;
     }
 }
 
 bool depthAllowed(int colorType, int depth) {
     switch (colorType) {
-    case 0: return depth == 1 || depth == 2 || depth == 4 || depth == 8 || depth == 16;
-    case 3: return depth == 1 || depth == 2 || depth == 4 || depth == 8;
-    case 2: case 4: case 6: return depth == 8 || depth == 16;
-    default: return false;
+        case 0: return depth == 1 || depth == 2 || depth == 4 || depth == 8 || depth == 16;
+        case 3: return depth == 1 || depth == 2 || depth == 4 || depth == 8;
+        case 2:
+        case 4:
+        case 6: return depth == 8 || depth == 16;
+        default: return false;
     }
 }
 
@@ -149,8 +151,8 @@ private:
             const uint32_t stored = be32(c + 8 + length);
             const uint32_t computed = static_cast<uint32_t>(crc32(crc32(0L, Z_NULL, 0), c + 4, length + 4));
             if (stored != computed)
-                fail(pos + 8 + length, "CRC mismatch in chunk '" + type + "' (stored " + hex32(stored) +
-                                           ", computed " + hex32(computed) + ")");
+                fail(pos + 8 + length, "CRC mismatch in chunk '" + type + "' (stored " + hex32(stored) + ", computed " +
+                                           hex32(computed) + ")");
             const uint8_t* d = c + 8;
             if (!haveHeader && type != "IHDR") fail(pos, "the first chunk is '" + type + "', expected IHDR");
             if (type != "IDAT" && !m_idat.empty()) idatEnded = true;
@@ -239,8 +241,8 @@ private:
             fail(m_idatOffset, "the compressed image data has no end marker");
         }
         if (produced < expected)
-            fail(m_idatOffset, "size mismatch: the image data inflates to " + std::to_string(produced) +
-                                   " bytes, a " + size + " image needs " + std::to_string(expected));
+            fail(m_idatOffset, "size mismatch: the image data inflates to " + std::to_string(produced) + " bytes, a " +
+                                   size + " image needs " + std::to_string(expected));
         out.resize(expected);
         return out;
     }
@@ -286,11 +288,11 @@ private:
                     const int c = i >= fd ? prev[i - fd] : 0;
                     int predictor = 0;
                     switch (filter) {
-                    case 0: predictor = 0; break;
-                    case 1: predictor = a; break;
-                    case 2: predictor = b; break;
-                    case 3: predictor = (a + b) / 2; break;
-                    default: predictor = paeth(a, b, c); break;
+                        case 0: predictor = 0; break;
+                        case 1: predictor = a; break;
+                        case 2: predictor = b; break;
+                        case 3: predictor = (a + b) / 2; break;
+                        default: predictor = paeth(a, b, c); break;
                     }
                     cur[i] = static_cast<uint8_t>(src[i] + predictor);
                 }
@@ -332,9 +334,7 @@ private:
 
 }  // namespace
 
-PngImage decodePng(const std::vector<uint8_t>& bytes, const std::string& name) {
-    return Decoder(bytes, name).decode();
-}
+PngImage decodePng(const std::vector<uint8_t>& bytes, const std::string& name) { return Decoder(bytes, name).decode(); }
 
 PngImage readPng(const std::string& path) {
     std::ifstream f(path, std::ios::binary);

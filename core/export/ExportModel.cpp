@@ -9,10 +9,10 @@
 #include "core/backend/BackendRegistry.h"
 #include "core/data/Dataset.h"
 #include "core/export/Gguf.h"
-#include "core/io/Half.h"
 #include "core/export/Onnx.h"
-#include "core/io/Safetensors.h"
 #include "core/graph/Model.h"
+#include "core/io/Half.h"
+#include "core/io/Safetensors.h"
 #include "core/layers/LayerRegistry.h"
 
 namespace strata {
@@ -97,8 +97,9 @@ ExportModel loadSafetensorsExport(const std::string& path, const SafetensorsCont
         return it == contents.metadata.end() ? nullptr : &it->second;
     };
     if (!meta(kMetaProject))
-        throw FormatError(path, "a safetensors file without Strata metadata (no 'strata.project' or "
-                                "'strata.checkpoint'): not a Strata export or checkpoint");
+        throw FormatError(path,
+                          "a safetensors file without Strata metadata (no 'strata.project' or "
+                          "'strata.checkpoint'): not a Strata export or checkpoint");
     ExportModel m;
     m.project = projectFromText(*meta(kMetaProject), path);
     if (const std::string* s = meta(kMetaClassLabels)) m.classNames = stringArray(*s, path, kMetaClassLabels);
@@ -304,7 +305,9 @@ ExportSummary writeGgufExport(const std::string& path, const ExportModel& model,
     g.setString("general.architecture", "strata");
     g.setString("general.name", model.project.name.empty() ? "strata-model" : model.project.name);
     g.setUInt32("general.alignment", kGgufDefaultAlignment);
-    g.setUInt32("general.file_type", precision == ExportPrecision::F32 ? 0u : precision == ExportPrecision::F16 ? 1u : 7u);
+    g.setUInt32("general.file_type", precision == ExportPrecision::F32   ? 0u
+                                     : precision == ExportPrecision::F16 ? 1u
+                                                                         : 7u);
     g.setString(kMetaProject, projectToJson(model.project).dump());
     g.setStringArray(kMetaClassLabels, model.classNames);
     if (!model.vocabulary.empty()) g.setStringArray(kMetaVocabulary, model.vocabulary);
@@ -321,9 +324,8 @@ ExportSummary writeGgufExport(const std::string& path, const ExportModel& model,
         GgufTensorType type = GgufTensorType::F32;
         if (p.shape.rank() >= 2 && precision != ExportPrecision::F32)
             type = precision == ExportPrecision::Q8_0 && q8Compatible(p.shape) ? GgufTensorType::Q8_0
-                                                                                 : GgufTensorType::F16;
-        if (precision == ExportPrecision::Q8_0 && type == GgufTensorType::F16)
-            summary.fallbacks.push_back(p);
+                                                                               : GgufTensorType::F16;
+        if (precision == ExportPrecision::Q8_0 && type == GgufTensorType::F16) summary.fallbacks.push_back(p);
         g.addTensor(p.name, p.shape, model.weights.at(p.name), type);
         summary.tensors.push_back(shapeLine(p.name, p.shape, ggufTensorTypeName(type)));
     }

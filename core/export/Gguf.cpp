@@ -1,9 +1,5 @@
 #include "core/export/Gguf.h"
 
-#include "core/io/FileIo.h"
-
-#include <unistd.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -14,6 +10,9 @@
 #include <map>
 #include <stdexcept>
 
+#include <unistd.h>
+
+#include "core/io/FileIo.h"
 #include "core/io/Half.h"
 
 namespace strata {
@@ -31,17 +30,24 @@ bool knownValueType(uint32_t t) { return t <= static_cast<uint32_t>(GgufValueTyp
 
 size_t scalarSize(GgufValueType t) {
     switch (t) {
-    case GgufValueType::UInt8: case GgufValueType::Int8: case GgufValueType::Bool: return 1;
-    case GgufValueType::UInt16: case GgufValueType::Int16: return 2;
-    case GgufValueType::UInt32: case GgufValueType::Int32: case GgufValueType::Float32: return 4;
-    case GgufValueType::UInt64: case GgufValueType::Int64: case GgufValueType::Float64: return 8;
-    default: return 0;  // string, array: variable
+        case GgufValueType::UInt8:
+        case GgufValueType::Int8:
+        case GgufValueType::Bool: return 1;
+        case GgufValueType::UInt16:
+        case GgufValueType::Int16: return 2;
+        case GgufValueType::UInt32:
+        case GgufValueType::Int32:
+        case GgufValueType::Float32: return 4;
+        case GgufValueType::UInt64:
+        case GgufValueType::Int64:
+        case GgufValueType::Float64: return 8;
+        default: return 0;  // string, array: variable
     }
 }
 
 const char* valueTypeName(GgufValueType t) {
-    static const char* names[] = {"u8", "i8", "u16", "i16", "u32", "i32", "f32", "bool", "string", "array", "u64",
-                                  "i64", "f64"};
+    static const char* names[] = {"u8",   "i8",     "u16",   "i16", "u32", "i32", "f32",
+                                  "bool", "string", "array", "u64", "i64", "f64"};
     const auto i = static_cast<uint32_t>(t);
     return i < 13 ? names[i] : "?";
 }
@@ -64,23 +70,23 @@ public:
     }
     void value(const GgufValue& v, GgufValueType type) {
         switch (type) {
-        case GgufValueType::UInt8: pod<uint8_t>(static_cast<uint8_t>(v.u)); break;
-        case GgufValueType::Int8: pod<int8_t>(static_cast<int8_t>(v.i)); break;
-        case GgufValueType::UInt16: pod<uint16_t>(static_cast<uint16_t>(v.u)); break;
-        case GgufValueType::Int16: pod<int16_t>(static_cast<int16_t>(v.i)); break;
-        case GgufValueType::UInt32: pod<uint32_t>(static_cast<uint32_t>(v.u)); break;
-        case GgufValueType::Int32: pod<int32_t>(static_cast<int32_t>(v.i)); break;
-        case GgufValueType::Float32: pod<float>(static_cast<float>(v.f)); break;
-        case GgufValueType::Bool: pod<uint8_t>(v.b ? 1 : 0); break;
-        case GgufValueType::String: str(v.s); break;
-        case GgufValueType::UInt64: pod<uint64_t>(v.u); break;
-        case GgufValueType::Int64: pod<int64_t>(v.i); break;
-        case GgufValueType::Float64: pod<double>(v.f); break;
-        case GgufValueType::Array:
-            pod<uint32_t>(static_cast<uint32_t>(v.arrayType));
-            pod<uint64_t>(v.array.size());
-            for (const GgufValue& e : v.array) value(e, v.arrayType);
-            break;
+            case GgufValueType::UInt8: pod<uint8_t>(static_cast<uint8_t>(v.u)); break;
+            case GgufValueType::Int8: pod<int8_t>(static_cast<int8_t>(v.i)); break;
+            case GgufValueType::UInt16: pod<uint16_t>(static_cast<uint16_t>(v.u)); break;
+            case GgufValueType::Int16: pod<int16_t>(static_cast<int16_t>(v.i)); break;
+            case GgufValueType::UInt32: pod<uint32_t>(static_cast<uint32_t>(v.u)); break;
+            case GgufValueType::Int32: pod<int32_t>(static_cast<int32_t>(v.i)); break;
+            case GgufValueType::Float32: pod<float>(static_cast<float>(v.f)); break;
+            case GgufValueType::Bool: pod<uint8_t>(v.b ? 1 : 0); break;
+            case GgufValueType::String: str(v.s); break;
+            case GgufValueType::UInt64: pod<uint64_t>(v.u); break;
+            case GgufValueType::Int64: pod<int64_t>(v.i); break;
+            case GgufValueType::Float64: pod<double>(v.f); break;
+            case GgufValueType::Array:
+                pod<uint32_t>(static_cast<uint32_t>(v.arrayType));
+                pod<uint64_t>(v.array.size());
+                for (const GgufValue& e : v.array) value(e, v.arrayType);
+                break;
         }
     }
     void padTo(uint64_t alignment) {
@@ -126,44 +132,44 @@ public:
         v.type = type;
         const char* what = "a metadata value";
         switch (type) {
-        case GgufValueType::UInt8: v.u = pod<uint8_t>(what); break;
-        case GgufValueType::Int8: v.i = pod<int8_t>(what); break;
-        case GgufValueType::UInt16: v.u = pod<uint16_t>(what); break;
-        case GgufValueType::Int16: v.i = pod<int16_t>(what); break;
-        case GgufValueType::UInt32: v.u = pod<uint32_t>(what); break;
-        case GgufValueType::Int32: v.i = pod<int32_t>(what); break;
-        case GgufValueType::Float32: v.f = pod<float>(what); break;
-        case GgufValueType::UInt64: v.u = pod<uint64_t>(what); break;
-        case GgufValueType::Int64: v.i = pod<int64_t>(what); break;
-        case GgufValueType::Float64: v.f = pod<double>(what); break;
-        case GgufValueType::Bool: {
-            const uint64_t at = m_pos;
-            const uint8_t b = pod<uint8_t>(what);
-            if (b > 1) fail(at, "key '" + key + "': bool value " + std::to_string(b) + " is neither 0 nor 1");
-            v.b = b == 1;
-            break;
-        }
-        case GgufValueType::String: v.s = str(what); break;
-        case GgufValueType::Array: {
-            if (depth >= kMaxArrayDepth) fail(m_pos, "key '" + key + "': arrays nested too deeply");
-            const uint64_t at = m_pos;
-            const uint32_t et = pod<uint32_t>("an array element type");
-            if (!knownValueType(et))
-                fail(at, "key '" + key + "': unknown array element type " + std::to_string(et));
-            v.arrayType = static_cast<GgufValueType>(et);
-            const uint64_t countAt = m_pos;
-            const uint64_t count = pod<uint64_t>("an array length");
-            // Every element takes at least one byte (strings at least eight): bound the count by the file.
-            const uint64_t minSize = v.arrayType == GgufValueType::String ? 8
-                                   : v.arrayType == GgufValueType::Array ? 12
-                                                                         : scalarSize(v.arrayType);
-            if (count > remaining() / minSize)
-                fail(countAt, "key '" + key + "': array length " + std::to_string(count) +
-                                  " cannot fit in the rest of the file");
-            v.array.reserve(count);
-            for (uint64_t k = 0; k < count; ++k) v.array.push_back(value(v.arrayType, key, depth + 1));
-            break;
-        }
+            case GgufValueType::UInt8: v.u = pod<uint8_t>(what); break;
+            case GgufValueType::Int8: v.i = pod<int8_t>(what); break;
+            case GgufValueType::UInt16: v.u = pod<uint16_t>(what); break;
+            case GgufValueType::Int16: v.i = pod<int16_t>(what); break;
+            case GgufValueType::UInt32: v.u = pod<uint32_t>(what); break;
+            case GgufValueType::Int32: v.i = pod<int32_t>(what); break;
+            case GgufValueType::Float32: v.f = pod<float>(what); break;
+            case GgufValueType::UInt64: v.u = pod<uint64_t>(what); break;
+            case GgufValueType::Int64: v.i = pod<int64_t>(what); break;
+            case GgufValueType::Float64: v.f = pod<double>(what); break;
+            case GgufValueType::Bool: {
+                const uint64_t at = m_pos;
+                const uint8_t b = pod<uint8_t>(what);
+                if (b > 1) fail(at, "key '" + key + "': bool value " + std::to_string(b) + " is neither 0 nor 1");
+                v.b = b == 1;
+                break;
+            }
+            case GgufValueType::String: v.s = str(what); break;
+            case GgufValueType::Array: {
+                if (depth >= kMaxArrayDepth) fail(m_pos, "key '" + key + "': arrays nested too deeply");
+                const uint64_t at = m_pos;
+                const uint32_t et = pod<uint32_t>("an array element type");
+                if (!knownValueType(et))
+                    fail(at, "key '" + key + "': unknown array element type " + std::to_string(et));
+                v.arrayType = static_cast<GgufValueType>(et);
+                const uint64_t countAt = m_pos;
+                const uint64_t count = pod<uint64_t>("an array length");
+                // Every element takes at least one byte (strings at least eight): bound the count by the file.
+                const uint64_t minSize = v.arrayType == GgufValueType::String  ? 8
+                                         : v.arrayType == GgufValueType::Array ? 12
+                                                                               : scalarSize(v.arrayType);
+                if (count > remaining() / minSize)
+                    fail(countAt, "key '" + key + "': array length " + std::to_string(count) +
+                                      " cannot fit in the rest of the file");
+                v.array.reserve(count);
+                for (uint64_t k = 0; k < count; ++k) v.array.push_back(value(v.arrayType, key, depth + 1));
+                break;
+            }
         }
         return v;
     }
@@ -177,30 +183,29 @@ private:
 std::vector<uint8_t> encode(const std::vector<float>& values, GgufTensorType type) {
     std::vector<uint8_t> out;
     switch (type) {
-    case GgufTensorType::F32:
-        out.resize(values.size() * 4);
-        if (!values.empty()) std::memcpy(out.data(), values.data(), out.size());
-        break;
-    case GgufTensorType::F16:
-        out.resize(values.size() * 2);
-        for (size_t i = 0; i < values.size(); ++i) {
-            const uint16_t h = floatToHalf(values[i]);
-            std::memcpy(out.data() + 2 * i, &h, 2);
-        }
-        break;
-    case GgufTensorType::Q8_0: out = quantizeQ8_0(values); break;
+        case GgufTensorType::F32:
+            out.resize(values.size() * 4);
+            if (!values.empty()) std::memcpy(out.data(), values.data(), out.size());
+            break;
+        case GgufTensorType::F16:
+            out.resize(values.size() * 2);
+            for (size_t i = 0; i < values.size(); ++i) {
+                const uint16_t h = floatToHalf(values[i]);
+                std::memcpy(out.data() + 2 * i, &h, 2);
+            }
+            break;
+        case GgufTensorType::Q8_0: out = quantizeQ8_0(values); break;
     }
     return out;
 }
-
 
 }  // namespace
 
 const char* ggufTensorTypeName(GgufTensorType t) {
     switch (t) {
-    case GgufTensorType::F32: return "F32";
-    case GgufTensorType::F16: return "F16";
-    case GgufTensorType::Q8_0: return "Q8_0";
+        case GgufTensorType::F32: return "F32";
+        case GgufTensorType::F16: return "F16";
+        case GgufTensorType::Q8_0: return "Q8_0";
     }
     return "?";
 }
@@ -210,9 +215,9 @@ bool q8Compatible(const Shape& shape) { return shape.rank() >= 1 && shape[shape.
 uint64_t ggufTensorBytes(GgufTensorType type, const Shape& shape) {
     const uint64_t n = static_cast<uint64_t>(shape.numel());
     switch (type) {
-    case GgufTensorType::F32: return n * 4;
-    case GgufTensorType::F16: return n * 2;
-    case GgufTensorType::Q8_0: return n / kQ8BlockSize * kQ8BlockBytes;
+        case GgufTensorType::F32: return n * 4;
+        case GgufTensorType::F16: return n * 2;
+        case GgufTensorType::Q8_0: return n / kQ8BlockSize * kQ8BlockBytes;
     }
     return 0;
 }
@@ -380,8 +385,10 @@ void GgufFile::addTensor(const std::string& name, const Shape& shape, const std:
         throw std::invalid_argument("GGUF tensor '" + name + "': " + std::to_string(values.size()) +
                                     " values do not fill shape " + shape.toString());
     if (type == GgufTensorType::Q8_0 && !q8Compatible(shape))
-        throw std::invalid_argument("GGUF tensor '" + name + "': Q8_0 needs an innermost dimension that is a "
-                                    "multiple of 32, shape is " + shape.toString());
+        throw std::invalid_argument("GGUF tensor '" + name +
+                                    "': Q8_0 needs an innermost dimension that is a "
+                                    "multiple of 32, shape is " +
+                                    shape.toString());
     addRawTensor({name, type, shape, encode(values, type)});
 }
 
@@ -390,7 +397,8 @@ void GgufFile::addRawTensor(GgufTensor tensor) {
         throw std::invalid_argument("GGUF tensor '" + tensor.name + "': rank " + std::to_string(tensor.shape.rank()) +
                                     " (GGUF holds 1 to 4 dimensions)");
     if (tensor.type == GgufTensorType::Q8_0 && !q8Compatible(tensor.shape))
-        throw std::invalid_argument("GGUF tensor '" + tensor.name + "': Q8_0 with innermost dimension not a "
+        throw std::invalid_argument("GGUF tensor '" + tensor.name +
+                                    "': Q8_0 with innermost dimension not a "
                                     "multiple of 32");
     if (tensor.data.size() != ggufTensorBytes(tensor.type, tensor.shape))
         throw std::invalid_argument("GGUF tensor '" + tensor.name + "': " + std::to_string(tensor.data.size()) +
@@ -410,21 +418,21 @@ std::vector<float> GgufFile::tensorFloats(const std::string& name) const {
     if (!t) throw std::runtime_error("GGUF tensor '" + name + "' is missing");
     const size_t n = static_cast<size_t>(t->shape.numel());
     switch (t->type) {
-    case GgufTensorType::F32: {
-        std::vector<float> out(n);
-        if (n) std::memcpy(out.data(), t->data.data(), n * 4);
-        return out;
-    }
-    case GgufTensorType::F16: {
-        std::vector<float> out(n);
-        for (size_t i = 0; i < n; ++i) {
-            uint16_t h;
-            std::memcpy(&h, t->data.data() + 2 * i, 2);
-            out[i] = halfToFloat(h);
+        case GgufTensorType::F32: {
+            std::vector<float> out(n);
+            if (n) std::memcpy(out.data(), t->data.data(), n * 4);
+            return out;
         }
-        return out;
-    }
-    case GgufTensorType::Q8_0: return dequantizeQ8_0(t->data.data(), n);
+        case GgufTensorType::F16: {
+            std::vector<float> out(n);
+            for (size_t i = 0; i < n; ++i) {
+                uint16_t h;
+                std::memcpy(&h, t->data.data() + 2 * i, 2);
+                out[i] = halfToFloat(h);
+            }
+            return out;
+        }
+        case GgufTensorType::Q8_0: return dequantizeQ8_0(t->data.data(), n);
     }
     throw std::runtime_error("GGUF tensor '" + name + "' has an unsupported type");
 }
@@ -482,8 +490,8 @@ GgufFile readGguf(const std::string& path) {
         r.fail(16, "metadata count " + std::to_string(kvCount) + " cannot fit in a " + std::to_string(bytes.size()) +
                        "-byte file");
     if (tensorCount > r.remaining() / 32)
-        r.fail(8, "tensor count " + std::to_string(tensorCount) + " cannot fit in a " +
-                      std::to_string(bytes.size()) + "-byte file");
+        r.fail(8, "tensor count " + std::to_string(tensorCount) + " cannot fit in a " + std::to_string(bytes.size()) +
+                      "-byte file");
 
     GgufFile file;
     for (uint64_t k = 0; k < kvCount; ++k) {
@@ -492,15 +500,14 @@ GgufFile readGguf(const std::string& path) {
         if (file.find(key)) r.fail(keyAt, "duplicate metadata key '" + key + "'");
         const uint64_t typeAt = r.pos();
         const uint32_t type = r.pod<uint32_t>("a metadata value type");
-        if (!knownValueType(type))
-            r.fail(typeAt, "key '" + key + "': unknown value type " + std::to_string(type));
+        if (!knownValueType(type)) r.fail(typeAt, "key '" + key + "': unknown value type " + std::to_string(type));
         file.setValue(key, r.value(static_cast<GgufValueType>(type), key, 0));
     }
     uint64_t alignment = kGgufDefaultAlignment;
     if (const GgufValue* a = file.find("general.alignment")) {
         if (a->type != GgufValueType::UInt32)
-            r.fail(FormatError::kNoOffset, "general.alignment is " + std::string(valueTypeName(a->type)) +
-                                               ", expected u32");
+            r.fail(FormatError::kNoOffset,
+                   "general.alignment is " + std::string(valueTypeName(a->type)) + ", expected u32");
         alignment = a->u;
         if (alignment == 0 || (alignment & (alignment - 1)) != 0)
             r.fail(FormatError::kNoOffset, "general.alignment " + std::to_string(alignment) + " is not a power of two");
@@ -528,8 +535,7 @@ GgufFile readGguf(const std::string& path) {
         for (uint32_t d = 0; d < nDims; ++d) {
             const uint64_t at = r.pos();
             const uint64_t v = r.pod<uint64_t>("a tensor dimension");
-            if (v > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) ||
-                (v != 0 && numel > bytes.size() / v))
+            if (v > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) || (v != 0 && numel > bytes.size() / v))
                 r.fail(at, where + "dimension " + std::to_string(v) + " makes the tensor larger than the file");
             numel *= v;
             ne[d] = static_cast<int64_t>(v);
@@ -542,13 +548,13 @@ GgufFile readGguf(const std::string& path) {
             r.fail(typeAt, where + "tensor type " + std::to_string(type) + " is not supported (F32=0, F16=1, Q8_0=8)");
         info.tensor.type = static_cast<GgufTensorType>(type);
         if (info.tensor.type == GgufTensorType::Q8_0 && !q8Compatible(info.tensor.shape))
-            r.fail(dimsAt, where + "Q8_0 with innermost dimension " + std::to_string(ne.back()) +
-                               ", not a multiple of 32");
+            r.fail(dimsAt,
+                   where + "Q8_0 with innermost dimension " + std::to_string(ne.back()) + ", not a multiple of 32");
         const uint64_t offAt = r.pos();
         info.offset = r.pod<uint64_t>("a tensor offset");
         if (info.offset % alignment != 0)
-            r.fail(offAt, where + "data offset " + std::to_string(info.offset) + " is not a multiple of the alignment " +
-                              std::to_string(alignment));
+            r.fail(offAt, where + "data offset " + std::to_string(info.offset) +
+                              " is not a multiple of the alignment " + std::to_string(alignment));
         info.size = ggufTensorBytes(info.tensor.type, info.tensor.shape);
         infos.push_back(std::move(info));
     }
@@ -568,8 +574,8 @@ GgufFile readGguf(const std::string& path) {
             r.fail(info.infoAt, where + "data [" + std::to_string(info.offset) + ", +" + std::to_string(info.size) +
                                     ") runs past the " + std::to_string(dataSize) + "-byte data section");
         if (info.offset < cursor)
-            r.fail(info.infoAt, where + "data at offset " + std::to_string(info.offset) +
-                                    " overlaps the tensor before it");
+            r.fail(info.infoAt,
+                   where + "data at offset " + std::to_string(info.offset) + " overlaps the tensor before it");
         cursor = info.offset + info.size;
     }
     for (Info& info : infos) {

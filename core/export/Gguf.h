@@ -46,8 +46,19 @@
 namespace strata {
 
 enum class GgufValueType : uint32_t {
-    UInt8 = 0, Int8 = 1, UInt16 = 2, Int16 = 3, UInt32 = 4, Int32 = 5, Float32 = 6, Bool = 7,
-    String = 8, Array = 9, UInt64 = 10, Int64 = 11, Float64 = 12,
+    UInt8 = 0,
+    Int8 = 1,
+    UInt16 = 2,
+    Int16 = 3,
+    UInt32 = 4,
+    Int32 = 5,
+    Float32 = 6,
+    Bool = 7,
+    String = 8,
+    Array = 9,
+    UInt64 = 10,
+    Int64 = 11,
+    Float64 = 12,
 };
 
 enum class GgufTensorType : uint32_t { F32 = 0, F16 = 1, Q8_0 = 8 };

@@ -1,18 +1,17 @@
 #include "core/export/Onnx.h"
 
-#include "core/io/FileIo.h"
-
-#include <unistd.h>
-
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <onnx/checker.h>
-#include <onnx/onnx_pb.h>
 #include <set>
 
+#include <onnx/checker.h>
+#include <onnx/onnx_pb.h>
+#include <unistd.h>
+
+#include "core/io/FileIo.h"
 #include "core/layers/LayerRegistry.h"
 
 namespace strata {
@@ -195,8 +194,7 @@ void writeOnnx(const std::string& path, const ExportModel& model, const OnnxExpo
                 v = y + "/normalized";
             } else if (options.includeNormalization && norm.mode != "none") {
                 if (norm.scale != 1.f) {
-                    b.node("Mul", y + "/norm_scale", {v, b.scalar(y + "/norm_scale_value", norm.scale)},
-                           y + "/scaled");
+                    b.node("Mul", y + "/norm_scale", {v, b.scalar(y + "/norm_scale_value", norm.scale)}, y + "/scaled");
                     v = y + "/scaled";
                 }
                 if (norm.mean != 0.f) {
@@ -266,7 +264,8 @@ void writeOnnx(const std::string& path, const ExportModel& model, const OnnxExpo
             b.node("Tanh", y, x, y);
         } else if (t == "GELU") {
             // Gelu is an ONNX op only from opset 20; this is its exact (erf) definition, as our backends compute it.
-            b.node("Div", y + "/div", {x[0], b.scalar(y + "/sqrt2", static_cast<float>(std::sqrt(2.0)))}, y + "/scaled");
+            b.node("Div", y + "/div", {x[0], b.scalar(y + "/sqrt2", static_cast<float>(std::sqrt(2.0)))},
+                   y + "/scaled");
             b.node("Erf", y + "/erf", {y + "/scaled"}, y + "/erf");
             b.node("Add", y + "/add", {y + "/erf", b.scalar(y + "/one", 1.f)}, y + "/cdf2");
             b.node("Mul", y + "/mul", {x[0], y + "/cdf2"}, y + "/xcdf2");

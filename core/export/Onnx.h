@@ -61,7 +61,7 @@ struct OnnxModelInfo {
     std::string inputName, outputName;
     std::vector<int64_t> inputDims, outputDims;  // -1 for a symbolic dimension
     std::vector<OnnxNodeInfo> nodes;
-    std::vector<TensorRecord> initializers;  // float initializers as F32 host bytes
+    std::vector<TensorRecord> initializers;                         // float initializers as F32 host bytes
     std::map<std::string, std::vector<int64_t>> int64Initializers;  // shapes, axes
     std::map<std::string, std::string> metadata;
     const TensorRecord* initializer(const std::string& name) const;

@@ -53,11 +53,13 @@ int Graph::addNode(const std::string& type, const std::string& name, const Json&
 void Graph::insertNode(const Node& node) {
     if (node.id < 0) throw GraphError(node.id, {}, "node id " + std::to_string(node.id) + " is negative");
     if (m_nodes.count(node.id))
-        throw GraphError(node.id, {}, "node id " + std::to_string(node.id) + " is already used by " +
-                                          nodeLabel(m_nodes.at(node.id)));
+        throw GraphError(
+            node.id, {},
+            "node id " + std::to_string(node.id) + " is already used by " + nodeLabel(m_nodes.at(node.id)));
     if (node.name.empty()) throw GraphError(node.id, {}, "node " + std::to_string(node.id) + " has an empty name");
     if (const Node* other = nodeByName(node.name))
-        throw GraphError(node.id, {}, "the name '" + node.name + "' is already used by node " + std::to_string(other->id));
+        throw GraphError(node.id, {},
+                         "the name '" + node.name + "' is already used by node " + std::to_string(other->id));
     m_nodes.emplace(node.id, node);
     m_nextId = std::max(m_nextId, node.id + 1);
 }
@@ -74,14 +76,15 @@ std::vector<Edge> Graph::removeNode(int id) {
 
 void Graph::connect(const PortRef& from, const PortRef& to) {
     const Node* src = node(from.node);
-    if (!src) throw GraphError(from.node, from.port, "cannot connect: no source node with id " + std::to_string(from.node));
+    if (!src)
+        throw GraphError(from.node, from.port, "cannot connect: no source node with id " + std::to_string(from.node));
     const Node* dst = node(to.node);
     if (!dst) throw GraphError(to.node, to.port, "cannot connect: no target node with id " + std::to_string(to.node));
     if (from.port != "out")
-        throw GraphError(from.node, from.port,
-                         "cannot connect from " + nodeLabel(*src) + " port '" + from.port + "': the output port is 'out'");
-    if (from.node == to.node)
-        throw GraphError(to.node, to.port, "cannot connect " + nodeLabel(*dst) + " to itself");
+        throw GraphError(
+            from.node, from.port,
+            "cannot connect from " + nodeLabel(*src) + " port '" + from.port + "': the output port is 'out'");
+    if (from.node == to.node) throw GraphError(to.node, to.port, "cannot connect " + nodeLabel(*dst) + " to itself");
     const LayerType* type = layerRegistry().find(dst->type);
     if (!type)
         throw GraphError(to.node, to.port,
@@ -196,8 +199,9 @@ void Graph::rename(int id, const std::string& name) {
     if (name.empty()) throw GraphError(id, {}, "cannot rename " + nodeLabel(*n) + ": the name is empty");
     const Node* other = nodeByName(name);
     if (other && other->id != id)
-        throw GraphError(id, {}, "cannot rename " + nodeLabel(*n) + ": the name '" + name + "' is already used by node " +
-                                     std::to_string(other->id));
+        throw GraphError(id, {},
+                         "cannot rename " + nodeLabel(*n) + ": the name '" + name + "' is already used by node " +
+                             std::to_string(other->id));
     n->name = name;
 }
 

@@ -107,8 +107,8 @@ private:
 
 // One thing wrong with a graph, for the problems list and the error colour.
 struct Problem {
-    int node = -1;     // -1: the graph as a whole
-    std::string port;  // empty: the node itself
+    int node = -1;        // -1: the graph as a whole
+    std::string port;     // empty: the node itself
     std::string message;  // names the node ("conv1: ...")
 };
 

@@ -130,8 +130,9 @@ GraphAnalysis analyzeGraph(const Graph& graph) {
         for (const Node* n : graph.nodes()) {
             const LayerType* type = registry.find(n->type);
             if (!type) {
-                problem(n->id, {}, n->name + ": unknown layer type '" + n->type + "' (known types: " +
-                                       joined(registry.names()) + ")");
+                problem(
+                    n->id, {},
+                    n->name + ": unknown layer type '" + n->type + "' (known types: " + joined(registry.names()) + ")");
                 continue;
             }
             types[n->id] = type;
@@ -231,8 +232,9 @@ GraphAnalysis analyzeGraph(const Graph& graph) {
                     inputs[i]->name + ": a second Input node (the engine takes one input; '" + inputs[0]->name +
                         "' is already one)");
         if (sinks.size() > 1)
-            problem(-1, {}, "the graph has " + std::to_string(sinks.size()) + " outputs (" + joined(sinks) +
-                                "); the engine takes one: connect or remove the extra ones");
+            problem(-1, {},
+                    "the graph has " + std::to_string(sinks.size()) + " outputs (" + joined(sinks) +
+                        "); the engine takes one: connect or remove the extra ones");
     } catch (const std::exception& e) {
         problem(-1, {}, std::string("graph analysis failed: ") + e.what());
     } catch (...) {

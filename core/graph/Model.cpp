@@ -14,13 +14,13 @@ struct Model::Step {
     const LayerType* type = nullptr;
     std::unique_ptr<Layer> layer;
     bool isInput = false;
-    Shape outShape;                 // per sample
-    std::vector<int> inputs;        // indices into m_steps, in port order
-    bool needsGrad = false;         // some trainable parameter at or before this step
-    int fusedFrom = -1;             // a ReLU computed by this step of m_steps: output shares its memory
-    bool reluAbsorbed = false;      // a ReLU whose backward its single consumer does (no grad of its own)
+    Shape outShape;                     // per sample
+    std::vector<int> inputs;            // indices into m_steps, in port order
+    bool needsGrad = false;             // some trainable parameter at or before this step
+    int fusedFrom = -1;                 // a ReLU computed by this step of m_steps: output shares its memory
+    bool reluAbsorbed = false;          // a ReLU whose backward its single consumer does (no grad of its own)
     Tensor outputStorage, gradStorage;  // capacity for m_capacity samples
-    Tensor output, grad;            // views for the current batch
+    Tensor output, grad;                // views for the current batch
 };
 
 Model::~Model() = default;
@@ -36,22 +36,23 @@ std::string layerPrefix(const Graph& graph, int node, const char* what) {
 void initParameter(Backend& backend, Parameter& p, const ParameterSpec& spec, std::mt19937_64& rng) {
     std::vector<float> host(static_cast<size_t>(spec.shape.numel()));
     switch (spec.init) {
-    case Init::Zeros: std::fill(host.begin(), host.end(), 0.0f); break;
-    case Init::Ones: std::fill(host.begin(), host.end(), 1.0f); break;
-    case Init::HeUniform:
-    case Init::XavierUniform: {
-        const double bound = spec.init == Init::HeUniform
-                                 ? std::sqrt(6.0 / static_cast<double>(std::max<int64_t>(1, spec.fanIn)))
-                                 : std::sqrt(6.0 / static_cast<double>(std::max<int64_t>(1, spec.fanIn + spec.fanOut)));
-        std::uniform_real_distribution<double> dist(-bound, bound);
-        for (auto& v : host) v = static_cast<float>(dist(rng));
-        break;
-    }
-    case Init::Normal: {
-        std::normal_distribution<double> dist(0.0, spec.std);
-        for (auto& v : host) v = static_cast<float>(dist(rng));
-        break;
-    }
+        case Init::Zeros: std::fill(host.begin(), host.end(), 0.0f); break;
+        case Init::Ones: std::fill(host.begin(), host.end(), 1.0f); break;
+        case Init::HeUniform:
+        case Init::XavierUniform: {
+            const double bound =
+                spec.init == Init::HeUniform
+                    ? std::sqrt(6.0 / static_cast<double>(std::max<int64_t>(1, spec.fanIn)))
+                    : std::sqrt(6.0 / static_cast<double>(std::max<int64_t>(1, spec.fanIn + spec.fanOut)));
+            std::uniform_real_distribution<double> dist(-bound, bound);
+            for (auto& v : host) v = static_cast<float>(dist(rng));
+            break;
+        }
+        case Init::Normal: {
+            std::normal_distribution<double> dist(0.0, spec.std);
+            for (auto& v : host) v = static_cast<float>(dist(rng));
+            break;
+        }
     }
     p.name = spec.name;
     p.trainable = spec.trainable;
@@ -128,7 +129,8 @@ std::unique_ptr<Model> compile(const Graph& graph, Backend& backend, uint64_t se
             step->layer->parameters().push_back(std::move(p));
         }
         step->needsGrad = trainable;
-        for (int in : step->inputs) step->needsGrad = step->needsGrad || model->m_steps[static_cast<size_t>(in)]->needsGrad;
+        for (int in : step->inputs)
+            step->needsGrad = step->needsGrad || model->m_steps[static_cast<size_t>(in)]->needsGrad;
         if (step->isInput) model->m_inputShape = step->outShape;
         stepOf[id] = static_cast<int>(model->m_steps.size());
         model->m_steps.push_back(std::move(step));
@@ -261,7 +263,8 @@ void Model::backward(const Tensor& dOutput) {
             const bool wanted = target.needsGrad && s.type->inputDifferentiable(static_cast<int>(k));
             dins.push_back(wanted ? &target.grad : nullptr);
         }
-        LayerContext ctx{*m_backend, m_lastTraining, m_lastSeed ^ (0x9E3779B97F4A7C15ull * static_cast<uint64_t>(s.node))};
+        LayerContext ctx{*m_backend, m_lastTraining,
+                         m_lastSeed ^ (0x9E3779B97F4A7C15ull * static_cast<uint64_t>(s.node))};
         forLayer(m_graph, s.node, "backward",
                  [&] { s.layer->backward(ctx, ins, s.output, &s == &last ? dOutput : s.grad, dins); });
     }

@@ -36,16 +36,16 @@ namespace {
 
 std::string jsonTypeName(const Json& v) {
     switch (v.type()) {
-    case Json::value_t::null: return "null";
-    case Json::value_t::boolean: return "boolean";
-    case Json::value_t::number_integer:
-    case Json::value_t::number_unsigned: return "integer";
-    case Json::value_t::number_float: return "number";
-    case Json::value_t::string: return "string";
-    case Json::value_t::array: return "array";
-    case Json::value_t::object: return "object";
-    case Json::value_t::binary: return "binary";
-    case Json::value_t::discarded: return "discarded";
+        case Json::value_t::null: return "null";
+        case Json::value_t::boolean: return "boolean";
+        case Json::value_t::number_integer:
+        case Json::value_t::number_unsigned: return "integer";
+        case Json::value_t::number_float: return "number";
+        case Json::value_t::string: return "string";
+        case Json::value_t::array: return "array";
+        case Json::value_t::object: return "object";
+        case Json::value_t::binary: return "binary";
+        case Json::value_t::discarded: return "discarded";
     }
     return "value";
 }
@@ -66,9 +66,12 @@ std::string describe(const Json& v) {
 std::string pointerKey(const std::string& key) {
     std::string out;
     for (char c : key) {
-        if (c == '~') out += "~0";
-        else if (c == '/') out += "~1";
-        else out += c;
+        if (c == '~')
+            out += "~0";
+        else if (c == '/')
+            out += "~1";
+        else
+            out += c;
     }
     return out;
 }
@@ -179,28 +182,29 @@ void checkParamType(const ParamSpec& spec, const Json& v, const std::string& pat
         return std::isfinite(d) && std::floor(d) == d;
     };
     switch (spec.kind) {
-    case ParamSpec::Kind::Int:
-        if (!isInteger(v)) fail(path, "expected an integer, got " + describe(v));
-        return;
-    case ParamSpec::Kind::Float:
-        if (!v.is_number()) fail(path, "expected a number, got " + describe(v));
-        return;
-    case ParamSpec::Kind::Bool:
-        if (!v.is_boolean()) fail(path, "expected a boolean, got " + describe(v));
-        return;
-    case ParamSpec::Kind::Choice: {
-        if (!v.is_string()) fail(path, "expected a string, got " + describe(v));
-        const std::string s = v.get<std::string>();
-        for (const auto& c : spec.choices)
-            if (c == s) return;
-        fail(path, "unknown value '" + s + "' (" + spec.allowedText() + ")");
-    }
-    case ParamSpec::Kind::IntList:
-        if (isInteger(v)) return;
-        if (!v.is_array()) fail(path, "expected a list of integers, got " + describe(v));
-        for (size_t i = 0; i < v.size(); ++i)
-            if (!isInteger(v[i])) fail(path + "/" + std::to_string(i), "expected an integer, got " + describe(v[i]));
-        return;
+        case ParamSpec::Kind::Int:
+            if (!isInteger(v)) fail(path, "expected an integer, got " + describe(v));
+            return;
+        case ParamSpec::Kind::Float:
+            if (!v.is_number()) fail(path, "expected a number, got " + describe(v));
+            return;
+        case ParamSpec::Kind::Bool:
+            if (!v.is_boolean()) fail(path, "expected a boolean, got " + describe(v));
+            return;
+        case ParamSpec::Kind::Choice: {
+            if (!v.is_string()) fail(path, "expected a string, got " + describe(v));
+            const std::string s = v.get<std::string>();
+            for (const auto& c : spec.choices)
+                if (c == s) return;
+            fail(path, "unknown value '" + s + "' (" + spec.allowedText() + ")");
+        }
+        case ParamSpec::Kind::IntList:
+            if (isInteger(v)) return;
+            if (!v.is_array()) fail(path, "expected a list of integers, got " + describe(v));
+            for (size_t i = 0; i < v.size(); ++i)
+                if (!isInteger(v[i]))
+                    fail(path + "/" + std::to_string(i), "expected an integer, got " + describe(v[i]));
+            return;
     }
 }
 
@@ -226,7 +230,8 @@ Graph readGraph(const Json& json, const std::string& path) {
             node.type = ObjectReader::asString(n.require("type"), n.pathOf("type"), false);
             const LayerType* type = registry.find(node.type);
             if (!type)
-                fail(n.pathOf("type"), "unknown layer type '" + node.type + "' (known: " + joined(registry.names()) + ")");
+                fail(n.pathOf("type"),
+                     "unknown layer type '" + node.type + "' (known: " + joined(registry.names()) + ")");
 
             n.string("name", node.name);
             if (n.find("name") && node.name.empty()) fail(n.pathOf("name"), "must not be empty");
@@ -262,8 +267,10 @@ Graph readGraph(const Json& json, const std::string& path) {
                 node.y = ObjectReader::asNumber((*pos)[1], pp + "/1", -kHuge, kHuge, false);
             }
             n.finish();
-            if (node.name.empty()) unnamed.push_back(std::move(node));
-            else graph.insertNode(node);
+            if (node.name.empty())
+                unnamed.push_back(std::move(node));
+            else
+                graph.insertNode(node);
         }
     }
     // Unnamed nodes get "<type><n>" names after every written name is taken, so they never collide.
@@ -287,7 +294,8 @@ Graph readGraph(const Json& json, const std::string& path) {
             const char* keys[2] = {"from", "to"};
             for (int k = 0; k < 2; ++k) {
                 ObjectReader end(e.require(keys[k]), e.pathOf(keys[k]));
-                ends[k].node = static_cast<int>(ObjectReader::asInteger(end.require("node"), end.pathOf("node"), 0, kIntMax));
+                ends[k].node =
+                    static_cast<int>(ObjectReader::asInteger(end.require("node"), end.pathOf("node"), 0, kIntMax));
                 ends[k].port = ObjectReader::asString(end.require("port"), end.pathOf("port"), false);
                 end.finish();
                 if (!graph.node(ends[k].node))
@@ -297,18 +305,18 @@ Graph readGraph(const Json& json, const std::string& path) {
             const Node* src = graph.node(ends[0].node);
             const Node* dst = graph.node(ends[1].node);
             if (ends[0].port != "out")
-                fail(e.pathOf("from") + "/port", "unknown output port '" + ends[0].port + "' of " + src->name +
-                                                     " (the output port is 'out')");
+                fail(e.pathOf("from") + "/port",
+                     "unknown output port '" + ends[0].port + "' of " + src->name + " (the output port is 'out')");
             if (ends[0].node == ends[1].node) fail(e.path(), "connects " + src->name + " to itself");
             const std::vector<std::string> ports = graph.inputPorts(dst->id);
             if (std::find(ports.begin(), ports.end(), ends[1].port) == ports.end())
-                fail(e.pathOf("to") + "/port", "unknown input port '" + ends[1].port + "' of " + dst->name + " (" +
-                                                   dst->type + " ports: " +
-                                                   (ports.empty() ? std::string("none") : joined(ports)) + ")");
+                fail(e.pathOf("to") + "/port",
+                     "unknown input port '" + ends[1].port + "' of " + dst->name + " (" + dst->type +
+                         " ports: " + (ports.empty() ? std::string("none") : joined(ports)) + ")");
             auto key = std::make_pair(dst->id, ends[1].port);
             if (auto it = fedBy.find(key); it != fedBy.end())
-                fail(e.pathOf("to"), "input '" + ends[1].port + "' of " + dst->name + " already has an edge (" +
-                                         it->second + ")");
+                fail(e.pathOf("to"),
+                     "input '" + ends[1].port + "' of " + dst->name + " already has an edge (" + it->second + ")");
             fedBy[key] = e.path();
             try {
                 graph.connect(ends[0], ends[1]);
@@ -398,19 +406,15 @@ std::string parseErrorReason(const std::string& what) {
 Json checkSettingValue(const SettingInfo& spec, const Json& v, const std::string& path) {
     switch (spec.kind) {
         case SettingKind::Int:
-        case SettingKind::Int64:
-            return Json(ObjectReader::asInteger(v, path, spec.intMin, spec.intMax));
-        case SettingKind::UInt64:
-            return Json(ObjectReader::asUnsigned(v, path));
+        case SettingKind::Int64: return Json(ObjectReader::asInteger(v, path, spec.intMin, spec.intMax));
+        case SettingKind::UInt64: return Json(ObjectReader::asUnsigned(v, path));
         case SettingKind::Double:
-        case SettingKind::Float:
-            return Json(ObjectReader::asNumber(v, path, spec.min, spec.max, spec.maxOpen));
+        case SettingKind::Float: return Json(ObjectReader::asNumber(v, path, spec.min, spec.max, spec.maxOpen));
         case SettingKind::Bool:
             if (!v.is_boolean()) fail(path, "expected a boolean, got " + describe(v));
             return v;
         case SettingKind::String:
-        case SettingKind::Path:
-            return Json(ObjectReader::asString(v, path, spec.nonEmpty));
+        case SettingKind::Path: return Json(ObjectReader::asString(v, path, spec.nonEmpty));
         case SettingKind::Choice: {
             const std::string s = ObjectReader::asString(v, path, false);
             try {
@@ -458,10 +462,11 @@ Project projectFromJson(const Json& json) {
         if (!version.is_number_integer()) fail("/format_version", "expected an integer, got " + describe(version));
         if (version.is_number_unsigned() ? version.get<uint64_t>() > static_cast<uint64_t>(kProjectFormatVersion)
                                          : version.get<int64_t>() > kProjectFormatVersion)
-            fail("/format_version", "written by a newer Strata (format " + version.dump() + "); this build reads format " +
-                                        std::to_string(kProjectFormatVersion));
+            fail("/format_version", "written by a newer Strata (format " + version.dump() +
+                                        "); this build reads format " + std::to_string(kProjectFormatVersion));
         if (version.get<int64_t>() < 1)
-            fail("/format_version", "format " + version.dump() + " is not a Strata project format (this build reads format " +
+            fail("/format_version", "format " + version.dump() +
+                                        " is not a Strata project format (this build reads format " +
                                         std::to_string(kProjectFormatVersion) + ")");
         p.formatVersion = static_cast<int>(version.get<int64_t>());
         r.string("name", p.name);
@@ -486,8 +491,8 @@ Project parseProject(const std::string& text, const std::string& source) {
         // e.byte counts the bytes read including the offending one.
         const auto [line, column] = lineAndColumn(text, e.byte > 0 ? e.byte - 1 : 0);
         throw ProjectError(source, "",
-                           "line " + std::to_string(line) + ", column " + std::to_string(column) + ": invalid JSON: " +
-                               parseErrorReason(e.what()));
+                           "line " + std::to_string(line) + ", column " + std::to_string(column) +
+                               ": invalid JSON: " + parseErrorReason(e.what()));
     } catch (const std::exception& e) {
         // Numbers too large for a double, and the like.
         throw ProjectError(source, "", std::string("invalid JSON: ") + parseErrorReason(e.what()));

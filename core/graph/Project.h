@@ -22,7 +22,9 @@ public:
     // With the file (or other source) in front: "net.strata: /graph/nodes/2/id: expected an integer, got string".
     ProjectError(std::string source, std::string jsonPath, const std::string& what)
         : std::runtime_error((source.empty() ? "" : source + ": ") + (jsonPath.empty() ? "" : jsonPath + ": ") + what),
-          m_source(std::move(source)), m_path(std::move(jsonPath)), m_message(what) {}
+          m_source(std::move(source)),
+          m_path(std::move(jsonPath)),
+          m_message(what) {}
     const std::string& jsonPath() const { return m_path; }
     const std::string& source() const { return m_source; }
     const std::string& message() const { return m_message; }  // without source and path

@@ -300,17 +300,13 @@ std::string joined(const std::vector<SettingChoice>& choices) {
 }
 
 // The enum's spelling via the table entry of the member that holds it.
-const std::string& nameIn(const SettingInfo& spec, int value) {
-    return spec.choiceName(value);
-}
+const std::string& nameIn(const SettingInfo& spec, int value) { return spec.choiceName(value); }
 
 }  // namespace
 
 // ---- SettingInfo ----
 
-std::string integerRangeText(int64_t min, int64_t max) {
-    return std::to_string(min) + " to " + std::to_string(max);
-}
+std::string integerRangeText(int64_t min, int64_t max) { return std::to_string(min) + " to " + std::to_string(max); }
 
 std::string numberRangeText(double min, double max, bool maxOpen) {
     auto text = [](double v) {
@@ -325,23 +321,18 @@ std::string numberRangeText(double min, double max, bool maxOpen) {
 std::string SettingInfo::rangeText() const {
     switch (kind) {
         case SettingKind::Int:
-        case SettingKind::Int64:
-            return integerRangeText(intMin, intMax);
-        case SettingKind::UInt64:
-            return "0 to " + std::to_string(UINT64_MAX);
+        case SettingKind::Int64: return integerRangeText(intMin, intMax);
+        case SettingKind::UInt64: return "0 to " + std::to_string(UINT64_MAX);
         case SettingKind::Double:
-        case SettingKind::Float:
-            return numberRangeText(min, max, maxOpen);
-        case SettingKind::Choice:
-            return "one of: " + joined(choices);
+        case SettingKind::Float: return numberRangeText(min, max, maxOpen);
+        case SettingKind::Choice: return "one of: " + joined(choices);
         case SettingKind::IntList:
             return std::to_string(minItems) + " to " + std::to_string(maxItems) + " values, each " +
                    integerRangeText(intMin, intMax);
         case SettingKind::Bool:
         case SettingKind::String:
         case SettingKind::Path:
-        case SettingKind::StringList:
-            break;
+        case SettingKind::StringList: break;
     }
     return nonEmpty ? "not empty" : "";
 }
@@ -378,30 +369,18 @@ const SettingSpec<TrainingSettings>& trainingSetting(const std::string& key) {
     return findSpec(trainingSettingSpecs(), key);
 }
 
-const std::string& settingName(DatasetKind v) {
-    return nameIn(datasetSetting("kind"), static_cast<int>(v));
-}
-const std::string& settingName(Tokenizer v) {
-    return nameIn(datasetSetting("tokenizer"), static_cast<int>(v));
-}
+const std::string& settingName(DatasetKind v) { return nameIn(datasetSetting("kind"), static_cast<int>(v)); }
+const std::string& settingName(Tokenizer v) { return nameIn(datasetSetting("tokenizer"), static_cast<int>(v)); }
 const std::string& settingName(NormalizationMode v) {
     return nameIn(datasetSetting("normalization"), static_cast<int>(v));
 }
-const std::string& settingName(OptimizerKind v) {
-    return nameIn(trainingSetting("optimizer"), static_cast<int>(v));
-}
-const std::string& settingName(LossKind v) {
-    return nameIn(trainingSetting("loss"), static_cast<int>(v));
-}
-const std::string& settingName(ScheduleKind v) {
-    return nameIn(trainingSetting("schedule"), static_cast<int>(v));
-}
+const std::string& settingName(OptimizerKind v) { return nameIn(trainingSetting("optimizer"), static_cast<int>(v)); }
+const std::string& settingName(LossKind v) { return nameIn(trainingSetting("loss"), static_cast<int>(v)); }
+const std::string& settingName(ScheduleKind v) { return nameIn(trainingSetting("schedule"), static_cast<int>(v)); }
 const std::string& settingName(EarlyStoppingMetric v) {
     return nameIn(trainingSetting("early_stopping_metric"), static_cast<int>(v));
 }
-const std::string& settingName(ComputePrecision v) {
-    return nameIn(trainingSetting("precision"), static_cast<int>(v));
-}
+const std::string& settingName(ComputePrecision v) { return nameIn(trainingSetting("precision"), static_cast<int>(v)); }
 
 // ---- strata-train ----
 

@@ -25,7 +25,8 @@ std::vector<float> softmaxRows(const float* values, int64_t rows, int64_t cols) 
         const double mx = *std::max_element(row, row + cols);
         double sum = 0;
         for (int64_t k = 0; k < cols; ++k) sum += e[static_cast<size_t>(k)] = std::exp(double(row[k]) - mx);
-        for (int64_t k = 0; k < cols; ++k) out[static_cast<size_t>(r * cols + k)] = float(e[static_cast<size_t>(k)] / sum);
+        for (int64_t k = 0; k < cols; ++k)
+            out[static_cast<size_t>(r * cols + k)] = float(e[static_cast<size_t>(k)] / sum);
     }
     return out;
 }

@@ -63,7 +63,7 @@ struct ConfusionMatrix {
     std::vector<int64_t> counts;  // classes * classes
 
     int64_t at(int trueClass, int predictedClass) const;
-    int64_t rowTotal(int trueClass) const;     // samples of a true class
+    int64_t rowTotal(int trueClass) const;  // samples of a true class
     int64_t columnTotal(int predictedClass) const;
     int64_t total() const;
     int64_t correct() const;  // the diagonal
@@ -74,8 +74,7 @@ struct ConfusionMatrix {
 
 // Throws std::out_of_range naming the sample whose label or prediction is outside 0..classes-1, and
 // std::invalid_argument when the two lists differ in length.
-ConfusionMatrix confusionMatrix(const std::vector<int32_t>& labels, const std::vector<int32_t>& predicted,
-                                int classes);
+ConfusionMatrix confusionMatrix(const std::vector<int32_t>& labels, const std::vector<int32_t>& predicted, int classes);
 
 struct SplitEvaluation {
     Predictions predictions;
@@ -85,6 +84,5 @@ struct SplitEvaluation {
 // The first `limit` samples of the split (all when limit <= 0). Classes: the model's output size.
 SplitEvaluation evaluateSplit(Model& model, const DataSplit& split, int64_t limit = 0, int batchSize = 256,
                               const EvaluationProgress& progress = {});
-
 
 }  // namespace strata

@@ -9,9 +9,9 @@
 #include "core/data/Dataset.h"
 #include "core/export/Gguf.h"
 #include "core/export/Onnx.h"
-#include "core/infer/OnnxRunner.h"
 #include "core/graph/Model.h"
 #include "core/infer/Evaluation.h"
+#include "core/infer/OnnxRunner.h"
 
 namespace strata {
 
@@ -28,32 +28,35 @@ uint64_t sizeOf(const std::string& path) {
 std::string methodText(ExportFormat format, const std::string& path) {
     const std::string name = fs::path(path).filename().string();
     switch (format) {
-    case ExportFormat::Onnx:
-        return "the initializers and embedded project of " + name + " were rebuilt into a Strata model on the CPU "
-               "backend; the file's normalization metadata was applied to the raw inputs.";
-    case ExportFormat::Gguf:
-        return name + " was read back with the GGUF reader (F16 and Q8_0 tensors dequantized), compiled from its "
-                      "embedded project and run on the CPU backend with its stored normalization.";
-    case ExportFormat::Safetensors:
-        return name + " was read back with the safetensors reader (F16 tensors widened), compiled from its embedded "
-                      "project and run on the CPU backend with its stored normalization.";
+        case ExportFormat::Onnx:
+            return "the initializers and embedded project of " + name +
+                   " were rebuilt into a Strata model on the CPU "
+                   "backend; the file's normalization metadata was applied to the raw inputs.";
+        case ExportFormat::Gguf:
+            return name +
+                   " was read back with the GGUF reader (F16 and Q8_0 tensors dequantized), compiled from its "
+                   "embedded project and run on the CPU backend with its stored normalization.";
+        case ExportFormat::Safetensors:
+            return name +
+                   " was read back with the safetensors reader (F16 tensors widened), compiled from its embedded "
+                   "project and run on the CPU backend with its stored normalization.";
     }
     return {};
 }
 
 std::string onnxRanText(const std::string& path, bool normalizationInGraph) {
-    return "ran the ONNX graph in " + onnxRunnerName() + " (an ONNX runtime Strata did not write): " +
-           fs::path(path).filename().string() + " was imported by OpenCV and run on the raw inputs" +
+    return "ran the ONNX graph in " + onnxRunnerName() +
+           " (an ONNX runtime Strata did not write): " + fs::path(path).filename().string() +
+           " was imported by OpenCV and run on the raw inputs" +
            (normalizationInGraph ? ", the dataset normalization inside the graph."
                                  : " normalized with the file's stored normalization (the graph has none).");
 }
 
 // Stated, not silent: the fallback names what could not run and why.
 std::string onnxFallbackText(const std::string& path, const std::string& reason) {
-    const std::string why = onnxRunnerAvailable()
-                                ? onnxRunnerName() + " cannot run " + fs::path(path).filename().string() + " (" +
-                                      reason + ")"
-                                : reason;
+    const std::string why = onnxRunnerAvailable() ? onnxRunnerName() + " cannot run " +
+                                                        fs::path(path).filename().string() + " (" + reason + ")"
+                                                  : reason;
     return "the ONNX graph was NOT executed: " + why + ". Instead, as Strata has no ONNX runtime of its own, " +
            methodText(ExportFormat::Onnx, path);
 }
@@ -69,36 +72,36 @@ ExportFormat formatOfFile(const std::string& path) {
 
 const char* exportFormatName(ExportFormat format) {
     switch (format) {
-    case ExportFormat::Onnx: return "ONNX";
-    case ExportFormat::Gguf: return "GGUF";
-    case ExportFormat::Safetensors: return "safetensors";
+        case ExportFormat::Onnx: return "ONNX";
+        case ExportFormat::Gguf: return "GGUF";
+        case ExportFormat::Safetensors: return "safetensors";
     }
     return "?";
 }
 
 const char* exportFormatExtension(ExportFormat format) {
     switch (format) {
-    case ExportFormat::Onnx: return ".onnx";
-    case ExportFormat::Gguf: return ".gguf";
-    case ExportFormat::Safetensors: return ".safetensors";
+        case ExportFormat::Onnx: return ".onnx";
+        case ExportFormat::Gguf: return ".gguf";
+        case ExportFormat::Safetensors: return ".safetensors";
     }
     return "";
 }
 
 const char* exportPrecisionName(ExportPrecision precision) {
     switch (precision) {
-    case ExportPrecision::F32: return "F32";
-    case ExportPrecision::F16: return "F16";
-    case ExportPrecision::Q8_0: return "Q8_0";
+        case ExportPrecision::F32: return "F32";
+        case ExportPrecision::F16: return "F16";
+        case ExportPrecision::Q8_0: return "Q8_0";
     }
     return "?";
 }
 
 bool exportFormatSupports(ExportFormat format, ExportPrecision precision) {
     switch (format) {
-    case ExportFormat::Onnx: return precision == ExportPrecision::F32;
-    case ExportFormat::Safetensors: return precision != ExportPrecision::Q8_0;
-    case ExportFormat::Gguf: return true;
+        case ExportFormat::Onnx: return precision == ExportPrecision::F32;
+        case ExportFormat::Safetensors: return precision != ExportPrecision::Q8_0;
+        case ExportFormat::Gguf: return true;
     }
     return false;
 }
@@ -109,26 +112,22 @@ ExportWriteResult writeExport(const std::string& path, const ExportModel& model,
                                     exportPrecisionName(request.precision) + " tensors");
     ExportWriteResult r;
     switch (request.format) {
-    case ExportFormat::Onnx: {
-        if (request.opset < kOnnxMinOpset || request.opset > kOnnxMaxOpset)
-            throw std::invalid_argument("ONNX opset " + std::to_string(request.opset) + " is outside " +
-                                        std::to_string(kOnnxMinOpset) + ".." + std::to_string(kOnnxMaxOpset));
-        OnnxExportOptions o;
-        o.opset = request.opset;
-        writeOnnx(path, model, o);
-        // The writer gives no summary; read the file back for one, which also proves it parses.
-        const OnnxModelInfo info = readOnnx(path);
-        for (const TensorRecord& t : info.initializers)
-            r.summary.tensors.push_back(t.name + " " + t.shape.toString() + " F32");
-        r.summary.bytes = sizeOf(path);
-        return r;
-    }
-    case ExportFormat::Gguf:
-        r.summary = writeGgufExport(path, model, request.precision);
-        break;
-    case ExportFormat::Safetensors:
-        r.summary = writeSafetensorsExport(path, model, request.precision);
-        break;
+        case ExportFormat::Onnx: {
+            if (request.opset < kOnnxMinOpset || request.opset > kOnnxMaxOpset)
+                throw std::invalid_argument("ONNX opset " + std::to_string(request.opset) + " is outside " +
+                                            std::to_string(kOnnxMinOpset) + ".." + std::to_string(kOnnxMaxOpset));
+            OnnxExportOptions o;
+            o.opset = request.opset;
+            writeOnnx(path, model, o);
+            // The writer gives no summary; read the file back for one, which also proves it parses.
+            const OnnxModelInfo info = readOnnx(path);
+            for (const TensorRecord& t : info.initializers)
+                r.summary.tensors.push_back(t.name + " " + t.shape.toString() + " F32");
+            r.summary.bytes = sizeOf(path);
+            return r;
+        }
+        case ExportFormat::Gguf: r.summary = writeGgufExport(path, model, request.precision); break;
+        case ExportFormat::Safetensors: r.summary = writeSafetensorsExport(path, model, request.precision); break;
     }
     return r;
 }

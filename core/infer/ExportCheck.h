@@ -29,8 +29,8 @@ struct DataSplit;
 
 enum class ExportFormat { Onnx, Gguf, Safetensors };
 
-const char* exportFormatName(ExportFormat format);       // "ONNX", "GGUF", "safetensors"
-const char* exportFormatExtension(ExportFormat format);  // ".onnx", ".gguf", ".safetensors"
+const char* exportFormatName(ExportFormat format);           // "ONNX", "GGUF", "safetensors"
+const char* exportFormatExtension(ExportFormat format);      // ".onnx", ".gguf", ".safetensors"
 const char* exportPrecisionName(ExportPrecision precision);  // "F32", "F16", "Q8_0"
 // ONNX exports are float32; safetensors has no Q8_0 type; GGUF takes all three.
 bool exportFormatSupports(ExportFormat format, ExportPrecision precision);
@@ -56,15 +56,15 @@ std::unique_ptr<Model> compileExportModel(const ExportModel& model, Backend& bac
 
 struct ExportCheckResult {
     std::string path;
-    std::string method;  // what was loaded and run, in words
-    std::string runtime;  // what ran the file: "OpenCV DNN 4.6.0" or "Strata CPU backend"
+    std::string method;          // what was loaded and run, in words
+    std::string runtime;         // what ran the file: "OpenCV DNN 4.6.0" or "Strata CPU backend"
     std::string fallbackReason;  // ONNX only: why OpenCV could not run the graph; empty when it did
     int64_t samples = 0;
     int classes = 0;
-    double maxAbsDiff = 0;  // largest |live output - file output| over every sample and output
-    double maxAbsOutput = 0;  // largest |live output|, the scale maxAbsDiff is measured against
+    double maxAbsDiff = 0;                      // largest |live output - file output| over every sample and output
+    double maxAbsOutput = 0;                    // largest |live output|, the scale maxAbsDiff is measured against
     double liveAccuracy = 0, fileAccuracy = 0;  // 0..1 on those samples
-    int64_t samePrediction = 0;  // samples where both predict the same class
+    int64_t samePrediction = 0;                 // samples where both predict the same class
 };
 
 // Loads `exportedPath` with loadModelFile, compiles it and `live` on the CPU backend and runs both on the first

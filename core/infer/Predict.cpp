@@ -1,12 +1,12 @@
 #include "core/infer/Predict.h"
 
-#include <zlib.h>
-
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <stdexcept>
+
+#include <zlib.h>
 
 #include "core/backend/BackendRegistry.h"
 #include "core/data/CsvReader.h"
@@ -33,7 +33,8 @@ PredictInputs readIdxImages(const std::string& path, int64_t limit) {
     return in;
 }
 
-PredictInputs readTextCsv(const std::vector<data::CsvRecord>& rows, const DatasetSettings& ds, const std::vector<std::string>& vocab, int64_t limit) {
+PredictInputs readTextCsv(const std::vector<data::CsvRecord>& rows, const DatasetSettings& ds,
+                          const std::vector<std::string>& vocab, int64_t limit) {
     // "label,text" rows like the training file; an optional header row is skipped.
     std::map<std::string, int32_t> ids;
     for (size_t i = 0; i < vocab.size(); ++i) ids[vocab[i]] = static_cast<int32_t>(i);
@@ -151,12 +152,14 @@ Predictor::Predictor(const std::string& modelPath, PredictRuntime runtime)
             m_runner = std::make_unique<OnnxRunner>(modelPath);
         } catch (const OnnxRunError& e) {
             if (runtime == PredictRuntime::OpenCv) throw;
-            m_runtimeLine += " on the file's weights and embedded project; the ONNX graph was not executed: " +
-                             onnxRunnerName() + " cannot run it (" + e.reason() + ")";
+            m_runtimeLine +=
+                " on the file's weights and embedded project; the ONNX graph was not executed: " + onnxRunnerName() +
+                " cannot run it (" + e.reason() + ")";
         }
     } else {
-        m_runtimeLine += " on the file's weights and embedded project; the ONNX graph was not executed: this build "
-                         "has no OpenCV DNN (STRATA_OPENCV)";
+        m_runtimeLine +=
+            " on the file's weights and embedded project; the ONNX graph was not executed: this build "
+            "has no OpenCV DNN (STRATA_OPENCV)";
     }
     if (m_runner) {
         const int64_t per = inputShape().numel();
@@ -198,8 +201,10 @@ Predictions Predictor::run(std::vector<float> raw, int64_t count, int batchSize)
         } catch (const OnnxRunError& e) {
             if (m_runtime == PredictRuntime::OpenCv) throw;
             m_runner.reset();
-            m_runtimeLine = "runtime: Strata CPU backend on the file's weights and embedded project; the ONNX graph "
-                            "was not executed: " + onnxRunnerName() + " failed to run it (" + e.reason() + ")";
+            m_runtimeLine =
+                "runtime: Strata CPU backend on the file's weights and embedded project; the ONNX graph "
+                "was not executed: " +
+                onnxRunnerName() + " failed to run it (" + e.reason() + ")";
         }
         if (m_runner) {
             const int64_t classes = m_model->outputShape().numel();

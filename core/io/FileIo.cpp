@@ -1,11 +1,11 @@
 #include "core/io/FileIo.h"
 
-#include <unistd.h>
-
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
+
+#include <unistd.h>
 
 #include "core/io/FormatError.h"
 

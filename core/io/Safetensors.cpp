@@ -1,9 +1,5 @@
 #include "core/io/Safetensors.h"
 
-#include "core/io/FileIo.h"
-
-#include <unistd.h>
-
 #include <algorithm>
 #include <bit>
 #include <cstdio>
@@ -11,9 +7,12 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
-#include <nlohmann/json.hpp>
 #include <stdexcept>
 
+#include <nlohmann/json.hpp>
+#include <unistd.h>
+
+#include "core/io/FileIo.h"
 #include "core/io/Half.h"
 
 static_assert(std::endian::native == std::endian::little, "the export formats assume a little-endian host");
@@ -38,16 +37,15 @@ bool parseDTypeName(const std::string& s, DType& out) {
     return false;
 }
 
-
 }  // namespace
 
 const char* safetensorsDTypeName(DType t) {
     switch (t) {
-    case DType::F32: return "F32";
-    case DType::F16: return "F16";
-    case DType::BF16: return "BF16";
-    case DType::I32: return "I32";
-    case DType::U8: return "U8";
+        case DType::F32: return "F32";
+        case DType::F16: return "F16";
+        case DType::BF16: return "BF16";
+        case DType::I32: return "I32";
+        case DType::U8: return "U8";
     }
     return "?";
 }
@@ -77,20 +75,20 @@ std::vector<float> recordToFloats(const TensorRecord& record) {
         throw std::runtime_error("tensor '" + record.name + "': byte count does not match its shape");
     std::vector<float> out(n);
     switch (record.dtype) {
-    case DType::F32:
-        if (n) std::memcpy(out.data(), record.data.data(), n * sizeof(float));
-        return out;
-    case DType::F16:
-    case DType::BF16:
-        for (size_t i = 0; i < n; ++i) {
-            uint16_t h;
-            std::memcpy(&h, record.data.data() + 2 * i, 2);
-            out[i] = record.dtype == DType::F16 ? halfToFloat(h) : bfloat16ToFloat(h);
-        }
-        return out;
-    default:
-        throw std::runtime_error("tensor '" + record.name + "' has dtype " + safetensorsDTypeName(record.dtype) +
-                                 ", expected a floating-point type");
+        case DType::F32:
+            if (n) std::memcpy(out.data(), record.data.data(), n * sizeof(float));
+            return out;
+        case DType::F16:
+        case DType::BF16:
+            for (size_t i = 0; i < n; ++i) {
+                uint16_t h;
+                std::memcpy(&h, record.data.data() + 2 * i, 2);
+                out[i] = record.dtype == DType::F16 ? halfToFloat(h) : bfloat16ToFloat(h);
+            }
+            return out;
+        default:
+            throw std::runtime_error("tensor '" + record.name + "' has dtype " + safetensorsDTypeName(record.dtype) +
+                                     ", expected a floating-point type");
     }
 }
 
@@ -133,14 +131,16 @@ SafetensorsContents readSafetensors(const std::string& path) {
     const std::vector<uint8_t> bytes = readWholeFile(path);
     const uint64_t fileSize = bytes.size();
     if (fileSize < 8)
-        throw FormatError(path, 0, "file is " + std::to_string(fileSize) + " bytes, shorter than the 8-byte header length");
+        throw FormatError(path, 0,
+                          "file is " + std::to_string(fileSize) + " bytes, shorter than the 8-byte header length");
     uint64_t headerLen;
     std::memcpy(&headerLen, bytes.data(), 8);
     if (headerLen > kMaxHeaderBytes)
         throw FormatError(path, 0, "header length " + std::to_string(headerLen) + " exceeds the 100 MB limit");
     if (headerLen > fileSize - 8)
-        throw FormatError(path, 0, "header length " + std::to_string(headerLen) + " runs past the end of the " +
-                                       std::to_string(fileSize) + "-byte file");
+        throw FormatError(path, 0,
+                          "header length " + std::to_string(headerLen) + " runs past the end of the " +
+                              std::to_string(fileSize) + "-byte file");
     const uint64_t dataStart = 8 + headerLen;
     const uint64_t dataSize = fileSize - dataStart;
 
@@ -200,7 +200,8 @@ SafetensorsContents readSafetensors(const std::string& path) {
             throw FormatError(path, 8, where + "data_offsets is not a pair of non-negative integers");
         const uint64_t begin = offs[0].get<uint64_t>(), end = offs[1].get<uint64_t>();
         if (end < begin)
-            throw FormatError(path, static_cast<int64_t>(dataStart + begin), where + "data_offsets end before they begin");
+            throw FormatError(path, static_cast<int64_t>(dataStart + begin),
+                              where + "data_offsets end before they begin");
         if (end > dataSize)
             throw FormatError(path, static_cast<int64_t>(dataStart + std::min(begin, dataSize)),
                               where + "data_offsets [" + std::to_string(begin) + ", " + std::to_string(end) +
@@ -215,9 +216,8 @@ SafetensorsContents readSafetensors(const std::string& path) {
         contents.tensors.push_back(std::move(rec));
     }
 
-    std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) {
-        return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
-    });
+    std::sort(spans.begin(), spans.end(),
+              [](const Span& a, const Span& b) { return a.begin != b.begin ? a.begin < b.begin : a.end < b.end; });
     uint64_t cursor = 0;
     for (const Span& s : spans) {
         const std::string& name = contents.tensors[s.index].name;
@@ -225,8 +225,9 @@ SafetensorsContents readSafetensors(const std::string& path) {
             throw FormatError(path, static_cast<int64_t>(dataStart + s.begin),
                               "tensor '" + name + "' overlaps the tensor before it");
         if (s.begin > cursor)
-            throw FormatError(path, static_cast<int64_t>(dataStart + cursor),
-                              "unused gap of " + std::to_string(s.begin - cursor) + " bytes before tensor '" + name + "'");
+            throw FormatError(
+                path, static_cast<int64_t>(dataStart + cursor),
+                "unused gap of " + std::to_string(s.begin - cursor) + " bytes before tensor '" + name + "'");
         cursor = s.end;
     }
     if (cursor != dataSize)

@@ -20,8 +20,8 @@ public:
             // Per channel, so allocated once and reused whatever the batch size.
             ensureBuffer(b, m_saveMean, Shape{m_c});
             ensureBuffer(b, m_saveInvStd, Shape{m_c});
-            b.batchNormForwardTraining(out.f32(), m_saveMean.f32(), m_saveInvStd.f32(), p(2), p(3), in[0]->f32(),
-                                       p(0), p(1), n, m_c, m_inner, m_momentum, m_eps);
+            b.batchNormForwardTraining(out.f32(), m_saveMean.f32(), m_saveInvStd.f32(), p(2), p(3), in[0]->f32(), p(0),
+                                       p(1), n, m_c, m_inner, m_momentum, m_eps);
         } else {
             b.batchNormForwardInference(out.f32(), in[0]->f32(), p(0), p(1), p(2), p(3), n, m_c, m_inner, m_eps);
         }
@@ -37,8 +37,8 @@ public:
         if (!dbeta) dbeta = scratch(b, m_dbScratch, Shape{m_c});
         if (m_trainingForward) {
             float* dx = dIn[0] ? dIn[0]->f32() : scratch(b, m_dxScratch, dOut.shape());
-            b.batchNormBackward(dx, dgamma, dbeta, dOut.f32(), in[0]->f32(), p(0), m_saveMean.f32(),
-                                m_saveInvStd.f32(), n, m_c, m_inner);
+            b.batchNormBackward(dx, dgamma, dbeta, dOut.f32(), in[0]->f32(), p(0), m_saveMean.f32(), m_saveInvStd.f32(),
+                                n, m_c, m_inner);
             return;
         }
         // Evaluation mode: y = (x - running_mean) * invstd * gamma + beta is affine per channel, so
@@ -58,8 +58,8 @@ public:
                             m_inner);
         if (dIn[0]) {
             // dx += (dy - 0) / sqrt(running_var + eps) * gamma + 0
-            b.batchNormForwardInference(discard, dOut.f32(), p(0), m_zeros.f32(), m_zeros.f32(), p(3), n, m_c,
-                                        m_inner, m_eps);
+            b.batchNormForwardInference(discard, dOut.f32(), p(0), m_zeros.f32(), m_zeros.f32(), p(3), n, m_c, m_inner,
+                                        m_eps);
             b.axpy(dIn[0]->f32(), 1.0f, discard, dOut.numel());
         }
     }
@@ -94,8 +94,9 @@ public:
         expectInputCount(name(), {"in"}, inputs);
         const Shape& s = inputs[0];
         if (s.rank() < 1 || s.rank() > 3)
-            throwShapeError("in", name(), s, "a per-sample shape [channels], [channels, length] or "
-                                             "[channels, height, width]");
+            throwShapeError("in", name(), s,
+                            "a per-sample shape [channels], [channels, length] or "
+                            "[channels, height, width]");
         toInt(s.numel(), "in", "element count");
         return s;
     }
@@ -106,8 +107,7 @@ public:
         mean.trainable = var.trainable = false;
         return {{"gamma", Shape{c}, Init::Ones, c, c}, {"beta", Shape{c}, Init::Zeros, c, c}, mean, var};
     }
-    std::unique_ptr<Layer> create(const Json& params, const std::vector<Shape>& inputs,
-                                  const Shape&) const override {
+    std::unique_ptr<Layer> create(const Json& params, const std::vector<Shape>& inputs, const Shape&) const override {
         const Shape& s = inputs.at(0);
         return std::make_unique<BatchNormLayer>(static_cast<int>(s[0]), static_cast<int>(s.product(1, s.rank())),
                                                 params.at("momentum").get<float>(), params.at("eps").get<float>());

@@ -31,8 +31,8 @@ public:
         int64_t offset = 0;
         for (size_t i = 0; i < dIn.size(); ++i) {
             if (dIn[i])
-                ctx.backend.copyBlocks(dIn[i]->f32(), m_blocks[i], dOut.f32() + offset, m_outBlock, m_blocks[i],
-                                       count, true);
+                ctx.backend.copyBlocks(dIn[i]->f32(), m_blocks[i], dOut.f32() + offset, m_outBlock, m_blocks[i], count,
+                                       true);
             offset += m_blocks[i];
         }
     }
@@ -81,8 +81,7 @@ public:
         toInt(out.numel(), "out", "element count");
         return out;
     }
-    std::unique_ptr<Layer> create(const Json& params, const std::vector<Shape>& inputs,
-                                  const Shape&) const override {
+    std::unique_ptr<Layer> create(const Json& params, const std::vector<Shape>& inputs, const Shape&) const override {
         return std::make_unique<ConcatLayer>(inputs, params.at("axis").get<int>());
     }
 };

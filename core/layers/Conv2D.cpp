@@ -89,7 +89,8 @@ public:
                 intListParam("padding", {0, 0}, 1, 2, 0, 64, "zeros added on each side [height, width]"),
                 intListParam("dilation", {1, 1}, 1, 2, 1, 64, "spacing between kernel taps [height, width]"),
                 intParam("groups", 1, 1, 65536, "channel groups; input channels and filters must both divide"),
-                boolParam("use_bias", true, "add a learnable bias per filter"), weightInitParam()};
+                boolParam("use_bias", true, "add a learnable bias per filter"),
+                weightInitParam()};
     }
     Shape inferShape(const Json& params, const std::vector<Shape>& inputs) const override {
         expectInputCount(name(), {"in"}, inputs);
@@ -99,18 +100,18 @@ public:
                             s.rank() == 1 ? "; add a Reshape before it" : "");
         const ConvGeometry g = geometry(params, s);
         if (g.c % g.groups != 0)
-            throwShapeError("in", name(), s,
-                            "a channel count divisible by groups = " + std::to_string(g.groups));
+            throwShapeError("in", name(), s, "a channel count divisible by groups = " + std::to_string(g.groups));
         if (g.k % g.groups != 0)
-            throw ParamError("filters", "filters: " + std::to_string(g.k) + " is not divisible by groups = " +
-                                            std::to_string(g.groups));
+            throw ParamError("filters", "filters: " + std::to_string(g.k) +
+                                            " is not divisible by groups = " + std::to_string(g.groups));
         const ConvDesc d = g.desc(1);
         if (d.outH() < 1 || d.outW() < 1 || g.h + 2 * g.padH < g.dilH * (g.r - 1) + 1 ||
             g.w + 2 * g.padW < g.dilW * (g.s - 1) + 1)
             throwShapeError("in", name(), s,
                             "an image at least as large as the dilated kernel (" +
-                                std::to_string(g.dilH * (g.r - 1) + 1) + " x " + std::to_string(g.dilW * (g.s - 1) + 1) +
-                                " after padding " + std::to_string(g.padH) + ", " + std::to_string(g.padW) + ")");
+                                std::to_string(g.dilH * (g.r - 1) + 1) + " x " +
+                                std::to_string(g.dilW * (g.s - 1) + 1) + " after padding " + std::to_string(g.padH) +
+                                ", " + std::to_string(g.padW) + ")");
         return Shape{g.k, d.outH(), d.outW()};
     }
     std::vector<ParameterSpec> parameterSpecs(const Json& params, const std::vector<Shape>& inputs) const override {
@@ -121,8 +122,7 @@ public:
         if (params.at("use_bias").get<bool>()) specs.push_back({"bias", Shape{g.k}, Init::Zeros, fanIn, fanOut});
         return specs;
     }
-    std::unique_ptr<Layer> create(const Json& params, const std::vector<Shape>& inputs,
-                                  const Shape&) const override {
+    std::unique_ptr<Layer> create(const Json& params, const std::vector<Shape>& inputs, const Shape&) const override {
         return std::make_unique<Conv2DLayer>(geometry(params, inputs.at(0)), params.at("use_bias").get<bool>());
     }
 };

@@ -14,8 +14,8 @@ public:
         Backend& b = ctx.backend;
         const int n = static_cast<int>(batchOf(*in[0]));
         // y[N,U] = x[N,F] * W[U,F]^T
-        b.gemm(false, true, n, m_units, m_features, 1.0f, in[0]->f32(), m_features, m_params[0].value.f32(),
-               m_features, 0.0f, out.f32(), m_units);
+        b.gemm(false, true, n, m_units, m_features, 1.0f, in[0]->f32(), m_features, m_params[0].value.f32(), m_features,
+               0.0f, out.f32(), m_units);
         if (m_useBias) b.addBiasRows(out.f32(), m_params[1].value.f32(), n, m_units);
     }
 
@@ -26,12 +26,12 @@ public:
         const float* w = m_params[0].value.f32();
         // dx[N,F] += dy[N,U] * W[U,F]
         if (dIn[0])
-            b.gemm(false, false, n, m_features, m_units, 1.0f, dOut.f32(), m_units, w, m_features, 1.0f,
-                   dIn[0]->f32(), m_features);
+            b.gemm(false, false, n, m_features, m_units, 1.0f, dOut.f32(), m_units, w, m_features, 1.0f, dIn[0]->f32(),
+                   m_features);
         // dW[U,F] += dy^T[U,N] * x[N,F]
         if (float* dw = gradOf(m_params[0]))
-            b.gemm(true, false, m_units, m_features, n, 1.0f, dOut.f32(), m_units, in[0]->f32(), m_features, 1.0f,
-                   dw, m_features);
+            b.gemm(true, false, m_units, m_features, n, 1.0f, dOut.f32(), m_units, in[0]->f32(), m_features, 1.0f, dw,
+                   m_features);
         if (m_useBias)
             if (float* db = gradOf(m_params[1])) b.sumRows(db, dOut.f32(), n, m_units);
     }
@@ -68,8 +68,7 @@ public:
         if (params.at("use_bias").get<bool>()) specs.push_back({"bias", Shape{u}, Init::Zeros, f, u});
         return specs;
     }
-    std::unique_ptr<Layer> create(const Json& params, const std::vector<Shape>& inputs,
-                                  const Shape&) const override {
+    std::unique_ptr<Layer> create(const Json& params, const std::vector<Shape>& inputs, const Shape&) const override {
         return std::make_unique<DenseLayer>(static_cast<int>(inputs.at(0)[0]), params.at("units").get<int>(),
                                             params.at("use_bias").get<bool>());
     }

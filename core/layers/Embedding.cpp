@@ -9,8 +9,7 @@ class EmbeddingLayer : public Layer {
 public:
     EmbeddingLayer(int vocab, int dim) : m_vocab(vocab), m_dim(dim) {}
     void forward(LayerContext& ctx, const std::vector<const Tensor*>& in, Tensor& out) override {
-        ctx.backend.embeddingForward(out.f32(), m_params[0].value.f32(), in[0]->f32(), in[0]->numel(), m_dim,
-                                     m_vocab);
+        ctx.backend.embeddingForward(out.f32(), m_params[0].value.f32(), in[0]->f32(), in[0]->numel(), m_dim, m_vocab);
     }
     void backward(LayerContext& ctx, const std::vector<const Tensor*>& in, const Tensor&, const Tensor& dOut,
                   const std::vector<Tensor*>&) override {

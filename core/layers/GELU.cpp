@@ -8,7 +8,9 @@ class GELUType : public LayerType {
 public:
     std::string name() const override { return "GELU"; }
     std::string category() const override { return "Activation"; }
-    std::string description() const override { return "Gaussian error linear unit: x times the standard normal CDF of x (exact erf form), element-wise."; }
+    std::string description() const override {
+        return "Gaussian error linear unit: x times the standard normal CDF of x (exact erf form), element-wise.";
+    }
     std::vector<ParamSpec> paramSpecs() const override { return {}; }
     Shape inferShape(const Json&, const std::vector<Shape>& inputs) const override {
         expectInputCount(name(), {"in"}, inputs);

@@ -55,54 +55,55 @@ bool asInteger(const Json& v, int64_t& out) {
 
 Json checkValue(const ParamSpec& spec, const Json& v) {
     switch (spec.kind) {
-    case ParamSpec::Kind::Int: {
-        int64_t i = 0;
-        if (!asInteger(v, i)) fail(spec, valueText(v) + " is not an integer (allowed: " + spec.allowedText() + ")");
-        if (static_cast<double>(i) < spec.min || static_cast<double>(i) > spec.max)
-            fail(spec, valueText(v) + " is out of range (" + spec.allowedText() + ")");
-        return Json(i);
-    }
-    case ParamSpec::Kind::Float: {
-        if (!v.is_number()) fail(spec, valueText(v) + " is not a number (allowed: " + spec.allowedText() + ")");
-        const double d = v.get<double>();
-        if (!std::isfinite(d) || d < spec.min || d > spec.max)
-            fail(spec, valueText(v) + " is out of range (" + spec.allowedText() + ")");
-        return Json(d);
-    }
-    case ParamSpec::Kind::Bool:
-        if (!v.is_boolean()) fail(spec, valueText(v) + " is not a boolean (allowed: true or false)");
-        return v;
-    case ParamSpec::Kind::Choice: {
-        if (v.is_string()) {
-            const std::string s = v.get<std::string>();
-            for (const auto& c : spec.choices)
-                if (c == s) return v;
+        case ParamSpec::Kind::Int: {
+            int64_t i = 0;
+            if (!asInteger(v, i)) fail(spec, valueText(v) + " is not an integer (allowed: " + spec.allowedText() + ")");
+            if (static_cast<double>(i) < spec.min || static_cast<double>(i) > spec.max)
+                fail(spec, valueText(v) + " is out of range (" + spec.allowedText() + ")");
+            return Json(i);
         }
-        fail(spec, valueText(v) + " is not allowed (" + spec.allowedText() + ")");
-    }
-    case ParamSpec::Kind::IntList: {
-        Json list = v;
-        int64_t single = 0;
-        // A bare integer stands for a one-element list ("kernel": 3 means [3]).
-        if (asInteger(v, single)) list = Json::array({single});
-        if (!list.is_array()) fail(spec, valueText(v) + " is not a list of integers (allowed: " + spec.allowedText() + ")");
-        const int n = static_cast<int>(list.size());
-        if (n < spec.minItems || n > spec.maxItems)
-            fail(spec, valueText(v) + " has " + std::to_string(n) + " item" + (n == 1 ? "" : "s") +
-                           " (allowed: " + spec.allowedText() + ")");
-        Json out = Json::array();
-        for (int k = 0; k < n; ++k) {
-            int64_t e = 0;
-            if (!asInteger(list[static_cast<size_t>(k)], e))
-                fail(spec, "item " + std::to_string(k) + " of " + valueText(v) + " is not an integer (allowed: " +
-                               spec.allowedText() + ")");
-            if (static_cast<double>(e) < spec.min || static_cast<double>(e) > spec.max)
-                fail(spec, "item " + std::to_string(k) + " of " + valueText(v) + " is " + std::to_string(e) +
-                               ", out of range (" + rangeText(spec.min, spec.max) + ")");
-            out.push_back(e);
+        case ParamSpec::Kind::Float: {
+            if (!v.is_number()) fail(spec, valueText(v) + " is not a number (allowed: " + spec.allowedText() + ")");
+            const double d = v.get<double>();
+            if (!std::isfinite(d) || d < spec.min || d > spec.max)
+                fail(spec, valueText(v) + " is out of range (" + spec.allowedText() + ")");
+            return Json(d);
         }
-        return out;
-    }
+        case ParamSpec::Kind::Bool:
+            if (!v.is_boolean()) fail(spec, valueText(v) + " is not a boolean (allowed: true or false)");
+            return v;
+        case ParamSpec::Kind::Choice: {
+            if (v.is_string()) {
+                const std::string s = v.get<std::string>();
+                for (const auto& c : spec.choices)
+                    if (c == s) return v;
+            }
+            fail(spec, valueText(v) + " is not allowed (" + spec.allowedText() + ")");
+        }
+        case ParamSpec::Kind::IntList: {
+            Json list = v;
+            int64_t single = 0;
+            // A bare integer stands for a one-element list ("kernel": 3 means [3]).
+            if (asInteger(v, single)) list = Json::array({single});
+            if (!list.is_array())
+                fail(spec, valueText(v) + " is not a list of integers (allowed: " + spec.allowedText() + ")");
+            const int n = static_cast<int>(list.size());
+            if (n < spec.minItems || n > spec.maxItems)
+                fail(spec, valueText(v) + " has " + std::to_string(n) + " item" + (n == 1 ? "" : "s") +
+                               " (allowed: " + spec.allowedText() + ")");
+            Json out = Json::array();
+            for (int k = 0; k < n; ++k) {
+                int64_t e = 0;
+                if (!asInteger(list[static_cast<size_t>(k)], e))
+                    fail(spec, "item " + std::to_string(k) + " of " + valueText(v) +
+                                   " is not an integer (allowed: " + spec.allowedText() + ")");
+                if (static_cast<double>(e) < spec.min || static_cast<double>(e) > spec.max)
+                    fail(spec, "item " + std::to_string(k) + " of " + valueText(v) + " is " + std::to_string(e) +
+                                   ", out of range (" + rangeText(spec.min, spec.max) + ")");
+                out.push_back(e);
+            }
+            return out;
+        }
     }
     fail(spec, "unknown parameter kind");
 }
@@ -111,19 +112,20 @@ Json checkValue(const ParamSpec& spec, const Json& v) {
 
 std::string ParamSpec::allowedText() const {
     switch (kind) {
-    case Kind::Int:
-    case Kind::Float: return rangeText(min, max);
-    case Kind::Bool: return "true or false";
-    case Kind::Choice: {
-        std::string s = "one of: ";
-        for (size_t i = 0; i < choices.size(); ++i) s += (i ? ", " : "") + choices[i];
-        return s;
-    }
-    case Kind::IntList: {
-        const std::string count = minItems == maxItems ? std::to_string(minItems)
-                                                       : std::to_string(minItems) + " to " + std::to_string(maxItems);
-        return "a list of " + count + " integers, each " + rangeText(min, max);
-    }
+        case Kind::Int:
+        case Kind::Float: return rangeText(min, max);
+        case Kind::Bool: return "true or false";
+        case Kind::Choice: {
+            std::string s = "one of: ";
+            for (size_t i = 0; i < choices.size(); ++i) s += (i ? ", " : "") + choices[i];
+            return s;
+        }
+        case Kind::IntList: {
+            const std::string count = minItems == maxItems
+                                          ? std::to_string(minItems)
+                                          : std::to_string(minItems) + " to " + std::to_string(maxItems);
+            return "a list of " + count + " integers, each " + rangeText(min, max);
+        }
     }
     return {};
 }

@@ -31,11 +31,11 @@ struct ParamSpec {
     std::string name;
     Kind kind = Kind::Int;
     Json defaultValue;
-    double min = 0;                    // Int, Float, and each IntList element
+    double min = 0;  // Int, Float, and each IntList element
     double max = 0;
     std::vector<std::string> choices;  // Choice
     std::string help;
-    int minItems = 0, maxItems = 0;    // IntList length bounds
+    int minItems = 0, maxItems = 0;  // IntList length bounds
     // "1 to 65536", "one of: he, xavier", ...
     std::string allowedText() const;
 };

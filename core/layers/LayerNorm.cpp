@@ -65,8 +65,7 @@ public:
         const int64_t d = s[s.rank() - 1];
         return {{"gamma", Shape{d}, Init::Ones, d, d}, {"beta", Shape{d}, Init::Zeros, d, d}};
     }
-    std::unique_ptr<Layer> create(const Json& params, const std::vector<Shape>& inputs,
-                                  const Shape&) const override {
+    std::unique_ptr<Layer> create(const Json& params, const std::vector<Shape>& inputs, const Shape&) const override {
         const Shape& s = inputs.at(0);
         return std::make_unique<LayerNormLayer>(static_cast<int>(s[s.rank() - 1]), params.at("eps").get<float>());
     }

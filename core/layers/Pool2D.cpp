@@ -22,7 +22,8 @@ PoolDesc poolDesc(PoolMode mode, const Json& params, const Shape& in, int n) {
 
 class Pool2DLayer : public Layer {
 public:
-    Pool2DLayer(PoolMode mode, Json params, Shape in) : m_mode(mode), m_params(std::move(params)), m_in(std::move(in)) {}
+    Pool2DLayer(PoolMode mode, Json params, Shape in)
+        : m_mode(mode), m_params(std::move(params)), m_in(std::move(in)) {}
     void forward(LayerContext& ctx, const std::vector<const Tensor*>& in, Tensor& out) override {
         ctx.backend.pool2dForward(out.f32(), in[0]->f32(), desc(*in[0]));
     }
@@ -67,8 +68,8 @@ public:
                             s.rank() == 1 ? "; add a Reshape before it" : "");
         const PoolDesc d = poolDesc(m_mode, params, s, 1);
         if (2 * d.padH > d.kernelH || 2 * d.padW > d.kernelW)
-            throw ParamError("padding", "padding: " + params.at("padding").dump() +
-                                            " is more than half the kernel " + params.at("kernel").dump());
+            throw ParamError("padding", "padding: " + params.at("padding").dump() + " is more than half the kernel " +
+                                            params.at("kernel").dump());
         if (d.h + 2 * d.padH < d.kernelH || d.w + 2 * d.padW < d.kernelW)
             throwShapeError("in", name(), s,
                             "an image at least as large as the kernel (" + std::to_string(d.kernelH) + " x " +
@@ -76,8 +77,7 @@ public:
                                 std::to_string(d.padW) + ")");
         return Shape{d.c, d.outH(), d.outW()};
     }
-    std::unique_ptr<Layer> create(const Json& params, const std::vector<Shape>& inputs,
-                                  const Shape&) const override {
+    std::unique_ptr<Layer> create(const Json& params, const std::vector<Shape>& inputs, const Shape&) const override {
         return std::make_unique<Pool2DLayer>(m_mode, params, inputs.at(0));
     }
 

@@ -24,11 +24,15 @@ public:
         int inferred = -1;
         int64_t known = 1;
         for (size_t i = 0; i < dims.size(); ++i) {
-            if (dims[i] == 0) throw ParamError("shape", "shape: " + text + " has a 0 dimension (each item must be "
-                                                        "at least 1, or -1 to infer it)");
+            if (dims[i] == 0)
+                throw ParamError("shape", "shape: " + text +
+                                              " has a 0 dimension (each item must be "
+                                              "at least 1, or -1 to infer it)");
             if (dims[i] == -1) {
-                if (inferred >= 0) throw ParamError("shape", "shape: " + text + " has more than one -1 (at most one "
-                                                             "dimension can be inferred)");
+                if (inferred >= 0)
+                    throw ParamError("shape", "shape: " + text +
+                                                  " has more than one -1 (at most one "
+                                                  "dimension can be inferred)");
                 inferred = static_cast<int>(i);
             } else {
                 known *= dims[i];

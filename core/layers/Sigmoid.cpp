@@ -8,7 +8,9 @@ class SigmoidType : public LayerType {
 public:
     std::string name() const override { return "Sigmoid"; }
     std::string category() const override { return "Activation"; }
-    std::string description() const override { return "Logistic sigmoid: 1 / (1 + exp(-x)), element-wise; squashes values into (0, 1)."; }
+    std::string description() const override {
+        return "Logistic sigmoid: 1 / (1 + exp(-x)), element-wise; squashes values into (0, 1).";
+    }
     std::vector<ParamSpec> paramSpecs() const override { return {}; }
     Shape inferShape(const Json&, const std::vector<Shape>& inputs) const override {
         expectInputCount(name(), {"in"}, inputs);

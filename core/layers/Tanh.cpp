@@ -8,7 +8,9 @@ class TanhType : public LayerType {
 public:
     std::string name() const override { return "Tanh"; }
     std::string category() const override { return "Activation"; }
-    std::string description() const override { return "Hyperbolic tangent, element-wise; squashes values into (-1, 1)."; }
+    std::string description() const override {
+        return "Hyperbolic tangent, element-wise; squashes values into (-1, 1).";
+    }
     std::vector<ParamSpec> paramSpecs() const override { return {}; }
     Shape inferShape(const Json&, const std::vector<Shape>& inputs) const override {
         expectInputCount(name(), {"in"}, inputs);

@@ -7,22 +7,22 @@ namespace strata {
 
 size_t dtypeSize(DType t) {
     switch (t) {
-    case DType::F32: return 4;
-    case DType::BF16: return 2;
-    case DType::F16: return 2;
-    case DType::I32: return 4;
-    case DType::U8: return 1;
+        case DType::F32: return 4;
+        case DType::BF16: return 2;
+        case DType::F16: return 2;
+        case DType::I32: return 4;
+        case DType::U8: return 1;
     }
     return 0;
 }
 
 const char* dtypeName(DType t) {
     switch (t) {
-    case DType::F32: return "f32";
-    case DType::BF16: return "bf16";
-    case DType::F16: return "f16";
-    case DType::I32: return "i32";
-    case DType::U8: return "u8";
+        case DType::F32: return "f32";
+        case DType::BF16: return "bf16";
+        case DType::F16: return "f16";
+        case DType::I32: return "i32";
+        case DType::U8: return "u8";
     }
     return "?";
 }
@@ -68,15 +68,12 @@ Device Device::parse(const std::string& text) {
     if (text == "cuda") return cuda(0);
     if (text.rfind("cuda:", 0) == 0) {
         const std::string idx = text.substr(5);
-        if (!idx.empty() && idx.find_first_not_of("0123456789") == std::string::npos)
-            return cuda(std::stoi(idx));
+        if (!idx.empty() && idx.find_first_not_of("0123456789") == std::string::npos) return cuda(std::stoi(idx));
     }
     throw std::invalid_argument("unknown device '" + text + "' (expected cpu, cuda or cuda:N)");
 }
 
-std::string Device::toString() const {
-    return type == DeviceType::Cpu ? "cpu" : "cuda:" + std::to_string(index);
-}
+std::string Device::toString() const { return type == DeviceType::Cpu ? "cpu" : "cuda:" + std::to_string(index); }
 
 Storage::~Storage() {
     if (m_release && m_ptr) m_release(m_backend, m_ptr, m_bytes);
@@ -102,14 +99,15 @@ Tensor Tensor::reshaped(const Shape& shape) const {
 
 Tensor Tensor::view(const Shape& shape) const {
     if (m_offset + static_cast<size_t>(shape.numel()) * dtypeSize(m_dtype) > (m_storage ? m_storage->bytes() : 0))
-        throw std::invalid_argument("view " + shape.toString() + " is larger than the storage of " + m_shape.toString());
+        throw std::invalid_argument("view " + shape.toString() + " is larger than the storage of " +
+                                    m_shape.toString());
     return Tensor(shape, m_dtype, m_storage, m_offset);
 }
 
 Tensor Tensor::slice(int64_t elementOffset, const Shape& shape) const {
     const size_t begin = m_offset + static_cast<size_t>(elementOffset) * dtypeSize(m_dtype);
-    if (elementOffset < 0 || begin + static_cast<size_t>(shape.numel()) * dtypeSize(m_dtype) >
-                                 (m_storage ? m_storage->bytes() : 0))
+    if (elementOffset < 0 ||
+        begin + static_cast<size_t>(shape.numel()) * dtypeSize(m_dtype) > (m_storage ? m_storage->bytes() : 0))
         throw std::invalid_argument("slice " + shape.toString() + " at element " + std::to_string(elementOffset) +
                                     " does not fit in the storage of " + m_shape.toString());
     return Tensor(shape, m_dtype, m_storage, begin);

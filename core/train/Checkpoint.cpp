@@ -4,9 +4,9 @@
 #include <limits>
 #include <stdexcept>
 
-#include "core/io/Safetensors.h"
 #include "core/data/Dataset.h"
 #include "core/graph/Model.h"
+#include "core/io/Safetensors.h"
 
 namespace strata {
 

@@ -40,17 +40,17 @@ void undoNormalization(std::vector<float>& values, const CheckpointNormalization
 
 struct Checkpoint {
     Project project;
-    int epoch = 0;         // epochs completed
-    int64_t step = 0;      // global steps completed
+    int epoch = 0;            // epochs completed
+    int64_t step = 0;         // global steps completed
     int64_t stepInEpoch = 0;  // >0: saved mid-epoch
     bool hasValidation = false;
     double valLoss = 0, valAccuracy = 0;
     bool best = false;
     CheckpointNormalization normalization;
     std::vector<std::string> classNames;
-    std::vector<std::string> vocabulary;  // text data sets
-    Json trainerState = Json::object();   // RNG, scheduler and early-stopping state (Trainer-private)
-    std::map<std::string, std::vector<float>> weights;         // by Model::namedParameters name
+    std::vector<std::string> vocabulary;                // text data sets
+    Json trainerState = Json::object();                 // RNG, scheduler and early-stopping state (Trainer-private)
+    std::map<std::string, std::vector<float>> weights;  // by Model::namedParameters name
     std::map<std::string, std::vector<float>> optimizerState;  // by "<slot>.<param name>"
 };
 

@@ -37,9 +37,8 @@ void RunProgress::writeState(Json& j) const {
 
 void RunProgress::readState(const Json& st) {
     bestEpoch = st.value("best_epoch", 0);
-    bestMetric = st.contains("best_metric") && st["best_metric"].is_number()
-                     ? st["best_metric"].get<double>()
-                     : std::numeric_limits<double>::quiet_NaN();
+    bestMetric = st.contains("best_metric") && st["best_metric"].is_number() ? st["best_metric"].get<double>()
+                                                                             : std::numeric_limits<double>::quiet_NaN();
     bestValLoss = st.value("best_val_loss", 0.0);
     bestValAccuracy = st.value("best_val_accuracy", 0.0);
     epochsWithoutImprovement = st.value("epochs_without_improvement", 0);

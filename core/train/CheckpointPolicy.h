@@ -44,7 +44,8 @@ public:
     const std::string& folder() const { return m_folder; }
 
     // Writes `checkpoint` as epoch-NNN (or step-N when `midEpoch`), then latest, and best when `best` (the
-    // checkpoint's own `best` flag should say the same); returns the epoch or step file. Throws (naming the file) when a write fails.
+    // checkpoint's own `best` flag should say the same); returns the epoch or step file. Throws (naming the file) when
+    // a write fails.
     std::string save(const Checkpoint& checkpoint, bool best, bool midEpoch);
     // The last file save() wrote; empty before the first.
     const std::string& lastSaved() const { return m_lastSaved; }

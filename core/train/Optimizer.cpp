@@ -39,8 +39,8 @@ void Optimizer::step(double learningRate) {
         p.nesterov = m_settings.nesterov;
         const Tensor& w = m_model.packedValues();
         if (w.defined())  // the zeros between packed tensors stay zero: no gradient, no decay, no momentum
-            be.sgdUpdate(w.f32(), m_packedA.defined() ? m_packedA.f32() : nullptr,
-                         m_model.packedGradients().f32(), w.numel(), p);
+            be.sgdUpdate(w.f32(), m_packedA.defined() ? m_packedA.f32() : nullptr, m_model.packedGradients().f32(),
+                         w.numel(), p);
     } else {
         AdamParams p;
         p.lr = static_cast<float>(learningRate);

@@ -4,8 +4,7 @@
 
 namespace strata {
 
-TelemetrySampler::TelemetrySampler(std::unique_ptr<TelemetrySource> source, TrainingObserver* observer,
-                                   int intervalMs)
+TelemetrySampler::TelemetrySampler(std::unique_ptr<TelemetrySource> source, TrainingObserver* observer, int intervalMs)
     : m_source(std::move(source)), m_observer(observer), m_intervalMs(intervalMs) {
     if (m_source && m_observer && m_intervalMs > 0) m_thread = std::thread([this] { loop(); });
 }

@@ -14,8 +14,8 @@
 #include "core/data/DataLoader.h"
 #include "core/data/Dataset.h"
 #include "core/graph/Model.h"
-#include "core/train/BatchStager.h"
 #include "core/train/BackendOptionsFor.h"
+#include "core/train/BatchStager.h"
 #include "core/train/Checkpoint.h"
 #include "core/train/CheckpointPolicy.h"
 #include "core/train/DynamicLossScale.h"
@@ -121,8 +121,7 @@ struct Trainer::Impl {
     // The batch's loss sum (of lossBuf) and correct predictions: the one point per step where the host
     // waits for the device.
     Backend::StepMetrics batchMetrics(const Tensor& logits, const Batch& batch, const Tensor& labels) {
-        return backend.stepMetrics(lossBuf.f32(), logits.f32(), labels.i32(), static_cast<int>(batch.size),
-                                   numClasses);
+        return backend.stepMetrics(lossBuf.f32(), logits.f32(), labels.i32(), static_cast<int>(batch.size), numClasses);
     }
 
     Tensor targetBuf;
@@ -151,9 +150,8 @@ struct Trainer::Impl {
             std::string inputName;
             for (const Node* n : project.graph.nodes())
                 if (n->type == "Input") inputName = n->name;
-            throw std::invalid_argument("the data's samples are " + data.train.sampleShape.toString() +
-                                        " but Input '" + inputName + "' expects " +
-                                        model->inputShape().toString());
+            throw std::invalid_argument("the data's samples are " + data.train.sampleShape.toString() + " but Input '" +
+                                        inputName + "' expects " + model->inputShape().toString());
         }
         numClasses = data.numClasses;
         if (model->outputShape().rank() != 1 || model->outputShape()[0] != numClasses) {
@@ -184,11 +182,11 @@ struct Trainer::Impl {
             lossScaler =
                 std::make_unique<DynamicLossScale>(opt.initialLossScale, 2.0f, 0.5f, opt.lossScaleGrowthInterval);
         if (precision != ComputePrecision::F32)
-            obs->onLog(std::string("precision ") + computePrecisionName(precision) +
-                       ": GEMM and convolution inputs rounded to " + computePrecisionName(precision) +
-                       ", float32 accumulation and float32 weights" +
-                       (lossScaler ? ", dynamic loss scaling from " + formatScale(lossScaler->scale())
-                                   : std::string()));
+            obs->onLog(
+                std::string("precision ") + computePrecisionName(precision) +
+                ": GEMM and convolution inputs rounded to " + computePrecisionName(precision) +
+                ", float32 accumulation and float32 weights" +
+                (lossScaler ? ", dynamic loss scaling from " + formatScale(lossScaler->scale()) : std::string()));
     }
 
     // Unscales every trainable gradient by 1/lossScale and tells the scaler whether all are finite;
@@ -406,7 +404,8 @@ struct Trainer::Impl {
         progress.lastValLoss = ev.valLoss;
         progress.lastValAccuracy = ev.valAccuracy;
         if (ev.hasValidation)
-            ev.best = progress.recordValidation(epoch, ev.valLoss, ev.valAccuracy, ts().earlyStoppingMetric == EarlyStoppingMetric::ValAcc);
+            ev.best = progress.recordValidation(epoch, ev.valLoss, ev.valAccuracy,
+                                                ts().earlyStoppingMetric == EarlyStoppingMetric::ValAcc);
         ev.seconds = secondsSince(epochStart);
         obs->onEpoch(ev);
         checkpoint(ev.best, false);
@@ -430,9 +429,8 @@ struct Trainer::Impl {
         validateSetup();
         setUpPrecision();
         optimizer = std::make_unique<Optimizer>(*model, ts());
-        checkpoints = CheckpointPolicy(ts().checkpointDir.empty()
-                                           ? std::string()
-                                           : resolveDatasetPath(opt.projectPath, ts().checkpointDir));
+        checkpoints = CheckpointPolicy(
+            ts().checkpointDir.empty() ? std::string() : resolveDatasetPath(opt.projectPath, ts().checkpointDir));
         if (!opt.resumeFrom.empty()) resume(opt.resumeFrom);
         allocateLossBuffers();
         stager = std::make_unique<BatchStager>(backend, model->inputShape(), ts().batchSize);

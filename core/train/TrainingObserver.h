@@ -11,12 +11,12 @@
 namespace strata {
 
 struct StepEvent {
-    int epoch = 0;              // 1-based
-    int64_t step = 0;           // global step, 1-based
-    int64_t stepInEpoch = 0;    // 1-based
+    int epoch = 0;            // 1-based
+    int64_t step = 0;         // global step, 1-based
+    int64_t stepInEpoch = 0;  // 1-based
     int64_t stepsPerEpoch = 0;
-    double loss = 0;            // this batch
-    double accuracy = 0;        // this batch, 0..1 (classification)
+    double loss = 0;      // this batch
+    double accuracy = 0;  // this batch, 0..1 (classification)
     double learningRate = 0;
     double samplesPerSecond = 0;  // recent throughput
     double elapsedSeconds = 0;

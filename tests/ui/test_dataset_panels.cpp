@@ -12,8 +12,8 @@
 
 #include "core/train/LrSchedule.h"
 #include "ui/DatasetPanel.h"
-#include "ui/base/ProjectDocument.h"
 #include "ui/TrainingSettingsPanel.h"
+#include "ui/base/ProjectDocument.h"
 
 using namespace strata;
 using namespace strata::ui;
@@ -128,8 +128,7 @@ private slots:
         QCOMPARE(panel.previewStepsPerEpoch(), qint64(12));
         QCOMPARE(panel.previewPointCount(), 24);
         const TrainingSettings& s = doc.project().training;
-        for (int step : {0, 1, 3, 12, 23})
-            QCOMPARE(panel.previewValueAt(step), learningRateAt(s, step, 12));
+        for (int step : {0, 1, 3, 12, 23}) QCOMPARE(panel.previewValueAt(step), learningRateAt(s, step, 12));
         // A known training-set size (from a dataset preview) wins over the estimate.
         panel.setTrainSampleCount(250);
         QCOMPARE(panel.previewStepsPerEpoch(), qint64(10));

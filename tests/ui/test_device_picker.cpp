@@ -10,8 +10,8 @@
 
 #include "core/backend/BackendRegistry.h"
 #include "ui/DevicePicker.h"
-#include "ui/base/ProjectDocument.h"
 #include "ui/TrainingDashboard.h"
+#include "ui/base/ProjectDocument.h"
 
 using namespace strata;
 using namespace strata::ui;

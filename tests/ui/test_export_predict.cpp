@@ -7,11 +7,11 @@
 // the whole validation split; image files become raw input values of the
 // model's size; MainWindow offers both.
 #include <QAction>
-#include <QMenu>
-#include <QDockWidget>
 #include <QComboBox>
+#include <QDockWidget>
 #include <QFile>
 #include <QLineEdit>
+#include <QMenu>
 #include <QMenuBar>
 #include <QSignalSpy>
 #include <QSpinBox>
@@ -19,7 +19,6 @@
 #include <QTableWidget>
 #include <QTemporaryDir>
 #include <QTest>
-
 #include <cmath>
 
 #include "core/infer/OnnxRunner.h"

@@ -15,7 +15,6 @@
 #include <QTest>
 #include <QTreeWidget>
 #include <QUndoStack>
-
 #include <fstream>
 #include <memory>
 
@@ -25,8 +24,8 @@
 #include "ui/LayerPalette.h"
 #include "ui/NodeItem.h"
 #include "ui/ProblemsPanel.h"
-#include "ui/base/ProjectDocument.h"
 #include "ui/PropertyPanel.h"
+#include "ui/base/ProjectDocument.h"
 #include "ui/base/Templates.h"
 
 using namespace strata;
@@ -67,8 +66,7 @@ struct Editor {
         QApplication::sendEvent(view->viewport(), &enter);
         QDropEvent drop(QPointF(viewPos), Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
         QApplication::sendEvent(view->viewport(), &drop);
-        if (int(doc.graph().nodes().size()) != before + 1)
-            return -1;
+        if (int(doc.graph().nodes().size()) != before + 1) return -1;
         return doc.graph().nodes().back()->id;  // ids grow, so the new node is last
     }
 
@@ -91,13 +89,11 @@ struct Editor {
 };
 
 void undoAll(QUndoStack* stack) {
-    while (stack->canUndo())
-        stack->undo();
+    while (stack->canUndo()) stack->undo();
 }
 
 void redoAll(QUndoStack* stack) {
-    while (stack->canRedo())
-        stack->redo();
+    while (stack->canRedo()) stack->redo();
 }
 
 }  // namespace
@@ -223,7 +219,8 @@ private slots:
     void undoRedoEveryKindOfEdit() {
         ProjectDocument doc;
         doc.newProject(fashionCnnTemplate());
-        QVERIFY2(doc.analysis().ok(), doc.analysis().problems.empty() ? "" : doc.analysis().problems[0].message.c_str());
+        QVERIFY2(doc.analysis().ok(),
+                 doc.analysis().problems.empty() ? "" : doc.analysis().problems[0].message.c_str());
         QVERIFY(!doc.isModified());
         const Project initial = doc.project();
         std::vector<Project> states{doc.project()};
@@ -274,7 +271,8 @@ private slots:
         QCOMPARE(stack->count(), int(states.size()) - 1);
         for (int i = int(states.size()) - 2; i >= 0; --i) {
             stack->undo();
-            QVERIFY2(doc.project() == states[size_t(i)], qPrintable(QStringLiteral("after undoing to state %1").arg(i)));
+            QVERIFY2(doc.project() == states[size_t(i)],
+                     qPrintable(QStringLiteral("after undoing to state %1").arg(i)));
         }
         QVERIFY(doc.project() == initial);
         QVERIFY(doc.graph() == initial.graph);
@@ -473,8 +471,7 @@ private slots:
         QVERIFY(ed.props->memoryText().contains(QStringLiteral("estimate")));
         QCOMPARE(ed.props->totalParametersText(), QStringLiteral("203,530"));
         qint64 sum = 0;
-        for (const Node* n : ed.doc.graph().nodes())
-            sum += std::max<qint64>(0, ed.doc.parameterCountOf(n->id));
+        for (const Node* n : ed.doc.graph().nodes()) sum += std::max<qint64>(0, ed.doc.parameterCountOf(n->id));
         QCOMPARE(sum, qint64(ed.doc.analysis().parameterCount));
     }
 

@@ -13,7 +13,6 @@
 #include <QTest>
 #include <QTreeWidget>
 #include <QUndoStack>
-
 #include <fstream>
 
 #include "ui/GraphScene.h"
@@ -32,8 +31,7 @@ namespace {
 // The first action whose text (without '&') starts with `text`.
 QAction* findAction(QWidget* window, const QString& text) {
     for (QAction* a : window->findChildren<QAction*>())
-        if (a->text().remove(QLatin1Char('&')).startsWith(text))
-            return a;
+        if (a->text().remove(QLatin1Char('&')).startsWith(text)) return a;
     return nullptr;
 }
 
@@ -62,8 +60,7 @@ private slots:
         QCOMPARE(cnn.parameterCount, int64_t(421642));
         const Project res = residualTemplate();
         int adds = 0;
-        for (const Node* n : res.graph.nodes())
-            adds += n->type == "Add";
+        for (const Node* n : res.graph.nodes()) adds += n->type == "Add";
         QCOMPARE(adds, 2);
         const Project text = textClassifierTemplate();
         QVERIFY(text.graph.nodes().front()->params.at("shape") == Json::array({16}));
@@ -79,8 +76,7 @@ private slots:
         QVERIFY(!w.isWindowModified());
         QCOMPARE(w.scene()->nodeItems().size(), int(fashionCnnTemplate().graph.nodes().size()));
         QStringList docks;
-        for (QDockWidget* d : w.findChildren<QDockWidget*>())
-            docks << d->objectName();
+        for (QDockWidget* d : w.findChildren<QDockWidget*>()) docks << d->objectName();
         QVERIFY(docks.contains(QStringLiteral("paletteDock")));
         QVERIFY(docks.contains(QStringLiteral("propertiesDock")));
         QVERIFY(docks.contains(QStringLiteral("problemsDock")));
@@ -88,8 +84,7 @@ private slots:
         QVERIFY(docks.contains(QStringLiteral("dashboardDock")));
         QVERIFY(docks.contains(QStringLiteral("devicesDock")));
         QStringList menus;
-        for (QAction* a : w.menuBar()->actions())
-            menus << a->text().remove(QLatin1Char('&'));
+        for (QAction* a : w.menuBar()->actions()) menus << a->text().remove(QLatin1Char('&'));
         QCOMPARE(menus, (QStringList{"File", "Edit", "View", "Train", "Help"}));
 
         // An edit marks the window modified; undo back to clean clears the mark.
@@ -105,7 +100,8 @@ private slots:
 
         // The palette's double-click adds at the view centre.
         QTreeWidget* tree = w.palette()->tree();
-        QTreeWidgetItem* dense = tree->findItems(QStringLiteral("Dense"), Qt::MatchExactly | Qt::MatchRecursive).value(0);
+        QTreeWidgetItem* dense =
+            tree->findItems(QStringLiteral("Dense"), Qt::MatchExactly | Qt::MatchRecursive).value(0);
         QVERIFY(dense);
         const int before = int(w.document()->graph().nodes().size());
         emit tree->itemActivated(dense, 0);
@@ -235,8 +231,7 @@ private slots:
         w.paste();
         QCOMPARE(w.document()->graph().nodes().size(), initial.nodes().size());
         QVERIFY(w.document()->analysis().ok());
-        while (w.document()->undoStack()->canUndo())
-            w.document()->undoStack()->undo();
+        while (w.document()->undoStack()->canUndo()) w.document()->undoStack()->undo();
         QVERIFY(w.document()->graph() == initial);
     }
 };

@@ -14,17 +14,15 @@
 #include <set>
 
 #include "ui/DatasetPanel.h"
-#include "ui/base/ProjectDocument.h"
 #include "ui/TrainingSettingsPanel.h"
+#include "ui/base/ProjectDocument.h"
 
 using namespace strata;
 using namespace strata::ui;
 
 namespace {
 
-int clampToInt(int64_t v) {
-    return int(std::clamp<int64_t>(v, INT_MIN, INT_MAX));
-}
+int clampToInt(int64_t v) { return int(std::clamp<int64_t>(v, INT_MIN, INT_MAX)); }
 
 // Checks every editor of `specs` in `panel` against the table; returns how many were checked.
 template <class S>
@@ -88,9 +86,7 @@ int checkEditors(QWidget* panel, const std::vector<SettingSpec<S>>& specs, const
                 case SettingKind::String:
                 case SettingKind::Path:
                 case SettingKind::StringList:
-                case SettingKind::IntList:
-                    ok = qobject_cast<QLineEdit*>(w) != nullptr;
-                    break;
+                case SettingKind::IntList: ok = qobject_cast<QLineEdit*>(w) != nullptr; break;
             }
             if (!ok) {
                 qWarning("%s does not match the settings table", what.c_str());

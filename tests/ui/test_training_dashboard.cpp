@@ -12,10 +12,10 @@
 #include <QTest>
 
 #include "ui/ChartPanel.h"
+#include "ui/TrainingDashboard.h"
 #include "ui/base/EngineWorker.h"
 #include "ui/base/ProjectDocument.h"
 #include "ui/base/RunHistory.h"
-#include "ui/TrainingDashboard.h"
 
 using namespace strata;
 using namespace strata::ui;

@@ -9,7 +9,6 @@
 #include <QObject>
 #include <QString>
 #include <QThread>
-
 #include <atomic>
 #include <memory>
 #include <mutex>
@@ -56,8 +55,7 @@ public slots:
     // Runs a whole training run and returns when it ends; call it queued (the worker lives on
     // its own thread). `device` is "cpu" or "cuda:N". Every failure, including a thrown
     // exception, ends in errorOccurred() followed by runEnded(false).
-    void start(const strata::Project& project, const QString& projectPath, const QString& device,
-               qint64 maxSteps);
+    void start(const strata::Project& project, const QString& projectPath, const QString& device, qint64 maxSteps);
 
 signals:
     void runStarted(const QString& device);

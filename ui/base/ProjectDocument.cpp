@@ -5,7 +5,6 @@
 #include <QSet>
 #include <QStringList>
 #include <QUndoStack>
-
 #include <algorithm>
 #include <exception>
 #include <map>
@@ -28,25 +27,20 @@ bool reaches(const strata::Graph& g, int start, int target, const strata::PortRe
     while (!stack.empty()) {
         const int n = stack.back();
         stack.pop_back();
-        if (n == target)
-            return true;
-        if (seen.contains(n))
-            continue;
+        if (n == target) return true;
+        if (seen.contains(n)) continue;
         seen.insert(n);
         for (const strata::Edge& e : g.edgesFrom(n))
-            if (!(e.to == ignored))
-                stack.push_back(e.to.node);
+            if (!(e.to == ignored)) stack.push_back(e.to.node);
     }
     return false;
 }
 
 std::string uniqueName(const strata::Graph& g, const std::string& base) {
-    if (!g.nodeByName(base))
-        return base;
+    if (!g.nodeByName(base)) return base;
     for (int i = 1;; ++i) {
         const std::string candidate = base + (i == 1 ? "_copy" : "_copy" + std::to_string(i));
-        if (!g.nodeByName(candidate))
-            return candidate;
+        if (!g.nodeByName(candidate)) return candidate;
     }
 }
 
@@ -70,8 +64,7 @@ bool ProjectDocument::load(const QString& path, QString* error) {
     try {
         loaded = strata::readProject(path.toStdString());
     } catch (const std::exception& e) {
-        if (error)
-            *error = QString::fromStdString(e.what());
+        if (error) *error = QString::fromStdString(e.what());
         return false;
     }
     m_project = std::move(loaded);
@@ -91,8 +84,7 @@ bool ProjectDocument::save(const QString& path, QString* error) {
     try {
         strata::writeProject(m_project, path.toStdString());
     } catch (const std::exception& e) {
-        if (error)
-            *error = QString::fromStdString(e.what());
+        if (error) *error = QString::fromStdString(e.what());
         return false;
     }
     m_path = QFileInfo(path).absoluteFilePath();
@@ -114,12 +106,11 @@ void ProjectDocument::newProject(const strata::Project& project) {
     emit fileChanged();
 }
 
-int ProjectDocument::addNode(const QString& type, const QPointF& pos, const strata::Json& params,
-                             const QString& name, QString* error) {
+int ProjectDocument::addNode(const QString& type, const QPointF& pos, const strata::Json& params, const QString& name,
+                             QString* error) {
     const strata::LayerType* lt = strata::layerRegistry().find(type.toStdString());
     if (!lt) {
-        if (error)
-            *error = tr("Unknown layer type '%1'").arg(type);
+        if (error) *error = tr("Unknown layer type '%1'").arg(type);
         return -1;
     }
     // Store the defaults explicitly, so the file says what the canvas shows.
@@ -134,8 +125,7 @@ int ProjectDocument::addNode(const QString& type, const QPointF& pos, const stra
     try {
         id = after.addNode(type.toStdString(), name.toStdString(), full, pos.x(), pos.y());
     } catch (const std::exception& e) {
-        if (error)
-            *error = QString::fromStdString(e.what());
+        if (error) *error = QString::fromStdString(e.what());
         return -1;
     }
     pushGraph(after, tr("Add %1").arg(QString::fromStdString(after.node(id)->name)));
@@ -151,21 +141,18 @@ bool ProjectDocument::removeNodes(const QList<int>& ids) {
             ++removed;
         }
     }
-    if (removed == 0)
-        return false;
+    if (removed == 0) return false;
     QString text = tr("Delete %n nodes", nullptr, removed);
     if (removed == 1)
         for (int id : ids)
-            if (const strata::Node* n = graph().node(id))
-                text = tr("Delete %1").arg(QString::fromStdString(n->name));
+            if (const strata::Node* n = graph().node(id)) text = tr("Delete %1").arg(QString::fromStdString(n->name));
     pushGraph(after, text);
     return true;
 }
 
 bool ProjectDocument::connectPorts(const strata::PortRef& from, const strata::PortRef& to, QString* error) {
     if (auto existing = graph().edgeInto(to); existing && existing->from.node == from.node) {
-        if (error)
-            *error = tr("Already connected");
+        if (error) *error = tr("Already connected");
         return false;
     }
     return connectInto(m_project.graph, from, to, error);
@@ -174,12 +161,10 @@ bool ProjectDocument::connectPorts(const strata::PortRef& from, const strata::Po
 bool ProjectDocument::moveEdge(const strata::PortRef& oldTo, const strata::PortRef& newTo, QString* error) {
     const auto existing = graph().edgeInto(oldTo);
     if (!existing) {
-        if (error)
-            *error = tr("No edge to move");
+        if (error) *error = tr("No edge to move");
         return false;
     }
-    if (oldTo == newTo)
-        return false;
+    if (oldTo == newTo) return false;
     strata::Graph after = m_project.graph;
     after.disconnect(oldTo);
     return connectInto(std::move(after), existing->from, newTo, error);
@@ -188,22 +173,19 @@ bool ProjectDocument::moveEdge(const strata::PortRef& oldTo, const strata::PortR
 bool ProjectDocument::connectInto(strata::Graph after, const strata::PortRef& from, const strata::PortRef& to,
                                   QString* error) {
     auto fail = [&](const QString& why) {
-        if (error)
-            *error = why;
+        if (error) *error = why;
         return false;
     };
     const strata::Node* src = after.node(from.node);
     const strata::Node* dst = after.node(to.node);
-    if (!src || !dst)
-        return fail(tr("No such node"));
-    if (from.node == to.node)
-        return fail(tr("%1: a node cannot feed itself").arg(QString::fromStdString(dst->name)));
+    if (!src || !dst) return fail(tr("No such node"));
+    if (from.node == to.node) return fail(tr("%1: a node cannot feed itself").arg(QString::fromStdString(dst->name)));
     if (reaches(after, to.node, from.node, to))
         return fail(tr("Connecting %1 to %2 would make a cycle")
                         .arg(QString::fromStdString(src->name), QString::fromStdString(dst->name)));
-    const QString text = tr("Connect %1 to %2.%3")
-                             .arg(QString::fromStdString(src->name), QString::fromStdString(dst->name),
-                                  QString::fromStdString(to.port));
+    const QString text =
+        tr("Connect %1 to %2.%3")
+            .arg(QString::fromStdString(src->name), QString::fromStdString(dst->name), QString::fromStdString(to.port));
     try {
         after.disconnect(to);
         after.connect({from.node, "out"}, to);
@@ -215,13 +197,13 @@ bool ProjectDocument::connectInto(strata::Graph after, const strata::PortRef& fr
 }
 
 bool ProjectDocument::disconnectPort(const strata::PortRef& to) {
-    if (!graph().edgeInto(to))
-        return false;
+    if (!graph().edgeInto(to)) return false;
     strata::Graph after = m_project.graph;
     after.disconnect(to);
     const strata::Node* dst = graph().node(to.node);
-    pushGraph(after, tr("Disconnect %1.%2").arg(QString::fromStdString(dst ? dst->name : std::string()),
-                                                 QString::fromStdString(to.port)));
+    pushGraph(after,
+              tr("Disconnect %1.%2")
+                  .arg(QString::fromStdString(dst ? dst->name : std::string()), QString::fromStdString(to.port)));
     return true;
 }
 
@@ -229,32 +211,27 @@ void ProjectDocument::moveNodes(const QMap<int, QPointF>& positions) {
     QMap<int, QPointF> before, after;
     for (auto it = positions.begin(); it != positions.end(); ++it) {
         const strata::Node* n = graph().node(it.key());
-        if (!n)
-            continue;
+        if (!n) continue;
         const QPointF old(n->x, n->y);
-        if (old == it.value())
-            continue;
+        if (old == it.value()) continue;
         before.insert(it.key(), old);
         after.insert(it.key(), it.value());
     }
-    if (after.isEmpty())
-        return;
-    m_undo->push(new MoveNodesCommand(this, before, after, true,
-                                      after.size() == 1 ? tr("Move node") : tr("Move %n nodes", nullptr,
-                                                                                  int(after.size()))));
+    if (after.isEmpty()) return;
+    m_undo->push(
+        new MoveNodesCommand(this, before, after, true,
+                             after.size() == 1 ? tr("Move node") : tr("Move %n nodes", nullptr, int(after.size()))));
 }
 
 void ProjectDocument::autoLayout() {
     const strata::Graph& g = graph();
-    if (g.empty())
-        return;
+    if (g.empty()) return;
     std::vector<int> order;
     try {
         order = g.topologicalOrder();
     } catch (const std::exception&) {
         // A cycle (possible in a hand-edited file): keep id order; depths then come from the edges seen so far.
-        for (const strata::Node* n : g.nodes())
-            order.push_back(n->id);
+        for (const strata::Node* n : g.nodes()) order.push_back(n->id);
     }
     std::map<int, int> depth;
     for (int id : order) {
@@ -265,8 +242,7 @@ void ProjectDocument::autoLayout() {
         depth[id] = d;
     }
     std::map<int, std::vector<int>> layers;
-    for (int id : order)
-        layers[depth[id]].push_back(id);
+    for (int id : order) layers[depth[id]].push_back(id);
 
     // Within a layer, order nodes by the mean column of their inputs so edges cross less;
     // ties keep the current left-to-right order on the canvas.
@@ -285,8 +261,7 @@ void ProjectDocument::autoLayout() {
             key[id] = count ? sum / count : 0.0;
         }
         std::stable_sort(ids.begin(), ids.end(), [&](int a, int b) {
-            if (key[a] != key[b])
-                return key[a] < key[b];
+            if (key[a] != key[b]) return key[a] < key[b];
             return g.node(a)->x < g.node(b)->x;
         });
         const double n = double(ids.size());
@@ -298,27 +273,23 @@ void ProjectDocument::autoLayout() {
             after.insert(ids[i], QPointF(col * kColumnSpacing, d * kLayerSpacing));
         }
     }
-    if (before == after)
-        return;
+    if (before == after) return;
     m_undo->push(new MoveNodesCommand(this, before, after, false, tr("Auto-layout")));
 }
 
 bool ProjectDocument::setParams(int id, const strata::Json& params) {
     const strata::Node* n = graph().node(id);
-    if (!n || n->params == params)
-        return false;
+    if (!n || n->params == params) return false;
     pushParams(id, params, tr("Change parameters of %1").arg(QString::fromStdString(n->name)));
     return true;
 }
 
 bool ProjectDocument::setParam(int id, const QString& name, const strata::Json& value) {
     const strata::Node* n = graph().node(id);
-    if (!n)
-        return false;
+    if (!n) return false;
     strata::Json params = n->params.is_object() ? n->params : strata::Json::object();
     params[name.toStdString()] = value;
-    if (params == n->params)
-        return false;
+    if (params == n->params) return false;
     pushParams(id, params,
                tr("Set %1.%2 to %3").arg(QString::fromStdString(n->name), name, QString::fromStdString(value.dump())));
     return true;
@@ -328,18 +299,13 @@ bool ProjectDocument::rename(int id, const QString& name, QString* error) {
     const strata::Node* n = graph().node(id);
     const std::string newName = name.trimmed().toStdString();
     auto fail = [&](const QString& why) {
-        if (error)
-            *error = why;
+        if (error) *error = why;
         return false;
     };
-    if (!n)
-        return fail(tr("No such node"));
-    if (newName == n->name)
-        return false;
-    if (newName.empty())
-        return fail(tr("A node needs a name"));
-    if (graph().nodeByName(newName))
-        return fail(tr("The name '%1' is taken").arg(QString::fromStdString(newName)));
+    if (!n) return fail(tr("No such node"));
+    if (newName == n->name) return false;
+    if (newName.empty()) return fail(tr("A node needs a name"));
+    if (graph().nodeByName(newName)) return fail(tr("The name '%1' is taken").arg(QString::fromStdString(newName)));
     m_undo->push(new RenameCommand(this, id, n->name, newName));
     return true;
 }
@@ -347,8 +313,7 @@ bool ProjectDocument::rename(int id, const QString& name, QString* error) {
 QList<int> ProjectDocument::paste(const std::vector<strata::Node>& nodes, const std::vector<strata::Edge>& edges,
                                   const QPointF& offset) {
     QList<int> created;
-    if (nodes.empty())
-        return created;
+    if (nodes.empty()) return created;
     strata::Graph after = m_project.graph;
     std::map<int, int> idMap;
     for (const strata::Node& n : nodes) {
@@ -358,8 +323,7 @@ QList<int> ProjectDocument::paste(const std::vector<strata::Node>& nodes, const 
     }
     for (const strata::Edge& e : edges) {
         auto f = idMap.find(e.from.node), t = idMap.find(e.to.node);
-        if (f == idMap.end() || t == idMap.end())
-            continue;  // only edges inside the pasted set
+        if (f == idMap.end() || t == idMap.end()) continue;  // only edges inside the pasted set
         try {
             after.connect({f->second, "out"}, {t->second, e.to.port});
         } catch (const std::exception&) {
@@ -371,46 +335,39 @@ QList<int> ProjectDocument::paste(const std::vector<strata::Node>& nodes, const 
 }
 
 void ProjectDocument::setDatasetSettings(const strata::DatasetSettings& settings) {
-    if (settings == m_project.dataset)
-        return;
+    if (settings == m_project.dataset) return;
     m_undo->push(new DatasetSettingsCommand(this, m_project.dataset, settings));
 }
 
 void ProjectDocument::setTrainingSettings(const strata::TrainingSettings& settings) {
-    if (settings == m_project.training)
-        return;
+    if (settings == m_project.training) return;
     m_undo->push(new TrainingSettingsCommand(this, m_project.training, settings));
 }
 
 std::vector<strata::Problem> ProjectDocument::problemsOf(int id) const {
     std::vector<strata::Problem> out;
     for (const strata::Problem& p : m_analysis.problems)
-        if (p.node == id)
-            out.push_back(p);
+        if (p.node == id) out.push_back(p);
     return out;
 }
 
 qint64 ProjectDocument::parameterCountOf(int id) const {
     const strata::Node* n = graph().node(id);
     auto params = m_analysis.params.find(id);
-    if (!n || params == m_analysis.params.end() || !m_analysis.shapeOf(id))
-        return -1;
+    if (!n || params == m_analysis.params.end() || !m_analysis.shapeOf(id)) return -1;
     const strata::LayerType* lt = strata::layerRegistry().find(n->type);
-    if (!lt)
-        return -1;
+    if (!lt) return -1;
     std::vector<strata::Shape> inputs;
     for (const std::string& port : graph().inputPorts(id)) {
         const auto e = graph().edgeInto({id, port});
         const strata::Shape* s = e ? m_analysis.shapeOf(e->from.node) : nullptr;
-        if (!s)
-            return -1;
+        if (!s) return -1;
         inputs.push_back(*s);
     }
     qint64 count = 0;
     try {
         for (const strata::ParameterSpec& spec : lt->parameterSpecs(params->second, inputs))
-            if (spec.trainable)
-                count += spec.shape.numel();
+            if (spec.trainable) count += spec.shape.numel();
     } catch (const std::exception&) {
         return -1;
     }
@@ -419,11 +376,9 @@ qint64 ProjectDocument::parameterCountOf(int id) const {
 
 QString ProjectDocument::shapeText(int id) const {
     const strata::Shape* s = m_analysis.shapeOf(id);
-    if (!s)
-        return QStringLiteral("?");
+    if (!s) return QStringLiteral("?");
     QStringList dims{QStringLiteral("N")};
-    for (int64_t d : s->dims())
-        dims << QString::number(d);
+    for (int64_t d : s->dims()) dims << QString::number(d);
     return QLatin1Char('[') + dims.join(QStringLiteral(", ")) + QLatin1Char(']');
 }
 
@@ -437,8 +392,7 @@ void ProjectDocument::applyGraph(const strata::Graph& graph) {
 void ProjectDocument::applyPositions(const QMap<int, QPointF>& positions) {
     for (auto it = positions.begin(); it != positions.end(); ++it)
         m_project.graph.setPosition(it.key(), it.value().x(), it.value().y());
-    for (auto it = positions.begin(); it != positions.end(); ++it)
-        emit nodeMoved(it.key());
+    for (auto it = positions.begin(); it != positions.end(); ++it) emit nodeMoved(it.key());
 }
 
 void ProjectDocument::applyName(int id, const std::string& name) {

@@ -10,7 +10,6 @@
 #include <QObject>
 #include <QPointF>
 #include <QString>
-
 #include <vector>
 
 #include "core/graph/Graph.h"
@@ -87,11 +86,11 @@ public:
     void applyTrainingSettings(const strata::TrainingSettings& settings);
 
 signals:
-    void graphChanged();     // structure, names or params
+    void graphChanged();  // structure, names or params
     void nodeMoved(int id);
     void settingsChanged();  // dataset or training settings
     void analysisChanged();
-    void fileChanged();      // path or modified flag
+    void fileChanged();  // path or modified flag
     // The whole project was replaced (new, load): views rebuild from scratch.
     void projectReset();
 

@@ -9,7 +9,6 @@
 #include <QSqlQuery>
 #include <QStandardPaths>
 #include <QVariant>
-
 #include <cmath>
 
 namespace strata::ui {
@@ -38,15 +37,17 @@ RunHistory::RunHistory(const QString& path) : m_path(path.isEmpty() ? defaultPat
     }
     // WAL keeps the GUI thread's small per-tick transactions cheap.
     m_open = exec("PRAGMA journal_mode=WAL") && exec("PRAGMA synchronous=NORMAL") &&
-             exec("CREATE TABLE IF NOT EXISTS runs ("
-                  " id INTEGER PRIMARY KEY AUTOINCREMENT, started TEXT NOT NULL, project_name TEXT,"
-                  " project_path TEXT, device TEXT, project_json TEXT, status TEXT, message TEXT,"
-                  " epochs_completed INTEGER, best_epoch INTEGER, best_val_loss REAL, best_val_acc REAL,"
-                  " seconds REAL)") &&
-             exec("CREATE TABLE IF NOT EXISTS metrics ("
-                  " run_id INTEGER NOT NULL REFERENCES runs(id), kind TEXT NOT NULL, step INTEGER, epoch INTEGER,"
-                  " loss REAL, accuracy REAL, learning_rate REAL, samples_per_second REAL, val_loss REAL,"
-                  " val_accuracy REAL, elapsed_seconds REAL)") &&
+             exec(
+                 "CREATE TABLE IF NOT EXISTS runs ("
+                 " id INTEGER PRIMARY KEY AUTOINCREMENT, started TEXT NOT NULL, project_name TEXT,"
+                 " project_path TEXT, device TEXT, project_json TEXT, status TEXT, message TEXT,"
+                 " epochs_completed INTEGER, best_epoch INTEGER, best_val_loss REAL, best_val_acc REAL,"
+                 " seconds REAL)") &&
+             exec(
+                 "CREATE TABLE IF NOT EXISTS metrics ("
+                 " run_id INTEGER NOT NULL REFERENCES runs(id), kind TEXT NOT NULL, step INTEGER, epoch INTEGER,"
+                 " loss REAL, accuracy REAL, learning_rate REAL, samples_per_second REAL, val_loss REAL,"
+                 " val_accuracy REAL, elapsed_seconds REAL)") &&
              exec("CREATE INDEX IF NOT EXISTS metrics_run ON metrics(run_id, kind)");
 }
 
@@ -68,8 +69,9 @@ bool RunHistory::exec(const QString& sql) {
 qint64 RunHistory::beginRun(const Project& project, const QString& projectPath, const QString& device) {
     if (!m_open) return 0;
     QSqlQuery q(QSqlDatabase::database(m_connection));
-    q.prepare("INSERT INTO runs (started, project_name, project_path, device, project_json, status) "
-              "VALUES (?, ?, ?, ?, ?, 'running')");
+    q.prepare(
+        "INSERT INTO runs (started, project_name, project_path, device, project_json, status) "
+        "VALUES (?, ?, ?, ?, ?, 'running')");
     q.addBindValue(QDateTime::currentDateTimeUtc().toString(Qt::ISODateWithMs));
     q.addBindValue(QString::fromStdString(project.name));
     q.addBindValue(projectPath);
@@ -87,8 +89,9 @@ void RunHistory::addSteps(qint64 run, const QVector<StepEvent>& steps) {
     QSqlDatabase db = QSqlDatabase::database(m_connection);
     db.transaction();
     QSqlQuery q(db);
-    q.prepare("INSERT INTO metrics (run_id, kind, step, epoch, loss, accuracy, learning_rate, samples_per_second,"
-              " elapsed_seconds) VALUES (?, 'step', ?, ?, ?, ?, ?, ?, ?)");
+    q.prepare(
+        "INSERT INTO metrics (run_id, kind, step, epoch, loss, accuracy, learning_rate, samples_per_second,"
+        " elapsed_seconds) VALUES (?, 'step', ?, ?, ?, ?, ?, ?, ?)");
     for (const StepEvent& s : steps) {
         q.addBindValue(run);
         q.addBindValue(qint64(s.step));
@@ -106,8 +109,9 @@ void RunHistory::addSteps(qint64 run, const QVector<StepEvent>& steps) {
 void RunHistory::addEpoch(qint64 run, const EpochEvent& e) {
     if (!m_open || run <= 0) return;
     QSqlQuery q(QSqlDatabase::database(m_connection));
-    q.prepare("INSERT INTO metrics (run_id, kind, epoch, loss, accuracy, samples_per_second, val_loss, val_accuracy,"
-              " elapsed_seconds) VALUES (?, 'epoch', ?, ?, ?, ?, ?, ?, ?)");
+    q.prepare(
+        "INSERT INTO metrics (run_id, kind, epoch, loss, accuracy, samples_per_second, val_loss, val_accuracy,"
+        " elapsed_seconds) VALUES (?, 'epoch', ?, ?, ?, ?, ?, ?, ?)");
     q.addBindValue(run);
     q.addBindValue(e.epoch);
     q.addBindValue(real(e.trainLoss));
@@ -122,8 +126,9 @@ void RunHistory::addEpoch(qint64 run, const EpochEvent& e) {
 void RunHistory::finishRun(qint64 run, const QString& status, const QString& message, const FinishedEvent& f) {
     if (!m_open || run <= 0) return;
     QSqlQuery q(QSqlDatabase::database(m_connection));
-    q.prepare("UPDATE runs SET status = ?, message = ?, epochs_completed = ?, best_epoch = ?, best_val_loss = ?,"
-              " best_val_acc = ?, seconds = ? WHERE id = ?");
+    q.prepare(
+        "UPDATE runs SET status = ?, message = ?, epochs_completed = ?, best_epoch = ?, best_val_loss = ?,"
+        " best_val_acc = ?, seconds = ? WHERE id = ?");
     q.addBindValue(status);
     q.addBindValue(message);
     q.addBindValue(f.epochsCompleted);

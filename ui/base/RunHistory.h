@@ -21,7 +21,7 @@ public:
         qint64 id = 0;
         QDateTime started;
         QString projectName, projectPath, device, status;  // status: running | finished | stopped | failed
-        QString message;                                    // error message or finish summary
+        QString message;                                   // error message or finish summary
         int epochsCompleted = 0, bestEpoch = 0;
         double bestValLoss = 0, bestValAccuracy = 0, seconds = 0;
     };

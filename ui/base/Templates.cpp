@@ -198,8 +198,7 @@ QList<ProjectTemplate> projectTemplates() {
 
 strata::Project makeTemplate(const QString& id) {
     for (const ProjectTemplate& t : projectTemplates())
-        if (t.id == id)
-            return t.make();
+        if (t.id == id) return t.make();
     return {};
 }
 

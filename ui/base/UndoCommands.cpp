@@ -14,31 +14,33 @@ void GraphSnapshotCommand::redo() { m_doc->applyGraph(m_after); }
 
 MoveNodesCommand::MoveNodesCommand(ProjectDocument* doc, QMap<int, QPointF> before, QMap<int, QPointF> after,
                                    bool mergeable, const QString& text)
-    : QUndoCommand(text), m_doc(doc), m_before(std::move(before)), m_after(std::move(after)),
-      m_mergeable(mergeable) {}
+    : QUndoCommand(text), m_doc(doc), m_before(std::move(before)), m_after(std::move(after)), m_mergeable(mergeable) {}
 
 void MoveNodesCommand::undo() { m_doc->applyPositions(m_before); }
 void MoveNodesCommand::redo() { m_doc->applyPositions(m_after); }
 
 bool MoveNodesCommand::mergeWith(const QUndoCommand* other) {
     auto* move = dynamic_cast<const MoveNodesCommand*>(other);
-    if (!move || !move->m_mergeable || !m_mergeable || move->m_after.keys() != m_after.keys())
-        return false;
+    if (!move || !move->m_mergeable || !m_mergeable || move->m_after.keys() != m_after.keys()) return false;
     m_after = move->m_after;  // keep our `before`: undo returns to where the first move started
     return true;
 }
 
 RenameCommand::RenameCommand(ProjectDocument* doc, int node, std::string before, std::string after)
-    : QUndoCommand(QObject::tr("Rename %1 to %2")
-                       .arg(QString::fromStdString(before), QString::fromStdString(after))),
-      m_doc(doc), m_node(node), m_before(std::move(before)), m_after(std::move(after)) {}
+    : QUndoCommand(QObject::tr("Rename %1 to %2").arg(QString::fromStdString(before), QString::fromStdString(after))),
+      m_doc(doc),
+      m_node(node),
+      m_before(std::move(before)),
+      m_after(std::move(after)) {}
 
 void RenameCommand::undo() { m_doc->applyName(m_node, m_before); }
 void RenameCommand::redo() { m_doc->applyName(m_node, m_after); }
 
 DatasetSettingsCommand::DatasetSettingsCommand(ProjectDocument* doc, strata::DatasetSettings before,
                                                strata::DatasetSettings after)
-    : QUndoCommand(QObject::tr("Change dataset settings")), m_doc(doc), m_before(std::move(before)),
+    : QUndoCommand(QObject::tr("Change dataset settings")),
+      m_doc(doc),
+      m_before(std::move(before)),
       m_after(std::move(after)) {}
 
 void DatasetSettingsCommand::undo() { m_doc->applyDatasetSettings(m_before); }
@@ -46,7 +48,9 @@ void DatasetSettingsCommand::redo() { m_doc->applyDatasetSettings(m_after); }
 
 TrainingSettingsCommand::TrainingSettingsCommand(ProjectDocument* doc, strata::TrainingSettings before,
                                                  strata::TrainingSettings after)
-    : QUndoCommand(QObject::tr("Change training settings")), m_doc(doc), m_before(std::move(before)),
+    : QUndoCommand(QObject::tr("Change training settings")),
+      m_doc(doc),
+      m_before(std::move(before)),
       m_after(std::move(after)) {}
 
 void TrainingSettingsCommand::undo() { m_doc->applyTrainingSettings(m_before); }
