@@ -20,6 +20,7 @@
 #include "core/train/Checkpoint.h"
 #include "core/train/Trainer.h"
 #include "tests/support/TestBackends.h"
+#include "tests/support/TestProjects.h"
 
 using namespace strata;
 
@@ -32,28 +33,8 @@ struct Quiet : TrainingObserver {
 
 // Input [inputs] -> Dense 32 -> ReLU -> Dense 4 on synthetic blobs; 300 of 1200 samples held out.
 Project tinyProject(int inputs) {
-    Project p;
-    p.name = "tiny";
-    Graph& g = p.graph;
-    const int in = g.addNode("Input", "input", Json{{"shape", {inputs}}});
-    const int d1 = g.addNode("Dense", "dense1", Json{{"units", 32}});
-    const int r1 = g.addNode("ReLU", "relu1");
-    const int d2 = g.addNode("Dense", "dense2", Json{{"units", 4}});
-    g.connect(in, d1);
-    g.connect(d1, r1);
-    g.connect(r1, d2);
-    p.dataset.kind = DatasetKind::Synthetic;
-    p.dataset.syntheticSamples = 1200;
-    p.dataset.syntheticClasses = 4;
-    p.dataset.syntheticShape = {inputs};
-    p.dataset.validationSplit = 0.25;
-    p.dataset.normalization = NormalizationMode::None;
-    p.training.optimizer = OptimizerKind::Sgd;
-    p.training.learningRate = 0.05;
-    p.training.batchSize = 32;
-    p.training.epochs = 1;
+    Project p = test::blobsMlpProject("tiny", inputs);
     p.training.seed = 3;
-    p.training.threads = 1;
     return p;
 }
 

@@ -19,8 +19,12 @@
 #include "core/io/Safetensors.h"
 #include "core/train/Checkpoint.h"
 #include "tests/support/TestBackends.h"
+#include "tests/support/TestFiles.h"
+#include "tests/support/TestProjects.h"
 
 using namespace strata;
+using test::readBytes;
+using test::writeBytes;
 
 namespace {
 
@@ -28,20 +32,13 @@ namespace {
 Project smallCnn() {
     Project p;
     p.name = "small_cnn";
-    Graph& g = p.graph;
-    const int in = g.addNode("Input", "image", {{"shape", {1, 8, 8}}});
-    const int c = g.addNode("Conv2D", "conv", {{"filters", 32}, {"kernel", {3, 3}}, {"padding", {1, 1}}});
-    const int r = g.addNode("ReLU", "relu");
-    const int f = g.addNode("Flatten", "flat");
-    const int d1 = g.addNode("Dense", "fc1", {{"units", 32}});
-    const int bn = g.addNode("BatchNorm", "bn");
-    const int d2 = g.addNode("Dense", "fc2", {{"units", 10}});
-    g.connect(in, c);
-    g.connect(c, r);
-    g.connect(r, f);
-    g.connect(f, d1);
-    g.connect(d1, bn);
-    g.connect(bn, d2);
+    test::addChain(p.graph, {{"Input", "image", {{"shape", {1, 8, 8}}}},
+                             {"Conv2D", "conv", {{"filters", 32}, {"kernel", {3, 3}}, {"padding", {1, 1}}}},
+                             {"ReLU", "relu"},
+                             {"Flatten", "flat"},
+                             {"Dense", "fc1", {{"units", 32}}},
+                             {"BatchNorm", "bn"},
+                             {"Dense", "fc2", {{"units", 10}}}});
     p.dataset.kind = DatasetKind::Synthetic;
     p.dataset.syntheticShape = {1, 8, 8};
     p.dataset.syntheticClasses = 10;
@@ -84,19 +81,13 @@ double maxAbsDiff(const std::vector<float>& a, const std::vector<float>& b) {
     return worst;
 }
 
-std::vector<uint8_t> readBytes(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    return std::vector<uint8_t>(std::istreambuf_iterator<char>(in), {});
-}
-
-void writeBytes(const std::string& path, const std::vector<uint8_t>& bytes) {
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-}
-
 // Raw IDX images (u8, big-endian header): count x 8 x 8.
 void writeIdx(const std::string& path, const std::vector<uint8_t>& pixels, int count) {
-    std::vector<uint8_t> b{0, 0, 0x08, 3, 0, 0, 0, static_cast<uint8_t>(count), 0, 0, 0, 8, 0, 0, 0, 8};
+    const uint8_t header[16] = {0, 0, 0x08, 3, 0, 0, 0, static_cast<uint8_t>(count), 0, 0, 0, 8, 0, 0, 0, 8};
+    // Reserved first: GCC 12 warns (-Warray-bounds, a false positive) on growing a 16-byte vector here.
+    std::vector<uint8_t> b;
+    b.reserve(sizeof header + pixels.size());
+    b.insert(b.end(), header, header + sizeof header);
     b.insert(b.end(), pixels.begin(), pixels.end());
     writeBytes(path, b);
 }

@@ -8,20 +8,13 @@
 
 #include "core/export/Gguf.h"
 #include "core/io/Half.h"
+#include "tests/support/TestFiles.h"
 
 using namespace strata;
+using test::readBytes;
+using test::writeBytes;
 
 namespace {
-
-std::vector<uint8_t> readBytes(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    return std::vector<uint8_t>(std::istreambuf_iterator<char>(in), {});
-}
-
-void writeBytes(const std::string& path, const std::vector<uint8_t>& bytes) {
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-}
 
 // Hand-assembles GGUF bytes, independently of the writer under test.
 struct Bytes {
@@ -63,23 +56,7 @@ private:
 
     // The FormatError reading `file` throws, checked to name the file and contain `needle`; fails the test otherwise.
     FormatError expectError(const std::string& file, const std::string& needle) {
-        try {
-            readGguf(file);
-        } catch (const FormatError& e) {
-            const std::string msg = e.what();
-            if (msg.find(needle) == std::string::npos || msg.find(file) == std::string::npos)
-                QTest::qFail(qPrintable(QString::fromStdString("FormatError '" + msg + "' lacks '" + needle +
-                                                               "' or the file name")),
-                             __FILE__, __LINE__);
-            return e;
-        } catch (const std::exception& e) {
-            QTest::qFail(qPrintable(QString::fromStdString("not a FormatError: " + std::string(e.what()))), __FILE__,
-                         __LINE__);
-            return FormatError(file, "");
-        }
-        QTest::qFail(qPrintable(QString::fromStdString("no FormatError for " + file + " (expected '" + needle + "')")),
-                     __FILE__, __LINE__);
-        return FormatError(file, "");
+        return test::expectFormatError([&] { readGguf(file); }, file, needle);
     }
 
     // A valid file: kv "general.alignment" = 32 and one F32 tensor "w" of shape [2, 3].

@@ -23,6 +23,7 @@
 #include "core/train/DynamicLossScale.h"
 #include "core/train/Trainer.h"
 #include "tests/support/TestBackends.h"
+#include "tests/support/TestProjects.h"
 
 using namespace strata;
 
@@ -303,26 +304,14 @@ struct Recorder : TrainingObserver {
 Project convProject(const std::string& precision) {
     Project p;
     p.name = "precision";
-    Graph& g = p.graph;
-    const int in = g.addNode("Input", "input", Json{{"shape", {1, 8, 8}}});
-    const int conv = g.addNode("Conv2D", "conv", Json{{"filters", 4}, {"kernel", 3}, {"padding", 1}});
-    const int r1 = g.addNode("ReLU", "relu1");
-    const int fl = g.addNode("Flatten", "flatten");
-    const int d1 = g.addNode("Dense", "dense1", Json{{"units", 16}});
-    const int r2 = g.addNode("ReLU", "relu2");
-    const int d2 = g.addNode("Dense", "dense2", Json{{"units", 4}});
-    g.connect(in, conv);
-    g.connect(conv, r1);
-    g.connect(r1, fl);
-    g.connect(fl, d1);
-    g.connect(d1, r2);
-    g.connect(r2, d2);
-    p.dataset.kind = DatasetKind::Synthetic;
-    p.dataset.syntheticSamples = 640;
-    p.dataset.syntheticClasses = 4;
-    p.dataset.syntheticShape = {1, 8, 8};
-    p.dataset.validationSplit = 0.25;
-    p.dataset.normalization = NormalizationMode::None;
+    test::addChain(p.graph, {{"Input", "input", Json{{"shape", {1, 8, 8}}}},
+                             {"Conv2D", "conv", Json{{"filters", 4}, {"kernel", 3}, {"padding", 1}}},
+                             {"ReLU", "relu1"},
+                             {"Flatten", "flatten"},
+                             {"Dense", "dense1", Json{{"units", 16}}},
+                             {"ReLU", "relu2"},
+                             {"Dense", "dense2", Json{{"units", 4}}}});
+    test::useBlobs(p, 640, 4, {1, 8, 8});
     p.training.optimizer = OptimizerKind::Sgd;
     p.training.learningRate = 0.05;
     p.training.momentum = 0.9;

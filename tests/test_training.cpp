@@ -19,6 +19,7 @@
 #include "core/train/Optimizer.h"
 #include "core/train/Trainer.h"
 #include "tests/support/TestBackends.h"
+#include "tests/support/TestProjects.h"
 
 using namespace strata;
 
@@ -130,34 +131,10 @@ public:
 
 // Input [16] -> Dense 32 -> ReLU -> Dropout -> Dense classes on synthetic blobs.
 Project syntheticProject(int classes = 4, bool dropout = false) {
-    Project p;
-    p.name = "synthetic";
-    Graph& g = p.graph;
-    const int in = g.addNode("Input", "input", Json{{"shape", {16}}});
-    const int d1 = g.addNode("Dense", "dense1", Json{{"units", 32}});
-    const int r1 = g.addNode("ReLU", "relu1");
-    int last = r1;
-    g.connect(in, d1);
-    g.connect(d1, r1);
-    if (dropout) {
-        const int dr = g.addNode("Dropout", "dropout", Json{{"rate", 0.2}});
-        g.connect(r1, dr);
-        last = dr;
-    }
-    const int d2 = g.addNode("Dense", "dense2", Json{{"units", classes}});
-    g.connect(last, d2);
-    p.dataset.kind = DatasetKind::Synthetic;
-    p.dataset.syntheticSamples = 1200;
-    p.dataset.syntheticClasses = classes;
-    p.dataset.syntheticShape = {16};
-    p.dataset.validationSplit = 0.25;
-    p.dataset.normalization = NormalizationMode::None;
-    p.training.optimizer = OptimizerKind::Sgd;
-    p.training.learningRate = 0.05;
+    Project p = test::blobsMlpProject("synthetic", 16, classes, dropout);
     p.training.momentum = 0.9;
-    p.training.batchSize = 32;
     p.training.epochs = 2;
-    p.training.seed = 7;
+    p.training.threads = 0;
     return p;
 }
 

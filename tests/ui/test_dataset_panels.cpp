@@ -11,6 +11,7 @@
 #include <QUndoStack>
 
 #include "core/train/LrSchedule.h"
+#include "tests/support/TestProjects.h"
 #include "ui/DatasetPanel.h"
 #include "ui/TrainingSettingsPanel.h"
 #include "ui/base/ProjectDocument.h"
@@ -24,12 +25,7 @@ Project imageProject() {
     Project p;
     p.name = "panels";
     p.graph.addNode("Input", "input", Json{{"shape", {1, 8, 8}}});
-    p.dataset.kind = DatasetKind::Synthetic;
-    p.dataset.syntheticSamples = 400;
-    p.dataset.syntheticClasses = 5;
-    p.dataset.syntheticShape = {1, 8, 8};
-    p.dataset.validationSplit = 0.25;
-    p.dataset.normalization = NormalizationMode::None;
+    test::useBlobs(p, 400, 5, {1, 8, 8});
     p.training.batchSize = 25;
     p.training.epochs = 2;
     return p;

@@ -24,6 +24,7 @@
 #include "core/infer/OnnxRunner.h"
 #include "core/train/Trainer.h"
 #include "tests/support/TestBackends.h"
+#include "tests/support/TestProjects.h"
 #include "ui/ExportDialog.h"
 #include "ui/MainWindow.h"
 #include "ui/PredictPanel.h"
@@ -40,28 +41,9 @@ struct Quiet : TrainingObserver {
 };
 
 Project tinyProject(const QString& checkpointDir) {
-    Project p;
-    p.name = "Tiny Blobs";
-    Graph& g = p.graph;
-    const int in = g.addNode("Input", "input", Json{{"shape", {16}}});
-    const int d1 = g.addNode("Dense", "dense1", Json{{"units", 32}});
-    const int r1 = g.addNode("ReLU", "relu1");
-    const int d2 = g.addNode("Dense", "dense2", Json{{"units", 4}});
-    g.connect(in, d1);
-    g.connect(d1, r1);
-    g.connect(r1, d2);
-    p.dataset.kind = DatasetKind::Synthetic;
-    p.dataset.syntheticSamples = 1200;
-    p.dataset.syntheticClasses = 4;
-    p.dataset.syntheticShape = {16};
-    p.dataset.validationSplit = 0.25;
-    p.dataset.normalization = NormalizationMode::None;
+    Project p = test::blobsMlpProject("Tiny Blobs");
     p.dataset.classNames = {"north", "east", "south", "west"};
-    p.training.learningRate = 0.05;
-    p.training.batchSize = 32;
-    p.training.epochs = 1;
     p.training.seed = 5;
-    p.training.threads = 1;
     p.training.checkpointDir = checkpointDir.toStdString();
     return p;
 }

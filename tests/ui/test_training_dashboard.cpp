@@ -11,6 +11,7 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+#include "tests/support/TestProjects.h"
 #include "ui/ChartPanel.h"
 #include "ui/TrainingDashboard.h"
 #include "ui/base/EngineWorker.h"
@@ -25,26 +26,10 @@ namespace {
 // 1024 synthetic samples (16 features, 4 classes), a quarter held out: 768 training
 // samples, batch 32, so 24 steps per epoch.
 Project syntheticProject(int epochs) {
-    Project p;
-    p.name = "dashboard-test";
-    const int in = p.graph.addNode("Input", "input", Json{{"shape", {16}}});
-    const int d1 = p.graph.addNode("Dense", "dense1", Json{{"units", 32}});
-    const int act = p.graph.addNode("ReLU", "relu1");
-    const int d2 = p.graph.addNode("Dense", "dense2", Json{{"units", 4}});
-    p.graph.connect(in, d1);
-    p.graph.connect(d1, act);
-    p.graph.connect(act, d2);
-    p.dataset.kind = DatasetKind::Synthetic;
-    p.dataset.syntheticSamples = 1024;
-    p.dataset.syntheticClasses = 4;
-    p.dataset.syntheticShape = {16};
-    p.dataset.validationSplit = 0.25;
-    p.dataset.normalization = NormalizationMode::None;
-    p.training.optimizer = OptimizerKind::Sgd;
-    p.training.learningRate = 0.05;
+    Project p = test::blobsMlpProject("dashboard-test");
+    test::useBlobs(p, 1024, 4, {16});
     p.training.epochs = epochs;
-    p.training.batchSize = 32;
-    p.training.threads = 1;
+    p.training.seed = TrainingSettings{}.seed;
     p.training.device = "cpu";
     return p;
 }

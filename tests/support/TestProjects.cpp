@@ -1,0 +1,41 @@
+#include "tests/support/TestProjects.h"
+
+namespace strata::test {
+
+std::vector<int> addChain(Graph& graph, const std::vector<LayerDef>& layers) {
+    std::vector<int> ids;
+    for (const LayerDef& l : layers) {
+        ids.push_back(graph.addNode(l.type, l.name, l.params));
+        if (ids.size() > 1) graph.connect(ids[ids.size() - 2], ids.back());
+    }
+    return ids;
+}
+
+void useBlobs(Project& p, int64_t samples, int classes, const std::vector<int64_t>& shape) {
+    p.dataset.kind = DatasetKind::Synthetic;
+    p.dataset.syntheticSamples = samples;
+    p.dataset.syntheticClasses = classes;
+    p.dataset.syntheticShape = shape;
+    p.dataset.validationSplit = 0.25;
+    p.dataset.normalization = NormalizationMode::None;
+}
+
+Project blobsMlpProject(const std::string& name, int inputs, int classes, bool dropout) {
+    Project p;
+    p.name = name;
+    std::vector<LayerDef> layers{
+        {"Input", "input", Json{{"shape", {inputs}}}}, {"Dense", "dense1", Json{{"units", 32}}}, {"ReLU", "relu1"}};
+    if (dropout) layers.push_back({"Dropout", "dropout", Json{{"rate", 0.2}}});
+    layers.push_back({"Dense", "dense2", Json{{"units", classes}}});
+    addChain(p.graph, layers);
+    useBlobs(p, 1200, classes, {inputs});
+    p.training.optimizer = OptimizerKind::Sgd;
+    p.training.learningRate = 0.05;
+    p.training.batchSize = 32;
+    p.training.epochs = 1;
+    p.training.seed = 7;
+    p.training.threads = 1;
+    return p;
+}
+
+}  // namespace strata::test

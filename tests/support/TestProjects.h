@@ -1,0 +1,28 @@
+// Small projects the tests train: synthetic blobs (no files needed) through a few layers. Each test sets what
+// it needs on top of these defaults.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/graph/Project.h"
+
+namespace strata::test {
+
+struct LayerDef {
+    std::string type, name;
+    Json params = Json::object();
+};
+// Adds the layers to `graph`, each connected to the one before; returns their ids in order.
+std::vector<int> addChain(Graph& graph, const std::vector<LayerDef>& layers);
+
+// The synthetic blobs dataset: `samples` samples of `shape` in `classes` classes, a quarter held out, no
+// normalization.
+void useBlobs(Project& project, int64_t samples, int classes, const std::vector<int64_t>& shape);
+
+// Input [inputs] -> Dense 32 -> ReLU [-> Dropout 0.2] -> Dense classes (nodes input, dense1, relu1,
+// [dropout,] dense2) on 1200 blobs, a quarter held out; SGD, learning rate 0.05, batch 32, one epoch,
+// seed 7, one thread.
+Project blobsMlpProject(const std::string& name = "tiny", int inputs = 16, int classes = 4, bool dropout = false);
+
+}  // namespace strata::test
