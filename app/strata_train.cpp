@@ -65,7 +65,7 @@ void onSignal(int) {
 
 std::string formatDuration(double s) {
     if (!std::isfinite(s) || s < 0) return "--:--";
-    const long t = static_cast<long>(s + 0.5);
+    const long t = std::lround(s);
     char buf[32];
     if (t >= 3600)
         std::snprintf(buf, sizeof buf, "%ld:%02ld:%02ld", t / 3600, (t / 60) % 60, t % 60);

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages Strata needs, only those missing.
 # Usage: tools/install-deps.sh [build|test|run|ci]  (all sets include the build tools)
-#   ci: test's, plus shellcheck and xz-utils (for .ci/run's lint and GPU bundle steps)
+#   ci: test's, plus shellcheck, clang-format, clang-tidy and xz-utils (.ci/run's lint, style and GPU bundle steps)
 set -euo pipefail
 
 packages=(
@@ -13,7 +13,7 @@ packages=(
 )
 case "${1:-build}" in
   test) packages+=(python3-onnx libpng-dev) ;;
-  ci) packages+=(python3-onnx libpng-dev shellcheck xz-utils) ;;
+  ci) packages+=(python3-onnx libpng-dev shellcheck xz-utils clang-format clang-tidy) ;;
 esac
 
 # One dpkg-query for all (it exits 1 when a package is unknown, and still lists the others). No

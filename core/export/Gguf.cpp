@@ -133,7 +133,12 @@ public:
         const char* what = "a metadata value";
         switch (type) {
             case GgufValueType::UInt8: v.u = pod<uint8_t>(what); break;
-            case GgufValueType::Int8: v.i = pod<int8_t>(what); break;
+            case GgufValueType::Int8: {
+                // Two's complement by hand: the byte is a number, not a character.
+                const uint8_t byte = pod<uint8_t>(what);
+                v.i = byte < 128 ? int64_t{byte} : int64_t{byte} - 256;
+                break;
+            }
             case GgufValueType::UInt16: v.u = pod<uint16_t>(what); break;
             case GgufValueType::Int16: v.i = pod<int16_t>(what); break;
             case GgufValueType::UInt32: v.u = pod<uint32_t>(what); break;
@@ -515,7 +520,7 @@ GgufFile readGguf(const std::string& path) {
 
     struct Info {
         GgufTensor tensor;
-        uint64_t offset, size, infoAt;
+        uint64_t offset = 0, size = 0, infoAt = 0;
     };
     std::vector<Info> infos;
     infos.reserve(tensorCount);

@@ -159,7 +159,7 @@ void writeOnnx(const std::string& path, const ExportModel& model, const OnnxExpo
         if (!hasConsumer.count(id) && graph.node(id)->type != "Input") outputNode = id;
 
     auto weightOf = [&](const Node& n, const std::string& param) -> std::string {
-        const std::string name = n.name + "." + param;
+        std::string name = n.name + "." + param;
         for (const ExportParameter& p : params)
             if (p.name == name) {
                 b.floatInit(name, p.shape, model.weights.at(name));

@@ -88,12 +88,12 @@ class Entry {
     using T = typename Access::Type;
 
 public:
-    Entry(std::string key, std::string label, std::string help) {
+    Entry(const std::string& key, const std::string& label, const std::string& help) {
         m_spec.group = std::is_same_v<S, DatasetSettings> ? SettingGroup::Dataset : SettingGroup::Training;
-        m_spec.key = std::move(key);
+        m_spec.key = key;
         m_spec.kind = kindOf<T>();
-        m_spec.label = std::move(label);
-        m_spec.help = std::move(help);
+        m_spec.label = label;
+        m_spec.help = help;
         m_spec.get = &Access::get;
         m_spec.set = &Access::set;
     }
@@ -126,9 +126,9 @@ public:
         m_spec.choices.push_back({std::move(name), static_cast<int>(value), std::move(label), std::move(help)});
         return *this;
     }
-    Entry& flag(std::string flag, std::string value = {}) {
-        m_spec.flag = std::move(flag);
-        m_spec.flagValue = std::move(value);
+    Entry& flag(const std::string& flag, const std::string& value = {}) {
+        m_spec.flag = flag;
+        m_spec.flagValue = value;
         return *this;
     }
     operator SettingSpec<S>() const { return m_spec; }

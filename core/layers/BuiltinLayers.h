@@ -44,8 +44,8 @@ ParamSpec floatParam(const std::string& name, double def, double min, double max
 ParamSpec boolParam(const std::string& name, bool def, const std::string& help);
 ParamSpec choiceParam(const std::string& name, const std::string& def, std::vector<std::string> choices,
                       const std::string& help);
-ParamSpec intListParam(const std::string& name, std::vector<int64_t> def, int minItems, int maxItems, int64_t min,
-                       int64_t max, const std::string& help);
+ParamSpec intListParam(const std::string& name, const std::vector<int64_t>& def, int minItems, int maxItems,
+                       int64_t min, int64_t max, const std::string& help);
 
 // The "init" parameter of layers with weights, and its mapping to Init.
 ParamSpec weightInitParam();

@@ -200,8 +200,8 @@ ParamSpec choiceParam(const std::string& name, const std::string& def, std::vect
     return s;
 }
 
-ParamSpec intListParam(const std::string& name, std::vector<int64_t> def, int minItems, int maxItems, int64_t min,
-                       int64_t max, const std::string& help) {
+ParamSpec intListParam(const std::string& name, const std::vector<int64_t>& def, int minItems, int maxItems,
+                       int64_t min, int64_t max, const std::string& help) {
     ParamSpec s;
     s.name = name;
     s.kind = ParamSpec::Kind::IntList;

@@ -39,7 +39,7 @@ BatchStager::Staged BatchStager::takeSlot(int64_t size) {
 }
 
 BatchStager::Staged BatchStager::stage(const Batch& b) {
-    const Staged st = takeSlot(b.size);
+    Staged st = takeSlot(b.size);
     m_backend.uploadAsync(st.input.raw(), b.inputs.data(), st.input.bytes());
     m_backend.copyFromHost(st.labels.raw(), b.labels.data(), static_cast<size_t>(b.size) * sizeof(int32_t));
     return st;
@@ -117,7 +117,7 @@ bool BatchStager::nextTrainBatch(Batch& b) {
 
 BatchStager::Staged BatchStager::stageTrain(const Batch& b) {
     if (!m_resident) return stage(b);
-    const Staged st = takeSlot(b.size);
+    Staged st = takeSlot(b.size);
     const int32_t* rows = m_resident->order.i32() + m_resident->begin;
     m_backend.gatherRows(st.input.raw(), m_resident->inputs.raw(), m_train->count, rows, b.size,
                          m_train->sampleShape.numel());

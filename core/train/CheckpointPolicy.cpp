@@ -52,7 +52,7 @@ std::string CheckpointPolicy::save(const Checkpoint& c, bool best, bool midEpoch
         std::snprintf(name, sizeof name, "step-%08lld.safetensors", static_cast<long long>(c.step));
     else
         std::snprintf(name, sizeof name, "epoch-%03d.safetensors", c.epoch);
-    const std::string file = (fs::path(m_folder) / name).string();
+    std::string file = (fs::path(m_folder) / name).string();
     saveCheckpoint(c, file);
     saveCheckpoint(c, (fs::path(m_folder) / "latest.safetensors").string());
     if (best) saveCheckpoint(c, (fs::path(m_folder) / "best.safetensors").string());
