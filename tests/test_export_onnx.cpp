@@ -24,6 +24,7 @@
 #include "core/infer/ExportCheck.h"
 #include "core/infer/OnnxRunner.h"
 #include "core/layers/LayerRegistry.h"
+#include "tests/support/OnnxRuntime.h"
 #include "tests/support/TestBackends.h"
 
 #ifdef STRATA_HAVE_OPENCV_DNN
@@ -395,6 +396,9 @@ class TestExportOnnx : public QObject {
 private:
     QTemporaryDir m_dir;
     QStringList m_files;  // every exported file, for the reference checker
+    // Every layer and network case's file with its raw inputs, run in onnxruntime by the last slot but one.
+    test::OnnxRuntimeBatch m_ort;
+    std::vector<std::vector<float>> m_ortExpected;
 
     void runCase(const Case& c, int opset) {
         auto backend = test::makeReferenceBackend();
@@ -440,6 +444,8 @@ private:
         backend->toHost(y, expected.data());
         std::vector<int64_t> dims{batch};
         for (int64_t d : model->inputShape().dims()) dims.push_back(d);
+        m_ort.add(file, raw, dims);
+        m_ortExpected.push_back(expected);
 
         std::string why = openCvCannotImport(c, opset);
 #ifdef STRATA_HAVE_OPENCV_DNN
@@ -869,6 +875,26 @@ private slots:
         QCOMPARE(predict(textFile, csv, {"--runtime", "opencv"}, cvOut, err), 1);
         QVERIFY2(err.find(textFile + ": " + onnxRunnerName() + " cannot import the graph: ") != std::string::npos,
                  err.c_str());
+    }
+
+    // onnxruntime, a runtime we did not write, on every layer and network case written above (all opsets): the
+    // file's outputs on raw inputs equal Strata's on normalized ones. Unlike OpenCV 4.6 it runs every operator
+    // we export (Gather, LayerNormalization), so no case falls back to the NumPy interpreter here.
+    void onnxruntimeRunsEveryExport() {
+        QVERIFY(m_ort.size() > 40);
+        const std::string err = m_ort.run();
+        QVERIFY2(err.empty(), err.c_str());
+        double worstOverall = 0;
+        for (size_t i = 0; i < m_ort.size(); ++i) {
+            const std::vector<float>& got = m_ort.output(i);
+            QVERIFY2(got.size() == m_ortExpected[i].size(), m_ort.model(i).c_str());
+            const double worst = maxAbsDiff(got.data(), m_ortExpected[i]);
+            worstOverall = std::max(worstOverall, worst);
+            QVERIFY2(worst <= 1e-4, qPrintable(QString("%1: onnxruntime max abs difference %2")
+                                                   .arg(QString::fromStdString(m_ort.model(i)))
+                                                   .arg(worst)));
+        }
+        qInfo("onnxruntime ran %zu files; largest difference %.3g", m_ort.size(), worstOverall);
     }
 
     // Last slot: onnx.checker (full check with strict shape inference) over every file written above.

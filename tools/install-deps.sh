@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages Strata needs, only those missing.
 # Usage: tools/install-deps.sh [build|test|run|ci]  (all sets include the build tools)
+#   test, ci: also the tests' PyPI packages in a venv (tools/setup-test-venv.sh)
 #   ci: test's, plus shellcheck, clang-format, clang-tidy and xz-utils (.ci/run's lint, style and GPU bundle steps)
 set -euo pipefail
 
@@ -12,9 +13,17 @@ packages=(
   dataset-fashion-mnist
 )
 case "${1:-build}" in
-  test) packages+=(python3-onnx libpng-dev) ;;
-  ci) packages+=(python3-onnx libpng-dev shellcheck xz-utils clang-format clang-tidy) ;;
+  test) packages+=(python3-onnx python3-venv libpng-dev) ;;
+  ci) packages+=(python3-onnx python3-venv libpng-dev shellcheck xz-utils clang-format clang-tidy) ;;
 esac
+set_name=${1:-build}
+
+# The tests' PyPI packages (onnxruntime, ...) in their own venv, after the Debian packages.
+finish() {
+  case "$set_name" in
+    test | ci) "$(dirname "$0")/setup-test-venv.sh" ;;
+  esac
+}
 
 # One dpkg-query for all (it exits 1 when a package is unknown, and still lists the others). No
 # `dpkg-query | grep -q`: grep -q stops reading at the first match, and under pipefail the writer's SIGPIPE
@@ -27,7 +36,10 @@ missing=()
 for p in "${packages[@]}"; do
   [[ -n "${installed[$p]:-}" ]] || missing+=("$p")
 done
-((${#missing[@]})) || exit 0
+if ((${#missing[@]} == 0)); then
+  finish
+  exit 0
+fi
 
 echo "Installing missing Debian packages: ${missing[*]}"
 sudo=""
@@ -37,3 +49,4 @@ if [[ $(id -u) -ne 0 ]]; then
 fi
 $sudo apt-get update -qq
 DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+finish
