@@ -21,6 +21,7 @@
 #include "core/export/Onnx.h"
 #include "core/export/Quantize.h"
 #include "core/graph/Model.h"
+#include "core/infer/Compression.h"
 #include "core/infer/Evaluation.h"
 #include "core/infer/ExportCheck.h"
 #include "core/train/Checkpoint.h"
@@ -367,6 +368,47 @@ private slots:
             simulateInt8(file, file.int8Activations, t.data.validation.inputs.data(), n);
         QVERIFY(sameArgmax(ort.output(2), simulated, n, 3) >= n - 2);
         QVERIFY(contains(ort.ops(2), "QLinearConv"));
+    }
+
+    void compressionStudyMeasuresEveryVariant() {
+        const TrainedCnn t = trainedCnn(path("study"));
+        CompressionRequest r;
+        r.checkpoint = path("study");
+        r.outputDir = path("study-out");
+        r.sparsities = {0.8};
+        r.structuredFraction = 0.5;
+        r.int8 = true;
+        r.fineTuneEpochs = 1;
+        r.threads = 1;
+        r.quantization.calibrationSamples = 200;
+        std::vector<double> fractions;
+        std::vector<std::string> ready;
+        CompressionStudy study(
+            r, [&](const std::string&, double f) { fractions.push_back(f); },
+            [&](const CompressionVariant& v) { ready.push_back(v.name); });
+        const std::vector<CompressionVariant> v = study.run();
+        QCOMPARE(ready, (std::vector<std::string>{"original", "80% sparse", "structured 50%", "int8",
+                                                  "80% sparse + int8", "structured 50% + int8"}));
+        QVERIFY(std::is_sorted(fractions.begin(), fractions.end()));
+        const CompressionVariant &original = v[0], &sparse = v[1], &smaller = v[2], &int8 = v[3];
+        QCOMPARE(original.samples, int64_t(150));
+        QVERIFY(original.accuracy > 0.5);
+        // Zeros take as many bytes as any float until compressed; a smaller graph is smaller either way.
+        // (Only the metadata differs: the project's name and settings.)
+        QVERIFY(std::abs(static_cast<double>(sparse.fileBytes) - static_cast<double>(original.fileBytes)) <
+                0.02 * static_cast<double>(original.fileBytes));
+        QVERIFY(sparse.compressedBytes < original.compressedBytes * 0.6);
+        QVERIFY(std::abs(static_cast<double>(sparse.nonZero) / sparse.parameters - 0.2) < 0.05);
+        QVERIFY(std::abs(overallSparsity(sparse.layers) - 0.8) < 1e-3);
+        QVERIFY(smaller.parameters < original.parameters / 2);
+        QVERIFY(smaller.fileBytes < original.fileBytes);
+        QVERIFY(!smaller.projectFile.empty() && readProject(smaller.projectFile).graph.nodeByName("conv1"));
+        for (const CompressionVariant& x : {original, sparse, smaller})
+            QVERIFY(x.timed && x.msPerBatch1 > 0 && x.msPerBatch256 > 0);
+        QVERIFY(!int8.timed);
+        QVERIFY(int8.fileBytes < original.fileBytes);
+        QVERIFY(std::abs(int8.accuracy - original.accuracy) <= 0.05);
+        QVERIFY(readOnnx(int8.onnxFile).metadata.count("strata.quantization"));
     }
 
     void exportCommandInt8() {
