@@ -1,5 +1,6 @@
 #include "core/train/PruneRun.h"
 
+#include <cmath>
 #include <filesystem>
 #include <stdexcept>
 
@@ -49,7 +50,7 @@ PrunePlan planPruning(const Checkpoint& source, const std::string& projectPath, 
     const std::string suffix = options.structured ? "-pruned-structured" : "-pruned";
     plan.project.name = (source.project.name.empty() ? "model" : source.project.name) + " (" +
                         (options.structured ? "structured, " : "") +
-                        std::to_string(static_cast<int>(options.sparsity * 100 + 0.5)) + "% pruned)";
+                        std::to_string(std::lround(options.sparsity * 100)) + "% pruned)";
     TrainingSettings& ts = plan.project.training;
     ts.epochs = options.fineTuneEpochs;
     ts.earlyStoppingPatience = 0;
