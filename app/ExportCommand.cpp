@@ -111,9 +111,10 @@ int exportCommand(const std::vector<std::string>& args, std::ostream& out) {
             format = value();
         else if (a == "--quantize")
             quantize = value();
-        else if (a == "--calibration-samples")
-            quantization.calibrationSamples = cli::parseInteger(a, value(), 1, 100000000), calibrationGiven = true;
-        else if (a == "--calibration") {
+        else if (a == "--calibration-samples") {
+            quantization.calibrationSamples = cli::parseInteger(a, value(), 1, 100000000);
+            calibrationGiven = true;
+        } else if (a == "--calibration") {
             try {
                 quantization.method = parseCalibrationMethod(value());
             } catch (const std::invalid_argument& e) {
@@ -121,7 +122,7 @@ int exportCommand(const std::vector<std::string>& args, std::ostream& out) {
             }
             calibrationGiven = true;
         } else if (a == "--percentile") {
-            const std::string text = value();
+            const std::string& text = value();
             try {
                 size_t used = 0;
                 quantization.percentile = std::stod(text, &used);
@@ -169,9 +170,10 @@ int exportCommand(const std::vector<std::string>& args, std::ostream& out) {
     ExportModel model;
     std::error_code ec;
     std::string projectPath;  // resolves relative dataset paths (int8 calibration)
-    if (!fs::is_directory(source, ec) && looksLikeProjectFile(source))
-        model = modelFromProject(source, untrained, out), projectPath = source;
-    else if (untrained)
+    if (!fs::is_directory(source, ec) && looksLikeProjectFile(source)) {
+        model = modelFromProject(source, untrained, out);
+        projectPath = source;
+    } else if (untrained)
         throw UsageError("--untrained needs a project file");
     else
         model = exportModelFromCheckpoint(loadCheckpoint(source));
