@@ -278,8 +278,9 @@ private slots:
         ExportRequest request;
         request.format = ExportFormat::Onnx;
         request.precision = ExportPrecision::Int8;
-        request.quantization.calibrationSamples = 300;
-        const ExportWriteResult w = writeExport(path("q.onnx"), t.model, request, &t.data.train);
+        QuantizationOptions quantization;
+        quantization.calibrationSamples = 300;
+        const ExportWriteResult w = writeExport(path("q.onnx"), t.model, request, &t.data.train, quantization);
         QVERIFY(contains(w.summary.tensors, "conv1.weight/int8 [8, 1, 3, 3] INT8"));
         QVERIFY(contains(w.summary.tensors, "fc1.bias/int32 [32] INT32"));
         // The quantized weights are there only as integers: no float copy rides along.

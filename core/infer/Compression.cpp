@@ -171,10 +171,9 @@ struct CompressionStudy::Impl {
         const ExportModel m = exportModelFromCheckpoint(c);
         ExportRequest request;
         request.precision = ExportPrecision::Int8;
-        request.quantization = r.quantization;
         fs::create_directories(dir);
         v.onnxFile = (fs::path(dir) / "model-int8.onnx").string();
-        writeExport(v.onnxFile, m, request, &data.train);
+        writeExport(v.onnxFile, m, request, &data.train, r.quantization);
         const ExportModel file = loadModelFile(v.onnxFile);
         const std::vector<float> out = simulateInt8(file, file.int8Activations, data.validation.inputs.data(), samples);
         v.samples = samples;

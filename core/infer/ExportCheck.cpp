@@ -121,7 +121,7 @@ bool exportFormatSupports(ExportFormat format, ExportPrecision precision) {
 }
 
 ExportWriteResult writeExport(const std::string& path, const ExportModel& model, const ExportRequest& request,
-                              const DataSplit* calibration) {
+                              const DataSplit* calibration, const QuantizationOptions& quantization) {
     if (!exportFormatSupports(request.format, request.precision))
         throw std::invalid_argument(std::string(exportFormatName(request.format)) + " exports have no " +
                                     exportPrecisionName(request.precision) + " tensors");
@@ -137,7 +137,7 @@ ExportWriteResult writeExport(const std::string& path, const ExportModel& model,
             if (request.precision == ExportPrecision::Int8) {
                 if (!calibration || calibration->count == 0)
                     throw std::invalid_argument("int8 quantization needs training samples to calibrate on");
-                calibrated = calibrateInt8(model, *calibration, request.quantization);
+                calibrated = calibrateInt8(model, *calibration, quantization);
                 o.int8 = &calibrated;
             }
             writeOnnx(path, model, o);

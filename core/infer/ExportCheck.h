@@ -40,8 +40,7 @@ bool exportFormatSupports(ExportFormat format, ExportPrecision precision);
 struct ExportRequest {
     ExportFormat format = ExportFormat::Onnx;
     ExportPrecision precision = ExportPrecision::F32;
-    int opset = 13;                    // ONNX only
-    QuantizationOptions quantization;  // int8 only: how activations are calibrated
+    int opset = 13;  // ONNX only
 };
 
 struct ExportWriteResult {
@@ -51,11 +50,11 @@ struct ExportWriteResult {
 };
 
 // Writes `model` to `path` (temporary file, then rename). Int8 calibrates on `calibration` (training samples,
-// normalized; required for int8, else unused). Throws std::invalid_argument for a precision the format lacks,
-// an opset out of range or int8 without calibration data, and the writers' exceptions (naming the file)
-// otherwise.
+// normalized; required for int8, else unused) as `quantization` says. Throws std::invalid_argument for a
+// precision the format lacks, an opset out of range or int8 without calibration data, and the writers'
+// exceptions (naming the file) otherwise.
 ExportWriteResult writeExport(const std::string& path, const ExportModel& model, const ExportRequest& request,
-                              const DataSplit* calibration = nullptr);
+                              const DataSplit* calibration = nullptr, const QuantizationOptions& quantization = {});
 
 // The model compiled on `backend` with the ExportModel's weights.
 std::unique_ptr<Model> compileExportModel(const ExportModel& model, Backend& backend);
