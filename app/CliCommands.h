@@ -16,6 +16,11 @@
 //     normalized as in training; prints the top K classes with probabilities, and "accuracy X% on N
 //     samples" when labels are known (the CSV's label column, or --labels with an IDX label file for IDX
 //     images). --quiet prints only that summary.
+//   prune PROJECT_OR_CHECKPOINT --sparsity S -o DIR [--structured] [--fine-tune-epochs N] [schedule options]
+//     Magnitude pruning to sparsity S on a polynomial schedule while fine-tuning (or, --structured, removing
+//     the fraction S of Conv2D filters and Dense units and fine-tuning the smaller graph); writes a project
+//     file and its checkpoints into DIR and prints the validation accuracy before and after and each layer's
+//     sparsity (core/train/PruneRun.h).
 #pragma once
 
 #include <ostream>
@@ -25,6 +30,7 @@
 namespace strata {
 
 int runExportCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int runPruneCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int runPredictCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 
 }  // namespace strata

@@ -2,13 +2,21 @@
 #include <cctype>
 #include <filesystem>
 #include <fstream>
+#include <iomanip>
+#include <sstream>
 
 #include "app/CliArgs.h"
 #include "app/CliCommands.h"
+#include "core/backend/BackendRegistry.h"
+#include "core/data/Dataset.h"
 #include "core/export/ExportModel.h"
 #include "core/export/Gguf.h"
 #include "core/export/Onnx.h"
+#include "core/export/Quantize.h"
+#include "core/graph/Model.h"
 #include "core/graph/Project.h"
+#include "core/infer/Evaluation.h"
+#include "core/infer/ExportCheck.h"
 
 namespace strata {
 
@@ -18,8 +26,48 @@ namespace fs = std::filesystem;
 using cli::UsageError;
 
 const char* kExportUsage =
-    "usage: strata-train export PROJECT_OR_CHECKPOINT --format onnx|gguf|safetensors [--quantize q8_0|f16]\n"
+    "usage: strata-train export PROJECT_OR_CHECKPOINT --format onnx|gguf|safetensors\n"
+    "                           [--quantize f16|q8_0|q4_0 (gguf, safetensors f16) | int8 (onnx)]\n"
+    "                           [--calibration-samples N] [--calibration minmax|percentile] [--percentile P]\n"
     "                           [--opset N] [--no-normalization] [--untrained] -o FILE\n";
+
+std::string pct(double fraction) {
+    std::ostringstream s;
+    s << std::fixed << std::setprecision(2) << fraction * 100 << "%";
+    return s.str();
+}
+
+// The int8 file against the float model on the whole validation split (the training split when there is
+// none): the file's weights and activation grid simulated in Strata (Quantize.h), as onnxruntime computes it.
+void reportInt8Accuracy(const ExportModel& floatModel, const std::string& path, const DatasetBundle& data,
+                        std::ostream& out) {
+    const bool validation = data.validation.count > 0;
+    const DataSplit& split = validation ? data.validation : data.train;
+    const ExportModel file = loadModelFile(path);
+    auto backend = backendRegistry().create(Device::cpu());
+    auto compiled = compileExportModel(floatModel, *backend);
+    const Predictions f = predictSamples(*compiled, split.inputs.data(), split.count);
+    const std::vector<float> q = simulateInt8(file, file.int8Activations, split.inputs.data(), split.count);
+    const std::vector<int32_t> qp = argmaxRows(q.data(), split.count, f.classes);
+    int64_t floatCorrect = 0, int8Correct = 0, same = 0;
+    for (size_t i = 0; i < qp.size(); ++i) {
+        floatCorrect += f.predicted[i] == split.labels[i];
+        int8Correct += qp[i] == split.labels[i];
+        same += qp[i] == f.predicted[i];
+    }
+    const double n = static_cast<double>(split.count);
+    out << (validation ? "validation" : "training") << " accuracy on " << split.count << " samples: float "
+        << pct(floatCorrect / n) << ", int8 " << pct(int8Correct / n) << " (" << std::showpos << std::fixed
+        << std::setprecision(2) << (int8Correct - floatCorrect) / n * 100 << std::noshowpos << std::defaultfloat
+        << " points); same class for " << pct(same / n) << "\n"
+        << "  (int8 simulated in Strata from the file's int8 weights and " << file.int8Activations.size()
+        << " activation scales, as onnxruntime's integer kernels compute it)\n";
+}
+
+std::string upper(std::string s) {
+    for (char& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    return s;
+}
 
 bool looksLikeProjectFile(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
@@ -50,6 +98,8 @@ ExportModel modelFromProject(const std::string& path, bool untrained, std::ostre
 int exportCommand(const std::vector<std::string>& args, std::ostream& out) {
     std::string source, format, output, quantize = "f32";
     int opset = kOnnxDefaultOpset;
+    QuantizationOptions quantization;
+    bool calibrationGiven = false;
     bool untrained = false, normalization = true;
     for (size_t i = 0; i < args.size(); ++i) {
         const std::string& a = args[i];
@@ -61,7 +111,28 @@ int exportCommand(const std::vector<std::string>& args, std::ostream& out) {
             format = value();
         else if (a == "--quantize")
             quantize = value();
-        else if (a == "--opset")
+        else if (a == "--calibration-samples") {
+            quantization.calibrationSamples = cli::parseInteger(a, value(), 1, 100000000);
+            calibrationGiven = true;
+        } else if (a == "--calibration") {
+            try {
+                quantization.method = parseCalibrationMethod(value());
+            } catch (const std::invalid_argument& e) {
+                throw UsageError(std::string("--calibration: ") + e.what());
+            }
+            calibrationGiven = true;
+        } else if (a == "--percentile") {
+            const std::string& text = value();
+            try {
+                size_t used = 0;
+                quantization.percentile = std::stod(text, &used);
+                if (used != text.size() || !(quantization.percentile > 50 && quantization.percentile <= 100))
+                    throw std::invalid_argument(text);
+            } catch (const std::exception&) {
+                throw UsageError("--percentile: '" + text + "' is not a number above 50 and at most 100");
+            }
+            calibrationGiven = true;
+        } else if (a == "--opset")
             opset = cli::parseInt(a, value(), kOnnxMinOpset, kOnnxMaxOpset);
         else if (a == "-o" || a == "--output")
             output = value();
@@ -86,17 +157,23 @@ int exportCommand(const std::vector<std::string>& args, std::ostream& out) {
     } catch (const std::invalid_argument& e) {
         throw UsageError(std::string("--quantize: ") + e.what());
     }
-    if (format == "onnx" && precision != ExportPrecision::F32)
-        throw UsageError("--quantize applies to gguf and safetensors; ONNX exports are float32");
-    if (format == "safetensors" && precision == ExportPrecision::Q8_0)
-        throw UsageError("--quantize q8_0 needs --format gguf (safetensors has no Q8_0 type); f16 works");
+    if (format == "onnx" && precision != ExportPrecision::F32 && precision != ExportPrecision::Int8)
+        throw UsageError("--quantize " + quantize + " applies to gguf (and f16 to safetensors); ONNX takes int8");
+    if (format != "onnx" && precision == ExportPrecision::Int8)
+        throw UsageError("--quantize int8 writes an ONNX QDQ graph: use --format onnx (GGUF's 8-bit type is q8_0)");
+    if (format == "safetensors" && (precision == ExportPrecision::Q8_0 || precision == ExportPrecision::Q4_0))
+        throw UsageError("--quantize " + quantize + " needs --format gguf (safetensors has no block types); f16 works");
+    if (calibrationGiven && precision != ExportPrecision::Int8)
+        throw UsageError("--calibration-samples, --calibration and --percentile apply to --quantize int8");
     if (!normalization && format != "onnx") throw UsageError("--no-normalization applies to onnx only");
 
     ExportModel model;
     std::error_code ec;
-    if (!fs::is_directory(source, ec) && looksLikeProjectFile(source))
+    std::string projectPath;  // resolves relative dataset paths (int8 calibration)
+    if (!fs::is_directory(source, ec) && looksLikeProjectFile(source)) {
         model = modelFromProject(source, untrained, out);
-    else if (untrained)
+        projectPath = source;
+    } else if (untrained)
         throw UsageError("--untrained needs a project file");
     else
         model = exportModelFromCheckpoint(loadCheckpoint(source));
@@ -105,11 +182,34 @@ int exportCommand(const std::vector<std::string>& args, std::ostream& out) {
         OnnxExportOptions o;
         o.opset = opset;
         o.includeNormalization = normalization;
+        Int8Calibration calibration;
+        DatasetBundle data;
+        if (precision == ExportPrecision::Int8) {
+            data = loadDataset(model.project.dataset, projectPath);
+            calibration = calibrateInt8(model, data.train, quantization);
+            o.int8 = &calibration;
+            out << "int8: calibrated " << calibration.activations.size() << " activations on " << calibration.samples
+                << " training samples (" << calibrationMethodName(quantization.method);
+            if (quantization.method == CalibrationMethod::Percentile) out << " " << quantization.percentile;
+            out << ")\n";
+        }
         writeOnnx(output, model, o);
         const OnnxModelInfo info = readOnnx(output);
         out << "wrote " << output << " (ONNX opset " << opset << ", " << info.nodes.size() << " nodes, "
-            << info.initializers.size() << " initializers, input '" << info.inputName << "', output '"
-            << info.outputName << "', " << fs::file_size(output) << " bytes)\n";
+            << info.initializers.size() + info.integerInitializers.size() << " initializers, input '" << info.inputName
+            << "', output '" << info.outputName << "', " << fs::file_size(output) << " bytes)\n";
+        if (precision == ExportPrecision::Int8) {
+            OnnxExportOptions f = o;
+            f.int8 = nullptr;
+            const std::string floatPath = output + ".float-tmp.onnx";
+            writeOnnx(floatPath, model, f);
+            const auto floatBytes = fs::file_size(floatPath);
+            fs::remove(floatPath, ec);
+            out << "int8 file: " << fs::file_size(output) << " bytes, " << std::fixed << std::setprecision(2)
+                << static_cast<double>(fs::file_size(output)) / static_cast<double>(floatBytes) << std::defaultfloat
+                << "x the float32 file (" << floatBytes << " bytes)\n";
+            reportInt8Accuracy(model, output, data, out);
+        }
         return 0;
     }
     const ExportSummary summary =
@@ -117,10 +217,12 @@ int exportCommand(const std::vector<std::string>& args, std::ostream& out) {
     out << "wrote " << output << " (" << format << ", " << summary.bytes << " bytes)\n";
     for (const std::string& line : summary.tensors) out << "  " << line << "\n";
     for (const ExportParameter& p : summary.fallbacks)
-        out << "note: " << p.name << " " << p.shape.toString() << " stored as F16, not Q8_0: its innermost dimension "
-            << p.shape.dims().back() << " is not a multiple of " << kQ8BlockSize << " (Q8_0 blocks run along it)\n";
+        out << "note: " << p.name << " " << p.shape.toString() << " stored as F16, not " << upper(quantize)
+            << ": its innermost dimension " << p.shape.dims().back() << " is not a multiple of " << kQ8BlockSize << " ("
+            << upper(quantize) << " blocks run along it)\n";
     if (!summary.fallbacks.empty())
-        out << "note: " << summary.fallbacks.size() << " tensor(s) fell back from Q8_0 to F16 (as llama.cpp does)\n";
+        out << "note: " << summary.fallbacks.size() << " tensor(s) fell back from " << upper(quantize)
+            << " to F16 (as llama.cpp does)\n";
     return 0;
 }
 

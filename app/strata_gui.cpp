@@ -3,10 +3,11 @@
 // main window. --screenshot renders the window to a PNG and exits (docs, CI).
 // --screenshot-export / --screenshot-predict train the project for one short
 // epoch (checkpoints in a temporary folder), then render the Export dialog
-// after a GGUF Q8_0 export, or the Predict panel with a confusion matrix.
+// after a GGUF Q8_0 export, or the Predict panel with a confusion matrix, or the Optimize panel after a
+// study (80% and 90% sparse, structured 50%, int8; one fine-tuning epoch each).
 //
 //   strata [PROJECT] [--screenshot FILE.png] [--train-steps N] [--select NODE]
-//          [--screenshot-export FILE.png] [--screenshot-predict FILE.png]
+//          [--screenshot-export FILE.png] [--screenshot-predict FILE.png] [--screenshot-optimize FILE.png]
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QDir>
@@ -15,7 +16,9 @@
 #include <QEventLoop>
 #include <QFile>
 #include <QFileInfo>
+#include <QLineEdit>
 #include <QPainter>
+#include <QSpinBox>
 #include <QTabWidget>
 #include <QTemporaryDir>
 #include <QTimer>
@@ -29,6 +32,7 @@
 #include "ui/GraphScene.h"
 #include "ui/GraphView.h"
 #include "ui/MainWindow.h"
+#include "ui/OptimizePanel.h"
 #include "ui/PredictPanel.h"
 #include "ui/TrainingDashboard.h"
 #include "ui/base/ProjectDocument.h"
@@ -119,6 +123,31 @@ bool predictScreenshot(strata::ui::MainWindow& window, const QString& file) {
     return both.save(file);
 }
 
+// The Optimize panel, floated and enlarged, after a study of the trained project (variants in `dir`).
+bool optimizeScreenshot(strata::ui::MainWindow& window, const QString& dir, const QString& file) {
+    QDockWidget* dock = window.dockNamed(QStringLiteral("optimizeDock"));
+    strata::ui::OptimizePanel* panel = window.optimizePanel();
+    dock->setFloating(true);
+    dock->resize(1500, 470);
+    dock->show();
+    panel->setOutputFolder(QDir(dir).filePath(QStringLiteral("optimized")));
+    panel->sparsityEdit()->setText(QStringLiteral("80, 90"));
+    panel->epochsSpin()->setValue(1);
+    bool finished = false, ok = false;
+    QObject::connect(panel, &strata::ui::OptimizePanel::optimizeFinished, panel, [&](bool result) {
+        finished = true;
+        ok = result;
+    });
+    panel->optimize();
+    if (!waitUntil([&] { return finished; }, 1800000) || !ok) {
+        std::fprintf(stderr, "strata: optimize failed: %s\n", qPrintable(panel->errorText()));
+        return false;
+    }
+    panel->selectVariant(2);
+    settle(400);
+    return dock->grab().save(file);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -155,6 +184,11 @@ int main(int argc, char** argv) {
                                             QStringLiteral("Train one short epoch and render the Predict panel with "
                                                            "a confusion matrix to FILE (PNG), then exit."),
                                             QStringLiteral("FILE"));
+    const QCommandLineOption optimizeShotOpt(QStringLiteral("screenshot-optimize"),
+                                             QStringLiteral("Train one short epoch, run the Optimize panel's study and "
+                                                            "render the panel to FILE (PNG), then exit."),
+                                             QStringLiteral("FILE"));
+    parser.addOption(optimizeShotOpt);
     parser.addOption(screenshotOpt);
     parser.addOption(exportShotOpt);
     parser.addOption(predictShotOpt);
@@ -164,7 +198,8 @@ int main(int argc, char** argv) {
 
     const QString screenshot = parser.value(screenshotOpt);
     const QString exportShot = parser.value(exportShotOpt), predictShot = parser.value(predictShotOpt);
-    const bool needModel = !exportShot.isEmpty() || !predictShot.isEmpty();
+    const QString optimizeShot = parser.value(optimizeShotOpt);
+    const bool needModel = !exportShot.isEmpty() || !predictShot.isEmpty() || !optimizeShot.isEmpty();
     const bool shots = !screenshot.isEmpty() || needModel;
     bool stepsOk = true;
     const qint64 trainSteps = parser.isSet(stepsOpt) ? parser.value(stepsOpt).toLongLong(&stepsOk) : 0;
@@ -260,6 +295,13 @@ int main(int argc, char** argv) {
             return 1;
         }
         std::printf("strata: wrote %s\n", qPrintable(predictShot));
+    }
+    if (!optimizeShot.isEmpty()) {
+        if (!optimizeScreenshot(window, scratch.path(), optimizeShot)) {
+            std::fprintf(stderr, "strata: cannot write %s\n", qPrintable(optimizeShot));
+            return 1;
+        }
+        std::printf("strata: wrote %s\n", qPrintable(optimizeShot));
     }
     return 0;
 }

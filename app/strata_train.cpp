@@ -36,6 +36,9 @@ std::string usage() {
         "                    [--opset 13..17] [--no-normalization] [--untrained] -o FILE\n"
         "       strata-train predict MODEL_FILE IDX|CSV|PNG|PGM|PPM [--top K] [--count N] [--labels IDX_LABELS]\n"
         "                    [--quiet] [--runtime strata|opencv]  (.onnx: OpenCV DNN runs the graph by default)\n"
+        "       strata-train prune PROJECT_OR_CHECKPOINT --sparsity S -o DIR [--structured] [--fine-tune-epochs N]\n"
+        "                    [--schedule polynomial] [--scope per-layer|global] [--end-step N] [--frequency N] ...\n"
+        "                    (strata-train prune --help for every option)\n"
         "options (each overrides the project's setting named in brackets):\n";
     auto line = [&text](const std::string& option, const std::string& help) {
         char buf[64];
@@ -267,6 +270,7 @@ int main(int argc, char** argv) {
     if (args[0] == "--list-devices") return listDevices();
     if (args[0] == "export") return strata::runExportCommand({args.begin() + 1, args.end()}, std::cout, std::cerr);
     if (args[0] == "predict") return strata::runPredictCommand({args.begin() + 1, args.end()}, std::cout, std::cerr);
+    if (args[0] == "prune") return strata::runPruneCommand({args.begin() + 1, args.end()}, std::cout, std::cerr);
 
     std::string projectPath, metricsPath, resume, residentData = "auto";
     long long maxSteps = 0;

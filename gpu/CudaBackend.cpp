@@ -318,6 +318,11 @@ void CudaBackend::doAdd(float* y, const float* a, const float* b, int64_t n) {
     launchAdd(m_stream, y, a, b, n);
 }
 
+void CudaBackend::doMul(float* y, const float* a, const float* b, int64_t n) {
+    activate();
+    launchMul(m_stream, y, a, b, n);
+}
+
 // ---- linear algebra --------------------------------------------------------------------
 
 // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: swap the operands, keep the flags.

@@ -31,6 +31,11 @@ __global__ void addKernel(float* y, const float* a, const float* b, int64_t n) {
         y[i] = a[i] + b[i];
 }
 
+__global__ void mulKernel(float* y, const float* a, const float* b, int64_t n) {
+    for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+        y[i] = a[i] * b[i];
+}
+
 __global__ void addBiasRowsKernel(float* y, const float* bias, int64_t total, int cols) {
     for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x)
         y[i] += bias[i % cols];
@@ -102,6 +107,12 @@ void launchAxpy(cudaStream_t s, float* y, float alpha, const float* x, int64_t n
 void launchAdd(cudaStream_t s, float* y, const float* a, const float* b, int64_t n) {
     if (n <= 0) return;
     addKernel<<<detail::gridFor(n), kBlock, 0, s>>>(y, a, b, n);
+    CUDA_CHECK_LAUNCH();
+}
+
+void launchMul(cudaStream_t s, float* y, const float* a, const float* b, int64_t n) {
+    if (n <= 0) return;
+    mulKernel<<<detail::gridFor(n), kBlock, 0, s>>>(y, a, b, n);
     CUDA_CHECK_LAUNCH();
 }
 

@@ -11,6 +11,7 @@ void launchFill(cudaStream_t s, float* y, float value, int64_t n);
 void launchScale(cudaStream_t s, float* y, float alpha, int64_t n);
 void launchAxpy(cudaStream_t s, float* y, float alpha, const float* x, int64_t n);
 void launchAdd(cudaStream_t s, float* y, const float* a, const float* b, int64_t n);
+void launchMul(cudaStream_t s, float* y, const float* a, const float* b, int64_t n);
 void launchAddBiasRows(cudaStream_t s, float* y, const float* bias, int rows, int cols);
 void launchAddBiasChannels(cudaStream_t s, float* y, const float* bias, int n, int c, int inner);
 // Rows of rowWords 4-byte words by int32 index; a bad index is reported through errorFlag (kGatherRowIndex)

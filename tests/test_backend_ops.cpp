@@ -45,6 +45,7 @@ const Tolerance kTolerances[] = {
     {"scale", 0, 0},
     {"axpy", 1e-7, 1e-6},
     {"add", 0, 0},
+    {"mul", 0, 0},
     {"gemm", 2e-5, 1e-4},
     {"addBiasRows", 0, 0},
     {"sumRows", 2e-6, 1e-5},
@@ -308,6 +309,13 @@ private slots:
             if (!compareAll("add", ctx, [&](Backend& be) {
                     Tensor y = be.empty(Shape{n}), x = up(be, a), z = up(be, b);
                     be.add(y.f32(), x.f32(), z.f32(), n);
+                    return Outputs{down(be, y)};
+                }))
+                return;
+            // In place, as a pruning mask is applied: y = y * b.
+            if (!compareAll("mul", ctx, [&](Backend& be) {
+                    Tensor y = up(be, a), z = up(be, b);
+                    be.mul(y.f32(), y.f32(), z.f32(), n);
                     return Outputs{down(be, y)};
                 }))
                 return;
@@ -1236,6 +1244,14 @@ private slots:
         Tensor W2 = up(be, Vec{1, 2}), Y2 = be.empty(Shape{18});
         be.conv2dForward(Y2.f32(), X2.f32(), W2.f32(), p);
         CHECK_VEC(down(be, Y2), (Vec{0, 0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0, 0, 100, 0, 0, 0, 0}));
+    }
+
+    void referenceMulByHand() {
+        Backend& be = *m_ref;
+        // A pruning mask applied in place: zeros stay zero (signed), the rest is untouched.
+        Tensor W = up(be, Vec{1.5f, -2.0f, 3.0f, -0.25f}), M = up(be, Vec{1, 0, 0, 1});
+        be.mul(W.f32(), W.f32(), M.f32(), 4);
+        CHECK_VEC(down(be, W), (Vec{1.5f, -0.0f, 0.0f, -0.25f}));
     }
 
     void referenceSoftmaxAndLossesByHand() {

@@ -254,11 +254,12 @@ private slots:
         writeBytes(path("bool.gguf"), bo.b);
         expectError(path("bool.gguf"), "bool value 2");
 
+        // Type 3 is ggml's Q4_1, which Strata does not read (2, Q4_0, it does).
         Bytes t;
-        t.u32(0x46554747).u32(3).u64(1).u64(0).str("w").u32(1).u64(4).u32(2).u64(0).pad(32);
+        t.u32(0x46554747).u32(3).u64(1).u64(0).str("w").u32(1).u64(4).u32(3).u64(0).pad(32);
         t.u64(0).u64(0);
         writeBytes(path("tt.gguf"), t.b);
-        expectError(path("tt.gguf"), "tensor type 2");
+        expectError(path("tt.gguf"), "tensor type 3");
 
         Bytes d;
         d.u32(0x46554747).u32(3).u64(1).u64(0).str("w").u32(5).u64(1).u64(1).u64(1).u64(1).u64(1).u32(0).u64(0);

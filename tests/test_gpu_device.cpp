@@ -561,6 +561,11 @@ private slots:
             be.add(y.f32(), x.f32(), z.f32(), n);
             return Outs{download(be, y)};
         });
+        check("mul", [&](Backend& be) {
+            Tensor y = up(be, a), z = up(be, b);
+            be.mul(y.f32(), y.f32(), z.f32(), n);
+            return Outs{download(be, y)};
+        });
         for (int t = 0; t < 4; ++t) {
             const bool ta = t & 1, tb = t & 2;
             const int m = 37, nn = 53, k = 71;

@@ -3,8 +3,10 @@
 usage: PYTHON tools/run_onnxruntime.py MANIFEST
 Each line of MANIFEST: MODEL.onnx INPUT.f32 OUTPUT.f32 DIM [DIM ...]. INPUT.f32 holds raw little-endian
 float32 values of shape DIM... (batch first); OUTPUT.f32 receives the model's first output as raw float32.
-Every model is loaded with all graph optimizations off first (the file as written), then run. Exit status 3
-when onnxruntime is missing; 1 with one line per failing model otherwise.
+Every model is loaded with all graph optimizations off (the file as written), then run. A line that starts
+with "@optimized" runs the model with every optimization on instead (what a deployment gets: QDQ graphs fused
+into integer kernels) and writes the operator types of the optimized graph, one per line, to OUTPUT.f32.ops.
+Exit status 3 when onnxruntime is missing; 1 with one line per failing model otherwise.
 """
 import sys
 
@@ -16,11 +18,22 @@ except ImportError as e:  # pragma: no cover
     sys.exit(3)
 
 
-def run(model, inp, out, dims):
+def run(model, inp, out, dims, optimized=False):
     opts = ort.SessionOptions()
-    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     opts.intra_op_num_threads = 1
+    if optimized:
+        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        opts.optimized_model_filepath = out + ".optimized.onnx"
+        opts.log_severity_level = 3  # the note that an optimized file is hardware specific
+    else:
+        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     sess = ort.InferenceSession(model, opts, providers=["CPUExecutionProvider"])
+    if optimized:
+        import onnx
+
+        ops = sorted({n.op_type for n in onnx.load(out + ".optimized.onnx").graph.node})
+        with open(out + ".ops", "w") as f:
+            f.write("".join(op + "\n" for op in ops))
     x = np.fromfile(inp, dtype="<f4").reshape(dims)
     name = sess.get_inputs()[0].name
     y = sess.run(None, {name: x})[0]
@@ -34,9 +47,12 @@ def main():
             parts = line.split()
             if not parts:
                 continue
+            optimized = parts[0] == "@optimized"
+            if optimized:
+                parts = parts[1:]
             model, inp, out, dims = parts[0], parts[1], parts[2], [int(d) for d in parts[3:]]
             try:
-                run(model, inp, out, dims)
+                run(model, inp, out, dims, optimized)
             except Exception as e:  # one line per model, naming it
                 failures.append(f"{model}: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
     for f in failures:

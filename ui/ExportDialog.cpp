@@ -120,6 +120,9 @@ void ExportDialog::buildUi() {
     m_precision->addItem(tr("F32 (exact)"), int(ExportPrecision::F32));
     m_precision->addItem(tr("F16 (matrices and filters)"), int(ExportPrecision::F16));
     m_precision->addItem(tr("Q8_0 (8-bit blocks of 32, GGUF only)"), int(ExportPrecision::Q8_0));
+    m_precision->addItem(tr("Q4_0 (4-bit blocks of 32, GGUF only)"), int(ExportPrecision::Q4_0));
+    m_precision->addItem(tr("int8 (QDQ: per-channel weights, calibrated activations; ONNX only)"),
+                         int(ExportPrecision::Int8));
     form->addRow(tr("Quantization:"), m_precision);
 
     auto* outRow = new QWidget(this);
@@ -266,7 +269,6 @@ void ExportDialog::updateOptions() {
     for (int i = 0; i < m_precision->count(); ++i)
         model->item(i)->setEnabled(exportFormatSupports(f, ExportPrecision(m_precision->itemData(i).toInt())));
     if (!exportFormatSupports(f, precision())) m_precision->setCurrentIndex(0);
-    m_precision->setEnabled(f != ExportFormat::Onnx);
     if (!m_outputEdited) {
         m_output->setText(defaultOutputPath());
     } else {
@@ -338,6 +340,7 @@ void ExportDialog::startExport() {
 
 ExportOutcome ExportDialog::runExport(const ExportJob& job) {
     ExportOutcome out;
+    out.precision = job.request.precision;
     ExportModel live;
     try {
         std::string source = job.source.toStdString();
@@ -351,14 +354,26 @@ ExportOutcome ExportDialog::runExport(const ExportJob& job) {
                         : tr("Cannot load %1: %2").arg(job.source, what);
         return out;
     }
+    // Int8 calibrates on the training split, so the data comes first.
+    DatasetBundle data;
+    bool haveData = false;
+    if (job.request.precision == ExportPrecision::Int8) {
+        try {
+            data = loadDataset(live.project.dataset, job.projectPath.toStdString());
+            haveData = true;
+        } catch (const std::exception& e) {
+            out.error = tr("Cannot load the training data to calibrate int8 on: %1").arg(q(e.what()));
+            return out;
+        }
+    }
     try {
-        out.write = writeExport(job.output.toStdString(), live, job.request);
+        out.write = writeExport(job.output.toStdString(), live, job.request, haveData ? &data.train : nullptr);
     } catch (const std::exception& e) {
         out.error = tr("Cannot write %1: %2").arg(job.output, q(e.what()));
         return out;
     }
     try {
-        const DatasetBundle data = loadDataset(live.project.dataset, job.projectPath.toStdString());
+        if (!haveData) data = loadDataset(live.project.dataset, job.projectPath.toStdString());
         const bool hasValidation = data.validation.count > 0;
         out.checkSplit = hasValidation ? QStringLiteral("validation") : QStringLiteral("training");
         out.check = checkExport(live, job.output.toStdString(), hasValidation ? data.validation : data.train,
@@ -386,8 +401,8 @@ void ExportDialog::showOutcome(const ExportOutcome& o) {
         QStringList names;
         for (const ExportParameter& p : o.write.summary.fallbacks)
             names << q(p.name + " " + p.shape.toString()).toHtmlEscaped();
-        text += tr("<br>Stored as F16 instead of Q8_0 (innermost dimension not a multiple of 32): %1.")
-                    .arg(names.join(QStringLiteral(", ")));
+        text += tr("<br>Stored as F16 instead of %1 (innermost dimension not a multiple of 32): %2.")
+                    .arg(q(exportPrecisionName(o.precision)), names.join(QStringLiteral(", ")));
     }
     if (o.checked) {
         const ExportCheckResult& c = o.check;
@@ -409,7 +424,8 @@ void ExportDialog::showOutcome(const ExportOutcome& o) {
     for (const std::string& s : o.write.summary.tensors) {
         QString line = q(s);
         for (const ExportParameter& p : o.write.summary.fallbacks)
-            if (s.rfind(p.name + " ", 0) == 0) line += tr("   (fallback from Q8_0)");
+            if (s.rfind(p.name + " ", 0) == 0)
+                line += tr("   (fallback from %1)").arg(q(exportPrecisionName(o.precision)));
         lines << line;
     }
     m_tensors->setPlainText(lines.join(QLatin1Char('\n')));

@@ -3,7 +3,7 @@
 // GGUF or safetensors, then checks the written file (core/infer/ExportCheck):
 // loads it back, runs it and the live model on validation samples on the CPU
 // and shows the file size, the tensors as stored (and which fell back from
-// Q8_0 to F16), the largest output difference, both accuracies and what was
+// Q8_0 or Q4_0 to F16), the largest output difference, both accuracies and what was
 // run. All of it happens on a worker thread (QtConcurrent); errors are shown
 // in the dialog, naming the file.
 #pragma once
@@ -39,6 +39,7 @@ struct ExportOutcome {
     QString error;       // non-empty: nothing was written (bad source, unwritable path, ...)
     QString checkError;  // non-empty: the file was written but could not be checked
     QString sourceFile;  // the checkpoint file the source resolved to
+    ExportPrecision precision = ExportPrecision::F32;
     ExportWriteResult write;
     bool checked = false;
     ExportCheckResult check;

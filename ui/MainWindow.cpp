@@ -29,6 +29,7 @@
 #include "ui/GraphScene.h"
 #include "ui/GraphView.h"
 #include "ui/LayerPalette.h"
+#include "ui/OptimizePanel.h"
 #include "ui/PredictPanel.h"
 #include "ui/ProblemsPanel.h"
 #include "ui/PropertyPanel.h"
@@ -127,6 +128,19 @@ void MainWindow::createDocks() {
     m_predict = new PredictPanel(m_doc, this);
     QDockWidget* predictDock = dock(tr("Predict"), QStringLiteral("predictDock"), m_predict, Qt::BottomDockWidgetArea);
     tabifyDockWidget(dashDock, predictDock);
+    m_optimize = new OptimizePanel(m_doc, this);
+    QDockWidget* optimizeDock =
+        dock(tr("Optimize"), QStringLiteral("optimizeDock"), m_optimize, Qt::BottomDockWidgetArea);
+    tabifyDockWidget(predictDock, optimizeDock);
+    connect(m_optimize, &OptimizePanel::exportRequested, this, [this](const QString& checkpoint, bool int8) {
+        showExportDialog();
+        m_exportDialog->setSource(checkpoint);
+        if (int8) {
+            m_exportDialog->setFormat(ExportFormat::Onnx);
+            m_exportDialog->setPrecision(ExportPrecision::Int8);
+        }
+    });
+    connect(m_optimize, &OptimizePanel::openProjectRequested, this, [this](const QString& file) { openFile(file); });
     dashDock->raise();
     connect(m_dashboard, &TrainingDashboard::trainingFinished, m_predict, &PredictPanel::projectTrained);
     resizeDocks({dashDock}, {320}, Qt::Vertical);

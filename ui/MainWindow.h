@@ -1,6 +1,7 @@
 // MainWindow: the Strata workbench. The graph canvas in the centre, the
 // layer palette on the left, properties and problems on the right, and the
-// dataset, training settings, devices and training dashboard at the bottom.
+// dataset, training settings, devices and training dashboard at the bottom (tabbed with the Predict and
+// Optimize panels).
 // Owns the ProjectDocument; File/Edit/View/Train/Help menus act on it.
 #pragma once
 
@@ -28,6 +29,7 @@ class DatasetPanel;
 class TrainingSettingsPanel;
 class ExportDialog;
 class PredictPanel;
+class OptimizePanel;
 
 class MainWindow : public QMainWindow {
     Q_OBJECT
@@ -46,10 +48,11 @@ public:
     // Null in a build without the training widgets.
     TrainingDashboard* dashboard() const { return m_dashboard; }
     PredictPanel* predictPanel() const { return m_predict; }
+    OptimizePanel* optimizePanel() const { return m_optimize; }
     // The File > Export Model dialog; null until first shown.
     ExportDialog* exportDialog() const { return m_exportDialog; }
     // "paletteDock", "propertiesDock", "problemsDock", "datasetDock", "trainingSettingsDock",
-    // "devicesDock", "dashboardDock", "predictDock"; null when absent.
+    // "devicesDock", "dashboardDock", "predictDock", "optimizeDock"; null when absent.
     QDockWidget* dockNamed(const QString& objectName) const;
 
     // Each asks before dropping unsaved edits; false when cancelled or failed.
@@ -109,6 +112,7 @@ private:
     DatasetPanel* m_dataset = nullptr;
     TrainingSettingsPanel* m_trainingSettings = nullptr;
     PredictPanel* m_predict = nullptr;
+    OptimizePanel* m_optimize = nullptr;
     ExportDialog* m_exportDialog = nullptr;
     QList<QDockWidget*> m_docks;
 

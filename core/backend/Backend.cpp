@@ -173,6 +173,17 @@ void Backend::add(float* y, const float* a, const float* b, int64_t n) {
     doAdd(y, a, b, n);
 }
 
+void Backend::mul(float* y, const float* a, const float* b, int64_t n) {
+    constexpr BackendOp op = BackendOp::Mul;
+    size(op, "n", n);
+    if (n > 0) {
+        pointer(op, "y", y);
+        pointer(op, "a", a);
+        pointer(op, "b", b);
+    }
+    doMul(y, a, b, n);
+}
+
 // ---- linear algebra -----------------------------------------------------------------
 
 void Backend::gemm(bool transA, bool transB, int m, int n, int k, float alpha, const float* a, int lda, const float* b,

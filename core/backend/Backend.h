@@ -175,6 +175,8 @@ public:
     void scale(float* y, float alpha, int64_t n);                   // y *= alpha
     void axpy(float* y, float alpha, const float* x, int64_t n);    // y += alpha * x
     void add(float* y, const float* a, const float* b, int64_t n);  // y = a + b
+    // y = a * b element by element; y may be a or b (a pruning mask applied in place).
+    void mul(float* y, const float* a, const float* b, int64_t n);
 
     // ---- linear algebra ---------------------------------------------------
     // C[M,N] = alpha * op(A) * op(B) + beta * C, row-major; op(A) is [M,K], op(B) is [K,N]. Each leading
@@ -328,6 +330,7 @@ protected:
     virtual void doScale(float* y, float alpha, int64_t n) = 0;
     virtual void doAxpy(float* y, float alpha, const float* x, int64_t n) = 0;
     virtual void doAdd(float* y, const float* a, const float* b, int64_t n) = 0;
+    virtual void doMul(float* y, const float* a, const float* b, int64_t n) = 0;
 
     // Called only with m > 0 and n > 0.
     virtual void doGemm(bool transA, bool transB, int m, int n, int k, float alpha, const float* a, int lda,

@@ -19,6 +19,7 @@ constexpr Entry kOps[] = {
     {BackendOp::Scale, "scale"},
     {BackendOp::Axpy, "axpy"},
     {BackendOp::Add, "add"},
+    {BackendOp::Mul, "mul"},
     {BackendOp::Gemm, "gemm"},
     {BackendOp::AddBiasRows, "addBiasRows"},
     {BackendOp::SumRows, "sumRows"},

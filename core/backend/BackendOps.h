@@ -15,6 +15,7 @@ enum class BackendOp {
     Scale,
     Axpy,
     Add,
+    Mul,
     Gemm,
     AddBiasRows,
     SumRows,

@@ -24,6 +24,7 @@ void CpuBackend::doFill(float* y, float value, int64_t n) { cpu::fill(threads(),
 void CpuBackend::doScale(float* y, float alpha, int64_t n) { cpu::scale(threads(), y, alpha, n); }
 void CpuBackend::doAxpy(float* y, float alpha, const float* x, int64_t n) { cpu::axpy(threads(), y, alpha, x, n); }
 void CpuBackend::doAdd(float* y, const float* a, const float* b, int64_t n) { cpu::add(threads(), y, a, b, n); }
+void CpuBackend::doMul(float* y, const float* a, const float* b, int64_t n) { cpu::mul(threads(), y, a, b, n); }
 
 // ---- linear algebra ---------------------------------------------------------
 

@@ -32,6 +32,7 @@ protected:
     void doScale(float* y, float alpha, int64_t n) override;
     void doAxpy(float* y, float alpha, const float* x, int64_t n) override;
     void doAdd(float* y, const float* a, const float* b, int64_t n) override;
+    void doMul(float* y, const float* a, const float* b, int64_t n) override;
 
     void doGemm(bool transA, bool transB, int m, int n, int k, float alpha, const float* a, int lda, const float* b,
                 int ldb, float beta, float* c, int ldc) override;

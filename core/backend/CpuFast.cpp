@@ -167,6 +167,12 @@ void add(int threads, float* y, const float* a, const float* b, int64_t n) {
     });
 }
 
+void mul(int threads, float* y, const float* a, const float* b, int64_t n) {
+    parallelFor(threads, n, kElementGrain, [&](int64_t b0, int64_t e, int) {
+        for (int64_t i = b0; i < e; ++i) y[i] = a[i] * b[i];
+    });
+}
+
 void addBiasRows(int threads, float* y, const float* bias, int rows, int cols) {
     parallelFor(threads, rows, rowGrain(cols), [&](int64_t b, int64_t e, int) {
         for (int64_t r = b; r < e; ++r) {

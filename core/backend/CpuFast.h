@@ -64,6 +64,7 @@ void fill(int threads, float* y, float value, int64_t n);
 void scale(int threads, float* y, float alpha, int64_t n);
 void axpy(int threads, float* y, float alpha, const float* x, int64_t n);
 void add(int threads, float* y, const float* a, const float* b, int64_t n);
+void mul(int threads, float* y, const float* a, const float* b, int64_t n);
 void addBiasRows(int threads, float* y, const float* bias, int rows, int cols);
 void sumRows(int threads, float* dbias, const float* dy, int rows, int cols);
 void addBiasChannels(int threads, float* y, const float* bias, int n, int c, int inner);

@@ -34,6 +34,10 @@ void add(float* y, const float* a, const float* b, int64_t n) {
     for (int64_t i = 0; i < n; ++i) y[i] = a[i] + b[i];
 }
 
+void mul(float* y, const float* a, const float* b, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) y[i] = a[i] * b[i];
+}
+
 // ---- linear algebra -------------------------------------------------------
 
 void gemm(bool transA, bool transB, int m, int n, int k, float alpha, const float* a, int lda, const float* b, int ldb,

@@ -16,6 +16,7 @@ void fill(float* y, float value, int64_t n);
 void scale(float* y, float alpha, int64_t n);
 void axpy(float* y, float alpha, const float* x, int64_t n);
 void add(float* y, const float* a, const float* b, int64_t n);
+void mul(float* y, const float* a, const float* b, int64_t n);
 
 void gemm(bool transA, bool transB, int m, int n, int k, float alpha, const float* a, int lda, const float* b, int ldb,
           float beta, float* c, int ldc);

@@ -15,6 +15,7 @@ void CpuReferenceBackend::doFill(float* y, float value, int64_t n) { cpuref::fil
 void CpuReferenceBackend::doScale(float* y, float alpha, int64_t n) { cpuref::scale(y, alpha, n); }
 void CpuReferenceBackend::doAxpy(float* y, float alpha, const float* x, int64_t n) { cpuref::axpy(y, alpha, x, n); }
 void CpuReferenceBackend::doAdd(float* y, const float* a, const float* b, int64_t n) { cpuref::add(y, a, b, n); }
+void CpuReferenceBackend::doMul(float* y, const float* a, const float* b, int64_t n) { cpuref::mul(y, a, b, n); }
 
 void CpuReferenceBackend::doGemm(bool transA, bool transB, int m, int n, int k, float alpha, const float* a, int lda,
                                  const float* b, int ldb, float beta, float* c, int ldc) {

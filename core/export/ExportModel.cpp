@@ -148,6 +148,38 @@ ExportModel loadGgufExport(const std::string& path) {
     return withWeightsChecked(std::move(m), path);
 }
 
+// A parameter stored as integers behind a DequantizeLinear (an int8 file): (q - zero point) * scale, per
+// channel of axis 0 or per tensor.
+std::vector<float> dequantizedInitializer(const OnnxModelInfo& info, const OnnxNodeInfo& dq, const ExportParameter& p,
+                                          const std::string& path) {
+    const std::string where = "'" + p.name + "' (" + dq.name + "): ";
+    if (dq.inputs.size() != 3) throw FormatError(path, where + "DequantizeLinear without scale and zero point");
+    auto q = info.integerInitializers.find(dq.inputs[0]);
+    auto zp = info.integerInitializers.find(dq.inputs[2]);
+    const TensorRecord* scaleRecord = info.initializer(dq.inputs[1]);
+    if (q == info.integerInitializers.end() || zp == info.integerInitializers.end() || !scaleRecord)
+        throw FormatError(path, where + "its integer data, scale or zero point is not an initializer");
+    const std::vector<float> scale = recordToFloats(*scaleRecord);
+    const std::vector<int32_t>& qv = q->second.values;
+    const std::vector<int32_t>& zv = zp->second.values;
+    if (static_cast<int64_t>(qv.size()) != p.shape.numel())
+        throw FormatError(path, where + std::to_string(qv.size()) + " values, the graph expects " + p.shape.toString());
+    const auto axisIt = dq.intAttributes.find("axis");
+    const int64_t channels = scale.size() == 1 ? 1 : p.shape[0];
+    if (scale.size() != zv.size() || (scale.size() != 1 && (static_cast<int64_t>(scale.size()) != channels ||
+                                                            axisIt == dq.intAttributes.end() || axisIt->second != 0)))
+        throw FormatError(path, where + std::to_string(scale.size()) +
+                                    " scales: expected one, or one per channel "
+                                    "of axis 0");
+    std::vector<float> out(qv.size());
+    const size_t per = out.size() / static_cast<size_t>(channels);
+    for (size_t i = 0; i < out.size(); ++i) {
+        const size_t c = i / per;
+        out[i] = static_cast<float>(qv[i] - zv[c]) * scale[c];
+    }
+    return out;
+}
+
 ExportModel loadOnnxExport(const std::string& path) {
     const OnnxModelInfo info = readOnnx(path);
     auto it = info.metadata.find(kMetaProject);
@@ -168,9 +200,35 @@ ExportModel loadOnnxExport(const std::string& path) {
     }
     // Only the model's own parameters: the graph also holds constants (normalization, GELU, shapes).
     for (const ExportParameter& p : exportParameters(m.project.graph)) {
-        const TensorRecord* t = info.initializer(p.name);
-        if (!t) throw FormatError(path, "initializer '" + p.name + "' is missing");
-        m.weights[p.name] = recordToFloats(*t);
+        if (const TensorRecord* t = info.initializer(p.name)) {
+            m.weights[p.name] = recordToFloats(*t);
+            continue;
+        }
+        const OnnxNodeInfo* dq = nullptr;
+        for (const OnnxNodeInfo& n : info.nodes)
+            if (n.opType == "DequantizeLinear" && n.outputs.size() == 1 && n.outputs[0] == p.name) dq = &n;
+        if (!dq) throw FormatError(path, "initializer '" + p.name + "' is missing");
+        m.weights[p.name] = dequantizedInitializer(info, *dq, p, path);
+    }
+    // An int8 file's activations: the parameters of each "<node>/quantize".
+    for (const OnnxNodeInfo& n : info.nodes) {
+        const std::string suffix = "/quantize";
+        if (n.opType != "QuantizeLinear" || n.name.size() <= suffix.size() ||
+            n.name.compare(n.name.size() - suffix.size(), suffix.size(), suffix) != 0)
+            continue;
+        if (n.inputs.size() != 3) throw FormatError(path, n.name + ": QuantizeLinear without scale and zero point");
+        const TensorRecord* scale = info.initializer(n.inputs[1]);
+        auto zp = info.integerInitializers.find(n.inputs[2]);
+        if (!scale || zp == info.integerInitializers.end() || recordToFloats(*scale).size() != 1 ||
+            zp->second.values.size() != 1)
+            throw FormatError(path, n.name + ": expected a scalar scale and uint8 zero point");
+        ActivationQuant q;
+        q.scale = recordToFloats(*scale)[0];
+        q.zeroPoint = zp->second.values[0];
+        if (!(q.scale > 0) || q.zeroPoint < 0 || q.zeroPoint > 255)
+            throw FormatError(path, n.name + ": scale " + std::to_string(q.scale) + " and zero point " +
+                                        std::to_string(q.zeroPoint) + " are not uint8 quantization parameters");
+        m.int8Activations[n.name.substr(0, n.name.size() - suffix.size())] = q;
     }
     return withWeightsChecked(std::move(m), path);
 }
@@ -259,12 +317,17 @@ ExportPrecision parseExportPrecision(const std::string& text) {
     if (text == "f32") return ExportPrecision::F32;
     if (text == "f16") return ExportPrecision::F16;
     if (text == "q8_0") return ExportPrecision::Q8_0;
-    throw std::invalid_argument("unknown precision '" + text + "' (expected f32, f16 or q8_0)");
+    if (text == "q4_0") return ExportPrecision::Q4_0;
+    if (text == "int8") return ExportPrecision::Int8;
+    throw std::invalid_argument("unknown precision '" + text + "' (expected f32, f16, q8_0, q4_0 or int8)");
 }
 
 ExportSummary writeSafetensorsExport(const std::string& path, const ExportModel& model, ExportPrecision precision) {
-    if (precision == ExportPrecision::Q8_0)
-        throw std::invalid_argument("safetensors has no Q8_0 type; use --format gguf for q8_0, or --quantize f16");
+    if (precision == ExportPrecision::Q8_0 || precision == ExportPrecision::Q4_0)
+        throw std::invalid_argument(
+            "safetensors has no Q8_0 or Q4_0 type; use --format gguf for those, or --quantize f16");
+    if (precision == ExportPrecision::Int8)
+        throw std::invalid_argument("int8 quantization writes ONNX (--format onnx); safetensors takes f32 or f16");
     const std::vector<ExportParameter> params = exportParameters(model.project.graph);
     checkExportWeights(model, params);
     checkNormalization(model.normalization, model.project.graph);
@@ -298,6 +361,8 @@ ExportSummary writeSafetensorsExport(const std::string& path, const ExportModel&
 }
 
 ExportSummary writeGgufExport(const std::string& path, const ExportModel& model, ExportPrecision precision) {
+    if (precision == ExportPrecision::Int8)
+        throw std::invalid_argument("int8 quantization writes ONNX (--format onnx); GGUF's 8-bit type is q8_0");
     const std::vector<ExportParameter> params = exportParameters(model.project.graph);
     checkExportWeights(model, params);
     checkNormalization(model.normalization, model.project.graph);
@@ -305,9 +370,11 @@ ExportSummary writeGgufExport(const std::string& path, const ExportModel& model,
     g.setString("general.architecture", "strata");
     g.setString("general.name", model.project.name.empty() ? "strata-model" : model.project.name);
     g.setUInt32("general.alignment", kGgufDefaultAlignment);
-    g.setUInt32("general.file_type", precision == ExportPrecision::F32   ? 0u
-                                     : precision == ExportPrecision::F16 ? 1u
-                                                                         : 7u);
+    // llama.cpp's LLAMA_FTYPE: ALL_F32 0, MOSTLY_F16 1, MOSTLY_Q4_0 2, MOSTLY_Q8_0 7.
+    g.setUInt32("general.file_type", precision == ExportPrecision::F32    ? 0u
+                                     : precision == ExportPrecision::F16  ? 1u
+                                     : precision == ExportPrecision::Q4_0 ? 2u
+                                                                          : 7u);
     g.setString(kMetaProject, projectToJson(model.project).dump());
     g.setStringArray(kMetaClassLabels, model.classNames);
     if (!model.vocabulary.empty()) g.setStringArray(kMetaVocabulary, model.vocabulary);
@@ -322,10 +389,14 @@ ExportSummary writeGgufExport(const std::string& path, const ExportModel& model,
     ExportSummary summary;
     for (const ExportParameter& p : params) {
         GgufTensorType type = GgufTensorType::F32;
-        if (p.shape.rank() >= 2 && precision != ExportPrecision::F32)
-            type = precision == ExportPrecision::Q8_0 && q8Compatible(p.shape) ? GgufTensorType::Q8_0
-                                                                               : GgufTensorType::F16;
-        if (precision == ExportPrecision::Q8_0 && type == GgufTensorType::F16) summary.fallbacks.push_back(p);
+        const bool blocks = precision == ExportPrecision::Q8_0 || precision == ExportPrecision::Q4_0;
+        if (p.shape.rank() >= 2 && precision != ExportPrecision::F32) {
+            if (!blocks || !q8Compatible(p.shape))
+                type = GgufTensorType::F16;
+            else
+                type = precision == ExportPrecision::Q8_0 ? GgufTensorType::Q8_0 : GgufTensorType::Q4_0;
+        }
+        if (blocks && type == GgufTensorType::F16) summary.fallbacks.push_back(p);
         g.addTensor(p.name, p.shape, model.weights.at(p.name), type);
         summary.tensors.push_back(shapeLine(p.name, p.shape, ggufTensorTypeName(type)));
     }

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "core/export/Quantize.h"
 #include "core/graph/Project.h"
 #include "core/train/Checkpoint.h"
 
@@ -21,6 +22,9 @@ struct ExportModel {
     CheckpointNormalization normalization;
     std::vector<std::string> classNames;
     std::vector<std::string> vocabulary;
+    // An int8 ONNX file's activation quantization by node name (Quantize.h); empty for float models. Its
+    // weights are the file's, dequantized.
+    std::map<std::string, ActivationQuant> int8Activations;
 };
 
 // One parameter or state tensor of a graph, with its real shape (checkpoints store weights flat).
@@ -52,27 +56,29 @@ inline constexpr const char* kMetaProject = "strata.project";
 inline constexpr const char* kMetaClassLabels = "strata.class_labels";
 inline constexpr const char* kMetaVocabulary = "strata.vocabulary";
 
-enum class ExportPrecision { F32, F16, Q8_0 };
-// "f32", "f16", "q8_0" (as given to --quantize); throws std::invalid_argument otherwise.
+// Q8_0 and Q4_0 are GGUF block types; Int8 is ONNX's post-training quantization (QDQ, Quantize.h).
+enum class ExportPrecision { F32, F16, Q8_0, Q4_0, Int8 };
+// "f32", "f16", "q8_0", "q4_0", "int8" (as given to --quantize); throws std::invalid_argument otherwise.
 ExportPrecision parseExportPrecision(const std::string& text);
 
 // What a writer stored, one line per tensor ("conv1.weight [32, 1, 3, 3] F16"), for the CLI to print.
 struct ExportSummary {
     std::vector<std::string> tensors;
-    // Q8_0 exports: the rank >= 2 tensors stored as F16 because their innermost dimension is not a
-    // multiple of 32 (Q8_0 blocks run along it; llama.cpp falls back the same way).
+    // Q8_0 and Q4_0 exports: the rank >= 2 tensors stored as F16 because their innermost dimension is not a
+    // multiple of 32 (the blocks run along it; llama.cpp falls back the same way).
     std::vector<ExportParameter> fallbacks;
     uint64_t bytes = 0;  // file size
 };
 
 // Safetensors export: "<node>.<param>" tensors with their real shapes, F32, or F16 for tensors of rank >= 2
-// (1-D tensors stay F32; Q8_0 is GGUF only);
+// (1-D tensors stay F32; Q8_0 and Q4_0 are GGUF only, int8 ONNX only);
 // metadata strata.project, strata.class_labels, strata.vocabulary (JSON arrays) and strata.normalization
 // (JSON: mode, scale, mean, std, and feature_mean / feature_std arrays for per-feature standardization).
 ExportSummary writeSafetensorsExport(const std::string& path, const ExportModel& model, ExportPrecision precision);
 // GGUF export (see Gguf.h for the keys). F16: every tensor of rank >= 2 as F16, 1-D tensors (biases,
 // norm parameters and statistics) stay F32, as llama.cpp does. Q8_0: tensors of rank >= 2 whose
-// innermost dimension is a multiple of 32 as Q8_0; other rank >= 2 tensors as F16; 1-D as F32.
+// innermost dimension is a multiple of 32 as Q8_0; other rank >= 2 tensors as F16; 1-D as F32. Q4_0: the
+// same with Q4_0 blocks.
 ExportSummary writeGgufExport(const std::string& path, const ExportModel& model, ExportPrecision precision);
 
 // A checkpoint file or folder, a .safetensors export, a .gguf export or a Strata .onnx export:

@@ -23,6 +23,7 @@ constexpr uint32_t kMagic = 0x46554747u;  // "GGUF" read as a little-endian u32
 constexpr uint32_t kVersion = 3;
 constexpr int kMaxDims = 4;
 constexpr size_t kQ8BlockBytes = 2 + kQ8BlockSize;
+constexpr size_t kQ4BlockBytes = 2 + kQ8BlockSize / 2;
 // Nesting limit for arrays of arrays, so a hostile file cannot recurse without bound.
 constexpr int kMaxArrayDepth = 8;
 
@@ -200,6 +201,7 @@ std::vector<uint8_t> encode(const std::vector<float>& values, GgufTensorType typ
             }
             break;
         case GgufTensorType::Q8_0: out = quantizeQ8_0(values); break;
+        case GgufTensorType::Q4_0: out = quantizeQ4_0(values); break;
     }
     return out;
 }
@@ -211,6 +213,7 @@ const char* ggufTensorTypeName(GgufTensorType t) {
         case GgufTensorType::F32: return "F32";
         case GgufTensorType::F16: return "F16";
         case GgufTensorType::Q8_0: return "Q8_0";
+        case GgufTensorType::Q4_0: return "Q4_0";
     }
     return "?";
 }
@@ -223,6 +226,7 @@ uint64_t ggufTensorBytes(GgufTensorType type, const Shape& shape) {
         case GgufTensorType::F32: return n * 4;
         case GgufTensorType::F16: return n * 2;
         case GgufTensorType::Q8_0: return n / kQ8BlockSize * kQ8BlockBytes;
+        case GgufTensorType::Q4_0: return n / kQ8BlockSize * kQ4BlockBytes;
     }
     return 0;
 }
@@ -262,6 +266,50 @@ std::vector<float> dequantizeQ8_0(const uint8_t* data, size_t count) {
         const float d = halfToFloat(dBits);
         for (int j = 0; j < kQ8BlockSize; ++j)
             out[b * kQ8BlockSize + j] = d * static_cast<float>(static_cast<int8_t>(blk[2 + j]));
+    }
+    return out;
+}
+
+std::vector<uint8_t> quantizeQ4_0(const std::vector<float>& values) {
+    if (values.size() % kQ8BlockSize != 0)
+        throw std::invalid_argument("Q4_0 needs a multiple of 32 values, got " + std::to_string(values.size()));
+    constexpr int kHalf = kQ8BlockSize / 2;
+    const size_t blocks = values.size() / kQ8BlockSize;
+    std::vector<uint8_t> out(blocks * kQ4BlockBytes);
+    for (size_t b = 0; b < blocks; ++b) {
+        const float* x = values.data() + b * kQ8BlockSize;
+        // ggml's reference: the signed value of largest magnitude maps to code 0, the scale from it unrounded.
+        float amax = 0.f, m = 0.f;
+        for (int j = 0; j < kQ8BlockSize; ++j)
+            if (amax < std::fabs(x[j])) amax = std::fabs(x[j]), m = x[j];
+        const float d = m / -8.f;
+        const float id = d != 0.f ? 1.f / d : 0.f;
+        uint8_t* blk = out.data() + b * kQ4BlockBytes;
+        const uint16_t dBits = floatToHalf(d);
+        std::memcpy(blk, &dBits, 2);
+        auto code = [id](float v) {
+            return static_cast<uint8_t>(std::min(15, static_cast<int>(static_cast<int8_t>(v * id + 8.5f))));
+        };
+        for (int j = 0; j < kHalf; ++j) blk[2 + j] = static_cast<uint8_t>(code(x[j]) | (code(x[j + kHalf]) << 4));
+    }
+    return out;
+}
+
+std::vector<float> dequantizeQ4_0(const uint8_t* data, size_t count) {
+    if (count % kQ8BlockSize != 0)
+        throw std::invalid_argument("Q4_0 needs a multiple of 32 values, got " + std::to_string(count));
+    constexpr int kHalf = kQ8BlockSize / 2;
+    std::vector<float> out(count);
+    for (size_t b = 0; b < count / kQ8BlockSize; ++b) {
+        const uint8_t* blk = data + b * kQ4BlockBytes;
+        uint16_t dBits;
+        std::memcpy(&dBits, blk, 2);
+        const float d = halfToFloat(dBits);
+        float* y = out.data() + b * kQ8BlockSize;
+        for (int j = 0; j < kHalf; ++j) {
+            y[j] = d * static_cast<float>((blk[2 + j] & 0x0F) - 8);
+            y[j + kHalf] = d * static_cast<float>((blk[2 + j] >> 4) - 8);
+        }
     }
     return out;
 }
@@ -389,10 +437,9 @@ void GgufFile::addTensor(const std::string& name, const Shape& shape, const std:
     if (static_cast<int64_t>(values.size()) != shape.numel())
         throw std::invalid_argument("GGUF tensor '" + name + "': " + std::to_string(values.size()) +
                                     " values do not fill shape " + shape.toString());
-    if (type == GgufTensorType::Q8_0 && !q8Compatible(shape))
-        throw std::invalid_argument("GGUF tensor '" + name +
-                                    "': Q8_0 needs an innermost dimension that is a "
-                                    "multiple of 32, shape is " +
+    if ((type == GgufTensorType::Q8_0 || type == GgufTensorType::Q4_0) && !q8Compatible(shape))
+        throw std::invalid_argument("GGUF tensor '" + name + "': " + ggufTensorTypeName(type) +
+                                    " needs an innermost dimension that is a multiple of 32, shape is " +
                                     shape.toString());
     addRawTensor({name, type, shape, encode(values, type)});
 }
@@ -401,10 +448,9 @@ void GgufFile::addRawTensor(GgufTensor tensor) {
     if (tensor.shape.rank() < 1 || tensor.shape.rank() > kMaxDims)
         throw std::invalid_argument("GGUF tensor '" + tensor.name + "': rank " + std::to_string(tensor.shape.rank()) +
                                     " (GGUF holds 1 to 4 dimensions)");
-    if (tensor.type == GgufTensorType::Q8_0 && !q8Compatible(tensor.shape))
-        throw std::invalid_argument("GGUF tensor '" + tensor.name +
-                                    "': Q8_0 with innermost dimension not a "
-                                    "multiple of 32");
+    if ((tensor.type == GgufTensorType::Q8_0 || tensor.type == GgufTensorType::Q4_0) && !q8Compatible(tensor.shape))
+        throw std::invalid_argument("GGUF tensor '" + tensor.name + "': " + ggufTensorTypeName(tensor.type) +
+                                    " with innermost dimension not a multiple of 32");
     if (tensor.data.size() != ggufTensorBytes(tensor.type, tensor.shape))
         throw std::invalid_argument("GGUF tensor '" + tensor.name + "': " + std::to_string(tensor.data.size()) +
                                     " bytes do not match its type and shape");
@@ -438,6 +484,7 @@ std::vector<float> GgufFile::tensorFloats(const std::string& name) const {
             return out;
         }
         case GgufTensorType::Q8_0: return dequantizeQ8_0(t->data.data(), n);
+        case GgufTensorType::Q4_0: return dequantizeQ4_0(t->data.data(), n);
     }
     throw std::runtime_error("GGUF tensor '" + name + "' has an unsupported type");
 }
@@ -549,12 +596,14 @@ GgufFile readGguf(const std::string& path) {
         info.tensor.shape = Shape(ne);
         const uint64_t typeAt = r.pos();
         const uint32_t type = r.pod<uint32_t>("a tensor type");
-        if (type != 0 && type != 1 && type != 8)
-            r.fail(typeAt, where + "tensor type " + std::to_string(type) + " is not supported (F32=0, F16=1, Q8_0=8)");
+        if (type != 0 && type != 1 && type != 2 && type != 8)
+            r.fail(typeAt,
+                   where + "tensor type " + std::to_string(type) + " is not supported (F32=0, F16=1, Q4_0=2, Q8_0=8)");
         info.tensor.type = static_cast<GgufTensorType>(type);
-        if (info.tensor.type == GgufTensorType::Q8_0 && !q8Compatible(info.tensor.shape))
-            r.fail(dimsAt,
-                   where + "Q8_0 with innermost dimension " + std::to_string(ne.back()) + ", not a multiple of 32");
+        if ((info.tensor.type == GgufTensorType::Q8_0 || info.tensor.type == GgufTensorType::Q4_0) &&
+            !q8Compatible(info.tensor.shape))
+            r.fail(dimsAt, where + ggufTensorTypeName(info.tensor.type) + " with innermost dimension " +
+                               std::to_string(ne.back()) + ", not a multiple of 32");
         const uint64_t offAt = r.pos();
         info.offset = r.pod<uint64_t>("a tensor offset");
         if (info.offset % alignment != 0)

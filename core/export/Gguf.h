@@ -16,7 +16,7 @@
 //     string name
 //     u32    n_dims       1..4
 //     u64    dims[n_dims] innermost first (ggml "ne"): a Strata shape [out, in] is written as {in, out}
-//     u32    type         0 F32, 1 F16, 8 Q8_0
+//     u32    type         0 F32, 1 F16, 2 Q4_0, 8 Q8_0
 //     u64    offset       from the start of the data section; a multiple of the alignment
 //   padding  zero bytes up to a multiple of the alignment (u32 key "general.alignment", default 32)
 //   data     each tensor at its offset, padded with zeros to the alignment
@@ -24,6 +24,11 @@
 // Q8_0 stores blocks of 32 values along the innermost dimension: an f16 scale d
 // followed by 32 int8 q, value = d * q, with d = max|x| / 127. A tensor can be
 // Q8_0 only when its innermost dimension is a multiple of 32.
+//
+// Q4_0 (ggml's block_q4_0, 18 bytes per 32 values): an f16 scale d followed by 16 bytes of 4-bit codes,
+// byte j holding value j in its low nibble and value j + 16 in its high one; value = d * (code - 8), with
+// d = m / -8 where m is the block's value of largest magnitude (so m itself is code 0) and code =
+// min(15, trunc(x / d + 8.5)), as ggml's quantize_row_q4_0_ref computes it. Same block rule as Q8_0.
 //
 // Strata writes these keys: general.architecture = "strata", general.name,
 // general.alignment, strata.project (the project JSON text), strata.class_labels
@@ -61,7 +66,7 @@ enum class GgufValueType : uint32_t {
     Float64 = 12,
 };
 
-enum class GgufTensorType : uint32_t { F32 = 0, F16 = 1, Q8_0 = 8 };
+enum class GgufTensorType : uint32_t { F32 = 0, F16 = 1, Q4_0 = 2, Q8_0 = 8 };
 
 const char* ggufTensorTypeName(GgufTensorType t);
 constexpr int kQ8BlockSize = 32;
@@ -107,14 +112,14 @@ public:
     std::vector<float> getFloat32Array(const std::string& key) const;
     const std::vector<std::pair<std::string, GgufValue>>& metadata() const { return m_kv; }
 
-    // Adds float values stored as `type` (quantized or converted here). Q8_0 needs an innermost
+    // Adds float values stored as `type` (quantized or converted here). Q8_0 and Q4_0 need an innermost
     // dimension that is a multiple of 32 (std::invalid_argument otherwise; see q8Compatible).
     void addTensor(const std::string& name, const Shape& shape, const std::vector<float>& values,
                    GgufTensorType type = GgufTensorType::F32);
     void addRawTensor(GgufTensor tensor);  // data already encoded; size checked
     const std::vector<GgufTensor>& tensors() const { return m_tensors; }
     const GgufTensor* findTensor(const std::string& name) const;
-    // Values of a tensor as float (dequantizing F16 and Q8_0). Throws naming a missing tensor.
+    // Values of a tensor as float (dequantizing F16, Q8_0 and Q4_0). Throws naming a missing tensor.
     std::vector<float> tensorFloats(const std::string& name) const;
 
     uint32_t alignment() const;
@@ -124,11 +129,14 @@ private:
     std::vector<GgufTensor> m_tensors;
 };
 
+// True when the innermost dimension is a multiple of 32: the rule of both block types, Q8_0 and Q4_0.
 bool q8Compatible(const Shape& shape);
 // Encoded size of a tensor of this type and shape.
 uint64_t ggufTensorBytes(GgufTensorType type, const Shape& shape);
 std::vector<uint8_t> quantizeQ8_0(const std::vector<float>& values);  // size a multiple of 32
 std::vector<float> dequantizeQ8_0(const uint8_t* data, size_t count);
+std::vector<uint8_t> quantizeQ4_0(const std::vector<float>& values);  // size a multiple of 32
+std::vector<float> dequantizeQ4_0(const uint8_t* data, size_t count);
 
 // Writes "<path>.tmp-<pid>" then renames it over `path`.
 void writeGguf(const std::string& path, const GgufFile& file);

@@ -71,6 +71,17 @@ public:
         floatInit(name, Shape{}, {v});
         return name;
     }
+    // Integer data of ONNX type `type` (INT8, UINT8, INT32) with these dims; `values` already in range.
+    template <class T>
+    std::string intInit(const std::string& name, int type, const std::vector<int64_t>& dims,
+                        const std::vector<T>& values) {
+        onnx::TensorProto* t = m_graph.add_initializer();
+        t->set_name(name);
+        t->set_data_type(type);
+        for (int64_t d : dims) t->add_dims(d);
+        t->set_raw_data(std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(T)));
+        return name;
+    }
     std::string int64Init(const std::string& name, const std::vector<int64_t>& values) {
         onnx::TensorProto* t = m_graph.add_initializer();
         t->set_name(name);
@@ -103,6 +114,17 @@ std::pair<int64_t, int64_t> pairOf(const Json& params, const char* key, std::pai
 }
 
 std::string jsonArray(const std::vector<std::string>& items) { return nlohmann::json(items).dump(); }
+
+// QuantizeLinear -> DequantizeLinear of `value` with uint8 parameters named after `prefix`; returns the
+// dequantized value.
+std::string addQdq(OnnxBuilder& b, const std::string& value, const ActivationQuant& q, const std::string& prefix) {
+    const std::string scale = b.scalar(prefix + "/scale", q.scale);
+    const std::string zp =
+        b.intInit(prefix + "/zero_point", onnx::TensorProto::UINT8, {}, std::vector<uint8_t>{uint8_t(q.zeroPoint)});
+    b.node("QuantizeLinear", prefix + "/quantize", {value, scale, zp}, prefix + "/q");
+    b.node("DequantizeLinear", prefix + "/dequantize", {prefix + "/q", scale, zp}, prefix + "/dq");
+    return prefix + "/dq";
+}
 
 }  // namespace
 
@@ -144,6 +166,19 @@ void writeOnnx(const std::string& path, const ExportModel& model, const OnnxExpo
     }
     meta("strata.normalization", normMeta.dump());
     meta(kMetaProject, projectToJson(model.project).dump());
+    const Int8Calibration* int8 = options.int8;
+    std::set<int> quantized;
+    if (int8) {
+        meta("strata.quantization",
+             nlohmann::json{{"scheme", "int8 QDQ"},
+                            {"weights", "int8, symmetric, one scale per output channel (Conv2D and Dense)"},
+                            {"activations", "uint8, affine, one scale and zero point per tensor"},
+                            {"calibration", calibrationMethodName(int8->options.method)},
+                            {"calibration_samples", int8->samples},
+                            {"percentile", int8->options.percentile}}
+                 .dump());
+        quantized = quantizedOutputs(graph);
+    }
 
     onnx::GraphProto& g = *proto.mutable_graph();
     g.set_name(model.project.name.empty() ? "strata" : model.project.name);
@@ -157,6 +192,59 @@ void writeOnnx(const std::string& path, const ExportModel& model, const OnnxExpo
     int outputNode = -1;
     for (int id : order)
         if (!hasConsumer.count(id) && graph.node(id)->type != "Input") outputNode = id;
+
+    // The activation quantization of each node's output value as its consumers read it (int8 only).
+    std::map<int, ActivationQuant> quantOf;
+    auto activationOf = [&](const Node& n) -> const ActivationQuant& {
+        auto it = int8->activations.find(n.name);
+        if (it == int8->activations.end())
+            throw OnnxExportError(n.name + ": the int8 calibration has no range for its output");
+        return it->second;
+    };
+    // The int8 weight and int32 bias of a Conv2D or Dense whose input is quantized, behind DequantizeLinear.
+    auto quantizedWeights = [&](const Node& n, bool useBias, const ActivationQuant& input) {
+        std::vector<std::string> names;
+        const std::string w = n.name + ".weight";
+        const ExportParameter* spec = nullptr;
+        for (const ExportParameter& p : params)
+            if (p.name == w) spec = &p;
+        if (!spec) throw OnnxExportError(n.name + ": parameter 'weight' is missing");
+        const int64_t channels = spec->shape[0];
+        const ChannelQuantized q = quantizeWeightPerChannel(model.weights.at(w), channels);
+        const std::vector<int8_t> zeros(static_cast<size_t>(channels), 0);
+        b.intInit(w + "/int8", onnx::TensorProto::INT8, spec->shape.dims(), q.values);
+        b.floatInit(w + "/scale", Shape{channels}, q.scales);
+        b.intInit(w + "/zero_point", onnx::TensorProto::INT8, {channels}, zeros);
+        OnnxBuilder::attr(
+            b.node("DequantizeLinear", w + "/dequantize", {w + "/int8", w + "/scale", w + "/zero_point"}, w), "axis",
+            int64_t{0});
+        names.push_back(w);
+        if (useBias) {
+            const std::string bias = n.name + ".bias";
+            std::vector<float> scales(q.scales.size());
+            for (size_t c = 0; c < scales.size(); ++c) scales[c] = input.scale * q.scales[c];
+            b.intInit(bias + "/int32", onnx::TensorProto::INT32, {channels},
+                      quantizeBias(model.weights.at(bias), input.scale, q.scales));
+            b.floatInit(bias + "/scale", Shape{channels}, scales);
+            b.intInit(bias + "/zero_point", onnx::TensorProto::INT32, {channels},
+                      std::vector<int32_t>(zeros.size(), 0));
+            OnnxBuilder::attr(b.node("DequantizeLinear", bias + "/dequantize",
+                                     {bias + "/int32", bias + "/scale", bias + "/zero_point"}, bias),
+                              "axis", int64_t{0});
+            names.push_back(bias);
+        }
+        return names;
+    };
+    // The producer whose value a node's first input reads (Dropout passes its input on).
+    auto inputQuant = [&](int id) -> const ActivationQuant* {
+        const auto ports = graph.inputPorts(id);
+        if (ports.empty()) return nullptr;
+        int from = graph.edgeInto({id, ports.front()})->from.node;
+        while (graph.node(from)->type == "Dropout")
+            from = graph.edgeInto({from, graph.inputPorts(from).front()})->from.node;
+        auto it = quantOf.find(from);
+        return it == quantOf.end() ? nullptr : &it->second;
+    };
 
     auto weightOf = [&](const Node& n, const std::string& param) -> std::string {
         std::string name = n.name + "." + param;
@@ -206,6 +294,10 @@ void writeOnnx(const std::string& path, const ExportModel& model, const OnnxExpo
                     v = y + "/normalized";
                 }
             }
+            if (quantized.count(id)) {
+                quantOf[id] = activationOf(n);
+                v = addQdq(b, v, quantOf[id], n.name);
+            }
             valueOf[id] = v;
             continue;
         }
@@ -218,14 +310,27 @@ void writeOnnx(const std::string& path, const ExportModel& model, const OnnxExpo
             }
             continue;
         }
+        const ActivationQuant* inQuant = int8 ? inputQuant(id) : nullptr;
         if (t == "Dense") {
-            std::vector<std::string> in{x[0], weightOf(n, "weight")};
-            if (p.at("use_bias").get<bool>()) in.push_back(weightOf(n, "bias"));
+            std::vector<std::string> in{x[0]};
+            if (inQuant) {
+                for (const std::string& w : quantizedWeights(n, p.at("use_bias").get<bool>(), *inQuant))
+                    in.push_back(w);
+            } else {
+                in.push_back(weightOf(n, "weight"));
+                if (p.at("use_bias").get<bool>()) in.push_back(weightOf(n, "bias"));
+            }
             auto& node = b.node("Gemm", y, in, y);
             OnnxBuilder::attr(node, "transB", int64_t{1});
         } else if (t == "Conv2D") {
-            std::vector<std::string> in{x[0], weightOf(n, "weight")};
-            if (p.at("use_bias").get<bool>()) in.push_back(weightOf(n, "bias"));
+            std::vector<std::string> in{x[0]};
+            if (inQuant) {
+                for (const std::string& w : quantizedWeights(n, p.at("use_bias").get<bool>(), *inQuant))
+                    in.push_back(w);
+            } else {
+                in.push_back(weightOf(n, "weight"));
+                if (p.at("use_bias").get<bool>()) in.push_back(weightOf(n, "bias"));
+            }
             auto& node = b.node("Conv", y, in, y);
             const auto [kh, kw] = pairOf(p, "kernel", {1, 1});
             const auto [sh, sw] = pairOf(p, "stride", {1, 1});
@@ -319,6 +424,10 @@ void writeOnnx(const std::string& path, const ExportModel& model, const OnnxExpo
             throw OnnxExportError(n.name + ": layer type '" + t + "' has no ONNX mapping");
         }
         valueOf[id] = y;
+        if (quantized.count(id)) {
+            quantOf[id] = activationOf(n);
+            valueOf[id] = addQdq(b, y, quantOf[id], n.name);
+        }
     }
     if (outputNode < 0) throw OnnxExportError("the graph has no output node");
     b.valueInfo(g.add_output(), valueOf.at(outputNode), analysis.outputShapes.at(outputNode));
@@ -378,6 +487,8 @@ OnnxModelInfo readOnnx(const std::string& path) {
         ni.opType = n.op_type();
         ni.inputs.assign(n.input().begin(), n.input().end());
         ni.outputs.assign(n.output().begin(), n.output().end());
+        for (const auto& a : n.attribute())
+            if (a.type() == onnx::AttributeProto::INT) ni.intAttributes[a.name()] = a.i();
         info.nodes.push_back(std::move(ni));
     }
     for (const auto& t : g.initializer()) {
@@ -409,6 +520,30 @@ OnnxModelInfo readOnnx(const std::string& path) {
                 values.assign(t.int64_data().begin(), t.int64_data().end());
             }
             info.int64Initializers[t.name()] = std::move(values);
+        } else if (t.data_type() == onnx::TensorProto::INT8 || t.data_type() == onnx::TensorProto::UINT8 ||
+                   t.data_type() == onnx::TensorProto::INT32) {
+            const bool wide = t.data_type() == onnx::TensorProto::INT32;
+            std::vector<int32_t> values(static_cast<size_t>(numel));
+            if (t.has_raw_data()) {
+                const size_t width = wide ? 4 : 1;
+                if (t.raw_data().size() != static_cast<size_t>(numel) * width)
+                    throw FormatError(path, where + std::to_string(t.raw_data().size()) + " raw bytes for " +
+                                                std::to_string(numel) + " values");
+                const auto* raw = reinterpret_cast<const uint8_t*>(t.raw_data().data());
+                for (size_t i = 0; i < values.size(); ++i) {
+                    if (wide)
+                        std::memcpy(&values[i], raw + 4 * i, 4);
+                    else
+                        values[i] = t.data_type() == onnx::TensorProto::INT8 ? static_cast<int8_t>(raw[i]) : raw[i];
+                }
+            } else {
+                if (t.int32_data_size() != numel) throw FormatError(path, where + "int32_data does not match dims");
+                values.assign(t.int32_data().begin(), t.int32_data().end());
+            }
+            OnnxIntegerTensor& it = info.integerInitializers[t.name()];
+            it.type = wide ? "INT32" : t.data_type() == onnx::TensorProto::INT8 ? "INT8" : "UINT8";
+            it.dims = dims;
+            it.values = std::move(values);
         }
     }
     return info;

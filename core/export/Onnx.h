@@ -17,6 +17,13 @@
 // LayerNormalization at opset >= 17, else ReduceMean/Sub/Mul/Sqrt/Div;
 // Dropout -> removed; Add -> Add (chained); Concat -> Concat(axis+1);
 // Embedding -> Cast(int64) + Gather; SequenceMeanPool -> ReduceMean(axis 1).
+//
+// Int8 (OnnxExportOptions::int8): a QDQ graph. A quantized weight "<node>.weight" is the output of
+// DequantizeLinear "<node>.weight/dequantize" (axis 0) of the int8 initializer "<node>.weight/int8" with
+// "<node>.weight/scale" and "<node>.weight/zero_point" (biases: "/int32" at input scale x weight scale); a
+// quantized activation of node X passes through QuantizeLinear "X/quantize" and DequantizeLinear "X/dequantize"
+// (uint8, scalar "X/scale" and "X/zero_point"). Metadata strata.quantization says so; readers dequantize the
+// weights and read the activations' parameters back by those names.
 #pragma once
 
 #include <cstdint>
@@ -37,6 +44,8 @@ constexpr int kOnnxMaxOpset = 17;
 struct OnnxExportOptions {
     int opset = kOnnxDefaultOpset;
     bool includeNormalization = true;  // false: the file takes already-normalized inputs
+    // Set: an int8 QDQ graph with these activation ranges (Quantize.h says what is quantized and how).
+    const Int8Calibration* int8 = nullptr;
 };
 
 // Thrown for a node the exporter cannot map; names the node.
@@ -51,6 +60,14 @@ void writeOnnx(const std::string& path, const ExportModel& model, const OnnxExpo
 struct OnnxNodeInfo {
     std::string name, opType;
     std::vector<std::string> inputs, outputs;
+    std::map<std::string, int64_t> intAttributes;  // INT attributes ("axis")
+};
+
+// An INT8, UINT8 or INT32 initializer (quantized weights, zero points), values widened.
+struct OnnxIntegerTensor {
+    std::string type;  // "INT8", "UINT8", "INT32"
+    std::vector<int64_t> dims;
+    std::vector<int32_t> values;
 };
 
 // What readOnnx finds in a file.
@@ -63,6 +80,7 @@ struct OnnxModelInfo {
     std::vector<OnnxNodeInfo> nodes;
     std::vector<TensorRecord> initializers;                         // float initializers as F32 host bytes
     std::map<std::string, std::vector<int64_t>> int64Initializers;  // shapes, axes
+    std::map<std::string, OnnxIntegerTensor> integerInitializers;   // INT8, UINT8 and INT32 (quantized data)
     std::map<std::string, std::string> metadata;
     const TensorRecord* initializer(const std::string& name) const;
 };

@@ -237,6 +237,7 @@ const Tensor& Model::forward(const Tensor& input, bool training, uint64_t seed) 
         for (int i : s->inputs) ins.push_back(&m_steps[static_cast<size_t>(i)]->output);
         LayerContext ctx{*m_backend, training, seed ^ (0x9E3779B97F4A7C15ull * static_cast<uint64_t>(s->node))};
         forLayer(m_graph, s->node, "forward", [&] { s->layer->forward(ctx, ins, s->output); });
+        if (m_forwardHook) m_forwardHook(s->node, s->output);
     }
     return m_steps.back()->output;
 }

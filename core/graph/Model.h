@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -30,6 +31,12 @@ public:
     // Backpropagates dOutput [N, ...outputShape] through the last forward; accumulates parameter grads.
     void backward(const Tensor& dOutput);
     void zeroGrad();
+
+    // Called by forward after each layer (not the Input) with its node id and batched output, which the
+    // hook may change in place: activation ranges for int8 calibration, simulated quantization. Compile
+    // with fuse = false so every layer's own output is seen (a fused ReLU's producer shows the ReLU's).
+    using ForwardHook = std::function<void(int node, Tensor& output)>;
+    void setForwardHook(ForwardHook hook) { m_forwardHook = std::move(hook); }
 
     // Every parameter and state tensor, named "<node name>.<param>" (e.g. "conv1.weight").
     struct NamedParameter {
@@ -75,6 +82,7 @@ private:
     bool m_lastTraining = false;
     uint64_t m_lastSeed = 0;
     Tensor m_packedValues, m_packedGrads;
+    ForwardHook m_forwardHook;
     Tensor m_activationGrads;  // the activation gradients backward zeroes, at capacity (allocateFor)
     std::vector<std::pair<const Parameter*, int64_t>> m_packedOffsets;  // element offsets in the blocks
 };

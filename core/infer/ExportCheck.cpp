@@ -34,7 +34,7 @@ std::string methodText(ExportFormat format, const std::string& path) {
                    "backend; the file's normalization metadata was applied to the raw inputs.";
         case ExportFormat::Gguf:
             return name +
-                   " was read back with the GGUF reader (F16 and Q8_0 tensors dequantized), compiled from its "
+                   " was read back with the GGUF reader (F16, Q8_0 and Q4_0 tensors dequantized), compiled from its "
                    "embedded project and run on the CPU backend with its stored normalization.";
         case ExportFormat::Safetensors:
             return name +
@@ -59,6 +59,18 @@ std::string onnxFallbackText(const std::string& path, const std::string& reason)
                                                   : reason;
     return "the ONNX graph was NOT executed: " + why + ". Instead, as Strata has no ONNX runtime of its own, " +
            methodText(ExportFormat::Onnx, path);
+}
+
+std::string onnxInt8FallbackText(const std::string& path, const std::string& reason, size_t tensors) {
+    const std::string why = onnxRunnerAvailable() ? onnxRunnerName() + " cannot run " +
+                                                        fs::path(path).filename().string() + " (" + reason + ")"
+                                                  : reason;
+    return "the int8 ONNX graph was NOT executed by an ONNX runtime: " + why +
+           ". Instead Strata simulated it on the CPU backend: the file's int8 weights and int32 biases dequantized, "
+           "and the " +
+           std::to_string(tensors) +
+           " activations it quantizes rounded to their uint8 scale and zero point after each layer, which is "
+           "what onnxruntime's integer kernels compute up to rounding ties.";
 }
 
 ExportFormat formatOfFile(const std::string& path) {
@@ -93,20 +105,23 @@ const char* exportPrecisionName(ExportPrecision precision) {
         case ExportPrecision::F32: return "F32";
         case ExportPrecision::F16: return "F16";
         case ExportPrecision::Q8_0: return "Q8_0";
+        case ExportPrecision::Q4_0: return "Q4_0";
+        case ExportPrecision::Int8: return "int8";
     }
     return "?";
 }
 
 bool exportFormatSupports(ExportFormat format, ExportPrecision precision) {
     switch (format) {
-        case ExportFormat::Onnx: return precision == ExportPrecision::F32;
-        case ExportFormat::Safetensors: return precision != ExportPrecision::Q8_0;
-        case ExportFormat::Gguf: return true;
+        case ExportFormat::Onnx: return precision == ExportPrecision::F32 || precision == ExportPrecision::Int8;
+        case ExportFormat::Safetensors: return precision == ExportPrecision::F32 || precision == ExportPrecision::F16;
+        case ExportFormat::Gguf: return precision != ExportPrecision::Int8;
     }
     return false;
 }
 
-ExportWriteResult writeExport(const std::string& path, const ExportModel& model, const ExportRequest& request) {
+ExportWriteResult writeExport(const std::string& path, const ExportModel& model, const ExportRequest& request,
+                              const DataSplit* calibration, const QuantizationOptions& quantization) {
     if (!exportFormatSupports(request.format, request.precision))
         throw std::invalid_argument(std::string(exportFormatName(request.format)) + " exports have no " +
                                     exportPrecisionName(request.precision) + " tensors");
@@ -118,11 +133,20 @@ ExportWriteResult writeExport(const std::string& path, const ExportModel& model,
                                             std::to_string(kOnnxMinOpset) + ".." + std::to_string(kOnnxMaxOpset));
             OnnxExportOptions o;
             o.opset = request.opset;
+            Int8Calibration calibrated;
+            if (request.precision == ExportPrecision::Int8) {
+                if (!calibration || calibration->count == 0)
+                    throw std::invalid_argument("int8 quantization needs training samples to calibrate on");
+                calibrated = calibrateInt8(model, *calibration, quantization);
+                o.int8 = &calibrated;
+            }
             writeOnnx(path, model, o);
             // The writer gives no summary; read the file back for one, which also proves it parses.
             const OnnxModelInfo info = readOnnx(path);
             for (const TensorRecord& t : info.initializers)
                 r.summary.tensors.push_back(t.name + " " + t.shape.toString() + " F32");
+            for (const auto& [name, t] : info.integerInitializers)
+                r.summary.tensors.push_back(name + " " + Shape(t.dims).toString() + " " + t.type);
             r.summary.bytes = sizeOf(path);
             return r;
         }
@@ -180,10 +204,16 @@ ExportCheckResult checkExport(const ExportModel& live, const std::string& export
     if (r.runtime.empty()) {
         std::vector<float> fileInputs = rawInputs;
         applyNormalization(fileInputs, loaded.normalization);
-        fileOutputs = predictSamples(*fileModel, fileInputs.data(), count).outputs;
-        r.method = format == ExportFormat::Onnx ? onnxFallbackText(exportedPath, r.fallbackReason)
-                                                : methodText(format, exportedPath);
-        r.runtime = "Strata CPU backend";
+        if (!loaded.int8Activations.empty()) {
+            fileOutputs = simulateInt8(loaded, loaded.int8Activations, fileInputs.data(), count);
+            r.method = onnxInt8FallbackText(exportedPath, r.fallbackReason, loaded.int8Activations.size());
+            r.runtime = "Strata CPU backend (int8 simulated)";
+        } else {
+            fileOutputs = predictSamples(*fileModel, fileInputs.data(), count).outputs;
+            r.method = format == ExportFormat::Onnx ? onnxFallbackText(exportedPath, r.fallbackReason)
+                                                    : methodText(format, exportedPath);
+            r.runtime = "Strata CPU backend";
+        }
     }
     if (fileOutputs.size() != a.outputs.size())
         throw std::runtime_error(exportedPath + ": " + std::to_string(fileOutputs.size()) + " outputs for " +

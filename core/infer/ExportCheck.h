@@ -11,7 +11,9 @@
 // DNN module (OnnxRunner) on the raw inputs. Where OpenCV cannot import or run
 // the graph (or the build has no OpenCV), the check falls back to rebuilding the
 // file's initializers and embedded project into a Strata model, and the
-// `method` text says so with OpenCV's reason.
+// `method` text says so with OpenCV's reason. An int8 (QDQ) file, which OpenCV
+// 4.6 cannot import, is then simulated: its dequantized weights with every
+// activation rounded to the file's uint8 grid (Quantize.h, simulateInt8).
 #pragma once
 
 #include <cstdint>
@@ -31,8 +33,8 @@ enum class ExportFormat { Onnx, Gguf, Safetensors };
 
 const char* exportFormatName(ExportFormat format);           // "ONNX", "GGUF", "safetensors"
 const char* exportFormatExtension(ExportFormat format);      // ".onnx", ".gguf", ".safetensors"
-const char* exportPrecisionName(ExportPrecision precision);  // "F32", "F16", "Q8_0"
-// ONNX exports are float32; safetensors has no Q8_0 type; GGUF takes all three.
+const char* exportPrecisionName(ExportPrecision precision);  // "F32", "F16", "Q8_0", "Q4_0", "int8"
+// ONNX: F32 or int8 (QDQ); safetensors: F32 or F16; GGUF: F32, F16, Q8_0 or Q4_0.
 bool exportFormatSupports(ExportFormat format, ExportPrecision precision);
 
 struct ExportRequest {
@@ -47,9 +49,12 @@ struct ExportWriteResult {
     ExportSummary summary;
 };
 
-// Writes `model` to `path` (temporary file, then rename). Throws std::invalid_argument for a precision the
-// format lacks or an opset out of range, and the writers' exceptions (naming the file) otherwise.
-ExportWriteResult writeExport(const std::string& path, const ExportModel& model, const ExportRequest& request);
+// Writes `model` to `path` (temporary file, then rename). Int8 calibrates on `calibration` (training samples,
+// normalized; required for int8, else unused) as `quantization` says. Throws std::invalid_argument for a
+// precision the format lacks, an opset out of range or int8 without calibration data, and the writers'
+// exceptions (naming the file) otherwise.
+ExportWriteResult writeExport(const std::string& path, const ExportModel& model, const ExportRequest& request,
+                              const DataSplit* calibration = nullptr, const QuantizationOptions& quantization = {});
 
 // The model compiled on `backend` with the ExportModel's weights.
 std::unique_ptr<Model> compileExportModel(const ExportModel& model, Backend& backend);

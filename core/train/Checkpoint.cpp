@@ -15,6 +15,7 @@ namespace fs = std::filesystem;
 namespace {
 constexpr const char* kMetaKey = "strata.checkpoint";
 constexpr const char* kOptimPrefix = "optim.";
+constexpr const char* kMaskPrefix = "mask.";
 }  // namespace
 
 std::map<std::string, std::vector<float>> modelWeights(Model& model) {
@@ -64,6 +65,8 @@ void saveCheckpoint(const Checkpoint& c, const std::string& path) {
         records.push_back(makeF32Record(name, Shape{static_cast<int64_t>(values.size())}, values));
     for (const auto& [name, values] : c.optimizerState)
         records.push_back(makeF32Record(kOptimPrefix + name, Shape{static_cast<int64_t>(values.size())}, values));
+    for (const auto& [name, values] : c.masks)
+        records.push_back(makeF32Record(kMaskPrefix + name, Shape{static_cast<int64_t>(values.size())}, values));
     if (fs::path(path).has_parent_path()) fs::create_directories(fs::path(path).parent_path());
     writeSafetensors(path, records, {{kMetaKey, meta.dump()}});
 }
@@ -124,10 +127,12 @@ Checkpoint loadCheckpoint(const std::string& pathIn) {
     } catch (const Json::exception& e) {
         throw std::runtime_error(path + ": checkpoint metadata is malformed: " + e.what());
     }
-    const std::string prefix = kOptimPrefix;
+    const std::string prefix = kOptimPrefix, maskPrefix = kMaskPrefix;
     for (const TensorRecord& r : contents.tensors) {
         if (r.name.rfind(prefix, 0) == 0)
             c.optimizerState[r.name.substr(prefix.size())] = recordToFloats(r);
+        else if (r.name.rfind(maskPrefix, 0) == 0)
+            c.masks[r.name.substr(maskPrefix.size())] = recordToFloats(r);
         else
             c.weights[r.name] = recordToFloats(r);
     }

@@ -1,9 +1,8 @@
 // Checkpoints: one safetensors file per checkpoint holding the model's
 // parameters and state ("<node>.<param>"), the optimizer state
-// ("optim.<slot>.<node>.<param>") and, in the header's __metadata__ under
-// "strata.checkpoint", a JSON document: the project, epoch, step, metrics,
-// RNG state, the dataset normalization and class labels. Written to a
-// temporary file and renamed, so a crash never leaves a broken checkpoint.
+// ("optim.<slot>.<node>.<param>"), the pruning masks of a pruning run ("mask.<node>.<param>") and, in the header's
+// __metadata__ under "strata.checkpoint", a JSON document: the project, epoch, step, metrics, RNG state, the dataset
+// normalization and class labels. Written to a temporary file and renamed, so a crash never leaves a broken checkpoint.
 // A checkpoint folder holds epoch-NNN.safetensors files plus best.safetensors
 // (when validation ran) and latest.safetensors.
 #pragma once
@@ -52,6 +51,7 @@ struct Checkpoint {
     Json trainerState = Json::object();                 // RNG, scheduler and early-stopping state (Trainer-private)
     std::map<std::string, std::vector<float>> weights;  // by Model::namedParameters name
     std::map<std::string, std::vector<float>> optimizerState;  // by "<slot>.<param name>"
+    std::map<std::string, std::vector<float>> masks;           // pruning masks (0/1) by param name; empty: none
 };
 
 // Copies every parameter and state tensor of the model to host (weights map).

@@ -21,6 +21,7 @@
 #include "core/train/DynamicLossScale.h"
 #include "core/train/LrSchedule.h"
 #include "core/train/Optimizer.h"
+#include "core/train/Pruning.h"
 #include "core/train/TelemetrySampler.h"
 
 namespace strata {
@@ -84,6 +85,7 @@ struct Trainer::Impl {
     int numClasses = 0;
     ComputePrecision precision = ComputePrecision::F32;
     std::unique_ptr<DynamicLossScale> lossScaler;  // fp16 only
+    std::unique_ptr<PruningMasks> pruner;          // a pruning run only
 
     RunProgress progress;  // saved in checkpoints
     CheckpointPolicy checkpoints{""};
@@ -211,6 +213,7 @@ struct Trainer::Impl {
             j["loss_scale_good_steps"] = lossScaler->goodSteps();
             j["skipped_steps"] = lossScaler->skippedSteps();
         }
+        if (pruner) j["pruning"] = pruner->state();
         return j;
     }
 
@@ -235,6 +238,7 @@ struct Trainer::Impl {
         c.trainerState = trainerState();
         c.weights = modelWeights(*model);
         c.optimizerState = optimizer->state();
+        if (pruner) c.masks = pruner->masks();
         const std::string file = checkpoints.save(c, best, midEpoch);
         obs->onCheckpoint({file, progress.epochsDone, progress.globalStep, best});
     }
@@ -252,6 +256,10 @@ struct Trainer::Impl {
         if (lossScaler && st.contains("loss_scale"))
             lossScaler->restore(st["loss_scale"].get<float>(), st.value("loss_scale_good_steps", 0),
                                 st.value("skipped_steps", int64_t(0)));
+        if (st.contains("pruning")) {
+            if (!pruner) pruner = std::make_unique<PruningMasks>(*model, pruningSettingsFromJson(st["pruning"]));
+            pruner->restore(c.masks, st["pruning"]);
+        }
         obs->onLog("resumed from " + resolveCheckpointPath(path) + " at epoch " + std::to_string(progress.epochsDone) +
                    ", step " + std::to_string(progress.globalStep));
     }
@@ -346,6 +354,10 @@ struct Trainer::Impl {
                 if (ts().clipNorm > 0) optimizer->clipGradNorm(ts().clipNorm);
                 optimizer->step(lr);
             }
+            if (pruner && pruner->afterStep(progress.globalStep) &&
+                progress.globalStep == pruner->settings().schedule.endStep)
+                obs->onLog("pruning: the masks reached the final sparsity at step " +
+                           std::to_string(progress.globalStep + 1));
             // The step's whole work has been called; now its metrics are read back. A non-finite
             // loss therefore stops the run after its update, but the layer outputs examined are
             // still this step's (the backward pass and the update do not write them).
@@ -403,7 +415,7 @@ struct Trainer::Impl {
         progress.lastHasValidation = ev.hasValidation;
         progress.lastValLoss = ev.valLoss;
         progress.lastValAccuracy = ev.valAccuracy;
-        if (ev.hasValidation)
+        if (ev.hasValidation && (!pruner || pruner->reachedFinalSparsity()))
             ev.best = progress.recordValidation(epoch, ev.valLoss, ev.valAccuracy,
                                                 ts().earlyStoppingMetric == EarlyStoppingMetric::ValAcc);
         ev.seconds = secondsSince(epochStart);
@@ -431,13 +443,24 @@ struct Trainer::Impl {
         optimizer = std::make_unique<Optimizer>(*model, ts());
         checkpoints = CheckpointPolicy(
             ts().checkpointDir.empty() ? std::string() : resolveDatasetPath(opt.projectPath, ts().checkpointDir));
-        if (!opt.resumeFrom.empty()) resume(opt.resumeFrom);
+        if (!opt.resumeFrom.empty())
+            resume(opt.resumeFrom);
+        else if (!opt.initialWeights.empty())
+            applyWeights(*model, opt.initialWeights);
         allocateLossBuffers();
         stager = std::make_unique<BatchStager>(backend, model->inputShape(), ts().batchSize);
         stager->setUpTraining(data.train, trainingAugmentation(project.dataset, data.normalization), ts().seed,
                               opt.residentData, opt.residentDataMaxBytes,
                               [this](const std::string& line) { obs->onLog(line); });
         stepsPerEpoch = stager->trainBatchesPerEpoch();
+        if (opt.pruning && !pruner) {
+            const PruningSettings s = pruningForRun(*opt.pruning, stepsPerEpoch * ts().epochs);
+            pruner = std::make_unique<PruningMasks>(*model, s);
+            obs->onLog(std::string("pruning: ") + pruningScopeName(s.scope) + " magnitude pruning to sparsity " +
+                       formatScale(s.schedule.finalSparsity) + " over steps " + std::to_string(s.schedule.beginStep) +
+                       " to " + std::to_string(s.schedule.endStep) + ", every " + std::to_string(s.schedule.frequency) +
+                       " steps");
+        }
     }
 
     bool run() {

@@ -9,11 +9,15 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "core/graph/Project.h"
+#include "core/train/Pruning.h"
 #include "core/train/ResidentData.h"
 #include "core/train/TrainingObserver.h"
 
@@ -36,6 +40,12 @@ struct TrainerOptions {
     using ResidentData = ::strata::ResidentData;
     ResidentData residentData = ResidentData::Auto;
     int64_t residentDataMaxBytes = int64_t(4) << 30;
+    // Fine-tuning: a fresh run (epoch 0, a new optimizer) that starts from these weights, by
+    // Model::namedParameters name, instead of the seeded initial ones. Not used when resuming.
+    std::map<std::string, std::vector<float>> initialWeights;
+    // Magnitude pruning while training (Pruning.h). A run resumed from a pruning run's checkpoint continues
+    // its schedule and masks without this. While the masks are below the final sparsity, no epoch is the best.
+    std::optional<PruningSettings> pruning;
 };
 
 class Trainer {

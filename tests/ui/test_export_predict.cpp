@@ -79,11 +79,15 @@ private slots:
         // Default output next to the project, named after it.
         QCOMPARE(dlg.outputPath(), dir.filePath("tiny-blobs.onnx"));
 
-        // ONNX: opset on, quantization off (F32 only).
+        // ONNX: opset on, quantization F32 or int8 only.
         dlg.setFormat(ExportFormat::Onnx);
         QVERIFY(dlg.opsetSpin()->isEnabled());
         QCOMPARE(dlg.opsetSpin()->value(), 13);
-        QVERIFY(!dlg.precisionCombo()->isEnabled());
+        auto* onnxItems = qobject_cast<QStandardItemModel*>(dlg.precisionCombo()->model());
+        for (int i = 0; i < dlg.precisionCombo()->count(); ++i) {
+            const auto p = ExportPrecision(dlg.precisionCombo()->itemData(i).toInt());
+            QCOMPARE(onnxItems->item(i)->isEnabled(), p == ExportPrecision::F32 || p == ExportPrecision::Int8);
+        }
         dlg.opsetSpin()->setValue(17);
         QSignalSpy done(&dlg, &ExportDialog::exportFinished);
         dlg.startExport();
@@ -134,6 +138,21 @@ private slots:
         QVERIFY(!items->item(2)->isEnabled());
         QCOMPARE(dlg.precision(), ExportPrecision::F32);
         QCOMPARE(dlg.outputPath(), dir.filePath("mine.safetensors"));
+
+        // int8 ONNX: calibrated on the training split, checked by simulating the file's integer arithmetic
+        // (OpenCV cannot import QDQ graphs), and said so.
+        dlg.setFormat(ExportFormat::Onnx);
+        dlg.setPrecision(ExportPrecision::Int8);
+        QCOMPARE(dlg.precision(), ExportPrecision::Int8);
+        dlg.setOutputPath(dir.filePath("mine-int8.onnx"));
+        dlg.startExport();
+        QVERIFY(waitFor(done));
+        QVERIFY2(done.takeFirst().at(0).toBool(), qPrintable(dlg.errorText()));
+        const ExportOutcome int8 = dlg.outcome();
+        QCOMPARE(int8.check.runtime, std::string("Strata CPU backend (int8 simulated)"));
+        QVERIFY(std::abs(int8.check.fileAccuracy - int8.check.liveAccuracy) <= 0.03);
+        QVERIFY(dlg.tensorText().contains("dense1.weight/int8 [32, 16] INT8"));
+        QVERIFY2(dlg.methodText().contains("uint8 scale and zero point"), qPrintable(dlg.methodText()));
     }
 
     void errorsAreShownNotThrown() {

@@ -1,0 +1,89 @@
+// Int8 post-training quantization for ONNX: weights int8, symmetric, one scale per output channel;
+// activations uint8, affine, one scale and zero point per tensor, calibrated on training samples (their
+// min-max, or a percentile that ignores rare outliers). The ONNX writer (Onnx.h) stores the result as a QDQ
+// graph: each quantized weight an int8 initializer behind a DequantizeLinear (axis 0), each bias int32 at
+// input scale x weight scale, and each activation through QuantizeLinear -> DequantizeLinear, which
+// onnxruntime fuses into its int8 kernels (QLinearConv, QGemm, uint8 MaxPool).
+//
+// Which tensors are quantized, the same in the writer, the calibration and the simulation (quantizedOutputs):
+// the normalized input, and the output of every node except the graph's output (logits stay float32), Dropout
+// (inference passes its input on) and ids that feed an Embedding. A node whose only consumer is a ReLU takes
+// the ReLU's range, so its QuantizeLinear already clamps at zero and onnxruntime drops the ReLU. Conv2D and
+// Dense weights are quantized when their input is; other parameters (BatchNorm, LayerNorm, Embedding) stay
+// float32.
+//
+// simulateInt8 runs exactly that arithmetic in Strata (weights as the file dequantizes them, activations
+// rounded to their uint8 grid after each layer): the accuracy the export reports, and the Export dialog's
+// check of an int8 file where OpenCV cannot run QDQ graphs. onnxruntime's integer kernels agree with it up to
+// rounding ties (tests/test_quantization.cpp).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/graph/Graph.h"
+
+namespace strata {
+
+class Model;
+struct DataSplit;
+struct ExportModel;
+
+// q = clamp(round_half_even(x / scale) + zeroPoint, 0, 255); the value it stands for is (q - zeroPoint) * scale.
+struct ActivationQuant {
+    float scale = 1.0f;
+    int zeroPoint = 0;  // 0..255
+    bool operator==(const ActivationQuant&) const = default;
+};
+// The parameters that cover [lo, hi] widened to include 0 (which must be exact: zero padding, ReLU).
+ActivationQuant activationQuantFor(float lo, float hi);
+// x -> its quantized value, in place.
+void fakeQuantize(float* x, int64_t n, const ActivationQuant& q);
+
+// A [channels, ...] weight as int8 with one symmetric scale per channel: scale = max|w| / 127 (1 for an
+// all-zero channel), q = round_half_even(w / scale) in -127..127.
+struct ChannelQuantized {
+    std::vector<int8_t> values;
+    std::vector<float> scales;  // one per channel
+};
+ChannelQuantized quantizeWeightPerChannel(const std::vector<float>& values, int64_t channels);
+// A bias as int32 at scale inputScale * weightScales[c] (a float32 product, as the file stores it), zero point 0
+// (saturating).
+std::vector<int32_t> quantizeBias(const std::vector<float>& bias, float inputScale,
+                                  const std::vector<float>& weightScales);
+
+enum class CalibrationMethod { MinMax, Percentile };
+const char* calibrationMethodName(CalibrationMethod method);  // "minmax", "percentile"
+CalibrationMethod parseCalibrationMethod(const std::string& text);
+
+struct QuantizationOptions {
+    int64_t calibrationSamples = 1000;  // training samples, spread evenly over the split
+    CalibrationMethod method = CalibrationMethod::MinMax;
+    // Percentile: each tensor's range runs from its (100 - p)th to its p-th percentile value.
+    double percentile = 99.999;
+};
+
+struct Int8Calibration {
+    QuantizationOptions options;
+    int64_t samples = 0;                                 // calibrated on
+    std::map<std::string, ActivationQuant> activations;  // by node name (the Input: its normalized value)
+};
+
+// The nodes (ids) whose outputs are quantized (see above).
+std::set<int> quantizedOutputs(const Graph& graph);
+
+// Runs `model` (float32) on options.calibrationSamples samples of `data` (model inputs, normalized) and derives
+// every quantized tensor's parameters. Throws std::invalid_argument when the split is empty or the samples
+// do not fit the model.
+Int8Calibration calibrateInt8(const ExportModel& model, const DataSplit& data, const QuantizationOptions& options);
+
+// Outputs of `model` on `count` normalized samples with every tensor of `activations` rounded to its grid
+// after the layer that produces it (the Input's before the first layer); `model`'s weights are taken as they
+// are (an int8 file's, as loadModelFile dequantizes them). Runs on the CPU in batches of `batchSize`.
+std::vector<float> simulateInt8(const ExportModel& model, const std::map<std::string, ActivationQuant>& activations,
+                                const float* inputs, int64_t count, int batchSize = 256);
+
+}  // namespace strata

@@ -1,0 +1,443 @@
+// Compression formats against independent implementations: GGUF Q4_0 blocks byte for byte against llama.cpp's
+// gguf package (and read back by it), int8 QDQ ONNX files run by onnxruntime, as written and with its
+// integer kernels (the optimized graph must hold QLinearConv and QGemm), agreeing with Strata's simulation of
+// the file, and pruned models (sparse and structurally smaller) exported to ONNX and run by onnxruntime.
+// Also the quantization arithmetic by hand, calibration (min-max, percentile, a ReLU's range taken by the
+// layer before it), the loaders, the export check and `export --quantize int8|q4_0`.
+#include <QTemporaryDir>
+#include <QtTest>
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <iterator>
+#include <random>
+#include <sstream>
+
+#include "app/CliCommands.h"
+#include "core/backend/Backend.h"
+#include "core/data/Dataset.h"
+#include "core/export/ExportModel.h"
+#include "core/export/Gguf.h"
+#include "core/export/Onnx.h"
+#include "core/export/Quantize.h"
+#include "core/graph/Model.h"
+#include "core/infer/Compression.h"
+#include "core/infer/Evaluation.h"
+#include "core/infer/ExportCheck.h"
+#include "core/train/Checkpoint.h"
+#include "core/train/Pruning.h"
+#include "core/train/StructuredPruning.h"
+#include "core/train/Trainer.h"
+#include "tests/support/OnnxRuntime.h"
+#include "tests/support/TestBackends.h"
+#include "tests/support/TestProjects.h"
+
+using namespace strata;
+using test::addChain;
+
+namespace {
+
+std::vector<uint8_t> readBytes(const std::string& path) {
+    std::ifstream f(path, std::ios::binary);
+    return {std::istreambuf_iterator<char>(f), {}};
+}
+
+void writeFloats(const std::string& path, const std::vector<float>& v) {
+    std::ofstream(path, std::ios::binary)
+        .write(reinterpret_cast<const char*>(v.data()), static_cast<std::streamsize>(v.size() * sizeof(float)));
+}
+
+std::vector<float> readFloats(const std::string& path) {
+    const std::vector<uint8_t> b = readBytes(path);
+    std::vector<float> v(b.size() / 4);
+    std::memcpy(v.data(), b.data(), v.size() * 4);
+    return v;
+}
+
+struct NullObserver : TrainingObserver {
+    std::string error;
+    void onError(const std::string& m) override { error = m; }
+};
+
+// Input [1, 8, 8] -> conv1 (8) -> ReLU -> MaxPool -> conv2 (8) -> ReLU -> Flatten -> fc1 (32) -> ReLU -> fc2 (3),
+// on image-shaped blobs with scale normalization, trained one epoch.
+struct TrainedCnn {
+    Project project;
+    ExportModel model;
+    DatasetBundle data;
+};
+
+TrainedCnn trainedCnn(const std::string& dir) {
+    TrainedCnn t;
+    Project& p = t.project;
+    p.name = "qcnn";
+    addChain(p.graph, {{"Input", "input", Json{{"shape", {1, 8, 8}}}},
+                       {"Conv2D", "conv1", Json{{"filters", 8}, {"kernel", {3, 3}}, {"padding", {1, 1}}}},
+                       {"ReLU", "relu1"},
+                       {"MaxPool2D", "pool1", Json{{"kernel", {2, 2}}}},
+                       {"Conv2D", "conv2", Json{{"filters", 8}, {"kernel", {3, 3}}, {"padding", {1, 1}}}},
+                       {"ReLU", "relu2"},
+                       {"Flatten", "flatten"},
+                       {"Dense", "fc1", Json{{"units", 32}}},
+                       {"ReLU", "relu3"},
+                       {"Dense", "fc2", Json{{"units", 3}}}});
+    test::useBlobs(p, 600, 3, {1, 8, 8});
+    p.dataset.normalization = NormalizationMode::Scale;
+    p.training.learningRate = 0.05;
+    p.training.batchSize = 32;
+    p.training.epochs = 1;
+    p.training.seed = 5;
+    p.training.threads = 1;
+    p.training.checkpointDir = dir;
+    BackendOptions one;
+    one.threads = 1;
+    auto backend = test::makeCpuBackend(one);
+    NullObserver obs;
+    Trainer trainer(p, *backend, &obs, {});
+    if (!trainer.run()) throw std::runtime_error(obs.error);
+    t.model = exportModelFromCheckpoint(loadCheckpoint(dir));
+    t.data = loadDataset(p.dataset, "");
+    return t;
+}
+
+std::vector<float> rawInputs(const TrainedCnn& t, int64_t n) {
+    std::vector<float> raw(t.data.validation.inputs.begin(),
+                           t.data.validation.inputs.begin() + n * t.data.validation.sampleShape.numel());
+    undoNormalization(raw, t.model.normalization);
+    return raw;
+}
+
+std::vector<float> floatOutputs(const ExportModel& m, const std::vector<float>& inputs, int64_t n) {
+    BackendOptions one;
+    one.threads = 1;
+    auto backend = test::makeCpuBackend(one);
+    auto compiled = compileExportModel(m, *backend);
+    return predictSamples(*compiled, inputs.data(), n).outputs;
+}
+
+double maxAbsDiff(const std::vector<float>& a, const std::vector<float>& b) {
+    double worst = 0;
+    for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) worst = std::max(worst, double(std::fabs(a[i] - b[i])));
+    return a.size() == b.size() ? worst : 1e30;
+}
+
+int64_t sameArgmax(const std::vector<float>& a, const std::vector<float>& b, int64_t n, int classes) {
+    const auto pa = argmaxRows(a.data(), n, classes), pb = argmaxRows(b.data(), n, classes);
+    int64_t same = 0;
+    for (size_t i = 0; i < pa.size(); ++i) same += pa[i] == pb[i];
+    return same;
+}
+
+bool contains(const std::vector<std::string>& v, const std::string& s) {
+    return std::find(v.begin(), v.end(), s) != v.end();
+}
+
+}  // namespace
+
+class TestQuantization : public QObject {
+    Q_OBJECT
+
+    QTemporaryDir m_dir;
+    std::string path(const std::string& name) const {
+        return (m_dir.path() + "/" + QString::fromStdString(name)).toStdString();
+    }
+
+private slots:
+    // ---- arithmetic by hand ----------------------------------------------------------------------
+
+    void activationQuantByHand() {
+        // [-1, 3]: scale 4/255, zero point round(255/4) = 64; 0 is exact, 3 and -1 at the ends.
+        const ActivationQuant q = activationQuantFor(-1.0f, 3.0f);
+        QCOMPARE(q.scale, 4.0f / 255.0f);
+        QCOMPARE(q.zeroPoint, 64);
+        std::vector<float> x{0.0f, 3.0f, -1.0f, 10.0f, -5.0f, 0.5f * q.scale};
+        fakeQuantize(x.data(), 6, q);
+        QCOMPARE(x[0], 0.0f);
+        QCOMPARE(x[1], (255 - 64) * q.scale);
+        QCOMPARE(x[2], -64 * q.scale);
+        QCOMPARE(x[3], x[1]);  // saturates
+        QCOMPARE(x[4], x[2]);
+        QCOMPARE(x[5], 0.0f);  // half a step rounds to even
+        // A range that misses zero is widened to hold it; an all-zero tensor keeps scale 1.
+        QCOMPARE(activationQuantFor(2.0f, 5.1f).zeroPoint, 0);
+        QCOMPARE(activationQuantFor(0.0f, 0.0f).scale, 1.0f);
+        // Per-channel weights: scale max|w| / 127, an all-zero channel gets scale 1 and stays zero.
+        const ChannelQuantized w = quantizeWeightPerChannel({1.27f, -0.635f, 0.0f, 0.0f, 0.1f, -0.2f}, 3);
+        QCOMPARE(w.scales, (std::vector<float>{0.01f, 1.0f, 0.2f / 127}));
+        QCOMPARE(w.values, (std::vector<int8_t>{127, -64, 0, 0, 64, -127}));  // -63.5 rounds to even
+        // Bias at input scale x weight scale.
+        QCOMPARE(quantizeBias({0.5f, -0.25f, 0.0f}, 0.5f, w.scales), (std::vector<int32_t>{100, 0, 0}));
+    }
+
+    // ---- GGUF Q4_0 -----------------------------------------------------------------------------
+
+    void q4BlocksMatchLlamaCppsPackage() {
+        std::mt19937 rng(4);
+        std::normal_distribution<float> d(0.0f, 0.3f);
+        std::vector<float> v(32 * 40);
+        for (float& x : v) x = d(rng);
+        std::fill(v.begin() + 64, v.begin() + 96, 0.0f);  // an all-zero block
+        v[100] = -2.0f;                                   // a block led by a negative value
+        const std::vector<uint8_t> ours = quantizeQ4_0(v);
+        QCOMPARE(ours.size(), size_t(40 * 18));
+        // Round trip: within half a step of the block's scale (the largest value exactly), except that codes run
+        // from -8 to 7 steps, so a value near minus the block's extreme saturates one step short.
+        const std::vector<float> back = dequantizeQ4_0(ours.data(), v.size());
+        QCOMPARE(back[100], -2.0f);
+        for (size_t i = 0; i < v.size(); ++i) {
+            const size_t b = i / 32;
+            float amax = 0;
+            for (size_t j = b * 32; j < b * 32 + 32; ++j) amax = std::max(amax, std::fabs(v[j]));
+            QVERIFY2(std::fabs(back[i] - v[i]) <= amax / 8 * 1.001f + 1e-7f, qPrintable(QString::number(i)));
+        }
+        writeFloats(path("q4.f32"), v);
+        const std::string err = test::runTestPython(
+            {test::sourcePath("tools/gguf_quants.py"), "quantize", "q4_0", path("q4.f32"), path("q4.ref")});
+        QVERIFY2(err.empty(), err.c_str());
+        QVERIFY(readBytes(path("q4.ref")) == ours);
+    }
+
+    void q4GgufExportReadByLlamaCppsPackage() {
+        Project p = test::blobsMlpProject("q4", 64, 4);
+        ExportModel m = untrainedExportModel(p, "");
+        // dense1.weight [32, 64] forms blocks; dense2.weight [4, 32] too; the fallback needs an odd width.
+        Project odd = test::blobsMlpProject("q4odd", 20, 4);
+        const ExportSummary s = writeGgufExport(path("q4.gguf"), m, ExportPrecision::Q4_0);
+        QVERIFY(s.fallbacks.empty());
+        QVERIFY(contains(s.tensors, "dense1.weight [32, 64] Q4_0"));
+        QVERIFY(contains(s.tensors, "dense1.bias [32] F32"));
+        const ExportSummary so =
+            writeGgufExport(path("q4odd.gguf"), untrainedExportModel(odd, ""), ExportPrecision::Q4_0);
+        QCOMPARE(so.fallbacks.size(), size_t(1));
+        QCOMPARE(so.fallbacks[0].name, std::string("dense1.weight"));  // 20 inputs: F16
+        // Our reader and llama.cpp's agree on every value.
+        const GgufFile g = readGguf(path("q4.gguf"));
+        QCOMPARE(g.findTensor("dense1.weight")->type, GgufTensorType::Q4_0);
+        std::string listing;
+        const std::string err = test::runTestPython(
+            {test::sourcePath("tools/gguf_quants.py"), "dequantize", path("q4.gguf"), path("q4-deq")}, &listing);
+        QVERIFY2(err.empty(), err.c_str());
+        QVERIFY2(listing.find("dense1.weight Q4_0 2048") != std::string::npos, listing.c_str());
+        for (const GgufTensor& t : g.tensors()) {
+            const std::vector<float> theirs = readFloats(path("q4-deq/" + t.name + ".f32"));
+            QCOMPARE(theirs, g.tensorFloats(t.name));
+        }
+        // The CLI names the format in its fallback note.
+        QTemporaryDir ck;
+        Project trained = odd;
+        trained.training.checkpointDir = (ck.path() + "/ck").toStdString();
+        {
+            auto backend = test::makeCpuBackend();
+            NullObserver obs;
+            Trainer t(trained, *backend, &obs, {});
+            QVERIFY(t.run());
+        }
+        std::ostringstream out, errs;
+        QCOMPARE(runExportCommand({trained.training.checkpointDir, "--format", "gguf", "--quantize", "q4_0", "-o",
+                                   path("cli-q4.gguf")},
+                                  out, errs),
+                 0);
+        QVERIFY2(out.str().find("note: dense1.weight [32, 20] stored as F16, not Q4_0") != std::string::npos,
+                 out.str().c_str());
+        QCOMPARE(runExportCommand({trained.training.checkpointDir, "--format", "safetensors", "--quantize", "q4_0",
+                                   "-o", path("x.safetensors")},
+                                  out, errs),
+                 2);
+    }
+
+    // ---- int8 ONNX -----------------------------------------------------------------------------
+
+    void calibrationRanges() {
+        const TrainedCnn t = trainedCnn(path("calib"));
+        QuantizationOptions o;
+        o.calibrationSamples = 200;
+        const Int8Calibration minmax = calibrateInt8(t.model, t.data.train, o);
+        QCOMPARE(minmax.samples, int64_t(200));
+        // The input, each layer but the last, and no Dropout: 9 tensors.
+        QCOMPARE(minmax.activations.size(), size_t(9));
+        QVERIFY(!minmax.activations.count("fc2"));
+        // A layer feeding only a ReLU takes the ReLU's range (zero point 0: its QuantizeLinear clamps);
+        // MaxPool and Flatten keep their input's.
+        QCOMPARE(minmax.activations.at("conv1"), minmax.activations.at("relu1"));
+        QCOMPARE(minmax.activations.at("conv1").zeroPoint, 0);
+        QCOMPARE(minmax.activations.at("pool1"), minmax.activations.at("relu1"));
+        QCOMPARE(minmax.activations.at("flatten"), minmax.activations.at("relu2"));
+        // Percentile ignores the tail: never a wider range than min-max.
+        o.method = CalibrationMethod::Percentile;
+        o.percentile = 99.0;
+        const Int8Calibration pct = calibrateInt8(t.model, t.data.train, o);
+        for (const auto& [name, q] : pct.activations)
+            QVERIFY2(q.scale <= minmax.activations.at(name).scale * 1.001f, name.c_str());
+        QVERIFY(pct.activations.at("relu2").scale < minmax.activations.at("relu2").scale);
+        DataSplit empty;
+        QVERIFY_THROWS_EXCEPTION(std::invalid_argument, calibrateInt8(t.model, empty, o));
+    }
+
+    void int8FileRunsInOnnxruntimeOnIntegerKernels() {
+        const TrainedCnn t = trainedCnn(path("int8"));
+        ExportRequest request;
+        request.format = ExportFormat::Onnx;
+        request.precision = ExportPrecision::Int8;
+        QuantizationOptions quantization;
+        quantization.calibrationSamples = 300;
+        const ExportWriteResult w = writeExport(path("q.onnx"), t.model, request, &t.data.train, quantization);
+        QVERIFY(contains(w.summary.tensors, "conv1.weight/int8 [8, 1, 3, 3] INT8"));
+        QVERIFY(contains(w.summary.tensors, "fc1.bias/int32 [32] INT32"));
+        // The quantized weights are there only as integers: no float copy rides along.
+        const OnnxModelInfo info = readOnnx(path("q.onnx"));
+        QVERIFY(!info.initializer("conv1.weight") && !info.initializer("fc1.weight"));
+        QCOMPARE(info.integerInitializers.at("fc1.weight/int8").values.size(), size_t(32 * 128));
+
+        // Read back: weights dequantized from the file, every activation's grid.
+        const ExportModel file = loadModelFile(path("q.onnx"));
+        QCOMPARE(file.int8Activations.size(), size_t(9));
+        const ChannelQuantized q = quantizeWeightPerChannel(t.model.weights.at("conv2.weight"), 8);
+        const std::vector<float>& dq = file.weights.at("conv2.weight");
+        for (size_t i = 0; i < dq.size(); ++i) QCOMPARE(dq[i], float(q.values[i]) * q.scales[i / 72]);
+
+        const int64_t n = t.data.validation.count;
+        const std::vector<float> raw = rawInputs(t, n);
+        const std::vector<float> simulated =
+            simulateInt8(file, file.int8Activations, t.data.validation.inputs.data(), n);
+        const std::vector<float> floats = floatOutputs(t.model, t.data.validation.inputs, n);
+        test::OnnxRuntimeBatch ort;
+        ort.add(path("q.onnx"), raw, {n, 1, 8, 8});
+        ort.add(path("q.onnx"), raw, {n, 1, 8, 8}, /*optimized=*/true);
+        const std::string err = ort.run();
+        QVERIFY2(err.empty(), err.c_str());
+        // onnxruntime fuses the QDQ graph into its integer kernels.
+        for (const char* op : {"QLinearConv", "QGemm"})
+            QVERIFY2(contains(ort.ops(1), op), qPrintable(QString("no %1 in the optimized graph").arg(op)));
+        QVERIFY(!contains(ort.ops(1), "Conv"));
+        // As written, onnxruntime computes what the simulation does (up to float summation order); its integer
+        // kernels requantize with their own rounding, so allow a few steps of the output's inputs.
+        const double range =
+            *std::max_element(floats.begin(), floats.end()) - *std::min_element(floats.begin(), floats.end());
+        const double asWritten = maxAbsDiff(ort.output(0), simulated), kernels = maxAbsDiff(ort.output(1), simulated);
+        qInfo(
+            "int8 on %lld samples: onnxruntime vs simulation %.3g (as written), %.3g (integer kernels); output "
+            "range %.3g; vs float %.3g",
+            static_cast<long long>(n), asWritten, kernels, range, maxAbsDiff(simulated, floats));
+        QVERIFY2(asWritten <= 1e-5 * range, qPrintable(QString::number(asWritten)));
+        QVERIFY2(kernels <= 0.01 * range, qPrintable(QString::number(kernels)));
+        QCOMPARE(sameArgmax(ort.output(0), simulated, n, 3), n);
+        QVERIFY(sameArgmax(ort.output(1), simulated, n, 3) >= n * 99 / 100);
+        QVERIFY(sameArgmax(simulated, floats, n, 3) >= n * 97 / 100);
+
+        // The export check runs the file's int8 arithmetic (OpenCV 4.6 cannot import QDQ) and says so.
+        const ExportCheckResult c = checkExport(t.model, path("q.onnx"), t.data.validation,
+                                                checkpointNormalizationOf(t.data.normalization), 100);
+        QCOMPARE(c.runtime, std::string("Strata CPU backend (int8 simulated)"));
+        QVERIFY2(c.method.find("uint8 scale and zero point") != std::string::npos, c.method.c_str());
+        QVERIFY(std::abs(c.fileAccuracy - c.liveAccuracy) <= 0.03);
+        // int8 needs calibration data, and only ONNX has it.
+        QVERIFY_THROWS_EXCEPTION(std::invalid_argument, writeExport(path("x.onnx"), t.model, request));
+        request.format = ExportFormat::Gguf;
+        QVERIFY_THROWS_EXCEPTION(std::invalid_argument, writeExport(path("x.gguf"), t.model, request, &t.data.train));
+    }
+
+    void prunedModelsRunInOnnxruntime() {
+        const TrainedCnn t = trainedCnn(path("prune"));
+        // 70% sparse (masks applied as a pruning run would leave them) and structurally halved.
+        ExportModel sparse = t.model;
+        const auto masks =
+            magnitudeMasks(sparse.weights, prunableWeights(sparse.project.graph), 0.7, PruningScope::Global);
+        for (const auto& [name, mask] : masks)
+            for (size_t i = 0; i < mask.size(); ++i) sparse.weights.at(name)[i] *= mask[i];
+        const StructuredPruneResult s = pruneStructured(t.model.project, t.model.weights, {});
+        ExportModel smaller = t.model;
+        smaller.project = s.project;
+        smaller.weights = s.weights;
+        writeOnnx(path("sparse.onnx"), sparse);
+        writeOnnx(path("smaller.onnx"), smaller);
+        ExportRequest request;
+        request.precision = ExportPrecision::Int8;
+        writeExport(path("smaller-int8.onnx"), smaller, request, &t.data.train);
+
+        const int64_t n = 64;
+        const std::vector<float> raw = rawInputs(t, n);
+        test::OnnxRuntimeBatch ort;
+        ort.add(path("sparse.onnx"), raw, {n, 1, 8, 8});
+        ort.add(path("smaller.onnx"), raw, {n, 1, 8, 8});
+        ort.add(path("smaller-int8.onnx"), raw, {n, 1, 8, 8}, true);
+        const std::string err = ort.run();
+        QVERIFY2(err.empty(), err.c_str());
+        QVERIFY(maxAbsDiff(ort.output(0), floatOutputs(sparse, t.data.validation.inputs, n)) <= 1e-4);
+        QVERIFY(maxAbsDiff(ort.output(1), floatOutputs(smaller, t.data.validation.inputs, n)) <= 1e-4);
+        const ExportModel file = loadModelFile(path("smaller-int8.onnx"));
+        const std::vector<float> simulated =
+            simulateInt8(file, file.int8Activations, t.data.validation.inputs.data(), n);
+        QVERIFY(sameArgmax(ort.output(2), simulated, n, 3) >= n - 2);
+        QVERIFY(contains(ort.ops(2), "QLinearConv"));
+    }
+
+    void compressionStudyMeasuresEveryVariant() {
+        const TrainedCnn t = trainedCnn(path("study"));
+        CompressionRequest r;
+        r.checkpoint = path("study");
+        r.outputDir = path("study-out");
+        r.sparsities = {0.8};
+        r.structuredFraction = 0.5;
+        r.int8 = true;
+        r.fineTuneEpochs = 1;
+        r.threads = 1;
+        r.quantization.calibrationSamples = 200;
+        std::vector<double> fractions;
+        std::vector<std::string> ready;
+        CompressionStudy study(
+            r, [&](const std::string&, double f) { fractions.push_back(f); },
+            [&](const CompressionVariant& v) { ready.push_back(v.name); });
+        const std::vector<CompressionVariant> v = study.run();
+        QCOMPARE(ready, (std::vector<std::string>{"original", "80% sparse", "structured 50%", "int8",
+                                                  "80% sparse + int8", "structured 50% + int8"}));
+        QVERIFY(std::is_sorted(fractions.begin(), fractions.end()));
+        const CompressionVariant &original = v[0], &sparse = v[1], &smaller = v[2], &int8 = v[3];
+        QCOMPARE(original.samples, int64_t(150));
+        QVERIFY(original.accuracy > 0.5);
+        // Zeros take as many bytes as any float until compressed; a smaller graph is smaller either way.
+        // (Only the metadata differs: the project's name and settings.)
+        QVERIFY(std::abs(static_cast<double>(sparse.fileBytes) - static_cast<double>(original.fileBytes)) <
+                0.02 * static_cast<double>(original.fileBytes));
+        QVERIFY(sparse.compressedBytes < original.compressedBytes * 0.6);
+        QVERIFY(std::abs(static_cast<double>(sparse.nonZero) / sparse.parameters - 0.2) < 0.05);
+        QVERIFY(std::abs(overallSparsity(sparse.layers) - 0.8) < 1e-3);
+        QVERIFY(smaller.parameters < original.parameters / 2);
+        QVERIFY(smaller.fileBytes < original.fileBytes);
+        QVERIFY(!smaller.projectFile.empty() && readProject(smaller.projectFile).graph.nodeByName("conv1"));
+        for (const CompressionVariant& x : {original, sparse, smaller})
+            QVERIFY(x.timed && x.msPerBatch1 > 0 && x.msPerBatch256 > 0);
+        QVERIFY(!int8.timed);
+        QVERIFY(int8.fileBytes < original.fileBytes);
+        QVERIFY(std::abs(int8.accuracy - original.accuracy) <= 0.05);
+        QVERIFY(readOnnx(int8.onnxFile).metadata.count("strata.quantization"));
+    }
+
+    void exportCommandInt8() {
+        const TrainedCnn t = trainedCnn(path("cli"));
+        std::ostringstream out, err;
+        const int rc =
+            runExportCommand({path("cli"), "--format", "onnx", "--quantize", "int8", "--calibration-samples", "100",
+                              "--calibration", "percentile", "--percentile", "99.9", "-o", path("cli.onnx")},
+                             out, err);
+        QVERIFY2(rc == 0, (out.str() + err.str()).c_str());
+        const std::string o = out.str();
+        QVERIFY2(o.find("int8: calibrated 9 activations on 100 training samples (percentile 99.9)") != o.npos,
+                 o.c_str());
+        QVERIFY2(o.find("x the float32 file") != o.npos, o.c_str());
+        QVERIFY2(o.find("validation accuracy on 150 samples: float ") != o.npos, o.c_str());
+        // Refusals name what is wrong.
+        QCOMPARE(
+            runExportCommand({path("cli"), "--format", "gguf", "--quantize", "int8", "-o", path("x.gguf")}, out, err),
+            2);
+        QVERIFY(err.str().find("--quantize int8 writes an ONNX QDQ graph") != std::string::npos);
+        QCOMPARE(runExportCommand({path("cli"), "--format", "onnx", "--calibration", "minmax", "-o", path("x.onnx")},
+                                  out, err),
+                 2);
+        QCOMPARE(
+            runExportCommand({path("cli"), "--format", "onnx", "--quantize", "q8_0", "-o", path("x.onnx")}, out, err),
+            2);
+    }
+};
+
+QTEST_GUILESS_MAIN(TestQuantization)
+#include "test_quantization.moc"
