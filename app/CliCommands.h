@@ -21,6 +21,9 @@
 //     the fraction S of Conv2D filters and Dense units and fine-tuning the smaller graph); writes a project
 //     file and its checkpoints into DIR and prints the validation accuracy before and after and each layer's
 //     sparsity (core/train/PruneRun.h).
+//   runs list | show ID | export ID --csv [-o FILE] | diff A B | rename ID NAME | note ID TEXT | delete ID
+//        [--history DB]
+//     The run history that the workbench and training runs of strata-train write (core/history/RunStore).
 #pragma once
 
 #include <ostream>
@@ -31,6 +34,7 @@ namespace strata {
 
 int runExportCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int runPruneCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int runRunsCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int runPredictCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 
 }  // namespace strata
