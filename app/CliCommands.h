@@ -24,6 +24,9 @@
 //   runs list | show ID | export ID --csv [-o FILE] | diff A B | rename ID NAME | note ID TEXT | delete ID
 //        [--history DB]
 //     The run history that the workbench and training runs of strata-train write (core/history/RunStore).
+//   profile PROJECT [--device D] [--batch B] [--steps N] [--json FILE] [--roofline-cache FILE] [--refresh-roofline]
+//     Per-layer forward and backward times, FLOPs, bytes, achieved rates against the device roofline, and the
+//     step split into compute, data wait and overhead (core/train/Profile.h).
 #pragma once
 
 #include <ostream>
@@ -34,6 +37,7 @@ namespace strata {
 
 int runExportCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int runPruneCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int runProfileCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int runRunsCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int runPredictCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 
