@@ -79,11 +79,10 @@ int runsCommand(const std::vector<std::string>& argsIn, std::ostream& out) {
             << "NAME\n";
         for (const history::RunRecord& r : store.runs())
             out << std::setw(6) << r.id << std::setw(21) << r.started.substr(0, 19) << std::setw(7) << r.source
-                << std::setw(20) << r.projectName.substr(0, 19) << std::setw(8) << r.device << std::setw(10)
-                << r.status << std::setw(7) << r.epochsCompleted << std::setw(10) << pct(r.bestValAccuracy)
-                << std::setw(10) << pct(r.finalValAccuracy) << std::setw(10) << num(r.finalValLoss, 4)
-                << std::setw(10) << num(r.samplesPerSecond, 0) << std::setw(9) << num(r.seconds, 1) << r.name
-                << "\n";
+                << std::setw(20) << r.projectName.substr(0, 19) << std::setw(8) << r.device << std::setw(10) << r.status
+                << std::setw(7) << r.epochsCompleted << std::setw(10) << pct(r.bestValAccuracy) << std::setw(10)
+                << pct(r.finalValAccuracy) << std::setw(10) << num(r.finalValLoss, 4) << std::setw(10)
+                << num(r.samplesPerSecond, 0) << std::setw(9) << num(r.seconds, 1) << r.name << "\n";
         return 0;
     }
     if (sub == "show") {
@@ -137,10 +136,10 @@ int runsCommand(const std::vector<std::string>& argsIn, std::ostream& out) {
     if (sub == "diff") {
         want(2);
         const history::RunRecord a = get(args[1]), b = get(args[2]);
-        const auto diff = history::settingsDiff(Json::parse(store.projectJson(a.id)), Json::parse(store.projectJson(b.id)));
+        const auto diff =
+            history::settingsDiff(Json::parse(store.projectJson(a.id)), Json::parse(store.projectJson(b.id)));
         if (diff.empty()) out << "runs " << a.id << " and " << b.id << " ran the same project settings\n";
-        for (const auto& [key, values] : diff)
-            out << key << ": " << values.first << " -> " << values.second << "\n";
+        for (const auto& [key, values] : diff) out << key << ": " << values.first << " -> " << values.second << "\n";
         return 0;
     }
     if (sub == "rename" || sub == "note") {

@@ -275,8 +275,7 @@ int main(int argc, char** argv) {
     if (args[0] == "--list-devices") return listDevices();
     if (args[0] == "export") return strata::runExportCommand({args.begin() + 1, args.end()}, std::cout, std::cerr);
     if (args[0] == "predict") return strata::runPredictCommand({args.begin() + 1, args.end()}, std::cout, std::cerr);
-    if (args[0] == "profile")
-        return strata::runProfileCommand({args.begin() + 1, args.end()}, std::cout, std::cerr);
+    if (args[0] == "profile") return strata::runProfileCommand({args.begin() + 1, args.end()}, std::cout, std::cerr);
     if (args[0] == "runs") return strata::runRunsCommand({args.begin() + 1, args.end()}, std::cout, std::cerr);
     if (args[0] == "prune") return strata::runPruneCommand({args.begin() + 1, args.end()}, std::cout, std::cerr);
 

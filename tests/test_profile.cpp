@@ -47,19 +47,24 @@ class TestProfile : public QObject {
 private slots:
     void layerTimesAddUpToTheStep() {
         const Project project = cnnProject();
-        auto backend = backendRegistry().create(Device::parse("cpu"), {});
+        // One thread: on a loaded machine, OpenMP's barriers wait for descheduled threads at random.
+        BackendOptions one;
+        one.threads = 1;
+        auto backend = backendRegistry().create(Device::parse("cpu"), one);
         ProfileOptions options;
-        options.steps = 12;
+        options.steps = 30;
         options.rooflineCache = m_dir.filePath("roofline.json").toStdString();
         // The machine running the tests may be busy: up to three tries for the 10% agreement.
         ProfileReport r;
         double gap = 1;
         for (int attempt = 0; attempt < 3 && gap > 0.10; ++attempt) {
             r = profileProject(project, "", *backend, options);
-            gap = std::abs(r.computeMs - r.plainComputeMs) / r.plainComputeMs;
-            qInfo("attempt %d: rows add up to %.3f ms, plain step compute %.3f ms (%.1f%%), layers %.3f ms",
-                  attempt + 1, r.computeMs, r.plainComputeMs, 100 * gap, r.layersMs);
+            // The fastest of each kind: the medians move with the load of a shared machine.
+            gap = std::abs(r.fastestComputeMs - r.fastestPlainComputeMs) / r.fastestPlainComputeMs;
+            qInfo("attempt %d: rows add up to %.3f ms, plain step compute %.3f ms (%.1f%%); medians %.3f and %.3f",
+                  attempt + 1, r.fastestComputeMs, r.fastestPlainComputeMs, 100 * gap, r.computeMs, r.plainComputeMs);
         }
+        qInfo("%s", formatProfile(r).c_str());
         QVERIFY2(gap <= 0.10, qPrintable(QString::fromStdString(formatProfile(r))));
         // The layers' own calls are most of it (the rows are not just the catch-all).
         QVERIFY2(r.layersMs > 0.7 * r.computeMs, qPrintable(QString::fromStdString(formatProfile(r))));
@@ -67,8 +72,8 @@ private slots:
         QCOMPARE(r.batch, 32);
 
         // Every layer but the Input, in order, with its own time; the fused and absorbed ReLUs are marked.
-        const std::vector<std::string> names = {"conv1", "relu1", "pool1", "conv2", "relu2", "pool2",
-                                                "flatten", "fc1",   "relu3", "fc2"};
+        const std::vector<std::string> names = {"conv1", "relu1",   "pool1", "conv2", "relu2",
+                                                "pool2", "flatten", "fc1",   "relu3", "fc2"};
         QCOMPARE(r.layers.size(), names.size());
         for (size_t i = 0; i < names.size(); ++i) {
             const LayerProfile& l = r.layers[i];
@@ -91,10 +96,13 @@ private slots:
 
         // The roofline: measured once, then from the cache.
         QVERIFY(r.roofline.peakGflops > 0.5 && r.roofline.peakGBps > 0.1);
-        QVERIFY(!r.roofline.fromCache);
-        const Roofline again = deviceRoofline(*backend, options.rooflineCache);
+        const std::string cache = m_dir.filePath("fresh.json").toStdString();
+        const Roofline first = deviceRoofline(*backend, cache);
+        QVERIFY(!first.fromCache);
+        const Roofline again = deviceRoofline(*backend, cache);
         QVERIFY(again.fromCache);
-        QCOMPARE(again.peakGflops, r.roofline.peakGflops);
+        QCOMPARE(again.peakGflops, first.peakGflops);
+        QCOMPARE(again.device, first.device);
 
         const Json j = profileToJson(r);
         QCOMPARE(j["layers"].size(), names.size());
@@ -106,10 +114,10 @@ private slots:
         const std::string path = m_dir.filePath("cnn.strata").toStdString();
         writeProject(project, path);
         std::ostringstream out, err;
-        const int rc = runProfileCommand({path, "--steps", "2", "--batch", "16", "--roofline-cache",
-                                          m_dir.filePath("roofline.json").toStdString(), "--json",
-                                          m_dir.filePath("p.json").toStdString()},
-                                         out, err);
+        const int rc = runProfileCommand(
+            {path, "--steps", "2", "--batch", "16", "--roofline-cache", m_dir.filePath("roofline.json").toStdString(),
+             "--json", m_dir.filePath("p.json").toStdString()},
+            out, err);
         QVERIFY2(rc == 0, err.str().c_str());
         QVERIFY2(out.str().find("batch 16") != std::string::npos, out.str().c_str());
         QVERIFY(out.str().find("conv2") != std::string::npos);

@@ -29,8 +29,7 @@ void RunRecorder::write(F&& f) {
         f();
     } catch (const std::exception& e) {
         m_failed = true;
-        if (m_next)
-            m_next->onLog("run history: recording stopped (" + std::string(e.what()) + "); training goes on");
+        if (m_next) m_next->onLog("run history: recording stopped (" + std::string(e.what()) + "); training goes on");
     }
 }
 

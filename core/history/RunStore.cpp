@@ -1,8 +1,6 @@
 // RunStore: see RunStore.h.
 #include "core/history/RunStore.h"
 
-#include <sqlite3.h>
-
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -15,6 +13,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include <sqlite3.h>
+
 namespace strata::history {
 
 namespace {
@@ -24,9 +24,14 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 // Columns added after the first release of the history, with their types. ensureSchema adds the ones a
 // database lacks. source defaults to 'gui': every run recorded before the CLI wrote here came from the GUI.
 const std::vector<std::pair<const char*, const char*>> kAddedRunColumns = {
-    {"source", "TEXT DEFAULT 'gui'"},     {"name", "TEXT"},           {"notes", "TEXT"},
-    {"final_train_loss", "REAL"},         {"final_train_acc", "REAL"}, {"final_val_loss", "REAL"},
-    {"final_val_acc", "REAL"},            {"samples_per_second", "REAL"},
+    {"source", "TEXT DEFAULT 'gui'"},
+    {"name", "TEXT"},
+    {"notes", "TEXT"},
+    {"final_train_loss", "REAL"},
+    {"final_train_acc", "REAL"},
+    {"final_val_loss", "REAL"},
+    {"final_val_acc", "REAL"},
+    {"samples_per_second", "REAL"},
 };
 
 // The tables as the first release created them (ui/base/RunHistory); never edited, only added to.
@@ -138,8 +143,7 @@ void ensureSchemaOn(sqlite3* db, const std::string& path) {
         while (q.step()) have.insert(q.text(1));
     }
     for (const auto& [column, type] : kAddedRunColumns)
-        if (!have.count(column))
-            execOn(db, std::string("ALTER TABLE runs ADD COLUMN ") + column + " " + type, path);
+        if (!have.count(column)) execOn(db, std::string("ALTER TABLE runs ADD COLUMN ") + column + " " + type, path);
 }
 
 std::string nowIso() {
@@ -149,8 +153,8 @@ std::string nowIso() {
     std::tm tm{};
     gmtime_r(&t, &tm);
     char buf[96];
-    std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
-                  tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(ms));
+    std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+                  tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(ms));
     return buf;
 }
 
@@ -194,9 +198,12 @@ RunStore::~RunStore() { sqlite3_close(m_db); }
 
 std::string RunStore::defaultPath() {
     std::string base;
-    if (const char* xdg = std::getenv("XDG_DATA_HOME"); xdg && xdg[0] == '/') base = xdg;
-    else if (const char* home = std::getenv("HOME"); home && home[0]) base = std::string(home) + "/.local/share";
-    else base = ".";
+    if (const char* xdg = std::getenv("XDG_DATA_HOME"); xdg && xdg[0] == '/')
+        base = xdg;
+    else if (const char* home = std::getenv("HOME"); home && home[0])
+        base = std::string(home) + "/.local/share";
+    else
+        base = ".";
     return base + "/Strata/Strata/runs.sqlite";
 }
 
@@ -266,8 +273,7 @@ void RunStore::addEpoch(int64_t run, const EpochEvent& e) {
     q.run();
 }
 
-void RunStore::finishRun(int64_t run, const std::string& status, const std::string& message,
-                         const FinishedEvent& f) {
+void RunStore::finishRun(int64_t run, const std::string& status, const std::string& message, const FinishedEvent& f) {
     Statement q(m_db,
                 "UPDATE runs SET status = ?, message = ?, epochs_completed = ?, best_epoch = ?, best_val_loss = ?,"
                 " best_val_acc = ?, seconds = ? WHERE id = ?");
@@ -431,9 +437,8 @@ std::string metricsCsv(const std::vector<MetricRow>& rows) {
     s << "kind,step,epoch,loss,accuracy,learning_rate,samples_per_second,val_loss,val_accuracy,elapsed_seconds\n";
     for (const MetricRow& m : rows) {
         s << m.kind << ',' << (m.kind == "step" ? std::to_string(m.step) : std::string()) << ',' << m.epoch << ','
-          << cell(m.loss) << ',' << cell(m.accuracy) << ',' << cell(m.learningRate) << ','
-          << cell(m.samplesPerSecond) << ',' << cell(m.valLoss) << ',' << cell(m.valAccuracy) << ','
-          << cell(m.elapsedSeconds) << '\n';
+          << cell(m.loss) << ',' << cell(m.accuracy) << ',' << cell(m.learningRate) << ',' << cell(m.samplesPerSecond)
+          << ',' << cell(m.valLoss) << ',' << cell(m.valAccuracy) << ',' << cell(m.elapsedSeconds) << '\n';
     }
     return s.str();
 }

@@ -101,9 +101,12 @@ Json readCache(const std::string& path) {
 
 std::string defaultRooflineCachePath() {
     std::string base;
-    if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && xdg[0] == '/') base = xdg;
-    else if (const char* home = std::getenv("HOME"); home && home[0]) base = std::string(home) + "/.cache";
-    else base = ".";
+    if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && xdg[0] == '/')
+        base = xdg;
+    else if (const char* home = std::getenv("HOME"); home && home[0])
+        base = std::string(home) + "/.cache";
+    else
+        base = ".";
     return base + "/strata/roofline.json";
 }
 
@@ -305,6 +308,8 @@ ProfileReport profileProject(const Project& projectIn, const std::string& projec
     report.stepMs = median(stepMs);
     report.dataWaitMs = median(dataMs);
     report.plainComputeMs = median(plainComputeMs);
+    report.fastestComputeMs = *std::min_element(computeMs.begin(), computeMs.end());
+    report.fastestPlainComputeMs = *std::min_element(plainComputeMs.begin(), plainComputeMs.end());
     report.overheadMs = std::max(0.0, report.stepMs - report.dataWaitMs - report.computeMs);
 
     // Parameters by node: the weight (its first dimension is the output channels or units) and the total.
@@ -312,7 +317,8 @@ ProfileReport profileProject(const Project& projectIn, const std::string& projec
     for (const Model::NamedParameter& p : model->namedParameters()) {
         paramNumel[p.node] += p.param->value.numel();
         const std::string suffix = ".weight";
-        if (p.name.size() > suffix.size() && p.name.compare(p.name.size() - suffix.size(), suffix.size(), suffix) == 0) {
+        if (p.name.size() > suffix.size() &&
+            p.name.compare(p.name.size() - suffix.size(), suffix.size(), suffix) == 0) {
             weightNumel[p.node] = p.param->value.numel();
             weightRows[p.node] = p.param->value.shape()[0];
         }
@@ -332,7 +338,8 @@ ProfileReport profileProject(const Project& projectIn, const std::string& projec
         std::vector<int64_t> inNumel;
         for (const std::string& port : g.inputPorts(id))
             if (const auto e = g.edgeInto({id, port}))
-                if (const Tensor* t = model->nodeOutput(e->from.node)) inNumel.push_back(t->shape().dropFirst().numel());
+                if (const Tensor* t = model->nodeOutput(e->from.node))
+                    inNumel.push_back(t->shape().dropFirst().numel());
         const Cost c = layerCost(node->type, node->params, ts.batchSize, inNumel, outNumel, weightNumel[id],
                                  weightRows[id], paramNumel[id]);
         lp.absorbed = !bwdSteps.count(id);
@@ -385,10 +392,13 @@ Json profileToJson(const ProfileReport& r) {
                 {"data_wait_ms", r.dataWaitMs},
                 {"overhead_ms", r.overheadMs},
                 {"plain_compute_ms", r.plainComputeMs},
-                {"roofline", {{"device", r.roofline.device},
-                              {"peak_gflops", r.roofline.peakGflops},
-                              {"peak_gbps", r.roofline.peakGBps},
-                              {"cached", r.roofline.fromCache}}}};
+                {"fastest_compute_ms", r.fastestComputeMs},
+                {"fastest_plain_compute_ms", r.fastestPlainComputeMs},
+                {"roofline",
+                 {{"device", r.roofline.device},
+                  {"peak_gflops", r.roofline.peakGflops},
+                  {"peak_gbps", r.roofline.peakGBps},
+                  {"cached", r.roofline.fromCache}}}};
 }
 
 std::string formatProfile(const ProfileReport& r) {
@@ -418,8 +428,8 @@ std::string formatProfile(const ProfileReport& r) {
             std::snprintf(bwdText, sizeof bwdText, "%.3f", l.backwardMs);
         std::snprintf(line, sizeof line, "%-16s %-14s %-14s %9s %9s %5.1f%% %9.4f %9.2f %8.1f %8.1f\n",
                       l.name.substr(0, 16).c_str(), l.type.substr(0, 14).c_str(), l.outputShape.substr(0, 14).c_str(),
-                      fwdText, bwdText, 100 * l.share, l.forwardGflop + l.backwardGflop, l.bytesMoved / 1e6,
-                      l.gflops, l.gbps);
+                      fwdText, bwdText, 100 * l.share, l.forwardGflop + l.backwardGflop, l.bytesMoved / 1e6, l.gflops,
+                      l.gbps);
         s << line;
     }
     std::snprintf(line, sizeof line, "%-46s %9.3f %9s %5.1f%%\n", "(between layers: activation-gradient zeroing)",

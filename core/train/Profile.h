@@ -37,7 +37,7 @@ std::string defaultRooflineCachePath();  // $XDG_CACHE_HOME (or ~/.cache)/strata
 struct LayerProfile {
     int node = 0;
     std::string name, type, outputShape;  // per sample
-    bool fused = false;     // a ReLU run inside its producer: its forward time is the producer's
+    bool fused = false;                   // a ReLU run inside its producer: its forward time is the producer's
     bool absorbed = false;  // no backward call of its own (a ReLU absorbed by the pooling after it, the Input)
     double forwardMs = 0, backwardMs = 0;
     double forwardGflop = 0, backwardGflop = 0;  // per step
@@ -57,7 +57,7 @@ struct ProfileOptions {
 struct ProfileReport {
     std::string device, deviceName;
     int batch = 0, steps = 0;
-    std::vector<LayerProfile> layers;  // topological order, Input left out
+    std::vector<LayerProfile> layers;    // topological order, Input left out
     double lossMs = 0, optimizerMs = 0;  // the loss (forward and gradient) and the optimizer (zero, update)
     double betweenLayersMs = 0;          // forward and backward besides their layers' calls
     double layersMs = 0;                 // the layers' calls alone
@@ -65,6 +65,9 @@ struct ProfileReport {
     double stepMs = 0;                   // a plain step, whole
     double dataWaitMs = 0, overheadMs = 0;
     double plainComputeMs = 0;  // a plain step without its data wait: what computeMs should add up to
+    // The fastest step of each kind: on a busy machine the least disturbed, the fairest comparison of the
+    // timed rows' sum with a plain step.
+    double fastestComputeMs = 0, fastestPlainComputeMs = 0;
     Roofline roofline;
 };
 

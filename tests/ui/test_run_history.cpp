@@ -180,12 +180,14 @@ private slots:
             db.setDatabaseName(path);
             QVERIFY(db.open());
             QSqlQuery q(db);
-            QVERIFY(q.exec("CREATE TABLE runs (id INTEGER PRIMARY KEY AUTOINCREMENT, started TEXT NOT NULL,"
-                           " project_name TEXT, project_path TEXT, device TEXT, project_json TEXT, status TEXT,"
-                           " message TEXT, epochs_completed INTEGER, best_epoch INTEGER, best_val_loss REAL,"
-                           " best_val_acc REAL, seconds REAL)"));
-            QVERIFY(q.exec("INSERT INTO runs (started, project_name, status) VALUES ('2026-11-30T10:00:00Z',"
-                           " 'old', 'finished')"));
+            QVERIFY(
+                q.exec("CREATE TABLE runs (id INTEGER PRIMARY KEY AUTOINCREMENT, started TEXT NOT NULL,"
+                       " project_name TEXT, project_path TEXT, device TEXT, project_json TEXT, status TEXT,"
+                       " message TEXT, epochs_completed INTEGER, best_epoch INTEGER, best_val_loss REAL,"
+                       " best_val_acc REAL, seconds REAL)"));
+            QVERIFY(
+                q.exec("INSERT INTO runs (started, project_name, status) VALUES ('2026-11-30T10:00:00Z',"
+                       " 'old', 'finished')"));
             db.close();
         }
         QSqlDatabase::removeDatabase("old");
