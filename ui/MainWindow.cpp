@@ -32,6 +32,7 @@
 #include "ui/OptimizePanel.h"
 #include "ui/PredictPanel.h"
 #include "ui/ProblemsPanel.h"
+#include "ui/ProfileOverlay.h"
 #include "ui/PropertyPanel.h"
 #include "ui/TrainingDashboard.h"
 #include "ui/TrainingSettingsPanel.h"
@@ -207,6 +208,24 @@ void MainWindow::createActions() {
         tr("S&top"), QKeySequence(tr("Shift+F5")), [this] { m_dashboard->stopTraining(); },
         s->standardIcon(QStyle::SP_MediaStop));
     m_checkpointAct = make(tr("Save &Checkpoint Now"), QKeySequence(), [this] { m_dashboard->saveCheckpointNow(); });
+    // Profile Layers: a few training steps on the project's device, then the canvas shows each layer's time.
+    m_profiler = new ProfileRunner(this);
+    m_profileAct = make(tr("&Profile Layers"), QKeySequence(tr("F7")), [this] {
+        if (m_profiler->start(m_doc->project(), m_doc->filePath())) {
+            m_profileAct->setEnabled(false);
+            statusBar()->showMessage(tr("Profiling each layer..."));
+        }
+    });
+    connect(m_profiler, &ProfileRunner::finished, this, [this] {
+        m_profileAct->setEnabled(true);
+        applyProfile(m_scene, m_profiler->report());
+        statusBar()->showMessage(profileSummary(m_profiler->report()), 30000);
+    });
+    connect(m_profiler, &ProfileRunner::failed, this, [this](const QString& message) {
+        m_profileAct->setEnabled(true);
+        m_lastError = message;
+        statusBar()->showMessage(tr("Profile failed: %1").arg(message), 15000);
+    });
     m_aboutAct = make(tr("&About Strata"), QKeySequence(), [this] {
         QMessageBox::about(this, tr("About Strata"),
                            tr("<b>Strata</b> %1<br>A workbench for drawing, training and exporting neural "
@@ -241,7 +260,7 @@ void MainWindow::createMenus() {
     for (QDockWidget* d : std::as_const(m_docks)) m_viewMenu->addAction(d->toggleViewAction());
 
     QMenu* train = menuBar()->addMenu(tr("&Train"));
-    train->addActions({m_trainAct, m_pauseAct, m_stopAct, m_checkpointAct});
+    train->addActions({m_trainAct, m_pauseAct, m_stopAct, m_checkpointAct, m_profileAct});
 
     QMenu* help = menuBar()->addMenu(tr("&Help"));
     help->addAction(m_aboutAct);

@@ -30,6 +30,7 @@ class TrainingSettingsPanel;
 class ExportDialog;
 class PredictPanel;
 class OptimizePanel;
+class ProfileRunner;
 
 class MainWindow : public QMainWindow {
     Q_OBJECT
@@ -49,6 +50,9 @@ public:
     TrainingDashboard* dashboard() const { return m_dashboard; }
     PredictPanel* predictPanel() const { return m_predict; }
     OptimizePanel* optimizePanel() const { return m_optimize; }
+    // Train > Profile Layers and the runner behind it (ui/ProfileOverlay).
+    QAction* profileAction() const { return m_profileAct; }
+    ProfileRunner* profiler() const { return m_profiler; }
     // The File > Export Model dialog; null until first shown.
     ExportDialog* exportDialog() const { return m_exportDialog; }
     // "paletteDock", "propertiesDock", "problemsDock", "datasetDock", "trainingSettingsDock",
@@ -141,6 +145,8 @@ private:
     QAction* m_pauseAct = nullptr;
     QAction* m_stopAct = nullptr;
     QAction* m_checkpointAct = nullptr;
+    QAction* m_profileAct = nullptr;  // Train > Profile Layers (ui/ProfileOverlay)
+    ProfileRunner* m_profiler = nullptr;
     QAction* m_aboutAct = nullptr;
 
     QString m_lastError;
