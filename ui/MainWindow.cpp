@@ -34,6 +34,7 @@
 #include "ui/ProblemsPanel.h"
 #include "ui/ProfileOverlay.h"
 #include "ui/PropertyPanel.h"
+#include "ui/RunsPanel.h"
 #include "ui/TrainingDashboard.h"
 #include "ui/TrainingSettingsPanel.h"
 #include "ui/base/ProjectDocument.h"
@@ -133,6 +134,15 @@ void MainWindow::createDocks() {
     QDockWidget* optimizeDock =
         dock(tr("Optimize"), QStringLiteral("optimizeDock"), m_optimize, Qt::BottomDockWidgetArea);
     tabifyDockWidget(predictDock, optimizeDock);
+    // The Runs view: its selection overlays curves in the dashboard's charts.
+    m_runs = new RunsPanel(this);
+    m_runs->setDashboard(m_dashboard);
+    QDockWidget* runsDock = dock(tr("Runs"), QStringLiteral("runsDock"), m_runs, Qt::BottomDockWidgetArea);
+    tabifyDockWidget(optimizeDock, runsDock);
+    connect(m_dashboard, &TrainingDashboard::trainingStarted, m_runs, &RunsPanel::clearOverlay);
+    connect(m_dashboard, &TrainingDashboard::trainingFinished, m_runs, &RunsPanel::reload);
+    connect(m_runs, &RunsPanel::openProjectRequested, this,
+            [this](const strata::Project& project, const QString&) { newProject(project); });
     connect(m_optimize, &OptimizePanel::exportRequested, this, [this](const QString& checkpoint, bool int8) {
         showExportDialog();
         m_exportDialog->setSource(checkpoint);

@@ -31,6 +31,7 @@ class ExportDialog;
 class PredictPanel;
 class OptimizePanel;
 class ProfileRunner;
+class RunsPanel;
 
 class MainWindow : public QMainWindow {
     Q_OBJECT
@@ -50,6 +51,8 @@ public:
     TrainingDashboard* dashboard() const { return m_dashboard; }
     PredictPanel* predictPanel() const { return m_predict; }
     OptimizePanel* optimizePanel() const { return m_optimize; }
+    // The Runs view (dock "runsDock"); strata_gui points it at the run history's database.
+    RunsPanel* runsPanel() const { return m_runs; }
     // Train > Profile Layers and the runner behind it (ui/ProfileOverlay).
     QAction* profileAction() const { return m_profileAct; }
     ProfileRunner* profiler() const { return m_profiler; }
@@ -117,6 +120,7 @@ private:
     TrainingSettingsPanel* m_trainingSettings = nullptr;
     PredictPanel* m_predict = nullptr;
     OptimizePanel* m_optimize = nullptr;
+    RunsPanel* m_runs = nullptr;
     ExportDialog* m_exportDialog = nullptr;
     QList<QDockWidget*> m_docks;
 

@@ -2,8 +2,9 @@
 #include "ui/ProfileOverlay.h"
 
 #include <QHash>
-#include <QtConcurrent/QtConcurrentRun>
 #include <algorithm>
+
+#include <QtConcurrent/QtConcurrentRun>
 
 #include "core/backend/BackendRegistry.h"
 #include "core/train/BackendOptionsFor.h"
@@ -13,13 +14,16 @@
 namespace strata::ui {
 
 QString profileFigures(const LayerProfile& l, const Roofline& roofline) {
-    const QString fwd = l.fused ? QStringLiteral("fused into the layer before") : QStringLiteral("%1 ms").arg(l.forwardMs, 0, 'f', 3);
-    const QString bwd = l.absorbed ? QStringLiteral("done by the layer after") : QStringLiteral("%1 ms").arg(l.backwardMs, 0, 'f', 3);
-    QString text = QStringLiteral("<b>%1%</b> of the step's compute<br>forward %2, backward %3<br>%4 GFLOP, %5 MB moved")
-                       .arg(100 * l.share, 0, 'f', 1)
-                       .arg(fwd, bwd)
-                       .arg(l.forwardGflop + l.backwardGflop, 0, 'g', 3)
-                       .arg(l.bytesMoved / 1e6, 0, 'f', 2);
+    const QString fwd =
+        l.fused ? QStringLiteral("fused into the layer before") : QStringLiteral("%1 ms").arg(l.forwardMs, 0, 'f', 3);
+    const QString bwd =
+        l.absorbed ? QStringLiteral("done by the layer after") : QStringLiteral("%1 ms").arg(l.backwardMs, 0, 'f', 3);
+    QString text =
+        QStringLiteral("<b>%1%</b> of the step's compute<br>forward %2, backward %3<br>%4 GFLOP, %5 MB moved")
+            .arg(100 * l.share, 0, 'f', 1)
+            .arg(fwd, bwd)
+            .arg(l.forwardGflop + l.backwardGflop, 0, 'g', 3)
+            .arg(l.bytesMoved / 1e6, 0, 'f', 2);
     text += QStringLiteral("<br>%1 GFLOP/s, %2 GB/s").arg(l.gflops, 0, 'f', 1).arg(l.gbps, 0, 'f', 1);
     if (roofline.peakGflops > 0 && roofline.peakGBps > 0 && l.bytesMoved > 0) {
         // Arithmetic intensity against the ridge point says which roof bounds the layer.
@@ -82,8 +86,8 @@ bool ProfileRunner::start(const Project& project, const QString& projectPath, in
     m_watcher.setFuture(QtConcurrent::run([project, path, steps]() -> Outcome {
         Outcome o;
         try {
-            std::unique_ptr<Backend> backend = backendRegistry().create(Device::parse(project.training.device),
-                                                                        backendOptionsFor(project.training));
+            std::unique_ptr<Backend> backend =
+                backendRegistry().create(Device::parse(project.training.device), backendOptionsFor(project.training));
             ProfileOptions options;
             options.steps = steps;
             o.report = profileProject(project, path, *backend, options);

@@ -31,16 +31,16 @@ private slots:
     void profileTintsNodesAndFillsTooltips() {
         Project p;
         p.name = "profile-overlay";
-        const std::vector<int> ids = test::addChain(
-            p.graph, {{"Input", "input", Json{{"shape", {1, 28, 28}}}},
-                      {"Conv2D", "conv1", Json{{"filters", 16}, {"padding", {1, 1}}}},
-                      {"ReLU", "relu1"},
-                      {"MaxPool2D", "pool1"},
-                      {"Conv2D", "conv2", Json{{"filters", 32}, {"padding", {1, 1}}}},
-                      {"ReLU", "relu2"},
-                      {"MaxPool2D", "pool2"},
-                      {"Flatten", "flatten"},
-                      {"Dense", "fc", Json{{"units", 4}}}});
+        const std::vector<int> ids =
+            test::addChain(p.graph, {{"Input", "input", Json{{"shape", {1, 28, 28}}}},
+                                     {"Conv2D", "conv1", Json{{"filters", 16}, {"padding", {1, 1}}}},
+                                     {"ReLU", "relu1"},
+                                     {"MaxPool2D", "pool1"},
+                                     {"Conv2D", "conv2", Json{{"filters", 32}, {"padding", {1, 1}}}},
+                                     {"ReLU", "relu2"},
+                                     {"MaxPool2D", "pool2"},
+                                     {"Flatten", "flatten"},
+                                     {"Dense", "fc", Json{{"units", 4}}}});
         for (size_t i = 0; i < ids.size(); ++i) p.graph.setPosition(ids[i], 0, 130.0 * double(i));
         test::useBlobs(p, 320, 4, {1, 28, 28});
         p.training.batchSize = 32;
