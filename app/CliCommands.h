@@ -27,6 +27,8 @@
 //   profile PROJECT [--device D] [--batch B] [--steps N] [--json FILE] [--roofline-cache FILE] [--refresh-roofline]
 //     Per-layer forward and backward times, FLOPs, bytes, achieved rates against the device roofline, and the
 //     step split into compute, data wait and overhead (core/train/Profile.h).
+//   sweep PROJECT [--history DB|off] [--state FILE] [--quiet]
+//     The project's hyperparameter sweep, each trial a recorded run, resumable (core/history/Sweep.h).
 #pragma once
 
 #include <ostream>
@@ -38,6 +40,7 @@ namespace strata {
 int runExportCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int runPruneCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int runProfileCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int runSweepCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int runRunsCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int runPredictCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 

@@ -42,6 +42,7 @@ std::string usage() {
         "                    [--schedule polynomial] [--scope per-layer|global] [--end-step N] [--frequency N] ...\n"
         "                    (strata-train prune --help for every option)\n"
         "       strata-train profile PROJECT.strata [--device D] [--batch B] [--steps N] [--json FILE]\n"
+        "       strata-train sweep PROJECT.strata [--history DB|off] [--state FILE]\n"
         "       strata-train runs list|show ID|export ID --csv|diff A B|rename|note|delete [--history DB]\n"
         "options (each overrides the project's setting named in brackets):\n";
     auto line = [&text](const std::string& option, const std::string& help) {
@@ -276,6 +277,7 @@ int main(int argc, char** argv) {
     if (args[0] == "export") return strata::runExportCommand({args.begin() + 1, args.end()}, std::cout, std::cerr);
     if (args[0] == "predict") return strata::runPredictCommand({args.begin() + 1, args.end()}, std::cout, std::cerr);
     if (args[0] == "profile") return strata::runProfileCommand({args.begin() + 1, args.end()}, std::cout, std::cerr);
+    if (args[0] == "sweep") return strata::runSweepCommand({args.begin() + 1, args.end()}, std::cout, std::cerr);
     if (args[0] == "runs") return strata::runRunsCommand({args.begin() + 1, args.end()}, std::cout, std::cerr);
     if (args[0] == "prune") return strata::runPruneCommand({args.begin() + 1, args.end()}, std::cout, std::cerr);
 

@@ -35,7 +35,11 @@ QString percent(double v) { return std::isfinite(v) ? QStringLiteral("%1%").arg(
 QString duration(double s) {
     if (!std::isfinite(s) || s <= 0) return {};
     const qint64 t = qRound64(s);
-    if (t >= 3600) return QStringLiteral("%1:%2:%3").arg(t / 3600).arg((t / 60) % 60, 2, 10, QLatin1Char('0')).arg(t % 60, 2, 10, QLatin1Char('0'));
+    if (t >= 3600)
+        return QStringLiteral("%1:%2:%3")
+            .arg(t / 3600)
+            .arg((t / 60) % 60, 2, 10, QLatin1Char('0'))
+            .arg(t % 60, 2, 10, QLatin1Char('0'));
     return QStringLiteral("%1:%2").arg(t / 60, 2, 10, QLatin1Char('0')).arg(t % 60, 2, 10, QLatin1Char('0'));
 }
 
@@ -66,9 +70,9 @@ int RunsModel::columnCount(const QModelIndex& parent) const { return parent.isVa
 
 QVariant RunsModel::headerData(int section, Qt::Orientation orientation, int role) const {
     if (orientation != Qt::Horizontal || role != Qt::DisplayRole) return {};
-    static const char* names[] = {"ID",      "Name",       "Project",        "Started",      "Device",
-                                  "From",    "Status",     "Epochs",         "Best val acc", "Final val acc",
-                                  "Final val loss", "Samples/s", "Duration", "Notes"};
+    static const char* names[] = {"ID",       "Name",   "Project",      "Started",       "Device",         "From",
+                                  "Status",   "Epochs", "Best val acc", "Final val acc", "Final val loss", "Samples/s",
+                                  "Duration", "Notes"};
     return section >= 0 && section < ColumnCount ? tr(names[section]) : QVariant();
 }
 
@@ -193,8 +197,8 @@ RunsPanel::RunsPanel(QWidget* parent) : QWidget(parent) {
         const QList<qint64> ids = selectedRuns();
         if (ids.isEmpty()) return;
         if (QMessageBox::question(this, tr("Delete runs"),
-                                  tr("Delete %n run(s) and their curves from the history?", nullptr, int(ids.size()))) ==
-            QMessageBox::Yes)
+                                  tr("Delete %n run(s) and their curves from the history?", nullptr,
+                                     int(ids.size()))) == QMessageBox::Yes)
             deleteRuns(ids);
     });
     connect(m_openButton, &QPushButton::clicked, this, [this] {
@@ -312,7 +316,9 @@ QStringList RunsPanel::overlaySelected() {
             parts << str(shortKey + "=" + v);
         }
         QString label = tr("run %1").arg(ids[int(i)]);
-        if (!parts.isEmpty()) label += QStringLiteral(": ") + (parts.size() > 3 ? parts.mid(0, 3).join(", ") + ", ..." : parts.join(", "));
+        if (!parts.isEmpty())
+            label +=
+                QStringLiteral(": ") + (parts.size() > 3 ? parts.mid(0, 3).join(", ") + ", ..." : parts.join(", "));
         labels << label;
 
         const QColor color = kRunColors[i % std::size(kRunColors)];
@@ -355,8 +361,7 @@ QStringList RunsPanel::settingsDiff(qint64 a, qint64 b) const {
     if (!m_store) return out;
     const Json ja = Json::parse(m_store->projectJson(a), nullptr, false);
     const Json jb = Json::parse(m_store->projectJson(b), nullptr, false);
-    for (const auto& [key, v] : history::settingsDiff(ja, jb))
-        out << str(key + ": " + v.first + " -> " + v.second);
+    for (const auto& [key, v] : history::settingsDiff(ja, jb)) out << str(key + ": " + v.first + " -> " + v.second);
     return out;
 }
 

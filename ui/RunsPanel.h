@@ -28,8 +28,21 @@ class RunsModel : public QAbstractTableModel {
     Q_OBJECT
 public:
     enum Column {
-        Id, Name, Project, Started, Device, Source, Status, Epochs, BestValAcc, FinalValAcc, FinalValLoss,
-        SamplesPerSecond, Duration, Notes, ColumnCount
+        Id,
+        Name,
+        Project,
+        Started,
+        Device,
+        Source,
+        Status,
+        Epochs,
+        BestValAcc,
+        FinalValAcc,
+        FinalValLoss,
+        SamplesPerSecond,
+        Duration,
+        Notes,
+        ColumnCount
     };
     using QAbstractTableModel::QAbstractTableModel;
     void setRuns(std::vector<history::RunRecord> runs);
