@@ -83,7 +83,8 @@ int sweepCommand(const std::vector<std::string>& args, std::ostream& out, std::o
         return d.maximize() ? a.metric > b.metric : a.metric < b.metric;
     });
     out << std::left << std::setw(7) << "TRIAL" << std::setw(6) << "RUNG" << std::setw(8) << "EPOCHS" << std::setw(10)
-        << d.metric << std::setw(8) << "RUN" << "SETTINGS\n";
+        << d.metric << std::setw(8) << "RUN"
+        << "SETTINGS\n";
     for (const history::TrialResult& r : results) {
         std::string settings;
         for (auto it = r.assignment.begin(); it != r.assignment.end(); ++it)

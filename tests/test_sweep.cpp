@@ -7,8 +7,8 @@
 #include <QTemporaryDir>
 #include <QTest>
 #include <QThread>
-#include <fstream>
 #include <algorithm>
+#include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
@@ -66,7 +66,8 @@ private slots:
         // A layer parameter by node name; the result is checked like a project file.
         const Project base = sweepProject(200);
         const Project p = applyAssignment(base, r[0]);
-        QCOMPARE(p.graph.nodeByName("dense1")->params["units"].get<int64_t>(), r[0]["graph.dense1.units"].get<int64_t>());
+        QCOMPARE(p.graph.nodeByName("dense1")->params["units"].get<int64_t>(),
+                 r[0]["graph.dense1.units"].get<int64_t>());
         try {
             applyAssignment(base, Json{{"graph.nosuch.units", 3}});
             QFAIL("no error for an unknown node");

@@ -362,6 +362,13 @@ bool RunStore::setNotes(int64_t run, const std::string& notes) {
     return sqlite3_changes(m_db) > 0;
 }
 
+std::string RunStore::integrityCheck() const {
+    Statement q(m_db, "PRAGMA integrity_check");
+    std::string out;
+    while (q.step()) out += (out.empty() ? "" : "; ") + q.text(0);
+    return out;
+}
+
 namespace {
 
 void diffInto(const Json* a, const Json* b, const std::string& path,

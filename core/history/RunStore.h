@@ -83,6 +83,8 @@ public:
     bool deleteRun(int64_t run);
     bool renameRun(int64_t run, const std::string& name);
     bool setNotes(int64_t run, const std::string& notes);
+    // SQLite's integrity check: "ok", or what is damaged (bench/: the database after a writer is killed).
+    std::string integrityCheck() const;
 
 private:
     void exec(const std::string& sql);

@@ -47,9 +47,12 @@ public:
 };
 
 Json resultToJson(const TrialResult& r) {
-    return Json{{"trial", r.trial},     {"rung", r.rung},
-                {"epochs", r.epochs},   {"assignment", r.assignment},
-                {"status", r.status},   {"run", r.runId},
+    return Json{{"trial", r.trial},
+                {"rung", r.rung},
+                {"epochs", r.epochs},
+                {"assignment", r.assignment},
+                {"status", r.status},
+                {"run", r.runId},
                 {"metric", std::isfinite(r.metric) ? Json(r.metric) : Json(nullptr)},
                 {"message", r.message}};
 }
@@ -80,11 +83,14 @@ SweepDefinition parseSweep(const Json& sweep) {
     SweepDefinition d;
     static const std::set<std::string> known = {"method", "trials", "seed", "metric", "parameters", "halving"};
     for (auto it = sweep.begin(); it != sweep.end(); ++it)
-        if (!known.count(it.key())) bad("/" + it.key(), "unknown key (known: halving, method, metric, parameters, seed, trials)");
+        if (!known.count(it.key()))
+            bad("/" + it.key(), "unknown key (known: halving, method, metric, parameters, seed, trials)");
     d.method = sweep.value("method", "grid");
-    if (d.method != "grid" && d.method != "random") bad("/method", "unknown value '" + d.method + "' (one of: grid, random)");
+    if (d.method != "grid" && d.method != "random")
+        bad("/method", "unknown value '" + d.method + "' (one of: grid, random)");
     if (sweep.contains("trials")) {
-        if (!sweep["trials"].is_number_integer() || sweep["trials"].get<int64_t>() < 1 || sweep["trials"].get<int64_t>() > 100000)
+        if (!sweep["trials"].is_number_integer() || sweep["trials"].get<int64_t>() < 1 ||
+            sweep["trials"].get<int64_t>() > 100000)
             bad("/trials", "expected an integer from 1 to 100000");
         d.trials = sweep["trials"].get<int>();
     }
@@ -94,7 +100,8 @@ SweepDefinition parseSweep(const Json& sweep) {
         d.seed = sweep["seed"].get<uint64_t>();
     }
     d.metric = sweep.value("metric", "val_acc");
-    if (d.metric != "val_acc" && d.metric != "val_loss") bad("/metric", "unknown value '" + d.metric + "' (one of: val_acc, val_loss)");
+    if (d.metric != "val_acc" && d.metric != "val_loss")
+        bad("/metric", "unknown value '" + d.metric + "' (one of: val_acc, val_loss)");
     if (!sweep.contains("parameters") || !sweep["parameters"].is_array() || sweep["parameters"].empty())
         bad("/parameters", "expected a non-empty array of parameters");
     for (size_t i = 0; i < sweep["parameters"].size(); ++i) {
@@ -102,9 +109,11 @@ SweepDefinition parseSweep(const Json& sweep) {
         const std::string path = "/parameters/" + std::to_string(i);
         if (!pj.is_object()) bad(path, "expected an object");
         SweepParameter p;
-        if (!pj.contains("setting") || !pj["setting"].is_string()) bad(path + "/setting", "missing (e.g. \"training.learning_rate\")");
+        if (!pj.contains("setting") || !pj["setting"].is_string())
+            bad(path + "/setting", "missing (e.g. \"training.learning_rate\")");
         p.setting = pj["setting"].get<std::string>();
-        if (p.setting.rfind("training.", 0) != 0 && p.setting.rfind("dataset.", 0) != 0 && p.setting.rfind("graph.", 0) != 0)
+        if (p.setting.rfind("training.", 0) != 0 && p.setting.rfind("dataset.", 0) != 0 &&
+            p.setting.rfind("graph.", 0) != 0)
             bad(path + "/setting", "'" + p.setting + "' is not training.<key>, dataset.<key> or graph.<node>.<param>");
         if (pj.contains("values")) {
             if (!pj["values"].is_array() || pj["values"].empty()) bad(path + "/values", "expected a non-empty array");
@@ -116,7 +125,8 @@ SweepDefinition parseSweep(const Json& sweep) {
             p.min = pj["min"].get<double>();
             p.max = pj["max"].get<double>();
             const std::string scale = pj.value("scale", "linear");
-            if (scale != "linear" && scale != "log") bad(path + "/scale", "unknown value '" + scale + "' (one of: linear, log)");
+            if (scale != "linear" && scale != "log")
+                bad(path + "/scale", "unknown value '" + scale + "' (one of: linear, log)");
             p.log = scale == "log";
             p.integer = pj.value("integer", false);
             if (!(p.min < p.max)) bad(path + "/max", "must be above min");
@@ -125,7 +135,8 @@ SweepDefinition parseSweep(const Json& sweep) {
             if (count < 2 || count > 1000) bad(path + "/count", "expected 2 to 1000 grid points");
             for (int k = 0; k < count; ++k) {
                 const double t = double(k) / double(count - 1);
-                const double v = fromScale(toScale(p.min, p.log) + t * (toScale(p.max, p.log) - toScale(p.min, p.log)), p.log);
+                const double v =
+                    fromScale(toScale(p.min, p.log) + t * (toScale(p.max, p.log) - toScale(p.min, p.log)), p.log);
                 const Json jv = rangeValue(p, v);
                 if (std::find(p.values.begin(), p.values.end(), jv) == p.values.end()) p.values.push_back(jv);
             }
@@ -138,7 +149,8 @@ SweepDefinition parseSweep(const Json& sweep) {
             bad("/halving/rungs", "expected epochs per rung, e.g. [1, 3]");
         int last = 0;
         for (const Json& r : h["rungs"]) {
-            if (!r.is_number_integer() || r.get<int>() <= last) bad("/halving/rungs", "expected increasing epoch counts above 0");
+            if (!r.is_number_integer() || r.get<int>() <= last)
+                bad("/halving/rungs", "expected increasing epoch counts above 0");
             last = r.get<int>();
             d.rungs.push_back(last);
         }
@@ -154,7 +166,8 @@ std::vector<Json> sweepAssignments(const SweepDefinition& d) {
         std::vector<size_t> idx(d.parameters.size(), 0);
         while (true) {
             Json a = Json::object();
-            for (size_t i = 0; i < d.parameters.size(); ++i) a[d.parameters[i].setting] = d.parameters[i].values[idx[i]];
+            for (size_t i = 0; i < d.parameters.size(); ++i)
+                a[d.parameters[i].setting] = d.parameters[i].values[idx[i]];
             out.push_back(std::move(a));
             size_t k = d.parameters.size();
             while (k > 0) {
@@ -216,8 +229,7 @@ std::vector<TrialResult> runSweep(const Project& project, const std::string& pro
     const SweepDefinition d = parseSweep(project.sweep);
     const std::vector<Json> assignments = sweepAssignments(d);
     for (const Json& a : assignments) applyAssignment(project, a);  // every trial is valid before the first runs
-    const std::string statePath =
-        options.statePath.empty() ? projectPath + ".sweep-state.json" : options.statePath;
+    const std::string statePath = options.statePath.empty() ? projectPath + ".sweep-state.json" : options.statePath;
 
     std::vector<TrialResult> results;
     if (std::filesystem::exists(statePath)) {
@@ -273,24 +285,28 @@ std::vector<TrialResult> runSweep(const Project& project, const std::string& pro
             p.training.epochs = rungs[rung];
             // Each trial its own checkpoint folder: trials must not overwrite each other's best weights.
             if (!p.training.checkpointDir.empty())
-                p.training.checkpointDir += "/sweep-trial-" + std::to_string(t + 1) + "-rung-" + std::to_string(rung + 1);
+                p.training.checkpointDir +=
+                    "/sweep-trial-" + std::to_string(t + 1) + "-rung-" + std::to_string(rung + 1);
             TrialResult r;
             r.trial = t;
             r.rung = int(rung);
             r.epochs = rungs[rung];
             r.assignment = assignments[size_t(t)];
-            log << "trial " << t + 1 << "/" << assignments.size() << (rungs.size() > 1 ? " rung " + std::to_string(rung + 1) : "")
-                << ": " << describeAssignment(r.assignment) << ", " << r.epochs << " epoch(s)" << std::endl;
+            log << "trial " << t + 1 << "/" << assignments.size()
+                << (rungs.size() > 1 ? " rung " + std::to_string(rung + 1) : "") << ": "
+                << describeAssignment(r.assignment) << ", " << r.epochs << " epoch(s)" << std::endl;
             MetricObserver metrics;
             try {
                 std::unique_ptr<Backend> backend =
                     backendRegistry().create(Device::parse(p.training.device), backendOptionsFor(p.training));
                 std::unique_ptr<RunRecorder> recorder;
                 if (options.store) {
-                    recorder = std::make_unique<RunRecorder>(*options.store, &metrics, p, projectPath, p.training.device, "sweep");
+                    recorder = std::make_unique<RunRecorder>(*options.store, &metrics, p, projectPath,
+                                                             p.training.device, "sweep");
                     r.runId = recorder->runId();
-                    options.store->renameRun(r.runId, "sweep trial " + std::to_string(t + 1) +
-                                                          (rungs.size() > 1 ? " rung " + std::to_string(rung + 1) : ""));
+                    options.store->renameRun(r.runId,
+                                             "sweep trial " + std::to_string(t + 1) +
+                                                 (rungs.size() > 1 ? " rung " + std::to_string(rung + 1) : ""));
                 }
                 TrainerOptions to;
                 to.projectPath = projectPath;
@@ -302,14 +318,16 @@ std::vector<TrialResult> runSweep(const Project& project, const std::string& pro
                 if (options.stop && options.stop->load()) return results;  // cut off: not recorded as done
                 if (!ok) throw std::runtime_error(metrics.error);
                 r.metric = d.metric == "val_acc" ? metrics.valAcc : metrics.valLoss;
-                if (!std::isfinite(r.metric)) throw std::runtime_error("no " + d.metric + ": the project has no validation split");
+                if (!std::isfinite(r.metric))
+                    throw std::runtime_error("no " + d.metric + ": the project has no validation split");
                 r.status = "done";
             } catch (const std::exception& e) {
                 r.status = "failed";
                 r.metric = kNaN;
                 r.message = e.what();
             }
-            log << "  -> " << r.status << (r.status == "done" ? " " + d.metric + " " + std::to_string(r.metric) : ": " + r.message)
+            log << "  -> " << r.status
+                << (r.status == "done" ? " " + d.metric + " " + std::to_string(r.metric) : ": " + r.message)
                 << (r.runId ? " (run " + std::to_string(r.runId) + ")" : "") << std::endl;
             results.push_back(r);
             save();
