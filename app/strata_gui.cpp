@@ -35,6 +35,7 @@
 #include "ui/OptimizePanel.h"
 #include "ui/PredictPanel.h"
 #include "ui/RunsPanel.h"
+#include "ui/SweepPanel.h"
 #include "ui/TrainingDashboard.h"
 #include "ui/base/ProjectDocument.h"
 #include "ui/base/RunHistory.h"
@@ -241,6 +242,7 @@ int main(int argc, char** argv) {
         if (history->isOpen()) {
             window.dashboard()->setRunHistory(history.get());
             window.runsPanel()->setDatabase(history->path());
+            window.sweepPanel()->setDatabase(history->path());
         } else
             std::fprintf(stderr, "strata: run history unavailable: %s\n", qPrintable(history->lastError()));
         window.resize(1400, 900);

@@ -86,10 +86,10 @@ void killTest(const std::string& db, int kills) {
         history::RunStore store(db);
         const std::string check = store.integrityCheck();
         bool whole = true;
-        for (const history::RunRecord& r : store.runs())
-            whole = whole && store.metrics(r.id, "step").size() % 256 == 0;
+        for (const history::RunRecord& r : store.runs()) whole = whole && store.metrics(r.id, "step").size() % 256 == 0;
         consistent += check == "ok" && whole ? 1 : 0;
-        if (check != "ok" || !whole) std::printf("  kill %d: integrity '%s', whole transactions %s\n", k, check.c_str(), whole ? "yes" : "NO");
+        if (check != "ok" || !whole)
+            std::printf("  kill %d: integrity '%s', whole transactions %s\n", k, check.c_str(), whole ? "yes" : "NO");
     }
     std::printf("killed writer: %d/%d kills left the database consistent (integrity ok, whole transactions)\n",
                 consistent, kills);
@@ -152,8 +152,9 @@ int main(int argc, char** argv) {
         loss->plot()->replot(QCustomPlot::rpImmediateRefresh);
         paint.push_back(double(p.nsecsElapsed()) / 1e6);
     }
-    std::printf("overlay of %lld runs x 100,000 points: load %.0f ms; loss chart repaint p50 %.1f ms, p99 %.1f ms "
-                "(target p99 < 50 ms)\n",
-                static_cast<long long>(ids.size()), overlayMs, percentile(paint, 0.5), percentile(paint, 0.99));
+    std::printf(
+        "overlay of %lld runs x 100,000 points: load %.0f ms; loss chart repaint p50 %.1f ms, p99 %.1f ms "
+        "(target p99 < 50 ms)\n",
+        static_cast<long long>(ids.size()), overlayMs, percentile(paint, 0.5), percentile(paint, 0.99));
     return 0;
 }

@@ -35,6 +35,7 @@
 #include "ui/ProfileOverlay.h"
 #include "ui/PropertyPanel.h"
 #include "ui/RunsPanel.h"
+#include "ui/SweepPanel.h"
 #include "ui/TrainingDashboard.h"
 #include "ui/TrainingSettingsPanel.h"
 #include "ui/base/ProjectDocument.h"
@@ -141,6 +142,12 @@ void MainWindow::createDocks() {
     tabifyDockWidget(optimizeDock, runsDock);
     connect(m_dashboard, &TrainingDashboard::trainingStarted, m_runs, &RunsPanel::clearOverlay);
     connect(m_dashboard, &TrainingDashboard::trainingFinished, m_runs, &RunsPanel::reload);
+    // The project's sweep: trial table and parameter-vs-metric plot; its trials are runs in the Runs view.
+    m_sweep = new SweepPanel(m_doc, this);
+    QDockWidget* sweepDock = dock(tr("Sweep"), QStringLiteral("sweepDock"), m_sweep, Qt::BottomDockWidgetArea);
+    tabifyDockWidget(runsDock, sweepDock);
+    connect(m_sweep, &SweepPanel::sweepFinished, m_runs, &RunsPanel::reload);
+    connect(m_doc, &ProjectDocument::projectReset, m_sweep, [this] { m_sweep->loadResults(); });
     connect(m_runs, &RunsPanel::openProjectRequested, this,
             [this](const strata::Project& project, const QString&) { newProject(project); });
     connect(m_optimize, &OptimizePanel::exportRequested, this, [this](const QString& checkpoint, bool int8) {

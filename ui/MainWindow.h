@@ -32,6 +32,7 @@ class PredictPanel;
 class OptimizePanel;
 class ProfileRunner;
 class RunsPanel;
+class SweepPanel;
 
 class MainWindow : public QMainWindow {
     Q_OBJECT
@@ -53,6 +54,7 @@ public:
     OptimizePanel* optimizePanel() const { return m_optimize; }
     // The Runs view (dock "runsDock"); strata_gui points it at the run history's database.
     RunsPanel* runsPanel() const { return m_runs; }
+    SweepPanel* sweepPanel() const { return m_sweep; }
     // Train > Profile Layers and the runner behind it (ui/ProfileOverlay).
     QAction* profileAction() const { return m_profileAct; }
     ProfileRunner* profiler() const { return m_profiler; }
@@ -121,6 +123,7 @@ private:
     PredictPanel* m_predict = nullptr;
     OptimizePanel* m_optimize = nullptr;
     RunsPanel* m_runs = nullptr;
+    SweepPanel* m_sweep = nullptr;
     ExportDialog* m_exportDialog = nullptr;
     QList<QDockWidget*> m_docks;
 
