@@ -9,11 +9,12 @@
 #include <QPushButton>
 #include <QTableWidget>
 #include <QVBoxLayout>
-#include <QtConcurrent/QtConcurrentRun>
 #include <cmath>
 #include <fstream>
 #include <set>
 #include <sstream>
+
+#include <QtConcurrent/QtConcurrentRun>
 
 #include "qcustomplot.h"
 #include "ui/base/ProjectDocument.h"
@@ -89,7 +90,8 @@ QString SweepPanel::statePath() const {
 
 bool SweepPanel::start() {
     if (m_watcher.isRunning() || m_doc->filePath().isEmpty()) {
-        if (m_doc->filePath().isEmpty()) m_status->setText(tr("Save the project first: the sweep's state goes beside it."));
+        if (m_doc->filePath().isEmpty())
+            m_status->setText(tr("Save the project first: the sweep's state goes beside it."));
         return false;
     }
     const Project project = m_doc->project();
@@ -169,9 +171,10 @@ void SweepPanel::setResults(const std::vector<history::TrialResult>& resultsIn, 
     m_table->setRowCount(int(m_results.size()));
     for (int row = 0; row < int(m_results.size()); ++row) {
         const auto& r = m_results[size_t(row)];
-        const QStringList cells{QString::number(r.trial + 1), QString::number(r.rung + 1), QString::number(r.epochs),
-                                r.status == "done" ? QString::number(r.metric, 'f', 4) : QString::fromStdString(r.status),
-                                QString::number(r.runId)};
+        const QStringList cells{
+            QString::number(r.trial + 1), QString::number(r.rung + 1), QString::number(r.epochs),
+            r.status == "done" ? QString::number(r.metric, 'f', 4) : QString::fromStdString(r.status),
+            QString::number(r.runId)};
         for (int c = 0; c < int(cells.size()); ++c) m_table->setItem(row, c, new QTableWidgetItem(cells[c]));
         for (size_t k = 0; k < keys.size(); ++k)
             m_table->setItem(row, int(5 + k),
