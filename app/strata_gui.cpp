@@ -34,6 +34,8 @@
 #include "ui/MainWindow.h"
 #include "ui/OptimizePanel.h"
 #include "ui/PredictPanel.h"
+#include "ui/RunsPanel.h"
+#include "ui/SweepPanel.h"
 #include "ui/TrainingDashboard.h"
 #include "ui/base/ProjectDocument.h"
 #include "ui/base/RunHistory.h"
@@ -237,9 +239,11 @@ int main(int argc, char** argv) {
     }
 
     if (!shots) {
-        if (history->isOpen())
+        if (history->isOpen()) {
             window.dashboard()->setRunHistory(history.get());
-        else
+            window.runsPanel()->setDatabase(history->path());
+            window.sweepPanel()->setDatabase(history->path());
+        } else
             std::fprintf(stderr, "strata: run history unavailable: %s\n", qPrintable(history->lastError()));
         window.resize(1400, 900);
         window.show();

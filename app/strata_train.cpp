@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -18,6 +19,7 @@
 #include "app/OpenMpWaitPolicy.h"
 #include "core/backend/BackendRegistry.h"
 #include "core/graph/Project.h"
+#include "core/history/RunRecorder.h"
 #include "core/train/BackendOptionsFor.h"
 #include "core/train/Trainer.h"
 #ifdef STRATA_HAVE_CUDA
@@ -39,6 +41,9 @@ std::string usage() {
         "       strata-train prune PROJECT_OR_CHECKPOINT --sparsity S -o DIR [--structured] [--fine-tune-epochs N]\n"
         "                    [--schedule polynomial] [--scope per-layer|global] [--end-step N] [--frequency N] ...\n"
         "                    (strata-train prune --help for every option)\n"
+        "       strata-train profile PROJECT.strata [--device D] [--batch B] [--steps N] [--json FILE]\n"
+        "       strata-train sweep PROJECT.strata [--history DB|off] [--state FILE]\n"
+        "       strata-train runs list|show ID|export ID --csv|diff A B|rename|note|delete [--history DB]\n"
         "options (each overrides the project's setting named in brackets):\n";
     auto line = [&text](const std::string& option, const std::string& help) {
         char buf[64];
@@ -56,6 +61,7 @@ std::string usage() {
     line("--max-steps N", "stop after N steps");
     line("--resident-data auto|on|off", "keep the training split in device memory and gather batches there");
     text += "                             (auto: on a GPU when it fits and there is no augmentation)\n";
+    line("--history DB|off", "record the run in this run history (default: the workbench's database)");
     line("--quiet", "no progress bar");
     return text;
 }
@@ -270,9 +276,13 @@ int main(int argc, char** argv) {
     if (args[0] == "--list-devices") return listDevices();
     if (args[0] == "export") return strata::runExportCommand({args.begin() + 1, args.end()}, std::cout, std::cerr);
     if (args[0] == "predict") return strata::runPredictCommand({args.begin() + 1, args.end()}, std::cout, std::cerr);
+    if (args[0] == "profile") return strata::runProfileCommand({args.begin() + 1, args.end()}, std::cout, std::cerr);
+    if (args[0] == "sweep") return strata::runSweepCommand({args.begin() + 1, args.end()}, std::cout, std::cerr);
+    if (args[0] == "runs") return strata::runRunsCommand({args.begin() + 1, args.end()}, std::cout, std::cerr);
     if (args[0] == "prune") return strata::runPruneCommand({args.begin() + 1, args.end()}, std::cout, std::cerr);
 
     std::string projectPath, metricsPath, resume, residentData = "auto";
+    std::string historyPath = strata::history::RunStore::defaultPath();
     long long maxSteps = 0;
     bool quiet = false;
     // Settings overrides, checked here against the settings table (the project file's own limits).
@@ -299,6 +309,8 @@ int main(int argc, char** argv) {
                 metricsPath = value(a);
             } else if (a == "--resume") {
                 resume = value(a);
+            } else if (a == "--history") {
+                historyPath = value(a);
             } else if (a == "--quiet") {
                 quiet = true;
             } else if (a == "--resident-data") {
@@ -348,12 +360,28 @@ int main(int argc, char** argv) {
                            : residentData == "off" ? strata::TrainerOptions::ResidentData::Off
                                                    : strata::TrainerOptions::ResidentData::Auto;
     options.telemetryIntervalMs = metricsPath.empty() ? 0 : 500;
-    strata::Trainer trainer(project, *backend, &observer, options);
+    // The run history: the same database the workbench writes, so `runs list` and the Runs view show both.
+    std::unique_ptr<strata::history::RunStore> store;
+    std::unique_ptr<strata::history::RunRecorder> recorder;
+    if (historyPath != "off") {
+        try {
+            store = std::make_unique<strata::history::RunStore>(historyPath);
+            recorder = std::make_unique<strata::history::RunRecorder>(
+                *store, &observer, project, std::filesystem::absolute(projectPath).string(), ts.device, "cli");
+        } catch (const std::exception& e) {
+            return fail(std::string(e.what()) + " (--history off trains without recording)");
+        }
+        if (!quiet)
+            std::fprintf(stderr, "run %lld in %s\n", static_cast<long long>(recorder->runId()), historyPath.c_str());
+    }
+    strata::TrainingObserver* sink = recorder ? static_cast<strata::TrainingObserver*>(recorder.get()) : &observer;
+    strata::Trainer trainer(project, *backend, sink, options);
     g_trainer = &trainer;
     std::signal(SIGINT, onSignal);
     std::signal(SIGTERM, onSignal);
     const bool ok = trainer.run();
     g_trainer = nullptr;
+    if (recorder) recorder->finishIfOpen("failed", observer.error());
     if (!ok) return fail(observer.error());
     return 0;
 }

@@ -88,6 +88,14 @@ void ChartPanel::addSeries(const QString& name, const QString& label, const QCol
     m_plot->legend->setVisible(true);
 }
 
+void ChartPanel::removeSeries(const QString& name) {
+    QCPGraph* graph = m_series.take(name);
+    if (!graph) return;
+    m_order.removeAll(name);
+    m_plot->removeGraph(graph);
+    m_dirty = true;
+}
+
 void ChartPanel::append(const QString& name, const QVector<double>& keys, const QVector<double>& values) {
     QCPGraph* graph = m_series.value(name);
     if (!graph || keys.isEmpty()) return;

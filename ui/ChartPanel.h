@@ -31,6 +31,8 @@ public:
     void addSeries(const QString& name, const QString& label, const QColor& color, Style style = Style::Line,
                    Axis axis = Axis::Left);
     bool hasSeries(const QString& name) const { return m_series.contains(name); }
+    // Removes a series and its points (the Runs view's overlays come and go).
+    void removeSeries(const QString& name);
     // Keys must be non-decreasing within a series.
     void append(const QString& name, const QVector<double>& keys, const QVector<double>& values);
     int pointCount(const QString& name) const;

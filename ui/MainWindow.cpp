@@ -32,7 +32,10 @@
 #include "ui/OptimizePanel.h"
 #include "ui/PredictPanel.h"
 #include "ui/ProblemsPanel.h"
+#include "ui/ProfileOverlay.h"
 #include "ui/PropertyPanel.h"
+#include "ui/RunsPanel.h"
+#include "ui/SweepPanel.h"
 #include "ui/TrainingDashboard.h"
 #include "ui/TrainingSettingsPanel.h"
 #include "ui/base/ProjectDocument.h"
@@ -132,6 +135,21 @@ void MainWindow::createDocks() {
     QDockWidget* optimizeDock =
         dock(tr("Optimize"), QStringLiteral("optimizeDock"), m_optimize, Qt::BottomDockWidgetArea);
     tabifyDockWidget(predictDock, optimizeDock);
+    // The Runs view: its selection overlays curves in the dashboard's charts.
+    m_runs = new RunsPanel(this);
+    m_runs->setDashboard(m_dashboard);
+    QDockWidget* runsDock = dock(tr("Runs"), QStringLiteral("runsDock"), m_runs, Qt::BottomDockWidgetArea);
+    tabifyDockWidget(optimizeDock, runsDock);
+    connect(m_dashboard, &TrainingDashboard::trainingStarted, m_runs, &RunsPanel::clearOverlay);
+    connect(m_dashboard, &TrainingDashboard::trainingFinished, m_runs, &RunsPanel::reload);
+    // The project's sweep: trial table and parameter-vs-metric plot; its trials are runs in the Runs view.
+    m_sweep = new SweepPanel(m_doc, this);
+    QDockWidget* sweepDock = dock(tr("Sweep"), QStringLiteral("sweepDock"), m_sweep, Qt::BottomDockWidgetArea);
+    tabifyDockWidget(runsDock, sweepDock);
+    connect(m_sweep, &SweepPanel::sweepFinished, m_runs, &RunsPanel::reload);
+    connect(m_doc, &ProjectDocument::projectReset, m_sweep, [this] { m_sweep->loadResults(); });
+    connect(m_runs, &RunsPanel::openProjectRequested, this,
+            [this](const strata::Project& project, const QString&) { newProject(project); });
     connect(m_optimize, &OptimizePanel::exportRequested, this, [this](const QString& checkpoint, bool int8) {
         showExportDialog();
         m_exportDialog->setSource(checkpoint);
@@ -207,6 +225,24 @@ void MainWindow::createActions() {
         tr("S&top"), QKeySequence(tr("Shift+F5")), [this] { m_dashboard->stopTraining(); },
         s->standardIcon(QStyle::SP_MediaStop));
     m_checkpointAct = make(tr("Save &Checkpoint Now"), QKeySequence(), [this] { m_dashboard->saveCheckpointNow(); });
+    // Profile Layers: a few training steps on the project's device, then the canvas shows each layer's time.
+    m_profiler = new ProfileRunner(this);
+    m_profileAct = make(tr("&Profile Layers"), QKeySequence(tr("F7")), [this] {
+        if (m_profiler->start(m_doc->project(), m_doc->filePath())) {
+            m_profileAct->setEnabled(false);
+            statusBar()->showMessage(tr("Profiling each layer..."));
+        }
+    });
+    connect(m_profiler, &ProfileRunner::finished, this, [this] {
+        m_profileAct->setEnabled(true);
+        applyProfile(m_scene, m_profiler->report());
+        statusBar()->showMessage(profileSummary(m_profiler->report()), 30000);
+    });
+    connect(m_profiler, &ProfileRunner::failed, this, [this](const QString& message) {
+        m_profileAct->setEnabled(true);
+        m_lastError = message;
+        statusBar()->showMessage(tr("Profile failed: %1").arg(message), 15000);
+    });
     m_aboutAct = make(tr("&About Strata"), QKeySequence(), [this] {
         QMessageBox::about(this, tr("About Strata"),
                            tr("<b>Strata</b> %1<br>A workbench for drawing, training and exporting neural "
@@ -241,7 +277,7 @@ void MainWindow::createMenus() {
     for (QDockWidget* d : std::as_const(m_docks)) m_viewMenu->addAction(d->toggleViewAction());
 
     QMenu* train = menuBar()->addMenu(tr("&Train"));
-    train->addActions({m_trainAct, m_pauseAct, m_stopAct, m_checkpointAct});
+    train->addActions({m_trainAct, m_pauseAct, m_stopAct, m_checkpointAct, m_profileAct});
 
     QMenu* help = menuBar()->addMenu(tr("&Help"));
     help->addAction(m_aboutAct);

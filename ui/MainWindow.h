@@ -30,6 +30,9 @@ class TrainingSettingsPanel;
 class ExportDialog;
 class PredictPanel;
 class OptimizePanel;
+class ProfileRunner;
+class RunsPanel;
+class SweepPanel;
 
 class MainWindow : public QMainWindow {
     Q_OBJECT
@@ -49,6 +52,12 @@ public:
     TrainingDashboard* dashboard() const { return m_dashboard; }
     PredictPanel* predictPanel() const { return m_predict; }
     OptimizePanel* optimizePanel() const { return m_optimize; }
+    // The Runs view (dock "runsDock"); strata_gui points it at the run history's database.
+    RunsPanel* runsPanel() const { return m_runs; }
+    SweepPanel* sweepPanel() const { return m_sweep; }
+    // Train > Profile Layers and the runner behind it (ui/ProfileOverlay).
+    QAction* profileAction() const { return m_profileAct; }
+    ProfileRunner* profiler() const { return m_profiler; }
     // The File > Export Model dialog; null until first shown.
     ExportDialog* exportDialog() const { return m_exportDialog; }
     // "paletteDock", "propertiesDock", "problemsDock", "datasetDock", "trainingSettingsDock",
@@ -113,6 +122,8 @@ private:
     TrainingSettingsPanel* m_trainingSettings = nullptr;
     PredictPanel* m_predict = nullptr;
     OptimizePanel* m_optimize = nullptr;
+    RunsPanel* m_runs = nullptr;
+    SweepPanel* m_sweep = nullptr;
     ExportDialog* m_exportDialog = nullptr;
     QList<QDockWidget*> m_docks;
 
@@ -141,6 +152,8 @@ private:
     QAction* m_pauseAct = nullptr;
     QAction* m_stopAct = nullptr;
     QAction* m_checkpointAct = nullptr;
+    QAction* m_profileAct = nullptr;  // Train > Profile Layers (ui/ProfileOverlay)
+    ProfileRunner* m_profiler = nullptr;
     QAction* m_aboutAct = nullptr;
 
     QString m_lastError;

@@ -6,6 +6,7 @@
 #include <QLocale>
 #include <QPainter>
 #include <QStyleOptionGraphicsItem>
+#include <algorithm>
 #include <cmath>
 
 namespace strata::ui {
@@ -59,6 +60,13 @@ void NodeItem::setView(const NodeView& view) {
     update();
 }
 
+void NodeItem::setProfile(double share, const QString& figures) {
+    m_profileShare = share;
+    m_profileFigures = share < 0 ? QString() : figures;
+    updateToolTip();
+    update();
+}
+
 void NodeItem::setPortErrors(const QStringList& ports) {
     if (ports == m_portErrors) return;
     m_portErrors = ports;
@@ -100,6 +108,7 @@ void NodeItem::updateToolTip() {
     if (!m_view.shapeText.isEmpty()) tip += QStringLiteral("<br>output %1").arg(m_view.shapeText.toHtmlEscaped());
     for (const QString& p : m_view.problems)
         tip += QStringLiteral("<br><span style='color:#d63b3b'>%1</span>").arg(p.toHtmlEscaped());
+    if (!m_profileFigures.isEmpty()) tip += QStringLiteral("<hr>") + m_profileFigures;
     setToolTip(tip);
 }
 
@@ -113,7 +122,13 @@ void NodeItem::paint(QPainter* painter, const QStyleOptionGraphicsItem* option, 
     // Body and header band.
     QPainterPath outline;
     outline.addRoundedRect(body, 6, 6);
-    painter->fillPath(outline, QColor(0xfb, 0xfb, 0xfc));
+    QColor fill(0xfb, 0xfb, 0xfc);
+    if (m_profileShare >= 0) {
+        // White to red by time share; the square root keeps a layer with a few percent visible.
+        const double t = std::sqrt(std::clamp(m_profileShare, 0.0, 1.0));
+        fill = QColor::fromRgbF(1.0, 1.0 - 0.62 * t, 1.0 - 0.70 * t);
+    }
+    painter->fillPath(outline, fill);
     painter->save();
     painter->setClipPath(outline);
     painter->fillRect(QRectF(body.left(), body.top(), body.width(), kHeader), error ? errorColor() : accent);

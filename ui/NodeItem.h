@@ -42,6 +42,10 @@ public:
     bool hasError() const { return !m_view.problems.isEmpty(); }
     // Ports with a problem of their own (drawn in the error colour).
     void setPortErrors(const QStringList& ports);
+    // The Profile action's result for this node (ui/ProfileOverlay): the body is tinted by the node's share
+    // of the step time (0..1) and the figures (HTML) join the tooltip. A negative share clears it.
+    void setProfile(double share, const QString& figures);
+    double profileShare() const { return m_profileShare; }
 
     // Scene positions of the ports.
     QPointF inputPortPos(const std::string& port) const;
@@ -67,6 +71,8 @@ private:
     int m_id;
     NodeView m_view;
     QStringList m_portErrors;
+    double m_profileShare = -1;
+    QString m_profileFigures;
     double m_height = 96.0;
 };
 

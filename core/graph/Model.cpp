@@ -236,7 +236,9 @@ const Tensor& Model::forward(const Tensor& input, bool training, uint64_t seed) 
         ins.clear();
         for (int i : s->inputs) ins.push_back(&m_steps[static_cast<size_t>(i)]->output);
         LayerContext ctx{*m_backend, training, seed ^ (0x9E3779B97F4A7C15ull * static_cast<uint64_t>(s->node))};
+        if (m_layerHook) m_layerHook(s->node, false, true);
         forLayer(m_graph, s->node, "forward", [&] { s->layer->forward(ctx, ins, s->output); });
+        if (m_layerHook) m_layerHook(s->node, false, false);
         if (m_forwardHook) m_forwardHook(s->node, s->output);
     }
     return m_steps.back()->output;
@@ -266,8 +268,10 @@ void Model::backward(const Tensor& dOutput) {
         }
         LayerContext ctx{*m_backend, m_lastTraining,
                          m_lastSeed ^ (0x9E3779B97F4A7C15ull * static_cast<uint64_t>(s.node))};
+        if (m_layerHook) m_layerHook(s.node, true, true);
         forLayer(m_graph, s.node, "backward",
                  [&] { s.layer->backward(ctx, ins, s.output, &s == &last ? dOutput : s.grad, dins); });
+        if (m_layerHook) m_layerHook(s.node, true, false);
     }
 }
 

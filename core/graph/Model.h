@@ -37,6 +37,11 @@ public:
     // with fuse = false so every layer's own output is seen (a fused ReLU's producer shows the ReLU's).
     using ForwardHook = std::function<void(int node, Tensor& output)>;
     void setForwardHook(ForwardHook hook) { m_forwardHook = std::move(hook); }
+    // Called just before (begin = true) and just after each layer's forward or backward call, with its node
+    // id: the per-layer profile (core/train/Profile) times layers through it. A fused ReLU has no call of
+    // its own (its work is timed with its producer's), nor has an absorbed ReLU's backward.
+    using LayerHook = std::function<void(int node, bool backward, bool begin)>;
+    void setLayerHook(LayerHook hook) { m_layerHook = std::move(hook); }
 
     // Every parameter and state tensor, named "<node name>.<param>" (e.g. "conv1.weight").
     struct NamedParameter {
@@ -83,6 +88,7 @@ private:
     uint64_t m_lastSeed = 0;
     Tensor m_packedValues, m_packedGrads;
     ForwardHook m_forwardHook;
+    LayerHook m_layerHook;
     Tensor m_activationGrads;  // the activation gradients backward zeroes, at capacity (allocateFor)
     std::vector<std::pair<const Parameter*, int64_t>> m_packedOffsets;  // element offsets in the blocks
 };

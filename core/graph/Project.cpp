@@ -451,6 +451,7 @@ Json projectToJson(const Project& project) {
     j["graph"] = graphToJson(project.graph);
     j["dataset"] = settingsToJson(project.dataset, datasetSettingSpecs());
     j["training"] = settingsToJson(project.training, trainingSettingSpecs());
+    if (!project.sweep.is_null()) j["sweep"] = project.sweep;
     return j;
 }
 
@@ -473,6 +474,10 @@ Project projectFromJson(const Json& json) {
         if (const Json* g = r.find("graph")) p.graph = readGraph(*g, "/graph");
         if (const Json* d = r.find("dataset")) p.dataset = readSettings(*d, "/dataset", datasetSettingSpecs());
         if (const Json* t = r.find("training")) p.training = readSettings(*t, "/training", trainingSettingSpecs());
+        if (const Json* sw = r.find("sweep")) {
+            if (!sw->is_object() && !sw->is_null()) fail("/sweep", "expected an object, got " + describe(*sw));
+            p.sweep = *sw;
+        }
         r.finish();
         return p;
     } catch (const ProjectError&) {

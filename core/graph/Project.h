@@ -41,9 +41,12 @@ struct Project {
     Graph graph;
     DatasetSettings dataset;
     TrainingSettings training;
+    // The hyperparameter sweep definition ("sweep": an object, or null when the project has none), kept as
+    // written; core/history/Sweep reads and checks it when a sweep runs.
+    Json sweep;
     bool operator==(const Project& o) const {
         return formatVersion == o.formatVersion && name == o.name && graph == o.graph && dataset == o.dataset &&
-               training == o.training;
+               training == o.training && sweep == o.sweep;
     }
 };
 

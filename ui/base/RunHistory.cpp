@@ -11,6 +11,8 @@
 #include <QVariant>
 #include <cmath>
 
+#include "core/history/RunStore.h"
+
 namespace strata::ui {
 
 namespace {
@@ -35,20 +37,14 @@ RunHistory::RunHistory(const QString& path) : m_path(path.isEmpty() ? defaultPat
         m_error = db.lastError().text();
         return;
     }
-    // WAL keeps the GUI thread's small per-tick transactions cheap.
-    m_open = exec("PRAGMA journal_mode=WAL") && exec("PRAGMA synchronous=NORMAL") &&
-             exec(
-                 "CREATE TABLE IF NOT EXISTS runs ("
-                 " id INTEGER PRIMARY KEY AUTOINCREMENT, started TEXT NOT NULL, project_name TEXT,"
-                 " project_path TEXT, device TEXT, project_json TEXT, status TEXT, message TEXT,"
-                 " epochs_completed INTEGER, best_epoch INTEGER, best_val_loss REAL, best_val_acc REAL,"
-                 " seconds REAL)") &&
-             exec(
-                 "CREATE TABLE IF NOT EXISTS metrics ("
-                 " run_id INTEGER NOT NULL REFERENCES runs(id), kind TEXT NOT NULL, step INTEGER, epoch INTEGER,"
-                 " loss REAL, accuracy REAL, learning_rate REAL, samples_per_second REAL, val_loss REAL,"
-                 " val_accuracy REAL, elapsed_seconds REAL)") &&
-             exec("CREATE INDEX IF NOT EXISTS metrics_run ON metrics(run_id, kind)");
+    // The schema (tables, and the columns newer versions added) is core's, shared with strata-train's
+    // recorder, so both write one database. WAL keeps the GUI thread's small per-tick transactions cheap.
+    const std::string schemaError = history::RunStore::ensureSchema(m_path.toStdString());
+    if (!schemaError.empty()) {
+        m_error = QString::fromStdString(schemaError);
+        return;
+    }
+    m_open = exec("PRAGMA journal_mode=WAL") && exec("PRAGMA synchronous=NORMAL");
 }
 
 RunHistory::~RunHistory() {
@@ -138,6 +134,10 @@ void RunHistory::finishRun(qint64 run, const QString& status, const QString& mes
     q.addBindValue(real(f.seconds));
     q.addBindValue(run);
     if (!q.exec()) m_error = q.lastError().text();
+    QSqlQuery summary(QSqlDatabase::database(m_connection));
+    summary.prepare(QString::fromLatin1(history::RunStore::summarizeSql()));
+    summary.addBindValue(run);
+    if (!summary.exec()) m_error = summary.lastError().text();
 }
 
 QVector<RunHistory::RunSummary> RunHistory::runs() const {

@@ -1,0 +1,453 @@
+// RunStore: see RunStore.h.
+#include "core/history/RunStore.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <limits>
+#include <map>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+
+#include <sqlite3.h>
+
+namespace strata::history {
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// Columns added after the first release of the history, with their types. ensureSchema adds the ones a
+// database lacks. source defaults to 'gui': every run recorded before the CLI wrote here came from the GUI.
+const std::vector<std::pair<const char*, const char*>> kAddedRunColumns = {
+    {"source", "TEXT DEFAULT 'gui'"},
+    {"name", "TEXT"},
+    {"notes", "TEXT"},
+    {"final_train_loss", "REAL"},
+    {"final_train_acc", "REAL"},
+    {"final_val_loss", "REAL"},
+    {"final_val_acc", "REAL"},
+    {"samples_per_second", "REAL"},
+};
+
+// The tables as the first release created them (ui/base/RunHistory); never edited, only added to.
+const char* kCreateSql =
+    "CREATE TABLE IF NOT EXISTS runs ("
+    " id INTEGER PRIMARY KEY AUTOINCREMENT, started TEXT NOT NULL, project_name TEXT,"
+    " project_path TEXT, device TEXT, project_json TEXT, status TEXT, message TEXT,"
+    " epochs_completed INTEGER, best_epoch INTEGER, best_val_loss REAL, best_val_acc REAL,"
+    " seconds REAL);"
+    "CREATE TABLE IF NOT EXISTS metrics ("
+    " run_id INTEGER NOT NULL REFERENCES runs(id), kind TEXT NOT NULL, step INTEGER, epoch INTEGER,"
+    " loss REAL, accuracy REAL, learning_rate REAL, samples_per_second REAL, val_loss REAL,"
+    " val_accuracy REAL, elapsed_seconds REAL);"
+    "CREATE INDEX IF NOT EXISTS metrics_run ON metrics(run_id, kind);";
+
+const char* kRunColumns =
+    "id, started, project_name, project_path, device, COALESCE(source, 'gui'), status, message, name, notes,"
+    " epochs_completed, best_epoch, best_val_loss, best_val_acc, final_train_loss, final_train_acc,"
+    " final_val_loss, final_val_acc, samples_per_second, seconds";
+
+// A prepared statement, finalized on scope exit; errors throw with the database's message.
+class Statement {
+public:
+    Statement(sqlite3* db, const std::string& sql) : m_db(db) {
+        if (sqlite3_prepare_v2(db, sql.c_str(), -1, &m_stmt, nullptr) != SQLITE_OK)
+            throw std::runtime_error(std::string("run history: ") + sqlite3_errmsg(db) + " in: " + sql);
+    }
+    ~Statement() { sqlite3_finalize(m_stmt); }
+    Statement(const Statement&) = delete;
+    Statement& operator=(const Statement&) = delete;
+
+    Statement& bind(int i, int64_t v) {
+        sqlite3_bind_int64(m_stmt, i, v);
+        return *this;
+    }
+    Statement& bind(int i, double v) {
+        if (std::isfinite(v))
+            sqlite3_bind_double(m_stmt, i, v);
+        else
+            sqlite3_bind_null(m_stmt, i);
+        return *this;
+    }
+    Statement& bind(int i, const std::string& v) {
+        sqlite3_bind_text(m_stmt, i, v.c_str(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+        return *this;
+    }
+    Statement& bindNull(int i) {
+        sqlite3_bind_null(m_stmt, i);
+        return *this;
+    }
+    // True while there is a row; false when done.
+    bool step() {
+        const int rc = sqlite3_step(m_stmt);
+        if (rc == SQLITE_ROW) return true;
+        if (rc == SQLITE_DONE) return false;
+        throw std::runtime_error(std::string("run history: ") + sqlite3_errmsg(m_db));
+    }
+    void run() {
+        step();
+        sqlite3_reset(m_stmt);
+        sqlite3_clear_bindings(m_stmt);
+    }
+    int64_t integer(int col) const { return sqlite3_column_int64(m_stmt, col); }
+    double real(int col) const {
+        return sqlite3_column_type(m_stmt, col) == SQLITE_NULL ? kNaN : sqlite3_column_double(m_stmt, col);
+    }
+    std::string text(int col) const {
+        const auto* p = sqlite3_column_text(m_stmt, col);
+        return p ? std::string(reinterpret_cast<const char*>(p)) : std::string();
+    }
+
+private:
+    sqlite3* m_db;
+    sqlite3_stmt* m_stmt = nullptr;
+};
+
+sqlite3* openDatabase(const std::string& path) {
+    std::error_code ec;
+    const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+    if (!parent.empty()) std::filesystem::create_directories(parent, ec);
+    sqlite3* db = nullptr;
+    if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
+                        nullptr) != SQLITE_OK) {
+        const std::string why = db ? sqlite3_errmsg(db) : "out of memory";
+        sqlite3_close(db);
+        throw std::runtime_error("cannot open run history '" + path + "': " + why);
+    }
+    // The GUI and a CLI run may write at once; WAL lets readers go on during a write and keeps the database
+    // consistent when a writer is killed mid-transaction.
+    sqlite3_busy_timeout(db, 5000);
+    return db;
+}
+
+void execOn(sqlite3* db, const std::string& sql, const std::string& path) {
+    char* err = nullptr;
+    if (sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
+        const std::string why = err ? err : sqlite3_errmsg(db);
+        sqlite3_free(err);
+        throw std::runtime_error("run history '" + path + "': " + why);
+    }
+}
+
+void ensureSchemaOn(sqlite3* db, const std::string& path) {
+    execOn(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;", path);
+    execOn(db, kCreateSql, path);
+    std::set<std::string> have;
+    {
+        Statement q(db, "PRAGMA table_info(runs)");
+        while (q.step()) have.insert(q.text(1));
+    }
+    for (const auto& [column, type] : kAddedRunColumns)
+        if (!have.count(column)) execOn(db, std::string("ALTER TABLE runs ADD COLUMN ") + column + " " + type, path);
+}
+
+std::string nowIso() {
+    const auto now = std::chrono::system_clock::now();
+    const std::time_t t = std::chrono::system_clock::to_time_t(now);
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+                  tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(ms));
+    return buf;
+}
+
+RunRecord readRun(const Statement& q) {
+    RunRecord r;
+    r.id = q.integer(0);
+    r.started = q.text(1);
+    r.projectName = q.text(2);
+    r.projectPath = q.text(3);
+    r.device = q.text(4);
+    r.source = q.text(5);
+    r.status = q.text(6);
+    r.message = q.text(7);
+    r.name = q.text(8);
+    r.notes = q.text(9);
+    r.epochsCompleted = static_cast<int>(q.integer(10));
+    r.bestEpoch = static_cast<int>(q.integer(11));
+    r.bestValLoss = q.real(12);
+    r.bestValAccuracy = q.real(13);
+    r.finalTrainLoss = q.real(14);
+    r.finalTrainAccuracy = q.real(15);
+    r.finalValLoss = q.real(16);
+    r.finalValAccuracy = q.real(17);
+    r.samplesPerSecond = q.real(18);
+    r.seconds = q.real(19);
+    return r;
+}
+
+}  // namespace
+
+RunStore::RunStore(const std::string& path) : m_path(path), m_db(openDatabase(path)) {
+    try {
+        ensureSchemaOn(m_db, m_path);
+    } catch (...) {
+        sqlite3_close(m_db);
+        throw;
+    }
+}
+
+RunStore::~RunStore() { sqlite3_close(m_db); }
+
+std::string RunStore::defaultPath() {
+    std::string base;
+    if (const char* xdg = std::getenv("XDG_DATA_HOME"); xdg && xdg[0] == '/')
+        base = xdg;
+    else if (const char* home = std::getenv("HOME"); home && home[0])
+        base = std::string(home) + "/.local/share";
+    else
+        base = ".";
+    return base + "/Strata/Strata/runs.sqlite";
+}
+
+std::string RunStore::ensureSchema(const std::string& path) {
+    try {
+        RunStore store(path);
+    } catch (const std::exception& e) {
+        return e.what();
+    }
+    return {};
+}
+
+const char* RunStore::summarizeSql() {
+    return "UPDATE runs SET"
+           " final_train_loss = (SELECT loss FROM metrics m WHERE m.run_id = runs.id AND m.kind = 'epoch'"
+           "  ORDER BY m.epoch DESC LIMIT 1),"
+           " final_train_acc = (SELECT accuracy FROM metrics m WHERE m.run_id = runs.id AND m.kind = 'epoch'"
+           "  ORDER BY m.epoch DESC LIMIT 1),"
+           " final_val_loss = (SELECT val_loss FROM metrics m WHERE m.run_id = runs.id AND m.kind = 'epoch'"
+           "  ORDER BY m.epoch DESC LIMIT 1),"
+           " final_val_acc = (SELECT val_accuracy FROM metrics m WHERE m.run_id = runs.id AND m.kind = 'epoch'"
+           "  ORDER BY m.epoch DESC LIMIT 1),"
+           " samples_per_second = (SELECT AVG(samples_per_second) FROM metrics m WHERE m.run_id = runs.id"
+           "  AND m.kind = 'epoch')"
+           " WHERE id = ?";
+}
+
+void RunStore::exec(const std::string& sql) { execOn(m_db, sql, m_path); }
+
+int64_t RunStore::beginRun(const Project& project, const std::string& projectPath, const std::string& device,
+                           const std::string& source) {
+    Statement q(m_db,
+                "INSERT INTO runs (started, project_name, project_path, device, project_json, status, source)"
+                " VALUES (?, ?, ?, ?, ?, 'running', ?)");
+    q.bind(1, nowIso()).bind(2, project.name).bind(3, projectPath).bind(4, device);
+    q.bind(5, projectToJson(project).dump()).bind(6, source);
+    q.run();
+    return sqlite3_last_insert_rowid(m_db);
+}
+
+void RunStore::addSteps(int64_t run, const std::vector<StepEvent>& steps) {
+    if (steps.empty()) return;
+    exec("BEGIN IMMEDIATE");
+    try {
+        Statement q(m_db,
+                    "INSERT INTO metrics (run_id, kind, step, epoch, loss, accuracy, learning_rate,"
+                    " samples_per_second, elapsed_seconds) VALUES (?, 'step', ?, ?, ?, ?, ?, ?, ?)");
+        for (const StepEvent& s : steps) {
+            q.bind(1, run).bind(2, s.step).bind(3, int64_t{s.epoch}).bind(4, s.loss).bind(5, s.accuracy);
+            q.bind(6, s.learningRate).bind(7, s.samplesPerSecond).bind(8, s.elapsedSeconds);
+            q.run();
+        }
+        exec("COMMIT");
+    } catch (...) {
+        sqlite3_exec(m_db, "ROLLBACK", nullptr, nullptr, nullptr);
+        throw;
+    }
+}
+
+void RunStore::addEpoch(int64_t run, const EpochEvent& e) {
+    Statement q(m_db,
+                "INSERT INTO metrics (run_id, kind, epoch, loss, accuracy, samples_per_second, val_loss,"
+                " val_accuracy, elapsed_seconds) VALUES (?, 'epoch', ?, ?, ?, ?, ?, ?, ?)");
+    q.bind(1, run).bind(2, int64_t{e.epoch}).bind(3, e.trainLoss).bind(4, e.trainAccuracy);
+    q.bind(5, e.samplesPerSecond).bind(6, e.hasValidation ? e.valLoss : kNaN);
+    q.bind(7, e.hasValidation ? e.valAccuracy : kNaN).bind(8, e.seconds);
+    q.run();
+}
+
+void RunStore::finishRun(int64_t run, const std::string& status, const std::string& message, const FinishedEvent& f) {
+    Statement q(m_db,
+                "UPDATE runs SET status = ?, message = ?, epochs_completed = ?, best_epoch = ?, best_val_loss = ?,"
+                " best_val_acc = ?, seconds = ? WHERE id = ?");
+    q.bind(1, status).bind(2, message).bind(3, int64_t{f.epochsCompleted}).bind(4, int64_t{f.bestEpoch});
+    q.bind(5, f.bestEpoch > 0 ? f.bestValLoss : kNaN).bind(6, f.bestEpoch > 0 ? f.bestValAccuracy : kNaN);
+    q.bind(7, f.seconds).bind(8, run);
+    q.run();
+    Statement s(m_db, summarizeSql());
+    s.bind(1, run);
+    s.run();
+}
+
+std::vector<RunRecord> RunStore::runs() const {
+    std::vector<RunRecord> out;
+    Statement q(m_db, std::string("SELECT ") + kRunColumns + " FROM runs ORDER BY id DESC");
+    while (q.step()) out.push_back(readRun(q));
+    return out;
+}
+
+std::optional<RunRecord> RunStore::run(int64_t id) const {
+    Statement q(m_db, std::string("SELECT ") + kRunColumns + " FROM runs WHERE id = ?");
+    q.bind(1, id);
+    if (!q.step()) return std::nullopt;
+    return readRun(q);
+}
+
+std::vector<MetricRow> RunStore::metrics(int64_t run, const std::string& kind) const {
+    std::vector<MetricRow> out;
+    Statement q(m_db,
+                "SELECT kind, step, epoch, loss, accuracy, learning_rate, samples_per_second, val_loss,"
+                " val_accuracy, elapsed_seconds FROM metrics WHERE run_id = ? AND kind = ?"
+                " ORDER BY COALESCE(step, 0), epoch, rowid");
+    q.bind(1, run).bind(2, kind);
+    while (q.step()) {
+        MetricRow m;
+        m.kind = q.text(0);
+        m.step = q.integer(1);
+        m.epoch = static_cast<int>(q.integer(2));
+        m.loss = q.real(3);
+        m.accuracy = q.real(4);
+        m.learningRate = q.real(5);
+        m.samplesPerSecond = q.real(6);
+        m.valLoss = q.real(7);
+        m.valAccuracy = q.real(8);
+        m.elapsedSeconds = q.real(9);
+        out.push_back(m);
+    }
+    return out;
+}
+
+std::string RunStore::projectJson(int64_t run) const {
+    Statement q(m_db, "SELECT project_json FROM runs WHERE id = ?");
+    q.bind(1, run);
+    return q.step() ? q.text(0) : std::string();
+}
+
+bool RunStore::deleteRun(int64_t run) {
+    exec("BEGIN IMMEDIATE");
+    try {
+        Statement m(m_db, "DELETE FROM metrics WHERE run_id = ?");
+        m.bind(1, run);
+        m.run();
+        Statement r(m_db, "DELETE FROM runs WHERE id = ?");
+        r.bind(1, run);
+        r.run();
+        const bool found = sqlite3_changes(m_db) > 0;
+        exec("COMMIT");
+        return found;
+    } catch (...) {
+        sqlite3_exec(m_db, "ROLLBACK", nullptr, nullptr, nullptr);
+        throw;
+    }
+}
+
+bool RunStore::renameRun(int64_t run, const std::string& name) {
+    Statement q(m_db, "UPDATE runs SET name = ? WHERE id = ?");
+    q.bind(1, name).bind(2, run);
+    q.run();
+    return sqlite3_changes(m_db) > 0;
+}
+
+bool RunStore::setNotes(int64_t run, const std::string& notes) {
+    Statement q(m_db, "UPDATE runs SET notes = ? WHERE id = ?");
+    q.bind(1, notes).bind(2, run);
+    q.run();
+    return sqlite3_changes(m_db) > 0;
+}
+
+std::string RunStore::integrityCheck() const {
+    Statement q(m_db, "PRAGMA integrity_check");
+    std::string out;
+    while (q.step()) out += (out.empty() ? "" : "; ") + q.text(0);
+    return out;
+}
+
+namespace {
+
+void diffInto(const Json* a, const Json* b, const std::string& path,
+              std::vector<std::pair<std::string, std::pair<std::string, std::string>>>& out) {
+    auto text = [](const Json* j) { return j ? j->dump() : std::string("(absent)"); };
+    if (a && b && a->is_object() && b->is_object()) {
+        std::vector<std::string> keys;
+        for (auto it = a->begin(); it != a->end(); ++it) keys.push_back(it.key());
+        for (auto it = b->begin(); it != b->end(); ++it)
+            if (!a->contains(it.key())) keys.push_back(it.key());
+        for (const std::string& k : keys) {
+            if (k == "position") continue;  // where a node sits on the canvas is not a setting
+            const Json* ca = a->contains(k) ? &(*a)[k] : nullptr;
+            const Json* cb = b->contains(k) ? &(*b)[k] : nullptr;
+            diffInto(ca, cb, path.empty() ? k : path + "." + k, out);
+        }
+        return;
+    }
+    if (a && b && a->is_array() && b->is_array()) {
+        // Arrays of named objects (graph nodes) are matched by name, so inserting a layer names that layer,
+        // not every layer after it.
+        auto named = [](const Json& arr) {
+            for (const Json& e : arr)
+                if (!e.is_object() || !e.contains("name") || !e["name"].is_string()) return false;
+            return !arr.empty();
+        };
+        if (named(*a) && named(*b)) {
+            std::map<std::string, const Json*> ia, ib;
+            std::vector<std::string> order;
+            for (const Json& e : *a) {
+                ia[e["name"].get<std::string>()] = &e;
+                order.push_back(e["name"].get<std::string>());
+            }
+            for (const Json& e : *b) {
+                const std::string n = e["name"].get<std::string>();
+                if (!ia.count(n)) order.push_back(n);
+                ib[n] = &e;
+            }
+            for (const std::string& n : order) {
+                const auto fa = ia.find(n);
+                const auto fb = ib.find(n);
+                diffInto(fa == ia.end() ? nullptr : fa->second, fb == ib.end() ? nullptr : fb->second,
+                         path + "[" + n + "]", out);
+            }
+            return;
+        }
+        if (a->size() == b->size()) {
+            for (size_t i = 0; i < a->size(); ++i)
+                diffInto(&(*a)[i], &(*b)[i], path + "[" + std::to_string(i) + "]", out);
+            return;
+        }
+    }
+    if (!a || !b || *a != *b) out.push_back({path, {text(a), text(b)}});
+}
+
+std::string cell(double v) {
+    if (!std::isfinite(v)) return {};
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.9g", v);
+    return buf;
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, std::pair<std::string, std::string>>> settingsDiff(const Json& a, const Json& b) {
+    std::vector<std::pair<std::string, std::pair<std::string, std::string>>> out;
+    diffInto(&a, &b, "", out);
+    return out;
+}
+
+std::string metricsCsv(const std::vector<MetricRow>& rows) {
+    std::ostringstream s;
+    s << "kind,step,epoch,loss,accuracy,learning_rate,samples_per_second,val_loss,val_accuracy,elapsed_seconds\n";
+    for (const MetricRow& m : rows) {
+        s << m.kind << ',' << (m.kind == "step" ? std::to_string(m.step) : std::string()) << ',' << m.epoch << ','
+          << cell(m.loss) << ',' << cell(m.accuracy) << ',' << cell(m.learningRate) << ',' << cell(m.samplesPerSecond)
+          << ',' << cell(m.valLoss) << ',' << cell(m.valAccuracy) << ',' << cell(m.elapsedSeconds) << '\n';
+    }
+    return s.str();
+}
+
+}  // namespace strata::history

@@ -1,0 +1,106 @@
+// RunStore: the per-user run history (one SQLite database, WAL mode) on
+// SQLite's C API, so the headless trainer records its runs without Qt. The
+// workbench's ui/base/RunHistory writes the same database through Qt SQL and
+// takes its schema from here (ensureSchema), so runs from either land in one
+// place: runs (one row per run: project, settings as the full project JSON,
+// device, source, status, best and final metrics, notes) and metrics (every
+// step and epoch point: the curves).
+//
+// Schema changes are additive: a new column is added by ensureSchema to an
+// older database (ALTER TABLE ... ADD COLUMN), never renamed or dropped, so a
+// database written by an older Strata opens in a newer one and the reverse.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/graph/Project.h"
+#include "core/train/TrainingObserver.h"
+
+struct sqlite3;
+
+namespace strata::history {
+
+// A numeric field that the run did not produce (no validation split, a run
+// that never finished an epoch) is NaN.
+struct RunRecord {
+    int64_t id = 0;
+    std::string started;  // ISO 8601, UTC
+    std::string projectName, projectPath, device, source, status, message, name, notes;
+    int epochsCompleted = 0, bestEpoch = 0;
+    double bestValLoss = 0, bestValAccuracy = 0;
+    double finalTrainLoss = 0, finalTrainAccuracy = 0, finalValLoss = 0, finalValAccuracy = 0;
+    double samplesPerSecond = 0, seconds = 0;
+};
+
+// One point of a curve: kind "step" (loss, accuracy, learningRate per batch) or
+// "epoch" (train and validation loss and accuracy per epoch).
+struct MetricRow {
+    std::string kind;
+    int64_t step = 0;
+    int epoch = 0;
+    double loss = 0, accuracy = 0, learningRate = 0, samplesPerSecond = 0, valLoss = 0, valAccuracy = 0,
+           elapsedSeconds = 0;
+};
+
+class RunStore {
+public:
+    // Opens or creates the database (and its folder); throws std::runtime_error naming the path when it
+    // cannot.
+    explicit RunStore(const std::string& path);
+    ~RunStore();
+    RunStore(const RunStore&) = delete;
+    RunStore& operator=(const RunStore&) = delete;
+
+    // The workbench's database: Qt's AppDataLocation for organization and application "Strata" on Linux,
+    // $XDG_DATA_HOME (or ~/.local/share)/Strata/Strata/runs.sqlite.
+    static std::string defaultPath();
+    // Creates the tables and adds the columns a database written by an older Strata lacks. Returns an
+    // empty string, or the error.
+    static std::string ensureSchema(const std::string& path);
+    // Fills a finished run's final metrics and mean throughput from its epoch rows; one placeholder, the run
+    // id. Shared with RunHistory so both writers summarize a run the same way.
+    static const char* summarizeSql();
+
+    const std::string& path() const { return m_path; }
+
+    // source: "gui", "cli" or "sweep". Returns the new run's id.
+    int64_t beginRun(const Project& project, const std::string& projectPath, const std::string& device,
+                     const std::string& source);
+    void addSteps(int64_t run, const std::vector<StepEvent>& steps);  // one transaction
+    void addEpoch(int64_t run, const EpochEvent& epoch);
+    // status: finished | stopped | failed.
+    void finishRun(int64_t run, const std::string& status, const std::string& message, const FinishedEvent& f);
+
+    std::vector<RunRecord> runs() const;  // newest first
+    std::optional<RunRecord> run(int64_t id) const;
+    std::vector<MetricRow> metrics(int64_t run, const std::string& kind) const;  // in step (epoch) order
+    std::string projectJson(int64_t run) const;
+    // Each returns false when no run has that id.
+    bool deleteRun(int64_t run);
+    bool renameRun(int64_t run, const std::string& name);
+    bool setNotes(int64_t run, const std::string& notes);
+    // SQLite's integrity check: "ok", or what is damaged (bench/: the database after a writer is killed).
+    std::string integrityCheck() const;
+
+private:
+    void exec(const std::string& sql);
+
+    std::string m_path;
+    sqlite3* m_db = nullptr;
+};
+
+// The settings that differ between two runs' project JSON, as dotted key paths ("training.learning_rate",
+// "graph.nodes[2].params.units") with each side's value as JSON text ("(absent)" when a side lacks the key).
+// Objects are compared key by key, arrays element by element; canvas positions are not settings and are
+// skipped.
+std::vector<std::pair<std::string, std::pair<std::string, std::string>>> settingsDiff(const Json& a, const Json& b);
+
+// A run's metrics as CSV: kind,step,epoch,loss,accuracy,learning_rate,samples_per_second,val_loss,
+// val_accuracy,elapsed_seconds (empty cells for NaN).
+std::string metricsCsv(const std::vector<MetricRow>& rows);
+
+}  // namespace strata::history

@@ -1,0 +1,339 @@
+// Sweep: see Sweep.h.
+#include "core/history/Sweep.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <random>
+#include <set>
+
+#include "core/backend/BackendRegistry.h"
+#include "core/history/RunRecorder.h"
+#include "core/io/FileIo.h"
+#include "core/train/BackendOptionsFor.h"
+#include "core/train/Trainer.h"
+
+namespace strata::history {
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+[[noreturn]] void bad(const std::string& path, const std::string& what) { throw ProjectError("/sweep" + path, what); }
+
+double toScale(double v, bool log) { return log ? std::log(v) : v; }
+double fromScale(double v, bool log) { return log ? std::exp(v) : v; }
+
+Json rangeValue(const SweepParameter& p, double v) {
+    if (p.integer) return Json(static_cast<int64_t>(std::llround(v)));
+    // Grid points print as the numbers a person would type (1e-3, not 0.0010000000000000002).
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.6g", v);
+    return Json(std::stod(buf));
+}
+
+// Collects the metric of the last epoch.
+class MetricObserver : public TrainingObserver {
+public:
+    double valAcc = kNaN, valLoss = kNaN;
+    std::string error;
+    void onEpoch(const EpochEvent& e) override {
+        valAcc = e.hasValidation ? e.valAccuracy : kNaN;
+        valLoss = e.hasValidation ? e.valLoss : kNaN;
+    }
+    void onError(const std::string& m) override { error = m; }
+};
+
+Json resultToJson(const TrialResult& r) {
+    return Json{{"trial", r.trial},
+                {"rung", r.rung},
+                {"epochs", r.epochs},
+                {"assignment", r.assignment},
+                {"status", r.status},
+                {"run", r.runId},
+                {"metric", std::isfinite(r.metric) ? Json(r.metric) : Json(nullptr)},
+                {"message", r.message}};
+}
+
+TrialResult resultFromJson(const Json& j) {
+    TrialResult r;
+    r.trial = j.at("trial").get<int>();
+    r.rung = j.at("rung").get<int>();
+    r.epochs = j.at("epochs").get<int>();
+    r.assignment = j.at("assignment");
+    r.status = j.at("status").get<std::string>();
+    r.runId = j.at("run").get<int64_t>();
+    r.metric = j.at("metric").is_number() ? j.at("metric").get<double>() : kNaN;
+    r.message = j.value("message", "");
+    return r;
+}
+
+std::string describeAssignment(const Json& a) {
+    std::string s;
+    for (auto it = a.begin(); it != a.end(); ++it) s += (s.empty() ? "" : ", ") + it.key() + "=" + it.value().dump();
+    return s;
+}
+
+}  // namespace
+
+SweepDefinition parseSweep(const Json& sweep) {
+    if (!sweep.is_object()) bad("", "the project has no sweep definition (add a \"sweep\" object; see README)");
+    SweepDefinition d;
+    static const std::set<std::string> known = {"method", "trials", "seed", "metric", "parameters", "halving"};
+    for (auto it = sweep.begin(); it != sweep.end(); ++it)
+        if (!known.count(it.key()))
+            bad("/" + it.key(), "unknown key (known: halving, method, metric, parameters, seed, trials)");
+    d.method = sweep.value("method", "grid");
+    if (d.method != "grid" && d.method != "random")
+        bad("/method", "unknown value '" + d.method + "' (one of: grid, random)");
+    if (sweep.contains("trials")) {
+        if (!sweep["trials"].is_number_integer() || sweep["trials"].get<int64_t>() < 1 ||
+            sweep["trials"].get<int64_t>() > 100000)
+            bad("/trials", "expected an integer from 1 to 100000");
+        d.trials = sweep["trials"].get<int>();
+    }
+    if (d.method == "random" && d.trials < 1) bad("/trials", "random search needs the number of trials");
+    if (sweep.contains("seed")) {
+        if (!sweep["seed"].is_number_unsigned()) bad("/seed", "expected a non-negative integer");
+        d.seed = sweep["seed"].get<uint64_t>();
+    }
+    d.metric = sweep.value("metric", "val_acc");
+    if (d.metric != "val_acc" && d.metric != "val_loss")
+        bad("/metric", "unknown value '" + d.metric + "' (one of: val_acc, val_loss)");
+    if (!sweep.contains("parameters") || !sweep["parameters"].is_array() || sweep["parameters"].empty())
+        bad("/parameters", "expected a non-empty array of parameters");
+    for (size_t i = 0; i < sweep["parameters"].size(); ++i) {
+        const Json& pj = sweep["parameters"][i];
+        const std::string path = "/parameters/" + std::to_string(i);
+        if (!pj.is_object()) bad(path, "expected an object");
+        SweepParameter p;
+        if (!pj.contains("setting") || !pj["setting"].is_string())
+            bad(path + "/setting", "missing (e.g. \"training.learning_rate\")");
+        p.setting = pj["setting"].get<std::string>();
+        if (p.setting.rfind("training.", 0) != 0 && p.setting.rfind("dataset.", 0) != 0 &&
+            p.setting.rfind("graph.", 0) != 0)
+            bad(path + "/setting", "'" + p.setting + "' is not training.<key>, dataset.<key> or graph.<node>.<param>");
+        if (pj.contains("values")) {
+            if (!pj["values"].is_array() || pj["values"].empty()) bad(path + "/values", "expected a non-empty array");
+            p.values = pj["values"].get<std::vector<Json>>();
+        } else {
+            p.range = true;
+            if (!pj.contains("min") || !pj["min"].is_number() || !pj.contains("max") || !pj["max"].is_number())
+                bad(path, "needs \"values\", or \"min\" and \"max\"");
+            p.min = pj["min"].get<double>();
+            p.max = pj["max"].get<double>();
+            const std::string scale = pj.value("scale", "linear");
+            if (scale != "linear" && scale != "log")
+                bad(path + "/scale", "unknown value '" + scale + "' (one of: linear, log)");
+            p.log = scale == "log";
+            p.integer = pj.value("integer", false);
+            if (!(p.min < p.max)) bad(path + "/max", "must be above min");
+            if (p.log && p.min <= 0) bad(path + "/min", "a log range must start above 0");
+            const int count = pj.value("count", 3);
+            if (count < 2 || count > 1000) bad(path + "/count", "expected 2 to 1000 grid points");
+            for (int k = 0; k < count; ++k) {
+                const double t = double(k) / double(count - 1);
+                const double v =
+                    fromScale(toScale(p.min, p.log) + t * (toScale(p.max, p.log) - toScale(p.min, p.log)), p.log);
+                const Json jv = rangeValue(p, v);
+                if (std::find(p.values.begin(), p.values.end(), jv) == p.values.end()) p.values.push_back(jv);
+            }
+        }
+        d.parameters.push_back(std::move(p));
+    }
+    if (sweep.contains("halving")) {
+        const Json& h = sweep["halving"];
+        if (!h.is_object() || !h.contains("rungs") || !h["rungs"].is_array() || h["rungs"].empty())
+            bad("/halving/rungs", "expected epochs per rung, e.g. [1, 3]");
+        int last = 0;
+        for (const Json& r : h["rungs"]) {
+            if (!r.is_number_integer() || r.get<int>() <= last)
+                bad("/halving/rungs", "expected increasing epoch counts above 0");
+            last = r.get<int>();
+            d.rungs.push_back(last);
+        }
+        d.keep = h.value("keep", 0.5);
+        if (!(d.keep > 0 && d.keep < 1)) bad("/halving/keep", "expected a fraction between 0 and 1");
+    }
+    return d;
+}
+
+std::vector<Json> sweepAssignments(const SweepDefinition& d) {
+    std::vector<Json> out;
+    if (d.method == "grid") {
+        std::vector<size_t> idx(d.parameters.size(), 0);
+        while (true) {
+            Json a = Json::object();
+            for (size_t i = 0; i < d.parameters.size(); ++i)
+                a[d.parameters[i].setting] = d.parameters[i].values[idx[i]];
+            out.push_back(std::move(a));
+            size_t k = d.parameters.size();
+            while (k > 0) {
+                --k;
+                if (++idx[k] < d.parameters[k].values.size()) break;
+                idx[k] = 0;
+                if (k == 0) return out;
+            }
+            if (d.parameters.empty()) return out;
+        }
+    }
+    std::mt19937_64 rng(d.seed);
+    for (int t = 0; t < d.trials; ++t) {
+        Json a = Json::object();
+        for (const SweepParameter& p : d.parameters) {
+            if (p.range) {
+                std::uniform_real_distribution<double> u(toScale(p.min, p.log), toScale(p.max, p.log));
+                a[p.setting] = rangeValue(p, fromScale(u(rng), p.log));
+            } else {
+                std::uniform_int_distribution<size_t> u(0, p.values.size() - 1);
+                a[p.setting] = p.values[u(rng)];
+            }
+        }
+        out.push_back(std::move(a));
+    }
+    return out;
+}
+
+Project applyAssignment(const Project& base, const Json& assignment) {
+    Json j = projectToJson(base);
+    for (auto it = assignment.begin(); it != assignment.end(); ++it) {
+        const std::string& setting = it.key();
+        const size_t dot = setting.find('.');
+        const std::string group = setting.substr(0, dot), rest = setting.substr(dot + 1);
+        if (group == "training" || group == "dataset") {
+            j[group][rest] = it.value();
+            continue;
+        }
+        const size_t dot2 = rest.find('.');
+        if (dot2 == std::string::npos) throw ProjectError("/sweep", "'" + setting + "': expected graph.<node>.<param>");
+        const std::string node = rest.substr(0, dot2), param = rest.substr(dot2 + 1);
+        bool found = false;
+        for (Json& n : j["graph"]["nodes"])
+            if (n.value("name", "") == node) {
+                n["params"][param] = it.value();
+                found = true;
+            }
+        if (!found) throw ProjectError("/sweep", "'" + setting + "': the graph has no node named '" + node + "'");
+    }
+    try {
+        return projectFromJson(j);
+    } catch (const ProjectError& e) {
+        throw ProjectError("sweep assignment " + describeAssignment(assignment), e.jsonPath(), e.message());
+    }
+}
+
+std::vector<TrialResult> runSweep(const Project& project, const std::string& projectPath, const SweepOptions& options,
+                                  std::ostream& log) {
+    const SweepDefinition d = parseSweep(project.sweep);
+    const std::vector<Json> assignments = sweepAssignments(d);
+    for (const Json& a : assignments) applyAssignment(project, a);  // every trial is valid before the first runs
+    const std::string statePath = options.statePath.empty() ? projectPath + ".sweep-state.json" : options.statePath;
+
+    std::vector<TrialResult> results;
+    if (std::filesystem::exists(statePath)) {
+        Json state;
+        try {
+            std::ifstream f(statePath);
+            state = Json::parse(f);
+            if (state.at("sweep") != project.sweep)
+                throw std::runtime_error("it belongs to a different sweep definition (delete it to start over)");
+            for (const Json& t : state.at("trials")) results.push_back(resultFromJson(t));
+        } catch (const std::exception& e) {
+            throw std::runtime_error("sweep state '" + statePath + "': " + e.what());
+        }
+        log << "resuming: " << results.size() << " trial(s) already done (" << statePath << ")\n";
+    }
+    auto save = [&] {
+        Json trials = Json::array();
+        for (const TrialResult& r : results) trials.push_back(resultToJson(r));
+        const Json state{{"sweep", project.sweep}, {"trials", trials}};
+        writeFileAtomically(statePath, [&](std::ostream& o) { o << state.dump(2) << "\n"; });
+    };
+    auto find = [&](int trial, int rung) -> const TrialResult* {
+        for (const TrialResult& r : results)
+            if (r.trial == trial && r.rung == rung) return &r;
+        return nullptr;
+    };
+    auto better = [&](double a, double b) {
+        if (!std::isfinite(a)) return false;
+        if (!std::isfinite(b)) return true;
+        return d.maximize() ? a > b : a < b;
+    };
+
+    const std::vector<int> rungs = d.rungs.empty() ? std::vector<int>{project.training.epochs} : d.rungs;
+    std::vector<int> alive(assignments.size());
+    for (size_t i = 0; i < alive.size(); ++i) alive[i] = int(i);
+    for (size_t rung = 0; rung < rungs.size(); ++rung) {
+        if (rung > 0) {
+            // Successive halving: the best `keep` fraction of the last rung goes on.
+            std::stable_sort(alive.begin(), alive.end(), [&](int a, int b) {
+                const TrialResult* ra = find(a, int(rung) - 1);
+                const TrialResult* rb = find(b, int(rung) - 1);
+                return better(ra ? ra->metric : kNaN, rb ? rb->metric : kNaN);
+            });
+            const size_t keep = std::max<size_t>(1, size_t(std::ceil(double(alive.size()) * d.keep)));
+            alive.resize(std::min(alive.size(), keep));
+            std::sort(alive.begin(), alive.end());
+            log << "rung " << rung + 1 << ": " << alive.size() << " trial(s) go on to " << rungs[rung] << " epoch(s)\n";
+        }
+        for (int t : alive) {
+            if (find(t, int(rung))) continue;  // done before an interruption
+            if (options.stop && options.stop->load()) return results;
+            Project p = applyAssignment(project, assignments[size_t(t)]);
+            p.training.epochs = rungs[rung];
+            // Each trial its own checkpoint folder: trials must not overwrite each other's best weights.
+            if (!p.training.checkpointDir.empty())
+                p.training.checkpointDir +=
+                    "/sweep-trial-" + std::to_string(t + 1) + "-rung-" + std::to_string(rung + 1);
+            TrialResult r;
+            r.trial = t;
+            r.rung = int(rung);
+            r.epochs = rungs[rung];
+            r.assignment = assignments[size_t(t)];
+            log << "trial " << t + 1 << "/" << assignments.size()
+                << (rungs.size() > 1 ? " rung " + std::to_string(rung + 1) : "") << ": "
+                << describeAssignment(r.assignment) << ", " << r.epochs << " epoch(s)" << std::endl;
+            MetricObserver metrics;
+            try {
+                std::unique_ptr<Backend> backend =
+                    backendRegistry().create(Device::parse(p.training.device), backendOptionsFor(p.training));
+                std::unique_ptr<RunRecorder> recorder;
+                if (options.store) {
+                    recorder = std::make_unique<RunRecorder>(*options.store, &metrics, p, projectPath,
+                                                             p.training.device, "sweep");
+                    r.runId = recorder->runId();
+                    options.store->renameRun(r.runId,
+                                             "sweep trial " + std::to_string(t + 1) +
+                                                 (rungs.size() > 1 ? " rung " + std::to_string(rung + 1) : ""));
+                }
+                TrainerOptions to;
+                to.projectPath = projectPath;
+                Trainer trainer(p, *backend, recorder ? static_cast<TrainingObserver*>(recorder.get()) : &metrics, to);
+                if (options.onTrainer) options.onTrainer(&trainer);
+                const bool ok = trainer.run();
+                if (options.onTrainer) options.onTrainer(nullptr);
+                if (recorder) recorder->finishIfOpen("failed", metrics.error);
+                if (options.stop && options.stop->load()) return results;  // cut off: not recorded as done
+                if (!ok) throw std::runtime_error(metrics.error);
+                r.metric = d.metric == "val_acc" ? metrics.valAcc : metrics.valLoss;
+                if (!std::isfinite(r.metric))
+                    throw std::runtime_error("no " + d.metric + ": the project has no validation split");
+                r.status = "done";
+            } catch (const std::exception& e) {
+                r.status = "failed";
+                r.metric = kNaN;
+                r.message = e.what();
+            }
+            log << "  -> " << r.status
+                << (r.status == "done" ? " " + d.metric + " " + std::to_string(r.metric) : ": " + r.message)
+                << (r.runId ? " (run " + std::to_string(r.runId) + ")" : "") << std::endl;
+            results.push_back(r);
+            save();
+        }
+    }
+    return results;
+}
+
+}  // namespace strata::history

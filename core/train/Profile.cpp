@@ -1,0 +1,454 @@
+// Profile: see Profile.h.
+#include "core/train/Profile.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "core/backend/BackendRegistry.h"
+#include "core/data/DataLoader.h"
+#include "core/data/Dataset.h"
+#include "core/graph/Model.h"
+#include "core/train/BatchStager.h"
+#include "core/train/Optimizer.h"
+
+namespace strata {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double msSince(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+
+double median(std::vector<double> v) {
+    if (v.empty()) return 0;
+    std::sort(v.begin(), v.end());
+    const size_t m = v.size() / 2;
+    return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
+}
+
+std::string deviceName(const Backend& backend) {
+    for (const DeviceInfo& d : backendRegistry().devices())
+        if (d.device == backend.device()) return d.name;
+    return backend.device().toString();
+}
+
+// FLOPs and bytes of one layer for one step (see Profile.h: estimates from the shapes).
+struct Cost {
+    double fwdFlop = 0, bwdFlop = 0, fwdBytes = 0, bwdBytes = 0;
+};
+
+int64_t kernelArea(const Json& params) {
+    const Json* k = params.contains("kernel") ? &params["kernel"] : nullptr;
+    if (!k) return 1;
+    if (k->is_number_integer()) return k->get<int64_t>() * k->get<int64_t>();
+    if (k->is_array() && k->size() == 1) return (*k)[0].get<int64_t>() * (*k)[0].get<int64_t>();
+    if (k->is_array() && k->size() == 2) return (*k)[0].get<int64_t>() * (*k)[1].get<int64_t>();
+    return 1;
+}
+
+Cost layerCost(const std::string& type, const Json& params, int64_t batch, const std::vector<int64_t>& inputNumel,
+               int64_t outNumel, int64_t weightNumel, int64_t weightRows, int64_t paramNumel) {
+    Cost c;
+    const double n = static_cast<double>(batch);
+    double in = 0;
+    for (int64_t i : inputNumel) in += static_cast<double>(i);
+    const double out = static_cast<double>(outNumel);
+    if ((type == "Dense" || type == "Conv2D") && weightRows > 0) {
+        // Each output element is a dot product over weight / rows inputs: 2 FLOPs per multiply-add;
+        // backward computes the input gradient and the weight gradient, twice the forward.
+        c.fwdFlop = 2.0 * n * out * static_cast<double>(weightNumel / weightRows);
+        c.bwdFlop = 2.0 * c.fwdFlop;
+    } else if (type == "MaxPool2D" || type == "AvgPool2D") {
+        c.fwdFlop = n * out * static_cast<double>(kernelArea(params));
+        c.bwdFlop = c.fwdFlop;
+    } else if (type == "GlobalAvgPool" || type == "SequenceMeanPool") {
+        c.fwdFlop = n * in;
+        c.bwdFlop = n * in;
+    } else if (type == "Embedding" || type == "Flatten" || type == "Reshape" || type == "Input") {
+        c.fwdFlop = 0;  // a gather or a view
+        c.bwdFlop = type == "Embedding" ? n * out : 0;
+    } else {
+        c.fwdFlop = n * out;
+        c.bwdFlop = n * out;
+    }
+    const double param = static_cast<double>(paramNumel);
+    // Forward reads the inputs and parameters and writes the output; backward reads the output gradient,
+    // inputs and parameters and writes input and parameter gradients.
+    c.fwdBytes = 4.0 * (n * in + n * out + param);
+    c.bwdBytes = 4.0 * (n * out + 2 * n * in + 2 * param);
+    return c;
+}
+
+Json readCache(const std::string& path) {
+    std::ifstream f(path);
+    if (!f) return Json::object();
+    try {
+        Json j = Json::parse(f);
+        return j.is_object() ? j : Json::object();
+    } catch (const std::exception&) {
+        return Json::object();  // a damaged cache is measured again and rewritten
+    }
+}
+
+}  // namespace
+
+std::string defaultRooflineCachePath() {
+    std::string base;
+    if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && xdg[0] == '/')
+        base = xdg;
+    else if (const char* home = std::getenv("HOME"); home && home[0])
+        base = std::string(home) + "/.cache";
+    else
+        base = ".";
+    return base + "/strata/roofline.json";
+}
+
+Roofline deviceRoofline(Backend& backend, const std::string& cachePathIn, bool refresh) {
+    const std::string cachePath = cachePathIn.empty() ? defaultRooflineCachePath() : cachePathIn;
+    Roofline r;
+    r.device = backend.name() + " " + backend.device().toString() + " " + deviceName(backend);
+    Json cache = readCache(cachePath);
+    if (!refresh && cache.contains(r.device)) {
+        const Json& e = cache[r.device];
+        if (e.contains("gflops") && e.contains("gbps") && e["gflops"].is_number() && e["gbps"].is_number()) {
+            r.peakGflops = e["gflops"].get<double>();
+            r.peakGBps = e["gbps"].get<double>();
+            r.fromCache = true;
+            return r;
+        }
+    }
+    const bool cpu = backend.device().type == DeviceType::Cpu;
+    // GEMM: square fp32, big enough to reach the library's peak (best of several runs).
+    {
+        const int n = cpu ? 1024 : 8192;
+        Tensor a = backend.empty(Shape{n, n}), b = backend.empty(Shape{n, n}), c = backend.empty(Shape{n, n});
+        backend.fill(a.f32(), 0.5f, int64_t(n) * n);
+        backend.fill(b.f32(), 0.25f, int64_t(n) * n);
+        double best = 1e30;
+        for (int i = 0; i < (cpu ? 4 : 8); ++i) {
+            backend.synchronize();
+            const auto t = Clock::now();
+            backend.gemm(false, false, n, n, n, 1.0f, a.f32(), n, b.f32(), n, 0.0f, c.f32(), n);
+            backend.synchronize();
+            if (i > 0) best = std::min(best, msSince(t));  // the first run warms caches and picks kernels
+        }
+        r.peakGflops = 2.0 * n * double(n) * n / (best * 1e-3) / 1e9;
+    }
+    // Copy: read and write of a buffer far larger than the caches.
+    {
+        const size_t bytes = cpu ? (size_t(128) << 20) : (size_t(1) << 30);
+        void* src = backend.allocate(bytes);
+        void* dst = backend.allocate(bytes);
+        backend.zero(src, bytes);
+        backend.zero(dst, bytes);
+        double best = 1e30;
+        for (int i = 0; i < 6; ++i) {
+            backend.synchronize();
+            const auto t = Clock::now();
+            backend.copy(dst, src, bytes);
+            backend.synchronize();
+            if (i > 0) best = std::min(best, msSince(t));
+        }
+        backend.deallocate(src, bytes);
+        backend.deallocate(dst, bytes);
+        r.peakGBps = 2.0 * double(bytes) / (best * 1e-3) / 1e9;
+    }
+    cache[r.device] = Json{{"gflops", r.peakGflops}, {"gbps", r.peakGBps}};
+    std::error_code ec;
+    std::filesystem::create_directories(std::filesystem::path(cachePath).parent_path(), ec);
+    std::ofstream out(cachePath, std::ios::trunc);
+    if (out) out << cache.dump(2) << "\n";  // an unwritable cache only means measuring again next time
+    return r;
+}
+
+ProfileReport profileProject(const Project& projectIn, const std::string& projectPath, Backend& backend,
+                             const ProfileOptions& options) {
+    Project project = projectIn;
+    if (options.batch > 0) project.training.batchSize = options.batch;
+    const TrainingSettings& ts = project.training;
+    if (options.steps < 1) throw std::invalid_argument("profile needs at least 1 step");
+
+    ProfileReport report;
+    report.device = backend.device().toString();
+    report.deviceName = deviceName(backend);
+    report.batch = ts.batchSize;
+    report.steps = options.steps;
+
+    const DatasetBundle data = loadDataset(project.dataset, projectPath);
+    std::unique_ptr<Model> model = compile(project.graph, backend, ts.seed);
+    if (model->outputShape().rank() != 1 || model->outputShape()[0] != data.numClasses)
+        throw std::invalid_argument("the model's output is " + model->outputShape().toString() + " but the data has " +
+                                    std::to_string(data.numClasses) + " classes: make it [" +
+                                    std::to_string(data.numClasses) + "]");
+    Optimizer optimizer(*model, ts);
+    BatchStager stager(backend, model->inputShape(), ts.batchSize);
+    stager.setUpTraining(data.train, trainingAugmentation(project.dataset, data.normalization), ts.seed,
+                         ResidentData::Auto, int64_t(4) << 30, [](const std::string&) {});
+    const int cols = static_cast<int>(model->outputShape().numel());
+    Tensor lossBuf = backend.empty(Shape{ts.batchSize});
+    Tensor dlogits = backend.empty(model->outputShape().withBatch(ts.batchSize));
+    Tensor target = backend.empty(model->outputShape().withBatch(ts.batchSize));
+    std::vector<float> targetHost;
+
+    int epoch = 1;
+    stager.startTrainEpoch(epoch);
+    Batch batch;
+    auto nextBatch = [&]() -> BatchStager::Staged {
+        if (!stager.nextTrainBatch(batch)) {
+            stager.startTrainEpoch(++epoch);
+            if (!stager.nextTrainBatch(batch)) throw std::invalid_argument("the training split is empty");
+        }
+        BatchStager::Staged s = stager.stageTrain(batch);
+        backend.synchronize();
+        return s;
+    };
+    auto loss = [&](const Tensor& logits, const BatchStager::Staged& s) {
+        const int rows = static_cast<int>(batch.size);
+        const float scale = 1.0f / static_cast<float>(batch.size);
+        if (ts.loss == LossKind::CrossEntropy) {
+            backend.softmaxCrossEntropy(lossBuf.f32(), dlogits.f32(), logits.f32(), s.labels.i32(), rows, cols, scale);
+            return;
+        }
+        targetHost.assign(size_t(rows) * size_t(cols), 0.0f);
+        for (int r = 0; r < rows; ++r) targetHost[size_t(r) * size_t(cols) + size_t(batch.labels[size_t(r)])] = 1;
+        backend.copyFromHost(target.raw(), targetHost.data(), targetHost.size() * sizeof(float));
+        if (ts.loss == LossKind::Mse)
+            backend.mseLoss(lossBuf.f32(), dlogits.f32(), logits.f32(), target.f32(), rows, cols, scale);
+        else
+            backend.bceWithLogits(lossBuf.f32(), dlogits.f32(), logits.f32(), target.f32(), rows, cols, scale);
+    };
+
+    // Layer times of the current timed step, by node.
+    std::map<int, double> fwd, bwd;
+    Clock::time_point layerStart;
+    auto hook = [&](int node, bool backward, bool begin) {
+        backend.synchronize();
+        if (begin) {
+            layerStart = Clock::now();
+            return;
+        }
+        (backward ? bwd : fwd)[node] += msSince(layerStart);
+    };
+
+    std::vector<double> stepMs, dataMs, plainComputeMs, lossMs, optMs, computeMs, betweenMs, layersMs;
+    std::map<int, std::vector<double>> fwdSteps, bwdSteps;
+    uint64_t stepSeed = ts.seed;
+    // Warm-up steps (plain), then timed and plain steps in turn so both see the same machine load.
+    for (int i = 0; i < options.warmupSteps + 2 * options.steps; ++i) {
+        const bool timed = i >= options.warmupSteps && (i - options.warmupSteps) % 2 == 0;
+        const bool measured = i >= options.warmupSteps;
+        model->setLayerHook(timed ? Model::LayerHook(hook) : Model::LayerHook());
+        fwd.clear();
+        bwd.clear();
+        backend.synchronize();
+        const auto t0 = Clock::now();
+        const BatchStager::Staged s = nextBatch();
+        const double data = msSince(t0);
+        const auto t1 = Clock::now();
+        const Tensor& logits = model->forward(s.input, true, ++stepSeed);
+        if (timed) backend.synchronize();
+        const double forwardTotal = msSince(t1);
+        const auto tl = Clock::now();
+        loss(logits, s);
+        if (timed) backend.synchronize();
+        const double lossTime = msSince(tl);
+        const Tensor dOut = dlogits.view(model->outputShape().withBatch(batch.size));
+        const auto tz = Clock::now();
+        model->zeroGrad();
+        if (timed) backend.synchronize();
+        const double zeroTime = msSince(tz);
+        const auto tb = Clock::now();
+        model->backward(dOut);
+        if (timed) backend.synchronize();
+        const double backwardTotal = msSince(tb);
+        const auto to = Clock::now();
+        optimizer.step(ts.learningRate);
+        backend.synchronize();
+        const double optTime = msSince(to) + zeroTime;
+        const double compute = msSince(t1);
+        if (!measured) continue;
+        if (timed) {
+            // What forward and backward did besides their layers' calls (Model's zeroing of the activation
+            // gradients, the loop, the hook's own cost) is its own row, so the rows add up to the step.
+            double layerFwd = 0, layerBwd = 0;
+            for (const auto& [node, ms] : fwd) {
+                fwdSteps[node].push_back(ms);
+                layerFwd += ms;
+            }
+            for (const auto& [node, ms] : bwd) {
+                bwdSteps[node].push_back(ms);
+                layerBwd += ms;
+            }
+            const double between = std::max(0.0, forwardTotal - layerFwd) + std::max(0.0, backwardTotal - layerBwd);
+            lossMs.push_back(lossTime);
+            optMs.push_back(optTime);
+            betweenMs.push_back(between);
+            layersMs.push_back(layerFwd + layerBwd);
+            computeMs.push_back(layerFwd + layerBwd + between + lossTime + optTime);
+        } else {
+            stepMs.push_back(data + compute);
+            dataMs.push_back(data);
+            plainComputeMs.push_back(compute);
+        }
+    }
+    model->setLayerHook({});
+
+    report.lossMs = median(lossMs);
+    report.optimizerMs = median(optMs);
+    report.computeMs = median(computeMs);
+    report.betweenLayersMs = median(betweenMs);
+    report.layersMs = median(layersMs);
+    report.stepMs = median(stepMs);
+    report.dataWaitMs = median(dataMs);
+    report.plainComputeMs = median(plainComputeMs);
+    report.fastestComputeMs = *std::min_element(computeMs.begin(), computeMs.end());
+    report.fastestPlainComputeMs = *std::min_element(plainComputeMs.begin(), plainComputeMs.end());
+    report.overheadMs = std::max(0.0, report.stepMs - report.dataWaitMs - report.computeMs);
+
+    // Parameters by node: the weight (its first dimension is the output channels or units) and the total.
+    std::map<int, int64_t> weightNumel, weightRows, paramNumel;
+    for (const Model::NamedParameter& p : model->namedParameters()) {
+        paramNumel[p.node] += p.param->value.numel();
+        const std::string suffix = ".weight";
+        if (p.name.size() > suffix.size() &&
+            p.name.compare(p.name.size() - suffix.size(), suffix.size(), suffix) == 0) {
+            weightNumel[p.node] = p.param->value.numel();
+            weightRows[p.node] = p.param->value.shape()[0];
+        }
+    }
+    const Graph& g = model->graph();
+    for (int id : model->order()) {
+        const Node* node = g.node(id);
+        if (!node || node->type == "Input") continue;
+        LayerProfile lp;
+        lp.node = id;
+        lp.name = node->name;
+        lp.type = node->type;
+        const Tensor* out = model->nodeOutput(id);
+        const int64_t outNumel = out ? out->shape().dropFirst().numel() : 0;
+        lp.outputShape = out ? out->shape().dropFirst().toString() : "?";
+        lp.fused = !fwdSteps.count(id);
+        std::vector<int64_t> inNumel;
+        for (const std::string& port : g.inputPorts(id))
+            if (const auto e = g.edgeInto({id, port}))
+                if (const Tensor* t = model->nodeOutput(e->from.node))
+                    inNumel.push_back(t->shape().dropFirst().numel());
+        const Cost c = layerCost(node->type, node->params, ts.batchSize, inNumel, outNumel, weightNumel[id],
+                                 weightRows[id], paramNumel[id]);
+        lp.absorbed = !bwdSteps.count(id);
+        lp.forwardMs = median(fwdSteps[id]);
+        lp.backwardMs = median(bwdSteps[id]);
+        // Work done inside another layer's call is counted there.
+        lp.forwardGflop = lp.fused ? 0 : c.fwdFlop / 1e9;
+        lp.backwardGflop = lp.absorbed ? 0 : c.bwdFlop / 1e9;
+        lp.bytesMoved = (lp.fused ? 0 : c.fwdBytes) + (lp.absorbed ? 0 : c.bwdBytes);
+        const double s = (lp.forwardMs + lp.backwardMs) * 1e-3;
+        if (s > 0) {
+            lp.gflops = (lp.forwardGflop + lp.backwardGflop) / s;
+            lp.gbps = lp.bytesMoved / s / 1e9;
+        }
+        lp.share = report.computeMs > 0 ? (lp.forwardMs + lp.backwardMs) / report.computeMs : 0;
+        report.layers.push_back(lp);
+    }
+    if (options.measureRoofline) report.roofline = deviceRoofline(backend, options.rooflineCache);
+    return report;
+}
+
+Json profileToJson(const ProfileReport& r) {
+    Json layers = Json::array();
+    for (const LayerProfile& l : r.layers)
+        layers.push_back({{"node", l.node},
+                          {"name", l.name},
+                          {"type", l.type},
+                          {"output_shape", l.outputShape},
+                          {"fused", l.fused},
+                          {"absorbed", l.absorbed},
+                          {"forward_ms", l.forwardMs},
+                          {"backward_ms", l.backwardMs},
+                          {"forward_gflop", l.forwardGflop},
+                          {"backward_gflop", l.backwardGflop},
+                          {"bytes", l.bytesMoved},
+                          {"gflops", l.gflops},
+                          {"gbps", l.gbps},
+                          {"share", l.share}});
+    return Json{{"device", r.device},
+                {"device_name", r.deviceName},
+                {"batch", r.batch},
+                {"steps", r.steps},
+                {"layers", layers},
+                {"loss_ms", r.lossMs},
+                {"optimizer_ms", r.optimizerMs},
+                {"between_layers_ms", r.betweenLayersMs},
+                {"layers_ms", r.layersMs},
+                {"compute_ms", r.computeMs},
+                {"step_ms", r.stepMs},
+                {"data_wait_ms", r.dataWaitMs},
+                {"overhead_ms", r.overheadMs},
+                {"plain_compute_ms", r.plainComputeMs},
+                {"fastest_compute_ms", r.fastestComputeMs},
+                {"fastest_plain_compute_ms", r.fastestPlainComputeMs},
+                {"roofline",
+                 {{"device", r.roofline.device},
+                  {"peak_gflops", r.roofline.peakGflops},
+                  {"peak_gbps", r.roofline.peakGBps},
+                  {"cached", r.roofline.fromCache}}}};
+}
+
+std::string formatProfile(const ProfileReport& r) {
+    std::ostringstream s;
+    char line[256];
+    s << "profile on " << r.device << " (" << r.deviceName << "), batch " << r.batch << ", median of " << r.steps
+      << " timed and " << r.steps << " plain steps\n";
+    if (r.roofline.peakGflops > 0) {
+        std::snprintf(line, sizeof line, "roofline: %.1f GFLOP/s (GEMM), %.1f GB/s (copy)%s; ridge %.1f FLOP/byte\n",
+                      r.roofline.peakGflops, r.roofline.peakGBps, r.roofline.fromCache ? ", cached" : "",
+                      r.roofline.peakGflops / std::max(1e-9, r.roofline.peakGBps));
+        s << line;
+    }
+    std::snprintf(line, sizeof line, "%-16s %-14s %-14s %9s %9s %6s %9s %9s %8s %8s\n", "LAYER", "TYPE", "OUTPUT",
+                  "FWD ms", "BWD ms", "SHARE", "GFLOP", "MB", "GFLOP/s", "GB/s");
+    s << line;
+    for (const LayerProfile& l : r.layers) {
+        char fwdText[32];
+        if (l.fused)
+            std::snprintf(fwdText, sizeof fwdText, "%s", "fused");  // its forward's time is its producer's
+        else
+            std::snprintf(fwdText, sizeof fwdText, "%.3f", l.forwardMs);
+        char bwdText[32];
+        if (l.absorbed)
+            std::snprintf(bwdText, sizeof bwdText, "%s", "absorbed");  // done by the pooling after it
+        else
+            std::snprintf(bwdText, sizeof bwdText, "%.3f", l.backwardMs);
+        std::snprintf(line, sizeof line, "%-16s %-14s %-14s %9s %9s %5.1f%% %9.4f %9.2f %8.1f %8.1f\n",
+                      l.name.substr(0, 16).c_str(), l.type.substr(0, 14).c_str(), l.outputShape.substr(0, 14).c_str(),
+                      fwdText, bwdText, 100 * l.share, l.forwardGflop + l.backwardGflop, l.bytesMoved / 1e6, l.gflops,
+                      l.gbps);
+        s << line;
+    }
+    std::snprintf(line, sizeof line, "%-46s %9.3f %9s %5.1f%%\n", "(between layers: activation-gradient zeroing)",
+                  r.betweenLayersMs, "", r.computeMs > 0 ? 100 * r.betweenLayersMs / r.computeMs : 0.0);
+    s << line;
+    std::snprintf(line, sizeof line, "%-46s %9.3f %9s %5.1f%%\n", "(loss)", r.lossMs, "",
+                  r.computeMs > 0 ? 100 * r.lossMs / r.computeMs : 0.0);
+    s << line;
+    std::snprintf(line, sizeof line, "%-46s %9.3f %9s %5.1f%%\n", "(optimizer: zero grad + update)", r.optimizerMs, "",
+                  r.computeMs > 0 ? 100 * r.optimizerMs / r.computeMs : 0.0);
+    s << line;
+    std::snprintf(line, sizeof line,
+                  "step %.3f ms = compute %.3f ms (%.1f%%) + data wait %.3f ms (%.1f%%) + framework overhead %.3f ms "
+                  "(%.1f%%)\n",
+                  r.stepMs, r.computeMs, 100 * r.computeMs / std::max(1e-9, r.stepMs), r.dataWaitMs,
+                  100 * r.dataWaitMs / std::max(1e-9, r.stepMs), r.overheadMs,
+                  100 * r.overheadMs / std::max(1e-9, r.stepMs));
+    s << line;
+    return s.str();
+}
+
+}  // namespace strata

@@ -1,0 +1,80 @@
+// Profile: where a training step's time goes, layer by layer (strata-train profile, the workbench's Profile
+// action). Runs real training steps of a project on a backend (its data, model, loss and optimizer) and
+// reports, for every layer, forward and backward time, an estimate of FLOPs and bytes moved, the achieved
+// GFLOP/s and GB/s, and the device's roofline: peak FLOP/s (a large GEMM) and bandwidth (a large copy),
+// measured once per device and cached.
+//
+// Timing: steps alternate between timed steps, where Model's layer hook synchronizes the backend around
+// each layer call (so a layer's time is its own on an asynchronous GPU), and plain steps as the Trainer runs
+// them. Medians over the steps. The plain step splits into data wait (next batch and its upload), compute
+// (the layers, loss and optimizer, as the timed steps measured them) and framework overhead (the rest: the
+// loop, launches, what the synchronizations hid). FLOPs and bytes are estimates from the shapes: matmul and
+// convolution layers 2 multiply-adds per weight use, pooling one op per window element, other layers one
+// per output element; bytes count each input, output and parameter once (forward) and gradients once more
+// (backward), so achieved bandwidth is a lower bound.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/backend/Backend.h"
+#include "core/graph/Project.h"
+
+namespace strata {
+
+struct Roofline {
+    std::string device;  // the cache key: backend, device and its name
+    double peakGflops = 0, peakGBps = 0;
+    bool fromCache = false;
+};
+
+// Measures the roofline of `backend`'s device, or reads it from the cache file (JSON, one entry per device;
+// empty path: defaultRooflineCachePath()). refresh measures again and rewrites the entry.
+Roofline deviceRoofline(Backend& backend, const std::string& cachePath = {}, bool refresh = false);
+std::string defaultRooflineCachePath();  // $XDG_CACHE_HOME (or ~/.cache)/strata/roofline.json
+
+struct LayerProfile {
+    int node = 0;
+    std::string name, type, outputShape;  // per sample
+    bool fused = false;                   // a ReLU run inside its producer: its forward time is the producer's
+    bool absorbed = false;  // no backward call of its own (a ReLU absorbed by the pooling after it, the Input)
+    double forwardMs = 0, backwardMs = 0;
+    double forwardGflop = 0, backwardGflop = 0;  // per step
+    double bytesMoved = 0;                       // forward + backward, per step
+    double gflops = 0, gbps = 0;                 // achieved (FLOP and bytes over forward + backward time)
+    double share = 0;                            // of the step's compute, 0..1
+};
+
+struct ProfileOptions {
+    int batch = 0;  // 0: the project's batch size
+    int warmupSteps = 3;
+    int steps = 10;  // timed steps, and as many plain steps
+    std::string rooflineCache;
+    bool measureRoofline = true;
+};
+
+struct ProfileReport {
+    std::string device, deviceName;
+    int batch = 0, steps = 0;
+    std::vector<LayerProfile> layers;    // topological order, Input left out
+    double lossMs = 0, optimizerMs = 0;  // the loss (forward and gradient) and the optimizer (zero, update)
+    double betweenLayersMs = 0;          // forward and backward besides their layers' calls
+    double layersMs = 0;                 // the layers' calls alone
+    double computeMs = 0;                // the layers, between them, loss and optimizer
+    double stepMs = 0;                   // a plain step, whole
+    double dataWaitMs = 0, overheadMs = 0;
+    double plainComputeMs = 0;  // a plain step without its data wait: what computeMs should add up to
+    // The fastest step of each kind: on a busy machine the least disturbed, the fairest comparison of the
+    // timed rows' sum with a plain step.
+    double fastestComputeMs = 0, fastestPlainComputeMs = 0;
+    Roofline roofline;
+};
+
+// Throws (DataError, GraphError, BackendError ...) as a training run would, naming what is wrong.
+ProfileReport profileProject(const Project& project, const std::string& projectPath, Backend& backend,
+                             const ProfileOptions& options = {});
+Json profileToJson(const ProfileReport& report);
+std::string formatProfile(const ProfileReport& report);  // the table strata-train prints
+
+}  // namespace strata

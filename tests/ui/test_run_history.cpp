@@ -1,0 +1,208 @@
+// The run history shared by the workbench and strata-train (core/history/RunStore, ui/base/RunHistory):
+// both default to one database; a run from the dashboard and a run of the strata-train program land in it
+// with their curves and are listed, shown and exported by `strata-train runs`; the settings diff names
+// exactly the changed keys; a database from before the shared schema is migrated in place.
+#include <QDir>
+#include <QProcess>
+#include <QSignalSpy>
+#include <QSqlDatabase>
+#include <QSqlQuery>
+#include <QStandardPaths>
+#include <QTemporaryDir>
+#include <QTest>
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include "app/CliCommands.h"
+#include "core/history/RunStore.h"
+#include "tests/support/TestProjects.h"
+#include "ui/TrainingDashboard.h"
+#include "ui/base/ProjectDocument.h"
+#include "ui/base/RunHistory.h"
+
+using namespace strata;
+using namespace strata::ui;
+
+namespace {
+
+// 1200 blobs, a quarter held out: 900 training samples, batch 32, 29 steps per epoch.
+Project tinyProject(const std::string& name) {
+    Project p = test::blobsMlpProject(name);
+    p.training.epochs = 2;
+    p.training.device = "cpu";
+    return p;
+}
+
+int runsCli(const std::vector<std::string>& args, std::string& out) {
+    std::ostringstream o, e;
+    const int rc = runRunsCommand(args, o, e);
+    out = o.str() + e.str();
+    return rc;
+}
+
+}  // namespace
+
+class TestRunHistory : public QObject {
+    Q_OBJECT
+    QTemporaryDir m_home;
+
+private slots:
+    void initTestCase() {
+        QVERIFY(m_home.isValid());
+        // Both sides find the per-user database through XDG_DATA_HOME: point it at a scratch folder.
+        qputenv("XDG_DATA_HOME", m_home.filePath("data").toUtf8());
+        QCoreApplication::setOrganizationName(QStringLiteral("Strata"));
+        QCoreApplication::setApplicationName(QStringLiteral("Strata"));
+    }
+
+    void defaultPathsAgree() {
+        QCOMPARE(QString::fromStdString(history::RunStore::defaultPath()), RunHistory::defaultPath());
+        QVERIFY(RunHistory::defaultPath().startsWith(m_home.filePath("data")));
+    }
+
+    void cliAndGuiRunsLandInOneDatabase() {
+        // The workbench's run: the dashboard records into RunHistory's default database, as strata_gui does.
+        RunHistory gui;
+        QVERIFY2(gui.isOpen(), qPrintable(gui.lastError()));
+        ProjectDocument doc;
+        const Project project = tinyProject("from-gui");
+        doc.newProject(project);
+        TrainingDashboard dash(&doc);
+        dash.setRunHistory(&gui);
+        QSignalSpy finished(&dash, &TrainingDashboard::trainingFinished);
+        dash.startTraining(0);
+        QVERIFY(finished.wait(60000));
+        const qint64 guiRun = dash.runId();
+        QVERIFY(guiRun > 0);
+
+        // The headless run: the strata-train program, with no --history flag (the default database).
+        Project cliProject = tinyProject("from-cli");
+        cliProject.training.learningRate = 0.02;
+        const QString projectFile = m_home.filePath("cli.strata");
+        writeProject(cliProject, projectFile.toStdString());
+        QProcess cli;
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.insert("XDG_DATA_HOME", m_home.filePath("data"));
+        cli.setProcessEnvironment(env);
+        cli.start(QStringLiteral(STRATA_TRAIN_EXE), {projectFile, "--quiet"});
+        QVERIFY(cli.waitForFinished(60000));
+        QVERIFY2(cli.exitCode() == 0, cli.readAllStandardError().constData());
+
+        // One database, both runs, each with its curves, status and final metrics.
+        history::RunStore store(history::RunStore::defaultPath());
+        const std::vector<history::RunRecord> runs = store.runs();
+        QCOMPARE(runs.size(), size_t(2));
+        const history::RunRecord& c = runs[0];
+        const history::RunRecord& g = runs[1];
+        QCOMPARE(g.id, guiRun);
+        QCOMPARE(g.source, std::string("gui"));
+        QCOMPARE(c.source, std::string("cli"));
+        QCOMPARE(c.projectName, std::string("from-cli"));
+        QCOMPARE(c.projectPath, QFileInfo(projectFile).absoluteFilePath().toStdString());
+        QCOMPARE(c.device, std::string("cpu"));
+        for (const history::RunRecord& r : runs) {
+            QCOMPARE(r.status, std::string("finished"));
+            QCOMPARE(r.epochsCompleted, 2);
+            QCOMPARE(store.metrics(r.id, "step").size(), size_t(58));
+            QCOMPARE(store.metrics(r.id, "epoch").size(), size_t(2));
+            QVERIFY(std::isfinite(r.finalValAccuracy) && r.finalValAccuracy > 0.25);
+            QVERIFY(std::isfinite(r.finalValLoss));
+            QVERIFY(r.samplesPerSecond > 0);
+            QVERIFY(r.bestEpoch >= 1);
+        }
+        QCOMPARE(parseProject(store.projectJson(c.id)), cliProject);
+        QCOMPARE(parseProject(store.projectJson(g.id)), project);
+        // The GUI's reader sees the CLI's run too.
+        QCOMPARE(gui.runs().size(), 2);
+        QCOMPARE(gui.metricCount(c.id, "step"), 58);
+
+        // strata-train runs: list, show, export, diff, rename, note, delete.
+        std::string out;
+        QCOMPARE(runsCli({"list"}, out), 0);
+        QVERIFY2(out.find("from-cli") != std::string::npos && out.find("from-gui") != std::string::npos, out.c_str());
+        QCOMPARE(runsCli({"show", std::to_string(c.id)}, out), 0);
+        QVERIFY2(out.find("58 step points, 2 epoch points") != std::string::npos, out.c_str());
+        QCOMPARE(runsCli({"export", std::to_string(c.id), "--csv"}, out), 0);
+        QCOMPARE(std::count(out.begin(), out.end(), '\n'), 1 + 58 + 2);
+        QVERIFY(out.rfind("kind,step,epoch,loss,", 0) == 0);
+        QCOMPARE(runsCli({"diff", std::to_string(g.id), std::to_string(c.id)}, out), 0);
+        QCOMPARE(out, std::string("name: \"from-gui\" -> \"from-cli\"\ntraining.learning_rate: 0.05 -> 0.02\n"));
+        QCOMPARE(runsCli({"rename", std::to_string(c.id), "lower lr"}, out), 0);
+        QCOMPARE(runsCli({"note", std::to_string(c.id), "slower start"}, out), 0);
+        QCOMPARE(store.run(c.id)->name, std::string("lower lr"));
+        QCOMPARE(store.run(c.id)->notes, std::string("slower start"));
+        QCOMPARE(runsCli({"show", "999"}, out), 1);
+        QVERIFY2(out.find("no run 999") != std::string::npos, out.c_str());
+        QCOMPARE(runsCli({"delete", std::to_string(c.id)}, out), 0);
+        QCOMPARE(store.runs().size(), size_t(1));
+        QCOMPARE(store.metrics(c.id, "step").size(), size_t(0));
+        QCOMPARE(runsCli({"export", std::to_string(g.id)}, out), 2);  // --csv is required
+
+        // --history off records nothing; --history DB records there.
+        const QString other = m_home.filePath("other.sqlite");
+        for (const QStringList& extra : {QStringList{"--history", "off"}, QStringList{"--history", other}}) {
+            cli.start(QStringLiteral(STRATA_TRAIN_EXE),
+                      QStringList{projectFile, "--quiet", "--max-steps", "3"} + extra);
+            QVERIFY(cli.waitForFinished(60000));
+            QCOMPARE(cli.exitCode(), 0);
+        }
+        QCOMPARE(store.runs().size(), size_t(1));
+        history::RunStore otherStore(other.toStdString());
+        QCOMPARE(otherStore.runs().size(), size_t(1));
+        QCOMPARE(otherStore.metrics(otherStore.runs()[0].id, "step").size(), size_t(3));
+    }
+
+    void settingsDiffNamesExactlyTheChangedKeys() {
+        const Project a = tinyProject("same");
+        Project b = a;
+        b.training.learningRate = 0.1;
+        b.training.batchSize = 64;
+        // A layer parameter, named by the layer's name, and a moved node (not a setting).
+        Node* dense = b.graph.node(b.graph.nodeByName("dense1")->id);
+        dense->params["units"] = 48;
+        dense->x += 100;
+        const auto diff = history::settingsDiff(projectToJson(a), projectToJson(b));
+        std::vector<std::string> keys;
+        for (const auto& d : diff) keys.push_back(d.first);
+        const std::vector<std::string> expected = {"graph.nodes[dense1].params.units", "training.batch_size",
+                                                   "training.learning_rate"};
+        std::sort(keys.begin(), keys.end());
+        QCOMPARE(keys, expected);
+        QVERIFY(history::settingsDiff(projectToJson(a), projectToJson(a)).empty());
+    }
+
+    void olderDatabaseIsMigrated() {
+        // The first release's schema with one GUI run in it.
+        const QString path = m_home.filePath("old.sqlite");
+        {
+            QSqlDatabase db = QSqlDatabase::addDatabase("QSQLITE", "old");
+            db.setDatabaseName(path);
+            QVERIFY(db.open());
+            QSqlQuery q(db);
+            QVERIFY(
+                q.exec("CREATE TABLE runs (id INTEGER PRIMARY KEY AUTOINCREMENT, started TEXT NOT NULL,"
+                       " project_name TEXT, project_path TEXT, device TEXT, project_json TEXT, status TEXT,"
+                       " message TEXT, epochs_completed INTEGER, best_epoch INTEGER, best_val_loss REAL,"
+                       " best_val_acc REAL, seconds REAL)"));
+            QVERIFY(
+                q.exec("INSERT INTO runs (started, project_name, status) VALUES ('2026-11-30T10:00:00Z',"
+                       " 'old', 'finished')"));
+            db.close();
+        }
+        QSqlDatabase::removeDatabase("old");
+        history::RunStore store(path.toStdString());
+        const auto runs = store.runs();
+        QCOMPARE(runs.size(), size_t(1));
+        QCOMPARE(runs[0].source, std::string("gui"));
+        QCOMPARE(runs[0].projectName, std::string("old"));
+        QVERIFY(std::isnan(runs[0].finalValAccuracy));
+        QVERIFY(store.setNotes(runs[0].id, "kept"));
+        RunHistory gui(path);
+        QVERIFY2(gui.isOpen(), qPrintable(gui.lastError()));
+        QCOMPARE(gui.runs().size(), 1);
+    }
+};
+
+QTEST_MAIN(TestRunHistory)
+#include "test_run_history.moc"

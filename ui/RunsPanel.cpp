@@ -1,0 +1,421 @@
+// RunsPanel: see RunsPanel.h.
+#include "ui/RunsPanel.h"
+
+#include <QDialog>
+#include <QDialogButtonBox>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QInputDialog>
+#include <QItemSelectionModel>
+#include <QLabel>
+#include <QLineEdit>
+#include <QMessageBox>
+#include <QPlainTextEdit>
+#include <QPushButton>
+#include <QSortFilterProxyModel>
+#include <QTableView>
+#include <QVBoxLayout>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "ui/ChartPanel.h"
+#include "ui/TrainingDashboard.h"
+
+namespace strata::ui {
+
+namespace {
+
+QString str(const std::string& s) { return QString::fromStdString(s); }
+
+QVariant number(double v) { return std::isfinite(v) ? QVariant(v) : QVariant(); }
+
+QString percent(double v) { return std::isfinite(v) ? QStringLiteral("%1%").arg(100 * v, 0, 'f', 2) : QString(); }
+
+QString duration(double s) {
+    if (!std::isfinite(s) || s <= 0) return {};
+    const qint64 t = qRound64(s);
+    if (t >= 3600)
+        return QStringLiteral("%1:%2:%3")
+            .arg(t / 3600)
+            .arg((t / 60) % 60, 2, 10, QLatin1Char('0'))
+            .arg(t % 60, 2, 10, QLatin1Char('0'));
+    return QStringLiteral("%1:%2").arg(t / 60, 2, 10, QLatin1Char('0')).arg(t % 60, 2, 10, QLatin1Char('0'));
+}
+
+// Colours for overlaid runs, distinct from the dashboard's own series.
+const QColor kRunColors[] = {QColor(0x1f, 0x77, 0xb4), QColor(0xd6, 0x27, 0x28), QColor(0x2c, 0xa0, 0x2c),
+                             QColor(0x94, 0x67, 0xbd), QColor(0xff, 0x7f, 0x0e), QColor(0x8c, 0x56, 0x4b),
+                             QColor(0xe3, 0x77, 0xc2), QColor(0x17, 0xbe, 0xcf), QColor(0xbc, 0xbd, 0x22),
+                             QColor(0x7f, 0x7f, 0x7f)};
+
+}  // namespace
+
+// ---- RunsModel ----
+
+void RunsModel::setRuns(std::vector<history::RunRecord> runs) {
+    beginResetModel();
+    m_runs = std::move(runs);
+    endResetModel();
+}
+
+int RunsModel::rowOfRun(qint64 id) const {
+    for (size_t i = 0; i < m_runs.size(); ++i)
+        if (m_runs[i].id == id) return int(i);
+    return -1;
+}
+
+int RunsModel::rowCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : int(m_runs.size()); }
+int RunsModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : ColumnCount; }
+
+QVariant RunsModel::headerData(int section, Qt::Orientation orientation, int role) const {
+    if (orientation != Qt::Horizontal || role != Qt::DisplayRole) return {};
+    static const char* names[] = {"ID",       "Name",   "Project",      "Started",       "Device",         "From",
+                                  "Status",   "Epochs", "Best val acc", "Final val acc", "Final val loss", "Samples/s",
+                                  "Duration", "Notes"};
+    return section >= 0 && section < ColumnCount ? tr(names[section]) : QVariant();
+}
+
+QVariant RunsModel::data(const QModelIndex& index, int role) const {
+    if (!index.isValid() || index.row() >= int(m_runs.size())) return {};
+    const history::RunRecord& r = m_runs[size_t(index.row())];
+    if (role == Qt::UserRole) {
+        switch (index.column()) {
+            case Id: return qint64(r.id);
+            case Epochs: return r.epochsCompleted;
+            case BestValAcc: return number(r.bestValAccuracy);
+            case FinalValAcc: return number(r.finalValAccuracy);
+            case FinalValLoss: return number(r.finalValLoss);
+            case SamplesPerSecond: return number(r.samplesPerSecond);
+            case Duration: return number(r.seconds);
+            default: return data(index, Qt::DisplayRole);
+        }
+    }
+    if (role == Qt::TextAlignmentRole && index.column() != Name && index.column() != Project &&
+        index.column() != Notes && index.column() != Started)
+        return int(Qt::AlignRight | Qt::AlignVCenter);
+    if (role == Qt::ToolTipRole && !r.message.empty()) return str(r.message);
+    if (role != Qt::DisplayRole) return {};
+    switch (index.column()) {
+        case Id: return qint64(r.id);
+        case Name: return str(r.name);
+        case Project: return str(r.projectName);
+        case Started: return str(r.started).left(19).replace(QLatin1Char('T'), QLatin1Char(' '));
+        case Device: return str(r.device);
+        case Source: return str(r.source);
+        case Status: return str(r.status);
+        case Epochs: return r.epochsCompleted;
+        case BestValAcc: return percent(r.bestValAccuracy);
+        case FinalValAcc: return percent(r.finalValAccuracy);
+        case FinalValLoss: return std::isfinite(r.finalValLoss) ? QString::number(r.finalValLoss, 'f', 4) : QString();
+        case SamplesPerSecond:
+            return std::isfinite(r.samplesPerSecond) ? QString::number(r.samplesPerSecond, 'f', 0) : QString();
+        case Duration: return duration(r.seconds);
+        case Notes: return str(r.notes);
+        default: return {};
+    }
+}
+
+// ---- RunsPanel ----
+
+RunsPanel::RunsPanel(QWidget* parent) : QWidget(parent) {
+    m_model = new RunsModel(this);
+    m_proxy = new QSortFilterProxyModel(this);
+    m_proxy->setSourceModel(m_model);
+    m_proxy->setSortRole(Qt::UserRole);
+    m_proxy->setFilterKeyColumn(-1);
+    m_proxy->setFilterCaseSensitivity(Qt::CaseInsensitive);
+
+    m_filter = new QLineEdit(this);
+    m_filter->setPlaceholderText(tr("Filter runs (project, name, device, status, notes...)"));
+    m_filter->setClearButtonEnabled(true);
+    connect(m_filter, &QLineEdit::textChanged, this, [this](const QString& t) { m_proxy->setFilterFixedString(t); });
+
+    m_table = new QTableView(this);
+    m_table->setModel(m_proxy);
+    m_table->setSortingEnabled(true);
+    m_table->sortByColumn(RunsModel::Id, Qt::DescendingOrder);
+    m_table->setSelectionBehavior(QAbstractItemView::SelectRows);
+    m_table->setSelectionMode(QAbstractItemView::ExtendedSelection);
+    m_table->verticalHeader()->hide();
+    m_table->verticalHeader()->setDefaultSectionSize(22);
+    m_table->horizontalHeader()->setStretchLastSection(true);
+    // Fixed widths: sizing columns to their contents would read every row.
+    m_table->horizontalHeader()->setDefaultSectionSize(76);
+    m_table->setColumnWidth(RunsModel::Id, 46);
+    m_table->setColumnWidth(RunsModel::Started, 124);
+    m_table->setColumnWidth(RunsModel::Project, 96);
+    m_table->setColumnWidth(RunsModel::Device, 56);
+    m_table->setColumnWidth(RunsModel::Source, 40);
+    m_table->setAlternatingRowColors(true);
+    m_table->setWordWrap(false);
+
+    m_overlayButton = new QPushButton(tr("Overlay curves"), this);
+    m_diffButton = new QPushButton(tr("Diff settings"), this);
+    m_renameButton = new QPushButton(tr("Rename..."), this);
+    m_notesButton = new QPushButton(tr("Notes..."), this);
+    m_deleteButton = new QPushButton(tr("Delete"), this);
+    m_openButton = new QPushButton(tr("Open project as run"), this);
+    m_status = new QLabel(this);
+
+    auto* buttons = new QHBoxLayout;
+    for (QPushButton* b : {m_overlayButton, m_diffButton, m_renameButton, m_notesButton, m_deleteButton, m_openButton})
+        buttons->addWidget(b);
+    buttons->addStretch(1);
+    buttons->addWidget(m_status);
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(4, 4, 4, 4);
+    layout->addWidget(m_filter);
+    layout->addWidget(m_table, 1);
+    layout->addLayout(buttons);
+
+    connect(m_table->selectionModel(), &QItemSelectionModel::selectionChanged, this, [this] {
+        updateButtons();
+        if (selectedRuns().size() >= 1) overlaySelected();
+    });
+    connect(m_overlayButton, &QPushButton::clicked, this, [this] { overlaySelected(); });
+    connect(m_diffButton, &QPushButton::clicked, this, &RunsPanel::showDiffDialog);
+    connect(m_renameButton, &QPushButton::clicked, this, [this] {
+        const QList<qint64> ids = selectedRuns();
+        if (ids.size() != 1) return;
+        const int row = m_model->rowOfRun(ids[0]);
+        bool ok = false;
+        const QString name = QInputDialog::getText(this, tr("Rename run"), tr("Name of run %1:").arg(ids[0]),
+                                                   QLineEdit::Normal, str(m_model->run(row).name), &ok);
+        if (ok) renameRun(ids[0], name);
+    });
+    connect(m_notesButton, &QPushButton::clicked, this, [this] {
+        const QList<qint64> ids = selectedRuns();
+        if (ids.size() != 1) return;
+        const int row = m_model->rowOfRun(ids[0]);
+        bool ok = false;
+        const QString notes = QInputDialog::getMultiLineText(this, tr("Notes"), tr("Notes on run %1:").arg(ids[0]),
+                                                             str(m_model->run(row).notes), &ok);
+        if (ok) annotateRun(ids[0], notes);
+    });
+    connect(m_deleteButton, &QPushButton::clicked, this, [this] {
+        const QList<qint64> ids = selectedRuns();
+        if (ids.isEmpty()) return;
+        if (QMessageBox::question(this, tr("Delete runs"),
+                                  tr("Delete %n run(s) and their curves from the history?", nullptr,
+                                     int(ids.size()))) == QMessageBox::Yes)
+            deleteRuns(ids);
+    });
+    connect(m_openButton, &QPushButton::clicked, this, [this] {
+        const QList<qint64> ids = selectedRuns();
+        if (ids.size() == 1) openRunProject(ids[0]);
+    });
+    updateButtons();
+}
+
+RunsPanel::~RunsPanel() = default;
+
+bool RunsPanel::setDatabase(const QString& path) {
+    m_store.reset();
+    if (!path.isEmpty()) {
+        try {
+            m_store = std::make_unique<history::RunStore>(path.toStdString());
+        } catch (const std::exception& e) {
+            m_status->setText(str(e.what()));
+        }
+    }
+    reload();
+    return m_store != nullptr;
+}
+
+QString RunsPanel::databasePath() const { return m_store ? str(m_store->path()) : QString(); }
+
+void RunsPanel::reload() {
+    if (!m_store) {
+        m_model->setRuns({});
+        if (m_status->text().isEmpty()) m_status->setText(tr("No run history"));
+        return;
+    }
+    const QList<qint64> selected = selectedRuns();
+    try {
+        m_model->setRuns(m_store->runs());
+        m_status->setText(tr("%n run(s)", nullptr, m_model->rowCount()));
+    } catch (const std::exception& e) {
+        m_status->setText(str(e.what()));
+    }
+    selectRuns(selected);
+    updateButtons();
+}
+
+void RunsPanel::setFilterText(const QString& text) { m_filter->setText(text); }
+
+void RunsPanel::selectRuns(const QList<qint64>& ids) {
+    QItemSelection selection;
+    for (qint64 id : ids) {
+        const int row = m_model->rowOfRun(id);
+        if (row < 0) continue;
+        const QModelIndex i = m_proxy->mapFromSource(m_model->index(row, 0));
+        if (i.isValid()) selection.select(i, i.siblingAtColumn(RunsModel::ColumnCount - 1));
+    }
+    m_table->selectionModel()->select(selection, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+}
+
+QList<qint64> RunsPanel::selectedRuns() const {
+    QList<qint64> ids;
+    const QModelIndexList rows = m_table->selectionModel()->selectedRows();
+    for (const QModelIndex& i : rows) ids.append(m_model->run(m_proxy->mapToSource(i).row()).id);
+    std::sort(ids.begin(), ids.end());
+    return ids;
+}
+
+void RunsPanel::updateButtons() {
+    const qsizetype n = m_store ? selectedRuns().size() : 0;
+    m_overlayButton->setEnabled(n >= 1 && m_dashboard);
+    m_diffButton->setEnabled(n == 2);
+    m_renameButton->setEnabled(n == 1);
+    m_notesButton->setEnabled(n == 1);
+    m_deleteButton->setEnabled(n >= 1);
+    m_openButton->setEnabled(n == 1);
+}
+
+void RunsPanel::clearOverlay() {
+    if (!m_dashboard) return;
+    for (const QString& key : std::as_const(m_overlaySeries)) {
+        const QStringList parts = key.split(QLatin1Char('|'));
+        if (ChartPanel* chart = m_dashboard->chart(parts[0])) {
+            chart->removeSeries(parts[1]);
+            chart->refresh();
+        }
+    }
+    m_overlaySeries.clear();
+}
+
+QStringList RunsPanel::overlaySelected() {
+    clearOverlay();
+    QStringList labels;
+    if (!m_store || !m_dashboard) return labels;
+    const QList<qint64> ids = selectedRuns();
+    if (ids.isEmpty()) return labels;
+    // The legend names what differs: every setting that differs between the first run and another.
+    std::vector<Json> projects;
+    for (qint64 id : ids) {
+        const std::string text = m_store->projectJson(id);
+        projects.push_back(text.empty() ? Json::object() : Json::parse(text, nullptr, false));
+    }
+    std::map<std::string, std::string> firstValues;
+    std::vector<std::map<std::string, std::string>> values(size_t(ids.size()));
+    std::vector<std::string> keys;
+    for (size_t i = 1; i < projects.size(); ++i)
+        for (const auto& [key, v] : history::settingsDiff(projects[0], projects[i])) {
+            if (key == "name") continue;  // the project's name says nothing about how it trained
+            if (!firstValues.count(key)) keys.push_back(key);
+            firstValues[key] = v.first;
+            values[i][key] = v.second;
+        }
+    for (size_t i = 0; i < size_t(ids.size()); ++i) {
+        QStringList parts;
+        for (const std::string& key : keys) {
+            const auto it = values[i].find(key);
+            const std::string v = it != values[i].end() ? it->second : firstValues[key];
+            const std::string shortKey = key.substr(key.find_last_of('.') + 1);
+            parts << str(shortKey + "=" + v);
+        }
+        QString label = tr("run %1").arg(ids[int(i)]);
+        if (!parts.isEmpty())
+            label +=
+                QStringLiteral(": ") + (parts.size() > 3 ? parts.mid(0, 3).join(", ") + ", ..." : parts.join(", "));
+        labels << label;
+
+        const QColor color = kRunColors[i % std::size(kRunColors)];
+        const std::vector<history::MetricRow> steps = m_store->metrics(ids[int(i)], "step");
+        const std::vector<history::MetricRow> epochs = m_store->metrics(ids[int(i)], "epoch");
+        QVector<double> x, loss;
+        x.reserve(qsizetype(steps.size()));
+        loss.reserve(qsizetype(steps.size()));
+        std::map<int, double> lastStepOfEpoch;
+        for (const history::MetricRow& m : steps) {
+            x.append(double(m.step));
+            loss.append(m.loss);
+            lastStepOfEpoch[m.epoch] = double(m.step);
+        }
+        QVector<double> ex, acc;
+        for (const history::MetricRow& m : epochs) {
+            if (!std::isfinite(m.valAccuracy)) continue;
+            ex.append(lastStepOfEpoch.count(m.epoch) ? lastStepOfEpoch[m.epoch] : double(m.epoch));
+            acc.append(m.valAccuracy);
+        }
+        const QString name = QStringLiteral("run%1").arg(ids[int(i)]);
+        if (ChartPanel* c = m_dashboard->chart("loss")) {
+            c->addSeries(name + ":loss", label, color, ChartPanel::Style::Line);
+            c->append(name + ":loss", x, loss);
+            c->refresh();
+            m_overlaySeries << QStringLiteral("loss|") + name + ":loss";
+        }
+        if (ChartPanel* c = m_dashboard->chart("accuracy")) {
+            c->addSeries(name + ":val_acc", label + tr(" (val)"), color, ChartPanel::Style::LineWithDots);
+            c->append(name + ":val_acc", ex, acc);
+            c->refresh();
+            m_overlaySeries << QStringLiteral("accuracy|") + name + ":val_acc";
+        }
+    }
+    return labels;
+}
+
+QStringList RunsPanel::settingsDiff(qint64 a, qint64 b) const {
+    QStringList out;
+    if (!m_store) return out;
+    const Json ja = Json::parse(m_store->projectJson(a), nullptr, false);
+    const Json jb = Json::parse(m_store->projectJson(b), nullptr, false);
+    for (const auto& [key, v] : history::settingsDiff(ja, jb)) out << str(key + ": " + v.first + " -> " + v.second);
+    return out;
+}
+
+void RunsPanel::showDiffDialog() {
+    const QList<qint64> ids = selectedRuns();
+    if (ids.size() != 2) return;
+    const QStringList lines = settingsDiff(ids[0], ids[1]);
+    QDialog dialog(this);
+    dialog.setWindowTitle(tr("Settings: run %1 -> run %2").arg(ids[0]).arg(ids[1]));
+    auto* text = new QPlainTextEdit(&dialog);
+    text->setReadOnly(true);
+    text->setPlainText(lines.isEmpty() ? tr("The two runs trained the same settings.") : lines.join('\n'));
+    auto* box = new QDialogButtonBox(QDialogButtonBox::Close, &dialog);
+    connect(box, &QDialogButtonBox::rejected, &dialog, &QDialog::reject);
+    auto* layout = new QVBoxLayout(&dialog);
+    layout->addWidget(text);
+    layout->addWidget(box);
+    dialog.resize(560, 320);
+    dialog.exec();
+}
+
+bool RunsPanel::renameRun(qint64 id, const QString& name) {
+    if (!m_store || !m_store->renameRun(id, name.toStdString())) return false;
+    reload();
+    return true;
+}
+
+bool RunsPanel::annotateRun(qint64 id, const QString& notes) {
+    if (!m_store || !m_store->setNotes(id, notes.toStdString())) return false;
+    reload();
+    return true;
+}
+
+bool RunsPanel::deleteRuns(const QList<qint64>& ids) {
+    if (!m_store) return false;
+    clearOverlay();
+    bool all = true;
+    for (qint64 id : ids) all = m_store->deleteRun(id) && all;
+    reload();
+    return all;
+}
+
+bool RunsPanel::openRunProject(qint64 id) {
+    if (!m_store) return false;
+    const std::string json = m_store->projectJson(id);
+    if (json.empty()) return false;
+    try {
+        const Project project = parseProject(json, "run " + std::to_string(id));
+        emit openProjectRequested(project, tr("run %1").arg(id));
+    } catch (const std::exception& e) {
+        m_status->setText(str(e.what()));
+        return false;
+    }
+    return true;
+}
+
+}  // namespace strata::ui

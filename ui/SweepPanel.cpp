@@ -1,0 +1,226 @@
+// SweepPanel: see SweepPanel.h.
+#include "ui/SweepPanel.h"
+
+#include <QComboBox>
+#include <QFile>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QPushButton>
+#include <QTableWidget>
+#include <QVBoxLayout>
+#include <cmath>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <QtConcurrent/QtConcurrentRun>
+
+#include "qcustomplot.h"
+#include "ui/base/ProjectDocument.h"
+
+namespace strata::ui {
+
+namespace {
+
+// The number a parameter value plots at (a choice plots at its index among the choices seen).
+double plotValue(const Json& v, std::vector<std::string>& choices) {
+    if (v.is_number()) return v.get<double>();
+    const std::string s = v.dump();
+    for (size_t i = 0; i < choices.size(); ++i)
+        if (choices[i] == s) return double(i);
+    choices.push_back(s);
+    return double(choices.size() - 1);
+}
+
+}  // namespace
+
+SweepPanel::SweepPanel(ProjectDocument* doc, QWidget* parent) : QWidget(parent), m_doc(doc) {
+    m_runButton = new QPushButton(tr("Run sweep"), this);
+    m_stopButton = new QPushButton(tr("Stop"), this);
+    m_stopButton->setEnabled(false);
+    m_status = new QLabel(tr("The project's \"sweep\" definition runs here; see README."), this);
+    m_parameter = new QComboBox(this);
+    m_table = new QTableWidget(this);
+    m_table->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    m_table->verticalHeader()->hide();
+    m_table->horizontalHeader()->setStretchLastSection(true);
+    m_plot = new QCustomPlot(this);
+    m_plot->addGraph();
+    m_plot->graph(0)->setLineStyle(QCPGraph::lsNone);
+    m_plot->graph(0)->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, 7));
+    m_plot->setMinimumHeight(200);
+
+    auto* top = new QHBoxLayout;
+    top->addWidget(m_runButton);
+    top->addWidget(m_stopButton);
+    top->addWidget(m_status, 1);
+    top->addWidget(new QLabel(tr("Plot:"), this));
+    top->addWidget(m_parameter);
+    auto* body = new QHBoxLayout;
+    body->addWidget(m_table, 1);
+    body->addWidget(m_plot, 1);
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(4, 4, 4, 4);
+    layout->addLayout(top);
+    layout->addLayout(body, 1);
+
+    connect(m_runButton, &QPushButton::clicked, this, [this] { start(); });
+    connect(m_stopButton, &QPushButton::clicked, this, &SweepPanel::stop);
+    connect(m_parameter, &QComboBox::currentIndexChanged, this, [this] { replot(); });
+    connect(&m_watcher, &QFutureWatcher<QString>::finished, this, [this] {
+        m_runButton->setEnabled(true);
+        m_stopButton->setEnabled(false);
+        const QString error = m_watcher.result();
+        loadResults();
+        m_status->setText(error.isEmpty() ? (m_stop ? tr("Stopped; Run sweep resumes it.") : tr("Sweep finished."))
+                                          : tr("Sweep failed: %1").arg(error));
+        emit sweepFinished();
+    });
+}
+
+SweepPanel::~SweepPanel() {
+    m_stop = true;
+    m_watcher.waitForFinished();
+}
+
+QString SweepPanel::statePath() const {
+    return m_doc->filePath().isEmpty() ? QString() : m_doc->filePath() + QStringLiteral(".sweep-state.json");
+}
+
+bool SweepPanel::start() {
+    if (m_watcher.isRunning() || m_doc->filePath().isEmpty()) {
+        if (m_doc->filePath().isEmpty())
+            m_status->setText(tr("Save the project first: the sweep's state goes beside it."));
+        return false;
+    }
+    const Project project = m_doc->project();
+    if (project.sweep.is_null()) {
+        m_status->setText(tr("The project has no \"sweep\" definition."));
+        return false;
+    }
+    m_stop = false;
+    m_runButton->setEnabled(false);
+    m_stopButton->setEnabled(true);
+    m_status->setText(tr("Running the sweep..."));
+    const std::string path = m_doc->filePath().toStdString(), db = m_database.toStdString();
+    m_watcher.setFuture(QtConcurrent::run([this, project, path, db]() -> QString {
+        try {
+            std::unique_ptr<history::RunStore> store;
+            if (!db.empty()) store = std::make_unique<history::RunStore>(db);
+            history::SweepOptions options;
+            options.store = store.get();
+            options.stop = &m_stop;
+            std::ostringstream log;
+            history::runSweep(project, path, options, log);
+        } catch (const std::exception& e) {
+            return QString::fromStdString(e.what());
+        }
+        return {};
+    }));
+    return true;
+}
+
+void SweepPanel::stop() { m_stop = true; }
+
+bool SweepPanel::loadResults() {
+    const QString path = statePath();
+    if (path.isEmpty() || !QFile::exists(path)) return false;
+    try {
+        std::ifstream f(path.toStdString());
+        const Json state = Json::parse(f);
+        const history::SweepDefinition d = history::parseSweep(state.at("sweep"));
+        std::vector<history::TrialResult> results;
+        for (const Json& t : state.at("trials")) {
+            history::TrialResult r;
+            r.trial = t.at("trial").get<int>();
+            r.rung = t.at("rung").get<int>();
+            r.epochs = t.at("epochs").get<int>();
+            r.assignment = t.at("assignment");
+            r.status = t.at("status").get<std::string>();
+            r.runId = t.at("run").get<int64_t>();
+            r.metric = t.at("metric").is_number() ? t.at("metric").get<double>() : NAN;
+            results.push_back(r);
+        }
+        setResults(results, QString::fromStdString(d.metric), d.maximize());
+    } catch (const std::exception& e) {
+        m_status->setText(tr("Sweep state %1: %2").arg(path, QString::fromStdString(e.what())));
+        return false;
+    }
+    return true;
+}
+
+void SweepPanel::setResults(const std::vector<history::TrialResult>& resultsIn, const QString& metric, bool maximize) {
+    m_results = resultsIn;
+    m_metric = metric;
+    std::stable_sort(m_results.begin(), m_results.end(), [&](const auto& a, const auto& b) {
+        if (a.rung != b.rung) return a.rung > b.rung;
+        if (!std::isfinite(a.metric)) return false;
+        if (!std::isfinite(b.metric)) return true;
+        return maximize ? a.metric > b.metric : a.metric < b.metric;
+    });
+    std::vector<std::string> keys;
+    for (const auto& r : m_results)
+        for (auto it = r.assignment.begin(); it != r.assignment.end(); ++it)
+            if (std::find(keys.begin(), keys.end(), it.key()) == keys.end()) keys.push_back(it.key());
+    QStringList headers{tr("Trial"), tr("Rung"), tr("Epochs"), metric, tr("Run")};
+    for (const std::string& k : keys) headers << QString::fromStdString(k);
+    m_table->clear();
+    m_table->setColumnCount(int(headers.size()));
+    m_table->setHorizontalHeaderLabels(headers);
+    m_table->setRowCount(int(m_results.size()));
+    for (int row = 0; row < int(m_results.size()); ++row) {
+        const auto& r = m_results[size_t(row)];
+        const QStringList cells{
+            QString::number(r.trial + 1), QString::number(r.rung + 1), QString::number(r.epochs),
+            r.status == "done" ? QString::number(r.metric, 'f', 4) : QString::fromStdString(r.status),
+            QString::number(r.runId)};
+        for (int c = 0; c < int(cells.size()); ++c) m_table->setItem(row, c, new QTableWidgetItem(cells[c]));
+        for (size_t k = 0; k < keys.size(); ++k)
+            m_table->setItem(row, int(5 + k),
+                             new QTableWidgetItem(QString::fromStdString(r.assignment.value(keys[k], Json()).dump())));
+    }
+    const QString current = m_parameter->currentText();
+    m_parameter->blockSignals(true);
+    m_parameter->clear();
+    for (const std::string& k : keys) m_parameter->addItem(QString::fromStdString(k));
+    if (m_parameter->findText(current) >= 0) m_parameter->setCurrentText(current);
+    m_parameter->blockSignals(false);
+    replot();
+}
+
+void SweepPanel::replot() {
+    const std::string key = m_parameter->currentText().toStdString();
+    QVector<double> x, y;
+    std::vector<std::string> choices;
+    // The longest-trained result of each trial.
+    std::set<int> seen;
+    for (const auto& r : m_results) {
+        if (seen.count(r.trial) || !std::isfinite(r.metric) || !r.assignment.contains(key)) continue;
+        seen.insert(r.trial);
+        x.append(plotValue(r.assignment[key], choices));
+        y.append(r.metric);
+    }
+    m_plot->graph(0)->setData(x, y);
+    const bool logAxis = choices.empty() && !x.isEmpty() && *std::min_element(x.begin(), x.end()) > 0 &&
+                         *std::max_element(x.begin(), x.end()) > 10 * *std::min_element(x.begin(), x.end());
+    m_plot->xAxis->setScaleType(logAxis ? QCPAxis::stLogarithmic : QCPAxis::stLinear);
+    if (logAxis)
+        m_plot->xAxis->setTicker(QSharedPointer<QCPAxisTickerLog>(new QCPAxisTickerLog));
+    else if (!choices.empty()) {
+        QSharedPointer<QCPAxisTickerText> ticker(new QCPAxisTickerText);
+        for (size_t i = 0; i < choices.size(); ++i) ticker->addTick(double(i), QString::fromStdString(choices[i]));
+        m_plot->xAxis->setTicker(ticker);
+    } else
+        m_plot->xAxis->setTicker(QSharedPointer<QCPAxisTicker>(new QCPAxisTicker));
+    m_plot->xAxis->setLabel(QString::fromStdString(key));
+    m_plot->yAxis->setLabel(m_metric);
+    m_plot->rescaleAxes();
+    m_plot->xAxis->scaleRange(1.15, m_plot->xAxis->range().center());
+    m_plot->yAxis->scaleRange(1.15, m_plot->yAxis->range().center());
+    m_plot->replot();
+}
+
+int SweepPanel::plottedPoints() const { return m_plot->graph(0)->dataCount(); }
+
+}  // namespace strata::ui

@@ -1,0 +1,65 @@
+// SweepPanel: the project's hyperparameter sweep (core/history/Sweep) in the workbench: "Run sweep" runs or
+// resumes it on a worker thread (each trial a run in the run history, so the Runs view lists them), the
+// trial table lists every trial sorted by the metric, and a scatter plot (QCustomPlot) shows the chosen
+// parameter against the metric (a log axis when the values span more than a factor of 10).
+#pragma once
+
+#include <QFutureWatcher>
+#include <QWidget>
+#include <atomic>
+#include <vector>
+
+#include "core/history/Sweep.h"
+
+class QComboBox;
+class QCustomPlot;
+class QLabel;
+class QPushButton;
+class QTableWidget;
+
+namespace strata::ui {
+
+class ProjectDocument;
+
+class SweepPanel : public QWidget {
+    Q_OBJECT
+public:
+    explicit SweepPanel(ProjectDocument* doc, QWidget* parent = nullptr);
+    ~SweepPanel() override;
+
+    void setDatabase(const QString& path) { m_database = path; }
+    // The state file of the document's sweep (beside the project file).
+    QString statePath() const;
+    // Shows the results in the state file; false when there is none.
+    bool loadResults();
+    void setResults(const std::vector<history::TrialResult>& results, const QString& metric, bool maximize);
+    bool start();  // false when the project has no saved file or sweep, or one runs already
+    void stop();
+    bool isRunning() const { return m_watcher.isRunning(); }
+    void waitForFinished() { m_watcher.waitForFinished(); }
+
+    QTableWidget* table() const { return m_table; }
+    QComboBox* parameterBox() const { return m_parameter; }
+    QCustomPlot* plot() const { return m_plot; }
+    int plottedPoints() const;
+
+signals:
+    void sweepFinished();
+
+private:
+    void replot();
+
+    ProjectDocument* m_doc;
+    QString m_database;
+    QPushButton *m_runButton, *m_stopButton;
+    QLabel* m_status;
+    QTableWidget* m_table;
+    QComboBox* m_parameter;
+    QCustomPlot* m_plot;
+    std::vector<history::TrialResult> m_results;
+    QString m_metric = QStringLiteral("val_acc");
+    QFutureWatcher<QString> m_watcher;
+    std::atomic<bool> m_stop{false};
+};
+
+}  // namespace strata::ui
