@@ -215,7 +215,10 @@ int main(int argc, char** argv) {
     // Interactive runs are recorded in the per-user run history (screenshots are not). Declared
     // before the window so it outlives the dashboard that writes to it.
     std::unique_ptr<strata::ui::RunHistory> history;
-    if (!shots) history = std::make_unique<strata::ui::RunHistory>();
+    if (!shots) {
+        history = std::make_unique<strata::ui::RunHistory>();
+        history->markInterruptedRuns();  // runs of a workbench that was killed or crashed
+    }
     strata::ui::MainWindow window;
     if (shots)
         window.setErrorReporter(

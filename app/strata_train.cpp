@@ -19,6 +19,7 @@
 #include "core/backend/BackendRegistry.h"
 #include "core/graph/Project.h"
 #include "core/train/BackendOptionsFor.h"
+#include "core/train/RunFolder.h"
 #include "core/train/Trainer.h"
 #ifdef STRATA_HAVE_CUDA
 #include "gpu/CudaProvider.h"
@@ -348,6 +349,11 @@ int main(int argc, char** argv) {
                            : residentData == "off" ? strata::TrainerOptions::ResidentData::Off
                                                    : strata::TrainerOptions::ResidentData::Auto;
     options.telemetryIntervalMs = metricsPath.empty() ? 0 : 500;
+    // Every run keeps its weights: without --checkpoint-dir, in a run folder beside the project file.
+    if (ts.checkpointDir.empty()) {
+        options.runFolder = strata::newRunFolder(projectPath, project.name, {}, std::chrono::system_clock::now());
+        std::fprintf(stderr, "checkpoints: %s (no --checkpoint-dir given)\n", options.runFolder.c_str());
+    }
     strata::Trainer trainer(project, *backend, &observer, options);
     g_trainer = &trainer;
     std::signal(SIGINT, onSignal);

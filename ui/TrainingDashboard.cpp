@@ -2,6 +2,7 @@
 #include "ui/TrainingDashboard.h"
 
 #include <QDir>
+#include <QFileInfo>
 #include <QFrame>
 #include <QGridLayout>
 #include <QHBoxLayout>
@@ -12,8 +13,10 @@
 #include <QTimer>
 #include <QToolButton>
 #include <QVBoxLayout>
+#include <chrono>
 #include <cmath>
 
+#include "core/train/RunFolder.h"
 #include "ui/ChartPanel.h"
 #include "ui/DevicePicker.h"
 #include "ui/base/EngineWorker.h"
@@ -247,7 +250,12 @@ void TrainingDashboard::startTraining(qint64 maxSteps) {
     m_runFailed = false;
     m_finished = FinishedEvent{};
     m_errorMessage.clear();
-    m_runId = m_history ? m_history->beginRun(project, path, device) : 0;
+    const QString userData = m_history ? QFileInfo(m_history->path()).absolutePath() : RunHistory::defaultDataDir();
+    m_runFolder = QString::fromStdString(
+        checkpointFolderForRun(project, path.toStdString(), userData.toStdString(), std::chrono::system_clock::now()));
+    const QString runFolder = project.training.checkpointDir.empty() ? m_runFolder : QString();
+    m_doc->setLastRunFolder(m_runFolder);
+    m_runId = m_history ? m_history->beginRun(project, path, device, m_runFolder) : 0;
     m_clock.start();
     m_status->setText(tr("Starting on %1...").arg(device));
     m_log->clear();
@@ -257,7 +265,10 @@ void TrainingDashboard::startTraining(qint64 maxSteps) {
 
     EngineWorker* worker = m_worker;
     QMetaObject::invokeMethod(
-        worker, [worker, project, path, device, maxSteps] { worker->start(project, path, device, maxSteps); },
+        worker,
+        [worker, project, path, device, maxSteps, runFolder] {
+            worker->start(project, path, device, maxSteps, runFolder);
+        },
         Qt::QueuedConnection);
     emit trainingStarted();
 }

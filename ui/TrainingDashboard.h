@@ -43,6 +43,10 @@ public:
     void setRunHistory(RunHistory* history) { m_history = history; }
     // The history id of the current or last run (0: none recorded).
     qint64 runId() const { return m_runId; }
+    // The checkpoint folder of the current or last run: the project's checkpoint folder, else a run folder
+    // of its own (RunFolder.h) under the project's folder or, unsaved, under the per-user data folder (the
+    // run history's folder when one is set).
+    QString runFolder() const { return m_runFolder; }
 
     State state() const { return m_state; }
     bool isRunning() const { return m_state != State::Idle; }
@@ -109,6 +113,7 @@ private:
     QPointer<DevicePicker> m_picker;
     RunHistory* m_history = nullptr;
     qint64 m_runId = 0;
+    QString m_runFolder;
     FinishedEvent m_finished;
     QString m_errorMessage;
     QThread* m_thread = nullptr;

@@ -3,9 +3,11 @@
 // gradients allocated per batch size. One Input node, one output node.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -13,6 +15,12 @@
 #include "core/graph/Graph.h"
 
 namespace strata {
+
+// Thrown by Model::forward and backward when the interrupt flag was raised (setInterruptFlag): the pass
+// ended between two layers, its results are partial and must not be used.
+struct ModelInterrupted : std::runtime_error {
+    ModelInterrupted() : std::runtime_error("interrupted between layers") {}
+};
 
 class Model {
 public:
@@ -37,6 +45,11 @@ public:
     // with fuse = false so every layer's own output is seen (a fused ReLU's producer shows the ReLU's).
     using ForwardHook = std::function<void(int node, Tensor& output)>;
     void setForwardHook(ForwardHook hook) { m_forwardHook = std::move(hook); }
+
+    // A flag (the Trainer's stop request) that forward and backward check before each layer: when it is
+    // set they throw ModelInterrupted, so a stop takes effect within one layer even inside a long step.
+    // Null: never interrupted. The flag must outlive the model or be reset first.
+    void setInterruptFlag(const std::atomic<bool>* flag) { m_interrupt = flag; }
 
     // Every parameter and state tensor, named "<node name>.<param>" (e.g. "conv1.weight").
     struct NamedParameter {
@@ -83,6 +96,7 @@ private:
     uint64_t m_lastSeed = 0;
     Tensor m_packedValues, m_packedGrads;
     ForwardHook m_forwardHook;
+    const std::atomic<bool>* m_interrupt = nullptr;
     Tensor m_activationGrads;  // the activation gradients backward zeroes, at capacity (allocateFor)
     std::vector<std::pair<const Parameter*, int64_t>> m_packedOffsets;  // element offsets in the blocks
 };

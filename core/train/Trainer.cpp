@@ -438,11 +438,13 @@ struct Trainer::Impl {
         data = loadDataset(project.dataset, opt.projectPath);
         obs->onLog(data.description);
         model = compile(project.graph, backend, ts().seed);
+        model->setInterruptFlag(&stopRequested);  // Stop ends even a long step between two layers
         validateSetup();
         setUpPrecision();
         optimizer = std::make_unique<Optimizer>(*model, ts());
         checkpoints = CheckpointPolicy(
-            ts().checkpointDir.empty() ? std::string() : resolveDatasetPath(opt.projectPath, ts().checkpointDir));
+            ts().checkpointDir.empty() ? opt.runFolder : resolveDatasetPath(opt.projectPath, ts().checkpointDir));
+        if (checkpoints.enabled()) obs->onLog("checkpoints go to " + checkpoints.folder());
         if (!opt.resumeFrom.empty())
             resume(opt.resumeFrom);
         else if (!opt.initialWeights.empty())
@@ -470,14 +472,21 @@ struct Trainer::Impl {
             setUp();
             TelemetrySampler sampler(backendRegistry().telemetry(backend.device()), obs, opt.telemetryIntervalMs);
             bool earlyStopped = false;
-            while (progress.epochsDone < ts().epochs && !stopRequested && !reachedMaxSteps) {
-                const int epoch = progress.epochsDone + 1;
-                const auto epochStart = Clock::now();
-                EpochTotals totals;
-                if (!trainEpoch(epoch, totals)) break;
-                if (!finishEpoch(epoch, totals, epochStart, earlyStopped)) break;
+            try {
+                while (progress.epochsDone < ts().epochs && !stopRequested && !reachedMaxSteps) {
+                    const int epoch = progress.epochsDone + 1;
+                    const auto epochStart = Clock::now();
+                    EpochTotals totals;
+                    if (!trainEpoch(epoch, totals)) break;
+                    if (!finishEpoch(epoch, totals, epochStart, earlyStopped)) break;
+                }
+            } catch (const ModelInterrupted&) {
+                // Stop arrived inside a step (or a validation batch): that step is dropped before its update,
+                // so the weights and progress are those of the last whole step.
             }
             backend.synchronize();
+            // A run stopped mid-epoch (Stop, the step limit) keeps the weights it has as it ends.
+            if (checkpoints.enabled() && progress.stepInEpoch > 0) checkpoint(false, true);
             FinishedEvent fin;
             fin.stoppedByUser = stopRequested;
             fin.earlyStopped = earlyStopped;

@@ -5,6 +5,7 @@
 #include <QLabel>
 #include <QPushButton>
 #include <QSignalSpy>
+#include <QTemporaryDir>
 #include <QTest>
 #include <QTreeWidget>
 
@@ -47,7 +48,11 @@ QTreeWidgetItem* rowOf(DevicePicker& picker, const QString& device) {
 
 class TestDevicePicker : public QObject {
     Q_OBJECT
+    QTemporaryDir m_dataHome;
+
 private slots:
+    // Runs without a checkpoint folder keep their weights under the per-user data folder: a fresh one here.
+    void initTestCase() { qputenv("XDG_DATA_HOME", m_dataHome.path().toLocal8Bit()); }
     void listsCpuAndExplainsEmptyGpuList() {
         DevicePicker picker;
         QVERIFY(rowOf(picker, "cpu") != nullptr);

@@ -35,6 +35,9 @@ public:
     QString displayName() const;
     // True when the undo stack is away from its clean state.
     bool isModified() const;
+    // The checkpoint folder of this session's latest run (RunFolder.h); empty before one. Not saved.
+    QString lastRunFolder() const { return m_lastRunFolder; }
+    void setLastRunFolder(const QString& folder) { m_lastRunFolder = folder; }
 
     // On failure nothing changes and `error` holds the loader's message (with the JSON path).
     bool load(const QString& path, QString* error);
@@ -106,6 +109,7 @@ private:
     strata::GraphAnalysis m_analysis;
     QUndoStack* m_undo;
     QString m_path;
+    QString m_lastRunFolder;
 };
 
 }  // namespace strata::ui

@@ -2,6 +2,7 @@
 #include "ui/base/RunHistory.h"
 
 #include <QAtomicInteger>
+#include <QCoreApplication>
 #include <QDir>
 #include <QFileInfo>
 #include <QSqlDatabase>
@@ -19,11 +20,13 @@ QVariant real(double v) { return std::isfinite(v) ? QVariant(v) : QVariant(); }
 
 }  // namespace
 
-QString RunHistory::defaultPath() {
+QString RunHistory::defaultDataDir() {
     QString dir = QStandardPaths::writableLocation(QStandardPaths::AppDataLocation);
     if (dir.isEmpty()) dir = QDir::homePath() + "/.strata";
-    return dir + "/runs.sqlite";
+    return dir;
 }
+
+QString RunHistory::defaultPath() { return defaultDataDir() + "/runs.sqlite"; }
 
 RunHistory::RunHistory(const QString& path) : m_path(path.isEmpty() ? defaultPath() : path) {
     static QAtomicInteger<int> counter;
@@ -49,6 +52,38 @@ RunHistory::RunHistory(const QString& path) : m_path(path.isEmpty() ? defaultPat
                  " loss REAL, accuracy REAL, learning_rate REAL, samples_per_second REAL, val_loss REAL,"
                  " val_accuracy REAL, elapsed_seconds REAL)") &&
              exec("CREATE INDEX IF NOT EXISTS metrics_run ON metrics(run_id, kind)");
+    // Columns added after the first release: a database written before them gains them here.
+    if (m_open) {
+        QSqlQuery info(QSqlDatabase::database(m_connection));
+        QStringList columns;
+        if (info.exec("PRAGMA table_info(runs)"))
+            while (info.next()) columns << info.value(1).toString();
+        if (!columns.contains("run_folder")) m_open = exec("ALTER TABLE runs ADD COLUMN run_folder TEXT");
+        if (m_open && !columns.contains("pid")) m_open = exec("ALTER TABLE runs ADD COLUMN pid INTEGER");
+    }
+}
+
+int RunHistory::markInterruptedRuns() {
+    if (!m_open) return 0;
+    QSqlDatabase db = QSqlDatabase::database(m_connection);
+    QSqlQuery q(db);
+    if (!q.exec("SELECT id, pid FROM runs WHERE status = 'running'")) return 0;
+    QList<qint64> ended;
+    while (q.next()) {
+        const qint64 pid = q.value(1).toLongLong();
+        // A run whose workbench process is gone did not end; one of a live workbench (another window) runs on.
+        const bool alive = pid > 0 && (pid == QCoreApplication::applicationPid() ||
+                                       QFileInfo::exists(QStringLiteral("/proc/%1").arg(pid)));
+        if (!alive) ended << q.value(0).toLongLong();
+    }
+    QSqlQuery u(db);
+    u.prepare("UPDATE runs SET status = 'interrupted', message = ? WHERE id = ?");
+    for (const qint64 id : std::as_const(ended)) {
+        u.addBindValue(QStringLiteral("The workbench ended before the run did."));
+        u.addBindValue(id);
+        if (!u.exec()) m_error = u.lastError().text();
+    }
+    return int(ended.size());
 }
 
 RunHistory::~RunHistory() {
@@ -66,17 +101,20 @@ bool RunHistory::exec(const QString& sql) {
     return false;
 }
 
-qint64 RunHistory::beginRun(const Project& project, const QString& projectPath, const QString& device) {
+qint64 RunHistory::beginRun(const Project& project, const QString& projectPath, const QString& device,
+                            const QString& runFolder) {
     if (!m_open) return 0;
     QSqlQuery q(QSqlDatabase::database(m_connection));
     q.prepare(
-        "INSERT INTO runs (started, project_name, project_path, device, project_json, status) "
-        "VALUES (?, ?, ?, ?, ?, 'running')");
+        "INSERT INTO runs (started, project_name, project_path, device, project_json, status, run_folder, pid) "
+        "VALUES (?, ?, ?, ?, ?, 'running', ?, ?)");
     q.addBindValue(QDateTime::currentDateTimeUtc().toString(Qt::ISODateWithMs));
     q.addBindValue(QString::fromStdString(project.name));
     q.addBindValue(projectPath);
     q.addBindValue(device);
     q.addBindValue(QString::fromStdString(projectToJson(project).dump()));
+    q.addBindValue(runFolder);
+    q.addBindValue(QCoreApplication::applicationPid());
     if (!q.exec()) {
         m_error = q.lastError().text();
         return 0;
@@ -145,7 +183,7 @@ QVector<RunHistory::RunSummary> RunHistory::runs() const {
     if (!m_open) return out;
     QSqlQuery q(QSqlDatabase::database(m_connection));
     if (!q.exec("SELECT id, started, project_name, project_path, device, status, message, epochs_completed,"
-                " best_epoch, best_val_loss, best_val_acc, seconds FROM runs ORDER BY id DESC"))
+                " best_epoch, best_val_loss, best_val_acc, seconds, run_folder FROM runs ORDER BY id DESC"))
         return out;
     while (q.next()) {
         RunSummary r;
@@ -161,6 +199,7 @@ QVector<RunHistory::RunSummary> RunHistory::runs() const {
         r.bestValLoss = q.value(9).toDouble();
         r.bestValAccuracy = q.value(10).toDouble();
         r.seconds = q.value(11).toDouble();
+        r.runFolder = q.value(12).toString();
         out.append(r);
     }
     return out;
