@@ -361,6 +361,7 @@ private slots:
             QCOMPARE(rec.errors.size(), size_t(1));
             const QString msg = QString::fromStdString(rec.errors.front());
             QVERIFY2(msg.contains("'dense1' (Dense)") && msg.contains("115200 bytes"), qPrintable(msg));
+            QVERIFY2(msg.contains("; try batch size "), qPrintable(msg));  // issue 17: a suggestion
         }
         p.training.batchSize = 256;
         Recorder rec;

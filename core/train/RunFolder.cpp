@@ -66,8 +66,8 @@ std::string runsFolder(const std::string& projectPath, const std::string& userDa
     return {};
 }
 
-std::string newRunFolder(const std::string& projectPath, const std::string& projectName,
-                         const std::string& userDataDir, std::chrono::system_clock::time_point when) {
+std::string newRunFolder(const std::string& projectPath, const std::string& projectName, const std::string& userDataDir,
+                         std::chrono::system_clock::time_point when) {
     const std::string base = runsFolder(projectPath, userDataDir);
     if (base.empty()) return {};
     const std::string stem = (fs::path(base) / (safeName(projectName) + "-" + stamp(when))).string();
@@ -79,8 +79,7 @@ std::string newRunFolder(const std::string& projectPath, const std::string& proj
 
 std::string checkpointFolderForRun(const Project& project, const std::string& projectPath,
                                    const std::string& userDataDir, std::chrono::system_clock::time_point when) {
-    if (!project.training.checkpointDir.empty())
-        return resolveDatasetPath(projectPath, project.training.checkpointDir);
+    if (!project.training.checkpointDir.empty()) return resolveDatasetPath(projectPath, project.training.checkpointDir);
     return newRunFolder(projectPath, project.name, userDataDir, when);
 }
 

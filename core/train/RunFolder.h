@@ -21,8 +21,8 @@ std::string runsFolder(const std::string& projectPath, const std::string& userDa
 // A new folder name for a run started at `when` (local time): <runsFolder>/<name>-<YYYYMMDD-HHMMSS>, with
 // -2, -3 ... appended when that folder exists already. The folder is not created. The name is the project's
 // name with characters unsafe in file names replaced by '_' ("project" when empty).
-std::string newRunFolder(const std::string& projectPath, const std::string& projectName,
-                         const std::string& userDataDir, std::chrono::system_clock::time_point when);
+std::string newRunFolder(const std::string& projectPath, const std::string& projectName, const std::string& userDataDir,
+                         std::chrono::system_clock::time_point when);
 
 // Where a run of `project` keeps its checkpoints: the training settings' checkpoint folder (resolved against
 // the project file) when set, else a new run folder (newRunFolder).

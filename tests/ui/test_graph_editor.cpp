@@ -18,6 +18,7 @@
 #include <fstream>
 #include <memory>
 
+#include "core/train/MemoryEstimate.h"
 #include "ui/EdgeItem.h"
 #include "ui/GraphScene.h"
 #include "ui/GraphView.h"
@@ -463,12 +464,23 @@ private slots:
     void memoryEstimateAndTotals() {
         Editor ed;
         ed.doc.newProject(mlpTemplate());
-        // Input 784 + Flatten 784 + Dense 256 + ReLU 256 + Dense 10 = 2090 floats per sample.
+        // The training run's predicted peak on the project's device (MemoryEstimate, checked against measured
+        // peaks in test_memory_estimate), with the device's memory and the largest batch that fits.
         ed.props->batchSizeBox()->setValue(1000);
-        const double bytes = 2090.0 * 1000 * 4 * 2;
-        QVERIFY2(ed.props->memoryText().contains(QStringLiteral("%1 MiB").arg(bytes / 1024 / 1024, 0, 'f', 1)),
-                 qPrintable(ed.props->memoryText()));
-        QVERIFY(ed.props->memoryText().contains(QStringLiteral("estimate")));
+        const MemoryEstimate e = estimateTrainingMemory(ed.doc.graph(), ed.doc.project().training, 1000);
+        const QString need = QStringLiteral("%1 MiB").arg(double(e.totalOn(true)) / 1024 / 1024, 0, 'f', 1);
+        QVERIFY2(ed.props->memoryText().contains("fits on cpu: " + need + " of "), qPrintable(ed.props->memoryText()));
+        QVERIFY2(ed.props->memoryText().contains("largest batch that fits: "), qPrintable(ed.props->memoryText()));
+        // Issue 17: Dense 999999 after the 784 pixels, at the largest batch the box allows (terabytes of
+        // activations), fits no machine: the panel says so in numbers.
+        ed.props->batchSizeBox()->setValue(ed.props->batchSizeBox()->maximum());
+        const Node* dense = nullptr;
+        for (const Node* n : ed.doc.graph().nodes())
+            if (n->type == "Dense" && !dense) dense = n;
+        QVERIFY(ed.doc.setParam(dense->id, "units", 999999));
+        QVERIFY2(ed.props->memoryText().contains("does not fit on cpu"), qPrintable(ed.props->memoryText()));
+        QVERIFY2(ed.props->memoryText().contains("GiB"), qPrintable(ed.props->memoryText()));
+        ed.doc.undoStack()->undo();
         QCOMPARE(ed.props->totalParametersText(), QStringLiteral("203,530"));
         qint64 sum = 0;
         for (const Node* n : ed.doc.graph().nodes()) sum += std::max<qint64>(0, ed.doc.parameterCountOf(n->id));
