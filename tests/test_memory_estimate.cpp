@@ -46,8 +46,10 @@ private slots:
     void predictionMatchesMeasuredPeak_data() {
         QTest::addColumn<QString>("example");
         QTest::addColumn<int>("batch");
-        for (const char* e : {"fashion_mlp.strata", "fashion_cnn.strata", "fashion_cnn_bn.strata", "langid_text.strata"})
-            for (int batch : {16, 128}) QTest::newRow(qPrintable(QString("%1 batch %2").arg(e).arg(batch))) << e << batch;
+        for (const char* e :
+             {"fashion_mlp.strata", "fashion_cnn.strata", "fashion_cnn_bn.strata", "langid_text.strata"})
+            for (int batch : {16, 128})
+                QTest::newRow(qPrintable(QString("%1 batch %2").arg(e).arg(batch))) << e << batch;
     }
     void predictionMatchesMeasuredPeak() {
         QFETCH(QString, example);

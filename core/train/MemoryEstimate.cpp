@@ -135,9 +135,11 @@ MemoryEstimate estimateTrainingMemory(const Graph& graph, const TrainingSettings
     // BatchStager: two input and two label buffers; Trainer: loss per sample, dlogits, one-hot targets
     // (MSE, BCE).
     uint64_t buffers = 2 * allocation(static_cast<uint64_t>(inputNumel * batch) * kFloat) +
-                       2 * allocation(static_cast<uint64_t>(batch) * 4) + allocation(static_cast<uint64_t>(batch) * kFloat) +
+                       2 * allocation(static_cast<uint64_t>(batch) * 4) +
+                       allocation(static_cast<uint64_t>(batch) * kFloat) +
                        allocation(static_cast<uint64_t>(outputNumel * batch) * kFloat);
-    if (training.loss != LossKind::CrossEntropy) buffers += allocation(static_cast<uint64_t>(outputNumel * batch) * kFloat);
+    if (training.loss != LossKind::CrossEntropy)
+        buffers += allocation(static_cast<uint64_t>(outputNumel * batch) * kFloat);
     e.buffers = buffers;
     e.trainingPeak = e.parameters + e.gradients + e.optimizerState + e.activations + e.buffers;
     e.deviceBytes = std::max(e.compilePeak, e.trainingPeak);

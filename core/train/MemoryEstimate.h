@@ -24,14 +24,14 @@ namespace strata {
 
 struct MemoryEstimate {
     int64_t batch = 0;
-    uint64_t parameters = 0;      // values, trainable and not
-    uint64_t gradients = 0;       // of the trainable parameters
-    uint64_t optimizerState = 0;  // momentum / Adam moments
-    uint64_t activations = 0;     // layer outputs and output gradients for the batch (kept for backward)
-    uint64_t buffers = 0;         // staged batches, loss buffers, layers' own scratch
-    uint64_t compilePeak = 0;     // while compile packs the parameters
-    uint64_t trainingPeak = 0;    // during a step
-    uint64_t deviceBytes = 0;     // the device's peak: max(compilePeak, trainingPeak)
+    uint64_t parameters = 0;       // values, trainable and not
+    uint64_t gradients = 0;        // of the trainable parameters
+    uint64_t optimizerState = 0;   // momentum / Adam moments
+    uint64_t activations = 0;      // layer outputs and output gradients for the batch (kept for backward)
+    uint64_t buffers = 0;          // staged batches, loss buffers, layers' own scratch
+    uint64_t compilePeak = 0;      // while compile packs the parameters
+    uint64_t trainingPeak = 0;     // during a step
+    uint64_t deviceBytes = 0;      // the device's peak: max(compilePeak, trainingPeak)
     uint64_t loaderHostBytes = 0;  // the loader's batches in host memory
     // The layer with the largest output for the batch (what to shrink), and its output bytes.
     std::string largestLayer;

@@ -6,6 +6,7 @@
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDropEvent>
+#include <QGraphicsSceneMouseEvent>
 #include <QLineEdit>
 #include <QMimeData>
 #include <QSignalSpy>
@@ -459,6 +460,42 @@ private slots:
         QCOMPARE(ed.problems->problemCount(), 0);
         QCOMPARE(kernel->text(), QStringLiteral("3, 3"));
         QVERIFY(!ed.scene.nodeItem(conv1)->hasError());
+    }
+
+    // Issue 17: a click selects and never moves a node, even when the view shifts under a still mouse
+    // between press and release (the property panel appearing resized the canvas: the node jumped by the
+    // shift). A drag past the drag distance still moves it.
+    void clickNeverMovesANode() {
+        Editor ed;
+        ed.doc.newProject(mlpTemplate());
+        const Node* node = ed.doc.graph().nodes().back();
+        const int id = node->id;
+        const QPointF before(node->x, node->y);
+        NodeItem* item = ed.scene.nodeItem(id);
+        const QPointF grab = item->sceneBoundingRect().center();
+        auto send = [&](QEvent::Type type, const QPointF& scenePos, const QPoint& screenPos, Qt::MouseButtons buttons) {
+            QGraphicsSceneMouseEvent e(type);
+            e.setScenePos(scenePos);
+            e.setScreenPos(screenPos);
+            e.setButton(type == QEvent::GraphicsSceneMouseMove ? Qt::NoButton : Qt::LeftButton);
+            e.setButtons(buttons);
+            e.setButtonDownScenePos(Qt::LeftButton, grab);
+            e.setButtonDownScreenPos(Qt::LeftButton, QPoint(500, 400));
+            e.setLastScenePos(grab);
+            QApplication::sendEvent(&ed.scene, &e);
+        };
+        // The mouse stays at one screen point; its scene position moves by (250, 40).
+        send(QEvent::GraphicsSceneMousePress, grab, QPoint(500, 400), Qt::LeftButton);
+        send(QEvent::GraphicsSceneMouseMove, grab + QPointF(250, 40), QPoint(500, 400), Qt::LeftButton);
+        send(QEvent::GraphicsSceneMouseRelease, grab + QPointF(250, 40), QPoint(500, 400), Qt::NoButton);
+        QVERIFY(item->isSelected());
+        QCOMPARE(item->pos(), before);
+        QCOMPARE(QPointF(ed.doc.graph().node(id)->x, ed.doc.graph().node(id)->y), before);
+        // A real drag moves it.
+        send(QEvent::GraphicsSceneMousePress, grab, QPoint(500, 400), Qt::LeftButton);
+        send(QEvent::GraphicsSceneMouseMove, grab + QPointF(60, 0), QPoint(560, 400), Qt::LeftButton);
+        send(QEvent::GraphicsSceneMouseRelease, grab + QPointF(60, 0), QPoint(560, 400), Qt::NoButton);
+        QCOMPARE(ed.doc.graph().node(id)->x, before.x() + 60);
     }
 
     void memoryEstimateAndTotals() {
