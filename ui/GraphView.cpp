@@ -5,6 +5,7 @@
 #include <QDropEvent>
 #include <QKeyEvent>
 #include <QMimeData>
+#include <QPainter>
 #include <QScrollBar>
 #include <QWheelEvent>
 #include <cmath>
@@ -104,7 +105,41 @@ void GraphView::wheelEvent(QWheelEvent* event) {
     event->accept();
 }
 
+void GraphView::setLockNote(const QString& note) {
+    m_lockNote = note;
+    setInteractive(note.isEmpty());
+    setAcceptDrops(note.isEmpty());
+    viewport()->setAcceptDrops(note.isEmpty());
+    viewport()->update();
+}
+
+void GraphView::drawForeground(QPainter* painter, const QRectF& rect) {
+    QGraphicsView::drawForeground(painter, rect);
+    if (m_lockNote.isEmpty()) return;
+    // In viewport pixels, at the top of the canvas, whatever the zoom.
+    painter->save();
+    painter->resetTransform();
+    QFont font = painter->font();
+    font.setPointSizeF(font.pointSizeF() * 1.1);
+    font.setBold(true);
+    painter->setFont(font);
+    const QRect area = viewport()->rect().adjusted(12, 10, -12, 0);
+    const QRect box = painter->fontMetrics()
+                          .boundingRect(area, Qt::AlignHCenter | Qt::AlignTop | Qt::TextWordWrap, m_lockNote)
+                          .adjusted(-12, -6, 12, 6);
+    painter->setPen(QColor(0x8a, 0x5a, 0x00));
+    painter->setBrush(QColor(0xff, 0xf4, 0xd6, 235));
+    painter->drawRoundedRect(box, 6, 6);
+    painter->drawText(box.adjusted(12, 6, -12, -6), Qt::AlignHCenter | Qt::AlignTop | Qt::TextWordWrap, m_lockNote);
+    painter->restore();
+}
+
 void GraphView::keyPressEvent(QKeyEvent* event) {
+    if (!m_lockNote.isEmpty() && (event->key() == Qt::Key_Delete || event->key() == Qt::Key_Backspace)) {
+        emit statusMessage(m_lockNote);
+        event->accept();
+        return;
+    }
     if (event->key() == Qt::Key_Delete || event->key() == Qt::Key_Backspace) {
         m_scene->deleteSelection();
         event->accept();

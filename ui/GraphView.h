@@ -19,6 +19,10 @@ public:
     int addLayerAt(const QString& type, const QPointF& scenePos);
     int addLayerAtCentre(const QString& type);
     double zoom() const;
+    // A note drawn over the canvas while the graph is locked (a training run); the canvas takes no edits
+    // then (no selection, drags or drops). Empty: unlocked.
+    void setLockNote(const QString& note);
+    QString lockNote() const { return m_lockNote; }
 
 public slots:
     void zoomIn();
@@ -40,10 +44,12 @@ protected:
     void dragMoveEvent(QDragMoveEvent* event) override;
     void dropEvent(QDropEvent* event) override;
     void drawBackground(QPainter* painter, const QRectF& rect) override;
+    void drawForeground(QPainter* painter, const QRectF& rect) override;
     void showEvent(QShowEvent* event) override;
     void resizeEvent(QResizeEvent* event) override;
 
 private:
+    QString m_lockNote;
     void scaleBy(double factor);
 
     GraphScene* m_scene;

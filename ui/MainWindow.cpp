@@ -143,6 +143,9 @@ void MainWindow::createDocks() {
     connect(m_optimize, &OptimizePanel::openProjectRequested, this, [this](const QString& file) { openFile(file); });
     dashDock->raise();
     connect(m_dashboard, &TrainingDashboard::trainingFinished, m_predict, &PredictPanel::projectTrained);
+    // The graph is locked while a run is active: the run trains the graph it started with.
+    connect(m_dashboard, &TrainingDashboard::trainingStarted, this, [this] { setGraphLocked(true); });
+    connect(m_dashboard, &TrainingDashboard::trainingFinished, this, [this] { setGraphLocked(false); });
     resizeDocks({dashDock}, {320}, Qt::Vertical);
     resizeDocks({paletteDock, devicesDock}, {480, 200}, Qt::Vertical);
     resizeDocks({paletteDock}, {210}, Qt::Horizontal);
@@ -171,6 +174,13 @@ void MainWindow::createActions() {
     m_quitAct = make(tr("&Quit"), QKeySequence::Quit, [this] { close(); });
 
     m_undoAct = m_doc->undoStack()->createUndoAction(this, tr("&Undo"));
+    // The stack re-enables its actions as it changes; a locked graph keeps them off.
+    connect(m_doc->undoStack(), &QUndoStack::canUndoChanged, this, [this] {
+        if (m_doc->graphLocked()) m_undoAct->setEnabled(false);
+    });
+    connect(m_doc->undoStack(), &QUndoStack::canRedoChanged, this, [this] {
+        if (m_doc->graphLocked()) m_redoAct->setEnabled(false);
+    });
     m_undoAct->setShortcut(QKeySequence::Undo);
     m_undoAct->setIcon(s->standardIcon(QStyle::SP_ArrowBack));
     m_redoAct = m_doc->undoStack()->createRedoAction(this, tr("&Redo"));
@@ -298,6 +308,15 @@ bool MainWindow::maybeSave() {
         case SaveChoice::Cancel: break;
     }
     return false;
+}
+
+void MainWindow::setGraphLocked(bool locked) {
+    const QString note = locked ? tr("Training is running: the graph is locked. Stop the run to edit it.") : QString();
+    m_doc->setGraphLocked(note);
+    m_view->setLockNote(note);
+    m_properties->setEnabled(!locked);
+    m_undoAct->setEnabled(!locked && m_doc->undoStack()->canUndo());
+    m_redoAct->setEnabled(!locked && m_doc->undoStack()->canRedo());
 }
 
 void MainWindow::newProject(const strata::Project& project) {

@@ -59,6 +59,8 @@ public:
     bool openFile(const QString& path);
     bool newFromTemplate(const QString& templateId);
     void newProject(const strata::Project& project);
+    // Locks the graph (document, canvas with a note, property panel, undo) while a run is active.
+    void setGraphLocked(bool locked);
     bool save();
     bool saveAs(const QString& path);
     // Asks Save/Discard/Cancel when there are unsaved edits; true when it is fine to go on.

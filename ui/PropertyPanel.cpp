@@ -292,8 +292,8 @@ void PropertyPanel::refreshGraphSummary() {
         const bool fits = need <= free;
         text = (fits ? tr("fits on %1: %2 of %3") : tr("does not fit on %1: %2 of %3"))
                    .arg(device, bytesText(double(need)), bytesText(double(total)));
-        const int64_t largest =
-            strata::largestBatchThatFits(m_doc->graph(), m_doc->project().training, free, cpu, int64_t(1) << 20);
+        const int64_t largest = strata::largestBatchThatFits(m_doc->graph(), m_doc->project().training, free, cpu,
+                                                             int64_t(strata::trainingSetting("batch_size").intMax));
         text +=
             largest > 0
                 ? tr("; largest batch that fits: %1").arg(largest)

@@ -8,6 +8,7 @@
 #include <QMenuBar>
 #include <QMimeData>
 #include <QSettings>
+#include <QSignalSpy>
 #include <QStandardPaths>
 #include <QTemporaryDir>
 #include <QTest>
@@ -15,11 +16,14 @@
 #include <QUndoStack>
 #include <fstream>
 
+#include "tests/support/TestProjects.h"
 #include "ui/GraphScene.h"
 #include "ui/GraphView.h"
 #include "ui/LayerPalette.h"
 #include "ui/MainWindow.h"
 #include "ui/ProblemsPanel.h"
+#include "ui/PropertyPanel.h"
+#include "ui/TrainingDashboard.h"
 #include "ui/base/ProjectDocument.h"
 #include "ui/base/Templates.h"
 
@@ -45,6 +49,42 @@ private slots:
         QApplication::setOrganizationName(QStringLiteral("StrataTest"));
         QApplication::setApplicationName(QStringLiteral("test_main_window"));
         QSettings().clear();
+    }
+
+    // Issue 17: while a run is active the graph is locked, with a note on the canvas; edits are refused
+    // (the run would go on with the old model and export would use the checkpoint's); Stop unlocks it.
+    void graphLockedWhileTraining() {
+        QTemporaryDir dir;
+        MainWindow w;
+        Project p = test::blobsMlpProject("lock-test");
+        test::useBlobs(p, 4096, 4, {16});
+        p.training.epochs = 50;
+        p.training.device = "cpu";
+        p.training.checkpointDir = dir.filePath("ck").toStdString();
+        w.newProject(p);
+        w.resize(1200, 800);
+        w.show();
+        ProjectDocument* doc = w.document();
+        const int dense = doc->graph().nodeByName("dense1")->id;
+        QSignalSpy finished(w.dashboard(), &TrainingDashboard::trainingFinished);
+        w.dashboard()->startTraining();
+        QVERIFY(doc->graphLocked());
+        QVERIFY(!w.view()->lockNote().isEmpty());
+        QVERIFY(!w.view()->isInteractive());
+        QVERIFY(!w.properties()->isEnabled());
+        QString error;
+        QCOMPARE(doc->addNode("ReLU", QPointF(0, 0), Json::object(), {}, &error), -1);
+        QVERIFY2(error.contains("graph is locked"), qPrintable(error));
+        QVERIFY(!doc->setParam(dense, "units", 64));
+        QCOMPARE(doc->graph().node(dense)->params.at("units").get<int>(), 32);
+        if (!qEnvironmentVariable("STRATA_UI_SCREENSHOTS").isEmpty())
+            w.grab().save(qEnvironmentVariable("STRATA_UI_SCREENSHOTS") + "/graph-locked.png");
+        w.dashboard()->stopTraining();
+        QVERIFY(finished.wait(60000));
+        QVERIFY(!doc->graphLocked());
+        QVERIFY(w.view()->lockNote().isEmpty());
+        QVERIFY(w.properties()->isEnabled());
+        QVERIFY(doc->setParam(dense, "units", 64));
     }
 
     void everyTemplateIsValid() {
