@@ -158,23 +158,30 @@ void PropertyPanel::rebuildForm() {
         const int node = m_node;
         QWidget* editor = nullptr;
         switch (spec.kind) {
+            // Numbers: the box takes any value, so nothing typed is changed behind the user's back; a value
+            // outside the parameter's range is not applied, and the line under the box says why until it is
+            // fixed (issue 17).
             case strata::ParamSpec::Kind::Int: {
                 auto* box = new QSpinBox(m_paramsHost);
-                box->setRange(clampToInt(spec.min), clampToInt(spec.max));
+                box->setRange(INT_MIN, INT_MAX);
                 box->setKeyboardTracking(false);
-                connect(box, &QSpinBox::valueChanged, this,
-                        [this, node, name](int v) { m_doc->setParam(node, name, strata::Json(int64_t(v))); });
+                const double lo = spec.min, hi = spec.max;
+                connect(box, &QSpinBox::valueChanged, this, [this, node, name, lo, hi](int v) {
+                    if (checkRange(name, v, lo, hi)) m_doc->setParam(node, name, strata::Json(int64_t(v)));
+                });
                 editor = box;
                 break;
             }
             case strata::ParamSpec::Kind::Float: {
                 auto* box = new QDoubleSpinBox(m_paramsHost);
                 box->setDecimals(6);
-                box->setRange(spec.min, spec.max);
+                box->setRange(-1e12, 1e12);
                 box->setSingleStep(spec.max - spec.min <= 1.0 ? 0.01 : 0.1);
                 box->setKeyboardTracking(false);
-                connect(box, &QDoubleSpinBox::valueChanged, this,
-                        [this, node, name](double v) { m_doc->setParam(node, name, strata::Json(v)); });
+                const double lo = spec.min, hi = spec.max;
+                connect(box, &QDoubleSpinBox::valueChanged, this, [this, node, name, lo, hi](double v) {
+                    if (checkRange(name, v, lo, hi)) m_doc->setParam(node, name, strata::Json(v));
+                });
                 editor = box;
                 break;
             }
@@ -210,10 +217,42 @@ void PropertyPanel::rebuildForm() {
         editor->setToolTip(tip);
         auto* label = new QLabel(name, m_paramsHost);
         label->setToolTip(tip);
-        m_paramsForm->addRow(label, editor);
+        auto* field = new QWidget(m_paramsHost);
+        auto* fieldLayout = new QVBoxLayout(field);
+        fieldLayout->setContentsMargins(0, 0, 0, 0);
+        fieldLayout->setSpacing(2);
+        editor->setParent(field);
+        fieldLayout->addWidget(editor);
+        auto* error = new QLabel(field);
+        error->setObjectName(QStringLiteral("error_") + name);
+        error->setWordWrap(true);
+        error->setStyleSheet(QStringLiteral("QLabel { color: #b00020; }"));
+        error->hide();
+        fieldLayout->addWidget(error);
+        m_paramsForm->addRow(label, field);
         m_editors.insert(name, editor);
+        m_fieldErrors.insert(name, error);
     }
     m_paramsHost->show();
+}
+
+bool PropertyPanel::checkRange(const QString& name, double value, double min, double max) {
+    QLabel* error = m_fieldErrors.value(name);
+    const bool ok = value >= min && value <= max;
+    if (error) {
+        error->setText(ok ? QString()
+                          : tr("%1 is not applied: %2 must be %3 to %4.")
+                                .arg(QLocale(QLocale::English).toString(value, 'g', 12), name,
+                                     QLocale(QLocale::English).toString(min, 'g', 12),
+                                     QLocale(QLocale::English).toString(max, 'g', 12)));
+        error->setVisible(!ok);
+    }
+    return ok;
+}
+
+QString PropertyPanel::fieldErrorText(const QString& name) const {
+    QLabel* error = m_fieldErrors.value(name);
+    return error && !error->isHidden() ? error->text() : QString();
 }
 
 void PropertyPanel::refreshValues() {
@@ -223,6 +262,8 @@ void PropertyPanel::refreshValues() {
     for (const strata::ParamSpec& spec : m_specs) {
         QWidget* editor = m_editors.value(QString::fromStdString(spec.name));
         if (!editor) continue;
+        // A refused value stays as typed until the user fixes it.
+        if (!fieldErrorText(QString::fromStdString(spec.name)).isEmpty()) continue;
         const bool present = node->params.is_object() && node->params.contains(spec.name);
         const strata::Json value = present ? node->params.at(spec.name) : spec.defaultValue;
         const QSignalBlocker block(editor);

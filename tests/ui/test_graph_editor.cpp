@@ -397,8 +397,17 @@ private slots:
         auto* units = qobject_cast<QSpinBox*>(ed.props->editor(QStringLiteral("units")));
         QVERIFY(units);
         QCOMPARE(units->value(), 256);
-        QCOMPARE(units->minimum(), 1);
+        // Issue 17: an out-of-range value is neither clamped nor applied; it stays as typed, and the line
+        // under the box says why until it is fixed.
+        units->setValue(-5);
+        QCOMPARE(units->value(), -5);
+        QVERIFY(ed.doc.graph().node(fc1)->params.at("units") == Json(256));
+        QVERIFY2(ed.props->fieldErrorText("units").contains("-5 is not applied: units must be 1 to 1,048,576"),
+                 qPrintable(ed.props->fieldErrorText("units")));
+        QVERIFY(ed.doc.rename(image, "pixels"));  // another edit refreshes the panel: the typed value stays
+        QCOMPARE(units->value(), -5);
         units->setValue(64);
+        QVERIFY(ed.props->fieldErrorText("units").isEmpty());
         QVERIFY(ed.doc.graph().node(fc1)->params.at("units") == Json(64));
         QCOMPARE(ed.props->shapeText(), QStringLiteral("[N, 64]"));
         QCOMPARE(ed.props->parameterCountText(), QStringLiteral("50,240"));
