@@ -380,6 +380,7 @@ bool MainWindow::openFile(const QString& path) {
         return false;
     }
     addRecentFile(m_doc->filePath());
+    m_dashboard->showLastRunOf(m_doc->filePath());  // where the project stood when last trained
     m_view->zoomToFit();
     statusBar()->showMessage(tr("Opened %1").arg(m_doc->filePath()), 5000);
     return true;

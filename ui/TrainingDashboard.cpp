@@ -7,6 +7,7 @@
 #include <QGridLayout>
 #include <QHBoxLayout>
 #include <QLabel>
+#include <QLocale>
 #include <QPushButton>
 #include <QStyle>
 #include <QThread>
@@ -15,6 +16,7 @@
 #include <QVBoxLayout>
 #include <chrono>
 #include <cmath>
+#include <utility>
 
 #include "core/train/RunFolder.h"
 #include "ui/ChartPanel.h"
@@ -380,6 +382,29 @@ void TrainingDashboard::onRunEnded(bool ok) {
     }
     setState(State::Idle);
     emit trainingFinished();
+}
+
+bool TrainingDashboard::showLastRunOf(const QString& projectPath) {
+    if (!m_history || m_state != State::Idle) return false;
+    const qint64 run = m_history->lastRunOf(projectPath);
+    if (run <= 0) return false;
+    const QVector<StepEvent> steps = m_history->stepsOf(run);
+    if (steps.isEmpty()) return false;
+    clearCharts();
+    m_pendingSteps = steps;
+    for (const auto& [event, x] : m_history->epochsOf(run)) m_pendingEpochs.append({event, double(x)});
+    // The points come from the history: flush must not record them again.
+    RunHistory* history = std::exchange(m_history, nullptr);
+    flush();
+    m_history = history;
+    QString when, status;
+    for (const RunHistory::RunSummary& r : m_history->runs())
+        if (r.id == run) {
+            when = QLocale().toString(r.started.toLocalTime(), QLocale::ShortFormat);
+            status = r.status;
+        }
+    m_status->setText(tr("Last run: %1 (%2)").arg(when, status));
+    return true;
 }
 
 void TrainingDashboard::flush() {

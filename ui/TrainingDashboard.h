@@ -47,6 +47,9 @@ public:
     // of its own (RunFolder.h) under the project's folder or, unsaved, under the per-user data folder (the
     // run history's folder when one is set).
     QString runFolder() const { return m_runFolder; }
+    // Shows the curves of the project file's last recorded run (from the run history), when idle: a
+    // reopened project shows where it stood. False when there is none.
+    bool showLastRunOf(const QString& projectPath);
 
     State state() const { return m_state; }
     bool isRunning() const { return m_state != State::Idle; }

@@ -96,6 +96,35 @@ private slots:
         QCOMPARE(status.value(dash.runId()), QString("finished"));
     }
 
+    // Issue 17: a reopened project shows its last run's curves, read back from the run history.
+    void reopenedProjectShowsLastRun() {
+        QTemporaryDir dir;
+        ProjectDocument doc;
+        doc.newProject(syntheticProject(2));
+        QString error;
+        QVERIFY2(doc.save(dir.filePath("p.strata"), &error), qPrintable(error));
+        RunHistory history(dir.filePath("runs.sqlite"));
+        {
+            TrainingDashboard dash(&doc);
+            dash.setRunHistory(&history);
+            QVERIFY(!dash.showLastRunOf(doc.filePath()));  // none yet
+            QSignalSpy finished(&dash, &TrainingDashboard::trainingFinished);
+            dash.startTraining(40);  // 24 steps an epoch: epoch 1 and 16 steps of epoch 2
+            QVERIFY(finished.wait(60000));
+            QVERIFY2(!dash.errorVisible(), qPrintable(dash.errorText()));
+        }
+        TrainingDashboard reopened(&doc);
+        reopened.setRunHistory(&history);
+        QCOMPARE(reopened.pointCount("train_loss"), 0);
+        QVERIFY(reopened.showLastRunOf(doc.filePath()));
+        QCOMPARE(reopened.pointCount("train_loss"), 40);
+        QCOMPARE(reopened.pointCount("val_loss"), 1);
+        QCOMPARE(reopened.chart("loss")->markerX(), 24.0);  // the best epoch, at its last step
+        QVERIFY2(reopened.statusText().startsWith("Last run:"), qPrintable(reopened.statusText()));
+        QCOMPARE(history.metricCount(history.lastRunOf(doc.filePath()), "step"), 40);  // not recorded twice
+        QVERIFY(!reopened.showLastRunOf(dir.filePath("other.strata")));
+    }
+
     void shortRunFillsCharts() {
         ProjectDocument doc;
         doc.newProject(syntheticProject(3));

@@ -224,4 +224,66 @@ QString RunHistory::projectJson(qint64 run) const {
     return q.value(0).toString();
 }
 
+qint64 RunHistory::lastRunOf(const QString& projectPath) const {
+    if (!m_open || projectPath.isEmpty()) return 0;
+    QSqlQuery q(QSqlDatabase::database(m_connection));
+    q.prepare(
+        "SELECT r.id FROM runs r WHERE r.project_path = ? AND EXISTS (SELECT 1 FROM metrics m WHERE m.run_id = r.id"
+        " AND m.kind = 'step') ORDER BY r.id DESC LIMIT 1");
+    q.addBindValue(projectPath);
+    return q.exec() && q.next() ? q.value(0).toLongLong() : 0;
+}
+
+QVector<StepEvent> RunHistory::stepsOf(qint64 run) const {
+    QVector<StepEvent> out;
+    if (!m_open) return out;
+    QSqlQuery q(QSqlDatabase::database(m_connection));
+    q.prepare(
+        "SELECT step, epoch, loss, accuracy, learning_rate, samples_per_second, elapsed_seconds FROM metrics"
+        " WHERE run_id = ? AND kind = 'step' ORDER BY step");
+    q.addBindValue(run);
+    if (!q.exec()) return out;
+    auto num = [&q](int i) { return q.value(i).isNull() ? std::nan("") : q.value(i).toDouble(); };
+    while (q.next()) {
+        StepEvent s;
+        s.step = q.value(0).toLongLong();
+        s.epoch = q.value(1).toInt();
+        s.loss = num(2);
+        s.accuracy = num(3);
+        s.learningRate = num(4);
+        s.samplesPerSecond = num(5);
+        s.elapsedSeconds = num(6);
+        out.append(s);
+    }
+    return out;
+}
+
+QVector<QPair<EpochEvent, qint64>> RunHistory::epochsOf(qint64 run) const {
+    QVector<QPair<EpochEvent, qint64>> out;
+    if (!m_open) return out;
+    QSqlQuery q(QSqlDatabase::database(m_connection));
+    q.prepare(
+        "SELECT e.epoch, e.loss, e.accuracy, e.samples_per_second, e.val_loss, e.val_accuracy, e.elapsed_seconds,"
+        " (SELECT MAX(s.step) FROM metrics s WHERE s.run_id = e.run_id AND s.kind = 'step' AND s.epoch <= e.epoch),"
+        " (SELECT best_epoch FROM runs WHERE id = e.run_id)"
+        " FROM metrics e WHERE e.run_id = ? AND e.kind = 'epoch' ORDER BY e.epoch");
+    q.addBindValue(run);
+    if (!q.exec()) return out;
+    auto num = [&q](int i) { return q.value(i).isNull() ? std::nan("") : q.value(i).toDouble(); };
+    while (q.next()) {
+        EpochEvent e;
+        e.epoch = q.value(0).toInt();
+        e.trainLoss = num(1);
+        e.trainAccuracy = num(2);
+        e.samplesPerSecond = num(3);
+        e.hasValidation = !q.value(4).isNull();
+        e.valLoss = num(4);
+        e.valAccuracy = num(5);
+        e.seconds = num(6);
+        e.best = e.epoch == q.value(8).toInt();
+        out.append({e, q.value(7).toLongLong()});
+    }
+    return out;
+}
+
 }  // namespace strata::ui

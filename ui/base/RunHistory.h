@@ -56,6 +56,12 @@ public:
     // Rows in the metrics table for a run: kind "step" or "epoch".
     int metricCount(qint64 run, const QString& kind) const;
     QString projectJson(qint64 run) const;
+    // The newest run of the project file at `projectPath` that recorded a step; 0 when none.
+    qint64 lastRunOf(const QString& projectPath) const;
+    // A run's recorded points, in order: its steps, and its epochs each with the last step before it (the x
+    // the dashboard plots it at).
+    QVector<StepEvent> stepsOf(qint64 run) const;
+    QVector<QPair<EpochEvent, qint64>> epochsOf(qint64 run) const;
 
 private:
     bool exec(const QString& sql);
