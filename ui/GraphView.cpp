@@ -9,6 +9,7 @@
 #include <QScrollBar>
 #include <QWheelEvent>
 #include <cmath>
+#include <utility>
 
 #include "ui/GraphScene.h"
 #include "ui/LayerPalette.h"
@@ -65,12 +66,18 @@ void GraphView::zoomIn() { scaleBy(1.25); }
 void GraphView::zoomOut() { scaleBy(1 / 1.25); }
 void GraphView::resetZoom() { setTransform(QTransform()); }
 
+void GraphView::showReadable() {
+    m_readable = true;
+    zoomToFit();
+}
+
 void GraphView::zoomToFit() {
     if (!isVisible()) {
         m_fitPending = true;
         return;
     }
     m_fitPending = false;
+    const bool readable = std::exchange(m_readable, false);
     QRectF bounds;
     for (NodeItem* item : m_scene->nodeItems()) bounds |= item->sceneBoundingRect();
     if (bounds.isEmpty()) return;
@@ -79,6 +86,13 @@ void GraphView::zoomToFit() {
     // Small graphs should not be blown up beyond a comfortable size.
     if (zoom() > 1.0) scaleBy(1.0 / zoom());
     if (zoom() < kMinZoom) scaleBy(kMinZoom / zoom());
+    if (readable && zoom() < 1.0) {
+        // 100%, from the top (the Input) of the graph down.
+        scaleBy(1.0 / zoom());
+        const double halfHeight = viewport()->height() / 2.0;
+        centerOn(bounds.center().x(), bounds.top() + halfHeight);
+        return;
+    }
     centerOn(bounds.center());
 }
 

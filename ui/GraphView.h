@@ -28,6 +28,9 @@ public slots:
     void zoomIn();
     void zoomOut();
     void zoomToFit();
+    // The view a project opens with: the whole graph when it fits at 100%, else 100% (node text at its
+    // full size) from the top of the graph; never zoomed out below readable text.
+    void showReadable();
     void resetZoom();
     void centreOnNode(int id);
 
@@ -55,6 +58,7 @@ private:
     GraphScene* m_scene;
     bool m_panning = false;
     bool m_fitPending = false;  // zoomToFit asked for before the view had its size
+    bool m_readable = false;    // the pending fit is showReadable's
     QPoint m_panStart;
 };
 

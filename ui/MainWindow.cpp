@@ -146,7 +146,7 @@ void MainWindow::createDocks() {
     // The graph is locked while a run is active: the run trains the graph it started with.
     connect(m_dashboard, &TrainingDashboard::trainingStarted, this, [this] { setGraphLocked(true); });
     connect(m_dashboard, &TrainingDashboard::trainingFinished, this, [this] { setGraphLocked(false); });
-    resizeDocks({dashDock}, {320}, Qt::Vertical);
+    resizeDocks({dashDock}, {400}, Qt::Vertical);
     resizeDocks({paletteDock, devicesDock}, {480, 200}, Qt::Vertical);
     resizeDocks({paletteDock}, {210}, Qt::Horizontal);
     resizeDocks({propDock}, {340}, Qt::Horizontal);
@@ -322,7 +322,7 @@ void MainWindow::setGraphLocked(bool locked) {
 void MainWindow::newProject(const strata::Project& project) {
     if (!maybeSave()) return;
     m_doc->newProject(project);
-    m_view->zoomToFit();
+    m_view->showReadable();
 }
 
 bool MainWindow::newFromTemplate(const QString& templateId) {
@@ -330,7 +330,7 @@ bool MainWindow::newFromTemplate(const QString& templateId) {
         if (t.id != templateId) continue;
         if (!maybeSave()) return false;
         m_doc->newProject(t.make());
-        m_view->zoomToFit();
+        m_view->showReadable();
         return true;
     }
     return false;
@@ -381,7 +381,7 @@ bool MainWindow::openFile(const QString& path) {
     }
     addRecentFile(m_doc->filePath());
     m_dashboard->showLastRunOf(m_doc->filePath());  // where the project stood when last trained
-    m_view->zoomToFit();
+    m_view->showReadable();
     statusBar()->showMessage(tr("Opened %1").arg(m_doc->filePath()), 5000);
     return true;
 }

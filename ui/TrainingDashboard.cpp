@@ -157,15 +157,16 @@ void TrainingDashboard::buildUi() {
     addChart("accuracy", acc, 0, 1);
     auto* lr = new ChartPanel(tr("Learning rate"), tr("step"), tr("learning rate"), this);
     lr->addSeries("lr", tr("learning rate"), kLr);
-    addChart("lr", lr, 1, 0);
+    addChart("lr", lr, 0, 2);
     auto* throughput = new ChartPanel(tr("Throughput"), tr("step"), tr("samples/s"), this);
     throughput->addSeries("samples_per_s", tr("samples/s"), kThroughput);
     throughput->setLegendCorner(Qt::AlignBottom | Qt::AlignRight);
-    addChart("throughput", throughput, 1, 1);
+    addChart("throughput", throughput, 1, 0);
     auto* utilization = new ChartPanel(tr("Device utilization"), tr("time (s)"), tr("%"), this);
     utilization->setFixedLeftRange(0, 105);
-    addChart("utilization", utilization, 2, 0);
-    addChart("memory", new ChartPanel(tr("Device memory"), tr("time (s)"), tr("GiB used"), this), 2, 1);
+    addChart("utilization", utilization, 1, 1);
+    addChart("memory", new ChartPanel(tr("Device memory"), tr("time (s)"), tr("GiB used"), this), 1, 2);
+    // Three columns by two rows: all six charts in view at once in a 1600 x 1000 window (issue 17).
     for (ChartPanel* chart : std::as_const(m_charts))
         for (const QString& series : chart->seriesNames()) m_seriesChart.insert(series, chart);
     root->addLayout(grid, 1);
