@@ -174,7 +174,7 @@ int64_t largestBatchThatFits(const Graph& graph, const TrainingSettings& trainin
 MemoryEstimate checkTrainingFits(const Graph& graph, const TrainingSettings& training, const std::string& device,
                                  uint64_t availableBytes) {
     const bool cpu = device == "cpu";
-    const MemoryEstimate e = estimateTrainingMemory(graph, training, training.batchSize);
+    MemoryEstimate e = estimateTrainingMemory(graph, training, training.batchSize);
     const uint64_t need = e.totalOn(cpu);
     if (availableBytes == 0 || need <= availableBytes) return e;
     std::string msg = "the run does not fit on " + device + ": training with batch " + std::to_string(e.batch) +
