@@ -83,6 +83,13 @@ MainWindow::~MainWindow() {
     m_doc->disconnect();
 }
 
+namespace {
+// The QSettings key of a project file's dock layout.
+QString layoutKey(const QString& projectPath) {
+    return QStringLiteral("layout/") + QFileInfo(projectPath).absoluteFilePath();
+}
+}  // namespace
+
 void MainWindow::createDocks() {
     auto dock = [this](const QString& title, const QString& name, QWidget* widget, Qt::DockWidgetArea area) {
         auto* d = new QDockWidget(title, this);
@@ -92,21 +99,32 @@ void MainWindow::createDocks() {
         m_docks << d;
         return d;
     };
+    // Forms scroll instead of squashing their fields when an error line appears, and their minimum size
+    // never pushes the window past the screen (selecting a Conv2D grew it beyond 1000 px).
+    auto scrolled = [this](QWidget* form) {
+        auto* area = new QScrollArea(this);
+        area->setWidget(form);
+        area->setWidgetResizable(true);
+        area->setFrameShape(QFrame::NoFrame);
+        area->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+        return area;
+    };
     m_palette = new LayerPalette(this);
     QDockWidget* paletteDock = dock(tr("Layers"), QStringLiteral("paletteDock"), m_palette, Qt::LeftDockWidgetArea);
     m_properties = new PropertyPanel(m_doc, m_scene, this);
     QDockWidget* propDock =
-        dock(tr("Properties"), QStringLiteral("propertiesDock"), m_properties, Qt::RightDockWidgetArea);
+        dock(tr("Properties"), QStringLiteral("propertiesDock"), scrolled(m_properties), Qt::RightDockWidgetArea);
     m_problems = new ProblemsPanel(m_doc, this);
     QDockWidget* problemsDock =
         dock(tr("Problems"), QStringLiteral("problemsDock"), m_problems, Qt::RightDockWidgetArea);
     splitDockWidget(propDock, problemsDock, Qt::Vertical);
 
     m_dataset = new DatasetPanel(m_doc, this);
-    QDockWidget* datasetDock = dock(tr("Dataset"), QStringLiteral("datasetDock"), m_dataset, Qt::RightDockWidgetArea);
+    QDockWidget* datasetDock =
+        dock(tr("Dataset"), QStringLiteral("datasetDock"), scrolled(m_dataset), Qt::RightDockWidgetArea);
     m_trainingSettings = new TrainingSettingsPanel(m_doc, this);
-    QDockWidget* settingsDock =
-        dock(tr("Training"), QStringLiteral("trainingSettingsDock"), m_trainingSettings, Qt::RightDockWidgetArea);
+    QDockWidget* settingsDock = dock(tr("Training"), QStringLiteral("trainingSettingsDock"),
+                                     scrolled(m_trainingSettings), Qt::RightDockWidgetArea);
     tabifyDockWidget(propDock, datasetDock);
     tabifyDockWidget(datasetDock, settingsDock);
     propDock->raise();
@@ -230,6 +248,7 @@ void MainWindow::createMenus() {
     QMenu* file = menuBar()->addMenu(tr("&File"));
     file->addActions({m_newAct, m_templateAct, m_openAct});
     m_recentMenu = file->addMenu(tr("Open &Recent"));
+    m_recentMenu->setObjectName(QStringLiteral("recentMenu"));
     file->addSeparator();
     file->addActions({m_saveAct, m_saveAsAct});
     file->addSeparator();
@@ -374,12 +393,16 @@ void MainWindow::open() {
 
 bool MainWindow::openFile(const QString& path) {
     if (!maybeSave()) return false;
+    saveLayout();  // the project being left keeps its dock layout
     QString error;
     if (!m_doc->load(path, &error)) {
         reportError(tr("Cannot open project"), tr("Cannot open %1:\n%2").arg(QFileInfo(path).fileName(), error));
         return false;
     }
     addRecentFile(m_doc->filePath());
+    // The dock layout the project had when it was last closed.
+    if (const QByteArray state = QSettings().value(layoutKey(m_doc->filePath())).toByteArray(); !state.isEmpty())
+        restoreState(state);
     m_dashboard->showLastRunOf(m_doc->filePath());  // where the project stood when last trained
     m_view->showReadable();
     statusBar()->showMessage(tr("Opened %1").arg(m_doc->filePath()), 5000);
@@ -429,7 +452,11 @@ void MainWindow::rebuildRecentMenu() {
     const QStringList files = recentFiles();
     for (int i = 0; i < files.size(); ++i) {
         const QString path = files[i];
-        QAction* a = m_recentMenu->addAction(QStringLiteral("&%1 %2").arg(i + 1).arg(QFileInfo(path).fileName()));
+        // The folder too: two projects of one name in different folders are told apart.
+        const QFileInfo info(path);
+        QAction* a = m_recentMenu->addAction(QStringLiteral("&%1 %2  (%3)")
+                                                 .arg(i + 1)
+                                                 .arg(info.fileName(), QDir::toNativeSeparators(info.absolutePath())));
         a->setToolTip(path);
         a->setStatusTip(path);
         connect(a, &QAction::triggered, this, [this, path] { openFile(path); });
@@ -485,10 +512,16 @@ void MainWindow::showExportDialog() {
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {
-    if (maybeSave())
+    if (maybeSave()) {
+        saveLayout();
         event->accept();
-    else
+    } else {
         event->ignore();
+    }
+}
+
+void MainWindow::saveLayout() {
+    if (!m_doc->filePath().isEmpty()) QSettings().setValue(layoutKey(m_doc->filePath()), saveState());
 }
 
 }  // namespace strata::ui

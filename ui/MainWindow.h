@@ -93,6 +93,8 @@ public slots:
 
 protected:
     void closeEvent(QCloseEvent* event) override;
+    // Remembers the dock layout for the open project file (restored when it is opened again).
+    void saveLayout();
 
 private:
     void createDocks();

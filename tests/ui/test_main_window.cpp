@@ -4,7 +4,10 @@
 #include <QAction>
 #include <QApplication>
 #include <QClipboard>
+#include <QDir>
 #include <QDockWidget>
+#include <QFileInfo>
+#include <QMenu>
 #include <QMenuBar>
 #include <QMimeData>
 #include <QSettings>
@@ -103,6 +106,15 @@ private slots:
         QVERIFY(input);
         const QPoint at = w.view()->mapFromScene(QPointF(input->x, input->y + 20));
         QVERIFY2(w.view()->viewport()->rect().contains(at), qPrintable(QString("%1,%2").arg(at.x()).arg(at.y())));
+        // Selecting the Conv2D (its form, with an error line) keeps the window within a 1000 px screen: the
+        // forms scroll.
+        w.scene()->selectNodes({w.document()->graph().nodeByName("conv1")->id});
+        QVERIFY(w.document()->setParam(w.document()->graph().nodeByName("conv1")->id, "filters", 0));
+        QTest::qWait(20);
+        QVERIFY2(w.minimumSizeHint().height() <= 1000, qPrintable(QString::number(w.minimumSizeHint().height())));
+        QVERIFY2(w.height() <= 1000, qPrintable(QString::number(w.height())));
+        w.document()->undoStack()->undo();
+        w.scene()->clearSelection();
         if (!qEnvironmentVariable("STRATA_UI_SCREENSHOTS").isEmpty())
             w.grab().save(qEnvironmentVariable("STRATA_UI_SCREENSHOTS") + "/first-screen.png");
         // The dashboard fits its dock: nothing below the fold of its scroll area.
@@ -185,6 +197,36 @@ private slots:
 
         const QImage shot = w.grab().toImage();
         QCOMPARE(shot.size(), w.size() * shot.devicePixelRatio());
+    }
+
+    // Issue 17: a reopened project gets back the dock layout it was closed with; Open Recent names the
+    // folder too.
+    void dockLayoutRestoredOnReopen() {
+        QTemporaryDir dir;
+        const QString path = dir.filePath(QStringLiteral("layout.strata"));
+        writeProject(mlpTemplate(), path.toStdString());
+        {
+            MainWindow w;
+            w.resize(1400, 900);
+            w.show();
+            QVERIFY(w.openFile(path));
+            auto* problems = w.findChild<QDockWidget*>(QStringLiteral("problemsDock"));
+            QVERIFY(problems && problems->isVisible());
+            problems->hide();
+            QVERIFY(w.close());
+        }
+        MainWindow w;
+        w.resize(1400, 900);
+        w.show();
+        auto* problems = w.findChild<QDockWidget*>(QStringLiteral("problemsDock"));
+        QVERIFY(problems->isVisible());  // a new window: the default layout
+        QVERIFY(w.openFile(path));
+        QVERIFY(!problems->isVisible());
+        auto* recent = w.findChild<QMenu*>(QStringLiteral("recentMenu"));
+        QVERIFY(recent);
+        QVERIFY2(recent->actions().value(0) && recent->actions().value(0)->text().contains(
+                                                   QDir::toNativeSeparators(QFileInfo(path).absolutePath())),
+                 qPrintable(recent->actions().value(0) ? recent->actions().value(0)->text() : QString()));
     }
 
     void openSaveRecentAndPrompt() {
