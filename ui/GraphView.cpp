@@ -127,8 +127,24 @@ void GraphView::setLockNote(const QString& note) {
     viewport()->update();
 }
 
+QString GraphView::emptyHint() const {
+    return m_scene->nodeItems().isEmpty()
+               ? tr("Drag layers here from the Layers list, or start from File > New from Template.")
+               : QString();
+}
+
 void GraphView::drawForeground(QPainter* painter, const QRectF& rect) {
     QGraphicsView::drawForeground(painter, rect);
+    if (const QString hint = emptyHint(); !hint.isEmpty()) {
+        painter->save();
+        painter->resetTransform();
+        QFont font = painter->font();
+        font.setPointSizeF(font.pointSizeF() * 1.3);
+        painter->setFont(font);
+        painter->setPen(QColor(0x6b, 0x72, 0x80));
+        painter->drawText(viewport()->rect().adjusted(40, 0, -40, 0), Qt::AlignCenter | Qt::TextWordWrap, hint);
+        painter->restore();
+    }
     if (m_lockNote.isEmpty()) return;
     // In viewport pixels, at the top of the canvas, whatever the zoom.
     painter->save();

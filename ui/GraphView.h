@@ -23,6 +23,8 @@ public:
     // then (no selection, drags or drops). Empty: unlocked.
     void setLockNote(const QString& note);
     QString lockNote() const { return m_lockNote; }
+    // What an empty canvas says ("Drag layers here ..."); empty when the graph has nodes.
+    QString emptyHint() const;
 
 public slots:
     void zoomIn();

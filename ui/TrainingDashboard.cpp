@@ -206,6 +206,11 @@ void TrainingDashboard::clearError() {
 
 void TrainingDashboard::setState(State state) {
     if (m_state == state) return;
+    if (state == State::Paused) m_pausedSince = m_clock.elapsed();
+    if (m_state == State::Paused && m_pausedSince >= 0) {
+        m_pausedMs += m_clock.elapsed() - m_pausedSince;
+        m_pausedSince = -1;
+    }
     m_state = state;
     updateButtons();
     emit stateChanged(state);
@@ -260,6 +265,8 @@ void TrainingDashboard::startTraining(qint64 maxSteps) {
     m_doc->setLastRunFolder(m_runFolder);
     m_runId = m_history ? m_history->beginRun(project, path, device, m_runFolder) : 0;
     m_clock.start();
+    m_pausedMs = 0;
+    m_pausedSince = -1;
     m_status->setText(tr("Starting on %1...").arg(device));
     m_log->clear();
     setState(State::Starting);
@@ -491,9 +498,16 @@ void TrainingDashboard::flush() {
     for (ChartPanel* chart : std::as_const(m_charts)) chart->refresh();
 }
 
+double TrainingDashboard::activeSeconds() const {
+    if (!m_clock.isValid()) return 0;
+    const qint64 now = m_clock.elapsed();
+    const qint64 paused = m_pausedMs + (m_pausedSince >= 0 ? now - m_pausedSince : 0);
+    return double(now - paused) / 1000.0;
+}
+
 void TrainingDashboard::updateTimes() {
     if (m_state == State::Idle) return;
-    m_elapsed->setText(tr("Elapsed %1").arg(formatDuration(m_clock.elapsed() / 1000.0)));
+    m_elapsed->setText(tr("Elapsed %1").arg(formatDuration(activeSeconds())));
     if (!m_haveStep || m_lastStep.step <= 0 || m_lastStep.stepsPerEpoch <= 0) {
         m_eta->setText(tr("ETA -"));
         return;

@@ -64,6 +64,8 @@ public:
     QString statusText() const;
     QString etaText() const;
     QString elapsedText() const;
+    // Seconds the current or last run has been running, paused time not counted.
+    double activeSeconds() const;
 
     QPushButton* startButton() const { return m_start; }
     QPushButton* pauseButton() const { return m_pause; }
@@ -141,6 +143,7 @@ private:
     QVector<TelemetryEvent> m_pendingTelemetry;
 
     QElapsedTimer m_clock;
+    qint64 m_pausedMs = 0, m_pausedSince = -1;  // paused time is not counted as elapsed
     qint64 m_maxSteps = 0;
     int m_epochs = 0;
     StepEvent m_lastStep;

@@ -99,7 +99,10 @@ private slots:
         w.resize(1600, 1000);
         w.show();
         QVERIFY(QTest::qWaitForWindowExposed(&w));
+        w.newProject(Project{});
+        QVERIFY(w.view()->emptyHint().contains("Drag layers here"));  // an empty canvas says what to do
         w.newProject(fashionCnnTemplate());
+        QVERIFY(w.view()->emptyHint().isEmpty());
         QTest::qWait(50);
         QVERIFY2(w.view()->zoom() >= 1.0 - 1e-9, qPrintable(QString::number(w.view()->zoom())));
         const Node* input = w.document()->graph().nodeByName("image");

@@ -277,8 +277,12 @@ private slots:
         QVERIFY(dash.stopButton()->isEnabled());
         QTest::qWait(300);  // the step in flight lands
         const int pausedAt = dash.pointCount("train_loss");
+        const double activeAtPause = dash.activeSeconds();
         QTest::qWait(500);
         QCOMPARE(dash.pointCount("train_loss"), pausedAt);
+        // Issue 17: paused time is not counted as elapsed.
+        QVERIFY2(dash.activeSeconds() - activeAtPause < 0.05,
+                 qPrintable(QString("%1 -> %2").arg(activeAtPause).arg(dash.activeSeconds())));
 
         dash.pauseButton()->click();
         QCOMPARE(dash.pauseButton()->text(), QString("Pause"));
