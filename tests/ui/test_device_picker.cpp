@@ -71,9 +71,17 @@ private slots:
         QCOMPARE(picker.selectedDevices(), QStringList{"cpu"});
         QCOMPARE(picker.runDevice(), QString("cpu"));
         QVERIFY(picker.selectionError().isEmpty());
+        // Issue 17: the reason in words; a driver's raw text ("... (cudaGetDeviceCount: ...)") only in the
+        // tooltip.
+        const qsizetype detail = picker.gpuNote().indexOf(" (");
+        const QString words = detail > 0 ? picker.gpuNote().left(detail) : picker.gpuNote();
         bool noteShown = false;
         for (QLabel* label : picker.findChildren<QLabel*>())
-            noteShown = noteShown || label->text().contains(picker.gpuNote());
+            if (label->text().contains(words)) {
+                noteShown = true;
+                QVERIFY2(!label->text().contains("("), qPrintable(label->text()));
+                if (detail > 0) QCOMPARE(label->toolTip(), picker.gpuNote());
+            }
         QVERIFY(noteShown);
     }
 
