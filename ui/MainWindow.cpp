@@ -273,6 +273,13 @@ void MainWindow::createMenus() {
     train->addActions({m_trainAct, m_pauseAct, m_stopAct, m_checkpointAct});
 
     QMenu* help = menuBar()->addMenu(tr("&Help"));
+    help->setObjectName(QStringLiteral("helpMenu"));
+    // A short page for a first session, and the keyboard shortcuts, both from the actions themselves.
+    connect(help->addAction(tr("&Getting Started")), &QAction::triggered, this,
+            [this] { QMessageBox::information(this, tr("Getting started"), gettingStartedText()); });
+    connect(help->addAction(tr("&Keyboard Shortcuts")), &QAction::triggered, this,
+            [this] { QMessageBox::information(this, tr("Keyboard shortcuts"), shortcutsText()); });
+    help->addSeparator();
     help->addAction(m_aboutAct);
 
     QToolBar* bar = addToolBar(tr("Main"));
@@ -327,6 +334,35 @@ bool MainWindow::maybeSave() {
         case SaveChoice::Cancel: break;
     }
     return false;
+}
+
+QString MainWindow::gettingStartedText() const {
+    return tr(
+        "<h3>Getting started</h3><ol>"
+        "<li><b>Start from a template</b> (File &gt; New from Template) or drag layers from the Layers "
+        "list onto the canvas and connect an output port to an input port.</li>"
+        "<li><b>Point it at data</b> in the Dataset tab: picking the training images of an IDX folder "
+        "(Fashion-MNIST) fills in the labels and validation files.</li>"
+        "<li><b>Check that it fits</b>: the Properties panel shows the memory a run needs on the chosen "
+        "device and the largest batch that fits.</li>"
+        "<li><b>Train</b> (F5). Every run keeps its weights in a run folder beside the project; Stop "
+        "(Shift+F5) keeps the weights it had.</li>"
+        "<li><b>Export</b> (Ctrl+E) and <b>predict</b> in the Predict tab: both use the latest run's "
+        "checkpoint by default.</li></ol>");
+}
+
+QString MainWindow::shortcutsText() const {
+    QString rows;
+    for (const QAction* a : findChildren<QAction*>()) {
+        if (a->shortcut().isEmpty() || a->text().isEmpty()) continue;
+        rows += QStringLiteral("<tr><td>%1</td><td><b>%2</b></td></tr>")
+                    .arg(QString(a->text()).remove(QLatin1Char('&')).toHtmlEscaped(),
+                         a->shortcut().toString(QKeySequence::NativeText).toHtmlEscaped());
+    }
+    return tr("<h3>Keyboard shortcuts</h3><table cellspacing='6'>%1</table>"
+              "<p>On the canvas: Delete removes the selection; the mouse wheel zooms; drag empty canvas with "
+              "the middle button to pan.</p>")
+        .arg(rows);
 }
 
 void MainWindow::setGraphLocked(bool locked) {

@@ -61,6 +61,9 @@ public:
     void newProject(const strata::Project& project);
     // Locks the graph (document, canvas with a note, property panel, undo) while a run is active.
     void setGraphLocked(bool locked);
+    // Help > Getting Started and Help > Keyboard Shortcuts (rich text).
+    QString gettingStartedText() const;
+    QString shortcutsText() const;
     bool save();
     bool saveAs(const QString& path);
     // Asks Save/Discard/Cancel when there are unsaved edits; true when it is fine to go on.

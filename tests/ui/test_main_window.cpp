@@ -225,6 +225,10 @@ private slots:
         QVERIFY(problems->isVisible());  // a new window: the default layout
         QVERIFY(w.openFile(path));
         QVERIFY(!problems->isVisible());
+        // Help has a getting-started page and the shortcuts, taken from the actions.
+        QVERIFY(w.gettingStartedText().contains("Getting started"));
+        QVERIFY2(w.shortcutsText().contains("Start Training") && w.shortcutsText().contains("F5"),
+                 qPrintable(w.shortcutsText()));
         auto* recent = w.findChild<QMenu*>(QStringLiteral("recentMenu"));
         QVERIFY(recent);
         QVERIFY2(recent->actions().value(0) && recent->actions().value(0)->text().contains(
