@@ -200,9 +200,12 @@ void MainWindow::createActions() {
         if (m_doc->graphLocked()) m_redoAct->setEnabled(false);
     });
     m_undoAct->setShortcut(QKeySequence::Undo);
+    // The toolbar shows a fixed label (the menu keeps "Undo Add dense1"), so its buttons do not jump.
+    m_undoAct->setIconText(tr("Undo"));
     m_undoAct->setIcon(s->standardIcon(QStyle::SP_ArrowBack));
     m_redoAct = m_doc->undoStack()->createRedoAction(this, tr("&Redo"));
     m_redoAct->setShortcuts({QKeySequence::Redo, QKeySequence(tr("Ctrl+Y"))});
+    m_redoAct->setIconText(tr("Redo"));
     m_redoAct->setIcon(s->standardIcon(QStyle::SP_ArrowForward));
     m_cutAct = make(tr("Cu&t"), QKeySequence::Cut, &MainWindow::cut);
     m_copyAct = make(tr("&Copy"), QKeySequence::Copy, &MainWindow::copy);

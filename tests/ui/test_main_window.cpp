@@ -15,6 +15,8 @@
 #include <QStandardPaths>
 #include <QTemporaryDir>
 #include <QTest>
+#include <QToolBar>
+#include <QToolButton>
 #include <QTreeWidget>
 #include <QUndoStack>
 #include <fstream>
@@ -225,6 +227,14 @@ private slots:
         QVERIFY(problems->isVisible());  // a new window: the default layout
         QVERIFY(w.openFile(path));
         QVERIFY(!problems->isVisible());
+        // The toolbar's Undo button keeps its label as the undo text changes (no jumping buttons).
+        auto* bar = w.findChild<QToolBar*>(QStringLiteral("mainToolBar"));
+        QVERIFY(bar);
+        QVERIFY(w.document()->rename(w.document()->graph().nodes().back()->id, "a-rather-long-node-name"));
+        bool fixed = false;
+        for (QToolButton* b : bar->findChildren<QToolButton*>())
+            if (b->defaultAction() && b->defaultAction()->text().contains("Undo")) fixed = fixed || b->text() == "Undo";
+        QVERIFY(fixed);
         // Help has a getting-started page and the shortcuts, taken from the actions.
         QVERIFY(w.gettingStartedText().contains("Getting started"));
         QVERIFY2(w.shortcutsText().contains("Start Training") && w.shortcutsText().contains("F5"),
