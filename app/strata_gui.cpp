@@ -16,8 +16,10 @@
 #include <QEventLoop>
 #include <QFile>
 #include <QFileInfo>
+#include <QGuiApplication>
 #include <QLineEdit>
 #include <QPainter>
+#include <QScreen>
 #include <QSpinBox>
 #include <QTabWidget>
 #include <QTemporaryDir>
@@ -217,7 +219,10 @@ int main(int argc, char** argv) {
     // Interactive runs are recorded in the per-user run history (screenshots are not). Declared
     // before the window so it outlives the dashboard that writes to it.
     std::unique_ptr<strata::ui::RunHistory> history;
-    if (!shots) history = std::make_unique<strata::ui::RunHistory>();
+    if (!shots) {
+        history = std::make_unique<strata::ui::RunHistory>();
+        history->markInterruptedRuns();  // runs of a workbench that was killed or crashed
+    }
     strata::ui::MainWindow window;
     if (shots)
         window.setErrorReporter(
@@ -245,7 +250,11 @@ int main(int argc, char** argv) {
             window.sweepPanel()->setDatabase(history->path());
         } else
             std::fprintf(stderr, "strata: run history unavailable: %s\n", qPrintable(history->lastError()));
-        window.resize(1400, 900);
+        // 1600 x 1000 where the screen has room, and never larger than the screen's free area.
+        QSize size(1600, 1000);
+        if (const QScreen* screen = QGuiApplication::primaryScreen())
+            size = size.boundedTo(screen->availableGeometry().size() * 0.95);
+        window.resize(size);
         window.show();
         return app.exec();
     }
@@ -253,10 +262,10 @@ int main(int argc, char** argv) {
     // The editor screenshot gives the canvas the room; with training, the dashboard is the subject.
     if (trainSteps == 0)
         if (QDockWidget* dash = window.dockNamed(QStringLiteral("dashboardDock"))) dash->hide();
-    window.resize(1400, 900);
+    window.resize(1600, 1000);  // the size the docs show (issue 17: readable at 1600 x 1000)
     window.show();
     settle(300);
-    window.view()->zoomToFit();
+    window.view()->showReadable();
     // The export and predict screenshots need a trained model: one epoch on at most 12,000 samples, with
     // checkpoints in a folder that is removed on exit.
     QTemporaryDir scratch;

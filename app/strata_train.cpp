@@ -21,6 +21,7 @@
 #include "core/graph/Project.h"
 #include "core/history/RunRecorder.h"
 #include "core/train/BackendOptionsFor.h"
+#include "core/train/RunFolder.h"
 #include "core/train/Trainer.h"
 #ifdef STRATA_HAVE_CUDA
 #include "gpu/CudaProvider.h"
@@ -360,6 +361,11 @@ int main(int argc, char** argv) {
                            : residentData == "off" ? strata::TrainerOptions::ResidentData::Off
                                                    : strata::TrainerOptions::ResidentData::Auto;
     options.telemetryIntervalMs = metricsPath.empty() ? 0 : 500;
+    // Every run keeps its weights: without --checkpoint-dir, in a run folder beside the project file.
+    if (ts.checkpointDir.empty()) {
+        options.runFolder = strata::newRunFolder(projectPath, project.name, {}, std::chrono::system_clock::now());
+        std::fprintf(stderr, "checkpoints: %s (no --checkpoint-dir given)\n", options.runFolder.c_str());
+    }
     // The run history: the same database the workbench writes, so `runs list` and the Runs view show both.
     std::unique_ptr<strata::history::RunStore> store;
     std::unique_ptr<strata::history::RunRecorder> recorder;
@@ -367,7 +373,8 @@ int main(int argc, char** argv) {
         try {
             store = std::make_unique<strata::history::RunStore>(historyPath);
             recorder = std::make_unique<strata::history::RunRecorder>(
-                *store, &observer, project, std::filesystem::absolute(projectPath).string(), ts.device, "cli");
+                *store, &observer, project, std::filesystem::absolute(projectPath).string(), ts.device, "cli",
+                options.runFolder.empty() ? ts.checkpointDir : options.runFolder);
         } catch (const std::exception& e) {
             return fail(std::string(e.what()) + " (--history off trains without recording)");
         }

@@ -17,6 +17,7 @@
 #include "core/train/Checkpoint.h"
 #include "core/train/LrSchedule.h"
 #include "core/train/Optimizer.h"
+#include "core/train/RunFolder.h"
 #include "core/train/Trainer.h"
 #include "tests/support/TestBackends.h"
 #include "tests/support/TestProjects.h"
@@ -130,6 +131,21 @@ public:
 };
 
 // Input [16] -> Dense 32 -> ReLU -> Dropout -> Dense classes on synthetic blobs.
+// A CPU backend whose every GEMM takes at least `delay`: a deliberately slow step (several seconds), to see
+// that Stop ends it between layers.
+class SlowGemmBackend : public CpuBackend {
+public:
+    explicit SlowGemmBackend(std::chrono::milliseconds delay) : m_delay(delay) {}
+    void doGemm(bool transA, bool transB, int m, int n, int k, float alpha, const float* a, int lda, const float* b,
+                int ldb, float beta, float* c, int ldc) override {
+        std::this_thread::sleep_for(m_delay);
+        CpuBackend::doGemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    }
+
+private:
+    std::chrono::milliseconds m_delay;
+};
+
 Project syntheticProject(int classes = 4, bool dropout = false) {
     Project p = test::blobsMlpProject("synthetic", 16, classes, dropout);
     p.training.momentum = 0.9;
@@ -345,6 +361,7 @@ private slots:
             QCOMPARE(rec.errors.size(), size_t(1));
             const QString msg = QString::fromStdString(rec.errors.front());
             QVERIFY2(msg.contains("'dense1' (Dense)") && msg.contains("115200 bytes"), qPrintable(msg));
+            QVERIFY2(msg.contains("; try batch size "), qPrintable(msg));  // issue 17: a suggestion
         }
         p.training.batchSize = 256;
         Recorder rec;
@@ -574,6 +591,106 @@ private slots:
         QVERIFY(t.run());
         QCOMPARE(rec.steps.size(), size_t(7));
         QVERIFY(!rec.fin.stoppedByUser);
+    }
+
+    // A project without a checkpoint folder still keeps its weights: in a run folder of its own beside the
+    // project, written as the step limit stops the run mid-epoch; the newest such folder is found again.
+    void runWithoutFolderKeepsWeights() {
+        QTemporaryDir dir;
+        const std::string projectPath = (dir.path() + "/proj.strata").toStdString();
+        Project p = syntheticProject(4);
+        p.name = "my model";
+        QVERIFY(p.training.checkpointDir.empty());
+        const auto now = std::chrono::system_clock::now();
+        const std::string folder = newRunFolder(projectPath, p.name, {}, now);
+        QVERIFY2(folder.starts_with((dir.path() + "/runs/my_model-").toStdString()), folder.c_str());
+        QCOMPARE(latestRunFolder(projectPath, p.name, {}), std::string());
+        auto backend = test::makeCpuBackend();
+        Recorder rec;
+        TrainerOptions o;
+        o.projectPath = projectPath;
+        o.runFolder = folder;
+        o.maxSteps = 7;  // mid-epoch 1
+        {
+            Trainer t(p, *backend, &rec, o);
+            QVERIFY(t.run());
+        }
+        QVERIFY(rec.logged("checkpoints go to " + folder));
+        QCOMPARE(rec.checkpoints.size(), size_t(1));
+        QVERIFY(std::filesystem::exists(folder + "/latest.safetensors"));
+        const Checkpoint c = loadCheckpoint(folder);
+        QCOMPARE(c.step, int64_t(7));
+        QCOMPARE(c.stepInEpoch, int64_t(7));
+        QCOMPARE(latestRunFolder(projectPath, p.name, {}), folder);
+        // A second run started in the same second gets its own folder, and is then the latest.
+        const std::string second = newRunFolder(projectPath, p.name, {}, now);
+        QCOMPARE(second, folder + "-2");
+        o.runFolder = second;
+        Recorder rec2;
+        {
+            Trainer t(p, *backend, &rec2, o);
+            QVERIFY(t.run());
+        }
+        QCOMPARE(latestRunFolder(projectPath, p.name, {}), second);
+        QCOMPARE(latestRunFolder(projectPath, "other", {}), std::string());
+        // An unsaved project's runs go under the per-user folder given.
+        QCOMPARE(runsFolder({}, "/data/strata"), std::string("/data/strata/runs"));
+        // The configured folder wins over a run folder.
+        p.training.checkpointDir = "ck";
+        QCOMPARE(checkpointFolderForRun(p, projectPath, {}, now), (dir.path() + "/ck").toStdString());
+    }
+
+    // Stop mid-epoch keeps the weights of the steps done.
+    void stopSavesLastWeights() {
+        QTemporaryDir dir;
+        Project p = syntheticProject(4);
+        p.training.epochs = 50;
+        p.training.checkpointDir = (dir.path() + "/ck").toStdString();
+        auto backend = test::makeCpuBackend();
+        Recorder rec;
+        Trainer t(p, *backend, &rec, {});
+        rec.stepHook = [&](const StepEvent& e) {
+            if (e.step == e.stepsPerEpoch + 5) t.requestStop();  // step 5 of epoch 2
+        };
+        QVERIFY(t.run());
+        QVERIFY(rec.fin.stoppedByUser);
+        QCOMPARE(rec.checkpoints.size(), size_t(2));  // epoch 1, then the stop
+        const Checkpoint c = loadCheckpoint(p.training.checkpointDir + "/latest.safetensors");
+        QCOMPARE(c.step, rec.steps.front().stepsPerEpoch + 5);
+        QCOMPARE(c.stepInEpoch, int64_t(5));
+    }
+
+    // Stop takes effect within a second even inside a step that takes several: forward and backward check
+    // the request between layers. The interrupted step is dropped, so the checkpoint written as the run
+    // stops holds the last whole step.
+    void stopEndsALongStepBetweenLayers() {
+        QTemporaryDir dir;
+        Project p = syntheticProject(4);
+        p.training.checkpointDir = (dir.path() + "/ck").toStdString();
+        SlowGemmBackend backend(std::chrono::milliseconds(300));  // >= 5 GEMMs a step: >= 1.5 s
+        Recorder rec;
+        TrainerOptions o;
+        o.telemetryIntervalMs = 0;
+        Trainer t(p, backend, &rec, o);
+        std::atomic<int> seen{0};
+        rec.stepHook = [&](const StepEvent&) { ++seen; };
+        using Clock = std::chrono::steady_clock;
+        Clock::time_point returned;
+        std::thread runner([&] {
+            t.run();
+            returned = Clock::now();
+        });
+        while (seen < 1) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));  // inside step 2
+        const Clock::time_point asked = Clock::now();
+        t.requestStop();
+        runner.join();
+        const double seconds = std::chrono::duration<double>(returned - asked).count();
+        QVERIFY2(seconds < 1.0, qPrintable(QString("the run ended %1 s after Stop").arg(seconds)));
+        QVERIFY2(rec.errors.empty(), rec.errors.empty() ? "" : rec.errors.front().c_str());
+        QVERIFY(rec.fin.stoppedByUser);
+        QCOMPARE(rec.steps.size(), size_t(1));
+        QCOMPARE(loadCheckpoint(p.training.checkpointDir).step, int64_t(1));
     }
 
     void earlyStoppingKeepsBestEpoch() {

@@ -17,7 +17,7 @@ ChartPanel::ChartPanel(const QString& title, const QString& xLabel, const QStrin
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
     m_plot = new QCustomPlot(this);
-    m_plot->setMinimumSize(260, 170);
+    m_plot->setMinimumSize(260, 120);  // two rows of three fit a 1600 x 1000 window (issue 17)
     layout->addWidget(m_plot);
 
     m_plot->plotLayout()->insertRow(0);

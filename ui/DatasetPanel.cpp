@@ -114,7 +114,7 @@ QLineEdit* DatasetPanel::pathEdit(QWidget* parent, const char* key, QWidget** ro
     layout->addWidget(edit, 1);
     layout->addWidget(browse);
     if (!registered) connect(edit, &QLineEdit::editingFinished, this, &DatasetPanel::commit);
-    connect(browse, &QToolButton::clicked, this, [this, edit, caption] {
+    connect(browse, &QToolButton::clicked, this, [this, edit, caption, key] {
         const QString projectDir =
             m_doc->filePath().isEmpty() ? QDir::currentPath() : QFileInfo(m_doc->filePath()).absolutePath();
         QString start = edit->text().isEmpty() ? projectDir : QDir(projectDir).absoluteFilePath(edit->text());
@@ -127,9 +127,51 @@ QLineEdit* DatasetPanel::pathEdit(QWidget* parent, const char* key, QWidget** ro
         }
         edit->setText(path);
         commit();
+        if (std::string(key) == "train_images") fillIdxCompanions(QDir(projectDir).absoluteFilePath(path));
     });
     *row = box;
     return edit;
+}
+
+QMap<QString, QString> DatasetPanel::idxCompanions(const QString& trainImages) {
+    QMap<QString, QString> found;
+    const QFileInfo info(trainImages);
+    const QString name = info.fileName();
+    auto existing = [&info](const QString& candidate) {
+        const QString path = info.dir().filePath(candidate);
+        return candidate != info.fileName() && QFileInfo::exists(path) ? path : QString();
+    };
+    auto labelsOf = [](QString n) { return n.replace(QLatin1String("images-idx3"), QLatin1String("labels-idx1")); };
+    if (const QString labels = existing(labelsOf(name)); !labels.isEmpty()) found.insert("train_labels", labels);
+    if (!name.startsWith(QLatin1String("train"))) return found;
+    for (const char* prefix : {"t10k", "test"}) {
+        const QString val = QString::fromLatin1(prefix) + name.mid(5);
+        if (const QString images = existing(val); !images.isEmpty()) {
+            found.insert("validation_images", images);
+            if (const QString labels = existing(labelsOf(val)); !labels.isEmpty())
+                found.insert("validation_labels", labels);
+            break;
+        }
+    }
+    return found;
+}
+
+void DatasetPanel::fillIdxCompanions(const QString& trainImages) {
+    const QString projectDir = m_doc->filePath().isEmpty() ? QString() : QFileInfo(m_doc->filePath()).absolutePath();
+    const QMap<QString, QString> found = idxCompanions(trainImages);
+    bool changed = false;
+    for (auto it = found.begin(); it != found.end(); ++it) {
+        QLineEdit* edit = m_idxEdits.value(it.key());
+        if (!edit || !edit->text().trimmed().isEmpty()) continue;  // what the user set stays
+        QString path = it.value();
+        if (!projectDir.isEmpty()) {
+            const QString rel = QDir(projectDir).relativeFilePath(path);
+            if (!rel.startsWith(QLatin1String(".."))) path = rel;
+        }
+        edit->setText(path);
+        changed = true;
+    }
+    if (changed) commit();
 }
 
 void DatasetPanel::buildUi() {
@@ -164,7 +206,7 @@ void DatasetPanel::buildUi() {
     auto* idxForm = new QFormLayout(idxPage);
     idxForm->setContentsMargins(0, 0, 0, 0);
     for (const char* key : {"train_images", "train_labels", "validation_images", "validation_labels"}) {
-        pathEdit(idxPage, key, &pathRow);
+        m_idxEdits.insert(QString::fromLatin1(key), pathEdit(idxPage, key, &pathRow));
         row(idxForm, key, pathRow);
     }
     m_kindPages->addWidget(idxPage);

@@ -7,6 +7,7 @@
 
 #include <QFutureWatcher>
 #include <QImage>
+#include <QMap>
 #include <QStringList>
 #include <QVector>
 #include <QWidget>
@@ -62,6 +63,13 @@ public:
     // Builds a preview synchronously (the worker task; public for tests).
     static DatasetPreview buildPreview(const DatasetSettings& settings, const QString& projectPath,
                                        int maxSamples = 32);
+    // The IDX files found beside a training-images file by the MNIST naming (train-images-idx3-ubyte[.gz]
+    // -> train-labels-idx1-ubyte, t10k-/test-images..., t10k-/test-labels...), by setting key
+    // ("train_labels", "validation_images", "validation_labels"); only files that exist.
+    static QMap<QString, QString> idxCompanions(const QString& trainImages);
+    // After the training images were picked: fills the empty label and validation fields with the
+    // companions found (one step for a Fashion-MNIST-style folder) and commits.
+    void fillIdxCompanions(const QString& trainImages);
 
 public slots:
     void loadPreview();
@@ -112,6 +120,7 @@ private:
 
     QFutureWatcher<DatasetPreview>* m_watcher = nullptr;
     DatasetPreview m_preview;
+    QMap<QString, QLineEdit*> m_idxEdits;  // the IDX page's path fields by setting key
 };
 
 }  // namespace strata::ui

@@ -215,7 +215,11 @@ QString DevicePicker::runDevice() const {
 }
 
 void DevicePicker::updateNotes() {
-    m_note->setText(m_gpuNote.isEmpty() ? QString() : tr("No GPU listed: %1.").arg(m_gpuNote));
+    // The reason in words on the panel; a driver's own text (in parentheses) only in the tooltip.
+    const qsizetype detail = m_gpuNote.indexOf(QLatin1String(" ("));
+    const QString words = detail > 0 ? m_gpuNote.left(detail) : m_gpuNote;
+    m_note->setText(m_gpuNote.isEmpty() ? QString() : tr("No GPU listed: %1.").arg(words));
+    m_note->setToolTip(detail > 0 ? m_gpuNote : QString());
     m_note->setVisible(!m_gpuNote.isEmpty());
     const QStringList selected = selectedDevices();
     // Only the multi-GPU case is worth a red line while picking; an empty selection is obvious.

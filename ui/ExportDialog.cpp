@@ -26,7 +26,9 @@
 #include "core/export/Onnx.h"
 #include "core/infer/Evaluation.h"
 #include "core/train/Checkpoint.h"
+#include "core/train/RunFolder.h"
 #include "ui/base/ProjectDocument.h"
+#include "ui/base/RunHistory.h"
 
 namespace strata::ui {
 
@@ -70,7 +72,9 @@ void ExportDialog::buildUi() {
     m_source->setPlaceholderText(tr("checkpoint file or folder"));
     auto* projectButton = new QToolButton(sourceRow);
     projectButton->setText(tr("Project"));
-    projectButton->setToolTip(tr("The best (else latest) checkpoint of the project's checkpoint folder"));
+    projectButton->setToolTip(
+        tr("The best (else latest) checkpoint of the project's checkpoint folder, or of "
+           "its latest run's folder"));
     auto* fileButton = new QToolButton(sourceRow);
     fileButton->setText(tr("File..."));
     auto* folderButton = new QToolButton(sourceRow);
@@ -135,6 +139,7 @@ void ExportDialog::buildUi() {
     outLayout->addWidget(m_output, 1);
     outLayout->addWidget(browse);
     connect(m_output, &QLineEdit::textEdited, this, [this] { m_outputEdited = true; });
+    connect(m_source, &QLineEdit::textEdited, this, [this] { m_sourceFromProject = false; });
     connect(browse, &QToolButton::clicked, this, [this] {
         const QString f = QFileDialog::getSaveFileName(this, tr("Export to"), outputPath());
         if (!f.isEmpty()) setOutputPath(f);
@@ -200,13 +205,23 @@ void ExportDialog::buildUi() {
 
 QString ExportDialog::projectCheckpoint(const ProjectDocument* doc, QString* error) {
     const std::string& dir = doc->project().training.checkpointDir;
-    if (dir.empty()) {
-        *error =
-            tr("The project has no checkpoint folder (Training settings > checkpoint folder), so training kept "
-               "no weights. Set one and train, or pick a checkpoint file or folder.");
-        return {};
+    std::string folder;
+    if (!dir.empty()) {
+        folder = resolveDatasetPath(doc->filePath().toStdString(), dir);
+    } else {
+        // No configured folder: the latest run's own folder (RunFolder.h), this session's or one found beside
+        // the project.
+        folder = doc->lastRunFolder().toStdString();
+        if (folder.empty() || !QFileInfo(q(folder)).isDir())
+            folder = latestRunFolder(doc->filePath().toStdString(), doc->project().name,
+                                     RunHistory::defaultDataDir().toStdString());
+        if (folder.empty()) {
+            *error =
+                tr("No run of this project has kept weights yet: train it first, or pick a checkpoint file "
+                   "or folder.");
+            return {};
+        }
     }
-    const std::string folder = resolveDatasetPath(doc->filePath().toStdString(), dir);
     try {
         const std::string file = resolveCheckpointPath(folder);
         if (!QFileInfo::exists(q(file))) {
@@ -224,12 +239,14 @@ void ExportDialog::useProjectCheckpoint() {
     QString error;
     const QString file = projectCheckpoint(m_doc, &error);
     m_source->setText(file);
+    m_sourceFromProject = true;
     m_sourceNote->setText(file.isEmpty() ? error : tr("The project's best (else latest) checkpoint."));
     if (!m_outputEdited) m_output->setText(defaultOutputPath());
 }
 
 void ExportDialog::setSource(const QString& path) {
     m_source->setText(path);
+    m_sourceFromProject = false;
     m_sourceNote->setText(QFileInfo(path).isDir() ? tr("A folder: its best (else latest) checkpoint.") : QString());
 }
 
@@ -286,7 +303,7 @@ void ExportDialog::updateOptions() {
 }
 
 void ExportDialog::showEvent(QShowEvent* event) {
-    if (m_source->text().isEmpty()) useProjectCheckpoint();
+    if (m_source->text().isEmpty() || m_sourceFromProject) useProjectCheckpoint();
     if (!m_outputEdited) m_output->setText(defaultOutputPath());
     QDialog::showEvent(event);
 }

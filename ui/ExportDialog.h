@@ -113,6 +113,7 @@ private:
     QLabel* m_method = nullptr;
     QPlainTextEdit* m_tensors = nullptr;
     bool m_outputEdited = false;
+    bool m_sourceFromProject = false;  // the source is the project's checkpoint: refreshed on show
     ExportOutcome m_outcome;
     QFutureWatcher<ExportOutcome>* m_watcher = nullptr;
 };

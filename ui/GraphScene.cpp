@@ -1,6 +1,7 @@
 // GraphScene: the canvas model over the ProjectDocument's graph.
 #include "ui/GraphScene.h"
 
+#include <QApplication>
 #include <QGraphicsSceneMouseEvent>
 #include <QMimeData>
 #include <map>
@@ -238,6 +239,8 @@ std::optional<GraphScene::PortAt> GraphScene::portAt(const QPointF& scenePos) co
 
 void GraphScene::mousePressEvent(QGraphicsSceneMouseEvent* event) {
     if (event->button() == Qt::LeftButton) {
+        m_pressScreenPos = event->screenPos();
+        m_moveStarted = false;
         if (auto hit = portAt(event->scenePos())) {
             PortDrag drag;
             QPointF start;
@@ -278,6 +281,13 @@ void GraphScene::mouseMoveEvent(QGraphicsSceneMouseEvent* event) {
                                                : EdgeItem::curve(event->scenePos(), start));
         event->accept();
         return;
+    }
+    if ((event->buttons() & Qt::LeftButton) && !m_moveStarted) {
+        if ((event->screenPos() - m_pressScreenPos).manhattanLength() < QApplication::startDragDistance()) {
+            event->accept();  // not a drag yet: nothing moves
+            return;
+        }
+        m_moveStarted = true;
     }
     QGraphicsScene::mouseMoveEvent(event);
 }

@@ -78,6 +78,11 @@ private:
     QHash<int, NodeItem*> m_nodes;
     QHash<QString, EdgeItem*> m_edges;  // key: "<to node>:<to port>"
     std::optional<PortDrag> m_drag;
+    // Where the left button went down, on the screen, and whether the mouse has since moved far enough
+    // for a drag: a click only selects, even when the view scrolls or resizes under a still mouse (the
+    // property panel appearing) and the press's scene position shifts.
+    QPoint m_pressScreenPos;
+    bool m_moveStarted = false;
     QGraphicsPathItem* m_dragPath = nullptr;
     bool m_syncing = false;
     mutable int m_pasteCount = 0;

@@ -5,9 +5,11 @@
 #include <QDropEvent>
 #include <QKeyEvent>
 #include <QMimeData>
+#include <QPainter>
 #include <QScrollBar>
 #include <QWheelEvent>
 #include <cmath>
+#include <utility>
 
 #include "ui/GraphScene.h"
 #include "ui/LayerPalette.h"
@@ -64,12 +66,18 @@ void GraphView::zoomIn() { scaleBy(1.25); }
 void GraphView::zoomOut() { scaleBy(1 / 1.25); }
 void GraphView::resetZoom() { setTransform(QTransform()); }
 
+void GraphView::showReadable() {
+    m_readable = true;
+    zoomToFit();
+}
+
 void GraphView::zoomToFit() {
     if (!isVisible()) {
         m_fitPending = true;
         return;
     }
     m_fitPending = false;
+    const bool readable = std::exchange(m_readable, false);
     QRectF bounds;
     for (NodeItem* item : m_scene->nodeItems()) bounds |= item->sceneBoundingRect();
     if (bounds.isEmpty()) return;
@@ -78,6 +86,13 @@ void GraphView::zoomToFit() {
     // Small graphs should not be blown up beyond a comfortable size.
     if (zoom() > 1.0) scaleBy(1.0 / zoom());
     if (zoom() < kMinZoom) scaleBy(kMinZoom / zoom());
+    if (readable && zoom() < 1.0) {
+        // 100%, from the top (the Input) of the graph down.
+        scaleBy(1.0 / zoom());
+        const double halfHeight = viewport()->height() / 2.0;
+        centerOn(bounds.center().x(), bounds.top() + halfHeight);
+        return;
+    }
     centerOn(bounds.center());
 }
 
@@ -104,7 +119,57 @@ void GraphView::wheelEvent(QWheelEvent* event) {
     event->accept();
 }
 
+void GraphView::setLockNote(const QString& note) {
+    m_lockNote = note;
+    setInteractive(note.isEmpty());
+    setAcceptDrops(note.isEmpty());
+    viewport()->setAcceptDrops(note.isEmpty());
+    viewport()->update();
+}
+
+QString GraphView::emptyHint() const {
+    return m_scene->nodeItems().isEmpty()
+               ? tr("Drag layers here from the Layers list, or start from File > New from Template.")
+               : QString();
+}
+
+void GraphView::drawForeground(QPainter* painter, const QRectF& rect) {
+    QGraphicsView::drawForeground(painter, rect);
+    if (const QString hint = emptyHint(); !hint.isEmpty()) {
+        painter->save();
+        painter->resetTransform();
+        QFont font = painter->font();
+        font.setPointSizeF(font.pointSizeF() * 1.3);
+        painter->setFont(font);
+        painter->setPen(QColor(0x6b, 0x72, 0x80));
+        painter->drawText(viewport()->rect().adjusted(40, 0, -40, 0), Qt::AlignCenter | Qt::TextWordWrap, hint);
+        painter->restore();
+    }
+    if (m_lockNote.isEmpty()) return;
+    // In viewport pixels, at the top of the canvas, whatever the zoom.
+    painter->save();
+    painter->resetTransform();
+    QFont font = painter->font();
+    font.setPointSizeF(font.pointSizeF() * 1.1);
+    font.setBold(true);
+    painter->setFont(font);
+    const QRect area = viewport()->rect().adjusted(12, 10, -12, 0);
+    const QRect box = painter->fontMetrics()
+                          .boundingRect(area, Qt::AlignHCenter | Qt::AlignTop | Qt::TextWordWrap, m_lockNote)
+                          .adjusted(-12, -6, 12, 6);
+    painter->setPen(QColor(0x8a, 0x5a, 0x00));
+    painter->setBrush(QColor(0xff, 0xf4, 0xd6, 235));
+    painter->drawRoundedRect(box, 6, 6);
+    painter->drawText(box.adjusted(12, 6, -12, -6), Qt::AlignHCenter | Qt::AlignTop | Qt::TextWordWrap, m_lockNote);
+    painter->restore();
+}
+
 void GraphView::keyPressEvent(QKeyEvent* event) {
+    if (!m_lockNote.isEmpty() && (event->key() == Qt::Key_Delete || event->key() == Qt::Key_Backspace)) {
+        emit statusMessage(m_lockNote);
+        event->accept();
+        return;
+    }
     if (event->key() == Qt::Key_Delete || event->key() == Qt::Key_Backspace) {
         m_scene->deleteSelection();
         event->accept();

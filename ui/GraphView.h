@@ -19,11 +19,20 @@ public:
     int addLayerAt(const QString& type, const QPointF& scenePos);
     int addLayerAtCentre(const QString& type);
     double zoom() const;
+    // A note drawn over the canvas while the graph is locked (a training run); the canvas takes no edits
+    // then (no selection, drags or drops). Empty: unlocked.
+    void setLockNote(const QString& note);
+    QString lockNote() const { return m_lockNote; }
+    // What an empty canvas says ("Drag layers here ..."); empty when the graph has nodes.
+    QString emptyHint() const;
 
 public slots:
     void zoomIn();
     void zoomOut();
     void zoomToFit();
+    // The view a project opens with: the whole graph when it fits at 100%, else 100% (node text at its
+    // full size) from the top of the graph; never zoomed out below readable text.
+    void showReadable();
     void resetZoom();
     void centreOnNode(int id);
 
@@ -40,15 +49,18 @@ protected:
     void dragMoveEvent(QDragMoveEvent* event) override;
     void dropEvent(QDropEvent* event) override;
     void drawBackground(QPainter* painter, const QRectF& rect) override;
+    void drawForeground(QPainter* painter, const QRectF& rect) override;
     void showEvent(QShowEvent* event) override;
     void resizeEvent(QResizeEvent* event) override;
 
 private:
+    QString m_lockNote;
     void scaleBy(double factor);
 
     GraphScene* m_scene;
     bool m_panning = false;
     bool m_fitPending = false;  // zoomToFit asked for before the view had its size
+    bool m_readable = false;    // the pending fit is showReadable's
     QPoint m_panStart;
 };
 

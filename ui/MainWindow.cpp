@@ -86,6 +86,13 @@ MainWindow::~MainWindow() {
     m_doc->disconnect();
 }
 
+namespace {
+// The QSettings key of a project file's dock layout.
+QString layoutKey(const QString& projectPath) {
+    return QStringLiteral("layout/") + QFileInfo(projectPath).absoluteFilePath();
+}
+}  // namespace
+
 void MainWindow::createDocks() {
     auto dock = [this](const QString& title, const QString& name, QWidget* widget, Qt::DockWidgetArea area) {
         auto* d = new QDockWidget(title, this);
@@ -95,21 +102,32 @@ void MainWindow::createDocks() {
         m_docks << d;
         return d;
     };
+    // Forms scroll instead of squashing their fields when an error line appears, and their minimum size
+    // never pushes the window past the screen (selecting a Conv2D grew it beyond 1000 px).
+    auto scrolled = [this](QWidget* form) {
+        auto* area = new QScrollArea(this);
+        area->setWidget(form);
+        area->setWidgetResizable(true);
+        area->setFrameShape(QFrame::NoFrame);
+        area->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+        return area;
+    };
     m_palette = new LayerPalette(this);
     QDockWidget* paletteDock = dock(tr("Layers"), QStringLiteral("paletteDock"), m_palette, Qt::LeftDockWidgetArea);
     m_properties = new PropertyPanel(m_doc, m_scene, this);
     QDockWidget* propDock =
-        dock(tr("Properties"), QStringLiteral("propertiesDock"), m_properties, Qt::RightDockWidgetArea);
+        dock(tr("Properties"), QStringLiteral("propertiesDock"), scrolled(m_properties), Qt::RightDockWidgetArea);
     m_problems = new ProblemsPanel(m_doc, this);
     QDockWidget* problemsDock =
         dock(tr("Problems"), QStringLiteral("problemsDock"), m_problems, Qt::RightDockWidgetArea);
     splitDockWidget(propDock, problemsDock, Qt::Vertical);
 
     m_dataset = new DatasetPanel(m_doc, this);
-    QDockWidget* datasetDock = dock(tr("Dataset"), QStringLiteral("datasetDock"), m_dataset, Qt::RightDockWidgetArea);
+    QDockWidget* datasetDock =
+        dock(tr("Dataset"), QStringLiteral("datasetDock"), scrolled(m_dataset), Qt::RightDockWidgetArea);
     m_trainingSettings = new TrainingSettingsPanel(m_doc, this);
-    QDockWidget* settingsDock =
-        dock(tr("Training"), QStringLiteral("trainingSettingsDock"), m_trainingSettings, Qt::RightDockWidgetArea);
+    QDockWidget* settingsDock = dock(tr("Training"), QStringLiteral("trainingSettingsDock"),
+                                     scrolled(m_trainingSettings), Qt::RightDockWidgetArea);
     tabifyDockWidget(propDock, datasetDock);
     tabifyDockWidget(datasetDock, settingsDock);
     propDock->raise();
@@ -161,7 +179,10 @@ void MainWindow::createDocks() {
     connect(m_optimize, &OptimizePanel::openProjectRequested, this, [this](const QString& file) { openFile(file); });
     dashDock->raise();
     connect(m_dashboard, &TrainingDashboard::trainingFinished, m_predict, &PredictPanel::projectTrained);
-    resizeDocks({dashDock}, {320}, Qt::Vertical);
+    // The graph is locked while a run is active: the run trains the graph it started with.
+    connect(m_dashboard, &TrainingDashboard::trainingStarted, this, [this] { setGraphLocked(true); });
+    connect(m_dashboard, &TrainingDashboard::trainingFinished, this, [this] { setGraphLocked(false); });
+    resizeDocks({dashDock}, {400}, Qt::Vertical);
     resizeDocks({paletteDock, devicesDock}, {480, 200}, Qt::Vertical);
     resizeDocks({paletteDock}, {210}, Qt::Horizontal);
     resizeDocks({propDock}, {340}, Qt::Horizontal);
@@ -189,10 +210,20 @@ void MainWindow::createActions() {
     m_quitAct = make(tr("&Quit"), QKeySequence::Quit, [this] { close(); });
 
     m_undoAct = m_doc->undoStack()->createUndoAction(this, tr("&Undo"));
+    // The stack re-enables its actions as it changes; a locked graph keeps them off.
+    connect(m_doc->undoStack(), &QUndoStack::canUndoChanged, this, [this] {
+        if (m_doc->graphLocked()) m_undoAct->setEnabled(false);
+    });
+    connect(m_doc->undoStack(), &QUndoStack::canRedoChanged, this, [this] {
+        if (m_doc->graphLocked()) m_redoAct->setEnabled(false);
+    });
     m_undoAct->setShortcut(QKeySequence::Undo);
+    // The toolbar shows a fixed label (the menu keeps "Undo Add dense1"), so its buttons do not jump.
+    m_undoAct->setIconText(tr("Undo"));
     m_undoAct->setIcon(s->standardIcon(QStyle::SP_ArrowBack));
     m_redoAct = m_doc->undoStack()->createRedoAction(this, tr("&Redo"));
     m_redoAct->setShortcuts({QKeySequence::Redo, QKeySequence(tr("Ctrl+Y"))});
+    m_redoAct->setIconText(tr("Redo"));
     m_redoAct->setIcon(s->standardIcon(QStyle::SP_ArrowForward));
     m_cutAct = make(tr("Cu&t"), QKeySequence::Cut, &MainWindow::cut);
     m_copyAct = make(tr("&Copy"), QKeySequence::Copy, &MainWindow::copy);
@@ -256,6 +287,7 @@ void MainWindow::createMenus() {
     QMenu* file = menuBar()->addMenu(tr("&File"));
     file->addActions({m_newAct, m_templateAct, m_openAct});
     m_recentMenu = file->addMenu(tr("Open &Recent"));
+    m_recentMenu->setObjectName(QStringLiteral("recentMenu"));
     file->addSeparator();
     file->addActions({m_saveAct, m_saveAsAct});
     file->addSeparator();
@@ -280,6 +312,13 @@ void MainWindow::createMenus() {
     train->addActions({m_trainAct, m_pauseAct, m_stopAct, m_checkpointAct, m_profileAct});
 
     QMenu* help = menuBar()->addMenu(tr("&Help"));
+    help->setObjectName(QStringLiteral("helpMenu"));
+    // A short page for a first session, and the keyboard shortcuts, both from the actions themselves.
+    connect(help->addAction(tr("&Getting Started")), &QAction::triggered, this,
+            [this] { QMessageBox::information(this, tr("Getting started"), gettingStartedText()); });
+    connect(help->addAction(tr("&Keyboard Shortcuts")), &QAction::triggered, this,
+            [this] { QMessageBox::information(this, tr("Keyboard shortcuts"), shortcutsText()); });
+    help->addSeparator();
     help->addAction(m_aboutAct);
 
     QToolBar* bar = addToolBar(tr("Main"));
@@ -336,10 +375,48 @@ bool MainWindow::maybeSave() {
     return false;
 }
 
+QString MainWindow::gettingStartedText() const {
+    return tr(
+        "<h3>Getting started</h3><ol>"
+        "<li><b>Start from a template</b> (File &gt; New from Template) or drag layers from the Layers "
+        "list onto the canvas and connect an output port to an input port.</li>"
+        "<li><b>Point it at data</b> in the Dataset tab: picking the training images of an IDX folder "
+        "(Fashion-MNIST) fills in the labels and validation files.</li>"
+        "<li><b>Check that it fits</b>: the Properties panel shows the memory a run needs on the chosen "
+        "device and the largest batch that fits.</li>"
+        "<li><b>Train</b> (F5). Every run keeps its weights in a run folder beside the project; Stop "
+        "(Shift+F5) keeps the weights it had.</li>"
+        "<li><b>Export</b> (Ctrl+E) and <b>predict</b> in the Predict tab: both use the latest run's "
+        "checkpoint by default.</li></ol>");
+}
+
+QString MainWindow::shortcutsText() const {
+    QString rows;
+    for (const QAction* a : findChildren<QAction*>()) {
+        if (a->shortcut().isEmpty() || a->text().isEmpty()) continue;
+        rows += QStringLiteral("<tr><td>%1</td><td><b>%2</b></td></tr>")
+                    .arg(QString(a->text()).remove(QLatin1Char('&')).toHtmlEscaped(),
+                         a->shortcut().toString(QKeySequence::NativeText).toHtmlEscaped());
+    }
+    return tr("<h3>Keyboard shortcuts</h3><table cellspacing='6'>%1</table>"
+              "<p>On the canvas: Delete removes the selection; the mouse wheel zooms; drag empty canvas with "
+              "the middle button to pan.</p>")
+        .arg(rows);
+}
+
+void MainWindow::setGraphLocked(bool locked) {
+    const QString note = locked ? tr("Training is running: the graph is locked. Stop the run to edit it.") : QString();
+    m_doc->setGraphLocked(note);
+    m_view->setLockNote(note);
+    m_properties->setEnabled(!locked);
+    m_undoAct->setEnabled(!locked && m_doc->undoStack()->canUndo());
+    m_redoAct->setEnabled(!locked && m_doc->undoStack()->canRedo());
+}
+
 void MainWindow::newProject(const strata::Project& project) {
     if (!maybeSave()) return;
     m_doc->newProject(project);
-    m_view->zoomToFit();
+    m_view->showReadable();
 }
 
 bool MainWindow::newFromTemplate(const QString& templateId) {
@@ -347,7 +424,7 @@ bool MainWindow::newFromTemplate(const QString& templateId) {
         if (t.id != templateId) continue;
         if (!maybeSave()) return false;
         m_doc->newProject(t.make());
-        m_view->zoomToFit();
+        m_view->showReadable();
         return true;
     }
     return false;
@@ -391,13 +468,18 @@ void MainWindow::open() {
 
 bool MainWindow::openFile(const QString& path) {
     if (!maybeSave()) return false;
+    saveLayout();  // the project being left keeps its dock layout
     QString error;
     if (!m_doc->load(path, &error)) {
         reportError(tr("Cannot open project"), tr("Cannot open %1:\n%2").arg(QFileInfo(path).fileName(), error));
         return false;
     }
     addRecentFile(m_doc->filePath());
-    m_view->zoomToFit();
+    // The dock layout the project had when it was last closed.
+    if (const QByteArray state = QSettings().value(layoutKey(m_doc->filePath())).toByteArray(); !state.isEmpty())
+        restoreState(state);
+    m_dashboard->showLastRunOf(m_doc->filePath());  // where the project stood when last trained
+    m_view->showReadable();
     statusBar()->showMessage(tr("Opened %1").arg(m_doc->filePath()), 5000);
     return true;
 }
@@ -445,7 +527,11 @@ void MainWindow::rebuildRecentMenu() {
     const QStringList files = recentFiles();
     for (int i = 0; i < files.size(); ++i) {
         const QString path = files[i];
-        QAction* a = m_recentMenu->addAction(QStringLiteral("&%1 %2").arg(i + 1).arg(QFileInfo(path).fileName()));
+        // The folder too: two projects of one name in different folders are told apart.
+        const QFileInfo info(path);
+        QAction* a = m_recentMenu->addAction(QStringLiteral("&%1 %2  (%3)")
+                                                 .arg(i + 1)
+                                                 .arg(info.fileName(), QDir::toNativeSeparators(info.absolutePath())));
         a->setToolTip(path);
         a->setStatusTip(path);
         connect(a, &QAction::triggered, this, [this, path] { openFile(path); });
@@ -501,10 +587,16 @@ void MainWindow::showExportDialog() {
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {
-    if (maybeSave())
+    if (maybeSave()) {
+        saveLayout();
         event->accept();
-    else
+    } else {
         event->ignore();
+    }
+}
+
+void MainWindow::saveLayout() {
+    if (!m_doc->filePath().isEmpty()) QSettings().setValue(layoutKey(m_doc->filePath()), saveState());
 }
 
 }  // namespace strata::ui

@@ -68,6 +68,11 @@ public:
     bool openFile(const QString& path);
     bool newFromTemplate(const QString& templateId);
     void newProject(const strata::Project& project);
+    // Locks the graph (document, canvas with a note, property panel, undo) while a run is active.
+    void setGraphLocked(bool locked);
+    // Help > Getting Started and Help > Keyboard Shortcuts (rich text).
+    QString gettingStartedText() const;
+    QString shortcutsText() const;
     bool save();
     bool saveAs(const QString& path);
     // Asks Save/Discard/Cancel when there are unsaved edits; true when it is fine to go on.
@@ -100,6 +105,8 @@ public slots:
 
 protected:
     void closeEvent(QCloseEvent* event) override;
+    // Remembers the dock layout for the open project file (restored when it is opened again).
+    void saveLayout();
 
 private:
     void createDocks();

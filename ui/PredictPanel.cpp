@@ -124,7 +124,9 @@ void PredictPanel::buildUi() {
     m_source = new QLabel(tr("No model loaded."), this);
     m_source->setWordWrap(true);
     m_loadProject = new QPushButton(tr("Load project checkpoint"), this);
-    m_loadProject->setToolTip(tr("The best (else latest) checkpoint of the project's checkpoint folder"));
+    m_loadProject->setToolTip(
+        tr("The best (else latest) checkpoint of the project's checkpoint folder, or of "
+           "its latest run's folder"));
     m_openModel = new QPushButton(tr("Open model file..."), this);
     m_openModel->setToolTip(tr("A checkpoint, or a .safetensors, .gguf or .onnx export written by Strata"));
     top->addWidget(m_source, 1);

@@ -14,7 +14,9 @@
 #include <QVBoxLayout>
 #include <climits>
 
+#include "core/backend/BackendRegistry.h"
 #include "core/layers/LayerRegistry.h"
+#include "core/train/MemoryEstimate.h"
 #include "ui/GraphScene.h"
 #include "ui/base/ProjectDocument.h"
 
@@ -91,12 +93,10 @@ PropertyPanel::PropertyPanel(ProjectDocument* doc, GraphScene* scene, QWidget* p
     m_batch->setValue(std::max(1, doc->project().training.batchSize));
     m_memory = new QLabel(graphBox);
     m_memory->setWordWrap(true);
-    m_memory->setToolTip(
-        tr("Sum of every node's output size x batch x 4 bytes, doubled for the gradients. "
-           "Workspace, optimizer state and framework overhead are not included."));
+    m_memory->setObjectName(QStringLiteral("memoryEstimate"));
     graphForm->addRow(tr("Total parameters"), m_total);
     graphForm->addRow(tr("Batch size"), m_batch);
-    graphForm->addRow(tr("Activations"), m_memory);
+    graphForm->addRow(tr("Memory"), m_memory);
     layout->addWidget(graphBox);
     layout->addStretch(1);
 
@@ -107,8 +107,10 @@ PropertyPanel::PropertyPanel(ProjectDocument* doc, GraphScene* scene, QWidget* p
         onSelectionChanged();
         refreshGraphSummary();
     });
-    connect(doc, &ProjectDocument::settingsChanged, this,
-            [this] { m_batch->setValue(std::max(1, m_doc->project().training.batchSize)); });
+    connect(doc, &ProjectDocument::settingsChanged, this, [this] {
+        m_batch->setValue(std::max(1, m_doc->project().training.batchSize));
+        refreshGraphSummary();  // the device or the optimizer may have changed
+    });
     onSelectionChanged();
     refreshGraphSummary();
 }
@@ -156,23 +158,30 @@ void PropertyPanel::rebuildForm() {
         const int node = m_node;
         QWidget* editor = nullptr;
         switch (spec.kind) {
+            // Numbers: the box takes any value, so nothing typed is changed behind the user's back; a value
+            // outside the parameter's range is not applied, and the line under the box says why until it is
+            // fixed (issue 17).
             case strata::ParamSpec::Kind::Int: {
                 auto* box = new QSpinBox(m_paramsHost);
-                box->setRange(clampToInt(spec.min), clampToInt(spec.max));
+                box->setRange(INT_MIN, INT_MAX);
                 box->setKeyboardTracking(false);
-                connect(box, &QSpinBox::valueChanged, this,
-                        [this, node, name](int v) { m_doc->setParam(node, name, strata::Json(int64_t(v))); });
+                const double lo = spec.min, hi = spec.max;
+                connect(box, &QSpinBox::valueChanged, this, [this, node, name, lo, hi](int v) {
+                    if (checkRange(name, v, lo, hi)) m_doc->setParam(node, name, strata::Json(int64_t(v)));
+                });
                 editor = box;
                 break;
             }
             case strata::ParamSpec::Kind::Float: {
                 auto* box = new QDoubleSpinBox(m_paramsHost);
                 box->setDecimals(6);
-                box->setRange(spec.min, spec.max);
+                box->setRange(-1e12, 1e12);
                 box->setSingleStep(spec.max - spec.min <= 1.0 ? 0.01 : 0.1);
                 box->setKeyboardTracking(false);
-                connect(box, &QDoubleSpinBox::valueChanged, this,
-                        [this, node, name](double v) { m_doc->setParam(node, name, strata::Json(v)); });
+                const double lo = spec.min, hi = spec.max;
+                connect(box, &QDoubleSpinBox::valueChanged, this, [this, node, name, lo, hi](double v) {
+                    if (checkRange(name, v, lo, hi)) m_doc->setParam(node, name, strata::Json(v));
+                });
                 editor = box;
                 break;
             }
@@ -208,10 +217,42 @@ void PropertyPanel::rebuildForm() {
         editor->setToolTip(tip);
         auto* label = new QLabel(name, m_paramsHost);
         label->setToolTip(tip);
-        m_paramsForm->addRow(label, editor);
+        auto* field = new QWidget(m_paramsHost);
+        auto* fieldLayout = new QVBoxLayout(field);
+        fieldLayout->setContentsMargins(0, 0, 0, 0);
+        fieldLayout->setSpacing(2);
+        editor->setParent(field);
+        fieldLayout->addWidget(editor);
+        auto* error = new QLabel(field);
+        error->setObjectName(QStringLiteral("error_") + name);
+        error->setWordWrap(true);
+        error->setStyleSheet(QStringLiteral("QLabel { color: #b00020; }"));
+        error->hide();
+        fieldLayout->addWidget(error);
+        m_paramsForm->addRow(label, field);
         m_editors.insert(name, editor);
+        m_fieldErrors.insert(name, error);
     }
     m_paramsHost->show();
+}
+
+bool PropertyPanel::checkRange(const QString& name, double value, double min, double max) {
+    QLabel* error = m_fieldErrors.value(name);
+    const bool ok = value >= min && value <= max;
+    if (error) {
+        error->setText(ok ? QString()
+                          : tr("%1 is not applied: %2 must be %3 to %4.")
+                                .arg(QLocale(QLocale::English).toString(value, 'g', 12), name,
+                                     QLocale(QLocale::English).toString(min, 'g', 12),
+                                     QLocale(QLocale::English).toString(max, 'g', 12)));
+        error->setVisible(!ok);
+    }
+    return ok;
+}
+
+QString PropertyPanel::fieldErrorText(const QString& name) const {
+    QLabel* error = m_fieldErrors.value(name);
+    return error && !error->isHidden() ? error->text() : QString();
 }
 
 void PropertyPanel::refreshValues() {
@@ -221,6 +262,8 @@ void PropertyPanel::refreshValues() {
     for (const strata::ParamSpec& spec : m_specs) {
         QWidget* editor = m_editors.value(QString::fromStdString(spec.name));
         if (!editor) continue;
+        // A refused value stays as typed until the user fixes it.
+        if (!fieldErrorText(QString::fromStdString(spec.name)).isEmpty()) continue;
         const bool present = node->params.is_object() && node->params.contains(spec.name);
         const strata::Json value = present ? node->params.at(spec.name) : spec.defaultValue;
         const QSignalBlocker block(editor);
@@ -263,10 +306,50 @@ void PropertyPanel::refreshValues() {
 void PropertyPanel::refreshGraphSummary() {
     const strata::GraphAnalysis& a = m_doc->analysis();
     m_total->setText(QLocale(QLocale::English).toString(qint64(a.parameterCount)));
-    double elements = 0;
-    for (const auto& [id, shape] : a.outputShapes) elements += double(shape.numel());
-    const double bytes = elements * m_batch->value() * 4.0 * 2.0;
-    m_memory->setText(tr("~%1 (estimate: outputs x batch x 4 B, x2 for gradients)").arg(bytesText(bytes)));
+    // The training run's predicted peak (core/train/MemoryEstimate) on the project's device, against what
+    // the device has: the same numbers the Trainer refuses a run with.
+    if (!a.ok()) {
+        m_memory->setText(tr("unknown until the graph is valid"));
+        m_memory->setToolTip({});
+        return;
+    }
+    strata::MemoryEstimate e;
+    try {
+        e = strata::estimateTrainingMemory(m_doc->graph(), m_doc->project().training, m_batch->value());
+    } catch (const std::exception& ex) {
+        m_memory->setText(QString::fromStdString(ex.what()));
+        return;
+    }
+    const QString device = QString::fromStdString(m_doc->project().training.device);
+    const bool cpu = device == QLatin1String("cpu");
+    const uint64_t need = e.totalOn(cpu);
+    uint64_t total = 0, free = 0;
+    for (const strata::DeviceInfo& d : strata::backendRegistry().devices())
+        if (QString::fromStdString(d.device.toString()) == device) total = d.totalMemoryBytes, free = d.freeMemoryBytes;
+    QString text;
+    if (total == 0) {
+        text = tr("~%1 for training (%2 is not available here)").arg(bytesText(double(need)), device);
+    } else {
+        const bool fits = need <= free;
+        text = (fits ? tr("fits on %1: %2 of %3") : tr("does not fit on %1: %2 of %3"))
+                   .arg(device, bytesText(double(need)), bytesText(double(total)));
+        const int64_t largest = strata::largestBatchThatFits(m_doc->graph(), m_doc->project().training, free, cpu,
+                                                             int64_t(strata::trainingSetting("batch_size").intMax));
+        text +=
+            largest > 0
+                ? tr("; largest batch that fits: %1").arg(largest)
+                : tr("; not even a batch of 1 fits (shrink '%1')").arg(QString::fromStdString(e.largestParameterLayer));
+        if (!fits) text = QStringLiteral("<span style='color:#b00020'>%1</span>").arg(text.toHtmlEscaped());
+    }
+    m_memory->setText(text);
+    m_memory->setToolTip(tr("Predicted peak for batch %1 (float32): parameters %2, gradients %3, optimizer state %4, "
+                            "layer outputs and their gradients %5, staged batches and loss %6; the loader's batches "
+                            "%7 in host memory. %8 free on the device now.")
+                             .arg(e.batch)
+                             .arg(bytesText(double(e.parameters)), bytesText(double(e.gradients)),
+                                  bytesText(double(e.optimizerState)), bytesText(double(e.activations)),
+                                  bytesText(double(e.buffers)), bytesText(double(e.loaderHostBytes)),
+                                  bytesText(double(free))));
 }
 
 void PropertyPanel::commitName() {

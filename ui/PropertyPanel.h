@@ -1,9 +1,10 @@
 // PropertyPanel: edits the selected node's name and parameters with widgets
-// made from its layer type's ParamSpecs (spin boxes limited to the allowed
-// range, check boxes, choice boxes, a validated line edit for integer lists);
-// each committed change is one undo command. Shows the node's output shape
-// and parameter count, and for the whole graph the parameter total and an
-// estimate of activation memory for a batch size.
+// made from its layer type's ParamSpecs (spin boxes that keep what was typed and
+// say under the box why a value outside the allowed range is not applied, check
+// boxes, choice boxes, a validated line edit for integer lists); each committed
+// change is one undo command. Shows the node's output shape and parameter count,
+// and for the whole graph the parameter total and the training run's predicted
+// peak memory on the project's device (MemoryEstimate) for a batch size.
 #pragma once
 
 #include <QMap>
@@ -38,6 +39,8 @@ public:
     QString parameterCountText() const;
     QString memoryText() const;
     QString totalParametersText() const;
+    // Why the value typed into a parameter's editor is not applied; empty when it is.
+    QString fieldErrorText(const QString& param) const;
 
 private:
     void onSelectionChanged();
@@ -46,6 +49,8 @@ private:
     void refreshGraphSummary();
     void commitName();
     void commitIntList(const QString& param);
+    // Shows or clears the parameter's error line; true when `value` is within [min, max].
+    bool checkRange(const QString& name, double value, double min, double max);
 
     ProjectDocument* m_doc;
     GraphScene* m_scene;
@@ -62,6 +67,7 @@ private:
     QLabel* m_count;
     QLabel* m_problems;
     QMap<QString, QWidget*> m_editors;
+    QMap<QString, QLabel*> m_fieldErrors;  // under each editor: why a typed value is not applied
     std::vector<strata::ParamSpec> m_specs;
 
     QLabel* m_total;

@@ -2,18 +2,23 @@
 #include "ui/TrainingDashboard.h"
 
 #include <QDir>
+#include <QFileInfo>
 #include <QFrame>
 #include <QGridLayout>
 #include <QHBoxLayout>
 #include <QLabel>
+#include <QLocale>
 #include <QPushButton>
 #include <QStyle>
 #include <QThread>
 #include <QTimer>
 #include <QToolButton>
 #include <QVBoxLayout>
+#include <chrono>
 #include <cmath>
+#include <utility>
 
+#include "core/train/RunFolder.h"
 #include "ui/ChartPanel.h"
 #include "ui/DevicePicker.h"
 #include "ui/base/EngineWorker.h"
@@ -152,15 +157,16 @@ void TrainingDashboard::buildUi() {
     addChart("accuracy", acc, 0, 1);
     auto* lr = new ChartPanel(tr("Learning rate"), tr("step"), tr("learning rate"), this);
     lr->addSeries("lr", tr("learning rate"), kLr);
-    addChart("lr", lr, 1, 0);
+    addChart("lr", lr, 0, 2);
     auto* throughput = new ChartPanel(tr("Throughput"), tr("step"), tr("samples/s"), this);
     throughput->addSeries("samples_per_s", tr("samples/s"), kThroughput);
     throughput->setLegendCorner(Qt::AlignBottom | Qt::AlignRight);
-    addChart("throughput", throughput, 1, 1);
+    addChart("throughput", throughput, 1, 0);
     auto* utilization = new ChartPanel(tr("Device utilization"), tr("time (s)"), tr("%"), this);
     utilization->setFixedLeftRange(0, 105);
-    addChart("utilization", utilization, 2, 0);
-    addChart("memory", new ChartPanel(tr("Device memory"), tr("time (s)"), tr("GiB used"), this), 2, 1);
+    addChart("utilization", utilization, 1, 1);
+    addChart("memory", new ChartPanel(tr("Device memory"), tr("time (s)"), tr("GiB used"), this), 1, 2);
+    // Three columns by two rows: all six charts in view at once in a 1600 x 1000 window (issue 17).
     for (ChartPanel* chart : std::as_const(m_charts))
         for (const QString& series : chart->seriesNames()) m_seriesChart.insert(series, chart);
     root->addLayout(grid, 1);
@@ -200,6 +206,11 @@ void TrainingDashboard::clearError() {
 
 void TrainingDashboard::setState(State state) {
     if (m_state == state) return;
+    if (state == State::Paused) m_pausedSince = m_clock.elapsed();
+    if (m_state == State::Paused && m_pausedSince >= 0) {
+        m_pausedMs += m_clock.elapsed() - m_pausedSince;
+        m_pausedSince = -1;
+    }
     m_state = state;
     updateButtons();
     emit stateChanged(state);
@@ -247,8 +258,15 @@ void TrainingDashboard::startTraining(qint64 maxSteps) {
     m_runFailed = false;
     m_finished = FinishedEvent{};
     m_errorMessage.clear();
-    m_runId = m_history ? m_history->beginRun(project, path, device) : 0;
+    const QString userData = m_history ? QFileInfo(m_history->path()).absolutePath() : RunHistory::defaultDataDir();
+    m_runFolder = QString::fromStdString(
+        checkpointFolderForRun(project, path.toStdString(), userData.toStdString(), std::chrono::system_clock::now()));
+    const QString runFolder = project.training.checkpointDir.empty() ? m_runFolder : QString();
+    m_doc->setLastRunFolder(m_runFolder);
+    m_runId = m_history ? m_history->beginRun(project, path, device, m_runFolder) : 0;
     m_clock.start();
+    m_pausedMs = 0;
+    m_pausedSince = -1;
     m_status->setText(tr("Starting on %1...").arg(device));
     m_log->clear();
     setState(State::Starting);
@@ -257,7 +275,10 @@ void TrainingDashboard::startTraining(qint64 maxSteps) {
 
     EngineWorker* worker = m_worker;
     QMetaObject::invokeMethod(
-        worker, [worker, project, path, device, maxSteps] { worker->start(project, path, device, maxSteps); },
+        worker,
+        [worker, project, path, device, maxSteps, runFolder] {
+            worker->start(project, path, device, maxSteps, runFolder);
+        },
         Qt::QueuedConnection);
     emit trainingStarted();
 }
@@ -371,6 +392,29 @@ void TrainingDashboard::onRunEnded(bool ok) {
     emit trainingFinished();
 }
 
+bool TrainingDashboard::showLastRunOf(const QString& projectPath) {
+    if (!m_history || m_state != State::Idle) return false;
+    const qint64 run = m_history->lastRunOf(projectPath);
+    if (run <= 0) return false;
+    const QVector<StepEvent> steps = m_history->stepsOf(run);
+    if (steps.isEmpty()) return false;
+    clearCharts();
+    m_pendingSteps = steps;
+    for (const auto& [event, x] : m_history->epochsOf(run)) m_pendingEpochs.append({event, double(x)});
+    // The points come from the history: flush must not record them again.
+    RunHistory* history = std::exchange(m_history, nullptr);
+    flush();
+    m_history = history;
+    QString when, status;
+    for (const RunHistory::RunSummary& r : m_history->runs())
+        if (r.id == run) {
+            when = QLocale().toString(r.started.toLocalTime(), QLocale::ShortFormat);
+            status = r.status;
+        }
+    m_status->setText(tr("Last run: %1 (%2)").arg(when, status));
+    return true;
+}
+
 void TrainingDashboard::flush() {
     updateTimes();
     if (m_pendingSteps.isEmpty() && m_pendingEpochs.isEmpty() && m_pendingTelemetry.isEmpty()) return;
@@ -454,9 +498,16 @@ void TrainingDashboard::flush() {
     for (ChartPanel* chart : std::as_const(m_charts)) chart->refresh();
 }
 
+double TrainingDashboard::activeSeconds() const {
+    if (!m_clock.isValid()) return 0;
+    const qint64 now = m_clock.elapsed();
+    const qint64 paused = m_pausedMs + (m_pausedSince >= 0 ? now - m_pausedSince : 0);
+    return double(now - paused) / 1000.0;
+}
+
 void TrainingDashboard::updateTimes() {
     if (m_state == State::Idle) return;
-    m_elapsed->setText(tr("Elapsed %1").arg(formatDuration(m_clock.elapsed() / 1000.0)));
+    m_elapsed->setText(tr("Elapsed %1").arg(formatDuration(activeSeconds())));
     if (!m_haveStep || m_lastStep.step <= 0 || m_lastStep.stepsPerEpoch <= 0) {
         m_eta->setText(tr("ETA -"));
         return;

@@ -43,6 +43,13 @@ public:
     void setRunHistory(RunHistory* history) { m_history = history; }
     // The history id of the current or last run (0: none recorded).
     qint64 runId() const { return m_runId; }
+    // The checkpoint folder of the current or last run: the project's checkpoint folder, else a run folder
+    // of its own (RunFolder.h) under the project's folder or, unsaved, under the per-user data folder (the
+    // run history's folder when one is set).
+    QString runFolder() const { return m_runFolder; }
+    // Shows the curves of the project file's last recorded run (from the run history), when idle: a
+    // reopened project shows where it stood. False when there is none.
+    bool showLastRunOf(const QString& projectPath);
 
     State state() const { return m_state; }
     bool isRunning() const { return m_state != State::Idle; }
@@ -57,6 +64,8 @@ public:
     QString statusText() const;
     QString etaText() const;
     QString elapsedText() const;
+    // Seconds the current or last run has been running, paused time not counted.
+    double activeSeconds() const;
 
     QPushButton* startButton() const { return m_start; }
     QPushButton* pauseButton() const { return m_pause; }
@@ -109,6 +118,7 @@ private:
     QPointer<DevicePicker> m_picker;
     RunHistory* m_history = nullptr;
     qint64 m_runId = 0;
+    QString m_runFolder;
     FinishedEvent m_finished;
     QString m_errorMessage;
     QThread* m_thread = nullptr;
@@ -133,6 +143,7 @@ private:
     QVector<TelemetryEvent> m_pendingTelemetry;
 
     QElapsedTimer m_clock;
+    qint64 m_pausedMs = 0, m_pausedSince = -1;  // paused time is not counted as elapsed
     qint64 m_maxSteps = 0;
     int m_epochs = 0;
     StepEvent m_lastStep;

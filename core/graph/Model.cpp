@@ -233,6 +233,7 @@ const Tensor& Model::forward(const Tensor& input, bool training, uint64_t seed) 
             continue;
         }
         if (s->fusedFrom >= 0) continue;  // the producer already wrote the ReLU's output
+        if (m_interrupt && m_interrupt->load(std::memory_order_relaxed)) throw ModelInterrupted();
         ins.clear();
         for (int i : s->inputs) ins.push_back(&m_steps[static_cast<size_t>(i)]->output);
         LayerContext ctx{*m_backend, training, seed ^ (0x9E3779B97F4A7C15ull * static_cast<uint64_t>(s->node))};
@@ -256,6 +257,7 @@ void Model::backward(const Tensor& dOutput) {
     for (auto it = m_steps.rbegin(); it != m_steps.rend(); ++it) {
         Step& s = **it;
         if (s.isInput || !s.needsGrad || s.reluAbsorbed) continue;
+        if (m_interrupt && m_interrupt->load(std::memory_order_relaxed)) throw ModelInterrupted();
         ins.clear();
         dins.clear();
         for (size_t k = 0; k < s.inputs.size(); ++k) {

@@ -3,9 +3,11 @@
 // gradients allocated per batch size. One Input node, one output node.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -13,6 +15,12 @@
 #include "core/graph/Graph.h"
 
 namespace strata {
+
+// Thrown by Model::forward and backward when the interrupt flag was raised (setInterruptFlag): the pass
+// ended between two layers, its results are partial and must not be used.
+struct ModelInterrupted : std::runtime_error {
+    ModelInterrupted() : std::runtime_error("interrupted between layers") {}
+};
 
 class Model {
 public:
@@ -42,6 +50,11 @@ public:
     // its own (its work is timed with its producer's), nor has an absorbed ReLU's backward.
     using LayerHook = std::function<void(int node, bool backward, bool begin)>;
     void setLayerHook(LayerHook hook) { m_layerHook = std::move(hook); }
+
+    // A flag (the Trainer's stop request) that forward and backward check before each layer: when it is
+    // set they throw ModelInterrupted, so a stop takes effect within one layer even inside a long step.
+    // Null: never interrupted. The flag must outlive the model or be reset first.
+    void setInterruptFlag(const std::atomic<bool>* flag) { m_interrupt = flag; }
 
     // Every parameter and state tensor, named "<node name>.<param>" (e.g. "conv1.weight").
     struct NamedParameter {
@@ -89,6 +102,7 @@ private:
     Tensor m_packedValues, m_packedGrads;
     ForwardHook m_forwardHook;
     LayerHook m_layerHook;
+    const std::atomic<bool>* m_interrupt = nullptr;
     Tensor m_activationGrads;  // the activation gradients backward zeroes, at capacity (allocateFor)
     std::vector<std::pair<const Parameter*, int64_t>> m_packedOffsets;  // element offsets in the blocks
 };

@@ -10,8 +10,9 @@ constexpr size_t kStepBatch = 256;
 }
 
 RunRecorder::RunRecorder(RunStore& store, TrainingObserver* next, const Project& project,
-                         const std::string& projectPath, const std::string& device, const std::string& source)
-    : m_store(store), m_next(next), m_run(store.beginRun(project, projectPath, device, source)) {
+                         const std::string& projectPath, const std::string& device, const std::string& source,
+                         const std::string& runFolder)
+    : m_store(store), m_next(next), m_run(store.beginRun(project, projectPath, device, source, runFolder)) {
     m_steps.reserve(kStepBatch);
 }
 

@@ -20,7 +20,7 @@ class RunRecorder : public TrainingObserver {
 public:
     // Starts the run's row now (status running). Throws when the store cannot.
     RunRecorder(RunStore& store, TrainingObserver* next, const Project& project, const std::string& projectPath,
-                const std::string& device, const std::string& source);
+                const std::string& device, const std::string& source, const std::string& runFolder = {});
     ~RunRecorder() override;
     RunRecorder(const RunRecorder&) = delete;
     RunRecorder& operator=(const RunRecorder&) = delete;

@@ -14,6 +14,7 @@
 #include <stdexcept>
 
 #include <sqlite3.h>
+#include <unistd.h>
 
 namespace strata::history {
 
@@ -32,6 +33,8 @@ const std::vector<std::pair<const char*, const char*>> kAddedRunColumns = {
     {"final_val_loss", "REAL"},
     {"final_val_acc", "REAL"},
     {"samples_per_second", "REAL"},
+    {"run_folder", "TEXT"},  // where the run's checkpoints are (the workbench's and strata-train's default)
+    {"pid", "INTEGER"},      // the recording process: a 'running' row whose process is gone was interrupted
 };
 
 // The tables as the first release created them (ui/base/RunHistory); never edited, only added to.
@@ -234,12 +237,13 @@ const char* RunStore::summarizeSql() {
 void RunStore::exec(const std::string& sql) { execOn(m_db, sql, m_path); }
 
 int64_t RunStore::beginRun(const Project& project, const std::string& projectPath, const std::string& device,
-                           const std::string& source) {
+                           const std::string& source, const std::string& runFolder) {
     Statement q(m_db,
-                "INSERT INTO runs (started, project_name, project_path, device, project_json, status, source)"
-                " VALUES (?, ?, ?, ?, ?, 'running', ?)");
+                "INSERT INTO runs (started, project_name, project_path, device, project_json, status, source,"
+                " run_folder, pid) VALUES (?, ?, ?, ?, ?, 'running', ?, ?, ?)");
     q.bind(1, nowIso()).bind(2, project.name).bind(3, projectPath).bind(4, device);
-    q.bind(5, projectToJson(project).dump()).bind(6, source);
+    q.bind(5, projectToJson(project).dump()).bind(6, source).bind(7, runFolder);
+    q.bind(8, static_cast<int64_t>(::getpid()));
     q.run();
     return sqlite3_last_insert_rowid(m_db);
 }

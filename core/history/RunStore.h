@@ -67,9 +67,10 @@ public:
 
     const std::string& path() const { return m_path; }
 
-    // source: "gui", "cli" or "sweep". Returns the new run's id.
+    // source: "gui", "cli" or "sweep"; runFolder: where the run's checkpoints go. Records this process's id, so
+    // a 'running' row whose process is gone is known to be interrupted. Returns the new run's id.
     int64_t beginRun(const Project& project, const std::string& projectPath, const std::string& device,
-                     const std::string& source);
+                     const std::string& source, const std::string& runFolder = {});
     void addSteps(int64_t run, const std::vector<StepEvent>& steps);  // one transaction
     void addEpoch(int64_t run, const EpochEvent& epoch);
     // status: finished | stopped | failed.

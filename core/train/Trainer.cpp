@@ -20,6 +20,7 @@
 #include "core/train/CheckpointPolicy.h"
 #include "core/train/DynamicLossScale.h"
 #include "core/train/LrSchedule.h"
+#include "core/train/MemoryEstimate.h"
 #include "core/train/Optimizer.h"
 #include "core/train/Pruning.h"
 #include "core/train/TelemetrySampler.h"
@@ -432,17 +433,58 @@ struct Trainer::Impl {
         return true;
     }
 
+    // What the run may take on its device: the option, else the device's free memory now (0: unknown).
+    uint64_t availableMemory() const {
+        if (opt.availableMemoryBytes > 0) return opt.availableMemoryBytes;
+        for (const DeviceInfo& d : backendRegistry().devices())
+            if (d.device == backend.device()) return d.freeMemoryBytes;
+        return 0;
+    }
+
+    // An allocation failed although the estimate fitted (other programs took memory, or a backend limit):
+    // suggest a batch size.
+    std::string outOfMemoryAdvice() const {
+        const int64_t batch = ts().batchSize;
+        int64_t fits = 0;
+        try {
+            const uint64_t available = availableMemory();
+            if (available > 0)
+                fits = largestBatchThatFits(project.graph, ts(), available, backend.device().type == DeviceType::Cpu,
+                                            batch);
+        } catch (const std::exception&) {
+            // No estimate: the plain advice below.
+        }
+        const int64_t suggest = fits > 0 && fits < batch ? fits : std::max<int64_t>(1, batch / 2);
+        return batch > 1 ? "; try batch size " + std::to_string(suggest) + " (now " + std::to_string(batch) + ")"
+                         : "; even batch size 1 does not fit: make the model smaller";
+    }
+
+    // Refuses a run whose predicted peak memory exceeds what the device has free (MemoryEstimate.h).
+    void checkMemory() {
+        const uint64_t available = availableMemory();
+        if (available == 0) return;  // unknown: nothing to compare with
+        try {
+            const MemoryEstimate e = checkTrainingFits(project.graph, ts(), backend.device().toString(), available);
+            obs->onLog("memory: about " + formatBytes(e.totalOn(backend.device().type == DeviceType::Cpu)) + " of " +
+                       formatBytes(available) + " available on " + backend.device().toString());
+        } catch (const GraphError&) {
+            // compile names the problem with its node and port.
+        }
+    }
+
     // Data, model, optimizer and batches, in that order; resumes when asked.
     void setUp() {
         obs->onLog("loading data");
         data = loadDataset(project.dataset, opt.projectPath);
         obs->onLog(data.description);
         model = compile(project.graph, backend, ts().seed);
+        model->setInterruptFlag(&stopRequested);  // Stop ends even a long step between two layers
         validateSetup();
         setUpPrecision();
         optimizer = std::make_unique<Optimizer>(*model, ts());
         checkpoints = CheckpointPolicy(
-            ts().checkpointDir.empty() ? std::string() : resolveDatasetPath(opt.projectPath, ts().checkpointDir));
+            ts().checkpointDir.empty() ? opt.runFolder : resolveDatasetPath(opt.projectPath, ts().checkpointDir));
+        if (checkpoints.enabled()) obs->onLog("checkpoints go to " + checkpoints.folder());
         if (!opt.resumeFrom.empty())
             resume(opt.resumeFrom);
         else if (!opt.initialWeights.empty())
@@ -467,17 +509,25 @@ struct Trainer::Impl {
         runStart = Clock::now();
         try {
             checkBackendFor(backend, ts());
+            checkMemory();
             setUp();
             TelemetrySampler sampler(backendRegistry().telemetry(backend.device()), obs, opt.telemetryIntervalMs);
             bool earlyStopped = false;
-            while (progress.epochsDone < ts().epochs && !stopRequested && !reachedMaxSteps) {
-                const int epoch = progress.epochsDone + 1;
-                const auto epochStart = Clock::now();
-                EpochTotals totals;
-                if (!trainEpoch(epoch, totals)) break;
-                if (!finishEpoch(epoch, totals, epochStart, earlyStopped)) break;
+            try {
+                while (progress.epochsDone < ts().epochs && !stopRequested && !reachedMaxSteps) {
+                    const int epoch = progress.epochsDone + 1;
+                    const auto epochStart = Clock::now();
+                    EpochTotals totals;
+                    if (!trainEpoch(epoch, totals)) break;
+                    if (!finishEpoch(epoch, totals, epochStart, earlyStopped)) break;
+                }
+            } catch (const ModelInterrupted&) {
+                // Stop arrived inside a step (or a validation batch): that step is dropped before its update,
+                // so the weights and progress are those of the last whole step.
             }
             backend.synchronize();
+            // A run stopped mid-epoch (Stop, the step limit) keeps the weights it has as it ends.
+            if (checkpoints.enabled() && progress.stepInEpoch > 0) checkpoint(false, true);
             FinishedEvent fin;
             fin.stoppedByUser = stopRequested;
             fin.earlyStopped = earlyStopped;
@@ -496,7 +546,9 @@ struct Trainer::Impl {
             } catch (const std::exception&) {
                 // Already failing: the first error is the one to report.
             }
-            obs->onError(e.what());
+            std::string message = e.what();
+            if (dynamic_cast<const OutOfMemoryError*>(&e)) message += outOfMemoryAdvice();
+            obs->onError(message);
             return false;
         }
     }

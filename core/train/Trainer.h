@@ -29,6 +29,12 @@ struct TrainerOptions {
     std::string projectPath;  // for resolving relative dataset paths
     std::string resumeFrom;   // checkpoint file or folder; empty: fresh run
     int64_t maxSteps = 0;     // >0: stop after this many steps (tests, screenshots)
+    // Where checkpoints go when the training settings name no checkpoint folder (RunFolder.h chooses one);
+    // empty: such a run writes no checkpoints.
+    std::string runFolder;
+    // Memory the run may take on its device (MemoryEstimate.h): a run whose estimate exceeds it is refused
+    // with the numbers before anything is loaded. 0: the device's free memory as the registry lists it.
+    uint64_t availableMemoryBytes = 0;
     // The Trainer samples the device's telemetry (BackendRegistry::telemetry) on its own thread at
     // this interval and reports it through onTelemetry; 0 turns sampling off.
     int telemetryIntervalMs = 250;

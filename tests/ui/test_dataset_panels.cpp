@@ -5,8 +5,10 @@
 // learningRateAt over every step of the run.
 #include <QComboBox>
 #include <QDoubleSpinBox>
+#include <QFile>
 #include <QSignalSpy>
 #include <QSpinBox>
+#include <QTemporaryDir>
 #include <QTest>
 #include <QUndoStack>
 
@@ -45,6 +47,36 @@ QString screenshotDir() { return qEnvironmentVariable("STRATA_UI_SCREENSHOTS"); 
 class TestDatasetPanels : public QObject {
     Q_OBJECT
 private slots:
+    // Issue 17: picking the training images of a Fashion-MNIST-style folder fills in the labels and the
+    // validation files (IDX naming: train-/t10k-, images-idx3/labels-idx1); fields already set stay.
+    void trainImagesFillTheirCompanions() {
+        QTemporaryDir dir;
+        for (const char* f : {"train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz", "t10k-images-idx3-ubyte.gz",
+                              "t10k-labels-idx1-ubyte.gz"}) {
+            QFile file(dir.filePath(f));
+            QVERIFY(file.open(QIODevice::WriteOnly));
+        }
+        const QString train = dir.filePath("train-images-idx3-ubyte.gz");
+        const QMap<QString, QString> found = DatasetPanel::idxCompanions(train);
+        QCOMPARE(found.value("train_labels"), dir.filePath("train-labels-idx1-ubyte.gz"));
+        QCOMPARE(found.value("validation_images"), dir.filePath("t10k-images-idx3-ubyte.gz"));
+        QCOMPARE(found.value("validation_labels"), dir.filePath("t10k-labels-idx1-ubyte.gz"));
+        QVERIFY(DatasetPanel::idxCompanions(dir.filePath("other.gz")).isEmpty());
+
+        ProjectDocument doc;
+        Project p = test::blobsMlpProject("idx");
+        p.dataset.kind = DatasetKind::Idx;
+        p.dataset.trainImages = train.toStdString();
+        p.dataset.validationLabels = "mine.gz";  // set by the user: kept
+        doc.newProject(p);
+        DatasetPanel panel(&doc);
+        panel.fillIdxCompanions(train);
+        const DatasetSettings& d = doc.project().dataset;
+        QCOMPARE(QString::fromStdString(d.trainLabels), dir.filePath("train-labels-idx1-ubyte.gz"));
+        QCOMPARE(QString::fromStdString(d.validationImages), dir.filePath("t10k-images-idx3-ubyte.gz"));
+        QCOMPARE(d.validationLabels, std::string("mine.gz"));
+    }
+
     void datasetEditsAreUndoable() {
         ProjectDocument doc;
         doc.newProject(imageProject());

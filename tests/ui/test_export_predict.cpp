@@ -157,7 +157,7 @@ private slots:
 
     void errorsAreShownNotThrown() {
         QTemporaryDir dir;
-        // No checkpoint folder in the project.
+        // No checkpoint folder in the project, and no run of it yet.
         ProjectDocument bare;
         bare.newProject(tinyProject(QString()));
         ExportDialog none(&bare);
@@ -166,7 +166,7 @@ private slots:
         none.startExport();
         QVERIFY(waitFor(noneDone));
         QCOMPARE(noneDone.takeFirst().at(0).toBool(), false);
-        QVERIFY2(none.errorText().contains("checkpoint folder"), qPrintable(none.errorText()));
+        QVERIFY2(none.errorText().contains("No run of this project has kept weights"), qPrintable(none.errorText()));
 
         // A checkpoint folder that holds nothing yet.
         ProjectDocument empty;
@@ -206,7 +206,7 @@ private slots:
         panel.loadModel();
         QVERIFY(waitFor(loaded));
         QCOMPARE(loaded.takeFirst().at(0).toBool(), false);
-        QVERIFY(panel.errorText().contains("checkpoint folder"));
+        QVERIFY2(panel.errorText().contains("No run of this project has kept weights"), qPrintable(panel.errorText()));
         QVERIFY(!panel.hasModel());
         // And a model file that is not one.
         panel.loadModel(bad.fileName());

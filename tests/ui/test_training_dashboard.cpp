@@ -8,11 +8,14 @@
 #include <QFile>
 #include <QPushButton>
 #include <QSignalSpy>
+#include <QSqlDatabase>
+#include <QSqlQuery>
 #include <QTemporaryDir>
 #include <QTest>
 
 #include "tests/support/TestProjects.h"
 #include "ui/ChartPanel.h"
+#include "ui/ExportDialog.h"
 #include "ui/TrainingDashboard.h"
 #include "ui/base/EngineWorker.h"
 #include "ui/base/ProjectDocument.h"
@@ -40,7 +43,88 @@ QString screenshotDir() { return qEnvironmentVariable("STRATA_UI_SCREENSHOTS"); 
 
 class TestTrainingDashboard : public QObject {
     Q_OBJECT
+    QTemporaryDir m_dataHome;
+
 private slots:
+    // Runs without a checkpoint folder keep their weights under the per-user data folder: a fresh one here.
+    void initTestCase() { qputenv("XDG_DATA_HOME", m_dataHome.path().toLocal8Bit()); }
+    // Issue 17: an unsaved project with no checkpoint folder trains, stops at the step limit mid-epoch and
+    // keeps its weights in a run folder under the per-user data folder (here the history's); the history
+    // records the folder, and the export dialog and Predict dock find the checkpoint by default. A run left
+    // "running" by a workbench that died is marked interrupted at the next start.
+    void runWithoutFolderKeepsWeights() {
+        ProjectDocument doc;
+        doc.newProject(syntheticProject(3));
+        QVERIFY(doc.project().training.checkpointDir.empty());
+        QTemporaryDir historyDir;
+        RunHistory history(historyDir.filePath("runs.sqlite"));
+        QVERIFY2(history.isOpen(), qPrintable(history.lastError()));
+        QString error;
+        QVERIFY(ExportDialog::projectCheckpoint(&doc, &error).isEmpty());
+        QVERIFY2(error.contains("No run of this project has kept weights"), qPrintable(error));
+        TrainingDashboard dash(&doc);
+        dash.setRunHistory(&history);
+        QSignalSpy finished(&dash, &TrainingDashboard::trainingFinished);
+        dash.startTraining(10);
+        QVERIFY(finished.wait(60000));
+        QVERIFY2(!dash.errorVisible(), qPrintable(dash.errorText()));
+        const QString folder = dash.runFolder();
+        QVERIFY2(folder.startsWith(historyDir.filePath("runs/dashboard-test-")), qPrintable(folder));
+        QVERIFY(QFile::exists(folder + "/latest.safetensors"));
+        QCOMPARE(doc.lastRunFolder(), folder);
+        const QString checkpoint = ExportDialog::projectCheckpoint(&doc, &error);
+        QVERIFY2(checkpoint.startsWith(folder + "/"), qPrintable(checkpoint + " " + error));
+        QCOMPARE(history.runs().front().runFolder, folder);
+
+        // The run ended; one whose process is gone is marked interrupted, one of this process is not.
+        const qint64 dead = history.beginRun(doc.project(), {}, "cpu");
+        const qint64 live = history.beginRun(doc.project(), {}, "cpu");
+        {
+            QSqlDatabase db = QSqlDatabase::addDatabase("QSQLITE", "interrupt-test");
+            db.setDatabaseName(history.path());
+            QVERIFY(db.open());
+            QSqlQuery q(db);
+            QVERIFY(q.exec(QStringLiteral("UPDATE runs SET pid = 2147483647 WHERE id = %1").arg(dead)));
+            db.close();
+        }
+        QSqlDatabase::removeDatabase("interrupt-test");
+        QCOMPARE(history.markInterruptedRuns(), 1);
+        QHash<qint64, QString> status;
+        for (const RunHistory::RunSummary& r : history.runs()) status[r.id] = r.status;
+        QCOMPARE(status.value(dead), QString("interrupted"));
+        QCOMPARE(status.value(live), QString("running"));
+        QCOMPARE(status.value(dash.runId()), QString("finished"));
+    }
+
+    // Issue 17: a reopened project shows its last run's curves, read back from the run history.
+    void reopenedProjectShowsLastRun() {
+        QTemporaryDir dir;
+        ProjectDocument doc;
+        doc.newProject(syntheticProject(2));
+        QString error;
+        QVERIFY2(doc.save(dir.filePath("p.strata"), &error), qPrintable(error));
+        RunHistory history(dir.filePath("runs.sqlite"));
+        {
+            TrainingDashboard dash(&doc);
+            dash.setRunHistory(&history);
+            QVERIFY(!dash.showLastRunOf(doc.filePath()));  // none yet
+            QSignalSpy finished(&dash, &TrainingDashboard::trainingFinished);
+            dash.startTraining(40);  // 24 steps an epoch: epoch 1 and 16 steps of epoch 2
+            QVERIFY(finished.wait(60000));
+            QVERIFY2(!dash.errorVisible(), qPrintable(dash.errorText()));
+        }
+        TrainingDashboard reopened(&doc);
+        reopened.setRunHistory(&history);
+        QCOMPARE(reopened.pointCount("train_loss"), 0);
+        QVERIFY(reopened.showLastRunOf(doc.filePath()));
+        QCOMPARE(reopened.pointCount("train_loss"), 40);
+        QCOMPARE(reopened.pointCount("val_loss"), 1);
+        QCOMPARE(reopened.chart("loss")->markerX(), 24.0);  // the best epoch, at its last step
+        QVERIFY2(reopened.statusText().startsWith("Last run:"), qPrintable(reopened.statusText()));
+        QCOMPARE(history.metricCount(history.lastRunOf(doc.filePath()), "step"), 40);  // not recorded twice
+        QVERIFY(!reopened.showLastRunOf(dir.filePath("other.strata")));
+    }
+
     void shortRunFillsCharts() {
         ProjectDocument doc;
         doc.newProject(syntheticProject(3));
@@ -193,8 +277,12 @@ private slots:
         QVERIFY(dash.stopButton()->isEnabled());
         QTest::qWait(300);  // the step in flight lands
         const int pausedAt = dash.pointCount("train_loss");
+        const double activeAtPause = dash.activeSeconds();
         QTest::qWait(500);
         QCOMPARE(dash.pointCount("train_loss"), pausedAt);
+        // Issue 17: paused time is not counted as elapsed.
+        QVERIFY2(dash.activeSeconds() - activeAtPause < 0.05,
+                 qPrintable(QString("%1 -> %2").arg(activeAtPause).arg(dash.activeSeconds())));
 
         dash.pauseButton()->click();
         QCOMPARE(dash.pauseButton()->text(), QString("Pause"));

@@ -94,7 +94,7 @@ void EngineWorker::reportError(const QString& message) {
 }
 
 void EngineWorker::start(const strata::Project& project, const QString& projectPath, const QString& device,
-                         qint64 maxSteps) {
+                         qint64 maxSteps, const QString& runFolder) {
     if (m_running.exchange(true)) {
         emit errorOccurred(tr("A training run is already active."));
         return;
@@ -116,6 +116,7 @@ void EngineWorker::start(const strata::Project& project, const QString& projectP
         TrainerOptions options;
         options.projectPath = projectPath.toStdString();
         options.maxSteps = maxSteps;
+        options.runFolder = runFolder.toStdString();
         options.telemetryIntervalMs = m_telemetryIntervalMs.load();
         reportUnsampledDevice(dev);
         Trainer trainer(std::move(run), *backend, this, options);

@@ -55,7 +55,9 @@ public slots:
     // Runs a whole training run and returns when it ends; call it queued (the worker lives on
     // its own thread). `device` is "cpu" or "cuda:N". Every failure, including a thrown
     // exception, ends in errorOccurred() followed by runEnded(false).
-    void start(const strata::Project& project, const QString& projectPath, const QString& device, qint64 maxSteps);
+    // `runFolder`: where checkpoints go when the project names no checkpoint folder (TrainerOptions::runFolder).
+    void start(const strata::Project& project, const QString& projectPath, const QString& device, qint64 maxSteps,
+               const QString& runFolder = {});
 
 signals:
     void runStarted(const QString& device);

@@ -108,6 +108,7 @@ void ProjectDocument::newProject(const strata::Project& project) {
 
 int ProjectDocument::addNode(const QString& type, const QPointF& pos, const strata::Json& params, const QString& name,
                              QString* error) {
+    if (refuseWhenLocked(error)) return -1;
     const strata::LayerType* lt = strata::layerRegistry().find(type.toStdString());
     if (!lt) {
         if (error) *error = tr("Unknown layer type '%1'").arg(type);
@@ -133,6 +134,7 @@ int ProjectDocument::addNode(const QString& type, const QPointF& pos, const stra
 }
 
 bool ProjectDocument::removeNodes(const QList<int>& ids) {
+    if (refuseWhenLocked(nullptr)) return false;
     strata::Graph after = m_project.graph;
     int removed = 0;
     for (int id : ids) {
@@ -172,6 +174,7 @@ bool ProjectDocument::moveEdge(const strata::PortRef& oldTo, const strata::PortR
 
 bool ProjectDocument::connectInto(strata::Graph after, const strata::PortRef& from, const strata::PortRef& to,
                                   QString* error) {
+    if (refuseWhenLocked(error)) return false;
     auto fail = [&](const QString& why) {
         if (error) *error = why;
         return false;
@@ -197,6 +200,7 @@ bool ProjectDocument::connectInto(strata::Graph after, const strata::PortRef& fr
 }
 
 bool ProjectDocument::disconnectPort(const strata::PortRef& to) {
+    if (refuseWhenLocked(nullptr)) return false;
     if (!graph().edgeInto(to)) return false;
     strata::Graph after = m_project.graph;
     after.disconnect(to);
@@ -278,6 +282,7 @@ void ProjectDocument::autoLayout() {
 }
 
 bool ProjectDocument::setParams(int id, const strata::Json& params) {
+    if (refuseWhenLocked(nullptr)) return false;
     const strata::Node* n = graph().node(id);
     if (!n || n->params == params) return false;
     pushParams(id, params, tr("Change parameters of %1").arg(QString::fromStdString(n->name)));
@@ -285,6 +290,7 @@ bool ProjectDocument::setParams(int id, const strata::Json& params) {
 }
 
 bool ProjectDocument::setParam(int id, const QString& name, const strata::Json& value) {
+    if (refuseWhenLocked(nullptr)) return false;
     const strata::Node* n = graph().node(id);
     if (!n) return false;
     strata::Json params = n->params.is_object() ? n->params : strata::Json::object();
@@ -296,6 +302,7 @@ bool ProjectDocument::setParam(int id, const QString& name, const strata::Json& 
 }
 
 bool ProjectDocument::rename(int id, const QString& name, QString* error) {
+    if (refuseWhenLocked(error)) return false;
     const strata::Node* n = graph().node(id);
     const std::string newName = name.trimmed().toStdString();
     auto fail = [&](const QString& why) {
@@ -313,6 +320,7 @@ bool ProjectDocument::rename(int id, const QString& name, QString* error) {
 QList<int> ProjectDocument::paste(const std::vector<strata::Node>& nodes, const std::vector<strata::Edge>& edges,
                                   const QPointF& offset) {
     QList<int> created;
+    if (refuseWhenLocked(nullptr)) return created;
     if (nodes.empty()) return created;
     strata::Graph after = m_project.graph;
     std::map<int, int> idMap;
@@ -410,6 +418,18 @@ void ProjectDocument::applyDatasetSettings(const strata::DatasetSettings& settin
 void ProjectDocument::applyTrainingSettings(const strata::TrainingSettings& settings) {
     m_project.training = settings;
     emit settingsChanged();
+}
+
+void ProjectDocument::setGraphLocked(const QString& reason) {
+    const bool was = graphLocked();
+    m_lockReason = reason;
+    if (was != graphLocked()) emit graphLockChanged(graphLocked());
+}
+
+bool ProjectDocument::refuseWhenLocked(QString* error) const {
+    if (!graphLocked()) return false;
+    if (error) *error = m_lockReason;
+    return true;
 }
 
 void ProjectDocument::reanalyze() { m_analysis = strata::analyzeGraph(m_project.graph); }

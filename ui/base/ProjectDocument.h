@@ -35,6 +35,16 @@ public:
     QString displayName() const;
     // True when the undo stack is away from its clean state.
     bool isModified() const;
+    // While a training run is active the graph is locked: every edit of its structure, parameters or names
+    // is refused (false / -1, `error` says why), since the run trains the graph it started with and export
+    // would use the checkpoint's. Moves stay allowed. `reason` is the note shown; empty unlocks.
+    void setGraphLocked(const QString& reason);
+    bool graphLocked() const { return !m_lockReason.isEmpty(); }
+    QString graphLockReason() const { return m_lockReason; }
+
+    // The checkpoint folder of this session's latest run (RunFolder.h); empty before one. Not saved.
+    QString lastRunFolder() const { return m_lastRunFolder; }
+    void setLastRunFolder(const QString& folder) { m_lastRunFolder = folder; }
 
     // On failure nothing changes and `error` holds the loader's message (with the JSON path).
     bool load(const QString& path, QString* error);
@@ -93,6 +103,7 @@ signals:
     void fileChanged();  // path or modified flag
     // The whole project was replaced (new, load): views rebuild from scratch.
     void projectReset();
+    void graphLockChanged(bool locked);
 
 private:
     void reanalyze();
@@ -106,6 +117,9 @@ private:
     strata::GraphAnalysis m_analysis;
     QUndoStack* m_undo;
     QString m_path;
+    QString m_lastRunFolder;
+    QString m_lockReason;
+    bool refuseWhenLocked(QString* error) const;
 };
 
 }  // namespace strata::ui

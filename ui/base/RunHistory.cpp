@@ -2,6 +2,7 @@
 #include "ui/base/RunHistory.h"
 
 #include <QAtomicInteger>
+#include <QCoreApplication>
 #include <QDir>
 #include <QFileInfo>
 #include <QSqlDatabase>
@@ -21,11 +22,13 @@ QVariant real(double v) { return std::isfinite(v) ? QVariant(v) : QVariant(); }
 
 }  // namespace
 
-QString RunHistory::defaultPath() {
+QString RunHistory::defaultDataDir() {
     QString dir = QStandardPaths::writableLocation(QStandardPaths::AppDataLocation);
     if (dir.isEmpty()) dir = QDir::homePath() + "/.strata";
-    return dir + "/runs.sqlite";
+    return dir;
 }
+
+QString RunHistory::defaultPath() { return defaultDataDir() + "/runs.sqlite"; }
 
 RunHistory::RunHistory(const QString& path) : m_path(path.isEmpty() ? defaultPath() : path) {
     static QAtomicInteger<int> counter;
@@ -47,6 +50,29 @@ RunHistory::RunHistory(const QString& path) : m_path(path.isEmpty() ? defaultPat
     m_open = exec("PRAGMA journal_mode=WAL") && exec("PRAGMA synchronous=NORMAL");
 }
 
+int RunHistory::markInterruptedRuns() {
+    if (!m_open) return 0;
+    QSqlDatabase db = QSqlDatabase::database(m_connection);
+    QSqlQuery q(db);
+    if (!q.exec("SELECT id, pid FROM runs WHERE status = 'running'")) return 0;
+    QList<qint64> ended;
+    while (q.next()) {
+        const qint64 pid = q.value(1).toLongLong();
+        // A run whose workbench process is gone did not end; one of a live workbench (another window) runs on.
+        const bool alive = pid > 0 && (pid == QCoreApplication::applicationPid() ||
+                                       QFileInfo::exists(QStringLiteral("/proc/%1").arg(pid)));
+        if (!alive) ended << q.value(0).toLongLong();
+    }
+    QSqlQuery u(db);
+    u.prepare("UPDATE runs SET status = 'interrupted', message = ? WHERE id = ?");
+    for (const qint64 id : std::as_const(ended)) {
+        u.addBindValue(QStringLiteral("The workbench ended before the run did."));
+        u.addBindValue(id);
+        if (!u.exec()) m_error = u.lastError().text();
+    }
+    return int(ended.size());
+}
+
 RunHistory::~RunHistory() {
     {
         QSqlDatabase db = QSqlDatabase::database(m_connection, false);
@@ -62,17 +88,20 @@ bool RunHistory::exec(const QString& sql) {
     return false;
 }
 
-qint64 RunHistory::beginRun(const Project& project, const QString& projectPath, const QString& device) {
+qint64 RunHistory::beginRun(const Project& project, const QString& projectPath, const QString& device,
+                            const QString& runFolder) {
     if (!m_open) return 0;
     QSqlQuery q(QSqlDatabase::database(m_connection));
     q.prepare(
-        "INSERT INTO runs (started, project_name, project_path, device, project_json, status) "
-        "VALUES (?, ?, ?, ?, ?, 'running')");
+        "INSERT INTO runs (started, project_name, project_path, device, project_json, status, run_folder, pid) "
+        "VALUES (?, ?, ?, ?, ?, 'running', ?, ?)");
     q.addBindValue(QDateTime::currentDateTimeUtc().toString(Qt::ISODateWithMs));
     q.addBindValue(QString::fromStdString(project.name));
     q.addBindValue(projectPath);
     q.addBindValue(device);
     q.addBindValue(QString::fromStdString(projectToJson(project).dump()));
+    q.addBindValue(runFolder);
+    q.addBindValue(QCoreApplication::applicationPid());
     if (!q.exec()) {
         m_error = q.lastError().text();
         return 0;
@@ -145,7 +174,7 @@ QVector<RunHistory::RunSummary> RunHistory::runs() const {
     if (!m_open) return out;
     QSqlQuery q(QSqlDatabase::database(m_connection));
     if (!q.exec("SELECT id, started, project_name, project_path, device, status, message, epochs_completed,"
-                " best_epoch, best_val_loss, best_val_acc, seconds FROM runs ORDER BY id DESC"))
+                " best_epoch, best_val_loss, best_val_acc, seconds, run_folder FROM runs ORDER BY id DESC"))
         return out;
     while (q.next()) {
         RunSummary r;
@@ -161,6 +190,7 @@ QVector<RunHistory::RunSummary> RunHistory::runs() const {
         r.bestValLoss = q.value(9).toDouble();
         r.bestValAccuracy = q.value(10).toDouble();
         r.seconds = q.value(11).toDouble();
+        r.runFolder = q.value(12).toString();
         out.append(r);
     }
     return out;
@@ -183,6 +213,68 @@ QString RunHistory::projectJson(qint64 run) const {
     q.addBindValue(run);
     if (!q.exec() || !q.next()) return {};
     return q.value(0).toString();
+}
+
+qint64 RunHistory::lastRunOf(const QString& projectPath) const {
+    if (!m_open || projectPath.isEmpty()) return 0;
+    QSqlQuery q(QSqlDatabase::database(m_connection));
+    q.prepare(
+        "SELECT r.id FROM runs r WHERE r.project_path = ? AND EXISTS (SELECT 1 FROM metrics m WHERE m.run_id = r.id"
+        " AND m.kind = 'step') ORDER BY r.id DESC LIMIT 1");
+    q.addBindValue(projectPath);
+    return q.exec() && q.next() ? q.value(0).toLongLong() : 0;
+}
+
+QVector<StepEvent> RunHistory::stepsOf(qint64 run) const {
+    QVector<StepEvent> out;
+    if (!m_open) return out;
+    QSqlQuery q(QSqlDatabase::database(m_connection));
+    q.prepare(
+        "SELECT step, epoch, loss, accuracy, learning_rate, samples_per_second, elapsed_seconds FROM metrics"
+        " WHERE run_id = ? AND kind = 'step' ORDER BY step");
+    q.addBindValue(run);
+    if (!q.exec()) return out;
+    auto num = [&q](int i) { return q.value(i).isNull() ? std::nan("") : q.value(i).toDouble(); };
+    while (q.next()) {
+        StepEvent s;
+        s.step = q.value(0).toLongLong();
+        s.epoch = q.value(1).toInt();
+        s.loss = num(2);
+        s.accuracy = num(3);
+        s.learningRate = num(4);
+        s.samplesPerSecond = num(5);
+        s.elapsedSeconds = num(6);
+        out.append(s);
+    }
+    return out;
+}
+
+QVector<QPair<EpochEvent, qint64>> RunHistory::epochsOf(qint64 run) const {
+    QVector<QPair<EpochEvent, qint64>> out;
+    if (!m_open) return out;
+    QSqlQuery q(QSqlDatabase::database(m_connection));
+    q.prepare(
+        "SELECT e.epoch, e.loss, e.accuracy, e.samples_per_second, e.val_loss, e.val_accuracy, e.elapsed_seconds,"
+        " (SELECT MAX(s.step) FROM metrics s WHERE s.run_id = e.run_id AND s.kind = 'step' AND s.epoch <= e.epoch),"
+        " (SELECT best_epoch FROM runs WHERE id = e.run_id)"
+        " FROM metrics e WHERE e.run_id = ? AND e.kind = 'epoch' ORDER BY e.epoch");
+    q.addBindValue(run);
+    if (!q.exec()) return out;
+    auto num = [&q](int i) { return q.value(i).isNull() ? std::nan("") : q.value(i).toDouble(); };
+    while (q.next()) {
+        EpochEvent e;
+        e.epoch = q.value(0).toInt();
+        e.trainLoss = num(1);
+        e.trainAccuracy = num(2);
+        e.samplesPerSecond = num(3);
+        e.hasValidation = !q.value(4).isNull();
+        e.valLoss = num(4);
+        e.valAccuracy = num(5);
+        e.seconds = num(6);
+        e.best = e.epoch == q.value(8).toInt();
+        out.append({e, q.value(7).toLongLong()});
+    }
+    return out;
 }
 
 }  // namespace strata::ui

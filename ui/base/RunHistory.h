@@ -20,8 +20,10 @@ public:
     struct RunSummary {
         qint64 id = 0;
         QDateTime started;
-        QString projectName, projectPath, device, status;  // status: running | finished | stopped | failed
-        QString message;                                   // error message or finish summary
+        QString projectName, projectPath, device;
+        QString status;     // running | finished | stopped | failed | interrupted
+        QString runFolder;  // where the run's checkpoints went (empty: none)
+        QString message;    // error message or finish summary
         int epochsCompleted = 0, bestEpoch = 0;
         double bestValLoss = 0, bestValAccuracy = 0, seconds = 0;
     };
@@ -34,12 +36,18 @@ public:
     RunHistory& operator=(const RunHistory&) = delete;
 
     static QString defaultPath();
+    // The per-user data folder (the default database's folder; unsaved projects' runs go under it).
+    static QString defaultDataDir();
     bool isOpen() const { return m_open; }
     QString lastError() const { return m_error; }
     QString path() const { return m_path; }
 
     // Returns the new run's id, or 0 on failure.
-    qint64 beginRun(const Project& project, const QString& projectPath, const QString& device);
+    qint64 beginRun(const Project& project, const QString& projectPath, const QString& device,
+                    const QString& runFolder = {});
+    // Marks runs still "running" whose workbench process is gone as "interrupted" (call at start-up);
+    // returns how many.
+    int markInterruptedRuns();
     void addSteps(qint64 run, const QVector<StepEvent>& steps);
     void addEpoch(qint64 run, const EpochEvent& epoch);
     void finishRun(qint64 run, const QString& status, const QString& message, const FinishedEvent& finished);
@@ -48,6 +56,12 @@ public:
     // Rows in the metrics table for a run: kind "step" or "epoch".
     int metricCount(qint64 run, const QString& kind) const;
     QString projectJson(qint64 run) const;
+    // The newest run of the project file at `projectPath` that recorded a step; 0 when none.
+    qint64 lastRunOf(const QString& projectPath) const;
+    // A run's recorded points, in order: its steps, and its epochs each with the last step before it (the x
+    // the dashboard plots it at).
+    QVector<StepEvent> stepsOf(qint64 run) const;
+    QVector<QPair<EpochEvent, qint64>> epochsOf(qint64 run) const;
 
 private:
     bool exec(const QString& sql);

@@ -1,0 +1,209 @@
+// MemoryEstimate: see MemoryEstimate.h. Every count here follows an allocation in Model.cpp (compile,
+// packParameters, allocateFor), Optimizer.cpp, BatchStager.cpp or Trainer.cpp; change them together.
+#include "core/train/MemoryEstimate.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "core/layers/Layer.h"
+#include "core/layers/LayerRegistry.h"
+
+namespace strata {
+
+namespace {
+
+constexpr uint64_t kFloat = 4;
+
+// Packed blocks start each tensor on a 64-element boundary (Model.cpp alignUp).
+int64_t alignUp(int64_t elements) { return (elements + 63) / 64 * 64; }
+
+// CpuMemoryBackend rounds an allocation up to 64 bytes; other backends round at least as much.
+uint64_t allocation(uint64_t bytes) { return (std::max<uint64_t>(bytes, 4) + 63) / 64 * 64; }
+
+struct StepInfo {
+    const LayerType* type = nullptr;
+    std::unique_ptr<Layer> layer;
+    std::vector<int> inputs;  // indices into the steps
+    Shape out;
+    bool isInput = false, needsGrad = false, fused = false, reluAbsorbed = false;
+};
+
+}  // namespace
+
+MemoryEstimate estimateTrainingMemory(const Graph& graph, const TrainingSettings& training, int64_t batch) {
+    const GraphAnalysis analysis = analyzeGraph(graph);
+    if (!analysis.ok()) {
+        const Problem& p = analysis.problems.front();
+        throw GraphError(p.node, p.port, p.message);
+    }
+    batch = std::max<int64_t>(batch, 1);
+    MemoryEstimate e;
+    e.batch = batch;
+
+    // The steps as compile builds them.
+    const std::vector<int> order = graph.topologicalOrder();
+    std::map<int, int> stepOf;
+    std::vector<StepInfo> steps(order.size());
+    std::vector<int> consumers(order.size(), 0);
+    uint64_t individualValues = 0, individualGrads = 0, nonTrainable = 0;
+    int64_t packed = 0;
+    for (size_t i = 0; i < order.size(); ++i) {
+        const int id = order[i];
+        StepInfo& s = steps[i];
+        s.type = layerRegistry().find(graph.node(id)->type);
+        const Json& params = analysis.params.at(id);
+        std::vector<Shape> inShapes;
+        for (const std::string& port : s.type->inputPorts(params)) {
+            const auto edge = graph.edgeInto({id, port});
+            if (!edge) throw GraphError(id, port, graph.node(id)->name + ": input '" + port + "' is not connected");
+            const int producer = stepOf.at(edge->from.node);
+            s.inputs.push_back(producer);
+            consumers[static_cast<size_t>(producer)]++;
+            inShapes.push_back(*analysis.shapeOf(edge->from.node));
+        }
+        s.out = *analysis.shapeOf(id);
+        s.isInput = s.inputs.empty();
+        s.layer = s.type->create(params, inShapes, s.out);
+        bool trainable = false;
+        uint64_t layerBytes = 0;
+        for (const ParameterSpec& spec : s.type->parameterSpecs(params, inShapes)) {
+            const auto n = static_cast<uint64_t>(spec.shape.numel());
+            layerBytes += n * kFloat;
+            individualValues += allocation(n * kFloat);
+            if (spec.trainable) {
+                individualGrads += allocation(n * kFloat);
+                packed = alignUp(packed) + spec.shape.numel();
+                trainable = true;
+            } else {
+                nonTrainable += allocation(n * kFloat);
+            }
+        }
+        if (layerBytes > e.largestParameterBytes) {
+            e.largestParameterBytes = layerBytes;
+            e.largestParameterLayer = graph.node(id)->name;
+        }
+        s.needsGrad = trainable;
+        for (int in : s.inputs) s.needsGrad = s.needsGrad || steps[static_cast<size_t>(in)].needsGrad;
+        stepOf[id] = static_cast<int>(i);
+    }
+    // compile's fusion (fuse = true, what the Trainer uses).
+    for (StepInfo& s : steps) {
+        if (s.isInput || s.inputs.size() != 1 || s.type->name() != "ReLU") continue;
+        StepInfo& from = steps[static_cast<size_t>(s.inputs[0])];
+        if (!from.isInput && consumers[static_cast<size_t>(s.inputs[0])] == 1 && from.layer->fuseReLU()) s.fused = true;
+    }
+    for (StepInfo& s : steps) {
+        if (s.isInput || s.inputs.size() != 1) continue;
+        StepInfo& relu = steps[static_cast<size_t>(s.inputs[0])];
+        if (relu.isInput || relu.type->name() != "ReLU" || consumers[static_cast<size_t>(s.inputs[0])] != 1) continue;
+        if (s.layer->absorbReLUBackward()) relu.reluAbsorbed = true;
+    }
+
+    const uint64_t packedBytes = packed > 0 ? allocation(static_cast<uint64_t>(packed) * kFloat) : 0;
+    const bool sgd = training.optimizer == OptimizerKind::Sgd;
+    const int slots = (!sgd || training.momentum != 0.0 ? 1 : 0) + (!sgd ? 1 : 0);
+    e.parameters = packedBytes + nonTrainable;
+    e.gradients = packedBytes;
+    e.optimizerState = static_cast<uint64_t>(slots) * packedBytes;
+    // packParameters: the individual values and gradients, then both packed blocks; then the individual
+    // trainable ones are released.
+    e.compilePeak = individualValues + individualGrads + 2 * packedBytes;
+
+    // Model::allocateFor: outputs per step (a fused ReLU shares its producer's), output gradients in one
+    // block (aligned), the last step's gradient apart (it is the loss's dlogits, counted below).
+    int64_t gradBlock = 0;
+    uint64_t outputs = 0;
+    for (size_t i = 0; i < steps.size(); ++i) {
+        const StepInfo& s = steps[i];
+        if (s.isInput) continue;
+        const int64_t n = s.out.numel() * batch;
+        if (!s.fused) outputs += allocation(static_cast<uint64_t>(n) * kFloat);
+        const bool last = i + 1 == steps.size();
+        if (s.needsGrad && !s.reluAbsorbed && !last) gradBlock = alignUp(gradBlock) + n;
+        if (static_cast<uint64_t>(n) * kFloat > e.largestLayerBytes) {
+            e.largestLayerBytes = static_cast<uint64_t>(n) * kFloat;
+            e.largestLayer = graph.node(order[i])->name;
+        }
+    }
+    e.activations = outputs + (gradBlock > 0 ? allocation(static_cast<uint64_t>(gradBlock) * kFloat) : 0);
+    const StepInfo& inputStep = steps.front();
+    const int64_t inputNumel = inputStep.out.numel();
+    const int64_t outputNumel = steps.back().out.numel();
+    // BatchStager: two input and two label buffers; Trainer: loss per sample, dlogits, one-hot targets
+    // (MSE, BCE).
+    uint64_t buffers = 2 * allocation(static_cast<uint64_t>(inputNumel * batch) * kFloat) +
+                       2 * allocation(static_cast<uint64_t>(batch) * 4) +
+                       allocation(static_cast<uint64_t>(batch) * kFloat) +
+                       allocation(static_cast<uint64_t>(outputNumel * batch) * kFloat);
+    if (training.loss != LossKind::CrossEntropy)
+        buffers += allocation(static_cast<uint64_t>(outputNumel * batch) * kFloat);
+    e.buffers = buffers;
+    e.trainingPeak = e.parameters + e.gradients + e.optimizerState + e.activations + e.buffers;
+    e.deviceBytes = std::max(e.compilePeak, e.trainingPeak);
+    // DataLoader: three batches on its thread and the consumer's (input floats and labels).
+    e.loaderHostBytes = 4 * static_cast<uint64_t>(batch) * (static_cast<uint64_t>(inputNumel) * kFloat + 4);
+
+    // The linear model of the training peak, for largestBatch: per-sample bytes from the batch-dependent
+    // part (alignment makes it slightly less than exact; largestBatchThatFits checks its answer).
+    const uint64_t perSample = (e.activations + e.buffers) / static_cast<uint64_t>(batch);
+    e.perSampleBytes = perSample;
+    e.fixedBytes = e.parameters + e.gradients + e.optimizerState;
+    return e;
+}
+
+int64_t largestBatchThatFits(const Graph& graph, const TrainingSettings& training, uint64_t availableBytes, bool cpu,
+                             int64_t maxBatch) {
+    const MemoryEstimate one = estimateTrainingMemory(graph, training, 1);
+    if (one.totalOn(cpu) > availableBytes) return 0;
+    // The estimate grows with the batch: bisect.
+    int64_t lo = 1, hi = std::max<int64_t>(maxBatch, 1);
+    if (estimateTrainingMemory(graph, training, hi).totalOn(cpu) <= availableBytes) return hi;
+    while (hi - lo > 1) {
+        const int64_t mid = lo + (hi - lo) / 2;
+        if (estimateTrainingMemory(graph, training, mid).totalOn(cpu) <= availableBytes)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+MemoryEstimate checkTrainingFits(const Graph& graph, const TrainingSettings& training, const std::string& device,
+                                 uint64_t availableBytes) {
+    const bool cpu = device == "cpu";
+    MemoryEstimate e = estimateTrainingMemory(graph, training, training.batchSize);
+    const uint64_t need = e.totalOn(cpu);
+    if (availableBytes == 0 || need <= availableBytes) return e;
+    std::string msg = "the run does not fit on " + device + ": training with batch " + std::to_string(e.batch) +
+                      " needs about " + formatBytes(need) + " (parameters " + formatBytes(e.parameters) +
+                      ", gradients " + formatBytes(e.gradients) + ", optimizer state " + formatBytes(e.optimizerState) +
+                      ", activations " + formatBytes(e.activations) + ", buffers " + formatBytes(e.buffers) +
+                      (cpu ? ", loader " + formatBytes(e.loaderHostBytes) : std::string()) + ") and " +
+                      formatBytes(availableBytes) + " is available";
+    const int64_t fits = largestBatchThatFits(graph, training, availableBytes, cpu, e.batch);
+    if (fits > 0)
+        msg += "; batch size " + std::to_string(fits) + " fits";
+    else
+        msg += "; not even a batch of 1 fits: the parameters take " + formatBytes(e.parameters) + ", the most in '" +
+               e.largestParameterLayer + "' (" + formatBytes(e.largestParameterBytes) + "): make it smaller";
+    throw std::runtime_error(msg);
+}
+
+std::string formatBytes(uint64_t bytes) {
+    char buf[32];
+    const double b = static_cast<double>(bytes);
+    if (b >= 1024.0 * 1024 * 1024)
+        std::snprintf(buf, sizeof buf, "%.1f GiB", b / (1024.0 * 1024 * 1024));
+    else if (b >= 1024.0 * 1024)
+        std::snprintf(buf, sizeof buf, "%.0f MiB", b / (1024.0 * 1024));
+    else if (b >= 1024.0)
+        std::snprintf(buf, sizeof buf, "%.0f KiB", b / 1024.0);
+    else
+        std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(bytes));
+    return buf;
+}
+
+}  // namespace strata
