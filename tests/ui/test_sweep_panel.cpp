@@ -4,9 +4,11 @@
 // sweep-panel.png.
 #include <QComboBox>
 #include <QSignalSpy>
+#include <QSpinBox>
 #include <QTableWidget>
 #include <QTemporaryDir>
 #include <QTest>
+#include <QThread>
 
 #include "core/history/RunStore.h"
 #include "qcustomplot.h"
@@ -35,6 +37,7 @@ private slots:
         panel.setDatabase(dir.filePath("runs.sqlite"));
         QVERIFY(!panel.loadResults());  // nothing run yet
         QSignalSpy finished(&panel, &SweepPanel::sweepFinished);
+        panel.parallelBox()->setValue(2);  // two trials at once, each with half the cores
         QVERIFY(panel.start());
         QVERIFY(!panel.start());  // one at a time
         QVERIFY(finished.wait(120000));
@@ -56,6 +59,9 @@ private slots:
         QCOMPARE(panel.plot()->xAxis->scaleType(), QCPAxis::stLinear);
         history::RunStore store(dir.filePath("runs.sqlite").toStdString());
         QCOMPARE(store.runs().size(), size_t(8));
+        const int threads = std::max(1, QThread::idealThreadCount() / 2);
+        for (const history::RunRecord& r : store.runs())
+            QCOMPARE(Json::parse(store.projectJson(r.id))["training"]["threads"].get<int>(), threads);
 
         if (const QString shots = qEnvironmentVariable("STRATA_UI_SCREENSHOTS"); !shots.isEmpty()) {
             panel.parameterBox()->setCurrentText("training.learning_rate");
