@@ -1,6 +1,7 @@
 // strata-train sweep: runs (or resumes) the project's hyperparameter sweep (core/history/Sweep), recording
 // each trial as a run, and prints the trials sorted by the metric.
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cmath>
 #include <csignal>
@@ -21,22 +22,29 @@ namespace {
 using cli::UsageError;
 
 const char* kSweepUsage =
-    "usage: strata-train sweep PROJECT.strata [--history DB|off] [--state FILE] [--quiet]\n"
+    "usage: strata-train sweep PROJECT.strata [--history DB|off] [--state FILE] [--parallel N]\n"
+    "                          [--devices cpu,cuda:0,...] [--quiet]\n"
     "  Runs the project's \"sweep\" (grid or random search, optional successive halving), each trial a run in\n"
     "  the run history; interrupted (Ctrl+C, a crash), it resumes from the state file (default\n"
-    "  PROJECT.strata.sweep-state.json) without redoing finished trials.\n";
+    "  PROJECT.strata.sweep-state.json) without redoing finished trials. --parallel N runs N trials at once\n"
+    "  (CPU trials split the cores); --devices runs one trial per listed device at once.\n";
 
-std::atomic<Trainer*> g_sweepTrainer{nullptr};
+constexpr int kMaxSlots = 64;
+
+std::array<std::atomic<Trainer*>, kMaxSlots> g_sweepTrainers{};
 std::atomic<bool> g_sweepStop{false};
 
 void onSweepSignal(int) {
     g_sweepStop = true;
-    if (Trainer* t = g_sweepTrainer.load()) t->requestStop();
+    for (std::atomic<Trainer*>& slot : g_sweepTrainers)
+        if (Trainer* t = slot.load()) t->requestStop();
 }
 
 int sweepCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
     std::string projectPath, historyPath = history::RunStore::defaultPath(), statePath;
     bool quiet = false;
+    int parallel = 1;
+    std::vector<std::string> devices;
     for (size_t i = 0; i < args.size(); ++i) {
         const std::string& a = args[i];
         auto value = [&]() -> const std::string& {
@@ -47,7 +55,24 @@ int sweepCommand(const std::vector<std::string>& args, std::ostream& out, std::o
             historyPath = value();
         else if (a == "--state")
             statePath = value();
-        else if (a == "--quiet")
+        else if (a == "--parallel") {
+            const std::string& v = value();
+            try {
+                size_t used = 0;
+                parallel = std::stoi(v, &used);
+                if (used != v.size()) throw std::invalid_argument(v);
+            } catch (const std::exception&) {
+                throw UsageError("--parallel expects a number, got '" + v + "'");
+            }
+            if (parallel < 1 || parallel > kMaxSlots)
+                throw UsageError("--parallel expects 1 to " + std::to_string(kMaxSlots));
+        } else if (a == "--devices") {
+            std::stringstream list(value());
+            for (std::string dev; std::getline(list, dev, ',');)
+                if (!dev.empty()) devices.push_back(dev);
+            if (devices.empty() || devices.size() > size_t(kMaxSlots))
+                throw UsageError("--devices expects 1 to " + std::to_string(kMaxSlots) + " devices, e.g. cpu,cuda:0");
+        } else if (a == "--quiet")
             quiet = true;
         else if (!a.empty() && a[0] == '-')
             throw UsageError("unknown option " + a);
@@ -65,7 +90,9 @@ int sweepCommand(const std::vector<std::string>& args, std::ostream& out, std::o
     options.statePath = statePath;
     options.store = store.get();
     options.stop = &g_sweepStop;
-    options.onTrainer = [](Trainer* t) { g_sweepTrainer = t; };
+    options.parallel = parallel;
+    options.devices = devices;
+    options.onTrainer = [](int slot, Trainer* t) { g_sweepTrainers[size_t(slot)] = t; };
     g_sweepStop = false;
     auto oldInt = std::signal(SIGINT, onSweepSignal);
     auto oldTerm = std::signal(SIGTERM, onSweepSignal);

@@ -10,10 +10,13 @@
 #include <algorithm>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "core/history/Sweep.h"
+#include "core/train/Trainer.h"
 #include "tests/support/TestProjects.h"
 
 using namespace strata;
@@ -112,22 +115,93 @@ private slots:
                 QCOMPARE(store.run(r.runId)->epochsCompleted, 2);
             }
         QCOMPARE(second, (std::set<int>{rung1[0].second, rung1[1].second}));
+        // A promoted trial continued from its epoch-1 checkpoint: its run trained (and recorded) epoch 2 only,
+        // one epoch's steps, not epochs 1 and 2 again.
+        int64_t rung1Steps = 0;
+        for (const TrialResult& r : results)
+            if (r.rung == 0) rung1Steps = int64_t(store.metrics(r.runId, "step").size());
+        QVERIFY(rung1Steps > 0);
+        for (const TrialResult& r : results) {
+            if (r.rung != 1) continue;
+            QVERIFY2(r.resumedFrom.find("trial-" + std::to_string(r.trial + 1) + "/epoch-001") != std::string::npos,
+                     r.resumedFrom.c_str());
+            const std::vector<MetricRow> epochs = store.metrics(r.runId, "epoch");
+            QCOMPARE(epochs.size(), size_t(1));
+            QCOMPARE(epochs[0].epoch, 2);
+            QCOMPARE(int64_t(store.metrics(r.runId, "step").size()), rung1Steps);
+        }
+        QVERIFY2(log.str().find("continuing from epoch 1") != std::string::npos, log.str().c_str());
         QCOMPARE(store.runs().size(), size_t(6));
         QCOMPARE(store.runs()[0].source, std::string("sweep"));
     }
 
-    void killedSweepResumes() {
+    void killedSweepResumes() { killAndResume("killed", {}); }
+    void killedParallelSweepResumes() { killAndResume("killed-parallel", {"--parallel", "2"}); }
+
+    void parallelTrialsOverlap() {
+        Project p = sweepProject(4000);
+        p.sweep = Json::parse(R"({"parameters": [{"setting": "training.learning_rate",
+                                   "values": [0.01, 0.02, 0.05, 0.1]}]})");
+        const std::string projectPath = m_dir.filePath("parallel.strata").toStdString();
+        RunStore store(m_dir.filePath("parallel.sqlite").toStdString());
+        SweepOptions options;
+        options.store = &store;
+        options.parallel = 2;
+        std::mutex mutex;
+        int running = 0, most = 0;
+        std::set<int> usedSlots;
+        options.onTrainer = [&](int slot, Trainer* t) {
+            std::lock_guard lock(mutex);
+            running += t ? 1 : -1;
+            most = std::max(most, running);
+            usedSlots.insert(slot);
+        };
+        std::ostringstream log;
+        const std::vector<TrialResult> results = runSweep(p, projectPath, options, log);
+        QCOMPARE(results.size(), size_t(4));
+        QCOMPARE(most, 2);  // two trials trained at once, never more
+        QCOMPARE(usedSlots, (std::set<int>{0, 1}));
+        QCOMPARE(running, 0);
+        // Every trial a finished run; CPU trials split the cores between the two slots.
+        const int cores = int(std::max(1u, std::thread::hardware_concurrency()));
+        for (const TrialResult& r : results) {
+            QCOMPARE(r.status, std::string("done"));
+            QCOMPARE(r.device, std::string("cpu"));
+            QCOMPARE(store.run(r.runId)->status, std::string("finished"));
+            const Json project = Json::parse(store.projectJson(r.runId));
+            QCOMPARE(project["training"]["threads"].get<int>(), std::max(1, cores / 2));
+        }
+        QCOMPARE(store.runs().size(), size_t(4));
+    }
+
+    void badDeviceNamed() {
+        Project p = sweepProject(200);
+        p.sweep = Json::parse(R"({"parameters": [{"setting": "training.learning_rate", "values": [0.01]}]})");
+        SweepOptions options;
+        options.devices = {"cpu", "tpu:3"};
+        std::ostringstream log;
+        try {
+            runSweep(p, m_dir.filePath("bad-device.strata").toStdString(), options, log);
+            QFAIL("no error for an unknown device");
+        } catch (const std::invalid_argument& e) {
+            QVERIFY2(std::string(e.what()).find("sweep device 'tpu:3'") != std::string::npos, e.what());
+        }
+    }
+
+private:
+    void killAndResume(const QString& name, const QStringList& extra) {
         // Trials long enough (a few tenths of a second) to be killed in the middle of the sweep.
         Project p = sweepProject(24000);
         p.training.epochs = 3;
         p.sweep = Json::parse(R"({"parameters": [{"setting": "training.learning_rate",
                                    "values": [0.01, 0.02, 0.05, 0.1, 0.2, 0.3]}]})");
-        const QString projectPath = m_dir.filePath("killed.strata");
+        const QString projectPath = m_dir.filePath(name + ".strata");
         writeProject(p, projectPath.toStdString());
-        const QString db = m_dir.filePath("killed.sqlite");
+        const QString db = m_dir.filePath(name + ".sqlite");
         const QString state = projectPath + ".sweep-state.json";
         QProcess sweep;
-        sweep.start(QStringLiteral(STRATA_TRAIN_EXE), {"sweep", projectPath, "--history", db, "--quiet"});
+        sweep.start(QStringLiteral(STRATA_TRAIN_EXE),
+                    QStringList{"sweep", projectPath, "--history", db, "--quiet"} + extra);
         QVERIFY(sweep.waitForStarted());
         // Kill it (no chance to clean up) once two trials are done.
         int done = 0;
@@ -146,7 +220,7 @@ private slots:
         const size_t finished = before["trials"].size();
         QVERIFY2(finished >= 2 && finished < 6, qPrintable(QString("trials done when killed: %1").arg(finished)));
 
-        sweep.start(QStringLiteral(STRATA_TRAIN_EXE), {"sweep", projectPath, "--history", db});
+        sweep.start(QStringLiteral(STRATA_TRAIN_EXE), QStringList{"sweep", projectPath, "--history", db} + extra);
         QVERIFY(sweep.waitForFinished(120000));
         const QString err = sweep.readAllStandardError();
         QVERIFY2(sweep.exitCode() == 0, qPrintable(err));
@@ -166,7 +240,7 @@ private slots:
             cutOff += r.status == "running" ? 1 : 0;
         }
         QCOMPARE(finishedRuns, 6);
-        QVERIFY(cutOff <= 1);  // the trial the kill cut off, if it had started
+        QVERIFY(cutOff <= (extra.isEmpty() ? 1 : 2));  // the trials the kill cut off, if they had started
         QVERIFY(sweep.readAllStandardOutput().contains("TRIAL"));
     }
 };

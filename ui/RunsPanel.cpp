@@ -3,6 +3,7 @@
 
 #include <QDialog>
 #include <QDialogButtonBox>
+#include <QFutureWatcher>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QInputDialog>
@@ -15,6 +16,7 @@
 #include <QSortFilterProxyModel>
 #include <QTableView>
 #include <QVBoxLayout>
+#include <QtConcurrent>
 #include <cmath>
 #include <map>
 #include <set>
@@ -171,9 +173,9 @@ RunsPanel::RunsPanel(QWidget* parent) : QWidget(parent) {
 
     connect(m_table->selectionModel(), &QItemSelectionModel::selectionChanged, this, [this] {
         updateButtons();
-        if (selectedRuns().size() >= 1) overlaySelected();
+        if (selectedRuns().size() >= 1) overlaySelectedInBackground();
     });
-    connect(m_overlayButton, &QPushButton::clicked, this, [this] { overlaySelected(); });
+    connect(m_overlayButton, &QPushButton::clicked, this, [this] { overlaySelectedInBackground(); });
     connect(m_diffButton, &QPushButton::clicked, this, &RunsPanel::showDiffDialog);
     connect(m_renameButton, &QPushButton::clicked, this, [this] {
         const QList<qint64> ids = selectedRuns();
@@ -285,16 +287,13 @@ void RunsPanel::clearOverlay() {
     m_overlaySeries.clear();
 }
 
-QStringList RunsPanel::overlaySelected() {
-    clearOverlay();
-    QStringList labels;
-    if (!m_store || !m_dashboard) return labels;
-    const QList<qint64> ids = selectedRuns();
-    if (ids.isEmpty()) return labels;
+// The selected runs' legends and curves, read from the store (any thread: the caller's own connection).
+RunsPanel::Overlay RunsPanel::loadOverlay(const history::RunStore& store, const QList<qint64>& ids) {
+    Overlay overlay;
     // The legend names what differs: every setting that differs between the first run and another.
     std::vector<Json> projects;
     for (qint64 id : ids) {
-        const std::string text = m_store->projectJson(id);
+        const std::string text = store.projectJson(id);
         projects.push_back(text.empty() ? Json::object() : Json::parse(text, nullptr, false));
     }
     std::map<std::string, std::string> firstValues;
@@ -315,45 +314,93 @@ QStringList RunsPanel::overlaySelected() {
             const std::string shortKey = key.substr(key.find_last_of('.') + 1);
             parts << str(shortKey + "=" + v);
         }
-        QString label = tr("run %1").arg(ids[int(i)]);
+        OverlayRun run;
+        run.id = ids[int(i)];
+        run.label = tr("run %1").arg(run.id);
         if (!parts.isEmpty())
-            label +=
+            run.label +=
                 QStringLiteral(": ") + (parts.size() > 3 ? parts.mid(0, 3).join(", ") + ", ..." : parts.join(", "));
-        labels << label;
-
-        const QColor color = kRunColors[i % std::size(kRunColors)];
-        const std::vector<history::MetricRow> steps = m_store->metrics(ids[int(i)], "step");
-        const std::vector<history::MetricRow> epochs = m_store->metrics(ids[int(i)], "epoch");
-        QVector<double> x, loss;
-        x.reserve(qsizetype(steps.size()));
-        loss.reserve(qsizetype(steps.size()));
+        const std::vector<history::MetricRow> steps = store.metrics(run.id, "step");
+        const std::vector<history::MetricRow> epochs = store.metrics(run.id, "epoch");
+        run.x.reserve(qsizetype(steps.size()));
+        run.loss.reserve(qsizetype(steps.size()));
         std::map<int, double> lastStepOfEpoch;
         for (const history::MetricRow& m : steps) {
-            x.append(double(m.step));
-            loss.append(m.loss);
+            run.x.append(double(m.step));
+            run.loss.append(m.loss);
             lastStepOfEpoch[m.epoch] = double(m.step);
         }
-        QVector<double> ex, acc;
         for (const history::MetricRow& m : epochs) {
             if (!std::isfinite(m.valAccuracy)) continue;
-            ex.append(lastStepOfEpoch.count(m.epoch) ? lastStepOfEpoch[m.epoch] : double(m.epoch));
-            acc.append(m.valAccuracy);
+            run.epochX.append(lastStepOfEpoch.count(m.epoch) ? lastStepOfEpoch[m.epoch] : double(m.epoch));
+            run.valAccuracy.append(m.valAccuracy);
         }
-        const QString name = QStringLiteral("run%1").arg(ids[int(i)]);
+        overlay.push_back(std::move(run));
+    }
+    return overlay;
+}
+
+QString RunsPanel::statusText() const { return m_status->text(); }
+
+QStringList RunsPanel::applyOverlay(const Overlay& overlay) {
+    clearOverlay();
+    QStringList labels;
+    for (size_t i = 0; i < overlay.size(); ++i) {
+        const OverlayRun& run = overlay[i];
+        labels << run.label;
+        const QColor color = kRunColors[i % std::size(kRunColors)];
+        const QString name = QStringLiteral("run%1").arg(run.id);
         if (ChartPanel* c = m_dashboard->chart("loss")) {
-            c->addSeries(name + ":loss", label, color, ChartPanel::Style::Line);
-            c->append(name + ":loss", x, loss);
+            c->addSeries(name + ":loss", run.label, color, ChartPanel::Style::Line);
+            c->append(name + ":loss", run.x, run.loss);
             c->refresh();
             m_overlaySeries << QStringLiteral("loss|") + name + ":loss";
         }
         if (ChartPanel* c = m_dashboard->chart("accuracy")) {
-            c->addSeries(name + ":val_acc", label + tr(" (val)"), color, ChartPanel::Style::LineWithDots);
-            c->append(name + ":val_acc", ex, acc);
+            c->addSeries(name + ":val_acc", run.label + tr(" (val)"), color, ChartPanel::Style::LineWithDots);
+            c->append(name + ":val_acc", run.epochX, run.valAccuracy);
             c->refresh();
             m_overlaySeries << QStringLiteral("accuracy|") + name + ":val_acc";
         }
     }
     return labels;
+}
+
+QStringList RunsPanel::overlaySelected() {
+    ++m_overlayGeneration;  // a load still running is stale now
+    clearOverlay();
+    if (!m_store || !m_dashboard) return {};
+    const QList<qint64> ids = selectedRuns();
+    if (ids.isEmpty()) return {};
+    return applyOverlay(loadOverlay(*m_store, ids));
+}
+
+void RunsPanel::overlaySelectedInBackground() {
+    const quint64 generation = ++m_overlayGeneration;
+    clearOverlay();
+    if (!m_store || !m_dashboard) return;
+    const QList<qint64> ids = selectedRuns();
+    if (ids.isEmpty()) return;
+    m_status->setText(tr("loading the curves of %n run(s)...", nullptr, int(ids.size())));
+    const std::string path = m_store->path();
+    // The curves load on a pool thread over its own connection (SQLite WAL: readers do not block the
+    // writer); the charts change on the GUI thread, only if the selection has not moved on meanwhile.
+    auto* watcher = new QFutureWatcher<Overlay>(this);
+    connect(watcher, &QFutureWatcher<Overlay>::finished, this, [this, watcher, generation] {
+        watcher->deleteLater();
+        if (generation != m_overlayGeneration) return;
+        try {
+            const QStringList labels = applyOverlay(watcher->result());
+            m_status->setText(tr("%n run(s) overlaid", nullptr, int(labels.size())));
+            emit overlayLoaded(labels);
+        } catch (const std::exception& e) {
+            m_status->setText(tr("could not load the curves: %1").arg(QString::fromStdString(e.what())));
+        }
+    });
+    watcher->setFuture(QtConcurrent::run([path, ids] {
+        const history::RunStore store(path);
+        return loadOverlay(store, ids);
+    }));
 }
 
 QStringList RunsPanel::settingsDiff(qint64 a, qint64 b) const {

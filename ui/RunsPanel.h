@@ -8,6 +8,7 @@
 
 #include <QAbstractTableModel>
 #include <QStringList>
+#include <QVector>
 #include <QWidget>
 #include <memory>
 #include <vector>
@@ -74,11 +75,16 @@ public:
     QSortFilterProxyModel* proxy() const { return m_proxy; }
     QTableView* table() const { return m_table; }
     void setFilterText(const QString& text);
+    QString statusText() const;
     void selectRuns(const QList<qint64>& ids);
     QList<qint64> selectedRuns() const;
 
     // The selected runs' curves over the dashboard charts; returns the legend labels, in selection order.
+    // Blocking (tests, benchmarks); selecting runs or the Overlay button use the background load below.
     QStringList overlaySelected();
+    // Loads the selected runs' curves on a pool thread (QtConcurrent), the status line saying so, then
+    // overlays them and emits overlayLoaded; a newer selection discards an older load.
+    void overlaySelectedInBackground();
     void clearOverlay();
     // "key: A -> B" lines naming exactly the settings that differ between two runs.
     QStringList settingsDiff(qint64 a, qint64 b) const;
@@ -93,8 +99,17 @@ public slots:
 
 signals:
     void openProjectRequested(const strata::Project& project, const QString& title);
+    void overlayLoaded(const QStringList& labels);
 
 private:
+    struct OverlayRun {
+        qint64 id = 0;
+        QString label;
+        QVector<double> x, loss, epochX, valAccuracy;
+    };
+    using Overlay = std::vector<OverlayRun>;
+    static Overlay loadOverlay(const history::RunStore& store, const QList<qint64>& ids);
+    QStringList applyOverlay(const Overlay& overlay);
     void showDiffDialog();
     void updateButtons();
 
@@ -106,7 +121,8 @@ private:
     QLabel* m_status;
     QPushButton *m_overlayButton, *m_diffButton, *m_renameButton, *m_notesButton, *m_deleteButton, *m_openButton;
     TrainingDashboard* m_dashboard = nullptr;
-    QStringList m_overlaySeries;  // "<chart>|<series>" of the current overlay
+    QStringList m_overlaySeries;      // "<chart>|<series>" of the current overlay
+    quint64 m_overlayGeneration = 0;  // bumped by every overlay request; a background load applies only if current
 };
 
 }  // namespace strata::ui

@@ -7,7 +7,9 @@
 #include <QHeaderView>
 #include <QLabel>
 #include <QPushButton>
+#include <QSpinBox>
 #include <QTableWidget>
+#include <QThread>
 #include <QVBoxLayout>
 #include <cmath>
 #include <fstream>
@@ -16,6 +18,7 @@
 
 #include <QtConcurrent/QtConcurrentRun>
 
+#include "core/train/Trainer.h"
 #include "qcustomplot.h"
 #include "ui/base/ProjectDocument.h"
 
@@ -40,6 +43,9 @@ SweepPanel::SweepPanel(ProjectDocument* doc, QWidget* parent) : QWidget(parent),
     m_stopButton = new QPushButton(tr("Stop"), this);
     m_stopButton->setEnabled(false);
     m_status = new QLabel(tr("The project's \"sweep\" definition runs here; see README."), this);
+    m_parallel = new QSpinBox(this);
+    m_parallel->setRange(1, std::max(1, QThread::idealThreadCount()));
+    m_parallel->setToolTip(tr("Trials trained at once; CPU trials share the cores between them"));
     m_parameter = new QComboBox(this);
     m_table = new QTableWidget(this);
     m_table->setEditTriggers(QAbstractItemView::NoEditTriggers);
@@ -54,6 +60,8 @@ SweepPanel::SweepPanel(ProjectDocument* doc, QWidget* parent) : QWidget(parent),
     auto* top = new QHBoxLayout;
     top->addWidget(m_runButton);
     top->addWidget(m_stopButton);
+    top->addWidget(new QLabel(tr("Parallel:"), this));
+    top->addWidget(m_parallel);
     top->addWidget(m_status, 1);
     top->addWidget(new QLabel(tr("Plot:"), this));
     top->addWidget(m_parameter);
@@ -104,13 +112,21 @@ bool SweepPanel::start() {
     m_stopButton->setEnabled(true);
     m_status->setText(tr("Running the sweep..."));
     const std::string path = m_doc->filePath().toStdString(), db = m_database.toStdString();
-    m_watcher.setFuture(QtConcurrent::run([this, project, path, db]() -> QString {
+    const int parallel = m_parallel->value();
+    m_watcher.setFuture(QtConcurrent::run([this, project, path, db, parallel]() -> QString {
         try {
             std::unique_ptr<history::RunStore> store;
             if (!db.empty()) store = std::make_unique<history::RunStore>(db);
             history::SweepOptions options;
             options.store = store.get();
             options.stop = &m_stop;
+            options.parallel = parallel;
+            options.onTrainer = [this](int slot, Trainer* t) {
+                std::lock_guard lock(m_trainersMutex);
+                if (m_trainers.size() <= size_t(slot)) m_trainers.resize(size_t(slot) + 1, nullptr);
+                m_trainers[size_t(slot)] = t;
+                if (t && m_stop) t->requestStop();  // a stop that came while the trial was being set up
+            };
             std::ostringstream log;
             history::runSweep(project, path, options, log);
         } catch (const std::exception& e) {
@@ -121,7 +137,12 @@ bool SweepPanel::start() {
     return true;
 }
 
-void SweepPanel::stop() { m_stop = true; }
+void SweepPanel::stop() {
+    m_stop = true;
+    std::lock_guard lock(m_trainersMutex);
+    for (Trainer* t : m_trainers)
+        if (t) t->requestStop();
+}
 
 bool SweepPanel::loadResults() {
     const QString path = statePath();

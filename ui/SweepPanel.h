@@ -1,5 +1,6 @@
 // SweepPanel: the project's hyperparameter sweep (core/history/Sweep) in the workbench: "Run sweep" runs or
-// resumes it on a worker thread (each trial a run in the run history, so the Runs view lists them), the
+// resumes it on a worker thread, "Parallel" trials at once (each trial a run in the run history, so the Runs
+// view lists them; Stop stops the running trials), the
 // trial table lists every trial sorted by the metric, and a scatter plot (QCustomPlot) shows the chosen
 // parameter against the metric (a log axis when the values span more than a factor of 10).
 #pragma once
@@ -7,6 +8,7 @@
 #include <QFutureWatcher>
 #include <QWidget>
 #include <atomic>
+#include <mutex>
 #include <vector>
 
 #include "core/history/Sweep.h"
@@ -15,6 +17,7 @@ class QComboBox;
 class QCustomPlot;
 class QLabel;
 class QPushButton;
+class QSpinBox;
 class QTableWidget;
 
 namespace strata::ui {
@@ -34,12 +37,15 @@ public:
     bool loadResults();
     void setResults(const std::vector<history::TrialResult>& results, const QString& metric, bool maximize);
     bool start();  // false when the project has no saved file or sweep, or one runs already
+    // Stops the running trials (their runs end as stopped, not done, so a later start redoes them) and starts
+    // no further one.
     void stop();
     bool isRunning() const { return m_watcher.isRunning(); }
     void waitForFinished() { m_watcher.waitForFinished(); }
 
     QTableWidget* table() const { return m_table; }
     QComboBox* parameterBox() const { return m_parameter; }
+    QSpinBox* parallelBox() const { return m_parallel; }  // trials at once (worker threads)
     QCustomPlot* plot() const { return m_plot; }
     int plottedPoints() const;
 
@@ -53,6 +59,7 @@ private:
     QString m_database;
     QPushButton *m_runButton, *m_stopButton;
     QLabel* m_status;
+    QSpinBox* m_parallel;
     QTableWidget* m_table;
     QComboBox* m_parameter;
     QCustomPlot* m_plot;
@@ -60,6 +67,8 @@ private:
     QString m_metric = QStringLiteral("val_acc");
     QFutureWatcher<QString> m_watcher;
     std::atomic<bool> m_stop{false};
+    std::mutex m_trainersMutex;
+    std::vector<Trainer*> m_trainers;  // the running trials' trainers, by worker slot
 };
 
 }  // namespace strata::ui

@@ -6,8 +6,10 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <mutex>
 #include <random>
 #include <set>
+#include <thread>
 
 #include "core/backend/BackendRegistry.h"
 #include "core/history/RunRecorder.h"
@@ -54,7 +56,9 @@ Json resultToJson(const TrialResult& r) {
                 {"status", r.status},
                 {"run", r.runId},
                 {"metric", std::isfinite(r.metric) ? Json(r.metric) : Json(nullptr)},
-                {"message", r.message}};
+                {"message", r.message},
+                {"device", r.device},
+                {"resumed_from", r.resumedFrom}};
 }
 
 TrialResult resultFromJson(const Json& j) {
@@ -67,6 +71,8 @@ TrialResult resultFromJson(const Json& j) {
     r.runId = j.at("run").get<int64_t>();
     r.metric = j.at("metric").is_number() ? j.at("metric").get<double>() : kNaN;
     r.message = j.value("message", "");
+    r.device = j.value("device", "");
+    r.resumedFrom = j.value("resumed_from", "");
     return r;
 }
 
@@ -231,6 +237,22 @@ std::vector<TrialResult> runSweep(const Project& project, const std::string& pro
     for (const Json& a : assignments) applyAssignment(project, a);  // every trial is valid before the first runs
     const std::string statePath = options.statePath.empty() ? projectPath + ".sweep-state.json" : options.statePath;
 
+    // Worker slots and their devices; CPU slots share the cores.
+    std::vector<std::string> slotDevices = options.devices;
+    if (slotDevices.empty()) slotDevices.assign(size_t(std::max(1, options.parallel)), project.training.device);
+    int cpuSlots = 0;
+    for (const std::string& dev : slotDevices) {  // a bad name fails before any trial
+        try {
+            cpuSlots += Device::parse(dev).isCpu() ? 1 : 0;
+        } catch (const std::exception& e) {
+            throw std::invalid_argument("sweep device '" + dev + "': " + e.what());
+        }
+    }
+    const int cores = int(std::max(1u, std::thread::hardware_concurrency()));
+    const int threadsPerCpuTrial = project.training.threads > 0 || slotDevices.size() == 1
+                                       ? project.training.threads
+                                       : std::max(1, cores / std::max(1, cpuSlots));
+
     std::vector<TrialResult> results;
     if (std::filesystem::exists(statePath)) {
         Json state;
@@ -245,6 +267,7 @@ std::vector<TrialResult> runSweep(const Project& project, const std::string& pro
         }
         log << "resuming: " << results.size() << " trial(s) already done (" << statePath << ")\n";
     }
+    std::mutex mutex;  // results, the state file, the log
     auto save = [&] {
         Json trials = Json::array();
         for (const TrialResult& r : results) trials.push_back(resultToJson(r));
@@ -261,8 +284,90 @@ std::vector<TrialResult> runSweep(const Project& project, const std::string& pro
         if (!std::isfinite(b)) return true;
         return d.maximize() ? a > b : a < b;
     };
+    auto stopped = [&] { return options.stop && options.stop->load(); };
 
     const std::vector<int> rungs = d.rungs.empty() ? std::vector<int>{project.training.epochs} : d.rungs;
+    // Each trial its own checkpoint folder (trials must not overwrite each other's weights); with halving a
+    // promoted trial continues from it.
+    auto checkpointFolder = [&](int t) -> std::string {
+        if (!project.training.checkpointDir.empty())
+            return resolveDatasetPath(projectPath, project.training.checkpointDir) + "/sweep-trial-" +
+                   std::to_string(t + 1);
+        if (rungs.size() < 2) return {};
+        std::string base = statePath;
+        if (base.size() > 5 && base.compare(base.size() - 5, 5, ".json") == 0) base.resize(base.size() - 5);
+        return base + "-checkpoints/trial-" + std::to_string(t + 1);
+    };
+
+    auto runTrial = [&](int slot, int t, size_t rung, RunStore* store) {
+        Project p = applyAssignment(project, assignments[size_t(t)]);
+        p.training.epochs = rungs[rung];
+        p.training.device = slotDevices[size_t(slot)];
+        if (Device::parse(p.training.device).isCpu()) p.training.threads = threadsPerCpuTrial;
+        p.training.checkpointDir = checkpointFolder(t);
+        TrialResult r;
+        r.trial = t;
+        r.rung = int(rung);
+        r.epochs = rungs[rung];
+        r.assignment = assignments[size_t(t)];
+        r.device = p.training.device;
+        TrainerOptions to;
+        to.projectPath = projectPath;
+        std::string note;
+        if (rung > 0 && !p.training.checkpointDir.empty()) {
+            char name[32];
+            std::snprintf(name, sizeof name, "epoch-%03d.safetensors", rungs[rung - 1]);
+            const std::string from = p.training.checkpointDir + "/" + name;
+            if (std::filesystem::exists(from)) {
+                to.resumeFrom = from;
+                r.resumedFrom = from;
+                note = ", continuing from epoch " + std::to_string(rungs[rung - 1]);
+            } else {
+                note = ", from scratch: no checkpoint " + from;
+            }
+        }
+        {
+            std::lock_guard lock(mutex);
+            log << "trial " << t + 1 << "/" << assignments.size()
+                << (rungs.size() > 1 ? " rung " + std::to_string(rung + 1) : "") << " on " << r.device << ": "
+                << describeAssignment(r.assignment) << ", " << r.epochs << " epoch(s)" << note << std::endl;
+        }
+        MetricObserver metrics;
+        try {
+            std::unique_ptr<Backend> backend =
+                backendRegistry().create(Device::parse(p.training.device), backendOptionsFor(p.training));
+            std::unique_ptr<RunRecorder> recorder;
+            if (store) {
+                recorder = std::make_unique<RunRecorder>(*store, &metrics, p, projectPath, p.training.device, "sweep");
+                r.runId = recorder->runId();
+                store->renameRun(r.runId, "sweep trial " + std::to_string(t + 1) +
+                                              (rungs.size() > 1 ? " rung " + std::to_string(rung + 1) : ""));
+            }
+            Trainer trainer(p, *backend, recorder ? static_cast<TrainingObserver*>(recorder.get()) : &metrics, to);
+            if (options.onTrainer) options.onTrainer(slot, &trainer);
+            const bool ok = trainer.run();
+            if (options.onTrainer) options.onTrainer(slot, nullptr);
+            if (recorder) recorder->finishIfOpen("failed", metrics.error);
+            if (stopped()) return;  // cut off: not recorded as done
+            if (!ok) throw std::runtime_error(metrics.error);
+            r.metric = d.metric == "val_acc" ? metrics.valAcc : metrics.valLoss;
+            if (!std::isfinite(r.metric))
+                throw std::runtime_error("no " + d.metric + ": the project has no validation split");
+            r.status = "done";
+        } catch (const std::exception& e) {
+            if (options.onTrainer) options.onTrainer(slot, nullptr);
+            r.status = "failed";
+            r.metric = kNaN;
+            r.message = e.what();
+        }
+        std::lock_guard lock(mutex);
+        log << "  trial " << t + 1 << " -> " << r.status
+            << (r.status == "done" ? " " + d.metric + " " + std::to_string(r.metric) : ": " + r.message)
+            << (r.runId ? " (run " + std::to_string(r.runId) + ")" : "") << std::endl;
+        results.push_back(r);
+        save();
+    };
+
     std::vector<int> alive(assignments.size());
     for (size_t i = 0; i < alive.size(); ++i) alive[i] = int(i);
     for (size_t rung = 0; rung < rungs.size(); ++rung) {
@@ -278,60 +383,36 @@ std::vector<TrialResult> runSweep(const Project& project, const std::string& pro
             std::sort(alive.begin(), alive.end());
             log << "rung " << rung + 1 << ": " << alive.size() << " trial(s) go on to " << rungs[rung] << " epoch(s)\n";
         }
-        for (int t : alive) {
-            if (find(t, int(rung))) continue;  // done before an interruption
-            if (options.stop && options.stop->load()) return results;
-            Project p = applyAssignment(project, assignments[size_t(t)]);
-            p.training.epochs = rungs[rung];
-            // Each trial its own checkpoint folder: trials must not overwrite each other's best weights.
-            if (!p.training.checkpointDir.empty())
-                p.training.checkpointDir +=
-                    "/sweep-trial-" + std::to_string(t + 1) + "-rung-" + std::to_string(rung + 1);
-            TrialResult r;
-            r.trial = t;
-            r.rung = int(rung);
-            r.epochs = rungs[rung];
-            r.assignment = assignments[size_t(t)];
-            log << "trial " << t + 1 << "/" << assignments.size()
-                << (rungs.size() > 1 ? " rung " + std::to_string(rung + 1) : "") << ": "
-                << describeAssignment(r.assignment) << ", " << r.epochs << " epoch(s)" << std::endl;
-            MetricObserver metrics;
-            try {
-                std::unique_ptr<Backend> backend =
-                    backendRegistry().create(Device::parse(p.training.device), backendOptionsFor(p.training));
-                std::unique_ptr<RunRecorder> recorder;
-                if (options.store) {
-                    recorder = std::make_unique<RunRecorder>(*options.store, &metrics, p, projectPath,
-                                                             p.training.device, "sweep");
-                    r.runId = recorder->runId();
-                    options.store->renameRun(r.runId,
-                                             "sweep trial " + std::to_string(t + 1) +
-                                                 (rungs.size() > 1 ? " rung " + std::to_string(rung + 1) : ""));
-                }
-                TrainerOptions to;
-                to.projectPath = projectPath;
-                Trainer trainer(p, *backend, recorder ? static_cast<TrainingObserver*>(recorder.get()) : &metrics, to);
-                if (options.onTrainer) options.onTrainer(&trainer);
-                const bool ok = trainer.run();
-                if (options.onTrainer) options.onTrainer(nullptr);
-                if (recorder) recorder->finishIfOpen("failed", metrics.error);
-                if (options.stop && options.stop->load()) return results;  // cut off: not recorded as done
-                if (!ok) throw std::runtime_error(metrics.error);
-                r.metric = d.metric == "val_acc" ? metrics.valAcc : metrics.valLoss;
-                if (!std::isfinite(r.metric))
-                    throw std::runtime_error("no " + d.metric + ": the project has no validation split");
-                r.status = "done";
-            } catch (const std::exception& e) {
-                r.status = "failed";
-                r.metric = kNaN;
-                r.message = e.what();
+        std::vector<int> todo;
+        for (int t : alive)
+            if (!find(t, int(rung))) todo.push_back(t);  // done before an interruption: skipped
+        if (slotDevices.size() == 1) {
+            for (int t : todo) {
+                if (stopped()) return results;
+                runTrial(0, t, rung, options.store);
             }
-            log << "  -> " << r.status
-                << (r.status == "done" ? " " + d.metric + " " + std::to_string(r.metric) : ": " + r.message)
-                << (r.runId ? " (run " + std::to_string(r.runId) + ")" : "") << std::endl;
-            results.push_back(r);
-            save();
+        } else {
+            std::atomic<size_t> next{0};
+            std::vector<std::thread> workers;
+            std::vector<std::string> errors(slotDevices.size());
+            for (size_t slot = 0; slot < std::min(slotDevices.size(), todo.size()); ++slot)
+                workers.emplace_back([&, slot] {
+                    try {
+                        // Its own connection: a worker's statements never interleave with another's.
+                        std::unique_ptr<RunStore> store;
+                        if (options.store) store = std::make_unique<RunStore>(options.store->path());
+                        for (size_t i = next++; i < todo.size() && !stopped(); i = next++)
+                            runTrial(int(slot), todo[i], rung, store.get());
+                    } catch (const std::exception& e) {
+                        errors[slot] = e.what();
+                        next = todo.size();
+                    }
+                });
+            for (std::thread& w : workers) w.join();
+            for (const std::string& e : errors)
+                if (!e.empty()) throw std::runtime_error("sweep worker: " + e);
         }
+        if (stopped()) return results;
     }
     return results;
 }

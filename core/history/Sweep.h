@@ -13,8 +13,15 @@
 // (grid) or drawn uniformly on its scale (random). Grid takes every combination; random draws "trials"
 // assignments from a generator seeded by "seed", so a sweep is the same sweep when run again.
 // Successive halving: every trial trains for rungs[0] epochs, the best "keep" fraction (at least one) by
-// the metric trains again, from scratch, for rungs[1] epochs, and so on; without it each trial trains the
-// project's epochs.
+// the metric goes on to rungs[1] epochs in all, continuing from its checkpoint of epoch rungs[0] (each trial
+// has its own checkpoint folder: <training.checkpoint_dir>/sweep-trial-N, or, without a checkpoint_dir,
+// <state file minus .json>-checkpoints/trial-N), and so on; without halving each trial trains the project's
+// epochs.
+//
+// Parallel trials: `parallel` worker threads (or one per entry of `devices`), each trial with its own
+// backend on its slot's device and, for CPU slots when training.threads is 0, the machine's cores split
+// between the CPU slots so trials do not oversubscribe. Each worker records into its own RunStore
+// connection on the same database (SQLite WAL). A rung's trials all finish before the next rung is chosen.
 //
 // Resume: after each trial the state file (JSON, written atomically) records its assignment, rung, run id,
 // status and metric. Run again with the same definition, the sweep skips what the state says is done and
@@ -70,18 +77,24 @@ struct TrialResult {
     int64_t runId = 0;
     double metric = 0;  // NaN when failed
     std::string message;
+    std::string device;       // the device it trained on
+    std::string resumedFrom;  // a promoted trial: the checkpoint it continued from
 };
 
 struct SweepOptions {
     std::string statePath;  // empty: <project>.sweep-state.json beside the project
     RunStore* store = nullptr;
-    // Called with each trial's Trainer while it runs (the CLI's Ctrl+C stops it) and with nullptr after.
-    std::function<void(Trainer*)> onTrainer;
+    // Called from a worker with its slot (0 .. slots-1) and the trial's Trainer while it runs (the CLI's
+    // Ctrl+C stops it), and with nullptr after.
+    std::function<void(int slot, Trainer*)> onTrainer;
+    int parallel = 1;                  // worker slots when `devices` is empty
+    std::vector<std::string> devices;  // one slot per entry ("cpu", "cuda:0", "cpu" again ...); empty: the project's
     const std::atomic<bool>* stop = nullptr;  // set: no further trial starts
     bool quiet = false;
 };
 
-// Runs (or resumes) the sweep; progress lines go to `log`. Returns every trial result of the state, in order.
+// Runs (or resumes) the sweep; progress lines go to `log`. Returns every trial result of the state, in the order
+// the trials finished.
 std::vector<TrialResult> runSweep(const Project& project, const std::string& projectPath, const SweepOptions& options,
                                   std::ostream& log);
 

@@ -149,6 +149,29 @@ private slots:
         panel.clearOverlay();
         QVERIFY(!dash.chart("loss")->hasSeries(QString("run%1:loss").arg(sweep[0])));
 
+        // Selecting loads the curves off the GUI thread: the selection returns at once with the status line
+        // saying so and no curve yet; the curves appear when the load finishes; a newer selection wins.
+        QSignalSpy loaded(&panel, &RunsPanel::overlayLoaded);
+        QElapsedTimer selecting;
+        selecting.start();
+        panel.selectRuns({sweep[0]});
+        panel.selectRuns({sweep[1], sweep[2]});
+        const qint64 selectMs = selecting.elapsed();
+        QVERIFY2(selectMs < 1000, qPrintable(QString("selection took %1 ms").arg(selectMs)));
+        QVERIFY(!dash.chart("loss")->hasSeries(QString("run%1:loss").arg(sweep[1])));
+        QVERIFY2(panel.statusText().contains("loading the curves of 2 run(s)"), qPrintable(panel.statusText()));
+        QVERIFY(loaded.wait(10000));
+        QTest::qWait(50);  // the stale load of the first selection, if it were applied, would land by now
+        QCOMPARE(loaded.size(), 1);
+        QCOMPARE(loaded[0][0].toStringList().size(), 2);
+        QVERIFY(!dash.chart("loss")->hasSeries(QString("run%1:loss").arg(sweep[0])));
+        for (int64_t id : {sweep[1], sweep[2]}) {
+            QCOMPARE(dash.chart("loss")->pointCount(QString("run%1:loss").arg(id)), 120);
+            QCOMPARE(dash.chart("accuracy")->pointCount(QString("run%1:val_acc").arg(id)), 3);
+        }
+        QCOMPARE(panel.statusText(), QString("2 run(s) overlaid"));
+        panel.clearOverlay();
+
         // The diff names exactly the changed key.
         QCOMPARE(panel.settingsDiff(sweep[0], sweep[2]), QStringList{"training.learning_rate: 0.01 -> 0.2"});
         QVERIFY(panel.settingsDiff(sweep[0], sweep[0]).isEmpty());

@@ -3,10 +3,14 @@
 // learning rate's range, evenly spaced choices for the optimizer). STRATA_UI_SCREENSHOTS=<dir> saves
 // sweep-panel.png.
 #include <QComboBox>
+#include <QElapsedTimer>
+#include <QFile>
 #include <QSignalSpy>
+#include <QSpinBox>
 #include <QTableWidget>
 #include <QTemporaryDir>
 #include <QTest>
+#include <QThread>
 
 #include "core/history/RunStore.h"
 #include "qcustomplot.h"
@@ -35,6 +39,7 @@ private slots:
         panel.setDatabase(dir.filePath("runs.sqlite"));
         QVERIFY(!panel.loadResults());  // nothing run yet
         QSignalSpy finished(&panel, &SweepPanel::sweepFinished);
+        panel.parallelBox()->setValue(2);  // two trials at once, each with half the cores
         QVERIFY(panel.start());
         QVERIFY(!panel.start());  // one at a time
         QVERIFY(finished.wait(120000));
@@ -56,6 +61,9 @@ private slots:
         QCOMPARE(panel.plot()->xAxis->scaleType(), QCPAxis::stLinear);
         history::RunStore store(dir.filePath("runs.sqlite").toStdString());
         QCOMPARE(store.runs().size(), size_t(8));
+        const int threads = std::max(1, QThread::idealThreadCount() / 2);
+        for (const history::RunRecord& r : store.runs())
+            QCOMPARE(Json::parse(store.projectJson(r.id))["training"]["threads"].get<int>(), threads);
 
         if (const QString shots = qEnvironmentVariable("STRATA_UI_SCREENSHOTS"); !shots.isEmpty()) {
             panel.parameterBox()->setCurrentText("training.learning_rate");
@@ -64,6 +72,35 @@ private slots:
             QTest::qWait(100);
             panel.grab().save(shots + "/sweep-panel.png");
         }
+    }
+
+    void stopStopsRunningTrials() {
+        // Trials that would train for many seconds: Stop must end the running ones, not wait for them.
+        QTemporaryDir dir;
+        Project p = test::blobsMlpProject("sweep-stop");
+        test::useBlobs(p, 24000, 4, {16});
+        p.training.epochs = 1000;
+        p.sweep = Json::parse(R"({"parameters": [{"setting": "training.learning_rate",
+                                   "values": [0.01, 0.02, 0.05, 0.1]}]})");
+        const QString path = dir.filePath("stop.strata");
+        writeProject(p, path.toStdString());
+        ProjectDocument doc;
+        QVERIFY(doc.load(path, nullptr));
+        SweepPanel panel(&doc);
+        panel.setDatabase(dir.filePath("runs.sqlite"));
+        panel.parallelBox()->setValue(2);
+        QSignalSpy finished(&panel, &SweepPanel::sweepFinished);
+        QVERIFY(panel.start());
+        QTest::qWait(700);  // both trials set up and training
+        QElapsedTimer stopping;
+        stopping.start();
+        panel.stop();
+        QVERIFY(finished.wait(60000));
+        QVERIFY2(stopping.elapsed() < 5000, qPrintable(QString("stopping took %1 ms").arg(stopping.elapsed())));
+        QVERIFY(!QFile::exists(panel.statePath()));  // no trial counts as done: a later start redoes them
+        history::RunStore store(dir.filePath("runs.sqlite").toStdString());
+        QVERIFY(!store.runs().empty() && store.runs().size() <= 2);  // those that were running; no further one
+        for (const history::RunRecord& r : store.runs()) QVERIFY2(r.status != "finished", r.status.c_str());
     }
 };
 
