@@ -25,6 +25,7 @@
 #include <algorithm>
 #include <cmath>
 #include <exception>
+#include <numeric>
 
 #include <QtConcurrent/QtConcurrentRun>
 #include <qcustomplot.h>
@@ -207,6 +208,22 @@ void DatasetPanel::buildUi() {
     m_synthShape = m_editors.add<QLineEdit>("synthetic_shape", synthPage);
     row(synthForm, "synthetic_shape", m_synthShape);
     m_kindPages->addWidget(synthPage);
+
+    // image_folder: train_path and validation_path shown again (as on the text page), plus its own settings.
+    auto* imagePage = new QWidget(m_kindPages);
+    auto* imageForm = new QFormLayout(imagePage);
+    imageForm->setContentsMargins(0, 0, 0, 0);
+    m_imageTrain = pathEdit(imagePage, "train_path", &pathRow, false);
+    row(imageForm, "train_path", pathRow);
+    m_imageVal = pathEdit(imagePage, "validation_path", &pathRow, false);
+    row(imageForm, "validation_path", pathRow);
+    row(imageForm, "image_shape", m_editors.add<QLineEdit>("image_shape", imagePage));
+    row(imageForm, "image_resize", m_editors.add<QComboBox>("image_resize", imagePage));
+    row(imageForm, "strict_images", m_editors.add<QCheckBox>("strict_images", imagePage));
+    auto* threads = m_editors.add<QSpinBox>("decode_threads", imagePage);
+    threads->setSpecialValueText(tr("one per core"));
+    row(imageForm, "decode_threads", threads);
+    m_kindPages->addWidget(imagePage);
     formLayout->addWidget(sourceBox);
 
     auto* prepBox = new QGroupBox(tr("Preparation"), form);
@@ -303,6 +320,8 @@ void DatasetPanel::syncFromDocument() {
     m_kindPages->setCurrentIndex(m_kind->currentIndex());
     m_textTrain->setText(m_csvTrain->text());
     m_textVal->setText(m_csvVal->text());
+    m_imageTrain->setText(m_csvTrain->text());
+    m_imageVal->setText(m_csvVal->text());
     m_updating = false;
 }
 
@@ -312,6 +331,9 @@ DatasetSettings DatasetPanel::settingsFromWidgets() const {
     if (s.kind == DatasetKind::Text) {
         s.trainPath = m_textTrain->text().trimmed().toStdString();
         s.validationPath = m_textVal->text().trimmed().toStdString();
+    } else if (s.kind == DatasetKind::ImageFolder) {
+        s.trainPath = m_imageTrain->text().trimmed().toStdString();
+        s.validationPath = m_imageVal->text().trimmed().toStdString();
     }
     return s;
 }
@@ -347,6 +369,8 @@ DatasetPreview DatasetPanel::buildPreview(const DatasetSettings& settings, const
             p.classNames << (c < int(data.classNames.size()) ? QString::fromStdString(data.classNames[size_t(c)])
                                                              : QString::number(c));
         p.trainPerClass = perClass(data.train, data.numClasses);
+        for (const SkippedFile& f : data.skipped)
+            p.skipped << QString::fromStdString(f.path) + QStringLiteral(": ") + QString::fromStdString(f.reason);
         p.validationPerClass = perClass(data.validation, data.numClasses);
 
         const DataSplit& split = data.train;
@@ -373,7 +397,27 @@ DatasetPreview DatasetPanel::buildPreview(const DatasetSettings& settings, const
                 p.labels << labelOf(i);
             }
         } else if (isImageShape(split.sampleShape)) {
-            for (int64_t i = 0; i < shown; ++i) {
+            // A folder lists class by class: show the classes in turn, so every class has thumbnails.
+            std::vector<std::vector<int64_t>> byClass(size_t(std::max(1, data.numClasses)));
+            for (int64_t i = 0; i < split.count; ++i) {
+                const auto l = size_t(std::max(0, split.labels[size_t(i)]));
+                if (l < byClass.size()) byClass[l].push_back(i);
+            }
+            std::vector<int64_t> order;
+            for (size_t k = 0; int64_t(order.size()) < shown; ++k) {
+                bool any = false;
+                for (const std::vector<int64_t>& rows : byClass)
+                    if (k < rows.size() && int64_t(order.size()) < shown) {
+                        order.push_back(rows[k]);
+                        any = true;
+                    }
+                if (!any) break;
+            }
+            if (settings.kind != DatasetKind::ImageFolder) {
+                order.resize(size_t(shown));
+                std::iota(order.begin(), order.end(), 0);
+            }
+            for (int64_t i : order) {
                 p.images << renderSample(split.inputs.data() + i * per, split.sampleShape);
                 p.labels << labelOf(i);
             }
@@ -402,7 +446,12 @@ void DatasetPanel::showPreview(const DatasetPreview& preview) {
         return;
     }
     m_preview = preview;
-    m_previewStatus->setText(tr("Loaded."));
+    m_previewStatus->setText(preview.skipped.isEmpty()
+                                 ? tr("Loaded.")
+                                 : tr("Loaded; %n file(s) skipped:", nullptr, int(preview.skipped.size())) +
+                                       QLatin1Char('\n') +
+                                       QStringList(preview.skipped.mid(0, 8)).join(QLatin1Char('\n')) +
+                                       (preview.skipped.size() > 8 ? QStringLiteral("\n...") : QString()));
     m_description->setText(tr("%1. Sample shape %2; showing the first %n training sample(s).", nullptr,
                               int(std::max({preview.images.size(), preview.rows.size(), preview.texts.size()})))
                                .arg(preview.description, preview.sampleShape));

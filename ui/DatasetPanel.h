@@ -44,6 +44,7 @@ struct DatasetPreview {
     QStringList columns;
     QVector<QStringList> rows;
     QStringList texts;
+    QStringList skipped;  // image_folder: "path: reason" of each file left out
 };
 
 class DatasetPanel : public QWidget {
@@ -89,6 +90,7 @@ private:
     QStackedWidget* m_kindPages = nullptr;
     QLineEdit *m_csvTrain = nullptr, *m_csvVal = nullptr, *m_labelColumn = nullptr;
     QLineEdit *m_textTrain = nullptr, *m_textVal = nullptr;
+    QLineEdit *m_imageTrain = nullptr, *m_imageVal = nullptr;  // image_folder's view of train/validation_path
     QComboBox* m_tokenizer = nullptr;
     QSpinBox *m_maxTokens = nullptr, *m_maxVocab = nullptr;
     QSpinBox *m_synthSamples = nullptr, *m_synthClasses = nullptr;
