@@ -248,10 +248,12 @@ private slots:
         // Centre crop of a wide image needs the shorter side at the target height.
         Pixels wide{128, 32, 1, std::vector<uint8_t>(128 * 32, 100)};
         QVERIFY(writeJpeg(path("wide.jpg"), wide));
-        const data::Image w = data::readImageFile(path("wide.jpg"), data::DecodeHint{16, 16, data::ResizePolicy::CenterCrop});
+        const data::Image w =
+            data::readImageFile(path("wide.jpg"), data::DecodeHint{16, 16, data::ResizePolicy::CenterCrop});
         QCOMPARE(w.height, int64_t(16));
         QCOMPARE(w.width, int64_t(64));
-        const data::Image s = data::readImageFile(path("wide.jpg"), data::DecodeHint{16, 16, data::ResizePolicy::Stretch});
+        const data::Image s =
+            data::readImageFile(path("wide.jpg"), data::DecodeHint{16, 16, data::ResizePolicy::Stretch});
         QCOMPARE(s.height, int64_t(16));  // 1/2: at 1/4 the height (8) would be below 16
         QCOMPARE(s.width, int64_t(64));
     }

@@ -97,14 +97,16 @@ ImageList listFolder(const fs::path& root, const std::vector<std::string>& given
             auto it = index.find(name);
             if (it == index.end()) {
                 skip(list, strict, dir.string(),
-                     "class folder skipped: '" + name + "' is not among the classes (dataset.class_names or the "
-                     "training folder's classes)");
+                     "class folder skipped: '" + name +
+                         "' is not among the classes (dataset.class_names or the "
+                         "training folder's classes)");
                 continue;
             }
             label = it->second;
         } else {
             if (!anyImage) {
-                skip(list, strict, dir.string(), "empty class folder (no PNG, JPEG, BMP, PGM or PPM file): not a class");
+                skip(list, strict, dir.string(),
+                     "empty class folder (no PNG, JPEG, BMP, PGM or PPM file): not a class");
                 continue;
             }
             label = static_cast<int32_t>(list.classNames.size());
@@ -182,16 +184,16 @@ ImageList listImages(const std::string& source, const std::vector<std::string>& 
         throw DataError::inFile(source, "no such folder or CSV file");
     }
     if (list.paths.empty())
-        throw DataError::inFile(source, "holds no image (PNG, JPEG, BMP, PGM or PPM) in a class folder" +
-                                            std::string(list.skipped.empty() ? "" : "; skipped: " +
-                                                                                        list.skipped.front().path +
-                                                                                        ": " +
-                                                                                        list.skipped.front().reason));
+        throw DataError::inFile(
+            source, "holds no image (PNG, JPEG, BMP, PGM or PPM) in a class folder" +
+                        std::string(list.skipped.empty() ? ""
+                                                         : "; skipped: " + list.skipped.front().path + ": " +
+                                                               list.skipped.front().reason));
     return list;
 }
 
-DecodedImages decodeImages(const std::vector<std::string>& paths, const Shape& shape, ResizePolicy policy,
-                           int threads, bool strict) {
+DecodedImages decodeImages(const std::vector<std::string>& paths, const Shape& shape, ResizePolicy policy, int threads,
+                           bool strict) {
     const std::vector<int64_t>& dims = shape.dims();
     if (dims.size() != 3 || (dims[0] != 1 && dims[0] != 3) || dims[1] < 1 || dims[2] < 1)
         throw DataError("dataset.image_shape: " + shape.toString() + " is not [C, H, W] with C = 1 or 3");

@@ -41,7 +41,7 @@ struct DecodedImages {
 // Decodes and fits every path to `shape` ([C, H, W], C = 1 or 3) with `threads` workers (0: one per core).
 // The result does not depend on the thread count. Strict: throws DataError for the first bad file in
 // list order.
-DecodedImages decodeImages(const std::vector<std::string>& paths, const Shape& shape, ResizePolicy policy,
-                           int threads, bool strict);
+DecodedImages decodeImages(const std::vector<std::string>& paths, const Shape& shape, ResizePolicy policy, int threads,
+                           bool strict);
 
 }  // namespace strata::data
