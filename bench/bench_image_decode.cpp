@@ -27,8 +27,8 @@ int main(int argc, char** argv) {
         const data::ImageList list = data::listImages(argv[1], {}, false);
         const data::DecodedImages d = data::decodeImages(list.paths, shape, policy, threads, false);
         const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        std::printf("{\"images\": %zu, \"seconds\": %.4f, \"images_per_s\": %.1f, \"skipped\": %zu}\n", d.kept.size(), s,
-                    double(d.kept.size()) / s, d.skipped.size() + list.skipped.size());
+        std::printf("{\"images\": %zu, \"seconds\": %.4f, \"images_per_s\": %.1f, \"skipped\": %zu}\n", d.kept.size(),
+                    s, double(d.kept.size()) / s, d.skipped.size() + list.skipped.size());
     } catch (const std::exception& e) {
         std::fprintf(stderr, "%s\n", e.what());
         return 1;

@@ -302,6 +302,42 @@ private slots:
         QCOMPARE(c.train.sampleShape, Shape({3, 12, 12}));
         checkLabelsMatchPixels(c.train);
 
+        // standardize on RGB: per channel, measured on the training split, stored per feature.
+        DatasetSettings stdRgb = folderSettings(root);
+        stdRgb.imageShape = {3, 4, 4};
+        stdRgb.normalization = NormalizationMode::Standardize;
+        const std::string colours = path("colours");
+        fs::create_directories(colours + "/a");
+        fs::create_directories(colours + "/b");
+        for (int k = 0; k < 6; ++k) {
+            Pixels p = flat(4, 4, 3, 0);
+            for (size_t i = 0; i < p.bytes.size(); i += 3) {
+                p.bytes[i] = static_cast<uint8_t>(10 * k);         // red varies by image
+                p.bytes[i + 1] = static_cast<uint8_t>(200);        // green constant
+                p.bytes[i + 2] = static_cast<uint8_t>(i % 7 * 9);  // blue varies by pixel
+            }
+            QVERIFY(writePng(colours + (k % 2 ? "/a/" : "/b/") + std::to_string(k) + ".png", p));
+        }
+        stdRgb.trainPath = colours;
+        const DatasetBundle sr = loadDataset(stdRgb, "");
+        QCOMPARE(sr.normalization.mode, std::string("standardize"));
+        QCOMPARE(sr.normalization.featureMean.size(), size_t(48));
+        QCOMPARE(sr.normalization.featureMean[0], 25.f);    // red: mean of 0, 10, ..., 50
+        QCOMPARE(sr.normalization.featureMean[16], 200.f);  // green
+        QCOMPARE(sr.normalization.featureStd[16], 1.f);     // constant channel: std 1, not 0
+        for (int c = 0; c < 3; ++c) {
+            double sum = 0, sumSq = 0;
+            for (int64_t r = 0; r < sr.train.count; ++r)
+                for (int i = 0; i < 16; ++i) {
+                    const double v = sr.train.inputs[size_t(r * 48 + c * 16 + i)];
+                    sum += v;
+                    sumSq += v * v;
+                }
+            const double n = double(sr.train.count) * 16;
+            QVERIFY(std::fabs(sum / n) < 1e-5);
+            if (c != 1) QVERIFY(std::fabs(sumSq / n - 1.0) < 1e-4);
+        }
+
         // Stratified split: 25% of each class's 8 is 2 -> 6 validation, 18 training, every class in both.
         DatasetSettings split = folderSettings(root);
         split.validationSplit = 0.25;

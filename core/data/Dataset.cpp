@@ -679,6 +679,39 @@ RawSplit decodeSplit(const data::ImageList& list, const Shape& shape, const Data
     return raw;
 }
 
+// RGB images: one mean and standard deviation per channel, measured on the training split (in 0..255
+// units). Stored as per-feature statistics (the channel's value at each of its pixels), the form
+// checkpoints, exports and predict already carry, so nothing downstream needs to know about channels.
+void standardizePerChannel(RawSplit& train, RawSplit& validation, Normalization& norm) {
+    norm = Normalization{};
+    norm.mode = settingName(NormalizationMode::Standardize);
+    const int64_t channels = train.shape.dims()[0], plane = train.shape.numel() / channels;
+    std::vector<double> sum(static_cast<size_t>(channels), 0.0), sumSq(static_cast<size_t>(channels), 0.0);
+    for (int64_t r = 0; r < train.count(); ++r)
+        for (int64_t c = 0; c < channels; ++c) {
+            const float* p = train.values.data() + (r * channels + c) * plane;
+            for (int64_t i = 0; i < plane; ++i) {
+                sum[static_cast<size_t>(c)] += p[i];
+                sumSq[static_cast<size_t>(c)] += double(p[i]) * p[i];
+            }
+        }
+    const double n = double(std::max<int64_t>(1, train.count())) * double(plane);
+    norm.featureMean.resize(static_cast<size_t>(channels * plane));
+    norm.featureStd.resize(static_cast<size_t>(channels * plane));
+    for (int64_t c = 0; c < channels; ++c) {
+        const double mean = sum[static_cast<size_t>(c)] / n;
+        const double var = std::max(0.0, sumSq[static_cast<size_t>(c)] / n - mean * mean);
+        const auto sd = var > 1e-12 ? float(std::sqrt(var)) : 1.0f;
+        std::fill_n(norm.featureMean.begin() + c * plane, plane, float(mean));
+        std::fill_n(norm.featureStd.begin() + c * plane, plane, sd);
+    }
+    const int64_t f = channels * plane;
+    for (RawSplit* split : {&train, &validation})
+        for (size_t i = 0; i < split->values.size(); ++i)
+            split->values[i] = (split->values[i] - norm.featureMean[i % static_cast<size_t>(f)]) /
+                               norm.featureStd[i % static_cast<size_t>(f)];
+}
+
 DatasetBundle loadImageFolder(const DatasetSettings& s, const std::string& projectPath) {
     if (s.trainPath.empty())
         throw DataError("dataset.train_path is empty (image_folder datasets need a folder of class folders or a CSV)");
@@ -716,7 +749,11 @@ DatasetBundle loadImageFolder(const DatasetSettings& s, const std::string& proje
                                 "no training image decoded; first problem: " +
                                     (b.skipped.empty() ? std::string("none listed")
                                                        : b.skipped.front().path + ": " + b.skipped.front().reason));
-    normalize(train, validation, s.normalization, true, b.normalization);
+    if (s.normalization == NormalizationMode::Standardize && shape.dims()[0] == 3) {
+        standardizePerChannel(train, validation, b.normalization);
+    } else {
+        normalize(train, validation, s.normalization, true, b.normalization);
+    }
     b.classNames = trainList.classNames;
     b.numClasses = static_cast<int>(b.classNames.size());
     b.description = "Image folder " + fileName(trainPath) + " (" + shape.toString() + ", " +

@@ -85,7 +85,8 @@ struct DatasetBundle {
 //   every image becomes imageShape [C, H, W] by imageResize. Without a validation folder, the held-out
 //   validationSplit is stratified (the same fraction of every class, fixed seed). train_limit and
 //   validation_limit take a seeded random subset (a folder lists class by class). Bad files are skipped
-//   and listed in `skipped` unless strictImages.
+//   and listed in `skipped` unless strictImages. standardize on RGB images is per channel (the
+//   statistics stored per feature, each channel's at all its pixels); on gray ones one mean and std.
 // Without a validation file, validationSplit of the training file is held out (fixed seed).
 // Throws DataError.
 DatasetBundle loadDataset(const DatasetSettings& settings, const std::string& projectPath);
