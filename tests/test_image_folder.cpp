@@ -18,6 +18,7 @@
 #include <png.h>
 #include <turbojpeg.h>
 
+#include "core/data/DataLoader.h"
 #include "core/data/Dataset.h"
 #include "core/data/ImageFile.h"
 #include "core/data/ImageFolder.h"
@@ -438,6 +439,105 @@ private slots:
         noShape.imageShape = {};
         e = dataErrorOf([&] { loadDataset(noShape, ""); });
         QVERIFY2(e.find("dataset.image_shape") != std::string::npos, e.c_str());
+    }
+
+    // The augmentation warp: identity, 180 degrees (both axes reversed), four quarter turns, a crop of the
+    // left half resized back (a linear ramp stays linear), edges kept when a crop is enlarged.
+    void warpIsExact() {
+        const int64_t h = 3, w = 5;
+        std::vector<float> img(size_t(h * w)), out(img.size()), back(img.size());
+        for (size_t i = 0; i < img.size(); ++i) img[i] = float(i * i % 17);
+        warpImage(img.data(), out.data(), 1, h, w, {0, 0, double(h), double(w), 0}, -1.f);
+        QCOMPARE(out, img);
+        warpImage(img.data(), out.data(), 1, h, w, {0, 0, double(h), double(w), 180}, -1.f);
+        for (int64_t y = 0; y < h; ++y)
+            for (int64_t x = 0; x < w; ++x)
+                QVERIFY(std::fabs(out[size_t(y * w + x)] - img[size_t((h - 1 - y) * w + (w - 1 - x))]) < 1e-4f);
+        std::vector<float> sq(25), a(25), b(25);
+        for (size_t i = 0; i < 25; ++i) sq[i] = float(i);
+        a = sq;
+        for (int k = 0; k < 4; ++k) {
+            warpImage(a.data(), b.data(), 1, 5, 5, {0, 0, 5, 5, 90}, -1.f);
+            a = b;
+            if (k == 0) QVERIFY(std::fabs(b[0] - sq[0]) > 0.5f || std::fabs(b[4] - sq[4]) > 0.5f);  // it moved
+        }
+        for (size_t i = 0; i < 25; ++i) QVERIFY(std::fabs(a[i] - sq[i]) < 1e-3f);
+        // The left half of a ramp value = x, resized to the full width: value (x + 0.5) / 2 - 0.5, clamped at 0.
+        std::vector<float> ramp(size_t(h * w));
+        for (int64_t y = 0; y < h; ++y)
+            for (int64_t x = 0; x < w; ++x) ramp[size_t(y * w + x)] = float(x);
+        warpImage(ramp.data(), out.data(), 1, h, w, {0, 0, double(h), 2.5, 0}, -1.f);
+        for (int64_t x = 0; x < w; ++x)
+            QVERIFY(std::fabs(out[size_t(x)] - std::max(0.f, (float(x) + 0.5f) * 0.5f - 0.5f)) < 1e-5f);
+        // A flat image stays flat under any crop (no fill pulled in).
+        std::vector<float> flatImg(size_t(h * w), 7.f);
+        warpImage(flatImg.data(), out.data(), 1, h, w, {0.3, 0.2, 1.7, 2.1, 0}, -1.f);
+        for (float v : out) QCOMPARE(v, 7.f);
+    }
+
+    // The loader's image augmentations: deterministic per seed, brightness a per-image shift within the
+    // bound, contrast leaving a flat image alone, resized crops keeping a flat image flat.
+    void loaderImageAugmentation() {
+        DataSplit split;
+        split.sampleShape = Shape{1, 6, 6};
+        split.count = 64;
+        for (int i = 0; i < 64; ++i) {
+            split.inputs.insert(split.inputs.end(), 36, float(i % 5) * 0.1f);
+            split.labels.push_back(i % 2);
+        }
+        auto firstBatch = [&](const Augmentation& aug) {
+            DataLoader loader(split, 64, false, 7, aug);
+            loader.startEpoch(0);
+            Batch b;
+            loader.next(b);
+            return b.inputs;
+        };
+        Augmentation bright;
+        bright.brightness = 0.1f;
+        bright.pixelUnit = 1.f / 255.f;  // scale 1/255, std 1: a full range of 1
+        const std::vector<float> x = firstBatch(bright);
+        QCOMPARE(x, firstBatch(bright));
+        int shifted = 0;
+        for (int i = 0; i < 64; ++i) {
+            const float d = x[size_t(i * 36)] - split.inputs[size_t(i * 36)];
+            QVERIFY(std::fabs(d) <= 0.1f + 1e-6f);
+            if (std::fabs(d) > 1e-3f) ++shifted;
+            for (int j = 1; j < 36; ++j) QVERIFY(std::fabs(x[size_t(i * 36 + j)] - x[size_t(i * 36)]) < 1e-6f);
+        }
+        QVERIFY(shifted > 50);
+        Augmentation contrast;
+        contrast.contrast = 0.5f;
+        const std::vector<float> c = firstBatch(contrast);
+        for (size_t j = 0; j < c.size(); ++j) QVERIFY(std::fabs(c[j] - split.inputs[j]) < 1e-6f);
+        Augmentation crop;
+        crop.resizedCropMinArea = 0.3f;
+        const std::vector<float> r = firstBatch(crop);
+        for (size_t j = 0; j < r.size(); ++j) QVERIFY(std::fabs(r[j] - split.inputs[j]) < 1e-5f);
+        // With rotation a gradient changes, the same way for the same seed.
+        for (int i = 0; i < 64; ++i)
+            for (int j = 0; j < 36; ++j) split.inputs[size_t(i * 36 + j)] = float(j % 6);
+        Augmentation rot;
+        rot.rotationDegrees = 30.f;
+        rot.resizedCropMinArea = 0.5f;
+        const std::vector<float> g = firstBatch(rot);
+        QCOMPARE(g, firstBatch(rot));
+        QVERIFY(g != split.inputs);
+        // Settings to Augmentation: the table's keys reach the loader.
+        DatasetSettings s;
+        s.rotationDegrees = 10;
+        s.resizedCropMinArea = 0.6;
+        s.brightness = 0.2;
+        s.contrast = 0.3;
+        Normalization n;
+        n.scale = 1.f / 255.f;
+        n.mean = 0.5f;
+        n.std = 0.25f;
+        const Augmentation fromSettings = trainingAugmentation(s, n);
+        QCOMPARE(fromSettings.rotationDegrees, 10.f);
+        QCOMPARE(fromSettings.resizedCropMinArea, 0.6f);
+        QCOMPARE(fromSettings.brightness, 0.2f);
+        QCOMPARE(fromSettings.contrast, 0.3f);
+        QCOMPARE(fromSettings.pixelUnit, 1.f / 255.f / 0.25f);
     }
 
     void csvListing() {

@@ -248,6 +248,11 @@ void DatasetPanel::buildUi() {
     m_noise = m_editors.add<QDoubleSpinBox>("noise_std", augBox, 3);
     m_noise->setSingleStep(0.01);
     row(augForm, "noise_std", m_noise);
+    for (const char* key : {"resized_crop_min_area", "rotation_degrees", "brightness", "contrast"}) {
+        auto* spin = m_editors.add<QDoubleSpinBox>(key, augBox, 2);
+        spin->setSingleStep(std::string(key) == "rotation_degrees" ? 5.0 : 0.05);
+        row(augForm, key, spin);
+    }
     formLayout->addWidget(augBox);
 
     auto* limitBox = new QGroupBox(tr("Limits"), form);

@@ -195,6 +195,20 @@ std::vector<SettingSpec<DS>> makeDatasetSpecs() {
         Entry<&DS::noiseStd>("noise_std", "Gaussian noise std",
                              "Training split: add Gaussian noise of this standard deviation to every input.")
             .numberRange(0.0, 1e6),
+        Entry<&DS::resizedCropMinArea>("resized_crop_min_area", "Random resized crop",
+                                       "Images, training split: crop a random region of at least this fraction of "
+                                       "the area (aspect 3/4 to 4/3) and resize it back; 0: off.")
+            .numberRange(0.0, 1.0),
+        Entry<&DS::rotationDegrees>("rotation_degrees", "Random rotation",
+                                    "Images, training split: rotate by a random angle within +- this many degrees.")
+            .numberRange(0.0, 180.0),
+        Entry<&DS::brightness>("brightness", "Brightness jitter",
+                               "Images, training split: add a random level within +- this fraction of the pixel "
+                               "range.")
+            .numberRange(0.0, 1.0),
+        Entry<&DS::contrast>("contrast", "Contrast jitter",
+                             "Images, training split: scale each image's deviations from its mean by 1 +- this.")
+            .numberRange(0.0, 1.0),
         Entry<&DS::trainLimit>("train_limit", "Training samples", "Use only the first N training samples; 0: all.")
             .intRange(0, INT64_MAX)
             .flag("--train-limit", "N"),

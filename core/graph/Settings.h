@@ -49,6 +49,9 @@ struct DatasetSettings {
     int cropPadding = 0;
     bool horizontalFlip = false;
     float noiseStd = 0.0f;
+    double resizedCropMinArea = 0.0;              // random resized crop: smallest area fraction; 0: off
+    double rotationDegrees = 0.0;                 // random rotation within +-degrees
+    double brightness = 0.0, contrast = 0.0;      // random jitter: +- fraction of the pixel range; 1 +- factor
     int64_t trainLimit = 0, validationLimit = 0;  // >0: use only the first N samples
     std::vector<std::string> classNames;
     // synthetic: samples, classes and per-sample shape
