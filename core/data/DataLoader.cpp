@@ -5,6 +5,7 @@
 #include <cstring>
 #include <numeric>
 #include <stdexcept>
+#include <utility>
 
 #include "core/data/DataRandom.h"
 
@@ -79,7 +80,12 @@ void warpImage(const float* src, float* dst, int64_t channels, int64_t height, i
 
 DataLoader::DataLoader(const DataSplit& split, int batchSize, bool shuffle, uint64_t seed, Augmentation aug,
                        bool dropLast)
-    : m_split(split), m_batchSize(batchSize), m_shuffle(shuffle), m_seed(seed), m_aug(aug), m_dropLast(dropLast) {
+    : m_split(split),
+      m_batchSize(batchSize),
+      m_shuffle(shuffle),
+      m_seed(seed),
+      m_aug(std::move(aug)),
+      m_dropLast(dropLast) {
     if (batchSize < 1)
         throw std::invalid_argument("DataLoader: batch size " + std::to_string(batchSize) + " (must be at least 1)");
     m_sampleSize = split.sampleShape.numel();
@@ -88,15 +94,16 @@ DataLoader::DataLoader(const DataSplit& split, int batchSize, bool shuffle, uint
         throw std::invalid_argument("DataLoader: split holds " + std::to_string(split.inputs.size()) + " inputs and " +
                                     std::to_string(split.labels.size()) + " labels for " + std::to_string(split.count) +
                                     " samples of " + split.sampleShape.toString());
-    if (aug.cropPadding < 0 || aug.noiseStd < 0.f || aug.resizedCropMinArea < 0.f || aug.resizedCropMinArea > 1.f ||
-        aug.rotationDegrees < 0.f || aug.brightness < 0.f || aug.contrast < 0.f)
+    if (m_aug.cropPadding < 0 || m_aug.noiseStd < 0.f || m_aug.resizedCropMinArea < 0.f ||
+        m_aug.resizedCropMinArea > 1.f || m_aug.rotationDegrees < 0.f || m_aug.brightness < 0.f || m_aug.contrast < 0.f)
         throw std::invalid_argument(
             "DataLoader: crop padding, noise, rotation, brightness and contrast must not be negative, the resized "
             "crop's area 0 to 1");
-    if (!aug.featurePixelUnit.empty() && static_cast<int64_t>(aug.featurePixelUnit.size()) != split.sampleShape.numel())
+    if (!m_aug.featurePixelUnit.empty() &&
+        static_cast<int64_t>(m_aug.featurePixelUnit.size()) != split.sampleShape.numel())
         throw std::invalid_argument("DataLoader: per-feature pixel units do not match the samples");
     const int rank = split.sampleShape.rank();
-    if (aug.geometric()) {
+    if (m_aug.geometric()) {
         if (rank != 2 && rank != 3)
             throw std::invalid_argument(
                 "DataLoader: crop, flip, resized crop and rotation need image samples [C,H,W]; samples are " +
