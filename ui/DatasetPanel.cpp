@@ -218,6 +218,10 @@ void DatasetPanel::buildUi() {
     m_imageVal = pathEdit(imagePage, "validation_path", &pathRow, false);
     row(imageForm, "validation_path", pathRow);
     row(imageForm, "image_shape", m_editors.add<QLineEdit>("image_shape", imagePage));
+    auto* applyShape = new QPushButton(tr("Set the Input node to this shape"), imagePage);
+    applyShape->setObjectName("apply_input_shape");
+    connect(applyShape, &QPushButton::clicked, this, &DatasetPanel::applyImageShapeToInput);
+    imageForm->addRow(QString(), applyShape);
     row(imageForm, "image_resize", m_editors.add<QComboBox>("image_resize", imagePage));
     row(imageForm, "strict_images", m_editors.add<QCheckBox>("strict_images", imagePage));
     auto* threads = m_editors.add<QSpinBox>("decode_threads", imagePage);
@@ -360,6 +364,27 @@ void DatasetPanel::loadPreview() {
     m_previewButton->setEnabled(false);
     m_previewStatus->setText(tr("Loading..."));
     m_watcher->setFuture(QtConcurrent::run([settings, path] { return buildPreview(settings, path); }));
+}
+
+bool DatasetPanel::applyImageShapeToInput() {
+    commit();
+    const std::vector<int64_t> shape = m_doc->project().dataset.imageShape;
+    auto refuse = [this](const QString& why) {
+        m_previewStatus->setText(QStringLiteral("<span style='color:#b00020'>%1</span>").arg(why.toHtmlEscaped()));
+        return false;
+    };
+    if (shape.size() != 3) return refuse(tr("Set the image shape first (C,H,W, e.g. 3,64,64)."));
+    int input = -1, inputs = 0;
+    for (const Node* n : m_doc->graph().nodes())
+        if (n->type == "Input") {
+            input = n->id;
+            ++inputs;
+        }
+    if (inputs != 1) return refuse(tr("The graph has %n Input node(s); one is needed.", nullptr, inputs));
+    if (!m_doc->setParam(input, QStringLiteral("shape"), Json(shape)))
+        return refuse(tr("The Input node did not take the shape."));
+    m_previewStatus->setText(tr("The Input node now takes %1.").arg(QString::fromStdString(Shape(shape).toString())));
+    return true;
 }
 
 DatasetPreview DatasetPanel::buildPreview(const DatasetSettings& settings, const QString& projectPath, int maxSamples) {

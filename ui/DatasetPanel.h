@@ -66,6 +66,9 @@ public:
 
 public slots:
     void loadPreview();
+    // image_folder: sets the (one) Input node's shape to dataset.image_shape, as one undoable command.
+    // False, with the reason in the status line, when there is no shape or not exactly one Input node.
+    bool applyImageShapeToInput();
     // Re-reads every widget from the document.
     void syncFromDocument();
 

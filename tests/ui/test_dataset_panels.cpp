@@ -149,6 +149,18 @@ private slots:
         QVERIFY2(pv.skipped[0].contains("empty.png") && pv.skipped[0].contains("empty (0 bytes)"),
                  qPrintable(pv.skipped[0]));
         if (!screenshotDir().isEmpty()) panel.grab().save(screenshotDir() + "/dataset_panel_image_folder.png");
+
+        // The data's shape offered to the Input node: one undoable command.
+        DatasetSettings gray = doc.project().dataset;
+        gray.imageShape = {1, 12, 12};
+        doc.setDatasetSettings(gray);
+        const int before = doc.undoStack()->count();
+        QVERIFY(panel.applyImageShapeToInput());
+        const Node* in = doc.graph().nodes().front();
+        QVERIFY(in->params.at("shape") == Json({1, 12, 12}));
+        QCOMPARE(doc.undoStack()->count(), before + 1);
+        doc.undoStack()->undo();
+        QVERIFY(doc.graph().nodes().front()->params.at("shape") == Json({3, 16, 16}));
     }
 
     void flatPreviewShowsRows() {
