@@ -242,6 +242,14 @@ private slots:
         const data::Image quarter = data::readImageFile(path("big.jpg"), data::DecodeHint{16, 16});
         QCOMPARE(quarter.width, int64_t(16));
         QCOMPARE(quarter.height, int64_t(16));
+        QCOMPARE(quarter.fileWidth, int64_t(64));  // said in predict's notes
+        QVERIFY(data::fitImageToInput(quarter, Shape{1, 16, 16})
+                    .notes.back()
+                    .find("shrank the image from 64x64 to 16x16") != std::string::npos);
+        QVERIFY(
+            data::fitImageToInput(quarter, Shape{1, 8, 8}).notes.back().find("from 64x64 (decoded at 16x16) to 8x8") !=
+            std::string::npos);
+        QCOMPARE(whole.fileWidth, int64_t(0));
         const std::vector<float> reference = data::resizePlanar(whole.values, 1, 64, 64, 16, 16);
         QVERIFY2(meanAbsDiff(quarter.values, reference) < 2.0, "scaled decode far from decode + area resize");
         // 20x20 needs at least 20 pixels: 3/8 (24x24) is the smallest scaling that covers it.

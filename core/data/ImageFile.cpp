@@ -140,8 +140,12 @@ FittedImage fitImageToInput(const Image& image, const Shape& inputShape, ResizeP
         const CropBox box = centerCropBox(image.height, image.width, wantH, wantW);
         const bool cropped =
             policy == ResizePolicy::CenterCrop && (box.height != image.height || box.width != image.width);
-        fit.notes.push_back("resized the image from " + std::to_string(image.width) + "x" +
-                            std::to_string(image.height) + " to " + std::to_string(wantW) + "x" +
+        const std::string decoded = image.fileWidth > 0
+                                        ? std::to_string(image.fileWidth) + "x" + std::to_string(image.fileHeight) +
+                                              " (decoded at " + std::to_string(image.width) + "x" +
+                                              std::to_string(image.height) + ")"
+                                        : std::to_string(image.width) + "x" + std::to_string(image.height);
+        fit.notes.push_back("resized the image from " + decoded + " to " + std::to_string(wantW) + "x" +
                             std::to_string(wantH) +
                             (cropped ? " (width x height, the centre " + std::to_string(box.width) + "x" +
                                            std::to_string(box.height) + " kept)"
@@ -150,6 +154,10 @@ FittedImage fitImageToInput(const Image& image, const Shape& inputShape, ResizeP
                             ": the model's input is " + inputShape.toString());
     } else {
         fit.values = std::move(planes);
+        if (image.fileWidth > 0)
+            fit.notes.push_back("the JPEG decoder shrank the image from " + std::to_string(image.fileWidth) + "x" +
+                                std::to_string(image.fileHeight) + " to " + std::to_string(wantW) + "x" +
+                                std::to_string(wantH) + ": the model's input is " + inputShape.toString());
     }
     return fit;
 }
@@ -279,6 +287,10 @@ Image decodeJpeg(const std::vector<uint8_t>& bytes, const std::string& name, con
     img.channels = channels;
     img.height = outH;
     img.width = outW;
+    if (outH != height || outW != width) {
+        img.fileHeight = height;
+        img.fileWidth = width;
+    }
     const size_t plane = size_t(outW) * size_t(outH);
     img.values.resize(plane * size_t(channels));
     for (size_t p = 0; p < plane; ++p)

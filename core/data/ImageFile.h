@@ -22,6 +22,8 @@ namespace strata::data {
 struct Image {
     int64_t channels = 0, height = 0, width = 0;
     std::vector<float> values;
+    // The file's own size when the decoder shrank it (JPEG's scaled decoding); 0: height and width are it.
+    int64_t fileHeight = 0, fileWidth = 0;
 };
 
 // Binary PGM (P5) or PPM (P6), or their ASCII forms (P2, P3); 8 or 16 bits. Values are scaled to 0..255
