@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -302,6 +303,9 @@ private slots:
         QVERIFY(b.skipped.empty());
         checkLabelsMatchPixels(b.train);
         QVERIFY2(b.description.find("24 train, 0 validation, 3 classes") != std::string::npos, b.description.c_str());
+        // File sizes as found: 8x8 PNG and BMP, 10x6 PNG, 16x16 JPEG (decoded at 8x8: the file's size counts).
+        const std::map<std::pair<int64_t, int64_t>, int64_t> sizes{{{8, 8}, 12}, {{10, 6}, 6}, {{16, 16}, 6}};
+        QVERIFY(b.imageSizes == sizes);
 
         // RGB shape: gray repeated, flat RGB stays flat.
         DatasetSettings rgb = folderSettings(root);

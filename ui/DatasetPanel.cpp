@@ -399,6 +399,11 @@ DatasetPreview DatasetPanel::buildPreview(const DatasetSettings& settings, const
             p.classNames << (c < int(data.classNames.size()) ? QString::fromStdString(data.classNames[size_t(c)])
                                                              : QString::number(c));
         p.trainPerClass = perClass(data.train, data.numClasses);
+        std::vector<std::pair<int64_t, std::pair<int64_t, int64_t>>> bySize;
+        for (const auto& [size, n] : data.imageSizes) bySize.push_back({n, size});
+        std::stable_sort(bySize.begin(), bySize.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+        for (const auto& [n, size] : bySize)
+            p.imageSizes << QStringLiteral("%1x%2: %3").arg(size.first).arg(size.second).arg(n);
         for (const SkippedFile& f : data.skipped)
             p.skipped << QString::fromStdString(f.path) + QStringLiteral(": ") + QString::fromStdString(f.reason);
         p.validationPerClass = perClass(data.validation, data.numClasses);
@@ -482,9 +487,17 @@ void DatasetPanel::showPreview(const DatasetPreview& preview) {
                                        QLatin1Char('\n') +
                                        QStringList(preview.skipped.mid(0, 8)).join(QLatin1Char('\n')) +
                                        (preview.skipped.size() > 8 ? QStringLiteral("\n...") : QString()));
-    m_description->setText(tr("%1. Sample shape %2; showing the first %n training sample(s).", nullptr,
-                              int(std::max({preview.images.size(), preview.rows.size(), preview.texts.size()})))
-                               .arg(preview.description, preview.sampleShape));
+    m_description->setText(
+        tr("%1. Sample shape %2; showing the first %n training sample(s).", nullptr,
+           int(std::max({preview.images.size(), preview.rows.size(), preview.texts.size()})))
+            .arg(preview.description, preview.sampleShape) +
+        (preview.imageSizes.size() > 1
+             ? QLatin1Char('\n') + tr("Image sizes vary (width x height: files): %1%2")
+                                       .arg(QStringList(preview.imageSizes.mid(0, 8)).join(", "),
+                                            preview.imageSizes.size() > 8 ? ", ..." : "")
+         : preview.imageSizes.size() == 1
+             ? QLatin1Char('\n') + tr("Every image is %1.").arg(preview.imageSizes[0].section(':', 0, 0))
+             : QString()));
 
     m_imageGrid->clear();
     m_table->clear();

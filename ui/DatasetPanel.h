@@ -44,7 +44,8 @@ struct DatasetPreview {
     QStringList columns;
     QVector<QStringList> rows;
     QStringList texts;
-    QStringList skipped;  // image_folder: "path: reason" of each file left out
+    QStringList skipped;     // image_folder: "path: reason" of each file left out
+    QStringList imageSizes;  // image_folder: "WxH: count", most frequent first
 };
 
 class DatasetPanel : public QWidget {

@@ -668,7 +668,7 @@ std::pair<std::vector<int64_t>, std::vector<int64_t>> stratifiedHoldOut(const da
 }
 
 RawSplit decodeSplit(const data::ImageList& list, const Shape& shape, const DatasetSettings& s,
-                     std::vector<SkippedFile>& skipped) {
+                     std::vector<SkippedFile>& skipped, std::map<std::pair<int64_t, int64_t>, int64_t>& sizes) {
     data::DecodedImages d =
         data::decodeImages(list.paths, shape, data::resizePolicyFor(s), s.decodeThreads, s.strictImages);
     RawSplit raw;
@@ -676,6 +676,7 @@ RawSplit decodeSplit(const data::ImageList& list, const Shape& shape, const Data
     raw.values = std::move(d.values);
     for (int64_t k : d.kept) raw.labels.push_back(list.labels[static_cast<size_t>(k)]);
     skipped.insert(skipped.end(), d.skipped.begin(), d.skipped.end());
+    for (const auto& size : d.sizes) ++sizes[size];
     return raw;
 }
 
@@ -742,8 +743,8 @@ DatasetBundle loadImageFolder(const DatasetSettings& s, const std::string& proje
     valList = pickImages(valList, randomSubset(static_cast<int64_t>(valList.paths.size()), s.validationLimit, 2));
     valList.classNames = trainList.classNames;
 
-    RawSplit train = decodeSplit(trainList, shape, s, b.skipped);
-    RawSplit validation = decodeSplit(valList, shape, s, b.skipped);
+    RawSplit train = decodeSplit(trainList, shape, s, b.skipped, b.imageSizes);
+    RawSplit validation = decodeSplit(valList, shape, s, b.skipped, b.imageSizes);
     if (train.count() == 0)
         throw DataError::inFile(trainPath,
                                 "no training image decoded; first problem: " +

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -68,6 +69,8 @@ struct DatasetBundle {
     std::vector<std::string> vocabulary;  // text: id -> token (0 = padding, 1 = unknown)
     std::string description;              // "Fashion-MNIST (idx): 60000 train, 10000 validation, 10 classes"
     std::vector<SkippedFile> skipped;     // image_folder: bad files and folders left out, in listing order
+    // image_folder: how many images of each file size (width, height) were decoded, both splits.
+    std::map<std::pair<int64_t, int64_t>, int64_t> imageSizes;
 };
 
 // Loads the dataset the settings describe. Relative paths are resolved against

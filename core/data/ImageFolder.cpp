@@ -202,6 +202,7 @@ DecodedImages decodeImages(const std::vector<std::string>& paths, const Shape& s
     std::vector<float> values(count * static_cast<size_t>(n));
     std::vector<std::string> errors(count);
     std::vector<char> failed(count, 0);
+    std::vector<std::pair<int64_t, int64_t>> sizes(count);
     std::atomic<size_t> nextIndex{0};
     std::atomic<bool> stop{false};
     const DecodeHint hint{dims[1], dims[2], policy};
@@ -211,7 +212,10 @@ DecodedImages decodeImages(const std::vector<std::string>& paths, const Shape& s
             const size_t i = nextIndex.fetch_add(1);
             if (i >= count) return;
             try {
-                const FittedImage fit = fitImageToInput(readImageFile(paths[i], hint), shape, policy);
+                const Image image = readImageFile(paths[i], hint);
+                sizes[i] = image.fileWidth > 0 ? std::make_pair(image.fileWidth, image.fileHeight)
+                                               : std::make_pair(image.width, image.height);
+                const FittedImage fit = fitImageToInput(image, shape, policy);
                 std::copy(fit.values.begin(), fit.values.end(), values.begin() + static_cast<int64_t>(i) * n);
             } catch (const FormatError& e) {
                 errors[i] = e.problem();
@@ -239,6 +243,7 @@ DecodedImages decodeImages(const std::vector<std::string>& paths, const Shape& s
             out.skipped.push_back({paths[i], errors[i]});
         } else {
             out.kept.push_back(static_cast<int64_t>(i));
+            out.sizes.push_back(sizes[i]);
         }
     }
     if (out.kept.size() == count) {

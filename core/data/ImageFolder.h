@@ -36,6 +36,7 @@ struct DecodedImages {
     std::vector<float> values;  // kept.size() * shape.numel(), 0..255, in list order
     std::vector<int64_t> kept;  // indices of `paths` that decoded
     std::vector<SkippedFile> skipped;
+    std::vector<std::pair<int64_t, int64_t>> sizes;  // each kept image's file size (width, height)
 };
 
 // Decodes and fits every path to `shape` ([C, H, W], C = 1 or 3) with `threads` workers (0: one per core).

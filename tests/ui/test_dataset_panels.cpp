@@ -145,6 +145,8 @@ private slots:
         QVERIFY(pv.validationPerClass[1] == 3 || pv.validationPerClass[1] == 4);
         QCOMPARE(pv.labels.mid(0, 3), (QStringList{"apple", "moon", "zebra"}));
         QCOMPARE(pv.images[0].size(), QSize(16, 16));
+        QCOMPARE(pv.imageSizes.size(), 14);  // widths 20, 24, ... 72 by height 16
+        QVERIFY2(pv.imageSizes.contains("20x16: 3"), qPrintable(pv.imageSizes.join(" ")));
         QCOMPARE(pv.skipped.size(), 1);
         QVERIFY2(pv.skipped[0].contains("empty.png") && pv.skipped[0].contains("empty (0 bytes)"),
                  qPrintable(pv.skipped[0]));
