@@ -147,6 +147,7 @@ std::string nameViaEnum(const SettingInfo& s, int v) {
     const std::string& key = s.key;
     if (key == "kind") return settingName(DatasetKind(v));
     if (key == "tokenizer") return settingName(Tokenizer(v));
+    if (key == "image_resize") return settingName(ImageResize(v));
     if (key == "normalization") return settingName(NormalizationMode(v));
     if (key == "optimizer") return settingName(OptimizerKind(v));
     if (key == "loss") return settingName(LossKind(v));
@@ -313,7 +314,7 @@ private slots:
         };
         for (const auto& s : datasetSettingSpecs()) walk(s);
         for (const auto& s : trainingSettingSpecs()) walk(s);
-        QCOMPARE(choices, 4 + 2 + 3 + 3 + 3 + 4 + 3 + 2);
+        QCOMPARE(choices, 5 + 2 + 3 + 2 + 3 + 3 + 4 + 3 + 2);
         // The precision spellings are the backend's.
         for (ComputePrecision p : {ComputePrecision::F32, ComputePrecision::BF16, ComputePrecision::F16})
             QCOMPARE(settingName(p), std::string(computePrecisionName(p)));

@@ -11,11 +11,12 @@ packages=(
   libsqlite3-dev qt6-base-dev libqt6sql6-sqlite libqcustomplot-dev libqcustomplot2.1-qt6 xvfb xauth
   libopenblas-dev libdnnl-dev nlohmann-json3-dev libprotobuf-dev protobuf-compiler libonnx-dev libopencv-dnn-dev
   libopenmpi-dev openmpi-bin
+  libpng-dev libturbojpeg0-dev
   dataset-fashion-mnist
 )
 case "${1:-build}" in
-  test) packages+=(python3-onnx python3-venv libpng-dev) ;;
-  ci) packages+=(python3-onnx python3-venv libpng-dev shellcheck xz-utils clang-format clang-tidy) ;;
+  test) packages+=(python3-onnx python3-venv) ;;
+  ci) packages+=(python3-onnx python3-venv shellcheck xz-utils clang-format clang-tidy) ;;
   gui-review) packages+=(xvfb xdotool imagemagick) ;;
 esac
 set_name=${1:-build}

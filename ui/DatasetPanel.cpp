@@ -25,6 +25,7 @@
 #include <algorithm>
 #include <cmath>
 #include <exception>
+#include <numeric>
 
 #include <QtConcurrent/QtConcurrentRun>
 #include <qcustomplot.h>
@@ -249,6 +250,26 @@ void DatasetPanel::buildUi() {
     m_synthShape = m_editors.add<QLineEdit>("synthetic_shape", synthPage);
     row(synthForm, "synthetic_shape", m_synthShape);
     m_kindPages->addWidget(synthPage);
+
+    // image_folder: train_path and validation_path shown again (as on the text page), plus its own settings.
+    auto* imagePage = new QWidget(m_kindPages);
+    auto* imageForm = new QFormLayout(imagePage);
+    imageForm->setContentsMargins(0, 0, 0, 0);
+    m_imageTrain = pathEdit(imagePage, "train_path", &pathRow, false);
+    row(imageForm, "train_path", pathRow);
+    m_imageVal = pathEdit(imagePage, "validation_path", &pathRow, false);
+    row(imageForm, "validation_path", pathRow);
+    row(imageForm, "image_shape", m_editors.add<QLineEdit>("image_shape", imagePage));
+    auto* applyShape = new QPushButton(tr("Set the Input node to this shape"), imagePage);
+    applyShape->setObjectName("apply_input_shape");
+    connect(applyShape, &QPushButton::clicked, this, &DatasetPanel::applyImageShapeToInput);
+    imageForm->addRow(QString(), applyShape);
+    row(imageForm, "image_resize", m_editors.add<QComboBox>("image_resize", imagePage));
+    row(imageForm, "strict_images", m_editors.add<QCheckBox>("strict_images", imagePage));
+    auto* threads = m_editors.add<QSpinBox>("decode_threads", imagePage);
+    threads->setSpecialValueText(tr("one per core"));
+    row(imageForm, "decode_threads", threads);
+    m_kindPages->addWidget(imagePage);
     formLayout->addWidget(sourceBox);
 
     auto* prepBox = new QGroupBox(tr("Preparation"), form);
@@ -273,6 +294,11 @@ void DatasetPanel::buildUi() {
     m_noise = m_editors.add<QDoubleSpinBox>("noise_std", augBox, 3);
     m_noise->setSingleStep(0.01);
     row(augForm, "noise_std", m_noise);
+    for (const char* key : {"resized_crop_min_area", "rotation_degrees", "brightness", "contrast"}) {
+        auto* spin = m_editors.add<QDoubleSpinBox>(key, augBox, 2);
+        spin->setSingleStep(std::string(key) == "rotation_degrees" ? 5.0 : 0.05);
+        row(augForm, key, spin);
+    }
     formLayout->addWidget(augBox);
 
     auto* limitBox = new QGroupBox(tr("Limits"), form);
@@ -345,6 +371,8 @@ void DatasetPanel::syncFromDocument() {
     m_kindPages->setCurrentIndex(m_kind->currentIndex());
     m_textTrain->setText(m_csvTrain->text());
     m_textVal->setText(m_csvVal->text());
+    m_imageTrain->setText(m_csvTrain->text());
+    m_imageVal->setText(m_csvVal->text());
     m_updating = false;
 }
 
@@ -354,6 +382,9 @@ DatasetSettings DatasetPanel::settingsFromWidgets() const {
     if (s.kind == DatasetKind::Text) {
         s.trainPath = m_textTrain->text().trimmed().toStdString();
         s.validationPath = m_textVal->text().trimmed().toStdString();
+    } else if (s.kind == DatasetKind::ImageFolder) {
+        s.trainPath = m_imageTrain->text().trimmed().toStdString();
+        s.validationPath = m_imageVal->text().trimmed().toStdString();
     }
     return s;
 }
@@ -377,6 +408,27 @@ void DatasetPanel::loadPreview() {
     m_watcher->setFuture(QtConcurrent::run([settings, path] { return buildPreview(settings, path); }));
 }
 
+bool DatasetPanel::applyImageShapeToInput() {
+    commit();
+    const std::vector<int64_t> shape = m_doc->project().dataset.imageShape;
+    auto refuse = [this](const QString& why) {
+        m_previewStatus->setText(QStringLiteral("<span style='color:#b00020'>%1</span>").arg(why.toHtmlEscaped()));
+        return false;
+    };
+    if (shape.size() != 3) return refuse(tr("Set the image shape first (C,H,W, e.g. 3,64,64)."));
+    int input = -1, inputs = 0;
+    for (const Node* n : m_doc->graph().nodes())
+        if (n->type == "Input") {
+            input = n->id;
+            ++inputs;
+        }
+    if (inputs != 1) return refuse(tr("The graph has %n Input node(s); one is needed.", nullptr, inputs));
+    if (!m_doc->setParam(input, QStringLiteral("shape"), Json(shape)))
+        return refuse(tr("The Input node did not take the shape."));
+    m_previewStatus->setText(tr("The Input node now takes %1.").arg(QString::fromStdString(Shape(shape).toString())));
+    return true;
+}
+
 DatasetPreview DatasetPanel::buildPreview(const DatasetSettings& settings, const QString& projectPath, int maxSamples) {
     DatasetPreview p;
     try {
@@ -389,6 +441,13 @@ DatasetPreview DatasetPanel::buildPreview(const DatasetSettings& settings, const
             p.classNames << (c < int(data.classNames.size()) ? QString::fromStdString(data.classNames[size_t(c)])
                                                              : QString::number(c));
         p.trainPerClass = perClass(data.train, data.numClasses);
+        std::vector<std::pair<int64_t, std::pair<int64_t, int64_t>>> bySize;
+        for (const auto& [size, n] : data.imageSizes) bySize.push_back({n, size});
+        std::stable_sort(bySize.begin(), bySize.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+        for (const auto& [n, size] : bySize)
+            p.imageSizes << QStringLiteral("%1x%2: %3").arg(size.first).arg(size.second).arg(n);
+        for (const SkippedFile& f : data.skipped)
+            p.skipped << QString::fromStdString(f.path) + QStringLiteral(": ") + QString::fromStdString(f.reason);
         p.validationPerClass = perClass(data.validation, data.numClasses);
 
         const DataSplit& split = data.train;
@@ -415,7 +474,27 @@ DatasetPreview DatasetPanel::buildPreview(const DatasetSettings& settings, const
                 p.labels << labelOf(i);
             }
         } else if (isImageShape(split.sampleShape)) {
-            for (int64_t i = 0; i < shown; ++i) {
+            // A folder lists class by class: show the classes in turn, so every class has thumbnails.
+            std::vector<std::vector<int64_t>> byClass(size_t(std::max(1, data.numClasses)));
+            for (int64_t i = 0; i < split.count; ++i) {
+                const auto l = size_t(std::max(0, split.labels[size_t(i)]));
+                if (l < byClass.size()) byClass[l].push_back(i);
+            }
+            std::vector<int64_t> order;
+            for (size_t k = 0; int64_t(order.size()) < shown; ++k) {
+                bool any = false;
+                for (const std::vector<int64_t>& rows : byClass)
+                    if (k < rows.size() && int64_t(order.size()) < shown) {
+                        order.push_back(rows[k]);
+                        any = true;
+                    }
+                if (!any) break;
+            }
+            if (settings.kind != DatasetKind::ImageFolder) {
+                order.resize(size_t(shown));
+                std::iota(order.begin(), order.end(), 0);
+            }
+            for (int64_t i : order) {
                 p.images << renderSample(split.inputs.data() + i * per, split.sampleShape);
                 p.labels << labelOf(i);
             }
@@ -444,10 +523,23 @@ void DatasetPanel::showPreview(const DatasetPreview& preview) {
         return;
     }
     m_preview = preview;
-    m_previewStatus->setText(tr("Loaded."));
-    m_description->setText(tr("%1. Sample shape %2; showing the first %n training sample(s).", nullptr,
-                              int(std::max({preview.images.size(), preview.rows.size(), preview.texts.size()})))
-                               .arg(preview.description, preview.sampleShape));
+    m_previewStatus->setText(preview.skipped.isEmpty()
+                                 ? tr("Loaded.")
+                                 : tr("Loaded; %n file(s) skipped:", nullptr, int(preview.skipped.size())) +
+                                       QLatin1Char('\n') +
+                                       QStringList(preview.skipped.mid(0, 8)).join(QLatin1Char('\n')) +
+                                       (preview.skipped.size() > 8 ? QStringLiteral("\n...") : QString()));
+    m_description->setText(
+        tr("%1. Sample shape %2; showing the first %n training sample(s).", nullptr,
+           int(std::max({preview.images.size(), preview.rows.size(), preview.texts.size()})))
+            .arg(preview.description, preview.sampleShape) +
+        (preview.imageSizes.size() > 1
+             ? QLatin1Char('\n') + tr("Image sizes vary (width x height: files): %1%2")
+                                       .arg(QStringList(preview.imageSizes.mid(0, 8)).join(", "),
+                                            preview.imageSizes.size() > 8 ? ", ..." : "")
+         : preview.imageSizes.size() == 1
+             ? QLatin1Char('\n') + tr("Every image is %1.").arg(preview.imageSizes[0].section(':', 0, 0))
+             : QString()));
 
     m_imageGrid->clear();
     m_table->clear();

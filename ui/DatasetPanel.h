@@ -45,6 +45,8 @@ struct DatasetPreview {
     QStringList columns;
     QVector<QStringList> rows;
     QStringList texts;
+    QStringList skipped;     // image_folder: "path: reason" of each file left out
+    QStringList imageSizes;  // image_folder: "WxH: count", most frequent first
 };
 
 class DatasetPanel : public QWidget {
@@ -73,6 +75,9 @@ public:
 
 public slots:
     void loadPreview();
+    // image_folder: sets the (one) Input node's shape to dataset.image_shape, as one undoable command.
+    // False, with the reason in the status line, when there is no shape or not exactly one Input node.
+    bool applyImageShapeToInput();
     // Re-reads every widget from the document.
     void syncFromDocument();
 
@@ -97,6 +102,7 @@ private:
     QStackedWidget* m_kindPages = nullptr;
     QLineEdit *m_csvTrain = nullptr, *m_csvVal = nullptr, *m_labelColumn = nullptr;
     QLineEdit *m_textTrain = nullptr, *m_textVal = nullptr;
+    QLineEdit *m_imageTrain = nullptr, *m_imageVal = nullptr;  // image_folder's view of train/validation_path
     QComboBox* m_tokenizer = nullptr;
     QSpinBox *m_maxTokens = nullptr, *m_maxVocab = nullptr;
     QSpinBox *m_synthSamples = nullptr, *m_synthClasses = nullptr;

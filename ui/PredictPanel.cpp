@@ -413,7 +413,8 @@ QImage PredictPanel::sampleImage(int index) const {
     return rawToImage(raw.data(), m_session->inputShape);
 }
 
-std::vector<float> PredictPanel::imageToRawInput(const QImage& image, const Shape& inputShape, QString* error) {
+std::vector<float> PredictPanel::imageToRawInput(const QImage& image, const Shape& inputShape, QString* error,
+                                                 data::ResizePolicy policy) {
     if (image.isNull()) {
         *error = tr("The image is empty.");
         return {};
@@ -434,12 +435,13 @@ std::vector<float> PredictPanel::imageToRawInput(const QImage& image, const Shap
             for (int ch = 0; ch < raw.channels; ++ch) raw.values[size_t(ch) * plane + i] = line[raw.channels * k + ch];
         }
     }
-    return fitToInput(raw, inputShape, error);
+    return fitToInput(raw, inputShape, error, policy);
 }
 
-std::vector<float> PredictPanel::fitToInput(const data::Image& image, const Shape& inputShape, QString* error) {
+std::vector<float> PredictPanel::fitToInput(const data::Image& image, const Shape& inputShape, QString* error,
+                                            data::ResizePolicy policy) {
     try {
-        return data::fitImageToInput(image, inputShape).values;
+        return data::fitImageToInput(image, inputShape, policy).values;
     } catch (const std::exception& e) {
         QString what = q(e.what());
         if (!what.isEmpty()) what[0] = what[0].toUpper();
@@ -448,32 +450,37 @@ std::vector<float> PredictPanel::fitToInput(const data::Image& image, const Shap
     }
 }
 
-std::vector<float> PredictPanel::readImageFile(const QString& path, const Shape& inputShape, QString* error) {
-    // The formats core decodes go through core, as `strata-train predict` reads them; Qt decodes the rest
-    // (JPEG, BMP, ...), and both are fitted to the model the same way.
+std::vector<float> PredictPanel::readImageFile(const QString& path, const Shape& inputShape, QString* error,
+                                               data::ResizePolicy policy) {
+    // The formats core decodes (PNG, JPEG, BMP, PGM, PPM) go through core, as `strata-train predict` and
+    // image-folder datasets read them; Qt decodes the rest, and both are fitted to the model the same way.
     if (data::isImageFileName(path.toStdString())) {
         data::Image image;
         try {
-            image = data::readImageFile(path.toStdString());
+            const std::vector<int64_t>& dims = inputShape.dims();
+            data::DecodeHint hint;
+            if (dims.size() >= 2) hint = {dims[dims.size() - 2], dims.back(), policy};
+            image = data::readImageFile(path.toStdString(), hint);
         } catch (const std::exception& e) {
             *error = q(e.what());
             return {};
         }
-        return fitToInput(image, inputShape, error);
+        return fitToInput(image, inputShape, error, policy);
     }
     QImage img(path);
     if (img.isNull()) {
         *error = tr("%1: not an image Qt can read (PNG, JPEG, BMP, PGM, PPM)").arg(path);
         return {};
     }
-    return imageToRawInput(img, inputShape, error);
+    return imageToRawInput(img, inputShape, error, policy);
 }
 
 void PredictPanel::predictImageFile(const QString& path) {
     if (!m_session || isBusy()) return;
     showError({});
     QString error;
-    std::vector<float> raw = readImageFile(path, m_session->inputShape, &error);
+    std::vector<float> raw =
+        readImageFile(path, m_session->inputShape, &error, data::resizePolicyFor(m_session->model.project.dataset));
     if (raw.empty()) {
         showError(error.contains(QFileInfo(path).fileName()) ? error : tr("%1: %2").arg(path, error));
         return;

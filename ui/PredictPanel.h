@@ -20,6 +20,7 @@
 #include <memory>
 #include <vector>
 
+#include "core/data/ImageFile.h"
 #include "core/infer/Evaluation.h"
 #include "core/tensor/Shape.h"
 
@@ -30,10 +31,6 @@ class QPushButton;
 class QSpinBox;
 class QTabWidget;
 class QTableWidget;
-
-namespace strata::data {
-struct Image;
-}
 
 namespace strata::ui {
 
@@ -48,10 +45,12 @@ public:
 
     // Raw model-input values (0..255 per channel, [C, H, W] planes) of an image for a model input of
     // `inputShape` ([C, H, W] or [H, W], C = 1 or 3), resized to fit. Empty with `error` set otherwise.
-    static std::vector<float> imageToRawInput(const QImage& image, const Shape& inputShape, QString* error);
-    // Reads PNG, PGM and PPM as `strata-train predict` does (core/data/ImageFile.h) and anything else through
-    // QImage, then fits the image to the model as imageToRawInput.
-    static std::vector<float> readImageFile(const QString& path, const Shape& inputShape, QString* error);
+    static std::vector<float> imageToRawInput(const QImage& image, const Shape& inputShape, QString* error,
+                                              data::ResizePolicy policy = data::ResizePolicy::Stretch);
+    // Reads PNG, JPEG, BMP, PGM and PPM as `strata-train predict` does (core/data/ImageFile.h) and anything else
+    // through QImage, then fits the image to the model as imageToRawInput.
+    static std::vector<float> readImageFile(const QString& path, const Shape& inputShape, QString* error,
+                                            data::ResizePolicy policy = data::ResizePolicy::Stretch);
 
     bool isBusy() const;
     bool hasModel() const;
@@ -89,7 +88,8 @@ signals:
     void failed(const QString& message);
 
 private:
-    static std::vector<float> fitToInput(const data::Image& image, const Shape& inputShape, QString* error);
+    static std::vector<float> fitToInput(const data::Image& image, const Shape& inputShape, QString* error,
+                                         data::ResizePolicy policy);
     struct JobResult;
     void buildUi();
     void start(std::function<JobResult()> job);

@@ -1,9 +1,11 @@
 #include "core/data/DataLoader.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <numeric>
 #include <stdexcept>
+#include <utility>
 
 #include "core/data/DataRandom.h"
 
@@ -22,12 +24,68 @@ Augmentation trainingAugmentation(const DatasetSettings& settings, const Normali
     aug.horizontalFlip = settings.horizontalFlip;
     aug.noiseStd = settings.noiseStd;
     aug.padValue = norm.std != 0.f ? (0.f * norm.scale - norm.mean) / norm.std : 0.f;
+    aug.resizedCropMinArea = static_cast<float>(settings.resizedCropMinArea);
+    aug.rotationDegrees = static_cast<float>(settings.rotationDegrees);
+    aug.brightness = static_cast<float>(settings.brightness);
+    aug.contrast = static_cast<float>(settings.contrast);
+    aug.pixelUnit = norm.std != 0.f ? norm.scale / norm.std : 1.f;
+    if (!norm.featureStd.empty()) {
+        // Per-feature statistics are in raw units: x' = (x - mean) / std; and the border is the mean.
+        aug.padValue = 0.f;
+        aug.featurePixelUnit.resize(norm.featureStd.size());
+        for (size_t j = 0; j < norm.featureStd.size(); ++j) aug.featurePixelUnit[j] = 1.f / norm.featureStd[j];
+    }
     return aug;
+}
+
+void warpImage(const float* src, float* dst, int64_t channels, int64_t height, int64_t width, const Warp& warp,
+               float pad) {
+    const double pi = 3.14159265358979323846;
+    const double a = warp.angleDegrees * pi / 180.0, ca = std::cos(a), sa = std::sin(a);
+    const double cy = warp.top + warp.height / 2.0 - 0.5, cx = warp.left + warp.width / 2.0 - 0.5;
+    const double sy = warp.height / double(height), sx = warp.width / double(width);
+    for (int64_t y = 0; y < height; ++y)
+        for (int64_t x = 0; x < width; ++x) {
+            // Output centre -> crop position -> rotated about the crop's centre.
+            const double v = warp.top + (double(y) + 0.5) * sy - 0.5 - cy;
+            const double u = warp.left + (double(x) + 0.5) * sx - 0.5 - cx;
+            double px = cx + ca * u + sa * v, py = cy - sa * u + ca * v;
+            // Within half a pixel of the border is still the image (its edge pixel): a crop resized up
+            // keeps its edges; only rotation brings in the fill.
+            px = (px >= -0.5 && px < 0)                                  ? 0
+                 : (px > double(width - 1) && px <= double(width) - 0.5) ? double(width - 1)
+                                                                         : px;
+            py = (py >= -0.5 && py < 0)                                    ? 0
+                 : (py > double(height - 1) && py <= double(height) - 0.5) ? double(height - 1)
+                                                                           : py;
+            const double fx = std::floor(px), fy = std::floor(py);
+            const auto x0 = static_cast<int64_t>(fx), y0 = static_cast<int64_t>(fy);
+            const double wx = px - fx, wy = py - fy;
+            for (int64_t c = 0; c < channels; ++c) {
+                const float* plane = src + c * height * width;
+                auto at = [&](int64_t yy, int64_t xx) -> double {
+                    return (yy >= 0 && yy < height && xx >= 0 && xx < width) ? plane[yy * width + xx] : pad;
+                };
+                // Exact at integer positions: a zero weight never reads a neighbour.
+                double value = 0;
+                const double w00 = (1 - wx) * (1 - wy), w01 = wx * (1 - wy), w10 = (1 - wx) * wy, w11 = wx * wy;
+                if (w00 > 0) value += w00 * at(y0, x0);
+                if (w01 > 0) value += w01 * at(y0, x0 + 1);
+                if (w10 > 0) value += w10 * at(y0 + 1, x0);
+                if (w11 > 0) value += w11 * at(y0 + 1, x0 + 1);
+                dst[c * height * width + y * width + x] = static_cast<float>(value);
+            }
+        }
 }
 
 DataLoader::DataLoader(const DataSplit& split, int batchSize, bool shuffle, uint64_t seed, Augmentation aug,
                        bool dropLast)
-    : m_split(split), m_batchSize(batchSize), m_shuffle(shuffle), m_seed(seed), m_aug(aug), m_dropLast(dropLast) {
+    : m_split(split),
+      m_batchSize(batchSize),
+      m_shuffle(shuffle),
+      m_seed(seed),
+      m_aug(std::move(aug)),
+      m_dropLast(dropLast) {
     if (batchSize < 1)
         throw std::invalid_argument("DataLoader: batch size " + std::to_string(batchSize) + " (must be at least 1)");
     m_sampleSize = split.sampleShape.numel();
@@ -36,13 +94,19 @@ DataLoader::DataLoader(const DataSplit& split, int batchSize, bool shuffle, uint
         throw std::invalid_argument("DataLoader: split holds " + std::to_string(split.inputs.size()) + " inputs and " +
                                     std::to_string(split.labels.size()) + " labels for " + std::to_string(split.count) +
                                     " samples of " + split.sampleShape.toString());
-    if (aug.cropPadding < 0 || aug.noiseStd < 0.f)
-        throw std::invalid_argument("DataLoader: crop padding and noise must not be negative");
+    if (m_aug.cropPadding < 0 || m_aug.noiseStd < 0.f || m_aug.resizedCropMinArea < 0.f ||
+        m_aug.resizedCropMinArea > 1.f || m_aug.rotationDegrees < 0.f || m_aug.brightness < 0.f || m_aug.contrast < 0.f)
+        throw std::invalid_argument(
+            "DataLoader: crop padding, noise, rotation, brightness and contrast must not be negative, the resized "
+            "crop's area 0 to 1");
+    if (!m_aug.featurePixelUnit.empty() &&
+        static_cast<int64_t>(m_aug.featurePixelUnit.size()) != split.sampleShape.numel())
+        throw std::invalid_argument("DataLoader: per-feature pixel units do not match the samples");
     const int rank = split.sampleShape.rank();
-    if (aug.cropPadding > 0 || aug.horizontalFlip) {
+    if (m_aug.geometric()) {
         if (rank != 2 && rank != 3)
             throw std::invalid_argument(
-                "DataLoader: crop and flip augmentation need image samples [C,H,W]; samples are " +
+                "DataLoader: crop, flip, resized crop and rotation need image samples [C,H,W]; samples are " +
                 split.sampleShape.toString());
         m_channels = rank == 3 ? split.sampleShape[0] : 1;
         m_height = split.sampleShape[rank - 2];
@@ -198,6 +262,35 @@ void DataLoader::augmentSample(float* sample, uint64_t& rng) const {
                     }
                 }
             }
+        }
+    }
+    if (m_aug.resizedCropMinArea > 0.f || m_aug.rotationDegrees > 0.f) {
+        Warp w{0, 0, double(m_height), double(m_width), 0};
+        if (m_aug.resizedCropMinArea > 0.f) {
+            const double area = m_aug.resizedCropMinArea + (1.0 - m_aug.resizedCropMinArea) * data::randomUnit(rng);
+            const double logRatio = std::log(3.0 / 4.0) + std::log(16.0 / 9.0) * data::randomUnit(rng);
+            const double ratio = std::exp(logRatio);  // width / height
+            w.width = std::min(double(m_width), double(m_width) * std::sqrt(area * ratio));
+            w.height = std::min(double(m_height), double(m_height) * std::sqrt(area / ratio));
+            w.top = (double(m_height) - w.height) * data::randomUnit(rng);
+            w.left = (double(m_width) - w.width) * data::randomUnit(rng);
+        }
+        if (m_aug.rotationDegrees > 0.f) w.angleDegrees = (2.0 * data::randomUnit(rng) - 1.0) * m_aug.rotationDegrees;
+        thread_local std::vector<float> copy;
+        copy.assign(sample, sample + m_sampleSize);
+        warpImage(copy.data(), sample, m_channels, m_height, m_width, w, m_aug.padValue);
+    }
+    if (m_aug.brightness > 0.f || m_aug.contrast > 0.f) {
+        const double shift =
+            m_aug.brightness > 0.f ? (2.0 * data::randomUnit(rng) - 1.0) * m_aug.brightness * 255.0 : 0.0;
+        const double factor = m_aug.contrast > 0.f ? 1.0 + (2.0 * data::randomUnit(rng) - 1.0) * m_aug.contrast : 1.0;
+        double mean = 0;
+        for (int64_t j = 0; j < m_sampleSize; ++j) mean += sample[j];
+        mean /= double(std::max<int64_t>(1, m_sampleSize));
+        const bool perFeature = !m_aug.featurePixelUnit.empty();
+        for (int64_t j = 0; j < m_sampleSize; ++j) {
+            const double unit = perFeature ? m_aug.featurePixelUnit[static_cast<size_t>(j)] : m_aug.pixelUnit;
+            sample[j] = static_cast<float>(mean + factor * (double(sample[j]) - mean) + shift * unit);
         }
     }
     if (m_aug.noiseStd > 0.f)

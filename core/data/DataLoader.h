@@ -22,8 +22,33 @@ struct Augmentation {
     bool horizontalFlip = false;  // mirror left-right with probability 1/2
     float noiseStd = 0.f;         // add Gaussian noise
     float padValue = 0.f;
-    bool active() const { return cropPadding > 0 || horizontalFlip || noiseStd > 0.f; }
+    // Random resized crop: a region of this fraction of the area or more (aspect ratio 3/4 to 4/3), resized
+    // back to the sample's size; 0: off. Rotation: uniform in +-rotationDegrees about the centre. Both in
+    // one bilinear warp (warpImage), the border filled with padValue.
+    float resizedCropMinArea = 0.f;
+    float rotationDegrees = 0.f;
+    // Brightness: add up to +-brightness of the full pixel range (255 raw) ; contrast: scale each image's
+    // deviations from its mean by 1 +- contrast. On model inputs, so one raw pixel level is pixelUnit
+    // (scale / std of the normalization) -- per feature when the normalization is (featurePixelUnit).
+    float brightness = 0.f, contrast = 0.f;
+    float pixelUnit = 1.f;
+    std::vector<float> featurePixelUnit;
+    bool geometric() const {
+        return cropPadding > 0 || horizontalFlip || resizedCropMinArea > 0.f || rotationDegrees > 0.f;
+    }
+    bool active() const { return geometric() || noiseStd > 0.f || brightness > 0.f || contrast > 0.f; }
 };
+
+// One random resized crop and rotation: output pixel centres map into the crop (top, left, height, width,
+// in source pixels), then rotate by angleDegrees about the crop's centre, then sample the source
+// bilinearly. A position within half a pixel outside the image takes the edge pixel; further out, the
+// neighbours outside count as `pad`.
+struct Warp {
+    double top = 0, left = 0, height = 0, width = 0;
+    double angleDegrees = 0;
+};
+void warpImage(const float* src, float* dst, int64_t channels, int64_t height, int64_t width, const Warp& warp,
+               float pad);
 
 // The training split's augmentation from the project's dataset settings; the crop border
 // is a raw zero pixel mapped through `norm`.

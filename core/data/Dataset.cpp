@@ -12,6 +12,7 @@
 #include "core/data/CsvReader.h"
 #include "core/data/DataRandom.h"
 #include "core/data/IdxReader.h"
+#include "core/data/ImageFolder.h"
 
 namespace strata {
 
@@ -616,6 +617,155 @@ DatasetBundle loadSynthetic(const DatasetSettings& s) {
     return b;
 }
 
+// ---------------------------------------------------------------- image folder
+
+// Indices of a seeded random subset of `count` of size `limit` (all when limit is 0 or >= count), in order.
+std::vector<int64_t> randomSubset(int64_t count, int64_t limit, uint64_t salt) {
+    std::vector<int64_t> rows(static_cast<size_t>(count));
+    std::iota(rows.begin(), rows.end(), 0);
+    if (limit <= 0 || limit >= count) return rows;
+    uint64_t rng = data::mixSeed(kSplitSeed ^ salt, static_cast<uint64_t>(count));
+    for (int64_t i = count - 1; i > 0; --i)
+        std::swap(rows[static_cast<size_t>(i)], rows[data::randomBelow(rng, static_cast<uint64_t>(i + 1))]);
+    rows.resize(static_cast<size_t>(limit));
+    std::sort(rows.begin(), rows.end());
+    return rows;
+}
+
+data::ImageList pickImages(const data::ImageList& list, const std::vector<int64_t>& rows) {
+    data::ImageList out;
+    out.classNames = list.classNames;
+    for (int64_t r : rows) {
+        out.paths.push_back(list.paths[static_cast<size_t>(r)]);
+        out.labels.push_back(list.labels[static_cast<size_t>(r)]);
+    }
+    return out;
+}
+
+// Stratified hold-out: in every class, the same seeded fraction (at least one image when the class has two
+// or more and the fraction is not 0) goes to validation. Returns (train, validation) rows in list order.
+std::pair<std::vector<int64_t>, std::vector<int64_t>> stratifiedHoldOut(const data::ImageList& list, double fraction) {
+    checkSplitFraction(fraction);
+    std::vector<std::vector<int64_t>> byClass(list.classNames.size());
+    for (size_t i = 0; i < list.labels.size(); ++i)
+        byClass[static_cast<size_t>(list.labels[i])].push_back(static_cast<int64_t>(i));
+    std::vector<int64_t> train, val;
+    for (size_t c = 0; c < byClass.size(); ++c) {
+        std::vector<int64_t>& rows = byClass[c];
+        const auto count = static_cast<int64_t>(rows.size());
+        uint64_t rng = data::mixSeed(kSplitSeed + c, static_cast<uint64_t>(count));
+        for (int64_t i = count - 1; i > 0; --i)
+            std::swap(rows[static_cast<size_t>(i)], rows[data::randomBelow(rng, static_cast<uint64_t>(i + 1))]);
+        auto nVal = static_cast<int64_t>(std::llround(fraction * static_cast<double>(count)));
+        if (fraction > 0 && nVal == 0 && count >= 2) nVal = 1;
+        if (nVal >= count && count > 0) nVal = count - 1;
+        val.insert(val.end(), rows.begin(), rows.begin() + nVal);
+        train.insert(train.end(), rows.begin() + nVal, rows.end());
+    }
+    std::sort(train.begin(), train.end());
+    std::sort(val.begin(), val.end());
+    return {train, val};
+}
+
+RawSplit decodeSplit(const data::ImageList& list, const Shape& shape, const DatasetSettings& s,
+                     std::vector<SkippedFile>& skipped, std::map<std::pair<int64_t, int64_t>, int64_t>& sizes) {
+    data::DecodedImages d =
+        data::decodeImages(list.paths, shape, data::resizePolicyFor(s), s.decodeThreads, s.strictImages);
+    RawSplit raw;
+    raw.shape = shape;
+    raw.values = std::move(d.values);
+    for (int64_t k : d.kept) raw.labels.push_back(list.labels[static_cast<size_t>(k)]);
+    skipped.insert(skipped.end(), d.skipped.begin(), d.skipped.end());
+    for (const auto& size : d.sizes) ++sizes[size];
+    return raw;
+}
+
+// RGB images: one mean and standard deviation per channel, measured on the training split (in 0..255
+// units). Stored as per-feature statistics (the channel's value at each of its pixels), the form
+// checkpoints, exports and predict already carry, so nothing downstream needs to know about channels.
+void standardizePerChannel(RawSplit& train, RawSplit& validation, Normalization& norm) {
+    norm = Normalization{};
+    norm.mode = settingName(NormalizationMode::Standardize);
+    const int64_t channels = train.shape.dims()[0], plane = train.shape.numel() / channels;
+    std::vector<double> sum(static_cast<size_t>(channels), 0.0), sumSq(static_cast<size_t>(channels), 0.0);
+    for (int64_t r = 0; r < train.count(); ++r)
+        for (int64_t c = 0; c < channels; ++c) {
+            const float* p = train.values.data() + (r * channels + c) * plane;
+            for (int64_t i = 0; i < plane; ++i) {
+                sum[static_cast<size_t>(c)] += p[i];
+                sumSq[static_cast<size_t>(c)] += double(p[i]) * p[i];
+            }
+        }
+    const double n = double(std::max<int64_t>(1, train.count())) * double(plane);
+    norm.featureMean.resize(static_cast<size_t>(channels * plane));
+    norm.featureStd.resize(static_cast<size_t>(channels * plane));
+    for (int64_t c = 0; c < channels; ++c) {
+        const double mean = sum[static_cast<size_t>(c)] / n;
+        const double var = std::max(0.0, sumSq[static_cast<size_t>(c)] / n - mean * mean);
+        const auto sd = var > 1e-12 ? float(std::sqrt(var)) : 1.0f;
+        std::fill_n(norm.featureMean.begin() + c * plane, plane, float(mean));
+        std::fill_n(norm.featureStd.begin() + c * plane, plane, sd);
+    }
+    const int64_t f = channels * plane;
+    for (RawSplit* split : {&train, &validation})
+        for (size_t i = 0; i < split->values.size(); ++i)
+            split->values[i] = (split->values[i] - norm.featureMean[i % static_cast<size_t>(f)]) /
+                               norm.featureStd[i % static_cast<size_t>(f)];
+}
+
+DatasetBundle loadImageFolder(const DatasetSettings& s, const std::string& projectPath) {
+    if (s.trainPath.empty())
+        throw DataError("dataset.train_path is empty (image_folder datasets need a folder of class folders or a CSV)");
+    if (s.imageShape.size() != 3 || (s.imageShape[0] != 1 && s.imageShape[0] != 3))
+        throw DataError(
+            "dataset.image_shape: image_folder datasets need [C, H, W] with C = 1 (gray) or 3 (RGB), "
+            "e.g. 1,28,28: the Input node's shape");
+    const Shape shape(s.imageShape);
+    const std::string trainPath = resolveDatasetPath(projectPath, s.trainPath);
+    DatasetBundle b;
+    data::ImageList trainList = data::listImages(trainPath, s.classNames, s.strictImages);
+    b.skipped = trainList.skipped;
+    data::ImageList valList;
+    const bool haveValidation = !s.validationPath.empty();
+    if (haveValidation) {
+        valList =
+            data::listImages(resolveDatasetPath(projectPath, s.validationPath), trainList.classNames, s.strictImages);
+        b.skipped.insert(b.skipped.end(), valList.skipped.begin(), valList.skipped.end());
+    } else if (s.validationSplit > 0.0) {
+        auto [trainRows, valRows] = stratifiedHoldOut(trainList, s.validationSplit);
+        valList = pickImages(trainList, valRows);
+        trainList = pickImages(trainList, trainRows);
+    } else {
+        checkSplitFraction(s.validationSplit);
+    }
+    // Limits before decoding, so a quick run on a big folder decodes only what it uses.
+    trainList = pickImages(trainList, randomSubset(static_cast<int64_t>(trainList.paths.size()), s.trainLimit, 1));
+    valList = pickImages(valList, randomSubset(static_cast<int64_t>(valList.paths.size()), s.validationLimit, 2));
+    valList.classNames = trainList.classNames;
+
+    RawSplit train = decodeSplit(trainList, shape, s, b.skipped, b.imageSizes);
+    RawSplit validation = decodeSplit(valList, shape, s, b.skipped, b.imageSizes);
+    if (train.count() == 0)
+        throw DataError::inFile(trainPath,
+                                "no training image decoded; first problem: " +
+                                    (b.skipped.empty() ? std::string("none listed")
+                                                       : b.skipped.front().path + ": " + b.skipped.front().reason));
+    if (s.normalization == NormalizationMode::Standardize && shape.dims()[0] == 3) {
+        standardizePerChannel(train, validation, b.normalization);
+    } else {
+        normalize(train, validation, s.normalization, true, b.normalization);
+    }
+    b.classNames = trainList.classNames;
+    b.numClasses = static_cast<int>(b.classNames.size());
+    b.description = "Image folder " + fileName(trainPath) + " (" + shape.toString() + ", " +
+                    settingName(s.imageResize) + "): " + std::to_string(train.count()) + " train, " +
+                    std::to_string(validation.count()) + " validation, " + std::to_string(b.numClasses) + " classes" +
+                    (b.skipped.empty() ? "" : ", " + std::to_string(b.skipped.size()) + " skipped");
+    b.train = toSplit(std::move(train));
+    b.validation = toSplit(std::move(validation));
+    return b;
+}
+
 }  // namespace
 
 DatasetBundle loadDataset(const DatasetSettings& settings, const std::string& projectPath) {
@@ -626,6 +776,7 @@ DatasetBundle loadDataset(const DatasetSettings& settings, const std::string& pr
         case DatasetKind::Csv: return loadCsv(settings, projectPath);
         case DatasetKind::Text: return loadText(settings, projectPath);
         case DatasetKind::Synthetic: return loadSynthetic(settings);
+        case DatasetKind::ImageFolder: return loadImageFolder(settings, projectPath);
     }
     throw DataError("dataset.kind: unknown kind " + std::to_string(static_cast<int>(settings.kind)) + " (" +
                     datasetSetting("kind").rangeText() + ")");

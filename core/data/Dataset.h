@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -53,6 +54,13 @@ struct Normalization {
     std::vector<float> featureMean, featureStd;  // empty unless per-feature
 };
 
+// A file an image_folder dataset left out, and why ("truncated: ...", "empty class folder").
+struct SkippedFile {
+    std::string path;
+    std::string reason;
+    bool operator==(const SkippedFile&) const = default;
+};
+
 struct DatasetBundle {
     DataSplit train, validation;  // validation.count == 0 when none
     int numClasses = 0;
@@ -60,6 +68,9 @@ struct DatasetBundle {
     Normalization normalization;          // how raw inputs were turned into model inputs (export needs it)
     std::vector<std::string> vocabulary;  // text: id -> token (0 = padding, 1 = unknown)
     std::string description;              // "Fashion-MNIST (idx): 60000 train, 10000 validation, 10 classes"
+    std::vector<SkippedFile> skipped;     // image_folder: bad files and folders left out, in listing order
+    // image_folder: how many images of each file size (width, height) were decoded, both splits.
+    std::map<std::pair<int64_t, int64_t>, int64_t> imageSizes;
 };
 
 // Loads the dataset the settings describe. Relative paths are resolved against
@@ -73,6 +84,12 @@ struct DatasetBundle {
 //   by char or word, vocabulary from the training split only, padded/truncated to maxTokens.
 //   Inputs are token ids; normalization must be none or scale (which changes nothing).
 // - synthetic: Gaussian blobs, one per class, of shape syntheticShape (fixed seed).
+// - image_folder: trainPath is a folder of class folders or a CSV of path,label (data/ImageFolder.h);
+//   every image becomes imageShape [C, H, W] by imageResize. Without a validation folder, the held-out
+//   validationSplit is stratified (the same fraction of every class, fixed seed). train_limit and
+//   validation_limit take a seeded random subset (a folder lists class by class). Bad files are skipped
+//   and listed in `skipped` unless strictImages. standardize on RGB images is per channel (the
+//   statistics stored per feature, each channel's at all its pixels); on gray ones one mean and std.
 // Without a validation file, validationSplit of the training file is held out (fixed seed).
 // Throws DataError.
 DatasetBundle loadDataset(const DatasetSettings& settings, const std::string& projectPath);

@@ -6,7 +6,10 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <memory>
 #include <stdexcept>
+
+#include <turbojpeg.h>
 
 #include "core/data/PngReader.h"
 #include "core/io/FormatError.h"
@@ -93,7 +96,7 @@ std::vector<float> resizePlanar(const std::vector<float>& values, int64_t channe
     return out;
 }
 
-FittedImage fitImageToInput(const Image& image, const Shape& inputShape, ResizePolicy /*policy*/) {
+FittedImage fitImageToInput(const Image& image, const Shape& inputShape, ResizePolicy policy) {
     const std::vector<int64_t>& dims = inputShape.dims();
     int64_t wantC = 1, wantH = 0, wantW = 0;
     if (dims.size() == 3 && (dims[0] == 1 || dims[0] == 3)) {
@@ -133,35 +136,212 @@ FittedImage fitImageToInput(const Image& image, const Shape& inputShape, ResizeP
         planes = image.values;
     }
     if (image.height != wantH || image.width != wantW) {
-        fit.values = resizePlanar(planes, wantC, image.height, image.width, wantH, wantW);
-        fit.notes.push_back("resized the image from " + std::to_string(image.width) + "x" +
-                            std::to_string(image.height) + " to " + std::to_string(wantW) + "x" +
-                            std::to_string(wantH) + " (width x height, aspect ratio not kept): the model's input is " +
-                            inputShape.toString());
+        fit.values = resizeImage(planes, wantC, image.height, image.width, wantH, wantW, policy);
+        const CropBox box = centerCropBox(image.height, image.width, wantH, wantW);
+        const bool cropped =
+            policy == ResizePolicy::CenterCrop && (box.height != image.height || box.width != image.width);
+        const std::string decoded = image.fileWidth > 0
+                                        ? std::to_string(image.fileWidth) + "x" + std::to_string(image.fileHeight) +
+                                              " (decoded at " + std::to_string(image.width) + "x" +
+                                              std::to_string(image.height) + ")"
+                                        : std::to_string(image.width) + "x" + std::to_string(image.height);
+        fit.notes.push_back("resized the image from " + decoded + " to " + std::to_string(wantW) + "x" +
+                            std::to_string(wantH) +
+                            (cropped ? " (width x height, the centre " + std::to_string(box.width) + "x" +
+                                           std::to_string(box.height) + " kept)"
+                             : policy == ResizePolicy::Stretch ? " (width x height, aspect ratio not kept)"
+                                                               : " (width x height)") +
+                            ": the model's input is " + inputShape.toString());
     } else {
         fit.values = std::move(planes);
+        if (image.fileWidth > 0)
+            fit.notes.push_back("the JPEG decoder shrank the image from " + std::to_string(image.fileWidth) + "x" +
+                                std::to_string(image.fileHeight) + " to " + std::to_string(wantW) + "x" +
+                                std::to_string(wantH) + ": the model's input is " + inputShape.toString());
     }
     return fit;
 }
 
-bool isImageFileName(const std::string& path) {
-    const std::string ext = lowerExtension(path);
-    return ext == ".png" || ext == ".pgm" || ext == ".ppm" || ext == ".pnm";
+CropBox centerCropBox(int64_t inH, int64_t inW, int64_t outH, int64_t outW) {
+    CropBox box{0, 0, inH, inW};
+    // Compare aspect ratios exactly in integers: inW / inH against outW / outH.
+    if (inW * outH > outW * inH) {  // wider than the output: cut left and right
+        box.width = std::clamp<int64_t>((inH * outW + outH / 2) / outH, 1, inW);
+        box.left = (inW - box.width) / 2;
+    } else if (inW * outH < outW * inH) {  // taller: cut top and bottom
+        box.height = std::clamp<int64_t>((inW * outH + outW / 2) / outW, 1, inH);
+        box.top = (inH - box.height) / 2;
+    }
+    return box;
 }
 
-Image readImageFile(const std::string& path) {
+std::vector<float> resizeImage(const std::vector<float>& values, int64_t channels, int64_t inH, int64_t inW,
+                               int64_t outH, int64_t outW, ResizePolicy policy) {
+    if (policy == ResizePolicy::Stretch || channels < 1 ||
+        static_cast<int64_t>(values.size()) != channels * inH * inW || outH < 1 || outW < 1)
+        return resizePlanar(values, channels, inH, inW, outH, outW);  // (which also checks the sizes)
+    const CropBox box = centerCropBox(inH, inW, outH, outW);
+    if (box.height == inH && box.width == inW) return resizePlanar(values, channels, inH, inW, outH, outW);
+    std::vector<float> crop(static_cast<size_t>(channels * box.height * box.width));
+    for (int64_t c = 0; c < channels; ++c)
+        for (int64_t y = 0; y < box.height; ++y)
+            std::copy_n(values.begin() + (c * inH + box.top + y) * inW + box.left, box.width,
+                        crop.begin() + (c * box.height + y) * box.width);
+    if (box.height == outH && box.width == outW) return crop;
+    return resizePlanar(crop, channels, box.height, box.width, outH, outW);
+}
+
+bool isImageFileName(const std::string& path) {
     const std::string ext = lowerExtension(path);
-    if (ext == ".png") {
-        PngImage png = readPng(path);
-        Image img;
-        img.channels = png.channels;
-        img.height = png.height;
-        img.width = png.width;
-        img.values = std::move(png.values);
-        return img;
+    return ext == ".png" || ext == ".jpg" || ext == ".jpeg" || ext == ".bmp" || ext == ".pgm" || ext == ".ppm" ||
+           ext == ".pnm";
+}
+
+namespace {
+
+enum class Content { Png, Jpeg, Bmp, Netpbm, Unknown };
+
+Content sniff(const std::vector<uint8_t>& b) {
+    if (b.size() >= 8 && b[0] == 0x89 && b[1] == 'P' && b[2] == 'N' && b[3] == 'G') return Content::Png;
+    if (b.size() >= 3 && b[0] == 0xff && b[1] == 0xd8 && b[2] == 0xff) return Content::Jpeg;
+    if (b.size() >= 2 && b[0] == 'B' && b[1] == 'M') return Content::Bmp;
+    if (b.size() >= 2 && b[0] == 'P' && (b[1] == '2' || b[1] == '3' || b[1] == '5' || b[1] == '6'))
+        return Content::Netpbm;
+    return Content::Unknown;
+}
+
+std::vector<uint8_t> readBytes(const std::string& path) {
+    std::ifstream f(path, std::ios::binary);
+    if (!f) throw FormatError(path, "cannot open file for reading");
+    return std::vector<uint8_t>((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+}
+
+// One TurboJPEG decompressor per thread, kept: creating one costs more than decoding a 28x28 JPEG. After
+// an error it is dropped: libjpeg-turbo 2.1 can leave a handle that failed mid-header in a state where
+// the next, valid, file fails too ("Bogus DQT index").
+struct TjDeleter {
+    void operator()(void* h) const { tjDestroy(h); }
+};
+thread_local std::unique_ptr<void, TjDeleter> t_decompressor;
+tjhandle threadDecompressor(const std::string& name) {
+    if (!t_decompressor) t_decompressor.reset(tjInitDecompress());
+    if (!t_decompressor)
+        throw FormatError(name, std::string("libjpeg-turbo could not start: ") + tjGetErrorStr2(nullptr));
+    return t_decompressor.get();
+}
+[[noreturn]] void jpegFailed(tjhandle tj, const std::string& name, const char* where) {
+    std::string message = std::string(where) + tjGetErrorStr2(tj);
+    t_decompressor.reset();
+    throw FormatError(name, message);
+}
+
+// The full-size dimensions an image needs before the resize `hint` asks for (0: none asked).
+void neededSize(int64_t h, int64_t w, const DecodeHint& hint, int64_t& needH, int64_t& needW) {
+    needH = h;
+    needW = w;
+    if (hint.height < 1 || hint.width < 1) return;
+    if (hint.policy == ResizePolicy::Stretch) {
+        needH = std::min(h, hint.height);
+        needW = std::min(w, hint.width);
+    } else {
+        const CropBox box = centerCropBox(h, w, hint.height, hint.width);
+        // The crop is resized to the hint; the whole image shrinks by the same factors.
+        needH = std::min(h, (h * hint.height + box.height - 1) / box.height);
+        needW = std::min(w, (w * hint.width + box.width - 1) / box.width);
     }
-    if (ext == ".pgm" || ext == ".ppm" || ext == ".pnm") return readNetpbm(path);
-    throw FormatError(path, "not an image file Strata decodes (PNG, PGM, PPM)");
+}
+
+Image decodeJpeg(const std::vector<uint8_t>& bytes, const std::string& name, const DecodeHint& hint) {
+    tjhandle tj = threadDecompressor(name);
+    int width = 0, height = 0, subsamp = 0, colorspace = 0;
+    if (tjDecompressHeader3(tj, bytes.data(), static_cast<unsigned long>(bytes.size()), &width, &height, &subsamp,
+                            &colorspace) != 0)
+        jpegFailed(tj, name, "JPEG header: ");
+    if (width < 1 || height < 1 || int64_t(width) * int64_t(height) > kPngMaxPixels)
+        throw FormatError(name, std::to_string(width) + "x" + std::to_string(height) +
+                                    " pixels is out of range (1 to " + std::to_string(kPngMaxPixels) + ")");
+    // The smallest DCT scaling that still covers what the resize needs (1/8, 1/4, 3/8, 1/2, ... 1).
+    int64_t needH = 0, needW = 0;
+    neededSize(height, width, hint, needH, needW);
+    int numFactors = 0;
+    const tjscalingfactor* factors = tjGetScalingFactors(&numFactors);
+    int outW = width, outH = height;
+    for (int i = 0; factors && i < numFactors; ++i) {
+        const tjscalingfactor f = factors[i];
+        if (f.num > f.denom) continue;  // never enlarge
+        const int w = TJSCALED(width, f), h = TJSCALED(height, f);
+        if (w >= needW && h >= needH && int64_t(w) * h < int64_t(outW) * outH) {
+            outW = w;
+            outH = h;
+        }
+    }
+    const bool gray = colorspace == TJCS_GRAY;
+    const int channels = gray ? 1 : 3;
+    std::vector<uint8_t> pixels(size_t(outW) * size_t(outH) * size_t(channels));
+    // STOPONWARNING: a truncated file (libjpeg's "premature end of data" warning) is an error, not a
+    // half-grey image.
+    if (tjDecompress2(tj, bytes.data(), static_cast<unsigned long>(bytes.size()), pixels.data(), outW, 0, outH,
+                      gray ? TJPF_GRAY : TJPF_RGB, TJFLAG_STOPONWARNING) != 0)
+        jpegFailed(tj, name, "JPEG data: ");
+    Image img;
+    img.channels = channels;
+    img.height = outH;
+    img.width = outW;
+    if (outH != height || outW != width) {
+        img.fileHeight = height;
+        img.fileWidth = width;
+    }
+    const size_t plane = size_t(outW) * size_t(outH);
+    img.values.resize(plane * size_t(channels));
+    for (size_t p = 0; p < plane; ++p)
+        for (size_t c = 0; c < size_t(channels); ++c) img.values[c * plane + p] = pixels[p * size_t(channels) + c];
+    return img;
+}
+
+Image decodeBmp(const std::string& path) {
+    int width = 0, height = 0, format = TJPF_RGB;
+    // tjLoadImage reads the file itself (libjpeg-turbo's rdbmp: 8-bit palette, 24- and 32-bit BMP).
+    std::unique_ptr<unsigned char, void (*)(unsigned char*)> buf(
+        tjLoadImage(path.c_str(), &width, 1, &height, &format, 0), [](unsigned char* p) { tjFree(p); });
+    if (!buf) throw FormatError(path, std::string("BMP: ") + tjGetErrorStr2(nullptr));
+    if (width < 1 || height < 1 || int64_t(width) * int64_t(height) > kPngMaxPixels)
+        throw FormatError(path,
+                          "BMP of " + std::to_string(width) + "x" + std::to_string(height) + " pixels is out of range");
+    Image img;
+    img.channels = 3;
+    img.height = height;
+    img.width = width;
+    const size_t plane = size_t(width) * size_t(height);
+    img.values.resize(3 * plane);
+    for (size_t p = 0; p < plane; ++p)
+        for (size_t c = 0; c < 3; ++c) img.values[c * plane + p] = buf.get()[p * 3 + c];
+    return img;
+}
+
+}  // namespace
+
+Image readImageFile(const std::string& path) { return readImageFile(path, DecodeHint{}); }
+
+Image readImageFile(const std::string& path, const DecodeHint& hint) {
+    if (!isImageFileName(path)) throw FormatError(path, "not an image file Strata decodes (PNG, JPEG, BMP, PGM, PPM)");
+    const std::vector<uint8_t> bytes = readBytes(path);
+    if (bytes.empty()) throw FormatError(path, 0, "the file is empty (0 bytes)");
+    switch (sniff(bytes)) {
+        case Content::Png: {
+            PngImage png = decodePng(bytes, path);
+            Image img;
+            img.channels = png.channels;
+            img.height = png.height;
+            img.width = png.width;
+            img.values = std::move(png.values);
+            return img;
+        }
+        case Content::Jpeg: return decodeJpeg(bytes, path, hint);
+        case Content::Bmp: return decodeBmp(path);
+        case Content::Netpbm: return readNetpbm(path);
+        case Content::Unknown: break;
+    }
+    throw FormatError(path, 0, "not an image: the content is neither PNG, JPEG, BMP nor PGM/PPM");
 }
 
 Image readNetpbm(const std::string& path) {

@@ -1,8 +1,7 @@
-// PngReader: a small PNG decoder for `strata-train predict` (core/ has no Qt, so
-// no QImage). Reads the whole PNG 1.2 / ISO 15948 format: every bit depth
-// (1, 2, 4, 8, 16), colour types gray (0), RGB (2), palette (3), gray+alpha (4)
-// and RGBA (6), the five row filters, and Adam7 interlacing. Alpha is dropped and
-// ancillary chunks (tRNS, gAMA, text...) are skipped after their CRC is checked.
+// PngReader: PNG decoding on libpng (core/ has no Qt, so no QImage). The whole PNG
+// format: every bit depth (1, 2, 4, 8, 16), colour types gray (0), RGB (2), palette
+// (3), gray+alpha (4) and RGBA (6), the five row filters, and Adam7 interlacing.
+// Alpha and tRNS are dropped; ancillary chunks (gAMA, text...) are ignored.
 //
 // The result is planar [C, H, W] with C = 1 for gray types and 3 for RGB and palette
 // images, values 0..255 as floats like readNetpbm: 16-bit samples are scaled by
@@ -11,7 +10,8 @@
 //
 // Every problem (wrong signature, truncated file, bad CRC, unknown critical chunk,
 // invalid header, bad filter byte, image data of the wrong size, an image too large)
-// throws FormatError naming the file and the byte offset of the chunk at fault.
+// throws FormatError naming the file, libpng's message and the byte offset where
+// reading stopped (the end of the chunk at fault, or of the file when truncated).
 #pragma once
 
 #include <cstdint>

@@ -150,7 +150,9 @@ std::vector<SettingSpec<DS>> makeDatasetSpecs() {
             .choice("text", DatasetKind::Text, "CSV text (label,text)",
                     "label,text rows, tokenized into ids for an Embedding.")
             .choice("synthetic", DatasetKind::Synthetic, "Synthetic (Gaussian blobs)",
-                    "Gaussian blobs, one per class: no files needed."),
+                    "Gaussian blobs, one per class: no files needed.")
+            .choice("image_folder", DatasetKind::ImageFolder, "Image folder (one subfolder per class)",
+                    "PNG, JPEG, BMP, PGM or PPM files in one subfolder per class, or listed in a CSV of path,label."),
         Entry<&DS::trainImages>("train_images", "Training images", "idx: the training images file.").path(),
         Entry<&DS::trainLabels>("train_labels", "Training labels", "idx: the training labels file.").path(),
         Entry<&DS::validationImages>("validation_images", "Validation images",
@@ -159,9 +161,13 @@ std::vector<SettingSpec<DS>> makeDatasetSpecs() {
         Entry<&DS::validationLabels>("validation_labels", "Validation labels",
                                      "idx: the validation labels file (optional).")
             .path(),
-        Entry<&DS::trainPath>("train_path", "Training file", "csv and text: the training CSV file.").path(),
+        Entry<&DS::trainPath>("train_path", "Training file",
+                              "csv and text: the training CSV file; image_folder: the folder of class folders, or a "
+                              "CSV of path,label.")
+            .path(),
         Entry<&DS::validationPath>("validation_path", "Validation file",
-                                   "csv and text: the validation CSV file (optional).")
+                                   "csv and text: the validation CSV file; image_folder: the validation folder or CSV "
+                                   "(all optional).")
             .path(),
         Entry<&DS::labelColumn>("label_column", "Label column", "csv: the name of the column that holds the class."),
         Entry<&DS::tokenizer>("tokenizer", "Tokenizer", "text: how a text becomes tokens.")
@@ -189,6 +195,20 @@ std::vector<SettingSpec<DS>> makeDatasetSpecs() {
         Entry<&DS::noiseStd>("noise_std", "Gaussian noise std",
                              "Training split: add Gaussian noise of this standard deviation to every input.")
             .numberRange(0.0, 1e6),
+        Entry<&DS::resizedCropMinArea>("resized_crop_min_area", "Random resized crop",
+                                       "Images, training split: crop a random region of at least this fraction of "
+                                       "the area (aspect 3/4 to 4/3) and resize it back; 0: off.")
+            .numberRange(0.0, 1.0),
+        Entry<&DS::rotationDegrees>("rotation_degrees", "Random rotation",
+                                    "Images, training split: rotate by a random angle within +- this many degrees.")
+            .numberRange(0.0, 180.0),
+        Entry<&DS::brightness>("brightness", "Brightness jitter",
+                               "Images, training split: add a random level within +- this fraction of the pixel "
+                               "range.")
+            .numberRange(0.0, 1.0),
+        Entry<&DS::contrast>("contrast", "Contrast jitter",
+                             "Images, training split: scale each image's deviations from its mean by 1 +- this.")
+            .numberRange(0.0, 1.0),
         Entry<&DS::trainLimit>("train_limit", "Training samples", "Use only the first N training samples; 0: all.")
             .intRange(0, INT64_MAX)
             .flag("--train-limit", "N"),
@@ -205,6 +225,21 @@ std::vector<SettingSpec<DS>> makeDatasetSpecs() {
                                    "synthetic: per-sample shape, e.g. 16 or 1,28,28.")
             .items(1, 8)
             .intRange(1, kIntMax),
+        Entry<&DS::imageShape>("image_shape", "Image shape",
+                               "image_folder: channels (1 gray or 3 RGB), height and width every image becomes; "
+                               "the Input node's shape.")
+            .items(0, 3)
+            .intRange(1, 1 << 14),
+        Entry<&DS::imageResize>("image_resize", "Resize", "image_folder: how an image of another size is fitted.")
+            .choice("stretch", ImageResize::Stretch, "stretch", "Each axis scaled on its own (aspect ratio not kept).")
+            .choice("center_crop", ImageResize::CenterCrop, "shorter side, centre crop",
+                    "The shorter side fits; the longer one is cut evenly at both ends."),
+        Entry<&DS::strictImages>("strict_images", "Stop at a bad image",
+                                 "image_folder: stop with the file's path instead of skipping and counting it."),
+        Entry<&DS::decodeThreads>("decode_threads", "Decode threads",
+                                  "image_folder: threads decoding images; 0: one per core.")
+            .intRange(0, 256)
+            .flag("--decode-threads", "N"),
     };
 }
 
@@ -371,6 +406,7 @@ const SettingSpec<TrainingSettings>& trainingSetting(const std::string& key) {
 
 const std::string& settingName(DatasetKind v) { return nameIn(datasetSetting("kind"), static_cast<int>(v)); }
 const std::string& settingName(Tokenizer v) { return nameIn(datasetSetting("tokenizer"), static_cast<int>(v)); }
+const std::string& settingName(ImageResize v) { return nameIn(datasetSetting("image_resize"), static_cast<int>(v)); }
 const std::string& settingName(NormalizationMode v) {
     return nameIn(datasetSetting("normalization"), static_cast<int>(v));
 }

@@ -21,7 +21,9 @@ namespace strata {
 
 using Json = nlohmann::ordered_json;
 
-enum class DatasetKind { Idx, Csv, Text, Synthetic };
+enum class DatasetKind { Idx, Csv, Text, Synthetic, ImageFolder };
+// image_folder: how an image of another size becomes the dataset's image_shape (core/data ResizePolicy).
+enum class ImageResize { Stretch, CenterCrop };
 enum class Tokenizer { Char, Word };
 // How a dataset's inputs are normalized (the statistics a run found are core/data's Normalization).
 enum class NormalizationMode { None, Scale, Standardize };
@@ -32,8 +34,9 @@ enum class EarlyStoppingMetric { ValLoss, ValAcc };
 
 struct DatasetSettings {
     DatasetKind kind = DatasetKind::Idx;
-    // idx: image and label files; csv/text: trainPath (+ validationPath). Relative paths are
-    // resolved against the project file's folder.
+    // idx: image and label files; csv/text: trainPath (+ validationPath); image_folder: trainPath is a
+    // folder with one subfolder per class or a CSV of path,label (+ validationPath, the same). Relative
+    // paths are resolved against the project file's folder.
     std::string trainImages, trainLabels, validationImages, validationLabels;
     std::string trainPath, validationPath;
     std::string labelColumn = "label";      // csv: name of the label column
@@ -46,12 +49,21 @@ struct DatasetSettings {
     int cropPadding = 0;
     bool horizontalFlip = false;
     float noiseStd = 0.0f;
+    double resizedCropMinArea = 0.0;              // random resized crop: smallest area fraction; 0: off
+    double rotationDegrees = 0.0;                 // random rotation within +-degrees
+    double brightness = 0.0, contrast = 0.0;      // random jitter: +- fraction of the pixel range; 1 +- factor
     int64_t trainLimit = 0, validationLimit = 0;  // >0: use only the first N samples
     std::vector<std::string> classNames;
     // synthetic: samples, classes and per-sample shape
     int64_t syntheticSamples = 1024;
     int syntheticClasses = 4;
     std::vector<int64_t> syntheticShape{16};
+    // image_folder: every image becomes [C, H, W] (C = 1 gray or 3 RGB), resized by imageResize; a bad
+    // file is skipped and reported unless strictImages; decodeThreads 0: one per core.
+    std::vector<int64_t> imageShape;
+    ImageResize imageResize = ImageResize::Stretch;
+    bool strictImages = false;
+    int decodeThreads = 0;
     bool operator==(const DatasetSettings&) const = default;
 };
 
@@ -85,6 +97,7 @@ struct TrainingSettings {
 // A choice's spelling in the project file and on the command line ("adamw"), from the table.
 const std::string& settingName(DatasetKind v);
 const std::string& settingName(Tokenizer v);
+const std::string& settingName(ImageResize v);
 const std::string& settingName(NormalizationMode v);
 const std::string& settingName(OptimizerKind v);
 const std::string& settingName(LossKind v);

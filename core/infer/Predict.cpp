@@ -94,11 +94,14 @@ PredictInputs readCsvInputs(const std::string& path, const Project& project, con
     return in;
 }
 
-PredictInputs readImageInputs(const std::string& path, const Shape& inputShape) {
-    const data::Image image = data::readImageFile(path);
+PredictInputs readImageInputs(const std::string& path, const Shape& inputShape, data::ResizePolicy policy) {
+    const std::vector<int64_t>& dims = inputShape.dims();
+    data::DecodeHint hint;
+    if (dims.size() >= 2) hint = {dims[dims.size() - 2], dims.back(), policy};
+    const data::Image image = data::readImageFile(path, hint);
     data::FittedImage fit;
     try {
-        fit = data::fitImageToInput(image, inputShape);
+        fit = data::fitImageToInput(image, inputShape, policy);
     } catch (const std::invalid_argument& e) {
         throw std::runtime_error(path + ": " + e.what());
     }
@@ -133,7 +136,8 @@ std::vector<std::string> readIdxLabels(const std::string& path, int64_t count) {
 
 PredictInputs readPredictInputs(const std::string& path, const ExportModel& model, const Shape& inputShape,
                                 int64_t limit) {
-    if (data::isImageFileName(path)) return readImageInputs(path, inputShape);
+    if (data::isImageFileName(path))
+        return readImageInputs(path, inputShape, data::resizePolicyFor(model.project.dataset));
     if (isIdxImages(path)) return readIdxImages(path, limit);
     return readCsvInputs(path, model.project, model.vocabulary, limit);
 }

@@ -4,8 +4,11 @@
 // and the class balance, or the loader's error; the LR preview plots core's
 // learningRateAt over every step of the run.
 #include <QComboBox>
+#include <QDir>
 #include <QDoubleSpinBox>
 #include <QFile>
+#include <QImage>
+#include <QLineEdit>
 #include <QSignalSpy>
 #include <QSpinBox>
 #include <QTemporaryDir>
@@ -120,6 +123,76 @@ private slots:
         QCOMPARE(count.count(), 1);
         QCOMPARE(count.at(0).at(0).toLongLong(), qint64(300));
         if (!screenshotDir().isEmpty()) panel.grab().save(screenshotDir() + "/dataset_panel.png");
+    }
+
+    // An image folder: classes from the sorted folder names, thumbnails of every class (a folder lists
+    // class by class), the skipped files with their reasons, and the image-folder page of settings.
+    void imageFolderPreviewShowsClassesAndSkippedFiles() {
+        QTemporaryDir tmp;
+        QVERIFY(tmp.isValid());
+        const QStringList classes{"zebra", "apple", "moon"};
+        for (int c = 0; c < classes.size(); ++c) {
+            QVERIFY(QDir(tmp.path()).mkpath(classes[c]));
+            for (int k = 0; k < 6 + 4 * c; ++k) {
+                QImage img(20 + 4 * k, 16, QImage::Format_RGB888);  // sizes vary: resized to 16x16
+                for (int y = 0; y < img.height(); ++y)
+                    for (int x = 0; x < img.width(); ++x)
+                        img.setPixelColor(x, y, QColor::fromHsv((120 * c + 6 * x) % 360, 200, 80 + 10 * y));
+                QVERIFY(img.save(
+                    tmp.filePath(QStringLiteral("%1/%2.%3").arg(classes[c]).arg(k).arg(k % 2 ? "jpg" : "png"))));
+            }
+        }
+        QFile zero(tmp.filePath("moon/empty.png"));
+        QVERIFY(zero.open(QIODevice::WriteOnly));
+        zero.close();
+        Project p = imageProject();
+        p.graph = Graph{};
+        p.graph.addNode("Input", "input", Json{{"shape", {3, 16, 16}}});
+        p.dataset = DatasetSettings{};
+        p.dataset.kind = DatasetKind::ImageFolder;
+        p.dataset.trainPath = tmp.path().toStdString();
+        p.dataset.imageShape = {3, 16, 16};
+        p.dataset.imageResize = ImageResize::CenterCrop;
+        p.dataset.validationSplit = 0.25;
+        ProjectDocument doc;
+        doc.newProject(p);
+        DatasetPanel panel(&doc);
+        panel.resize(1100, 720);
+        panel.show();
+        auto* shapeEdit = panel.findChild<QLineEdit*>("image_shape");
+        QVERIFY(shapeEdit && shapeEdit->isVisible());  // the image folder page is the one shown
+        QCOMPARE(shapeEdit->text(), QString("3,16,16"));
+        QSignalSpy ready(&panel, &DatasetPanel::previewReady);
+        panel.loadPreview();
+        QVERIFY(ready.wait(30000));
+        const DatasetPreview& pv = panel.preview();
+        QVERIFY2(pv.error.isEmpty(), qPrintable(pv.error));
+        QCOMPARE(pv.classNames, (QStringList{"apple", "moon", "zebra"}));
+        QCOMPARE(pv.trainCount + pv.validationCount, qint64(6 + 10 + 14));
+        // 25% of each class (apple 10, zebra 6); moon's 14 include the bad file, dropped after the split.
+        QCOMPARE(pv.validationPerClass[0], qint64(3));
+        QCOMPARE(pv.validationPerClass[2], qint64(2));
+        QVERIFY(pv.validationPerClass[1] == 3 || pv.validationPerClass[1] == 4);
+        QCOMPARE(pv.labels.mid(0, 3), (QStringList{"apple", "moon", "zebra"}));
+        QCOMPARE(pv.images[0].size(), QSize(16, 16));
+        QCOMPARE(pv.imageSizes.size(), 14);  // widths 20, 24, ... 72 by height 16
+        QVERIFY2(pv.imageSizes.contains("20x16: 3"), qPrintable(pv.imageSizes.join(" ")));
+        QCOMPARE(pv.skipped.size(), 1);
+        QVERIFY2(pv.skipped[0].contains("empty.png") && pv.skipped[0].contains("empty (0 bytes)"),
+                 qPrintable(pv.skipped[0]));
+        if (!screenshotDir().isEmpty()) panel.grab().save(screenshotDir() + "/dataset_panel_image_folder.png");
+
+        // The data's shape offered to the Input node: one undoable command.
+        DatasetSettings gray = doc.project().dataset;
+        gray.imageShape = {1, 12, 12};
+        doc.setDatasetSettings(gray);
+        const int before = doc.undoStack()->count();
+        QVERIFY(panel.applyImageShapeToInput());
+        const Node* in = doc.graph().nodes().front();
+        QVERIFY(in->params.at("shape") == Json({1, 12, 12}));
+        QCOMPARE(doc.undoStack()->count(), before + 1);
+        doc.undoStack()->undo();
+        QVERIFY(doc.graph().nodes().front()->params.at("shape") == Json({3, 16, 16}));
     }
 
     void flatPreviewShowsRows() {

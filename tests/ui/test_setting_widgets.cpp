@@ -142,9 +142,10 @@ private slots:
         doc.newProject(Project{});
         DatasetPanel dataset(&doc);
         TrainingSettingsPanel training(&doc);
-        // Every dataset setting is on the dataset panel (train_path and validation_path twice: the csv and text pages).
+        // Every dataset setting is on the dataset panel (train_path and validation_path three times: the csv,
+        // text and image folder pages).
         const int d = checkEditors(&dataset, datasetSettingSpecs(), {});
-        QCOMPARE(d, int(datasetSettingSpecs().size()) + 2);
+        QCOMPARE(d, int(datasetSettingSpecs().size()) + 4);
         // The device is picked in the training dashboard's device list, not here.
         const int t = checkEditors(&training, trainingSettingSpecs(), {"device"});
         QCOMPARE(t, int(trainingSettingSpecs().size()) - 1);

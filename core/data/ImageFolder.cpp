@@ -1,0 +1,259 @@
+#include "core/data/ImageFolder.h"
+
+#include <algorithm>
+#include <atomic>
+#include <filesystem>
+#include <map>
+#include <thread>
+
+#include "core/data/CsvReader.h"
+#include "core/io/FormatError.h"
+
+namespace strata::data {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// A class folder's name becomes a class name in the project file and the exports: it must be text.
+std::string nameProblem(const std::string& name) {
+    size_t i = 0;
+    while (i < name.size()) {
+        const auto c = static_cast<unsigned char>(name[i]);
+        if (c < 0x20 || c == 0x7f) return "its name holds a control character";
+        const int extra = c < 0x80 ? 0 : (c >> 5) == 0x6 ? 1 : (c >> 4) == 0xe ? 2 : (c >> 3) == 0x1e ? 3 : -1;
+        if (extra < 0 || i + size_t(extra) >= name.size()) return "its name is not UTF-8 text";
+        for (int k = 1; k <= extra; ++k)
+            if ((static_cast<unsigned char>(name[i + size_t(k)]) >> 6) != 0x2) return "its name is not UTF-8 text";
+        i += size_t(extra) + 1;
+    }
+    return {};
+}
+
+[[noreturn]] void stopAt(const std::string& path, const std::string& reason) {
+    throw DataError::inFile(path, reason + " (strict_images is on; turn it off to skip such files)");
+}
+
+void skip(ImageList& list, bool strict, const std::string& path, const std::string& reason) {
+    if (strict) stopAt(path, reason);
+    list.skipped.push_back({path, reason});
+}
+
+// Every regular file under `dir`, sorted by path (so the listing is the same on every file system).
+std::vector<fs::path> filesUnder(const fs::path& dir) {
+    std::vector<fs::path> files;
+    std::error_code ec;
+    for (fs::recursive_directory_iterator it(dir, fs::directory_options::skip_permission_denied, ec), end;
+         !ec && it != end; it.increment(ec)) {
+        if (it->path().filename().string().starts_with(".")) {  // hidden: .DS_Store, .ipynb_checkpoints
+            if (it->is_directory()) it.disable_recursion_pending();
+            continue;
+        }
+        if (it->is_regular_file()) files.push_back(it->path());
+    }
+    std::sort(files.begin(), files.end());
+    return files;
+}
+
+void addFile(ImageList& list, bool strict, const fs::path& file, int32_t label) {
+    const std::string path = file.string();
+    if (!isImageFileName(path)) {
+        skip(list, strict, path, "not an image file name (PNG, JPEG, BMP, PGM or PPM expected)");
+        return;
+    }
+    list.paths.push_back(path);
+    list.labels.push_back(label);
+}
+
+ImageList listFolder(const fs::path& root, const std::vector<std::string>& givenNames, bool strict) {
+    ImageList list;
+    std::vector<fs::path> classDirs;
+    std::error_code ec;
+    for (const fs::directory_entry& e : fs::directory_iterator(root, ec)) {
+        const std::string name = e.path().filename().string();
+        if (name.starts_with(".")) continue;
+        if (e.is_directory()) {
+            classDirs.push_back(e.path());
+        } else {
+            skip(list, strict, e.path().string(), "not inside a class folder");
+        }
+    }
+    if (ec) throw DataError::inFile(root.string(), "cannot list the folder: " + ec.message());
+    std::sort(classDirs.begin(), classDirs.end());
+    std::map<std::string, int32_t> index;
+    for (size_t i = 0; i < givenNames.size(); ++i) index[givenNames[i]] = static_cast<int32_t>(i);
+    list.classNames = givenNames;
+    for (const fs::path& dir : classDirs) {
+        const std::string name = dir.filename().string();
+        if (const std::string problem = nameProblem(name); !problem.empty()) {
+            skip(list, strict, dir.string(), "class folder skipped: " + problem);
+            continue;
+        }
+        const std::vector<fs::path> files = filesUnder(dir);
+        const bool anyImage =
+            std::any_of(files.begin(), files.end(), [](const fs::path& f) { return isImageFileName(f.string()); });
+        int32_t label = 0;
+        if (!givenNames.empty()) {
+            auto it = index.find(name);
+            if (it == index.end()) {
+                skip(list, strict, dir.string(),
+                     "class folder skipped: '" + name +
+                         "' is not among the classes (dataset.class_names or the "
+                         "training folder's classes)");
+                continue;
+            }
+            label = it->second;
+        } else {
+            if (!anyImage) {
+                skip(list, strict, dir.string(),
+                     "empty class folder (no PNG, JPEG, BMP, PGM or PPM file): not a class");
+                continue;
+            }
+            label = static_cast<int32_t>(list.classNames.size());
+            list.classNames.push_back(name);
+        }
+        for (const fs::path& f : files) addFile(list, strict, f, label);
+    }
+    return list;
+}
+
+ImageList listCsv(const fs::path& csv, const std::vector<std::string>& givenNames, bool strict) {
+    const std::vector<CsvRecord> rows = readCsvFile(csv.string());
+    const fs::path base = csv.parent_path();
+    ImageList list;
+    std::vector<std::pair<fs::path, std::string>> entries;
+    for (size_t r = 0; r < rows.size(); ++r) {
+        const CsvRecord& row = rows[r];
+        if (r == 0 && row.fields.size() == 2 && (row.fields[0] == "path" || row.fields[0] == "file") &&
+            row.fields[1] == "label")
+            continue;
+        if (row.fields.size() != 2 || row.fields[0].empty() || row.fields[1].empty())
+            throw DataError::atLine(csv.string(), row.line,
+                                    "expected two fields, path,label (got " + std::to_string(row.fields.size()) + ")");
+        fs::path p(row.fields[0]);
+        if (p.is_relative()) p = base / p;
+        entries.emplace_back(p, row.fields[1]);
+    }
+    std::map<std::string, int32_t> index;
+    if (!givenNames.empty()) {
+        list.classNames = givenNames;
+    } else {
+        std::vector<std::string> names;
+        for (const auto& e : entries) names.push_back(e.second);
+        std::sort(names.begin(), names.end());
+        names.erase(std::unique(names.begin(), names.end()), names.end());
+        // Integer labels 0..K-1 keep their numbers; other labels are numbered in sorted order.
+        const bool integers = std::all_of(names.begin(), names.end(), [](const std::string& n) {
+            return !n.empty() && n.size() < 7 && std::all_of(n.begin(), n.end(), ::isdigit);
+        });
+        if (integers) {
+            int maxLabel = 0;
+            for (const std::string& n : names) maxLabel = std::max(maxLabel, std::stoi(n));
+            for (int i = 0; i <= maxLabel; ++i) list.classNames.push_back(std::to_string(i));
+        } else {
+            list.classNames = names;
+        }
+    }
+    for (size_t i = 0; i < list.classNames.size(); ++i) index[list.classNames[i]] = static_cast<int32_t>(i);
+    for (const auto& [path, label] : entries) {
+        auto it = index.find(label);
+        if (it == index.end()) {
+            skip(list, strict, path.string(), "label '" + label + "' is not among the classes");
+            continue;
+        }
+        if (const std::string problem = nameProblem(label); !problem.empty()) {
+            skip(list, strict, path.string(), "label skipped: " + problem);
+            continue;
+        }
+        addFile(list, strict, path, it->second);
+    }
+    return list;
+}
+
+}  // namespace
+
+ImageList listImages(const std::string& source, const std::vector<std::string>& classNames, bool strict) {
+    const fs::path p(source);
+    std::error_code ec;
+    ImageList list;
+    if (fs::is_directory(p, ec)) {
+        list = listFolder(p, classNames, strict);
+    } else if (fs::is_regular_file(p, ec)) {
+        list = listCsv(p, classNames, strict);
+    } else {
+        throw DataError::inFile(source, "no such folder or CSV file");
+    }
+    if (list.paths.empty())
+        throw DataError::inFile(
+            source, "holds no image (PNG, JPEG, BMP, PGM or PPM) in a class folder" +
+                        std::string(list.skipped.empty() ? ""
+                                                         : "; skipped: " + list.skipped.front().path + ": " +
+                                                               list.skipped.front().reason));
+    return list;
+}
+
+DecodedImages decodeImages(const std::vector<std::string>& paths, const Shape& shape, ResizePolicy policy, int threads,
+                           bool strict) {
+    const std::vector<int64_t>& dims = shape.dims();
+    if (dims.size() != 3 || (dims[0] != 1 && dims[0] != 3) || dims[1] < 1 || dims[2] < 1)
+        throw DataError("dataset.image_shape: " + shape.toString() + " is not [C, H, W] with C = 1 or 3");
+    const int64_t n = shape.numel();
+    const size_t count = paths.size();
+    std::vector<float> values(count * static_cast<size_t>(n));
+    std::vector<std::string> errors(count);
+    std::vector<char> failed(count, 0);
+    std::vector<std::pair<int64_t, int64_t>> sizes(count);
+    std::atomic<size_t> nextIndex{0};
+    std::atomic<bool> stop{false};
+    const DecodeHint hint{dims[1], dims[2], policy};
+    auto work = [&] {
+        for (;;) {
+            if (stop.load(std::memory_order_relaxed)) return;
+            const size_t i = nextIndex.fetch_add(1);
+            if (i >= count) return;
+            try {
+                const Image image = readImageFile(paths[i], hint);
+                sizes[i] = image.fileWidth > 0 ? std::make_pair(image.fileWidth, image.fileHeight)
+                                               : std::make_pair(image.width, image.height);
+                const FittedImage fit = fitImageToInput(image, shape, policy);
+                std::copy(fit.values.begin(), fit.values.end(), values.begin() + static_cast<int64_t>(i) * n);
+            } catch (const FormatError& e) {
+                errors[i] = e.problem();
+                failed[i] = 1;
+            } catch (const std::exception& e) {
+                errors[i] = e.what();
+                failed[i] = 1;
+            }
+            // Indices are claimed in order, so every index below a failure is finished when the workers
+            // stop: the first bad file in list order is reported whatever the timing.
+            if (failed[i] && strict) stop = true;
+        }
+    };
+    int workers = threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    workers = static_cast<int>(std::min<size_t>(static_cast<size_t>(workers), std::max<size_t>(1, count)));
+    std::vector<std::thread> pool;
+    for (int t = 1; t < workers; ++t) pool.emplace_back(work);
+    work();
+    for (std::thread& t : pool) t.join();
+
+    DecodedImages out;
+    for (size_t i = 0; i < count; ++i) {
+        if (failed[i]) {
+            if (strict) stopAt(paths[i], errors[i]);
+            out.skipped.push_back({paths[i], errors[i]});
+        } else {
+            out.kept.push_back(static_cast<int64_t>(i));
+            out.sizes.push_back(sizes[i]);
+        }
+    }
+    if (out.kept.size() == count) {
+        out.values = std::move(values);
+    } else {
+        out.values.resize(out.kept.size() * static_cast<size_t>(n));
+        for (size_t k = 0; k < out.kept.size(); ++k)
+            std::copy_n(values.begin() + out.kept[k] * n, n, out.values.begin() + static_cast<int64_t>(k) * n);
+    }
+    return out;
+}
+
+}  // namespace strata::data

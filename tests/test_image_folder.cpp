@@ -1,0 +1,580 @@
+// Image files and image-folder datasets: PNG, JPEG (with TurboJPEG's scaled decode), BMP and PGM decoded
+// by content, the centre-crop resize, and `image_folder` datasets: class folders sorted, labels that
+// never shift when bad files (zero bytes, truncated, not an image, empty class folder, odd names) are
+// skipped with their reasons, strict mode naming the first bad path, stratified splits, a validation
+// folder, CSV listings, and results independent of the decode thread count. Files are written here with
+// libpng and TurboJPEG, the encoders of the field.
+#include <QTemporaryDir>
+#include <QtTest>
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <png.h>
+#include <turbojpeg.h>
+
+#include "core/data/DataLoader.h"
+#include "core/data/Dataset.h"
+#include "core/data/ImageFile.h"
+#include "core/data/ImageFolder.h"
+#include "core/io/FormatError.h"
+
+using namespace strata;
+namespace fs = std::filesystem;
+
+namespace {
+
+// Interleaved 8-bit pixels, `channels` 1 or 3.
+struct Pixels {
+    int width = 0, height = 0, channels = 1;
+    std::vector<uint8_t> bytes;
+};
+
+Pixels flat(int w, int h, int channels, uint8_t value) {
+    return {w, h, channels, std::vector<uint8_t>(size_t(w * h * channels), value)};
+}
+
+// Pixel (y, x, c) = (y * 16 + x * 5 + c * 40) % 256: a pattern whose crops and scalings are checkable.
+Pixels pattern(int w, int h, int channels) {
+    Pixels p{w, h, channels, {}};
+    for (int y = 0; y < h; ++y)
+        for (int x = 0; x < w; ++x)
+            for (int c = 0; c < channels; ++c) p.bytes.push_back(static_cast<uint8_t>((y * 16 + x * 5 + c * 40) % 256));
+    return p;
+}
+
+void writeBytes(const std::string& path, const std::vector<uint8_t>& bytes) {
+    std::ofstream(path, std::ios::binary)
+        .write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+}
+
+std::vector<uint8_t> readBytes(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::vector<uint8_t>((std::istreambuf_iterator<char>(in)), {});
+}
+
+bool writePng(const std::string& path, const Pixels& p) {
+    png_image img{};
+    img.version = PNG_IMAGE_VERSION;
+    img.width = png_uint_32(p.width);
+    img.height = png_uint_32(p.height);
+    img.format = p.channels == 3 ? PNG_FORMAT_RGB : PNG_FORMAT_GRAY;
+    return png_image_write_to_file(&img, path.c_str(), 0, p.bytes.data(), 0, nullptr) != 0;
+}
+
+bool writeJpeg(const std::string& path, const Pixels& p, int quality = 95) {
+    tjhandle tj = tjInitCompress();
+    unsigned char* out = nullptr;
+    unsigned long size = 0;
+    const int rc = tjCompress2(tj, p.bytes.data(), p.width, 0, p.height, p.channels == 3 ? TJPF_RGB : TJPF_GRAY, &out,
+                               &size, p.channels == 3 ? TJSAMP_444 : TJSAMP_GRAY, quality, 0);
+    if (rc == 0) writeBytes(path, std::vector<uint8_t>(out, out + size));
+    tjFree(out);
+    tjDestroy(tj);
+    return rc == 0;
+}
+
+bool writeBmp(const std::string& path, const Pixels& p) {
+    return tjSaveImage(path.c_str(), const_cast<unsigned char*>(p.bytes.data()), p.width, 0, p.height,
+                       p.channels == 3 ? TJPF_RGB : TJPF_GRAY, 0) == 0;
+}
+
+// Planar floats of interleaved pixels.
+std::vector<float> planar(const Pixels& p) {
+    const size_t plane = size_t(p.width * p.height);
+    std::vector<float> out(plane * size_t(p.channels));
+    for (size_t i = 0; i < plane; ++i)
+        for (size_t c = 0; c < size_t(p.channels); ++c) out[c * plane + i] = p.bytes[i * size_t(p.channels) + c];
+    return out;
+}
+
+double meanAbsDiff(const std::vector<float>& a, const std::vector<float>& b) {
+    if (a.size() != b.size()) return 1e9;
+    double s = 0;
+    for (size_t i = 0; i < a.size(); ++i) s += std::fabs(double(a[i]) - double(b[i]));
+    return a.empty() ? 0 : s / double(a.size());
+}
+
+std::string problemOf(const std::function<void()>& f) {
+    try {
+        f();
+    } catch (const FormatError& e) {
+        return e.what();
+    } catch (const std::exception& e) {
+        return std::string("not a FormatError: ") + e.what();
+    }
+    return {};
+}
+
+std::string dataErrorOf(const std::function<void()>& f) {
+    try {
+        f();
+    } catch (const DataError& e) {
+        return e.what();
+    }
+    return {};
+}
+
+}  // namespace
+
+class TestImageFolder : public QObject {
+    Q_OBJECT
+
+private:
+    QTemporaryDir m_tmp;
+    std::string path(const std::string& name) const { return m_tmp.path().toStdString() + "/" + name; }
+
+    // A class folder dataset: classes "cat" (label 0), "dog" (1), "emu" (2) written in that order of
+    // folders b/, a/, c/ so sorting matters; image k of class c is flat gray 40 * c + k (k < 10), so every
+    // decoded sample tells its own class.
+    std::string makeFolder(const std::string& root, int perClass) {
+        fs::create_directories(path(root));
+        for (const std::string& cls : {std::string("emu"), std::string("cat"), std::string("dog")}) {
+            const int c = cls == "cat" ? 0 : cls == "dog" ? 1 : 2;
+            fs::create_directories(path(root + "/" + cls));
+            for (int k = 0; k < perClass; ++k) {
+                const std::string f = path(root + "/" + cls + "/img" + std::to_string(k));
+                const uint8_t v = static_cast<uint8_t>(40 * c + k);
+                // Mixed formats and sizes: PNG gray 8x8, PNG RGB 10x6, JPEG gray 16x16, BMP 8x8.
+                switch (k % 4) {
+                    case 0: writePng(f + ".png", flat(8, 8, 1, v)); break;
+                    case 1: writePng(f + ".png", flat(10, 6, 3, v)); break;
+                    case 2: writeJpeg(f + ".jpg", flat(16, 16, 1, v)); break;
+                    default: writeBmp(f + ".bmp", flat(8, 8, 3, v)); break;
+                }
+            }
+        }
+        return path(root);
+    }
+
+    DatasetSettings folderSettings(const std::string& root) {
+        DatasetSettings s;
+        s.kind = DatasetKind::ImageFolder;
+        s.trainPath = root;
+        s.imageShape = {1, 8, 8};
+        s.normalization = NormalizationMode::None;
+        return s;
+    }
+
+    // Every sample is flat at 40 * label + k: its label is its value / 40.
+    static void checkLabelsMatchPixels(const DataSplit& split) {
+        const int64_t n = split.sampleShape.numel();
+        for (int64_t i = 0; i < split.count; ++i) {
+            const float v = split.inputs[size_t(i * n)];
+            QCOMPARE(int(std::lround(v)) / 40, int(split.labels[size_t(i)]));
+            for (int64_t j = 0; j < n; ++j) QVERIFY(std::fabs(split.inputs[size_t(i * n + j)] - v) < 1.01f);
+        }
+    }
+
+private slots:
+    void initTestCase() { QVERIFY(m_tmp.isValid()); }
+
+    void decodesEveryFormatByContent() {
+        const Pixels gray = pattern(13, 7, 1), rgb = pattern(9, 5, 3);
+        QVERIFY(writePng(path("g.png"), gray));
+        QVERIFY(writePng(path("c.png"), rgb));
+        QVERIFY(writeBmp(path("c.bmp"), rgb));
+        QVERIFY(writeJpeg(path("c.jpg"), rgb, 100));
+        QVERIFY(writeJpeg(path("g.jpeg"), gray, 100));
+        data::Image img = data::readImageFile(path("g.png"));
+        QCOMPARE(img.channels, int64_t(1));
+        QCOMPARE(img.values, planar(gray));
+        img = data::readImageFile(path("c.png"));
+        QCOMPARE(img.channels, int64_t(3));
+        QCOMPARE(img.values, planar(rgb));
+        img = data::readImageFile(path("c.bmp"));
+        QCOMPARE(img.width, int64_t(9));
+        QCOMPARE(img.values, planar(rgb));
+        // JPEG is lossy: quality 100, 4:4:4 stays within a couple of levels on average.
+        img = data::readImageFile(path("c.jpg"));
+        QCOMPARE(img.channels, int64_t(3));
+        QVERIFY2(meanAbsDiff(img.values, planar(rgb)) < 2.0, "RGB JPEG too far from its pixels");
+        img = data::readImageFile(path("g.jpeg"));
+        QCOMPARE(img.channels, int64_t(1));
+        QVERIFY(meanAbsDiff(img.values, planar(gray)) < 2.0);
+
+        // By content, not by name: a JPEG named .png decodes; a text named .png, a zero-byte file and an
+        // unknown extension are FormatErrors naming the file.
+        writeBytes(path("jpeg_inside.png"), readBytes(path("c.jpg")));
+        QCOMPARE(data::readImageFile(path("jpeg_inside.png")).values, data::readImageFile(path("c.jpg")).values);
+        writeBytes(path("text.png"), {'h', 'e', 'l', 'l', 'o', '\n'});
+        std::string e = problemOf([&] { data::readImageFile(path("text.png")); });
+        QVERIFY2(e.find("text.png") != std::string::npos && e.find("not an image") != std::string::npos, e.c_str());
+        writeBytes(path("zero.jpg"), {});
+        e = problemOf([&] { data::readImageFile(path("zero.jpg")); });
+        QVERIFY2(e.find("zero.jpg") != std::string::npos && e.find("empty (0 bytes)") != std::string::npos, e.c_str());
+        e = problemOf([&] { data::readImageFile(path("notes.txt")); });
+        QVERIFY2(e.find("not an image file") != std::string::npos, e.c_str());
+
+        // Truncated JPEG and PNG: errors (never a half-decoded image), at every cut.
+        const std::vector<uint8_t> jpg = readBytes(path("c.jpg")), png = readBytes(path("c.png"));
+        for (size_t cut = 1; cut < jpg.size(); cut += 7) {
+            writeBytes(path("cut.jpg"), {jpg.begin(), jpg.begin() + long(cut)});
+            QVERIFY2(!problemOf([&] { data::readImageFile(path("cut.jpg")); }).empty(),
+                     qPrintable(QString("JPEG cut at %1 decoded").arg(cut)));
+        }
+        for (size_t cut = 1; cut < png.size(); ++cut) {
+            writeBytes(path("cut.png"), {png.begin(), png.begin() + long(cut)});
+            e = problemOf([&] { data::readImageFile(path("cut.png")); });
+            QVERIFY2(!e.empty() && e.find("cut.png") != std::string::npos,
+                     qPrintable(QString("PNG cut at %1: '%2'").arg(cut).arg(QString::fromStdString(e))));
+        }
+        // A truncated BMP.
+        const std::vector<uint8_t> bmp = readBytes(path("c.bmp"));
+        writeBytes(path("cut.bmp"), {bmp.begin(), bmp.begin() + long(bmp.size() / 2)});
+        QVERIFY(!problemOf([&] { data::readImageFile(path("cut.bmp")); }).empty());
+    }
+
+    // TurboJPEG's DCT scaling: a 64x64 JPEG asked for 16x16 decodes at 16x16 (1/4), close to decoding it
+    // whole and area-averaging; a hint that would need enlarging decodes at full size.
+    void jpegScaledDecode() {
+        Pixels smooth{64, 64, 1, {}};
+        for (int y = 0; y < 64; ++y)
+            for (int x = 0; x < 64; ++x) smooth.bytes.push_back(static_cast<uint8_t>(2 * x + y));
+        QVERIFY(writeJpeg(path("big.jpg"), smooth, 98));
+        const data::Image whole = data::readImageFile(path("big.jpg"));
+        QCOMPARE(whole.width, int64_t(64));
+        const data::Image quarter = data::readImageFile(path("big.jpg"), data::DecodeHint{16, 16});
+        QCOMPARE(quarter.width, int64_t(16));
+        QCOMPARE(quarter.height, int64_t(16));
+        QCOMPARE(quarter.fileWidth, int64_t(64));  // said in predict's notes
+        QVERIFY(data::fitImageToInput(quarter, Shape{1, 16, 16})
+                    .notes.back()
+                    .find("shrank the image from 64x64 to 16x16") != std::string::npos);
+        QVERIFY(
+            data::fitImageToInput(quarter, Shape{1, 8, 8}).notes.back().find("from 64x64 (decoded at 16x16) to 8x8") !=
+            std::string::npos);
+        QCOMPARE(whole.fileWidth, int64_t(0));
+        const std::vector<float> reference = data::resizePlanar(whole.values, 1, 64, 64, 16, 16);
+        QVERIFY2(meanAbsDiff(quarter.values, reference) < 2.0, "scaled decode far from decode + area resize");
+        // 20x20 needs at least 20 pixels: 3/8 (24x24) is the smallest scaling that covers it.
+        QCOMPARE(data::readImageFile(path("big.jpg"), data::DecodeHint{20, 20}).width, int64_t(24));
+        // Centre crop of a wide image needs the shorter side at the target height.
+        Pixels wide{128, 32, 1, std::vector<uint8_t>(128 * 32, 100)};
+        QVERIFY(writeJpeg(path("wide.jpg"), wide));
+        const data::Image w =
+            data::readImageFile(path("wide.jpg"), data::DecodeHint{16, 16, data::ResizePolicy::CenterCrop});
+        QCOMPARE(w.height, int64_t(16));
+        QCOMPARE(w.width, int64_t(64));
+        const data::Image s =
+            data::readImageFile(path("wide.jpg"), data::DecodeHint{16, 16, data::ResizePolicy::Stretch});
+        QCOMPARE(s.height, int64_t(16));  // 1/2: at 1/4 the height (8) would be below 16
+        QCOMPARE(s.width, int64_t(64));
+    }
+
+    void centerCropKeepsTheMiddle() {
+        // 4 rows x 8 columns to 4x4: columns 2..5 exactly.
+        std::vector<float> v(32);
+        for (int i = 0; i < 32; ++i) v[size_t(i)] = float(i);
+        const data::CropBox box = data::centerCropBox(4, 8, 4, 4);
+        QCOMPARE(box.left, int64_t(2));
+        QCOMPARE(box.width, int64_t(4));
+        QCOMPARE(box.height, int64_t(4));
+        const std::vector<float> out = data::resizeImage(v, 1, 4, 8, 4, 4, data::ResizePolicy::CenterCrop);
+        for (int y = 0; y < 4; ++y)
+            for (int x = 0; x < 4; ++x) QCOMPARE(out[size_t(y * 4 + x)], float(y * 8 + x + 2));
+        // Tall 8x2 to 2x2: rows 3..4.
+        const data::CropBox tall = data::centerCropBox(8, 2, 2, 2);
+        QCOMPARE(tall.top, int64_t(3));
+        QCOMPARE(tall.height, int64_t(2));
+        // fitImageToInput says what it cut.
+        data::Image img{1, 4, 8, v};
+        const data::FittedImage fit = data::fitImageToInput(img, Shape{1, 4, 4}, data::ResizePolicy::CenterCrop);
+        QCOMPARE(fit.values, out);
+        QVERIFY(fit.notes.back().find("the centre 4x4 kept") != std::string::npos);
+        // Same aspect: crop and stretch agree.
+        QCOMPARE(data::resizeImage(v, 1, 4, 8, 2, 4, data::ResizePolicy::CenterCrop),
+                 data::resizePlanar(v, 1, 4, 8, 2, 4));
+    }
+
+    void classFoldersSortedAndLabelled() {
+        const std::string root = makeFolder("set1", 8);
+        DatasetBundle b = loadDataset(folderSettings(root), "");
+        QCOMPARE(b.classNames, (std::vector<std::string>{"cat", "dog", "emu"}));
+        QCOMPARE(b.numClasses, 3);
+        QCOMPARE(b.train.count, int64_t(24));
+        QCOMPARE(b.train.sampleShape, Shape({1, 8, 8}));
+        QVERIFY(b.skipped.empty());
+        checkLabelsMatchPixels(b.train);
+        QVERIFY2(b.description.find("24 train, 0 validation, 3 classes") != std::string::npos, b.description.c_str());
+        // File sizes as found: 8x8 PNG and BMP, 10x6 PNG, 16x16 JPEG (decoded at 8x8: the file's size counts).
+        const std::map<std::pair<int64_t, int64_t>, int64_t> sizes{{{8, 8}, 12}, {{10, 6}, 6}, {{16, 16}, 6}};
+        QVERIFY(b.imageSizes == sizes);
+
+        // RGB shape: gray repeated, flat RGB stays flat.
+        DatasetSettings rgb = folderSettings(root);
+        rgb.imageShape = {3, 12, 12};
+        rgb.imageResize = ImageResize::CenterCrop;
+        DatasetBundle c = loadDataset(rgb, "");
+        QCOMPARE(c.train.sampleShape, Shape({3, 12, 12}));
+        checkLabelsMatchPixels(c.train);
+
+        // standardize on RGB: per channel, measured on the training split, stored per feature.
+        DatasetSettings stdRgb = folderSettings(root);
+        stdRgb.imageShape = {3, 4, 4};
+        stdRgb.normalization = NormalizationMode::Standardize;
+        const std::string colours = path("colours");
+        fs::create_directories(colours + "/a");
+        fs::create_directories(colours + "/b");
+        for (int k = 0; k < 6; ++k) {
+            Pixels p = flat(4, 4, 3, 0);
+            for (size_t i = 0; i < p.bytes.size(); i += 3) {
+                p.bytes[i] = static_cast<uint8_t>(10 * k);         // red varies by image
+                p.bytes[i + 1] = static_cast<uint8_t>(200);        // green constant
+                p.bytes[i + 2] = static_cast<uint8_t>(i % 7 * 9);  // blue varies by pixel
+            }
+            QVERIFY(writePng(colours + (k % 2 ? "/a/" : "/b/") + std::to_string(k) + ".png", p));
+        }
+        stdRgb.trainPath = colours;
+        const DatasetBundle sr = loadDataset(stdRgb, "");
+        QCOMPARE(sr.normalization.mode, std::string("standardize"));
+        QCOMPARE(sr.normalization.featureMean.size(), size_t(48));
+        QCOMPARE(sr.normalization.featureMean[0], 25.f);    // red: mean of 0, 10, ..., 50
+        QCOMPARE(sr.normalization.featureMean[16], 200.f);  // green
+        QCOMPARE(sr.normalization.featureStd[16], 1.f);     // constant channel: std 1, not 0
+        for (int c = 0; c < 3; ++c) {
+            double sum = 0, sumSq = 0;
+            for (int64_t r = 0; r < sr.train.count; ++r)
+                for (int i = 0; i < 16; ++i) {
+                    const double v = sr.train.inputs[size_t(r * 48 + c * 16 + i)];
+                    sum += v;
+                    sumSq += v * v;
+                }
+            const double n = double(sr.train.count) * 16;
+            QVERIFY(std::fabs(sum / n) < 1e-5);
+            if (c != 1) QVERIFY(std::fabs(sumSq / n - 1.0) < 1e-4);
+        }
+
+        // Stratified split: 25% of each class's 8 is 2 -> 6 validation, 18 training, every class in both.
+        DatasetSettings split = folderSettings(root);
+        split.validationSplit = 0.25;
+        DatasetBundle d = loadDataset(split, "");
+        QCOMPARE(d.validation.count, int64_t(6));
+        QCOMPARE(d.train.count, int64_t(18));
+        for (int cls = 0; cls < 3; ++cls) {
+            QCOMPARE(std::count(d.validation.labels.begin(), d.validation.labels.end(), cls), 2L);
+            QCOMPARE(std::count(d.train.labels.begin(), d.train.labels.end(), cls), 6L);
+        }
+        checkLabelsMatchPixels(d.validation);
+        checkLabelsMatchPixels(d.train);
+        // Seeded: the same split again; and the same with 1 or 3 decode threads.
+        split.decodeThreads = 1;
+        DatasetBundle e = loadDataset(split, "");
+        split.decodeThreads = 3;
+        DatasetBundle f = loadDataset(split, "");
+        QCOMPARE(e.validation.inputs, d.validation.inputs);
+        QCOMPARE(f.train.inputs, e.train.inputs);
+        QCOMPARE(f.train.labels, e.train.labels);
+
+        // A separate validation folder, with one class fewer and one the training set lacks.
+        makeFolder("val1", 2);
+        fs::rename(path("val1/emu"), path("val1/yak"));
+        DatasetSettings val = folderSettings(root);
+        val.validationPath = path("val1");
+        DatasetBundle g = loadDataset(val, "");
+        QCOMPARE(g.validation.count, int64_t(4));
+        checkLabelsMatchPixels(g.validation);
+        QCOMPARE(g.skipped.size(), size_t(1));
+        QVERIFY(g.skipped[0].path.ends_with("yak"));
+        QVERIFY(g.skipped[0].reason.find("not among the classes") != std::string::npos);
+
+        // Limits take a seeded random subset, not the first class only.
+        DatasetSettings lim = folderSettings(root);
+        lim.trainLimit = 9;
+        DatasetBundle h = loadDataset(lim, "");
+        QCOMPARE(h.train.count, int64_t(9));
+        QVERIFY(std::set<int32_t>(h.train.labels.begin(), h.train.labels.end()).size() > 1);
+    }
+
+    // Bad files are skipped with their reasons and never shift a label; strict mode stops at the first.
+    void badFilesSkippedOrStrict() {
+        const std::string root = makeFolder("bad", 4);
+        writeBytes(path("bad/cat/zero.png"), {});
+        writeBytes(path("bad/cat/text.jpg"), {'n', 'o', 't', ' ', 'j', 'p', 'g'});
+        const std::vector<uint8_t> good = readBytes(path("bad/dog/img0.png"));
+        writeBytes(path("bad/dog/truncated.png"), {good.begin(), good.begin() + long(good.size() - 20)});
+        const std::vector<uint8_t> jpg = readBytes(path("bad/emu/img2.jpg"));
+        writeBytes(path("bad/emu/truncated.jpg"), {jpg.begin(), jpg.begin() + long(jpg.size() / 2)});
+        writeBytes(path("bad/emu/readme.txt"), {'x'});
+        writeBytes(path("bad/loose.png"), good);
+        fs::create_directories(path("bad/empty_class"));
+        fs::create_directories(path("bad/odd\x01name"));
+        writePng(path("bad/odd\x01name/a.png"), flat(8, 8, 1, 0));
+        fs::create_directories(path("bad/.hidden"));
+        writePng(path("bad/.hidden/a.png"), flat(8, 8, 1, 0));
+
+        DatasetSettings s = folderSettings(root);
+        DatasetBundle b = loadDataset(s, "");
+        QCOMPARE(b.classNames, (std::vector<std::string>{"cat", "dog", "emu"}));
+        QCOMPARE(b.train.count, int64_t(12));
+        checkLabelsMatchPixels(b.train);
+        auto reasonOf = [&](const std::string& tail) -> std::string {
+            for (const SkippedFile& f : b.skipped)
+                if (f.path.ends_with(tail)) return f.reason;
+            return "(not skipped)";
+        };
+        QCOMPARE(b.skipped.size(), size_t(8));
+        QVERIFY2(reasonOf("zero.png").find("empty (0 bytes)") != std::string::npos, reasonOf("zero.png").c_str());
+        QVERIFY2(reasonOf("text.jpg").find("not an image") != std::string::npos, reasonOf("text.jpg").c_str());
+        QVERIFY2(reasonOf("truncated.png").find("truncated") != std::string::npos, reasonOf("truncated.png").c_str());
+        QVERIFY2(reasonOf("truncated.jpg").find("JPEG") != std::string::npos, reasonOf("truncated.jpg").c_str());
+        QVERIFY(reasonOf("readme.txt").find("not an image file name") != std::string::npos);
+        QVERIFY(reasonOf("loose.png").find("not inside a class folder") != std::string::npos);
+        QVERIFY(reasonOf("empty_class").find("empty class folder") != std::string::npos);
+        QVERIFY(reasonOf("name").find("control character") != std::string::npos);
+        QVERIFY2(b.description.find("8 skipped") != std::string::npos, b.description.c_str());
+
+        // Strict: the first bad entry in listing order, by path.
+        s.strictImages = true;
+        std::string e = dataErrorOf([&] { loadDataset(s, ""); });
+        QVERIFY2(e.find("loose.png") != std::string::npos && e.find("strict_images") != std::string::npos, e.c_str());
+        fs::remove(path("bad/loose.png"));
+        fs::remove_all(path("bad/empty_class"));
+        fs::remove_all(path("bad/odd\x01name"));
+        fs::remove(path("bad/emu/readme.txt"));
+        e = dataErrorOf([&] { loadDataset(s, ""); });
+        QVERIFY2(e.find("text.jpg") != std::string::npos && e.find("not an image") != std::string::npos, e.c_str());
+
+        // Nothing usable, and a missing folder: errors that say so.
+        fs::create_directories(path("nothing/cls"));
+        e = dataErrorOf([&] { loadDataset(folderSettings(path("nothing")), ""); });
+        QVERIFY2(e.find("holds no image") != std::string::npos, e.c_str());
+        e = dataErrorOf([&] { loadDataset(folderSettings(path("no_such_dir")), ""); });
+        QVERIFY2(e.find("no such folder") != std::string::npos, e.c_str());
+        DatasetSettings noShape = folderSettings(root);
+        noShape.imageShape = {};
+        e = dataErrorOf([&] { loadDataset(noShape, ""); });
+        QVERIFY2(e.find("dataset.image_shape") != std::string::npos, e.c_str());
+    }
+
+    // The augmentation warp: identity, 180 degrees (both axes reversed), four quarter turns, a crop of the
+    // left half resized back (a linear ramp stays linear), edges kept when a crop is enlarged.
+    void warpIsExact() {
+        const int64_t h = 3, w = 5;
+        std::vector<float> img(size_t(h * w)), out(img.size()), back(img.size());
+        for (size_t i = 0; i < img.size(); ++i) img[i] = float(i * i % 17);
+        warpImage(img.data(), out.data(), 1, h, w, {0, 0, double(h), double(w), 0}, -1.f);
+        QCOMPARE(out, img);
+        warpImage(img.data(), out.data(), 1, h, w, {0, 0, double(h), double(w), 180}, -1.f);
+        for (int64_t y = 0; y < h; ++y)
+            for (int64_t x = 0; x < w; ++x)
+                QVERIFY(std::fabs(out[size_t(y * w + x)] - img[size_t((h - 1 - y) * w + (w - 1 - x))]) < 1e-4f);
+        std::vector<float> sq(25), a(25), b(25);
+        for (size_t i = 0; i < 25; ++i) sq[i] = float(i);
+        a = sq;
+        for (int k = 0; k < 4; ++k) {
+            warpImage(a.data(), b.data(), 1, 5, 5, {0, 0, 5, 5, 90}, -1.f);
+            a = b;
+            if (k == 0) QVERIFY(std::fabs(b[0] - sq[0]) > 0.5f || std::fabs(b[4] - sq[4]) > 0.5f);  // it moved
+        }
+        for (size_t i = 0; i < 25; ++i) QVERIFY(std::fabs(a[i] - sq[i]) < 1e-3f);
+        // The left half of a ramp value = x, resized to the full width: value (x + 0.5) / 2 - 0.5, clamped at 0.
+        std::vector<float> ramp(size_t(h * w));
+        for (int64_t y = 0; y < h; ++y)
+            for (int64_t x = 0; x < w; ++x) ramp[size_t(y * w + x)] = float(x);
+        warpImage(ramp.data(), out.data(), 1, h, w, {0, 0, double(h), 2.5, 0}, -1.f);
+        for (int64_t x = 0; x < w; ++x)
+            QVERIFY(std::fabs(out[size_t(x)] - std::max(0.f, (float(x) + 0.5f) * 0.5f - 0.5f)) < 1e-5f);
+        // A flat image stays flat under any crop (no fill pulled in).
+        std::vector<float> flatImg(size_t(h * w), 7.f);
+        warpImage(flatImg.data(), out.data(), 1, h, w, {0.3, 0.2, 1.7, 2.1, 0}, -1.f);
+        for (float v : out) QCOMPARE(v, 7.f);
+    }
+
+    // The loader's image augmentations: deterministic per seed, brightness a per-image shift within the
+    // bound, contrast leaving a flat image alone, resized crops keeping a flat image flat.
+    void loaderImageAugmentation() {
+        DataSplit split;
+        split.sampleShape = Shape{1, 6, 6};
+        split.count = 64;
+        for (int i = 0; i < 64; ++i) {
+            split.inputs.insert(split.inputs.end(), 36, float(i % 5) * 0.1f);
+            split.labels.push_back(i % 2);
+        }
+        auto firstBatch = [&](const Augmentation& aug) {
+            DataLoader loader(split, 64, false, 7, aug);
+            loader.startEpoch(0);
+            Batch b;
+            loader.next(b);
+            return b.inputs;
+        };
+        Augmentation bright;
+        bright.brightness = 0.1f;
+        bright.pixelUnit = 1.f / 255.f;  // scale 1/255, std 1: a full range of 1
+        const std::vector<float> x = firstBatch(bright);
+        QCOMPARE(x, firstBatch(bright));
+        int shifted = 0;
+        for (int i = 0; i < 64; ++i) {
+            const float d = x[size_t(i * 36)] - split.inputs[size_t(i * 36)];
+            QVERIFY(std::fabs(d) <= 0.1f + 1e-6f);
+            if (std::fabs(d) > 1e-3f) ++shifted;
+            for (int j = 1; j < 36; ++j) QVERIFY(std::fabs(x[size_t(i * 36 + j)] - x[size_t(i * 36)]) < 1e-6f);
+        }
+        QVERIFY(shifted > 50);
+        Augmentation contrast;
+        contrast.contrast = 0.5f;
+        const std::vector<float> c = firstBatch(contrast);
+        for (size_t j = 0; j < c.size(); ++j) QVERIFY(std::fabs(c[j] - split.inputs[j]) < 1e-6f);
+        Augmentation crop;
+        crop.resizedCropMinArea = 0.3f;
+        const std::vector<float> r = firstBatch(crop);
+        for (size_t j = 0; j < r.size(); ++j) QVERIFY(std::fabs(r[j] - split.inputs[j]) < 1e-5f);
+        // With rotation a gradient changes, the same way for the same seed.
+        for (int i = 0; i < 64; ++i)
+            for (int j = 0; j < 36; ++j) split.inputs[size_t(i * 36 + j)] = float(j % 6);
+        Augmentation rot;
+        rot.rotationDegrees = 30.f;
+        rot.resizedCropMinArea = 0.5f;
+        const std::vector<float> g = firstBatch(rot);
+        QCOMPARE(g, firstBatch(rot));
+        QVERIFY(g != split.inputs);
+        // Settings to Augmentation: the table's keys reach the loader.
+        DatasetSettings s;
+        s.rotationDegrees = 10;
+        s.resizedCropMinArea = 0.6;
+        s.brightness = 0.2;
+        s.contrast = 0.3;
+        Normalization n;
+        n.scale = 1.f / 255.f;
+        n.mean = 0.5f;
+        n.std = 0.25f;
+        const Augmentation fromSettings = trainingAugmentation(s, n);
+        QCOMPARE(fromSettings.rotationDegrees, 10.f);
+        QCOMPARE(fromSettings.resizedCropMinArea, 0.6f);
+        QCOMPARE(fromSettings.brightness, 0.2f);
+        QCOMPARE(fromSettings.contrast, 0.3f);
+        QCOMPARE(fromSettings.pixelUnit, 1.f / 255.f / 0.25f);
+    }
+
+    void csvListing() {
+        const std::string root = makeFolder("csvset", 4);
+        std::ofstream csv(path("csvset/list.csv"));
+        csv << "path,label\n";
+        for (const char* cls : {"emu", "cat", "dog"})
+            for (int k = 0; k < 4; ++k)
+                csv << cls << "/img" << k << (k % 4 == 2 ? ".jpg" : k % 4 == 3 ? ".bmp" : ".png") << "," << cls << "\n";
+        csv << "missing.png,cat\n";
+        csv.close();
+        DatasetBundle b = loadDataset(folderSettings(path("csvset/list.csv")), "");
+        QCOMPARE(b.classNames, (std::vector<std::string>{"cat", "dog", "emu"}));
+        QCOMPARE(b.train.count, int64_t(12));
+        checkLabelsMatchPixels(b.train);
+        QCOMPARE(b.skipped.size(), size_t(1));
+        QVERIFY2(b.skipped[0].reason.find("cannot open") != std::string::npos, b.skipped[0].reason.c_str());
+        // Relative to the project file's folder, like every dataset path.
+        DatasetSettings rel = folderSettings("csvset/list.csv");
+        QCOMPARE(loadDataset(rel, path("p.strata")).train.count, int64_t(12));
+        std::ofstream(path("bad.csv")) << "a.png,cat,extra\n";
+        const std::string e = dataErrorOf([&] { loadDataset(folderSettings(path("bad.csv")), ""); });
+        QVERIFY2(e.find("bad.csv: line 1") != std::string::npos, e.c_str());
+    }
+};
+
+QTEST_GUILESS_MAIN(TestImageFolder)
+#include "test_image_folder.moc"
