@@ -1,17 +1,23 @@
 #include "core/io/FileIo.h"
 
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
 
+#include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include "core/io/FormatError.h"
+#include "core/io/InputLimits.h"
 
 namespace strata {
 
 std::vector<uint8_t> readWholeFile(const std::string& path) {
+    requireRegularFile(path);
     std::ifstream in(path, std::ios::binary);
     if (!in) throw FormatError(path, "cannot open file for reading");
     in.seekg(0, std::ios::end);
