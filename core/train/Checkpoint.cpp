@@ -1,5 +1,6 @@
 #include "core/train/Checkpoint.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <limits>
 #include <stdexcept>
@@ -71,6 +72,27 @@ void saveCheckpoint(const Checkpoint& c, const std::string& path) {
     writeSafetensors(path, records, {{kMetaKey, meta.dump()}});
 }
 
+std::vector<NumberedCheckpoint> numberedCheckpoints(const std::string& folder) {
+    std::vector<NumberedCheckpoint> out;
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(folder, ec)) {
+        const std::string n = e.path().filename().string();
+        if (e.path().extension() != ".safetensors") continue;
+        const bool step = n.rfind("step-", 0) == 0;
+        if (!step && n.rfind("epoch-", 0) != 0) continue;
+        const std::string digits =
+            n.substr(step ? 5 : 6, n.size() - (step ? 5 : 6) - std::string(".safetensors").size());
+        if (digits.empty() || digits.size() > 18 || digits.find_first_not_of("0123456789") != std::string::npos)
+            continue;
+        out.push_back({e.path().string(), step, std::stoll(digits)});
+    }
+    // By number, not by name: epoch-999 before epoch-1000.
+    std::sort(out.begin(), out.end(), [](const NumberedCheckpoint& a, const NumberedCheckpoint& b) {
+        return a.isStep != b.isStep ? !a.isStep : a.number < b.number;
+    });
+    return out;
+}
+
 std::string resolveCheckpointPath(const std::string& path) {
     std::error_code ec;
     if (!fs::exists(path, ec)) throw std::runtime_error(path + ": no such checkpoint file or folder");
@@ -81,13 +103,56 @@ std::string resolveCheckpointPath(const std::string& path) {
     }
     // Fall back to the highest epoch-NNN file.
     std::string latest;
-    for (const auto& e : fs::directory_iterator(path, ec)) {
-        const std::string n = e.path().filename().string();
-        if (n.rfind("epoch-", 0) == 0 && e.path().extension() == ".safetensors" && e.path().string() > latest)
-            latest = e.path().string();
-    }
+    for (const NumberedCheckpoint& f : numberedCheckpoints(path))
+        if (!f.isStep) latest = f.path;
     if (latest.empty()) throw std::runtime_error(path + ": the folder holds no checkpoint (*.safetensors)");
     return latest;
+}
+
+ResumePoint findResumePoint(const std::string& path, bool best) {
+    std::error_code ec;
+    if (!fs::exists(path, ec)) throw std::runtime_error(path + ": no such checkpoint file or folder");
+    ResumePoint r;
+    if (!fs::is_directory(path, ec)) {
+        r.file = path;
+        r.checkpoint = loadCheckpoint(path);
+        return r;
+    }
+    if (best) {
+        r.file = (fs::path(path) / "best.safetensors").string();
+        if (!fs::exists(r.file, ec))
+            throw std::runtime_error(path + ": no best.safetensors to resume from (the run had no validation?)");
+        r.checkpoint = loadCheckpoint(r.file);
+        return r;
+    }
+    // The newest good checkpoint: latest.safetensors, the highest epoch file and the highest step file each stand
+    // for the newest of their kind (a kill between writing epoch-N and latest leaves epoch-N newer); one that does
+    // not load (torn, corrupt) gives way to the next lower of its kind.
+    std::vector<NumberedCheckpoint> files = numberedCheckpoints(path);
+    std::vector<std::vector<std::string>> kinds(3);
+    if (fs::exists(fs::path(path) / "latest.safetensors", ec))
+        kinds[0].push_back((fs::path(path) / "latest.safetensors").string());
+    for (auto it = files.rbegin(); it != files.rend(); ++it) kinds[it->isStep ? 2 : 1].push_back(it->path);
+    bool found = false;
+    for (const auto& kind : kinds)
+        for (const std::string& file : kind) {
+            try {
+                Checkpoint c = loadCheckpoint(file);
+                if (!found || c.step > r.checkpoint.step ||
+                    (c.step == r.checkpoint.step && c.epoch > r.checkpoint.epoch)) {
+                    r.file = file;
+                    r.checkpoint = std::move(c);
+                    found = true;
+                }
+                break;
+            } catch (const std::exception& e) {
+                r.skipped.push_back(e.what());
+            }
+        }
+    if (!found)
+        throw std::runtime_error(path + ": the folder holds no checkpoint that loads" +
+                                 (r.skipped.empty() ? std::string() : " (" + r.skipped.front() + ")"));
+    return r;
 }
 
 Checkpoint loadCheckpoint(const std::string& pathIn) {

@@ -244,7 +244,12 @@ struct Trainer::Impl {
     }
 
     void resume(const std::string& path) {
-        Checkpoint c = loadCheckpoint(path);
+        ResumePoint point = findResumePoint(path, opt.resumeBest);
+        for (const std::string& why : point.skipped)
+            obs->onLog("resume: skipped a checkpoint that does not load: " + why);
+        for (const std::string& moved : checkpoints.setAsideLaterThan(point.checkpoint, point.file))
+            obs->onLog("resume: moved a later checkpoint aside to " + moved);
+        Checkpoint c = std::move(point.checkpoint);
         applyWeights(*model, c.weights);
         const Json& st = c.trainerState;
         optimizer->loadState(c.optimizerState, st.value("optimizer_steps", c.step));
@@ -260,8 +265,8 @@ struct Trainer::Impl {
             if (!pruner) pruner = std::make_unique<PruningMasks>(*model, pruningSettingsFromJson(st["pruning"]));
             pruner->restore(c.masks, st["pruning"]);
         }
-        obs->onLog("resumed from " + resolveCheckpointPath(path) + " at epoch " + std::to_string(progress.epochsDone) +
-                   ", step " + std::to_string(progress.globalStep));
+        obs->onLog("resumed from " + point.file + " at epoch " + std::to_string(progress.epochsDone) + ", step " +
+                   std::to_string(progress.globalStep));
     }
 
     // Returns {loss, accuracy} over a split in evaluation mode.
@@ -443,6 +448,7 @@ struct Trainer::Impl {
         optimizer = std::make_unique<Optimizer>(*model, ts());
         checkpoints = CheckpointPolicy(
             ts().checkpointDir.empty() ? std::string() : resolveDatasetPath(opt.projectPath, ts().checkpointDir));
+        for (const std::string& line : checkpoints.prepare()) obs->onLog(line);
         if (!opt.resumeFrom.empty())
             resume(opt.resumeFrom);
         else if (!opt.initialWeights.empty())

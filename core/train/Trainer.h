@@ -28,6 +28,7 @@ class Backend;
 struct TrainerOptions {
     std::string projectPath;  // for resolving relative dataset paths
     std::string resumeFrom;   // checkpoint file or folder; empty: fresh run
+    bool resumeBest = false;  // a folder resumes from its best checkpoint rather than its newest
     int64_t maxSteps = 0;     // >0: stop after this many steps (tests, screenshots)
     // The Trainer samples the device's telemetry (BackendRegistry::telemetry) on its own thread at
     // this interval and reports it through onTelemetry; 0 turns sampling off.
