@@ -126,8 +126,13 @@ private slots:
             "overflow.onnx", "initializer 'dense1.bias': the dimensions multiply past 2^63 elements");
         expectRefused(
             [](onnx::ModelProto& p) {
-                p.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(
-                    1)->set_dim_value(-16);
+                p.mutable_graph()
+                    ->mutable_input(0)
+                    ->mutable_type()
+                    ->mutable_tensor_type()
+                    ->mutable_shape()
+                    ->mutable_dim(1)
+                    ->set_dim_value(-16);
             },
             "negativeinput.onnx", "has negative dimension -16");
     }

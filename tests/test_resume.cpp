@@ -120,8 +120,8 @@ private slots:
         QVERIFY2(rec2.logged("skipped a checkpoint that does not load"), rec2.all().c_str());
         QCOMPARE(rec2.steps.front().step, 2 * m_stepsPerEpoch + 1);
         // The torn epoch-003 went aside before the run wrote a new, whole one.
-        QVERIFY(fs::exists(m_ck + "/superseded-at-step-" + std::to_string(2 * m_stepsPerEpoch) +
-                           "/epoch-003.safetensors"));
+        QVERIFY(
+            fs::exists(m_ck + "/superseded-at-step-" + std::to_string(2 * m_stepsPerEpoch) + "/epoch-003.safetensors"));
         QVERIFY(loadCheckpoint(m_ck + "/epoch-003.safetensors").epoch == 3);
     }
 

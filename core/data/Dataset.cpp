@@ -573,6 +573,9 @@ DatasetBundle loadText(const DatasetSettings& s, const std::string& projectPath)
 
 // ---------------------------------------------------------------- synthetic
 
+// The synthetic data set lives in memory whole: at most 2^30 floats (4 GiB) in all.
+constexpr int64_t kMaxSyntheticValues = int64_t{1} << 30;
+
 DatasetBundle loadSynthetic(const DatasetSettings& s) {
     if (s.syntheticClasses < 2)
         throw DataError("dataset.synthetic_classes: " + std::to_string(s.syntheticClasses) + " (must be at least 2)");
@@ -583,7 +586,18 @@ DatasetBundle loadSynthetic(const DatasetSettings& s) {
         if (d < 1) throw DataError("dataset.synthetic_shape: every dimension must be at least 1");
     RawSplit train;
     train.shape = Shape(s.syntheticShape);
-    const int64_t n = train.shape.numel();
+    int64_t n = 1, total = 0;
+    for (int64_t d : s.syntheticShape)
+        if (__builtin_mul_overflow(n, d, &n) || n > kMaxSampleElements)
+            throw DataError("dataset.synthetic_shape " + train.shape.toString() + ": more than " +
+                            std::to_string(kMaxSampleElements) + " values per sample");
+    if (__builtin_mul_overflow(n, s.syntheticSamples, &total) || total > kMaxSyntheticValues)
+        throw DataError("dataset.synthetic_samples: " + std::to_string(s.syntheticSamples) + " samples of " +
+                        train.shape.toString() + " exceed " + std::to_string(kMaxSyntheticValues) +
+                        " values (4 GiB); use fewer or smaller samples");
+    if (__builtin_mul_overflow(n, int64_t{s.syntheticClasses}, &total) || total > kMaxSyntheticValues)
+        throw DataError("dataset.synthetic_classes: " + std::to_string(s.syntheticClasses) + " class centers of " +
+                        train.shape.toString() + " exceed " + std::to_string(kMaxSyntheticValues) + " values");
     const int classes = s.syntheticClasses;
     // One Gaussian blob per class: centers ~ N(0, 1) per element, samples ~ center + N(0, 1).
     // Centers are about sqrt(2n) apart against unit noise: learnable, not instantly.
