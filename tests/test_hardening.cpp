@@ -7,6 +7,7 @@
 
 #include "core/tensor/Device.h"
 #include "core/tensor/Shape.h"
+#include "core/train/Divergence.h"
 #include "core/train/Trainer.h"
 #include "tests/support/TestBackends.h"
 #include "tests/support/TestProjects.h"
@@ -61,8 +62,9 @@ private slots:
         Recorder rec;
         QVERIFY(!train(p, rec));
         QVERIFY(rec.steps.empty());
-        QVERIFY2(!rec.errors.empty() && contains(rec.errors.front(), "dataset.synthetic_shape [65536, 65536, 65536, "
-                                                                     "65536]: more than 268435456 values per sample"),
+        QVERIFY2(!rec.errors.empty() && contains(rec.errors.front(),
+                                                 "dataset.synthetic_shape [65536, 65536, 65536, "
+                                                 "65536]: more than 268435456 values per sample"),
                  rec.all().c_str());
         // Within the per-sample cap, but too many samples in all.
         p.dataset.syntheticShape = {1 << 20};
@@ -71,6 +73,53 @@ private slots:
         QVERIFY(!train(p, rec2));
         QVERIFY2(!rec2.errors.empty() && contains(rec2.errors.front(), "dataset.synthetic_samples: 1048576 samples"),
                  rec2.all().c_str());
+    }
+
+    // The MLP at learning rate 1e6 reached a loss of 8e33, exited 0 and recorded "best epoch 1".
+    void divergenceEndsTheRun() {
+        Project p = test::blobsMlpProject("diverge", 16, 4);
+        p.training.learningRate = 1e6;
+        p.training.epochs = 2;
+        Recorder rec;
+        QVERIFY(!train(p, rec));
+        QVERIFY(!rec.finished);
+        QVERIFY(rec.steps.size() < 60);
+        QVERIFY2(rec.errors.size() == 1, rec.all().c_str());
+        const std::string& e = rec.errors.front();
+        QVERIFY2(contains(e, "step ") && contains(e, "the loss diverged") &&
+                     contains(e, "the largest gradient is in layer '"),
+                 e.c_str());
+        // The same project at a sane rate trains to the end.
+        p.training.learningRate = 0.05;
+        Recorder ok;
+        QVERIFY2(train(p, ok), ok.all().c_str());
+    }
+
+    void divergenceRules() {
+        DivergenceMonitor m(10);  // log(10) = 2.303
+        QVERIFY(m.addLoss(2.0).empty());
+        QCOMPARE(m.startLoss(), 2.0);
+        // Above 3 x 2.303 for 49 steps, then back: fine.
+        for (int i = 0; i < DivergenceMonitor::kPatience - 1; ++i) QVERIFY(m.addLoss(8.0).empty());
+        QVERIFY(m.addLoss(1.0).empty());
+        for (int i = 0; i < DivergenceMonitor::kPatience - 1; ++i) QVERIFY(m.addLoss(8.0).empty());
+        const std::string longAbove = m.addLoss(8.0);
+        QVERIFY2(contains(longAbove, "for 50 steps in a row"), longAbove.c_str());
+        DivergenceMonitor e(10);
+        QVERIFY(e.addLoss(2.0).empty());
+        QVERIFY(e.addLoss(2000.0).empty());  // below 1000 x 2.303
+        QVERIFY(contains(e.addLoss(2400.0), "the loss diverged to 2400"));
+        // A resumed run keeps its reference.
+        DivergenceMonitor r(10);
+        r.setReferenceLoss(2.0);
+        QVERIFY(contains(r.addLoss(1e30), "diverged"));
+        DivergenceMonitor g(10);
+        QVERIFY(g.addGradNorm(0.5).empty());
+        QVERIFY(g.addGradNorm(4000).empty());  // 8000x: within 10^4
+        QVERIFY(contains(g.addGradNorm(6000), "the gradient norm exploded to 6000"));
+        DivergenceMonitor small(10);
+        QVERIFY(small.addGradNorm(1e-6).empty());
+        QVERIFY(small.addGradNorm(1.0).empty());  // 10^6 x, but below the absolute floor
     }
 
     void deviceIndexOutOfRange() {

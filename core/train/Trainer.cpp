@@ -18,6 +18,7 @@
 #include "core/train/BatchStager.h"
 #include "core/train/Checkpoint.h"
 #include "core/train/CheckpointPolicy.h"
+#include "core/train/Divergence.h"
 #include "core/train/DynamicLossScale.h"
 #include "core/train/LrSchedule.h"
 #include "core/train/Optimizer.h"
@@ -86,6 +87,7 @@ struct Trainer::Impl {
     ComputePrecision precision = ComputePrecision::F32;
     std::unique_ptr<DynamicLossScale> lossScaler;  // fp16 only
     std::unique_ptr<PruningMasks> pruner;          // a pruning run only
+    std::unique_ptr<DivergenceMonitor> divergence;
 
     RunProgress progress;  // saved in checkpoints
     CheckpointPolicy checkpoints{""};
@@ -214,6 +216,7 @@ struct Trainer::Impl {
             j["skipped_steps"] = lossScaler->skippedSteps();
         }
         if (pruner) j["pruning"] = pruner->state();
+        if (divergence && divergence->startLoss() > 0) j["divergence_start_loss"] = divergence->startLoss();
         return j;
     }
 
@@ -257,6 +260,8 @@ struct Trainer::Impl {
         progress.globalStep = c.step;
         progress.stepInEpoch = c.stepInEpoch;
         progress.readState(st);
+        if (st.contains("divergence_start_loss") && st["divergence_start_loss"].is_number())
+            divergence->setReferenceLoss(st["divergence_start_loss"].get<double>());
         // An fp16 run continues with its loss scale; a run saved in another precision starts from the initial one.
         if (lossScaler && st.contains("loss_scale"))
             lossScaler->restore(st["loss_scale"].get<float>(), st.value("loss_scale_good_steps", 0),
@@ -316,6 +321,28 @@ struct Trainer::Impl {
         throw std::runtime_error(msg.str());
     }
 
+    // A diverging run ends like a NaN one: the step, why, the layer with the largest gradient (the one the
+    // explosion runs through) and what to change.
+    [[noreturn]] void reportDivergence(const std::string& why, int epoch, double lr) {
+        std::ostringstream msg;
+        msg << "step " << (progress.globalStep + 1) << " (epoch " << epoch << "): " << why;
+        double worst = -1;
+        std::string where;
+        for (const auto& np : model->namedParameters()) {
+            if (!np.param->grad.defined()) continue;
+            const double norm = std::sqrt(backend.sumSquares(np.param->grad.f32(), np.param->grad.numel()));
+            if (!(norm <= worst)) {
+                worst = norm;
+                where = nodeLabel(np.node) + " (parameter '" + np.param->name + "', gradient norm " +
+                        std::to_string(norm) + ")";
+            }
+        }
+        if (!where.empty()) msg << "; the largest gradient is in layer " << where;
+        msg << "; lower the learning rate (now " << lr << ") or set a gradient clip norm";
+        if (!checkpoints.lastSaved().empty()) msg << "; the last good checkpoint is " << checkpoints.lastSaved();
+        throw std::runtime_error(msg.str());
+    }
+
     // Sums over an epoch's training steps.
     struct EpochTotals {
         double lossSum = 0;
@@ -355,8 +382,11 @@ struct Trainer::Impl {
             havePending = stager->nextTrainBatch(pending);
             if (havePending) staged = stager->stageTrain(pending);
             const bool apply = !lossScaler || unscaleGradients(lossScale);
+            // The global gradient norm, for the divergence check, where clipping measures it anyway: measuring it
+            // otherwise would add a second device wait to every step (the loss check covers those runs).
+            double gradNorm = std::numeric_limits<double>::quiet_NaN();
             if (apply) {
-                if (ts().clipNorm > 0) optimizer->clipGradNorm(ts().clipNorm);
+                if (ts().clipNorm > 0) gradNorm = optimizer->clipGradNorm(ts().clipNorm);
                 optimizer->step(lr);
             }
             if (pruner && pruner->afterStep(progress.globalStep) &&
@@ -369,6 +399,9 @@ struct Trainer::Impl {
             const Backend::StepMetrics metrics = batchMetrics(logits, batch, cur.labels);
             const double loss = metrics.lossSum / static_cast<double>(batch.size);
             if (!std::isfinite(loss)) reportNonFiniteLoss(loss, epoch);
+            if (std::string why = divergence->addLoss(loss); !why.empty()) reportDivergence(why, epoch, lr);
+            if (std::isfinite(gradNorm))
+                if (std::string why = divergence->addGradNorm(gradNorm); !why.empty()) reportDivergence(why, epoch, lr);
             if (!apply)
                 obs->onLog("step " + std::to_string(progress.globalStep + 1) +
                            ": fp16 gradients are not finite at loss scale " + formatScale(lossScale) +
@@ -449,6 +482,7 @@ struct Trainer::Impl {
         checkpoints = CheckpointPolicy(
             ts().checkpointDir.empty() ? std::string() : resolveDatasetPath(opt.projectPath, ts().checkpointDir));
         for (const std::string& line : checkpoints.prepare()) obs->onLog(line);
+        divergence = std::make_unique<DivergenceMonitor>(numClasses);
         if (!opt.resumeFrom.empty())
             resume(opt.resumeFrom);
         else if (!opt.initialWeights.empty())
