@@ -1,10 +1,17 @@
 // Hardening (issue 18): sizes that cannot wrap, divergence caught, options and metadata range-checked.
 #include <QTemporaryDir>
 #include <QtTest>
+#include <atomic>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <new>
 
+#include "core/data/CsvReader.h"
+#include "core/data/Dataset.h"
+#include "core/data/IdxReader.h"
 #include "core/tensor/Device.h"
 #include "core/tensor/Shape.h"
 #include "core/train/Divergence.h"
@@ -13,6 +20,25 @@
 #include "tests/support/TestProjects.h"
 
 using namespace strata;
+
+// The largest single allocation while g_trackAllocations is set: shows that a reader never asks for memory
+// an untrusted size field claims (reserve() allocates without touching pages, so RSS would not show it).
+namespace {
+std::atomic<bool> g_trackAllocations{false};
+std::atomic<size_t> g_largestAllocation{0};
+}  // namespace
+
+void* operator new(size_t n) {
+    if (g_trackAllocations.load(std::memory_order_relaxed)) {
+        size_t seen = g_largestAllocation.load();
+        while (n > seen && !g_largestAllocation.compare_exchange_weak(seen, n)) {
+        }
+    }
+    if (void* p = std::malloc(n ? n : 1)) return p;
+    throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, size_t) noexcept { std::free(p); }
 
 namespace {
 
@@ -120,6 +146,47 @@ private slots:
         DivergenceMonitor small(10);
         QVERIFY(small.addGradNorm(1e-6).empty());
         QVERIFY(small.addGradNorm(1.0).empty());  // 10^6 x, but below the absolute floor
+    }
+
+    // A 72-byte broken .gz made the IDX reader reserve 1.87 GB: it trusted the gzip size trailer.
+    void gzipTrailerIsNotTrusted() {
+        QTemporaryDir dir;
+        const std::string file = (dir.path() + "/bomb-idx3-ubyte.gz").toStdString();
+        std::vector<uint8_t> gz = {0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3};  // gzip header
+        gz.insert(gz.end(), {1, 40, 0, uint8_t(~40), 0xff});             // one stored deflate block of 40 bytes
+        for (int i = 0; i < 40; ++i) gz.push_back(uint8_t(i));
+        gz.insert(gz.end(), {0xde, 0xad, 0xbe, 0xef});  // CRC32 (wrong)
+        gz.insert(gz.end(), {0x00, 0x00, 0x80, 0x6f});  // ISIZE 0x6f800000 = 1.87 GB
+        std::ofstream(file, std::ios::binary)
+            .write(reinterpret_cast<const char*>(gz.data()), static_cast<std::streamsize>(gz.size()));
+        g_largestAllocation = 0;
+        g_trackAllocations = true;
+        try {
+            data::readMaybeGzipFile(file);
+            g_trackAllocations = false;
+            QFAIL("the broken gzip was accepted");
+        } catch (const DataError& e) {
+            g_trackAllocations = false;
+            QVERIFY2(contains(e.what(), "bomb-idx3-ubyte.gz: byte "), e.what());
+        }
+        QVERIFY2(g_largestAllocation < (size_t(64) << 20),
+                 qPrintable(QString("largest allocation %1 bytes").arg(g_largestAllocation.load())));
+    }
+
+    void directoriesAreNotDataFiles() {
+        QTemporaryDir dir;
+        const std::string d = dir.path().toStdString();
+        for (auto read : {std::function<void()>([&] { data::readIdxU8(d, 3); }),
+                          std::function<void()>([&] { data::readCsvFile(d); })}) {
+            try {
+                read();
+                QFAIL("a directory was read as a data file");
+            } catch (const DataError& e) {
+                QVERIFY2(contains(e.what(),
+                                  std::filesystem::path(d).filename().string() + ": is a directory, not a data file"),
+                         e.what());
+            }
+        }
     }
 
     void deviceIndexOutOfRange() {

@@ -35,8 +35,8 @@ std::string DivergenceMonitor::addLoss(double loss) {
         return "the loss diverged to " + number(loss) + ", more than " + number(kExtremeFactor) + " times " + ref;
     m_above = loss > kLossFactor * reference() ? m_above + 1 : 0;
     if (m_above >= kPatience)
-        return "the loss diverged: above " + number(kLossFactor) + " times " + ref + " for " +
-               std::to_string(m_above) + " steps in a row (now " + number(loss) + ")";
+        return "the loss diverged: above " + number(kLossFactor) + " times " + ref + " for " + std::to_string(m_above) +
+               " steps in a row (now " + number(loss) + ")";
     return {};
 }
 
