@@ -8,12 +8,18 @@
 #include <fstream>
 #include <functional>
 #include <new>
+#include <sstream>
 
+#include "app/CliCommands.h"
 #include "core/data/CsvReader.h"
 #include "core/data/Dataset.h"
 #include "core/data/IdxReader.h"
+#include "core/export/ExportModel.h"
+#include "core/export/Onnx.h"
+#include "core/io/Safetensors.h"
 #include "core/tensor/Device.h"
 #include "core/tensor/Shape.h"
+#include "core/train/Checkpoint.h"
 #include "core/train/Divergence.h"
 #include "core/train/Trainer.h"
 #include "tests/support/TestBackends.h"
@@ -187,6 +193,84 @@ private slots:
                          e.what());
             }
         }
+    }
+
+    // Epoch -5 or 2^40, step -100, step_in_epoch beyond the epoch, normalization std 0: all were accepted.
+    void checkpointMetadataIsRangeChecked() {
+        QTemporaryDir dir;
+        Project p = test::blobsMlpProject("meta", 8, 3);
+        p.training.checkpointDir = (dir.path() + "/ck").toStdString();
+        Recorder rec;
+        QVERIFY2(train(p, rec), rec.all().c_str());
+        const std::string good = p.training.checkpointDir + "/epoch-001.safetensors";
+        const SafetensorsContents contents = readSafetensors(good);
+        const Json meta = Json::parse(contents.metadata.at("strata.checkpoint"));
+        auto variant = [&](const std::string& name, const std::function<void(Json&)>& edit) {
+            Json m = meta;
+            edit(m);
+            const std::string file = (dir.path() + "/").toStdString() + name + ".safetensors";
+            writeSafetensors(file, contents.tensors, {{"strata.checkpoint", m.dump()}});
+            return file;
+        };
+        const std::vector<std::pair<std::function<void(Json&)>, std::string>> cases = {
+            {[](Json& m) { m["epoch"] = -5; }, "epoch -5 is out of range"},
+            {[](Json& m) { m["epoch"] = int64_t{1} << 40; }, "epoch 1099511627776 is out of range"},
+            {[](Json& m) { m["step"] = -100; }, "step -100 is out of range"},
+            {[](Json& m) { m["step_in_epoch"] = 1000; }, "step_in_epoch 1000 is out of range"},
+            {[](Json& m) {
+                 m["normalization"]["mode"] = "minmax";
+                 m["normalization"]["std"] = 0;
+             },
+             "normalization std 0"},
+            {[](Json& m) { m["epoch"] = "three"; }, "checkpoint metadata is malformed"},
+        };
+        int i = 0;
+        for (const auto& [edit, needle] : cases) {
+            const std::string file = variant("bad" + std::to_string(i++), edit);
+            try {
+                loadCheckpoint(file);
+                QFAIL(("accepted: " + needle).c_str());
+            } catch (const std::runtime_error& e) {
+                QVERIFY2(contains(e.what(), file + ": ") && contains(e.what(), needle), e.what());
+            }
+        }
+        // In range for the file, beyond the data set's epoch: refused when the run knows its epoch length.
+        const std::string midEpoch = variant("mid", [](Json& m) {
+            m["step"] = 6000;
+            m["step_in_epoch"] = 5000;
+        });
+        QCOMPARE(loadCheckpoint(midEpoch).stepInEpoch, int64_t(5000));
+        p.training.checkpointDir.clear();
+        auto backend = test::makeCpuBackend();
+        TrainerOptions o;
+        o.resumeFrom = midEpoch;
+        Recorder r2;
+        Trainer t(p, *backend, &r2, o);
+        QVERIFY(!t.run());
+        QVERIFY2(!r2.errors.empty() && contains(r2.errors.front(), "saved at step 5000 of an epoch"), r2.all().c_str());
+    }
+
+    void predictLabelsOutsideTheClasses() {
+        QTemporaryDir dir;
+        const std::string d = dir.path().toStdString();
+        const Project p = test::blobsMlpProject("labels", 4, 3);
+        writeOnnx(d + "/m.onnx", untrainedExportModel(p, d + "/p.strata"));
+        std::ofstream(d + "/rows.csv") << "a,b,c,d\n0.1,0.2,0.3,0.4\n0.5,0.6,0.7,0.8\n";
+        auto writeLabels = [&](std::vector<uint8_t> labels) {
+            std::vector<uint8_t> idx = {0, 0, 8, 1, 0, 0, 0, uint8_t(labels.size())};
+            idx.insert(idx.end(), labels.begin(), labels.end());
+            std::ofstream(d + "/labels", std::ios::binary)
+                .write(reinterpret_cast<const char*>(idx.data()), static_cast<std::streamsize>(idx.size()));
+        };
+        writeLabels({2, 1});
+        std::ostringstream out, err;
+        QVERIFY2(runPredictCommand({d + "/m.onnx", d + "/rows.csv", "--labels", d + "/labels"}, out, err) == 0,
+                 err.str().c_str());
+        writeLabels({2, 7});
+        std::ostringstream out2, err2;
+        QVERIFY(runPredictCommand({d + "/m.onnx", d + "/rows.csv", "--labels", d + "/labels"}, out2, err2) != 0);
+        QVERIFY2(contains(err2.str(), "the label of sample 1, '7', is not one of the model's 3 classes"),
+                 err2.str().c_str());
     }
 
     void deviceIndexOutOfRange() {

@@ -1,6 +1,7 @@
 #include "core/train/Checkpoint.h"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <limits>
 #include <stdexcept>
@@ -17,6 +18,36 @@ namespace {
 constexpr const char* kMetaKey = "strata.checkpoint";
 constexpr const char* kOptimPrefix = "optim.";
 constexpr const char* kMaskPrefix = "mask.";
+// A run resumed with more epochs than its project planned (the --epochs override) writes epochs past the plan.
+constexpr int64_t kMaxEpochsPastPlan = int64_t{1} << 20;
+// Metadata a crafted or damaged file could carry and a run would act on: counts in range, a normalization
+// that divides by a positive std. Throws std::runtime_error naming the file and the field.
+void checkCheckpointFields(const std::string& path, const Checkpoint& c) {
+    auto bad = [&](const std::string& what) { throw std::runtime_error(path + ": checkpoint metadata: " + what); };
+    constexpr int64_t kMaxSteps = int64_t{1} << 48;
+    if (c.epoch < 0 || int64_t{c.epoch} > int64_t{c.project.training.epochs} + kMaxEpochsPastPlan)
+        bad("epoch " + std::to_string(c.epoch) + " is out of range (0 to the project's " +
+            std::to_string(c.project.training.epochs) + " epochs)");
+    if (c.step < 0 || c.step > kMaxSteps) bad("step " + std::to_string(c.step) + " is out of range");
+    if (c.stepInEpoch < 0 || c.stepInEpoch > c.step)
+        bad("step_in_epoch " + std::to_string(c.stepInEpoch) + " is out of range (0 to step " + std::to_string(c.step) +
+            ")");
+    if (c.step < c.stepInEpoch + int64_t{c.epoch})
+        bad("step " + std::to_string(c.step) + " is fewer than the epochs done");
+    const CheckpointNormalization& n = c.normalization;
+    if (n.mode != "none") {
+        if (!(n.std > 0) || !std::isfinite(n.std))
+            bad("normalization std " + std::to_string(n.std) + " is not positive");
+        if (!std::isfinite(n.scale) || !std::isfinite(n.mean)) bad("normalization scale or mean is not finite");
+    }
+    if (n.featureStd.size() != n.featureMean.size())
+        bad(std::to_string(n.featureMean.size()) + " feature means but " + std::to_string(n.featureStd.size()) +
+            " standard deviations");
+    for (size_t i = 0; i < n.featureStd.size(); ++i)
+        if (!(n.featureStd[i] > 0) || !std::isfinite(n.featureStd[i]) || !std::isfinite(n.featureMean[i]))
+            bad("feature " + std::to_string(i) + ": std " + std::to_string(n.featureStd[i]) + " is not positive");
+}
+
 }  // namespace
 
 std::map<std::string, std::vector<float>> modelWeights(Model& model) {
@@ -165,7 +196,12 @@ Checkpoint loadCheckpoint(const std::string& pathIn) {
     try {
         const Json meta = Json::parse(metaIt->second);
         c.project = projectFromJson(meta.at("project"));
-        c.epoch = meta.at("epoch").get<int>();
+        // Read wide, then range-checked: get<int>() would wrap an epoch of 2^40 silently.
+        const int64_t epoch = meta.at("epoch").get<int64_t>();
+        if (epoch < 0 || epoch > std::numeric_limits<int>::max())
+            throw std::runtime_error(path + ": checkpoint metadata: epoch " + std::to_string(epoch) +
+                                     " is out of range");
+        c.epoch = static_cast<int>(epoch);
         c.step = meta.at("step").get<int64_t>();
         c.stepInEpoch = meta.value("step_in_epoch", int64_t{0});
         c.hasValidation = meta.at("has_validation").get<bool>();
@@ -192,6 +228,7 @@ Checkpoint loadCheckpoint(const std::string& pathIn) {
     } catch (const Json::exception& e) {
         throw std::runtime_error(path + ": checkpoint metadata is malformed: " + e.what());
     }
+    checkCheckpointFields(path, c);
     const std::string prefix = kOptimPrefix, maskPrefix = kMaskPrefix;
     for (const TensorRecord& r : contents.tensors) {
         if (r.name.rfind(prefix, 0) == 0)

@@ -493,6 +493,10 @@ struct Trainer::Impl {
                               opt.residentData, opt.residentDataMaxBytes,
                               [this](const std::string& line) { obs->onLog(line); });
         stepsPerEpoch = stager->trainBatchesPerEpoch();
+        if (progress.stepInEpoch >= stepsPerEpoch && progress.stepInEpoch > 0)
+            throw std::runtime_error("the checkpoint was saved at step " + std::to_string(progress.stepInEpoch) +
+                                     " of an epoch, but an epoch of this data set has " +
+                                     std::to_string(stepsPerEpoch) + " steps");
         if (opt.pruning && !pruner) {
             const PruningSettings s = pruningForRun(*opt.pruning, stepsPerEpoch * ts().epochs);
             pruner = std::make_unique<PruningMasks>(*model, s);
