@@ -32,8 +32,6 @@ void checkCheckpointFields(const std::string& path, const Checkpoint& c) {
     if (c.stepInEpoch < 0 || c.stepInEpoch > c.step)
         bad("step_in_epoch " + std::to_string(c.stepInEpoch) + " is out of range (0 to step " + std::to_string(c.step) +
             ")");
-    if (c.step < c.stepInEpoch + int64_t{c.epoch})
-        bad("step " + std::to_string(c.step) + " is fewer than the epochs done");
     const CheckpointNormalization& n = c.normalization;
     if (n.mode != "none") {
         if (!(n.std > 0) || !std::isfinite(n.std))
