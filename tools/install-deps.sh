@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages Strata needs, only those missing.
-# Usage: tools/install-deps.sh [build|test|run|ci]  (all sets include the build tools)
+# Usage: tools/install-deps.sh [build|test|run|ci|fuzz]  (all sets include the build tools)
+#   fuzz: also clang and libFuzzer/sanitizer runtimes (tools/fuzz.sh, tools/sanitize.sh)
 #   test, ci: also the tests' PyPI packages in a venv (tools/setup-test-venv.sh)
 #   ci: test's, plus shellcheck, clang-format, clang-tidy and xz-utils (.ci/run's lint, style and GPU bundle steps)
 set -euo pipefail
@@ -15,6 +16,7 @@ packages=(
 )
 case "${1:-build}" in
   test) packages+=(python3-onnx python3-venv libpng-dev) ;;
+  fuzz) packages+=(clang libclang-rt-14-dev) ;;
   ci) packages+=(python3-onnx python3-venv libpng-dev shellcheck xz-utils clang-format clang-tidy) ;;
 esac
 set_name=${1:-build}

@@ -7,11 +7,6 @@
 
 namespace strata {
 
-std::string cutForMessage(const std::string& text, size_t max) {
-    if (text.size() <= max) return text;
-    return text.substr(0, max) + " ... (" + std::to_string(text.size()) + " characters)";
-}
-
 void requireRegularFile(const std::string& path) {
     std::error_code ec;
     const auto status = std::filesystem::status(path, ec);

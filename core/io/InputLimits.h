@@ -16,7 +16,11 @@ inline bool checkedAdd(int64_t a, int64_t b, int64_t& out) { return !__builtin_a
 
 // At most `max` characters of `text`, with " ... (N characters)" when it was cut: for values echoed into
 // error messages, so a 100 MB string in a file gives a readable error.
-std::string cutForMessage(const std::string& text, size_t max = 200);
+// Inline, so folders below io in the library order's link check (graph's settings) may use it too.
+inline std::string cutForMessage(const std::string& text, size_t max = 200) {
+    if (text.size() <= max) return text;
+    return text.substr(0, max) + " ... (" + std::to_string(text.size()) + " characters)";
+}
 
 // Throws FormatError naming the file when `path` does not exist or is not a regular file (a directory,
 // FIFO, socket or device). Symbolic links are followed.

@@ -119,9 +119,9 @@ void onnx(const uint8_t* d, size_t n) {
 
 const std::vector<Target>& targets() {
     static const std::vector<Target> all = {
-        {"project", projectFile}, {"idx", idx},   {"csv", csv},   {"text_csv", textCsv},
-        {"png", png},             {"checkpoint", checkpoint},     {"safetensors", safetensors},
-        {"gguf", gguf},           {"onnx", onnx},
+        {"project", projectFile},     {"idx", idx},   {"csv", csv},
+        {"text_csv", textCsv},        {"png", png},   {"checkpoint", checkpoint},
+        {"safetensors", safetensors}, {"gguf", gguf}, {"onnx", onnx},
     };
     return all;
 }
