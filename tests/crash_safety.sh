@@ -41,8 +41,13 @@ for ((i = 1; i <= kills; i++)); do
   log="$work/run-$i.log"
   "$train" "${args[@]}" >"$log" 2>&1 &
   pid=$!
-  # Wait until the run has started training (it logs where it resumed), then kill it 20-300 ms later.
-  sleep 0.3
+  # Wait until the run has started training (it logs where it resumed, or its first epoch; on a loaded
+  # machine that can take seconds), then kill it 20-300 ms later.
+  for ((w = 0; w < 600; w++)); do
+    grep -qE "resumed from|^epoch [0-9]+:" "$log" && break
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.05
+  done
   sleep "0.$(printf '%03d' $((20 + RANDOM % 280)))"
   kill -KILL "$pid" 2>/dev/null || true
   wait "$pid" 2>/dev/null || true

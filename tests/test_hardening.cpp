@@ -347,6 +347,25 @@ private slots:
         test::expectFormatError([&] { readGguf(gguf); }, gguf, "': checksum mismatch");
     }
 
+    void invalidUtf8InTextCsvWarnsWithTheLine() {
+        QTemporaryDir dir;
+        const std::string file = (dir.path() + "/words.csv").toStdString();
+        std::ofstream(file) << "label,text\nen,hello world\nde,gr\xfc\xdf gott\nfr,caf\xc3\xa9\nde,\xc0\xafx\n";
+        DatasetSettings s;
+        s.kind = DatasetKind::Text;
+        s.trainPath = file;
+        s.maxTokens = 8;
+        s.maxVocab = 32;
+        s.normalization = NormalizationMode::None;
+        const DatasetBundle b = loadDataset(s, "");
+        QVERIFY2(contains(b.description,
+                          "warning: words.csv: 2 line(s) hold invalid UTF-8, read as U+FFFD (first: "
+                          "line 3)"),
+                 b.description.c_str());
+        std::ofstream(file) << "label,text\nen,hello world\nfr,caf\xc3\xa9 \xf0\x9f\x98\x80\n";
+        QVERIFY(!contains(loadDataset(s, "").description, "UTF-8"));
+    }
+
     void deviceIndexOutOfRange() {
         try {
             Device::parse("cuda:99999999999");
