@@ -37,6 +37,7 @@ using namespace strata;
 namespace {
 std::atomic<bool> g_trackAllocations{false};
 std::atomic<size_t> g_largestAllocation{0};
+std::atomic<size_t> g_failAllocationsAbove{0};  // nonzero: larger requests throw std::bad_alloc
 }  // namespace
 
 void* operator new(size_t n) {
@@ -45,6 +46,8 @@ void* operator new(size_t n) {
         while (n > seen && !g_largestAllocation.compare_exchange_weak(seen, n)) {
         }
     }
+    if (const size_t limit = g_failAllocationsAbove.load(std::memory_order_relaxed); limit && n > limit)
+        throw std::bad_alloc();
     if (void* p = std::malloc(n ? n : 1)) return p;
     throw std::bad_alloc();
 }
@@ -182,6 +185,22 @@ private slots:
         }
         QVERIFY2(g_largestAllocation < (size_t(64) << 20),
                  qPrintable(QString("largest allocation %1 bytes").arg(g_largestAllocation.load())));
+    }
+
+    // Out of memory while loading the data names the data set, not "std::bad_alloc".
+    void allocationFailureNamesTheData() {
+        Project p = test::blobsMlpProject("oom", 1024, 4);
+        p.dataset.syntheticSamples = 2000;  // 8 MB of values
+        auto backend = test::makeCpuBackend();
+        Recorder rec;
+        Trainer t(p, *backend, &rec, {});
+        g_failAllocationsAbove = size_t(4) << 20;
+        const bool ok = t.run();
+        g_failAllocationsAbove = 0;
+        QVERIFY(!ok);
+        QVERIFY2(!rec.errors.empty() &&
+                     contains(rec.errors.front(), "the synthetic data set: out of memory while loading the data set"),
+                 rec.all().c_str());
     }
 
     void directoriesAreNotDataFiles() {

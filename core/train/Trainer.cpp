@@ -7,7 +7,9 @@
 #include <cmath>
 #include <filesystem>
 #include <limits>
+#include <new>
 #include <sstream>
+#include <stdexcept>
 
 #include "core/backend/Backend.h"
 #include "core/backend/BackendRegistry.h"
@@ -473,7 +475,21 @@ struct Trainer::Impl {
     // Data, model, optimizer and batches, in that order; resumes when asked.
     void setUp() {
         obs->onLog("loading data");
-        data = loadDataset(project.dataset, opt.projectPath);
+        // An allocation that fails while reading becomes an error naming the data, not a bare library message
+        // ("std::bad_alloc", "vector::_M_default_append").
+        const DatasetSettings& ds = project.dataset;
+        const std::string dataName = !ds.trainImages.empty() ? ds.trainImages
+                                     : !ds.trainPath.empty() ? ds.trainPath
+                                                             : std::string("the synthetic data set");
+        try {
+            data = loadDataset(ds, opt.projectPath);
+        } catch (const std::bad_alloc&) {
+            throw std::runtime_error(dataName +
+                                     ": out of memory while loading the data set (use train_limit, or "
+                                     "a smaller data set)");
+        } catch (const std::length_error& e) {
+            throw std::runtime_error(dataName + ": the data set is too large to hold in memory (" + e.what() + ")");
+        }
         obs->onLog(data.description);
         model = compile(project.graph, backend, ts().seed);
         validateSetup();
