@@ -33,7 +33,7 @@ for t in "${targets[@]}"; do
   mkdir -p "$build/corpus/$t" "$build/findings/$t"
   log="$build/findings/$t.log"
   echo "== fuzz_$t: ${seconds}s"
-  if ! nice -n 19 "$build/fuzz/fuzz_$t" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
+  if ! nice -n 19 "$build/bin/fuzz_$t" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
     -malloc_limit_mb=1024 -print_final_stats=1 -artifact_prefix="$build/findings/$t/" \
     "$build/corpus/$t" "$root/tests/fuzz/corpus/$t" >"$log" 2>&1; then
     status=1
