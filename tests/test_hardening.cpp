@@ -203,6 +203,19 @@ private slots:
                  rec.all().c_str());
     }
 
+    // Found by fuzz_idx under UBSan: three 32-bit dimensions multiplied past 2^63 before the size check.
+    void idxDimensionsDoNotOverflow() {
+        QTemporaryDir dir;
+        const std::string file = (dir.path() + "/huge-idx3-ubyte").toStdString();
+        std::ofstream(file, std::ios::binary) << std::string("\0\0\x08\x03", 4) << std::string(12, '\xff');
+        try {
+            data::readIdxU8(file, 3);
+            QFAIL("accepted");
+        } catch (const DataError& e) {
+            QVERIFY2(contains(e.what(), "dimensions are implausibly large"), e.what());
+        }
+    }
+
     void directoriesAreNotDataFiles() {
         QTemporaryDir dir;
         const std::string d = dir.path().toStdString();
