@@ -8,6 +8,7 @@
 #include "app/CliArgs.h"
 #include "app/CliCommands.h"
 #include "core/infer/Predict.h"
+#include "core/io/InputLimits.h"
 
 namespace strata {
 
@@ -69,8 +70,17 @@ int predictCommand(const std::vector<std::string>& args, std::ostream& out) {
     if (!labelsPath.empty()) {
         if (!in.labels.empty()) throw UsageError("--labels: " + inputPath + " holds its own labels");
         in.labels = readIdxLabels(labelsPath, in.count);
+        for (size_t s = 0; s < in.labels.size(); ++s) {
+            bool known = false;
+            for (int k = 0; k < predictor->classes() && !known; ++k)
+                known = predictor->labelIsClass(in.labels[s], static_cast<size_t>(k));
+            if (!known)
+                throw std::runtime_error(labelsPath + ": the label of sample " + std::to_string(s) + ", '" +
+                                         cutForMessage(in.labels[s]) + "', is not one of the model's " +
+                                         std::to_string(predictor->classes()) + " classes");
+        }
     }
-    const int64_t per = std::accumulate(in.sampleDims.begin(), in.sampleDims.end(), int64_t{1}, std::multiplies<>());
+    const int64_t per = Shape(in.sampleDims).numel();  // checked: throws rather than wrap
     if (per != inShape.numel())
         throw std::runtime_error(inputPath + ": samples of shape " + Shape(in.sampleDims).toString() + " (" +
                                  std::to_string(per) + " values) do not fit the model input " + inShape.toString());

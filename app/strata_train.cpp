@@ -20,6 +20,7 @@
 #include "core/backend/BackendRegistry.h"
 #include "core/graph/Project.h"
 #include "core/history/RunRecorder.h"
+#include "core/io/InputLimits.h"
 #include "core/train/BackendOptionsFor.h"
 #include "core/train/RunFolder.h"
 #include "core/train/Trainer.h"
@@ -58,7 +59,8 @@ std::string usage() {
         line(s->flag + (s->flagValue.empty() ? "" : " " + s->flagValue), help + " [" + s->dottedName() + "]");
     }
     line("--metrics-out FILE.jsonl", "one JSON object per step, epoch and event");
-    line("--resume CKPT", "continue from a checkpoint file or folder");
+    line("--resume CKPT", "continue from a checkpoint file, or a folder's newest checkpoint that loads");
+    line("--resume-from WHICH", "latest (default) or best: which checkpoint of a --resume folder");
     line("--max-steps N", "stop after N steps");
     line("--resident-data auto|on|off", "keep the training split in device memory and gather batches there");
     text += "                             (auto: on a GPU when it fits and there is no augmentation)\n";
@@ -284,6 +286,7 @@ int main(int argc, char** argv) {
 
     std::string projectPath, metricsPath, resume, residentData = "auto";
     std::string historyPath = strata::history::RunStore::defaultPath();
+    bool resumeBest = false;
     long long maxSteps = 0;
     bool quiet = false;
     // Settings overrides, checked here against the settings table (the project file's own limits).
@@ -312,6 +315,12 @@ int main(int argc, char** argv) {
                 resume = value(a);
             } else if (a == "--history") {
                 historyPath = value(a);
+            } else if (a == "--resume-from") {
+                const std::string which = value(a);
+                if (which != "latest" && which != "best")
+                    throw std::invalid_argument("--resume-from needs latest or best, got '" +
+                                                strata::cutForMessage(which) + "'");
+                resumeBest = which == "best";
             } else if (a == "--quiet") {
                 quiet = true;
             } else if (a == "--resident-data") {
@@ -356,6 +365,7 @@ int main(int argc, char** argv) {
     strata::TrainerOptions options;
     options.projectPath = projectPath;
     options.resumeFrom = resume;
+    options.resumeBest = resumeBest;
     options.maxSteps = maxSteps;
     options.residentData = residentData == "on"    ? strata::TrainerOptions::ResidentData::On
                            : residentData == "off" ? strata::TrainerOptions::ResidentData::Off

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages Strata needs, only those missing.
-# Usage: tools/install-deps.sh [build|test|run|ci|gui-review]  (all sets include the build tools)
+# Usage: tools/install-deps.sh [build|test|run|ci|gui-review|fuzz]  (all sets include the build tools)
 #   gui-review: also Xvfb, xdotool and ImageMagick (tools/gui-review.sh drives the real GUI with them)
+#   fuzz: also clang and libFuzzer/sanitizer runtimes (tools/fuzz.sh, tools/sanitize.sh)
 #   test, ci: also the tests' PyPI packages in a venv (tools/setup-test-venv.sh)
 #   ci: test's, plus shellcheck, clang-format, clang-tidy and xz-utils (.ci/run's lint, style and GPU bundle steps)
 set -euo pipefail
@@ -10,6 +11,7 @@ packages=(
   cmake g++ make ccache pkg-config zlib1g-dev
   libsqlite3-dev qt6-base-dev libqt6sql6-sqlite libqcustomplot-dev libqcustomplot2.1-qt6 xvfb xauth
   libopenblas-dev libdnnl-dev nlohmann-json3-dev libprotobuf-dev protobuf-compiler libonnx-dev libopencv-dnn-dev
+  libxxhash-dev
   libopenmpi-dev openmpi-bin
   libpng-dev libturbojpeg0-dev
   dataset-fashion-mnist
@@ -18,6 +20,7 @@ case "${1:-build}" in
   test) packages+=(python3-onnx python3-venv) ;;
   ci) packages+=(python3-onnx python3-venv shellcheck xz-utils clang-format clang-tidy) ;;
   gui-review) packages+=(xvfb xdotool imagemagick) ;;
+  fuzz) packages+=(clang libclang-rt-14-dev) ;;
 esac
 set_name=${1:-build}
 

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "core/data/Dataset.h"
+#include "core/data/IdxReader.h"
 
 namespace strata::data {
 
@@ -74,6 +75,7 @@ std::vector<CsvRecord> parseCsv(const std::string& text, const std::string& path
 }
 
 std::vector<CsvRecord> readCsvFile(const std::string& path) {
+    requireRegularDataFile(path);
     std::ifstream in(path, std::ios::binary);
     if (!in) throw DataError::inFile(path, std::string("cannot open file: ") + std::strerror(errno));
     std::ostringstream ss;

@@ -458,11 +458,34 @@ DatasetBundle loadCsv(const DatasetSettings& s, const std::string& projectPath) 
 struct TextRows {
     std::vector<std::string> texts;
     std::vector<LabelText> labels;
+    std::string warning;  // invalid UTF-8: how many lines, the first one
 };
+
+// Strict UTF-8 (no overlong forms, surrogates or code points past U+10FFFF).
+bool validUtf8(const std::string& text) {
+    size_t i = 0;
+    while (i < text.size()) {
+        const auto b = static_cast<unsigned char>(text[i]);
+        int len = b < 0x80 ? 1 : (b & 0xE0) == 0xC0 ? 2 : (b & 0xF0) == 0xE0 ? 3 : (b & 0xF8) == 0xF0 ? 4 : 0;
+        if (len == 0 || i + static_cast<size_t>(len) > text.size()) return false;
+        uint32_t cp = len == 1 ? b : b & (0x7F >> len);
+        for (int k = 1; k < len; ++k) {
+            const auto c = static_cast<unsigned char>(text[i + static_cast<size_t>(k)]);
+            if ((c & 0xC0) != 0x80) return false;
+            cp = cp << 6 | (c & 0x3F);
+        }
+        if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) || cp > 0x10FFFF ||
+            (cp >= 0xD800 && cp <= 0xDFFF))
+            return false;
+        i += static_cast<size_t>(len);
+    }
+    return true;
+}
 
 TextRows readTextRows(const std::string& path, const std::string& labelColumn) {
     std::vector<data::CsvRecord> records = data::readCsvFile(path);
     TextRows rows;
+    int64_t invalid = 0;
     size_t first = 0;
     const auto& head = records[0].fields;
     if (head.size() == 2 && (lower(trim(head[0])) == "label" || trim(head[0]) == labelColumn) &&
@@ -477,7 +500,14 @@ TextRows readTextRows(const std::string& path, const std::string& labelColumn) {
                                         "commas)");
         rows.labels.push_back({path, rec.line, trim(rec.fields[0])});
         rows.texts.push_back(rec.fields[1]);
+        if (!validUtf8(rec.fields[1])) {
+            if (rows.warning.empty()) rows.warning = "line " + std::to_string(rec.line);
+            ++invalid;
+        }
     }
+    if (invalid > 0)
+        rows.warning = "warning: " + fileName(path) + ": " + std::to_string(invalid) +
+                       " line(s) hold invalid UTF-8, read as U+FFFD (first: " + rows.warning + ")";
     if (rows.texts.empty()) throw DataError::atLine(path, records[0].line + 1, "no data rows after the header");
     return rows;
 }
@@ -503,11 +533,13 @@ DatasetBundle loadText(const DatasetSettings& s, const std::string& projectPath)
 
     const std::string trainPath = resolveDatasetPath(projectPath, s.trainPath);
     TextRows train = readTextRows(trainPath, s.labelColumn);
+    std::string warnings = train.warning.empty() ? "" : "\n" + train.warning;
     LabelMapper mapper(train.labels, s.classNames);
     TextRows validation;
     const bool haveValidation = !s.validationPath.empty();
     if (haveValidation) {
         validation = readTextRows(resolveDatasetPath(projectPath, s.validationPath), s.labelColumn);
+        if (!validation.warning.empty()) warnings += "\n" + validation.warning;
     } else if (s.validationSplit > 0.0) {
         auto [trainRows, valRows] = holdOut(static_cast<int64_t>(train.texts.size()), s.validationSplit);
         validation = gatherText(train, valRows);
@@ -568,11 +600,14 @@ DatasetBundle loadText(const DatasetSettings& s, const std::string& projectPath)
     b.description = "Text " + fileName(trainPath) + " (" + settingName(s.tokenizer) + ", " +
                     std::to_string(s.maxTokens) + " tokens): " + std::to_string(b.train.count) + " train, " +
                     std::to_string(b.validation.count) + " validation, " + std::to_string(b.numClasses) +
-                    " classes, vocabulary " + std::to_string(b.vocabulary.size());
+                    " classes, vocabulary " + std::to_string(b.vocabulary.size()) + warnings;
     return b;
 }
 
 // ---------------------------------------------------------------- synthetic
+
+// The synthetic data set lives in memory whole: at most 2^30 floats (4 GiB) in all.
+constexpr int64_t kMaxSyntheticValues = int64_t{1} << 30;
 
 DatasetBundle loadSynthetic(const DatasetSettings& s) {
     if (s.syntheticClasses < 2)
@@ -584,7 +619,18 @@ DatasetBundle loadSynthetic(const DatasetSettings& s) {
         if (d < 1) throw DataError("dataset.synthetic_shape: every dimension must be at least 1");
     RawSplit train;
     train.shape = Shape(s.syntheticShape);
-    const int64_t n = train.shape.numel();
+    int64_t n = 1, total = 0;
+    for (int64_t d : s.syntheticShape)
+        if (__builtin_mul_overflow(n, d, &n) || n > kMaxSampleElements)
+            throw DataError("dataset.synthetic_shape " + train.shape.toString() + ": more than " +
+                            std::to_string(kMaxSampleElements) + " values per sample");
+    if (__builtin_mul_overflow(n, s.syntheticSamples, &total) || total > kMaxSyntheticValues)
+        throw DataError("dataset.synthetic_samples: " + std::to_string(s.syntheticSamples) + " samples of " +
+                        train.shape.toString() + " exceed " + std::to_string(kMaxSyntheticValues) +
+                        " values (4 GiB); use fewer or smaller samples");
+    if (__builtin_mul_overflow(n, int64_t{s.syntheticClasses}, &total) || total > kMaxSyntheticValues)
+        throw DataError("dataset.synthetic_classes: " + std::to_string(s.syntheticClasses) + " class centers of " +
+                        train.shape.toString() + " exceed " + std::to_string(kMaxSyntheticValues) + " values");
     const int classes = s.syntheticClasses;
     // One Gaussian blob per class: centers ~ N(0, 1) per element, samples ~ center + N(0, 1).
     // Centers are about sqrt(2n) apart against unit noise: learnable, not instantly.

@@ -20,6 +20,10 @@ struct IdxArray {
 // The whole file, decompressed when it is gzipped. Throws DataError.
 std::vector<uint8_t> readMaybeGzipFile(const std::string& path);
 
+// Throws DataError naming the file when it exists but is not a regular file (a directory, FIFO, socket or
+// device); a missing file is left to the reader's own "cannot open".
+void requireRegularDataFile(const std::string& path);
+
 // Reads an IDX file of unsigned bytes with `rank` dimensions (3: images, 1: labels).
 // Throws DataError naming the file and byte offset: empty file, wrong magic number,
 // zero-sized dimension, truncated data.

@@ -400,6 +400,7 @@ ExportSummary writeGgufExport(const std::string& path, const ExportModel& model,
         g.addTensor(p.name, p.shape, model.weights.at(p.name), type);
         summary.tensors.push_back(shapeLine(p.name, p.shape, ggufTensorTypeName(type)));
     }
+    setGgufChecksums(g);
     writeGguf(path, g);
     summary.bytes = fileSize(path);
     return summary;

@@ -10,12 +10,17 @@
 #include <map>
 #include <stdexcept>
 
+#include <nlohmann/json.hpp>
 #include <unistd.h>
 
+#include "core/io/Checksum.h"
 #include "core/io/FileIo.h"
 #include "core/io/Half.h"
+#include "core/io/InputLimits.h"
 
 namespace strata {
+
+using Json = nlohmann::json;
 
 namespace {
 
@@ -491,6 +496,12 @@ std::vector<float> GgufFile::tensorFloats(const std::string& name) const {
 
 // ---- file I/O ----
 
+void setGgufChecksums(GgufFile& file) {
+    Json sums = Json::object();
+    for (const GgufTensor& t : file.tensors()) sums[t.name] = checksumHex(tensorChecksum(t.data.data(), t.data.size()));
+    file.setString(kChecksumMetadataKey, sums.dump());
+}
+
 void writeGguf(const std::string& path, const GgufFile& file) {
     const uint64_t alignment = file.alignment();
     if (alignment == 0 || (alignment & (alignment - 1)) != 0)
@@ -632,9 +643,26 @@ GgufFile readGguf(const std::string& path) {
                    where + "data at offset " + std::to_string(info.offset) + " overlaps the tensor before it");
         cursor = info.offset + info.size;
     }
+    // Checksums, when the writer stored them (Strata's exports since issue 18): a flipped byte or a tensor type
+    // changed after writing (F32 read as F16 takes other bytes) is caught, naming the tensor.
+    Json sums;
+    if (const GgufValue* v = file.find(kChecksumMetadataKey)) {
+        if (v->type == GgufValueType::String) sums = Json::parse(v->s, nullptr, false);
+        if (!sums.is_object()) r.fail(16, std::string("metadata '") + kChecksumMetadataKey + "' is not a JSON object");
+    }
     for (Info& info : infos) {
         const auto* begin = bytes.data() + dataStart + info.offset;
         info.tensor.data.assign(begin, begin + info.size);
+        if (!sums.is_null()) {
+            const std::string& name = info.tensor.name;
+            const std::string actual = checksumHex(tensorChecksum(info.tensor.data.data(), info.tensor.data.size()));
+            if (!sums.contains(name) || !sums[name].is_string())
+                r.fail(info.infoAt, "tensor '" + name + "' has no checksum in " + kChecksumMetadataKey);
+            if (sums[name].get<std::string>() != actual)
+                r.fail(dataStart + info.offset, "tensor '" + name + "': checksum mismatch (stored XXH3 " +
+                                                    cutForMessage(sums[name].get<std::string>(), 32) + ", the data's " +
+                                                    actual + "): the file is damaged or its tensor type was changed");
+        }
         file.addRawTensor(std::move(info.tensor));
     }
     return file;

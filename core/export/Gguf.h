@@ -139,6 +139,9 @@ std::vector<uint8_t> quantizeQ4_0(const std::vector<float>& values);  // size a 
 std::vector<float> dequantizeQ4_0(const uint8_t* data, size_t count);
 
 // Writes "<path>.tmp-<pid>" then renames it over `path`.
+// Sets "strata.xxh3_64" (Checksum.h) to the XXH3 of every tensor's bytes, as a JSON object string; call it
+// after the last addTensor. readGguf verifies the key when a file has it, naming a mismatching tensor.
+void setGgufChecksums(GgufFile& file);
 void writeGguf(const std::string& path, const GgufFile& file);
 GgufFile readGguf(const std::string& path);
 

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 
 #include <onnx/checker.h>
@@ -12,6 +13,7 @@
 #include <unistd.h>
 
 #include "core/io/FileIo.h"
+#include "core/io/InputLimits.h"
 #include "core/layers/LayerRegistry.h"
 
 namespace strata {
@@ -449,12 +451,184 @@ const TensorRecord* OnnxModelInfo::initializer(const std::string& name) const {
     return nullptr;
 }
 
+namespace {
+
+// Bytes per element of the tensor types a runtime may copy out of raw_data; 0 for the others.
+size_t onnxElementSize(int type) {
+    switch (type) {
+        case onnx::TensorProto::FLOAT:
+        case onnx::TensorProto::INT32:
+        case onnx::TensorProto::UINT32: return 4;
+        case onnx::TensorProto::DOUBLE:
+        case onnx::TensorProto::INT64:
+        case onnx::TensorProto::UINT64: return 8;
+        case onnx::TensorProto::FLOAT16:
+        case onnx::TensorProto::BFLOAT16:
+        case onnx::TensorProto::INT16:
+        case onnx::TensorProto::UINT16: return 2;
+        case onnx::TensorProto::INT8:
+        case onnx::TensorProto::UINT8:
+        case onnx::TensorProto::BOOL: return 1;
+        default: return 0;
+    }
+}
+
+// Values held in the typed repeated field that ONNX uses for this data type (-1: no such field counted here).
+int64_t onnxTypedFieldCount(const onnx::TensorProto& t) {
+    switch (t.data_type()) {
+        case onnx::TensorProto::FLOAT: return t.float_data_size();
+        case onnx::TensorProto::DOUBLE: return t.double_data_size();
+        case onnx::TensorProto::INT64: return t.int64_data_size();
+        case onnx::TensorProto::UINT32:
+        case onnx::TensorProto::UINT64: return t.uint64_data_size();
+        case onnx::TensorProto::STRING: return t.string_data_size();
+        default: return t.int32_data_size();  // INT32, INT16, INT8, UINT16, UINT8, BOOL, FLOAT16, BFLOAT16
+    }
+}
+
+// One initializer: exactly one data field, dims not negative, their product representable, and the data
+// exactly that many elements (a runtime copies product(dims) elements out of whichever field it picks).
+void checkOnnxInitializer(const std::string& path, const onnx::TensorProto& t) {
+    const std::string where = "initializer '" + cutForMessage(t.name()) + "': ";
+    if (t.data_location() == onnx::TensorProto::EXTERNAL || t.external_data_size() > 0)
+        throw FormatError(path, where + "external data is not supported (save the model with its weights inside)");
+    int64_t numel = 1;
+    for (int64_t d : t.dims()) {
+        if (d < 0) throw FormatError(path, where + "negative dimension " + std::to_string(d));
+        if (!checkedMul(numel, d, numel)) throw FormatError(path, where + "the dimensions multiply past 2^63 elements");
+    }
+    int fields = t.has_raw_data() ? 1 : 0;
+    fields += t.float_data_size() > 0 ? 1 : 0;
+    fields += t.double_data_size() > 0 ? 1 : 0;
+    fields += t.int32_data_size() > 0 ? 1 : 0;
+    fields += t.int64_data_size() > 0 ? 1 : 0;
+    fields += t.uint64_data_size() > 0 ? 1 : 0;
+    fields += t.string_data_size() > 0 ? 1 : 0;
+    if (fields > 1)
+        throw FormatError(path, where + "carries " + std::to_string(fields) + " data fields; exactly one is allowed");
+    if (t.has_raw_data()) {
+        const size_t width = onnxElementSize(t.data_type());
+        if (width == 0)
+            throw FormatError(path, where + "raw_data for data type " + std::to_string(t.data_type()) +
+                                        ", which has no fixed element size");
+        if (static_cast<uint64_t>(numel) > t.raw_data().size() / width || t.raw_data().size() != numel * width)
+            throw FormatError(path, where + std::to_string(t.raw_data().size()) + " raw bytes for " +
+                                        std::to_string(numel) + " elements of " + std::to_string(width) + " bytes");
+        return;
+    }
+    const int64_t have = onnxTypedFieldCount(t);
+    if (have != numel)
+        throw FormatError(path, where + std::to_string(have) + " values for dims of " + std::to_string(numel) +
+                                    " elements" + (fields == 0 ? " (no data field)" : ""));
+}
+
+// The graph's structure, with messages naming the node: every node input defined (graph input, initializer or
+// some node's output) and the nodes free of cycles. Subgraphs (If, Loop) are left to onnx::checker.
+void checkOnnxGraph(const std::string& path, const onnx::GraphProto& g) {
+    std::set<std::string> defined;
+    for (const auto& vi : g.input()) defined.insert(vi.name());
+    for (const auto& t : g.initializer()) defined.insert(t.name());
+    std::map<std::string, int> producer;
+    for (int i = 0; i < g.node_size(); ++i)
+        for (const std::string& o : g.node(i).output())
+            if (!o.empty()) {
+                if (defined.count(o) || !producer.emplace(o, i).second)
+                    throw FormatError(path, "node '" + cutForMessage(g.node(i).name()) + "' (" +
+                                                cutForMessage(g.node(i).op_type()) + "): output '" + cutForMessage(o) +
+                                                "' is defined twice");
+            }
+    auto nodeName = [&](int i) {
+        const auto& n = g.node(i);
+        return "node '" + cutForMessage(n.name().empty() ? "#" + std::to_string(i) : n.name()) + "' (" +
+               cutForMessage(n.op_type()) + ")";
+    };
+    // Kahn's algorithm over the node -> node edges.
+    std::vector<int> waiting(static_cast<size_t>(g.node_size()), 0);
+    std::vector<std::vector<int>> users(static_cast<size_t>(g.node_size()));
+    for (int i = 0; i < g.node_size(); ++i)
+        for (const std::string& in : g.node(i).input()) {
+            if (in.empty()) continue;  // an optional input left out
+            if (auto it = producer.find(in); it != producer.end()) {
+                ++waiting[static_cast<size_t>(i)];
+                users[static_cast<size_t>(it->second)].push_back(i);
+            } else if (!defined.count(in)) {
+                throw FormatError(path,
+                                  nodeName(i) + ": input '" + cutForMessage(in) +
+                                      "' is not defined (no graph input, initializer or node output has that name)");
+            }
+        }
+    std::vector<int> ready;
+    for (int i = 0; i < g.node_size(); ++i)
+        if (waiting[static_cast<size_t>(i)] == 0) ready.push_back(i);
+    int done = 0;
+    while (!ready.empty()) {
+        const int i = ready.back();
+        ready.pop_back();
+        ++done;
+        for (int u : users[static_cast<size_t>(i)])
+            if (--waiting[static_cast<size_t>(u)] == 0) ready.push_back(u);
+    }
+    if (done != g.node_size()) {
+        for (int i = 0; i < g.node_size(); ++i)
+            if (waiting[static_cast<size_t>(i)] > 0)
+                throw FormatError(
+                    path, "the graph has a cycle: " + nodeName(i) + " depends, through other nodes, on its own output");
+    }
+    for (const auto& o : g.output())
+        if (!defined.count(o.name()) && !producer.count(o.name()))
+            throw FormatError(path, "graph output '" + cutForMessage(o.name()) + "' is not produced by any node");
+}
+
+// Everything a runtime relies on, checked before any runtime (OpenCV, Strata) sees the file.
+void validateOnnxModel(const std::string& path, const onnx::ModelProto& proto) {
+    if (!proto.has_graph()) throw FormatError(path, "ONNX model without a graph");
+    const onnx::GraphProto& g = proto.graph();
+    for (const auto& t : g.initializer()) checkOnnxInitializer(path, t);
+    for (const auto& n : g.node())
+        for (const auto& a : n.attribute())
+            if (a.has_t()) checkOnnxInitializer(path, a.t());
+    auto checkDims = [&](const onnx::ValueInfoProto& vi) {
+        for (const auto& d : vi.type().tensor_type().shape().dim())
+            if (d.has_dim_value() && d.dim_value() < 0)
+                throw FormatError(path, "value '" + cutForMessage(vi.name()) + "' has negative dimension " +
+                                            std::to_string(d.dim_value()));
+    };
+    for (const auto& vi : g.input()) checkDims(vi);
+    for (const auto& vi : g.output()) checkDims(vi);
+    for (const auto& vi : g.value_info()) checkDims(vi);
+    checkOnnxGraph(path, g);
+    // Then the reference checker: operator schemas (an unknown operator or domain, wrong attribute types or
+    // input counts), opset imports, IR version, and what the checks above leave out.
+    try {
+        onnx::checker::check_model(proto);
+    } catch (const std::exception& e) {
+        throw FormatError(path, "fails onnx::checker: " + cutForMessage(e.what(), 400));
+    }
+}
+
+OnnxModelInfo infoFromProto(const std::string& path, const onnx::ModelProto& proto);
+
+}  // namespace
+
 OnnxModelInfo readOnnx(const std::string& path) {
+    requireRegularFile(path);
     std::ifstream in(path, std::ios::binary);
     if (!in) throw FormatError(path, "cannot open file for reading");
     onnx::ModelProto proto;
     if (!proto.ParseFromIstream(&in)) throw FormatError(path, "not an ONNX model (protobuf ModelProto parse failed)");
-    if (!proto.has_graph()) throw FormatError(path, "ONNX model without a graph");
+    return infoFromProto(path, proto);
+}
+
+OnnxModelInfo readOnnxBytes(const std::string& name, const void* data, size_t size) {
+    onnx::ModelProto proto;
+    if (size > static_cast<size_t>(INT32_MAX) || !proto.ParseFromArray(data, static_cast<int>(size)))
+        throw FormatError(name, "not an ONNX model (protobuf ModelProto parse failed)");
+    return infoFromProto(name, proto);
+}
+
+namespace {
+OnnxModelInfo infoFromProto(const std::string& path, const onnx::ModelProto& proto) {
+    validateOnnxModel(path, proto);
     OnnxModelInfo info;
     info.irVersion = proto.ir_version();
     for (const auto& op : proto.opset_import())
@@ -492,9 +666,9 @@ OnnxModelInfo readOnnx(const std::string& path) {
         info.nodes.push_back(std::move(ni));
     }
     for (const auto& t : g.initializer()) {
-        int64_t numel = 1;
         std::vector<int64_t> dims(t.dims().begin(), t.dims().end());
-        for (int64_t d : dims) numel *= d;
+        int64_t numel = 1;
+        for (int64_t d : dims) numel *= d;  // validateOnnxModel checked: no negative dims, no overflow
         const std::string where = "initializer '" + t.name() + "': ";
         if (t.data_type() == onnx::TensorProto::FLOAT) {
             std::vector<float> values;
@@ -517,6 +691,7 @@ OnnxModelInfo readOnnx(const std::string& path) {
                 values.resize(static_cast<size_t>(numel));
                 std::memcpy(values.data(), t.raw_data().data(), t.raw_data().size());
             } else {
+                if (t.int64_data_size() != numel) throw FormatError(path, where + "int64_data does not match dims");
                 values.assign(t.int64_data().begin(), t.int64_data().end());
             }
             info.int64Initializers[t.name()] = std::move(values);
@@ -548,5 +723,7 @@ OnnxModelInfo readOnnx(const std::string& path) {
     }
     return info;
 }
+
+}  // namespace
 
 }  // namespace strata

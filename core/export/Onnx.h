@@ -85,7 +85,13 @@ struct OnnxModelInfo {
     const TensorRecord* initializer(const std::string& name) const;
 };
 
-// Parses a model file. Throws FormatError (not a protobuf ModelProto, no graph, more than one input or output).
+// Parses a model file and validates it whole before anything uses it: every initializer holds exactly one
+// data field of exactly product(dims) elements, no negative dims or overflowing products, every node input
+// defined, no cycle, then onnx::checker (unknown operators, attributes, opsets). Throws FormatError naming the
+// file and the initializer or node (not a protobuf ModelProto, no graph, more than one input or output, and
+// each of those checks), so no runtime ever reads an invalid graph.
 OnnxModelInfo readOnnx(const std::string& path);
+// The same on bytes in memory (`name` stands for the file in messages): the fuzz target's entry point.
+OnnxModelInfo readOnnxBytes(const std::string& name, const void* data, size_t size);
 
 }  // namespace strata

@@ -22,6 +22,7 @@
 #include <type_traits>
 
 #include "core/graph/Project.h"  // checkSettingValue, ProjectError
+#include "core/io/InputLimits.h"
 
 namespace strata {
 
@@ -454,7 +455,8 @@ Json parseSettingFlag(const SettingInfo& setting, const std::string& text) {
             value = i;
         else if ((r.ec == std::errc::result_out_of_range && r.ptr == end) ||
                  (r2.ec == std::errc::result_out_of_range && r2.ptr == end))
-            throw std::invalid_argument(setting.flag + ": " + text + " is out of range (" + setting.rangeText() + ")");
+            throw std::invalid_argument(setting.flag + ": " + cutForMessage(text) + " is out of range (" +
+                                        setting.rangeText() + ")");
     } else if (setting.isNumber()) {
         char* used = nullptr;
         const double d = std::strtod(text.c_str(), &used);

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/export/Onnx.h"
+#include "core/tensor/Shape.h"
 
 #ifdef STRATA_HAVE_OPENCV_DNN
 #include <opencv2/core.hpp>
@@ -109,6 +110,11 @@ OnnxRunner::OnnxRunner(const std::string& path) : m_impl(std::make_unique<Impl>(
             throw OnnxRunError(path + ": the graph " + what + " has no batch dimension",
                                std::string("the graph ") + what + " has no batch dimension");
         std::vector<int64_t> rest(dims.begin() + 1, dims.end());
+        int64_t n = 1;
+        for (int64_t v : rest)
+            if (v > 0 && (__builtin_mul_overflow(n, v, &n) || n > kMaxSampleElements))
+                throw FormatError(path, std::string("the graph ") + what + " holds more than " +
+                                            std::to_string(kMaxSampleElements) + " values per sample");
         for (int64_t v : rest)
             if (v <= 0) {
                 const std::string reason = std::string("the graph ") + what + " '" +
@@ -153,7 +159,11 @@ std::vector<float> OnnxRunner::run(const float* inputs, int64_t count, int64_t b
     if (count < 0 || batchSize < 1) throw std::invalid_argument("OnnxRunner::run: bad sample count or batch size");
     Impl& d = *m_impl;
     const int64_t inSize = inputSize(), outSize = product(d.outputDims);
-    std::vector<float> out(static_cast<size_t>(count * outSize));
+    int64_t total = 0;
+    if (__builtin_mul_overflow(count, outSize, &total))
+        throw std::invalid_argument("OnnxRunner::run: " + std::to_string(count) + " samples of " +
+                                    std::to_string(outSize) + " outputs overflow");
+    std::vector<float> out(static_cast<size_t>(total));
 #ifdef STRATA_HAVE_OPENCV_DNN
     const QuietOpenCv quiet;
     for (int64_t first = 0; first < count; first += batchSize) {

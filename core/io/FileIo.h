@@ -14,9 +14,17 @@ namespace strata {
 // Throws FormatError naming the file when it cannot be opened or read.
 std::vector<uint8_t> readWholeFile(const std::string& path);
 
-// Calls `write` on a stream to "<path>.tmp-<pid>", then renames it over `path`. On any
-// failure (open, a stream in a failed state after `write`, rename) the temporary file is
-// removed and std::runtime_error names the file.
+// Calls `write` on a stream to "<path>.tmp-<pid>", fsyncs it, renames it over `path` and fsyncs the
+// folder. On any failure (open, a stream in a failed state after `write`, fsync, rename) the temporary
+// file is removed and std::runtime_error names the file.
 void writeFileAtomically(const std::string& path, const std::function<void(std::ostream&)>& write);
+
+// fsync of a file or (directory = true) a folder; false when it cannot be opened or flushed.
+bool syncPath(const std::string& path, bool directory);
+// "<name>.tmp-<digits>": a file writeFileAtomically was writing.
+bool isTemporaryFileName(const std::string& name);
+// Deletes the temporary files in `folder` left by writers that died (their process id is gone); returns how
+// many. A process killed mid-write leaves one behind, possibly megabytes.
+int removeOrphanedTemporaryFiles(const std::string& folder);
 
 }  // namespace strata

@@ -12,8 +12,10 @@
 #include <nlohmann/json.hpp>
 #include <unistd.h>
 
+#include "core/io/Checksum.h"
 #include "core/io/FileIo.h"
 #include "core/io/Half.h"
+#include "core/io/InputLimits.h"
 
 static_assert(std::endian::native == std::endian::little, "the export formats assume a little-endian host");
 
@@ -110,11 +112,13 @@ void writeSafetensors(const std::string& path, const std::vector<TensorRecord>& 
                           {"data_offsets", {offset, offset + t.data.size()}}};
         offset += t.data.size();
     }
-    if (!metadata.empty()) {
-        Json meta = Json::object();
-        for (const auto& [k, v] : metadata) meta[k] = v;
-        header["__metadata__"] = meta;
-    }
+    // Every file carries its tensors' checksums (recomputed here, whatever the caller passed under the key).
+    Json sums = Json::object();
+    for (const TensorRecord& t : tensors) sums[t.name] = checksumHex(tensorChecksum(t.data.data(), t.data.size()));
+    Json meta = Json::object();
+    for (const auto& [k, v] : metadata) meta[k] = v;
+    meta[kChecksumMetadataKey] = sums.dump();
+    header["__metadata__"] = meta;
     std::string text = header.dump();
     while ((8 + text.size()) % 8 != 0) text.push_back(' ');
 
@@ -234,12 +238,30 @@ SafetensorsContents readSafetensors(const std::string& path) {
         throw FormatError(path, static_cast<int64_t>(dataStart + cursor),
                           std::to_string(dataSize - cursor) + " trailing bytes after the last tensor");
 
+    // Checksums, when the writer stored them (Strata's files since issue 18): every tensor must match.
+    Json sums;
+    if (auto it = contents.metadata.find(kChecksumMetadataKey); it != contents.metadata.end()) {
+        sums = Json::parse(it->second, nullptr, false);
+        if (!sums.is_object())
+            throw FormatError(path, 8, std::string("__metadata__ '") + kChecksumMetadataKey + "' is not a JSON object");
+        contents.metadata.erase(it);  // container detail, not the caller's metadata
+    }
     std::vector<TensorRecord> ordered;
     ordered.reserve(spans.size());
     for (const Span& s : spans) {
         TensorRecord& rec = contents.tensors[s.index];
         rec.data.assign(bytes.begin() + static_cast<std::ptrdiff_t>(dataStart + s.begin),
                         bytes.begin() + static_cast<std::ptrdiff_t>(dataStart + s.end));
+        if (!sums.is_null()) {
+            const std::string actual = checksumHex(tensorChecksum(rec.data.data(), rec.data.size()));
+            if (!sums.contains(rec.name) || !sums[rec.name].is_string())
+                throw FormatError(path, 8, "tensor '" + rec.name + "' has no checksum in " + kChecksumMetadataKey);
+            if (sums[rec.name].get<std::string>() != actual)
+                throw FormatError(path, static_cast<int64_t>(dataStart + s.begin),
+                                  "tensor '" + rec.name + "': checksum mismatch (stored XXH3 " +
+                                      cutForMessage(sums[rec.name].get<std::string>(), 32) + ", the data's " + actual +
+                                      "): the file is damaged");
+        }
         ordered.push_back(std::move(rec));
     }
     contents.tensors = std::move(ordered);

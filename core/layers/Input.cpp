@@ -34,7 +34,14 @@ public:
     std::vector<std::string> inputPorts(const Json&) const override { return {}; }
     Shape inferShape(const Json& params, const std::vector<Shape>& inputs) const override {
         expectInputCount(name(), {}, inputs);
-        return Shape(params.at("shape").get<std::vector<int64_t>>());
+        Shape shape(params.at("shape").get<std::vector<int64_t>>());
+        int64_t n = 1;
+        for (int64_t d : shape.dims())
+            if (__builtin_mul_overflow(n, d, &n) || n > kMaxSampleElements)
+                throw ShapeError("out", "out: shape " + shape.toString() + " holds more than " +
+                                            std::to_string(kMaxSampleElements) +
+                                            " values per sample (the most Strata accepts); make it smaller");
+        return shape;
     }
     std::unique_ptr<Layer> create(const Json&, const std::vector<Shape>&, const Shape&) const override {
         return std::make_unique<InputLayer>();

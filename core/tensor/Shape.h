@@ -10,6 +10,11 @@
 
 namespace strata {
 
+// The most values one sample may hold (input, synthetic data, data files): 2^28 floats, 1 GiB. Larger
+// samples are refused with an error rather than attempted (a wrapped or absurd size would otherwise reach
+// an allocation).
+constexpr int64_t kMaxSampleElements = int64_t{1} << 28;
+
 class Shape {
 public:
     Shape() = default;
@@ -22,9 +27,10 @@ public:
     const std::vector<int64_t>& dims() const { return m_dims; }
     bool empty() const { return m_dims.empty(); }
 
-    // Product of all dimensions (1 for a scalar shape).
+    // Product of all dimensions (1 for a scalar shape). Throws std::overflow_error naming the shape when the
+    // product does not fit in int64_t, so a size read from a file can never wrap to a small number.
     int64_t numel() const;
-    // Product of dimensions [from, to).
+    // Product of dimensions [from, to); throws std::overflow_error as numel() does.
     int64_t product(int from, int to) const;
 
     // A new shape with `n` in front: the batched shape of a per-sample shape.

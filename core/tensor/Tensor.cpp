@@ -37,7 +37,9 @@ int64_t Shape::numel() const { return product(0, rank()); }
 
 int64_t Shape::product(int from, int to) const {
     int64_t p = 1;
-    for (int i = from; i < to; ++i) p *= m_dims[static_cast<size_t>(i)];
+    for (int i = from; i < to; ++i)
+        if (__builtin_mul_overflow(p, m_dims[static_cast<size_t>(i)], &p))
+            throw std::overflow_error("shape " + toString() + ": the dimensions multiply past 2^63 elements");
     return p;
 }
 
@@ -68,9 +70,15 @@ Device Device::parse(const std::string& text) {
     if (text == "cuda") return cuda(0);
     if (text.rfind("cuda:", 0) == 0) {
         const std::string idx = text.substr(5);
-        if (!idx.empty() && idx.find_first_not_of("0123456789") == std::string::npos) return cuda(std::stoi(idx));
+        // At most 4 digits: "cuda:99999999999" is an out-of-range index, not an exception from stoi.
+        if (!idx.empty() && idx.find_first_not_of("0123456789") == std::string::npos) {
+            if (idx.size() <= 4) return cuda(std::stoi(idx));
+            throw std::invalid_argument("device '" + (text.size() > 40 ? text.substr(0, 40) + "..." : text) +
+                                        "': the GPU index is out of range (0 to 9999)");
+        }
     }
-    throw std::invalid_argument("unknown device '" + text + "' (expected cpu, cuda or cuda:N)");
+    throw std::invalid_argument("unknown device '" + (text.size() > 200 ? text.substr(0, 200) + "..." : text) +
+                                "' (expected cpu, cuda or cuda:N)");
 }
 
 std::string Device::toString() const { return type == DeviceType::Cpu ? "cpu" : "cuda:" + std::to_string(index); }

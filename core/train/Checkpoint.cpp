@@ -1,5 +1,7 @@
 #include "core/train/Checkpoint.h"
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <limits>
 #include <stdexcept>
@@ -16,6 +18,34 @@ namespace {
 constexpr const char* kMetaKey = "strata.checkpoint";
 constexpr const char* kOptimPrefix = "optim.";
 constexpr const char* kMaskPrefix = "mask.";
+// A run resumed with more epochs than its project planned (the --epochs override) writes epochs past the plan.
+constexpr int64_t kMaxEpochsPastPlan = int64_t{1} << 20;
+// Metadata a crafted or damaged file could carry and a run would act on: counts in range, a normalization
+// that divides by a positive std. Throws std::runtime_error naming the file and the field.
+void checkCheckpointFields(const std::string& path, const Checkpoint& c) {
+    auto bad = [&](const std::string& what) { throw std::runtime_error(path + ": checkpoint metadata: " + what); };
+    constexpr int64_t kMaxSteps = int64_t{1} << 48;
+    if (c.epoch < 0 || int64_t{c.epoch} > int64_t{c.project.training.epochs} + kMaxEpochsPastPlan)
+        bad("epoch " + std::to_string(c.epoch) + " is out of range (0 to the project's " +
+            std::to_string(c.project.training.epochs) + " epochs)");
+    if (c.step < 0 || c.step > kMaxSteps) bad("step " + std::to_string(c.step) + " is out of range");
+    if (c.stepInEpoch < 0 || c.stepInEpoch > c.step)
+        bad("step_in_epoch " + std::to_string(c.stepInEpoch) + " is out of range (0 to step " + std::to_string(c.step) +
+            ")");
+    const CheckpointNormalization& n = c.normalization;
+    if (n.mode != "none") {
+        if (!(n.std > 0) || !std::isfinite(n.std))
+            bad("normalization std " + std::to_string(n.std) + " is not positive");
+        if (!std::isfinite(n.scale) || !std::isfinite(n.mean)) bad("normalization scale or mean is not finite");
+    }
+    if (n.featureStd.size() != n.featureMean.size())
+        bad(std::to_string(n.featureMean.size()) + " feature means but " + std::to_string(n.featureStd.size()) +
+            " standard deviations");
+    for (size_t i = 0; i < n.featureStd.size(); ++i)
+        if (!(n.featureStd[i] > 0) || !std::isfinite(n.featureStd[i]) || !std::isfinite(n.featureMean[i]))
+            bad("feature " + std::to_string(i) + ": std " + std::to_string(n.featureStd[i]) + " is not positive");
+}
+
 }  // namespace
 
 std::map<std::string, std::vector<float>> modelWeights(Model& model) {
@@ -71,6 +101,27 @@ void saveCheckpoint(const Checkpoint& c, const std::string& path) {
     writeSafetensors(path, records, {{kMetaKey, meta.dump()}});
 }
 
+std::vector<NumberedCheckpoint> numberedCheckpoints(const std::string& folder) {
+    std::vector<NumberedCheckpoint> out;
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(folder, ec)) {
+        const std::string n = e.path().filename().string();
+        if (e.path().extension() != ".safetensors") continue;
+        const bool step = n.rfind("step-", 0) == 0;
+        if (!step && n.rfind("epoch-", 0) != 0) continue;
+        const std::string digits =
+            n.substr(step ? 5 : 6, n.size() - (step ? 5 : 6) - std::string(".safetensors").size());
+        if (digits.empty() || digits.size() > 18 || digits.find_first_not_of("0123456789") != std::string::npos)
+            continue;
+        out.push_back({e.path().string(), step, std::stoll(digits)});
+    }
+    // By number, not by name: epoch-999 before epoch-1000.
+    std::sort(out.begin(), out.end(), [](const NumberedCheckpoint& a, const NumberedCheckpoint& b) {
+        return a.isStep != b.isStep ? !a.isStep : a.number < b.number;
+    });
+    return out;
+}
+
 std::string resolveCheckpointPath(const std::string& path) {
     std::error_code ec;
     if (!fs::exists(path, ec)) throw std::runtime_error(path + ": no such checkpoint file or folder");
@@ -81,13 +132,56 @@ std::string resolveCheckpointPath(const std::string& path) {
     }
     // Fall back to the highest epoch-NNN file.
     std::string latest;
-    for (const auto& e : fs::directory_iterator(path, ec)) {
-        const std::string n = e.path().filename().string();
-        if (n.rfind("epoch-", 0) == 0 && e.path().extension() == ".safetensors" && e.path().string() > latest)
-            latest = e.path().string();
-    }
+    for (const NumberedCheckpoint& f : numberedCheckpoints(path))
+        if (!f.isStep) latest = f.path;
     if (latest.empty()) throw std::runtime_error(path + ": the folder holds no checkpoint (*.safetensors)");
     return latest;
+}
+
+ResumePoint findResumePoint(const std::string& path, bool best) {
+    std::error_code ec;
+    if (!fs::exists(path, ec)) throw std::runtime_error(path + ": no such checkpoint file or folder");
+    ResumePoint r;
+    if (!fs::is_directory(path, ec)) {
+        r.file = path;
+        r.checkpoint = loadCheckpoint(path);
+        return r;
+    }
+    if (best) {
+        r.file = (fs::path(path) / "best.safetensors").string();
+        if (!fs::exists(r.file, ec))
+            throw std::runtime_error(path + ": no best.safetensors to resume from (the run had no validation?)");
+        r.checkpoint = loadCheckpoint(r.file);
+        return r;
+    }
+    // The newest good checkpoint: latest.safetensors, the highest epoch file and the highest step file each stand
+    // for the newest of their kind (a kill between writing epoch-N and latest leaves epoch-N newer); one that does
+    // not load (torn, corrupt) gives way to the next lower of its kind.
+    std::vector<NumberedCheckpoint> files = numberedCheckpoints(path);
+    std::vector<std::vector<std::string>> kinds(3);
+    if (fs::exists(fs::path(path) / "latest.safetensors", ec))
+        kinds[0].push_back((fs::path(path) / "latest.safetensors").string());
+    for (auto it = files.rbegin(); it != files.rend(); ++it) kinds[it->isStep ? 2 : 1].push_back(it->path);
+    bool found = false;
+    for (const auto& kind : kinds)
+        for (const std::string& file : kind) {
+            try {
+                Checkpoint c = loadCheckpoint(file);
+                if (!found || c.step > r.checkpoint.step ||
+                    (c.step == r.checkpoint.step && c.epoch > r.checkpoint.epoch)) {
+                    r.file = file;
+                    r.checkpoint = std::move(c);
+                    found = true;
+                }
+                break;
+            } catch (const std::exception& e) {
+                r.skipped.push_back(e.what());
+            }
+        }
+    if (!found)
+        throw std::runtime_error(path + ": the folder holds no checkpoint that loads" +
+                                 (r.skipped.empty() ? std::string() : " (" + r.skipped.front() + ")"));
+    return r;
 }
 
 Checkpoint loadCheckpoint(const std::string& pathIn) {
@@ -100,7 +194,12 @@ Checkpoint loadCheckpoint(const std::string& pathIn) {
     try {
         const Json meta = Json::parse(metaIt->second);
         c.project = projectFromJson(meta.at("project"));
-        c.epoch = meta.at("epoch").get<int>();
+        // Read wide, then range-checked: get<int>() would wrap an epoch of 2^40 silently.
+        const int64_t epoch = meta.at("epoch").get<int64_t>();
+        if (epoch < 0 || epoch > std::numeric_limits<int>::max())
+            throw std::runtime_error(path + ": checkpoint metadata: epoch " + std::to_string(epoch) +
+                                     " is out of range");
+        c.epoch = static_cast<int>(epoch);
         c.step = meta.at("step").get<int64_t>();
         c.stepInEpoch = meta.value("step_in_epoch", int64_t{0});
         c.hasValidation = meta.at("has_validation").get<bool>();
@@ -127,6 +226,7 @@ Checkpoint loadCheckpoint(const std::string& pathIn) {
     } catch (const Json::exception& e) {
         throw std::runtime_error(path + ": checkpoint metadata is malformed: " + e.what());
     }
+    checkCheckpointFields(path, c);
     const std::string prefix = kOptimPrefix, maskPrefix = kMaskPrefix;
     for (const TensorRecord& r : contents.tensors) {
         if (r.name.rfind(prefix, 0) == 0)

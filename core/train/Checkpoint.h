@@ -66,4 +66,23 @@ Checkpoint loadCheckpoint(const std::string& path);
 // The file a path stands for (resolves folders as loadCheckpoint does).
 std::string resolveCheckpointPath(const std::string& path);
 
+// An epoch-N or step-N file of a checkpoint folder, with its number.
+struct NumberedCheckpoint {
+    std::string path;
+    bool isStep = false;  // step-N (a save mid-epoch, N the global step) rather than epoch-N
+    int64_t number = 0;
+};
+// The folder's epoch files by number (epoch-999 before epoch-1000), then its step files by number.
+std::vector<NumberedCheckpoint> numberedCheckpoints(const std::string& folder);
+
+// Where `--resume` continues from. For a file, that file. For a folder: the newest checkpoint that loads (the
+// most steps among latest, the highest epoch-N and step-N that load; torn or corrupt files are skipped and
+// listed in `skipped`), or best.safetensors when `best`.
+struct ResumePoint {
+    std::string file;
+    Checkpoint checkpoint;
+    std::vector<std::string> skipped;  // why each skipped file did not load
+};
+ResumePoint findResumePoint(const std::string& path, bool best);
+
 }  // namespace strata

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "core/graph/Project.h"
 
@@ -47,6 +48,13 @@ public:
     // checkpoint's own `best` flag should say the same); returns the epoch or step file. Throws (naming the file) when
     // a write fails.
     std::string save(const Checkpoint& checkpoint, bool best, bool midEpoch);
+    // Before the first epoch: creates the folder, checks that it is writable (throws naming it otherwise) and
+    // deletes temporary files that killed writers left behind. Returns lines for the log.
+    std::vector<std::string> prepare();
+    // Resuming from `from` (read from `fromFile`): moves the folder's checkpoints that are later than it (epoch
+    // and step files past it; latest and best when they hold more steps or do not load) into a folder
+    // "superseded-at-step-N" beside them, so the continued run never mixes with them. Returns the new paths.
+    std::vector<std::string> setAsideLaterThan(const Checkpoint& from, const std::string& fromFile);
     // The last file save() wrote; empty before the first.
     const std::string& lastSaved() const { return m_lastSaved; }
 

@@ -7,7 +7,9 @@
 #include <cmath>
 #include <filesystem>
 #include <limits>
+#include <new>
 #include <sstream>
+#include <stdexcept>
 
 #include "core/backend/Backend.h"
 #include "core/backend/BackendRegistry.h"
@@ -18,6 +20,7 @@
 #include "core/train/BatchStager.h"
 #include "core/train/Checkpoint.h"
 #include "core/train/CheckpointPolicy.h"
+#include "core/train/Divergence.h"
 #include "core/train/DynamicLossScale.h"
 #include "core/train/LrSchedule.h"
 #include "core/train/MemoryEstimate.h"
@@ -87,6 +90,7 @@ struct Trainer::Impl {
     ComputePrecision precision = ComputePrecision::F32;
     std::unique_ptr<DynamicLossScale> lossScaler;  // fp16 only
     std::unique_ptr<PruningMasks> pruner;          // a pruning run only
+    std::unique_ptr<DivergenceMonitor> divergence;
 
     RunProgress progress;  // saved in checkpoints
     CheckpointPolicy checkpoints{""};
@@ -215,6 +219,7 @@ struct Trainer::Impl {
             j["skipped_steps"] = lossScaler->skippedSteps();
         }
         if (pruner) j["pruning"] = pruner->state();
+        if (divergence && divergence->startLoss() > 0) j["divergence_start_loss"] = divergence->startLoss();
         return j;
     }
 
@@ -245,7 +250,12 @@ struct Trainer::Impl {
     }
 
     void resume(const std::string& path) {
-        Checkpoint c = loadCheckpoint(path);
+        ResumePoint point = findResumePoint(path, opt.resumeBest);
+        for (const std::string& why : point.skipped)
+            obs->onLog("resume: skipped a checkpoint that does not load: " + why);
+        for (const std::string& moved : checkpoints.setAsideLaterThan(point.checkpoint, point.file))
+            obs->onLog("resume: moved a later checkpoint aside to " + moved);
+        Checkpoint c = std::move(point.checkpoint);
         applyWeights(*model, c.weights);
         const Json& st = c.trainerState;
         optimizer->loadState(c.optimizerState, st.value("optimizer_steps", c.step));
@@ -253,6 +263,8 @@ struct Trainer::Impl {
         progress.globalStep = c.step;
         progress.stepInEpoch = c.stepInEpoch;
         progress.readState(st);
+        if (st.contains("divergence_start_loss") && st["divergence_start_loss"].is_number())
+            divergence->setReferenceLoss(st["divergence_start_loss"].get<double>());
         // An fp16 run continues with its loss scale; a run saved in another precision starts from the initial one.
         if (lossScaler && st.contains("loss_scale"))
             lossScaler->restore(st["loss_scale"].get<float>(), st.value("loss_scale_good_steps", 0),
@@ -261,8 +273,8 @@ struct Trainer::Impl {
             if (!pruner) pruner = std::make_unique<PruningMasks>(*model, pruningSettingsFromJson(st["pruning"]));
             pruner->restore(c.masks, st["pruning"]);
         }
-        obs->onLog("resumed from " + resolveCheckpointPath(path) + " at epoch " + std::to_string(progress.epochsDone) +
-                   ", step " + std::to_string(progress.globalStep));
+        obs->onLog("resumed from " + point.file + " at epoch " + std::to_string(progress.epochsDone) + ", step " +
+                   std::to_string(progress.globalStep));
     }
 
     // Returns {loss, accuracy} over a split in evaluation mode.
@@ -312,6 +324,28 @@ struct Trainer::Impl {
         throw std::runtime_error(msg.str());
     }
 
+    // A diverging run ends like a NaN one: the step, why, the layer with the largest gradient (the one the
+    // explosion runs through) and what to change.
+    [[noreturn]] void reportDivergence(const std::string& why, int epoch, double lr) {
+        std::ostringstream msg;
+        msg << "step " << (progress.globalStep + 1) << " (epoch " << epoch << "): " << why;
+        double worst = -1;
+        std::string where;
+        for (const auto& np : model->namedParameters()) {
+            if (!np.param->grad.defined()) continue;
+            const double norm = std::sqrt(backend.sumSquares(np.param->grad.f32(), np.param->grad.numel()));
+            if (!(norm <= worst)) {
+                worst = norm;
+                where = nodeLabel(np.node) + " (parameter '" + np.param->name + "', gradient norm " +
+                        std::to_string(norm) + ")";
+            }
+        }
+        if (!where.empty()) msg << "; the largest gradient is in layer " << where;
+        msg << "; lower the learning rate (now " << lr << ") or set a gradient clip norm";
+        if (!checkpoints.lastSaved().empty()) msg << "; the last good checkpoint is " << checkpoints.lastSaved();
+        throw std::runtime_error(msg.str());
+    }
+
     // Sums over an epoch's training steps.
     struct EpochTotals {
         double lossSum = 0;
@@ -351,8 +385,11 @@ struct Trainer::Impl {
             havePending = stager->nextTrainBatch(pending);
             if (havePending) staged = stager->stageTrain(pending);
             const bool apply = !lossScaler || unscaleGradients(lossScale);
+            // The global gradient norm, for the divergence check, where clipping measures it anyway: measuring it
+            // otherwise would add a second device wait to every step (the loss check covers those runs).
+            double gradNorm = std::numeric_limits<double>::quiet_NaN();
             if (apply) {
-                if (ts().clipNorm > 0) optimizer->clipGradNorm(ts().clipNorm);
+                if (ts().clipNorm > 0) gradNorm = optimizer->clipGradNorm(ts().clipNorm);
                 optimizer->step(lr);
             }
             if (pruner && pruner->afterStep(progress.globalStep) &&
@@ -365,6 +402,9 @@ struct Trainer::Impl {
             const Backend::StepMetrics metrics = batchMetrics(logits, batch, cur.labels);
             const double loss = metrics.lossSum / static_cast<double>(batch.size);
             if (!std::isfinite(loss)) reportNonFiniteLoss(loss, epoch);
+            if (std::string why = divergence->addLoss(loss); !why.empty()) reportDivergence(why, epoch, lr);
+            if (std::isfinite(gradNorm))
+                if (std::string why = divergence->addGradNorm(gradNorm); !why.empty()) reportDivergence(why, epoch, lr);
             if (!apply)
                 obs->onLog("step " + std::to_string(progress.globalStep + 1) +
                            ": fp16 gradients are not finite at loss scale " + formatScale(lossScale) +
@@ -475,7 +515,21 @@ struct Trainer::Impl {
     // Data, model, optimizer and batches, in that order; resumes when asked.
     void setUp() {
         obs->onLog("loading data");
-        data = loadDataset(project.dataset, opt.projectPath);
+        // An allocation that fails while reading becomes an error naming the data, not a bare library message
+        // ("std::bad_alloc", "vector::_M_default_append").
+        const DatasetSettings& ds = project.dataset;
+        const std::string dataName = !ds.trainImages.empty() ? ds.trainImages
+                                     : !ds.trainPath.empty() ? ds.trainPath
+                                                             : std::string("the synthetic data set");
+        try {
+            data = loadDataset(ds, opt.projectPath);
+        } catch (const std::bad_alloc&) {
+            throw std::runtime_error(dataName +
+                                     ": out of memory while loading the data set (use train_limit, or "
+                                     "a smaller data set)");
+        } catch (const std::length_error& e) {
+            throw std::runtime_error(dataName + ": the data set is too large to hold in memory (" + e.what() + ")");
+        }
         obs->onLog(data.description);
         model = compile(project.graph, backend, ts().seed);
         model->setInterruptFlag(&stopRequested);  // Stop ends even a long step between two layers
@@ -485,6 +539,8 @@ struct Trainer::Impl {
         checkpoints = CheckpointPolicy(
             ts().checkpointDir.empty() ? opt.runFolder : resolveDatasetPath(opt.projectPath, ts().checkpointDir));
         if (checkpoints.enabled()) obs->onLog("checkpoints go to " + checkpoints.folder());
+        for (const std::string& line : checkpoints.prepare()) obs->onLog(line);
+        divergence = std::make_unique<DivergenceMonitor>(numClasses);
         if (!opt.resumeFrom.empty())
             resume(opt.resumeFrom);
         else if (!opt.initialWeights.empty())
@@ -495,6 +551,10 @@ struct Trainer::Impl {
                               opt.residentData, opt.residentDataMaxBytes,
                               [this](const std::string& line) { obs->onLog(line); });
         stepsPerEpoch = stager->trainBatchesPerEpoch();
+        if (progress.stepInEpoch >= stepsPerEpoch && progress.stepInEpoch > 0)
+            throw std::runtime_error("the checkpoint was saved at step " + std::to_string(progress.stepInEpoch) +
+                                     " of an epoch, but an epoch of this data set has " +
+                                     std::to_string(stepsPerEpoch) + " steps");
         if (opt.pruning && !pruner) {
             const PruningSettings s = pruningForRun(*opt.pruning, stepsPerEpoch * ts().epochs);
             pruner = std::make_unique<PruningMasks>(*model, s);

@@ -28,6 +28,7 @@ class Backend;
 struct TrainerOptions {
     std::string projectPath;  // for resolving relative dataset paths
     std::string resumeFrom;   // checkpoint file or folder; empty: fresh run
+    bool resumeBest = false;  // a folder resumes from its best checkpoint rather than its newest
     int64_t maxSteps = 0;     // >0: stop after this many steps (tests, screenshots)
     // Where checkpoints go when the training settings name no checkpoint folder (RunFolder.h chooses one);
     // empty: such a run writes no checkpoints.

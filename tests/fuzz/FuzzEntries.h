@@ -1,0 +1,27 @@
+// The fuzz targets' entry functions: one per reader of untrusted input (project file, IDX, CSV, text CSV,
+// PNG, checkpoint, safetensors, GGUF, ONNX import). Each takes the bytes of one input, runs the reader on
+// them and swallows the errors a reader is allowed to throw (std::exception): anything else (a crash, an
+// ASan/UBSan report, a hang, an allocation past libFuzzer's limit) is a finding.
+//
+// The libFuzzer executables (tests/fuzz/FuzzMain.cpp, CMake option STRATA_FUZZ, tools/fuzz.sh) and the
+// corpus replay test of the normal build (test_fuzz_corpus) call the same functions, so the seeds in
+// tests/fuzz/corpus/<target>/ and every crash input added there keep being run by CTest.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace strata::fuzz {
+
+struct Target {
+    const char* name;  // also the corpus folder name
+    void (*run)(const uint8_t* data, size_t size);
+};
+
+const std::vector<Target>& targets();
+// nullptr when there is no target of that name.
+const Target* findTarget(const std::string& name);
+
+}  // namespace strata::fuzz
