@@ -18,7 +18,7 @@
 #                 and the big CUDA libraries the device has (cuBLAS, cuBLASLt, cuDNN, NCCL); libcudart is in.
 #                 compat/: libstdc++ and libgcc_s from here, used there only if the device's are missing or older.
 #   device-libs   the sonames gpu-check.sh must find on the device (one a line)
-#   data/         the four Fashion-MNIST .gz files
+#   data.tar.xz   data/: the four Fashion-MNIST files as raw IDX (xz packs them 4 MiB smaller than their .gz)
 #   MANIFEST      git commit, dirty files, build options, sizes, library lists
 # Then, on the GPU machine: `bash tools/gpu-check.sh --bundle .gpu-bundle` (see gpu-check.sh's header).
 #
@@ -70,10 +70,10 @@ cmake --build "$BUILD" --target "${TARGETS[@]}" -j"$JOBS" >"$BUILD/gpu-bundle-bu
 
 # ---- bundle -------------------------------------------------------------------------------------------
 rm -rf "$BUNDLE"
-mkdir -p "$BUNDLE/data"
+mkdir -p "$BUNDLE"
 STAGE=$(mktemp -d /tmp/gpu-bundle-stage.XXXXXX)
 trap 'rm -rf "$STAGE"' EXIT
-mkdir -p "$STAGE/bin" "$STAGE/lib" "$STAGE/compat"
+mkdir -p "$STAGE/bin" "$STAGE/lib" "$STAGE/compat" "$STAGE/data"
 
 for t in "${TARGETS[@]}"; do
     [[ -x "$BUILD/bin/$t" ]] || die "$BUILD/bin/$t was not built"
@@ -110,11 +110,12 @@ for name in $(printf '%s\n' "${!WHERE[@]}" | sort); do
 done
 printf '%s\n' "${DEVICE[@]}" >"$BUNDLE/device-libs"
 say "carried: ${#CARRIED[@]} libraries ($(du -sh "$STAGE/lib" | cut -f1) uncompressed); from the device: ${DEVICE[*]}"
-say "compress bin.tar.xz and libs.tar.xz"
+say "compress bin.tar.xz, libs.tar.xz and data.tar.xz"
 # Plain xz (no -T): one stream that any xz, Python's lzma or CMake's libarchive can read back.
 tar -C "$STAGE" -cf - bin | xz -9 >"$BUNDLE/bin.tar.xz"
 tar -C "$STAGE" -cf - lib compat | xz -9 >"$BUNDLE/libs.tar.xz"
-for f in "${DATA_FILES[@]}"; do cp "$DATA/$f" "$BUNDLE/data/$f"; done
+for f in "${DATA_FILES[@]}"; do gzip -dc "$DATA/$f" >"$STAGE/data/${f%.gz}"; done
+tar -C "$STAGE" -cf - data | xz -9 >"$BUNDLE/data.tar.xz"
 
 # ---- sizes: what travels is the bundle plus the tracked and untracked-not-ignored files ----------------------
 # A tracked file deleted from the work tree does not travel: stat's failure for it must not end the script.
@@ -154,7 +155,7 @@ DIRTY=$(cd "$ROOT" && git status --porcelain --untracked-files=no -- CMakeLists.
     echo
     echo "sizes (bytes):"
     for t in "${TARGETS[@]}"; do printf '  %-40s %10d\n' "bin/$t (in bin.tar.xz)" "$(stat -c %s "$STAGE/bin/$t")"; done
-    for f in bin.tar.xz libs.tar.xz "${DATA_FILES[@]/#/data/}"; do printf '  %-40s %10d\n' "$f" "$(stat -c %s "$BUNDLE/$f")"; done
+    for f in bin.tar.xz libs.tar.xz data.tar.xz; do printf '  %-40s %10d\n' "$f" "$(stat -c %s "$BUNDLE/$f")"; done
     echo
     echo "carried in libs.tar.xz lib/ (${#CARRIED[@]}):"
     for n in "${CARRIED[@]}"; do printf '  %-36s %s\n' "$n" "${WHERE[$n]}"; done
@@ -169,7 +170,7 @@ DIRTY=$(cd "$ROOT" && git status --porcelain --untracked-files=no -- CMakeLists.
 BUNDLE_B=$(du -sb "$BUNDLE" | cut -f1)
 TOTAL=$((BUNDLE_B + TRACKED + UNTRACKED + SHARED))
 say "bundle $BUNDLE: $(mib "$BUNDLE_B") MiB (bin.tar.xz $(mib "$(stat -c %s "$BUNDLE/bin.tar.xz")"), libs.tar.xz $(mib \
-"$(stat -c %s "$BUNDLE/libs.tar.xz")"), data $(mib "$(du -sb "$BUNDLE/data" | cut -f1)"))"
+"$(stat -c %s "$BUNDLE/libs.tar.xz")"), data.tar.xz $(mib "$(stat -c %s "$BUNDLE/data.tar.xz")"))"
 say "travels with it: tracked $(mib "$TRACKED") MiB + untracked $(mib "$UNTRACKED") MiB + shared/ $(mib "$SHARED") MiB" \
     "= $(mib "$TOTAL") MiB in all (limit here ${LIMIT_MIB} MiB; the device tool's is 64)"
 echo "total:      $(mib "$TOTAL") MiB with the working tree (bundle $(mib "$BUNDLE_B") MiB)" >>"$BUNDLE/MANIFEST"

@@ -20,7 +20,8 @@
 #     linked) are taken from the machine: /usr/local/cuda*/lib64 and targets/*/lib first, then python's
 #     site-packages nvidia/*/lib (no python needed for that), then ldconfig, then / (30 s at most). If a
 #     library is still missing, ONE line names it and the script stops before using the GPU. The logs come
-#     back as $OUT/gpu-check-logs.tar.gz; the data default to the bundle's data/. Not in the bundle: the
+#     back as $OUT/gpu-check-logs.tar.gz; the data default to the bundle's data.tar.xz (raw IDX, unpacked
+#     beside the binaries; an older bundle's data/ folder is used as it is). Not in the bundle: the
 #     driver (libcuda, NVML), cuBLAS/cuDNN/NVRTC, glibc, python/PyTorch (bench/gpu_bench.py uses the
 #     machine's), OpenCV, MPI, the GUI. oneDNN is in, so the CPU column is Strata's usual CPU path.
 #   Build mode (a machine with the dependencies of tools/install-deps.sh): configures and builds in
@@ -31,7 +32,7 @@
 #   --prepare-only   stop after the preparation (unpack, library search, ldd check; in build mode: build),
 #                    before anything needs a GPU; writes <unpacked>/env.sh that sets LD_LIBRARY_PATH
 #   FASHION_MNIST_DIR holds {train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz]
-#   (default: the bundle's data/, else /usr/share/datasets/fashion-mnist).
+#   (default: the bundle's data.tar.xz or data/, else /usr/share/datasets/fashion-mnist).
 # Environment: BUILD_DIR (default <repo>/build), JOBS (16), SKIP_BUILD=1 (reuse BUILD_DIR),
 #   PYTHON (a python3 that imports torch with CUDA; default: python3, then /usr/bin/python3),
 #   CUDA_ARCH (default 90), BUDGET_S (280), LOG_DIR (default BUILD_DIR/gpu-check, in bundle mode
@@ -242,6 +243,10 @@ tarfile.open(sys.argv[1]).extractall(sys.argv[2], **kw)' "$1" "$LIBS"
     }
     unpack "$BUNDLE/bin.tar.xz" || die "could not unpack $BUNDLE/bin.tar.xz"
     unpack "$BUNDLE/libs.tar.xz" || die "could not unpack $BUNDLE/libs.tar.xz"
+    if [[ -z "$DATA_ARG" && ! -d "$BUNDLE/data" && -f "$BUNDLE/data.tar.xz" ]]; then
+        unpack "$BUNDLE/data.tar.xz" || die "could not unpack $BUNDLE/data.tar.xz"
+        DATA=$LIBS/data
+    fi
     BIN=$LIBS/bin
     unpacked_bins=("$BIN"/*) unpacked_libs=("$LIBS"/lib/*)
     say "unpacked ${#unpacked_bins[@]} binaries and ${#unpacked_libs[@]} bundled libraries to $LIBS"
