@@ -17,6 +17,7 @@
 #include "core/backend/BackendRegistry.h"
 #include "core/layers/LayerRegistry.h"
 #include "core/train/MemoryEstimate.h"
+#include "ui/FieldError.h"
 #include "ui/GraphScene.h"
 #include "ui/base/ProjectDocument.h"
 
@@ -217,43 +218,23 @@ void PropertyPanel::rebuildForm() {
         editor->setToolTip(tip);
         auto* label = new QLabel(name, m_paramsHost);
         label->setToolTip(tip);
-        auto* field = new QWidget(m_paramsHost);
-        auto* fieldLayout = new QVBoxLayout(field);
-        fieldLayout->setContentsMargins(0, 0, 0, 0);
-        fieldLayout->setSpacing(2);
-        editor->setParent(field);
-        fieldLayout->addWidget(editor);
-        auto* error = new QLabel(field);
-        error->setObjectName(QStringLiteral("error_") + name);
-        error->setWordWrap(true);
-        error->setStyleSheet(QStringLiteral("QLabel { color: #b00020; }"));
-        error->hide();
-        fieldLayout->addWidget(error);
-        m_paramsForm->addRow(label, field);
+        m_paramsForm->addRow(label, withFieldError(editor));  // the line "error_param_<name>" under it
         m_editors.insert(name, editor);
-        m_fieldErrors.insert(name, error);
     }
     m_paramsHost->show();
 }
 
 bool PropertyPanel::checkRange(const QString& name, double value, double min, double max) {
-    QLabel* error = m_fieldErrors.value(name);
     const bool ok = value >= min && value <= max;
-    if (error) {
-        error->setText(ok ? QString()
-                          : tr("%1 is not applied: %2 must be %3 to %4.")
-                                .arg(QLocale(QLocale::English).toString(value, 'g', 12), name,
-                                     QLocale(QLocale::English).toString(min, 'g', 12),
-                                     QLocale(QLocale::English).toString(max, 'g', 12)));
-        error->setVisible(!ok);
-    }
+    setFieldError(m_editors.value(name), ok ? QString()
+                                            : tr("%1 is not applied: %2 must be %3 to %4.")
+                                                  .arg(QLocale(QLocale::English).toString(value, 'g', 12), name,
+                                                       QLocale(QLocale::English).toString(min, 'g', 12),
+                                                       QLocale(QLocale::English).toString(max, 'g', 12)));
     return ok;
 }
 
-QString PropertyPanel::fieldErrorText(const QString& name) const {
-    QLabel* error = m_fieldErrors.value(name);
-    return error && !error->isHidden() ? error->text() : QString();
-}
+QString PropertyPanel::fieldErrorText(const QString& name) const { return fieldError(m_editors.value(name)); }
 
 void PropertyPanel::refreshValues() {
     const strata::Node* node = m_doc->graph().node(m_node);
