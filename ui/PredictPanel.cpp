@@ -731,6 +731,7 @@ void PredictPanel::showCellSamples(int trueClass, int predictedClass) {
     m_cellIndices.clear();
     const int n = m_confusion.classes;
     if (!m_session || trueClass < 0 || predictedClass < 0 || trueClass >= n || predictedClass >= n) return;
+    m_confusionTable->setCurrentCell(trueClass, predictedClass);  // the cell listed, also when asked in code
     const QStringList& names = m_session->classNames;
     auto name = [&names](int k) { return k < names.size() ? names[k] : QString::number(k); };
     const auto& labels = m_session->samples.labels;
