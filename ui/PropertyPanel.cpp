@@ -89,14 +89,15 @@ PropertyPanel::PropertyPanel(ProjectDocument* doc, GraphScene* scene, QWidget* p
     m_total = new QLabel(graphBox);
     m_batch = new QSpinBox(graphBox);
     m_batch->setObjectName(QStringLiteral("estimateBatch"));
-    // The estimate's batch: any the project may have.
-    m_batch->setRange(1, int(strata::trainingSetting("batch_size").intMax));
+    // The estimate's batch: any the project may have; one outside that range stays as typed and is refused
+    // with the reason under the box (issue 17).
+    acceptAnyNumber(m_batch);
     m_batch->setValue(std::max(1, doc->project().training.batchSize));
     m_memory = new QLabel(graphBox);
     m_memory->setWordWrap(true);
     m_memory->setObjectName(QStringLiteral("memoryEstimate"));
     graphForm->addRow(tr("Total parameters"), m_total);
-    graphForm->addRow(tr("Batch size"), m_batch);
+    graphForm->addRow(tr("Batch size"), withFieldError(m_batch));
     graphForm->addRow(tr("Memory"), m_memory);
     layout->addWidget(graphBox);
     layout->addStretch(1);
@@ -109,7 +110,7 @@ PropertyPanel::PropertyPanel(ProjectDocument* doc, GraphScene* scene, QWidget* p
         refreshGraphSummary();
     });
     connect(doc, &ProjectDocument::settingsChanged, this, [this] {
-        m_batch->setValue(std::max(1, m_doc->project().training.batchSize));
+        if (fieldError(m_batch).isEmpty()) m_batch->setValue(std::max(1, m_doc->project().training.batchSize));
         refreshGraphSummary();  // the device or the optimizer may have changed
     });
     onSelectionChanged();
@@ -294,9 +295,20 @@ void PropertyPanel::refreshGraphSummary() {
         m_memory->setToolTip({});
         return;
     }
+    const int64_t maxBatch = strata::trainingSetting("batch_size").intMax;
+    const int batch = m_batch->value();
+    const bool batchOk = batch >= 1 && batch <= maxBatch;
+    setFieldError(m_batch, batchOk ? QString()
+                                   : notAppliedText(QString::number(batch),
+                                                    QString::fromStdString(strata::integerRangeText(1, maxBatch))));
+    if (!batchOk) {
+        m_memory->setText(tr("unknown until the batch size is valid"));
+        m_memory->setToolTip({});
+        return;
+    }
     strata::MemoryEstimate e;
     try {
-        e = strata::estimateTrainingMemory(m_doc->graph(), m_doc->project().training, m_batch->value());
+        e = strata::estimateTrainingMemory(m_doc->graph(), m_doc->project().training, batch);
     } catch (const std::exception& ex) {
         m_memory->setText(QString::fromStdString(ex.what()));
         return;
