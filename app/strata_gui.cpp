@@ -88,12 +88,13 @@ bool exportScreenshot(strata::ui::MainWindow& window, const QString& dir, const 
     return dlg->grab().save(file);
 }
 
-// The Predict panel, floated and enlarged: a sample's prediction above the validation confusion matrix.
+// The Predict panel, floated and enlarged: a sample's prediction above the validation confusion matrix, with
+// the samples of its most confused cell listed beside it.
 bool predictScreenshot(strata::ui::MainWindow& window, const QString& file) {
     QDockWidget* dock = window.dockNamed(QStringLiteral("predictDock"));
     strata::ui::PredictPanel* panel = window.predictPanel();
     dock->setFloating(true);
-    dock->resize(980, 470);
+    dock->resize(1300, 500);  // the confusion matrix's class-named columns beside a cell's samples
     dock->show();
     int loaded = 0, predicted = 0, confusion = 0;
     bool loadedOk = false;
@@ -116,6 +117,16 @@ bool predictScreenshot(strata::ui::MainWindow& window, const QString& file) {
     panel->tabs()->setCurrentIndex(1);
     panel->runConfusionMatrix();
     waitUntil([&] { return confusion > 0; }, 300000);
+    // The most confused pair of classes, with its samples listed beside the matrix.
+    const strata::ConfusionMatrix& m = panel->confusion();
+    int worstTrue = 0, worstPredicted = 1;
+    for (int t = 0; t < m.classes; ++t)
+        for (int p = 0; p < m.classes; ++p)
+            if (t != p && m.at(t, p) > m.at(worstTrue, worstPredicted)) {
+                worstTrue = t;
+                worstPredicted = p;
+            }
+    if (m.classes > 1) panel->showCellSamples(worstTrue, worstPredicted);
     settle(300);
     const QPixmap bottom = panel->grab();
     QImage both(top.width(), top.height() + bottom.height(), QImage::Format_RGB32);

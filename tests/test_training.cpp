@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cmath>
 #include <filesystem>
+#include <new>
 #include <random>
 #include <thread>
 
@@ -368,6 +369,28 @@ private slots:
         Trainer t(p, backend, &rec, {});
         QVERIFY2(t.run(), rec.errors.empty() ? "" : rec.errors.front().c_str());
         QCOMPARE(rec.epochs.size(), size_t(1));
+    }
+
+    // Issue 17: a host allocation that fails inside a layer (std::bad_alloc, not the backend's own error) is a
+    // clean error too: it names the layer and suggests a batch, not a bare "std::bad_alloc".
+    void hostAllocationFailureNamesTheLayer() {
+        struct BadAllocBackend : CpuBackend {
+            void* allocate(size_t bytes) override {
+                if (bytes > 100000) throw std::bad_alloc();
+                return CpuBackend::allocate(bytes);
+            }
+        };
+        Project p = syntheticProject(4);
+        p.training.epochs = 1;
+        p.training.batchSize = 1024;
+        BadAllocBackend backend;
+        Recorder rec;
+        Trainer t(p, backend, &rec, {});
+        QVERIFY(!t.run());
+        QCOMPARE(rec.errors.size(), size_t(1));
+        const QString msg = QString::fromStdString(rec.errors.front());
+        QVERIFY2(msg.contains("'dense1' (Dense)") && msg.contains("out of host memory"), qPrintable(msg));
+        QVERIFY2(msg.contains("; try batch size "), qPrintable(msg));
     }
 
     // Resident data that does not fit: with Auto the batches come from the host instead (said in the log),

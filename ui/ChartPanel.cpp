@@ -36,9 +36,19 @@ ChartPanel::ChartPanel(const QString& title, const QString& xLabel, const QStrin
     // with the engine on small machines).
     m_plot->setPlottingHint(QCP::phFastPolylines, true);
 
-    // Once the user drags or zooms, the view stays where they put it.
+    // Once the user drags or zooms, the view stays where they put it (a click on the legend is not a drag).
     connect(m_plot, &QCustomPlot::mousePress, this, [this](QMouseEvent* e) {
-        if (e->button() == Qt::LeftButton) m_followData = false;
+        if (e->button() == Qt::LeftButton &&
+            !(m_plot->legend->visible() && m_plot->legend->selectTest(e->position(), false) >= 0))
+            m_followData = false;
+    });
+    // A click on a series' legend entry hides or shows that series, as in TensorBoard, so a legend never
+    // has to hide a curve the user wants to see.
+    connect(m_plot, &QCustomPlot::legendClick, this, [this](QCPLegend*, QCPAbstractLegendItem* item, QMouseEvent*) {
+        auto* entry = qobject_cast<QCPPlottableLegendItem*>(item);
+        if (!entry) return;
+        for (auto it = m_series.cbegin(); it != m_series.cend(); ++it)
+            if (it.value() == entry->plottable()) setSeriesVisible(it.key(), !it.value()->visible());
     });
     connect(m_plot, &QCustomPlot::mouseWheel, this, [this](QWheelEvent*) { m_followData = false; });
     connect(m_plot, &QCustomPlot::mouseDoubleClick, this, [this](QMouseEvent*) { resetView(); });
@@ -103,6 +113,22 @@ void ChartPanel::append(const QString& name, const QVector<double>& keys, const 
     m_dirty = true;
 }
 
+void ChartPanel::setSeriesVisible(const QString& name, bool visible) {
+    QCPGraph* graph = m_series.value(name);
+    if (!graph || graph->visible() == visible) return;
+    graph->setVisible(visible);
+    // The legend entry stays, greyed, so the series can be clicked back.
+    if (auto* entry = m_plot->legend->itemWithPlottable(graph))
+        entry->setTextColor(visible ? QColor(Qt::black) : QColor(150, 150, 150));
+    m_dirty = true;
+    refresh();
+}
+
+bool ChartPanel::seriesVisible(const QString& name) const {
+    const QCPGraph* graph = m_series.value(name);
+    return graph && graph->visible();
+}
+
 int ChartPanel::pointCount(const QString& name) const {
     const QCPGraph* graph = m_series.value(name);
     return graph ? graph->data()->size() : -1;
@@ -158,7 +184,7 @@ void ChartPanel::rescaleToData() {
     QCPRange keys, left, right;
     bool anyKey = false, anyLeft = false, anyRight = false;
     for (QCPGraph* graph : std::as_const(m_series)) {
-        if (graph->data()->isEmpty()) continue;
+        if (graph->data()->isEmpty() || !graph->visible()) continue;  // hidden from the legend: not scaled to
         bool found = false;
         const QCPRange k = graph->getKeyRange(found);
         if (found) {

@@ -1,8 +1,9 @@
 // ChartPanel: one titled QCustomPlot chart with named series, a movable
 // "best epoch" marker, mouse zoom and pan, and PNG/CSV export from its
 // context menu. Points are appended in batches (the dashboard's UI timer);
-// every point is kept. Axes follow the data until the user zooms or pans;
-// a double-click (or "Reset view") makes them follow again.
+// every point is kept. Axes follow the data (of the series shown) until the
+// user zooms or pans; a double-click (or "Reset view") makes them follow
+// again. A click on a legend entry hides or shows its series.
 #pragma once
 
 #include <QColor>
@@ -36,6 +37,12 @@ public:
     // Keys must be non-decreasing within a series.
     void append(const QString& name, const QVector<double>& keys, const QVector<double>& values);
     int pointCount(const QString& name) const;
+    // Hides or shows a series (a click on its legend entry toggles it); a hidden series keeps its points
+    // and its legend entry (greyed), and the axes follow the series shown.
+    void setSeriesVisible(const QString& name, bool visible);
+    bool seriesVisible(const QString& name) const;
+    // Whether the axes follow the data (false once the user drags or zooms, until resetView).
+    bool followsData() const { return m_followData; }
     QStringList seriesNames() const;
     // Vertical marker at x (e.g. the best epoch); hidden by clearMarker().
     void setMarker(double x, const QString& label);

@@ -16,10 +16,12 @@
 #include <QListWidget>
 #include <QPushButton>
 #include <QScrollArea>
+#include <QSettings>
 #include <QSpinBox>
 #include <QSplitter>
 #include <QStackedWidget>
 #include <QTableWidget>
+#include <QTimer>
 #include <QToolButton>
 #include <QVBoxLayout>
 #include <algorithm>
@@ -94,11 +96,52 @@ DatasetPanel::DatasetPanel(ProjectDocument* doc, QWidget* parent) : QWidget(pare
     m_watcher = new QFutureWatcher<DatasetPreview>(this);
     connect(m_watcher, &QFutureWatcherBase::finished, this, [this] { showPreview(m_watcher->result()); });
     connect(m_doc, &ProjectDocument::settingsChanged, this, &DatasetPanel::syncFromDocument);
-    connect(m_doc, &ProjectDocument::projectReset, this, &DatasetPanel::syncFromDocument);
+    connect(m_doc, &ProjectDocument::settingsChanged, this, &DatasetPanel::datasetEdited);
+    m_autoPreview = new QTimer(this);
+    m_autoPreview->setSingleShot(true);
+    m_autoPreview->setInterval(400);
+    connect(m_autoPreview, &QTimer::timeout, this, [this] {
+        if (!isVisible()) return;  // showEvent loads it when the panel is shown
+        if (m_watcher->isRunning())
+            m_autoPreview->start();  // showPreview would show older settings: try again after it
+        else
+            loadPreview();
+    });
+    connect(m_doc, &ProjectDocument::projectReset, this, [this] {
+        m_editors.clearRefusals();  // another project: what was refused in the last one is gone
+        syncFromDocument();
+    });
     syncFromDocument();
 }
 
 DatasetPanel::~DatasetPanel() { m_watcher->waitForFinished(); }
+
+QString DatasetPanel::previewStatusText() const { return m_previewStatus->text(); }
+
+QString DatasetPanel::pickerStartPath(const QString& fieldText) const {
+    const QString projectDir =
+        m_doc->filePath().isEmpty() ? QDir::currentPath() : QFileInfo(m_doc->filePath()).absolutePath();
+    if (!fieldText.trimmed().isEmpty()) return QDir(projectDir).absoluteFilePath(fieldText.trimmed());
+    const QString last = QSettings().value(QStringLiteral("dataset/lastPickerFolder")).toString();
+    return !last.isEmpty() && QFileInfo(last).isDir() ? last : projectDir;
+}
+
+void DatasetPanel::rememberPickedFile(const QString& absolutePath) {
+    QSettings().setValue(QStringLiteral("dataset/lastPickerFolder"), QFileInfo(absolutePath).absolutePath());
+}
+
+void DatasetPanel::datasetEdited() {
+    const DatasetSettings& now = m_doc->project().dataset;
+    if (m_previewValid && now == m_previewed) return;  // another group's change: the preview still holds
+    // What the status said ("Loaded.", a load error, a refused shape) was about the settings before.
+    if (!m_watcher->isRunning()) m_previewStatus->clear();
+    m_autoPreview->start();
+}
+
+void DatasetPanel::showEvent(QShowEvent* event) {
+    QWidget::showEvent(event);
+    if (!m_previewValid || !(m_doc->project().dataset == m_previewed)) m_autoPreview->start();
+}
 
 QLineEdit* DatasetPanel::pathEdit(QWidget* parent, const char* key, QWidget** row, bool registered) {
     auto* box = new QWidget(parent);
@@ -118,9 +161,9 @@ QLineEdit* DatasetPanel::pathEdit(QWidget* parent, const char* key, QWidget** ro
     connect(browse, &QToolButton::clicked, this, [this, edit, caption, key] {
         const QString projectDir =
             m_doc->filePath().isEmpty() ? QDir::currentPath() : QFileInfo(m_doc->filePath()).absolutePath();
-        QString start = edit->text().isEmpty() ? projectDir : QDir(projectDir).absoluteFilePath(edit->text());
-        QString path = QFileDialog::getOpenFileName(this, caption, start);
+        QString path = QFileDialog::getOpenFileName(this, caption, pickerStartPath(edit->text()));
         if (path.isEmpty()) return;
+        rememberPickedFile(path);
         // Paths inside the project's folder are stored relative to it, so the project can move.
         if (!m_doc->filePath().isEmpty()) {
             const QString rel = QDir(projectDir).relativeFilePath(path);
@@ -130,7 +173,8 @@ QLineEdit* DatasetPanel::pathEdit(QWidget* parent, const char* key, QWidget** ro
         commit();
         if (std::string(key) == "train_images") fillIdxCompanions(QDir(projectDir).absoluteFilePath(path));
     });
-    *row = box;
+    *row = withFieldError(box, edit);
+    (*row)->setProperty("pathRow", true);
     return edit;
 }
 
@@ -188,11 +232,14 @@ void DatasetPanel::buildUi() {
     scroll->setWidget(form);
 
     // Ranges, choices, labels and tooltips come from the settings table (core/graph/Settings.cpp).
+    // Every field but a check box has a line under it that says why a value typed there is not applied
+    // (a path row carries its line already: pathEdit).
     auto row = [this](QFormLayout* rows, const char* key, QWidget* editor) {
         if (qobject_cast<QCheckBox*>(editor))
             rows->addRow(editor);
         else
-            rows->addRow(settingLabel(m_editors.find(key)), editor);
+            rows->addRow(settingLabel(m_editors.find(key)),
+                         editor->property("pathRow").toBool() ? editor : withFieldError(editor));
     };
     auto* sourceBox = new QGroupBox(tr("Source"), form);
     auto* sourceForm = new QFormLayout(sourceBox);
@@ -267,7 +314,7 @@ void DatasetPanel::buildUi() {
     row(imageForm, "image_resize", m_editors.add<QComboBox>("image_resize", imagePage));
     row(imageForm, "strict_images", m_editors.add<QCheckBox>("strict_images", imagePage));
     auto* threads = m_editors.add<QSpinBox>("decode_threads", imagePage);
-    threads->setSpecialValueText(tr("one per core"));
+    showZeroAs(threads, tr("one per core"));
     row(imageForm, "decode_threads", threads);
     m_kindPages->addWidget(imagePage);
     formLayout->addWidget(sourceBox);
@@ -304,10 +351,10 @@ void DatasetPanel::buildUi() {
     auto* limitBox = new QGroupBox(tr("Limits"), form);
     auto* limitForm = new QFormLayout(limitBox);
     m_trainLimit = m_editors.add<QSpinBox>("train_limit", limitBox);
-    m_trainLimit->setSpecialValueText(tr("all"));
+    showZeroAs(m_trainLimit, tr("all"));
     row(limitForm, "train_limit", m_trainLimit);
     m_valLimit = m_editors.add<QSpinBox>("validation_limit", limitBox);
-    m_valLimit->setSpecialValueText(tr("all"));
+    showZeroAs(m_valLimit, tr("all"));
     row(limitForm, "validation_limit", m_valLimit);
     formLayout->addWidget(limitBox);
 
@@ -403,6 +450,9 @@ void DatasetPanel::loadPreview() {
     commit();
     const DatasetSettings settings = m_doc->project().dataset;
     const QString path = m_doc->filePath();
+    m_autoPreview->stop();
+    m_previewed = settings;
+    m_previewValid = true;
     m_previewButton->setEnabled(false);
     m_previewStatus->setText(tr("Loading..."));
     m_watcher->setFuture(QtConcurrent::run([settings, path] { return buildPreview(settings, path); }));
@@ -516,6 +566,8 @@ DatasetPreview DatasetPanel::buildPreview(const DatasetSettings& settings, const
 
 void DatasetPanel::showPreview(const DatasetPreview& preview) {
     m_previewButton->setEnabled(true);
+    // Edited while it loaded: a newer one follows.
+    if (!(m_doc->project().dataset == m_previewed)) m_autoPreview->start();
     if (!preview.error.isEmpty()) {
         m_previewStatus->setText(
             QStringLiteral("<span style='color:#b00020'>%1</span>").arg(preview.error.toHtmlEscaped()));

@@ -26,6 +26,7 @@ class QPushButton;
 class QSpinBox;
 class QStackedWidget;
 class QTableWidget;
+class QTimer;
 
 namespace strata::ui {
 
@@ -72,6 +73,14 @@ public:
     // After the training images were picked: fills the empty label and validation fields with the
     // companions found (one step for a Fashion-MNIST-style folder) and commits.
     void fillIdxCompanions(const QString& trainImages);
+    // The status line under "Load preview" ("Loaded.", an error, "Loading..."); empty when the settings
+    // changed since it was written and no new preview is under way.
+    QString previewStatusText() const;
+    // Where a file picker opens: the field's own file, else the folder a picker last chose a file in
+    // (remembered across sessions), else the project's folder.
+    QString pickerStartPath(const QString& fieldText) const;
+    // Remembers the folder of a picked file for the next picker.
+    static void rememberPickedFile(const QString& absolutePath);
 
 public slots:
     void loadPreview();
@@ -90,6 +99,10 @@ private:
     void buildUi();
     void commit();
     void showPreview(const DatasetPreview& preview);
+    // The dataset settings changed: the last preview and its status no longer describe them; a new
+    // preview loads by itself shortly after (when the panel is shown).
+    void datasetEdited();
+    void showEvent(QShowEvent* event) override;
     // A path editor with a browse button in *row; `registered`: the table's editor of `key` (read and
     // shown with the others), else a second one the panel keeps in step itself.
     QLineEdit* pathEdit(QWidget* parent, const char* key, QWidget** row, bool registered = true);
@@ -126,6 +139,9 @@ private:
 
     QFutureWatcher<DatasetPreview>* m_watcher = nullptr;
     DatasetPreview m_preview;
+    DatasetSettings m_previewed;           // the settings of the preview shown (or loading)
+    bool m_previewValid = false;           // m_previewed holds a preview's settings
+    QTimer* m_autoPreview = nullptr;       // waits for typing to settle before loading a preview by itself
     QMap<QString, QLineEdit*> m_idxEdits;  // the IDX page's path fields by setting key
 };
 

@@ -27,6 +27,7 @@
 #include "core/infer/Evaluation.h"
 #include "core/train/Checkpoint.h"
 #include "core/train/RunFolder.h"
+#include "ui/FieldError.h"
 #include "ui/base/ProjectDocument.h"
 #include "ui/base/RunHistory.h"
 
@@ -42,6 +43,10 @@ QString sizeText(uint64_t bytes) {
 }
 
 QString percent(double v) { return QString::number(100.0 * v, 'f', 2) + QLatin1Char('%'); }
+
+// The export check's sample count: at least one, and few enough to stay a quick check.
+constexpr int kMinCheckSamples = 1;
+constexpr int kMaxCheckSamples = 100000;
 
 }  // namespace
 
@@ -114,11 +119,15 @@ void ExportDialog::buildUi() {
     m_format->addItem(tr("safetensors (.safetensors)"), int(ExportFormat::Safetensors));
     form->addRow(tr("Format:"), m_format);
 
+    // The numbers take whatever is typed; one out of range is refused with the reason under it (checkFields).
     m_opset = new QSpinBox(this);
-    m_opset->setRange(kOnnxMinOpset, kOnnxMaxOpset);
+    m_opset->setObjectName(QStringLiteral("exportOpset"));
+    acceptAnyNumber(m_opset);
     m_opset->setValue(kOnnxDefaultOpset);
-    m_opset->setToolTip(tr("ONNX operator set; 17 adds LayerNormalization, older sets decompose it"));
-    form->addRow(tr("ONNX opset:"), m_opset);
+    m_opset->setToolTip(tr("ONNX operator set, %1 to %2; 17 adds LayerNormalization, older sets decompose it")
+                            .arg(kOnnxMinOpset)
+                            .arg(kOnnxMaxOpset));
+    form->addRow(tr("ONNX opset:"), withFieldError(m_opset));
 
     m_precision = new QComboBox(this);
     m_precision->addItem(tr("F32 (exact)"), int(ExportPrecision::F32));
@@ -147,11 +156,14 @@ void ExportDialog::buildUi() {
     form->addRow(tr("Output file:"), outRow);
 
     m_samples = new QSpinBox(this);
-    m_samples->setRange(1, 100000);
+    m_samples->setObjectName(QStringLiteral("exportSamples"));
+    acceptAnyNumber(m_samples);
     m_samples->setValue(256);
-    m_samples->setToolTip(tr("Validation samples the exported file and the live model are both run on"));
-    form->addRow(tr("Check on:"), m_samples);
+    m_samples->setToolTip(tr("Validation samples the exported file and the live model are both run on, %1 to %2")
+                              .arg(kMinCheckSamples)
+                              .arg(kMaxCheckSamples));
     m_samples->setSuffix(tr(" validation samples"));
+    form->addRow(tr("Check on:"), withFieldError(m_samples));
     layout->addLayout(form);
 
     auto* runRow = new QHBoxLayout;
@@ -200,7 +212,33 @@ void ExportDialog::buildUi() {
     connect(m_format, &QComboBox::currentIndexChanged, this, &ExportDialog::updateOptions);
     connect(m_precision, &QComboBox::currentIndexChanged, this, &ExportDialog::updateOptions);
     connect(m_export, &QPushButton::clicked, this, &ExportDialog::startExport);
+    // The last attempt's error describes the fields as they were: any edit clears it.
+    connect(m_source, &QLineEdit::textChanged, this, &ExportDialog::fieldsEdited);
+    connect(m_output, &QLineEdit::textChanged, this, &ExportDialog::fieldsEdited);
+    connect(m_format, &QComboBox::currentIndexChanged, this, &ExportDialog::fieldsEdited);
+    connect(m_precision, &QComboBox::currentIndexChanged, this, &ExportDialog::fieldsEdited);
+    connect(m_opset, &QSpinBox::valueChanged, this, &ExportDialog::fieldsEdited);
+    connect(m_samples, &QSpinBox::valueChanged, this, &ExportDialog::fieldsEdited);
     resize(720, 600);
+}
+
+void ExportDialog::fieldsEdited() {
+    if (isBusy()) return;
+    showError({});
+    checkFields();
+}
+
+bool ExportDialog::checkFields() {
+    const int opset = m_opset->value(), samples = m_samples->value();
+    const bool opsetOk = format() != ExportFormat::Onnx || (opset >= kOnnxMinOpset && opset <= kOnnxMaxOpset);
+    setFieldError(m_opset, opsetOk ? QString()
+                                   : notAppliedText(QString::number(opset),
+                                                    tr("%1 to %2").arg(kOnnxMinOpset).arg(kOnnxMaxOpset)));
+    const bool samplesOk = samples >= kMinCheckSamples && samples <= kMaxCheckSamples;
+    setFieldError(m_samples, samplesOk ? QString()
+                                       : notAppliedText(QString::number(samples),
+                                                        tr("%1 to %2").arg(kMinCheckSamples).arg(kMaxCheckSamples)));
+    return opsetOk && samplesOk;
 }
 
 QString ExportDialog::projectCheckpoint(const ProjectDocument* doc, QString* error) {
@@ -327,6 +365,13 @@ void ExportDialog::startExport() {
     m_result->clear();
     m_method->clear();
     m_tensors->clear();
+    if (!checkFields()) {
+        m_outcome = ExportOutcome{};
+        m_outcome.error = tr("Nothing exported: fix the values marked above.");
+        showError(m_outcome.error);
+        emit exportFinished(false);
+        return;
+    }
     ExportJob job;
     job.source = m_source->text().trimmed();
     job.output = outputPath();

@@ -93,6 +93,10 @@ protected:
 private:
     void buildUi();
     void updateOptions();
+    // An edit: the last attempt's error goes, and the numbers are checked again.
+    void fieldsEdited();
+    // Whether the opset (for ONNX) and the sample count are in range; if not, the line under each says why.
+    bool checkFields();
     void showOutcome(const ExportOutcome& outcome);
     void showError(const QString& text);
     void setBusy(bool busy);

@@ -6,12 +6,15 @@
 #include <QFileInfo>
 #include <QHBoxLayout>
 #include <QHeaderView>
+#include <QIcon>
 #include <QLabel>
 #include <QListWidget>
+#include <QPixmap>
 #include <QPointer>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QSpinBox>
+#include <QSplitter>
 #include <QTabWidget>
 #include <QTableWidget>
 #include <QVBoxLayout>
@@ -28,6 +31,7 @@
 #include "core/graph/Model.h"
 #include "core/infer/ExportCheck.h"
 #include "ui/ExportDialog.h"
+#include "ui/FieldError.h"
 #include "ui/base/ProjectDocument.h"
 
 namespace strata::ui {
@@ -101,6 +105,7 @@ struct PredictPanel::JobResult {
     QImage input;
     QString truth;
     ConfusionMatrix confusion;
+    std::vector<int32_t> predicted;  // Confusion: each sample's predicted class
     QString error;
     bool cancelled = false;
 };
@@ -159,8 +164,11 @@ void PredictPanel::buildUi() {
     indexRow->addWidget(new QLabel(tr("Sample:"), predictTab));
     m_index = new QSpinBox(predictTab);
     m_index->setObjectName(QStringLiteral("predictIndex"));
-    m_index->setRange(0, 0);
-    indexRow->addWidget(m_index, 1);
+    // Any number typed stays; one beyond the samples is refused with the reason under the box.
+    acceptAnyNumber(m_index);
+    m_index->setValue(0);
+    m_index->setToolTip(tr("The validation sample to predict"));
+    indexRow->addWidget(withFieldError(m_index), 1);
     m_openImage = new QPushButton(tr("Open image..."), predictTab);
     m_openImage->setToolTip(tr("PGM, PPM, PNG or JPEG; converted to the model's input size and channels"));
     indexRow->addWidget(m_openImage);
@@ -175,6 +183,7 @@ void PredictPanel::buildUi() {
     pick->addWidget(m_thumbs, 1);
     pl->addLayout(pick, 2);
     connect(m_index, &QSpinBox::valueChanged, this, [this](int v) {
+        if (!checkIndex(v)) return;
         if (m_thumbs->currentRow() != v) m_thumbs->setCurrentRow(v < m_thumbs->count() ? v : -1);
         selectSample(v);
     });
@@ -239,11 +248,38 @@ void PredictPanel::buildUi() {
     m_confusionTable->setObjectName(QStringLiteral("confusionTable"));
     m_confusionTable->setEditTriggers(QAbstractItemView::NoEditTriggers);
     m_confusionTable->horizontalHeader()->setDefaultSectionSize(52);
+    m_confusionTable->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
     m_confusionTable->verticalHeader()->setDefaultSectionSize(22);
-    cl->addWidget(m_confusionTable, 1);
+    auto* cmSplit = new QSplitter(Qt::Horizontal, cmTab);
+    cmSplit->addWidget(m_confusionTable);
+    // A cell's samples: what the model mistook for what, one click away.
+    auto* cellBox = new QWidget(cmSplit);
+    auto* cellLayout = new QVBoxLayout(cellBox);
+    cellLayout->setContentsMargins(0, 0, 0, 0);
+    m_cellTitle = new QLabel(tr("Click a cell to list its samples."), cellBox);
+    m_cellTitle->setObjectName(QStringLiteral("confusionCellTitle"));
+    m_cellTitle->setWordWrap(true);
+    cellLayout->addWidget(m_cellTitle);
+    m_cellSamples = new QListWidget(cellBox);
+    m_cellSamples->setObjectName(QStringLiteral("confusionCellSamples"));
+    m_cellSamples->setViewMode(QListView::IconMode);
+    m_cellSamples->setIconSize(QSize(kThumbSize, kThumbSize));
+    m_cellSamples->setResizeMode(QListView::Adjust);
+    m_cellSamples->setMovement(QListView::Static);
+    m_cellSamples->setToolTip(tr("Double-click a sample to predict it in the Prediction tab"));
+    cellLayout->addWidget(m_cellSamples, 1);
+    cmSplit->addWidget(cellBox);
+    cmSplit->setStretchFactor(0, 3);
+    cmSplit->setStretchFactor(1, 2);
+    cl->addWidget(cmSplit, 1);
+    connect(m_confusionTable, &QTableWidget::cellClicked, this, &PredictPanel::showCellSamples);
+    connect(m_cellSamples, &QListWidget::itemDoubleClicked, this, [this](QListWidgetItem* item) {
+        m_tabs->setCurrentIndex(0);
+        selectSample(item->data(Qt::UserRole).toInt());
+    });
     auto* legend =
-        new QLabel(tr("Rows: true class; columns: predicted class, numbered in the rows' order. Shading: share of "
-                      "the row (green: correct, red: confused)."),
+        new QLabel(tr("Rows: true class; columns: predicted class. Shading: share of the row (green: correct, red: "
+                      "confused). Click a cell for its samples."),
                    cmTab);
     legend->setStyleSheet(QStringLiteral("QLabel { color: #555; }"));
     cl->addWidget(legend);
@@ -269,6 +305,10 @@ QStringList PredictPanel::classNames() const { return m_session ? m_session->cla
 
 QString PredictPanel::predictionText() const { return m_predictionText; }
 
+QString PredictPanel::sourceText() const { return m_source->text(); }
+
+QString PredictPanel::cellTitleText() const { return m_cellTitle->text(); }
+
 QString PredictPanel::accuracyText() const { return m_accuracy->text(); }
 
 QString PredictPanel::errorText() const { return m_error->text(); }
@@ -277,6 +317,17 @@ void PredictPanel::showError(const QString& text) {
     m_error->setText(text);
     m_error->setVisible(!text.isEmpty());
     if (!text.isEmpty()) emit failed(text);
+}
+
+bool PredictPanel::checkIndex(int index) {
+    const int64_t count = m_session ? m_session->samples.count : 0;
+    const bool ok = index >= 0 && index < count;
+    setFieldError(
+        m_index, ok || count == 0
+                     ? QString()
+                     : notAppliedText(QString::number(index),
+                                      tr("0 to %1 (the %2 split's samples)").arg(count - 1).arg(m_session->splitName)));
+    return ok;
 }
 
 void PredictPanel::setBusy(bool busy) {
@@ -376,6 +427,7 @@ void PredictPanel::selectSample(int index) {
         m_index->setValue(index);
         m_index->blockSignals(false);
     }
+    setFieldError(m_index, QString());
     if (m_thumbs->currentRow() != index) {
         m_thumbs->blockSignals(true);
         m_thumbs->setCurrentRow(index < m_thumbs->count() ? index : -1);
@@ -522,12 +574,31 @@ void PredictPanel::runConfusionMatrix() {
             return !cancel->load();
         });
         r.confusion = e.confusion;
+        r.predicted = e.predictions.predicted;
         return r;
     });
 }
 
 void PredictPanel::projectTrained() {
-    if (m_fromProject && m_session && !isBusy()) loadModel();
+    // The project's weights (the latest run's, ExportDialog::projectCheckpoint) are what the dock offers by
+    // default: loaded after a run when nothing else is loaded, reloaded when they were showing, and tried
+    // again when loading them failed (the error they left is gone once a run has kept weights).
+    // A hidden dock loads them when it is first shown (no work for a dock nobody looks at).
+    if (isBusy()) return;
+    if (m_session && m_fromProject)
+        loadModel();
+    else if (!m_session && isVisible())
+        loadModel();
+    else if (!m_session)
+        m_loadWhenShown = true;
+}
+
+void PredictPanel::showEvent(QShowEvent* event) {
+    QWidget::showEvent(event);
+    if (m_loadWhenShown && !m_session && !isBusy()) {
+        m_loadWhenShown = false;
+        loadModel();
+    }
 }
 
 void PredictPanel::finishJob() {
@@ -559,6 +630,7 @@ void PredictPanel::finishJob() {
         case JobResult::Predict: showPrediction(r->predictions, r->input, r->truth); break;
         case JobResult::Confusion:
             m_progress->setValue(100);
+            m_confusionPredicted = r->predicted;
             showConfusion(r->confusion);
             break;
     }
@@ -574,18 +646,23 @@ void PredictPanel::finishJob() {
 
 void PredictPanel::showModel() {
     const PredictSession& s = *m_session;
-    QString text = tr("<b>%1</b> (%2): input %3, %4 classes")
-                       .arg(QFileInfo(s.source).fileName().toHtmlEscaped(), q(s.model.project.name).toHtmlEscaped(),
-                            q(s.inputShape.toString()))
-                       .arg(s.classes);
+    // The project's name in parentheses when the file has one ("best.safetensors (Fashion MLP)").
+    const QString name = q(s.model.project.name).trimmed();
+    QString text =
+        (name.isEmpty()
+             ? tr("<b>%1</b>").arg(QFileInfo(s.source).fileName().toHtmlEscaped())
+             : tr("<b>%1</b> (%2)").arg(QFileInfo(s.source).fileName().toHtmlEscaped(), name.toHtmlEscaped())) +
+        tr(": input %1, %2 classes").arg(q(s.inputShape.toString())).arg(s.classes);
     if (s.samples.count > 0) text += tr("; %1 %2 samples").arg(s.samples.count).arg(s.splitName);
     m_source->setText(text);
     m_source->setToolTip(s.source);
     if (!s.dataError.isEmpty()) showError(s.dataError);
     m_index->blockSignals(true);
-    m_index->setRange(0, int(std::max<int64_t>(0, s.samples.count - 1)));
-    m_index->setValue(std::min(m_index->value(), m_index->maximum()));
+    const int last = int(std::max<int64_t>(0, s.samples.count - 1));
+    if (m_index->value() < 0 || m_index->value() > last)
+        m_index->setValue(std::min(std::max(0, m_index->value()), last));
     m_index->blockSignals(false);
+    setFieldError(m_index, QString());
     m_thumbs->clear();
     for (int i = 0; i < s.thumbnails.size(); ++i) {
         const QImage scaled =
@@ -645,10 +722,44 @@ void PredictPanel::showPrediction(const Predictions& p, const QImage& input, con
         bar->setStyleSheet(k == m_predicted ? QStringLiteral("QProgressBar::chunk { background: #2e7d32; }")
                                             : QStringLiteral("QProgressBar::chunk { background: #5c8dd6; }"));
     }
+    // The predicted class's row is scrolled into view, however many classes there are.
+    if (m_predicted >= 0 && m_predicted < p.classes) m_probTable->scrollToItem(m_probTable->item(m_predicted, 0));
+}
+
+void PredictPanel::showCellSamples(int trueClass, int predictedClass) {
+    m_cellSamples->clear();
+    m_cellIndices.clear();
+    const int n = m_confusion.classes;
+    if (!m_session || trueClass < 0 || predictedClass < 0 || trueClass >= n || predictedClass >= n) return;
+    m_confusionTable->setCurrentCell(trueClass, predictedClass);  // the cell listed, also when asked in code
+    const QStringList& names = m_session->classNames;
+    auto name = [&names](int k) { return k < names.size() ? names[k] : QString::number(k); };
+    const auto& labels = m_session->samples.labels;
+    const size_t count = std::min(labels.size(), m_confusionPredicted.size());
+    for (size_t i = 0; i < count; ++i)
+        if (labels[i] == trueClass && m_confusionPredicted[i] == predictedClass) m_cellIndices << qint64(i);
+    // A few hundred thumbnails at most: the rest are counted, not drawn.
+    constexpr int kMaxShown = 300;
+    const bool images = !m_cellIndices.isEmpty() && !sampleImage(int(m_cellIndices[0])).isNull();
+    for (qsizetype j = 0; j < std::min<qsizetype>(m_cellIndices.size(), kMaxShown); ++j) {
+        const int i = int(m_cellIndices[j]);
+        auto* item = new QListWidgetItem(QStringLiteral("#%1").arg(i), m_cellSamples);
+        item->setData(Qt::UserRole, i);
+        if (images)
+            item->setIcon(QIcon(QPixmap::fromImage(
+                sampleImage(i).scaled(kThumbSize, kThumbSize, Qt::KeepAspectRatio, Qt::FastTransformation))));
+    }
+    m_cellTitle->setText(
+        tr("True %1, predicted %2: %n %3 sample(s)%4", nullptr, int(m_cellIndices.size()))
+            .arg(name(trueClass), name(predictedClass), m_session->splitName,
+                 m_cellIndices.size() > kMaxShown ? tr(" (the first %1 shown)").arg(kMaxShown) : QString()));
 }
 
 void PredictPanel::showConfusion(const ConfusionMatrix& m) {
     m_confusion = m;
+    m_cellSamples->clear();
+    m_cellIndices.clear();
+    m_cellTitle->setText(tr("Click a cell to list its samples."));
     const QStringList& names = m_session->classNames;
     const int n = m.classes;
     m_confusionTable->clear();
@@ -657,9 +768,8 @@ void PredictPanel::showConfusion(const ConfusionMatrix& m) {
     QStringList headers;
     for (int k = 0; k < n; ++k) headers << (k < names.size() ? names[k] : QString::number(k));
     m_confusionTable->setVerticalHeaderLabels(headers + QStringList{tr("Precision")});
-    QStringList columns;
-    for (int k = 0; k < n; ++k) columns << QString::number(k);
-    m_confusionTable->setHorizontalHeaderLabels(columns + QStringList{tr("Recall")});
+    // The columns are named like the rows (the data set's class names when it has them).
+    m_confusionTable->setHorizontalHeaderLabels(headers + QStringList{tr("Recall")});
     for (int k = 0; k < n; ++k) m_confusionTable->horizontalHeaderItem(k)->setToolTip(headers[k]);
     for (int t = 0; t < n; ++t) {
         const double rowTotal = double(std::max<int64_t>(1, m.rowTotal(t)));

@@ -63,11 +63,16 @@ public:
     QVector<double> probabilities() const { return m_probabilities; }
     int predictedClass() const { return m_predicted; }
     QString predictionText() const;
+    // The line that names the loaded model ("best.safetensors (Fashion MLP): input [784], 10 classes").
+    QString sourceText() const;
     // Last confusion matrix (classes == 0 before one is computed).
     const ConfusionMatrix& confusion() const { return m_confusion; }
     QString accuracyText() const;
     QString errorText() const;
     QTableWidget* confusionTable() const { return m_confusionTable; }
+    // The samples of the confusion cell clicked last (validation indices, in order), and its title line.
+    QVector<qint64> cellSampleIndices() const { return m_cellIndices; }
+    QString cellTitleText() const;
     QTableWidget* probabilityTable() const { return m_probTable; }
     QTabWidget* tabs() const { return m_tabs; }
 
@@ -78,6 +83,8 @@ public slots:
     void selectSample(int index);
     void predictImageFile(const QString& path);
     void runConfusionMatrix();
+    // Lists the samples of one confusion cell (true class row, predicted class column) with thumbnails.
+    void showCellSamples(int trueClass, int predictedClass);
     // After a training run: reloads when the model came from the project's checkpoint folder.
     void projectTrained();
 
@@ -91,11 +98,14 @@ private:
     static std::vector<float> fitToInput(const data::Image& image, const Shape& inputShape, QString* error,
                                          data::ResizePolicy policy);
     struct JobResult;
+    void showEvent(QShowEvent* event) override;
     void buildUi();
     void start(std::function<JobResult()> job);
     void finishJob();
     void showError(const QString& text);
     void setBusy(bool busy);
+    // Whether `index` is a sample of the loaded split; if not, the line under the picker says why.
+    bool checkIndex(int index);
     void showModel();
     void showPrediction(const Predictions& p, const QImage& input, const QString& truth);
     void showConfusion(const ConfusionMatrix& m);
@@ -104,6 +114,7 @@ private:
     ProjectDocument* m_doc;
     std::shared_ptr<PredictSession> m_session;
     bool m_fromProject = false;
+    bool m_loadWhenShown = false;  // a run kept weights while the dock was hidden and had no model
     int m_pendingIndex = -1;
     std::shared_ptr<std::atomic<bool>> m_cancel;
 
@@ -121,6 +132,10 @@ private:
     QProgressBar* m_progress = nullptr;
     QLabel* m_accuracy = nullptr;
     QTableWidget* m_confusionTable = nullptr;
+    QLabel* m_cellTitle = nullptr;
+    QListWidget* m_cellSamples = nullptr;
+    QVector<qint64> m_cellIndices;
+    std::vector<int32_t> m_confusionPredicted;  // per validation sample, from the last confusion run
     QLabel* m_error = nullptr;
     QLabel* m_status = nullptr;
 

@@ -17,6 +17,7 @@
 #include "core/backend/BackendRegistry.h"
 #include "core/layers/LayerRegistry.h"
 #include "core/train/MemoryEstimate.h"
+#include "ui/FieldError.h"
 #include "ui/GraphScene.h"
 #include "ui/base/ProjectDocument.h"
 
@@ -88,14 +89,15 @@ PropertyPanel::PropertyPanel(ProjectDocument* doc, GraphScene* scene, QWidget* p
     m_total = new QLabel(graphBox);
     m_batch = new QSpinBox(graphBox);
     m_batch->setObjectName(QStringLiteral("estimateBatch"));
-    // The estimate's batch: any the project may have.
-    m_batch->setRange(1, int(strata::trainingSetting("batch_size").intMax));
+    // The estimate's batch: any the project may have; one outside that range stays as typed and is refused
+    // with the reason under the box (issue 17).
+    acceptAnyNumber(m_batch);
     m_batch->setValue(std::max(1, doc->project().training.batchSize));
     m_memory = new QLabel(graphBox);
     m_memory->setWordWrap(true);
     m_memory->setObjectName(QStringLiteral("memoryEstimate"));
     graphForm->addRow(tr("Total parameters"), m_total);
-    graphForm->addRow(tr("Batch size"), m_batch);
+    graphForm->addRow(tr("Batch size"), withFieldError(m_batch));
     graphForm->addRow(tr("Memory"), m_memory);
     layout->addWidget(graphBox);
     layout->addStretch(1);
@@ -108,7 +110,7 @@ PropertyPanel::PropertyPanel(ProjectDocument* doc, GraphScene* scene, QWidget* p
         refreshGraphSummary();
     });
     connect(doc, &ProjectDocument::settingsChanged, this, [this] {
-        m_batch->setValue(std::max(1, m_doc->project().training.batchSize));
+        if (fieldError(m_batch).isEmpty()) m_batch->setValue(std::max(1, m_doc->project().training.batchSize));
         refreshGraphSummary();  // the device or the optimizer may have changed
     });
     onSelectionChanged();
@@ -217,43 +219,23 @@ void PropertyPanel::rebuildForm() {
         editor->setToolTip(tip);
         auto* label = new QLabel(name, m_paramsHost);
         label->setToolTip(tip);
-        auto* field = new QWidget(m_paramsHost);
-        auto* fieldLayout = new QVBoxLayout(field);
-        fieldLayout->setContentsMargins(0, 0, 0, 0);
-        fieldLayout->setSpacing(2);
-        editor->setParent(field);
-        fieldLayout->addWidget(editor);
-        auto* error = new QLabel(field);
-        error->setObjectName(QStringLiteral("error_") + name);
-        error->setWordWrap(true);
-        error->setStyleSheet(QStringLiteral("QLabel { color: #b00020; }"));
-        error->hide();
-        fieldLayout->addWidget(error);
-        m_paramsForm->addRow(label, field);
+        m_paramsForm->addRow(label, withFieldError(editor));  // the line "error_param_<name>" under it
         m_editors.insert(name, editor);
-        m_fieldErrors.insert(name, error);
     }
     m_paramsHost->show();
 }
 
 bool PropertyPanel::checkRange(const QString& name, double value, double min, double max) {
-    QLabel* error = m_fieldErrors.value(name);
     const bool ok = value >= min && value <= max;
-    if (error) {
-        error->setText(ok ? QString()
-                          : tr("%1 is not applied: %2 must be %3 to %4.")
-                                .arg(QLocale(QLocale::English).toString(value, 'g', 12), name,
-                                     QLocale(QLocale::English).toString(min, 'g', 12),
-                                     QLocale(QLocale::English).toString(max, 'g', 12)));
-        error->setVisible(!ok);
-    }
+    setFieldError(m_editors.value(name), ok ? QString()
+                                            : tr("%1 is not applied: %2 must be %3 to %4.")
+                                                  .arg(QLocale(QLocale::English).toString(value, 'g', 12), name,
+                                                       QLocale(QLocale::English).toString(min, 'g', 12),
+                                                       QLocale(QLocale::English).toString(max, 'g', 12)));
     return ok;
 }
 
-QString PropertyPanel::fieldErrorText(const QString& name) const {
-    QLabel* error = m_fieldErrors.value(name);
-    return error && !error->isHidden() ? error->text() : QString();
-}
+QString PropertyPanel::fieldErrorText(const QString& name) const { return fieldError(m_editors.value(name)); }
 
 void PropertyPanel::refreshValues() {
     const strata::Node* node = m_doc->graph().node(m_node);
@@ -313,9 +295,20 @@ void PropertyPanel::refreshGraphSummary() {
         m_memory->setToolTip({});
         return;
     }
+    const int64_t maxBatch = strata::trainingSetting("batch_size").intMax;
+    const int batch = m_batch->value();
+    const bool batchOk = batch >= 1 && batch <= maxBatch;
+    setFieldError(m_batch, batchOk ? QString()
+                                   : notAppliedText(QString::number(batch),
+                                                    QString::fromStdString(strata::integerRangeText(1, maxBatch))));
+    if (!batchOk) {
+        m_memory->setText(tr("unknown until the batch size is valid"));
+        m_memory->setToolTip({});
+        return;
+    }
     strata::MemoryEstimate e;
     try {
-        e = strata::estimateTrainingMemory(m_doc->graph(), m_doc->project().training, m_batch->value());
+        e = strata::estimateTrainingMemory(m_doc->graph(), m_doc->project().training, batch);
     } catch (const std::exception& ex) {
         m_memory->setText(QString::fromStdString(ex.what()));
         return;

@@ -67,7 +67,6 @@ private:
     QLabel* m_count;
     QLabel* m_problems;
     QMap<QString, QWidget*> m_editors;
-    QMap<QString, QLabel*> m_fieldErrors;  // under each editor: why a typed value is not applied
     std::vector<strata::ParamSpec> m_specs;
 
     QLabel* m_total;

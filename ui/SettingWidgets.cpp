@@ -64,7 +64,7 @@ QWidget* createSettingEditor(const SettingInfo& setting, QWidget* parent, int de
         case SettingKind::Int:
         case SettingKind::Int64: {
             auto* spin = new QSpinBox(parent);
-            spin->setRange(clampToInt(setting.intMin), clampToInt(setting.intMax));
+            acceptAnyNumber(spin);
             spin->setKeyboardTracking(false);  // one undo command per finished edit, not per keystroke
             editor = spin;
             break;
@@ -72,9 +72,8 @@ QWidget* createSettingEditor(const SettingInfo& setting, QWidget* parent, int de
         case SettingKind::Double:
         case SettingKind::Float: {
             auto* spin = new QDoubleSpinBox(parent);
-            spin->setDecimals(decimals);  // before the range, which is rounded to it
-            const double max = setting.maxOpen ? setting.max - std::pow(10.0, -decimals) : setting.max;
-            spin->setRange(setting.min, max);
+            spin->setDecimals(decimals);
+            acceptAnyNumber(spin);
             spin->setKeyboardTracking(false);
             editor = spin;
             break;
@@ -105,6 +104,48 @@ QWidget* createSettingEditor(const SettingInfo& setting, QWidget* parent, int de
     editor->setObjectName(QString::fromStdString(setting.key));
     editor->setToolTip(settingToolTip(setting));
     return editor;
+}
+
+void showZeroAs(QSpinBox* spin, const QString& text) {
+    spin->setMinimum(0);
+    spin->setSpecialValueText(text);
+}
+
+void showZeroAs(QDoubleSpinBox* spin, const QString& text) {
+    spin->setMinimum(0);
+    spin->setSpecialValueText(text);
+}
+
+QString settingRefusal(const QWidget* editor, const SettingInfo& setting) {
+    const QString allowed = QString::fromStdString(setting.rangeText());
+    if (const auto* spin = qobject_cast<const QSpinBox*>(editor)) {
+        const int v = spin->value();
+        if (v >= setting.intMin && v <= setting.intMax) return {};
+        return notAppliedText(QString::number(v), allowed);
+    }
+    if (const auto* dspin = qobject_cast<const QDoubleSpinBox*>(editor)) {
+        const double v = dspin->value();
+        if (v >= setting.min && (setting.maxOpen ? v < setting.max : v <= setting.max)) return {};
+        return notAppliedText(numberText(v), allowed);
+    }
+    const auto* edit = qobject_cast<const QLineEdit*>(editor);
+    if (!edit) return {};
+    const QString text = edit->text().trimmed();
+    const QString quoted = QStringLiteral("'%1'").arg(text.size() > 40 ? text.left(40) + QStringLiteral("...") : text);
+    switch (setting.kind) {
+        case SettingKind::UInt64: {
+            bool ok = false;
+            text.toULongLong(&ok);
+            return ok ? QString() : notAppliedText(quoted, QObject::tr("a whole number from 0 to %1").arg(UINT64_MAX));
+        }
+        case SettingKind::IntList:
+            return parseIntList(setting, text).is_null() ? notAppliedText(quoted, allowed) : QString();
+        case SettingKind::String:
+        case SettingKind::Path:
+            return setting.nonEmpty && text.isEmpty() ? QObject::tr("An empty value is not applied: enter one.")
+                                                      : QString();
+        default: return {};
+    }
 }
 
 void showSettingValue(QWidget* editor, const SettingInfo& setting, const Json& value) {

@@ -12,8 +12,11 @@
 #include <vector>
 
 #include "core/graph/Settings.h"
+#include "ui/FieldError.h"
 
+class QDoubleSpinBox;
 class QObject;
+class QSpinBox;
 class QWidget;
 
 namespace strata::ui {
@@ -23,12 +26,20 @@ QString settingLabel(const SettingInfo& setting);
 // "Samples per step. 1 to 16777216. training.batch_size, strata-train --batch N."
 QString settingToolTip(const SettingInfo& setting);
 
-// The editor for a setting, by kind: Int, Int64 -> QSpinBox (an int64 range clamped to what a
-// QSpinBox holds); Double, Float -> QDoubleSpinBox with `decimals` digits (a max the table
-// excludes becomes the largest value shown below it); Bool -> QCheckBox with the label as its
-// text; Choice -> QComboBox, one item per choice with the enum value as item data; UInt64,
-// String, Path, lists -> QLineEdit (lists comma-separated).
+// The editor for a setting, by kind: Int, Int64 -> QSpinBox; Double, Float -> QDoubleSpinBox with
+// `decimals` digits; Bool -> QCheckBox with the label as its text; Choice -> QComboBox, one item per
+// choice with the enum value as item data; UInt64, String, Path, lists -> QLineEdit (lists
+// comma-separated). Spin boxes take any number typed (acceptAnyNumber): the table's range is checked
+// by settingRefusal, so a value out of range is refused with a reason, never clamped (issue 17).
 QWidget* createSettingEditor(const SettingInfo& setting, QWidget* parent, int decimals = 6);
+// Shows 0 as `text` ("off", "all"). A spin box shows its special text at its minimum, so the minimum
+// becomes 0 and a minus sign cannot be typed there; a value above the range is still refused.
+void showZeroAs(QSpinBox* spin, const QString& text);
+void showZeroAs(QDoubleSpinBox* spin, const QString& text);
+// Why the editor's content is not applied ("0 is not applied: must be 1 to 16777216."); empty when
+// it is acceptable: a number outside the table's range, a list or seed that does not parse, an empty
+// text where the table needs one.
+QString settingRefusal(const QWidget* editor, const SettingInfo& setting);
 // Shows a value as SettingSpec::get gives it. Emits no change signals.
 void showSettingValue(QWidget* editor, const SettingInfo& setting, const Json& value);
 // The editor's value as SettingSpec::set takes it. `current` (the value before) is kept where the
@@ -51,12 +62,23 @@ public:
         m_editors.push_back({&spec, w});
         return static_cast<W*>(w);
     }
+    // A refused value stays as typed (its editor is skipped) until the user fixes it.
     void show(const S& settings) const {
-        for (const auto& e : m_editors) showSettingValue(e.widget, *e.spec, e.spec->get(settings));
-    }
-    void read(S& settings) const {
         for (const auto& e : m_editors)
-            e.spec->set(settings, settingEditorValue(e.widget, *e.spec, e.spec->get(settings)));
+            if (fieldError(e.widget).isEmpty()) showSettingValue(e.widget, *e.spec, e.spec->get(settings));
+    }
+    // Reads the editors into `settings`; an editor whose content is refused (settingRefusal) keeps the
+    // setting as it was and shows why under it; an accepted one clears its line.
+    void read(S& settings) const {
+        for (const auto& e : m_editors) {
+            const QString why = settingRefusal(e.widget, *e.spec);
+            setFieldError(e.widget, why);
+            if (why.isEmpty()) e.spec->set(settings, settingEditorValue(e.widget, *e.spec, e.spec->get(settings)));
+        }
+    }
+    // Drops every refusal (a project opened, an undo): the editors show the settings again.
+    void clearRefusals() const {
+        for (const auto& e : m_editors) setFieldError(e.widget, QString());
     }
     void connectAll(QObject* context, const std::function<void()>& edited) const {
         for (const auto& e : m_editors) connectSettingEditor(e.widget, context, edited);

@@ -36,6 +36,7 @@ TrainingSettingsPanel::TrainingSettingsPanel(ProjectDocument* doc, QWidget* pare
     connect(m_doc, &ProjectDocument::settingsChanged, this, &TrainingSettingsPanel::syncFromDocument);
     connect(m_doc, &ProjectDocument::projectReset, this, [this] {
         m_knownTrainSamples = 0;
+        m_editors.clearRefusals();  // another project: what was refused in the last one is gone
         syncFromDocument();
     });
     syncFromDocument();
@@ -54,11 +55,12 @@ void TrainingSettingsPanel::buildUi() {
     // the decimals shown and the step sizes are this panel's.
     auto* optBox = new QGroupBox(tr("Optimizer"), body);
     auto* optForm = new QFormLayout(optBox);
+    // Every field but a check box has a line under it that says why a value typed there is not applied.
     auto row = [this](QFormLayout* form, const char* key, QWidget* editor) {
         if (qobject_cast<QCheckBox*>(editor))
             form->addRow(editor);
         else
-            form->addRow(settingLabel(m_editors.find(key)), editor);
+            form->addRow(settingLabel(m_editors.find(key)), withFieldError(editor));
     };
     m_optimizer = m_editors.add<QComboBox>("optimizer", optBox);
     row(optForm, "optimizer", m_optimizer);
@@ -129,21 +131,21 @@ void TrainingSettingsPanel::buildUi() {
     m_deterministic = m_editors.add<QCheckBox>("deterministic", runBox);
     row(runForm, "deterministic", m_deterministic);
     m_threads = m_editors.add<QSpinBox>("threads", runBox);
-    m_threads->setSpecialValueText(tr("all cores"));
+    showZeroAs(m_threads, tr("all cores"));
     row(runForm, "threads", m_threads);
     layout->addWidget(runBox);
 
     auto* stopBox = new QGroupBox(tr("Early stopping, clipping, checkpoints"), body);
     auto* stopForm = new QFormLayout(stopBox);
     m_patience = m_editors.add<QSpinBox>("early_stopping_patience", stopBox);
-    m_patience->setSpecialValueText(tr("off"));
+    showZeroAs(m_patience, tr("off"));
     m_patience->setSuffix(tr(" epoch(s)"));
     row(stopForm, "early_stopping_patience", m_patience);
     m_metric = m_editors.add<QComboBox>("early_stopping_metric", stopBox);
     row(stopForm, "early_stopping_metric", m_metric);
     m_clip = m_editors.add<QDoubleSpinBox>("clip_norm", stopBox, 4);
     m_clip->setSingleStep(0.1);
-    m_clip->setSpecialValueText(tr("off"));
+    showZeroAs(m_clip, tr("off"));
     row(stopForm, "clip_norm", m_clip);
     auto* dirRow = new QWidget(stopBox);
     auto* dirLayout = new QHBoxLayout(dirRow);
@@ -160,7 +162,7 @@ void TrainingSettingsPanel::buildUi() {
         m_checkpointDir->setText(dir);
         commit();
     });
-    stopForm->addRow(settingLabel(m_editors.find("checkpoint_dir")), dirRow);
+    stopForm->addRow(settingLabel(m_editors.find("checkpoint_dir")), withFieldError(dirRow, m_checkpointDir));
     layout->addWidget(stopBox);
     layout->addStretch(1);
 

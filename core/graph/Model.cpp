@@ -2,6 +2,7 @@
 #include "core/graph/Model.h"
 
 #include <cmath>
+#include <new>
 #include <random>
 #include <string>
 
@@ -71,6 +72,10 @@ void forLayer(const Graph& graph, int node, const char* what, F&& f) {
         throw OutOfMemoryError(layerPrefix(graph, node, what) + e.what(), e.bytes());
     } catch (const BackendError& e) {
         throw BackendError(layerPrefix(graph, node, what) + e.what());
+    } catch (const std::bad_alloc&) {
+        // A host allocation of the layer's own (a std::vector, a library's buffer): reported as the backend's
+        // out of memory is, so the Trainer adds the batch that fits (issue 17).
+        throw OutOfMemoryError(layerPrefix(graph, node, what) + "out of host memory (std::bad_alloc)", 0);
     }
 }
 
@@ -192,6 +197,11 @@ void Model::allocateFor(int64_t batch) {
                                            " (the largest: " + layerPrefix(m_graph, largestStep->node, "output") +
                                            std::to_string(largest * 4) + " bytes): " + e.what(),
                                        e.bytes());
+            } catch (const std::bad_alloc&) {
+                throw OutOfMemoryError("the activation gradients for batch " + std::to_string(batch) +
+                                           " (the largest: " + layerPrefix(m_graph, largestStep->node, "output") +
+                                           std::to_string(largest * 4) + " bytes): out of host memory",
+                                       0);
             }
         }
         m_capacity = batch;

@@ -607,7 +607,11 @@ struct Trainer::Impl {
                 // Already failing: the first error is the one to report.
             }
             std::string message = e.what();
-            if (dynamic_cast<const OutOfMemoryError*>(&e)) message += outOfMemoryAdvice();
+            // std::bad_alloc outside a layer (batch staging, the loss, the optimizer's host side) says only
+            // "std::bad_alloc": said in words, with the advice an out-of-memory error gets.
+            const bool hostAlloc = dynamic_cast<const std::bad_alloc*>(&e) != nullptr;
+            if (hostAlloc) message = "out of host memory while training (std::bad_alloc)";
+            if (hostAlloc || dynamic_cast<const OutOfMemoryError*>(&e)) message += outOfMemoryAdvice();
             obs->onError(message);
             return false;
         }

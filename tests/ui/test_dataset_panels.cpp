@@ -195,6 +195,49 @@ private slots:
         QVERIFY(doc.graph().nodes().front()->params.at("shape") == Json({3, 16, 16}));
     }
 
+    // Issue 17: a shown panel loads its preview by itself, an edit clears the "Loaded." it no longer
+    // describes at once and a new preview of the edited settings follows without a click.
+    void previewLoadsByItselfAndItsStatusFollowsEdits() {
+        ProjectDocument doc;
+        doc.newProject(imageProject());
+        DatasetPanel panel(&doc);
+        QSignalSpy ready(&panel, &DatasetPanel::previewReady);
+        panel.resize(1000, 700);
+        panel.show();
+        QVERIFY(ready.wait(30000));
+        QCOMPARE(panel.previewStatusText(), QStringLiteral("Loaded."));
+        QCOMPARE(panel.preview().trainCount, qint64(300));
+        ready.clear();
+        auto* samples = widgetWithValue<QSpinBox>(&panel, 400);
+        QVERIFY(samples);
+        samples->setValue(800);
+        QVERIFY(panel.previewStatusText().isEmpty());  // not "Loaded.": that was the 400-sample set
+        QVERIFY(ready.wait(30000));
+        QCOMPARE(panel.previewStatusText(), QStringLiteral("Loaded."));
+        QCOMPARE(panel.preview().trainCount, qint64(600));
+        // A hidden panel does not load; it catches up when shown.
+        panel.hide();
+        ready.clear();
+        samples->setValue(400);
+        QTest::qWait(700);
+        QCOMPARE(ready.count(), 0);
+        panel.show();
+        QVERIFY(ready.wait(30000));
+        QCOMPARE(panel.preview().trainCount, qint64(300));
+    }
+
+    // Issue 17: a file picker opens where the last one chose a file, unless its field names a file.
+    void pickersRememberTheLastFolder() {
+        QTemporaryDir dir;
+        QVERIFY(QDir(dir.path()).mkpath("fashion"));
+        ProjectDocument doc;
+        doc.newProject(imageProject());
+        DatasetPanel panel(&doc);
+        DatasetPanel::rememberPickedFile(dir.filePath("fashion/train-images-idx3-ubyte.gz"));
+        QCOMPARE(QDir(panel.pickerStartPath(QString())).canonicalPath(), QDir(dir.filePath("fashion")).canonicalPath());
+        QCOMPARE(panel.pickerStartPath(dir.filePath("other/x.gz")), dir.filePath("other/x.gz"));
+    }
+
     void flatPreviewShowsRows() {
         DatasetSettings s = imageProject().dataset;
         s.syntheticShape = {6};

@@ -10,9 +10,13 @@
 #include <QComboBox>
 #include <QDockWidget>
 #include <QFile>
+#include <QFileInfo>
+#include <QHeaderView>
+#include <QLabel>
 #include <QLineEdit>
 #include <QMenu>
 #include <QMenuBar>
+#include <QSet>
 #include <QSignalSpy>
 #include <QSpinBox>
 #include <QStandardItemModel>
@@ -26,6 +30,7 @@
 #include "tests/support/TestBackends.h"
 #include "tests/support/TestProjects.h"
 #include "ui/ExportDialog.h"
+#include "ui/FieldError.h"
 #include "ui/MainWindow.h"
 #include "ui/PredictPanel.h"
 #include "ui/base/ProjectDocument.h"
@@ -215,6 +220,100 @@ private slots:
         QVERIFY2(panel.errorText().contains("broken.safetensors"), qPrintable(panel.errorText()));
     }
 
+    // Issue 17: the export dialog and the Predict dock keep numbers as typed and say why one is refused;
+    // an error goes when what it was about changes; the dock offers the project's weights after a run
+    // without being asked, and its header has no empty parentheses.
+    void refusedNumbersAndStaleErrors() {
+        QTemporaryDir dir;
+        ProjectDocument bare;
+        bare.newProject(tinyProject(QString()));
+        ExportDialog none(&bare);
+        none.show();
+        QSignalSpy noneDone(&none, &ExportDialog::exportFinished);
+        none.startExport();
+        QVERIFY(waitFor(noneDone));
+        QVERIFY(!none.errorText().isEmpty());
+        auto* opset = none.findChild<QSpinBox*>("exportOpset");
+        QVERIFY(opset);
+        none.setFormat(ExportFormat::Onnx);
+        opset->setValue(99);
+        QVERIFY2(none.errorText().isEmpty(), qPrintable(none.errorText()));  // the edit cleared the old error
+        QCOMPARE(opset->value(), 99);
+        QVERIFY2(fieldError(opset).startsWith("99 is not applied: must be"), qPrintable(fieldError(opset)));
+        QVERIFY(none.findChild<QLabel*>("error_exportOpset")->isVisible());
+        noneDone.clear();
+        none.startExport();
+        QVERIFY(waitFor(noneDone));
+        QCOMPARE(noneDone.takeFirst().at(0).toBool(), false);
+        QVERIFY2(none.errorText().contains("fix the values marked"), qPrintable(none.errorText()));
+        opset->setValue(17);
+        QVERIFY(fieldError(opset).isEmpty());
+        QVERIFY(none.errorText().isEmpty());
+        // The default file name: the project's name in lower case, then the quantization ("Model-q8_0.gguf" was seen).
+        none.setFormat(ExportFormat::Gguf);
+        none.setPrecision(ExportPrecision::Q8_0);
+        QCOMPARE(QFileInfo(none.defaultOutputPath()).fileName(), QStringLiteral("tiny-blobs-q8_0.gguf"));
+        none.setFormat(ExportFormat::Onnx);
+        auto* samples = none.findChild<QSpinBox*>("exportSamples");
+        samples->setValue(0);
+        QCOMPARE(samples->value(), 0);
+        QVERIFY(!fieldError(samples).isEmpty());
+
+        // The dock: a failed load of the project's weights is shown; after a run (here: the project now
+        // names a folder with weights) it loads them by itself and the error goes.
+        PredictPanel panel(&bare);
+        panel.show();
+        QSignalSpy loaded(&panel, &PredictPanel::modelLoaded);
+        panel.loadModel();
+        QVERIFY(waitFor(loaded));
+        QCOMPARE(loaded.takeFirst().at(0).toBool(), false);
+        QVERIFY(!panel.errorText().isEmpty());
+        ProjectDocument trained;
+        makeTrainedProject(dir, trained);
+        TrainingSettings ts = bare.project().training;
+        ts.checkpointDir = trained.project().training.checkpointDir;
+        bare.setTrainingSettings(ts);
+        panel.projectTrained();
+        QVERIFY(waitFor(loaded));
+        QVERIFY2(loaded.takeFirst().at(0).toBool(), qPrintable(panel.errorText()));
+        QVERIFY2(panel.errorText().isEmpty(), qPrintable(panel.errorText()));
+        QVERIFY2(panel.sourceText().contains("(Tiny Blobs)"), qPrintable(panel.sourceText()));
+        // Nothing loaded yet: a finished run loads the project's weights by default (a hidden dock when it is
+        // shown).
+        PredictPanel fresh(&trained);
+        QSignalSpy freshLoaded(&fresh, &PredictPanel::modelLoaded);
+        fresh.projectTrained();
+        QTest::qWait(50);
+        QCOMPARE(freshLoaded.count(), 0);
+        fresh.resize(900, 400);
+        fresh.show();
+        QVERIFY(waitFor(freshLoaded));
+        QVERIFY2(freshLoaded.takeFirst().at(0).toBool(), qPrintable(fresh.errorText()));
+        QSignalSpy predicted(&fresh, &PredictPanel::predictionReady);
+        QVERIFY(waitFor(predicted));
+        auto* index = fresh.findChild<QSpinBox*>("predictIndex");
+        index->setValue(300);  // 300 validation samples: 0 to 299
+        QCOMPARE(index->value(), 300);
+        QVERIFY2(fieldError(index).startsWith("300 is not applied: must be 0 to 299"), qPrintable(fieldError(index)));
+        predicted.clear();
+        index->setValue(12);
+        QVERIFY(fieldError(index).isEmpty());
+        QVERIFY(waitFor(predicted));
+
+        // A model file without a project name: its name alone, no "()".
+        Project unnamed = tinyProject(dir.filePath("unnamed"));
+        unnamed.name.clear();
+        auto backend = test::makeCpuBackend();
+        Quiet q;
+        Trainer t(unnamed, *backend, &q);
+        QVERIFY2(t.run(), q.errors.empty() ? "" : q.errors.front().c_str());
+        fresh.loadModel(dir.filePath("unnamed"));
+        QVERIFY(waitFor(freshLoaded));
+        QVERIFY2(freshLoaded.takeFirst().at(0).toBool(), qPrintable(fresh.errorText()));
+        QVERIFY2(!fresh.sourceText().contains("()"), qPrintable(fresh.sourceText()));
+        QVERIFY2(fresh.sourceText().contains(".safetensors"), qPrintable(fresh.sourceText()));
+    }
+
     void predictPanelShowsProbabilitiesAndConfusion() {
         QTemporaryDir dir;
         ProjectDocument doc;
@@ -248,6 +347,28 @@ private slots:
         QVERIFY(panel.predictionText().startsWith(panel.classNames()[panel.predictedClass()]));
         QCOMPARE(panel.probabilityTable()->rowCount(), 4);
         QCOMPARE(panel.findChild<QSpinBox*>("predictIndex")->value(), 7);  // the picker follows
+        // The predicted class's row is in view even when the table has room for one row (a short dock, many
+        // classes).
+        QTableWidget* probs = panel.probabilityTable();
+        probs->setFixedHeight(probs->horizontalHeader()->height() + probs->rowHeight(0) + 2 * probs->frameWidth());
+        QSet<int> classesSeen;
+        for (int sample : {3, 11, 19, 27, 35, 43}) {
+            predicted.clear();
+            panel.selectSample(sample);
+            QVERIFY(waitFor(predicted));
+            QTableWidget* table = panel.probabilityTable();
+            const QRect row = table->visualItemRect(table->item(panel.predictedClass(), 0));
+            QVERIFY2(table->viewport()->rect().contains(row.center()),
+                     qPrintable(QStringLiteral("sample %1, class %2 row at y %3, viewport height %4")
+                                    .arg(sample)
+                                    .arg(panel.predictedClass())
+                                    .arg(row.center().y())
+                                    .arg(table->viewport()->height())));
+            classesSeen.insert(panel.predictedClass());
+        }
+        QVERIFY(classesSeen.size() > 1);  // not only the first row, which is in view anyway
+        probs->setMinimumHeight(0);
+        probs->setMaximumHeight(QWIDGETSIZE_MAX);
 
         QSignalSpy confusion(&panel, &PredictPanel::confusionReady);
         panel.runConfusionMatrix();
@@ -261,6 +382,32 @@ private slots:
             for (int c = 0; c < 4; ++c) cells += panel.confusionTable()->item(r, c)->text().toLongLong();
         QCOMPARE(cells, qint64(300));
         QVERIFY2(panel.accuracyText().contains("of 300"), qPrintable(panel.accuracyText()));
+        // Issue 17: the columns carry the class names too, and a click on a cell lists that cell's samples.
+        QCOMPARE(panel.confusionTable()->horizontalHeaderItem(0)->text(), QStringLiteral("north"));
+        QCOMPARE(panel.confusionTable()->horizontalHeaderItem(3)->text(), QStringLiteral("west"));
+        int cellRow = 0, cellCol = 0;
+        for (int r = 0; r < 4; ++r)
+            for (int c = 0; c < 4; ++c)
+                if (r != c && panel.confusion().at(r, c) > panel.confusion().at(cellRow, cellCol)) {
+                    cellRow = r;
+                    cellCol = c;
+                }
+        emit panel.confusionTable()->cellClicked(cellRow, cellCol);
+        QCOMPARE(panel.cellSampleIndices().size(), qsizetype(panel.confusion().at(cellRow, cellCol)));
+        QVERIFY2(
+            panel.cellTitleText().startsWith(
+                QStringLiteral("True %1, predicted %2").arg(panel.classNames()[cellRow], panel.classNames()[cellCol])),
+            qPrintable(panel.cellTitleText()));
+        emit panel.confusionTable()->cellClicked(1, 1);
+        QCOMPARE(panel.cellSampleIndices().size(), qsizetype(panel.confusion().at(1, 1)));
+        QVERIFY(!panel.cellSampleIndices().isEmpty());
+        qint64 listed = 0;
+        for (int r = 0; r < 4; ++r)
+            for (int c = 0; c < 4; ++c) {
+                emit panel.confusionTable()->cellClicked(r, c);
+                listed += panel.cellSampleIndices().size();
+            }
+        QCOMPARE(listed, qint64(300));  // every sample in exactly one cell
         QVERIFY(panel.confusion().accuracy() > 0.5);
 
         // This model's input is not an image: an image file is refused with a message.

@@ -21,6 +21,7 @@
 
 #include "core/train/MemoryEstimate.h"
 #include "ui/EdgeItem.h"
+#include "ui/FieldError.h"
 #include "ui/GraphScene.h"
 #include "ui/GraphView.h"
 #include "ui/LayerPalette.h"
@@ -519,7 +520,7 @@ private slots:
         QVERIFY2(ed.props->memoryText().contains("largest batch that fits: "), qPrintable(ed.props->memoryText()));
         // Issue 17: Dense 999999 after the 784 pixels, at the largest batch the box allows (terabytes of
         // activations), fits no machine: the panel says so in numbers.
-        ed.props->batchSizeBox()->setValue(ed.props->batchSizeBox()->maximum());
+        ed.props->batchSizeBox()->setValue(int(trainingSetting("batch_size").intMax));
         const Node* dense = nullptr;
         for (const Node* n : ed.doc.graph().nodes())
             if (n->type == "Dense" && !dense) dense = n;
@@ -527,6 +528,15 @@ private slots:
         QVERIFY2(ed.props->memoryText().contains("does not fit on cpu"), qPrintable(ed.props->memoryText()));
         QVERIFY2(ed.props->memoryText().contains("GiB"), qPrintable(ed.props->memoryText()));
         ed.doc.undoStack()->undo();
+        // A batch out of range stays as typed and is refused with the reason; no estimate until it is fixed.
+        ed.props->batchSizeBox()->setValue(0);
+        QCOMPARE(ed.props->batchSizeBox()->value(), 0);
+        QCOMPARE(fieldError(ed.props->batchSizeBox()), QStringLiteral("0 is not applied: must be 1 to 16777216."));
+        QVERIFY2(ed.props->memoryText().contains("unknown until the batch size is valid"),
+                 qPrintable(ed.props->memoryText()));
+        ed.props->batchSizeBox()->setValue(64);
+        QVERIFY(fieldError(ed.props->batchSizeBox()).isEmpty());
+        QVERIFY2(ed.props->memoryText().contains("fits on cpu"), qPrintable(ed.props->memoryText()));
         QCOMPARE(ed.props->totalParametersText(), QStringLiteral("203,530"));
         qint64 sum = 0;
         for (const Node* n : ed.doc.graph().nodes()) sum += std::max<qint64>(0, ed.doc.parameterCountOf(n->id));

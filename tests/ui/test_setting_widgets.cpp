@@ -1,10 +1,12 @@
 // The dataset and training panels take their editors from the settings table (core/graph/Settings.h):
 // every setting they edit has an editor named after its key with the table's range, choices,
-// label and tooltip; editing it changes that setting in the document; and a value beyond what a
-// spin box can show survives edits of other settings.
+// label and tooltip; editing it changes that setting in the document; a value beyond what a
+// spin box can show survives edits of other settings; and a value outside the table's range is
+// kept as typed, not applied, and explained under its field until it is fixed (issue 17).
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDoubleSpinBox>
+#include <QLabel>
 #include <QLineEdit>
 #include <QSpinBox>
 #include <QTest>
@@ -46,24 +48,47 @@ int checkEditors(QWidget* panel, const std::vector<SettingSpec<S>>& specs, const
             }
             bool ok = false;
             switch (spec.kind) {
+                // The table's range is what the editor accepts: its ends are taken, a value beyond either
+                // end (that the box can hold) is refused with the range in the reason.
                 case SettingKind::Int:
                 case SettingKind::Int64: {
                     auto* spin = qobject_cast<QSpinBox*>(w);
-                    ok = spin && spin->minimum() == clampToInt(spec.intMin) &&
-                         spin->maximum() == clampToInt(spec.intMax);
-                    if (spin && !ok) qWarning("%s: %d..%d", what.c_str(), spin->minimum(), spin->maximum());
+                    if (!spin) break;
+                    const QSignalBlocker block(spin);
+                    const int was = spin->value();
+                    auto refused = [&](int64_t v) {
+                        spin->setValue(int(v));
+                        return !settingRefusal(spin, spec).isEmpty();
+                    };
+                    const int64_t lo = std::max<int64_t>(spec.intMin, spin->minimum());
+                    ok = !refused(lo) && !refused(clampToInt(spec.intMax)) &&
+                         (lo - 1 < spin->minimum() || refused(lo - 1)) &&
+                         (spec.intMax >= INT_MAX || refused(spec.intMax + 1));
+                    if (ok && spec.intMax < INT_MAX) {
+                        refused(spec.intMax + 1);
+                        ok = settingRefusal(spin, spec).contains(QString::fromStdString(spec.rangeText()));
+                    }
+                    if (!ok) qWarning("%s: range not %s", what.c_str(), spec.rangeText().c_str());
+                    spin->setValue(was);
                     break;
                 }
                 case SettingKind::Double:
                 case SettingKind::Float: {
                     auto* spin = qobject_cast<QDoubleSpinBox*>(w);
                     if (!spin) break;
-                    // An excluded max shows as the largest value below it at the editor's decimals.
-                    const double below = spec.max - std::pow(10.0, -spin->decimals());
-                    ok = spin->minimum() == spec.min &&
-                         (spec.maxOpen ? spin->maximum() < spec.max && spin->maximum() >= below - 1e-12
-                                       : spin->maximum() == spec.max);
-                    if (!ok) qWarning("%s: %.17g..%.17g", what.c_str(), spin->minimum(), spin->maximum());
+                    const QSignalBlocker block(spin);
+                    const double was = spin->value(), step = std::pow(10.0, -spin->decimals());
+                    auto refused = [&](double v) {
+                        spin->setValue(v);
+                        return !settingRefusal(spin, spec).isEmpty();
+                    };
+                    const bool bounded = spec.max < 1e12;
+                    ok = !refused(std::max(spec.min, spin->minimum())) &&
+                         (spec.min - step < spin->minimum() || refused(spec.min - step)) &&
+                         (!bounded || (spec.maxOpen ? refused(spec.max) && !refused(spec.max - step)
+                                                    : !refused(spec.max) && refused(spec.max + step)));
+                    if (!ok) qWarning("%s: range not %s", what.c_str(), spec.rangeText().c_str());
+                    spin->setValue(was);
                     break;
                 }
                 case SettingKind::Bool: {
@@ -108,7 +133,9 @@ void editEach(QWidget* panel, ProjectDocument& doc, const std::vector<SettingSpe
         const int before = doc.undoStack()->count();
         Json expected;
         if (auto* spin = qobject_cast<QSpinBox*>(w)) {
-            const int v = spin->value() == spin->maximum() ? spin->minimum() : spin->maximum();
+            // The ends of the table's range (spin boxes take any number; the range is checked on commit).
+            const int lo = std::max(spin->minimum(), clampToInt(spec.intMin)), hi = clampToInt(spec.intMax);
+            const int v = spin->value() == hi ? lo : hi;
             spin->setValue(v);
             expected = int64_t(v);
         } else if (auto* combo = qobject_cast<QComboBox*>(w)) {
@@ -119,8 +146,8 @@ void editEach(QWidget* panel, ProjectDocument& doc, const std::vector<SettingSpe
             check->setChecked(!check->isChecked());
             expected = check->isChecked();
         } else if (auto* dspin = qobject_cast<QDoubleSpinBox*>(w)) {
-            const double v =
-                dspin->value() == dspin->minimum() ? dspin->minimum() + dspin->singleStep() : dspin->minimum();
+            const double lo = std::max(dspin->minimum(), spec.min);
+            const double v = dspin->value() == lo ? lo + dspin->singleStep() : lo;
             dspin->setValue(v);
             expected = spec.kind == SettingKind::Float ? double(float(dspin->value())) : dspin->value();
         } else {
@@ -150,8 +177,74 @@ private slots:
         const int t = checkEditors(&training, trainingSettingSpecs(), {"device"});
         QCOMPARE(t, int(trainingSettingSpecs().size()) - 1);
         // The limits the panels used to set themselves, now the table's.
-        QCOMPARE(dataset.findChild<QSpinBox*>("max_tokens")->maximum(), 1 << 20);
-        QCOMPARE(training.findChild<QSpinBox*>("batch_size")->maximum(), 1 << 24);
+        auto* maxTokens = dataset.findChild<QSpinBox*>("max_tokens");
+        maxTokens->setValue((1 << 20) + 1);
+        QVERIFY(!settingRefusal(maxTokens, datasetSetting("max_tokens")).isEmpty());
+        auto* batch = training.findChild<QSpinBox*>("batch_size");
+        batch->setValue(1 << 24);
+        QVERIFY(settingRefusal(batch, trainingSetting("batch_size")).isEmpty());
+        batch->setValue((1 << 24) + 1);
+        QVERIFY(!settingRefusal(batch, trainingSetting("batch_size")).isEmpty());
+    }
+
+    // Batch 0, units -5, 999999999999: nothing typed is changed behind the user's back. The value stays in
+    // the box as typed, the setting keeps its value, the line under the box says why; fixing the value
+    // applies it and the line goes.
+    void outOfRangeIsKeptAndExplained() {
+        ProjectDocument doc;
+        doc.newProject(Project{});
+        TrainingSettingsPanel training(&doc);
+        DatasetPanel dataset(&doc);
+        training.show();
+        const int64_t batchBefore = doc.project().training.batchSize;
+        auto* batch = training.findChild<QSpinBox*>("batch_size");
+        auto* line = training.findChild<QLabel*>("error_batch_size");
+        QVERIFY(batch && line);
+        QVERIFY(line->isHidden());
+        batch->setValue(0);
+        QCOMPARE(doc.project().training.batchSize, batchBefore);
+        QCOMPARE(batch->value(), 0);
+        QCOMPARE(fieldError(batch), QStringLiteral("0 is not applied: must be 1 to 16777216."));
+        QVERIFY(line->isVisible());
+        QCOMPARE(line->text(), fieldError(batch));
+        // A negative number is taken as typed too (a spin box bounded at 1 would drop the minus sign).
+        batch->setValue(-5);
+        QCOMPARE(batch->value(), -5);
+        QVERIFY(fieldError(batch).startsWith(QStringLiteral("-5 is not applied")));
+        // Another edit re-syncs the panel from the document; the refused value stays as typed.
+        training.findChild<QSpinBox*>("epochs")->setValue(7);
+        QCOMPARE(doc.project().training.epochs, 7);
+        QCOMPARE(batch->value(), -5);
+        QVERIFY(line->isVisible());
+        // Fixed: applied, and the line goes.
+        batch->setValue(32);
+        QCOMPARE(doc.project().training.batchSize, int64_t(32));
+        QVERIFY(fieldError(batch).isEmpty());
+        QVERIFY(line->isHidden());
+
+        // A number the table excludes at its top end (validation split below 1), and a list that does not parse.
+        auto* split = dataset.findChild<QDoubleSpinBox*>("validation_split");
+        const double splitBefore = doc.project().dataset.validationSplit;
+        split->setValue(1.0);
+        QCOMPARE(doc.project().dataset.validationSplit, splitBefore);
+        QVERIFY(fieldError(split).contains(QStringLiteral("excluding 1")));
+        auto* shape = dataset.findChild<QLineEdit*>("synthetic_shape");
+        const std::vector<int64_t> shapeBefore = doc.project().dataset.syntheticShape;
+        shape->setText(QStringLiteral("4, x"));
+        emit shape->editingFinished();
+        QCOMPARE(doc.project().dataset.syntheticShape, shapeBefore);
+        QVERIFY(fieldError(shape).startsWith(QStringLiteral("'4, x' is not applied")));
+        QCOMPARE(shape->text(), QStringLiteral("4, x"));
+        shape->setText(QStringLiteral("4"));
+        emit shape->editingFinished();
+        QVERIFY(fieldError(shape).isEmpty());
+        QCOMPARE(doc.project().dataset.syntheticShape, std::vector<int64_t>{4});
+        // Another project: the refusals of the last one go.
+        split->setValue(2.0);
+        QVERIFY(!fieldError(split).isEmpty());
+        doc.newProject(Project{});
+        QVERIFY(fieldError(split).isEmpty());
+        QCOMPARE(split->value(), Project{}.dataset.validationSplit);
     }
 
     void editorsWriteTheirSetting() {

@@ -13,6 +13,8 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+#include <qcustomplot.h>
+
 #include "tests/support/TestProjects.h"
 #include "ui/ChartPanel.h"
 #include "ui/ExportDialog.h"
@@ -214,6 +216,52 @@ private slots:
         QVERIFY(finished.wait(60000));
         QCOMPARE(dash.pointCount("train_loss"), 10);
         QCOMPARE(dash.pointCount("val_loss"), 0);
+    }
+
+    // Issue 17: the accuracy axis follows the data (0.90-0.95 is not drawn on 0..1), a drag stops that and
+    // Reset view brings it back; a click on a legend entry hides its series (greyed entry, axes follow the
+    // series shown) and a second click shows it again.
+    void accuracyAxisFollowsDataAndLegendTogglesSeries() {
+        ProjectDocument doc;
+        doc.newProject(syntheticProject(3));
+        TrainingDashboard dash(&doc);
+        dash.resize(1600, 900);
+        dash.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&dash));
+        ChartPanel* acc = dash.chart("accuracy");
+        acc->append("train_acc_epoch", {1, 2, 3}, {0.90, 0.93, 0.95});
+        acc->append("val_acc", {1, 2, 3}, {0.40, 0.45, 0.50});
+        acc->refresh();
+        QCPAxis* y = acc->plot()->yAxis;
+        QVERIFY2(y->range().lower > 0.3 && y->range().lower < 0.4 && y->range().upper < 1.0,
+                 qPrintable(QStringLiteral("%1..%2").arg(y->range().lower).arg(y->range().upper)));
+
+        QCustomPlot* plot = acc->plot();
+        plot->replot();
+        QCPAbstractLegendItem* valEntry = plot->legend->itemWithPlottable(plot->graph(2));
+        QVERIFY(valEntry);
+        QTest::mouseClick(plot, Qt::LeftButton, {}, valEntry->rect().center());
+        QVERIFY(!acc->seriesVisible("val_acc"));
+        QVERIFY(acc->seriesVisible("train_acc_epoch"));
+        QVERIFY(acc->followsData());  // a legend click is not a drag
+        // The axes now follow the epoch curve alone.
+        QVERIFY2(y->range().lower > 0.85, qPrintable(QString::number(y->range().lower)));
+        plot->replot();
+        QTest::mouseClick(plot, Qt::LeftButton, {}, valEntry->rect().center());
+        QVERIFY(acc->seriesVisible("val_acc"));
+        QVERIFY2(y->range().lower < 0.4, qPrintable(QString::number(y->range().lower)));
+
+        // A drag on the plot stops following; Reset view follows again.
+        const QPoint inside = plot->axisRect()->rect().center() - QPoint(60, 0);
+        QTest::mousePress(plot, Qt::LeftButton, {}, inside);
+        QTest::mouseRelease(plot, Qt::LeftButton, {}, inside);
+        QVERIFY(!acc->followsData());
+        acc->append("val_acc", {4}, {0.05});
+        acc->refresh();
+        QVERIFY(y->range().lower > 0.05);
+        acc->resetView();
+        QVERIFY(acc->followsData());
+        QVERIFY(y->range().lower < 0.05);
     }
 
     void engineErrorShowsBannerAndKeepsProject() {
