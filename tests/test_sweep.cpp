@@ -243,13 +243,13 @@ private:
         // finished in the history but before the state file recorded it: that trial runs again, so its first
         // run stays in the history as an extra finished run. Either way, every trial the kill interrupted
         // (cut off mid-training or in that window) belongs to a slot that was busy: at most one per slot.
-        const int slots = extra.isEmpty() ? 1 : 2;
+        const int busySlots = extra.isEmpty() ? 1 : 2;
         QVERIFY2(finishedRuns >= 6, qPrintable(QString("finished runs: %1").arg(finishedRuns)));
-        QVERIFY2(cutOff + (finishedRuns - 6) <= slots,
+        QVERIFY2(cutOff + (finishedRuns - 6) <= busySlots,
                  qPrintable(QString("runs cut off: %1, extra finished runs: %2, slots: %3")
                                 .arg(cutOff)
                                 .arg(finishedRuns - 6)
-                                .arg(slots)));
+                                .arg(busySlots)));
         QVERIFY(sweep.readAllStandardOutput().contains("TRIAL"));
     }
 };
