@@ -1,10 +1,12 @@
 // strata-train: the headless trainer. Wiring only: parse the command line,
 // pick a backend, run core::Trainer, print progress and write metrics.
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -18,6 +20,7 @@
 #include "app/CliCommands.h"
 #include "app/OpenMpWaitPolicy.h"
 #include "core/backend/BackendRegistry.h"
+#include "core/dist/MpiCommunicator.h"
 #include "core/graph/Project.h"
 #include "core/history/RunRecorder.h"
 #include "core/io/InputLimits.h"
@@ -66,6 +69,10 @@ std::string usage() {
     text += "                             (auto: on a GPU when it fits and there is no augmentation)\n";
     line("--history DB|off", "record the run in this run history (default: the workbench's database)");
     line("--quiet", "no progress bar");
+    line("--bucket-mb MB", "under mpirun, sync: gradient all-reduce bucket size (default 25; 0.001 = 1 KiB)");
+    text +=
+        "Under mpirun (mpirun -np N strata-train PROJECT --device cpu) the batch size is the global batch,\n"
+        "split over the N ranks; rank 0 alone prints progress and writes checkpoints, metrics and history.\n";
     return text;
 }
 
@@ -107,6 +114,13 @@ public:
             j["accuracy"] = e.accuracy;
             j["lr"] = e.learningRate;
             j["samples_per_s"] = e.samplesPerSecond;
+            if (e.ranks > 1) {
+                j["ranks"] = e.ranks;
+                j["compute_s"] = e.computeSeconds;
+                j["comm_s"] = e.commSeconds;
+                j["exposed_comm_s"] = e.exposedCommSeconds;
+                j["hidden_fraction"] = e.hiddenFraction;
+            }
             if (e.lossScale > 0) {
                 j["loss_scale"] = e.lossScale;
                 j["skipped"] = e.skipped;
@@ -145,6 +159,7 @@ public:
             j["seconds"] = e.seconds;
             j["samples_per_s"] = e.samplesPerSecond;
             j["best"] = e.best;
+            j["ranks"] = e.ranks;
             *m_metrics << j.dump() << std::endl;
         }
         if (m_quiet) return;
@@ -284,7 +299,26 @@ int main(int argc, char** argv) {
     if (args[0] == "runs") return strata::runRunsCommand({args.begin() + 1, args.end()}, std::cout, std::cerr);
     if (args[0] == "prune") return strata::runPruneCommand({args.begin() + 1, args.end()}, std::cout, std::cerr);
 
+    // Under an MPI launcher (mpirun, srun): one rank of a data-parallel job. MPI starts first, so that a
+    // failure below can still end the whole job.
+    std::unique_ptr<strata::Communicator> comm;
+    if (strata::launchedByMpi()) {
+        try {
+            comm = strata::makeMpiCommunicator();
+        } catch (const std::exception& e) {
+            return fail(e.what());
+        }
+    }
+    const int rank = comm ? comm->rank() : 0;
+    const int ranks = comm ? comm->size() : 1;
+    // Every rank parses the same command line; an error ends each with its own message (none waits).
+    auto failRank = [&](const std::string& reason) {
+        return ranks > 1 ? fail("rank " + std::to_string(rank) + " of " + std::to_string(ranks) + ": " + reason)
+                         : fail(reason);
+    };
+
     std::string projectPath, metricsPath, resume, residentData = "auto";
+    double bucketMb = 25;
     std::string historyPath = strata::history::RunStore::defaultPath();
     bool resumeBest = false;
     long long maxSteps = 0;
@@ -323,6 +357,13 @@ int main(int argc, char** argv) {
                 resumeBest = which == "best";
             } else if (a == "--quiet") {
                 quiet = true;
+            } else if (a == "--bucket-mb") {
+                const std::string text = value(a);
+                char* end = nullptr;
+                bucketMb = std::strtod(text.c_str(), &end);
+                if (end == text.c_str() || *end || !(bucketMb * 1048576.0 >= 1.0) || bucketMb > 65536)
+                    throw std::invalid_argument("--bucket-mb needs a size in MiB from 1 byte to 65536, got '" +
+                                                strata::cutForMessage(text) + "'");
             } else if (a == "--resident-data") {
                 residentData = value(a);
                 if (residentData != "auto" && residentData != "on" && residentData != "off")
@@ -335,15 +376,22 @@ int main(int argc, char** argv) {
                 return fail("unexpected argument '" + a + "' (one project file expected)");
             }
         } catch (const std::exception& e) {
-            return fail(e.what());
+            return failRank(e.what());
         }
     }
-    if (projectPath.empty()) return fail("no project file given (see --help)");
+    if (projectPath.empty()) return failRank("no project file given (see --help)");
+    // Rank 0 alone prints progress and writes metrics, checkpoints and history.
+    if (rank != 0) {
+        quiet = true;
+        metricsPath.clear();
+        historyPath = "off";
+    }
 
     strata::Project project;
     try {
         project = strata::readProject(projectPath);
     } catch (const std::exception& e) {
+        if (ranks > 1) comm->abortJob(e.what());  // the others would wait for this rank at the start
         return fail(e.what());
     }
     for (const auto& [setting, v] : overrides) strata::applySetting(project.dataset, project.training, *setting, v);
@@ -353,6 +401,7 @@ int main(int argc, char** argv) {
     try {
         backend = strata::backendRegistry().create(strata::Device::parse(ts.device), strata::backendOptionsFor(ts));
     } catch (const std::exception& e) {
+        if (ranks > 1) comm->abortJob(e.what());
         return fail(e.what());
     }
 
@@ -371,8 +420,15 @@ int main(int argc, char** argv) {
                            : residentData == "off" ? strata::TrainerOptions::ResidentData::Off
                                                    : strata::TrainerOptions::ResidentData::Auto;
     options.telemetryIntervalMs = metricsPath.empty() ? 0 : 500;
-    // Every run keeps its weights: without --checkpoint-dir, in a run folder beside the project file.
-    if (ts.checkpointDir.empty()) {
+    options.communicator = comm.get();
+    options.bucketBytes = std::max<int64_t>(1, static_cast<int64_t>(bucketMb * 1048576.0));
+    try {
+        options.localSgdSteps = strata::parseDistMode(ts.distMode);
+    } catch (const std::exception& e) {
+        return failRank(e.what());
+    }
+    // Every run keeps its weights: without --checkpoint-dir, in a run folder beside the project file (rank 0's).
+    if (ts.checkpointDir.empty() && rank == 0) {
         options.runFolder = strata::newRunFolder(projectPath, project.name, {}, std::chrono::system_clock::now());
         std::fprintf(stderr, "checkpoints: %s (no --checkpoint-dir given)\n", options.runFolder.c_str());
     }
@@ -399,6 +455,6 @@ int main(int argc, char** argv) {
     const bool ok = trainer.run();
     g_trainer = nullptr;
     if (recorder) recorder->finishIfOpen("failed", observer.error());
-    if (!ok) return fail(observer.error());
+    if (!ok) return failRank(observer.error());
     return 0;
 }

@@ -502,14 +502,14 @@ void CudaBackend::doLayerNormBackward(float* dx, float* dgamma, float* dbeta, co
 
 // ---- dropout --------------------------------------------------------------------------------------
 
-void CudaBackend::doDropoutForward(float* y, const float* x, int64_t n, float p, uint64_t seed) {
+void CudaBackend::doDropoutForward(float* y, const float* x, int64_t n, float p, uint64_t seed, uint64_t first) {
     activate();
-    launchDropoutForward(m_stream, y, x, n, p, seed);
+    launchDropoutForward(m_stream, y, x, n, p, seed, first);
 }
 
-void CudaBackend::doDropoutBackward(float* dx, const float* dy, int64_t n, float p, uint64_t seed) {
+void CudaBackend::doDropoutBackward(float* dx, const float* dy, int64_t n, float p, uint64_t seed, uint64_t first) {
     activate();
-    launchDropoutBackward(m_stream, dx, dy, n, p, seed);
+    launchDropoutBackward(m_stream, dx, dy, n, p, seed, first);
 }
 
 // ---- embedding --------------------------------------------------------------------------------------

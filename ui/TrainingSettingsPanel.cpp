@@ -133,6 +133,8 @@ void TrainingSettingsPanel::buildUi() {
     m_threads = m_editors.add<QSpinBox>("threads", runBox);
     showZeroAs(m_threads, tr("all cores"));
     row(runForm, "threads", m_threads);
+    // Read by strata-train under mpirun only; the workbench trains in one process.
+    row(runForm, "dist_mode", m_editors.add<QLineEdit>("dist_mode", runBox));
     layout->addWidget(runBox);
 
     auto* stopBox = new QGroupBox(tr("Early stopping, clipping, checkpoints"), body);

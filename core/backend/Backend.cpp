@@ -559,7 +559,7 @@ void Backend::layerNormBackward(float* dx, float* dgamma, float* dbeta, const fl
 
 // ---- dropout -------------------------------------------------------------------------------------------
 
-void Backend::dropoutForward(float* y, const float* x, int64_t n, float p, uint64_t seed) {
+void Backend::dropoutForward(float* y, const float* x, int64_t n, float p, uint64_t seed, uint64_t first) {
     constexpr BackendOp op = BackendOp::DropoutForward;
     dropoutProbability(op, p);
     size(op, "n", n);
@@ -567,10 +567,10 @@ void Backend::dropoutForward(float* y, const float* x, int64_t n, float p, uint6
         pointer(op, "y", y);
         pointer(op, "x", x);
     }
-    doDropoutForward(y, x, n, p, seed);
+    doDropoutForward(y, x, n, p, seed, first);
 }
 
-void Backend::dropoutBackward(float* dx, const float* dy, int64_t n, float p, uint64_t seed) {
+void Backend::dropoutBackward(float* dx, const float* dy, int64_t n, float p, uint64_t seed, uint64_t first) {
     constexpr BackendOp op = BackendOp::DropoutBackward;
     dropoutProbability(op, p);
     size(op, "n", n);
@@ -578,7 +578,7 @@ void Backend::dropoutBackward(float* dx, const float* dy, int64_t n, float p, ui
         pointer(op, "dx", dx);
         pointer(op, "dy", dy);
     }
-    doDropoutBackward(dx, dy, n, p, seed);
+    doDropoutBackward(dx, dy, n, p, seed, first);
 }
 
 // ---- embedding -------------------------------------------------------------------------------------------

@@ -277,9 +277,11 @@ public:
     void layerNormBackward(float* dx, float* dgamma, float* dbeta, const float* dy, const float* x, const float* gamma,
                            const float* mean, const float* rstd, int rows, int cols);
 
-    // ---- dropout (counter-based RNG: element i is kept iff dropoutKeep(seed, i, p)) ----
-    void dropoutForward(float* y, const float* x, int64_t n, float p, uint64_t seed);
-    void dropoutBackward(float* dx, const float* dy, int64_t n, float p, uint64_t seed);
+    // ---- dropout (counter-based RNG: element i is kept iff dropoutKeep(seed, first + i, p)) ----
+    // `first`: the counter of element 0, so that a slice of a batch (one rank's shard of a data-parallel
+    // step) draws the same mask as the whole batch would there.
+    void dropoutForward(float* y, const float* x, int64_t n, float p, uint64_t seed, uint64_t first = 0);
+    void dropoutBackward(float* dx, const float* dy, int64_t n, float p, uint64_t seed, uint64_t first = 0);
 
     // ---- embedding (indices are float32 holding integer ids in [0, vocab)) ----
     // A bad id throws BackendError naming it and the vocabulary size; on the CPU before anything is written.
@@ -386,8 +388,8 @@ protected:
     virtual void doLayerNormBackward(float* dx, float* dgamma, float* dbeta, const float* dy, const float* x,
                                      const float* gamma, const float* mean, const float* rstd, int rows, int cols) = 0;
 
-    virtual void doDropoutForward(float* y, const float* x, int64_t n, float p, uint64_t seed) = 0;
-    virtual void doDropoutBackward(float* dx, const float* dy, int64_t n, float p, uint64_t seed) = 0;
+    virtual void doDropoutForward(float* y, const float* x, int64_t n, float p, uint64_t seed, uint64_t first) = 0;
+    virtual void doDropoutBackward(float* dx, const float* dy, int64_t n, float p, uint64_t seed, uint64_t first) = 0;
 
     virtual void doEmbeddingForward(float* y, const float* table, const float* ids, int64_t count, int dim,
                                     int vocab) = 0;

@@ -150,11 +150,11 @@ void CpuBackend::doLayerNormBackward(float* dx, float* dgamma, float* dbeta, con
 
 // ---- dropout ------------------------------------------------------------------
 
-void CpuBackend::doDropoutForward(float* y, const float* x, int64_t n, float p, uint64_t seed) {
-    cpu::dropoutForward(threads(), y, x, n, p, seed);
+void CpuBackend::doDropoutForward(float* y, const float* x, int64_t n, float p, uint64_t seed, uint64_t first) {
+    cpu::dropoutForward(threads(), y, x, n, p, seed, first);
 }
-void CpuBackend::doDropoutBackward(float* dx, const float* dy, int64_t n, float p, uint64_t seed) {
-    cpu::dropoutBackward(threads(), dx, dy, n, p, seed);
+void CpuBackend::doDropoutBackward(float* dx, const float* dy, int64_t n, float p, uint64_t seed, uint64_t first) {
+    cpu::dropoutBackward(threads(), dx, dy, n, p, seed, first);
 }
 
 // ---- embedding and data movement --------------------------------------------------

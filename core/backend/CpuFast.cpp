@@ -655,18 +655,19 @@ void batchNormBackward(int threads, float* dx, float* dgamma, float* dbeta, cons
 
 // ---- dropout and optimizers ----------------------------------------------------------------
 
-void dropoutForward(int threads, float* y, const float* x, int64_t n, float p, uint64_t seed) {
-    const float keepScale = cpuref::dropoutScale(p);
-    parallelFor(threads, n, kElementGrain / 4, [&](int64_t b, int64_t e, int) {
-        for (int64_t i = b; i < e; ++i) y[i] = dropoutKeep(seed, static_cast<uint64_t>(i), p) ? x[i] * keepScale : 0.0f;
-    });
-}
-
-void dropoutBackward(int threads, float* dx, const float* dy, int64_t n, float p, uint64_t seed) {
+void dropoutForward(int threads, float* y, const float* x, int64_t n, float p, uint64_t seed, uint64_t first) {
     const float keepScale = cpuref::dropoutScale(p);
     parallelFor(threads, n, kElementGrain / 4, [&](int64_t b, int64_t e, int) {
         for (int64_t i = b; i < e; ++i)
-            if (dropoutKeep(seed, static_cast<uint64_t>(i), p)) dx[i] += dy[i] * keepScale;
+            y[i] = dropoutKeep(seed, first + static_cast<uint64_t>(i), p) ? x[i] * keepScale : 0.0f;
+    });
+}
+
+void dropoutBackward(int threads, float* dx, const float* dy, int64_t n, float p, uint64_t seed, uint64_t first) {
+    const float keepScale = cpuref::dropoutScale(p);
+    parallelFor(threads, n, kElementGrain / 4, [&](int64_t b, int64_t e, int) {
+        for (int64_t i = b; i < e; ++i)
+            if (dropoutKeep(seed, first + static_cast<uint64_t>(i), p)) dx[i] += dy[i] * keepScale;
     });
 }
 

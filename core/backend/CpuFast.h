@@ -132,8 +132,8 @@ void layerNormBackward(int threads, Workspace& ws, float* dx, float* dgamma, flo
                        const float* x, const float* gamma, const float* mean, const float* rstd, int rows, int cols);
 
 // ---- dropout, optimizers ----
-void dropoutForward(int threads, float* y, const float* x, int64_t n, float p, uint64_t seed);
-void dropoutBackward(int threads, float* dx, const float* dy, int64_t n, float p, uint64_t seed);
+void dropoutForward(int threads, float* y, const float* x, int64_t n, float p, uint64_t seed, uint64_t first);
+void dropoutBackward(int threads, float* dx, const float* dy, int64_t n, float p, uint64_t seed, uint64_t first);
 void sgdUpdate(int threads, float* w, float* velocity, const float* grad, int64_t n, const SgdParams& p);
 void adamUpdate(int threads, float* w, float* m, float* v, const float* grad, int64_t n, const AdamParams& p);
 

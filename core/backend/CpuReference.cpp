@@ -502,15 +502,16 @@ void layerNormBackward(float* dx, float* dgamma, float* dbeta, const float* dy, 
 
 float dropoutScale(float p) { return p >= 1.0f ? 0.0f : 1.0f / (1.0f - p); }
 
-void dropoutForward(float* y, const float* x, int64_t n, float p, uint64_t seed) {
-    const float keepScale = dropoutScale(p);
-    for (int64_t i = 0; i < n; ++i) y[i] = dropoutKeep(seed, static_cast<uint64_t>(i), p) ? x[i] * keepScale : 0.0f;
-}
-
-void dropoutBackward(float* dx, const float* dy, int64_t n, float p, uint64_t seed) {
+void dropoutForward(float* y, const float* x, int64_t n, float p, uint64_t seed, uint64_t first) {
     const float keepScale = dropoutScale(p);
     for (int64_t i = 0; i < n; ++i)
-        if (dropoutKeep(seed, static_cast<uint64_t>(i), p)) dx[i] += dy[i] * keepScale;
+        y[i] = dropoutKeep(seed, first + static_cast<uint64_t>(i), p) ? x[i] * keepScale : 0.0f;
+}
+
+void dropoutBackward(float* dx, const float* dy, int64_t n, float p, uint64_t seed, uint64_t first) {
+    const float keepScale = dropoutScale(p);
+    for (int64_t i = 0; i < n; ++i)
+        if (dropoutKeep(seed, first + static_cast<uint64_t>(i), p)) dx[i] += dy[i] * keepScale;
 }
 
 // ---- optimizers -------------------------------------------------------------

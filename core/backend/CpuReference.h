@@ -58,8 +58,8 @@ void layerNormForward(float* y, float* mean, float* rstd, const float* x, const 
 void layerNormBackward(float* dx, float* dgamma, float* dbeta, const float* dy, const float* x, const float* gamma,
                        const float* mean, const float* rstd, int rows, int cols);
 
-void dropoutForward(float* y, const float* x, int64_t n, float p, uint64_t seed);
-void dropoutBackward(float* dx, const float* dy, int64_t n, float p, uint64_t seed);
+void dropoutForward(float* y, const float* x, int64_t n, float p, uint64_t seed, uint64_t first = 0);
+void dropoutBackward(float* dx, const float* dy, int64_t n, float p, uint64_t seed, uint64_t first = 0);
 
 // CpuBackend runs embeddingForward, embeddingBackward and gatherRows as they are (no faster path).
 void embeddingForward(float* y, const float* table, const float* ids, int64_t count, int dim);

@@ -115,11 +115,13 @@ void CpuReferenceBackend::doLayerNormBackward(float* dx, float* dgamma, float* d
     cpuref::layerNormBackward(dx, dgamma, dbeta, dy, x, gamma, mean, rstd, rows, cols);
 }
 
-void CpuReferenceBackend::doDropoutForward(float* y, const float* x, int64_t n, float p, uint64_t seed) {
-    cpuref::dropoutForward(y, x, n, p, seed);
+void CpuReferenceBackend::doDropoutForward(float* y, const float* x, int64_t n, float p, uint64_t seed,
+                                           uint64_t first) {
+    cpuref::dropoutForward(y, x, n, p, seed, first);
 }
-void CpuReferenceBackend::doDropoutBackward(float* dx, const float* dy, int64_t n, float p, uint64_t seed) {
-    cpuref::dropoutBackward(dx, dy, n, p, seed);
+void CpuReferenceBackend::doDropoutBackward(float* dx, const float* dy, int64_t n, float p, uint64_t seed,
+                                            uint64_t first) {
+    cpuref::dropoutBackward(dx, dy, n, p, seed, first);
 }
 
 void CpuReferenceBackend::doEmbeddingForward(float* y, const float* table, const float* ids, int64_t count, int dim,

@@ -66,8 +66,8 @@ protected:
     void doLayerNormBackward(float* dx, float* dgamma, float* dbeta, const float* dy, const float* x,
                              const float* gamma, const float* mean, const float* rstd, int rows, int cols) override;
 
-    void doDropoutForward(float* y, const float* x, int64_t n, float p, uint64_t seed) override;
-    void doDropoutBackward(float* dx, const float* dy, int64_t n, float p, uint64_t seed) override;
+    void doDropoutForward(float* y, const float* x, int64_t n, float p, uint64_t seed, uint64_t first) override;
+    void doDropoutBackward(float* dx, const float* dy, int64_t n, float p, uint64_t seed, uint64_t first) override;
 
     void doEmbeddingForward(float* y, const float* table, const float* ids, int64_t count, int dim, int vocab) override;
     void doEmbeddingBackward(float* dtable, const float* dy, const float* ids, int64_t count, int dim,

@@ -138,6 +138,21 @@ std::vector<int64_t> epochOrder(int64_t count, bool shuffle, uint64_t seed, int 
     return order;
 }
 
+BatchShard batchShard(int64_t batch, int rank, int size) {
+    if (size < 1 || rank < 0 || rank >= size)
+        throw std::invalid_argument("batchShard: rank " + std::to_string(rank) + " of " + std::to_string(size));
+    const int64_t begin = batch * rank / size, end = batch * (rank + 1) / size;
+    return {begin, end - begin};
+}
+
+void DataLoader::setShard(int rank, int size) {
+    batchShard(1, rank, size);  // checks the arguments
+    std::lock_guard<std::mutex> lock(m_mutex);
+    if (m_started) throw std::logic_error("DataLoader::setShard called after startEpoch");
+    m_shardRank = rank;
+    m_shardSize = size;
+}
+
 int64_t DataLoader::batchesPerEpoch() const {
     const int64_t n = m_split.count;
     return m_dropLast ? n / m_batchSize : (n + m_batchSize - 1) / m_batchSize;
@@ -171,6 +186,8 @@ bool DataLoader::next(Batch& out) {
     std::swap(out.inputs, b.inputs);
     std::swap(out.labels, b.labels);
     out.size = b.size;
+    out.first = b.first;
+    out.globalSize = b.globalSize;
     m_free.push_back(slot);
     ++m_consumed;
     lock.unlock();
@@ -216,14 +233,20 @@ void DataLoader::workerLoop() {
 }
 
 void DataLoader::fillBatch(Batch& batch, const std::vector<int64_t>& order, int epoch, int64_t batchIndex) const {
-    const int64_t begin = batchIndex * m_batchSize;
-    const int64_t size = std::min<int64_t>(m_batchSize, m_split.count - begin);
+    const int64_t globalBegin = batchIndex * m_batchSize;
+    const int64_t globalSize = std::min<int64_t>(m_batchSize, m_split.count - globalBegin);
+    const BatchShard shard = batchShard(globalSize, m_shardRank, m_shardSize);
+    const int64_t begin = globalBegin + shard.begin;
+    const int64_t size = shard.count;
     batch.size = size;
+    batch.first = shard.begin;
+    batch.globalSize = globalSize;
     // resize() within capacity does not allocate: the buffers circulate between worker and consumer.
     batch.inputs.resize(static_cast<size_t>(size * m_sampleSize));
     batch.labels.resize(static_cast<size_t>(size));
-    // Augmentation draws from a stream keyed by (seed, epoch, batch): independent of thread timing.
-    uint64_t rng =
+    // Augmentation draws from a stream keyed by (seed, epoch, batch, sample's index in the batch): independent
+    // of thread timing, and of how a data-parallel job splits the batch.
+    const uint64_t batchRng =
         data::mixSeed(data::mixSeed(m_seed ^ 0xA0A0A0A0ull, static_cast<uint64_t>(static_cast<int64_t>(epoch))),
                       static_cast<uint64_t>(batchIndex));
     const bool augment = m_aug.active();
@@ -232,7 +255,10 @@ void DataLoader::fillBatch(Batch& batch, const std::vector<int64_t>& order, int 
         float* dst = batch.inputs.data() + i * m_sampleSize;
         std::memcpy(dst, m_split.inputs.data() + src * m_sampleSize, static_cast<size_t>(m_sampleSize) * sizeof(float));
         batch.labels[static_cast<size_t>(i)] = m_split.labels[static_cast<size_t>(src)];
-        if (augment) augmentSample(dst, rng);
+        if (augment) {
+            uint64_t rng = data::mixSeed(batchRng, static_cast<uint64_t>(shard.begin + i));
+            augmentSample(dst, rng);
+        }
     }
 }
 

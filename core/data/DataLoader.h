@@ -58,8 +58,20 @@ Augmentation trainingAugmentation(const DatasetSettings& settings, const Normali
 // DataLoader batches follow it; so does the Trainer when the data lives in device memory.
 std::vector<int64_t> epochOrder(int64_t count, bool shuffle, uint64_t seed, int epoch);
 
+// Data parallel: the part of a global batch of `batch` samples that rank `rank` of `size` takes: contiguous,
+// in rank order, [begin, begin + count). Counts differ by at most one; with fewer samples than ranks some
+// ranks get none (they still join the step's collectives).
+struct BatchShard {
+    int64_t begin = 0, count = 0;
+};
+BatchShard batchShard(int64_t batch, int rank, int size);
+
 struct Batch {
     int64_t size = 0;
+    // Data parallel (DataLoader::setShard): this rank's part of a global batch of globalSize samples starts
+    // at sample `first` of it. Without shards: 0 and size.
+    int64_t first = 0;
+    int64_t globalSize = 0;
     std::vector<float> inputs;    // size * sampleShape.numel()
     std::vector<int32_t> labels;  // size
 };
@@ -74,6 +86,10 @@ public:
     DataLoader(const DataLoader&) = delete;
     DataLoader& operator=(const DataLoader&) = delete;
 
+    // Data parallel: every batch becomes this rank's shard of it (batchShard): each epoch's order and batch
+    // boundaries stay those of one process, so the ranks together see every sample once. Call before the
+    // first startEpoch.
+    void setShard(int rank, int size);
     // Starts (or restarts, dropping what is queued) an epoch; the order is a function of (seed, epoch).
     void startEpoch(int epoch);
     // Blocks until the next batch is ready; false at the end of the epoch. Swaps buffers with
@@ -96,6 +112,7 @@ private:
     const bool m_dropLast;
     int64_t m_sampleSize = 0;
     int64_t m_channels = 1, m_height = 1, m_width = 1;
+    int m_shardRank = 0, m_shardSize = 1;
 
     std::mutex m_mutex;
     std::condition_variable m_workerWake;

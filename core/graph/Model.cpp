@@ -228,7 +228,7 @@ void Model::allocateFor(int64_t batch) {
     }
 }
 
-const Tensor& Model::forward(const Tensor& input, bool training, uint64_t seed) {
+const Tensor& Model::forward(const Tensor& input, bool training, uint64_t seed, int64_t firstSample) {
     if (input.shape().rank() != m_inputShape.rank() + 1 || input.shape().dropFirst() != m_inputShape)
         throw std::invalid_argument("model input must be [N, " + m_inputShape.toString().substr(1) + ", got " +
                                     input.shape().toString());
@@ -236,6 +236,7 @@ const Tensor& Model::forward(const Tensor& input, bool training, uint64_t seed) 
     allocateFor(batch);
     m_lastTraining = training;
     m_lastSeed = seed;
+    m_lastFirstSample = firstSample;
     std::vector<const Tensor*> ins;
     for (auto& s : m_steps) {
         if (s->isInput) {
@@ -246,7 +247,8 @@ const Tensor& Model::forward(const Tensor& input, bool training, uint64_t seed) 
         if (m_interrupt && m_interrupt->load(std::memory_order_relaxed)) throw ModelInterrupted();
         ins.clear();
         for (int i : s->inputs) ins.push_back(&m_steps[static_cast<size_t>(i)]->output);
-        LayerContext ctx{*m_backend, training, seed ^ (0x9E3779B97F4A7C15ull * static_cast<uint64_t>(s->node))};
+        LayerContext ctx{*m_backend, training, seed ^ (0x9E3779B97F4A7C15ull * static_cast<uint64_t>(s->node)),
+                         firstSample, m_replicas};
         if (m_layerHook) m_layerHook(s->node, false, true);
         forLayer(m_graph, s->node, "forward", [&] { s->layer->forward(ctx, ins, s->output); });
         if (m_layerHook) m_layerHook(s->node, false, false);
@@ -279,11 +281,46 @@ void Model::backward(const Tensor& dOutput) {
             dins.push_back(wanted ? &target.grad : nullptr);
         }
         LayerContext ctx{*m_backend, m_lastTraining,
-                         m_lastSeed ^ (0x9E3779B97F4A7C15ull * static_cast<uint64_t>(s.node))};
+                         m_lastSeed ^ (0x9E3779B97F4A7C15ull * static_cast<uint64_t>(s.node)), m_lastFirstSample,
+                         m_replicas};
         if (m_layerHook) m_layerHook(s.node, true, true);
         forLayer(m_graph, s.node, "backward",
                  [&] { s.layer->backward(ctx, ins, s.output, &s == &last ? dOutput : s.grad, dins); });
         if (m_layerHook) m_layerHook(s.node, true, false);
+        gradientsReadyAfter(s);
+    }
+}
+
+void Model::gradientsReadyAfter(const Step& s) {
+    if (!m_gradientsReady) return;
+    int64_t from = -1;
+    for (const Parameter& p : s.layer->parameters())
+        if (p.trainable && p.grad.defined()) {
+            const int64_t o = packedOffset(p);
+            if (o >= 0 && (from < 0 || o < from)) from = o;
+        }
+    if (from >= 0) m_gradientsReady(from);
+}
+
+void Model::idleStep(uint64_t seed) {
+    m_lastTraining = true;
+    m_lastSeed = seed;
+    m_lastFirstSample = 0;
+    for (auto& s : m_steps) {
+        if (s->isInput || s->fusedFrom >= 0) continue;
+        if (m_interrupt && m_interrupt->load(std::memory_order_relaxed)) throw ModelInterrupted();
+        LayerContext ctx{*m_backend, true, seed ^ (0x9E3779B97F4A7C15ull * static_cast<uint64_t>(s->node)), 0,
+                         m_replicas};
+        forLayer(m_graph, s->node, "forward", [&] { s->layer->idleForward(ctx); });
+    }
+    for (auto it = m_steps.rbegin(); it != m_steps.rend(); ++it) {
+        Step& s = **it;
+        if (s.isInput || !s.needsGrad || s.reluAbsorbed) continue;
+        if (m_interrupt && m_interrupt->load(std::memory_order_relaxed)) throw ModelInterrupted();
+        LayerContext ctx{*m_backend, true, seed ^ (0x9E3779B97F4A7C15ull * static_cast<uint64_t>(s.node)), 0,
+                         m_replicas};
+        forLayer(m_graph, s.node, "backward", [&] { s.layer->idleBackward(ctx); });
+        gradientsReadyAfter(s);
     }
 }
 

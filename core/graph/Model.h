@@ -35,10 +35,26 @@ public:
 
     // Runs every layer on a batched input [N, ...inputShape] in backend memory.
     // `seed` makes dropout masks reproducible (the Trainer passes one per step).
-    const Tensor& forward(const Tensor& input, bool training, uint64_t seed = 0);
+    // `firstSample`: data parallel, where this batch starts in the global batch (LayerContext::firstSample).
+    const Tensor& forward(const Tensor& input, bool training, uint64_t seed = 0, int64_t firstSample = 0);
     // Backpropagates dOutput [N, ...outputShape] through the last forward; accumulates parameter grads.
     void backward(const Tensor& dOutput);
     void zeroGrad();
+
+    // Data parallel: the cross-replica sum layers use in training (BatchNorm's global statistics), or null
+    // (the default: the batch is the whole batch). Must outlive the model or be reset first.
+    void setReplicaSum(ReplicaSum* sum) { m_replicas = sum; }
+    // Data parallel, a replica with no sample in this step's global batch: stands in for forward(training)
+    // and backward, joining every collective the other replicas' layers make, in the same order, and
+    // calling the gradients-ready hook as backward would. Gradients are left as they are (zeroGrad first).
+    void idleStep(uint64_t seed);
+
+    // Called during backward after each layer with trainable parameters has written its gradients, with
+    // the packed offset (elements) from which every gradient is now final: parameters are packed in
+    // topological order and backward runs in reverse, so [from, packedGradients().numel()) is done. The
+    // data-parallel Trainer starts a bucket's all-reduce there, while backward goes on.
+    using GradientsReadyHook = std::function<void(int64_t from)>;
+    void setGradientsReadyHook(GradientsReadyHook hook) { m_gradientsReady = std::move(hook); }
 
     // Called by forward after each layer (not the Input) with its node id and batched output, which the
     // hook may change in place: activation ranges for int8 calibration, simulated quantization. Compile
@@ -99,6 +115,10 @@ private:
     int64_t m_capacity = 0;  // samples the activation buffers hold
     bool m_lastTraining = false;
     uint64_t m_lastSeed = 0;
+    int64_t m_lastFirstSample = 0;
+    ReplicaSum* m_replicas = nullptr;
+    GradientsReadyHook m_gradientsReady;
+    void gradientsReadyAfter(const Step& s);
     Tensor m_packedValues, m_packedGrads;
     ForwardHook m_forwardHook;
     LayerHook m_layerHook;

@@ -319,6 +319,11 @@ std::vector<SettingSpec<TS>> makeTrainingSpecs() {
         Entry<&TS::threads>("threads", "CPU threads", "CPU threads; 0: all cores.")
             .intRange(0, 4096)
             .flag("--threads", "N"),
+        Entry<&TS::distMode>("dist_mode", "Data-parallel mode",
+                             "Under mpirun: sync (equals one process on the global batch) or local-sgd:K (each "
+                             "rank steps on its own shard, parameters averaged every K steps).")
+            .nonEmpty()
+            .flag("--dist-mode", "sync|local-sgd:K"),
     };
 }
 

@@ -2,6 +2,14 @@
 // [C, L] or [C, H, W]) with batch statistics in training and running
 // statistics in evaluation, then applies gamma and beta. running_mean and
 // running_var are non-trainable state kept in checkpoints and exports.
+//
+// Data parallel (LayerContext::replicas set): training uses the statistics of the GLOBAL batch. The
+// per-channel sums, then the sums of squared deviations, and in backward the sums of dy and dy * xhat are
+// summed over the replicas, so every replica computes exactly what one process on the global batch would,
+// and the running statistics stay identical on every replica (which also makes averaging them at the end
+// of an epoch unnecessary). That path runs on the host in double, like CpuReference.
+#include <cmath>
+
 #include "core/layers/BuiltinLayers.h"
 
 namespace strata::layers {
@@ -16,7 +24,9 @@ public:
         Backend& b = ctx.backend;
         const int n = toInt(batchOf(*in[0]), "in", "batch size");
         m_trainingForward = ctx.training;
-        if (ctx.training) {
+        if (ctx.training && ctx.replicas) {
+            forwardSynced(ctx, in[0], &out, n);
+        } else if (ctx.training) {
             // Per channel, so allocated once and reused whatever the batch size.
             ensureBuffer(b, m_saveMean, Shape{m_c});
             ensureBuffer(b, m_saveInvStd, Shape{m_c});
@@ -35,6 +45,10 @@ public:
         float* dbeta = gradOf(m_params[1]);
         if (!dgamma) dgamma = scratch(b, m_dgScratch, Shape{m_c});
         if (!dbeta) dbeta = scratch(b, m_dbScratch, Shape{m_c});
+        if (m_trainingForward && ctx.replicas) {
+            backwardSynced(ctx, &dOut, dIn[0], n);
+            return;
+        }
         if (m_trainingForward) {
             float* dx = dIn[0] ? dIn[0]->f32() : scratch(b, m_dxScratch, dOut.shape());
             b.batchNormBackward(dx, dgamma, dbeta, dOut.f32(), in[0]->f32(), p(0), m_saveMean.f32(), m_saveInvStd.f32(),
@@ -64,7 +78,117 @@ public:
         }
     }
 
+    void idleForward(LayerContext& ctx) override {
+        m_trainingForward = ctx.training;
+        if (ctx.training && ctx.replicas) forwardSynced(ctx, nullptr, nullptr, 0);
+    }
+    void idleBackward(LayerContext& ctx) override {
+        if (m_trainingForward && ctx.replicas) backwardSynced(ctx, nullptr, nullptr, 0);
+    }
+
 private:
+    size_t index(int b, int ch, int i) const {
+        return (static_cast<size_t>(b) * static_cast<size_t>(m_c) + static_cast<size_t>(ch)) *
+                   static_cast<size_t>(m_inner) +
+               static_cast<size_t>(i);
+    }
+    std::vector<float> toHostVector(Backend& b, const float* src, size_t count) {
+        std::vector<float> v(count);
+        if (count > 0) b.copyToHost(v.data(), src, count * sizeof(float));
+        return v;
+    }
+
+    // Training forward over the global batch: this replica holds `n` samples of it (0: none, x and out null).
+    void forwardSynced(LayerContext& ctx, const Tensor* x, Tensor* out, int n) {
+        Backend& b = ctx.backend;
+        const size_t c = static_cast<size_t>(m_c);
+        m_hostX = x ? toHostVector(b, x->f32(), static_cast<size_t>(x->numel())) : std::vector<float>();
+        std::vector<double> acc(c + 1, 0.0);
+        for (int bi = 0; bi < n; ++bi)
+            for (int ch = 0; ch < m_c; ++ch)
+                for (int i = 0; i < m_inner; ++i) acc[static_cast<size_t>(ch)] += m_hostX[index(bi, ch, i)];
+        acc[c] = static_cast<double>(n) * m_inner;
+        ctx.replicas->sum(acc.data(), static_cast<int64_t>(c + 1));
+        m_count = acc[c];
+        std::vector<double> sq(c, 0.0), mean(c);
+        for (size_t ch = 0; ch < c; ++ch) mean[ch] = acc[ch] / m_count;
+        for (int bi = 0; bi < n; ++bi)
+            for (int ch = 0; ch < m_c; ++ch)
+                for (int i = 0; i < m_inner; ++i) {
+                    const double d = m_hostX[index(bi, ch, i)] - mean[static_cast<size_t>(ch)];
+                    sq[static_cast<size_t>(ch)] += d * d;
+                }
+        ctx.replicas->sum(sq.data(), static_cast<int64_t>(c));
+        // The saved statistics are floats, as the backend's forward saves them; backward reads them back.
+        m_hostMean.assign(c, 0.0f);
+        m_hostInvStd.assign(c, 0.0f);
+        std::vector<float> runMean = toHostVector(b, p(2), c), runVar = toHostVector(b, p(3), c);
+        const std::vector<float> gamma = toHostVector(b, p(0), c), beta = toHostVector(b, p(1), c);
+        std::vector<float> y(m_hostX.size());
+        for (int ch = 0; ch < m_c; ++ch) {
+            const size_t k = static_cast<size_t>(ch);
+            const double invStd = 1.0 / std::sqrt(sq[k] / m_count + m_eps);
+            for (int bi = 0; bi < n; ++bi)
+                for (int i = 0; i < m_inner; ++i) {
+                    const size_t e = index(bi, ch, i);
+                    y[e] = static_cast<float>((m_hostX[e] - mean[k]) * invStd * gamma[k] + beta[k]);
+                }
+            m_hostMean[k] = static_cast<float>(mean[k]);
+            m_hostInvStd[k] = static_cast<float>(invStd);
+            runMean[k] = static_cast<float>((1.0 - m_momentum) * runMean[k] + m_momentum * mean[k]);
+            runVar[k] = static_cast<float>((1.0 - m_momentum) * runVar[k] + m_momentum * (sq[k] / (m_count - 1.0)));
+        }
+        if (out && !y.empty()) b.copyFromHost(out->raw(), y.data(), y.size() * sizeof(float));
+        b.copyFromHost(p(2), runMean.data(), c * sizeof(float));
+        b.copyFromHost(p(3), runVar.data(), c * sizeof(float));
+    }
+
+    // Training backward over the global batch: the local parts of dgamma and dbeta (the gradient all-reduce
+    // sums them), then dx from the global sums of dy and dy * xhat.
+    void backwardSynced(LayerContext& ctx, const Tensor* dOut, Tensor* dIn, int n) {
+        Backend& b = ctx.backend;
+        const size_t c = static_cast<size_t>(m_c);
+        const std::vector<float> dy =
+            dOut ? toHostVector(b, dOut->f32(), static_cast<size_t>(dOut->numel())) : std::vector<float>();
+        std::vector<double> sums(2 * c, 0.0);  // sum dy, then sum dy * xhat
+        for (int bi = 0; bi < n; ++bi)
+            for (int ch = 0; ch < m_c; ++ch) {
+                const size_t k = static_cast<size_t>(ch);
+                const double mean = m_hostMean[k], invStd = m_hostInvStd[k];
+                for (int i = 0; i < m_inner; ++i) {
+                    const size_t e = index(bi, ch, i);
+                    sums[k] += dy[e];
+                    sums[c + k] += dy[e] * (m_hostX[e] - mean) * invStd;
+                }
+            }
+        addToHostCopy(b, gradOf(m_params[1]), sums.data(), c);
+        addToHostCopy(b, gradOf(m_params[0]), sums.data() + c, c);
+        ctx.replicas->sum(sums.data(), static_cast<int64_t>(2 * c));
+        if (!dIn || n == 0) return;
+        std::vector<float> dx = toHostVector(b, dIn->f32(), static_cast<size_t>(dIn->numel()));
+        const std::vector<float> gamma = toHostVector(b, p(0), c);
+        for (int bi = 0; bi < n; ++bi)
+            for (int ch = 0; ch < m_c; ++ch) {
+                const size_t k = static_cast<size_t>(ch);
+                const double mean = m_hostMean[k], invStd = m_hostInvStd[k], g = gamma[k];
+                for (int i = 0; i < m_inner; ++i) {
+                    const size_t e = index(bi, ch, i);
+                    const double xhat = (m_hostX[e] - mean) * invStd;
+                    dx[e] +=
+                        static_cast<float>(g * invStd * (dy[e] - sums[k] / m_count - xhat * sums[c + k] / m_count));
+                }
+            }
+        b.copyFromHost(dIn->raw(), dx.data(), dx.size() * sizeof(float));
+    }
+
+    // grad[k] += add[k] (as float, like the backend's batchNormBackward) through a host copy; null: nothing.
+    void addToHostCopy(Backend& b, float* grad, const double* add, size_t count) {
+        if (!grad) return;
+        std::vector<float> g = toHostVector(b, grad, count);
+        for (size_t k = 0; k < count; ++k) g[k] += static_cast<float>(add[k]);
+        b.copyFromHost(grad, g.data(), count * sizeof(float));
+    }
+
     float* p(size_t i) { return m_params[i].value.f32(); }
     // A zeroed buffer for a gradient nobody wants (the backend ops accumulate into it).
     static float* scratch(Backend& b, Tensor& t, const Shape& s) {
@@ -75,6 +199,8 @@ private:
     int m_c, m_inner;
     float m_momentum, m_eps;
     bool m_trainingForward = false;
+    std::vector<float> m_hostX, m_hostMean, m_hostInvStd;  // the synced path's forward, for its backward
+    double m_count = 0;                                    // samples x inner of the global batch
     Tensor m_saveMean, m_saveInvStd, m_dxScratch, m_dgScratch, m_dbScratch, m_ones, m_zeros, m_invStd;
 };
 

@@ -1,7 +1,8 @@
 // Dropout: in training, zeroes each element with probability `rate` and
 // scales the rest by 1/(1-rate); the identity in evaluation. The mask comes
 // from ctx.seed through the backend's counter-based RNG, so backward
-// recomputes it instead of storing it.
+// recomputes it instead of storing it. Counters are global element indices (LayerContext::firstSample), so
+// data-parallel replicas together draw exactly the mask of one process on the global batch.
 #include "core/layers/BuiltinLayers.h"
 
 namespace strata::layers {
@@ -13,8 +14,11 @@ public:
     void forward(LayerContext& ctx, const std::vector<const Tensor*>& in, Tensor& out) override {
         m_active = ctx.training && m_rate > 0.0f;
         m_seed = ctx.seed;
+        // Counters by global element index: a replica's slice draws the mask the whole batch has there.
+        const int64_t batch = batchOf(out);
+        m_first = batch > 0 ? static_cast<uint64_t>(ctx.firstSample * (out.numel() / batch)) : 0;
         if (m_active)
-            ctx.backend.dropoutForward(out.f32(), in[0]->f32(), out.numel(), m_rate, m_seed);
+            ctx.backend.dropoutForward(out.f32(), in[0]->f32(), out.numel(), m_rate, m_seed, m_first);
         else
             ctx.backend.copy(out.raw(), in[0]->raw(), out.bytes());
     }
@@ -23,7 +27,7 @@ public:
         if (!dIn[0]) return;
         // The mode and seed of the forward pass, which the mask came from.
         if (m_active)
-            ctx.backend.dropoutBackward(dIn[0]->f32(), dOut.f32(), dOut.numel(), m_rate, m_seed);
+            ctx.backend.dropoutBackward(dIn[0]->f32(), dOut.f32(), dOut.numel(), m_rate, m_seed, m_first);
         else
             ctx.backend.axpy(dIn[0]->f32(), 1.0f, dOut.f32(), dOut.numel());
     }
@@ -32,6 +36,7 @@ private:
     float m_rate;
     bool m_active = false;
     uint64_t m_seed = 0;
+    uint64_t m_first = 0;
 };
 
 class DropoutType : public LayerType {

@@ -79,10 +79,23 @@ struct Parameter {
     bool trainable = true;
 };
 
+// Data-parallel training (core/dist, the Trainer): sums values over every replica's copy of the layer, an
+// all-reduce in the same order on every replica. BatchNorm in training sums its per-channel statistics
+// through it, so each replica normalizes its slice with the statistics of the GLOBAL batch.
+class ReplicaSum {
+public:
+    virtual ~ReplicaSum() = default;
+    virtual void sum(double* values, int64_t count) = 0;
+};
+
 struct LayerContext {
     Backend& backend;
     bool training = false;
     uint64_t seed = 0;  // per step and per node; dropout derives its mask from it
+    // Data parallel: where this replica's batch starts in the global batch (dropout draws each sample's
+    // mask by its global index), and the cross-replica sum (null: this batch is the whole batch).
+    int64_t firstSample = 0;
+    ReplicaSum* replicas = nullptr;
 };
 
 // An executable layer, created by LayerType::create for fixed per-sample shapes.
@@ -107,6 +120,12 @@ public:
     // gradient masked by (input > 0); the Model skips the ReLU's backward. Returns whether it did;
     // default: no (max pooling agrees: Backend::maxPool2dReLUBackward).
     virtual bool absorbReLUBackward() { return false; }
+
+    // Data parallel, a replica whose slice of a step's global batch is empty: forward and backward are not
+    // called, these are, in their place, so that the layer joins the collectives of ctx.replicas the other
+    // replicas' layers make (with nothing to add). Default: a layer that makes none does nothing.
+    virtual void idleForward(LayerContext& /*ctx*/) {}
+    virtual void idleBackward(LayerContext& /*ctx*/) {}
 
     // Set by whoever creates the layer, in the order of LayerType::parameterSpecs.
     std::vector<Parameter>& parameters() { return m_params; }

@@ -66,6 +66,7 @@ void BatchStager::setUpTraining(const DataSplit& split, const Augmentation& aug,
     if (use && split.count > std::numeric_limits<int32_t>::max()) use = false;
     if (!use) {
         m_trainLoader = std::make_unique<DataLoader>(split, m_batchSize, true, seed, aug);
+        m_trainLoader->setShard(m_shardRank, m_shardSize);
         return;
     }
     auto resident = std::make_unique<Resident>();
@@ -82,6 +83,7 @@ void BatchStager::setUpTraining(const DataSplit& split, const Augmentation& aug,
         log("the training data (" + mib(bytes) + ") does not fit in " + device + " memory (" + e.what() +
             "): batches come from the host");
         m_trainLoader = std::make_unique<DataLoader>(split, m_batchSize, true, seed, aug);
+        m_trainLoader->setShard(m_shardRank, m_shardSize);
         return;
     }
     m_resident = std::move(resident);
@@ -104,8 +106,13 @@ void BatchStager::startTrainEpoch(int epoch) {
 bool BatchStager::nextTrainBatch(Batch& b) {
     if (m_trainLoader) return m_trainLoader->next(b);
     if (m_resident->nextBatch >= trainBatchesPerEpoch()) return false;
-    const int64_t begin = m_resident->nextBatch++ * m_batchSize;
-    b.size = std::min<int64_t>(m_batchSize, m_train->count - begin);
+    const int64_t globalBegin = m_resident->nextBatch++ * m_batchSize;
+    const int64_t globalSize = std::min<int64_t>(m_batchSize, m_train->count - globalBegin);
+    const BatchShard shard = batchShard(globalSize, m_shardRank, m_shardSize);
+    const int64_t begin = globalBegin + shard.begin;
+    b.size = shard.count;
+    b.first = shard.begin;
+    b.globalSize = globalSize;
     b.inputs.clear();
     b.labels.resize(static_cast<size_t>(b.size));
     for (int64_t i = 0; i < b.size; ++i)

@@ -36,6 +36,12 @@ public:
     BatchStager(const BatchStager&) = delete;
     BatchStager& operator=(const BatchStager&) = delete;
 
+    // Data parallel: training batches become this rank's shard of each global batch (batchShard). Call
+    // before setUpTraining.
+    void setShard(int rank, int size) {
+        m_shardRank = rank;
+        m_shardSize = size;
+    }
     // Decides where training batches come from and, for resident data, uploads the split once. `split`
     // must outlive the stager. Decisions the user should know about go to `log`.
     void setUpTraining(const DataSplit& split, const Augmentation& augmentation, uint64_t seed, ResidentData mode,
@@ -64,6 +70,7 @@ private:
     int m_batchSize;
     Tensor m_inputBufs[2], m_labelBufs[2];
     int m_nextSlot = 0;
+    int m_shardRank = 0, m_shardSize = 1;
     int64_t m_capacity = 0;
     const DataSplit* m_train = nullptr;
     std::unique_ptr<Resident> m_resident;

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <limits>
 #include <new>
@@ -15,6 +16,7 @@
 #include "core/backend/BackendRegistry.h"
 #include "core/data/DataLoader.h"
 #include "core/data/Dataset.h"
+#include "core/dist/Communicator.h"
 #include "core/graph/Model.h"
 #include "core/train/BackendOptionsFor.h"
 #include "core/train/BatchStager.h"
@@ -22,6 +24,7 @@
 #include "core/train/CheckpointPolicy.h"
 #include "core/train/Divergence.h"
 #include "core/train/DynamicLossScale.h"
+#include "core/train/GradientBuckets.h"
 #include "core/train/LrSchedule.h"
 #include "core/train/MemoryEstimate.h"
 #include "core/train/Optimizer.h"
@@ -46,6 +49,29 @@ std::string formatScale(double scale) {
 }
 
 TrainingObserver g_nullObserver;
+
+// An error every rank of a data-parallel job raises at the same point (a project that differs between
+// ranks): each ends on its own, no rank is left waiting, so no abort is needed.
+struct CollectiveError : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+// BatchNorm's cross-replica sums (LayerContext::replicas) over a communicator.
+class CommunicatorSum : public ReplicaSum {
+public:
+    explicit CommunicatorSum(Communicator& comm) : m_comm(comm) {}
+    void sum(double* values, int64_t count) override { m_comm.allReduce(values, count, ReduceOp::Sum); }
+
+private:
+    Communicator& m_comm;
+};
+
+// A test hook (tests/dist): STRATA_TEST_FAIL_STEP=N makes rank STRATA_TEST_FAIL_RANK (default 0) throw
+// at the start of step N, as a failing rank would.
+int64_t envInt(const char* name, int64_t otherwise) {
+    const char* v = std::getenv(name);
+    return v && *v ? std::atoll(v) : otherwise;
+}
 
 // Samples per second over windows of at least half a second, for the step events.
 class RateMeter {
@@ -98,8 +124,102 @@ struct Trainer::Impl {
     bool reachedMaxSteps = false;
     Clock::time_point runStart;
 
+    // Data parallel: dp when the job has more than one rank.
+    Communicator* comm = nullptr;
+    bool dp = false;
+    int rank = 0, ranks = 1;
+    std::unique_ptr<CommunicatorSum> replicaSum;
+    std::unique_ptr<GradientBuckets> buckets;  // sync mode
+    double localSamplesSinceAverage = 0;       // local SGD
+    int64_t failStep = 0, failRank = 0;        // the STRATA_TEST_FAIL_* hook
+
     Impl(Project p, Backend& b, TrainingObserver* o, TrainerOptions op)
-        : project(std::move(p)), backend(b), obs(o ? o : &g_nullObserver), opt(std::move(op)) {}
+        : project(std::move(p)), backend(b), obs(o ? o : &g_nullObserver), opt(std::move(op)) {
+        comm = opt.communicator;
+        if (comm) {
+            rank = comm->rank();
+            ranks = comm->size();
+            dp = ranks > 1;
+        }
+        failStep = envInt("STRATA_TEST_FAIL_STEP", 0);
+        failRank = envInt("STRATA_TEST_FAIL_RANK", 0);
+    }
+
+    bool localSgd() const { return dp && opt.localSgdSteps > 0; }
+
+    // Whether the run stops here: a request on this process, or data parallel on any rank. An all-reduce,
+    // called at the same points on every rank, so that every rank takes the same branch.
+    bool stopAgreed() {
+        if (!dp) return stopRequested;
+        double any = stopRequested ? 1.0 : 0.0;
+        comm->allReduce(&any, 1, ReduceOp::Sum);
+        if (any > 0) stopRequested = true;
+        return any > 0;
+    }
+
+    // Data parallel: the ranks whose `value` differs from rank 0's (every rank gets the list).
+    std::vector<int> ranksDiffering(uint64_t value) {
+        uint64_t root = value;
+        comm->broadcast(&root, sizeof root, 0);
+        std::vector<double> differs(static_cast<size_t>(ranks), 0.0);
+        differs[static_cast<size_t>(rank)] = root == value ? 0.0 : 1.0;
+        comm->allReduce(differs.data(), ranks, ReduceOp::Sum);
+        std::vector<int> out;
+        for (int r = 0; r < ranks; ++r)
+            if (differs[static_cast<size_t>(r)] > 0) out.push_back(r);
+        return out;
+    }
+
+    // Data parallel: every rank must train the same project on the same data; a difference stops every rank
+    // at start, naming the ranks.
+    void checkRanksAgree() {
+        const std::string projectText = projectToJson(project).dump();
+        uint64_t dataHash = fnv1a64(&data.train.count, sizeof data.train.count);
+        for (const DataSplit* split : {&data.train, &data.validation}) {
+            dataHash = fnv1a64(split->inputs.data(), split->inputs.size() * sizeof(float), dataHash);
+            dataHash = fnv1a64(split->labels.data(), split->labels.size() * sizeof(int32_t), dataHash);
+        }
+        auto list = [](const std::vector<int>& r) {
+            std::string s;
+            for (int x : r) s += (s.empty() ? "" : ", ") + std::to_string(x);
+            return s;
+        };
+        const std::vector<int> projectDiffers = ranksDiffering(fnv1a64(projectText.data(), projectText.size()));
+        if (!projectDiffers.empty())
+            throw CollectiveError("data parallel: the project (graph or settings) of rank(s) " + list(projectDiffers) +
+                                  " differs from rank 0's: every rank must run the same project file with the same "
+                                  "options");
+        const std::vector<int> dataDiffers = ranksDiffering(dataHash);
+        if (!dataDiffers.empty())
+            throw CollectiveError("data parallel: the data set loaded by rank(s) " + list(dataDiffers) +
+                                  " differs from rank 0's: every rank must read the same files");
+    }
+
+    // Data parallel: rank 0's weights and state (BatchNorm statistics) to every rank.
+    void broadcastWeights() {
+        std::map<std::string, std::vector<float>> w = modelWeights(*model);
+        for (auto& [name, v] : w) comm->broadcast(v.data(), static_cast<int64_t>(v.size() * sizeof(float)), 0);
+        applyWeights(*model, w);
+    }
+
+    // Local SGD: the parameters and BatchNorm running statistics become the average over the ranks, each
+    // weighted by the samples it trained on since the last average (host memory: CPU backend).
+    void averageReplicas() {
+        double total = localSamplesSinceAverage;
+        comm->allReduce(&total, 1, ReduceOp::Sum);
+        const float weight = total > 0 ? static_cast<float>(localSamplesSinceAverage / total) : 0.0f;
+        localSamplesSinceAverage = 0;
+        if (total <= 0) return;
+        auto average = [&](const Tensor& t) {
+            if (!t.defined() || t.numel() == 0) return;
+            backend.scale(t.f32(), weight, t.numel());
+            backend.synchronize();
+            comm->allReduce(t.f32(), t.numel(), ReduceOp::Sum);
+        };
+        average(model->packedValues());
+        for (const auto& np : model->namedParameters())
+            if (!np.param->trainable) average(np.param->value);
+    }
 
     const TrainingSettings& ts() const { return project.training; }
 
@@ -250,7 +370,16 @@ struct Trainer::Impl {
     }
 
     void resume(const std::string& path) {
-        ResumePoint point = findResumePoint(path, opt.resumeBest);
+        // Data parallel: rank 0 chooses the file (a folder's newest or best) and sets later ones aside; the
+        // others read the file it chose (every rank must see it: a shared file system).
+        std::string file = path;
+        bool best = opt.resumeBest;
+        if (dp) {
+            if (rank == 0) file = findResumePoint(path, opt.resumeBest).file;
+            comm->broadcast(file, 0);
+            best = false;
+        }
+        ResumePoint point = findResumePoint(file, best);
         for (const std::string& why : point.skipped)
             obs->onLog("resume: skipped a checkpoint that does not load: " + why);
         for (const std::string& moved : checkpoints.setAsideLaterThan(point.checkpoint, point.file))
@@ -278,27 +407,38 @@ struct Trainer::Impl {
     }
 
     // Returns {loss, accuracy} over a split in evaluation mode.
+    // Data parallel: each rank evaluates its shard of every batch, and the sums are reduced.
     std::pair<double, double> evaluate(const DataSplit& split) {
         DataLoader loader(split, ts().batchSize, false, ts().seed);
+        if (dp) loader.setShard(rank, ranks);
         loader.startEpoch(0);
         Batch b, pending;
         Staged staged;
         bool havePending = loader.next(pending);
-        if (havePending) staged = stager->stage(pending);
+        if (havePending && pending.size > 0) staged = stager->stage(pending);
         double lossSum = 0;
         int64_t correct = 0, seen = 0;
         while (havePending) {
-            if (stopRequested) break;
+            if (stopRequested && !dp) break;  // data parallel: the ranks agree on stopping after validation
             std::swap(b, pending);
             const Staged cur = staged;
-            const Tensor& logits = model->forward(cur.input, false);
-            computeLoss(logits, b, cur.labels, false);
-            const Backend::StepMetrics m = batchMetrics(logits, b, cur.labels);
-            lossSum += m.lossSum;
-            correct += m.correct;
-            seen += b.size;
+            if (b.size > 0) {
+                const Tensor& logits = model->forward(cur.input, false);
+                computeLoss(logits, b, cur.labels, false);
+                const Backend::StepMetrics m = batchMetrics(logits, b, cur.labels);
+                lossSum += m.lossSum;
+                correct += m.correct;
+                seen += b.size;
+            }
             havePending = loader.next(pending);
-            if (havePending) staged = stager->stage(pending);
+            if (havePending && pending.size > 0) staged = stager->stage(pending);
+        }
+        if (dp) {
+            double sums[3] = {lossSum, static_cast<double>(correct), static_cast<double>(seen)};
+            comm->allReduce(sums, 3, ReduceOp::Sum);
+            lossSum = sums[0];
+            correct = static_cast<int64_t>(sums[1]);
+            seen = static_cast<int64_t>(sums[2]);
         }
         if (seen == 0) return {0, 0};
         return {lossSum / static_cast<double>(seen), static_cast<double>(correct) / static_cast<double>(seen)};
@@ -363,34 +503,55 @@ struct Trainer::Impl {
         }
         bool havePending = stager->nextTrainBatch(pending);
         Staged staged;
-        if (havePending) staged = stager->stageTrain(pending);
+        if (havePending && pending.size > 0) staged = stager->stageTrain(pending);
         RateMeter rate;
-        while (!stopRequested) {
-            if (!waitWhilePaused()) break;
+        while (!stopAgreed()) {
+            if (!dp && !waitWhilePaused()) break;  // data parallel: no pause (a stop is agreed above)
             if (opt.maxSteps > 0 && progress.globalStep >= opt.maxSteps) {
                 reachedMaxSteps = true;
                 break;
             }
             if (!havePending) break;
+            if (failStep > 0 && progress.globalStep + 1 == failStep && rank == failRank)
+                throw std::runtime_error("step " + std::to_string(failStep) +
+                                         ": failure injected by STRATA_TEST_FAIL_STEP (a test)");
             std::swap(batch, pending);
             const Staged cur = staged;
+            const auto stepStart = Clock::now();
+            // Data parallel: this rank's shard of a global batch of globalN samples (possibly none).
+            const int64_t globalN = dp ? batch.globalSize : batch.size;
+            const bool empty = batch.size == 0;
             const double lr = learningRateAt(ts(), progress.globalStep, stepsPerEpoch);
-            const Tensor& logits =
-                model->forward(cur.input, true, mixSeed(ts().seed, static_cast<uint64_t>(progress.globalStep)));
+            const uint64_t seed = mixSeed(ts().seed, static_cast<uint64_t>(progress.globalStep));
+            const Tensor* logits = empty ? nullptr : &model->forward(cur.input, true, seed, batch.first);
             const float lossScale = lossScaler ? lossScaler->scale() : 1.0f;
-            computeLoss(logits, batch, cur.labels, true, lossScale);
+            // Sync: each rank's loss gradient is scaled by its share of the global batch, so the sum over the
+            // ranks is the gradient of the global batch's mean loss.
+            const float share = dp && !localSgd()
+                                    ? static_cast<float>(static_cast<double>(batch.size) / static_cast<double>(globalN))
+                                    : 1.0f;
+            if (!empty) computeLoss(*logits, batch, cur.labels, true, lossScale * share);
             model->zeroGrad();
-            model->backward(dlogitsBuf.view(model->outputShape().withBatch(batch.size)));
+            if (buckets) buckets->beginStep();
+            if (!empty)
+                model->backward(dlogitsBuf.view(model->outputShape().withBatch(batch.size)));
+            else if (!localSgd())
+                model->idleStep(seed);
             // Every op reading this step's input has been called: the next batch may upload now.
             havePending = stager->nextTrainBatch(pending);
-            if (havePending) staged = stager->stageTrain(pending);
+            if (havePending && pending.size > 0) staged = stager->stageTrain(pending);
+            if (buckets) buckets->finish();
             const bool apply = !lossScaler || unscaleGradients(lossScale);
             // The global gradient norm, for the divergence check, where clipping measures it anyway: measuring it
             // otherwise would add a second device wait to every step (the loss check covers those runs).
             double gradNorm = std::numeric_limits<double>::quiet_NaN();
-            if (apply) {
+            if (apply && !(localSgd() && empty)) {
                 if (ts().clipNorm > 0) gradNorm = optimizer->clipGradNorm(ts().clipNorm);
                 optimizer->step(lr);
+            }
+            if (localSgd()) {
+                localSamplesSinceAverage += static_cast<double>(batch.size);
+                if ((progress.globalStep + 1) % opt.localSgdSteps == 0) averageReplicas();
             }
             if (pruner && pruner->afterStep(progress.globalStep) &&
                 progress.globalStep == pruner->settings().schedule.endStep)
@@ -399,8 +560,15 @@ struct Trainer::Impl {
             // The step's whole work has been called; now its metrics are read back. A non-finite
             // loss therefore stops the run after its update, but the layer outputs examined are
             // still this step's (the backward pass and the update do not write them).
-            const Backend::StepMetrics metrics = batchMetrics(logits, batch, cur.labels);
-            const double loss = metrics.lossSum / static_cast<double>(batch.size);
+            Backend::StepMetrics metrics;
+            if (!empty) metrics = batchMetrics(*logits, batch, cur.labels);
+            if (dp) {
+                double sums[2] = {metrics.lossSum, static_cast<double>(metrics.correct)};
+                comm->allReduce(sums, 2, ReduceOp::Sum);
+                metrics.lossSum = sums[0];
+                metrics.correct = static_cast<int64_t>(sums[1]);
+            }
+            const double loss = metrics.lossSum / static_cast<double>(globalN);
             if (!std::isfinite(loss)) reportNonFiniteLoss(loss, epoch);
             if (std::string why = divergence->addLoss(loss); !why.empty()) reportDivergence(why, epoch, lr);
             if (std::isfinite(gradNorm))
@@ -411,18 +579,26 @@ struct Trainer::Impl {
                            "; update skipped, loss scale now " + formatScale(lossScaler->scale()));
             ++progress.globalStep;
             ++progress.stepInEpoch;
-            totals.lossSum += loss * static_cast<double>(batch.size);
+            totals.lossSum += loss * static_cast<double>(globalN);
             totals.correct += metrics.correct;
-            totals.seen += batch.size;
+            totals.seen += globalN;
             StepEvent ev;
             ev.epoch = epoch;
             ev.step = progress.globalStep;
             ev.stepInEpoch = progress.stepInEpoch;
             ev.stepsPerEpoch = stepsPerEpoch;
             ev.loss = loss;
-            ev.accuracy = static_cast<double>(metrics.correct) / static_cast<double>(batch.size);
+            ev.accuracy = static_cast<double>(metrics.correct) / static_cast<double>(globalN);
             ev.learningRate = lr;
-            ev.samplesPerSecond = rate.add(batch.size);
+            ev.samplesPerSecond = rate.add(globalN);
+            ev.ranks = ranks;
+            if (buckets) {
+                const GradientBuckets::StepTimes& t = buckets->lastStep();
+                ev.commSeconds = t.windowSeconds;
+                ev.exposedCommSeconds = t.exposedSeconds;
+                ev.hiddenFraction = t.hiddenFraction();
+            }
+            ev.computeSeconds = secondsSince(stepStart) - ev.exposedCommSeconds;
             ev.elapsedSeconds = secondsSince(runStart);
             if (lossScaler) {
                 ev.lossScale = lossScale;
@@ -445,9 +621,10 @@ struct Trainer::Impl {
         ev.trainAccuracy = totals.seen ? static_cast<double>(totals.correct) / static_cast<double>(totals.seen) : 0;
         ev.samplesPerSecond = totals.seen / std::max(trainSeconds, 1e-9);
         ev.hasValidation = data.validation.count > 0;
+        ev.ranks = ranks;
         if (ev.hasValidation) {
             std::tie(ev.valLoss, ev.valAccuracy) = evaluate(data.validation);
-            if (stopRequested) return false;
+            if (stopAgreed()) return false;
         } else {
             ev.valLoss = ev.valAccuracy = std::numeric_limits<double>::quiet_NaN();
         }
@@ -512,6 +689,26 @@ struct Trainer::Impl {
         }
     }
 
+    // Rank 0's weights everywhere (fresh or resumed), then the mode: sync (BatchNorm over the global batch,
+    // gradient buckets) or local SGD.
+    void setUpDataParallel() {
+        broadcastWeights();
+        std::ostringstream msg;
+        msg << "data parallel: rank " << rank << " of " << ranks << " (" << comm->name() << "), global batch "
+            << ts().batchSize << ", ";
+        if (localSgd()) {
+            msg << "local SGD: parameters averaged every " << opt.localSgdSteps << " step(s) and at each epoch's end";
+        } else {
+            replicaSum = std::make_unique<CommunicatorSum>(*comm);
+            model->setReplicaSum(replicaSum.get());
+            buckets = std::make_unique<GradientBuckets>(*comm, *model, opt.bucketBytes);
+            model->setGradientsReadyHook([this](int64_t from) { buckets->ready(from); });
+            msg << "sync: gradients summed in " << buckets->bucketCount() << " bucket(s) of up to "
+                << formatBytes(static_cast<uint64_t>(opt.bucketBytes)) << " while backward runs";
+        }
+        obs->onLog(msg.str());
+    }
+
     // Data, model, optimizer and batches, in that order; resumes when asked.
     void setUp() {
         obs->onLog("loading data");
@@ -531,13 +728,24 @@ struct Trainer::Impl {
             throw std::runtime_error(dataName + ": the data set is too large to hold in memory (" + e.what() + ")");
         }
         obs->onLog(data.description);
+        if (dp) {
+            if (!backend.device().isCpu())
+                throw std::invalid_argument("data-parallel training over " + comm->name() + " runs on the CPU only (" +
+                                            backend.device().toString() + " needs a GPU communicator, NCCL)");
+            checkRanksAgree();
+        }
         model = compile(project.graph, backend, ts().seed);
-        model->setInterruptFlag(&stopRequested);  // Stop ends even a long step between two layers
+        // Stop ends even a long step between two layers; data parallel, only between steps, where the ranks
+        // agree on it (a rank leaving mid-step would leave the others in a collective).
+        if (!dp) model->setInterruptFlag(&stopRequested);
         validateSetup();
         setUpPrecision();
         optimizer = std::make_unique<Optimizer>(*model, ts());
-        checkpoints = CheckpointPolicy(
-            ts().checkpointDir.empty() ? opt.runFolder : resolveDatasetPath(opt.projectPath, ts().checkpointDir));
+        // Data parallel: rank 0 alone writes checkpoints.
+        checkpoints =
+            CheckpointPolicy(rank != 0                    ? std::string()
+                             : ts().checkpointDir.empty() ? opt.runFolder
+                                                          : resolveDatasetPath(opt.projectPath, ts().checkpointDir));
         if (checkpoints.enabled()) obs->onLog("checkpoints go to " + checkpoints.folder());
         for (const std::string& line : checkpoints.prepare()) obs->onLog(line);
         divergence = std::make_unique<DivergenceMonitor>(numClasses);
@@ -545,8 +753,10 @@ struct Trainer::Impl {
             resume(opt.resumeFrom);
         else if (!opt.initialWeights.empty())
             applyWeights(*model, opt.initialWeights);
+        if (dp) setUpDataParallel();
         allocateLossBuffers();
         stager = std::make_unique<BatchStager>(backend, model->inputShape(), ts().batchSize);
+        if (dp) stager->setShard(rank, ranks);
         stager->setUpTraining(data.train, trainingAugmentation(project.dataset, data.normalization), ts().seed,
                               opt.residentData, opt.residentDataMaxBytes,
                               [this](const std::string& line) { obs->onLog(line); });
@@ -574,11 +784,13 @@ struct Trainer::Impl {
             TelemetrySampler sampler(backendRegistry().telemetry(backend.device()), obs, opt.telemetryIntervalMs);
             bool earlyStopped = false;
             try {
-                while (progress.epochsDone < ts().epochs && !stopRequested && !reachedMaxSteps) {
+                while (progress.epochsDone < ts().epochs && !reachedMaxSteps && !stopAgreed()) {
                     const int epoch = progress.epochsDone + 1;
                     const auto epochStart = Clock::now();
                     EpochTotals totals;
-                    if (!trainEpoch(epoch, totals)) break;
+                    const bool whole = trainEpoch(epoch, totals);
+                    if (localSgd()) averageReplicas();  // every rank validates and saves the same weights
+                    if (!whole) break;
                     if (!finishEpoch(epoch, totals, epochStart, earlyStopped)) break;
                 }
             } catch (const ModelInterrupted&) {
@@ -598,6 +810,10 @@ struct Trainer::Impl {
             fin.seconds = secondsSince(runStart);
             obs->onFinished(fin);
             return true;
+        } catch (const CollectiveError& e) {
+            // Every rank raised it at the same point: each ends on its own.
+            obs->onError(e.what());
+            return false;
         } catch (const std::exception& e) {
             // Let queued work finish before reporting: with deferred index checks a device error flag may
             // still be armed by this run, and must not surface later in someone else's call.
@@ -613,10 +829,25 @@ struct Trainer::Impl {
             if (hostAlloc) message = "out of host memory while training (std::bad_alloc)";
             if (hostAlloc || dynamic_cast<const OutOfMemoryError*>(&e)) message += outOfMemoryAdvice();
             obs->onError(message);
+            // Data parallel: the other ranks may wait in a collective this rank will never join; end the job.
+            if (dp) comm->abortJob(message);
             return false;
         }
     }
 };
+
+int parseDistMode(const std::string& mode) {
+    if (mode == "sync") return 0;
+    if (mode.rfind("local-sgd:", 0) == 0) {
+        const std::string k = mode.substr(10);
+        if (!k.empty() && k.size() <= 9 && k.find_first_not_of("0123456789") == std::string::npos) {
+            const int steps = std::stoi(k);
+            if (steps >= 1) return steps;
+        }
+    }
+    throw std::invalid_argument("training.dist_mode: '" + mode.substr(0, 40) +
+                                "' (must be sync or local-sgd:K with K >= 1, e.g. local-sgd:8)");
+}
 
 Trainer::Trainer(Project project, Backend& backend, TrainingObserver* observer, TrainerOptions options)
     : m_impl(std::make_unique<Impl>(std::move(project), backend, observer, std::move(options))) {}

@@ -24,6 +24,7 @@
 namespace strata {
 
 class Backend;
+class Communicator;
 
 struct TrainerOptions {
     std::string projectPath;  // for resolving relative dataset paths
@@ -53,7 +54,23 @@ struct TrainerOptions {
     // Magnitude pruning while training (Pruning.h). A run resumed from a pruning run's checkpoint continues
     // its schedule and masks without this. While the masks are below the final sparsity, no epoch is the best.
     std::optional<PruningSettings> pruning;
+
+    // Data parallel (core/dist): this process is rank communicator->rank() of a job of communicator->size()
+    // processes running the same project (checked at start). Null or size 1: a run of one process.
+    // The project's batch size is the GLOBAL batch: each step, every rank takes its contiguous shard of it
+    // (batchShard). Only rank 0 writes checkpoints; every rank reports events (the CLI prints rank 0's).
+    Communicator* communicator = nullptr;
+    // sync: gradients summed in buckets of this size while backward runs (GradientBuckets.h).
+    int64_t bucketBytes = int64_t(25) << 20;
+    // 0: sync, which equals one process on the global batch. K > 0: local SGD, each rank steps on its own
+    // shard and the parameters (and BatchNorm running statistics) are averaged every K steps, weighted by the
+    // samples each rank saw; BatchNorm then uses each rank's own batch statistics.
+    int localSgdSteps = 0;
 };
+
+// training.dist_mode: "sync" -> 0, "local-sgd:K" -> K (TrainerOptions::localSgdSteps); anything else throws
+// std::invalid_argument naming the setting.
+int parseDistMode(const std::string& mode);
 
 class Trainer {
 public:

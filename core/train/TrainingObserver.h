@@ -26,6 +26,12 @@ struct StepEvent {
     double lossScale = 0;
     bool skipped = false;
     int64_t skippedSteps = 0;
+    // Data parallel (ranks > 1): this step's time computing (forward, backward, update: the step's wall time
+    // less the exposed communication), its gradient all-reduce window and the part of it the step waited
+    // for (not hidden behind backward), and the hidden fraction (1 - exposed / window; 1 with no window).
+    // loss, accuracy and samplesPerSecond are then over the global batch.
+    int ranks = 1;
+    double computeSeconds = 0, commSeconds = 0, exposedCommSeconds = 0, hiddenFraction = 1;
 };
 
 struct EpochEvent {
@@ -36,6 +42,7 @@ struct EpochEvent {
     double seconds = 0;
     double samplesPerSecond = 0;
     bool best = false;  // best epoch so far by the early-stopping metric
+    int ranks = 1;      // data-parallel processes that trained it (every figure is over all of them)
 };
 
 struct CheckpointEvent {

@@ -1,0 +1,89 @@
+#include "core/train/GradientBuckets.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "core/graph/Model.h"
+
+namespace strata {
+
+GradientBuckets::GradientBuckets(Communicator& comm, Model& model, int64_t bucketBytes) : m_comm(comm) {
+    if (bucketBytes < 1) throw std::invalid_argument("the gradient bucket size must be at least 1 byte");
+    const Tensor& g = model.packedGradients();
+    if (!g.defined()) return;  // nothing trainable
+    if (!model.backend().device().isCpu())
+        throw std::invalid_argument("data-parallel training over " + comm.name() + " runs on the CPU only; " +
+                                    model.backend().device().toString() + " needs a device communicator (NCCL)");
+    m_grads = g.f32();
+    // Parameter starts, ascending; a bucket boundary is always one of them.
+    std::vector<int64_t> starts;
+    for (const auto& np : model.namedParameters())
+        if (np.param->trainable && np.param->grad.defined()) starts.push_back(model.packedOffset(*np.param));
+    std::sort(starts.begin(), starts.end());
+    const int64_t elements = std::max<int64_t>(1, bucketBytes / static_cast<int64_t>(sizeof(float)));
+    // From the end: a bucket takes parameters while it stays within the size (a larger parameter alone).
+    int64_t hi = g.numel(), lo = hi;
+    for (auto it = starts.rbegin(); it != starts.rend(); ++it) {
+        if (lo < hi && hi - *it > elements) {
+            m_buckets.push_back(Bucket{lo, hi, nullptr, false});
+            hi = lo;
+        }
+        lo = *it;
+    }
+    m_buckets.push_back(Bucket{0, hi, nullptr, false});
+}
+
+GradientBuckets::~GradientBuckets() = default;
+
+std::pair<int64_t, int64_t> GradientBuckets::bucketRange(int i) const {
+    const Bucket& b = m_buckets.at(static_cast<size_t>(i));
+    return {b.lo, b.hi};
+}
+
+void GradientBuckets::beginStep() {
+    m_next = 0;
+    for (Bucket& b : m_buckets) {
+        b.request.reset();
+        b.complete = false;
+    }
+}
+
+void GradientBuckets::start(Bucket& b) {
+    if (m_next == 0) m_firstStart = Clock::now();
+    b.request = m_comm.iallReduce(m_grads + b.lo, b.hi - b.lo, ReduceOp::Sum);
+    ++m_next;
+}
+
+void GradientBuckets::testOutstanding() {
+    for (size_t i = 0; i < m_next; ++i) {
+        Bucket& b = m_buckets[i];
+        if (!b.complete && b.request->test()) {
+            b.complete = true;
+            m_lastDone = Clock::now();
+        }
+    }
+}
+
+void GradientBuckets::ready(int64_t from) {
+    testOutstanding();
+    while (m_next < m_buckets.size() && m_buckets[m_next].lo >= from) start(m_buckets[m_next]);
+}
+
+void GradientBuckets::finish() {
+    while (m_next < m_buckets.size()) start(m_buckets[m_next]);
+    testOutstanding();
+    const Clock::time_point waitStart = Clock::now();
+    bool waited = false;
+    for (Bucket& b : m_buckets) {
+        if (b.complete) continue;
+        b.request->wait();
+        b.complete = true;
+        waited = true;
+    }
+    const Clock::time_point end = Clock::now();
+    if (waited) m_lastDone = end;
+    m_last.exposedSeconds = waited ? std::chrono::duration<double>(end - waitStart).count() : 0.0;
+    m_last.windowSeconds = m_buckets.empty() ? 0.0 : std::chrono::duration<double>(m_lastDone - m_firstStart).count();
+}
+
+}  // namespace strata

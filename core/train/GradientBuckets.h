@@ -1,0 +1,76 @@
+// GradientBuckets: the data-parallel gradient all-reduce of one Model, in buckets that start while backward
+// is still running.
+//
+// The model packs every trainable gradient into one block, in topological order; backward runs in reverse,
+// so the finished gradients always form a suffix of the block (Model::GradientsReadyHook). The block is cut
+// into buckets of about `bucketBytes` at parameter boundaries, from the end: bucket 0 is the last layers'
+// gradients, the first to be finished. A bucket's non-blocking sum (Communicator::iallReduce) starts as soon
+// as the finished suffix covers it; between layers the outstanding ones are tested, which is where Open MPI
+// progresses them; finish() waits for what is left. Every rank cuts the same buckets and starts them in the
+// same order, as MPI requires.
+//
+// The sum is the global gradient because the Trainer scales each rank's loss gradient by its share of the
+// global batch (local count / global count): one process on the global batch gets the same numbers.
+//
+// Times per step: the communication window (from the first bucket's start to the moment the last one was
+// seen complete: between layers, or in finish), the part of it spent waiting in finish (not hidden behind
+// backward), and hidden = 1 - exposed / window.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "core/dist/Communicator.h"
+
+namespace strata {
+
+class Model;
+
+class GradientBuckets {
+public:
+    // The model's gradient block must be in host memory (a CPU backend). bucketBytes >= 1.
+    GradientBuckets(Communicator& comm, Model& model, int64_t bucketBytes);
+    ~GradientBuckets();
+    GradientBuckets(const GradientBuckets&) = delete;
+    GradientBuckets& operator=(const GradientBuckets&) = delete;
+
+    int bucketCount() const { return static_cast<int>(m_buckets.size()); }
+    // Bucket i covers packed elements [first, second).
+    std::pair<int64_t, int64_t> bucketRange(int i) const;
+
+    void beginStep();
+    // The model's GradientsReadyHook: every gradient from `from` on is final.
+    void ready(int64_t from);
+    // Starts any bucket not started yet and waits for all of them.
+    void finish();
+
+    struct StepTimes {
+        double windowSeconds = 0;   // first start to last completion seen
+        double exposedSeconds = 0;  // waited in finish
+        double hiddenFraction() const {
+            return windowSeconds > 0 ? std::max(0.0, 1.0 - exposedSeconds / windowSeconds) : 1.0;
+        }
+    };
+    const StepTimes& lastStep() const { return m_last; }
+
+private:
+    using Clock = std::chrono::steady_clock;
+    struct Bucket {
+        int64_t lo = 0, hi = 0;
+        std::unique_ptr<CommRequest> request;
+        bool complete = false;
+    };
+    void start(Bucket& b);
+    void testOutstanding();
+
+    Communicator& m_comm;
+    float* m_grads = nullptr;
+    std::vector<Bucket> m_buckets;  // from the end of the block down
+    size_t m_next = 0;              // the next bucket to start
+    Clock::time_point m_firstStart, m_lastDone;
+    StepTimes m_last;
+};
+
+}  // namespace strata

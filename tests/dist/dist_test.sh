@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# Data-parallel checks of strata-train under mpirun (CTest runs one case per test; tests/CMakeLists.txt).
+#   dist_test.sh CASE STRATA_TRAIN DIST_COMPARE MPIEXEC SOURCE_DIR
+# Cases: equiv2-1k equiv2-huge equiv3-1k equiv3-huge (sync on 2 or 3 ranks, 1 KiB or 1 GiB buckets, against
+# one process on the same global batch: max abs parameter difference <= 1e-5), localsgd1 (local-sgd:1 equals
+# sync), fail (a rank throws at step 5: every rank ends within 30 s, non-zero, naming the rank), mismatch (a
+# project differing on one rank stops the job at start), resume (a 2-rank checkpoint resumes on 1 and 2 ranks).
+set -u
+CASE=$1 TRAIN=$2 COMPARE=$3 MPIEXEC=$4 SRC=$5
+SMALL=$SRC/tests/dist/small.strata
+NOBN=$SRC/tests/dist/small_nobn.strata
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+# As root Open MPI wants --allow-run-as-root; more ranks than cores need --oversubscribe.
+MPI=("$MPIEXEC" --allow-run-as-root --oversubscribe --bind-to none)
+export OMPI_MCA_rmaps_base_oversubscribe=1
+
+say() { echo "dist_test $CASE: $*"; }
+die() { say "FAILED: $*"; exit 1; }
+
+# train NAME RANKS PROJECT [options...]: checkpoints in $WORK/NAME; RANKS 0 runs without mpirun.
+train() {
+    local name=$1 ranks=$2 project=$3
+    shift 3
+    local cmd=("$TRAIN" "$project" --device cpu --history off --checkpoint-dir "$WORK/$name" "$@")
+    if [ "$ranks" = 0 ]; then
+        "${cmd[@]}" >"$WORK/$name.log" 2>&1
+    else
+        "${MPI[@]}" -np "$ranks" "${cmd[@]}" >"$WORK/$name.log" 2>&1
+    fi
+    local rc=$?
+    if [ $rc -ne 0 ]; then
+        cat "$WORK/$name.log"
+        die "$name exited with $rc"
+    fi
+}
+
+compare() {
+    "$COMPARE" "$WORK/$1" "$WORK/$2" "$3" || die "$1 and $2 differ by more than $3"
+}
+
+case "$CASE" in
+equiv2-1k | equiv2-huge | equiv3-1k | equiv3-huge)
+    ranks=${CASE:5:1}
+    bucket=0.0009765625
+    [[ $CASE == *huge ]] && bucket=1024
+    train one 0 "$SMALL" --max-steps 20
+    train many "$ranks" "$SMALL" --max-steps 20 --bucket-mb "$bucket" --metrics-out "$WORK/metrics.jsonl"
+    grep -q "data parallel: rank 0 of $ranks" "$WORK/many.log" || { cat "$WORK/many.log"; die "no data-parallel line"; }
+    grep '"event":"epoch"' "$WORK/metrics.jsonl" | grep -q "\"ranks\":$ranks" || die "epoch events lack \"ranks\":$ranks"
+    grep '"event":"step"' "$WORK/metrics.jsonl" | tail -1
+    compare one many 1e-5
+    ;;
+localsgd1)
+    train sync 2 "$NOBN" --max-steps 20
+    train local 2 "$NOBN" --max-steps 20 --dist-mode local-sgd:1
+    compare sync local 1e-5
+    ;;
+fail)
+    start=$(date +%s)
+    STRATA_TEST_FAIL_STEP=5 STRATA_TEST_FAIL_RANK=1 timeout 120 "${MPI[@]}" -np 3 "$TRAIN" "$SMALL" --device cpu \
+        --history off --quiet --checkpoint-dir "$WORK/fail" --max-steps 20 >"$WORK/fail.log" 2>&1
+    rc=$?
+    took=$(($(date +%s) - start))
+    cat "$WORK/fail.log"
+    [ $rc -ne 0 ] || die "the job exited 0"
+    [ $rc -ne 124 ] || die "the job hung (killed by timeout after 120 s)"
+    [ $took -le 30 ] || die "the job took $took s to end (30 s allowed)"
+    grep -q "rank 1 of 3: step 5: failure injected" "$WORK/fail.log" || die "no message naming rank 1 and the reason"
+    say "ended in $took s with exit $rc"
+    ;;
+mismatch)
+    sed 's/"learning_rate": 0.05/"learning_rate": 0.04/' "$SMALL" >"$WORK/other.strata"
+    start=$(date +%s)
+    timeout 120 "${MPI[@]}" -np 1 "$TRAIN" "$SMALL" --device cpu --history off --checkpoint-dir "$WORK/a" : \
+        -np 1 "$TRAIN" "$WORK/other.strata" --device cpu --history off --checkpoint-dir "$WORK/a" \
+        >"$WORK/mismatch.log" 2>&1
+    rc=$?
+    cat "$WORK/mismatch.log"
+    [ $rc -ne 0 ] || die "the job exited 0"
+    [ $rc -ne 124 ] || die "the job hung"
+    grep -q "project (graph or settings) of rank(s) 1 differs" "$WORK/mismatch.log" || die "no message naming rank 1"
+    ! ls "$WORK/a"/*.safetensors >/dev/null 2>&1 || die "a checkpoint was written"
+    say "stopped at start in $(($(date +%s) - start)) s"
+    ;;
+resume)
+    train whole2 2 "$SMALL" --max-steps 20
+    train whole1 0 "$SMALL" --max-steps 20
+    train part2 2 "$SMALL" --max-steps 7
+    train cont2 2 "$SMALL" --max-steps 20 --resume "$WORK/part2"
+    train cont1 0 "$SMALL" --max-steps 20 --resume "$WORK/part2"
+    grep -q "resumed from" "$WORK/cont2.log" || { cat "$WORK/cont2.log"; die "cont2 did not resume"; }
+    compare whole2 cont2 1e-6
+    compare whole1 cont1 1e-5
+    ;;
+*)
+    die "unknown case"
+    ;;
+esac
+say "passed"
