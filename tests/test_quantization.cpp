@@ -161,10 +161,11 @@ private slots:
         // A range that misses zero is widened to hold it; an all-zero tensor keeps scale 1.
         QCOMPARE(activationQuantFor(2.0f, 5.1f).zeroPoint, 0);
         QCOMPARE(activationQuantFor(0.0f, 0.0f).scale, 1.0f);
-        // Per-channel weights: scale max|w| / 127, an all-zero channel gets scale 1 and stays zero.
-        const ChannelQuantized w = quantizeWeightPerChannel({1.27f, -0.635f, 0.0f, 0.0f, 0.1f, -0.2f}, 3);
-        QCOMPARE(w.scales, (std::vector<float>{0.01f, 1.0f, 0.2f / 127}));
-        QCOMPARE(w.values, (std::vector<int8_t>{127, -64, 0, 0, 64, -127}));  // -63.5 rounds to even
+        // Per-channel weights: scale max|w| / 63 (7 bits, see Quantize.h), an all-zero channel gets scale 1
+        // and stays zero.
+        const ChannelQuantized w = quantizeWeightPerChannel({0.63f, -0.315f, 0.0f, 0.0f, 0.1f, -0.2f}, 3);
+        QCOMPARE(w.scales, (std::vector<float>{0.01f, 1.0f, 0.2f / 63}));
+        QCOMPARE(w.values, (std::vector<int8_t>{63, -32, 0, 0, 32, -63}));  // -31.5 rounds to even
         // Bias at input scale x weight scale.
         QCOMPARE(quantizeBias({0.5f, -0.25f, 0.0f}, 0.5f, w.scales), (std::vector<int32_t>{100, 0, 0}));
     }

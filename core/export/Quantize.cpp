@@ -111,10 +111,11 @@ ChannelQuantized quantizeWeightPerChannel(const std::vector<float>& values, int6
         const float* w = values.data() + c * per;
         float amax = 0.0f;
         for (size_t i = 0; i < per; ++i) amax = std::max(amax, std::fabs(w[i]));
-        const float scale = amax > 0.0f ? amax / 127.0f : 1.0f;
+        const float scale = amax > 0.0f ? amax / float(kInt8WeightMax) : 1.0f;
         q.scales[c] = scale;
         for (size_t i = 0; i < per; ++i)
-            q.values[c * per + i] = static_cast<int8_t>(std::clamp(std::nearbyint(w[i] / scale), -127.0f, 127.0f));
+            q.values[c * per + i] = static_cast<int8_t>(
+                std::clamp(std::nearbyint(w[i] / scale), -float(kInt8WeightMax), float(kInt8WeightMax)));
     }
     return q;
 }

@@ -43,8 +43,12 @@ ActivationQuant activationQuantFor(float lo, float hi);
 // x -> its quantized value, in place.
 void fakeQuantize(float* x, int64_t n, const ActivationQuant& q);
 
-// A [channels, ...] weight as int8 with one symmetric scale per channel: scale = max|w| / 127 (1 for an
-// all-zero channel), q = round_half_even(w / scale) in -127..127.
+// Weights use 7 of int8's bits (-63..63), as onnxruntime's "reduce range": its u8 x s8 kernels on x86 CPUs
+// without VNNI (AVX2, AVX-512F) add two products in int16, and 255 x 127 x 2 overflows it (the file's results
+// were off by 2% of the output range on such a CPU); 255 x 63 x 2 does not.
+inline constexpr int kInt8WeightMax = 63;
+// A [channels, ...] weight as int8 with one symmetric scale per channel: scale = max|w| / kInt8WeightMax (1
+// for an all-zero channel), q = round_half_even(w / scale) in -kInt8WeightMax..kInt8WeightMax.
 struct ChannelQuantized {
     std::vector<int8_t> values;
     std::vector<float> scales;  // one per channel
