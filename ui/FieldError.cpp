@@ -6,6 +6,7 @@
 #include <QLocale>
 #include <QSpinBox>
 #include <QVBoxLayout>
+#include <QValidator>
 #include <climits>
 
 namespace strata::ui {
@@ -15,6 +16,24 @@ namespace {
 const char* kLineProperty = "strataFieldErrorLine";
 const char* kTextProperty = "strataFieldErrorText";
 const char* kToolTipProperty = "strataFieldErrorToolTip";
+
+// The typed text without the spin box's prefix and suffix, trimmed.
+QString coreText(QString text, const QString& prefix, const QString& suffix) {
+    if (!prefix.isEmpty() && text.startsWith(prefix)) text.remove(0, prefix.size());
+    if (!suffix.isEmpty() && text.endsWith(suffix)) text.chop(suffix.size());
+    return text.trimmed();
+}
+
+// Acceptable when `core` is the zero word, Intermediate while it is being typed (a start of the word that
+// is not a number's start), Invalid otherwise (the number check decides).
+QValidator::State zeroWordState(const QString& core, const QString& word) {
+    if (word.isEmpty() || core.isEmpty()) return QValidator::Invalid;
+    if (core.compare(word, Qt::CaseInsensitive) == 0) return QValidator::Acceptable;
+    const QChar c = core.front();
+    if (c.isDigit() || c == QLatin1Char('-') || c == QLatin1Char('+') || c == QLatin1Char('.'))
+        return QValidator::Invalid;
+    return word.startsWith(core, Qt::CaseInsensitive) ? QValidator::Intermediate : QValidator::Invalid;
+}
 
 QLabel* lineOf(const QWidget* editor) {
     return editor ? qobject_cast<QLabel*>(editor->property(kLineProperty).value<QObject*>()) : nullptr;
@@ -65,5 +84,47 @@ QString numberText(double value) { return QLocale(QLocale::English).toString(val
 void acceptAnyNumber(QSpinBox* spin) { spin->setRange(INT_MIN, INT_MAX); }
 
 void acceptAnyNumber(QDoubleSpinBox* spin) { spin->setRange(-1e12, 1e12); }
+
+NumberSpinBox::NumberSpinBox(QWidget* parent) : QSpinBox(parent) { acceptAnyNumber(this); }
+
+void NumberSpinBox::setZeroText(const QString& text) {
+    m_zeroText = text;
+    setSuffix(suffix());  // redraws the text (and resizes) without a change of value
+}
+
+QString NumberSpinBox::textFromValue(int value) const {
+    return value == 0 && !m_zeroText.isEmpty() ? m_zeroText : QSpinBox::textFromValue(value);
+}
+
+int NumberSpinBox::valueFromText(const QString& text) const {
+    if (zeroWordState(coreText(text, prefix(), suffix()), m_zeroText) == QValidator::Acceptable) return 0;
+    return QSpinBox::valueFromText(text);
+}
+
+QValidator::State NumberSpinBox::validate(QString& input, int& pos) const {
+    const QValidator::State word = zeroWordState(coreText(input, prefix(), suffix()), m_zeroText);
+    return word != QValidator::Invalid ? word : QSpinBox::validate(input, pos);
+}
+
+NumberDoubleSpinBox::NumberDoubleSpinBox(QWidget* parent) : QDoubleSpinBox(parent) { acceptAnyNumber(this); }
+
+void NumberDoubleSpinBox::setZeroText(const QString& text) {
+    m_zeroText = text;
+    setSuffix(suffix());
+}
+
+QString NumberDoubleSpinBox::textFromValue(double value) const {
+    return value == 0 && !m_zeroText.isEmpty() ? m_zeroText : QDoubleSpinBox::textFromValue(value);
+}
+
+double NumberDoubleSpinBox::valueFromText(const QString& text) const {
+    if (zeroWordState(coreText(text, prefix(), suffix()), m_zeroText) == QValidator::Acceptable) return 0;
+    return QDoubleSpinBox::valueFromText(text);
+}
+
+QValidator::State NumberDoubleSpinBox::validate(QString& input, int& pos) const {
+    const QValidator::State word = zeroWordState(coreText(input, prefix(), suffix()), m_zeroText);
+    return word != QValidator::Invalid ? word : QDoubleSpinBox::validate(input, pos);
+}
 
 }  // namespace strata::ui

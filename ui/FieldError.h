@@ -4,10 +4,10 @@
 // dialog and the Predict dock use it.
 #pragma once
 
+#include <QDoubleSpinBox>
+#include <QSpinBox>
 #include <QString>
 
-class QDoubleSpinBox;
-class QSpinBox;
 class QWidget;
 
 namespace strata::ui {
@@ -30,5 +30,41 @@ QString numberText(double value);  // "0.5", "1e+12", "16777216": English, up to
 // is the caller's check, with the reason shown by setFieldError.
 void acceptAnyNumber(QSpinBox* spin);
 void acceptAnyNumber(QDoubleSpinBox* spin);
+
+// Spin boxes that keep any number typed (acceptAnyNumber) and can show 0 as a word ("off", "all") between
+// their prefix and suffix. QSpinBox's special value text would need 0 as the minimum, and a minimum stops a
+// minus sign from being typed at all, where the user should see why -3 is refused. The word can be typed
+// back (any case); it reads as 0.
+class NumberSpinBox : public QSpinBox {
+    Q_OBJECT
+public:
+    explicit NumberSpinBox(QWidget* parent = nullptr);
+    void setZeroText(const QString& text);
+    QString zeroText() const { return m_zeroText; }
+
+protected:
+    QString textFromValue(int value) const override;
+    int valueFromText(const QString& text) const override;
+    QValidator::State validate(QString& input, int& pos) const override;
+
+private:
+    QString m_zeroText;
+};
+
+class NumberDoubleSpinBox : public QDoubleSpinBox {
+    Q_OBJECT
+public:
+    explicit NumberDoubleSpinBox(QWidget* parent = nullptr);
+    void setZeroText(const QString& text);
+    QString zeroText() const { return m_zeroText; }
+
+protected:
+    QString textFromValue(double value) const override;
+    double valueFromText(const QString& text) const override;
+    QValidator::State validate(QString& input, int& pos) const override;
+
+private:
+    QString m_zeroText;
+};
 
 }  // namespace strata::ui

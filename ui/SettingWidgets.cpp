@@ -12,6 +12,7 @@
 #include <cfloat>
 #include <climits>
 #include <cmath>
+#include <stdexcept>
 
 namespace strata::ui {
 
@@ -63,17 +64,15 @@ QWidget* createSettingEditor(const SettingInfo& setting, QWidget* parent, int de
     switch (setting.kind) {
         case SettingKind::Int:
         case SettingKind::Int64: {
-            auto* spin = new QSpinBox(parent);
-            acceptAnyNumber(spin);
-            spin->setKeyboardTracking(false);  // one undo command per finished edit, not per keystroke
+            auto* spin = new NumberSpinBox(parent);  // any number typed: the range is settingRefusal's check
+            spin->setKeyboardTracking(false);        // one undo command per finished edit, not per keystroke
             editor = spin;
             break;
         }
         case SettingKind::Double:
         case SettingKind::Float: {
-            auto* spin = new QDoubleSpinBox(parent);
+            auto* spin = new NumberDoubleSpinBox(parent);
             spin->setDecimals(decimals);
-            acceptAnyNumber(spin);
             spin->setKeyboardTracking(false);
             editor = spin;
             break;
@@ -107,17 +106,25 @@ QWidget* createSettingEditor(const SettingInfo& setting, QWidget* parent, int de
 }
 
 void showZeroAs(QSpinBox* spin, const QString& text) {
-    spin->setMinimum(0);
-    spin->setSpecialValueText(text);
+    auto* number = dynamic_cast<NumberSpinBox*>(spin);
+    if (!number) throw std::logic_error("showZeroAs: the editor was not made by createSettingEditor");
+    number->setZeroText(text);
 }
 
 void showZeroAs(QDoubleSpinBox* spin, const QString& text) {
-    spin->setMinimum(0);
-    spin->setSpecialValueText(text);
+    auto* number = dynamic_cast<NumberDoubleSpinBox*>(spin);
+    if (!number) throw std::logic_error("showZeroAs: the editor was not made by createSettingEditor");
+    number->setZeroText(text);
 }
 
 QString settingRefusal(const QWidget* editor, const SettingInfo& setting) {
-    const QString allowed = QString::fromStdString(setting.rangeText());
+    QString allowed = QString::fromStdString(setting.rangeText());
+    // "must be 0 (off) to 1000": the word the field shows for 0 is part of what is allowed.
+    QString zeroWord;
+    if (const auto* number = dynamic_cast<const NumberSpinBox*>(editor)) zeroWord = number->zeroText();
+    if (const auto* number = dynamic_cast<const NumberDoubleSpinBox*>(editor)) zeroWord = number->zeroText();
+    if (!zeroWord.isEmpty() && allowed.startsWith(QStringLiteral("0 ")))
+        allowed = QStringLiteral("0 (%1)").arg(zeroWord) + allowed.mid(1);
     if (const auto* spin = qobject_cast<const QSpinBox*>(editor)) {
         const int v = spin->value();
         if (v >= setting.intMin && v <= setting.intMax) return {};

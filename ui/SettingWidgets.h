@@ -32,8 +32,9 @@ QString settingToolTip(const SettingInfo& setting);
 // comma-separated). Spin boxes take any number typed (acceptAnyNumber): the table's range is checked
 // by settingRefusal, so a value out of range is refused with a reason, never clamped (issue 17).
 QWidget* createSettingEditor(const SettingInfo& setting, QWidget* parent, int decimals = 6);
-// Shows 0 as `text` ("off", "all"). A spin box shows its special text at its minimum, so the minimum
-// becomes 0 and a minus sign cannot be typed there; a value above the range is still refused.
+// Shows 0 as `text` ("off", "all") in an editor made by createSettingEditor (NumberSpinBox); the word can
+// be typed back. Any other number can still be typed, a negative one included, and is refused with the
+// reason under the field when it is out of range.
 void showZeroAs(QSpinBox* spin, const QString& text);
 void showZeroAs(QDoubleSpinBox* spin, const QString& text);
 // Why the editor's content is not applied ("0 is not applied: must be 1 to 16777216."); empty when

@@ -140,8 +140,7 @@ void TrainingSettingsPanel::buildUi() {
     auto* stopBox = new QGroupBox(tr("Early stopping, clipping, checkpoints"), body);
     auto* stopForm = new QFormLayout(stopBox);
     m_patience = m_editors.add<QSpinBox>("early_stopping_patience", stopBox);
-    showZeroAs(m_patience, tr("off"));
-    m_patience->setSuffix(tr(" epoch(s)"));
+    showZeroAs(m_patience, tr("off"));  // epochs without improvement; no suffix, as "off epoch(s)" would read badly
     row(stopForm, "early_stopping_patience", m_patience);
     m_metric = m_editors.add<QComboBox>("early_stopping_metric", stopBox);
     row(stopForm, "early_stopping_metric", m_metric);

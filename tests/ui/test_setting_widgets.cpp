@@ -65,8 +65,12 @@ int checkEditors(QWidget* panel, const std::vector<SettingSpec<S>>& specs, const
                          (lo - 1 < spin->minimum() || refused(lo - 1)) &&
                          (spec.intMax >= INT_MAX || refused(spec.intMax + 1));
                     if (ok && spec.intMax < INT_MAX) {
+                        // "must be 0 to 4096", or "must be 0 (all cores) to 4096" where 0 shows as a word.
                         refused(spec.intMax + 1);
-                        ok = settingRefusal(spin, spec).contains(QString::fromStdString(spec.rangeText()));
+                        const QString range = QString::fromStdString(spec.rangeText());
+                        const QString why = settingRefusal(spin, spec);
+                        ok = why.contains(range) ||
+                             (range.startsWith("0 ") && why.contains(" (") && why.endsWith(range.mid(1) + "."));
                     }
                     if (!ok) qWarning("%s: range not %s", what.c_str(), spec.rangeText().c_str());
                     spin->setValue(was);
@@ -245,6 +249,67 @@ private slots:
         doc.newProject(Project{});
         QVERIFY(fieldError(split).isEmpty());
         QCOMPARE(split->value(), Project{}.dataset.validationSplit);
+    }
+
+    // Fields where 0 means "off" or "all" show the word, take it typed back, and take a minus sign typed on
+    // the keyboard so that -2 is refused with the reason (a minimum of 0 used to swallow the sign).
+    void zeroWordsAndMinusSign() {
+        ProjectDocument doc;
+        doc.newProject(Project{});
+        TrainingSettingsPanel training(&doc);
+        DatasetPanel dataset(&doc);
+        training.show();
+        dataset.show();
+        auto type = [](QAbstractSpinBox* spin, const QString& text) {
+            spin->setFocus();
+            spin->selectAll();
+            QTest::keyClicks(spin, text);
+            QTest::keyClick(spin, Qt::Key_Return);
+        };
+        auto* patience = training.findChild<QSpinBox*>("early_stopping_patience");
+        QVERIFY(patience);
+        patience->setValue(0);
+        QCOMPARE(doc.project().training.earlyStoppingPatience, 0);
+        QCOMPARE(patience->text(), QStringLiteral("off"));
+        type(patience, QStringLiteral("-2"));
+        QCOMPARE(patience->value(), -2);
+        QCOMPARE(doc.project().training.earlyStoppingPatience, 0);
+        QVERIFY2(fieldError(patience).startsWith(QStringLiteral("-2 is not applied: must be 0 (off) to ")),
+                 qPrintable(fieldError(patience)));
+        type(patience, QStringLiteral("3"));
+        QCOMPARE(doc.project().training.earlyStoppingPatience, 3);
+        QVERIFY(fieldError(patience).isEmpty());
+        type(patience, QStringLiteral("Off"));  // the word, in any case, is 0
+        QCOMPARE(patience->value(), 0);
+        QCOMPARE(doc.project().training.earlyStoppingPatience, 0);
+        QCOMPARE(patience->text(), QStringLiteral("off"));
+
+        auto* threads = training.findChild<QSpinBox*>("threads");
+        QCOMPARE(threads->text(), QStringLiteral("all cores"));
+        type(threads, QStringLiteral("-1"));
+        QCOMPARE(fieldError(threads), QStringLiteral("-1 is not applied: must be 0 (all cores) to 4096."));
+        type(threads, QStringLiteral("2"));
+        QCOMPARE(doc.project().training.threads, 2);
+
+        auto* clip = training.findChild<QDoubleSpinBox*>("clip_norm");
+        clip->setValue(0);
+        QCOMPARE(clip->text(), QStringLiteral("off"));
+        type(clip, QStringLiteral("-0.5"));
+        QCOMPARE(clip->value(), -0.5);
+        QVERIFY2(fieldError(clip).startsWith(QStringLiteral("-0.5 is not applied: must be 0 (off) to ")),
+                 qPrintable(fieldError(clip)));
+        type(clip, QStringLiteral("1.5"));
+        QCOMPARE(doc.project().training.clipNorm, 1.5);
+
+        auto* limit = dataset.findChild<QSpinBox*>("train_limit");
+        limit->setValue(0);
+        QCOMPARE(limit->text(), QStringLiteral("all"));
+        type(limit, QStringLiteral("-10"));
+        QCOMPARE(limit->value(), -10);
+        QVERIFY(fieldError(limit).startsWith(QStringLiteral("-10 is not applied: must be 0 (all) to ")));
+        type(limit, QStringLiteral("all"));
+        QVERIFY(fieldError(limit).isEmpty());
+        QCOMPARE(doc.project().dataset.trainLimit, int64_t(0));
     }
 
     void editorsWriteTheirSetting() {
