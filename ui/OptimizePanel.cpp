@@ -25,6 +25,7 @@
 #include <qcustomplot.h>
 
 #include "ui/ExportDialog.h"
+#include "ui/FieldError.h"
 #include "ui/base/OptimizeWorker.h"
 #include "ui/base/ProjectDocument.h"
 
@@ -152,21 +153,22 @@ void OptimizePanel::buildUi() {
     m_scope->setToolTip(tr("Per layer: every weight reaches the target; global: one magnitude threshold for all"));
     m_structured = new QCheckBox(tr("Structured: remove"), left);
     m_structured->setChecked(true);
-    m_structuredPercent = new QSpinBox(left);
-    m_structuredPercent->setRange(5, 95);
+    // The numbers take whatever is typed; one out of range is refused with the reason under it (checkFields).
+    m_structuredPercent = new NumberSpinBox(left);
+    m_structuredPercent->setObjectName(QStringLiteral("optimizeStructured"));
     m_structuredPercent->setValue(50);
     m_structuredPercent->setSuffix(QStringLiteral("%"));
     m_structuredPercent->setToolTip(
         tr("Share of Conv2D filters and Dense units removed (smallest L1 norm); the "
            "graph shrinks and runs faster"));
-    row1->addWidget(m_sparse);
-    row1->addWidget(m_sparsities);
-    row1->addWidget(new QLabel(tr("% sparse"), left));
-    row1->addWidget(m_scope);
+    row1->addWidget(m_sparse, 0, Qt::AlignTop);
+    row1->addWidget(withFieldError(m_sparsities), 0, Qt::AlignTop);
+    row1->addWidget(new QLabel(tr("% sparse"), left), 0, Qt::AlignTop);
+    row1->addWidget(m_scope, 0, Qt::AlignTop);
     row1->addSpacing(12);
-    row1->addWidget(m_structured);
-    row1->addWidget(m_structuredPercent);
-    row1->addWidget(new QLabel(tr("of filters and units"), left));
+    row1->addWidget(m_structured, 0, Qt::AlignTop);
+    row1->addWidget(withFieldError(m_structuredPercent), 0, Qt::AlignTop);
+    row1->addWidget(new QLabel(tr("of filters and units"), left), 0, Qt::AlignTop);
     row1->addStretch(1);
     l->addLayout(row1);
 
@@ -176,16 +178,18 @@ void OptimizePanel::buildUi() {
     m_int8->setToolTip(
         tr("Per-channel int8 weights and uint8 activations calibrated on training samples, as a "
            "QDQ ONNX file; accuracy from the file's integer arithmetic"));
-    m_epochs = new QSpinBox(left);
-    m_epochs->setRange(1, 1000);
+    m_epochs = new NumberSpinBox(left);
+    m_epochs->setObjectName(QStringLiteral("optimizeEpochs"));
     m_epochs->setValue(2);
     m_epochs->setPrefix(tr("fine-tune "));
     m_epochs->setSuffix(tr(" epochs"));
-    m_samples = new QSpinBox(left);
-    m_samples->setRange(0, 100000000);
+    auto* samples = new NumberSpinBox(left);
+    samples->setZeroText(tr("all"));
+    m_samples = samples;
+    m_samples->setObjectName(QStringLiteral("optimizeSamples"));
     m_samples->setPrefix(tr("measure on "));
-    m_samples->setSpecialValueText(tr("measure on all validation samples"));
     m_samples->setSuffix(tr(" validation samples"));
+    m_samples->setToolTip(tr("Validation samples each variant's accuracy is measured on; 0 or \"all\": all of them"));
     m_run = new QPushButton(tr("Optimize"), left);
     m_run->setObjectName(QStringLiteral("optimizeButton"));
     m_stop = new QPushButton(tr("Stop"), left);
@@ -193,12 +197,12 @@ void OptimizePanel::buildUi() {
     m_progress->setRange(0, 1000);
     m_progress->setTextVisible(false);
     m_progress->setMaximumHeight(14);
-    row2->addWidget(m_int8);
-    row2->addWidget(m_epochs);
-    row2->addWidget(m_samples);
-    row2->addWidget(m_run);
-    row2->addWidget(m_stop);
-    row2->addWidget(m_progress, 1);
+    row2->addWidget(m_int8, 0, Qt::AlignTop);
+    row2->addWidget(withFieldError(m_epochs), 0, Qt::AlignTop);
+    row2->addWidget(withFieldError(m_samples), 0, Qt::AlignTop);
+    row2->addWidget(m_run, 0, Qt::AlignTop);
+    row2->addWidget(m_stop, 0, Qt::AlignTop);
+    row2->addWidget(m_progress, 1, Qt::AlignVCenter);
     l->addLayout(row2);
     m_status = new QLabel(tr("Pick targets and press Optimize: it starts from the project's best checkpoint."), left);
     m_status->setWordWrap(true);
@@ -295,6 +299,32 @@ void OptimizePanel::buildUi() {
     connect(m_sparse, &QCheckBox::toggled, m_sparsities, &QWidget::setEnabled);
     connect(m_sparse, &QCheckBox::toggled, m_scope, &QWidget::setEnabled);
     connect(m_structured, &QCheckBox::toggled, m_structuredPercent, &QWidget::setEnabled);
+    // A refusal describes the fields as they are: every edit checks them again.
+    for (QCheckBox* check : {m_sparse, m_structured})
+        connect(check, &QCheckBox::toggled, this, [this] { checkFields(); });
+    connect(m_sparsities, &QLineEdit::textChanged, this, [this] { checkFields(); });
+    for (QSpinBox* spin : {m_structuredPercent, m_epochs, m_samples})
+        connect(spin, &QSpinBox::valueChanged, this, [this] { checkFields(); });
+}
+
+bool OptimizePanel::checkFields() const {
+    std::vector<double> sparsities;
+    const bool sparsitiesOk = !m_sparse->isChecked() || parseSparsities(m_sparsities->text(), &sparsities);
+    setFieldError(m_sparsities, sparsitiesOk ? QString()
+                                             : notAppliedText(QStringLiteral("\"%1\"").arg(m_sparsities->text()),
+                                                              tr("percentages above 0 and below 100, separated "
+                                                                 "by commas (\"50, 80, 90\")")));
+    const auto check = [](QSpinBox* spin, bool applies, int min, int max, const QString& allowed) {
+        const bool ok = !applies || (spin->value() >= min && spin->value() <= max);
+        setFieldError(spin, ok ? QString() : notAppliedText(QString::number(spin->value()), allowed));
+        return ok;
+    };
+    const bool structuredOk =
+        check(m_structuredPercent, m_structured->isChecked(), kMinStructuredPercent, kMaxStructuredPercent,
+              tr("%1 to %2 (%)").arg(kMinStructuredPercent).arg(kMaxStructuredPercent));
+    const bool epochsOk = check(m_epochs, true, 1, kMaxFineTuneEpochs, tr("1 to %1").arg(kMaxFineTuneEpochs));
+    const bool samplesOk = check(m_samples, true, 0, kMaxMeasureSamples, tr("0 (all) to %1").arg(kMaxMeasureSamples));
+    return sparsitiesOk && structuredOk && epochsOk && samplesOk;
 }
 
 bool OptimizePanel::parseSparsities(const QString& text, std::vector<double>* out) {
@@ -319,6 +349,10 @@ QString OptimizePanel::outputFolder() const {
 }
 
 bool OptimizePanel::buildRequest(CompressionRequest* request, QString* error) const {
+    if (!checkFields()) {
+        *error = tr("A field above is not applied; the line under it says why.");
+        return false;
+    }
     QString why;
     const QString checkpoint = ExportDialog::projectCheckpoint(m_doc, &why);
     if (checkpoint.isEmpty()) {

@@ -37,8 +37,14 @@ public:
     explicit OptimizePanel(ProjectDocument* doc, QWidget* parent = nullptr);
     ~OptimizePanel() override;
 
+    // The fields' limits; a number outside them is refused with the reason under its field (checkFields).
+    static constexpr int kMinStructuredPercent = 5, kMaxStructuredPercent = 95;
+    static constexpr int kMaxFineTuneEpochs = 1000;
+    static constexpr int kMaxMeasureSamples = 100000000;
+    // Shows under each field why its content is not applied (cleared when it is); true when all are.
+    bool checkFields() const;
     // The request the controls describe for the project's best checkpoint; false with `error` set when the
-    // project has no checkpoint yet or a sparsity is not a number in (0, 100).
+    // project has no checkpoint yet or a field is refused (checkFields).
     bool buildRequest(CompressionRequest* request, QString* error) const;
     // Parses "50, 80 90%" into fractions; false on anything else.
     static bool parseSparsities(const QString& text, std::vector<double>* out);

@@ -20,6 +20,7 @@
 
 #include "core/train/Trainer.h"
 #include "qcustomplot.h"
+#include "ui/FieldError.h"
 #include "ui/base/ProjectDocument.h"
 
 namespace strata::ui {
@@ -43,9 +44,12 @@ SweepPanel::SweepPanel(ProjectDocument* doc, QWidget* parent) : QWidget(parent),
     m_stopButton = new QPushButton(tr("Stop"), this);
     m_stopButton->setEnabled(false);
     m_status = new QLabel(tr("The project's \"sweep\" definition runs here; see README."), this);
-    m_parallel = new QSpinBox(this);
-    m_parallel->setRange(1, std::max(1, QThread::idealThreadCount()));
-    m_parallel->setToolTip(tr("Trials trained at once; CPU trials share the cores between them"));
+    // Any number typed stays; one out of range is refused with the reason under it (checkParallel).
+    m_parallel = new NumberSpinBox(this);
+    m_parallel->setObjectName(QStringLiteral("sweepParallel"));
+    m_parallel->setValue(1);
+    m_parallel->setToolTip(
+        tr("Trials trained at once, 1 to %1; CPU trials share the cores between them").arg(maxParallel()));
     m_parameter = new QComboBox(this);
     m_table = new QTableWidget(this);
     m_table->setEditTriggers(QAbstractItemView::NoEditTriggers);
@@ -58,13 +62,13 @@ SweepPanel::SweepPanel(ProjectDocument* doc, QWidget* parent) : QWidget(parent),
     m_plot->setMinimumHeight(200);
 
     auto* top = new QHBoxLayout;
-    top->addWidget(m_runButton);
-    top->addWidget(m_stopButton);
-    top->addWidget(new QLabel(tr("Parallel:"), this));
-    top->addWidget(m_parallel);
-    top->addWidget(m_status, 1);
-    top->addWidget(new QLabel(tr("Plot:"), this));
-    top->addWidget(m_parameter);
+    top->addWidget(m_runButton, 0, Qt::AlignTop);
+    top->addWidget(m_stopButton, 0, Qt::AlignTop);
+    top->addWidget(new QLabel(tr("Parallel:"), this), 0, Qt::AlignTop);
+    top->addWidget(withFieldError(m_parallel), 0, Qt::AlignTop);
+    top->addWidget(m_status, 1, Qt::AlignTop);
+    top->addWidget(new QLabel(tr("Plot:"), this), 0, Qt::AlignTop);
+    top->addWidget(m_parameter, 0, Qt::AlignTop);
     auto* body = new QHBoxLayout;
     body->addWidget(m_table, 1);
     body->addWidget(m_plot, 1);
@@ -76,6 +80,7 @@ SweepPanel::SweepPanel(ProjectDocument* doc, QWidget* parent) : QWidget(parent),
     connect(m_runButton, &QPushButton::clicked, this, [this] { start(); });
     connect(m_stopButton, &QPushButton::clicked, this, &SweepPanel::stop);
     connect(m_parameter, &QComboBox::currentIndexChanged, this, [this] { replot(); });
+    connect(m_parallel, &QSpinBox::valueChanged, this, [this] { checkParallel(); });
     connect(&m_watcher, &QFutureWatcher<QString>::finished, this, [this] {
         m_runButton->setEnabled(true);
         m_stopButton->setEnabled(false);
@@ -92,6 +97,19 @@ SweepPanel::~SweepPanel() {
     m_watcher.waitForFinished();
 }
 
+QString SweepPanel::statusText() const { return m_status->text(); }
+
+int SweepPanel::maxParallel() { return std::max(1, QThread::idealThreadCount()); }
+
+bool SweepPanel::checkParallel() const {
+    const int n = m_parallel->value();
+    const bool ok = n >= 1 && n <= maxParallel();
+    setFieldError(
+        m_parallel,
+        ok ? QString() : notAppliedText(QString::number(n), tr("1 to %1 (this machine's threads)").arg(maxParallel())));
+    return ok;
+}
+
 QString SweepPanel::statePath() const {
     return m_doc->filePath().isEmpty() ? QString() : m_doc->filePath() + QStringLiteral(".sweep-state.json");
 }
@@ -105,6 +123,10 @@ bool SweepPanel::start() {
     const Project project = m_doc->project();
     if (project.sweep.is_null()) {
         m_status->setText(tr("The project has no \"sweep\" definition."));
+        return false;
+    }
+    if (!checkParallel()) {
+        m_status->setText(tr("Not started: the Parallel field is not applied (the line under it says why)."));
         return false;
     }
     m_stop = false;

@@ -36,7 +36,8 @@ public:
     // Shows the results in the state file; false when there is none.
     bool loadResults();
     void setResults(const std::vector<history::TrialResult>& results, const QString& metric, bool maximize);
-    bool start();  // false when the project has no saved file or sweep, or one runs already
+    // False when the project has no saved file or sweep, the Parallel field is refused, or one runs already.
+    bool start();
     // Stops the running trials (their runs end as stopped, not done, so a later start redoes them) and starts
     // no further one.
     void stop();
@@ -46,8 +47,13 @@ public:
     QTableWidget* table() const { return m_table; }
     QComboBox* parameterBox() const { return m_parameter; }
     QSpinBox* parallelBox() const { return m_parallel; }  // trials at once (worker threads)
+    // The Parallel field's limit: this machine's threads. A number outside 1..maxParallel() is refused with
+    // the reason under the field, and Run sweep does not start.
+    static int maxParallel();
+    bool checkParallel() const;
     QCustomPlot* plot() const { return m_plot; }
     int plottedPoints() const;
+    QString statusText() const;
 
 signals:
     void sweepFinished();

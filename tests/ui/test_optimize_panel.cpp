@@ -6,6 +6,7 @@
 #include <QCheckBox>
 #include <QDir>
 #include <QDockWidget>
+#include <QLabel>
 #include <QLineEdit>
 #include <QPushButton>
 #include <QSignalSpy>
@@ -20,6 +21,7 @@
 #include "tests/support/TestBackends.h"
 #include "tests/support/TestProjects.h"
 #include "ui/ExportDialog.h"
+#include "ui/FieldError.h"
 #include "ui/MainWindow.h"
 #include "ui/OptimizePanel.h"
 #include "ui/base/ProjectDocument.h"
@@ -108,7 +110,47 @@ private slots:
         QCOMPARE(QString::fromStdString(r.outputDir), QDir::cleanPath(dir.filePath("ckpt")) + "-optimized");
         panel.sparsityEdit()->setText("80, 120");
         QVERIFY(!panel.buildRequest(&r, &error));
-        QVERIFY2(error.contains("\"80, 120\""), qPrintable(error));
+        QVERIFY2(fieldError(panel.sparsityEdit()).contains("\"80, 120\" is not applied"),
+                 qPrintable(fieldError(panel.sparsityEdit())));
+        panel.sparsityEdit()->setText("80");
+        QVERIFY(fieldError(panel.sparsityEdit()).isEmpty());
+
+        // Numbers out of range stay as typed and are refused with the reason under the field (issue 17: the
+        // spin boxes used to clamp 120 to 95 and 0 epochs to 1 silently); fixing one clears its line.
+        panel.show();
+        struct Case {
+            QSpinBox* spin;
+            int bad, good;
+            QString reason;
+        };
+        const Case cases[] = {
+            {panel.structuredSpin(), 120, 30, "120 is not applied: must be 5 to 95 (%)."},
+            {panel.epochsSpin(), 0, 1, "0 is not applied: must be 1 to 1000."},
+            {panel.samplesSpin(), -1, 0, "-1 is not applied: must be 0 (all) to 100000000."},
+        };
+        for (const Case& c : cases) {
+            c.spin->setValue(c.bad);
+            QCOMPARE(c.spin->value(), c.bad);
+            QCOMPARE(fieldError(c.spin), c.reason);
+            auto* line = panel.findChild<QLabel*>("error_" + c.spin->objectName());
+            QVERIFY2(line && line->isVisible() && line->text() == c.reason, qPrintable(c.spin->objectName()));
+            error.clear();
+            QVERIFY(!panel.buildRequest(&r, &error));
+            QVERIFY2(error.contains("not applied"), qPrintable(error));
+            c.spin->setValue(c.good);
+            QVERIFY(fieldError(c.spin).isEmpty());
+            QVERIFY(line->isHidden());
+        }
+        // A refused percentage of a target that is off is no reason to refuse the request.
+        panel.structuredSpin()->setValue(99);
+        QVERIFY(!fieldError(panel.structuredSpin()).isEmpty());
+        panel.structuredCheck()->setChecked(false);
+        QVERIFY(fieldError(panel.structuredSpin()).isEmpty());
+        QVERIFY2(panel.buildRequest(&r, &error), qPrintable(error));
+        QCOMPARE(r.structuredFraction, 0.0);
+        QCOMPARE(r.fineTuneEpochs, 1);
+        QCOMPARE(r.evaluationSamples, int64_t(0));
+        QCOMPARE(panel.samplesSpin()->text(), QStringLiteral("measure on all validation samples"));
     }
 
     void optimizeFillsTableAndCharts() {

@@ -5,6 +5,7 @@
 #include <QComboBox>
 #include <QElapsedTimer>
 #include <QFile>
+#include <QLabel>
 #include <QSignalSpy>
 #include <QSpinBox>
 #include <QTableWidget>
@@ -15,6 +16,7 @@
 #include "core/history/RunStore.h"
 #include "qcustomplot.h"
 #include "tests/support/TestProjects.h"
+#include "ui/FieldError.h"
 #include "ui/SweepPanel.h"
 #include "ui/base/ProjectDocument.h"
 
@@ -72,6 +74,37 @@ private slots:
             QTest::qWait(100);
             panel.grab().save(shots + "/sweep-panel.png");
         }
+    }
+
+    // Parallel 0 or more trials than threads: kept as typed, refused with the reason under the field, and
+    // Run sweep does not start (issue 17: the spin box used to clamp it silently).
+    void parallelOutOfRangeIsRefused() {
+        QTemporaryDir dir;
+        Project p = test::blobsMlpProject("sweep-parallel");
+        p.sweep = Json::parse(R"({"parameters": [{"setting": "training.optimizer", "values": ["sgd", "adam"]}]})");
+        const QString path = dir.filePath("sweep.strata");
+        writeProject(p, path.toStdString());
+        ProjectDocument doc;
+        QVERIFY(doc.load(path, nullptr));
+        SweepPanel panel(&doc);
+        panel.setDatabase(dir.filePath("runs.sqlite"));
+        panel.show();
+        auto* line = panel.findChild<QLabel*>("error_sweepParallel");
+        QVERIFY(line && line->isHidden());
+        const int max = SweepPanel::maxParallel();
+        for (const int bad : {0, -3, max + 1}) {
+            panel.parallelBox()->setValue(bad);
+            QCOMPARE(panel.parallelBox()->value(), bad);
+            QCOMPARE(fieldError(panel.parallelBox()),
+                     QStringLiteral("%1 is not applied: must be 1 to %2 (this machine's threads).").arg(bad).arg(max));
+            QVERIFY(line->isVisible());
+            QVERIFY(!panel.start());
+            QVERIFY2(panel.statusText().contains("Parallel"), qPrintable(panel.statusText()));
+        }
+        panel.parallelBox()->setValue(max);
+        QVERIFY(fieldError(panel.parallelBox()).isEmpty());
+        QVERIFY(line->isHidden());
+        QVERIFY(!QFile::exists(panel.statePath()));  // nothing was started
     }
 
     void stopStopsRunningTrials() {
