@@ -91,6 +91,11 @@ public:
     void synchronize() override;
     size_t bytesInUse() const override;
     size_t peakBytes() const override;
+    // Upper bound of the cuDNN workspace (and of the algorithms considered); MemoryEstimate counts it
+    // (kCudaConvWorkspaceLimit, checked equal by test_gpu_device).
+    static constexpr size_t kConvWorkspaceLimit = size_t(256) << 20;
+    // The workspace allocated so far: the largest any chosen algorithm asked for.
+    size_t workspaceBytes() const { return m_workspaceBytes; }
     // See the header comment.
     UploadTicket uploadAsync(void* deviceDst, const void* hostSrc, size_t bytes) override;
     void waitUpload(UploadTicket ticket) override;
@@ -210,8 +215,6 @@ private:
     int m_index = 0;
     std::string m_label;  // "cuda:0"
     bool m_allowTf32 = true;
-    // Upper bound of the cuDNN workspace (and of the algorithms considered).
-    static constexpr size_t kConvWorkspaceLimit = size_t(256) << 20;
 
     std::unique_ptr<CudaAllocator> m_allocator;
     std::unique_ptr<ConvPlanCache> m_plans;

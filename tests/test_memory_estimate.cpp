@@ -22,21 +22,8 @@ struct Errors : TrainingObserver {
     void onLog(const std::string& m) override { logs.push_back(m); }
 };
 
-// The example's graph and settings; image examples train on synthetic data of their input shape, so the
-// test needs no data set files (the model's allocations do not depend on the values).
-Project exampleProject(const QString& name) {
-    Project p = readProject(test::sourcePath("examples/" + name.toStdString()));
-    p.training.device = "cpu";
-    p.training.checkpointDir.clear();
-    if (p.dataset.kind != DatasetKind::Text) {
-        const Node* input = nullptr;
-        for (const Node* n : p.graph.nodes())
-            if (n->type == "Input") input = n;
-        std::vector<int64_t> shape = input->params.at("shape").get<std::vector<int64_t>>();
-        test::useBlobs(p, 512, 10, shape);
-    }
-    return p;
-}
+// The example's graph and settings (image examples on blobs of their input shape).
+Project exampleProject(const QString& name) { return test::exampleOnBlobs(name.toStdString()); }
 
 }  // namespace
 
@@ -72,6 +59,29 @@ private slots:
         qInfo("%s batch %d: predicted %.0f bytes, measured %.0f (%.1f%%)", qPrintable(example), batch, predicted,
               measured, 100 * error);
         QVERIFY2(error <= 0.10, qPrintable(QString("predicted %1, measured %2").arg(predicted).arg(measured)));
+    }
+
+    // On a CUDA device each allocation is sized as CudaAllocator's size classes size it, and a convolution adds
+    // cuDNN's workspace bound (test_gpu_device measures it where a GPU is found). Computed here without a GPU.
+    void cudaEstimateCountsSizeClassesAndWorkspace() {
+        QCOMPARE(cudaAllocationClass(1), uint64_t(512));
+        QCOMPARE(cudaAllocationClass(65536), uint64_t(65536));
+        QCOMPARE(cudaAllocationClass(65537), uint64_t(65536 + 16384));
+        QCOMPARE(cudaAllocationClass(300000), uint64_t(327680));  // 262144 + 65536
+        for (const char* example : {"fashion_mlp.strata", "fashion_cnn.strata"}) {
+            const Project cpu = test::exampleOnBlobs(example);
+            const Project cuda = test::exampleOnBlobs(example, "cuda:0");
+            const MemoryEstimate c = estimateTrainingMemory(cpu.graph, cpu.training, 128);
+            const MemoryEstimate g = estimateTrainingMemory(cuda.graph, cuda.training, 128);
+            const bool conv = QString(example).contains("cnn");
+            QCOMPARE(c.workspace, uint64_t(0));
+            QCOMPARE(g.workspace, conv ? kCudaConvWorkspaceLimit : uint64_t(0));
+            // Rounded up per block: never less, at most a quarter more (plus 512-byte classes for small ones).
+            const uint64_t withoutWorkspace = g.trainingPeak - g.workspace;
+            QVERIFY2(withoutWorkspace >= c.trainingPeak && withoutWorkspace <= c.trainingPeak * 5 / 4 + 64 * 512,
+                     qPrintable(QString("%1: cpu %2, cuda %3").arg(example).arg(c.trainingPeak).arg(withoutWorkspace)));
+            QCOMPARE(g.deviceBytes, std::max(g.compilePeak, g.trainingPeak));
+        }
     }
 
     void largestBatchFits() {

@@ -380,6 +380,7 @@ timeout 30 "$BIN/strata-train" --list-devices || fail "strata-train --list-devic
 
 # ---- tests --------------------------------------------------------------------------------------------
 export QT_QPA_PLATFORM=offscreen
+export STRATA_SOURCE_DIR=$ROOT  # the tests read examples/ from this tree, not from where they were built
 # run_test NAME CAP [ENV=VALUE...]: runs $BIN/NAME within the budget, log in $LOG/NAME.log.
 run_test() {
     local name=$1 cap=$2

@@ -335,14 +335,17 @@ void PropertyPanel::refreshGraphSummary() {
         if (!fits) text = QStringLiteral("<span style='color:#b00020'>%1</span>").arg(text.toHtmlEscaped());
     }
     m_memory->setText(text);
-    m_memory->setToolTip(tr("Predicted peak for batch %1 (float32): parameters %2, gradients %3, optimizer state %4, "
-                            "layer outputs and their gradients %5, staged batches and loss %6; the loader's batches "
-                            "%7 in host memory. %8 free on the device now.")
-                             .arg(e.batch)
-                             .arg(bytesText(double(e.parameters)), bytesText(double(e.gradients)),
-                                  bytesText(double(e.optimizerState)), bytesText(double(e.activations)),
-                                  bytesText(double(e.buffers)), bytesText(double(e.loaderHostBytes)),
-                                  bytesText(double(free))));
+    m_memory->setToolTip(
+        tr("Predicted peak for batch %1 (float32): parameters %2, gradients %3, optimizer state %4, "
+           "layer outputs and their gradients %5, staged batches and loss %6; the loader's batches "
+           "%7 in host memory.%9 %8 free on the device now.")
+            .arg(e.batch)
+            .arg(bytesText(double(e.parameters)), bytesText(double(e.gradients)), bytesText(double(e.optimizerState)),
+                 bytesText(double(e.activations)), bytesText(double(e.buffers)), bytesText(double(e.loaderHostBytes)),
+                 bytesText(double(free)))
+            .arg(e.workspace > 0
+                     ? tr(" cuDNN's convolution workspace, at most %1, is counted.").arg(bytesText(double(e.workspace)))
+                     : QString()));
 }
 
 void PropertyPanel::commitName() {

@@ -20,8 +20,10 @@ constexpr uint64_t kFloat = 4;
 // Packed blocks start each tensor on a 64-element boundary (Model.cpp alignUp).
 int64_t alignUp(int64_t elements) { return (elements + 63) / 64 * 64; }
 
-// CpuMemoryBackend rounds an allocation up to 64 bytes; other backends round at least as much.
-uint64_t allocation(uint64_t bytes) { return (std::max<uint64_t>(bytes, 4) + 63) / 64 * 64; }
+// CpuMemoryBackend rounds an allocation up to 64 bytes.
+uint64_t cpuAllocation(uint64_t bytes) { return (std::max<uint64_t>(bytes, 4) + 63) / 64 * 64; }
+
+bool isCudaDevice(const std::string& device) { return device.rfind("cuda", 0) == 0; }
 
 struct StepInfo {
     const LayerType* type = nullptr;
@@ -42,6 +44,10 @@ MemoryEstimate estimateTrainingMemory(const Graph& graph, const TrainingSettings
     batch = std::max<int64_t>(batch, 1);
     MemoryEstimate e;
     e.batch = batch;
+    // Each allocation as the device's allocator sizes it.
+    const bool cuda = isCudaDevice(training.device);
+    const auto allocation = [cuda](uint64_t bytes) { return cuda ? cudaAllocationClass(bytes) : cpuAllocation(bytes); };
+    bool convolution = false;
 
     // The steps as compile builds them.
     const std::vector<int> order = graph.topologicalOrder();
@@ -54,6 +60,7 @@ MemoryEstimate estimateTrainingMemory(const Graph& graph, const TrainingSettings
         const int id = order[i];
         StepInfo& s = steps[i];
         s.type = layerRegistry().find(graph.node(id)->type);
+        convolution = convolution || s.type->name() == "Conv2D";
         const Json& params = analysis.params.at(id);
         std::vector<Shape> inShapes;
         for (const std::string& port : s.type->inputPorts(params)) {
@@ -141,7 +148,10 @@ MemoryEstimate estimateTrainingMemory(const Graph& graph, const TrainingSettings
     if (training.loss != LossKind::CrossEntropy)
         buffers += allocation(static_cast<uint64_t>(outputNumel * batch) * kFloat);
     e.buffers = buffers;
-    e.trainingPeak = e.parameters + e.gradients + e.optimizerState + e.activations + e.buffers;
+    // cuDNN's convolution workspace: at most CudaBackend's limit; the algorithm, and so the size, is chosen on
+    // the device at the first step, so the bound is counted.
+    e.workspace = cuda && convolution ? kCudaConvWorkspaceLimit : 0;
+    e.trainingPeak = e.parameters + e.gradients + e.optimizerState + e.activations + e.buffers + e.workspace;
     e.deviceBytes = std::max(e.compilePeak, e.trainingPeak);
     // DataLoader: three batches on its thread and the consumer's (input floats and labels).
     e.loaderHostBytes = 4 * static_cast<uint64_t>(batch) * (static_cast<uint64_t>(inputNumel) * kFloat + 4);
@@ -150,8 +160,19 @@ MemoryEstimate estimateTrainingMemory(const Graph& graph, const TrainingSettings
     // part (alignment makes it slightly less than exact; largestBatchThatFits checks its answer).
     const uint64_t perSample = (e.activations + e.buffers) / static_cast<uint64_t>(batch);
     e.perSampleBytes = perSample;
-    e.fixedBytes = e.parameters + e.gradients + e.optimizerState;
+    e.fixedBytes = e.parameters + e.gradients + e.optimizerState + e.workspace;
     return e;
+}
+
+uint64_t cudaAllocationClass(uint64_t bytes) {
+    if (bytes == 0) bytes = 1;
+    if (bytes > (uint64_t(1) << 62)) return bytes;
+    constexpr uint64_t kSmall = 512;
+    if (bytes <= 64 * 1024) return (bytes + kSmall - 1) / kSmall * kSmall;
+    uint64_t p = 64 * 1024;
+    while (p * 2 < bytes) p *= 2;
+    const uint64_t step = p / 4;
+    return (bytes + step - 1) / step * step;
 }
 
 int64_t largestBatchThatFits(const Graph& graph, const TrainingSettings& training, uint64_t availableBytes, bool cpu,
@@ -181,6 +202,7 @@ MemoryEstimate checkTrainingFits(const Graph& graph, const TrainingSettings& tra
                       " needs about " + formatBytes(need) + " (parameters " + formatBytes(e.parameters) +
                       ", gradients " + formatBytes(e.gradients) + ", optimizer state " + formatBytes(e.optimizerState) +
                       ", activations " + formatBytes(e.activations) + ", buffers " + formatBytes(e.buffers) +
+                      (e.workspace > 0 ? ", cuDNN workspace up to " + formatBytes(e.workspace) : std::string()) +
                       (cpu ? ", loader " + formatBytes(e.loaderHostBytes) : std::string()) + ") and " +
                       formatBytes(availableBytes) + " is available";
     const int64_t fits = largestBatchThatFits(graph, training, availableBytes, cpu, e.batch);

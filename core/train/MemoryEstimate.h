@@ -9,6 +9,9 @@
 // pooling after it has no gradient), the two staged input and label buffers and the loss buffers. Storage
 // is float32 in every precision (bf16/fp16 round copies of gemm inputs, outside the Backend's memory).
 // tests/test_memory_estimate compares it with the CPU backend's measured peak on the example projects.
+// For a CUDA device (training.device "cuda:N") every allocation is sized as CudaAllocator's size classes
+// size it (up to 25% more for large blocks), and a graph with a convolution adds cuDNN's workspace bound;
+// test_gpu_device compares that with CudaBackend's measured peak where a GPU is found.
 //
 // Besides the device's memory a run needs host memory for the loader's batches (three buffers on its
 // worker thread, one with the consumer); on the CPU the two add up.
@@ -29,6 +32,7 @@ struct MemoryEstimate {
     uint64_t optimizerState = 0;   // momentum / Adam moments
     uint64_t activations = 0;      // layer outputs and output gradients for the batch (kept for backward)
     uint64_t buffers = 0;          // staged batches, loss buffers, layers' own scratch
+    uint64_t workspace = 0;        // CUDA with a convolution: cuDNN's workspace, its upper bound
     uint64_t compilePeak = 0;      // while compile packs the parameters
     uint64_t trainingPeak = 0;     // during a step
     uint64_t deviceBytes = 0;      // the device's peak: max(compilePeak, trainingPeak)
@@ -48,6 +52,14 @@ struct MemoryEstimate {
 
 // Throws GraphError (naming the node) when the graph is not valid. `batch` >= 1.
 MemoryEstimate estimateTrainingMemory(const Graph& graph, const TrainingSettings& training, int64_t batch);
+
+// CUDA: the most cuDNN's convolution workspace takes (CudaBackend::kConvWorkspaceLimit; test_gpu_device
+// checks they agree).
+constexpr uint64_t kCudaConvWorkspaceLimit = uint64_t(256) << 20;
+// The bytes CudaAllocator hands out for a request of `bytes` (its size class: 512-byte steps up to 64 KiB,
+// then four classes per power of two). A copy of CudaAllocator::roundSize, as core has no CUDA; test_gpu_device
+// compares the two.
+uint64_t cudaAllocationClass(uint64_t bytes);
 
 // The largest batch whose estimate fits in `availableBytes` (cpu: the host part counted too), up to
 // `maxBatch`; 0 when not even a batch of one fits.

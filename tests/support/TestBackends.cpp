@@ -1,6 +1,7 @@
 // Backends available to tests (see TestBackends.h).
 #include "tests/support/TestBackends.h"
 
+#include <cstdlib>
 #include <mutex>
 
 #include "core/backend/BackendRegistry.h"
@@ -54,6 +55,11 @@ std::string gpuUnavailableReason() {
 #endif
 }
 
-std::string sourcePath(const std::string& relative) { return std::string(STRATA_SOURCE_DIR) + "/" + relative; }
+std::string sourcePath(const std::string& relative) {
+    // A test binary run away from the tree it was built from (tools/gpu-check.sh on the GPU machine) is told
+    // where the tree is now.
+    const char* moved = std::getenv("STRATA_SOURCE_DIR");
+    return std::string(moved && *moved ? moved : STRATA_SOURCE_DIR) + "/" + relative;
+}
 
 }  // namespace strata::test

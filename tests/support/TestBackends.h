@@ -25,7 +25,8 @@ std::vector<NamedBackend> fastBackends(const BackendOptions& options = {});
 // Empty when a GPU can be used; otherwise why not ("built without CUDA", "no CUDA device: ...").
 std::string gpuUnavailableReason();
 
-// Path of a file in the source tree, e.g. sourcePath("examples/fashion_mlp.strata").
+// Path of a file in the source tree, e.g. sourcePath("examples/fashion_mlp.strata"); the environment
+// variable STRATA_SOURCE_DIR, when set, names the tree instead of the one the test was built from.
 std::string sourcePath(const std::string& relative);
 
 }  // namespace strata::test

@@ -1,5 +1,7 @@
 #include "tests/support/TestProjects.h"
 
+#include "tests/support/TestBackends.h"
+
 namespace strata::test {
 
 std::vector<int> addChain(Graph& graph, const std::vector<LayerDef>& layers) {
@@ -35,6 +37,17 @@ Project blobsMlpProject(const std::string& name, int inputs, int classes, bool d
     p.training.epochs = 1;
     p.training.seed = 7;
     p.training.threads = 1;
+    return p;
+}
+
+Project exampleOnBlobs(const std::string& file, const std::string& device) {
+    Project p = readProject(sourcePath("examples/" + file));
+    p.training.device = device;
+    p.training.checkpointDir.clear();
+    if (p.dataset.kind != DatasetKind::Text) {
+        for (const Node* n : p.graph.nodes())
+            if (n->type == "Input") useBlobs(p, 512, 10, n->params.at("shape").get<std::vector<int64_t>>());
+    }
     return p;
 }
 

@@ -25,4 +25,9 @@ void useBlobs(Project& project, int64_t samples, int classes, const std::vector<
 // seed 7, one thread.
 Project blobsMlpProject(const std::string& name = "tiny", int inputs = 16, int classes = 4, bool dropout = false);
 
+// examples/<file>'s graph and settings on `device` without a checkpoint folder; an image example trains on
+// 512 blobs of its input shape in 10 classes (no data set files needed: a model's allocations do not depend
+// on the values).
+Project exampleOnBlobs(const std::string& file, const std::string& device = "cpu");
+
 }  // namespace strata::test
