@@ -3,10 +3,14 @@
 
 #include <QDoubleSpinBox>
 #include <QLabel>
+#include <QLineEdit>
 #include <QLocale>
 #include <QSpinBox>
+#include <QStyle>
+#include <QStyleOptionSpinBox>
 #include <QVBoxLayout>
 #include <QValidator>
+#include <algorithm>
 #include <climits>
 
 namespace strata::ui {
@@ -33,6 +37,25 @@ QValidator::State zeroWordState(const QString& core, const QString& word) {
     if (c.isDigit() || c == QLatin1Char('-') || c == QLatin1Char('+') || c == QLatin1Char('.'))
         return QValidator::Invalid;
     return word.startsWith(core, Qt::CaseInsensitive) ? QValidator::Intermediate : QValidator::Invalid;
+}
+
+// A spin box's size hint for `texts` (each shown with its prefix and suffix) in an edit field `editHeight` high, as
+// QAbstractSpinBox::sizeHint computes it for its minimum and maximum.
+QSize spinSizeFor(const QAbstractSpinBox* spin, int editHeight, const QString& prefix, const QString& suffix,
+                  const QStringList& texts) {
+    const QFontMetrics fm(spin->fontMetrics());
+    int w = 0;
+    for (QString t : texts) {
+        t.truncate(18);
+        w = std::max(w, fm.horizontalAdvance(t + prefix + suffix + QLatin1Char(' ')));
+    }
+    QStyleOptionSpinBox opt;
+    opt.initFrom(spin);
+    opt.buttonSymbols = spin->buttonSymbols();
+    opt.frame = spin->hasFrame();
+    opt.subControls =
+        QStyle::SC_SpinBoxFrame | QStyle::SC_SpinBoxEditField | QStyle::SC_SpinBoxUp | QStyle::SC_SpinBoxDown;
+    return spin->style()->sizeFromContents(QStyle::CT_SpinBox, &opt, QSize(w + 2, editHeight), spin);
 }
 
 QLabel* lineOf(const QWidget* editor) {
@@ -92,6 +115,21 @@ void NumberSpinBox::setZeroText(const QString& text) {
     setSuffix(suffix());  // redraws the text (and resizes) without a change of value
 }
 
+void NumberSpinBox::setSizeRange(int lo, int hi) {
+    m_sized = true;
+    m_sizeLo = lo;
+    m_sizeHi = hi;
+    updateGeometry();
+}
+
+QSize NumberSpinBox::sizeHint() const {
+    if (!m_sized) return QSpinBox::sizeHint();
+    return spinSizeFor(this, lineEdit()->sizeHint().height(), prefix(), suffix(),
+                       {textFromValue(m_sizeLo), textFromValue(m_sizeHi), m_zeroText});
+}
+
+QSize NumberSpinBox::minimumSizeHint() const { return m_sized ? sizeHint() : QSpinBox::minimumSizeHint(); }
+
 QString NumberSpinBox::textFromValue(int value) const {
     return value == 0 && !m_zeroText.isEmpty() ? m_zeroText : QSpinBox::textFromValue(value);
 }
@@ -112,6 +150,21 @@ void NumberDoubleSpinBox::setZeroText(const QString& text) {
     m_zeroText = text;
     setSuffix(suffix());
 }
+
+void NumberDoubleSpinBox::setSizeRange(double lo, double hi) {
+    m_sized = true;
+    m_sizeLo = lo;
+    m_sizeHi = hi;
+    updateGeometry();
+}
+
+QSize NumberDoubleSpinBox::sizeHint() const {
+    if (!m_sized) return QDoubleSpinBox::sizeHint();
+    return spinSizeFor(this, lineEdit()->sizeHint().height(), prefix(), suffix(),
+                       {textFromValue(m_sizeLo), textFromValue(m_sizeHi), m_zeroText});
+}
+
+QSize NumberDoubleSpinBox::minimumSizeHint() const { return m_sized ? sizeHint() : QDoubleSpinBox::minimumSizeHint(); }
 
 QString NumberDoubleSpinBox::textFromValue(double value) const {
     return value == 0 && !m_zeroText.isEmpty() ? m_zeroText : QDoubleSpinBox::textFromValue(value);

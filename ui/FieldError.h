@@ -41,6 +41,11 @@ public:
     explicit NumberSpinBox(QWidget* parent = nullptr);
     void setZeroText(const QString& text);
     QString zeroText() const { return m_zeroText; }
+    // The box is as wide as the numbers from `lo` to `hi` need (any number can still be typed); without it,
+    // as wide as the whole int range.
+    void setSizeRange(int lo, int hi);
+    QSize sizeHint() const override;
+    QSize minimumSizeHint() const override;
 
 protected:
     QString textFromValue(int value) const override;
@@ -49,6 +54,8 @@ protected:
 
 private:
     QString m_zeroText;
+    bool m_sized = false;
+    int m_sizeLo = 0, m_sizeHi = 0;
 };
 
 class NumberDoubleSpinBox : public QDoubleSpinBox {
@@ -57,6 +64,9 @@ public:
     explicit NumberDoubleSpinBox(QWidget* parent = nullptr);
     void setZeroText(const QString& text);
     QString zeroText() const { return m_zeroText; }
+    void setSizeRange(double lo, double hi);  // as NumberSpinBox's
+    QSize sizeHint() const override;
+    QSize minimumSizeHint() const override;
 
 protected:
     QString textFromValue(double value) const override;
@@ -65,6 +75,8 @@ protected:
 
 private:
     QString m_zeroText;
+    bool m_sized = false;
+    double m_sizeLo = 0, m_sizeHi = 0;
 };
 
 }  // namespace strata::ui

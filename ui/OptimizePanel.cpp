@@ -154,7 +154,9 @@ void OptimizePanel::buildUi() {
     m_structured = new QCheckBox(tr("Structured: remove"), left);
     m_structured->setChecked(true);
     // The numbers take whatever is typed; one out of range is refused with the reason under it (checkFields).
-    m_structuredPercent = new NumberSpinBox(left);
+    auto* structured = new NumberSpinBox(left);
+    structured->setSizeRange(kMinStructuredPercent, kMaxStructuredPercent);
+    m_structuredPercent = structured;
     m_structuredPercent->setObjectName(QStringLiteral("optimizeStructured"));
     m_structuredPercent->setValue(50);
     m_structuredPercent->setSuffix(QStringLiteral("%"));
@@ -178,13 +180,16 @@ void OptimizePanel::buildUi() {
     m_int8->setToolTip(
         tr("Per-channel int8 weights and uint8 activations calibrated on training samples, as a "
            "QDQ ONNX file; accuracy from the file's integer arithmetic"));
-    m_epochs = new NumberSpinBox(left);
+    auto* epochs = new NumberSpinBox(left);
+    epochs->setSizeRange(1, kMaxFineTuneEpochs);
+    m_epochs = epochs;
     m_epochs->setObjectName(QStringLiteral("optimizeEpochs"));
     m_epochs->setValue(2);
     m_epochs->setPrefix(tr("fine-tune "));
     m_epochs->setSuffix(tr(" epochs"));
     auto* samples = new NumberSpinBox(left);
     samples->setZeroText(tr("all"));
+    samples->setSizeRange(0, 100000);  // wide enough for a validation split
     m_samples = samples;
     m_samples->setObjectName(QStringLiteral("optimizeSamples"));
     m_samples->setPrefix(tr("measure on "));

@@ -65,7 +65,8 @@ QWidget* createSettingEditor(const SettingInfo& setting, QWidget* parent, int de
         case SettingKind::Int:
         case SettingKind::Int64: {
             auto* spin = new NumberSpinBox(parent);  // any number typed: the range is settingRefusal's check
-            spin->setKeyboardTracking(false);        // one undo command per finished edit, not per keystroke
+            spin->setSizeRange(clampToInt(setting.intMin), clampToInt(std::min<int64_t>(setting.intMax, 99999999)));
+            spin->setKeyboardTracking(false);  // one undo command per finished edit, not per keystroke
             editor = spin;
             break;
         }
@@ -73,6 +74,7 @@ QWidget* createSettingEditor(const SettingInfo& setting, QWidget* parent, int de
         case SettingKind::Float: {
             auto* spin = new NumberDoubleSpinBox(parent);
             spin->setDecimals(decimals);
+            spin->setSizeRange(setting.min, std::min(setting.max, 99999999.0));
             spin->setKeyboardTracking(false);
             editor = spin;
             break;

@@ -45,7 +45,9 @@ SweepPanel::SweepPanel(ProjectDocument* doc, QWidget* parent) : QWidget(parent),
     m_stopButton->setEnabled(false);
     m_status = new QLabel(tr("The project's \"sweep\" definition runs here; see README."), this);
     // Any number typed stays; one out of range is refused with the reason under it (checkParallel).
-    m_parallel = new NumberSpinBox(this);
+    auto* parallel = new NumberSpinBox(this);
+    parallel->setSizeRange(1, 999);
+    m_parallel = parallel;
     m_parallel->setObjectName(QStringLiteral("sweepParallel"));
     m_parallel->setValue(1);
     m_parallel->setToolTip(
