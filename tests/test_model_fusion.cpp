@@ -1,12 +1,17 @@
 // Model's ReLU fusions (compile(..., fuse = true)): a ReLU run inside the Conv2D before it, and a
 // ReLU's backward run inside the max pooling after it. Which ReLUs are fused, and that a fused
 // model computes the same outputs, input gradients and parameter gradients as the unfused one, on
-// every backend present, including a step where the conv output's memory is shared with the ReLU.
+// every backend present, including a step where the conv output's memory is shared with the ReLU. And
+// BatchNorm folded into the Conv2D or Dense before it for inference (core/export/FoldBatchNorm): the folded
+// model gives the unfolded model's evaluation outputs on every backend.
 #include <QtTest>
 #include <random>
 
+#include "core/export/FoldBatchNorm.h"
 #include "core/graph/Model.h"
+#include "core/infer/ExportCheck.h"
 #include "core/layers/LayerRegistry.h"
+#include "core/train/Checkpoint.h"
 #include "tests/support/TestBackends.h"
 
 using namespace strata;
@@ -88,6 +93,66 @@ double maxDiff(const std::vector<float>& a, const std::vector<float>& b) {
     return m;
 }
 
+// Input [3, 8, 8] -> Conv2D 5 -> BatchNorm -> ReLU -> MaxPool -> Conv2D 4 (no bias) -> BatchNorm -> ReLU
+// -> Flatten -> Dense 6 -> BatchNorm -> ReLU -> Dense 3 (three foldable BatchNorms), plus, beside the second
+// convolution, a Conv2D 4 whose output feeds a BatchNorm AND an Add (not foldable: its raw output is used).
+// Weights seeded, BatchNorm statistics and affine parameters made far from the identity.
+ExportModel batchNormModel() {
+    ExportModel m;
+    Graph& g = m.project.graph;
+    const int in = g.addNode("Input", "input", {{"shape", {3, 8, 8}}});
+    int x = chain(g, in, "Conv2D", {{"filters", 5}, {"kernel", 3}, {"padding", 1}});
+    x = chain(g, x, "BatchNorm");
+    x = chain(g, x, "ReLU");
+    x = chain(g, x, "MaxPool2D", {{"kernel", 2}, {"stride", 2}});
+    const int pooled = x;
+    x = chain(g, pooled, "Conv2D", {{"filters", 4}, {"kernel", 3}, {"padding", 1}, {"use_bias", false}});
+    const int bnA = chain(g, x, "BatchNorm");
+    const int shared = chain(g, pooled, "Conv2D", {{"filters", 4}, {"kernel", 3}, {"padding", 1}});
+    const int bnB = chain(g, shared, "BatchNorm");
+    const int add = g.addNode("Add");
+    g.connect(bnA, add, "in0");
+    g.connect(bnB, add, "in1");
+    const int add2 = g.addNode("Add");
+    g.connect(add, add2, "in0");
+    g.connect(shared, add2, "in1");  // the second consumer of the shared convolution
+    x = chain(g, add2, "ReLU");
+    x = chain(g, x, "Flatten");
+    x = chain(g, x, "Dense", {{"units", 6}});
+    x = chain(g, x, "BatchNorm");
+    x = chain(g, x, "ReLU");
+    chain(g, x, "Dense", {{"units", 3}});
+    auto be = test::makeReferenceBackend();
+    auto model = compile(g, *be, 11);
+    m.weights = modelWeights(*model);
+    std::mt19937 rng(5);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::uniform_real_distribution<float> positive(0.3f, 3.0f);
+    for (auto& [name, values] : m.weights) {
+        const bool bn = name.find("batchnorm") == 0;
+        for (float& v : values) {
+            if (bn && name.ends_with(".running_var"))
+                v = positive(rng);
+            else if (bn && name.ends_with(".gamma"))
+                v = positive(rng) * (normal(rng) < 0 ? -1.0f : 1.0f);
+            else if (bn || name.ends_with(".bias"))
+                v = normal(rng);
+        }
+    }
+    return m;
+}
+
+std::vector<float> evaluate(Backend& be, const ExportModel& m, int* fusedReLUs) {
+    auto model = compileExportModel(m, be);
+    if (fusedReLUs) *fusedReLUs = model->fusedReLUCount();
+    std::mt19937 rng(9);
+    std::normal_distribution<float> dist(0.0f, 1.0f);
+    const int64_t n = 4;
+    std::vector<float> x(static_cast<size_t>(n * model->inputShape().numel()));
+    for (float& v : x) v = dist(rng);
+    return toHost(be, model->forward(be.fromHost(model->inputShape().withBatch(n), x.data()), false));
+}
+
 }  // namespace
 
 class TestModelFusion : public QObject {
@@ -136,6 +201,46 @@ private slots:
         for (const auto& gr : want.grads)
             for (float v : gr) total += std::fabs(v);
         QVERIFY(total > 0);
+    }
+
+    void foldedBatchNormEqualsUnfolded() {
+        const ExportModel m = batchNormModel();
+        std::vector<FoldedBatchNorm> folded;
+        const ExportModel f = foldBatchNorm(m, &folded);
+        QCOMPARE(folded.size(), size_t(3));
+        QCOMPARE(folded[0].batchNorm + ">" + folded[0].into, std::string("batchnorm1>conv2d1"));
+        QCOMPARE(folded[1].batchNorm + ">" + folded[1].into, std::string("batchnorm2>conv2d2"));
+        QCOMPARE(folded[2].batchNorm + ">" + folded[2].into, std::string("batchnorm4>dense1"));
+        int batchNorms = 0;
+        for (const Node* n : f.project.graph.nodes()) batchNorms += n->type == "BatchNorm" ? 1 : 0;
+        QCOMPARE(batchNorms, 1);  // the shared convolution's stays
+        QVERIFY(!f.weights.count("batchnorm1.gamma") && f.weights.count("batchnorm3.gamma"));
+        QVERIFY(f.weights.count("conv2d2.bias"));  // the bias-less convolution gained one
+        QVERIFY(!analyzeGraph(f.project.graph).problems.size());
+        // The folding does not touch what it was given, and an int8 model is left as it is.
+        QVERIFY(m.weights.count("batchnorm1.gamma"));
+        ExportModel int8 = m;
+        int8.int8Activations["input"] = ActivationQuant{};
+        QVERIFY(foldBatchNorm(int8, &folded).project.graph == m.project.graph);
+        QVERIFY(folded.empty());
+
+        auto ref = test::makeReferenceBackend();
+        const std::vector<float> want = evaluate(*ref, m, nullptr);
+        double scale = 0;
+        for (float v : want) scale = std::max(scale, std::fabs(double(v)));
+        QVERIFY(scale > 0.1);  // not a vacuous comparison
+        for (auto& nb : test::fastBackends()) {
+            int before = 0, after = 0;
+            const std::vector<float> unfolded = evaluate(*nb.backend, m, &before);
+            const std::vector<float> got = evaluate(*nb.backend, f, &after);
+            const double d = maxDiff(got, want), du = maxDiff(unfolded, want);
+            qInfo("%s: folded vs unfolded reference %.3g, unfolded %.3g (outputs up to %.3g)", nb.name.c_str(), d, du,
+                  scale);
+            QVERIFY2(d <= 1e-4 * std::max(1.0, scale), (nb.name + ": " + std::to_string(d)).c_str());
+            // The ReLUs that followed a folded BatchNorm now follow the layer directly and are fused into it.
+            QVERIFY2(after > before,
+                     (nb.name + ": fused ReLUs " + std::to_string(before) + " -> " + std::to_string(after)).c_str());
+        }
     }
 };
 

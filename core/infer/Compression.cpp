@@ -13,6 +13,7 @@
 #include "core/backend/BackendRegistry.h"
 #include "core/data/Dataset.h"
 #include "core/export/ExportModel.h"
+#include "core/export/FoldBatchNorm.h"
 #include "core/export/Onnx.h"
 #include "core/graph/Model.h"
 #include "core/infer/Evaluation.h"
@@ -90,12 +91,15 @@ const char* compressionKindName(CompressionVariant::Kind kind) {
     return "?";
 }
 
-double timeForwardMs(const Project& project, const Weights& weights, int64_t batch, int threads) {
+double timeForwardMs(const Project& project, const Weights& weights, int64_t batch, int threads, bool fold) {
     BackendOptions options;
     options.threads = threads;
     auto backend = backendRegistry().create(Device::cpu(), options);
-    auto model = compile(project.graph, *backend, 0);
-    applyWeights(*model, weights);
+    // As Predict runs it: BatchNorm folded into the layer before it.
+    ExportModel inference;
+    inference.project = project;
+    inference.weights = weights;
+    auto model = compileExportModel(fold ? foldBatchNorm(inference) : inference, *backend);
     std::vector<float> host(static_cast<size_t>(batch * model->inputShape().numel()));
     for (size_t i = 0; i < host.size(); ++i) host[i] = static_cast<float>((i * 2654435761u) % 1000) / 1000.0f;
     const Tensor x = backend->fromHost(model->inputShape().withBatch(batch), host.data());

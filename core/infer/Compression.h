@@ -88,8 +88,9 @@ private:
 };
 
 // Milliseconds of one forward pass at `batch` samples (the median of repeated runs after a warm-up) of the
-// checkpoint-shaped model on Strata's CPU backend with `threads` threads (0: all).
+// checkpoint-shaped model on Strata's CPU backend with `threads` threads (0: all), with BatchNorm folded into
+// the layer before it as Predict runs it (`fold` false: the graph as drawn).
 double timeForwardMs(const Project& project, const std::map<std::string, std::vector<float>>& weights, int64_t batch,
-                     int threads);
+                     int threads, bool fold = true);
 
 }  // namespace strata

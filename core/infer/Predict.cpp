@@ -13,6 +13,7 @@
 #include "core/data/Dataset.h"
 #include "core/data/IdxReader.h"
 #include "core/data/ImageFile.h"
+#include "core/export/FoldBatchNorm.h"
 #include "core/graph/Model.h"
 #include "core/infer/ExportCheck.h"
 #include "core/infer/OnnxRunner.h"
@@ -149,7 +150,8 @@ Predictor::Predictor(const std::string& modelPath, PredictRuntime runtime)
         throw std::invalid_argument("--runtime opencv runs .onnx files; " + modelPath + " is not one");
     m_file = loadModelFile(modelPath);
     m_backend = backendRegistry().create(Device::cpu());
-    m_model = compileExportModel(m_file, *m_backend);
+    // For inference only: BatchNorm folded into the layer before it (the same outputs, one pass fewer).
+    m_model = compileExportModel(foldBatchNorm(m_file), *m_backend);
     if (!onnxFile || runtime == PredictRuntime::Strata) return;
     if (runtime == PredictRuntime::OpenCv || onnxRunnerAvailable()) {
         try {
