@@ -3,7 +3,8 @@
 // reads); the models are timed in turns, round after round, so a busy machine slows all of them alike, and
 // each model's figure is the median over the rounds of timeForwardMs (itself the median of repeated passes).
 //
-//   bench_inference MODEL... [--threads N] [--batches 1,256] [--rounds R]
+//   bench_inference MODEL... [--threads N] [--batches 1,256] [--rounds R] [--no-fold]
+// (--no-fold: the graph as drawn, without folding BatchNorm into the layer before it as Predict does)
 // prints one JSON object per model and batch: {"model": ..., "batch": B, "ms": median, "rounds": [...]}.
 #include <algorithm>
 #include <cstdio>
@@ -23,6 +24,7 @@ int main(int argc, char** argv) {
     std::vector<std::string> models;
     std::vector<int64_t> batches{1, 256};
     int threads = 2, rounds = 5;
+    bool fold = true;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
         auto value = [&]() -> std::string {
@@ -34,6 +36,8 @@ int main(int argc, char** argv) {
         };
         if (a == "--threads") {
             threads = std::stoi(value());
+        } else if (a == "--no-fold") {
+            fold = false;
         } else if (a == "--rounds") {
             rounds = std::max(1, std::stoi(value()));
         } else if (a == "--batches") {
@@ -45,7 +49,8 @@ int main(int argc, char** argv) {
         }
     }
     if (models.empty()) {
-        std::fprintf(stderr, "usage: bench_inference MODEL... [--threads N] [--batches 1,256] [--rounds R]\n");
+        std::fprintf(stderr,
+                     "usage: bench_inference MODEL... [--threads N] [--batches 1,256] [--rounds R] [--no-fold]\n");
         return 2;
     }
     try {
@@ -55,13 +60,15 @@ int main(int argc, char** argv) {
             std::vector<std::vector<double>> times(models.size());
             for (int r = 0; r < rounds; ++r)
                 for (size_t m = 0; m < models.size(); ++m)
-                    times[m].push_back(strata::timeForwardMs(loaded[m].project, loaded[m].weights, batch, threads));
+                    times[m].push_back(
+                        strata::timeForwardMs(loaded[m].project, loaded[m].weights, batch, threads, fold));
             for (size_t m = 0; m < models.size(); ++m) {
                 std::vector<double> sorted = times[m];
                 std::sort(sorted.begin(), sorted.end());
                 nlohmann::json j{{"model", models[m]},
                                  {"batch", batch},
                                  {"threads", threads},
+                                 {"folded", fold},
                                  {"ms", sorted[sorted.size() / 2]},
                                  {"rounds", times[m]}};
                 std::cout << j.dump() << std::endl;
