@@ -3,7 +3,6 @@
 
 #include <QDoubleSpinBox>
 #include <QLabel>
-#include <QLineEdit>
 #include <QLocale>
 #include <QSpinBox>
 #include <QStyle>
@@ -20,43 +19,6 @@ namespace {
 const char* kLineProperty = "strataFieldErrorLine";
 const char* kTextProperty = "strataFieldErrorText";
 const char* kToolTipProperty = "strataFieldErrorToolTip";
-
-// The typed text without the spin box's prefix and suffix, trimmed.
-QString coreText(QString text, const QString& prefix, const QString& suffix) {
-    if (!prefix.isEmpty() && text.startsWith(prefix)) text.remove(0, prefix.size());
-    if (!suffix.isEmpty() && text.endsWith(suffix)) text.chop(suffix.size());
-    return text.trimmed();
-}
-
-// Acceptable when `core` is the zero word, Intermediate while it is being typed (a start of the word that
-// is not a number's start), Invalid otherwise (the number check decides).
-QValidator::State zeroWordState(const QString& core, const QString& word) {
-    if (word.isEmpty() || core.isEmpty()) return QValidator::Invalid;
-    if (core.compare(word, Qt::CaseInsensitive) == 0) return QValidator::Acceptable;
-    const QChar c = core.front();
-    if (c.isDigit() || c == QLatin1Char('-') || c == QLatin1Char('+') || c == QLatin1Char('.'))
-        return QValidator::Invalid;
-    return word.startsWith(core, Qt::CaseInsensitive) ? QValidator::Intermediate : QValidator::Invalid;
-}
-
-// A spin box's size hint for `texts` (each shown with its prefix and suffix) in an edit field `editHeight` high, as
-// QAbstractSpinBox::sizeHint computes it for its minimum and maximum.
-QSize spinSizeFor(const QAbstractSpinBox* spin, int editHeight, const QString& prefix, const QString& suffix,
-                  const QStringList& texts) {
-    const QFontMetrics fm(spin->fontMetrics());
-    int w = 0;
-    for (QString t : texts) {
-        t.truncate(18);
-        w = std::max(w, fm.horizontalAdvance(t + prefix + suffix + QLatin1Char(' ')));
-    }
-    QStyleOptionSpinBox opt;
-    opt.initFrom(spin);
-    opt.buttonSymbols = spin->buttonSymbols();
-    opt.frame = spin->hasFrame();
-    opt.subControls =
-        QStyle::SC_SpinBoxFrame | QStyle::SC_SpinBoxEditField | QStyle::SC_SpinBoxUp | QStyle::SC_SpinBoxDown;
-    return spin->style()->sizeFromContents(QStyle::CT_SpinBox, &opt, QSize(w + 2, editHeight), spin);
-}
 
 QLabel* lineOf(const QWidget* editor) {
     return editor ? qobject_cast<QLabel*>(editor->property(kLineProperty).value<QObject*>()) : nullptr;
@@ -108,76 +70,40 @@ void acceptAnyNumber(QSpinBox* spin) { spin->setRange(INT_MIN, INT_MAX); }
 
 void acceptAnyNumber(QDoubleSpinBox* spin) { spin->setRange(-1e12, 1e12); }
 
-NumberSpinBox::NumberSpinBox(QWidget* parent) : QSpinBox(parent) { acceptAnyNumber(this); }
+namespace detail {
 
-void NumberSpinBox::setZeroText(const QString& text) {
-    m_zeroText = text;
-    setSuffix(suffix());  // redraws the text (and resizes) without a change of value
+QString coreText(QString text, const QString& prefix, const QString& suffix) {
+    if (!prefix.isEmpty() && text.startsWith(prefix)) text.remove(0, prefix.size());
+    if (!suffix.isEmpty() && text.endsWith(suffix)) text.chop(suffix.size());
+    return text.trimmed();
 }
 
-void NumberSpinBox::setSizeRange(int lo, int hi) {
-    m_sized = true;
-    m_sizeLo = lo;
-    m_sizeHi = hi;
-    updateGeometry();
+QValidator::State zeroWordState(const QString& core, const QString& word) {
+    if (word.isEmpty() || core.isEmpty()) return QValidator::Invalid;
+    if (core.compare(word, Qt::CaseInsensitive) == 0) return QValidator::Acceptable;
+    const QChar c = core.front();
+    if (c.isDigit() || c == QLatin1Char('-') || c == QLatin1Char('+') || c == QLatin1Char('.'))
+        return QValidator::Invalid;
+    return word.startsWith(core, Qt::CaseInsensitive) ? QValidator::Intermediate : QValidator::Invalid;
 }
 
-QSize NumberSpinBox::sizeHint() const {
-    if (!m_sized) return QSpinBox::sizeHint();
-    return spinSizeFor(this, lineEdit()->sizeHint().height(), prefix(), suffix(),
-                       {textFromValue(m_sizeLo), textFromValue(m_sizeHi), m_zeroText});
+QSize spinSizeFor(const QAbstractSpinBox* spin, int editHeight, const QString& prefix, const QString& suffix,
+                  const QStringList& texts) {
+    const QFontMetrics fm(spin->fontMetrics());
+    int w = 0;
+    for (QString t : texts) {
+        t.truncate(18);
+        w = std::max(w, fm.horizontalAdvance(t + prefix + suffix + QLatin1Char(' ')));
+    }
+    QStyleOptionSpinBox opt;
+    opt.initFrom(spin);
+    opt.buttonSymbols = spin->buttonSymbols();
+    opt.frame = spin->hasFrame();
+    opt.subControls =
+        QStyle::SC_SpinBoxFrame | QStyle::SC_SpinBoxEditField | QStyle::SC_SpinBoxUp | QStyle::SC_SpinBoxDown;
+    return spin->style()->sizeFromContents(QStyle::CT_SpinBox, &opt, QSize(w + 2, editHeight), spin);
 }
 
-QSize NumberSpinBox::minimumSizeHint() const { return m_sized ? sizeHint() : QSpinBox::minimumSizeHint(); }
-
-QString NumberSpinBox::textFromValue(int value) const {
-    return value == 0 && !m_zeroText.isEmpty() ? m_zeroText : QSpinBox::textFromValue(value);
-}
-
-int NumberSpinBox::valueFromText(const QString& text) const {
-    if (zeroWordState(coreText(text, prefix(), suffix()), m_zeroText) == QValidator::Acceptable) return 0;
-    return QSpinBox::valueFromText(text);
-}
-
-QValidator::State NumberSpinBox::validate(QString& input, int& pos) const {
-    const QValidator::State word = zeroWordState(coreText(input, prefix(), suffix()), m_zeroText);
-    return word != QValidator::Invalid ? word : QSpinBox::validate(input, pos);
-}
-
-NumberDoubleSpinBox::NumberDoubleSpinBox(QWidget* parent) : QDoubleSpinBox(parent) { acceptAnyNumber(this); }
-
-void NumberDoubleSpinBox::setZeroText(const QString& text) {
-    m_zeroText = text;
-    setSuffix(suffix());
-}
-
-void NumberDoubleSpinBox::setSizeRange(double lo, double hi) {
-    m_sized = true;
-    m_sizeLo = lo;
-    m_sizeHi = hi;
-    updateGeometry();
-}
-
-QSize NumberDoubleSpinBox::sizeHint() const {
-    if (!m_sized) return QDoubleSpinBox::sizeHint();
-    return spinSizeFor(this, lineEdit()->sizeHint().height(), prefix(), suffix(),
-                       {textFromValue(m_sizeLo), textFromValue(m_sizeHi), m_zeroText});
-}
-
-QSize NumberDoubleSpinBox::minimumSizeHint() const { return m_sized ? sizeHint() : QDoubleSpinBox::minimumSizeHint(); }
-
-QString NumberDoubleSpinBox::textFromValue(double value) const {
-    return value == 0 && !m_zeroText.isEmpty() ? m_zeroText : QDoubleSpinBox::textFromValue(value);
-}
-
-double NumberDoubleSpinBox::valueFromText(const QString& text) const {
-    if (zeroWordState(coreText(text, prefix(), suffix()), m_zeroText) == QValidator::Acceptable) return 0;
-    return QDoubleSpinBox::valueFromText(text);
-}
-
-QValidator::State NumberDoubleSpinBox::validate(QString& input, int& pos) const {
-    const QValidator::State word = zeroWordState(coreText(input, prefix(), suffix()), m_zeroText);
-    return word != QValidator::Invalid ? word : QDoubleSpinBox::validate(input, pos);
-}
+}  // namespace detail
 
 }  // namespace strata::ui
