@@ -404,6 +404,16 @@ void DatasetPanel::buildUi() {
     m_balance->legend->setVisible(true);
     m_balance->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignRight);
     previewLayout->addWidget(m_balance, 2);
+    m_sizes = new QCustomPlot(previewPane);
+    m_sizes->setObjectName(QStringLiteral("imageSizeChart"));
+    m_sizes->setMinimumHeight(170);
+    m_sizes->plotLayout()->insertRow(0);
+    m_sizes->plotLayout()->addElement(0, 0,
+                                      new QCPTextElement(m_sizes, tr("Image sizes (width x height)"),
+                                                         QFont(font().family(), font().pointSize(), QFont::Bold)));
+    m_sizes->yAxis->setLabel(tr("files"));
+    m_sizes->hide();
+    previewLayout->addWidget(m_sizes, 1);
 
     splitter->addWidget(scroll);
     splitter->addWidget(previewPane);
@@ -494,8 +504,11 @@ DatasetPreview DatasetPanel::buildPreview(const DatasetSettings& settings, const
         std::vector<std::pair<int64_t, std::pair<int64_t, int64_t>>> bySize;
         for (const auto& [size, n] : data.imageSizes) bySize.push_back({n, size});
         std::stable_sort(bySize.begin(), bySize.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
-        for (const auto& [n, size] : bySize)
-            p.imageSizes << QStringLiteral("%1x%2: %3").arg(size.first).arg(size.second).arg(n);
+        for (const auto& [n, size] : bySize) {
+            const QString wh = QStringLiteral("%1x%2").arg(size.first).arg(size.second);
+            p.imageSizes << QStringLiteral("%1: %2").arg(wh).arg(n);
+            p.imageSizeCounts.push_back({wh, n});
+        }
         for (const SkippedFile& f : data.skipped)
             p.skipped << QString::fromStdString(f.path) + QStringLiteral(": ") + QString::fromStdString(f.reason);
         p.validationPerClass = perClass(data.validation, data.numClasses);
@@ -653,9 +666,45 @@ void DatasetPanel::showPreview(const DatasetPreview& preview) {
     for (int c = 0; c < classes; ++c) top = std::max({top, train[c], val[c]});
     m_balance->yAxis->setRange(0, top * 1.15);
     m_balance->replot();
+    showImageSizes(preview);
 
     emit trainSampleCountKnown(preview.trainCount);
     emit previewReady();
+}
+
+void DatasetPanel::showImageSizes(const DatasetPreview& preview) {
+    // Files per size, the most frequent first; past kSizeBars - 1 sizes the rest share an "other" bar.
+    m_sizes->clearPlottables();
+    const auto& sizes = preview.imageSizeCounts;
+    m_sizes->setVisible(sizes.size() > 1);
+    if (sizes.size() <= 1) return;
+    const qsizetype shown = sizes.size() > kSizeBars ? kSizeBars - 1 : sizes.size();
+    QVector<double> x, counts;
+    QSharedPointer<QCPAxisTickerText> ticker(new QCPAxisTickerText);
+    for (qsizetype i = 0; i < shown; ++i) {
+        x << double(i);
+        counts << double(sizes[i].second);
+        ticker->addTick(double(i), sizes[i].first);
+    }
+    if (shown < sizes.size()) {
+        qint64 rest = 0;
+        for (qsizetype i = shown; i < sizes.size(); ++i) rest += sizes[i].second;
+        x << double(shown);
+        counts << double(rest);
+        ticker->addTick(double(shown), tr("%1 other sizes").arg(sizes.size() - shown));  // at least 2
+    }
+    auto* bars = new QCPBars(m_sizes->xAxis, m_sizes->yAxis);
+    bars->setWidth(0.7);
+    bars->setBrush(QColor(44, 160, 44, 200));
+    bars->setPen(Qt::NoPen);
+    bars->setData(x, counts, true);
+    m_sizes->xAxis->setTicker(ticker);
+    // Down to the left, so that the last label stays inside the chart.
+    m_sizes->xAxis->setTickLabelRotation(x.size() > 6 ? -30 : 0);
+    m_sizes->yAxis->ticker()->setTickCount(3);
+    m_sizes->xAxis->setRange(-0.6, double(x.size()) - 0.4);
+    m_sizes->yAxis->setRange(0, *std::max_element(counts.begin(), counts.end()) * 1.15);
+    m_sizes->replot();
 }
 
 }  // namespace strata::ui

@@ -2,7 +2,8 @@
 // normalization, augmentation, limits) through ProjectDocument, so every
 // change is undoable, and previews the data: "Load preview" loads the
 // dataset on a worker thread (QtConcurrent) and shows the first training
-// samples (images, table rows or texts) and the class balance of each split.
+// samples (images, table rows or texts), the class balance of each split and, for an image folder whose
+// images differ in size, a histogram of the sizes.
 #pragma once
 
 #include <QFutureWatcher>
@@ -46,8 +47,9 @@ struct DatasetPreview {
     QStringList columns;
     QVector<QStringList> rows;
     QStringList texts;
-    QStringList skipped;     // image_folder: "path: reason" of each file left out
-    QStringList imageSizes;  // image_folder: "WxH: count", most frequent first
+    QStringList skipped;                              // image_folder: "path: reason" of each file left out
+    QStringList imageSizes;                           // image_folder: "WxH: count", most frequent first
+    QVector<QPair<QString, qint64>> imageSizeCounts;  // the same as ("WxH", count)
 };
 
 class DatasetPanel : public QWidget {
@@ -62,6 +64,10 @@ public:
     qint64 previewTrainCount() const { return m_preview.trainCount; }
     const DatasetPreview& preview() const { return m_preview; }
     bool previewRunning() const;
+    // image_folder whose images differ in size: files per size (the most frequent sizes, the rest as
+    // "other"); hidden otherwise.
+    QCustomPlot* imageSizeChart() const { return m_sizes; }
+    static constexpr int kSizeBars = 12;  // bars at most, "other" included
 
     // Builds a preview synchronously (the worker task; public for tests).
     static DatasetPreview buildPreview(const DatasetSettings& settings, const QString& projectPath,
@@ -99,6 +105,7 @@ private:
     void buildUi();
     void commit();
     void showPreview(const DatasetPreview& preview);
+    void showImageSizes(const DatasetPreview& preview);
     // The dataset settings changed: the last preview and its status no longer describe them; a new
     // preview loads by itself shortly after (when the panel is shown).
     void datasetEdited();
@@ -136,6 +143,7 @@ private:
     QTableWidget* m_table = nullptr;
     QListWidget* m_textList = nullptr;
     QCustomPlot* m_balance = nullptr;
+    QCustomPlot* m_sizes = nullptr;
 
     QFutureWatcher<DatasetPreview>* m_watcher = nullptr;
     DatasetPreview m_preview;

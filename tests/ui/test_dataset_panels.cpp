@@ -16,6 +16,7 @@
 #include <QUndoStack>
 
 #include "core/train/LrSchedule.h"
+#include "qcustomplot.h"
 #include "tests/support/TestProjects.h"
 #include "ui/DatasetPanel.h"
 #include "ui/TrainingSettingsPanel.h"
@@ -177,6 +178,21 @@ private slots:
         QCOMPARE(pv.images[0].size(), QSize(16, 16));
         QCOMPARE(pv.imageSizes.size(), 14);  // widths 20, 24, ... 72 by height 16
         QVERIFY2(pv.imageSizes.contains("20x16: 3"), qPrintable(pv.imageSizes.join(" ")));
+        // The histogram of sizes: the 11 most frequent, then the other 3 sizes in one bar; every file counted.
+        QCustomPlot* sizes = panel.imageSizeChart();
+        QVERIFY(sizes->isVisible());
+        QCOMPARE(sizes->plottableCount(), 1);
+        auto* bars = qobject_cast<QCPBars*>(sizes->plottable(0));
+        QVERIFY(bars);
+        QCOMPARE(bars->data()->size(), DatasetPanel::kSizeBars);
+        double files = 0;
+        for (auto it = bars->data()->constBegin(); it != bars->data()->constEnd(); ++it) files += it->value;
+        QCOMPARE(files, double(pv.trainCount + pv.validationCount));
+        QCOMPARE(bars->data()->at(DatasetPanel::kSizeBars - 1)->value, 3.0);  // 64, 68 and 72 wide: one file each
+        auto ticker = sizes->xAxis->ticker().dynamicCast<QCPAxisTickerText>();
+        QVERIFY(ticker);
+        QCOMPARE(ticker->ticks().value(0), pv.imageSizeCounts[0].first);
+        QCOMPARE(ticker->ticks().value(DatasetPanel::kSizeBars - 1), QStringLiteral("3 other sizes"));
         QCOMPARE(pv.skipped.size(), 1);
         QVERIFY2(pv.skipped[0].contains("empty.png") && pv.skipped[0].contains("empty (0 bytes)"),
                  qPrintable(pv.skipped[0]));
