@@ -1,5 +1,5 @@
-// Model's ReLU fusions (compile(..., fuse = true)): a ReLU run inside the Conv2D before it, and a
-// ReLU's backward run inside the max pooling after it. Which ReLUs are fused, and that a fused
+// Model's ReLU fusions (compile(..., fuse = true)): a ReLU run inside the Conv2D, BatchNorm or Add before
+// it, and a ReLU's backward run inside the max pooling after it. Which ReLUs are fused, and that a fused
 // model computes the same outputs, input gradients and parameter gradients as the unfused one, on
 // every backend present, including a step where the conv output's memory is shared with the ReLU. And
 // BatchNorm folded into the Conv2D or Dense before it for inference (core/export/FoldBatchNorm): the folded
@@ -25,13 +25,15 @@ int chain(Graph& g, int from, const std::string& type, const Json& params = Json
 }
 
 // Input [2, 9, 9] -> Conv2D 4 (pad 1) -> ReLU -> MaxPool -> Conv2D 6 (no bias) -> ReLU -> Flatten -> Dense 5,
-// plus, when `shared` is set, a Conv2D whose output feeds a ReLU AND an Add (which must not be fused), and
-// the Add feeding a ReLU -> MaxPool (the pooling does that ReLU's backward, nothing does its forward).
-Graph testGraph(bool shared) {
+// plus, when `shared` is set, a Conv2D whose output feeds a ReLU AND an Add (that ReLU must not be fused),
+// and the Add feeding a ReLU -> MaxPool (the Add does that ReLU's forward in place, the pooling its
+// backward). With `batchNorm`: Conv2D 4 -> BatchNorm -> ReLU at the start, and Dense 7 -> BatchNorm -> ReLU
+// -> Dense 5 at the end (each BatchNorm does its ReLU's forward in place).
+Graph testGraph(bool shared, bool batchNorm = false) {
     Graph g;
     const int in = g.addNode("Input", {}, {{"shape", {2, 9, 9}}});
     const int c1 = chain(g, in, "Conv2D", {{"filters", 4}, {"kernel", 3}, {"padding", 1}});
-    int x = chain(g, c1, "ReLU");
+    int x = chain(g, batchNorm ? chain(g, c1, "BatchNorm") : c1, "ReLU");
     if (shared) {
         const int c = chain(g, x, "Conv2D", {{"filters", 4}, {"kernel", 3}, {"padding", 1}});
         const int r = chain(g, c, "ReLU");
@@ -44,7 +46,11 @@ Graph testGraph(bool shared) {
     x = chain(g, x, "Conv2D", {{"filters", 6}, {"kernel", 3}, {"padding", 1}, {"use_bias", false}});
     x = chain(g, x, "ReLU");
     x = chain(g, x, "Flatten");
-    chain(g, x, "Dense", {{"units", 5}});
+    x = chain(g, x, "Dense", {{"units", batchNorm ? 7 : 5}});
+    if (batchNorm) {  // a Dense -> BatchNorm -> ReLU on [7] before the last layer
+        x = chain(g, chain(g, x, "BatchNorm"), "ReLU");
+        chain(g, x, "Dense", {{"units", 5}});
+    }
     return g;
 }
 
@@ -165,8 +171,10 @@ private slots:
         QCOMPARE(count, 2);
         QCOMPARE(absorbed, 1);  // conv1's ReLU feeds the pooling; the last ReLU feeds Flatten
         run(*be, testGraph(true), true, &count, &absorbed);
-        QCOMPARE(count, 2);     // conv1 and the last conv; the conv feeding ReLU and Add is not fused
+        QCOMPARE(count, 3);     // conv1, the Add and the last conv; the conv feeding ReLU and Add is not fused
         QCOMPARE(absorbed, 1);  // the ReLU after Add (conv1's ReLU now feeds a conv, not a pooling)
+        run(*be, testGraph(false, true), true, &count, &absorbed);
+        QCOMPARE(count, 3);  // the ReLUs after both BatchNorms, and after the last conv
         run(*be, testGraph(false), false, &count, &absorbed);
         QCOMPARE(count, 0);
         QCOMPARE(absorbed, 0);
@@ -174,12 +182,15 @@ private slots:
 
     void fusedEqualsUnfused_data() {
         QTest::addColumn<bool>("shared");
-        QTest::newRow("chain") << false;
-        QTest::newRow("conv with two consumers") << true;
+        QTest::addColumn<bool>("batchNorm");
+        QTest::newRow("chain") << false << false;
+        QTest::newRow("conv with two consumers, Add -> ReLU") << true << false;
+        QTest::newRow("BatchNorm -> ReLU") << false << true;
     }
     void fusedEqualsUnfused() {
         QFETCH(bool, shared);
-        const Graph g = testGraph(shared);
+        QFETCH(bool, batchNorm);
+        const Graph g = testGraph(shared, batchNorm);
         auto ref = test::makeReferenceBackend();
         const Result want = run(*ref, g, false, nullptr);
         std::vector<test::NamedBackend> backends = test::fastBackends();
@@ -237,9 +248,10 @@ private slots:
             qInfo("%s: folded vs unfolded reference %.3g, unfolded %.3g (outputs up to %.3g)", nb.name.c_str(), d, du,
                   scale);
             QVERIFY2(d <= 1e-4 * std::max(1.0, scale), (nb.name + ": " + std::to_string(d)).c_str());
-            // The ReLUs that followed a folded BatchNorm now follow the layer directly and are fused into it.
-            QVERIFY2(after > before,
-                     (nb.name + ": fused ReLUs " + std::to_string(before) + " -> " + std::to_string(after)).c_str());
+            // Unfolded, both BatchNorms before a ReLU and the last Add do its forward in place; folded, the first
+            // ReLU follows conv2d1 and runs inside it, the one after dense1 runs on its own (Dense fuses none).
+            QCOMPARE(before, 3);
+            QCOMPARE(after, 2);
         }
     }
 };

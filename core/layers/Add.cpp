@@ -11,12 +11,22 @@ public:
         const int64_t n = out.numel();
         b.add(out.f32(), in[0]->f32(), in[1]->f32(), n);
         for (size_t i = 2; i < in.size(); ++i) b.axpy(out.f32(), 1.0f, in[i]->f32(), n);
+        if (m_fusedReLU) b.activationForward(out.f32(), out.f32(), n, Activation::ReLU, 0.0f);
+    }
+    // The backward passes dOut on and never reads the output: the ReLU after a residual Add runs in place on
+    // the sum (no buffer of its own).
+    bool fuseReLU() override {
+        m_fusedReLU = true;
+        return true;
     }
     void backward(LayerContext& ctx, const std::vector<const Tensor*>&, const Tensor&, const Tensor& dOut,
                   const std::vector<Tensor*>& dIn) override {
         for (Tensor* d : dIn)
             if (d) ctx.backend.axpy(d->f32(), 1.0f, dOut.f32(), dOut.numel());
     }
+
+private:
+    bool m_fusedReLU = false;
 };
 
 class AddType : public LayerType {

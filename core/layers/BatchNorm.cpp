@@ -35,6 +35,14 @@ public:
         } else {
             b.batchNormForwardInference(out.f32(), in[0]->f32(), p(0), p(1), p(2), p(3), n, m_c, m_inner, m_eps);
         }
+        if (m_fusedReLU) b.activationForward(out.f32(), out.f32(), out.numel(), Activation::ReLU, 0.0f);
+    }
+
+    // The backward reads the input, gamma and the saved statistics, never the output: the ReLU after a
+    // BatchNorm runs in place on its output (no buffer of its own).
+    bool fuseReLU() override {
+        m_fusedReLU = true;
+        return true;
     }
 
     void backward(LayerContext& ctx, const std::vector<const Tensor*>& in, const Tensor&, const Tensor& dOut,
@@ -198,6 +206,7 @@ private:
     }
     int m_c, m_inner;
     float m_momentum, m_eps;
+    bool m_fusedReLU = false;
     bool m_trainingForward = false;
     std::vector<float> m_hostX, m_hostMean, m_hostInvStd;  // the synced path's forward, for its backward
     double m_count = 0;                                    // samples x inner of the global batch
