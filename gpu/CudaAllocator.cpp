@@ -4,6 +4,7 @@
 #include <cuda_runtime_api.h>
 
 #include "core/backend/Backend.h"
+#include "core/backend/CudaMemoryClasses.h"
 #include "gpu/CudaCheck.h"
 
 namespace strata::gpu {
@@ -18,17 +19,8 @@ CudaAllocator::~CudaAllocator() {
 }
 
 size_t CudaAllocator::roundSize(size_t bytes) {
-    if (bytes == 0) bytes = 1;
-    // Past 2^62 (no device has that much) the doubling below would wrap to 0 and never end; such a request
-    // keeps its size and cudaMalloc reports it as out of memory.
-    if (bytes > (size_t(1) << 62)) return bytes;
-    constexpr size_t kSmall = 512;
-    if (bytes <= 64 * 1024) return (bytes + kSmall - 1) / kSmall * kSmall;
-    // Four classes per power of two: 2^k * {1, 1.25, 1.5, 1.75}.
-    size_t p = 64 * 1024;
-    while (p * 2 < bytes) p *= 2;
-    const size_t step = p / 4;
-    return (bytes + step - 1) / step * step;
+    // The rule lives in core (CudaMemoryClasses.h) so that MemoryEstimate predicts with the same classes.
+    return static_cast<size_t>(cudaAllocationClass(bytes));
 }
 
 void* CudaAllocator::allocate(size_t bytes) {

@@ -59,6 +59,7 @@
 #include <string>
 
 #include "core/backend/Backend.h"
+#include "core/backend/CudaMemoryClasses.h"
 
 // Opaque CUDA library handle types (cudaStream_t is CUstream_st*, and so on), so that this header needs no
 // CUDA include path.
@@ -91,9 +92,8 @@ public:
     void synchronize() override;
     size_t bytesInUse() const override;
     size_t peakBytes() const override;
-    // Upper bound of the cuDNN workspace (and of the algorithms considered); MemoryEstimate counts it
-    // (kCudaConvWorkspaceLimit, checked equal by test_gpu_device).
-    static constexpr size_t kConvWorkspaceLimit = size_t(256) << 20;
+    // Upper bound of the cuDNN workspace (and of the algorithms considered); MemoryEstimate counts it.
+    static constexpr size_t kConvWorkspaceLimit = kCudaConvWorkspaceLimit;
     // The workspace allocated so far: the largest any chosen algorithm asked for.
     size_t workspaceBytes() const { return m_workspaceBytes; }
     // See the header comment.

@@ -211,8 +211,8 @@ private slots:
         QCOMPARE(gpu::CudaAllocator::roundSize(1000000), gpu::CudaAllocator::roundSize(1000100));
     }
 
-    // MemoryEstimate sizes CUDA allocations with its own copy of the size classes (core has no CUDA) and
-    // counts CudaBackend's workspace limit: both must stay equal to the allocator's and the backend's.
+    // MemoryEstimate sizes CUDA allocations with core's cudaAllocationClass and counts kCudaConvWorkspaceLimit:
+    // the allocator and the backend must keep using exactly those (CudaMemoryClasses.h).
     void estimateUsesTheAllocatorsClasses() {
         for (size_t bytes = 1; bytes < (size_t(1) << 34); bytes = bytes * 3 / 2 + 7)
             QCOMPARE(cudaAllocationClass(bytes), uint64_t(gpu::CudaAllocator::roundSize(bytes)));

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <string>
 
+#include "core/backend/CudaMemoryClasses.h"  // cudaAllocationClass, kCudaConvWorkspaceLimit
 #include "core/graph/Graph.h"
 #include "core/graph/Settings.h"
 
@@ -52,14 +53,6 @@ struct MemoryEstimate {
 
 // Throws GraphError (naming the node) when the graph is not valid. `batch` >= 1.
 MemoryEstimate estimateTrainingMemory(const Graph& graph, const TrainingSettings& training, int64_t batch);
-
-// CUDA: the most cuDNN's convolution workspace takes (CudaBackend::kConvWorkspaceLimit; test_gpu_device
-// checks they agree).
-constexpr uint64_t kCudaConvWorkspaceLimit = uint64_t(256) << 20;
-// The bytes CudaAllocator hands out for a request of `bytes` (its size class: 512-byte steps up to 64 KiB,
-// then four classes per power of two). A copy of CudaAllocator::roundSize, as core has no CUDA; test_gpu_device
-// compares the two.
-uint64_t cudaAllocationClass(uint64_t bytes);
 
 // The largest batch whose estimate fits in `availableBytes` (cpu: the host part counted too), up to
 // `maxBatch`; 0 when not even a batch of one fits.
