@@ -192,6 +192,20 @@ ImageList listImages(const std::string& source, const std::vector<std::string>& 
     return list;
 }
 
+std::pair<int64_t, int64_t> decodeFitted(const std::string& path, const Shape& shape, ResizePolicy policy, float* out) {
+    const std::vector<int64_t>& dims = shape.dims();
+    const Image image = readImageFile(path, DecodeHint{dims[1], dims[2], policy});
+    const FittedImage fit = fitImageToInput(image, shape, policy);
+    std::copy(fit.values.begin(), fit.values.end(), out);
+    return image.fileWidth > 0 ? std::make_pair(image.fileWidth, image.fileHeight)
+                               : std::make_pair(image.width, image.height);
+}
+
+std::string decodeProblem(const std::exception& e) {
+    if (const auto* f = dynamic_cast<const FormatError*>(&e)) return f->problem();
+    return e.what();
+}
+
 DecodedImages decodeImages(const std::vector<std::string>& paths, const Shape& shape, ResizePolicy policy, int threads,
                            bool strict) {
     const std::vector<int64_t>& dims = shape.dims();
@@ -205,23 +219,15 @@ DecodedImages decodeImages(const std::vector<std::string>& paths, const Shape& s
     std::vector<std::pair<int64_t, int64_t>> sizes(count);
     std::atomic<size_t> nextIndex{0};
     std::atomic<bool> stop{false};
-    const DecodeHint hint{dims[1], dims[2], policy};
     auto work = [&] {
         for (;;) {
             if (stop.load(std::memory_order_relaxed)) return;
             const size_t i = nextIndex.fetch_add(1);
             if (i >= count) return;
             try {
-                const Image image = readImageFile(paths[i], hint);
-                sizes[i] = image.fileWidth > 0 ? std::make_pair(image.fileWidth, image.fileHeight)
-                                               : std::make_pair(image.width, image.height);
-                const FittedImage fit = fitImageToInput(image, shape, policy);
-                std::copy(fit.values.begin(), fit.values.end(), values.begin() + static_cast<int64_t>(i) * n);
-            } catch (const FormatError& e) {
-                errors[i] = e.problem();
-                failed[i] = 1;
+                sizes[i] = decodeFitted(paths[i], shape, policy, values.data() + static_cast<int64_t>(i) * n);
             } catch (const std::exception& e) {
-                errors[i] = e.what();
+                errors[i] = decodeProblem(e);
                 failed[i] = 1;
             }
             // Indices are claimed in order, so every index below a failure is finished when the workers

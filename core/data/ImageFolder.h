@@ -9,7 +9,9 @@
 #pragma once
 
 #include <cstdint>
+#include <exception>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/data/Dataset.h"
@@ -38,6 +40,12 @@ struct DecodedImages {
     std::vector<SkippedFile> skipped;
     std::vector<std::pair<int64_t, int64_t>> sizes;  // each kept image's file size (width, height)
 };
+
+// One file decoded and fitted to `shape` ([C, H, W]) into `out` (shape.numel() values, 0..255); returns the
+// file's own (width, height). Throws FormatError (a bad file) or std::invalid_argument (channels that
+// cannot be fitted); decodeProblem turns either into a skip reason.
+std::pair<int64_t, int64_t> decodeFitted(const std::string& path, const Shape& shape, ResizePolicy policy, float* out);
+std::string decodeProblem(const std::exception& e);
 
 // Decodes and fits every path to `shape` ([C, H, W], C = 1 or 3) with `threads` workers (0: one per core).
 // The result does not depend on the thread count. Strict: throws DataError for the first bad file in
