@@ -19,11 +19,15 @@
 #include <png.h>
 #include <turbojpeg.h>
 
+#include "core/backend/CpuBackend.h"
 #include "core/data/DataLoader.h"
 #include "core/data/Dataset.h"
 #include "core/data/ImageFile.h"
 #include "core/data/ImageFolder.h"
+#include "core/data/ImageStream.h"
 #include "core/io/FormatError.h"
+#include "core/train/Trainer.h"
+#include "tests/support/TestProjects.h"
 
 using namespace strata;
 namespace fs = std::filesystem;
@@ -573,6 +577,229 @@ private slots:
         std::ofstream(path("bad.csv")) << "a.png,cat,extra\n";
         const std::string e = dataErrorOf([&] { loadDataset(folderSettings(path("bad.csv")), ""); });
         QVERIFY2(e.find("bad.csv: line 1") != std::string::npos, e.c_str());
+    }
+
+    // Streamed (image_loading stream): every sample read by the loader's decode threads equals the in-memory
+    // sample rounded to a byte, with the same labels, order and augmentation; the loader holds
+    // loader_batches batches; the normalization is measured on the sampled training images.
+    void streamedMatchesMemory() {
+        const std::string root = makeFolder("stream", 8);
+        DatasetSettings s = folderSettings(root);
+        s.imageShape = {3, 8, 8};
+        s.normalization = NormalizationMode::Scale;
+        s.validationSplit = 0.25;
+        const DatasetBundle memory = loadDataset(s, "", Streaming::Allowed);  // image_loading memory: not streamed
+        QVERIFY(!memory.train.streamed());
+        s.imageLoading = ImageLoading::Stream;
+        s.loaderBatches = 2;
+        s.decodeThreads = 3;
+        QVERIFY(!loadDataset(s, "").train.streamed());  // Streaming::Off: decoded whole, whatever the setting
+        const DatasetBundle stream = loadDataset(s, "", Streaming::Allowed);
+        QVERIFY(stream.train.streamed() && stream.validation.streamed());
+        QVERIFY(stream.train.inputs.empty());
+        QVERIFY2(stream.description.find("streamed (stream: decoded every epoch)") != std::string::npos,
+                 stream.description.c_str());
+        QCOMPARE(stream.train.count, memory.train.count);
+        QCOMPARE(stream.validation.count, memory.validation.count);
+        QCOMPARE(stream.train.labels, memory.train.labels);
+        QCOMPARE(stream.classNames, memory.classNames);
+        const int64_t n = stream.train.sampleShape.numel();
+        std::vector<float> one(size_t(n), 0.f);
+        for (int64_t i = 0; i < stream.train.count; ++i) {
+            std::string why;
+            QVERIFY(stream.train.source->read(i, one.data(), why));
+            for (int64_t j = 0; j < n; ++j)
+                QVERIFY(std::fabs(one[size_t(j)] - memory.train.inputs[size_t(i * n + j)]) <= 0.5f / 255.f + 1e-6f);
+        }
+        Augmentation aug;
+        aug.horizontalFlip = true;
+        aug.cropPadding = 2;
+        for (const Augmentation& a : {Augmentation{}, aug}) {
+            DataLoader fromMemory(memory.train, 5, true, 11, a);
+            DataLoader fromStream(stream.train, 5, true, 11, a);
+            QCOMPARE(fromStream.queuedBatches(), 2);
+            for (int epoch = 1; epoch <= 2; ++epoch) {
+                fromMemory.startEpoch(epoch);
+                fromStream.startEpoch(epoch);
+                Batch x, y;
+                int64_t batches = 0;
+                while (fromMemory.next(x)) {
+                    QVERIFY(fromStream.next(y));
+                    QCOMPARE(y.size, x.size);
+                    QCOMPARE(y.labels, x.labels);
+                    for (size_t j = 0; j < x.inputs.size(); ++j)
+                        QVERIFY(std::fabs(x.inputs[j] - y.inputs[j]) <= 0.5f / 255.f + 1e-6f);
+                    ++batches;
+                }
+                QVERIFY(!fromStream.next(y));
+                QCOMPARE(batches, fromMemory.batchesPerEpoch());
+            }
+            QVERIFY(fromStream.takeSkipped().empty());
+        }
+        // Standardize: the statistics of the (rounded) sampled images, here all of them.
+        s.normalization = NormalizationMode::Standardize;
+        s.imageShape = {1, 8, 8};
+        const DatasetBundle std1 = loadDataset(s, "", Streaming::Allowed);
+        s.imageLoading = ImageLoading::Memory;
+        const DatasetBundle std0 = loadDataset(s, "", Streaming::Allowed);
+        QVERIFY(std::fabs(std1.normalization.mean - std0.normalization.mean) < 2e-3f);
+        QVERIFY(std::fabs(std1.normalization.std - std0.normalization.std) < 2e-3f);
+        QVERIFY2(std1.description.find("statistics from 18 sampled images") != std::string::npos,
+                 std1.description.c_str());
+    }
+
+    // image_loading cache: the first pass decodes each file once into the cache, later epochs read it (the
+    // files may even be gone); a file cache beside the project is found again by the next load, and one
+    // for other files or another shape replaces it.
+    void streamedCache() {
+        const std::string root = makeFolder("cached", 6);
+        fs::create_directories(path("proj"));
+        const std::string project = path("proj/p.strata");
+        DatasetSettings s = folderSettings(root);
+        s.imageLoading = ImageLoading::Cache;
+        s.cacheMemoryMb = 0;  // always a file
+        s.decodeThreads = 2;
+        auto epochSamples = [](const DataSplit& split, int epoch) {
+            DataLoader loader(split, 4, true, 3);
+            loader.startEpoch(epoch);
+            Batch b;
+            int64_t seen = 0;
+            while (loader.next(b)) {
+                checkLabelsMatchPixels(DataSplit{split.sampleShape, b.size, b.inputs, b.labels, nullptr});
+                seen += b.size;
+            }
+            return seen;
+        };
+        DatasetBundle b = loadDataset(s, project, Streaming::Allowed);
+        const auto* stream = dynamic_cast<const data::ImageStream*>(b.train.source.get());
+        QVERIFY(stream && stream->cache());
+        const std::string file = stream->cache()->path();
+        QVERIFY2(file.find("/proj/.strata-cache/cached-train-") != std::string::npos, file.c_str());
+        QVERIFY(fs::exists(file));
+        QCOMPARE(epochSamples(b.train, 1), int64_t(18));
+        QCOMPARE(stream->decodedCount(), int64_t(18));
+        QCOMPARE(stream->cache()->readyCount(), int64_t(18));
+        QCOMPARE(epochSamples(b.train, 2), int64_t(18));
+        QCOMPARE(stream->decodedCount(), int64_t(18));  // nothing decoded again
+
+        // The next run finds the file and decodes nothing.
+        DatasetBundle again = loadDataset(s, project, Streaming::Allowed);
+        QVERIFY2(again.description.find("reused: 18 images decoded before") != std::string::npos,
+                 again.description.c_str());
+        const auto* stream2 = dynamic_cast<const data::ImageStream*>(again.train.source.get());
+        QCOMPARE(epochSamples(again.train, 1), int64_t(18));
+        QCOMPARE(stream2->decodedCount(), int64_t(0));
+
+        // Files gone: the cache still serves every sample.
+        for (const auto& e : fs::recursive_directory_iterator(root))
+            if (e.is_regular_file()) fs::remove(e.path());
+        QCOMPARE(epochSamples(b.train, 3), int64_t(18));
+
+        // Another shape: a new file, the stale one removed.
+        makeFolder("cached", 6);
+        s.imageShape = {1, 4, 4};
+        DatasetBundle other = loadDataset(s, project, Streaming::Allowed);
+        const auto* stream3 = dynamic_cast<const data::ImageStream*>(other.train.source.get());
+        QVERIFY(stream3->cache()->path() != file);
+        QVERIFY(!fs::exists(file));
+        int files = 0;
+        for (const auto& e : fs::directory_iterator(path("proj/.strata-cache"))) files += e.is_regular_file() ? 1 : 0;
+        QCOMPARE(files, 1);
+
+        // In memory when it fits.
+        s.cacheMemoryMb = 64;
+        DatasetBundle inMemory = loadDataset(s, project, Streaming::Allowed);
+        QVERIFY2(inMemory.description.find("train cache in memory") != std::string::npos, inMemory.description.c_str());
+        const auto* stream4 = dynamic_cast<const data::ImageStream*>(inMemory.train.source.get());
+        QVERIFY(stream4->cache()->path().empty());
+        QCOMPARE(epochSamples(inMemory.train, 1), int64_t(18));
+        QCOMPARE(epochSamples(inMemory.train, 2), int64_t(18));
+        QCOMPARE(stream4->decodedCount(), int64_t(18));
+    }
+
+    // A file that turns bad after the listing: left out of its batch (labels stay with their images) and
+    // reported once with its reason; strict, the loader's next() throws naming it.
+    void streamedBadFile() {
+        const std::string root = makeFolder("streambad", 4);
+        DatasetSettings s = folderSettings(root);
+        s.imageLoading = ImageLoading::Stream;
+        const DatasetBundle b = loadDataset(s, "", Streaming::Allowed);
+        const std::vector<uint8_t> good = readBytes(path("streambad/dog/img0.png"));
+        writeBytes(path("streambad/dog/img0.png"), {good.begin(), good.begin() + long(good.size() - 20)});
+        for (int epoch = 1; epoch <= 2; ++epoch) {
+            DataLoader loader(b.train, 5, true, 9);
+            loader.startEpoch(epoch);
+            Batch batch;
+            int64_t seen = 0;
+            while (loader.next(batch)) {
+                checkLabelsMatchPixels(DataSplit{b.train.sampleShape, batch.size, batch.inputs, batch.labels, nullptr});
+                QCOMPARE(batch.globalSize, batch.size);
+                seen += batch.size;
+            }
+            QCOMPARE(seen, int64_t(11));
+            const std::vector<SkippedFile> skipped = loader.takeSkipped();
+            QCOMPARE(skipped.size(), size_t(1));
+            QVERIFY(skipped[0].path.ends_with("dog/img0.png"));
+            QVERIFY2(skipped[0].reason.find("truncated") != std::string::npos, skipped[0].reason.c_str());
+            QVERIFY(loader.takeSkipped().empty());
+        }
+        writeBytes(path("streambad/dog/img0.png"), good);
+        s.strictImages = true;
+        const DatasetBundle strict = loadDataset(s, "", Streaming::Allowed);
+        writeBytes(path("streambad/emu/img1.png"), {'x'});
+        DataLoader loader(strict.train, 4, false, 9);
+        loader.startEpoch(1);
+        Batch batch;
+        const std::string e = dataErrorOf([&] {
+            while (loader.next(batch)) {
+            }
+        });
+        QVERIFY2(e.find("img1.png") != std::string::npos && e.find("strict_images") != std::string::npos, e.c_str());
+    }
+
+    // A whole run on a streamed folder with a bad file: the run finishes, every good image is trained on
+    // (batch 1: the bad file's batch is empty and takes no step), and the log names the file once with its
+    // reason although the cache is read for a second epoch.
+    void trainerStreamsAndReportsBadFiles() {
+        const std::string root = makeFolder("trainstream", 4);
+        writeBytes(path("trainstream/cat/bad.png"), {'x', 'y'});
+        Project p = test::blobsMlpProject("stream", 64, 3);
+        p.graph = Graph();
+        test::addChain(p.graph, {{"Input", "input", Json{{"shape", {1, 8, 8}}}},
+                                 {"Flatten", "flat"},
+                                 {"Dense", "out", Json{{"units", 3}}}});
+        p.dataset = folderSettings(root);
+        p.dataset.validationPath = makeFolder("trainstream_val", 2);
+        p.dataset.imageLoading = ImageLoading::Cache;
+        p.dataset.normalization = NormalizationMode::Scale;
+        p.training.learningRate = 0.01;
+        p.training.batchSize = 1;
+        p.training.epochs = 2;
+        struct Log : TrainingObserver {
+            std::vector<std::string> lines, errors;
+            std::vector<EpochEvent> epochs;
+            int steps = 0;
+            void onLog(const std::string& m) override { lines.push_back(m); }
+            void onError(const std::string& m) override { errors.push_back(m); }
+            void onEpoch(const EpochEvent& e) override { epochs.push_back(e); }
+            void onStep(const StepEvent&) override { ++steps; }
+            int count(const std::string& part) const {
+                return int(std::count_if(lines.begin(), lines.end(),
+                                         [&](const std::string& l) { return l.find(part) != std::string::npos; }));
+            }
+        } log;
+        CpuBackend backend;
+        TrainerOptions options;
+        options.projectPath = path("trainstream.strata");
+        Trainer trainer(p, backend, &log, options);
+        const bool ran = trainer.run();
+        QVERIFY2(log.errors.empty(), log.errors.empty() ? "" : log.errors[0].c_str());
+        QVERIFY(ran);
+        QCOMPARE(log.epochs.size(), size_t(2));
+        QCOMPARE(log.steps, 2 * 12);
+        QCOMPARE(log.count("streamed (cache: train cache in memory"), 1);
+        QCOMPARE(log.count("training: skipped " + path("trainstream/cat/bad.png") + ": "), 1);
+        QVERIFY(log.epochs[1].valAccuracy >= 0.0);
     }
 };
 

@@ -148,6 +148,7 @@ std::string nameViaEnum(const SettingInfo& s, int v) {
     if (key == "kind") return settingName(DatasetKind(v));
     if (key == "tokenizer") return settingName(Tokenizer(v));
     if (key == "image_resize") return settingName(ImageResize(v));
+    if (key == "image_loading") return settingName(ImageLoading(v));
     if (key == "normalization") return settingName(NormalizationMode(v));
     if (key == "optimizer") return settingName(OptimizerKind(v));
     if (key == "loss") return settingName(LossKind(v));
@@ -314,7 +315,7 @@ private slots:
         };
         for (const auto& s : datasetSettingSpecs()) walk(s);
         for (const auto& s : trainingSettingSpecs()) walk(s);
-        QCOMPARE(choices, 5 + 2 + 3 + 2 + 3 + 3 + 4 + 3 + 2);
+        QCOMPARE(choices, 5 + 2 + 2 + 3 + 3 + 3 + 3 + 4 + 3 + 2);
         // The precision spellings are the backend's.
         for (ComputePrecision p : {ComputePrecision::F32, ComputePrecision::BF16, ComputePrecision::F16})
             QCOMPARE(settingName(p), std::string(computePrecisionName(p)));

@@ -90,7 +90,7 @@ DataLoader::DataLoader(const DataSplit& split, int batchSize, bool shuffle, uint
         throw std::invalid_argument("DataLoader: batch size " + std::to_string(batchSize) + " (must be at least 1)");
     m_sampleSize = split.sampleShape.numel();
     if (static_cast<int64_t>(split.labels.size()) != split.count ||
-        static_cast<int64_t>(split.inputs.size()) != split.count * m_sampleSize)
+        (!split.streamed() && static_cast<int64_t>(split.inputs.size()) != split.count * m_sampleSize))
         throw std::invalid_argument("DataLoader: split holds " + std::to_string(split.inputs.size()) + " inputs and " +
                                     std::to_string(split.labels.size()) + " labels for " + std::to_string(split.count) +
                                     " samples of " + split.sampleShape.toString());
@@ -112,8 +112,11 @@ DataLoader::DataLoader(const DataSplit& split, int batchSize, bool shuffle, uint
         m_height = split.sampleShape[rank - 2];
         m_width = split.sampleShape[rank - 1];
     }
-    m_slots.resize(kQueuedBatches);
-    for (int i = 0; i < kQueuedBatches; ++i) m_free.push_back(i);
+    const int queued = split.streamed() ? std::max(1, split.source->queuedBatches()) : kQueuedBatches;
+    m_slots.resize(static_cast<size_t>(queued));
+    for (int i = 0; i < queued; ++i) m_free.push_back(i);
+    if (split.streamed())
+        for (int t = 1; t < std::max(1, split.source->threads()); ++t) m_helpers.emplace_back([this] { helperLoop(); });
     m_worker = std::thread([this] { workerLoop(); });
 }
 
@@ -125,6 +128,12 @@ DataLoader::~DataLoader() {
     m_workerWake.notify_all();
     m_consumerWake.notify_all();
     if (m_worker.joinable()) m_worker.join();
+    {
+        std::lock_guard<std::mutex> lock(m_decodeMutex);
+        m_decodeStop = true;
+    }
+    m_decodeWake.notify_all();
+    for (std::thread& t : m_helpers) t.join();
 }
 
 std::vector<int64_t> epochOrder(int64_t count, bool shuffle, uint64_t seed, int epoch) {
@@ -165,6 +174,7 @@ void DataLoader::startEpoch(int epoch) {
         m_epoch = epoch;
         m_started = true;
         m_consumed = 0;
+        m_error = nullptr;
         // Batches queued for the previous epoch are dropped; a slot the worker is filling
         // comes back when it sees the new generation.
         for (int s : m_ready) m_free.push_back(s);
@@ -178,8 +188,9 @@ bool DataLoader::next(Batch& out) {
     if (!m_started) throw std::logic_error("DataLoader::next called before startEpoch");
     const int64_t total = batchesPerEpoch();
     if (m_consumed >= total) return false;
-    m_consumerWake.wait(lock, [this] { return !m_ready.empty() || m_stop; });
+    m_consumerWake.wait(lock, [this] { return !m_ready.empty() || m_stop || m_error; });
     if (m_stop) return false;
+    if (m_ready.empty() && m_error) std::rethrow_exception(m_error);
     const int slot = m_ready.front();
     m_ready.pop_front();
     Batch& b = m_slots[static_cast<size_t>(slot)];
@@ -204,7 +215,8 @@ void DataLoader::workerLoop() {
     std::unique_lock<std::mutex> lock(m_mutex);
     for (;;) {
         m_workerWake.wait(lock, [&] {
-            return m_stop || m_generation != generation || (generation != 0 && produced < total && !m_free.empty());
+            return m_stop || m_generation != generation ||
+                   (generation != 0 && produced < total && !m_free.empty() && !m_error);
         });
         if (m_stop) return;
         if (m_generation != generation) {
@@ -220,8 +232,21 @@ void DataLoader::workerLoop() {
         m_free.pop_back();
         const int64_t batchIndex = produced;
         lock.unlock();
-        fillBatch(m_slots[static_cast<size_t>(slot)], order, epoch, batchIndex);
+        std::exception_ptr error;
+        try {
+            fillBatch(m_slots[static_cast<size_t>(slot)], order, epoch, batchIndex);
+        } catch (...) {
+            error = std::current_exception();
+        }
         lock.lock();
+        if (error) {
+            m_free.push_back(slot);
+            if (m_generation == generation) {
+                m_error = error;  // next() throws it once the batches before it are taken
+                m_consumerWake.notify_all();
+            }
+            continue;
+        }
         if (m_generation == generation && !m_stop) {
             m_ready.push_back(slot);
             ++produced;
@@ -232,7 +257,7 @@ void DataLoader::workerLoop() {
     }
 }
 
-void DataLoader::fillBatch(Batch& batch, const std::vector<int64_t>& order, int epoch, int64_t batchIndex) const {
+void DataLoader::fillBatch(Batch& batch, const std::vector<int64_t>& order, int epoch, int64_t batchIndex) {
     const int64_t globalBegin = batchIndex * m_batchSize;
     const int64_t globalSize = std::min<int64_t>(m_batchSize, m_split.count - globalBegin);
     const BatchShard shard = batchShard(globalSize, m_shardRank, m_shardSize);
@@ -249,6 +274,10 @@ void DataLoader::fillBatch(Batch& batch, const std::vector<int64_t>& order, int 
     const uint64_t batchRng =
         data::mixSeed(data::mixSeed(m_seed ^ 0xA0A0A0A0ull, static_cast<uint64_t>(static_cast<int64_t>(epoch))),
                       static_cast<uint64_t>(batchIndex));
+    if (m_split.streamed()) {
+        readStreamed(batch, order.data() + begin, batchRng, shard.begin);
+        return;
+    }
     const bool augment = m_aug.active();
     for (int64_t i = 0; i < size; ++i) {
         const int64_t src = order[static_cast<size_t>(begin + i)];
@@ -259,6 +288,99 @@ void DataLoader::fillBatch(Batch& batch, const std::vector<int64_t>& order, int 
             uint64_t rng = data::mixSeed(batchRng, static_cast<uint64_t>(shard.begin + i));
             augmentSample(dst, rng);
         }
+    }
+}
+
+std::vector<SkippedFile> DataLoader::takeSkipped() {
+    std::lock_guard<std::mutex> lock(m_mutex);
+    return std::exchange(m_skipped, {});
+}
+
+void DataLoader::helperLoop() {
+    uint64_t seen = 0;
+    std::unique_lock<std::mutex> lock(m_decodeMutex);
+    for (;;) {
+        m_decodeWake.wait(lock, [&] { return m_decodeStop || m_jobId != seen; });
+        if (m_decodeStop) return;
+        seen = m_jobId;
+        lock.unlock();
+        runJob();
+        lock.lock();
+        if (--m_helpersBusy == 0) m_decodeDone.notify_all();
+    }
+}
+
+void DataLoader::runJob() {
+    DecodeJob& job = m_job;
+    const bool augment = m_aug.active();
+    for (;;) {
+        const int64_t i = job.next.fetch_add(1);
+        if (i >= job.size) return;
+        float* dst = job.dst + i * m_sampleSize;
+        try {
+            job.ok[static_cast<size_t>(i)] = m_split.source->read(job.indices[i], dst, job.why[static_cast<size_t>(i)]);
+            if (job.ok[static_cast<size_t>(i)] && augment) {
+                uint64_t rng = data::mixSeed(job.batchRng, static_cast<uint64_t>(job.rngBase + i));
+                augmentSample(dst, rng);
+            }
+        } catch (...) {
+            job.ok[static_cast<size_t>(i)] = 0;
+            std::lock_guard<std::mutex> lock(m_decodeMutex);
+            if (job.errorAt < 0 || i < job.errorAt) {
+                job.errorAt = i;
+                job.error = std::current_exception();
+            }
+        }
+    }
+}
+
+void DataLoader::readStreamed(Batch& batch, const int64_t* indices, uint64_t batchRng, int64_t rngBase) {
+    const int64_t size = batch.size;
+    {
+        std::lock_guard<std::mutex> lock(m_decodeMutex);
+        m_job.indices = indices;
+        m_job.size = size;
+        m_job.dst = batch.inputs.data();
+        m_job.batchRng = batchRng;
+        m_job.rngBase = rngBase;
+        m_job.ok.assign(static_cast<size_t>(size), 0);
+        m_job.why.assign(static_cast<size_t>(size), std::string());
+        m_job.next = 0;
+        m_job.errorAt = -1;
+        m_job.error = nullptr;
+        m_helpersBusy = static_cast<int>(m_helpers.size());
+        ++m_jobId;
+    }
+    m_decodeWake.notify_all();
+    runJob();
+    {
+        std::unique_lock<std::mutex> lock(m_decodeMutex);
+        m_decodeDone.wait(lock, [this] { return m_helpersBusy == 0; });
+    }
+    if (m_job.error) std::rethrow_exception(m_job.error);
+    // Samples that could not be read leave the batch; the others keep their order, labels and augmentation.
+    for (int64_t i = 0; i < size; ++i)
+        batch.labels[static_cast<size_t>(i)] = m_split.labels[static_cast<size_t>(indices[i])];
+    int64_t kept = 0;
+    for (int64_t i = 0; i < size; ++i) {
+        if (!m_job.ok[static_cast<size_t>(i)]) {
+            std::lock_guard<std::mutex> lock(m_mutex);
+            if (m_badSeen.insert(indices[i]).second)
+                m_skipped.push_back({m_split.source->sampleName(indices[i]), m_job.why[static_cast<size_t>(i)]});
+            continue;
+        }
+        if (kept != i) {
+            std::memmove(batch.inputs.data() + kept * m_sampleSize, batch.inputs.data() + i * m_sampleSize,
+                         static_cast<size_t>(m_sampleSize) * sizeof(float));
+            batch.labels[static_cast<size_t>(kept)] = batch.labels[static_cast<size_t>(i)];
+        }
+        ++kept;
+    }
+    if (kept != size) {
+        batch.globalSize -= size - kept;
+        batch.size = kept;
+        batch.inputs.resize(static_cast<size_t>(kept * m_sampleSize));
+        batch.labels.resize(static_cast<size_t>(kept));
     }
 }
 

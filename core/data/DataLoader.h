@@ -3,11 +3,15 @@
 // and the augmentation depend only on (seed, epoch), never on thread timing.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <exception>
 #include <mutex>
+#include <string>
 #include <thread>
+#include <unordered_set>
 #include <vector>
 
 #include "core/data/Dataset.h"
@@ -76,6 +80,11 @@ struct Batch {
     std::vector<int32_t> labels;  // size
 };
 
+// A streamed split (DataSplit::source) is read by `source->threads()` decode threads, the worker among
+// them, sample by sample within each batch; at most `source->queuedBatches()` batches are held (filled,
+// being filled or waiting), the consumer's own Batch besides. A sample the source cannot read is left out
+// of its batch (the batch is that much smaller) and reported once by takeSkipped; an error the source
+// throws (strict mode) comes out of next().
 class DataLoader {
 public:
     // `split` must outlive the loader. Throws std::invalid_argument for a batch size
@@ -98,10 +107,29 @@ public:
     bool next(Batch& out);
     int64_t batchesPerEpoch() const;
     const Shape& sampleShape() const { return m_split.sampleShape; }
+    // Streamed: the samples left out since the last call (each bad file once per loader), with reasons.
+    std::vector<SkippedFile> takeSkipped();
+    int queuedBatches() const { return static_cast<int>(m_slots.size()); }
 
 private:
+    // One batch's samples read from the source by the decode threads.
+    struct DecodeJob {
+        const int64_t* indices = nullptr;  // split indices, `size` of them
+        int64_t size = 0;
+        float* dst = nullptr;
+        uint64_t batchRng = 0;
+        int64_t rngBase = 0;  // the first sample's position in the global batch
+        std::vector<char> ok;
+        std::vector<std::string> why;
+        std::atomic<int64_t> next{0};
+        int64_t errorAt = -1;  // the first sample (by position) whose read threw
+        std::exception_ptr error;
+    };
     void workerLoop();
-    void fillBatch(Batch& batch, const std::vector<int64_t>& order, int epoch, int64_t batchIndex) const;
+    void helperLoop();
+    void runJob();
+    void fillBatch(Batch& batch, const std::vector<int64_t>& order, int epoch, int64_t batchIndex);
+    void readStreamed(Batch& batch, const int64_t* indices, uint64_t batchRng, int64_t rngBase);
     void augmentSample(float* sample, uint64_t& rngState) const;
 
     const DataSplit& m_split;
@@ -125,7 +153,19 @@ private:
     bool m_started = false;
     bool m_stop = false;
     int64_t m_consumed = 0;
+    std::exception_ptr m_error;  // the worker's failure for the current epoch, thrown by next()
+    std::vector<SkippedFile> m_skipped;
+    std::unordered_set<int64_t> m_badSeen;
     std::thread m_worker;
+
+    // Streamed splits: the decode helpers (threads() - 1 of them; the worker is the last).
+    std::mutex m_decodeMutex;
+    std::condition_variable m_decodeWake, m_decodeDone;
+    DecodeJob m_job;
+    uint64_t m_jobId = 0;
+    int m_helpersBusy = 0;
+    bool m_decodeStop = false;
+    std::vector<std::thread> m_helpers;
 };
 
 }  // namespace strata

@@ -1,8 +1,10 @@
 #include "core/data/Dataset.h"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <future>
 #include <map>
@@ -13,6 +15,7 @@
 #include "core/data/DataRandom.h"
 #include "core/data/IdxReader.h"
 #include "core/data/ImageFolder.h"
+#include "core/data/ImageStream.h"
 
 namespace strata {
 
@@ -139,6 +142,23 @@ void splitAndLimit(RawSplit& train, RawSplit& validation, bool haveValidation, c
 }
 
 // Fills `norm` from the training split and applies it to both splits in place.
+}  // namespace
+
+void applyNormalization(const Normalization& norm, float* values, int64_t samples, int64_t n) {
+    if (!norm.featureMean.empty()) {
+        for (int64_t r = 0; r < samples; ++r)
+            for (int64_t j = 0; j < n; ++j) {
+                float& x = values[r * n + j];
+                x = (x - norm.featureMean[static_cast<size_t>(j)]) / norm.featureStd[static_cast<size_t>(j)];
+            }
+    } else {
+        const float scale = norm.scale, mean = norm.mean, inv = 1.0f / norm.std;
+        for (int64_t i = 0; i < samples * n; ++i) values[i] = (values[i] * scale - mean) * inv;
+    }
+}
+
+namespace {
+
 void normalize(RawSplit& train, RawSplit& validation, NormalizationMode mode, bool images, Normalization& norm) {
     norm = Normalization{};
     norm.mode = settingName(mode);
@@ -177,20 +197,8 @@ void normalize(RawSplit& train, RawSplit& validation, NormalizationMode mode, bo
             }
         }
     }
-    auto apply = [&](RawSplit& split) {
-        if (!norm.featureMean.empty()) {
-            for (int64_t r = 0; r < split.count(); ++r)
-                for (int64_t j = 0; j < n; ++j) {
-                    float& x = split.values[static_cast<size_t>(r * n + j)];
-                    x = (x - norm.featureMean[static_cast<size_t>(j)]) / norm.featureStd[static_cast<size_t>(j)];
-                }
-        } else {
-            const float scale = norm.scale, mean = norm.mean, inv = 1.0f / norm.std;
-            for (float& x : split.values) x = (x * scale - mean) * inv;
-        }
-    };
-    apply(train);
-    apply(validation);
+    applyNormalization(norm, train.values.data(), train.count(), n);
+    applyNormalization(norm, validation.values.data(), validation.count(), n);
 }
 
 DataSplit toSplit(RawSplit&& raw) {
@@ -759,7 +767,110 @@ void standardizePerChannel(RawSplit& train, RawSplit& validation, Normalization&
                                norm.featureStd[i % static_cast<size_t>(f)];
 }
 
-DatasetBundle loadImageFolder(const DatasetSettings& s, const std::string& projectPath) {
+// Streamed image folders: the normalization statistics come from this many training images (a seeded
+// sample), decoded at the start.
+constexpr int64_t kStreamStatsImages = 2000;
+
+// Where a split's decoded bytes go (image_loading cache): memory while `memoryLeft` allows, else a file in
+// .strata-cache beside the project, named after the folder, the split and the fingerprint (earlier files of
+// the same folder and split, for other files or shapes, are removed).
+std::unique_ptr<data::DecodedCache> makeImageCache(const DatasetSettings& s, const std::string& projectPath,
+                                                   const std::string& folder, const std::string& splitName,
+                                                   const data::ImageList& list, const Shape& shape, int64_t& memoryLeft,
+                                                   std::string& where) {
+    namespace fs = std::filesystem;
+    const auto count = static_cast<int64_t>(list.paths.size());
+    const int64_t bytes = count * shape.numel();
+    if (s.imageLoading != ImageLoading::Cache || count == 0) return nullptr;
+    if (bytes <= memoryLeft) {
+        memoryLeft -= bytes;
+        where += (where.empty() ? "" : ", ") + splitName + " cache in memory (" +
+                 std::to_string((bytes + (1 << 20) - 1) >> 20) + " MiB)";
+        return data::DecodedCache::inMemory(count, shape.numel());
+    }
+    const uint64_t fp = data::imageListFingerprint(list.paths, shape, data::resizePolicyFor(s));
+    std::string base = fileName(folder);
+    for (char& c : base)
+        if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_') c = '_';
+    const std::string prefix = base + "-" + splitName + "-";
+    char hex[17];
+    std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(fp));
+    const fs::path dir = resolveDatasetPath(projectPath, ".strata-cache");
+    const fs::path file = dir / (prefix + hex + ".u8");
+    std::error_code ec;
+    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+        const std::string name = it->path().filename().string();
+        if (name.starts_with(prefix) && name.ends_with(".u8") && it->path() != file) fs::remove(it->path(), ec);
+    }
+    auto cache = data::DecodedCache::inFile(file.string(), fp, count, shape.numel());
+    where += (where.empty() ? "" : ", ") + splitName + " cache in " + file.string() +
+             (cache->reused() ? " (reused: " + std::to_string(cache->readyCount()) + " images decoded before)" : "");
+    return cache;
+}
+
+DataSplit streamSplit(const data::ImageList& list, const Shape& shape, const DatasetSettings& s,
+                      const Normalization& norm, std::unique_ptr<data::DecodedCache> cache) {
+    DataSplit split;
+    split.sampleShape = shape;
+    split.count = static_cast<int64_t>(list.paths.size());
+    split.labels = list.labels;
+    data::ImageStream::Options o;
+    o.shape = shape;
+    o.policy = data::resizePolicyFor(s);
+    o.strict = s.strictImages;
+    o.threads = s.decodeThreads;
+    o.queuedBatches = s.loaderBatches;
+    o.normalization = norm;
+    split.source = std::make_shared<data::ImageStream>(list.paths, std::move(o), std::move(cache));
+    return split;
+}
+
+std::string imageFolderDescription(const DatasetSettings& s, const std::string& trainPath, const Shape& shape,
+                                   int64_t train, int64_t validation, const DatasetBundle& b) {
+    return "Image folder " + fileName(trainPath) + " (" + shape.toString() + ", " + settingName(s.imageResize) +
+           "): " + std::to_string(train) + " train, " + std::to_string(validation) + " validation, " +
+           std::to_string(b.numClasses) + " classes" +
+           (b.skipped.empty() ? "" : ", " + std::to_string(b.skipped.size()) + " skipped");
+}
+
+// image_loading stream or cache: labels now, images while training. The normalization statistics (and the
+// size histogram) come from a seeded sample of the training images, rounded to bytes as the stream
+// delivers them.
+DatasetBundle streamImageFolder(const DatasetSettings& s, const std::string& projectPath, const std::string& trainPath,
+                                const Shape& shape, const data::ImageList& trainList, const data::ImageList& valList,
+                                DatasetBundle b) {
+    const data::ImageList sampleList =
+        pickImages(trainList, randomSubset(static_cast<int64_t>(trainList.paths.size()), kStreamStatsImages, 3));
+    RawSplit sample = decodeSplit(sampleList, shape, s, b.skipped, b.imageSizes);
+    if (sample.count() == 0)
+        throw DataError::inFile(trainPath,
+                                "no training image decoded; first problem: " +
+                                    (b.skipped.empty() ? std::string("none listed")
+                                                       : b.skipped.front().path + ": " + b.skipped.front().reason));
+    for (float& v : sample.values) v = std::clamp(std::round(v), 0.0f, 255.0f);
+    RawSplit none;
+    none.shape = shape;
+    if (s.normalization == NormalizationMode::Standardize && shape.dims()[0] == 3) {
+        standardizePerChannel(sample, none, b.normalization);
+    } else {
+        normalize(sample, none, s.normalization, true, b.normalization);
+    }
+    b.classNames = trainList.classNames;
+    b.numClasses = static_cast<int>(b.classNames.size());
+    int64_t memoryLeft = s.cacheMemoryMb << 20;
+    std::string where;
+    auto trainCache = makeImageCache(s, projectPath, trainPath, "train", trainList, shape, memoryLeft, where);
+    auto valCache = makeImageCache(s, projectPath, trainPath, "validation", valList, shape, memoryLeft, where);
+    b.train = streamSplit(trainList, shape, s, b.normalization, std::move(trainCache));
+    b.validation = streamSplit(valList, shape, s, b.normalization, std::move(valCache));
+    b.description = imageFolderDescription(s, trainPath, shape, b.train.count, b.validation.count, b) + "; streamed (" +
+                    settingName(s.imageLoading) + ": " + (where.empty() ? std::string("decoded every epoch") : where) +
+                    "), " + std::to_string(s.loaderBatches) + " batches held ready, statistics from " +
+                    std::to_string(sample.count()) + " sampled images";
+    return b;
+}
+
+DatasetBundle loadImageFolder(const DatasetSettings& s, const std::string& projectPath, bool stream) {
     if (s.trainPath.empty())
         throw DataError("dataset.train_path is empty (image_folder datasets need a folder of class folders or a CSV)");
     if (s.imageShape.size() != 3 || (s.imageShape[0] != 1 && s.imageShape[0] != 3))
@@ -788,6 +899,7 @@ DatasetBundle loadImageFolder(const DatasetSettings& s, const std::string& proje
     trainList = pickImages(trainList, randomSubset(static_cast<int64_t>(trainList.paths.size()), s.trainLimit, 1));
     valList = pickImages(valList, randomSubset(static_cast<int64_t>(valList.paths.size()), s.validationLimit, 2));
     valList.classNames = trainList.classNames;
+    if (stream) return streamImageFolder(s, projectPath, trainPath, shape, trainList, valList, std::move(b));
 
     RawSplit train = decodeSplit(trainList, shape, s, b.skipped, b.imageSizes);
     RawSplit validation = decodeSplit(valList, shape, s, b.skipped, b.imageSizes);
@@ -803,10 +915,7 @@ DatasetBundle loadImageFolder(const DatasetSettings& s, const std::string& proje
     }
     b.classNames = trainList.classNames;
     b.numClasses = static_cast<int>(b.classNames.size());
-    b.description = "Image folder " + fileName(trainPath) + " (" + shape.toString() + ", " +
-                    settingName(s.imageResize) + "): " + std::to_string(train.count()) + " train, " +
-                    std::to_string(validation.count()) + " validation, " + std::to_string(b.numClasses) + " classes" +
-                    (b.skipped.empty() ? "" : ", " + std::to_string(b.skipped.size()) + " skipped");
+    b.description = imageFolderDescription(s, trainPath, shape, train.count(), validation.count(), b);
     b.train = toSplit(std::move(train));
     b.validation = toSplit(std::move(validation));
     return b;
@@ -814,7 +923,7 @@ DatasetBundle loadImageFolder(const DatasetSettings& s, const std::string& proje
 
 }  // namespace
 
-DatasetBundle loadDataset(const DatasetSettings& settings, const std::string& projectPath) {
+DatasetBundle loadDataset(const DatasetSettings& settings, const std::string& projectPath, Streaming streaming) {
     if (settings.trainLimit < 0 || settings.validationLimit < 0)
         throw DataError("dataset.train_limit and validation_limit must not be negative");
     switch (settings.kind) {
@@ -822,7 +931,9 @@ DatasetBundle loadDataset(const DatasetSettings& settings, const std::string& pr
         case DatasetKind::Csv: return loadCsv(settings, projectPath);
         case DatasetKind::Text: return loadText(settings, projectPath);
         case DatasetKind::Synthetic: return loadSynthetic(settings);
-        case DatasetKind::ImageFolder: return loadImageFolder(settings, projectPath);
+        case DatasetKind::ImageFolder:
+            return loadImageFolder(settings, projectPath,
+                                   streaming == Streaming::Allowed && settings.imageLoading != ImageLoading::Memory);
     }
     throw DataError("dataset.kind: unknown kind " + std::to_string(static_cast<int>(settings.kind)) + " (" +
                     datasetSetting("kind").rangeText() + ")");

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -37,11 +38,29 @@ private:
     int64_t m_line = -1;
 };
 
+// Samples read on demand instead of held in DataSplit::inputs: a streamed image folder
+// (core/data/ImageStream.h). The DataLoader reads a batch's samples on its decode threads.
+class SampleSource {
+public:
+    virtual ~SampleSource() = default;
+    // Writes sample i (sampleShape.numel() floats, normalized as the split's inputs would be). Returns false
+    // with `why` for a sample that cannot be read (a bad file): the loader leaves it out and reports it.
+    // Thread-safe. Throws DataError naming the file when the dataset is strict.
+    virtual bool read(int64_t i, float* out, std::string& why) const = 0;
+    virtual std::string sampleName(int64_t i) const = 0;  // the file sample i comes from
+    // Changes when the files, the shape or the normalization do (data-parallel ranks compare it).
+    virtual uint64_t fingerprint() const = 0;
+    virtual int threads() const = 0;        // decode threads the loader should use (>= 1)
+    virtual int queuedBatches() const = 0;  // ready batches the loader may hold (>= 1): its memory budget
+};
+
 struct DataSplit {
     Shape sampleShape;  // per sample, e.g. [1,28,28]; text: [maxTokens]
     int64_t count = 0;
-    std::vector<float> inputs;    // count * sampleShape.numel(), already normalized
-    std::vector<int32_t> labels;  // count (class index)
+    std::vector<float> inputs;                   // count * sampleShape.numel(), already normalized; empty when streamed
+    std::vector<int32_t> labels;                 // count (class index)
+    std::shared_ptr<const SampleSource> source;  // streamed: the samples come from here, inputs is empty
+    bool streamed() const { return source != nullptr; }
 };
 
 // How raw inputs became model inputs: x' = (x*scale - mean)/std.
@@ -60,6 +79,9 @@ struct SkippedFile {
     std::string reason;
     bool operator==(const SkippedFile&) const = default;
 };
+
+// x' = (x*scale - mean)/std, or per feature (x - featureMean)/featureStd, on `samples` samples of `n` values.
+void applyNormalization(const Normalization& norm, float* values, int64_t samples, int64_t n);
 
 struct DatasetBundle {
     DataSplit train, validation;  // validation.count == 0 when none
@@ -92,7 +114,13 @@ struct DatasetBundle {
 //   statistics stored per feature, each channel's at all its pixels); on gray ones one mean and std.
 // Without a validation file, validationSplit of the training file is held out (fixed seed).
 // Throws DataError.
-DatasetBundle loadDataset(const DatasetSettings& settings, const std::string& projectPath);
+// Streaming::Allowed: an image_folder whose image_loading is stream or cache comes back streamed
+// (DataSplit::source; the normalization statistics measured on a seeded sample of the training images).
+// Off (every caller that wants the floats in memory: evaluation, export checks, the panels): it is
+// decoded whole, as image_loading memory.
+enum class Streaming { Off, Allowed };
+DatasetBundle loadDataset(const DatasetSettings& settings, const std::string& projectPath,
+                          Streaming streaming = Streaming::Off);
 
 // Tokens of one text: Char gives code points (UTF-8), Word gives runs of
 // letters and digits. Both lowercase (ASCII, Latin-1 and Latin Extended-A).

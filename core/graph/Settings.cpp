@@ -241,6 +241,24 @@ std::vector<SettingSpec<DS>> makeDatasetSpecs() {
                                   "image_folder: threads decoding images; 0: one per core.")
             .intRange(0, 256)
             .flag("--decode-threads", "N"),
+        Entry<&DS::imageLoading>("image_loading", "Loading",
+                                 "image_folder: decode every image into memory at the start, or stream batches from "
+                                 "disk while training (a folder larger than memory trains).")
+            .choice("memory", ImageLoading::Memory, "all in memory", "Decode every image once at the start.")
+            .choice("stream", ImageLoading::Stream, "stream, decode every epoch",
+                    "Worker threads decode each batch from disk; only loader_batches batches are held.")
+            .choice("cache", ImageLoading::Cache, "stream, decoded cache",
+                    "Stream the first epoch and keep the decoded images as bytes (in memory up to "
+                    "cache_memory_mb, else a file in .strata-cache beside the project): later epochs read them.")
+            .flag("--image-loading", "memory|stream|cache"),
+        Entry<&DS::loaderBatches>("loader_batches", "Batches held ready",
+                                  "image_folder, streamed: decoded batches the loader may hold ahead of training "
+                                  "(its memory budget).")
+            .intRange(1, 64),
+        Entry<&DS::cacheMemoryMb>("cache_memory_mb", "Cache in memory up to (MB)",
+                                  "image_folder, cache: a decoded cache up to this size stays in memory; a larger one "
+                                  "is a memory-mapped file in .strata-cache beside the project; 0: always a file.")
+            .intRange(0, int64_t(1) << 30),
     };
 }
 
@@ -413,6 +431,7 @@ const SettingSpec<TrainingSettings>& trainingSetting(const std::string& key) {
 const std::string& settingName(DatasetKind v) { return nameIn(datasetSetting("kind"), static_cast<int>(v)); }
 const std::string& settingName(Tokenizer v) { return nameIn(datasetSetting("tokenizer"), static_cast<int>(v)); }
 const std::string& settingName(ImageResize v) { return nameIn(datasetSetting("image_resize"), static_cast<int>(v)); }
+const std::string& settingName(ImageLoading v) { return nameIn(datasetSetting("image_loading"), static_cast<int>(v)); }
 const std::string& settingName(NormalizationMode v) {
     return nameIn(datasetSetting("normalization"), static_cast<int>(v));
 }

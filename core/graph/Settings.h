@@ -24,6 +24,10 @@ using Json = nlohmann::ordered_json;
 enum class DatasetKind { Idx, Csv, Text, Synthetic, ImageFolder };
 // image_folder: how an image of another size becomes the dataset's image_shape (core/data ResizePolicy).
 enum class ImageResize { Stretch, CenterCrop };
+// image_folder: decode every image once into memory at the start (Memory), or stream batches from disk
+// with worker threads, decoding every epoch (Stream) or once into a uint8 cache (Cache: in memory when it
+// fits in cacheMemoryMb, else a memory-mapped file in .strata-cache beside the project).
+enum class ImageLoading { Memory, Stream, Cache };
 enum class Tokenizer { Char, Word };
 // How a dataset's inputs are normalized (the statistics a run found are core/data's Normalization).
 enum class NormalizationMode { None, Scale, Standardize };
@@ -64,6 +68,11 @@ struct DatasetSettings {
     ImageResize imageResize = ImageResize::Stretch;
     bool strictImages = false;
     int decodeThreads = 0;
+    // image_folder: streaming (core/data/ImageStream.h). loaderBatches bounds the decoded batches the loader
+    // holds ready (its memory budget); cacheMemoryMb the in-memory decoded cache (Cache), larger goes to a file.
+    ImageLoading imageLoading = ImageLoading::Memory;
+    int loaderBatches = 4;
+    int64_t cacheMemoryMb = 2048;
     bool operator==(const DatasetSettings&) const = default;
 };
 
@@ -100,6 +109,7 @@ struct TrainingSettings {
 const std::string& settingName(DatasetKind v);
 const std::string& settingName(Tokenizer v);
 const std::string& settingName(ImageResize v);
+const std::string& settingName(ImageLoading v);
 const std::string& settingName(NormalizationMode v);
 const std::string& settingName(OptimizerKind v);
 const std::string& settingName(LossKind v);

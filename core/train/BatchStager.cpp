@@ -64,6 +64,10 @@ void BatchStager::setUpTraining(const DataSplit& split, const Augmentation& aug,
         if (mode == ResidentData::On) log("training data stays on the host: augmentation runs there");
     }
     if (use && split.count > std::numeric_limits<int32_t>::max()) use = false;
+    if (use && split.streamed()) {
+        use = false;  // the images are read from disk batch by batch
+        if (mode == ResidentData::On) log("training data stays on the host: it is streamed from its files");
+    }
     if (!use) {
         m_trainLoader = std::make_unique<DataLoader>(split, m_batchSize, true, seed, aug);
         m_trainLoader->setShard(m_shardRank, m_shardSize);
@@ -101,6 +105,10 @@ void BatchStager::startTrainEpoch(int epoch) {
     const std::vector<int32_t> order(m_resident->hostOrder.begin(), m_resident->hostOrder.end());
     m_backend.copyFromHost(m_resident->order.raw(), order.data(), order.size() * sizeof(int32_t));
     m_resident->nextBatch = 0;
+}
+
+std::vector<SkippedFile> BatchStager::takeTrainSkipped() {
+    return m_trainLoader ? m_trainLoader->takeSkipped() : std::vector<SkippedFile>{};
 }
 
 bool BatchStager::nextTrainBatch(Batch& b) {

@@ -52,6 +52,8 @@ public:
     // The next training batch: from the loader, or (resident data) its size and host labels only; the
     // inputs are gathered on the device by stageTrain.
     bool nextTrainBatch(Batch& batch);
+    // Streamed training data: the files left out since the last call (DataLoader::takeSkipped).
+    std::vector<SkippedFile> takeTrainSkipped();
     // stage() for the batch nextTrainBatch just gave: resident data is gathered on the device.
     Staged stageTrain(const Batch& batch);
 

@@ -177,6 +177,10 @@ struct Trainer::Impl {
         uint64_t dataHash = fnv1a64(&data.train.count, sizeof data.train.count);
         for (const DataSplit* split : {&data.train, &data.validation}) {
             dataHash = fnv1a64(split->inputs.data(), split->inputs.size() * sizeof(float), dataHash);
+            if (split->streamed()) {
+                const uint64_t files = split->source->fingerprint();
+                dataHash = fnv1a64(&files, sizeof files, dataHash);
+            }
             dataHash = fnv1a64(split->labels.data(), split->labels.size() * sizeof(int32_t), dataHash);
         }
         auto list = [](const std::vector<int>& r) {
@@ -406,6 +410,16 @@ struct Trainer::Impl {
                    std::to_string(progress.globalStep));
     }
 
+    // Files a streamed split left out (bad images found while training), said once each; rank 0 alone.
+    void logSkipped(const std::vector<SkippedFile>& files, const std::string& split) {
+        if (files.empty() || rank != 0) return;
+        constexpr size_t kListed = 20;
+        for (size_t i = 0; i < files.size() && i < kListed; ++i)
+            obs->onLog(split + ": skipped " + files[i].path + ": " + files[i].reason);
+        if (files.size() > kListed)
+            obs->onLog(split + ": and " + std::to_string(files.size() - kListed) + " more files skipped");
+    }
+
     // Returns {loss, accuracy} over a split in evaluation mode.
     // Data parallel: each rank evaluates its shard of every batch, and the sums are reduced.
     std::pair<double, double> evaluate(const DataSplit& split) {
@@ -433,6 +447,7 @@ struct Trainer::Impl {
             havePending = loader.next(pending);
             if (havePending && pending.size > 0) staged = stager->stage(pending);
         }
+        logSkipped(loader.takeSkipped(), "validation");
         if (dp) {
             double sums[3] = {lossSum, static_cast<double>(correct), static_cast<double>(seen)};
             comm->allReduce(sums, 3, ReduceOp::Sum);
@@ -517,6 +532,13 @@ struct Trainer::Impl {
                                          ": failure injected by STRATA_TEST_FAIL_STEP (a test)");
             std::swap(batch, pending);
             const Staged cur = staged;
+            if (!dp && batch.size == 0) {
+                // A streamed batch whose every file was bad: no step (the epoch still counts it).
+                ++progress.stepInEpoch;
+                havePending = stager->nextTrainBatch(pending);
+                if (havePending && pending.size > 0) staged = stager->stageTrain(pending);
+                continue;
+            }
             const auto stepStart = Clock::now();
             // Data parallel: this rank's shard of a global batch of globalN samples (possibly none).
             const int64_t globalN = dp ? batch.globalSize : batch.size;
@@ -608,6 +630,7 @@ struct Trainer::Impl {
             obs->onStep(ev);
             if (checkpointRequested.exchange(false)) checkpoint(false, true);
         }
+        logSkipped(stager->takeTrainSkipped(), "training");
         return progress.stepInEpoch >= stepsPerEpoch;  // false: stopped mid-epoch
     }
 
@@ -719,7 +742,7 @@ struct Trainer::Impl {
                                      : !ds.trainPath.empty() ? ds.trainPath
                                                              : std::string("the synthetic data set");
         try {
-            data = loadDataset(ds, opt.projectPath);
+            data = loadDataset(ds, opt.projectPath, Streaming::Allowed);
         } catch (const std::bad_alloc&) {
             throw std::runtime_error(dataName +
                                      ": out of memory while loading the data set (use train_limit, or "

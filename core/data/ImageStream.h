@@ -1,0 +1,101 @@
+// ImageStream: an image folder read while training instead of decoded whole at the start
+// (dataset.image_loading stream or cache). The DataLoader's decode threads call read() for the samples
+// of each batch; only the batches the loader holds are in memory, so a folder larger than memory trains.
+// With a DecodedCache, each image is decoded once, stored as bytes (0..255 after the fit to the input
+// shape) and read from there afterwards: in memory, or in a memory-mapped file that a later run with the
+// same files, shape and resize finds and reuses. A file that fails to decode is left out of its batch
+// (counted and reported by the loader with the reason) or, strict, stops the run with its path; labels
+// belong to sample indices, so leaving a file out never shifts another's label.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/data/Dataset.h"
+#include "core/data/ImageFile.h"
+#include "core/tensor/Shape.h"
+
+namespace strata::data {
+
+// Fixed-size byte slots, one per sample, each with a state. Several threads may fill different slots at
+// once; a slot's bytes are written before its state says Ready (release/acquire).
+class DecodedCache {
+public:
+    enum State : uint8_t { Empty = 0, Ready = 1, Bad = 2 };
+
+    // Anonymous memory: pages are taken as slots fill.
+    static std::unique_ptr<DecodedCache> inMemory(int64_t count, int64_t sampleBytes);
+    // A memory-mapped file. One whose header matches (fingerprint, count, sample size) is reused with what
+    // it holds; otherwise it is created afresh (through a temporary file renamed into place). Throws
+    // DataError naming the file when it cannot be created or mapped.
+    static std::unique_ptr<DecodedCache> inFile(const std::string& path, uint64_t fingerprint, int64_t count,
+                                                int64_t sampleBytes);
+    ~DecodedCache();
+    DecodedCache(const DecodedCache&) = delete;
+    DecodedCache& operator=(const DecodedCache&) = delete;
+
+    State state(int64_t i) const;
+    const uint8_t* sample(int64_t i) const { return m_data + i * m_sampleBytes; }
+    uint8_t* slot(int64_t i) { return m_data + i * m_sampleBytes; }
+    void publish(int64_t i, State s);
+    int64_t count() const { return m_count; }
+    int64_t readyCount() const;                         // slots in state Ready (a scan)
+    const std::string& path() const { return m_path; }  // empty in memory
+    bool reused() const { return m_reused; }            // a file from an earlier run was taken as it was
+
+private:
+    DecodedCache() = default;
+    void* m_map = nullptr;
+    size_t m_mapBytes = 0;
+    uint8_t* m_states = nullptr;
+    uint8_t* m_data = nullptr;
+    int64_t m_count = 0, m_sampleBytes = 0;
+    std::string m_path;
+    bool m_reused = false;
+};
+
+// A hash of what a cache holds: every path with its size and modification time, the shape and the resize.
+uint64_t imageListFingerprint(const std::vector<std::string>& paths, const Shape& shape, ResizePolicy policy);
+
+class ImageStream final : public SampleSource {
+public:
+    struct Options {
+        Shape shape;  // [C, H, W]
+        ResizePolicy policy = ResizePolicy::Stretch;
+        bool strict = false;
+        int threads = 0;        // 0: one per core
+        int queuedBatches = 4;  // the loader's budget
+        Normalization normalization;
+    };
+    // `cache` may be null (decode every time it is read). Its count must be paths.size().
+    ImageStream(std::vector<std::string> paths, Options options, std::unique_ptr<DecodedCache> cache);
+
+    bool read(int64_t i, float* out, std::string& why) const override;
+    std::string sampleName(int64_t i) const override { return m_paths[static_cast<size_t>(i)]; }
+    uint64_t fingerprint() const override { return m_fingerprint; }
+    int threads() const override { return m_threads; }
+    int queuedBatches() const override { return m_options.queuedBatches; }
+
+    // Sample i as bytes (0..255, the fitted image rounded), from the cache or decoded. False with `why`
+    // for a bad file; strict: throws DataError naming it.
+    bool readBytes(int64_t i, uint8_t* out, std::string& why) const;
+    const DecodedCache* cache() const { return m_cache.get(); }
+    int64_t decodedCount() const { return m_decoded.load(); }  // files decoded so far (cache misses)
+
+private:
+    std::vector<std::string> m_paths;
+    Options m_options;
+    std::unique_ptr<DecodedCache> m_cache;
+    uint64_t m_fingerprint = 0;
+    int m_threads = 1;
+    mutable std::atomic<int64_t> m_decoded{0};
+    mutable std::mutex m_reasonsMutex;  // reasons of the files found bad in this process
+    mutable std::unordered_map<int64_t, std::string> m_reasons;
+};
+
+}  // namespace strata::data
