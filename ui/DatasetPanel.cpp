@@ -316,6 +316,11 @@ void DatasetPanel::buildUi() {
     auto* threads = m_editors.add<QSpinBox>("decode_threads", imagePage);
     showZeroAs(threads, tr("one per core"));
     row(imageForm, "decode_threads", threads);
+    row(imageForm, "image_loading", m_editors.add<QComboBox>("image_loading", imagePage));
+    row(imageForm, "loader_batches", m_editors.add<QSpinBox>("loader_batches", imagePage));
+    auto* cacheMemory = m_editors.add<QSpinBox>("cache_memory_mb", imagePage);
+    showZeroAs(cacheMemory, tr("always a file"));
+    row(imageForm, "cache_memory_mb", cacheMemory);
     m_kindPages->addWidget(imagePage);
     formLayout->addWidget(sourceBox);
 
