@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages Strata needs, only those missing.
-# Usage: tools/install-deps.sh [build|test|run|ci|gui-review|fuzz]  (all sets include the build tools)
+# Usage: tools/install-deps.sh [build|test|run|ci|gui-review|fuzz|bench]  (all sets include the build tools)
 #   gui-review: also Xvfb, xdotool and ImageMagick (tools/gui-review.sh drives the real GUI with them)
 #   fuzz: also clang and libFuzzer/sanitizer runtimes (tools/fuzz.sh, tools/sanitize.sh)
+#   bench: also python3-pil and python3-numpy (tools/make_image_folder.py and the image benchmarks)
 #   test, ci: also the tests' PyPI packages in a venv (tools/setup-test-venv.sh)
 #   ci: test's, plus shellcheck, clang-format, clang-tidy and xz-utils (.ci/run's lint, style and GPU bundle steps)
 set -euo pipefail
@@ -21,6 +22,7 @@ case "${1:-build}" in
   ci) packages+=(python3-onnx python3-venv shellcheck xz-utils clang-format clang-tidy) ;;
   gui-review) packages+=(xvfb xdotool imagemagick) ;;
   fuzz) packages+=(clang libclang-rt-14-dev) ;;
+  bench) packages+=(python3-pil python3-numpy python3-venv) ;;
 esac
 set_name=${1:-build}
 
