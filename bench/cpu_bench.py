@@ -13,12 +13,33 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
 
+def project_path(example):
+    """An example's name (examples/NAME.strata) or bench/NAME.strata (the residual template)."""
+    for folder in ("examples", "bench"):
+        path = os.path.join(ROOT, folder, example + ".strata")
+        if os.path.exists(path):
+            return path
+    raise SystemExit("no examples/%s.strata or bench/%s.strata" % (example, example))
+
+
+def recipe(example, batch):
+    """The project's optimizer settings, for PyTorch to train the same way."""
+    with open(project_path(example)) as f:
+        p = json.load(f)
+    t, d = p["training"], p["dataset"]
+    if t["optimizer"] != "sgd" or t["schedule"] not in ("constant", "cosine"):
+        raise SystemExit("%s: the PyTorch reference knows SGD with a constant or cosine schedule" % example)
+    return {"batch": batch or t["batch_size"], "lr": t["learning_rate"], "momentum": t["momentum"],
+            "weight_decay": t["weight_decay"], "schedule": t["schedule"],
+            "normalization": "standardize" if d["normalization"] == "standardize" else "scale"}
+
+
 def strata(build, example, threads, epochs, batch):
     with tempfile.TemporaryDirectory() as tmp:
         metrics = os.path.join(tmp, "m.jsonl")
-        cmd = [os.path.join(build, "bin", "strata-train"), os.path.join(ROOT, "examples", example + ".strata"),
+        cmd = [os.path.join(build, "bin", "strata-train"), project_path(example),
                "--threads", str(threads), "--epochs", str(epochs), "--batch", str(batch), "--quiet",
-               "--metrics-out", metrics]
+               "--metrics-out", metrics, "--checkpoint-dir", os.path.join(tmp, "checkpoints"), "--history", "off"]
         # ru_maxrss of children is the max over all children so far: measure Strata in a fresh interpreter.
         wrapper = ("import resource,subprocess,sys;subprocess.run(sys.argv[1:],check=True);"
                    "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss/1024)")
@@ -29,9 +50,11 @@ def strata(build, example, threads, epochs, batch):
         return {"samples_per_s": sps, "val_acc": epochs_ev[-1]["val_acc"], "peak_rss_mib": rss}
 
 
-def torch_run(python, example, threads, epochs, batch):
+def torch_run(python, example, threads, epochs, r):
     cmd = [python, os.path.join(HERE, "torch_train.py"), example, "--threads", str(threads),
-           "--epochs", str(epochs), "--batch", str(batch)]
+           "--epochs", str(epochs), "--batch", str(r["batch"]), "--lr", str(r["lr"]), "--momentum",
+           str(r["momentum"]), "--weight-decay", str(r["weight_decay"]), "--schedule", r["schedule"],
+           "--normalization", r["normalization"]]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -41,25 +64,28 @@ def main():
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--epochs", type=int, default=1)
-    ap.add_argument("--batch", type=int, default=64)
-    ap.add_argument("--examples", default="fashion_mlp,fashion_cnn")
+    ap.add_argument("--batch", type=int, default=0, help="0: each project's own batch size")
+    ap.add_argument("--examples", default="fashion_mlp,fashion_cnn",
+                    help="comma-separated: examples/NAME.strata or bench/NAME.strata (fashion_cnn_bn, "
+                         "residual_template)")
     ap.add_argument("--torch-python", action="append", default=["/usr/bin/python3"],
                     help="a Python with torch installed (repeatable); Debian's is always used")
     a = ap.parse_args()
     rows = []
     for ex in a.examples.split(","):
-        s = strata(a.build, ex, a.threads, a.epochs, a.batch)
+        r = recipe(ex, a.batch)
+        s = strata(a.build, ex, a.threads, a.epochs, r["batch"])
         for py in dict.fromkeys(a.torch_python):
             try:
-                t = torch_run(py, ex, a.threads, a.epochs, a.batch)
+                t = torch_run(py, ex, a.threads, a.epochs, r)
             except (subprocess.CalledProcessError, FileNotFoundError) as e:
                 print(f"# {py}: PyTorch run failed: {e}", file=sys.stderr)
                 continue
             rows.append((ex, s, t))
-    print(f"{'model':<12} {'torch':<16} {'Strata samples/s':>16} {'PyTorch samples/s':>17} {'ratio':>6} "
+    print(f"{'model':<18} {'torch':<16} {'Strata samples/s':>16} {'PyTorch samples/s':>17} {'ratio':>6} "
           f"{'Strata acc':>10} {'PyTorch acc':>11} {'Strata RSS MiB':>14} {'PyTorch RSS MiB':>15}")
     for ex, s, t in rows:
-        print(f"{ex:<12} {t['torch']:<16} {s['samples_per_s']:>16.0f} {t['samples_per_s']:>17.0f} "
+        print(f"{ex:<18} {t['torch']:<16} {s['samples_per_s']:>16.0f} {t['samples_per_s']:>17.0f} "
               f"{s['samples_per_s'] / t['samples_per_s']:>6.2f} {s['val_acc']:>10.4f} {t['val_acc']:>11.4f} "
               f"{s['peak_rss_mib']:>14.0f} {t['peak_rss_mib']:>15.0f}")
 

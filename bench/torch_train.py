@@ -26,7 +26,34 @@ def model_for(name):
             nn.Conv2d(1, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
             nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
             nn.Flatten(), nn.Linear(64 * 7 * 7, 128), nn.ReLU(), nn.Linear(128, 10))
+    if name == "fashion_cnn_bn":
+        def block(cin, cout):
+            return [nn.Conv2d(cin, cout, 3, padding=1, bias=False), nn.BatchNorm2d(cout), nn.ReLU()]
+        return nn.Sequential(
+            *block(1, 32), *block(32, 32), nn.MaxPool2d(2), *block(32, 64), *block(64, 64), nn.MaxPool2d(2),
+            nn.Flatten(), nn.Linear(64 * 7 * 7, 256, bias=False), nn.BatchNorm1d(256), nn.ReLU(), nn.Dropout(0.3),
+            nn.Linear(256, 10))
+    if name == "residual_template":
+        return ResidualTemplate()
     raise SystemExit("unknown model " + name)
+
+
+class ResidualTemplate(nn.Module):
+    """The workbench's "Small residual net" template (bench/residual_template.strata): a 16-filter stem and
+    two blocks conv-ReLU-conv + skip, ReLU, then global average pooling and a Dense layer."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(1, 16, 3, padding=1)
+        self.blocks = nn.ModuleList(
+            nn.ModuleList([nn.Conv2d(16, 16, 3, padding=1), nn.Conv2d(16, 16, 3, padding=1)]) for _ in range(2))
+        self.logits = nn.Linear(16, 10)
+
+    def forward(self, x):
+        x = torch.relu(self.stem(x))
+        for c1, c2 in self.blocks:
+            x = torch.relu(c2(torch.relu(c1(x))) + x)
+        return self.logits(x.mean(dim=(2, 3)))
 
 
 def main():
@@ -38,6 +65,12 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--lr", type=float, default=0.01)
     ap.add_argument("--seed", type=int, default=42)
+    ap.add_argument("--momentum", type=float, default=0.9)
+    ap.add_argument("--weight-decay", type=float, default=0.0)
+    ap.add_argument("--schedule", choices=["constant", "cosine"], default="constant",
+                    help="cosine: from --lr to 0 over all steps, per step (Strata's cosine)")
+    ap.add_argument("--normalization", choices=["scale", "standardize"], default="scale",
+                    help="standardize: minus the training images' mean, over their std (after /255)")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(a.seed)
@@ -46,8 +79,14 @@ def main():
     ytr = torch.from_numpy(read_idx(d + "/train-labels-idx1-ubyte.gz").astype(np.int64))
     xva = torch.from_numpy(read_idx(d + "/t10k-images-idx3-ubyte.gz").astype(np.float32) / 255.0).unsqueeze(1)
     yva = torch.from_numpy(read_idx(d + "/t10k-labels-idx1-ubyte.gz").astype(np.int64))
+    if a.normalization == "standardize":
+        mean, std = xtr.mean(), xtr.std(unbiased=False)
+        xtr, xva = (xtr - mean) / std, (xva - mean) / std
     model = model_for(a.model)
-    opt = torch.optim.SGD(model.parameters(), lr=a.lr, momentum=0.9)
+    opt = torch.optim.SGD(model.parameters(), lr=a.lr, momentum=a.momentum, weight_decay=a.weight_decay)
+    steps_per_epoch = (len(xtr) + a.batch - 1) // a.batch
+    sched = (torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=steps_per_epoch * a.epochs)
+             if a.schedule == "cosine" else None)
     loss_fn = nn.CrossEntropyLoss()
     g = torch.Generator().manual_seed(a.seed)
     train_seconds, samples = 0.0, 0
@@ -62,6 +101,8 @@ def main():
             loss = loss_fn(model(xb), yb)
             loss.backward()
             opt.step()
+            if sched:
+                sched.step()
             samples += len(idx)
         train_seconds += time.perf_counter() - t0
     model.eval()
