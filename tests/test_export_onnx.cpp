@@ -152,6 +152,17 @@ std::vector<Case> layerCases() {
         g.p.name = "SequenceMeanPool";
         cases.push_back({"SequenceMeanPool", g.p, CheckpointNormalization{}, true, 9});
     }
+    {
+        GraphBuilder g;  // Dense over a sequence: MatMul with the transposed weight, with and without a bias
+        const int in = g.add("Input", "tokens", {{"shape", {7}}});
+        const int e = g.add("Embedding", "embed", {{"vocab", 12}, {"dim", 5}}, {in});
+        const int d1 = g.add("Dense", "per_token", {{"units", 6}}, {e});
+        const int d2 = g.add("Dense", "per_token_nobias", {{"units", 4}, {"use_bias", false}}, {d1});
+        const int m = g.add("SequenceMeanPool", "pool", Json::object(), {d2});
+        g.add("Dense", "fc", {{"units", 3}}, {m});
+        g.p.name = "Dense_sequence";
+        cases.push_back({"Dense_sequence", g.p, CheckpointNormalization{}, true, 12});
+    }
     return cases;
 }
 

@@ -278,6 +278,14 @@ std::map<std::string, std::vector<Case>> caseTable() {
              s.batch = 3;
              return s;
          }},
+        {"sequence [length, features]",
+         [](Rng& rng) {
+             Setup s;
+             s.params = {{"units", randInt(rng, 1, 6)}};
+             s.inputs = {Shape{randInt(rng, 2, 5), randInt(rng, 1, 7)}};
+             s.batch = randInt(rng, 1, 3);
+             return s;
+         }},
     };
     t["Conv2D"] = {
         {"3x3 pad 1",

@@ -307,8 +307,8 @@ private slots:
         std::string port;
         std::string e = shapeError("Dense", {}, {Shape{1, 28, 28}}, &port);
         QCOMPARE(port, std::string("in"));
-        QCOMPARE(e, std::string("in: Dense expects a per-sample shape of rank 1 [features], got [1, 28, 28]; "
-                                "add a Flatten before it"));
+        QCOMPARE(e, std::string("in: Dense expects a per-sample shape [features] or [length, features], got "
+                                "[1, 28, 28]; add a Flatten before it"));
         e = shapeError("Conv2D", {}, {Shape{784}}, &port);
         QCOMPARE(port, std::string("in"));
         QVERIFY2(contains(e, "rank 3 [channels, height, width], got [784]") && contains(e, "Reshape"), e.c_str());

@@ -87,6 +87,10 @@ def run(model, x):
             y = i[0] @ (i[1].T if a.get("transB", 0) else i[1])
             if len(i) > 2:
                 y = y + i[2]
+        elif op == "MatMul":
+            y = np.matmul(i[0], i[1])
+        elif op == "Transpose":
+            y = np.transpose(i[0], a.get("perm"))
         elif op == "Conv":
             y = conv(i[0], i[1], i[2] if len(i) > 2 else None, a)
         elif op in ("MaxPool", "AveragePool"):

@@ -34,6 +34,8 @@ ExportModel foldBatchNorm(const ExportModel& model, std::vector<FoldedBatchNorm>
         const int layer = in->from.node;
         const Node* layerNode = graph.node(layer);
         if (!layerNode || (layerNode->type != "Conv2D" && layerNode->type != "Dense")) continue;
+        // A Dense over a sequence has its units on the last axis; the BatchNorm's channels are the first.
+        if (layerNode->type == "Dense" && analysis.outputShapes.at(layer).rank() != 1) continue;
         if (graph.edgesFrom(layer).size() != 1) continue;  // its raw output is used elsewhere too
 
         const Json& layerParams = analysis.params.at(layer);

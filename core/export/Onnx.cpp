@@ -322,8 +322,17 @@ void writeOnnx(const std::string& path, const ExportModel& model, const OnnxExpo
                 in.push_back(weightOf(n, "weight"));
                 if (p.at("use_bias").get<bool>()) in.push_back(weightOf(n, "bias"));
             }
-            auto& node = b.node("Gemm", y, in, y);
-            OnnxBuilder::attr(node, "transB", int64_t{1});
+            if (outShape.rank() == 1) {
+                auto& node = b.node("Gemm", y, in, y);
+                OnnxBuilder::attr(node, "transB", int64_t{1});
+            } else {
+                // Over a sequence [N, T, F]: Gemm takes matrices only, so x W^T (+ b) as MatMul (+ Add).
+                OnnxBuilder::attr(b.node("Transpose", y + "/transpose", {in[1]}, y + "/weight_t"), "perm",
+                                  std::vector<int64_t>{1, 0});
+                const bool bias = in.size() > 2;
+                b.node("MatMul", y + "/matmul", {x[0], y + "/weight_t"}, bias ? y + "/product" : y);
+                if (bias) b.node("Add", y + "/bias", {y + "/product", in[2]}, y);
+            }
         } else if (t == "Conv2D") {
             std::vector<std::string> in{x[0]};
             if (inQuant) {

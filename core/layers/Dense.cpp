@@ -1,6 +1,6 @@
-// Dense (fully connected): y = x W^T + b for per-sample input [features].
-// The weight is [units, features] (PyTorch's Linear layout, so exports need
-// no transpose).
+// Dense (fully connected): y = x W^T + b for per-sample input [features], or [length, features] where it
+// acts on the last axis, every position alike (a sequence's tokens, as PyTorch's Linear does).
+// The weight is [units, features] (PyTorch's Linear layout, so exports need no transpose).
 #include "core/layers/BuiltinLayers.h"
 
 namespace strata::layers {
@@ -8,12 +8,13 @@ namespace {
 
 class DenseLayer : public Layer {
 public:
-    DenseLayer(int features, int units, bool useBias) : m_features(features), m_units(units), m_useBias(useBias) {}
+    DenseLayer(int features, int units, bool useBias, int64_t rowsPerSample)
+        : m_features(features), m_units(units), m_useBias(useBias), m_rowsPerSample(rowsPerSample) {}
 
     void forward(LayerContext& ctx, const std::vector<const Tensor*>& in, Tensor& out) override {
         Backend& b = ctx.backend;
-        const int n = static_cast<int>(batchOf(*in[0]));
-        // y[N,U] = x[N,F] * W[U,F]^T
+        const int n = rows(*in[0]);
+        // y[N,U] = x[N,F] * W[U,F]^T (N: samples x positions)
         b.gemm(false, true, n, m_units, m_features, 1.0f, in[0]->f32(), m_features, m_params[0].value.f32(), m_features,
                0.0f, out.f32(), m_units);
         if (m_useBias) b.addBiasRows(out.f32(), m_params[1].value.f32(), n, m_units);
@@ -22,7 +23,7 @@ public:
     void backward(LayerContext& ctx, const std::vector<const Tensor*>& in, const Tensor&, const Tensor& dOut,
                   const std::vector<Tensor*>& dIn) override {
         Backend& b = ctx.backend;
-        const int n = static_cast<int>(batchOf(*in[0]));
+        const int n = rows(*in[0]);
         const float* w = m_params[0].value.f32();
         // dx[N,F] += dy[N,U] * W[U,F]
         if (dIn[0])
@@ -37,8 +38,10 @@ public:
     }
 
 private:
+    int rows(const Tensor& x) const { return toInt(batchOf(x) * m_rowsPerSample, "in", "batch x length"); }
     int m_features, m_units;
     bool m_useBias;
+    int64_t m_rowsPerSample;
 };
 
 class DenseType : public LayerType {
@@ -46,7 +49,8 @@ public:
     std::string name() const override { return "Dense"; }
     std::string category() const override { return "Core"; }
     std::string description() const override {
-        return "Fully connected layer: every output unit is a weighted sum of all input features plus a bias.";
+        return "Fully connected layer: every output unit is a weighted sum of all input features plus a bias; "
+               "on a sequence [length, features], the same at every position.";
     }
     std::vector<ParamSpec> paramSpecs() const override {
         return {intParam("units", 128, 1, 1 << 20, "number of output features"),
@@ -55,22 +59,25 @@ public:
     Shape inferShape(const Json& params, const std::vector<Shape>& inputs) const override {
         expectInputCount(name(), {"in"}, inputs);
         const Shape& s = inputs[0];
-        if (s.rank() != 1)
-            throwShapeError("in", name(), s, "a per-sample shape of rank 1 [features]",
-                            s.rank() > 1 ? "; add a Flatten before it" : "");
-        toInt(s[0], "in", "feature count");
-        return Shape{params.at("units").get<int64_t>()};
+        if (s.rank() != 1 && s.rank() != 2)
+            throwShapeError("in", name(), s, "a per-sample shape [features] or [length, features]",
+                            s.rank() > 2 ? "; add a Flatten before it" : "");
+        toInt(s[s.rank() - 1], "in", "feature count");
+        std::vector<int64_t> out = s.dims();
+        out.back() = params.at("units").get<int64_t>();
+        return Shape(out);
     }
     std::vector<ParameterSpec> parameterSpecs(const Json& params, const std::vector<Shape>& inputs) const override {
-        const int64_t f = inputs.at(0)[0], u = params.at("units").get<int64_t>();
+        const int64_t f = inputs.at(0).dims().back(), u = params.at("units").get<int64_t>();
         std::vector<ParameterSpec> specs;
         specs.push_back({"weight", Shape{u, f}, weightInit(params), f, u});
         if (params.at("use_bias").get<bool>()) specs.push_back({"bias", Shape{u}, Init::Zeros, f, u});
         return specs;
     }
     std::unique_ptr<Layer> create(const Json& params, const std::vector<Shape>& inputs, const Shape&) const override {
-        return std::make_unique<DenseLayer>(static_cast<int>(inputs.at(0)[0]), params.at("units").get<int>(),
-                                            params.at("use_bias").get<bool>());
+        const Shape& in = inputs.at(0);
+        return std::make_unique<DenseLayer>(static_cast<int>(in.dims().back()), params.at("units").get<int>(),
+                                            params.at("use_bias").get<bool>(), in.rank() == 2 ? in[0] : 1);
     }
 };
 

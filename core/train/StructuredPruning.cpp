@@ -58,6 +58,9 @@ public:
             const Fanout f = fanout(id);
             if (n.type == "Conv2D" && param(id, "groups") != 1)
                 layer.skipped = "a grouped convolution (groups " + std::to_string(param(id, "groups")) + ")";
+            else if (n.type == "Dense" && m_analysis.outputShapes.at(id).rank() != 1)
+                layer.skipped = "a Dense over a sequence (its units are the last axis of " +
+                                m_analysis.outputShapes.at(id).toString() + ")";
             else
                 layer.skipped = f.blocker;
             if (layer.skipped.empty()) {
