@@ -153,10 +153,12 @@ std::vector<Case> layerCases() {
         cases.push_back({"SequenceMeanPool", g.p, CheckpointNormalization{}, true, 9});
     }
     {
-        GraphBuilder g;  // Dense over a sequence: MatMul with the transposed weight, with and without a bias
+        GraphBuilder g;  // Dense over a sequence (MatMul with the transposed weight, with and without a bias), and
+                         // the learned positions added before it
         const int in = g.add("Input", "tokens", {{"shape", {7}}});
         const int e = g.add("Embedding", "embed", {{"vocab", 12}, {"dim", 5}}, {in});
-        const int d1 = g.add("Dense", "per_token", {{"units", 6}}, {e});
+        const int pe = g.add("PositionalEmbedding", "positions", Json::object(), {e});
+        const int d1 = g.add("Dense", "per_token", {{"units", 6}}, {pe});
         const int d2 = g.add("Dense", "per_token_nobias", {{"units", 4}, {"use_bias", false}}, {d1});
         const int m = g.add("SequenceMeanPool", "pool", Json::object(), {d2});
         g.add("Dense", "fc", {{"units", 3}}, {m});

@@ -436,6 +436,12 @@ std::map<std::string, std::vector<Case>> caseTable() {
                                   s.inputs = {Shape{randInt(rng, 1, 5), randInt(rng, 1, 4)}};
                                   return s;
                               }}};
+    t["PositionalEmbedding"] = {{"[T, D]", [](Rng& rng) {
+                                     Setup s;
+                                     s.inputs = {Shape{randInt(rng, 1, 5), randInt(rng, 1, 4)}};
+                                     s.batch = randInt(rng, 1, 3);
+                                     return s;
+                                 }}};
     return t;
 }
 

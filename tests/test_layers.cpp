@@ -143,6 +143,7 @@ private slots:
             {"Dropout", "Normalization"},
             {"Embedding", "Text"},
             {"SequenceMeanPool", "Text"},
+            {"PositionalEmbedding", "Text"},
         };
         const auto names = layerRegistry().names();
         QCOMPARE(names.size(), expected.size());

@@ -427,6 +427,8 @@ void writeOnnx(const std::string& path, const ExportModel& model, const OnnxExpo
             // Ids travel as float32 like every Strata input; Gather needs integers.
             OnnxBuilder::attr(b.node("Cast", y + "/ids", x, y + "/ids"), "to", int64_t{onnx::TensorProto::INT64});
             OnnxBuilder::attr(b.node("Gather", y, {weightOf(n, "weight"), y + "/ids"}, y), "axis", int64_t{0});
+        } else if (t == "PositionalEmbedding") {
+            b.node("Add", y, {x[0], weightOf(n, "weight")}, y);  // [N, T, D] + [T, D], broadcast over the batch
         } else if (t == "SequenceMeanPool") {
             auto& node = b.node("ReduceMean", y, x, y);
             OnnxBuilder::attr(node, "axes", std::vector<int64_t>{1});

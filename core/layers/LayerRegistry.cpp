@@ -52,6 +52,7 @@ void registerBuiltinLayers(LayerRegistry& r) {
     r.add(makeDropout());
     r.add(makeEmbedding());
     r.add(makeSequenceMeanPool());
+    r.add(makePositionalEmbedding());
 }
 
 }  // namespace

@@ -68,7 +68,7 @@ Cost layerCost(const std::string& type, const Json& params, int64_t batch, const
     } else if (type == "MaxPool2D" || type == "AvgPool2D") {
         c.fwdFlop = n * out * static_cast<double>(kernelArea(params));
         c.bwdFlop = c.fwdFlop;
-    } else if (type == "GlobalAvgPool" || type == "SequenceMeanPool") {
+    } else if (type == "GlobalAvgPool" || type == "SequenceMeanPool" || type == "PositionalEmbedding") {
         c.fwdFlop = n * in;
         c.bwdFlop = n * in;
     } else if (type == "Embedding" || type == "Flatten" || type == "Reshape" || type == "Input") {
