@@ -158,7 +158,11 @@ std::vector<Case> layerCases() {
         const int in = g.add("Input", "tokens", {{"shape", {7}}});
         const int e = g.add("Embedding", "embed", {{"vocab", 12}, {"dim", 5}}, {in});
         const int pe = g.add("PositionalEmbedding", "positions", Json::object(), {e});
-        const int d1 = g.add("Dense", "per_token", {{"units", 6}}, {pe});
+        const int cv = g.add("Conv1D", "ngrams", {{"filters", 6}, {"kernel", 3}, {"padding", 1}}, {pe});
+        const int cv2 =
+            g.add("Conv1D", "strided",
+                  {{"filters", 5}, {"kernel", 2}, {"stride", 2}, {"dilation", 2}, {"use_bias", false}}, {cv});
+        const int d1 = g.add("Dense", "per_token", {{"units", 6}}, {cv2});
         const int d2 = g.add("Dense", "per_token_nobias", {{"units", 4}, {"use_bias", false}}, {d1});
         const int m = g.add("SequenceMeanPool", "pool", Json::object(), {d2});
         g.add("Dense", "fc", {{"units", 3}}, {m});

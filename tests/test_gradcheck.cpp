@@ -436,6 +436,37 @@ std::map<std::string, std::vector<Case>> caseTable() {
                                   s.inputs = {Shape{randInt(rng, 1, 5), randInt(rng, 1, 4)}};
                                   return s;
                               }}};
+    t["Conv1D"] = {
+        {"kernel 3, padding 1",
+         [](Rng& rng) {
+             Setup s;
+             s.params = {{"filters", randInt(rng, 1, 4)}, {"kernel", 3}, {"padding", 1}};
+             s.inputs = {Shape{randInt(rng, 3, 7), randInt(rng, 1, 4)}};
+             s.batch = randInt(rng, 1, 3);
+             return s;
+         }},
+        {"stride 2, dilation 2, padding 2, no bias",
+         [](Rng& rng) {
+             Setup s;
+             s.params = {{"filters", randInt(rng, 1, 3)},
+                         {"kernel", randInt(rng, 2, 3)},
+                         {"stride", 2},
+                         {"dilation", 2},
+                         {"padding", 2},
+                         {"use_bias", false}};
+             s.inputs = {Shape{randInt(rng, 4, 9), randInt(rng, 1, 3)}};
+             s.batch = 2;
+             return s;
+         }},
+        {"kernel 1",
+         [](Rng& rng) {
+             Setup s;
+             s.params = {{"filters", 2}, {"kernel", 1}, {"stride", randInt(rng, 1, 3)}};
+             s.inputs = {Shape{randInt(rng, 1, 6), 3}};
+             s.batch = 2;
+             return s;
+         }},
+    };
     t["PositionalEmbedding"] = {{"[T, D]", [](Rng& rng) {
                                      Setup s;
                                      s.inputs = {Shape{randInt(rng, 1, 5), randInt(rng, 1, 4)}};

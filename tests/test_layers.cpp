@@ -144,6 +144,7 @@ private slots:
             {"Embedding", "Text"},
             {"SequenceMeanPool", "Text"},
             {"PositionalEmbedding", "Text"},
+            {"Conv1D", "Text"},
         };
         const auto names = layerRegistry().names();
         QCOMPARE(names.size(), expected.size());

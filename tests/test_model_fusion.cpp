@@ -54,6 +54,21 @@ Graph testGraph(bool shared, bool batchNorm = false) {
     return g;
 }
 
+// The sequence layers on a float sequence [7, 3]: PositionalEmbedding -> Conv1D 4 (kernel 3, pad 1) -> ReLU ->
+// Conv1D 5 (kernel 2, stride 2, dilation 2, no bias) -> Dense 6 per position -> SequenceMeanPool -> Dense 3.
+Graph sequenceGraph() {
+    Graph g;
+    const int in = g.addNode("Input", {}, {{"shape", {7, 3}}});
+    int x = chain(g, in, "PositionalEmbedding");
+    x = chain(g, x, "Conv1D", {{"filters", 4}, {"kernel", 3}, {"padding", 1}});
+    x = chain(g, x, "ReLU");
+    x = chain(g, x, "Conv1D", {{"filters", 5}, {"kernel", 2}, {"stride", 2}, {"dilation", 2}, {"use_bias", false}});
+    x = chain(g, x, "Dense", {{"units", 6}});
+    x = chain(g, x, "SequenceMeanPool");
+    chain(g, x, "Dense", {{"units", 3}});
+    return g;
+}
+
 struct Result {
     std::vector<float> output;
     std::vector<std::vector<float>> grads;
@@ -212,6 +227,27 @@ private slots:
         for (const auto& gr : want.grads)
             for (float v : gr) total += std::fabs(v);
         QVERIFY(total > 0);
+    }
+
+    // The sequence layers (strided GEMMs over a sequence's rows) on every fast backend against the reference:
+    // outputs and every parameter's gradient.
+    void sequenceLayersMatchTheReference() {
+        const Graph g = sequenceGraph();
+        auto ref = test::makeReferenceBackend();
+        const Result want = run(*ref, g, false, nullptr);
+        QCOMPARE(want.grads.size(), size_t(8));  // positions, conv (2), conv, dense (2), dense (2)
+        double total = 0;
+        for (const auto& gr : want.grads)
+            for (float v : gr) total += std::fabs(v);
+        QVERIFY(total > 0);
+        for (auto& nb : test::fastBackends()) {
+            const Result got = run(*nb.backend, g, true, nullptr);
+            QVERIFY2(maxDiff(got.output, want.output) < 1e-4, (nb.name + ": outputs differ").c_str());
+            QCOMPARE(got.grads.size(), want.grads.size());
+            for (size_t i = 0; i < want.grads.size(); ++i)
+                QVERIFY2(maxDiff(got.grads[i], want.grads[i]) < 1e-3,
+                         (nb.name + ": gradient " + std::to_string(i) + " differs").c_str());
+        }
     }
 
     void foldedBatchNormEqualsUnfolded() {

@@ -91,6 +91,12 @@ def run(model, x):
             y = np.matmul(i[0], i[1])
         elif op == "Transpose":
             y = np.transpose(i[0], a.get("perm"))
+        elif op == "Conv" and i[0].ndim == 3:  # 1-D: a 2-D convolution of height 1
+            a1 = {"strides": [1] + list(a.get("strides", [1])), "dilations": [1] + list(a.get("dilations", [1])),
+                  "group": a.get("group", 1)}
+            p = list(a.get("pads", [0, 0]))
+            a1["pads"] = [0, p[0], 0, p[1]]
+            y = conv(i[0][:, :, None, :], i[1][:, :, None, :], i[2] if len(i) > 2 else None, a1)[:, :, 0, :]
         elif op == "Conv":
             y = conv(i[0], i[1], i[2] if len(i) > 2 else None, a)
         elif op in ("MaxPool", "AveragePool"):

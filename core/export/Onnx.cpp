@@ -427,6 +427,20 @@ void writeOnnx(const std::string& path, const ExportModel& model, const OnnxExpo
             // Ids travel as float32 like every Strata input; Gather needs integers.
             OnnxBuilder::attr(b.node("Cast", y + "/ids", x, y + "/ids"), "to", int64_t{onnx::TensorProto::INT64});
             OnnxBuilder::attr(b.node("Gather", y, {weightOf(n, "weight"), y + "/ids"}, y), "axis", int64_t{0});
+        } else if (t == "Conv1D") {
+            // ONNX convolves [N, C, T] with a [F, C, K] weight; Strata keeps [N, T, C] and [K, F, C].
+            OnnxBuilder::attr(b.node("Transpose", y + "/to_nct", x, y + "/nct"), "perm", std::vector<int64_t>{0, 2, 1});
+            OnnxBuilder::attr(b.node("Transpose", y + "/weight_fck", {weightOf(n, "weight")}, y + "/weight_fck"),
+                              "perm", std::vector<int64_t>{1, 2, 0});
+            std::vector<std::string> in{y + "/nct", y + "/weight_fck"};
+            if (p.at("use_bias").get<bool>()) in.push_back(weightOf(n, "bias"));
+            auto& conv = b.node("Conv", y + "/conv", in, y + "/nft");
+            const int64_t k = p.at("kernel").get<int64_t>(), pad = p.at("padding").get<int64_t>();
+            OnnxBuilder::attr(conv, "kernel_shape", std::vector<int64_t>{k});
+            OnnxBuilder::attr(conv, "strides", std::vector<int64_t>{p.at("stride").get<int64_t>()});
+            OnnxBuilder::attr(conv, "pads", std::vector<int64_t>{pad, pad});
+            OnnxBuilder::attr(conv, "dilations", std::vector<int64_t>{p.at("dilation").get<int64_t>()});
+            OnnxBuilder::attr(b.node("Transpose", y, {y + "/nft"}, y), "perm", std::vector<int64_t>{0, 2, 1});
         } else if (t == "PositionalEmbedding") {
             b.node("Add", y, {x[0], weightOf(n, "weight")}, y);  // [N, T, D] + [T, D], broadcast over the batch
         } else if (t == "SequenceMeanPool") {

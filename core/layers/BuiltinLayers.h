@@ -36,6 +36,7 @@ std::unique_ptr<LayerType> makeConcat();
 std::unique_ptr<LayerType> makeEmbedding();
 std::unique_ptr<LayerType> makeSequenceMeanPool();
 std::unique_ptr<LayerType> makePositionalEmbedding();
+std::unique_ptr<LayerType> makeConv1D();
 // MaxPool2D and AvgPool2D share one implementation (Pool2D.cpp).
 std::unique_ptr<LayerType> makePool2DType(PoolMode mode, const std::string& name, const std::string& description);
 

@@ -53,6 +53,7 @@ void registerBuiltinLayers(LayerRegistry& r) {
     r.add(makeEmbedding());
     r.add(makeSequenceMeanPool());
     r.add(makePositionalEmbedding());
+    r.add(makeConv1D());
 }
 
 }  // namespace

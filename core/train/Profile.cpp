@@ -60,7 +60,7 @@ Cost layerCost(const std::string& type, const Json& params, int64_t batch, const
     double in = 0;
     for (int64_t i : inputNumel) in += static_cast<double>(i);
     const double out = static_cast<double>(outNumel);
-    if ((type == "Dense" || type == "Conv2D") && weightRows > 0) {
+    if ((type == "Dense" || type == "Conv2D" || type == "Conv1D") && weightRows > 0) {
         // Each output element is a dot product over weight / rows inputs: 2 FLOPs per multiply-add;
         // backward computes the input gradient and the weight gradient, twice the forward.
         c.fwdFlop = 2.0 * n * out * static_cast<double>(weightNumel / weightRows);
@@ -320,7 +320,9 @@ ProfileReport profileProject(const Project& projectIn, const std::string& projec
         if (p.name.size() > suffix.size() &&
             p.name.compare(p.name.size() - suffix.size(), suffix.size(), suffix) == 0) {
             weightNumel[p.node] = p.param->value.numel();
-            weightRows[p.node] = p.param->value.shape()[0];
+            // One row per output unit: a Conv1D's weight is [kernel, filters, channels].
+            const Shape& ws = p.param->value.shape();
+            weightRows[p.node] = ws.rank() == 3 && model->graph().node(p.node)->type == "Conv1D" ? ws[1] : ws[0];
         }
     }
     const Graph& g = model->graph();

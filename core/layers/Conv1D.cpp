@@ -1,0 +1,150 @@
+// Conv1D: a convolution along a sequence [length, channels] -> [length', filters] (a text CNN's n-gram
+// detector). y[t, f] = b[f] + sum over taps k and channels c of W[k][f, c] * x[t*stride + k*dilation -
+// padding, c], positions outside the sequence counting as zero; length' = (length + 2 padding -
+// dilation (kernel - 1) - 1) / stride + 1.
+//
+// The weight is [kernel, filters, channels]: one [filters, channels] matrix per tap, so each tap is a
+// GEMM over the rows of the sequence (every stride-th row is a matrix with leading dimension stride x
+// channels) and no im2col buffer is needed. PyTorch's Conv1d keeps [filters, channels, kernel]; the ONNX
+// export transposes it in the graph.
+#include "core/layers/BuiltinLayers.h"
+
+namespace strata::layers {
+namespace {
+
+struct Conv1DGeometry {
+    int64_t length = 0, channels = 0, filters = 0, kernel = 0, stride = 1, padding = 0, dilation = 1;
+    int64_t outLength() const { return (length + 2 * padding - dilation * (kernel - 1) - 1) / stride + 1; }
+    // The output positions whose tap k reads inside the sequence: [first, last], empty when first > last.
+    std::pair<int64_t, int64_t> validRange(int64_t k) const {
+        const int64_t shift = k * dilation - padding;  // input position of output 0's tap k
+        int64_t first = shift >= 0 ? 0 : (-shift + stride - 1) / stride;
+        int64_t last = std::min(outLength() - 1, (length - 1 - shift) >= 0 ? (length - 1 - shift) / stride : -1);
+        return {first, last};
+    }
+};
+
+Conv1DGeometry geometryOf(const Json& params, const Shape& in) {
+    Conv1DGeometry g;
+    g.length = in[0];
+    g.channels = in[1];
+    g.filters = params.at("filters").get<int64_t>();
+    g.kernel = params.at("kernel").get<int64_t>();
+    g.stride = params.at("stride").get<int64_t>();
+    g.padding = params.at("padding").get<int64_t>();
+    g.dilation = params.at("dilation").get<int64_t>();
+    return g;
+}
+
+class Conv1DLayer : public Layer {
+public:
+    Conv1DLayer(const Conv1DGeometry& g, bool useBias) : m_g(g), m_useBias(useBias) {}
+
+    void forward(LayerContext& ctx, const std::vector<const Tensor*>& in, Tensor& out) override {
+        Backend& b = ctx.backend;
+        const int64_t n = batchOf(*in[0]), outLen = m_g.outLength();
+        b.zero(out.raw(), out.bytes());
+        forEachTap(n, [&](int64_t i, int64_t k, int rows, int64_t xRow, int64_t yRow) {
+            b.gemm(false, true, rows, f(), c(), 1.0f, in[0]->f32() + xRow * m_g.channels, ldx(),
+                   weight() + k * m_g.filters * m_g.channels, c(), 1.0f, out.f32() + yRow * m_g.filters, f());
+            (void)i;
+        });
+        if (m_useBias)
+            b.addBiasRows(out.f32(), m_params[1].value.f32(), toInt(n * outLen, "in", "batch x length"), f());
+    }
+
+    void backward(LayerContext& ctx, const std::vector<const Tensor*>& in, const Tensor&, const Tensor& dOut,
+                  const std::vector<Tensor*>& dIn) override {
+        Backend& b = ctx.backend;
+        const int64_t n = batchOf(*in[0]), outLen = m_g.outLength();
+        float* dw = gradOf(m_params[0]);
+        forEachTap(n, [&](int64_t, int64_t k, int rows, int64_t xRow, int64_t yRow) {
+            const float* dy = dOut.f32() + yRow * m_g.filters;
+            const float* wk = weight() + k * m_g.filters * m_g.channels;
+            // dx[rows, C] += dy[rows, F] * W_k[F, C]
+            if (dIn[0])
+                b.gemm(false, false, rows, c(), f(), 1.0f, dy, f(), wk, c(), 1.0f, dIn[0]->f32() + xRow * m_g.channels,
+                       ldx());
+            // dW_k[F, C] += dy^T[F, rows] * x[rows, C]
+            if (dw)
+                b.gemm(true, false, f(), c(), rows, 1.0f, dy, f(), in[0]->f32() + xRow * m_g.channels, ldx(), 1.0f,
+                       dw + k * m_g.filters * m_g.channels, c());
+        });
+        if (m_useBias)
+            if (float* db = gradOf(m_params[1]))
+                b.sumRows(db, dOut.f32(), toInt(n * outLen, "in", "batch x length"), f());
+    }
+
+private:
+    // Calls fn(sample, tap, rows, first input row, first output row) for every sample and tap with rows to do.
+    template <class Fn>
+    void forEachTap(int64_t n, Fn&& fn) const {
+        const int64_t outLen = m_g.outLength();
+        for (int64_t i = 0; i < n; ++i)
+            for (int64_t k = 0; k < m_g.kernel; ++k) {
+                const auto [first, last] = m_g.validRange(k);
+                if (first > last) continue;
+                const int64_t xPos = first * m_g.stride + k * m_g.dilation - m_g.padding;
+                fn(i, k, static_cast<int>(last - first + 1), i * m_g.length + xPos, i * outLen + first);
+            }
+    }
+    const float* weight() const { return m_params[0].value.f32(); }
+    int f() const { return static_cast<int>(m_g.filters); }
+    int c() const { return static_cast<int>(m_g.channels); }
+    int ldx() const { return static_cast<int>(m_g.stride * m_g.channels); }
+
+    Conv1DGeometry m_g;
+    bool m_useBias;
+};
+
+class Conv1DType : public LayerType {
+public:
+    std::string name() const override { return "Conv1D"; }
+    std::string category() const override { return "Text"; }
+    std::string description() const override {
+        return "Convolution along a sequence: [length, channels] to [length', filters], each filter a learned "
+               "pattern over `kernel` neighbouring positions (n-grams of a text).";
+    }
+    std::vector<ParamSpec> paramSpecs() const override {
+        return {intParam("filters", 64, 1, 65536, "number of output channels"),
+                intParam("kernel", 3, 1, 63, "positions each filter spans"),
+                intParam("stride", 1, 1, 64, "step between positions"),
+                intParam("padding", 0, 0, 64, "zeros added at each end of the sequence"),
+                intParam("dilation", 1, 1, 64, "spacing between the kernel's taps"),
+                boolParam("use_bias", true, "add a learnable bias per filter"),
+                weightInitParam()};
+    }
+    Shape inferShape(const Json& params, const std::vector<Shape>& inputs) const override {
+        expectInputCount(name(), {"in"}, inputs);
+        const Shape& s = inputs[0];
+        if (s.rank() != 2)
+            throwShapeError("in", name(), s, "a per-sample shape of rank 2 [length, channels]",
+                            s.rank() == 1 ? "; put an Embedding before it" : "");
+        toInt(s.numel(), "in", "length x channels");
+        const Conv1DGeometry g = geometryOf(params, s);
+        toInt(g.stride * g.channels, "in", "stride x channels");
+        if (g.length + 2 * g.padding < g.dilation * (g.kernel - 1) + 1)
+            throwShapeError("in", name(), s,
+                            "a sequence at least as long as the dilated kernel (" +
+                                std::to_string(g.dilation * (g.kernel - 1) + 1) + " after padding " +
+                                std::to_string(g.padding) + ")");
+        return Shape{g.outLength(), g.filters};
+    }
+    std::vector<ParameterSpec> parameterSpecs(const Json& params, const std::vector<Shape>& inputs) const override {
+        const Conv1DGeometry g = geometryOf(params, inputs.at(0));
+        const int64_t fanIn = g.channels * g.kernel, fanOut = g.filters * g.kernel;
+        std::vector<ParameterSpec> specs;
+        specs.push_back({"weight", Shape{g.kernel, g.filters, g.channels}, weightInit(params), fanIn, fanOut});
+        if (params.at("use_bias").get<bool>()) specs.push_back({"bias", Shape{g.filters}, Init::Zeros, fanIn, fanOut});
+        return specs;
+    }
+    std::unique_ptr<Layer> create(const Json& params, const std::vector<Shape>& inputs, const Shape&) const override {
+        return std::make_unique<Conv1DLayer>(geometryOf(params, inputs.at(0)), params.at("use_bias").get<bool>());
+    }
+};
+
+}  // namespace
+
+std::unique_ptr<LayerType> makeConv1D() { return std::make_unique<Conv1DType>(); }
+
+}  // namespace strata::layers
