@@ -103,7 +103,7 @@ public:
     std::string category() const override { return "Text"; }
     std::string description() const override {
         return "Convolution along a sequence: [length, channels] to [length', filters], each filter a learned "
-               "pattern over `kernel` neighbouring positions (n-grams of a text).";
+               "pattern over a few neighbouring positions (the kernel: n-grams of a text).";
     }
     std::vector<ParamSpec> paramSpecs() const override {
         return {intParam("filters", 64, 1, 65536, "number of output channels"),

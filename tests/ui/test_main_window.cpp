@@ -153,6 +153,9 @@ private slots:
         QCOMPARE(adds, 2);
         const Project text = textClassifierTemplate();
         QVERIFY(text.graph.nodes().front()->params.at("shape") == Json::array({16}));
+        const GraphAnalysis textCnn = analyzeGraph(textCnnTemplate().graph);
+        // embed 20000 x 64 + trigrams 3 x 128 x 64 + 128 + logits 128 x 4 + 4.
+        QCOMPARE(textCnn.parameterCount, int64_t(20000 * 64 + 3 * 128 * 64 + 128 + 128 * 4 + 4));
     }
 
     void windowLayoutAndTitle() {

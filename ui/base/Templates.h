@@ -30,5 +30,6 @@ strata::Project fashionCnnTemplate();
 strata::Project residualTemplate();
 // Input [16] token ids -> Embedding -> SequenceMeanPool -> Dense -> ReLU -> Dense.
 strata::Project textClassifierTemplate();
+strata::Project textCnnTemplate();
 
 }  // namespace strata::ui
