@@ -825,6 +825,25 @@ DataSplit streamSplit(const data::ImageList& list, const Shape& shape, const Dat
     return split;
 }
 
+DataError noImageDecoded(const std::string& trainPath, const std::vector<SkippedFile>& skipped) {
+    return DataError::inFile(trainPath, "no training image decoded; first problem: " +
+                                            (skipped.empty() ? std::string("none listed")
+                                                             : skipped.front().path + ": " + skipped.front().reason));
+}
+
+// The normalization of image samples (0..255): standardize on RGB is per channel, anything else as for
+// every image set; the class names with it.
+void normalizeImages(const DatasetSettings& s, RawSplit& train, RawSplit& validation, const data::ImageList& list,
+                     DatasetBundle& b) {
+    if (s.normalization == NormalizationMode::Standardize && train.shape.dims()[0] == 3) {
+        standardizePerChannel(train, validation, b.normalization);
+    } else {
+        normalize(train, validation, s.normalization, true, b.normalization);
+    }
+    b.classNames = list.classNames;
+    b.numClasses = static_cast<int>(b.classNames.size());
+}
+
 std::string imageFolderDescription(const DatasetSettings& s, const std::string& trainPath, const Shape& shape,
                                    int64_t train, int64_t validation, const DatasetBundle& b) {
     return "Image folder " + fileName(trainPath) + " (" + shape.toString() + ", " + settingName(s.imageResize) +
@@ -842,21 +861,11 @@ DatasetBundle streamImageFolder(const DatasetSettings& s, const std::string& pro
     const data::ImageList sampleList =
         pickImages(trainList, randomSubset(static_cast<int64_t>(trainList.paths.size()), kStreamStatsImages, 3));
     RawSplit sample = decodeSplit(sampleList, shape, s, b.skipped, b.imageSizes);
-    if (sample.count() == 0)
-        throw DataError::inFile(trainPath,
-                                "no training image decoded; first problem: " +
-                                    (b.skipped.empty() ? std::string("none listed")
-                                                       : b.skipped.front().path + ": " + b.skipped.front().reason));
+    if (sample.count() == 0) throw noImageDecoded(trainPath, b.skipped);
     for (float& v : sample.values) v = std::clamp(std::round(v), 0.0f, 255.0f);
     RawSplit none;
     none.shape = shape;
-    if (s.normalization == NormalizationMode::Standardize && shape.dims()[0] == 3) {
-        standardizePerChannel(sample, none, b.normalization);
-    } else {
-        normalize(sample, none, s.normalization, true, b.normalization);
-    }
-    b.classNames = trainList.classNames;
-    b.numClasses = static_cast<int>(b.classNames.size());
+    normalizeImages(s, sample, none, trainList, b);
     int64_t memoryLeft = s.cacheMemoryMb << 20;
     std::string where;
     auto trainCache = makeImageCache(s, projectPath, trainPath, "train", trainList, shape, memoryLeft, where);
@@ -903,18 +912,8 @@ DatasetBundle loadImageFolder(const DatasetSettings& s, const std::string& proje
 
     RawSplit train = decodeSplit(trainList, shape, s, b.skipped, b.imageSizes);
     RawSplit validation = decodeSplit(valList, shape, s, b.skipped, b.imageSizes);
-    if (train.count() == 0)
-        throw DataError::inFile(trainPath,
-                                "no training image decoded; first problem: " +
-                                    (b.skipped.empty() ? std::string("none listed")
-                                                       : b.skipped.front().path + ": " + b.skipped.front().reason));
-    if (s.normalization == NormalizationMode::Standardize && shape.dims()[0] == 3) {
-        standardizePerChannel(train, validation, b.normalization);
-    } else {
-        normalize(train, validation, s.normalization, true, b.normalization);
-    }
-    b.classNames = trainList.classNames;
-    b.numClasses = static_cast<int>(b.classNames.size());
+    if (train.count() == 0) throw noImageDecoded(trainPath, b.skipped);
+    normalizeImages(s, train, validation, trainList, b);
     b.description = imageFolderDescription(s, trainPath, shape, train.count(), validation.count(), b);
     b.train = toSplit(std::move(train));
     b.validation = toSplit(std::move(validation));

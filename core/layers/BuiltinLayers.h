@@ -63,6 +63,9 @@ std::pair<int, int> pairParam(const Json& params, const char* key, std::pair<int
 // Throws unless exactly `ports.size()` input shapes were given.
 void expectInputCount(const std::string& layer, const std::vector<std::string>& ports,
                       const std::vector<Shape>& inputs);
+// The one input of a sequence layer: a per-sample [length, `features`] (throws otherwise, suggesting an
+// Embedding for a rank-1 input), with length x features an int.
+const Shape& expectSequence(const std::string& layer, const std::vector<Shape>& inputs, const std::string& features);
 // A dimension passed to a Backend op (int); throws ShapeError when it does not fit.
 int toInt(int64_t v, const std::string& port, const std::string& what);
 // Ports "in0".."in{n-1}" for layers with a variable number of inputs.

@@ -115,12 +115,7 @@ public:
                 weightInitParam()};
     }
     Shape inferShape(const Json& params, const std::vector<Shape>& inputs) const override {
-        expectInputCount(name(), {"in"}, inputs);
-        const Shape& s = inputs[0];
-        if (s.rank() != 2)
-            throwShapeError("in", name(), s, "a per-sample shape of rank 2 [length, channels]",
-                            s.rank() == 1 ? "; put an Embedding before it" : "");
-        toInt(s.numel(), "in", "length x channels");
+        const Shape& s = expectSequence(name(), inputs, "channels");
         const Conv1DGeometry g = geometryOf(params, s);
         toInt(g.stride * g.channels, "in", "stride x channels");
         if (g.length + 2 * g.padding < g.dilation * (g.kernel - 1) + 1)

@@ -243,6 +243,16 @@ void expectInputCount(const std::string& layer, const std::vector<std::string>& 
                                (ports.size() == 1 ? "" : "s") + ", got " + std::to_string(inputs.size()));
 }
 
+const Shape& expectSequence(const std::string& layer, const std::vector<Shape>& inputs, const std::string& features) {
+    expectInputCount(layer, {"in"}, inputs);
+    const Shape& s = inputs[0];
+    if (s.rank() != 2)
+        throwShapeError("in", layer, s, "a per-sample shape of rank 2 [length, " + features + "]",
+                        s.rank() == 1 ? "; put an Embedding before it" : "");
+    toInt(s.numel(), "in", "length x " + features);
+    return s;
+}
+
 int toInt(int64_t v, const std::string& port, const std::string& what) {
     if (v < 0 || v > INT_MAX)
         throw ShapeError(port, port + ": " + what + " " + std::to_string(v) + " is too large (at most " +

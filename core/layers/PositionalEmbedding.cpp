@@ -36,13 +36,7 @@ public:
     }
     std::vector<ParamSpec> paramSpecs() const override { return {}; }
     Shape inferShape(const Json&, const std::vector<Shape>& inputs) const override {
-        expectInputCount(name(), {"in"}, inputs);
-        const Shape& s = inputs[0];
-        if (s.rank() != 2)
-            throwShapeError("in", name(), s, "a per-sample shape of rank 2 [length, features]",
-                            s.rank() == 1 ? "; put an Embedding before it" : "");
-        toInt(s.numel(), "in", "length x features");
-        return s;
+        return expectSequence(name(), inputs, "features");
     }
     std::vector<ParameterSpec> parameterSpecs(const Json&, const std::vector<Shape>& inputs) const override {
         const Shape& s = inputs.at(0);

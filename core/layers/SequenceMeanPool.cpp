@@ -30,11 +30,7 @@ public:
     }
     std::vector<ParamSpec> paramSpecs() const override { return {}; }
     Shape inferShape(const Json&, const std::vector<Shape>& inputs) const override {
-        expectInputCount(name(), {"in"}, inputs);
-        const Shape& s = inputs[0];
-        if (s.rank() != 2)
-            throwShapeError("in", name(), s, "a per-sample shape of rank 2 [length, features]",
-                            s.rank() == 1 ? "; put an Embedding before it" : "");
+        const Shape& s = expectSequence(name(), inputs, "features");
         toInt(s[0], "in", "length");
         toInt(s[1], "in", "feature count");
         return Shape{s[1]};
