@@ -776,8 +776,8 @@ constexpr int64_t kStreamStatsImages = 2000;
 // the same folder and split, for other files or shapes, are removed).
 std::unique_ptr<data::DecodedCache> makeImageCache(const DatasetSettings& s, const std::string& projectPath,
                                                    const std::string& folder, const std::string& splitName,
-                                                   const data::ImageList& list, const Shape& shape, int64_t& memoryLeft,
-                                                   std::string& where) {
+                                                   const data::ImageList& list, const Shape& shape, uint64_t fp,
+                                                   int64_t& memoryLeft, std::string& where) {
     namespace fs = std::filesystem;
     const auto count = static_cast<int64_t>(list.paths.size());
     const int64_t bytes = count * shape.numel();
@@ -788,7 +788,6 @@ std::unique_ptr<data::DecodedCache> makeImageCache(const DatasetSettings& s, con
                  std::to_string((bytes + (1 << 20) - 1) >> 20) + " MiB)";
         return data::DecodedCache::inMemory(count, shape.numel());
     }
-    const uint64_t fp = data::imageListFingerprint(list.paths, shape, data::resizePolicyFor(s));
     std::string base = fileName(folder);
     for (char& c : base)
         if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_') c = '_';
@@ -809,7 +808,7 @@ std::unique_ptr<data::DecodedCache> makeImageCache(const DatasetSettings& s, con
 }
 
 DataSplit streamSplit(const data::ImageList& list, const Shape& shape, const DatasetSettings& s,
-                      const Normalization& norm, std::unique_ptr<data::DecodedCache> cache) {
+                      const Normalization& norm, uint64_t fp, std::unique_ptr<data::DecodedCache> cache) {
     DataSplit split;
     split.sampleShape = shape;
     split.count = static_cast<int64_t>(list.paths.size());
@@ -821,6 +820,7 @@ DataSplit streamSplit(const data::ImageList& list, const Shape& shape, const Dat
     o.threads = s.decodeThreads;
     o.queuedBatches = s.loaderBatches;
     o.normalization = norm;
+    o.filesFingerprint = fp;
     split.source = std::make_shared<data::ImageStream>(list.paths, std::move(o), std::move(cache));
     return split;
 }
@@ -868,10 +868,13 @@ DatasetBundle streamImageFolder(const DatasetSettings& s, const std::string& pro
     normalizeImages(s, sample, none, trainList, b);
     int64_t memoryLeft = s.cacheMemoryMb << 20;
     std::string where;
-    auto trainCache = makeImageCache(s, projectPath, trainPath, "train", trainList, shape, memoryLeft, where);
-    auto valCache = makeImageCache(s, projectPath, trainPath, "validation", valList, shape, memoryLeft, where);
-    b.train = streamSplit(trainList, shape, s, b.normalization, std::move(trainCache));
-    b.validation = streamSplit(valList, shape, s, b.normalization, std::move(valCache));
+    // One stat() of every file: the fingerprint names the cache file and goes into the stream's own.
+    const uint64_t trainFp = data::imageListFingerprint(trainList.paths, shape, data::resizePolicyFor(s));
+    const uint64_t valFp = data::imageListFingerprint(valList.paths, shape, data::resizePolicyFor(s));
+    auto trainCache = makeImageCache(s, projectPath, trainPath, "train", trainList, shape, trainFp, memoryLeft, where);
+    auto valCache = makeImageCache(s, projectPath, trainPath, "validation", valList, shape, valFp, memoryLeft, where);
+    b.train = streamSplit(trainList, shape, s, b.normalization, trainFp, std::move(trainCache));
+    b.validation = streamSplit(valList, shape, s, b.normalization, valFp, std::move(valCache));
     b.description = imageFolderDescription(s, trainPath, shape, b.train.count, b.validation.count, b) + "; streamed (" +
                     settingName(s.imageLoading) + ": " + (where.empty() ? std::string("decoded every epoch") : where) +
                     "), " + std::to_string(s.loaderBatches) + " batches held ready, statistics from " +

@@ -174,7 +174,8 @@ ImageStream::ImageStream(std::vector<std::string> paths, Options options, std::u
                                     " samples for " + std::to_string(m_paths.size()) + " files");
     m_threads =
         m_options.threads > 0 ? m_options.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    uint64_t h = imageListFingerprint(m_paths, m_options.shape, m_options.policy);
+    uint64_t h = m_options.filesFingerprint != 0 ? m_options.filesFingerprint
+                                                 : imageListFingerprint(m_paths, m_options.shape, m_options.policy);
     const Normalization& n = m_options.normalization;
     h = mix(h, n.mode.data(), n.mode.size());
     const float scalars[3] = {n.scale, n.mean, n.std};

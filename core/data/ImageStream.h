@@ -71,6 +71,7 @@ public:
         int threads = 0;        // 0: one per core
         int queuedBatches = 4;  // the loader's budget
         Normalization normalization;
+        uint64_t filesFingerprint = 0;  // imageListFingerprint of the paths when the caller has it; 0: computed
     };
     // `cache` may be null (decode every time it is read). Its count must be paths.size().
     ImageStream(std::vector<std::string> paths, Options options, std::unique_ptr<DecodedCache> cache);

@@ -44,10 +44,9 @@ public:
         Backend& b = ctx.backend;
         const int64_t n = batchOf(*in[0]), outLen = m_g.outLength();
         b.zero(out.raw(), out.bytes());
-        forEachTap(n, [&](int64_t i, int64_t k, int rows, int64_t xRow, int64_t yRow) {
+        forEachTap(n, [&](int64_t k, int rows, int64_t xRow, int64_t yRow) {
             b.gemm(false, true, rows, f(), c(), 1.0f, in[0]->f32() + xRow * m_g.channels, ldx(),
                    weight() + k * m_g.filters * m_g.channels, c(), 1.0f, out.f32() + yRow * m_g.filters, f());
-            (void)i;
         });
         if (m_useBias)
             b.addBiasRows(out.f32(), m_params[1].value.f32(), toInt(n * outLen, "in", "batch x length"), f());
@@ -58,7 +57,7 @@ public:
         Backend& b = ctx.backend;
         const int64_t n = batchOf(*in[0]), outLen = m_g.outLength();
         float* dw = gradOf(m_params[0]);
-        forEachTap(n, [&](int64_t, int64_t k, int rows, int64_t xRow, int64_t yRow) {
+        forEachTap(n, [&](int64_t k, int rows, int64_t xRow, int64_t yRow) {
             const float* dy = dOut.f32() + yRow * m_g.filters;
             const float* wk = weight() + k * m_g.filters * m_g.channels;
             // dx[rows, C] += dy[rows, F] * W_k[F, C]
@@ -76,7 +75,7 @@ public:
     }
 
 private:
-    // Calls fn(sample, tap, rows, first input row, first output row) for every sample and tap with rows to do.
+    // Calls fn(tap, rows, first input row, first output row) for every sample and tap with rows to do.
     template <class Fn>
     void forEachTap(int64_t n, Fn&& fn) const {
         const int64_t outLen = m_g.outLength();
@@ -85,7 +84,7 @@ private:
                 const auto [first, last] = m_g.validRange(k);
                 if (first > last) continue;
                 const int64_t xPos = first * m_g.stride + k * m_g.dilation - m_g.padding;
-                fn(i, k, static_cast<int>(last - first + 1), i * m_g.length + xPos, i * outLen + first);
+                fn(k, static_cast<int>(last - first + 1), i * m_g.length + xPos, i * outLen + first);
             }
     }
     const float* weight() const { return m_params[0].value.f32(); }
