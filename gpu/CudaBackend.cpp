@@ -26,6 +26,7 @@
 #include "gpu/OptimizerKernels.cuh"
 #include "gpu/PoolingKernels.cuh"
 #include "gpu/ReduceKernels.cuh"
+#include "gpu/SequenceKernels.cuh"
 
 namespace strata::gpu {
 
@@ -352,6 +353,36 @@ void CudaBackend::doGemm(bool transA, bool transB, int m, int n, int k, float al
                              &alpha, b, ldb, a, lda, &beta, c, ldc));
 }
 
+// One cuBLAS call for the whole batch (row-major as column-major with A and B swapped, as doGemm).
+void CudaBackend::doGemmStridedBatched(bool transA, bool transB, int m, int n, int k, float alpha, const float* a,
+                                       int lda, int64_t strideA, const float* b, int ldb, int64_t strideB, float beta,
+                                       float* c, int ldc, int64_t strideC, int count) {
+    activate();
+    const ComputePrecision precision = computePrecision();
+    if (precision != ComputePrecision::F32) {
+        // The rounded copies keep the operands' layout: spans of every product, strides included.
+        const int64_t spanA = k == 0 ? 0 : int64_t(transA ? k : m) * lda - lda + (transA ? m : k);
+        const int64_t spanB = k == 0 ? 0 : int64_t(transB ? n : k) * ldb - ldb + (transB ? k : n);
+        RoundedOperand ra(*this, a, spanA == 0 ? 0 : spanA + (count - 1) * strideA),
+            rb(*this, b, spanB == 0 ? 0 : spanB + (count - 1) * strideB);
+        const cublasComputeType_t compute =
+            precision == ComputePrecision::BF16 ? CUBLAS_COMPUTE_32F_FAST_16BF : CUBLAS_COMPUTE_32F_FAST_16F;
+        try {
+            CUBLAS_CHECK(cublasGemmStridedBatchedEx(
+                m_cublas, transB ? CUBLAS_OP_T : CUBLAS_OP_N, transA ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha,
+                rb.get(), CUDA_R_32F, ldb, strideB, ra.get(), CUDA_R_32F, lda, strideA, &beta, c, CUDA_R_32F, ldc,
+                strideC, count, compute, CUBLAS_GEMM_DEFAULT));
+        } catch (const BackendError& e) {
+            throw BackendError("gemmStridedBatched in " + std::string(computePrecisionName(precision)) + " on " +
+                               m_label + ": " + e.what());
+        }
+        return;
+    }
+    CUBLAS_CHECK(cublasSgemmStridedBatched(m_cublas, transB ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                           transA ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha, b, ldb, strideB, a,
+                                           lda, strideA, &beta, c, ldc, strideC, count));
+}
+
 void CudaBackend::doAddBiasRows(float* y, const float* bias, int rows, int cols) {
     activate();
     launchAddBiasRows(m_stream, y, bias, rows, cols);
@@ -408,6 +439,18 @@ void CudaBackend::doMeanPoolBackward(float* dx, const float* dy, int outer, int 
     launchMeanPoolBackward(m_stream, dx, dy, outer, len, inner);
 }
 
+void CudaBackend::doSequencePoolForward(float* y, const float* x, const float* keep, int batch, int len, int dim,
+                                        PoolMode mode) {
+    activate();
+    launchSequencePoolForward(m_stream, y, x, keep, batch, len, dim, mode);
+}
+
+void CudaBackend::doSequencePoolBackward(float* dx, const float* dy, const float* x, const float* y, const float* keep,
+                                         int batch, int len, int dim, PoolMode mode) {
+    activate();
+    launchSequencePoolBackward(m_stream, dx, dy, x, y, keep, batch, len, dim, mode);
+}
+
 // ---- activations --------------------------------------------------------------------------
 
 void CudaBackend::doActivationForward(float* y, const float* x, int64_t n, Activation act, float alpha) {
@@ -422,6 +465,12 @@ void CudaBackend::doActivationBackward(float* dx, const float* dy, const float* 
 }
 
 // ---- losses ---------------------------------------------------------------------------------
+
+void CudaBackend::doMaskedSoftmaxForward(float* y, const float* x, const float* keep, int groups, int rowsPerGroup,
+                                         int cols) {
+    activate();
+    launchMaskedSoftmaxForward(m_stream, y, x, keep, groups, rowsPerGroup, cols);
+}
 
 void CudaBackend::doSoftmaxCrossEntropy(float* losses, float* dlogits, const float* logits, const int32_t* labels,
                                         int rows, int cols, float gradScale) {

@@ -47,6 +47,7 @@ const Tolerance kTolerances[] = {
     {"add", 0, 0},
     {"mul", 0, 0},
     {"gemm", 2e-5, 1e-4},
+    {"gemmStridedBatched", 2e-5, 1e-4},
     {"addBiasRows", 0, 0},
     {"sumRows", 2e-6, 1e-5},
     {"addBiasChannels", 0, 0},
@@ -61,10 +62,13 @@ const Tolerance kTolerances[] = {
     {"maxPool2dReLUBackward", 1e-6, 1e-6},
     {"meanPoolForward", 1e-6, 1e-5},
     {"meanPoolBackward", 1e-6, 1e-5},
+    {"sequencePoolForward", 1e-6, 1e-5},
+    {"sequencePoolBackward", 1e-6, 1e-5},
     {"activationForward", 1e-6, 1e-5},
     {"activationBackward", 1e-6, 1e-5},
     {"softmaxForward", 1e-6, 1e-5},
     {"softmaxBackward", 1e-6, 1e-5},
+    {"maskedSoftmaxForward", 1e-6, 1e-5},
     {"softmaxCrossEntropy", 1e-6, 1e-5},
     {"mseLoss", 1e-6, 1e-5},
     {"bceWithLogits", 1e-6, 1e-5},
@@ -465,6 +469,36 @@ private slots:
         }
     }
 
+    // Attention's layout: per head, products over the batch whose operands interleave (strides larger than a
+    // matrix, leading dimensions larger than a row), and C between the products left untouched.
+    void gemmStridedBatched() {
+        std::mt19937 rng(31);
+        for (int trial = 0; trial < 24; ++trial) {
+            const bool ta = trial & 1, tb = trial & 2;
+            const int m = pick(rng, {1, 5, 17, 64}), n = pick(rng, {1, 4, 16, 33}), k = pick(rng, {1, 8, 17, 64});
+            const int count = pick(rng, {1, 2, 3, 7, 16});
+            const int lda = (ta ? m : k) + pick(rng, {0, 3}), ldb = (tb ? k : n) + pick(rng, {0, 5}),
+                      ldc = n + pick(rng, {0, 2});
+            const int64_t sa = int64_t(ta ? k : m) * lda + pick(rng, {0, 7}),
+                          sb = trial % 5 == 0 ? 0 : int64_t(tb ? n : k) * ldb + pick(rng, {0, 3}),  // 0: shared B
+                          sc = int64_t(m) * ldc + pick(rng, {0, 4});
+            const float alpha = trial % 4 == 1 ? 0.125f : 1.0f, beta = trial % 3 == 0 ? 0.0f : 0.5f;
+            const Vec a = randomVec(rng, static_cast<size_t>(sa * count));
+            const Vec b = randomVec(rng, static_cast<size_t>(std::max<int64_t>(sb * count, int64_t(tb ? n : k) * ldb)));
+            const Vec c = randomVec(rng, static_cast<size_t>(sc * count));
+            std::ostringstream ctx;
+            ctx << (ta ? "T" : "N") << (tb ? "T" : "N") << " m" << m << " n" << n << " k" << k << " count " << count
+                << " strides " << sa << "," << sb << "," << sc << " beta " << beta;
+            if (!compareAll("gemmStridedBatched", ctx.str(), [&](Backend& be) {
+                    Tensor A = up(be, a), B = up(be, b), C = up(be, c);
+                    be.gemmStridedBatched(ta, tb, m, n, k, alpha, A.f32(), lda, sa, B.f32(), ldb, sb, beta, C.f32(),
+                                          ldc, sc, count);
+                    return Outputs{down(be, C)};
+                }))
+                return;
+        }
+    }
+
     void biasOps() {
         std::mt19937 rng(4);
         for (int trial = 0; trial < 8; ++trial) {
@@ -730,6 +764,39 @@ private slots:
         }
     }
 
+    // Masked pooling over a sequence: keep rows with padding here and there, a sample of padding only, and no mask.
+    void sequencePool() {
+        std::mt19937 rng(32);
+        for (int trial = 0; trial < 12; ++trial) {
+            const int batch = pick(rng, {1, 3, 17}), len = pick(rng, {1, 5, 49}), dim = pick(rng, {1, 3, 64});
+            const PoolMode mode = trial % 2 ? PoolMode::Max : PoolMode::Average;
+            const bool masked = trial % 4 < 3;
+            const size_t xs = static_cast<size_t>(batch) * len * dim, ys = static_cast<size_t>(batch) * dim;
+            const Vec x = randomVec(rng, xs), dy = randomVec(rng, ys), dx0 = randomVec(rng, xs);
+            Vec keep(static_cast<size_t>(batch) * len);
+            for (size_t i = 0; i < keep.size(); ++i) keep[i] = static_cast<float>(std::uniform_int_distribution<int>(0, 3)(rng));
+            if (batch > 1)
+                for (int l = 0; l < len; ++l) keep[static_cast<size_t>(len + l)] = 0.0f;  // sample 1: padding only
+            const std::string ctx = std::string(mode == PoolMode::Max ? "max " : "mean ") + (masked ? "masked " : "") +
+                                    std::to_string(batch) + "x" + std::to_string(len) + "x" + std::to_string(dim);
+            if (!compareAll("sequencePoolForward", ctx, [&](Backend& be) {
+                    Tensor X = up(be, x), K = up(be, keep), Y = be.empty(Shape{static_cast<int64_t>(ys)});
+                    be.sequencePoolForward(Y.f32(), X.f32(), masked ? K.f32() : nullptr, batch, len, dim, mode);
+                    return Outputs{down(be, Y)};
+                }))
+                return;
+            if (!compareAll("sequencePoolBackward", ctx, [&](Backend& be) {
+                    Tensor X = up(be, x), K = up(be, keep), Y = be.empty(Shape{static_cast<int64_t>(ys)}),
+                           DY = up(be, dy), DX = up(be, dx0);
+                    const float* k = masked ? K.f32() : nullptr;
+                    be.sequencePoolForward(Y.f32(), X.f32(), k, batch, len, dim, mode);
+                    be.sequencePoolBackward(DX.f32(), DY.f32(), X.f32(), Y.f32(), k, batch, len, dim, mode);
+                    return Outputs{down(be, DX)};
+                }))
+                return;
+        }
+    }
+
     // ---- activations and softmax -------------------------------------------------------
 
     void activations() {
@@ -783,6 +850,28 @@ private slots:
                     be.softmaxForward(Y.f32(), X.f32(), rows, cols);
                     be.softmaxBackward(DX.f32(), DY.f32(), Y.f32(), rows, cols);
                     return Outputs{down(be, DX)};
+                }))
+                return;
+        }
+    }
+
+    // Attention's softmax: keys masked per group, a group with every key masked (all-zero rows), large logits.
+    void maskedSoftmax() {
+        std::mt19937 rng(33);
+        for (int trial = 0; trial < 8; ++trial) {
+            const int groups = pick(rng, {1, 3, 16}), rowsPerGroup = pick(rng, {1, 4, 33}), cols = pick(rng, {1, 7, 64, 129});
+            const size_t sz = static_cast<size_t>(groups) * rowsPerGroup * cols;
+            Vec x = randomVec(rng, sz, -5.0f, 5.0f);
+            if (trial == 0)
+                for (float& v : x) v += 1000.0f;
+            Vec keep(static_cast<size_t>(groups) * cols);
+            for (float& k : keep) k = static_cast<float>(std::uniform_int_distribution<int>(0, 2)(rng));
+            if (groups > 1) std::fill(keep.begin() + cols, keep.begin() + 2 * cols, 0.0f);
+            const std::string ctx = std::to_string(groups) + "x" + std::to_string(rowsPerGroup) + "x" + std::to_string(cols);
+            if (!compareAll("maskedSoftmaxForward", ctx, [&](Backend& be) {
+                    Tensor X = up(be, x), K = up(be, keep), Y = be.empty(Shape{static_cast<int64_t>(sz)});
+                    be.maskedSoftmaxForward(Y.f32(), X.f32(), K.f32(), groups, rowsPerGroup, cols);
+                    return Outputs{down(be, Y)};
                 }))
                 return;
         }
@@ -1147,6 +1236,15 @@ private slots:
                          }});
         cases.push_back(
             {"meanPoolForward", [](Backend& be, float* p, int32_t*) { be.meanPoolForward(p, p, 1, 0, 1); }});
+        cases.push_back({"gemmStridedBatched", [](Backend& be, float* p, int32_t*) {
+                             be.gemmStridedBatched(false, false, 2, 2, 2, 1.0f, p, 2, 4, p, 2, 4, 0.0f, p, 2, 3, 2);
+                         }});  // strideC 3 < the 4 elements of a 2x2 result
+        cases.push_back({"sequencePoolBackward", [](Backend& be, float* p, int32_t*) {
+                             be.sequencePoolBackward(p, p, nullptr, p, p, 1, 2, 2, PoolMode::Max);
+                         }});
+        cases.push_back({"maskedSoftmaxForward", [](Backend& be, float* p, int32_t*) {
+                             be.maskedSoftmaxForward(p, p, nullptr, 2, 2, 3);
+                         }});
         cases.push_back({"activationBackward", [](Backend& be, float* p, int32_t*) {
                              be.activationBackward(p, p, nullptr, p, 4, Activation::GELU, 0.0f);
                          }});
@@ -1262,6 +1360,10 @@ private slots:
         const double e1 = std::exp(1.0), e2 = std::exp(2.0), e3 = std::exp(3.0), z = e1 + e2 + e3;
         QCOMPARE(y[0], static_cast<float>(e1 / z));  // 0.0900306
         QCOMPARE(y[2], static_cast<float>(e3 / z));  // 0.6652410
+        // Masked: the middle key is padding in group 0; group 1 has no key left (all zeros).
+        Tensor X2 = up(be, Vec{1, 2, 3, 1, 2, 3}), K = up(be, Vec{4, 0, 1, 0, 0, 0}), Y2 = be.empty(Shape{6});
+        be.maskedSoftmaxForward(Y2.f32(), X2.f32(), K.f32(), 2, 1, 3);
+        CHECK_VEC(down(be, Y2), (Vec{static_cast<float>(e1 / (e1 + e3)), 0, static_cast<float>(e3 / (e1 + e3)), 0, 0, 0}));
         // Cross-entropy of label 2 is -log(0.665241) = 0.407606; dlogits = softmax - onehot, scaled by 0.5.
         Tensor Lab = upLabels(be, {2}), L = be.empty(Shape{1}), D = be.empty(Shape{3});
         be.softmaxCrossEntropy(L.f32(), D.f32(), X.f32(), Lab.i32(), 1, 3, 0.5f);

@@ -169,6 +169,31 @@ std::vector<Case> layerCases() {
         g.p.name = "Dense_sequence";
         cases.push_back({"Dense_sequence", g.p, CheckpointNormalization{}, true, 12});
     }
+    {
+        GraphBuilder g;  // masked and unmasked pooling over the sequence
+        const int in = g.add("Input", "tokens", {{"shape", {7}}});
+        const int e = g.add("Embedding", "embed", {{"vocab", 6}, {"dim", 5}}, {in});
+        const int mx = g.add("SequenceMaxPool", "max", {{"masked", true}}, {e, in}, {"in", "mask"});
+        const int mean = g.add("SequenceMeanPool", "mean", {{"masked", true}}, {e, in}, {"in", "mask"});
+        const int plain = g.add("SequenceMaxPool", "max_all", Json::object(), {e});
+        const int a = g.add("Add", "sum", {{"inputs", 3}}, {mx, mean, plain}, {"in0", "in1", "in2"});
+        g.add("Dense", "fc", {{"units", 3}}, {a});
+        g.p.name = "SequencePool_masked";
+        cases.push_back({"SequencePool_masked", g.p, CheckpointNormalization{}, true, 6});
+    }
+    {
+        GraphBuilder g;  // attention with the padding mask (vocab 4: many padding ids), and without it, no bias
+        const int in = g.add("Input", "tokens", {{"shape", {6}}});
+        const int e = g.add("Embedding", "embed", {{"vocab", 4}, {"dim", 8}}, {in});
+        const int att = g.add("MultiHeadSelfAttention", "attention", {{"heads", 2}, {"masked", true}, {"dropout", 0.1}},
+                              {e, in}, {"in", "mask"});
+        const int att2 =
+            g.add("MultiHeadSelfAttention", "attention_open", {{"heads", 4}, {"use_bias", false}}, {att});
+        const int m = g.add("SequenceMeanPool", "pool", {{"masked", true}}, {att2, in}, {"in", "mask"});
+        g.add("Dense", "fc", {{"units", 3}}, {m});
+        g.p.name = "MultiHeadSelfAttention";
+        cases.push_back({"MultiHeadSelfAttention", g.p, CheckpointNormalization{}, true, 4});
+    }
     return cases;
 }
 

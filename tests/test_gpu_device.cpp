@@ -658,6 +658,32 @@ private slots:
                 return Outs{download(be, Y), download(be, DX)};
             });
         }
+        {
+            // Attention's pieces: a strided batch of products, the masked softmax, masked sequence pooling.
+            const int T = 12, dh = 8, D = 16, batch = 5;
+            const Vec qkv = randomVec(rng, size_t(batch) * T * 3 * D), c0 = randomVec(rng, size_t(batch) * 2 * T * T);
+            Vec keep = randomVec(rng, size_t(batch) * T, 0.0f, 2.0f);
+            for (size_t i = 0; i < keep.size(); i += 3) keep[i] = 0.0f;  // padding
+            for (int t = 0; t < T; ++t) keep[size_t(T + t)] = 0.0f;       // sample 1: padding only
+            check("attention", [&](Backend& be) {
+                Tensor Q = up(be, qkv), C = up(be, c0), K = up(be, keep), P = be.empty(Shape{int64_t(c0.size())});
+                for (int h = 0; h < 2; ++h)
+                    be.gemmStridedBatched(false, true, T, T, dh, 0.35f, Q.f32() + h * dh, 3 * D, int64_t(T) * 3 * D,
+                                          Q.f32() + D + h * dh, 3 * D, int64_t(T) * 3 * D, 0.0f, C.f32() + h * T * T, T,
+                                          int64_t(2) * T * T, batch);
+                be.maskedSoftmaxForward(P.f32(), C.f32(), K.f32(), batch, 2 * T, T);
+                return Outs{download(be, C), download(be, P)};
+            });
+            const Vec x = randomVec(rng, size_t(batch) * T * D), dy = randomVec(rng, size_t(batch) * D);
+            for (PoolMode mode : {PoolMode::Average, PoolMode::Max})
+                check(mode == PoolMode::Max ? "sequenceMaxPool" : "sequenceMeanPool", [&](Backend& be) {
+                    Tensor X = up(be, x), K = up(be, keep), Y = be.empty(Shape{int64_t(dy.size())}), DY = up(be, dy),
+                           DX = up(be, x);
+                    be.sequencePoolForward(Y.f32(), X.f32(), K.f32(), batch, T, D, mode);
+                    be.sequencePoolBackward(DX.f32(), DY.f32(), X.f32(), Y.f32(), K.f32(), batch, T, D, mode);
+                    return Outs{download(be, Y), download(be, DX)};
+                });
+        }
         const char* actNames[] = {"relu", "leaky_relu", "gelu", "sigmoid", "tanh"};
         for (int act = 0; act < 5; ++act) {
             const Vec x = randomVec(rng, n, -4.0f, 4.0f), dy = randomVec(rng, n), dx0 = randomVec(rng, n);
@@ -814,6 +840,10 @@ private slots:
             be.addBiasChannels(p, p, 0, 4, 1);
             be.meanPoolForward(p, p, 0, 3, 4);
             be.meanPoolBackward(p, p, 0, 3, 4);
+            be.sequencePoolForward(p, p, nullptr, 0, 3, 4, PoolMode::Max);
+            be.sequencePoolBackward(p, p, nullptr, nullptr, nullptr, 0, 3, 4, PoolMode::Max);
+            be.maskedSoftmaxForward(p, p, nullptr, 0, 2, 4);
+            be.gemmStridedBatched(false, false, 2, 2, 2, 1.0f, p, 2, 4, p, 2, 4, 0.0f, p, 2, 4, 0);
             be.softmaxCrossEntropy(p, p, p, lab.i32(), 0, 4, 1.0f);
             be.mseLoss(p, p, p, p, 0, 4, 1.0f);
             be.bceWithLogits(p, p, p, p, 0, 4, 1.0f);

@@ -49,6 +49,7 @@ struct Setup {
     uint64_t seed = 0;
     InputKind kind = InputKind::Uniform;
     int vocab = 0;  // InputKind::Ids
+    std::vector<InputKind> kinds;  // per input, where given (a mask beside a sequence); else `kind`
 };
 
 struct Case {
@@ -178,9 +179,9 @@ CheckResult checkLayer(Backend& b, const LayerType& type, const Setup& s, uint64
 
     std::vector<Tensor> inputs;
     std::vector<const Tensor*> inPtrs;
-    for (const Shape& shape : s.inputs) {
-        const Shape batched = shape.withBatch(s.batch);
-        const auto host = makeInput(rng, batched.numel(), s.kind, s.vocab);
+    for (size_t i = 0; i < s.inputs.size(); ++i) {
+        const Shape batched = s.inputs[i].withBatch(s.batch);
+        const auto host = makeInput(rng, batched.numel(), i < s.kinds.size() ? s.kinds[i] : s.kind, s.vocab);
         inputs.push_back(b.fromHost(batched, host.data()));
     }
     for (auto& t : inputs) inPtrs.push_back(&t);
@@ -467,6 +468,51 @@ std::map<std::string, std::vector<Case>> caseTable() {
              return s;
          }},
     };
+    // Masked sequence layers: the mask is a row of token ids in [0, 3), so about a third of the positions are
+    // padding (id 0), and with 2-5 positions some samples may be all padding.
+    auto masked = [](InputKind kind) {
+        return [kind](Rng& rng) {
+            Setup s;
+            s.params = {{"masked", true}};
+            const int64_t len = randInt(rng, 2, 5);
+            s.inputs = {Shape{len, randInt(rng, 1, 4)}, Shape{len}};
+            s.kinds = {kind, InputKind::Ids};
+            s.vocab = 3;
+            s.batch = 3;
+            return s;
+        };
+    };
+    t["SequenceMeanPool"].push_back({"masked", masked(InputKind::Uniform)});
+    t["SequenceMaxPool"] = {{"[T, D]",
+                             [](Rng& rng) {
+                                 Setup s;
+                                 s.inputs = {Shape{randInt(rng, 1, 5), randInt(rng, 1, 4)}};
+                                 s.kind = InputKind::Distinct;
+                                 return s;
+                             }},
+                            {"masked", masked(InputKind::Distinct)}};
+    auto attention = [](int heads, bool mask, bool bias, double dropout) {
+        return [=](Rng& rng) {
+            Setup s;
+            s.params = {{"heads", heads}, {"masked", mask}, {"use_bias", bias}, {"dropout", dropout}};
+            const int64_t len = randInt(rng, 2, 4);
+            s.inputs = {Shape{len, heads * randInt(rng, 1, 3)}};
+            if (mask) {
+                s.inputs.push_back(Shape{len});
+                s.kinds = {InputKind::Uniform, InputKind::Ids};
+                s.vocab = 3;
+            }
+            s.batch = randInt(rng, 1, 3);
+            // Dropout in training: the same seed every call, so the mask is fixed across the differences.
+            s.training = dropout > 0;
+            s.seed = 7;
+            return s;
+        };
+    };
+    t["MultiHeadSelfAttention"] = {{"1 head", attention(1, false, true, 0.0)},
+                                   {"2 heads, masked", attention(2, true, true, 0.0)},
+                                   {"3 heads, no bias", attention(3, false, false, 0.0)},
+                                   {"2 heads, masked, dropout 0.3 in training", attention(2, true, true, 0.3)}};
     t["PositionalEmbedding"] = {{"[T, D]", [](Rng& rng) {
                                      Setup s;
                                      s.inputs = {Shape{randInt(rng, 1, 5), randInt(rng, 1, 4)}};

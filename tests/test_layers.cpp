@@ -4,6 +4,7 @@
 // backend). Gradients are checked in test_gradcheck.cpp.
 #include <QtTest>
 #include <cmath>
+#include <random>
 #include <set>
 
 #include "core/backend/CpuReferenceBackend.h"
@@ -145,6 +146,8 @@ private slots:
             {"SequenceMeanPool", "Text"},
             {"PositionalEmbedding", "Text"},
             {"Conv1D", "Text"},
+            {"SequenceMaxPool", "Text"},
+            {"MultiHeadSelfAttention", "Text"},
         };
         const auto names = layerRegistry().names();
         QCOMPARE(names.size(), expected.size());
@@ -303,6 +306,9 @@ private slots:
         QCOMPARE(infer("Concat", {{"inputs", 3}, {"axis", 1}}, {Shape{2, 1}, Shape{2, 3}, Shape{2, 2}}), (Shape{2, 6}));
         QCOMPARE(infer("Embedding", {{"dim", 16}}, {Shape{12}}), (Shape{12, 16}));
         QCOMPARE(infer("SequenceMeanPool", {}, {Shape{12, 16}}), (Shape{16}));
+        QCOMPARE(infer("SequenceMaxPool", {{"masked", true}}, {Shape{12, 16}, Shape{12}}), (Shape{16}));
+        QCOMPARE(infer("MultiHeadSelfAttention", {{"heads", 4}}, {Shape{10, 32}}), (Shape{10, 32}));
+        QCOMPARE(infer("MultiHeadSelfAttention", {{"masked", true}}, {Shape{10, 32}, Shape{10}}), (Shape{10, 32}));
     }
 
     void shapesBad() {
@@ -348,6 +354,13 @@ private slots:
         QVERIFY2(contains(e, "[length] (token ids), got [3, 4]"), e.c_str());
         e = shapeError("SequenceMeanPool", {}, {Shape{12}});
         QVERIFY2(contains(e, "got [12]") && contains(e, "Embedding"), e.c_str());
+        e = shapeError("SequenceMeanPool", {{"masked", true}}, {Shape{12, 4}, Shape{11}}, &port);
+        QVERIFY2(port == "mask" && contains(e, "[12], one value per position") && contains(e, "got [11]"), e.c_str());
+        e = shapeError("MultiHeadSelfAttention", {{"masked", true}}, {Shape{12, 8}}, &port);
+        QVERIFY2(port == "mask" && contains(e, "takes 2 inputs, got 1"), e.c_str());
+        std::string param;
+        e = paramError("MultiHeadSelfAttention", {{"heads", 3}}, {Shape{5, 8}}, &param);
+        QVERIFY2(param == "heads" && contains(e, "width 8") && contains(e, "3 heads"), e.c_str());
         e = shapeError("Input", {}, {Shape{4}});
         QVERIFY2(contains(e, "takes 0 inputs, got 1"), e.c_str());
     }
@@ -360,6 +373,12 @@ private slots:
         QCOMPARE(type("Concat").inputPorts(type("Concat").normalizeParams({})),
                  (std::vector<std::string>{"in0", "in1"}));
         QVERIFY(!type("Embedding").inputDifferentiable(0));
+        const LayerType& att = type("MultiHeadSelfAttention");
+        QCOMPARE(att.inputPorts(att.normalizeParams({})), std::vector<std::string>{"in"});
+        QCOMPARE(att.inputPorts(att.normalizeParams({{"masked", true}})), (std::vector<std::string>{"in", "mask"}));
+        QCOMPARE(att.inputPorts(Json{{"masked", "yes"}}), std::vector<std::string>{"in"});  // raw params: no mask
+        QVERIFY(att.inputDifferentiable(0) && !att.inputDifferentiable(1));
+        QVERIFY(!type("SequenceMaxPool").inputDifferentiable(1));
         QVERIFY(type("Dense").inputDifferentiable(0));
     }
 
@@ -487,6 +506,76 @@ private slots:
         expectNear(r.out, {20, 21, 0, 1, 20, 21});
         const Run pooled = forward(*m_backend, "SequenceMeanPool", {}, {Shape{3, 2}}, 1, {r.out}, {});
         expectNear(pooled.out, {40 / 3.0f, 43 / 3.0f});
+    }
+
+    // Masked pooling leaves padding (id 0) out; a sample of padding only gives 0.
+    void maskedSequencePools() {
+        const std::vector<float> x{1, 2, 10, -20, 3, 4, /* second sample */ 7, 8, 9, 10, 11, 12};
+        const std::vector<float> ids{5, 0, 1, 0, 0, 0};
+        const Run mean = forward(*m_backend, "SequenceMeanPool", {{"masked", true}}, {Shape{3, 2}, Shape{3}}, 2,
+                                 {x, ids}, {});
+        expectNear(mean.out, {2, 3, 0, 0});
+        const Run max = forward(*m_backend, "SequenceMaxPool", {{"masked", true}}, {Shape{3, 2}, Shape{3}}, 2,
+                                {x, ids}, {});
+        expectNear(max.out, {3, 4, 0, 0});
+        const Run unmasked = forward(*m_backend, "SequenceMaxPool", {}, {Shape{3, 2}}, 2, {x}, {});
+        expectNear(unmasked.out, {10, 4, 11, 12});
+    }
+
+    // Attention against its formula written out in double precision: 2 heads over width 4, 3 positions, batch 2,
+    // the last position of the second sample padding (never attended to).
+    void attentionMatchesTheFormula() {
+        const int T = 3, D = 4, H = 2, dh = 2, N = 2;
+        std::mt19937 rng(5);
+        std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+        auto random = [&](size_t n) {
+            std::vector<float> v(n);
+            for (float& e : v) e = u(rng);
+            return v;
+        };
+        const std::vector<float> x = random(N * T * D), win = random(3 * D * D), bin = random(3 * D),
+                                 wout = random(D * D), bout = random(D);
+        const std::vector<float> ids{5, 2, 7, 3, 1, 0};
+        const Run r = forward(*m_backend, "MultiHeadSelfAttention", {{"heads", H}, {"masked", true}},
+                              {Shape{T, D}, Shape{T}}, N, {x, ids}, {win, bin, wout, bout});
+        std::vector<float> want;
+        for (int n = 0; n < N; ++n) {
+            std::vector<double> qkv(T * 3 * D), ctx(T * D, 0.0);
+            for (int t = 0; t < T; ++t)
+                for (int o = 0; o < 3 * D; ++o) {
+                    double a = bin[o];
+                    for (int i = 0; i < D; ++i) a += double(x[(n * T + t) * D + i]) * win[o * D + i];
+                    qkv[t * 3 * D + o] = a;
+                }
+            for (int h = 0; h < H; ++h)
+                for (int i = 0; i < T; ++i) {
+                    std::vector<double> w(T, 0.0);
+                    double total = 0;
+                    for (int j = 0; j < T; ++j) {
+                        if (ids[n * T + j] == 0) continue;
+                        double dot = 0;
+                        for (int c = 0; c < dh; ++c) dot += qkv[i * 3 * D + h * dh + c] * qkv[j * 3 * D + D + h * dh + c];
+                        w[j] = std::exp(dot / std::sqrt(double(dh)));
+                        total += w[j];
+                    }
+                    for (int j = 0; j < T; ++j)
+                        for (int c = 0; c < dh; ++c) ctx[i * D + h * dh + c] += w[j] / total * qkv[j * 3 * D + 2 * D + h * dh + c];
+                }
+            for (int t = 0; t < T; ++t)
+                for (int o = 0; o < D; ++o) {
+                    double a = bout[o];
+                    for (int i = 0; i < D; ++i) a += ctx[t * D + i] * wout[o * D + i];
+                    want.push_back(static_cast<float>(a));
+                }
+        }
+        expectNear(r.out, want, 1e-5f);
+        // Unmasked, the padding position is attended to and the second sample's outputs change.
+        const Run open = forward(*m_backend, "MultiHeadSelfAttention", {{"heads", H}}, {Shape{T, D}}, N, {x},
+                                 {win, bin, wout, bout});
+        expectNear({open.out.begin(), open.out.begin() + T * D}, {want.begin(), want.begin() + T * D}, 1e-5f);
+        double moved = 0;
+        for (size_t i = T * D; i < want.size(); ++i) moved = std::max(moved, double(std::fabs(open.out[i] - want[i])));
+        QVERIFY(moved > 1e-4);
     }
 
     void otherForwards() {

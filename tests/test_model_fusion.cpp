@@ -69,6 +69,49 @@ Graph sequenceGraph() {
     return g;
 }
 
+// A small Transformer encoder on token ids [6] (vocab 11): Embedding 8 -> PositionalEmbedding ->
+// MultiHeadSelfAttention (2 heads, masked by the ids, attention dropout 0.2) -> Add (residual) -> LayerNorm ->
+// Dense 16 -> GELU -> Dense 8 -> Add -> LayerNorm -> masked SequenceMaxPool + masked SequenceMeanPool -> Add ->
+// Dense 3. The ids feed the Embedding and every mask port.
+Graph transformerGraph() {
+    Graph g;
+    const int in = g.addNode("Input", "tokens", {{"shape", {6}}});
+    const int emb = chain(g, in, "Embedding", {{"vocab", 11}, {"dim", 8}});
+    const int pos = chain(g, emb, "PositionalEmbedding");
+    const int att = g.addNode("MultiHeadSelfAttention", "attention", {{"heads", 2}, {"masked", true}, {"dropout", 0.2}});
+    g.connect(pos, att, "in");
+    g.connect(in, att, "mask");
+    auto add = [&](int a, int b) {
+        const int id = g.addNode("Add");
+        g.connect(a, id, "in0");
+        g.connect(b, id, "in1");
+        return id;
+    };
+    const int ln1 = chain(g, add(pos, att), "LayerNorm");
+    int x = chain(g, ln1, "Dense", {{"units", 16}});
+    x = chain(g, x, "GELU");
+    x = chain(g, x, "Dense", {{"units", 8}});
+    const int ln2 = chain(g, add(ln1, x), "LayerNorm");
+    auto pool = [&](const char* type) {
+        const int id = g.addNode(type, {}, {{"masked", true}});
+        g.connect(ln2, id, "in");
+        g.connect(in, id, "mask");
+        return id;
+    };
+    chain(g, add(pool("SequenceMaxPool"), pool("SequenceMeanPool")), "Dense", {{"units", 3}});
+    return g;
+}
+
+// Token ids for transformerGraph: sample s has 6 - s % 3 real tokens (ids 1..10), then padding (0).
+std::vector<float> tokenIds(int64_t n) {
+    std::mt19937 rng(11);
+    std::uniform_int_distribution<int> id(1, 10);
+    std::vector<float> ids(static_cast<size_t>(n * 6), 0.0f);
+    for (int64_t s = 0; s < n; ++s)
+        for (int t = 0; t < 6 - s % 3; ++t) ids[static_cast<size_t>(s * 6 + t)] = static_cast<float>(id(rng));
+    return ids;
+}
+
 struct Result {
     std::vector<float> output;
     std::vector<std::vector<float>> grads;
@@ -80,7 +123,8 @@ std::vector<float> toHost(Backend& be, const Tensor& t) {
     return h;
 }
 
-Result run(Backend& be, const Graph& g, bool fuse, int* fusedCount, int* absorbedCount = nullptr) {
+// tokens: the input is token ids (transformerGraph), not normal noise.
+Result run(Backend& be, const Graph& g, bool fuse, int* fusedCount, int* absorbedCount = nullptr, bool tokens = false) {
     auto model = compile(g, be, 7, fuse);
     if (fusedCount) *fusedCount = model->fusedReLUCount();
     if (absorbedCount) *absorbedCount = model->absorbedReLUCount();
@@ -89,6 +133,7 @@ Result run(Backend& be, const Graph& g, bool fuse, int* fusedCount, int* absorbe
     const int64_t n = 3;
     std::vector<float> x(static_cast<size_t>(n * model->inputShape().numel()));
     for (float& v : x) v = dist(rng);
+    if (tokens) x = tokenIds(n);
     std::vector<float> dy(static_cast<size_t>(n * model->outputShape().numel()));
     for (float& v : dy) v = dist(rng);
     Tensor X = be.fromHost(model->inputShape().withBatch(n), x.data());
@@ -247,6 +292,68 @@ private slots:
             for (size_t i = 0; i < want.grads.size(); ++i)
                 QVERIFY2(maxDiff(got.grads[i], want.grads[i]) < 1e-3,
                          (nb.name + ": gradient " + std::to_string(i) + " differs").c_str());
+        }
+    }
+
+    // Attention, masked pooling and the Transformer block around them on every fast backend against the reference
+    // (training mode: attention dropout included), outputs and every gradient.
+    void transformerMatchesTheReference() {
+        const Graph g = transformerGraph();
+        auto ref = test::makeReferenceBackend();
+        const Result want = run(*ref, g, false, nullptr, nullptr, true);
+        QCOMPARE(want.grads.size(), size_t(16));  // embedding, positions, attention (4), 2 LayerNorms, 3 Dense
+        for (size_t i = 0; i < want.grads.size(); ++i) {
+            double total = 0;
+            for (float v : want.grads[i]) total += std::fabs(v);
+            QVERIFY2(total > 0, ("gradient " + std::to_string(i) + " is all zero").c_str());
+        }
+        for (auto& nb : test::fastBackends()) {
+            const Result got = run(*nb.backend, g, true, nullptr, nullptr, true);
+            QVERIFY2(maxDiff(got.output, want.output) < 1e-4, (nb.name + ": outputs differ").c_str());
+            QCOMPARE(got.grads.size(), want.grads.size());
+            for (size_t i = 0; i < want.grads.size(); ++i)
+                QVERIFY2(maxDiff(got.grads[i], want.grads[i]) < 1e-3,
+                         (nb.name + ": gradient " + std::to_string(i) + " differs").c_str());
+        }
+    }
+
+    // Padding never influences the output: changing what the padding token embeds to (row 0 of the embedding
+    // table) moves nothing, on every backend, in evaluation and in training (dropout on); changing a real token
+    // does move the output.
+    void paddingDoesNotMoveTheOutput() {
+        const Graph g = transformerGraph();
+        std::vector<std::unique_ptr<Backend>> owned;
+        std::vector<Backend*> all;
+        owned.push_back(test::makeReferenceBackend());
+        for (auto& nb : test::fastBackends()) owned.push_back(std::move(nb.backend));
+        for (auto& b : owned) all.push_back(b.get());
+        for (Backend* be : all) {
+            auto model = compile(g, *be, 5);
+            const int64_t n = 4;
+            std::vector<float> ids = tokenIds(n);
+            Tensor X = be->fromHost(model->inputShape().withBatch(n), ids.data());
+            for (bool training : {false, true}) {
+                const std::vector<float> before = toHost(*be, model->forward(X, training, 3));
+                Parameter* table = nullptr;
+                for (const auto& p : model->namedParameters())
+                    if (p.param->value.shape() == Shape{11, 8}) table = p.param;  // the embedding table
+                QVERIFY(table);
+                std::vector<float> w = toHost(*be, table->value);
+                const std::vector<float> saved = w;
+                for (int j = 0; j < 8; ++j) w[static_cast<size_t>(j)] = 5.0f + static_cast<float>(j);  // row 0
+                be->copyFromHost(table->value.raw(), w.data(), w.size() * sizeof(float));
+                const std::vector<float> padded = toHost(*be, model->forward(X, training, 3));
+                QVERIFY2(maxDiff(padded, before) == 0.0,
+                         (be->name() + ": the padding's embedding moved the output by " +
+                          std::to_string(maxDiff(padded, before)))
+                             .c_str());
+                be->copyFromHost(table->value.raw(), saved.data(), saved.size() * sizeof(float));
+                std::vector<float> other = ids;
+                other[1] = other[1] == 1.0f ? 2.0f : 1.0f;  // a real token of sample 0
+                Tensor X2 = be->fromHost(model->inputShape().withBatch(n), other.data());
+                const std::vector<float> moved = toHost(*be, model->forward(X2, training, 3));
+                QVERIFY2(maxDiff(moved, before) > 1e-4, (be->name() + ": a real token changed nothing").c_str());
+            }
         }
     }
 

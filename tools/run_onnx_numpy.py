@@ -137,8 +137,23 @@ def run(model, x):
             m = i[0].mean(axis=axes, keepdims=True)
             var = ((i[0] - m) ** 2).mean(axis=axes, keepdims=True)
             y = (i[0] - m) / np.sqrt(var + a.get("epsilon", 1e-5)) * i[1] + i[2]
-        elif op == "ReduceMean":
-            y = i[0].mean(axis=tuple(a["axes"]), keepdims=bool(a.get("keepdims", 1)))
+        elif op in ("ReduceMean", "ReduceMax"):
+            reduce = np.mean if op == "ReduceMean" else np.max
+            y = reduce(i[0], axis=tuple(a["axes"]), keepdims=bool(a.get("keepdims", 1)))
+        elif op == "Abs":
+            y = np.abs(i[0])
+        elif op == "Sign":
+            y = np.sign(i[0])
+        elif op == "Max":
+            y = i[0]
+            for other in i[1:]:
+                y = np.maximum(y, other)
+        elif op == "Split":
+            ax = a.get("axis", 0)
+            bounds = np.cumsum(i[1].tolist())[:-1]
+            for name, part in zip(node.output, np.split(i[0], bounds, axis=ax)):
+                v[name] = part
+            continue
         elif op in ("Add", "Sub", "Mul", "Div"):
             y = {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "Div": np.divide}[op](i[0], i[1])
         elif op == "Concat":

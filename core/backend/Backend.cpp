@@ -204,6 +204,34 @@ void Backend::gemm(bool transA, bool transB, int m, int n, int k, float alpha, c
     doGemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
+void Backend::gemmStridedBatched(bool transA, bool transB, int m, int n, int k, float alpha, const float* a, int lda,
+                                 int64_t strideA, const float* b, int ldb, int64_t strideB, float beta, float* c,
+                                 int ldc, int64_t strideC, int count) {
+    constexpr BackendOp op = BackendOp::GemmStridedBatched;
+    if (m < 0 || n < 0 || k < 0) [[unlikely]]
+        fail(op,
+             "negative size (m " + std::to_string(m) + ", n " + std::to_string(n) + ", k " + std::to_string(k) + ")");
+    size(op, "count", count);
+    size(op, "strideA", strideA);
+    size(op, "strideB", strideB);
+    size(op, "strideC", strideC);
+    if (m == 0 || n == 0 || count == 0) return;
+    leadingDimension(op, "lda", lda, transA ? m : k, "A");
+    leadingDimension(op, "ldb", ldb, transB ? k : n, "B");
+    leadingDimension(op, "ldc", ldc, n, "C");
+    // Products written in parallel must not share elements of C.
+    if (count > 1 && strideC < int64_t(m - 1) * ldc + n) [[unlikely]]
+        fail(op, "strideC " + std::to_string(strideC) + " makes the " + std::to_string(m) + "x" + std::to_string(n) +
+                     " results overlap (ldc " + std::to_string(ldc) + ")");
+    pointer(op, "c", c);
+    if (k > 0) {
+        pointer(op, "a", a);
+        pointer(op, "b", b);
+    }
+    doGemmStridedBatched(transA, transB, m, n, k, alpha, a, lda, strideA, b, ldb, strideB, beta, c, ldc, strideC,
+                         count);
+}
+
 void Backend::addBiasRows(float* y, const float* bias, int rows, int cols) {
     constexpr BackendOp op = BackendOp::AddBiasRows;
     size(op, "rows", rows);
@@ -356,6 +384,23 @@ void Backend::meanPoolBackward(float* dx, const float* dy, int outer, int len, i
     doMeanPoolBackward(dx, dy, outer, len, inner);
 }
 
+void Backend::sequencePoolForward(float* y, const float* x, const float* keep, int batch, int len, int dim,
+                                  PoolMode mode) {
+    checkMeanPool(BackendOp::SequencePoolForward, y, x, "y", "x", batch, len, dim);
+    doSequencePoolForward(y, x, keep, batch, len, dim, mode);
+}
+
+void Backend::sequencePoolBackward(float* dx, const float* dy, const float* x, const float* y, const float* keep,
+                                   int batch, int len, int dim, PoolMode mode) {
+    constexpr BackendOp op = BackendOp::SequencePoolBackward;
+    checkMeanPool(op, dx, dy, "dx", "dy", batch, len, dim);
+    if (mode == PoolMode::Max && batch > 0 && dim > 0) {
+        pointer(op, "x", x);
+        pointer(op, "y", y);
+    }
+    doSequencePoolBackward(dx, dy, x, y, keep, batch, len, dim, mode);
+}
+
 // ---- activations and softmax ----------------------------------------------------------------
 
 void Backend::activationForward(float* y, const float* x, int64_t n, Activation act, float alpha) {
@@ -380,6 +425,20 @@ void Backend::activationBackward(float* dx, const float* dy, const float* x, con
         pointer(op, "dy", dy);
     }
     doActivationBackward(dx, dy, x, y, n, act, alpha);
+}
+
+void Backend::maskedSoftmaxForward(float* y, const float* x, const float* keep, int groups, int rowsPerGroup,
+                                   int cols) {
+    constexpr BackendOp op = BackendOp::MaskedSoftmaxForward;
+    atLeastOneColumn(op, cols);
+    size(op, "groups", groups);
+    size(op, "rowsPerGroup", rowsPerGroup);
+    if (int64_t(groups) * rowsPerGroup > 0) {
+        pointer(op, "y", y);
+        pointer(op, "x", x);
+        pointer(op, "keep", keep);
+    }
+    doMaskedSoftmaxForward(y, x, keep, groups, rowsPerGroup, cols);
 }
 
 void Backend::softmaxForward(float* y, const float* x, int rows, int cols) {

@@ -183,6 +183,12 @@ public:
     // dimension is at least the length of the stored rows (and 1). With beta == 0, C is not read.
     void gemm(bool transA, bool transB, int m, int n, int k, float alpha, const float* a, int lda, const float* b,
               int ldb, float beta, float* c, int ldc);
+    // `count` independent products, each as gemm: C_i = alpha * op(A_i) * op(B_i) + beta * C_i with
+    // A_i = a + i * strideA, B_i = b + i * strideB, C_i = c + i * strideC (cuBLAS's strided-batched GEMM).
+    // Strides are >= 0; the C_i must not overlap. Multi-head attention makes one call per head over the batch.
+    void gemmStridedBatched(bool transA, bool transB, int m, int n, int k, float alpha, const float* a, int lda,
+                            int64_t strideA, const float* b, int ldb, int64_t strideB, float beta, float* c, int ldc,
+                            int64_t strideC, int count);
     // y[r, c] += bias[c] for a [rows, cols] matrix.
     void addBiasRows(float* y, const float* bias, int rows, int cols);
     // dbias[c] += sum_r dy[r, c].
@@ -219,6 +225,15 @@ public:
     // y[o, i] = mean_l x[o, l, i] for x of [outer, len, inner] (global average pool, sequence mean).
     void meanPoolForward(float* y, const float* x, int outer, int len, int inner);
     void meanPoolBackward(float* dx, const float* dy, int outer, int len, int inner);
+    // Pooling over the sequence axis of x [batch, len, dim] to y [batch, dim] that counts only the positions
+    // with keep[b * len + t] != 0 (a padding mask; token ids serve as one, id 0 being padding); keep may be
+    // null: every position counts. Average: the mean of the counted positions; Max: their maximum. A sample
+    // without a counted position gives 0 (and no gradient).
+    void sequencePoolForward(float* y, const float* x, const float* keep, int batch, int len, int dim, PoolMode mode);
+    // dx += y's gradient: spread evenly over the counted positions (Average), or routed to the first counted
+    // position whose x equals y (Max; x and y required, and y must be sequencePoolForward's output).
+    void sequencePoolBackward(float* dx, const float* dy, const float* x, const float* y, const float* keep, int batch,
+                              int len, int dim, PoolMode mode);
 
     // ---- activations and softmax -------------------------------------------
     // alpha is the negative slope for LeakyReLU and ignored otherwise. GELU is the exact (erf) form.
@@ -230,6 +245,11 @@ public:
     // Softmax over the last axis of [rows, cols].
     void softmaxForward(float* y, const float* x, int rows, int cols);
     void softmaxBackward(float* dx, const float* dy, const float* y, int rows, int cols);
+    // Softmax over the last axis of [groups * rowsPerGroup, cols] in which column j of every row of group g
+    // takes part only where keep[g * cols + j] != 0 (attention's padding mask over the keys, one group per
+    // sample); the other columns get probability exactly 0, and a row without a kept column is all zeros.
+    // Its backward is softmaxBackward: the masked columns have y == 0, so their gradient is 0.
+    void maskedSoftmaxForward(float* y, const float* x, const float* keep, int groups, int rowsPerGroup, int cols);
 
     // ---- losses (fused; dlogits/dpred are WRITTEN, not accumulated; losses and gradients may be null) ----
     // losses[r] = -log softmax(logits[r])[labels[r]]; dlogits = (softmax - onehot) * gradScale.
@@ -337,6 +357,9 @@ protected:
     // Called only with m > 0 and n > 0.
     virtual void doGemm(bool transA, bool transB, int m, int n, int k, float alpha, const float* a, int lda,
                         const float* b, int ldb, float beta, float* c, int ldc) = 0;
+    virtual void doGemmStridedBatched(bool transA, bool transB, int m, int n, int k, float alpha, const float* a,
+                                      int lda, int64_t strideA, const float* b, int ldb, int64_t strideB, float beta,
+                                      float* c, int ldc, int64_t strideC, int count) = 0;
     virtual void doAddBiasRows(float* y, const float* bias, int rows, int cols) = 0;
     virtual void doSumRows(float* dbias, const float* dy, int rows, int cols) = 0;
     virtual void doAddBiasChannels(float* y, const float* bias, int n, int c, int inner) = 0;
@@ -355,12 +378,18 @@ protected:
     virtual void doMaxPool2dReLUBackward(float* dx, const float* dy, const float* x, const float* y, const PoolDesc& d);
     virtual void doMeanPoolForward(float* y, const float* x, int outer, int len, int inner) = 0;
     virtual void doMeanPoolBackward(float* dx, const float* dy, int outer, int len, int inner) = 0;
+    virtual void doSequencePoolForward(float* y, const float* x, const float* keep, int batch, int len, int dim,
+                                       PoolMode mode) = 0;
+    virtual void doSequencePoolBackward(float* dx, const float* dy, const float* x, const float* y, const float* keep,
+                                        int batch, int len, int dim, PoolMode mode) = 0;
 
     virtual void doActivationForward(float* y, const float* x, int64_t n, Activation act, float alpha) = 0;
     virtual void doActivationBackward(float* dx, const float* dy, const float* x, const float* y, int64_t n,
                                       Activation act, float alpha) = 0;
     virtual void doSoftmaxForward(float* y, const float* x, int rows, int cols) = 0;
     virtual void doSoftmaxBackward(float* dx, const float* dy, const float* y, int rows, int cols) = 0;
+    virtual void doMaskedSoftmaxForward(float* y, const float* x, const float* keep, int groups, int rowsPerGroup,
+                                        int cols) = 0;
 
     virtual void doSoftmaxCrossEntropy(float* losses, float* dlogits, const float* logits, const int32_t* labels,
                                        int rows, int cols, float gradScale) = 0;

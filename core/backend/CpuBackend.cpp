@@ -33,6 +33,18 @@ void CpuBackend::doGemm(bool transA, bool transB, int m, int n, int k, float alp
     roundGemmOperands(transA, transB, m, n, k, a, lda, b, ldb);
     cpu::gemm(threads(), m_workspace->useOneDnn, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
+void CpuBackend::doGemmStridedBatched(bool transA, bool transB, int m, int n, int k, float alpha, const float* a,
+                                      int lda, int64_t strideA, const float* b, int ldb, int64_t strideB, float beta,
+                                      float* c, int ldc, int64_t strideC, int count) {
+    if (computePrecision() != ComputePrecision::F32) {  // each product's operands rounded as gemm rounds them
+        for (int i = 0; i < count; ++i)
+            doGemm(transA, transB, m, n, k, alpha, a + i * strideA, lda, b + i * strideB, ldb, beta, c + i * strideC,
+                   ldc);
+        return;
+    }
+    cpu::gemmStridedBatched(threads(), m_workspace->useOneDnn, transA, transB, m, n, k, alpha, a, lda, strideA, b, ldb,
+                            strideB, beta, c, ldc, strideC, count);
+}
 void CpuBackend::doAddBiasRows(float* y, const float* bias, int rows, int cols) {
     cpu::addBiasRows(threads(), y, bias, rows, cols);
 }
@@ -87,6 +99,15 @@ void CpuBackend::doMeanPoolBackward(float* dx, const float* dy, int outer, int l
     cpu::meanPoolBackward(threads(), dx, dy, outer, len, inner);
 }
 
+void CpuBackend::doSequencePoolForward(float* y, const float* x, const float* keep, int batch, int len, int dim,
+                                       PoolMode mode) {
+    cpu::sequencePoolForward(threads(), y, x, keep, batch, len, dim, mode);
+}
+void CpuBackend::doSequencePoolBackward(float* dx, const float* dy, const float* x, const float* y, const float* keep,
+                                        int batch, int len, int dim, PoolMode mode) {
+    cpu::sequencePoolBackward(threads(), dx, dy, x, y, keep, batch, len, dim, mode);
+}
+
 // ---- activations and softmax -------------------------------------------------
 
 void CpuBackend::doActivationForward(float* y, const float* x, int64_t n, Activation act, float alpha) {
@@ -101,6 +122,10 @@ void CpuBackend::doSoftmaxForward(float* y, const float* x, int rows, int cols) 
 }
 void CpuBackend::doSoftmaxBackward(float* dx, const float* dy, const float* y, int rows, int cols) {
     cpu::softmaxBackward(threads(), dx, dy, y, rows, cols);
+}
+void CpuBackend::doMaskedSoftmaxForward(float* y, const float* x, const float* keep, int groups, int rowsPerGroup,
+                                        int cols) {
+    cpu::maskedSoftmaxForward(threads(), y, x, keep, groups, rowsPerGroup, cols);
 }
 
 // ---- losses -------------------------------------------------------------------

@@ -36,6 +36,9 @@ protected:
 
     void doGemm(bool transA, bool transB, int m, int n, int k, float alpha, const float* a, int lda, const float* b,
                 int ldb, float beta, float* c, int ldc) override;
+    void doGemmStridedBatched(bool transA, bool transB, int m, int n, int k, float alpha, const float* a, int lda,
+                              int64_t strideA, const float* b, int ldb, int64_t strideB, float beta, float* c, int ldc,
+                              int64_t strideC, int count) override;
     void doAddBiasRows(float* y, const float* bias, int rows, int cols) override;
     void doSumRows(float* dbias, const float* dy, int rows, int cols) override;
     void doAddBiasChannels(float* y, const float* bias, int n, int c, int inner) override;
@@ -56,12 +59,18 @@ protected:
                                  const PoolDesc& d) override;
     void doMeanPoolForward(float* y, const float* x, int outer, int len, int inner) override;
     void doMeanPoolBackward(float* dx, const float* dy, int outer, int len, int inner) override;
+    void doSequencePoolForward(float* y, const float* x, const float* keep, int batch, int len, int dim,
+                               PoolMode mode) override;
+    void doSequencePoolBackward(float* dx, const float* dy, const float* x, const float* y, const float* keep, int batch,
+                                int len, int dim, PoolMode mode) override;
 
     void doActivationForward(float* y, const float* x, int64_t n, Activation act, float alpha) override;
     void doActivationBackward(float* dx, const float* dy, const float* x, const float* y, int64_t n, Activation act,
                               float alpha) override;
     void doSoftmaxForward(float* y, const float* x, int rows, int cols) override;
     void doSoftmaxBackward(float* dx, const float* dy, const float* y, int rows, int cols) override;
+    void doMaskedSoftmaxForward(float* y, const float* x, const float* keep, int groups, int rowsPerGroup,
+                                int cols) override;
 
     void doSoftmaxCrossEntropy(float* losses, float* dlogits, const float* logits, const int32_t* labels, int rows,
                                int cols, float gradScale) override;

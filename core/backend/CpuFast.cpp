@@ -141,6 +141,27 @@ void gemm(int threads, bool useOneDnn, bool transA, bool transB, int m, int n, i
                            std::to_string(k) + " product");
 }
 
+void gemmStridedBatched(int threads, bool useOneDnn, bool transA, bool transB, int m, int n, int k, float alpha,
+                        const float* a, int lda, int64_t strideA, const float* b, int ldb, int64_t strideB, float beta,
+                        float* c, int ldc, int64_t strideC, int count) {
+    if (threads <= 1 || count < threads) {
+        for (int i = 0; i < count; ++i)
+            gemm(threads, useOneDnn, transA, transB, m, n, k, alpha, a + i * strideA, lda, b + i * strideB, ldb, beta,
+                 c + i * strideC, ldc);
+        return;
+    }
+    std::atomic<bool> ok{true};
+    parallelFor(threads, count, 1, [&](int64_t i0, int64_t i1, int) {
+        for (int64_t i = i0; i < i1; ++i)
+            if (!sgemmOnThisThread(useOneDnn, transA, transB, m, n, k, alpha, a + i * strideA, lda, b + i * strideB,
+                                   ldb, beta, c + i * strideC, ldc))
+                ok = false;
+    });
+    if (!ok)
+        throw BackendError("gemmStridedBatched: oneDNN's sgemm rejected a " + std::to_string(m) + "x" +
+                           std::to_string(n) + "x" + std::to_string(k) + " product");
+}
+
 // ---- element-wise -----------------------------------------------------------------
 
 void fill(int threads, float* y, float value, int64_t n) {
@@ -448,6 +469,25 @@ void meanPoolBackward(int threads, float* dx, const float* dy, int outer, int le
 
 // ---- activations -------------------------------------------------------------------------
 
+void sequencePoolForward(int threads, float* y, const float* x, const float* keep, int batch, int len, int dim,
+                         PoolMode mode) {
+    parallelFor(threads, batch, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, int64_t(len) * dim)),
+                [&](int64_t b, int64_t e, int) {
+                    cpuref::sequencePoolForward(y + b * dim, x + b * len * dim, keep ? keep + b * len : nullptr,
+                                                static_cast<int>(e - b), len, dim, mode);
+                });
+}
+
+void sequencePoolBackward(int threads, float* dx, const float* dy, const float* x, const float* y, const float* keep,
+                          int batch, int len, int dim, PoolMode mode) {
+    parallelFor(threads, batch, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, int64_t(len) * dim)),
+                [&](int64_t b, int64_t e, int) {
+                    cpuref::sequencePoolBackward(dx + b * len * dim, dy + b * dim, x ? x + b * len * dim : nullptr,
+                                                 y ? y + b * dim : nullptr, keep ? keep + b * len : nullptr,
+                                                 static_cast<int>(e - b), len, dim, mode);
+                });
+}
+
 void activationForward(int threads, float* y, const float* x, int64_t n, Activation act, float alpha) {
     // ReLU and LeakyReLU are cheap enough that a GELU-sized grain would leave them single-threaded.
     const int64_t grain = act == Activation::ReLU || act == Activation::LeakyReLU ? kElementGrain : 2048;
@@ -497,6 +537,16 @@ void softmaxBackward(int threads, float* dx, const float* dy, const float* y, in
     parallelFor(threads, rows, rowGrain(cols), [&](int64_t b, int64_t e, int) {
         cpuref::softmaxBackward(dx + b * cols, dy + b * cols, y + b * cols, static_cast<int>(e - b), cols);
     });
+}
+
+void maskedSoftmaxForward(int threads, float* y, const float* x, const float* keep, int groups, int rowsPerGroup,
+                          int cols) {
+    const int64_t perGroup = int64_t(rowsPerGroup) * cols;
+    parallelFor(threads, groups, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, perGroup)),
+                [&](int64_t b, int64_t e, int) {
+                    cpuref::maskedSoftmaxForward(y + b * perGroup, x + b * perGroup, keep + b * cols,
+                                                 static_cast<int>(e - b), rowsPerGroup, cols);
+                });
 }
 
 void softmaxCrossEntropy(int threads, float* losses, float* dlogits, const float* logits, const int32_t* labels,

@@ -58,6 +58,11 @@ bool sgemmOnThisThread(bool useOneDnn, bool transA, bool transB, int m, int n, i
 // A GEMM split across `threads` OpenMP threads (blocks of 16 rows or columns), each part on one thread.
 void gemm(int threads, bool useOneDnn, bool transA, bool transB, int m, int n, int k, float alpha, const float* a,
           int lda, const float* b, int ldb, float beta, float* c, int ldc);
+// The products of a strided batch spread over the threads, each on one thread; a batch smaller than the thread
+// count runs product by product, each split as gemm splits it.
+void gemmStridedBatched(int threads, bool useOneDnn, bool transA, bool transB, int m, int n, int k, float alpha,
+                        const float* a, int lda, int64_t strideA, const float* b, int ldb, int64_t strideB, float beta,
+                        float* c, int ldc, int64_t strideC, int count);
 
 // ---- element-wise and bias ----
 void fill(int threads, float* y, float value, int64_t n);
@@ -104,6 +109,10 @@ void pool2dBackward(int threads, float* dx, const float* dy, const float* x, con
 bool maxPool2dReLUBackward(int threads, float* dx, const float* dy, const float* x, const float* y, const PoolDesc& d);
 void meanPoolForward(int threads, float* y, const float* x, int outer, int len, int inner);
 void meanPoolBackward(int threads, float* dx, const float* dy, int outer, int len, int inner);
+void sequencePoolForward(int threads, float* y, const float* x, const float* keep, int batch, int len, int dim,
+                         PoolMode mode);
+void sequencePoolBackward(int threads, float* dx, const float* dy, const float* x, const float* y, const float* keep,
+                          int batch, int len, int dim, PoolMode mode);
 
 // ---- activations, softmax, losses ----
 void activationForward(int threads, float* y, const float* x, int64_t n, Activation act, float alpha);
@@ -111,6 +120,8 @@ void activationBackward(int threads, float* dx, const float* dy, const float* x,
                         Activation act, float alpha);
 void softmaxForward(int threads, float* y, const float* x, int rows, int cols);
 void softmaxBackward(int threads, float* dx, const float* dy, const float* y, int rows, int cols);
+void maskedSoftmaxForward(int threads, float* y, const float* x, const float* keep, int groups, int rowsPerGroup,
+                          int cols);
 void softmaxCrossEntropy(int threads, float* losses, float* dlogits, const float* logits, const int32_t* labels,
                          int rows, int cols, float gradScale);
 void mseLoss(int threads, float* losses, float* dpred, const float* pred, const float* target, int rows, int cols,

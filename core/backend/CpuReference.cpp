@@ -248,6 +248,53 @@ void meanPoolBackward(float* dx, const float* dy, int outer, int len, int inner)
                     dy[static_cast<size_t>(o) * inner + i] / static_cast<float>(len);
 }
 
+void sequencePoolForward(float* y, const float* x, const float* keep, int batch, int len, int dim, PoolMode mode) {
+    for (int b = 0; b < batch; ++b)
+        for (int i = 0; i < dim; ++i) {
+            double acc = 0.0;
+            float best = 0.0f;
+            int counted = 0;
+            for (int l = 0; l < len; ++l) {
+                if (keep && keep[static_cast<size_t>(b) * len + l] == 0.0f) continue;
+                const float v = x[(static_cast<size_t>(b) * len + l) * dim + i];
+                acc += v;
+                if (counted == 0 || v > best) best = v;
+                ++counted;
+            }
+            float& out = y[static_cast<size_t>(b) * dim + i];
+            if (counted == 0)
+                out = 0.0f;
+            else
+                out = mode == PoolMode::Max ? best : static_cast<float>(acc / counted);
+        }
+}
+
+void sequencePoolBackward(float* dx, const float* dy, const float* x, const float* y, const float* keep, int batch,
+                          int len, int dim, PoolMode mode) {
+    auto kept = [&](int b, int l) { return !keep || keep[static_cast<size_t>(b) * len + l] != 0.0f; };
+    for (int b = 0; b < batch; ++b) {
+        int counted = 0;
+        for (int l = 0; l < len; ++l) counted += kept(b, l) ? 1 : 0;
+        if (counted == 0) continue;
+        for (int i = 0; i < dim; ++i) {
+            const float g = dy[static_cast<size_t>(b) * dim + i];
+            if (mode == PoolMode::Average) {
+                for (int l = 0; l < len; ++l)
+                    if (kept(b, l)) dx[(static_cast<size_t>(b) * len + l) * dim + i] += g / static_cast<float>(counted);
+                continue;
+            }
+            const float best = y[static_cast<size_t>(b) * dim + i];
+            for (int l = 0; l < len; ++l) {
+                const size_t at = (static_cast<size_t>(b) * len + l) * dim + i;
+                if (kept(b, l) && x[at] == best) {
+                    dx[at] += g;
+                    break;
+                }
+            }
+        }
+    }
+}
+
 // ---- activations ----------------------------------------------------------
 
 float geluForward(float x) {
@@ -319,6 +366,28 @@ void softmaxBackward(float* dx, const float* dy, const float* y, int rows, int c
         double dot = 0.0;
         for (int c = 0; c < cols; ++c) dot += static_cast<double>(dy[o + c]) * y[o + c];
         for (int c = 0; c < cols; ++c) dx[o + c] += static_cast<float>(y[o + c] * (dy[o + c] - dot));
+    }
+}
+
+void maskedSoftmaxForward(float* y, const float* x, const float* keep, int groups, int rowsPerGroup, int cols) {
+    for (int g = 0; g < groups; ++g) {
+        const float* kg = keep + static_cast<size_t>(g) * cols;
+        for (int r = 0; r < rowsPerGroup; ++r) {
+            const size_t o = (static_cast<size_t>(g) * rowsPerGroup + r) * cols;
+            bool any = false;
+            float mx = 0.0f;
+            for (int c = 0; c < cols; ++c)
+                if (kg[c] != 0.0f) {
+                    mx = any ? (x[o + c] > mx ? x[o + c] : mx) : x[o + c];
+                    any = true;
+                }
+            double total = 0.0;
+            for (int c = 0; c < cols; ++c)
+                if (kg[c] != 0.0f) total += std::exp(static_cast<double>(x[o + c]) - mx);
+            for (int c = 0; c < cols; ++c)
+                y[o + c] = kg[c] != 0.0f ? static_cast<float>(std::exp(static_cast<double>(x[o + c]) - mx) / total)
+                                         : 0.0f;
+        }
     }
 }
 

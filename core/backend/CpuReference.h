@@ -32,12 +32,16 @@ void pool2dForward(float* y, const float* x, const PoolDesc& d);
 void pool2dBackward(float* dx, const float* dy, const float* x, const PoolDesc& d);
 void meanPoolForward(float* y, const float* x, int outer, int len, int inner);
 void meanPoolBackward(float* dx, const float* dy, int outer, int len, int inner);
+void sequencePoolForward(float* y, const float* x, const float* keep, int batch, int len, int dim, PoolMode mode);
+void sequencePoolBackward(float* dx, const float* dy, const float* x, const float* y, const float* keep, int batch,
+                          int len, int dim, PoolMode mode);
 
 void activationForward(float* y, const float* x, int64_t n, Activation act, float alpha);
 void activationBackward(float* dx, const float* dy, const float* x, const float* y, int64_t n, Activation act,
                         float alpha);
 void softmaxForward(float* y, const float* x, int rows, int cols);
 void softmaxBackward(float* dx, const float* dy, const float* y, int rows, int cols);
+void maskedSoftmaxForward(float* y, const float* x, const float* keep, int groups, int rowsPerGroup, int cols);
 
 void softmaxCrossEntropy(float* losses, float* dlogits, const float* logits, const int32_t* labels, int rows, int cols,
                          float gradScale);

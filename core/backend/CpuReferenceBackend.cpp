@@ -22,6 +22,14 @@ void CpuReferenceBackend::doGemm(bool transA, bool transB, int m, int n, int k, 
     roundGemmOperands(transA, transB, m, n, k, a, lda, b, ldb);
     cpuref::gemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
+// Product by product through doGemm, so that bf16 / fp16 round each product's operands as gemm does.
+void CpuReferenceBackend::doGemmStridedBatched(bool transA, bool transB, int m, int n, int k, float alpha,
+                                               const float* a, int lda, int64_t strideA, const float* b, int ldb,
+                                               int64_t strideB, float beta, float* c, int ldc, int64_t strideC,
+                                               int count) {
+    for (int i = 0; i < count; ++i)
+        doGemm(transA, transB, m, n, k, alpha, a + i * strideA, lda, b + i * strideB, ldb, beta, c + i * strideC, ldc);
+}
 void CpuReferenceBackend::doAddBiasRows(float* y, const float* bias, int rows, int cols) {
     cpuref::addBiasRows(y, bias, rows, cols);
 }
@@ -58,6 +66,15 @@ void CpuReferenceBackend::doMeanPoolBackward(float* dx, const float* dy, int out
     cpuref::meanPoolBackward(dx, dy, outer, len, inner);
 }
 
+void CpuReferenceBackend::doSequencePoolForward(float* y, const float* x, const float* keep, int batch, int len,
+                                                int dim, PoolMode mode) {
+    cpuref::sequencePoolForward(y, x, keep, batch, len, dim, mode);
+}
+void CpuReferenceBackend::doSequencePoolBackward(float* dx, const float* dy, const float* x, const float* y,
+                                                 const float* keep, int batch, int len, int dim, PoolMode mode) {
+    cpuref::sequencePoolBackward(dx, dy, x, y, keep, batch, len, dim, mode);
+}
+
 void CpuReferenceBackend::doActivationForward(float* y, const float* x, int64_t n, Activation act, float alpha) {
     cpuref::activationForward(y, x, n, act, alpha);
 }
@@ -67,6 +84,10 @@ void CpuReferenceBackend::doActivationBackward(float* dx, const float* dy, const
 }
 void CpuReferenceBackend::doSoftmaxForward(float* y, const float* x, int rows, int cols) {
     cpuref::softmaxForward(y, x, rows, cols);
+}
+void CpuReferenceBackend::doMaskedSoftmaxForward(float* y, const float* x, const float* keep, int groups,
+                                                 int rowsPerGroup, int cols) {
+    cpuref::maskedSoftmaxForward(y, x, keep, groups, rowsPerGroup, cols);
 }
 void CpuReferenceBackend::doSoftmaxBackward(float* dx, const float* dy, const float* y, int rows, int cols) {
     cpuref::softmaxBackward(dx, dy, y, rows, cols);

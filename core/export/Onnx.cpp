@@ -107,6 +107,16 @@ private:
     int m_opset;
 };
 
+// 1 where a token id is not 0 and 0 at padding (Sign(Abs(ids))), reshaped to `dims` for broadcasting; the
+// padding mask of the sequence layers' "mask" input.
+std::string keepMask(OnnxBuilder& b, const std::string& node, const std::string& ids, const std::vector<int64_t>& dims) {
+    b.node("Abs", node + "/ids_abs", {ids}, node + "/ids_abs");
+    b.node("Sign", node + "/keep_flat", {node + "/ids_abs"}, node + "/keep_flat");
+    b.node("Reshape", node + "/keep_shape", {node + "/keep_flat", b.int64Init(node + "/keep_dims", dims)},
+           node + "/keep");
+    return node + "/keep";
+}
+
 std::pair<int64_t, int64_t> pairOf(const Json& params, const char* key, std::pair<int64_t, int64_t> fallback) {
     if (!params.contains(key)) return fallback;
     const std::vector<int64_t> v = params.at(key).get<std::vector<int64_t>>();
@@ -443,10 +453,88 @@ void writeOnnx(const std::string& path, const ExportModel& model, const OnnxExpo
             OnnxBuilder::attr(b.node("Transpose", y, {y + "/nft"}, y), "perm", std::vector<int64_t>{0, 2, 1});
         } else if (t == "PositionalEmbedding") {
             b.node("Add", y, {x[0], weightOf(n, "weight")}, y);  // [N, T, D] + [T, D], broadcast over the batch
-        } else if (t == "SequenceMeanPool") {
-            auto& node = b.node("ReduceMean", y, x, y);
-            OnnxBuilder::attr(node, "axes", std::vector<int64_t>{1});
-            OnnxBuilder::attr(node, "keepdims", int64_t{0});
+        } else if (t == "SequenceMeanPool" || t == "SequenceMaxPool") {
+            const bool mean = t == "SequenceMeanPool";
+            const int64_t len = analysis.outputShapes.at(graph.edgeInto({id, "in"})->from.node)[0];
+            auto reduce = [&](const std::string& in, const std::string& out) {
+                auto& node = b.node(mean ? "ReduceMean" : "ReduceMax", out, {in}, out);
+                OnnxBuilder::attr(node, "axes", std::vector<int64_t>{1});
+                OnnxBuilder::attr(node, "keepdims", int64_t{0});
+            };
+            if (x.size() < 2) {
+                reduce(x[0], y);
+            } else {
+                // keep [N, T, 1]: 1 at real tokens, 0 at padding (id 0).
+                const std::string keep = keepMask(b, y, x[1], {-1, len, 1});
+                b.node("Mul", y + "/mask", {x[0], keep}, y + "/kept");
+                if (mean) {
+                    // sum over the kept / count, as ReduceMean(x * keep) / ReduceMean(keep); a sample without a
+                    // real token has a zero sum, divided by the floor 0.5 / T instead of 0.
+                    reduce(y + "/kept", y + "/kept_mean");
+                    reduce(keep, y + "/kept_share");
+                    b.node("Max", y + "/share_floor",
+                           {y + "/kept_share", b.scalar(y + "/floor", 0.5f / static_cast<float>(len))},
+                           y + "/kept_share_floor");
+                    b.node("Div", y, {y + "/kept_mean", y + "/kept_share_floor"}, y);
+                } else {
+                    // Padding pushed to -1e30 so that it never wins; 0 for a sample without a real token.
+                    b.node("Sub", y + "/pad", {keep, b.scalar(y + "/one", 1.f)}, y + "/pad");
+                    b.node("Mul", y + "/pad_low", {y + "/pad", b.scalar(y + "/big", 1e30f)}, y + "/pad_low");
+                    b.node("Add", y + "/masked", {y + "/kept", y + "/pad_low"}, y + "/masked");
+                    reduce(y + "/masked", y + "/max");
+                    reduce(keep, y + "/any");
+                    b.node("Mul", y, {y + "/max", y + "/any"}, y);
+                }
+            }
+        } else if (t == "MultiHeadSelfAttention") {
+            const int64_t len = outShape[0], width = outShape[1], heads = p.at("heads").get<int64_t>(), dh = width / heads;
+            const bool bias = p.at("use_bias").get<bool>();
+            // x W^T (+ b) over [N, T, D], as Dense over a sequence.
+            auto project = [&](const std::string& in, const std::string& param, const std::string& out) {
+                OnnxBuilder::attr(b.node("Transpose", out + "_transpose", {weightOf(n, param + "_weight")},
+                                         out + "_weight_t"),
+                                  "perm", std::vector<int64_t>{1, 0});
+                b.node("MatMul", out + "_matmul", {in, out + "_weight_t"}, bias ? out + "_product" : out);
+                if (bias) b.node("Add", out + "_bias", {out + "_product", weightOf(n, param + "_bias")}, out);
+            };
+            project(x[0], "in", y + "/qkv");
+            auto& split = b.node("Split", y + "/split", {y + "/qkv", b.int64Init(y + "/split_sizes", {width, width, width})},
+                                 y + "/q");
+            split.add_output(y + "/k");
+            split.add_output(y + "/v");
+            OnnxBuilder::attr(split, "axis", int64_t{2});
+            // [N, T, D] -> [N, T, H, dh] -> heads first: Q and V [N, H, T, dh], K transposed [N, H, dh, T].
+            const std::string headShape = b.int64Init(y + "/head_shape", {0, 0, heads, dh});
+            for (const char* part : {"q", "k", "v"}) {
+                const std::string v = y + "/" + part;
+                b.node("Reshape", v + "_split_heads", {v, headShape}, v + "_heads");
+                OnnxBuilder::attr(b.node("Transpose", v + "_heads_first", {v + "_heads"}, v + "_by_head"), "perm",
+                                  part[0] == 'k' ? std::vector<int64_t>{0, 2, 3, 1} : std::vector<int64_t>{0, 2, 1, 3});
+            }
+            b.node("MatMul", y + "/scores", {y + "/q_by_head", y + "/k_by_head"}, y + "/scores");
+            b.node("Mul", y + "/scale",
+                   {y + "/scores", b.scalar(y + "/scale_value", 1.f / std::sqrt(static_cast<float>(dh)))},
+                   y + "/scaled");
+            std::string probs = y + "/probs";
+            if (x.size() < 2) {
+                OnnxBuilder::attr(b.node("Softmax", probs, {y + "/scaled"}, probs), "axis", int64_t{-1});
+            } else {
+                // Padding keys: -1e30 added before the softmax, and weight 0 after it (also where a sample has no
+                // real token, which attends to nothing).
+                const std::string keep = keepMask(b, y, x[1], {-1, 1, 1, len});
+                b.node("Sub", y + "/pad", {keep, b.scalar(y + "/one", 1.f)}, y + "/pad");
+                b.node("Mul", y + "/pad_low", {y + "/pad", b.scalar(y + "/big", 1e30f)}, y + "/pad_low");
+                b.node("Add", y + "/masked", {y + "/scaled", y + "/pad_low"}, y + "/masked");
+                OnnxBuilder::attr(b.node("Softmax", y + "/softmax", {y + "/masked"}, y + "/softmax"), "axis",
+                                  int64_t{-1});
+                b.node("Mul", probs, {y + "/softmax", keep}, probs);
+            }
+            b.node("MatMul", y + "/context", {probs, y + "/v_by_head"}, y + "/context");
+            OnnxBuilder::attr(b.node("Transpose", y + "/heads_last", {y + "/context"}, y + "/context_t"), "perm",
+                              std::vector<int64_t>{0, 2, 1, 3});
+            b.node("Reshape", y + "/merge_heads", {y + "/context_t", b.int64Init(y + "/merged_shape", {0, 0, width})},
+                   y + "/merged");
+            project(y + "/merged", "out", y);
         } else {
             throw OnnxExportError(n.name + ": layer type '" + t + "' has no ONNX mapping");
         }

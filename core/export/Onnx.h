@@ -16,7 +16,10 @@
 // Softmax(axis -1); BatchNorm -> BatchNormalization (inference); LayerNorm ->
 // LayerNormalization at opset >= 17, else ReduceMean/Sub/Mul/Sqrt/Div;
 // Dropout -> removed; Add -> Add (chained); Concat -> Concat(axis+1);
-// Embedding -> Cast(int64) + Gather; SequenceMeanPool -> ReduceMean(axis 1).
+// Embedding -> Cast(int64) + Gather; SequenceMeanPool / SequenceMaxPool -> ReduceMean / ReduceMax (axis 1),
+// masked: with the padding mask Sign(Abs(ids)); MultiHeadSelfAttention -> MatMul (projections), Split,
+// Reshape + Transpose (heads), MatMul, Mul (scale), Softmax (masked: -1e30 added at padding keys and the
+// weights multiplied by the mask), MatMul, Transpose + Reshape, MatMul (output projection).
 //
 // Int8 (OnnxExportOptions::int8): a QDQ graph. A quantized weight "<node>.weight" is the output of
 // DequantizeLinear "<node>.weight/dequantize" (axis 0) of the int8 initializer "<node>.weight/int8" with

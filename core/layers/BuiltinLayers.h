@@ -37,6 +37,8 @@ std::unique_ptr<LayerType> makeEmbedding();
 std::unique_ptr<LayerType> makeSequenceMeanPool();
 std::unique_ptr<LayerType> makePositionalEmbedding();
 std::unique_ptr<LayerType> makeConv1D();
+std::unique_ptr<LayerType> makeSequenceMaxPool();
+std::unique_ptr<LayerType> makeMultiHeadSelfAttention();
 // MaxPool2D and AvgPool2D share one implementation (Pool2D.cpp).
 std::unique_ptr<LayerType> makePool2DType(PoolMode mode, const std::string& name, const std::string& description);
 
@@ -66,6 +68,15 @@ void expectInputCount(const std::string& layer, const std::vector<std::string>& 
 // The one input of a sequence layer: a per-sample [length, `features`] (throws otherwise, suggesting an
 // Embedding for a rank-1 input), with length x features an int.
 const Shape& expectSequence(const std::string& layer, const std::vector<Shape>& inputs, const std::string& features);
+// Sequence layers with an optional padding mask: the bool parameter "masked" (maskedParam) adds a second input
+// port "mask", [length] values per sample where 0 marks a padding position (the token ids the Embedding read:
+// id 0 is padding). hasMaskPort reads raw params too (the graph editor's): anything but true is no mask.
+ParamSpec maskedParam();
+bool hasMaskPort(const Json& params);
+std::vector<std::string> maskedSequencePorts(const Json& params);
+// expectSequence for such a layer: the sequence on "in" and, when masked, a [length] mask on "mask".
+const Shape& expectMaskedSequence(const std::string& layer, const Json& params, const std::vector<Shape>& inputs,
+                                  const std::string& features);
 // A dimension passed to a Backend op (int); throws ShapeError when it does not fit.
 int toInt(int64_t v, const std::string& port, const std::string& what);
 // Ports "in0".."in{n-1}" for layers with a variable number of inputs.

@@ -243,14 +243,50 @@ void expectInputCount(const std::string& layer, const std::vector<std::string>& 
                                (ports.size() == 1 ? "" : "s") + ", got " + std::to_string(inputs.size()));
 }
 
-const Shape& expectSequence(const std::string& layer, const std::vector<Shape>& inputs, const std::string& features) {
-    expectInputCount(layer, {"in"}, inputs);
-    const Shape& s = inputs[0];
+namespace {
+
+const Shape& checkSequence(const std::string& layer, const Shape& s, const std::string& features) {
     if (s.rank() != 2)
         throwShapeError("in", layer, s, "a per-sample shape of rank 2 [length, " + features + "]",
                         s.rank() == 1 ? "; put an Embedding before it" : "");
     toInt(s.numel(), "in", "length x " + features);
     return s;
+}
+
+}  // namespace
+
+const Shape& expectSequence(const std::string& layer, const std::vector<Shape>& inputs, const std::string& features) {
+    expectInputCount(layer, {"in"}, inputs);
+    return checkSequence(layer, inputs[0], features);
+}
+
+bool hasMaskPort(const Json& params) {
+    const auto it = params.find("masked");
+    return it != params.end() && it->is_boolean() && it->get<bool>();
+}
+
+std::vector<std::string> maskedSequencePorts(const Json& params) {
+    if (hasMaskPort(params)) return {"in", "mask"};
+    return {"in"};
+}
+
+const Shape& expectMaskedSequence(const std::string& layer, const Json& params, const std::vector<Shape>& inputs,
+                                  const std::string& features) {
+    expectInputCount(layer, maskedSequencePorts(params), inputs);
+    const Shape& s = checkSequence(layer, inputs[0], features);
+    if (inputs.size() > 1) {
+        const Shape& m = inputs[1];
+        if (m.rank() != 1 || m[0] != s[0])
+            throwShapeError("mask", layer, m,
+                            "[" + std::to_string(s[0]) + "], one value per position of 'in' (0 marks padding)",
+                            "; connect the token ids that fed the Embedding");
+    }
+    return s;
+}
+
+ParamSpec maskedParam() {
+    return boolParam("masked", false,
+                     "adds a 'mask' input: the token ids ([length]); positions whose id is 0 (padding) are ignored");
 }
 
 int toInt(int64_t v, const std::string& port, const std::string& what) {

@@ -54,6 +54,8 @@ void registerBuiltinLayers(LayerRegistry& r) {
     r.add(makeSequenceMeanPool());
     r.add(makePositionalEmbedding());
     r.add(makeConv1D());
+    r.add(makeSequenceMaxPool());
+    r.add(makeMultiHeadSelfAttention());
 }
 
 }  // namespace
