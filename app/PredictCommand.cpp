@@ -18,13 +18,16 @@ using cli::UsageError;
 
 const char* kPredictUsage =
     "usage: strata-train predict MODEL_FILE INPUT [--top K] [--count N] [--labels IDX_LABELS] [--quiet]\n"
-    "                            [--runtime strata|opencv]\n";
+    "                            [--runtime strata|opencv]\n"
+    "       strata-train predict MODEL_FILE --text \"TEXT\" [--text \"TEXT\" ...] | --text-file FILE [options]\n"
+    "       (text models: each --text, or each line of FILE, is one sample, tokenized as in training)\n";
 
 // Samples per forward pass: bounds the activations (a CNN on 10,000 images at once would need gigabytes).
 constexpr int kPredictBatch = 256;
 
 int predictCommand(const std::vector<std::string>& args, std::ostream& out) {
-    std::string modelPath, inputPath, labelsPath, runtimeName;
+    std::string modelPath, inputPath, labelsPath, runtimeName, textFile;
+    std::vector<std::string> texts;
     int top = 3, count = 5;
     bool quiet = false;
     for (size_t i = 0; i < args.size(); ++i) {
@@ -43,6 +46,10 @@ int predictCommand(const std::vector<std::string>& args, std::ostream& out) {
             quiet = true;
         else if (a == "--runtime")
             runtimeName = value();
+        else if (a == "--text")
+            texts.push_back(value());
+        else if (a == "--text-file")
+            textFile = value();
         else if (!a.empty() && a[0] == '-')
             throw UsageError("unknown option " + a);
         else if (modelPath.empty())
@@ -52,7 +59,13 @@ int predictCommand(const std::vector<std::string>& args, std::ostream& out) {
         else
             throw UsageError("unexpected argument '" + a + "'");
     }
-    if (modelPath.empty() || inputPath.empty()) throw UsageError("predict needs MODEL_FILE and INPUT");
+    const bool textInput = !texts.empty() || !textFile.empty();
+    if (textInput && (!inputPath.empty() || (!texts.empty() && !textFile.empty())))
+        throw UsageError("give one input: INPUT, --text or --text-file");
+    if (textInput && !labelsPath.empty()) throw UsageError("--labels goes with IDX images, not with text");
+    if (modelPath.empty() || (inputPath.empty() && !textInput))
+        throw UsageError("predict needs MODEL_FILE and INPUT (or --text / --text-file)");
+    if (textInput) inputPath = textFile.empty() ? std::string("--text") : textFile;
     PredictRuntime runtime = PredictRuntime::Auto;
     if (runtimeName == "strata")
         runtime = PredictRuntime::Strata;
@@ -65,7 +78,17 @@ int predictCommand(const std::vector<std::string>& args, std::ostream& out) {
     const auto predictor = std::make_unique<Predictor>(modelPath, runtime);
     const Shape& inShape = predictor->inputShape();
 
-    PredictInputs in = readPredictInputs(inputPath, predictor->model(), inShape, count);
+    PredictInputs in;
+    if (!textInput) {
+        in = readPredictInputs(inputPath, predictor->model(), inShape, count);
+    } else {
+        if (!textFile.empty()) texts = readTextLines(textFile, count);
+        try {
+            in = encodeTexts(texts, predictor->model());
+        } catch (const std::invalid_argument& e) {
+            throw std::runtime_error(modelPath + ": " + e.what());
+        }
+    }
     for (const std::string& note : in.notes) out << note << "\n";
     if (!labelsPath.empty()) {
         if (!in.labels.empty()) throw UsageError("--labels: " + inputPath + " holds its own labels");

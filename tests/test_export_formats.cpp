@@ -400,6 +400,69 @@ private slots:
         QVERIFY2(out.str().find("sample 1 (label setosa): virginica 0.9526") != std::string::npos, out.str().c_str());
     }
 
+    // Typed text through a text model (predict --text / --text-file), from its safetensors and its GGUF file: the
+    // tokenizer and vocabulary travel in the file. Padding is masked, so an empty text scores the bias alone; bad
+    // input (a 1 MB line, Latin-1 bytes, a NUL byte, a non-text model) is cut, decoded or refused, never a crash.
+    void predictTypedText() {
+        Project p;
+        p.name = "sentiment";
+        const int in = p.graph.addNode("Input", "tokens", {{"shape", {4}}});
+        const int e = p.graph.addNode("Embedding", "embed", {{"vocab", 5}, {"dim", 2}});
+        p.graph.connect(in, e);
+        const int pool = p.graph.addNode("SequenceMeanPool", "mean", {{"masked", true}});
+        p.graph.connect({e, "out"}, {pool, "in"});
+        p.graph.connect({in, "out"}, {pool, "mask"});
+        const int d = p.graph.addNode("Dense", "fc", {{"units", 2}});
+        p.graph.connect(pool, d);
+        p.dataset.kind = DatasetKind::Text;
+        p.dataset.tokenizer = Tokenizer::Word;
+        p.dataset.maxTokens = 4;
+        ExportModel m;
+        m.project = p;
+        m.vocabulary = {"<pad>", "<unk>", "good", "bad", "fine"};
+        m.weights["embed.weight"] = {100, 100, 0, 0, 1, 0, 0, 1, 0.5f, 0.5f};  // <pad> would dominate unmasked
+        m.weights["fc.weight"] = {1, 0, 0, 1};
+        m.weights["fc.bias"] = {0, 0};
+        m.classNames = {"pos", "neg"};
+        writeSafetensorsExport(path("text.safetensors"), m, ExportPrecision::F32);
+        writeGgufExport(path("text.gguf"), m, ExportPrecision::F32);
+        for (const std::string& file : {path("text.safetensors"), path("text.gguf")}) {
+            std::ostringstream out, err;
+            QVERIFY2(runPredictCommand({file, "--text", "Good!", "--text", "bad, BAD; unknownword", "--text", "",
+                                        "--top", "1"},
+                                       out, err) == 0,
+                     err.str().c_str());
+            // good -> (1, 0): pos 0.7311; [bad, bad, <unk>] -> mean (0, 2/3): neg 0.6608; empty -> (0, 0): 0.5.
+            const std::string o = out.str();
+            QVERIFY2(o.find("sample 0: pos 0.7311") != std::string::npos, o.c_str());
+            QVERIFY2(o.find("sample 1: neg 0.6608") != std::string::npos, o.c_str());
+            QVERIFY2(o.find("sample 2: pos 0.5000") != std::string::npos, o.c_str());
+        }
+        // A file: one sample a line (CRLF too); a 1 MB line keeps its first max_tokens words; Latin-1 bytes decode
+        // as U+FFFD and split the word ("caf\xe9" -> "caf", unknown).
+        std::string big;
+        for (int i = 0; i < 200000; ++i) big += "fine ";
+        std::ofstream(path("lines.txt"), std::ios::binary) << "bad\r\n" << big << "\ncaf\xe9 good\n";
+        std::ostringstream out, err;
+        QVERIFY2(runPredictCommand({path("text.gguf"), "--text-file", path("lines.txt"), "--top", "1"}, out, err) == 0,
+                 err.str().c_str());
+        QVERIFY2(out.str().find("3 sample(s)") != std::string::npos, out.str().c_str());
+        QVERIFY2(out.str().find("sample 0: neg 0.7311") != std::string::npos, out.str().c_str());
+        QVERIFY2(out.str().find("sample 1: pos 0.5000") != std::string::npos, out.str().c_str());  // (0.5, 0.5)
+        QVERIFY2(out.str().find("sample 2: pos 0.6225") != std::string::npos, out.str().c_str());  // (0.5, 0)
+        std::ofstream(path("binary.txt"), std::ios::binary) << "good\nba" << std::string(1, '\0') << "d\n";
+        std::ostringstream out2, err2;
+        QCOMPARE(runPredictCommand({path("text.gguf"), "--text-file", path("binary.txt")}, out2, err2), 1);
+        QVERIFY2(err2.str().find("binary.txt: line 2 holds a NUL byte") != std::string::npos, err2.str().c_str());
+        // Not a text model; two inputs at once.
+        ExportModel cnn = randomExport(smallCnn(), 3);
+        writeSafetensorsExport(path("cnn.safetensors"), cnn, ExportPrecision::F32);
+        std::ostringstream out3, err3;
+        QCOMPARE(runPredictCommand({path("cnn.safetensors"), "--text", "hello"}, out3, err3), 1);
+        QVERIFY2(err3.str().find("does not take text") != std::string::npos, err3.str().c_str());
+        QCOMPARE(runPredictCommand({path("text.gguf"), path("lines.txt"), "--text", "x"}, out3, err3), 2);
+    }
+
     // Per-feature statistics must match the input: writers refuse a mismatch, loaders report it as a FormatError.
     void perFeatureStatisticsChecked() {
         Project p;

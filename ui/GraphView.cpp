@@ -42,6 +42,19 @@ double GraphView::zoom() const { return transform().m11(); }
 
 int GraphView::addLayerAt(const QString& type, const QPointF& scenePos) {
     QString error;
+    if (type.startsWith(QLatin1String(LayerPalette::kBlockPrefix))) {
+        // A block: fed by the one selected node, if any.
+        const QList<int> selected = m_scene->selectedNodeIds();
+        const QList<int> ids = m_scene->document()->insertBlock(type.mid(int(qstrlen(LayerPalette::kBlockPrefix))),
+                                                                scenePos, selected.size() == 1 ? selected[0] : -1,
+                                                                &error);
+        if (ids.isEmpty()) {
+            emit statusMessage(error);
+            return -1;
+        }
+        m_scene->selectNodes(ids);
+        return ids.front();
+    }
     const int id = m_scene->document()->addNode(type, scenePos, strata::Json::object(), QString(), &error);
     if (id < 0) {
         emit statusMessage(error);

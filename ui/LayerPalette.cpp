@@ -9,6 +9,7 @@
 #include <QVBoxLayout>
 
 #include "core/layers/LayerRegistry.h"
+#include "ui/base/Templates.h"
 #include "ui/NodeItem.h"
 
 namespace strata::ui {
@@ -93,6 +94,18 @@ void LayerPalette::populate() {
         auto* item = new QTreeWidgetItem(group, {QString::fromStdString(type->name())});
         item->setData(0, kTypeRole, QString::fromStdString(type->name()));
         item->setToolTip(0, QString::fromStdString(type->description()));
+        item->setFlags(Qt::ItemIsEnabled | Qt::ItemIsSelectable | Qt::ItemIsDragEnabled);
+    }
+    auto* blocks = new QTreeWidgetItem(m_tree, {tr("Blocks")});
+    blocks->setFlags(Qt::ItemIsEnabled);
+    QFont f = blocks->font(0);
+    f.setBold(true);
+    blocks->setFont(0, f);
+    blocks->setIcon(0, categoryIcon(QStringLiteral("Blocks")));
+    for (const BlockTemplate& b : blockTemplates()) {
+        auto* item = new QTreeWidgetItem(blocks, {b.title});
+        item->setData(0, kTypeRole, QString::fromLatin1(kBlockPrefix) + b.id);
+        item->setToolTip(0, b.description);
         item->setFlags(Qt::ItemIsEnabled | Qt::ItemIsSelectable | Qt::ItemIsDragEnabled);
     }
     m_tree->expandAll();

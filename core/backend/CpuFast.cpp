@@ -12,6 +12,7 @@
 #endif
 
 #include <atomic>
+#include <bit>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -31,6 +32,91 @@ constexpr int64_t kElementGrain = 1 << 15;
 
 // Rows per part such that each part has about kElementGrain elements.
 int64_t rowGrain(int64_t cols) { return std::max<int64_t>(1, kElementGrain / std::max<int64_t>(1, cols)); }
+
+// ---- float math that vectorizes (branch-free, no library calls), for GELU and softmax ----------------------
+// The reference (CpuReference.cpp) computes these in double through std::exp / std::erf; the fast paths stay
+// within the op tolerances of tests/test_backend_ops.cpp (a few float ulps).
+
+// exp(x) for x clamped to [-87, 88]: 2^n * e^r with n = round(x / ln 2) and |r| <= ln 2 / 2, e^r by Cephes'
+// expf polynomial (relative error about 1e-7). The rounding adds and subtracts 1.5 * 2^23, which rounds to
+// nearest in float arithmetic without a call to nearbyint.
+inline float expFast(float x) {
+    x = x < -87.0f ? -87.0f : x;  // value selects (std::min returns a reference, which does not vectorize)
+    x = x > 88.0f ? 88.0f : x;
+    const float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+    float r = x - n * 0.693359375f;
+    r = r - n * -2.12194440e-4f;
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * r * r + r + 1.0f;
+    return p * std::bit_cast<float>((static_cast<int32_t>(n) + 127) << 23);
+}
+
+// Phi(x), the standard normal CDF, as 1 - erfc(z)/2 or erfc(z)/2 with z = |x| / sqrt 2, and erfc by the
+// Chebyshev fit of Numerical Recipes (fractional error below 1.2e-7 for every z >= 0).
+inline float normalCdf(float x) {
+    const float z = std::fabs(x) * 0.70710678118654752f;
+    const float t = 1.0f / (1.0f + 0.5f * z);
+    float q = 0.17087277f;
+    q = q * t - 0.82215223f;
+    q = q * t + 1.48851587f;
+    q = q * t - 1.13520398f;
+    q = q * t + 0.27886807f;
+    q = q * t - 0.18628806f;
+    q = q * t + 0.09678418f;
+    q = q * t + 0.37409196f;
+    q = q * t + 1.00002368f;
+    q = q * t - 1.26551223f;
+    const float half = 0.5f * t * expFast(q - z * z);
+    return x >= 0.0f ? 1.0f - half : half;
+}
+
+// GELU (exact, erf form) and its derivative Phi(x) + x phi(x).
+inline float geluFast(float x) { return x * normalCdf(x); }
+inline float geluDerivativeFast(float x) {
+    return normalCdf(x) + x * 0.39894228040143268f * expFast(-0.5f * x * x);
+}
+
+// Softmax of one row; keep (may be null) excludes columns where it is 0 (they get 0; no kept column: all 0).
+void softmaxRow(float* y, const float* x, const float* keep, int cols) {
+    constexpr float kLowest = -3.4e38f;
+    float mx = kLowest;
+    if (keep) {
+        STRATA_SIMD_MAX(mx)
+        for (int c = 0; c < cols; ++c) {
+            const float xc = x[c];  // loaded unconditionally: a conditional load does not vectorize
+            const float v = keep[c] != 0.0f ? xc : kLowest;
+            mx = v > mx ? v : mx;
+        }
+    } else {
+        STRATA_SIMD_MAX(mx)
+        for (int c = 0; c < cols; ++c) mx = x[c] > mx ? x[c] : mx;
+    }
+    float total = 0.0f;
+    if (keep) {
+        STRATA_SIMD_SUM(total)
+        for (int c = 0; c < cols; ++c) {
+            const float all = expFast(x[c] - mx);
+            const float e = keep[c] != 0.0f ? all : 0.0f;
+            y[c] = e;
+            total += e;
+        }
+    } else {
+        STRATA_SIMD_SUM(total)
+        for (int c = 0; c < cols; ++c) {
+            const float e = expFast(x[c] - mx);
+            y[c] = e;
+            total += e;
+        }
+    }
+    const float inv = total > 0.0f ? 1.0f / total : 0.0f;
+    STRATA_SIMD
+    for (int c = 0; c < cols; ++c) y[c] *= inv;
+}
 
 }  // namespace
 
@@ -467,8 +553,6 @@ void meanPoolBackward(int threads, float* dx, const float* dy, int outer, int le
     });
 }
 
-// ---- activations -------------------------------------------------------------------------
-
 void sequencePoolForward(int threads, float* y, const float* x, const float* keep, int batch, int len, int dim,
                          PoolMode mode) {
     parallelFor(threads, batch, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, int64_t(len) * dim)),
@@ -488,6 +572,8 @@ void sequencePoolBackward(int threads, float* dx, const float* dy, const float* 
                 });
 }
 
+// ---- activations -------------------------------------------------------------------------
+
 void activationForward(int threads, float* y, const float* x, int64_t n, Activation act, float alpha) {
     // ReLU and LeakyReLU are cheap enough that a GELU-sized grain would leave them single-threaded.
     const int64_t grain = act == Activation::ReLU || act == Activation::LeakyReLU ? kElementGrain : 2048;
@@ -496,6 +582,9 @@ void activationForward(int threads, float* y, const float* x, int64_t n, Activat
             for (int64_t i = b; i < e; ++i) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
         } else if (act == Activation::LeakyReLU) {
             for (int64_t i = b; i < e; ++i) y[i] = x[i] > 0.0f ? x[i] : alpha * x[i];
+        } else if (act == Activation::GELU) {
+            STRATA_SIMD
+            for (int64_t i = b; i < e; ++i) y[i] = geluFast(x[i]);
         } else {
             cpuref::activationForward(y + b, x + b, e - b, act, alpha);
         }
@@ -519,6 +608,9 @@ void activationBackward(int threads, float* dx, const float* dy, const float* x,
                 const float g = dy[i];
                 dx[i] += x[i] > 0.0f ? g : alpha * g;
             }
+        } else if (act == Activation::GELU) {
+            STRATA_SIMD
+            for (int64_t i = b; i < e; ++i) dx[i] += dy[i] * geluDerivativeFast(x[i]);
         } else {
             cpuref::activationBackward(dx + b, dy + b, x ? x + b : nullptr, y ? y + b : nullptr, e - b, act, alpha);
         }
@@ -529,24 +621,31 @@ void activationBackward(int threads, float* dx, const float* dy, const float* x,
 
 void softmaxForward(int threads, float* y, const float* x, int rows, int cols) {
     parallelFor(threads, rows, rowGrain(cols) / 8 + 1, [&](int64_t b, int64_t e, int) {
-        cpuref::softmaxForward(y + b * cols, x + b * cols, static_cast<int>(e - b), cols);
+        for (int64_t r = b; r < e; ++r) softmaxRow(y + r * cols, x + r * cols, nullptr, cols);
     });
 }
 
 void softmaxBackward(int threads, float* dx, const float* dy, const float* y, int rows, int cols) {
     parallelFor(threads, rows, rowGrain(cols), [&](int64_t b, int64_t e, int) {
-        cpuref::softmaxBackward(dx + b * cols, dy + b * cols, y + b * cols, static_cast<int>(e - b), cols);
+        for (int64_t r = b; r < e; ++r) {
+            const float* yr = y + r * cols;
+            const float* gr = dy + r * cols;
+            float* dr = dx + r * cols;
+            float dot = 0.0f;
+            STRATA_SIMD_SUM(dot)
+            for (int c = 0; c < cols; ++c) dot += gr[c] * yr[c];
+            STRATA_SIMD
+            for (int c = 0; c < cols; ++c) dr[c] += yr[c] * (gr[c] - dot);
+        }
     });
 }
 
 void maskedSoftmaxForward(int threads, float* y, const float* x, const float* keep, int groups, int rowsPerGroup,
                           int cols) {
-    const int64_t perGroup = int64_t(rowsPerGroup) * cols;
-    parallelFor(threads, groups, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, perGroup)),
-                [&](int64_t b, int64_t e, int) {
-                    cpuref::maskedSoftmaxForward(y + b * perGroup, x + b * perGroup, keep + b * cols,
-                                                 static_cast<int>(e - b), rowsPerGroup, cols);
-                });
+    const int64_t rows = int64_t(groups) * rowsPerGroup;
+    parallelFor(threads, rows, rowGrain(cols) / 8 + 1, [&](int64_t b, int64_t e, int) {
+        for (int64_t r = b; r < e; ++r) softmaxRow(y + r * cols, x + r * cols, keep + (r / rowsPerGroup) * cols, cols);
+    });
 }
 
 void softmaxCrossEntropy(int threads, float* losses, float* dlogits, const float* logits, const int32_t* labels,

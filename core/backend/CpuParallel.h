@@ -10,13 +10,17 @@
 #include <omp.h>
 #endif
 
-// A vectorized sum reduction (the order is fixed by the vector width, so it is deterministic);
-// nothing without OpenMP, where an unknown pragma would warn.
+// A vectorized sum (or max) reduction, and a vectorized loop (the order is fixed by the vector width, so it is
+// deterministic); nothing without OpenMP, where an unknown pragma would warn.
 #define STRATA_PRAGMA(text) _Pragma(#text)
 #ifdef _OPENMP
 #define STRATA_SIMD_SUM(...) STRATA_PRAGMA(omp simd reduction(+ : __VA_ARGS__))
+#define STRATA_SIMD_MAX(...) STRATA_PRAGMA(omp simd reduction(max : __VA_ARGS__))
+#define STRATA_SIMD STRATA_PRAGMA(omp simd)
 #else
 #define STRATA_SIMD_SUM(...)
+#define STRATA_SIMD_MAX(...)
+#define STRATA_SIMD
 #endif
 
 namespace strata::cpu {

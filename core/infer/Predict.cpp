@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <stdexcept>
 
@@ -34,11 +35,29 @@ PredictInputs readIdxImages(const std::string& path, int64_t limit) {
     return in;
 }
 
+// One text as the model's input: token ids, cut to max_tokens, padded with 0.
+void appendEncoded(PredictInputs& in, const std::string& text, const DatasetSettings& ds,
+                   const std::map<std::string, int32_t>& ids) {
+    std::vector<float> sample(static_cast<size_t>(ds.maxTokens), 0.f);
+    const std::vector<std::string> toks = tokenizeText(text, ds.tokenizer);
+    for (size_t k = 0; k < toks.size() && k < sample.size(); ++k) {
+        auto it = ids.find(toks[k]);
+        sample[k] = it == ids.end() ? 1.f : static_cast<float>(it->second);
+    }
+    in.values.insert(in.values.end(), sample.begin(), sample.end());
+    ++in.count;
+}
+
+std::map<std::string, int32_t> vocabularyIds(const std::vector<std::string>& vocab) {
+    std::map<std::string, int32_t> ids;
+    for (size_t i = 0; i < vocab.size(); ++i) ids[vocab[i]] = static_cast<int32_t>(i);
+    return ids;
+}
+
 PredictInputs readTextCsv(const std::vector<data::CsvRecord>& rows, const DatasetSettings& ds,
                           const std::vector<std::string>& vocab, int64_t limit) {
     // "label,text" rows like the training file; an optional header row is skipped.
-    std::map<std::string, int32_t> ids;
-    for (size_t i = 0; i < vocab.size(); ++i) ids[vocab[i]] = static_cast<int32_t>(i);
+    const std::map<std::string, int32_t> ids = vocabularyIds(vocab);
     PredictInputs in;
     in.sampleDims = {ds.maxTokens};
     for (const data::CsvRecord& r : rows) {
@@ -47,14 +66,7 @@ PredictInputs readTextCsv(const std::vector<data::CsvRecord>& rows, const Datase
             continue;
         const std::string text = r.fields.size() >= 2 ? r.fields[1] : r.fields[0];
         if (r.fields.size() >= 2) in.labels.push_back(r.fields[0]);
-        std::vector<float> sample(static_cast<size_t>(ds.maxTokens), 0.f);
-        const std::vector<std::string> toks = tokenizeText(text, ds.tokenizer);
-        for (size_t k = 0; k < toks.size() && k < sample.size(); ++k) {
-            auto it = ids.find(toks[k]);
-            sample[k] = it == ids.end() ? 1.f : static_cast<float>(it->second);
-        }
-        in.values.insert(in.values.end(), sample.begin(), sample.end());
-        ++in.count;
+        appendEncoded(in, text, ds, ids);
     }
     return in;
 }
@@ -115,6 +127,33 @@ PredictInputs readImageInputs(const std::string& path, const Shape& inputShape, 
 }
 
 }  // namespace
+
+PredictInputs encodeTexts(const std::vector<std::string>& texts, const ExportModel& model) {
+    const DatasetSettings& ds = model.project.dataset;
+    if (ds.kind != DatasetKind::Text || model.vocabulary.empty())
+        throw std::invalid_argument("this model does not take text (its dataset is not a text CSV with a vocabulary)");
+    const std::map<std::string, int32_t> ids = vocabularyIds(model.vocabulary);
+    PredictInputs in;
+    in.sampleDims = {ds.maxTokens};
+    for (const std::string& t : texts) appendEncoded(in, t, ds, ids);
+    return in;
+}
+
+std::vector<std::string> readTextLines(const std::string& path, int64_t limit) {
+    std::ifstream f(path, std::ios::binary);
+    if (!f) throw std::runtime_error(path + ": cannot be read");
+    std::vector<std::string> lines;
+    std::string line;
+    for (int64_t n = 1; static_cast<int64_t>(lines.size()) < limit && std::getline(f, line); ++n) {
+        if (!line.empty() && line.back() == '\r') line.pop_back();
+        if (line.find('\0') != std::string::npos)
+            throw std::runtime_error(path + ": line " + std::to_string(n) +
+                                     " holds a NUL byte; --text-file takes UTF-8 text, one sample a line");
+        lines.push_back(std::move(line));
+    }
+    if (f.bad()) throw std::runtime_error(path + ": read error");
+    return lines;
+}
 
 bool isIdxImages(const std::string& path) {
     gzFile f = gzopen(path.c_str(), "rb");

@@ -35,6 +35,14 @@ struct PredictInputs {
 // text projects tokenize the text column with `model.vocabulary`). Throws naming the file and line.
 PredictInputs readPredictInputs(const std::string& path, const ExportModel& model, const Shape& inputShape,
                                 int64_t limit);
+// Raw texts for a text model (dataset kind text, a vocabulary): each tokenized as in training (the project's
+// tokenizer, ids from `model.vocabulary`, unknown words 1), cut to max_tokens or padded with 0. An empty text is
+// all padding. Throws std::invalid_argument for a model that does not take text.
+PredictInputs encodeTexts(const std::vector<std::string>& texts, const ExportModel& model);
+// The lines of a UTF-8 text file, one sample each (a final line without a newline counts; "\r\n" endings
+// are cut); at most `limit`. Throws naming the file when it cannot be read or a line holds a NUL byte (not
+// text: a binary file given by mistake), naming the line.
+std::vector<std::string> readTextLines(const std::string& path, int64_t limit);
 // True when the file (gzipped or not) starts with the IDX u8 rank-3 magic.
 bool isIdxImages(const std::string& path);
 // IDX labels (u8 class indices, as Fashion-MNIST's *-labels-idx1-ubyte) for the first `count` samples.

@@ -65,10 +65,16 @@ Cost layerCost(const std::string& type, const Json& params, int64_t batch, const
         // backward computes the input gradient and the weight gradient, twice the forward.
         c.fwdFlop = 2.0 * n * out * static_cast<double>(weightNumel / weightRows);
         c.bwdFlop = 2.0 * c.fwdFlop;
+    } else if (type == "MultiHeadSelfAttention" && weightRows > 0) {
+        // Projections 8 T D^2 (Q, K, V and the output), scores and weighted sum 4 T^2 D; backward twice that.
+        const double d = static_cast<double>(weightRows) / 3.0, t = out / d;
+        c.fwdFlop = n * (8.0 * t * d * d + 4.0 * t * t * d);
+        c.bwdFlop = 2.0 * c.fwdFlop;
     } else if (type == "MaxPool2D" || type == "AvgPool2D") {
         c.fwdFlop = n * out * static_cast<double>(kernelArea(params));
         c.bwdFlop = c.fwdFlop;
-    } else if (type == "GlobalAvgPool" || type == "SequenceMeanPool" || type == "PositionalEmbedding") {
+    } else if (type == "GlobalAvgPool" || type == "SequenceMeanPool" || type == "SequenceMaxPool" ||
+               type == "PositionalEmbedding") {
         c.fwdFlop = n * in;
         c.bwdFlop = n * in;
     } else if (type == "Embedding" || type == "Flatten" || type == "Reshape" || type == "Input") {
@@ -323,6 +329,8 @@ ProfileReport profileProject(const Project& projectIn, const std::string& projec
             // One row per output unit: a Conv1D's weight is [kernel, filters, channels].
             const Shape& ws = p.param->value.shape();
             weightRows[p.node] = ws.rank() == 3 && model->graph().node(p.node)->type == "Conv1D" ? ws[1] : ws[0];
+        } else if (p.name.size() > 10 && p.name.compare(p.name.size() - 10, 10, ".in_weight") == 0) {
+            weightRows[p.node] = p.param->value.shape()[0];  // attention's [3 D, D] input projection
         }
     }
     const Graph& g = model->graph();

@@ -543,6 +543,56 @@ private slots:
         QCOMPARE(sum, qint64(ed.doc.analysis().parameterCount));
     }
 
+    // The palette's Transformer encoder block: dropped below the selected sequence layer, it arrives wired to it
+    // (its width taken from the sequence, its attention masked by the token ids) as one undoable edit.
+    void transformerBlockFromThePalette() {
+        Editor ed;
+        Graph g;
+        const int tokens = g.addNode("Input", "tokens", {{"shape", {12}}}, 0, 0);
+        const int embed = g.addNode("Embedding", "embed", {{"vocab", 50}, {"dim", 16}}, 0, 110);
+        g.connect(tokens, embed);
+        const int positions = g.addNode("PositionalEmbedding", "positions", Json::object(), 0, 220);
+        g.connect(embed, positions);
+        Project p;
+        p.graph = g;
+        ed.doc.newProject(p);
+        const Graph before = ed.doc.graph();
+        ed.scene.selectNodes({positions});
+        QMimeData mime;
+        mime.setData(QString::fromLatin1(LayerPalette::kMimeType), QByteArray("block:transformer_encoder"));
+        const QPoint at = ed.toView({0, 330});
+        QDragEnterEvent enter(at, Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
+        QApplication::sendEvent(ed.view->viewport(), &enter);
+        QDropEvent drop(QPointF(at), Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
+        QApplication::sendEvent(ed.view->viewport(), &drop);
+        const Graph& after = ed.doc.graph();
+        QCOMPARE(after.nodes().size(), before.nodes().size() + 8);
+        QVERIFY2(ed.doc.analysis().ok(), ed.doc.analysis().problems.empty()
+                                             ? ""
+                                             : ed.doc.analysis().problems[0].message.c_str());
+        const Node* attention = after.nodeByName("block1_attention");
+        QVERIFY(attention);
+        QCOMPARE(attention->params.at("masked").get<bool>(), true);
+        QCOMPARE(after.edgeInto({attention->id, "mask"})->from.node, tokens);
+        QCOMPARE(after.edgeInto({attention->id, "in"})->from.node, positions);
+        QCOMPARE(after.nodeByName("block1_ff2")->params.at("units").get<int>(), 16);
+        QCOMPARE(*ed.doc.analysis().shapeOf(after.nodeByName("block1_norm2")->id), (Shape{12, 16}));
+        // A second block takes the next prefix; one undo removes a whole block.
+        ed.scene.selectNodes({after.nodeByName("block1_norm2")->id});
+        const QPoint at2 = ed.toView({300, 330});
+        QDragEnterEvent enter2(at2, Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
+        QApplication::sendEvent(ed.view->viewport(), &enter2);
+        QDropEvent again(QPointF(at2), Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
+        QApplication::sendEvent(ed.view->viewport(), &again);
+        QCOMPARE(ed.doc.graph().nodes().size(), before.nodes().size() + 16);
+        QVERIFY(ed.doc.graph().nodeByName("block2_norm2"));
+        QVERIFY(ed.doc.analysis().ok());
+        ed.doc.undoStack()->undo();
+        QVERIFY(!ed.doc.graph().nodeByName("block2_attention"));
+        ed.doc.undoStack()->undo();
+        QVERIFY(ed.doc.graph() == before);
+    }
+
     void paletteFilterAndZoom() {
         LayerPalette palette;
         const QStringList all = palette.visibleTypes();

@@ -156,6 +156,10 @@ private slots:
         const GraphAnalysis textCnn = analyzeGraph(textCnnTemplate().graph);
         // embed 20000 x 64 + trigrams 3 x 128 x 64 + 128 + logits 128 x 4 + 4.
         QCOMPARE(textCnn.parameterCount, int64_t(20000 * 64 + 3 * 128 * 64 + 128 + 128 * 4 + 4));
+        // embed + positions + 2 blocks (attention 4 x 128^2 + 4 x 128, 2 LayerNorms, Dense 128->256->128) + logits.
+        const GraphAnalysis textTransformer = analyzeGraph(textTransformerTemplate().graph);
+        const int64_t block = (4 * 128 * 128 + 4 * 128) + 2 * 256 + (128 * 256 + 256) + (256 * 128 + 128);
+        QCOMPARE(textTransformer.parameterCount, int64_t(20000 * 128 + 128 * 128 + 2 * block + 128 * 4 + 4));
     }
 
     void windowLayoutAndTitle() {

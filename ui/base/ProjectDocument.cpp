@@ -10,6 +10,7 @@
 #include <map>
 
 #include "core/layers/LayerRegistry.h"
+#include "ui/base/Templates.h"
 #include "ui/base/UndoCommands.h"
 
 namespace strata::ui {
@@ -339,6 +340,43 @@ QList<int> ProjectDocument::paste(const std::vector<strata::Node>& nodes, const 
         }
     }
     pushGraph(after, tr("Paste %n nodes", nullptr, int(nodes.size())));
+    return created;
+}
+
+QList<int> ProjectDocument::insertBlock(const QString& id, const QPointF& pos, int from, QString* error) {
+    QList<int> created;
+    if (refuseWhenLocked(error)) return created;
+    const BlockTemplate* block = findBlockTemplate(id);
+    if (!block) {
+        if (error) *error = tr("Unknown block '%1'").arg(id);
+        return created;
+    }
+    const strata::Graph& g = graph();
+    int width = 128;
+    const strata::Shape* fromShape = from >= 0 ? m_analysis.shapeOf(from) : nullptr;
+    if (fromShape && fromShape->rank() == 2)
+        width = static_cast<int>((*fromShape)[1]);
+    else
+        from = -1;
+    int mask = -1;  // the token ids: an Input of rank 1 that feeds an Embedding
+    for (const strata::Node* n : g.nodes()) {
+        if (n->type != "Input" || mask >= 0) continue;
+        const strata::Shape* s = m_analysis.shapeOf(n->id);
+        if (!s || s->rank() != 1) continue;
+        for (const strata::Edge& e : g.edgesFrom(n->id))
+            if (const strata::Node* to = g.node(e.to.node); to && to->type == "Embedding") mask = n->id;
+    }
+    strata::Graph after = m_project.graph;
+    std::string prefix;
+    for (int k = 1;; ++k) {  // block1_, block2_, ...: the first prefix no node name starts with
+        prefix = "block" + std::to_string(k) + "_";
+        bool taken = false;
+        for (const strata::Node* n : after.nodes()) taken = taken || n->name.rfind(prefix, 0) == 0;
+        if (!taken) break;
+    }
+    const AddedBlock added = addBlock(after, id, prefix, pos.x(), pos.y(), from, width, mask);
+    for (int n : added.nodes) created.append(n);
+    pushGraph(after, tr("Add %1").arg(block->title));
     return created;
 }
 

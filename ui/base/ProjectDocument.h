@@ -77,6 +77,11 @@ public:
     // edges among them, shifted by `offset`. Returns the new ids in the order of `nodes`.
     QList<int> paste(const std::vector<strata::Node>& nodes, const std::vector<strata::Edge>& edges,
                      const QPointF& offset);
+    // Adds a block of blockTemplates() (Templates.h) with its first node at pos, as one undoable edit. from >= 0:
+    // the node feeding it, when its output is a sequence [length, width] (the block takes that width; otherwise
+    // the block is added unconnected at width 128); the attention is masked by the token ids of the Input that
+    // feeds an Embedding, when there is one. Returns the block's nodes; empty, with *error, when refused.
+    QList<int> insertBlock(const QString& id, const QPointF& pos, int from, QString* error = nullptr);
     void setDatasetSettings(const strata::DatasetSettings& settings);
     void setTrainingSettings(const strata::TrainingSettings& settings);
 

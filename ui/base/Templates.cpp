@@ -190,6 +190,94 @@ strata::Project textCnnTemplate() {
     return p;
 }
 
+// A post-LayerNorm Transformer encoder block (Vaswani et al. 2017): self-attention, Add, LayerNorm, Dense 2W ->
+// GELU -> Dense W, Add, LayerNorm. One node per row below (x, y).
+AddedBlock addTransformerEncoderBlock(strata::Graph& g, const std::string& prefix, double x, double y, int from,
+                                      int width, int mask) {
+    AddedBlock b;
+    int row = 0;
+    auto add = [&](const std::string& type, const std::string& name, strata::Json params) {
+        const int id = g.addNode(type, prefix + name, std::move(params), x, y + kRow * row++);
+        b.nodes.push_back(id);
+        return id;
+    };
+    const bool masked = mask >= 0;
+    const int attention =
+        add("MultiHeadSelfAttention", "attention",
+            {{"heads", width % 4 == 0 ? 4 : 1}, {"dropout", 0.0}, {"masked", masked}, {"use_bias", true}});
+    const int add1 = add("Add", "residual1", {{"inputs", 2}});
+    const int norm1 = add("LayerNorm", "norm1", {{"eps", 1e-5}});
+    const int ff1 = add("Dense", "ff1", {{"units", 2 * width}});
+    const int gelu = add("GELU", "gelu", strata::Json::object());
+    const int ff2 = add("Dense", "ff2", {{"units", width}});
+    const int add2 = add("Add", "residual2", {{"inputs", 2}});
+    const int norm2 = add("LayerNorm", "norm2", {{"eps", 1e-5}});
+    if (from >= 0) {
+        g.connect({from, "out"}, {attention, "in"});
+        g.connect({from, "out"}, {add1, "in0"});
+    }
+    if (masked) g.connect({mask, "out"}, {attention, "mask"});
+    g.connect({attention, "out"}, {add1, "in1"});
+    g.connect(add1, norm1);
+    g.connect(norm1, ff1);
+    g.connect(ff1, gelu);
+    g.connect(gelu, ff2);
+    g.connect({norm1, "out"}, {add2, "in0"});
+    g.connect({ff2, "out"}, {add2, "in1"});
+    g.connect(add2, norm2);
+    b.output = norm2;
+    return b;
+}
+
+QList<BlockTemplate> blockTemplates() {
+    return {{QStringLiteral("transformer_encoder"), QObject::tr("Transformer encoder block"),
+             QObject::tr("Self-attention (4 heads, padding masked by the token ids), Add, LayerNorm, Dense 2W -> "
+                         "GELU -> Dense W, Add, LayerNorm. Select the layer that feeds it before adding it.")}};
+}
+
+const BlockTemplate* findBlockTemplate(const QString& id) {
+    static const QList<BlockTemplate> blocks = blockTemplates();
+    for (const BlockTemplate& b : blocks)
+        if (b.id == id) return &b;
+    return nullptr;
+}
+
+AddedBlock addBlock(strata::Graph& g, const QString& id, const std::string& prefix, double x, double y, int from,
+                    int width, int mask) {
+    if (id == QStringLiteral("transformer_encoder"))
+        return addTransformerEncoderBlock(g, prefix, x, y, from, width, mask);
+    return {};
+}
+
+// A small Transformer encoder for text: learned positions, two encoder blocks, the mean of the real tokens.
+strata::Project textTransformerTemplate() {
+    strata::Project p = textClassifierTemplate();
+    p.name = "Text Transformer";
+    p.graph = strata::Graph();
+    strata::Graph& g = p.graph;
+    constexpr int kWidth = 128;
+    const int tokens = g.addNode("Input", "tokens", {{"shape", {128}}}, 0, 0);
+    const int embed = g.addNode("Embedding", "embed", {{"vocab", 20000}, {"dim", kWidth}}, 0, kRow);
+    g.connect(tokens, embed);
+    const int positions = g.addNode("PositionalEmbedding", "positions", strata::Json::object(), 0, 2 * kRow);
+    g.connect(embed, positions);
+    const AddedBlock first = addTransformerEncoderBlock(g, "block1_", 0, 3 * kRow, positions, kWidth, tokens);
+    const AddedBlock second =
+        addTransformerEncoderBlock(g, "block2_", 0, 11 * kRow, first.output, kWidth, tokens);
+    const int mean = g.addNode("SequenceMeanPool", "mean", {{"masked", true}}, 0, 19 * kRow);
+    g.connect({second.output, "out"}, {mean, "in"});
+    g.connect({tokens, "out"}, {mean, "mask"});
+    const int dropout = g.addNode("Dropout", "dropout", {{"rate", 0.1}}, 0, 20 * kRow);
+    g.connect(mean, dropout);
+    const int logits = g.addNode("Dense", "logits", dense(4), 0, 21 * kRow);
+    g.connect(dropout, logits);
+    p.dataset.maxTokens = 128;
+    p.training.optimizer = strata::OptimizerKind::AdamW;
+    p.training.learningRate = 0.0005;
+    p.training.weightDecay = 0.01;
+    return p;
+}
+
 QList<ProjectTemplate> projectTemplates() {
     return {
         {QStringLiteral("fashion_cnn"), QObject::tr("Fashion-MNIST CNN"),
@@ -216,6 +304,10 @@ QList<ProjectTemplate> projectTemplates() {
          QObject::tr("64 word ids -> Embedding -> Conv1D 128 over 3 words -> ReLU -> mean over the sequence -> "
                      "Dropout -> Dense: n-gram detectors. 86% on examples/debian_sections_cnn.strata's corpus."),
          textCnnTemplate},
+        {QStringLiteral("text_transformer"), QObject::tr("Text Transformer"),
+         QObject::tr("128 word ids -> Embedding 128 + learned positions -> two Transformer encoder blocks (4 heads, "
+                     "padding masked) -> mean of the real tokens -> Dense. Choose a text CSV in the dataset panel."),
+         textTransformerTemplate},
     };
 }
 

@@ -31,5 +31,28 @@ strata::Project residualTemplate();
 // Input [16] token ids -> Embedding -> SequenceMeanPool -> Dense -> ReLU -> Dense.
 strata::Project textClassifierTemplate();
 strata::Project textCnnTemplate();
+// Input [128] word ids -> Embedding 128 -> PositionalEmbedding -> 2 Transformer encoder blocks (4 heads, masked by
+// the ids) -> masked mean over the sequence -> Dropout -> Dense.
+strata::Project textTransformerTemplate();
+
+// Blocks: groups of wired layers that the palette's "Blocks" group drops onto the canvas as one edit.
+struct BlockTemplate {
+    QString id;  // "transformer_encoder"
+    QString title;
+    QString description;
+};
+QList<BlockTemplate> blockTemplates();
+const BlockTemplate* findBlockTemplate(const QString& id);
+
+// The nodes one block added to a graph.
+struct AddedBlock {
+    std::vector<int> nodes;  // every node of the block, in order
+    int output = -1;         // the node whose output leaves the block
+};
+// Adds block `id` to `g` with its top-left node at (x, y); node names start with `prefix` ("block1_").
+// from >= 0: the node feeding the block (connected); width: the sequence width it works on; mask >= 0: the
+// token-id node for the attention's padding mask (masked attention), else unmasked. Unknown id: nothing added.
+AddedBlock addBlock(strata::Graph& g, const QString& id, const std::string& prefix, double x, double y, int from,
+                    int width, int mask);
 
 }  // namespace strata::ui
