@@ -368,10 +368,10 @@ void CudaBackend::doGemmStridedBatched(bool transA, bool transB, int m, int n, i
         const cublasComputeType_t compute =
             precision == ComputePrecision::BF16 ? CUBLAS_COMPUTE_32F_FAST_16BF : CUBLAS_COMPUTE_32F_FAST_16F;
         try {
-            CUBLAS_CHECK(cublasGemmStridedBatchedEx(
-                m_cublas, transB ? CUBLAS_OP_T : CUBLAS_OP_N, transA ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha,
-                rb.get(), CUDA_R_32F, ldb, strideB, ra.get(), CUDA_R_32F, lda, strideA, &beta, c, CUDA_R_32F, ldc,
-                strideC, count, compute, CUBLAS_GEMM_DEFAULT));
+            CUBLAS_CHECK(cublasGemmStridedBatchedEx(m_cublas, transB ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                                    transA ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha, rb.get(),
+                                                    CUDA_R_32F, ldb, strideB, ra.get(), CUDA_R_32F, lda, strideA, &beta,
+                                                    c, CUDA_R_32F, ldc, strideC, count, compute, CUBLAS_GEMM_DEFAULT));
         } catch (const BackendError& e) {
             throw BackendError("gemmStridedBatched in " + std::string(computePrecisionName(precision)) + " on " +
                                m_label + ": " + e.what());
@@ -379,8 +379,8 @@ void CudaBackend::doGemmStridedBatched(bool transA, bool transB, int m, int n, i
         return;
     }
     CUBLAS_CHECK(cublasSgemmStridedBatched(m_cublas, transB ? CUBLAS_OP_T : CUBLAS_OP_N,
-                                           transA ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha, b, ldb, strideB, a,
-                                           lda, strideA, &beta, c, ldc, strideC, count));
+                                           transA ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha, b, ldb, strideB, a, lda,
+                                           strideA, &beta, c, ldc, strideC, count));
 }
 
 void CudaBackend::doAddBiasRows(float* y, const float* bias, int rows, int cols) {

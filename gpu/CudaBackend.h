@@ -133,8 +133,8 @@ protected:
     void doMeanPoolBackward(float* dx, const float* dy, int outer, int len, int inner) override;
     void doSequencePoolForward(float* y, const float* x, const float* keep, int batch, int len, int dim,
                                PoolMode mode) override;
-    void doSequencePoolBackward(float* dx, const float* dy, const float* x, const float* y, const float* keep, int batch,
-                                int len, int dim, PoolMode mode) override;
+    void doSequencePoolBackward(float* dx, const float* dy, const float* x, const float* y, const float* keep,
+                                int batch, int len, int dim, PoolMode mode) override;
 
     void doActivationForward(float* y, const float* x, int64_t n, Activation act, float alpha) override;
     void doActivationBackward(float* dx, const float* dy, const float* x, const float* y, int64_t n, Activation act,

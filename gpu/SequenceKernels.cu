@@ -82,7 +82,7 @@ void launchMaskedSoftmaxForward(cudaStream_t s, float* y, const float* x, const 
     if (rows <= 0 || cols <= 0) return;
     const int64_t blocks = (rows + kRowsPerBlock - 1) / kRowsPerBlock;
     maskedSoftmaxKernel<<<static_cast<unsigned>(blocks), kRowsPerBlock * 32, 0, s>>>(y, x, keep, static_cast<int>(rows),
-                                                                                   rowsPerGroup, cols);
+                                                                                     rowsPerGroup, cols);
     CUDA_CHECK_LAUNCH();
 }
 
@@ -91,7 +91,7 @@ void launchSequencePoolForward(cudaStream_t s, float* y, const float* x, const f
     const int64_t total = int64_t(batch) * dim;
     if (total <= 0 || len <= 0) return;
     sequencePoolForwardKernel<<<detail::gridFor(total), detail::kBlock, 0, s>>>(y, x, keep, batch, len, dim,
-                                                                                 mode == PoolMode::Max);
+                                                                                mode == PoolMode::Max);
     CUDA_CHECK_LAUNCH();
 }
 
@@ -100,7 +100,7 @@ void launchSequencePoolBackward(cudaStream_t s, float* dx, const float* dy, cons
     const int64_t total = int64_t(batch) * dim;
     if (total <= 0 || len <= 0) return;
     sequencePoolBackwardKernel<<<detail::gridFor(total), detail::kBlock, 0, s>>>(dx, dy, x, y, keep, batch, len, dim,
-                                                                                  mode == PoolMode::Max);
+                                                                                 mode == PoolMode::Max);
     CUDA_CHECK_LAUNCH();
 }
 

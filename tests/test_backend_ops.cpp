@@ -481,7 +481,7 @@ private slots:
                       ldc = n + pick(rng, {0, 2});
             const int64_t sa = int64_t(ta ? k : m) * lda + pick(rng, {0, 7}),
                           sb = trial % 5 == 0 ? 0 : int64_t(tb ? n : k) * ldb + pick(rng, {0, 3}),  // 0: shared B
-                          sc = int64_t(m) * ldc + pick(rng, {0, 4});
+                sc = int64_t(m) * ldc + pick(rng, {0, 4});
             const float alpha = trial % 4 == 1 ? 0.125f : 1.0f, beta = trial % 3 == 0 ? 0.0f : 0.5f;
             const Vec a = randomVec(rng, static_cast<size_t>(sa * count));
             const Vec b = randomVec(rng, static_cast<size_t>(std::max<int64_t>(sb * count, int64_t(tb ? n : k) * ldb)));
@@ -774,7 +774,8 @@ private slots:
             const size_t xs = static_cast<size_t>(batch) * len * dim, ys = static_cast<size_t>(batch) * dim;
             const Vec x = randomVec(rng, xs), dy = randomVec(rng, ys), dx0 = randomVec(rng, xs);
             Vec keep(static_cast<size_t>(batch) * len);
-            for (size_t i = 0; i < keep.size(); ++i) keep[i] = static_cast<float>(std::uniform_int_distribution<int>(0, 3)(rng));
+            for (size_t i = 0; i < keep.size(); ++i)
+                keep[i] = static_cast<float>(std::uniform_int_distribution<int>(0, 3)(rng));
             if (batch > 1)
                 for (int l = 0; l < len; ++l) keep[static_cast<size_t>(len + l)] = 0.0f;  // sample 1: padding only
             const std::string ctx = std::string(mode == PoolMode::Max ? "max " : "mean ") + (masked ? "masked " : "") +
@@ -859,7 +860,8 @@ private slots:
     void maskedSoftmax() {
         std::mt19937 rng(33);
         for (int trial = 0; trial < 8; ++trial) {
-            const int groups = pick(rng, {1, 3, 16}), rowsPerGroup = pick(rng, {1, 4, 33}), cols = pick(rng, {1, 7, 64, 129});
+            const int groups = pick(rng, {1, 3, 16}), rowsPerGroup = pick(rng, {1, 4, 33}),
+                      cols = pick(rng, {1, 7, 64, 129});
             const size_t sz = static_cast<size_t>(groups) * rowsPerGroup * cols;
             Vec x = randomVec(rng, sz, -5.0f, 5.0f);
             if (trial == 0)
@@ -867,7 +869,8 @@ private slots:
             Vec keep(static_cast<size_t>(groups) * cols);
             for (float& k : keep) k = static_cast<float>(std::uniform_int_distribution<int>(0, 2)(rng));
             if (groups > 1) std::fill(keep.begin() + cols, keep.begin() + 2 * cols, 0.0f);
-            const std::string ctx = std::to_string(groups) + "x" + std::to_string(rowsPerGroup) + "x" + std::to_string(cols);
+            const std::string ctx =
+                std::to_string(groups) + "x" + std::to_string(rowsPerGroup) + "x" + std::to_string(cols);
             if (!compareAll("maskedSoftmaxForward", ctx, [&](Backend& be) {
                     Tensor X = up(be, x), K = up(be, keep), Y = be.empty(Shape{static_cast<int64_t>(sz)});
                     be.maskedSoftmaxForward(Y.f32(), X.f32(), K.f32(), groups, rowsPerGroup, cols);
@@ -1242,9 +1245,8 @@ private slots:
         cases.push_back({"sequencePoolBackward", [](Backend& be, float* p, int32_t*) {
                              be.sequencePoolBackward(p, p, nullptr, p, p, 1, 2, 2, PoolMode::Max);
                          }});
-        cases.push_back({"maskedSoftmaxForward", [](Backend& be, float* p, int32_t*) {
-                             be.maskedSoftmaxForward(p, p, nullptr, 2, 2, 3);
-                         }});
+        cases.push_back({"maskedSoftmaxForward",
+                         [](Backend& be, float* p, int32_t*) { be.maskedSoftmaxForward(p, p, nullptr, 2, 2, 3); }});
         cases.push_back({"activationBackward", [](Backend& be, float* p, int32_t*) {
                              be.activationBackward(p, p, nullptr, p, 4, Activation::GELU, 0.0f);
                          }});
@@ -1363,7 +1365,8 @@ private slots:
         // Masked: the middle key is padding in group 0; group 1 has no key left (all zeros).
         Tensor X2 = up(be, Vec{1, 2, 3, 1, 2, 3}), K = up(be, Vec{4, 0, 1, 0, 0, 0}), Y2 = be.empty(Shape{6});
         be.maskedSoftmaxForward(Y2.f32(), X2.f32(), K.f32(), 2, 1, 3);
-        CHECK_VEC(down(be, Y2), (Vec{static_cast<float>(e1 / (e1 + e3)), 0, static_cast<float>(e3 / (e1 + e3)), 0, 0, 0}));
+        CHECK_VEC(down(be, Y2),
+                  (Vec{static_cast<float>(e1 / (e1 + e3)), 0, static_cast<float>(e3 / (e1 + e3)), 0, 0, 0}));
         // Cross-entropy of label 2 is -log(0.665241) = 0.407606; dlogits = softmax - onehot, scaled by 0.5.
         Tensor Lab = upLabels(be, {2}), L = be.empty(Shape{1}), D = be.empty(Shape{3});
         be.softmaxCrossEntropy(L.f32(), D.f32(), X.f32(), Lab.i32(), 1, 3, 0.5f);

@@ -426,11 +426,18 @@ private slots:
         m.classNames = {"pos", "neg"};
         writeSafetensorsExport(path("text.safetensors"), m, ExportPrecision::F32);
         writeGgufExport(path("text.gguf"), m, ExportPrecision::F32);
+        // The tokenizer in llama.cpp's keys.
+        const GgufFile gguf = readGguf(path("text.gguf"));
+        QCOMPARE(gguf.getString("tokenizer.ggml.model"), std::string("strata-word"));
+        QCOMPARE(gguf.getStringArray("tokenizer.ggml.tokens"), m.vocabulary);
+        QCOMPARE(gguf.getUInt32("tokenizer.ggml.padding_token_id"), 0u);
+        QCOMPARE(gguf.getUInt32("tokenizer.ggml.unknown_token_id"), 1u);
+        QVERIFY(!gguf.find("strata.vocabulary"));
         for (const std::string& file : {path("text.safetensors"), path("text.gguf")}) {
             std::ostringstream out, err;
-            QVERIFY2(runPredictCommand({file, "--text", "Good!", "--text", "bad, BAD; unknownword", "--text", "",
-                                        "--top", "1"},
-                                       out, err) == 0,
+            QVERIFY2(runPredictCommand(
+                         {file, "--text", "Good!", "--text", "bad, BAD; unknownword", "--text", "", "--top", "1"}, out,
+                         err) == 0,
                      err.str().c_str());
             // good -> (1, 0): pos 0.7311; [bad, bad, <unk>] -> mean (0, 2/3): neg 0.6608; empty -> (0, 0): 0.5.
             const std::string o = out.str();

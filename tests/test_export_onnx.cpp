@@ -187,8 +187,7 @@ std::vector<Case> layerCases() {
         const int e = g.add("Embedding", "embed", {{"vocab", 4}, {"dim", 8}}, {in});
         const int att = g.add("MultiHeadSelfAttention", "attention", {{"heads", 2}, {"masked", true}, {"dropout", 0.1}},
                               {e, in}, {"in", "mask"});
-        const int att2 =
-            g.add("MultiHeadSelfAttention", "attention_open", {{"heads", 4}, {"use_bias", false}}, {att});
+        const int att2 = g.add("MultiHeadSelfAttention", "attention_open", {{"heads", 4}, {"use_bias", false}}, {att});
         const int m = g.add("SequenceMeanPool", "pool", {{"masked", true}}, {att2, in}, {"in", "mask"});
         g.add("Dense", "fc", {{"units", 3}}, {m});
         g.p.name = "MultiHeadSelfAttention";

@@ -664,7 +664,7 @@ private slots:
             const Vec qkv = randomVec(rng, size_t(batch) * T * 3 * D), c0 = randomVec(rng, size_t(batch) * 2 * T * T);
             Vec keep = randomVec(rng, size_t(batch) * T, 0.0f, 2.0f);
             for (size_t i = 0; i < keep.size(); i += 3) keep[i] = 0.0f;  // padding
-            for (int t = 0; t < T; ++t) keep[size_t(T + t)] = 0.0f;       // sample 1: padding only
+            for (int t = 0; t < T; ++t) keep[size_t(T + t)] = 0.0f;      // sample 1: padding only
             check("attention", [&](Backend& be) {
                 Tensor Q = up(be, qkv), C = up(be, c0), K = up(be, keep), P = be.empty(Shape{int64_t(c0.size())});
                 for (int h = 0; h < 2; ++h)

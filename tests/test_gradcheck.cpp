@@ -48,7 +48,7 @@ struct Setup {
     bool training = false;
     uint64_t seed = 0;
     InputKind kind = InputKind::Uniform;
-    int vocab = 0;  // InputKind::Ids
+    int vocab = 0;                 // InputKind::Ids
     std::vector<InputKind> kinds;  // per input, where given (a mask beside a sequence); else `kind`
 };
 

@@ -512,11 +512,11 @@ private slots:
     void maskedSequencePools() {
         const std::vector<float> x{1, 2, 10, -20, 3, 4, /* second sample */ 7, 8, 9, 10, 11, 12};
         const std::vector<float> ids{5, 0, 1, 0, 0, 0};
-        const Run mean = forward(*m_backend, "SequenceMeanPool", {{"masked", true}}, {Shape{3, 2}, Shape{3}}, 2,
-                                 {x, ids}, {});
+        const Run mean =
+            forward(*m_backend, "SequenceMeanPool", {{"masked", true}}, {Shape{3, 2}, Shape{3}}, 2, {x, ids}, {});
         expectNear(mean.out, {2, 3, 0, 0});
-        const Run max = forward(*m_backend, "SequenceMaxPool", {{"masked", true}}, {Shape{3, 2}, Shape{3}}, 2,
-                                {x, ids}, {});
+        const Run max =
+            forward(*m_backend, "SequenceMaxPool", {{"masked", true}}, {Shape{3, 2}, Shape{3}}, 2, {x, ids}, {});
         expectNear(max.out, {3, 4, 0, 0});
         const Run unmasked = forward(*m_backend, "SequenceMaxPool", {}, {Shape{3, 2}}, 2, {x}, {});
         expectNear(unmasked.out, {10, 4, 11, 12});
@@ -554,12 +554,14 @@ private slots:
                     for (int j = 0; j < T; ++j) {
                         if (ids[n * T + j] == 0) continue;
                         double dot = 0;
-                        for (int c = 0; c < dh; ++c) dot += qkv[i * 3 * D + h * dh + c] * qkv[j * 3 * D + D + h * dh + c];
+                        for (int c = 0; c < dh; ++c)
+                            dot += qkv[i * 3 * D + h * dh + c] * qkv[j * 3 * D + D + h * dh + c];
                         w[j] = std::exp(dot / std::sqrt(double(dh)));
                         total += w[j];
                     }
                     for (int j = 0; j < T; ++j)
-                        for (int c = 0; c < dh; ++c) ctx[i * D + h * dh + c] += w[j] / total * qkv[j * 3 * D + 2 * D + h * dh + c];
+                        for (int c = 0; c < dh; ++c)
+                            ctx[i * D + h * dh + c] += w[j] / total * qkv[j * 3 * D + 2 * D + h * dh + c];
                 }
             for (int t = 0; t < T; ++t)
                 for (int o = 0; o < D; ++o) {

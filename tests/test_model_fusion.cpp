@@ -78,7 +78,8 @@ Graph transformerGraph() {
     const int in = g.addNode("Input", "tokens", {{"shape", {6}}});
     const int emb = chain(g, in, "Embedding", {{"vocab", 11}, {"dim", 8}});
     const int pos = chain(g, emb, "PositionalEmbedding");
-    const int att = g.addNode("MultiHeadSelfAttention", "attention", {{"heads", 2}, {"masked", true}, {"dropout", 0.2}});
+    const int att =
+        g.addNode("MultiHeadSelfAttention", "attention", {{"heads", 2}, {"masked", true}, {"dropout", 0.2}});
     g.connect(pos, att, "in");
     g.connect(in, att, "mask");
     auto add = [&](int a, int b) {

@@ -413,9 +413,9 @@ void DatasetPanel::buildUi() {
     m_sizes->setObjectName(QStringLiteral("imageSizeChart"));
     m_sizes->setMinimumHeight(170);
     m_sizes->plotLayout()->insertRow(0);
-    m_sizes->plotLayout()->addElement(0, 0,
-                                      new QCPTextElement(m_sizes, tr("Image sizes (width x height)"),
-                                                         QFont(font().family(), font().pointSize(), QFont::Bold)));
+    m_sizesTitle = new QCPTextElement(m_sizes, tr("Image sizes (width x height)"),
+                                      QFont(font().family(), font().pointSize(), QFont::Bold));
+    m_sizes->plotLayout()->addElement(0, 0, m_sizesTitle);
     m_sizes->yAxis->setLabel(tr("files"));
     m_sizes->hide();
     previewLayout->addWidget(m_sizes, 1);
@@ -541,6 +541,18 @@ DatasetPreview DatasetPanel::buildPreview(const DatasetSettings& settings, const
                 p.texts << text;
                 p.labels << labelOf(i);
             }
+            // Lengths in quarters of max_tokens up to twice it; the texts past max_tokens are cut.
+            const int64_t q = std::max<int64_t>(1, (settings.maxTokens + 3) / 4);
+            std::vector<qint64> buckets(9, 0);
+            for (int64_t n : data.textLengths) buckets[size_t(std::min<int64_t>(8, n == 0 ? 0 : (n - 1) / q))]++;
+            for (size_t k = 0; k < buckets.size(); ++k) {
+                const int64_t lo = int64_t(k) * q + 1, hi = int64_t(k + 1) * q;
+                const QString range =
+                    k + 1 == buckets.size() ? tr("> %1").arg(lo - 1) : QStringLiteral("%1-%2").arg(lo).arg(hi);
+                p.textLengthCounts.push_back({lo > settings.maxTokens ? range + tr(" (cut)") : range, buckets[k]});
+            }
+            while (!p.textLengthCounts.isEmpty() && p.textLengthCounts.back().second == 0)
+                p.textLengthCounts.pop_back();  // no empty ranges past the longest text
         } else if (isImageShape(split.sampleShape)) {
             // A folder lists class by class: show the classes in turn, so every class has thumbnails.
             std::vector<std::vector<int64_t>> byClass(size_t(std::max(1, data.numClasses)));
@@ -680,7 +692,10 @@ void DatasetPanel::showPreview(const DatasetPreview& preview) {
 void DatasetPanel::showImageSizes(const DatasetPreview& preview) {
     // Files per size, the most frequent first; past kSizeBars - 1 sizes the rest share an "other" bar.
     m_sizes->clearPlottables();
-    const auto& sizes = preview.imageSizeCounts;
+    const bool text = preview.imageSizeCounts.isEmpty() && !preview.textLengthCounts.isEmpty();
+    const auto& sizes = text ? preview.textLengthCounts : preview.imageSizeCounts;
+    m_sizesTitle->setText(text ? tr("Training text lengths (tokens)") : tr("Image sizes (width x height)"));
+    m_sizes->yAxis->setLabel(text ? tr("texts") : tr("files"));
     m_sizes->setVisible(sizes.size() > 1);
     if (sizes.size() <= 1) return;
     const qsizetype shown = sizes.size() > kSizeBars ? kSizeBars - 1 : sizes.size();

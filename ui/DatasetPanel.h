@@ -19,6 +19,7 @@
 class QCheckBox;
 class QComboBox;
 class QCustomPlot;
+class QCPTextElement;
 class QDoubleSpinBox;
 class QLabel;
 class QLineEdit;
@@ -50,6 +51,8 @@ struct DatasetPreview {
     QStringList skipped;                              // image_folder: "path: reason" of each file left out
     QStringList imageSizes;                           // image_folder: "WxH: count", most frequent first
     QVector<QPair<QString, qint64>> imageSizeCounts;  // the same as ("WxH", count)
+    // text: training texts per length range (tokens before the cut), ranges in quarters of max_tokens
+    QVector<QPair<QString, qint64>> textLengthCounts;
 };
 
 class DatasetPanel : public QWidget {
@@ -143,7 +146,8 @@ private:
     QTableWidget* m_table = nullptr;
     QListWidget* m_textList = nullptr;
     QCustomPlot* m_balance = nullptr;
-    QCustomPlot* m_sizes = nullptr;
+    QCustomPlot* m_sizes = nullptr;  // image sizes, or the text length distribution
+    QCPTextElement* m_sizesTitle = nullptr;
 
     QFutureWatcher<DatasetPreview>* m_watcher = nullptr;
     DatasetPreview m_preview;

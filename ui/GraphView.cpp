@@ -45,9 +45,9 @@ int GraphView::addLayerAt(const QString& type, const QPointF& scenePos) {
     if (type.startsWith(QLatin1String(LayerPalette::kBlockPrefix))) {
         // A block: fed by the one selected node, if any.
         const QList<int> selected = m_scene->selectedNodeIds();
-        const QList<int> ids = m_scene->document()->insertBlock(type.mid(int(qstrlen(LayerPalette::kBlockPrefix))),
-                                                                scenePos, selected.size() == 1 ? selected[0] : -1,
-                                                                &error);
+        const QList<int> ids =
+            m_scene->document()->insertBlock(type.mid(int(qstrlen(LayerPalette::kBlockPrefix))), scenePos,
+                                             selected.size() == 1 ? selected[0] : -1, &error);
         if (ids.isEmpty()) {
             emit statusMessage(error);
             return -1;

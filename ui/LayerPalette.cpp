@@ -9,8 +9,8 @@
 #include <QVBoxLayout>
 
 #include "core/layers/LayerRegistry.h"
-#include "ui/base/Templates.h"
 #include "ui/NodeItem.h"
+#include "ui/base/Templates.h"
 
 namespace strata::ui {
 

@@ -8,6 +8,7 @@
 #include <QHeaderView>
 #include <QIcon>
 #include <QLabel>
+#include <QLineEdit>
 #include <QListWidget>
 #include <QPixmap>
 #include <QPointer>
@@ -17,6 +18,7 @@
 #include <QSplitter>
 #include <QTabWidget>
 #include <QTableWidget>
+#include <QTimer>
 #include <QVBoxLayout>
 #include <algorithm>
 #include <cmath>
@@ -30,6 +32,7 @@
 #include "core/export/ExportModel.h"
 #include "core/graph/Model.h"
 #include "core/infer/ExportCheck.h"
+#include "core/infer/Predict.h"
 #include "ui/ExportDialog.h"
 #include "ui/FieldError.h"
 #include "ui/base/ProjectDocument.h"
@@ -80,6 +83,33 @@ QImage rawToImage(const float* x, const Shape& shape) {
     return image;
 }
 
+// Tokens as rich text: unknown words (id 1) in red, words past max_tokens grey and struck out.
+QString tokenLine(const std::vector<std::string>& words, const std::vector<bool>& unknown, size_t kept) {
+    QString html;
+    for (size_t i = 0; i < words.size(); ++i) {
+        const QString w = q(words[i]).toHtmlEscaped();
+        if (i >= kept)
+            html += QStringLiteral("<span style='color:#999'><s>%1</s></span> ").arg(w);
+        else if (unknown[i])
+            html += QStringLiteral("<span style='color:#b00020; font-weight:bold'>%1</span> ").arg(w);
+        else
+            html += w + QLatin1Char(' ');
+    }
+    return html.trimmed();
+}
+
+// The tokens of a model input (ids), read back through the vocabulary; padding (0) ends the sample.
+QString sampleTokens(const float* ids, int64_t n, const std::vector<std::string>& vocab) {
+    std::vector<std::string> words;
+    std::vector<bool> unknown;
+    for (int64_t i = 0; i < n && ids[i] != 0.0f; ++i) {
+        const auto id = static_cast<size_t>(ids[i]);
+        words.push_back(id < vocab.size() ? vocab[id] : "?");
+        unknown.push_back(id == 1);
+    }
+    return tokenLine(words, unknown, words.size());
+}
+
 }  // namespace
 
 // The loaded model and data; used by one worker job at a time.
@@ -104,6 +134,7 @@ struct PredictPanel::JobResult {
     Predictions predictions;
     QImage input;
     QString truth;
+    QString tokens;  // text models: the tokens predicted, as rich text
     ConfusionMatrix confusion;
     std::vector<int32_t> predicted;  // Confusion: each sample's predicted class
     QString error;
@@ -173,6 +204,26 @@ void PredictPanel::buildUi() {
     m_openImage->setToolTip(tr("PGM, PPM, PNG or JPEG; converted to the model's input size and channels"));
     indexRow->addWidget(m_openImage);
     pick->addLayout(indexRow);
+    m_text = new QLineEdit(predictTab);
+    m_text->setObjectName(QStringLiteral("predictText"));
+    m_text->setPlaceholderText(tr("Type a text to classify"));
+    m_text->setClearButtonEnabled(true);
+    m_text->setToolTip(tr("Tokenized as in training; the probabilities follow as you type"));
+    m_text->hide();
+    pick->addWidget(m_text);
+    m_tokens = new QLabel(predictTab);
+    m_tokens->setObjectName(QStringLiteral("predictTokens"));
+    m_tokens->setWordWrap(true);
+    m_tokens->setTextFormat(Qt::RichText);
+    m_tokens->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_tokens->setToolTip(tr("The tokens the model saw: unknown words in red, words past max_tokens struck out"));
+    m_tokens->hide();
+    pick->addWidget(m_tokens);
+    m_textTimer = new QTimer(this);
+    m_textTimer->setSingleShot(true);
+    m_textTimer->setInterval(120);  // a pause in typing, not every key, starts a prediction
+    connect(m_text, &QLineEdit::textChanged, m_textTimer, qOverload<>(&QTimer::start));
+    connect(m_textTimer, &QTimer::timeout, this, [this] { predictText(m_text->text()); });
     m_thumbs = new QListWidget(predictTab);
     m_thumbs->setViewMode(QListView::IconMode);
     m_thumbs->setIconSize(QSize(kThumbSize, kThumbSize));
@@ -451,6 +502,43 @@ void PredictPanel::selectSample(int index) {
                       .arg(index)
                       .arg(label >= 0 && label < s->classNames.size() ? s->classNames[label] : QString::number(label));
         r.input = thumb;
+        if (s->model.project.dataset.kind == DatasetKind::Text)
+            r.tokens = sampleTokens(s->samples.inputs.data() + index * per, per, s->model.vocabulary);
+        return r;
+    });
+}
+
+bool PredictPanel::isTextModel() const {
+    return m_session && m_session->model.project.dataset.kind == DatasetKind::Text &&
+           !m_session->model.vocabulary.empty();
+}
+
+QString PredictPanel::tokensText() const { return m_tokens->text(); }
+
+void PredictPanel::predictText(const QString& text) {
+    if (!isTextModel()) return;
+    if (isBusy()) {
+        m_textPending = true;  // predicted when the running job ends
+        return;
+    }
+    showError({});
+    auto s = m_session;
+    start([s, utf8 = text.toStdString()] {
+        JobResult r;
+        r.kind = JobResult::Predict;
+        const DatasetSettings& ds = s->model.project.dataset;
+        PredictInputs in = encodeTexts({utf8}, s->model);
+        r.predictions = predictSamples(*s->compiled, in.values.data(), 1);
+        // The words as typed, the ones the vocabulary lacks (id 1) marked, those past max_tokens struck out.
+        const std::vector<std::string> words = tokenizeText(utf8, ds.tokenizer);
+        const size_t kept = std::min(words.size(), in.values.size());
+        std::vector<bool> unknown(words.size(), false);
+        for (size_t i = 0; i < kept; ++i) unknown[i] = in.values[i] == 1.0f;
+        r.tokens = tokenLine(words, unknown, kept);
+        if (words.size() > kept) r.tokens += tr(" <i>(cut at max_tokens %1)</i>").arg(ds.maxTokens);
+        const int unknownCount = int(std::count(unknown.begin(), unknown.end(), true));
+        r.truth = tr("typed text: %n token(s)", nullptr, int(words.size())) +
+                  (unknownCount > 0 ? tr(", %n unknown", nullptr, unknownCount) : QString());
         return r;
     });
 }
@@ -627,7 +715,7 @@ void PredictPanel::finishJob() {
             emit modelLoaded(true);
             if (m_session->samples.count > 0) selectSample(m_index->value());
             return;
-        case JobResult::Predict: showPrediction(r->predictions, r->input, r->truth); break;
+        case JobResult::Predict: showPrediction(r->predictions, r->input, r->truth, r->tokens); break;
         case JobResult::Confusion:
             m_progress->setValue(100);
             m_confusionPredicted = r->predicted;
@@ -641,6 +729,9 @@ void PredictPanel::finishJob() {
         const int next = m_pendingIndex;
         m_pendingIndex = -1;
         selectSample(next);
+    } else if (m_textPending) {
+        m_textPending = false;
+        predictText(m_text->text());
     }
 }
 
@@ -672,6 +763,10 @@ void PredictPanel::showModel() {
         item->setToolTip(tr("#%1: %2").arg(i).arg(label < s.classNames.size() ? s.classNames[label] : QString()));
     }
     m_thumbs->setVisible(!s.thumbnails.isEmpty());
+    m_text->setVisible(isTextModel());
+    m_tokens->setVisible(isTextModel());
+    m_tokens->clear();
+    m_inputView->setVisible(!isTextModel());
     m_probabilities.clear();
     m_predicted = -1;
     m_probTable->setRowCount(0);
@@ -685,7 +780,9 @@ void PredictPanel::showModel() {
     m_progress->setValue(0);
 }
 
-void PredictPanel::showPrediction(const Predictions& p, const QImage& input, const QString& truth) {
+void PredictPanel::showPrediction(const Predictions& p, const QImage& input, const QString& truth,
+                                  const QString& tokens) {
+    if (!tokens.isNull()) m_tokens->setText(tokens.isEmpty() ? tr("<i>(no tokens: all padding)</i>") : tokens);
     const QStringList& names = m_session->classNames;
     m_probabilities.clear();
     for (int k = 0; k < p.classes; ++k) m_probabilities << double(p.probabilities[size_t(k)]);

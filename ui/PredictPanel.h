@@ -25,7 +25,9 @@
 #include "core/tensor/Shape.h"
 
 class QLabel;
+class QLineEdit;
 class QListWidget;
+class QTimer;
 class QProgressBar;
 class QPushButton;
 class QSpinBox;
@@ -75,6 +77,10 @@ public:
     QString cellTitleText() const;
     QTableWidget* probabilityTable() const { return m_probTable; }
     QTabWidget* tabs() const { return m_tabs; }
+    // Text models: the field whose text is classified as it is typed, and the tokens of the last text or
+    // sample predicted (unknown words marked, words beyond max_tokens shown as cut).
+    QLineEdit* textEdit() const { return m_text; }
+    QString tokensText() const;
 
 public slots:
     // Loads a model file, or with an empty path the project's best checkpoint, plus the validation split.
@@ -82,6 +88,8 @@ public slots:
     // Predicts validation sample `index` (0-based).
     void selectSample(int index);
     void predictImageFile(const QString& path);
+    // Text models: tokenizes the text as training did (the model's tokenizer and vocabulary) and predicts it.
+    void predictText(const QString& text);
     void runConfusionMatrix();
     // Lists the samples of one confusion cell (true class row, predicted class column) with thumbnails.
     void showCellSamples(int trueClass, int predictedClass);
@@ -107,7 +115,8 @@ private:
     // Whether `index` is a sample of the loaded split; if not, the line under the picker says why.
     bool checkIndex(int index);
     void showModel();
-    void showPrediction(const Predictions& p, const QImage& input, const QString& truth);
+    void showPrediction(const Predictions& p, const QImage& input, const QString& truth, const QString& tokens);
+    bool isTextModel() const;
     void showConfusion(const ConfusionMatrix& m);
     QImage sampleImage(int index) const;
 
@@ -116,6 +125,7 @@ private:
     bool m_fromProject = false;
     bool m_loadWhenShown = false;  // a run kept weights while the dock was hidden and had no model
     int m_pendingIndex = -1;
+    bool m_textPending = false;  // the typed text changed while a job ran
     std::shared_ptr<std::atomic<bool>> m_cancel;
 
     QLabel* m_source = nullptr;
@@ -126,6 +136,9 @@ private:
     QPushButton* m_openImage = nullptr;
     QListWidget* m_thumbs = nullptr;
     QLabel* m_inputView = nullptr;
+    QLineEdit* m_text = nullptr;
+    QTimer* m_textTimer = nullptr;
+    QLabel* m_tokens = nullptr;
     QLabel* m_predictedLabel = nullptr;
     QTableWidget* m_probTable = nullptr;
     QPushButton* m_confusionButton = nullptr;

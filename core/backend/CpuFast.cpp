@@ -77,9 +77,7 @@ inline float normalCdf(float x) {
 
 // GELU (exact, erf form) and its derivative Phi(x) + x phi(x).
 inline float geluFast(float x) { return x * normalCdf(x); }
-inline float geluDerivativeFast(float x) {
-    return normalCdf(x) + x * 0.39894228040143268f * expFast(-0.5f * x * x);
-}
+inline float geluDerivativeFast(float x) { return normalCdf(x) + x * 0.39894228040143268f * expFast(-0.5f * x * x); }
 
 // Softmax of one row; keep (may be null) excludes columns where it is 0 (they get 0; no kept column: all 0).
 void softmaxRow(float* y, const float* x, const float* keep, int cols) {

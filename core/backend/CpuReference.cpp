@@ -385,8 +385,8 @@ void maskedSoftmaxForward(float* y, const float* x, const float* keep, int group
             for (int c = 0; c < cols; ++c)
                 if (kg[c] != 0.0f) total += std::exp(static_cast<double>(x[o + c]) - mx);
             for (int c = 0; c < cols; ++c)
-                y[o + c] = kg[c] != 0.0f ? static_cast<float>(std::exp(static_cast<double>(x[o + c]) - mx) / total)
-                                         : 0.0f;
+                y[o + c] =
+                    kg[c] != 0.0f ? static_cast<float>(std::exp(static_cast<double>(x[o + c]) - mx) / total) : 0.0f;
         }
     }
 }

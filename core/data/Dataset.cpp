@@ -602,6 +602,19 @@ DatasetBundle loadText(const DatasetSettings& s, const std::string& projectPath)
     };
     b.train = encode(train, &trainTokens);
     b.validation = encode(validation, nullptr);
+    int64_t cut = 0, longest = 0;
+    b.textLengths.reserve(trainTokens.size());
+    for (const std::vector<std::string>& t : trainTokens) {
+        b.textLengths.push_back(static_cast<int64_t>(t.size()));
+        cut += static_cast<int64_t>(t.size()) > s.maxTokens ? 1 : 0;
+        longest = std::max(longest, static_cast<int64_t>(t.size()));
+    }
+    if (!trainTokens.empty() && cut * 10 > static_cast<int64_t>(trainTokens.size()))
+        warnings += "\nwarning: " + std::to_string(cut) + " of " + std::to_string(trainTokens.size()) +
+                    " training texts (" + std::to_string(cut * 100 / static_cast<int64_t>(trainTokens.size())) +
+                    "%) have more than max_tokens " + std::to_string(s.maxTokens) +
+                    " tokens and are cut (the longest has " + std::to_string(longest) +
+                    "); a larger max_tokens keeps more of them";
     b.classNames = mapper.names();
     b.numClasses = static_cast<int>(b.classNames.size());
     b.normalization.mode = "none";  // token ids go to an Embedding untouched

@@ -93,6 +93,9 @@ struct DatasetBundle {
     std::vector<SkippedFile> skipped;     // image_folder: bad files and folders left out, in listing order
     // image_folder: how many images of each file size (width, height) were decoded, both splits.
     std::map<std::pair<int64_t, int64_t>, int64_t> imageSizes;
+    // text: the token count of each training text before it was cut to max_tokens (the length distribution; the
+    // description warns when more than a tenth of the texts are cut).
+    std::vector<int64_t> textLengths;
 };
 
 // Loads the dataset the settings describe. Relative paths are resolved against

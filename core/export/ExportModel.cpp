@@ -130,7 +130,10 @@ ExportModel loadGgufExport(const std::string& path) {
             throw std::runtime_error("general.architecture is '" + arch + "', not 'strata': not a Strata export");
         m.project = projectFromText(g.getString(kMetaProject), path);
         if (g.find(kMetaClassLabels)) m.classNames = g.getStringArray(kMetaClassLabels);
-        if (g.find(kMetaVocabulary)) m.vocabulary = g.getStringArray(kMetaVocabulary);
+        if (g.find("tokenizer.ggml.tokens"))
+            m.vocabulary = g.getStringArray("tokenizer.ggml.tokens");
+        else if (g.find(kMetaVocabulary))
+            m.vocabulary = g.getStringArray(kMetaVocabulary);
         if (g.find("strata.normalization.mode")) {
             m.normalization.mode = g.getString("strata.normalization.mode");
             m.normalization.scale = g.getFloat32("strata.normalization.scale");
@@ -377,7 +380,14 @@ ExportSummary writeGgufExport(const std::string& path, const ExportModel& model,
                                                                           : 7u);
     g.setString(kMetaProject, projectToJson(model.project).dump());
     g.setStringArray(kMetaClassLabels, model.classNames);
-    if (!model.vocabulary.empty()) g.setStringArray(kMetaVocabulary, model.vocabulary);
+    if (!model.vocabulary.empty()) {
+        // The tokenizer, in the keys llama.cpp reads a model's tokenizer from.
+        g.setString("tokenizer.ggml.model",
+                    model.project.dataset.tokenizer == Tokenizer::Char ? "strata-char" : "strata-word");
+        g.setStringArray("tokenizer.ggml.tokens", model.vocabulary);
+        g.setUInt32("tokenizer.ggml.padding_token_id", 0);
+        g.setUInt32("tokenizer.ggml.unknown_token_id", 1);
+    }
     g.setString("strata.normalization.mode", model.normalization.mode);
     g.setFloat32("strata.normalization.scale", model.normalization.scale);
     g.setFloat32("strata.normalization.mean", model.normalization.mean);

@@ -32,7 +32,10 @@
 //
 // Strata writes these keys: general.architecture = "strata", general.name,
 // general.alignment, strata.project (the project JSON text), strata.class_labels
-// (string array), strata.vocabulary (string array, text models),
+// (string array), for text models the tokenizer in llama.cpp's keys (tokenizer.ggml.model = "strata-word" or
+// "strata-char": Strata's own word or character tokenizer, see core/data/TextTokenizer.cpp;
+// tokenizer.ggml.tokens, the vocabulary by id; tokenizer.ggml.padding_token_id = 0 and
+// unknown_token_id = 1, u32; files of earlier versions held the vocabulary as strata.vocabulary, still read),
 // strata.normalization.{mode (string), scale, mean, std (f32)}, and for per-feature
 // standardization (CSV data) strata.normalization.feature_mean and .feature_std (f32
 // arrays, one entry per input value: x' = (x - feature_mean[j]) / feature_std[j]).

@@ -109,7 +109,8 @@ private:
 
 // 1 where a token id is not 0 and 0 at padding (Sign(Abs(ids))), reshaped to `dims` for broadcasting; the
 // padding mask of the sequence layers' "mask" input.
-std::string keepMask(OnnxBuilder& b, const std::string& node, const std::string& ids, const std::vector<int64_t>& dims) {
+std::string keepMask(OnnxBuilder& b, const std::string& node, const std::string& ids,
+                     const std::vector<int64_t>& dims) {
     b.node("Abs", node + "/ids_abs", {ids}, node + "/ids_abs");
     b.node("Sign", node + "/keep_flat", {node + "/ids_abs"}, node + "/keep_flat");
     b.node("Reshape", node + "/keep_shape", {node + "/keep_flat", b.int64Init(node + "/keep_dims", dims)},
@@ -487,19 +488,20 @@ void writeOnnx(const std::string& path, const ExportModel& model, const OnnxExpo
                 }
             }
         } else if (t == "MultiHeadSelfAttention") {
-            const int64_t len = outShape[0], width = outShape[1], heads = p.at("heads").get<int64_t>(), dh = width / heads;
+            const int64_t len = outShape[0], width = outShape[1], heads = p.at("heads").get<int64_t>(),
+                          dh = width / heads;
             const bool bias = p.at("use_bias").get<bool>();
             // x W^T (+ b) over [N, T, D], as Dense over a sequence.
             auto project = [&](const std::string& in, const std::string& param, const std::string& out) {
-                OnnxBuilder::attr(b.node("Transpose", out + "_transpose", {weightOf(n, param + "_weight")},
-                                         out + "_weight_t"),
-                                  "perm", std::vector<int64_t>{1, 0});
+                OnnxBuilder::attr(
+                    b.node("Transpose", out + "_transpose", {weightOf(n, param + "_weight")}, out + "_weight_t"),
+                    "perm", std::vector<int64_t>{1, 0});
                 b.node("MatMul", out + "_matmul", {in, out + "_weight_t"}, bias ? out + "_product" : out);
                 if (bias) b.node("Add", out + "_bias", {out + "_product", weightOf(n, param + "_bias")}, out);
             };
             project(x[0], "in", y + "/qkv");
-            auto& split = b.node("Split", y + "/split", {y + "/qkv", b.int64Init(y + "/split_sizes", {width, width, width})},
-                                 y + "/q");
+            auto& split = b.node("Split", y + "/split",
+                                 {y + "/qkv", b.int64Init(y + "/split_sizes", {width, width, width})}, y + "/q");
             split.add_output(y + "/k");
             split.add_output(y + "/v");
             OnnxBuilder::attr(split, "axis", int64_t{2});

@@ -118,7 +118,8 @@ public:
             be.gemm(true, false, 3 * m_d, m_d, rows, 1.0f, dQkv, 3 * m_d, x.f32(), m_d, 1.0f, dw, m_d);
         if (m_bias)
             if (float* db = gradOf(m_params[1])) be.sumRows(db, dQkv, rows, 3 * m_d);
-        if (dIn[0]) be.gemm(false, false, rows, m_d, 3 * m_d, 1.0f, dQkv, 3 * m_d, weight(0), m_d, 1.0f, dIn[0]->f32(), m_d);
+        if (dIn[0])
+            be.gemm(false, false, rows, m_d, 3 * m_d, 1.0f, dQkv, 3 * m_d, weight(0), m_d, 1.0f, dIn[0]->f32(), m_d);
     }
 
 private:

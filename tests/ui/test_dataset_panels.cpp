@@ -14,6 +14,7 @@
 #include <QTemporaryDir>
 #include <QTest>
 #include <QUndoStack>
+#include <fstream>
 
 #include "core/train/LrSchedule.h"
 #include "qcustomplot.h"
@@ -263,6 +264,38 @@ private slots:
         QCOMPARE(p.rows.size(), 10);
         QCOMPARE(p.columns.size(), 6);
         QCOMPARE(p.rows[0].size(), 6);
+    }
+
+    // A text CSV: the tokens of the first samples, the length distribution in quarters of max_tokens (the texts
+    // past it marked as cut) and, when more than a tenth are cut, the warning in the description.
+    void textPreviewShowsTokensAndLengths() {
+        QTemporaryDir dir;
+        {
+            std::ofstream f(dir.filePath("train.csv").toStdString());
+            f << "label,text\n";
+            for (int i = 0; i < 20; ++i) {
+                f << (i % 2 ? "b" : "a") << ",";
+                for (int w = 0; w <= i; ++w) f << "w" << w % 5 << " ";  // 1 to 20 words
+                f << "\n";
+            }
+        }
+        DatasetSettings s;
+        s.kind = DatasetKind::Text;
+        s.tokenizer = Tokenizer::Word;
+        s.trainPath = dir.filePath("train.csv").toStdString();
+        s.validationSplit = 0.0;
+        s.maxTokens = 8;
+        const DatasetPreview p = DatasetPanel::buildPreview(s, QString(), 4);
+        QVERIFY2(p.error.isEmpty(), qPrintable(p.error));
+        QCOMPARE(p.texts.size(), 4);
+        QCOMPARE(p.texts[2], QStringLiteral("w0 w1 w2"));
+        // 20 texts of 1..20 words, quarters of 8 tokens: 1-2, 3-4, 5-6, 7-8, then 9-10 ... 17-18 cut, > 18 cut.
+        QCOMPARE(p.textLengthCounts.size(), 9);
+        QCOMPARE(p.textLengthCounts[0], (QPair<QString, qint64>{QStringLiteral("1-2"), 2}));
+        QCOMPARE(p.textLengthCounts[4].first, QStringLiteral("9-10 (cut)"));
+        QCOMPARE(p.textLengthCounts[8], (QPair<QString, qint64>{QStringLiteral("> 16 (cut)"), 4}));
+        QVERIFY2(p.description.contains("12 of 20 training texts (60%) have more than max_tokens 8"),
+                 qPrintable(p.description));
     }
 
     void previewReportsLoaderError() {

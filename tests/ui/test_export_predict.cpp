@@ -25,6 +25,7 @@
 #include <QTest>
 #include <cmath>
 
+#include "core/export/ExportModel.h"
 #include "core/infer/OnnxRunner.h"
 #include "core/train/Trainer.h"
 #include "tests/support/TestBackends.h"
@@ -312,6 +313,57 @@ private slots:
         QVERIFY2(freshLoaded.takeFirst().at(0).toBool(), qPrintable(fresh.errorText()));
         QVERIFY2(!fresh.sourceText().contains("()"), qPrintable(fresh.sourceText()));
         QVERIFY2(fresh.sourceText().contains(".safetensors"), qPrintable(fresh.sourceText()));
+    }
+
+    // A text model in the Predict dock: the text field appears, typing predicts (after a pause), the tokens show
+    // with the unknown word marked and the padding masked.
+    void predictPanelClassifiesTypedText() {
+        QTemporaryDir dir;
+        Project p;
+        p.name = "sentiment";
+        const int in = p.graph.addNode("Input", "tokens", {{"shape", {4}}});
+        const int e = p.graph.addNode("Embedding", "embed", {{"vocab", 5}, {"dim", 2}});
+        p.graph.connect(in, e);
+        const int pool = p.graph.addNode("SequenceMeanPool", "mean", {{"masked", true}});
+        p.graph.connect({e, "out"}, {pool, "in"});
+        p.graph.connect({in, "out"}, {pool, "mask"});
+        const int d = p.graph.addNode("Dense", "fc", {{"units", 2}});
+        p.graph.connect(pool, d);
+        p.dataset.kind = DatasetKind::Text;
+        p.dataset.tokenizer = Tokenizer::Word;
+        p.dataset.maxTokens = 4;
+        ExportModel m;
+        m.project = p;
+        m.vocabulary = {"<pad>", "<unk>", "good", "bad", "fine"};
+        m.weights["embed.weight"] = {100, 100, 0, 0, 1, 0, 0, 1, 0.5f, 0.5f};
+        m.weights["fc.weight"] = {1, 0, 0, 1};
+        m.weights["fc.bias"] = {0, 0};
+        m.classNames = {"pos", "neg"};
+        const QString file = dir.filePath("text.safetensors");
+        writeSafetensorsExport(file.toStdString(), m, ExportPrecision::F32);
+        ProjectDocument doc;
+        PredictPanel panel(&doc);
+        panel.resize(900, 400);
+        panel.show();
+        QSignalSpy loaded(&panel, &PredictPanel::modelLoaded);
+        QSignalSpy predicted(&panel, &PredictPanel::predictionReady);
+        panel.loadModel(file);
+        QVERIFY(waitFor(loaded));
+        QVERIFY2(loaded.takeFirst().at(0).toBool(), qPrintable(panel.errorText()));
+        QVERIFY(panel.textEdit()->isVisible());
+        predicted.clear();
+        QTest::keyClicks(panel.textEdit(), QStringLiteral("bad bad zzz"));
+        QVERIFY(waitFor(predicted));
+        QCOMPARE(panel.classNames()[panel.predictedClass()], QStringLiteral("neg"));
+        QVERIFY(std::fabs(panel.probabilities()[1] - 0.6608) < 1e-3);  // mean (0, 2/3): padding masked
+        QVERIFY2(panel.tokensText().contains(QStringLiteral("bad bad")), qPrintable(panel.tokensText()));
+        QVERIFY2(panel.tokensText().contains(QStringLiteral("#b00020; font-weight:bold'>zzz")),
+                 qPrintable(panel.tokensText()));
+        predicted.clear();
+        panel.textEdit()->setText(QStringLiteral("good fine fine fine good"));  // 5 words, max_tokens 4
+        QVERIFY(waitFor(predicted));
+        QVERIFY2(panel.tokensText().contains(QStringLiteral("<s>good</s>")), qPrintable(panel.tokensText()));
+        QVERIFY(std::fabs(panel.probabilities()[0] - 1.0 / (1.0 + std::exp(-0.25))) < 1e-3);  // (0.625, 0.375)
     }
 
     void predictPanelShowsProbabilitiesAndConfusion() {

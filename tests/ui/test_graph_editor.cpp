@@ -567,9 +567,8 @@ private slots:
         QApplication::sendEvent(ed.view->viewport(), &drop);
         const Graph& after = ed.doc.graph();
         QCOMPARE(after.nodes().size(), before.nodes().size() + 8);
-        QVERIFY2(ed.doc.analysis().ok(), ed.doc.analysis().problems.empty()
-                                             ? ""
-                                             : ed.doc.analysis().problems[0].message.c_str());
+        QVERIFY2(ed.doc.analysis().ok(),
+                 ed.doc.analysis().problems.empty() ? "" : ed.doc.analysis().problems[0].message.c_str());
         const Node* attention = after.nodeByName("block1_attention");
         QVERIFY(attention);
         QCOMPARE(attention->params.at("masked").get<bool>(), true);

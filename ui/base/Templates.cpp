@@ -262,8 +262,7 @@ strata::Project textTransformerTemplate() {
     const int positions = g.addNode("PositionalEmbedding", "positions", strata::Json::object(), 0, 2 * kRow);
     g.connect(embed, positions);
     const AddedBlock first = addTransformerEncoderBlock(g, "block1_", 0, 3 * kRow, positions, kWidth, tokens);
-    const AddedBlock second =
-        addTransformerEncoderBlock(g, "block2_", 0, 11 * kRow, first.output, kWidth, tokens);
+    const AddedBlock second = addTransformerEncoderBlock(g, "block2_", 0, 11 * kRow, first.output, kWidth, tokens);
     const int mean = g.addNode("SequenceMeanPool", "mean", {{"masked", true}}, 0, 19 * kRow);
     g.connect({second.output, "out"}, {mean, "in"});
     g.connect({tokens, "out"}, {mean, "mask"});
