@@ -20,7 +20,10 @@
 #include "core/data/DataLoader.h"
 #include "core/data/Dataset.h"
 #include "core/data/ImageFile.h"
+#include "core/data/SubwordTokenizer.h"
+#include "core/data/TextEncoder.h"
 #include "core/graph/Project.h"
+#include "core/io/Base64.h"
 #include "tests/support/TestBackends.h"
 
 using namespace strata;
@@ -438,7 +441,7 @@ private slots:
         expectDataError([&] { loadDataset(st, ""); }, {"dataset.normalization"});
         st.normalization = NormalizationMode::None;
         // A tokenizer the settings table does not list is refused where it is read (file, flag, widget).
-        expectUnknownChoice(datasetSetting("tokenizer"), "bpe", "char, word");
+        expectUnknownChoice(datasetSetting("tokenizer"), "bpe", "char, word, sentencepiece");
     }
 
     void textVocabularyFromTrainingSplitOnly() {
@@ -458,6 +461,81 @@ private slots:
         QCOMPARE(b.vocabulary.size(), size_t(152));
         for (float v : b.validation.inputs) QCOMPARE(v, 1.0f);
         for (float v : b.train.inputs) QVERIFY(v >= 2.0f);
+    }
+
+    // SentencePiece (through libstrata_sentencepiece.so): trained on texts with Strata's ids (0 padding, 1 unknown,
+    // no begin/end), deterministic, serializable; an unseen character is unknown; errors carry SentencePiece's
+    // reason. Then a text dataset with tokenizer sentencepiece: the pieces are the vocabulary, the model comes with
+    // the bundle, and the ids are the encoder's.
+    void subwordTokenizer() {
+        const char* words[] = {"the", "cat", "sat", "on", "mat", "dog", "ran", "far", "away", "home", "slowly", "fast"};
+        std::vector<std::string> texts;
+        for (int i = 0; i < 400; ++i) {
+            std::string t;
+            for (int w = 0; w < 6; ++w) t += std::string(w ? " " : "") + words[(i * 7 + w * 5 + i / 13) % 12];
+            texts.push_back(t);
+        }
+        const SubwordTokenizer sp = SubwordTokenizer::train(texts, 40);
+        const std::vector<std::string> vocab = sp.vocabulary();
+        QVERIFY2(vocab.size() > 19 && vocab.size() <= 40, std::to_string(vocab.size()).c_str());  // at most max_vocab
+        QCOMPARE(vocab[0], std::string("<pad>"));
+        QCOMPARE(vocab[1], std::string("<unk>"));
+        const std::vector<int32_t> ids = sp.encode("the dog ran home");
+        QVERIFY(!ids.empty());
+        std::string joined;
+        for (int32_t id : ids) {
+            QVERIFY(id >= 2 && size_t(id) < vocab.size());
+            joined += vocab[size_t(id)];
+        }
+        QCOMPARE(joined, std::string("\u2581the\u2581dog\u2581ran\u2581home"));  // pieces mark word starts
+        const std::vector<int32_t> snowman = sp.encode("the \u2603");            // a character no text had
+        QCOMPARE(std::count(snowman.begin(), snowman.end(), 1), std::ptrdiff_t(1));
+        QCOMPARE(SubwordTokenizer::train(texts, 40).serialized(), sp.serialized());  // deterministic
+        const SubwordTokenizer back = SubwordTokenizer::fromSerialized(sp.serialized(), "copy");
+        QCOMPARE(back.encode("far away, slowly"), sp.encode("far away, slowly"));
+        QCOMPARE(base64Decode(base64Encode(sp.serialized())), sp.serialized());
+        QCOMPARE(base64Encode("ab"), std::string("YWI="));
+        QVERIFY_THROWS_EXCEPTION(std::invalid_argument, base64Decode("YW*="));
+        try {
+            SubwordTokenizer::fromSerialized("not a model", "x.model");
+            QFAIL("garbage loaded");
+        } catch (const std::runtime_error& e) {
+            QVERIFY2(std::string(e.what()).find("x.model: not a SentencePiece model") == 0, e.what());
+        }
+        try {
+            SubwordTokenizer::train(texts, 8);
+            QFAIL("8 pieces for 19 characters");
+        } catch (const std::runtime_error& e) {
+            QVERIFY2(std::string(e.what()).find("SentencePiece could not train 8 pieces") == 0 &&
+                         std::string(e.what()).find("smaller than required_chars") != std::string::npos,
+                     e.what());
+        }
+
+        QTemporaryDir dir;
+        const std::string d = dir.path().toStdString() + "/";
+        std::string csv = "label,text\n";
+        for (size_t i = 0; i < texts.size(); ++i) csv += (i % 2 ? "b," : "a,") + texts[i] + "\n";
+        writeFile(d + "train.csv", csv);
+        DatasetSettings s = csvSettings(DatasetKind::Text, d + "train.csv");
+        s.tokenizer = Tokenizer::SentencePiece;
+        s.maxVocab = 40;
+        s.maxTokens = 8;
+        s.validationSplit = 0.25;
+        const DatasetBundle b = loadDataset(s, "");
+        QCOMPARE(b.vocabulary, SubwordTokenizer::fromSerialized(b.tokenizerModel, "bundle").vocabulary());
+        QVERIFY(b.vocabulary.size() <= 40);
+        QVERIFY2(b.description.find("(sentencepiece, 8 tokens)") != std::string::npos, b.description.c_str());
+        const TextEncoder enc(Tokenizer::SentencePiece, 8, b.vocabulary, b.tokenizerModel);
+        QCOMPARE(b.train.count, int64_t(300));
+        for (float v : b.train.inputs) QVERIFY(v >= 0 && v < float(b.vocabulary.size()));
+        // The model file setting: the bundle's own model, saved and read back, gives the same ids.
+        writeFile(d + "spm.model", b.tokenizerModel);
+        DatasetSettings f = s;
+        f.tokenizerModel = d + "spm.model";
+        QCOMPARE(loadDataset(f, "").train.inputs, b.train.inputs);
+        f.tokenizerModel = d + "train.csv";
+        expectDataError([&] { loadDataset(f, ""); }, {"dataset.tokenizer_model", "not a SentencePiece model"});
+        QCOMPARE(enc.encode("the cat").size(), size_t(8));
     }
 
     void langidExample() {

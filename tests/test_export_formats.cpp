@@ -12,8 +12,10 @@
 
 #include "app/CliCommands.h"
 #include "core/data/ImageFile.h"
+#include "core/data/SubwordTokenizer.h"
 #include "core/export/ExportModel.h"
 #include "core/export/Gguf.h"
+#include "core/export/Onnx.h"
 #include "core/graph/Model.h"
 #include "core/io/Half.h"
 #include "core/io/Safetensors.h"
@@ -468,6 +470,54 @@ private slots:
         QCOMPARE(runPredictCommand({path("cnn.safetensors"), "--text", "hello"}, out3, err3), 1);
         QVERIFY2(err3.str().find("does not take text") != std::string::npos, err3.str().c_str());
         QCOMPARE(runPredictCommand({path("text.gguf"), path("lines.txt"), "--text", "x"}, out3, err3), 2);
+    }
+
+    // A SentencePiece text model: its model travels in safetensors, GGUF (with llama.cpp's "llama" tokenizer keys:
+    // pieces and scores) and ONNX metadata, byte for byte, and `predict --text` gives the same result from each.
+    void sentencePieceModelTravelsWithTheExport() {
+        std::vector<std::string> texts;
+        const char* words[] = {"red", "green", "blue", "apple", "grass", "sky", "ripe", "wet", "clear"};
+        for (int i = 0; i < 300; ++i)
+            texts.push_back(std::string(words[i % 9]) + " " + words[(i * 4 + 1) % 9] + " " + words[(i * 2 + 5) % 9]);
+        const SubwordTokenizer sp = SubwordTokenizer::train(texts, 30);
+        Project p;
+        p.name = "colours";
+        const int in = p.graph.addNode("Input", "tokens", {{"shape", {6}}});
+        const int e = p.graph.addNode("Embedding", "embed", {{"vocab", 30}, {"dim", 3}});
+        p.graph.connect(in, e);
+        const int pool = p.graph.addNode("SequenceMaxPool", "max", {{"masked", true}});
+        p.graph.connect({e, "out"}, {pool, "in"});
+        p.graph.connect({in, "out"}, {pool, "mask"});
+        const int d = p.graph.addNode("Dense", "fc", {{"units", 3}});
+        p.graph.connect(pool, d);
+        p.dataset.kind = DatasetKind::Text;
+        p.dataset.tokenizer = Tokenizer::SentencePiece;
+        p.dataset.maxTokens = 6;
+        ExportModel m = randomExport(p, 5);
+        m.normalization = CheckpointNormalization{};  // token ids: no scaling
+        m.normalization.mode = "none";
+        m.vocabulary = sp.vocabulary();
+        m.tokenizerModel = sp.serialized();
+        m.classNames = {"r", "g", "b"};
+        writeSafetensorsExport(path("spm.safetensors"), m, ExportPrecision::F32);
+        writeGgufExport(path("spm.gguf"), m, ExportPrecision::F32);
+        writeOnnx(path("spm.onnx"), m);
+        const GgufFile gguf = readGguf(path("spm.gguf"));
+        QCOMPARE(gguf.getString("tokenizer.ggml.model"), std::string("llama"));
+        QCOMPARE(gguf.getStringArray("tokenizer.ggml.tokens"), m.vocabulary);
+        QCOMPARE(gguf.getFloat32Array("tokenizer.ggml.scores"), sp.scores());
+        std::string first;
+        for (const std::string file : {"spm.safetensors", "spm.gguf", "spm.onnx"}) {
+            QCOMPARE(loadModelFile(path(file)).tokenizerModel, m.tokenizerModel);
+            std::ostringstream out, err;
+            QVERIFY2(
+                runPredictCommand({path(file), "--text", "ripe apple, wet grass", "--runtime", "strata", "--top", "3"},
+                                  out, err) == 0,
+                err.str().c_str());
+            const std::string line = out.str().substr(out.str().find("sample 0:"));
+            if (first.empty()) first = line;
+            QCOMPARE(line, first);
+        }
     }
 
     // Per-feature statistics must match the input: writers refuse a mismatch, loaders report it as a FormatError.

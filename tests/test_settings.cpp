@@ -315,7 +315,7 @@ private slots:
         };
         for (const auto& s : datasetSettingSpecs()) walk(s);
         for (const auto& s : trainingSettingSpecs()) walk(s);
-        QCOMPARE(choices, 5 + 2 + 2 + 3 + 3 + 3 + 3 + 4 + 3 + 2);
+        QCOMPARE(choices, 5 + 3 + 2 + 3 + 3 + 3 + 3 + 4 + 3 + 2);
         // The precision spellings are the backend's.
         for (ComputePrecision p : {ComputePrecision::F32, ComputePrecision::BF16, ComputePrecision::F16})
             QCOMPARE(settingName(p), std::string(computePrecisionName(p)));

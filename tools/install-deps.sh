@@ -14,7 +14,7 @@ packages=(
   libopenblas-dev libdnnl-dev nlohmann-json3-dev libprotobuf-dev protobuf-compiler libonnx-dev libopencv-dnn-dev
   libxxhash-dev
   libopenmpi-dev openmpi-bin
-  libpng-dev libturbojpeg0-dev
+  libpng-dev libturbojpeg0-dev libsentencepiece-dev
   dataset-fashion-mnist
 )
 case "${1:-build}" in

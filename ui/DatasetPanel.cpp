@@ -285,6 +285,8 @@ void DatasetPanel::buildUi() {
     row(textForm, "max_tokens", m_maxTokens);
     m_maxVocab = m_editors.add<QSpinBox>("max_vocab", textPage);
     row(textForm, "max_vocab", m_maxVocab);
+    pathEdit(textPage, "tokenizer_model", &pathRow);
+    row(textForm, "tokenizer_model", pathRow);
     m_kindPages->addWidget(textPage);
 
     auto* synthPage = new QWidget(m_kindPages);
@@ -538,6 +540,9 @@ DatasetPreview DatasetPanel::buildPreview(const DatasetSettings& settings, const
                     if (words && !text.isEmpty()) text += QLatin1Char(' ');
                     text += token;
                 }
+                // SentencePiece marks a piece that starts a word with U+2581; shown as the space it stands for.
+                if (settings.tokenizer == Tokenizer::SentencePiece)
+                    text = text.replace(QChar(0x2581), QLatin1Char(' ')).trimmed();
                 p.texts << text;
                 p.labels << labelOf(i);
             }

@@ -29,6 +29,7 @@
 #include "core/backend/BackendRegistry.h"
 #include "core/data/Dataset.h"
 #include "core/data/ImageFile.h"
+#include "core/data/TextEncoder.h"
 #include "core/export/ExportModel.h"
 #include "core/graph/Model.h"
 #include "core/infer/ExportCheck.h"
@@ -529,11 +530,14 @@ void PredictPanel::predictText(const QString& text) {
         const DatasetSettings& ds = s->model.project.dataset;
         PredictInputs in = encodeTexts({utf8}, s->model);
         r.predictions = predictSamples(*s->compiled, in.values.data(), 1);
-        // The words as typed, the ones the vocabulary lacks (id 1) marked, those past max_tokens struck out.
-        const std::vector<std::string> words = tokenizeText(utf8, ds.tokenizer);
+        // The tokens as typed (words, characters or pieces), the ones the vocabulary lacks (id 1) marked, those
+        // past max_tokens struck out.
+        const TextEncoder encoder(ds.tokenizer, ds.maxTokens, s->model.vocabulary, s->model.tokenizerModel);
+        const std::vector<std::string> words = encoder.tokens(utf8);
+        const std::vector<int32_t> ids = encoder.ids(utf8);
         const size_t kept = std::min(words.size(), in.values.size());
         std::vector<bool> unknown(words.size(), false);
-        for (size_t i = 0; i < kept; ++i) unknown[i] = in.values[i] == 1.0f;
+        for (size_t i = 0; i < words.size() && i < ids.size(); ++i) unknown[i] = ids[i] == 1;
         r.tokens = tokenLine(words, unknown, kept);
         if (words.size() > kept) r.tokens += tr(" <i>(cut at max_tokens %1)</i>").arg(ds.maxTokens);
         const int unknownCount = int(std::count(unknown.begin(), unknown.end(), true));

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <future>
 #include <map>
+#include <memory>
 #include <numeric>
 #include <unordered_map>
 
@@ -16,6 +17,8 @@
 #include "core/data/IdxReader.h"
 #include "core/data/ImageFolder.h"
 #include "core/data/ImageStream.h"
+#include "core/data/SubwordTokenizer.h"
+#include "core/data/TextEncoder.h"
 
 namespace strata {
 
@@ -561,47 +564,58 @@ DatasetBundle loadText(const DatasetSettings& s, const std::string& projectPath)
             gatherText(validation, firstRows(static_cast<int64_t>(validation.texts.size()), s.validationLimit));
 
     // Vocabulary from the training split only, so validation measures unseen text honestly.
+    DatasetBundle b;
     std::vector<std::vector<std::string>> trainTokens;
     trainTokens.reserve(train.texts.size());
-    std::unordered_map<std::string, int64_t> counts;
-    for (const std::string& t : train.texts) {
-        trainTokens.push_back(tokenizeText(t, s.tokenizer));
-        for (const std::string& tok : trainTokens.back()) ++counts[tok];
-    }
-    std::vector<std::pair<std::string, int64_t>> byCount(counts.begin(), counts.end());
-    std::sort(byCount.begin(), byCount.end(), [](const auto& a, const auto& b) {
-        return a.second != b.second ? a.second > b.second : a.first < b.first;
-    });
-    DatasetBundle b;
-    b.vocabulary = {"<pad>", "<unk>"};
-    std::unordered_map<std::string, int32_t> ids;
-    for (const auto& [tok, n] : byCount) {
-        if (static_cast<int>(b.vocabulary.size()) >= s.maxVocab) break;
-        ids[tok] = static_cast<int32_t>(b.vocabulary.size());
-        b.vocabulary.push_back(tok);
+    std::unique_ptr<TextEncoder> encoder;
+    if (s.tokenizer == Tokenizer::SentencePiece) {
+        SubwordTokenizer subword;
+        try {
+            subword = s.tokenizerModel.empty()
+                          ? SubwordTokenizer::train(train.texts, s.maxVocab)
+                          : SubwordTokenizer::fromFile(resolveDatasetPath(projectPath, s.tokenizerModel));
+        } catch (const std::runtime_error& e) {
+            throw DataError((s.tokenizerModel.empty() ? "dataset.max_vocab: " : "dataset.tokenizer_model: ") +
+                            std::string(e.what()) +
+                            (s.tokenizerModel.empty() ? " (fewer pieces, or more training text, may do)" : ""));
+        }
+        b.vocabulary = subword.vocabulary();
+        b.tokenizerModel = subword.serialized();
+        encoder = std::make_unique<TextEncoder>(subword, s.maxTokens);
+        for (const std::string& t : train.texts) trainTokens.push_back(subword.pieces(t));
+    } else {
+        std::unordered_map<std::string, int64_t> counts;
+        for (const std::string& t : train.texts) {
+            trainTokens.push_back(tokenizeText(t, s.tokenizer));
+            for (const std::string& tok : trainTokens.back()) ++counts[tok];
+        }
+        std::vector<std::pair<std::string, int64_t>> byCount(counts.begin(), counts.end());
+        std::sort(byCount.begin(), byCount.end(), [](const auto& a, const auto& c) {
+            return a.second != c.second ? a.second > c.second : a.first < c.first;
+        });
+        b.vocabulary = {"<pad>", "<unk>"};
+        for (const auto& [tok, n] : byCount) {
+            if (static_cast<int>(b.vocabulary.size()) >= s.maxVocab) break;
+            b.vocabulary.push_back(tok);
+        }
+        encoder = std::make_unique<TextEncoder>(s.tokenizer, s.maxTokens, b.vocabulary, std::string());
     }
 
-    auto encode = [&](const TextRows& rows, const std::vector<std::vector<std::string>>* tokens) {
+    auto encode = [&](const TextRows& rows) {
         DataSplit split;
         split.sampleShape = Shape{s.maxTokens};
         split.count = static_cast<int64_t>(rows.texts.size());
-        split.inputs.assign(static_cast<size_t>(split.count) * static_cast<size_t>(s.maxTokens), 0.0f);
+        split.inputs.reserve(static_cast<size_t>(split.count) * static_cast<size_t>(s.maxTokens));
         split.labels.reserve(rows.texts.size());
         for (size_t r = 0; r < rows.texts.size(); ++r) {
             split.labels.push_back(mapper.map(rows.labels[r]));
-            std::vector<std::string> own;
-            const std::vector<std::string>& toks =
-                tokens ? (*tokens)[r] : (own = tokenizeText(rows.texts[r], s.tokenizer));
-            float* dst = split.inputs.data() + r * static_cast<size_t>(s.maxTokens);
-            for (size_t k = 0; k < toks.size() && k < static_cast<size_t>(s.maxTokens); ++k) {
-                auto it = ids.find(toks[k]);
-                dst[k] = it == ids.end() ? 1.0f : static_cast<float>(it->second);
-            }
+            const std::vector<float> ids = encoder->encode(rows.texts[r]);
+            split.inputs.insert(split.inputs.end(), ids.begin(), ids.end());
         }
         return split;
     };
-    b.train = encode(train, &trainTokens);
-    b.validation = encode(validation, nullptr);
+    b.train = encode(train);
+    b.validation = encode(validation);
     int64_t cut = 0, longest = 0;
     b.textLengths.reserve(trainTokens.size());
     for (const std::vector<std::string>& t : trainTokens) {

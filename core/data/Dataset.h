@@ -89,6 +89,7 @@ struct DatasetBundle {
     std::vector<std::string> classNames;
     Normalization normalization;          // how raw inputs were turned into model inputs (export needs it)
     std::vector<std::string> vocabulary;  // text: id -> token (0 = padding, 1 = unknown)
+    std::string tokenizerModel;           // text, sentencepiece: the serialized SentencePiece model
     std::string description;              // "Fashion-MNIST (idx): 60000 train, 10000 validation, 10 classes"
     std::vector<SkippedFile> skipped;     // image_folder: bad files and folders left out, in listing order
     // image_folder: how many images of each file size (width, height) were decoded, both splits.
@@ -106,7 +107,8 @@ struct DatasetBundle {
 //   Integer labels are class indices; otherwise class names are numbered in order of
 //   first appearance in the training file (or follow settings.classNames when given).
 // - text: "label,text" rows (an optional "label,text" header row is skipped), tokenized
-//   by char or word, vocabulary from the training split only, padded/truncated to maxTokens.
+//   by char or word (vocabulary from the training split only) or by SentencePiece (a unigram model trained on
+//   the training split with maxVocab pieces, or read from tokenizerModel), padded/truncated to maxTokens.
 //   Inputs are token ids; normalization must be none or scale (which changes nothing).
 // - synthetic: Gaussian blobs, one per class, of shape syntheticShape (fixed seed).
 // - image_folder: trainPath is a folder of class folders or a CSV of path,label (data/ImageFolder.h);
@@ -126,7 +128,8 @@ DatasetBundle loadDataset(const DatasetSettings& settings, const std::string& pr
                           Streaming streaming = Streaming::Off);
 
 // Tokens of one text: Char gives code points (UTF-8), Word gives runs of
-// letters and digits. Both lowercase (ASCII, Latin-1 and Latin Extended-A).
+// letters and digits. Both lowercase (ASCII, Latin-1 and Latin Extended-A). SentencePiece needs its model:
+// TextEncoder (core/data/TextEncoder.h) tokenizes with any of the three.
 std::vector<std::string> tokenizeText(const std::string& text, Tokenizer tokenizer);
 
 }  // namespace strata

@@ -109,6 +109,8 @@ bool isWordChar(uint32_t c) {
 }  // namespace
 
 std::vector<std::string> tokenizeText(const std::string& text, Tokenizer tokenizer) {
+    if (tokenizer == Tokenizer::SentencePiece)
+        throw std::invalid_argument("tokenizeText: SentencePiece tokenizes through its model (TextEncoder)");
     std::vector<std::string> tokens;
     const bool words = tokenizer == Tokenizer::Word;
     std::string word;

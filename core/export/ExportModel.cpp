@@ -8,9 +8,11 @@
 
 #include "core/backend/BackendRegistry.h"
 #include "core/data/Dataset.h"
+#include "core/data/SubwordTokenizer.h"
 #include "core/export/Gguf.h"
 #include "core/export/Onnx.h"
 #include "core/graph/Model.h"
+#include "core/io/Base64.h"
 #include "core/io/Half.h"
 #include "core/io/Safetensors.h"
 #include "core/layers/LayerRegistry.h"
@@ -62,6 +64,15 @@ Project projectFromText(const std::string& text, const std::string& path) {
     }
 }
 
+// The SentencePiece model of a file's metadata (base64).
+std::string decodedModel(const std::string& text, const std::string& path) {
+    try {
+        return base64Decode(text);
+    } catch (const std::invalid_argument& e) {
+        throw FormatError(path, std::string(kMetaTokenizerModel) + " is not valid: " + e.what());
+    }
+}
+
 std::vector<std::string> stringArray(const std::string& text, const std::string& path, const std::string& key) {
     try {
         return Json::parse(text).get<std::vector<std::string>>();
@@ -104,6 +115,7 @@ ExportModel loadSafetensorsExport(const std::string& path, const SafetensorsCont
     m.project = projectFromText(*meta(kMetaProject), path);
     if (const std::string* s = meta(kMetaClassLabels)) m.classNames = stringArray(*s, path, kMetaClassLabels);
     if (const std::string* s = meta(kMetaVocabulary)) m.vocabulary = stringArray(*s, path, kMetaVocabulary);
+    if (const std::string* s = meta(kMetaTokenizerModel)) m.tokenizerModel = decodedModel(*s, path);
     if (const std::string* s = meta(kMetaNormalization)) {
         try {
             m.normalization = normalizationFromJson(Json::parse(*s));
@@ -134,6 +146,7 @@ ExportModel loadGgufExport(const std::string& path) {
             m.vocabulary = g.getStringArray("tokenizer.ggml.tokens");
         else if (g.find(kMetaVocabulary))
             m.vocabulary = g.getStringArray(kMetaVocabulary);
+        if (g.find(kMetaTokenizerModel)) m.tokenizerModel = decodedModel(g.getString(kMetaTokenizerModel), path);
         if (g.find("strata.normalization.mode")) {
             m.normalization.mode = g.getString("strata.normalization.mode");
             m.normalization.scale = g.getFloat32("strata.normalization.scale");
@@ -194,6 +207,8 @@ ExportModel loadOnnxExport(const std::string& path) {
         m.classNames = stringArray(c->second, path, kMetaClassLabels);
     if (auto v = info.metadata.find(kMetaVocabulary); v != info.metadata.end())
         m.vocabulary = stringArray(v->second, path, kMetaVocabulary);
+    if (auto t = info.metadata.find(kMetaTokenizerModel); t != info.metadata.end())
+        m.tokenizerModel = decodedModel(t->second, path);
     if (auto n = info.metadata.find(kMetaNormalization); n != info.metadata.end()) {
         try {
             m.normalization = normalizationFromJson(Json::parse(n->second));
@@ -281,6 +296,7 @@ ExportModel untrainedExportModel(const Project& project, const std::string& proj
     m.normalization = checkpointNormalizationOf(data.normalization);
     m.classNames = data.classNames;
     m.vocabulary = data.vocabulary;
+    m.tokenizerModel = data.tokenizerModel;
     return m;
 }
 
@@ -292,6 +308,7 @@ ExportModel exportModelFromCheckpoint(const Checkpoint& c) {
     m.normalization = c.normalization;
     m.classNames = c.classNames;
     m.vocabulary = c.vocabulary;
+    m.tokenizerModel = c.tokenizerModel;
     return m;
 }
 
@@ -351,13 +368,14 @@ ExportSummary writeSafetensorsExport(const std::string& path, const ExportModel&
         summary.tensors.push_back(shapeLine(p.name, p.shape, safetensorsDTypeName(r.dtype)));
         records.push_back(std::move(r));
     }
-    const std::map<std::string, std::string> meta{
+    std::map<std::string, std::string> meta{
         {"format", "pt"},
         {kMetaProject, projectToJson(model.project).dump()},
         {kMetaClassLabels, Json(model.classNames).dump()},
         {kMetaVocabulary, Json(model.vocabulary).dump()},
         {kMetaNormalization, normalizationJson(model.normalization).dump()},
     };
+    if (!model.tokenizerModel.empty()) meta[kMetaTokenizerModel] = base64Encode(model.tokenizerModel);
     writeSafetensors(path, records, meta);
     summary.bytes = fileSize(path);
     return summary;
@@ -382,9 +400,17 @@ ExportSummary writeGgufExport(const std::string& path, const ExportModel& model,
     g.setStringArray(kMetaClassLabels, model.classNames);
     if (!model.vocabulary.empty()) {
         // The tokenizer, in the keys llama.cpp reads a model's tokenizer from.
-        g.setString("tokenizer.ggml.model",
-                    model.project.dataset.tokenizer == Tokenizer::Char ? "strata-char" : "strata-word");
+        // SentencePiece as llama.cpp keeps it ("llama": unigram pieces with their scores); ours, by name.
+        const bool pieces = model.project.dataset.tokenizer == Tokenizer::SentencePiece;
+        g.setString("tokenizer.ggml.model", pieces                                               ? "llama"
+                                            : model.project.dataset.tokenizer == Tokenizer::Char ? "strata-char"
+                                                                                                 : "strata-word");
         g.setStringArray("tokenizer.ggml.tokens", model.vocabulary);
+        if (pieces) {
+            g.setFloat32Array("tokenizer.ggml.scores",
+                              SubwordTokenizer::fromSerialized(model.tokenizerModel, path).scores());
+            g.setString(kMetaTokenizerModel, base64Encode(model.tokenizerModel));
+        }
         g.setUInt32("tokenizer.ggml.padding_token_id", 0);
         g.setUInt32("tokenizer.ggml.unknown_token_id", 1);
     }

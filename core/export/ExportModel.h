@@ -22,6 +22,7 @@ struct ExportModel {
     CheckpointNormalization normalization;
     std::vector<std::string> classNames;
     std::vector<std::string> vocabulary;
+    std::string tokenizerModel;  // text, sentencepiece: the serialized SentencePiece model
     // An int8 ONNX file's activation quantization by node name (Quantize.h); empty for float models. Its
     // weights are the file's, dequantized.
     std::map<std::string, ActivationQuant> int8Activations;
@@ -55,6 +56,8 @@ void checkNormalization(const CheckpointNormalization& norm, const Graph& graph)
 inline constexpr const char* kMetaProject = "strata.project";
 inline constexpr const char* kMetaClassLabels = "strata.class_labels";
 inline constexpr const char* kMetaVocabulary = "strata.vocabulary";
+// text, sentencepiece: the SentencePiece model, base64 (safetensors, ONNX and GGUF metadata alike).
+inline constexpr const char* kMetaTokenizerModel = "strata.tokenizer_model";
 
 // Q8_0 and Q4_0 are GGUF block types; Int8 is ONNX's post-training quantization (QDQ, Quantize.h).
 enum class ExportPrecision { F32, F16, Q8_0, Q4_0, Int8 };

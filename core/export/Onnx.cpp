@@ -12,6 +12,7 @@
 #include <onnx/onnx_pb.h>
 #include <unistd.h>
 
+#include "core/io/Base64.h"
 #include "core/io/FileIo.h"
 #include "core/io/InputLimits.h"
 #include "core/layers/LayerRegistry.h"
@@ -167,6 +168,7 @@ void writeOnnx(const std::string& path, const ExportModel& model, const OnnxExpo
     meta("strata.version", versionString());
     meta(kMetaClassLabels, jsonArray(model.classNames));
     if (!model.vocabulary.empty()) meta(kMetaVocabulary, jsonArray(model.vocabulary));
+    if (!model.tokenizerModel.empty()) meta(kMetaTokenizerModel, base64Encode(model.tokenizerModel));
     checkNormalization(model.normalization, graph);
     nlohmann::json normMeta{{"mode", model.normalization.mode},
                             {"scale", model.normalization.scale},

@@ -173,13 +173,21 @@ std::vector<SettingSpec<DS>> makeDatasetSpecs() {
         Entry<&DS::labelColumn>("label_column", "Label column", "csv: the name of the column that holds the class."),
         Entry<&DS::tokenizer>("tokenizer", "Tokenizer", "text: how a text becomes tokens.")
             .choice("char", Tokenizer::Char, "characters", "One token per character (code point).")
-            .choice("word", Tokenizer::Word, "words", "One token per run of letters and digits."),
+            .choice("word", Tokenizer::Word, "words", "One token per run of letters and digits.")
+            .choice("sentencepiece", Tokenizer::SentencePiece, "subwords (SentencePiece)",
+                    "Subword pieces of a SentencePiece unigram model: frequent words whole, rare ones in parts, so "
+                    "no word is unknown."),
         Entry<&DS::maxTokens>("max_tokens", "Sequence length",
                               "text: tokens per sample; longer texts are truncated, shorter ones padded.")
             .intRange(1, int64_t(1) << 20),
         Entry<&DS::maxVocab>("max_vocab", "Vocabulary size",
-                             "text: the most frequent training tokens kept, padding and unknown included.")
+                             "text: the most frequent training tokens kept, padding and unknown included "
+                             "(sentencepiece: at most this many pieces).")
             .intRange(3, kIntMax),
+        Entry<&DS::tokenizerModel>("tokenizer_model", "SentencePiece model",
+                                   "text, sentencepiece: a trained .model file (padding id 0, unknown id 1); empty: "
+                                   "a model is trained on the training split when the data loads.")
+            .path(),
         Entry<&DS::validationSplit>("validation_split", "Validation split",
                                     "Fraction of the training file held out when there is no validation file.")
             .numberRange(0.0, 1.0, true),

@@ -28,7 +28,7 @@ enum class ImageResize { Stretch, CenterCrop };
 // with worker threads, decoding every epoch (Stream) or once into a uint8 cache (Cache: in memory when it
 // fits in cacheMemoryMb, else a memory-mapped file in .strata-cache beside the project).
 enum class ImageLoading { Memory, Stream, Cache };
-enum class Tokenizer { Char, Word };
+enum class Tokenizer { Char, Word, SentencePiece };
 // How a dataset's inputs are normalized (the statistics a run found are core/data's Normalization).
 enum class NormalizationMode { None, Scale, Standardize };
 enum class OptimizerKind { Sgd, Adam, AdamW };
@@ -47,7 +47,9 @@ struct DatasetSettings {
     Tokenizer tokenizer = Tokenizer::Char;  // text
     int maxTokens = 32;                     // text: sequence length (padded/truncated)
     int maxVocab = 20000;                   // text
-    double validationSplit = 0.0;           // fraction of the training file held out when there is no validation file
+    // text, sentencepiece: a trained SentencePiece .model file; empty: one is trained on the training split
+    std::string tokenizerModel;
+    double validationSplit = 0.0;  // fraction of the training file held out when there is no validation file
     NormalizationMode normalization = NormalizationMode::Scale;
     // Augmentation (images, training split only).
     int cropPadding = 0;

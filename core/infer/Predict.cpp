@@ -14,6 +14,7 @@
 #include "core/data/Dataset.h"
 #include "core/data/IdxReader.h"
 #include "core/data/ImageFile.h"
+#include "core/data/TextEncoder.h"
 #include "core/export/FoldBatchNorm.h"
 #include "core/graph/Model.h"
 #include "core/infer/ExportCheck.h"
@@ -35,48 +36,41 @@ PredictInputs readIdxImages(const std::string& path, int64_t limit) {
     return in;
 }
 
-// One text as the model's input: token ids, cut to max_tokens, padded with 0.
-void appendEncoded(PredictInputs& in, const std::string& text, const DatasetSettings& ds,
-                   const std::map<std::string, int32_t>& ids) {
-    std::vector<float> sample(static_cast<size_t>(ds.maxTokens), 0.f);
-    const std::vector<std::string> toks = tokenizeText(text, ds.tokenizer);
-    for (size_t k = 0; k < toks.size() && k < sample.size(); ++k) {
-        auto it = ids.find(toks[k]);
-        sample[k] = it == ids.end() ? 1.f : static_cast<float>(it->second);
-    }
+// The encoder of a text model (TextEncoder: its tokenizer, vocabulary or SentencePiece model).
+TextEncoder encoderOf(const ExportModel& model) {
+    const DatasetSettings& ds = model.project.dataset;
+    if (ds.kind != DatasetKind::Text || model.vocabulary.empty())
+        throw std::invalid_argument("this model does not take text (its dataset is not a text CSV with a vocabulary)");
+    return TextEncoder(ds.tokenizer, ds.maxTokens, model.vocabulary, model.tokenizerModel);
+}
+
+void appendEncoded(PredictInputs& in, const std::string& text, const TextEncoder& encoder) {
+    const std::vector<float> sample = encoder.encode(text);
     in.values.insert(in.values.end(), sample.begin(), sample.end());
     ++in.count;
 }
 
-std::map<std::string, int32_t> vocabularyIds(const std::vector<std::string>& vocab) {
-    std::map<std::string, int32_t> ids;
-    for (size_t i = 0; i < vocab.size(); ++i) ids[vocab[i]] = static_cast<int32_t>(i);
-    return ids;
-}
-
-PredictInputs readTextCsv(const std::vector<data::CsvRecord>& rows, const DatasetSettings& ds,
-                          const std::vector<std::string>& vocab, int64_t limit) {
+PredictInputs readTextCsv(const std::vector<data::CsvRecord>& rows, const ExportModel& model, int64_t limit) {
     // "label,text" rows like the training file; an optional header row is skipped.
-    const std::map<std::string, int32_t> ids = vocabularyIds(vocab);
+    const TextEncoder encoder = encoderOf(model);
     PredictInputs in;
-    in.sampleDims = {ds.maxTokens};
+    in.sampleDims = {model.project.dataset.maxTokens};
     for (const data::CsvRecord& r : rows) {
         if (in.count >= limit) break;
         if (r.line == rows.front().line && r.fields.size() >= 2 && r.fields[0] == "label" && r.fields[1] == "text")
             continue;
         const std::string text = r.fields.size() >= 2 ? r.fields[1] : r.fields[0];
         if (r.fields.size() >= 2) in.labels.push_back(r.fields[0]);
-        appendEncoded(in, text, ds, ids);
+        appendEncoded(in, text, encoder);
     }
     return in;
 }
 
-PredictInputs readCsvInputs(const std::string& path, const Project& project, const std::vector<std::string>& vocab,
-                            int64_t limit) {
+PredictInputs readCsvInputs(const std::string& path, const ExportModel& model, int64_t limit) {
     const std::vector<data::CsvRecord> rows = data::readCsvFile(path);
     if (rows.empty()) throw std::runtime_error(path + ": no rows");
-    const DatasetSettings& ds = project.dataset;
-    if (ds.kind == DatasetKind::Text) return readTextCsv(rows, ds, vocab, limit);
+    const DatasetSettings& ds = model.project.dataset;
+    if (ds.kind == DatasetKind::Text) return readTextCsv(rows, model, limit);
     const std::vector<std::string>& header = rows.front().fields;
     int labelCol = -1;
     for (size_t i = 0; i < header.size(); ++i)
@@ -129,13 +123,10 @@ PredictInputs readImageInputs(const std::string& path, const Shape& inputShape, 
 }  // namespace
 
 PredictInputs encodeTexts(const std::vector<std::string>& texts, const ExportModel& model) {
-    const DatasetSettings& ds = model.project.dataset;
-    if (ds.kind != DatasetKind::Text || model.vocabulary.empty())
-        throw std::invalid_argument("this model does not take text (its dataset is not a text CSV with a vocabulary)");
-    const std::map<std::string, int32_t> ids = vocabularyIds(model.vocabulary);
+    const TextEncoder encoder = encoderOf(model);
     PredictInputs in;
-    in.sampleDims = {ds.maxTokens};
-    for (const std::string& t : texts) appendEncoded(in, t, ds, ids);
+    in.sampleDims = {model.project.dataset.maxTokens};
+    for (const std::string& t : texts) appendEncoded(in, t, encoder);
     return in;
 }
 
@@ -179,7 +170,7 @@ PredictInputs readPredictInputs(const std::string& path, const ExportModel& mode
     if (data::isImageFileName(path))
         return readImageInputs(path, inputShape, data::resizePolicyFor(model.project.dataset));
     if (isIdxImages(path)) return readIdxImages(path, limit);
-    return readCsvInputs(path, model.project, model.vocabulary, limit);
+    return readCsvInputs(path, model, limit);
 }
 
 Predictor::Predictor(const std::string& modelPath, PredictRuntime runtime)

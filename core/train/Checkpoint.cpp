@@ -8,6 +8,7 @@
 
 #include "core/data/Dataset.h"
 #include "core/graph/Model.h"
+#include "core/io/Base64.h"
 #include "core/io/Safetensors.h"
 
 namespace strata {
@@ -88,6 +89,7 @@ void saveCheckpoint(const Checkpoint& c, const std::string& path) {
                              {"feature_std", c.normalization.featureStd}};
     meta["class_names"] = c.classNames;
     meta["vocabulary"] = c.vocabulary;
+    if (!c.tokenizerModel.empty()) meta["tokenizer_model"] = base64Encode(c.tokenizerModel);
     meta["trainer_state"] = c.trainerState;
 
     std::vector<TensorRecord> records;
@@ -220,6 +222,7 @@ Checkpoint loadCheckpoint(const std::string& pathIn) {
         c.normalization.featureStd = n.value("feature_std", std::vector<float>{});
         c.classNames = meta.at("class_names").get<std::vector<std::string>>();
         c.vocabulary = meta.value("vocabulary", std::vector<std::string>{});
+        c.tokenizerModel = base64Decode(meta.value("tokenizer_model", std::string()));
         c.trainerState = meta.value("trainer_state", Json::object());
     } catch (const ProjectError& e) {
         throw std::runtime_error(path + ": checkpoint project: " + e.what());

@@ -48,6 +48,7 @@ struct Checkpoint {
     CheckpointNormalization normalization;
     std::vector<std::string> classNames;
     std::vector<std::string> vocabulary;                // text data sets
+    std::string tokenizerModel;                         // text, sentencepiece: the serialized SentencePiece model
     Json trainerState = Json::object();                 // RNG, scheduler and early-stopping state (Trainer-private)
     std::map<std::string, std::vector<float>> weights;  // by Model::namedParameters name
     std::map<std::string, std::vector<float>> optimizerState;  // by "<slot>.<param name>"

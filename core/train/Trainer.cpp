@@ -365,6 +365,7 @@ struct Trainer::Impl {
         c.normalization = checkpointNormalizationOf(data.normalization);
         c.classNames = data.classNames;
         c.vocabulary = data.vocabulary;
+        c.tokenizerModel = data.tokenizerModel;
         c.trainerState = trainerState();
         c.weights = modelWeights(*model);
         c.optimizerState = optimizer->state();
