@@ -158,9 +158,13 @@ void NodeItem::paint(QPainter* painter, const QStyleOptionGraphicsItem* option, 
     painter->setPen(Qt::white);
     painter->setFont(bold);
     const QRectF headerText(textLeft, body.top(), textWidth, kHeader);
-    painter->drawText(headerText, Qt::AlignLeft | Qt::AlignVCenter, m_view.type);
+    // A long type name ("MultiHeadSelfAttention") is elided before the count instead of running under it.
+    const QString count = countText(m_view.parameterCount);
+    const double countWidth = count.isEmpty() ? 0.0 : QFontMetricsF(small).horizontalAdvance(count) + 6;
+    painter->drawText(headerText, Qt::AlignLeft | Qt::AlignVCenter,
+                      QFontMetricsF(bold).elidedText(m_view.type, Qt::ElideRight, textWidth - countWidth));
     painter->setFont(small);
-    painter->drawText(headerText, Qt::AlignRight | Qt::AlignVCenter, countText(m_view.parameterCount));
+    painter->drawText(headerText, Qt::AlignRight | Qt::AlignVCenter, count);
 
     double y = body.top() + kHeader + kPad;
     painter->setPen(QColor(0x20, 0x24, 0x2a));

@@ -256,7 +256,8 @@ strata::Project textTransformerTemplate() {
     p.graph = strata::Graph();
     strata::Graph& g = p.graph;
     constexpr int kWidth = 128;
-    const int tokens = g.addNode("Input", "tokens", {{"shape", {128}}}, 0, 0);
+    // The ids one column to the left: their edges to the masks then run beside the chain, not through it.
+    const int tokens = g.addNode("Input", "tokens", {{"shape", {128}}}, -kColumn, 0);
     const int embed = g.addNode("Embedding", "embed", {{"vocab", 20000}, {"dim", kWidth}}, 0, kRow);
     g.connect(tokens, embed);
     const int positions = g.addNode("PositionalEmbedding", "positions", strata::Json::object(), 0, 2 * kRow);
