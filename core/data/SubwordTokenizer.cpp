@@ -3,9 +3,6 @@
 // scope where ONNX's protobuf lives (SentencePieceShim.h).
 #include "core/data/SubwordTokenizer.h"
 
-#include <dlfcn.h>
-#include <unistd.h>
-
 #include <climits>
 #include <cstdlib>
 #include <filesystem>
@@ -13,6 +10,9 @@
 #include <iterator>
 #include <mutex>
 #include <stdexcept>
+
+#include <dlfcn.h>
+#include <unistd.h>
 
 #include "core/data/sentencepiece_shim/SentencePieceShim.h"
 
@@ -104,7 +104,7 @@ SubwordTokenizer SubwordTokenizer::train(const std::vector<std::string>& texts, 
                                 "\npad_id=0\nunk_id=1\nbos_id=-1\neos_id=-1\npad_piece=<pad>\nunk_piece=<unk>\n"
                                 "character_coverage=0.9995\n"
                                 "hard_vocab_limit=false\n"  // max_vocab is "at most": a small corpus gets fewer pieces
-                                "num_threads=1\n"  // the same pieces on every run and every data-parallel rank
+                                "num_threads=1\n"           // the same pieces on every run and every data-parallel rank
                                 "input_sentence_size=1000000\nshuffle_input_sentence=false\n"
                                 "max_sentence_length=1048576\nminloglevel=2\n";
     std::vector<const char*> ptrs;
@@ -116,8 +116,8 @@ SubwordTokenizer SubwordTokenizer::train(const std::vector<std::string>& texts, 
     char* model = nullptr;
     size_t size = 0;
     if (sh.train(ptrs.data(), lengths.data(), ptrs.size(), options.c_str(), &model, &size) != 0)
-        throw std::runtime_error("SentencePiece could not train " + std::to_string(vocabSize) + " pieces: " +
-                                 sh.error());
+        throw std::runtime_error("SentencePiece could not train " + std::to_string(vocabSize) +
+                                 " pieces: " + sh.error());
     const std::string bytes(model, size);
     sh.freeBytes(model);
     return fromSerialized(bytes, "the trained SentencePiece model");
@@ -127,16 +127,15 @@ SubwordTokenizer SubwordTokenizer::fromSerialized(const std::string& bytes, cons
     const Shim& sh = shim();
     strata_spm* raw = sh.load(bytes.data(), bytes.size());
     if (!raw) throw std::runtime_error(origin + ": not a SentencePiece model (" + sh.error() + ")");
-    std::shared_ptr<const strata_spm> sp(raw, [destroy = sh.destroy](const strata_spm* p) {
-        destroy(const_cast<strata_spm*>(p));
-    });
+    std::shared_ptr<const strata_spm> sp(
+        raw, [destroy = sh.destroy](const strata_spm* p) { destroy(const_cast<strata_spm*>(p)); });
     const int pad = sh.specialId(raw, 'p'), unk = sh.specialId(raw, 'u'), bos = sh.specialId(raw, 'b'),
               eos = sh.specialId(raw, 'e');
     if (sh.pieceCount(raw) < 3 || pad != 0 || unk != 1 || bos >= 0 || eos >= 0)
         throw std::runtime_error(origin + ": a SentencePiece model for Strata has padding id 0 and unknown id 1 and " +
                                  "no begin/end pieces (spm_train --pad_id=0 --unk_id=1 --bos_id=-1 --eos_id=-1); " +
-                                 "this one has pad " + std::to_string(pad) + ", unk " + std::to_string(unk) +
-                                 ", bos " + std::to_string(bos) + ", eos " + std::to_string(eos));
+                                 "this one has pad " + std::to_string(pad) + ", unk " + std::to_string(unk) + ", bos " +
+                                 std::to_string(bos) + ", eos " + std::to_string(eos));
     SubwordTokenizer t;
     t.m_sp = std::move(sp);
     t.m_bytes = bytes;

@@ -53,8 +53,8 @@ struct strata_spm {
 
 extern "C" {
 
-int strata_spm_train(const char* const* texts, const size_t* lengths, size_t count, const char* options,
-                     char** model, size_t* modelSize) {
+int strata_spm_train(const char* const* texts, const size_t* lengths, size_t count, const char* options, char** model,
+                     size_t* modelSize) {
     try {
         std::unordered_map<std::string, std::string> args;
         std::istringstream lines(options ? options : "");

@@ -18,8 +18,8 @@ typedef struct strata_spm strata_spm;
 
 /* Trains a unigram model on `count` texts (texts[i] of lengths[i] bytes) with the key=value options of
  * `options` ("vocab_size=8000\npad_id=0\n..."), and returns its serialized proto (free with strata_spm_free_bytes). */
-int strata_spm_train(const char* const* texts, const size_t* lengths, size_t count, const char* options,
-                     char** model, size_t* modelSize);
+int strata_spm_train(const char* const* texts, const size_t* lengths, size_t count, const char* options, char** model,
+                     size_t* modelSize);
 void strata_spm_free_bytes(char* bytes);
 /* A processor from a serialized model; NULL on error. */
 strata_spm* strata_spm_load(const char* model, size_t size);
