@@ -406,26 +406,7 @@ private slots:
     // tokenizer and vocabulary travel in the file. Padding is masked, so an empty text scores the bias alone; bad
     // input (a 1 MB line, Latin-1 bytes, a NUL byte, a non-text model) is cut, decoded or refused, never a crash.
     void predictTypedText() {
-        Project p;
-        p.name = "sentiment";
-        const int in = p.graph.addNode("Input", "tokens", {{"shape", {4}}});
-        const int e = p.graph.addNode("Embedding", "embed", {{"vocab", 5}, {"dim", 2}});
-        p.graph.connect(in, e);
-        const int pool = p.graph.addNode("SequenceMeanPool", "mean", {{"masked", true}});
-        p.graph.connect({e, "out"}, {pool, "in"});
-        p.graph.connect({in, "out"}, {pool, "mask"});
-        const int d = p.graph.addNode("Dense", "fc", {{"units", 2}});
-        p.graph.connect(pool, d);
-        p.dataset.kind = DatasetKind::Text;
-        p.dataset.tokenizer = Tokenizer::Word;
-        p.dataset.maxTokens = 4;
-        ExportModel m;
-        m.project = p;
-        m.vocabulary = {"<pad>", "<unk>", "good", "bad", "fine"};
-        m.weights["embed.weight"] = {100, 100, 0, 0, 1, 0, 0, 1, 0.5f, 0.5f};  // <pad> would dominate unmasked
-        m.weights["fc.weight"] = {1, 0, 0, 1};
-        m.weights["fc.bias"] = {0, 0};
-        m.classNames = {"pos", "neg"};
+        const ExportModel m = test::sentimentTextModel();
         writeSafetensorsExport(path("text.safetensors"), m, ExportPrecision::F32);
         writeGgufExport(path("text.gguf"), m, ExportPrecision::F32);
         // The tokenizer in llama.cpp's keys.

@@ -222,7 +222,11 @@ Checkpoint loadCheckpoint(const std::string& pathIn) {
         c.normalization.featureStd = n.value("feature_std", std::vector<float>{});
         c.classNames = meta.at("class_names").get<std::vector<std::string>>();
         c.vocabulary = meta.value("vocabulary", std::vector<std::string>{});
-        c.tokenizerModel = base64Decode(meta.value("tokenizer_model", std::string()));
+        try {
+            c.tokenizerModel = base64Decode(meta.value("tokenizer_model", std::string()));
+        } catch (const std::invalid_argument& e) {
+            throw std::runtime_error(path + ": checkpoint metadata 'tokenizer_model' is malformed: " + e.what());
+        }
         c.trainerState = meta.value("trainer_state", Json::object());
     } catch (const ProjectError& e) {
         throw std::runtime_error(path + ": checkpoint project: " + e.what());

@@ -147,6 +147,21 @@ MemoryEstimate estimateTrainingMemory(const Graph& graph, const TrainingSettings
                        allocation(static_cast<uint64_t>(outputNumel * batch) * kFloat);
     if (training.loss != LossKind::CrossEntropy)
         buffers += allocation(static_cast<uint64_t>(outputNumel * batch) * kFloat);
+    // Scratch a layer allocates itself: attention keeps, per training step, qkv [N, T, 3D], scores and
+    // probabilities [N, H, T, T] (and the dropped ones with attention dropout), the context [N, T, D], and in
+    // backward dContext, dAttention and dQkv (core/layers/MultiHeadSelfAttention.cpp). The other layers' own
+    // buffers are per-row statistics, too small to count.
+    for (size_t i = 0; i < steps.size(); ++i) {
+        const StepInfo& s = steps[i];
+        if (s.isInput || s.type->name() != "MultiHeadSelfAttention") continue;
+        const Json& params = analysis.params.at(order[i]);
+        const int64_t t = s.out[0], d = s.out[1], h = params.at("heads").get<int64_t>();
+        const int64_t weights = batch * h * t * t;
+        std::vector<int64_t> floats{batch * t * 3 * d, weights, weights,          batch * t * d,
+                                    batch * t * d,     weights, batch * t * 3 * d};
+        if (params.at("dropout").get<double>() > 0) floats.push_back(weights);
+        for (int64_t n : floats) buffers += allocation(static_cast<uint64_t>(n) * kFloat);
+    }
     e.buffers = buffers;
     // cuDNN's convolution workspace: at most CudaBackend's limit; the algorithm, and so the size, is chosen on
     // the device at the first step, so the bound is counted.

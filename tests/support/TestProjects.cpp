@@ -51,4 +51,28 @@ Project exampleOnBlobs(const std::string& file, const std::string& device) {
     return p;
 }
 
+ExportModel sentimentTextModel() {
+    Project p;
+    p.name = "sentiment";
+    const int in = p.graph.addNode("Input", "tokens", {{"shape", {4}}});
+    const int e = p.graph.addNode("Embedding", "embed", {{"vocab", 5}, {"dim", 2}});
+    p.graph.connect(in, e);
+    const int pool = p.graph.addNode("SequenceMeanPool", "mean", {{"masked", true}});
+    p.graph.connect({e, "out"}, {pool, "in"});
+    p.graph.connect({in, "out"}, {pool, "mask"});
+    const int d = p.graph.addNode("Dense", "fc", {{"units", 2}});
+    p.graph.connect(pool, d);
+    p.dataset.kind = DatasetKind::Text;
+    p.dataset.tokenizer = Tokenizer::Word;
+    p.dataset.maxTokens = 4;
+    ExportModel m;
+    m.project = p;
+    m.vocabulary = {"<pad>", "<unk>", "good", "bad", "fine"};
+    m.weights["embed.weight"] = {100, 100, 0, 0, 1, 0, 0, 1, 0.5f, 0.5f};
+    m.weights["fc.weight"] = {1, 0, 0, 1};
+    m.weights["fc.bias"] = {0, 0};
+    m.classNames = {"pos", "neg"};
+    return m;
+}
+
 }  // namespace strata::test

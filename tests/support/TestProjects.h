@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "core/export/ExportModel.h"
 #include "core/graph/Project.h"
 
 namespace strata::test {
@@ -29,5 +30,10 @@ Project blobsMlpProject(const std::string& name = "tiny", int inputs = 16, int c
 // 512 blobs of its input shape in 10 classes (no data set files needed: a model's allocations do not depend
 // on the values).
 Project exampleOnBlobs(const std::string& file, const std::string& device = "cpu");
+
+// A hand-weighted text model: word ids [4] -> Embedding 2 (<pad> (100, 100), <unk> (0, 0), good (1, 0),
+// bad (0, 1), fine (0.5, 0.5)) -> masked sequence mean -> Dense 2 (identity, no bias): classes pos, neg with
+// logits equal to the mean embedding of the real tokens (the padding row would dominate if it were not masked).
+ExportModel sentimentTextModel();
 
 }  // namespace strata::test
