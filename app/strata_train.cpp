@@ -423,7 +423,9 @@ int main(int argc, char** argv) {
     options.communicator = comm.get();
     options.bucketBytes = std::max<int64_t>(1, static_cast<int64_t>(bucketMb * 1048576.0));
     try {
-        options.localSgdSteps = strata::parseDistMode(ts.distMode);
+        const strata::DistMode mode = strata::parseDistMode(ts.distMode);
+        options.localSgdSteps = mode.localSgdSteps;
+        options.asyncUpdates = mode.async;
     } catch (const std::exception& e) {
         return failRank(e.what());
     }

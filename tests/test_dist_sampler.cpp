@@ -1,6 +1,7 @@
 // Tests for the data-parallel pieces that need no MPI: the sampler's sharding of each global batch
 // (batchShard, DataLoader::setShard), dropout's global counters, the model's gradients-ready hook and the
-// gradient bucket plan (GradientBuckets over the single-rank communicator). The multi-process checks are
+// gradient bucket plan (GradientBuckets over the single-rank communicator) and async mode's one-step-stale
+// exchange (AsyncGradients). The multi-process checks are
 // tests/dist (mpirun).
 #include <QtTest>
 #include <map>
@@ -13,6 +14,7 @@
 #include "core/dist/Communicator.h"
 #include "core/graph/Model.h"
 #include "core/train/GradientBuckets.h"
+#include "core/train/Trainer.h"
 #include "tests/support/TestBackends.h"
 #include "tests/support/TestProjects.h"
 
@@ -155,6 +157,65 @@ private slots:
         for (int64_t from : froms) tiny.ready(from);
         tiny.finish();
         QVERIFY(tiny.lastStep().hiddenFraction() >= 0.0);
+    }
+
+    // Async mode: each exchange hands back the previous step's (summed) gradients with their learning rate and
+    // keeps this step's; the first has nothing to give; drain gives the last and leaves nothing pending.
+    void asyncGradientsAreOneStepStale() {
+        std::unique_ptr<Backend> owned = test::makeCpuBackend();
+        std::unique_ptr<Model> model = compile(test::blobsMlpProject("b", 16, 4, true).graph, *owned, 1);
+        const Tensor& g = model->packedGradients();
+        const auto n = static_cast<size_t>(g.numel());
+        float* block = g.f32();
+        auto fill = [&](float base) {
+            for (size_t i = 0; i < n; ++i) block[i] = base + static_cast<float>(i);
+        };
+        auto holds = [&](float base) {
+            for (size_t i = 0; i < n; ++i)
+                if (block[i] != base + static_cast<float>(i)) return false;
+            return true;
+        };
+        auto comm = makeSingleRankCommunicator();
+        AsyncGradients async(*comm, *model);
+        QVERIFY(!async.drain());  // nothing in flight
+        fill(100.0f);
+        QVERIFY(!async.exchange(0.1));  // step 1: nothing to apply yet
+        QVERIFY(async.pending());
+        QVERIFY(holds(100.0f));  // left as it was
+        fill(200.0f);
+        QVERIFY(async.exchange(0.2));  // step 2 applies step 1's
+        QVERIFY(holds(100.0f));
+        QCOMPARE(async.previousLearningRate(), 0.1);
+        async.progress();
+        fill(300.0f);
+        QVERIFY(async.exchange(0.3));
+        QVERIFY(holds(200.0f));
+        QCOMPARE(async.previousLearningRate(), 0.2);
+        QVERIFY(async.lastStep().windowSeconds >= 0.0);
+        fill(-1.0f);
+        QVERIFY(async.drain());  // the end of an epoch: step 3's
+        QVERIFY(holds(300.0f));
+        QCOMPARE(async.previousLearningRate(), 0.3);
+        QVERIFY(!async.pending());
+        QVERIFY(!async.drain());
+        fill(400.0f);
+        QVERIFY(!async.exchange(0.4));  // the next epoch starts afresh
+    }
+
+    void distModesParse() {
+        QCOMPARE(parseDistMode("sync").localSgdSteps, 0);
+        QVERIFY(!parseDistMode("sync").async);
+        QVERIFY(parseDistMode("async").async);
+        QCOMPARE(parseDistMode("local-sgd:8").localSgdSteps, 8);
+        QVERIFY(!parseDistMode("local-sgd:8").async);
+        for (const char* bad : {"", "Async", "local-sgd:0", "local-sgd:", "local-sgd:x", "async:2"}) {
+            try {
+                parseDistMode(bad);
+                QFAIL(bad);
+            } catch (const std::invalid_argument& e) {
+                QVERIFY(std::string(e.what()).find("training.dist_mode") != std::string::npos);
+            }
+        }
     }
 };
 

@@ -346,10 +346,11 @@ std::vector<SettingSpec<TS>> makeTrainingSpecs() {
             .intRange(0, 4096)
             .flag("--threads", "N"),
         Entry<&TS::distMode>("dist_mode", "Data-parallel mode",
-                             "Under mpirun: sync (equals one process on the global batch) or local-sgd:K (each "
-                             "rank steps on its own shard, parameters averaged every K steps).")
+                             "Under mpirun: sync (equals one process on the global batch), local-sgd:K (each "
+                             "rank steps on its own shard, parameters averaged every K steps) or async (each step "
+                             "applies the previous step's gradients, summed while it computed).")
             .nonEmpty()
-            .flag("--dist-mode", "sync|local-sgd:K"),
+            .flag("--dist-mode", "sync|local-sgd:K|async"),
     };
 }
 

@@ -102,7 +102,7 @@ struct TrainingSettings {
     std::string checkpointDir;
     std::string device = "cpu";
     int threads = 0;  // 0: all cores
-    // Under mpirun: "sync" or "local-sgd:K" (core/train/Trainer.h, parseDistMode). One process ignores it.
+    // Under mpirun: "sync", "local-sgd:K" or "async" (core/train/Trainer.h, parseDistMode). One process ignores it.
     std::string distMode = "sync";
     bool operator==(const TrainingSettings&) const = default;
 };

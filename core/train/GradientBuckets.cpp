@@ -1,6 +1,7 @@
 #include "core/train/GradientBuckets.h"
 
 #include <algorithm>
+#include <cstring>
 #include <stdexcept>
 
 #include "core/graph/Model.h"
@@ -84,6 +85,65 @@ void GradientBuckets::finish() {
     if (waited) m_lastDone = end;
     m_last.exposedSeconds = waited ? std::chrono::duration<double>(end - waitStart).count() : 0.0;
     m_last.windowSeconds = m_buckets.empty() ? 0.0 : std::chrono::duration<double>(m_lastDone - m_firstStart).count();
+}
+
+AsyncGradients::AsyncGradients(Communicator& comm, Model& model) : m_comm(comm) {
+    const Tensor& g = model.packedGradients();
+    if (!g.defined()) return;  // nothing trainable
+    if (!model.backend().device().isCpu())
+        throw std::invalid_argument("data-parallel training over " + comm.name() + " runs on the CPU only; " +
+                                    model.backend().device().toString() + " needs a device communicator (NCCL)");
+    m_grads = g.f32();
+    m_buffer.resize(static_cast<size_t>(g.numel()));
+}
+
+AsyncGradients::~AsyncGradients() = default;
+
+void AsyncGradients::progress() {
+    if (m_request && !m_seenDone && m_request->test()) {
+        m_seenDone = true;
+        m_done = Clock::now();
+    }
+}
+
+// Waits for the sum in flight (timing the wait) and returns the buffer holding it.
+void AsyncGradients::complete() {
+    progress();
+    const Clock::time_point waitStart = Clock::now();
+    const bool waited = !m_seenDone;
+    if (waited) {
+        m_request->wait();
+        m_done = Clock::now();
+    }
+    m_last.exposedSeconds = waited ? std::chrono::duration<double>(m_done - waitStart).count() : 0.0;
+    m_last.windowSeconds = std::chrono::duration<double>(m_done - m_start).count();
+    m_request.reset();
+    m_previousLr = m_lr;
+}
+
+bool AsyncGradients::exchange(double learningRate) {
+    if (!m_grads) return false;
+    const bool had = m_request != nullptr;
+    if (had) {
+        complete();
+        // The block takes the summed previous gradients; the buffer takes this step's local ones.
+        std::swap_ranges(m_buffer.begin(), m_buffer.end(), m_grads);
+    } else {
+        std::memcpy(m_buffer.data(), m_grads, m_buffer.size() * sizeof(float));
+        m_last = {};
+    }
+    m_lr = learningRate;
+    m_start = Clock::now();
+    m_seenDone = false;
+    m_request = m_comm.iallReduce(m_buffer.data(), static_cast<int64_t>(m_buffer.size()), ReduceOp::Sum);
+    return had;
+}
+
+bool AsyncGradients::drain() {
+    if (!m_request) return false;
+    complete();
+    std::memcpy(m_grads, m_buffer.data(), m_buffer.size() * sizeof(float));
+    return true;
 }
 
 }  // namespace strata

@@ -20,6 +20,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "core/dist/Communicator.h"
@@ -71,6 +72,51 @@ private:
     size_t m_next = 0;              // the next bucket to start
     Clock::time_point m_firstStart, m_lastDone;
     StepTimes m_last;
+};
+
+// AsyncGradients: the `async` data-parallel mode. Step k's local gradients are summed over the ranks while
+// step k+1 computes, and step k+1 applies them: staleness of exactly one step, and no rank waits for the
+// all-reduce unless it is slower than a whole step.
+//
+// exchange() is called after each backward pass with the model's gradient block holding this step's local
+// gradients. It swaps them into its own buffer and starts that buffer's non-blocking sum; in return the block
+// receives the previous step's summed gradients (waited for, usually long complete), or nothing on the first
+// step. drain() completes the last sum into the block at the end of an epoch or run, so every gradient
+// computed is applied exactly once and checkpoints never miss one. progress() (the model's
+// GradientsReadyHook, between layers) lets Open MPI move the bytes, which it does only inside MPI calls.
+// Every rank swaps the same block and applies the same sums, so the replicas' parameters stay equal.
+class AsyncGradients {
+public:
+    // The model's gradient block must be in host memory (a CPU backend).
+    AsyncGradients(Communicator& comm, Model& model);
+    ~AsyncGradients();
+    AsyncGradients(const AsyncGradients&) = delete;
+    AsyncGradients& operator=(const AsyncGradients&) = delete;
+
+    // True when the block now holds the previous step's summed gradients, to be applied with the learning
+    // rate given with them (previousLearningRate()); false on the first step after a drain (nothing to apply).
+    bool exchange(double learningRate);
+    bool drain();
+    void progress();
+    bool pending() const { return m_request != nullptr; }
+    double previousLearningRate() const { return m_previousLr; }
+
+    // The last exchange's all-reduce: from its start to the moment it was seen complete, and the time the
+    // step waited for it (nonzero only when a step was faster than the communication).
+    const GradientBuckets::StepTimes& lastStep() const { return m_last; }
+
+private:
+    using Clock = std::chrono::steady_clock;
+    void complete();
+
+    Communicator& m_comm;
+    float* m_grads = nullptr;
+    std::vector<float> m_buffer;  // the sum in flight
+    std::unique_ptr<CommRequest> m_request;
+    double m_lr = 0, m_previousLr = 0;
+    Clock::time_point m_start, m_done;
+    bool m_seenDone = false;
+    GradientBuckets::StepTimes m_last;
 };
 
 }  // namespace strata

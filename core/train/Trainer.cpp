@@ -129,9 +129,10 @@ struct Trainer::Impl {
     bool dp = false;
     int rank = 0, ranks = 1;
     std::unique_ptr<CommunicatorSum> replicaSum;
-    std::unique_ptr<GradientBuckets> buckets;  // sync mode
-    double localSamplesSinceAverage = 0;       // local SGD
-    int64_t failStep = 0, failRank = 0;        // the STRATA_TEST_FAIL_* hook
+    std::unique_ptr<GradientBuckets> buckets;    // sync mode
+    std::unique_ptr<AsyncGradients> asyncGrads;  // async mode
+    double localSamplesSinceAverage = 0;         // local SGD
+    int64_t failStep = 0, failRank = 0;          // the STRATA_TEST_FAIL_* hook
 
     Impl(Project p, Backend& b, TrainingObserver* o, TrainerOptions op)
         : project(std::move(p)), backend(b), obs(o ? o : &g_nullObserver), opt(std::move(op)) {
@@ -146,6 +147,7 @@ struct Trainer::Impl {
     }
 
     bool localSgd() const { return dp && opt.localSgdSteps > 0; }
+    bool asyncMode() const { return dp && opt.asyncUpdates; }
 
     // Whether the run stops here: a request on this process, or data parallel on any rank. An all-reduce,
     // called at the same points on every rank, so that every rank takes the same branch.
@@ -208,7 +210,7 @@ struct Trainer::Impl {
 
     // Local SGD: the parameters and BatchNorm running statistics become the average over the ranks, each
     // weighted by the samples it trained on since the last average (host memory: CPU backend).
-    void averageReplicas() {
+    void averageReplicas(bool statisticsOnly = false) {
         double total = localSamplesSinceAverage;
         comm->allReduce(&total, 1, ReduceOp::Sum);
         const float weight = total > 0 ? static_cast<float>(localSamplesSinceAverage / total) : 0.0f;
@@ -220,7 +222,7 @@ struct Trainer::Impl {
             backend.synchronize();
             comm->allReduce(t.f32(), t.numel(), ReduceOp::Sum);
         };
-        average(model->packedValues());
+        if (!statisticsOnly) average(model->packedValues());
         for (const auto& np : model->namedParameters())
             if (!np.param->trainable) average(np.param->value);
     }
@@ -554,6 +556,7 @@ struct Trainer::Impl {
                                     ? static_cast<float>(static_cast<double>(batch.size) / static_cast<double>(globalN))
                                     : 1.0f;
             if (!empty) computeLoss(*logits, batch, cur.labels, true, lossScale * share);
+            if (asyncMode()) localSamplesSinceAverage += static_cast<double>(batch.size);
             model->zeroGrad();
             if (buckets) buckets->beginStep();
             if (!empty)
@@ -564,13 +567,17 @@ struct Trainer::Impl {
             havePending = stager->nextTrainBatch(pending);
             if (havePending && pending.size > 0) staged = stager->stageTrain(pending);
             if (buckets) buckets->finish();
-            const bool apply = !lossScaler || unscaleGradients(lossScale);
+            // Async: the block now holds the previous step's summed gradients (none on the first step), applied
+            // with that step's learning rate; this step's are summed while the next one computes.
+            const bool haveGradients = !asyncGrads || asyncGrads->exchange(lr);
+            const double stepLr = asyncGrads ? asyncGrads->previousLearningRate() : lr;
+            const bool apply = haveGradients && (!lossScaler || unscaleGradients(lossScale));
             // The global gradient norm, for the divergence check, where clipping measures it anyway: measuring it
             // otherwise would add a second device wait to every step (the loss check covers those runs).
             double gradNorm = std::numeric_limits<double>::quiet_NaN();
             if (apply && !(localSgd() && empty)) {
                 if (ts().clipNorm > 0) gradNorm = optimizer->clipGradNorm(ts().clipNorm);
-                optimizer->step(lr);
+                optimizer->step(stepLr);
             }
             if (localSgd()) {
                 localSamplesSinceAverage += static_cast<double>(batch.size);
@@ -596,7 +603,7 @@ struct Trainer::Impl {
             if (std::string why = divergence->addLoss(loss); !why.empty()) reportDivergence(why, epoch, lr);
             if (std::isfinite(gradNorm))
                 if (std::string why = divergence->addGradNorm(gradNorm); !why.empty()) reportDivergence(why, epoch, lr);
-            if (!apply)
+            if (!apply && haveGradients)
                 obs->onLog("step " + std::to_string(progress.globalStep + 1) +
                            ": fp16 gradients are not finite at loss scale " + formatScale(lossScale) +
                            "; update skipped, loss scale now " + formatScale(lossScaler->scale()));
@@ -615,8 +622,8 @@ struct Trainer::Impl {
             ev.learningRate = lr;
             ev.samplesPerSecond = rate.add(globalN);
             ev.ranks = ranks;
-            if (buckets) {
-                const GradientBuckets::StepTimes& t = buckets->lastStep();
+            if (buckets || asyncGrads) {
+                const GradientBuckets::StepTimes& t = buckets ? buckets->lastStep() : asyncGrads->lastStep();
                 ev.commSeconds = t.windowSeconds;
                 ev.exposedCommSeconds = t.exposedSeconds;
                 ev.hiddenFraction = t.hiddenFraction();
@@ -630,6 +637,12 @@ struct Trainer::Impl {
             }
             obs->onStep(ev);
             if (checkpointRequested.exchange(false)) checkpoint(false, true);
+        }
+        // Async: the last step's gradients are applied before the epoch (or the run) ends, on every rank alike
+        // (the loop ends at the same step everywhere), so validation and checkpoints see every update.
+        if (asyncGrads && asyncGrads->drain()) {
+            if (ts().clipNorm > 0) optimizer->clipGradNorm(ts().clipNorm);
+            optimizer->step(asyncGrads->previousLearningRate());
         }
         logSkipped(stager->takeTrainSkipped(), "training");
         return progress.stepInEpoch >= stepsPerEpoch;  // false: stopped mid-epoch
@@ -722,6 +735,17 @@ struct Trainer::Impl {
             << ts().batchSize << ", ";
         if (localSgd()) {
             msg << "local SGD: parameters averaged every " << opt.localSgdSteps << " step(s) and at each epoch's end";
+        } else if (asyncMode()) {
+            if (lossScaler)
+                throw std::invalid_argument(
+                    "training.dist_mode async: not with fp16 precision (the loss scale "
+                    "of a step would be undone on the next one's gradients); use sync");
+            if (opt.pruning || pruner)
+                throw std::invalid_argument("training.dist_mode async: not with pruning; use sync");
+            asyncGrads = std::make_unique<AsyncGradients>(*comm, *model);
+            model->setGradientsReadyHook([this](int64_t) { asyncGrads->progress(); });
+            msg << "async: each step applies the previous step's gradients, summed while it computed "
+                   "(BatchNorm on each rank's own shard)";
         } else {
             replicaSum = std::make_unique<CommunicatorSum>(*comm);
             model->setReplicaSum(replicaSum.get());
@@ -813,7 +837,8 @@ struct Trainer::Impl {
                     const auto epochStart = Clock::now();
                     EpochTotals totals;
                     const bool whole = trainEpoch(epoch, totals);
-                    if (localSgd()) averageReplicas();  // every rank validates and saves the same weights
+                    if (localSgd()) averageReplicas();       // every rank validates and saves the same weights
+                    if (asyncMode()) averageReplicas(true);  // BatchNorm's running statistics
                     if (!whole) break;
                     if (!finishEpoch(epoch, totals, epochStart, earlyStopped)) break;
                 }
@@ -860,17 +885,18 @@ struct Trainer::Impl {
     }
 };
 
-int parseDistMode(const std::string& mode) {
-    if (mode == "sync") return 0;
+DistMode parseDistMode(const std::string& mode) {
+    if (mode == "sync") return {};
+    if (mode == "async") return {0, true};
     if (mode.rfind("local-sgd:", 0) == 0) {
         const std::string k = mode.substr(10);
         if (!k.empty() && k.size() <= 9 && k.find_first_not_of("0123456789") == std::string::npos) {
             const int steps = std::stoi(k);
-            if (steps >= 1) return steps;
+            if (steps >= 1) return {steps, false};
         }
     }
     throw std::invalid_argument("training.dist_mode: '" + mode.substr(0, 40) +
-                                "' (must be sync or local-sgd:K with K >= 1, e.g. local-sgd:8)");
+                                "' (must be sync, async, or local-sgd:K with K >= 1, e.g. local-sgd:8)");
 }
 
 Trainer::Trainer(Project project, Backend& backend, TrainingObserver* observer, TrainerOptions options)

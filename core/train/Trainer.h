@@ -66,11 +66,19 @@ struct TrainerOptions {
     // shard and the parameters (and BatchNorm running statistics) are averaged every K steps, weighted by the
     // samples each rank saw; BatchNorm then uses each rank's own batch statistics.
     int localSgdSteps = 0;
+    // async: each step applies the previous step's summed gradients while its own are summed behind the next
+    // step's compute (AsyncGradients in GradientBuckets.h): staleness one step. BatchNorm uses each rank's own
+    // batch statistics; running statistics are averaged at each epoch's end.
+    bool asyncUpdates = false;
 };
 
-// training.dist_mode: "sync" -> 0, "local-sgd:K" -> K (TrainerOptions::localSgdSteps); anything else throws
+// training.dist_mode: "sync" (the default), "local-sgd:K" (K >= 1) or "async"; anything else throws
 // std::invalid_argument naming the setting.
-int parseDistMode(const std::string& mode);
+struct DistMode {
+    int localSgdSteps = 0;  // TrainerOptions::localSgdSteps
+    bool async = false;     // TrainerOptions::asyncUpdates
+};
+DistMode parseDistMode(const std::string& mode);
 
 class Trainer {
 public:

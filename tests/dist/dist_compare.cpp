@@ -1,6 +1,6 @@
 // dist_compare: the largest absolute difference between the weights (parameters and BatchNorm statistics)
-// of two checkpoints, each a file or a folder (its newest checkpoint). Exit 0 when it is at most TOL and both
-// hold the same step; used by tests/dist/dist_test.sh.
+// of two checkpoints, each a file or a folder (its newest checkpoint). Exit 0 when it is at most TOL (with
+// --differ: more than TOL) and both hold the same step; used by tests/dist/dist_test.sh.
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -10,8 +10,9 @@
 #include "core/train/Checkpoint.h"
 
 int main(int argc, char** argv) {
-    if (argc != 4) {
-        std::fprintf(stderr, "usage: dist_compare CKPT_A CKPT_B TOL\n");
+    const bool differ = argc == 5 && std::string(argv[4]) == "--differ";
+    if (argc != 4 && !differ) {
+        std::fprintf(stderr, "usage: dist_compare CKPT_A CKPT_B TOL [--differ]\n");
         return 2;
     }
     try {
@@ -41,7 +42,8 @@ int main(int argc, char** argv) {
             std::printf("the steps differ\n");
             return 1;
         }
-        return worst <= tol && a.checkpoint.weights.size() == b.checkpoint.weights.size() ? 0 : 1;
+        if (a.checkpoint.weights.size() != b.checkpoint.weights.size()) return 1;
+        return (differ ? worst > tol : worst <= tol) ? 0 : 1;
     } catch (const std::exception& e) {
         std::fprintf(stderr, "dist_compare: %s\n", e.what());
         return 2;

@@ -4,7 +4,8 @@
 # Cases: equiv2-1k equiv2-huge equiv3-1k equiv3-huge (sync on 2 or 3 ranks, 1 KiB or 1 GiB buckets, against
 # one process on the same global batch: max abs parameter difference <= 1e-5), localsgd1 (local-sgd:1 equals
 # sync), fail (a rank throws at step 5: every rank ends within 30 s, non-zero, naming the rank), mismatch (a
-# project differing on one rank stops the job at start), resume (a 2-rank checkpoint resumes on 1 and 2 ranks).
+# project differing on one rank stops the job at start), resume (a 2-rank checkpoint resumes on 1 and 2 ranks),
+# async (2 and 3 ranks give the same weights, which differ from sync's: one step stale, the same global sums).
 set -u
 CASE=$1 TRAIN=$2 COMPARE=$3 MPIEXEC=$4 SRC=$5
 SMALL=$SRC/tests/dist/small.strata
@@ -55,6 +56,23 @@ localsgd1)
     train sync 2 "$NOBN" --max-steps 20
     train local 2 "$NOBN" --max-steps 20 --dist-mode local-sgd:1
     compare sync local 1e-5
+    ;;
+async)
+    train sync 2 "$NOBN" --max-steps 20
+    train async2 2 "$NOBN" --max-steps 20 --dist-mode async --metrics-out "$WORK/async.jsonl"
+    train async3 3 "$NOBN" --max-steps 20 --dist-mode async
+    grep -q "async: each step applies the previous step's gradients" "$WORK/async2.log" ||
+        { cat "$WORK/async2.log"; die "no async line"; }
+    # Every step but the first of each epoch (whose predecessor's gradients were applied as the epoch ended)
+    # completed the previous step's all-reduce and timed it.
+    steps=$(grep -c '"event":"step"' "$WORK/async.jsonl")
+    epochs=$(grep '"event":"step"' "$WORK/async.jsonl" | grep -o '"epoch":[0-9]*' | sort -u | wc -l)
+    timed=$(grep '"event":"step"' "$WORK/async.jsonl" | grep '"comm_s"' | grep -vc '"comm_s":0.0[,}]')
+    if [ "$steps" -ne 20 ] || [ "$timed" -ne $((steps - epochs)) ]; then
+        die "$timed of $steps steps timed an all-reduce ($epochs epochs: $((steps - epochs)) expected)"
+    fi
+    compare async2 async3 1e-5
+    "$COMPARE" "$WORK/sync" "$WORK/async2" 1e-4 --differ || die "async gave sync's weights (no staleness)"
     ;;
 fail)
     start=$(date +%s)
