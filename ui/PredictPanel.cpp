@@ -111,6 +111,35 @@ QString sampleTokens(const float* ids, int64_t n, const std::vector<std::string>
     return tokenLine(words, unknown, words.size());
 }
 
+// The tokens an attention model saw, each shaded by the attention it received in the last attention layer
+// (averaged over heads and real queries; the darkest: the most), then the three it attended to most. Empty for
+// a model without attention. ids: the sample's input (token ids); words[i] is position i's token.
+QString attentionStrip(const Model& model, const float* ids, const std::vector<std::string>& words, size_t kept) {
+    const TokenAttention a = lastTokenAttention(model, 0, ids);
+    if (a.layerName.empty()) return {};
+    const size_t n = std::min({kept, words.size(), a.weights.size()});
+    if (n == 0) return {};
+    const float top = *std::max_element(a.weights.begin(), a.weights.begin() + std::ptrdiff_t(n));
+    QString html = PredictPanel::tr("<b>Attention</b> (%1, mean of %n head(s)): ", nullptr, a.heads)
+                       .arg(q(a.layerName).toHtmlEscaped());
+    for (size_t i = 0; i < n; ++i) {
+        const double level = top > 0 ? double(a.weights[i]) / double(top) : 0.0;
+        html += QStringLiteral("<span style='background-color:rgba(230,110,0,%1)'>%2</span> ")
+                    .arg(0.08 + 0.8 * level, 0, 'f', 2)
+                    .arg(q(words[i]).toHtmlEscaped());
+    }
+    std::vector<size_t> order(n);
+    for (size_t i = 0; i < n; ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) { return a.weights[x] > a.weights[y]; });
+    QStringList most;
+    for (size_t i = 0; i < std::min<size_t>(3, n); ++i)
+        most << QStringLiteral("%1 %2%")
+                    .arg(q(words[order[i]]).toHtmlEscaped())
+                    .arg(100.0 * a.weights[order[i]], 0, 'f', 0);
+    return html.trimmed() + QStringLiteral("<br><span style='font-size:small'>") +
+           PredictPanel::tr("most: %1").arg(most.join(QStringLiteral(", "))) + QStringLiteral("</span>");
+}
+
 }  // namespace
 
 // The loaded model and data; used by one worker job at a time.
@@ -135,7 +164,8 @@ struct PredictPanel::JobResult {
     Predictions predictions;
     QImage input;
     QString truth;
-    QString tokens;  // text models: the tokens predicted, as rich text
+    QString tokens;     // text models: the tokens predicted, as rich text
+    QString attention;  // attention models: the tokens shaded by the attention they received
     ConfusionMatrix confusion;
     std::vector<int32_t> predicted;  // Confusion: each sample's predicted class
     QString error;
@@ -220,6 +250,16 @@ void PredictPanel::buildUi() {
     m_tokens->setToolTip(tr("The tokens the model saw: unknown words in red, words past max_tokens struck out"));
     m_tokens->hide();
     pick->addWidget(m_tokens);
+    m_attention = new QLabel(predictTab);
+    m_attention->setObjectName(QStringLiteral("predictAttention"));
+    m_attention->setWordWrap(true);
+    m_attention->setTextFormat(Qt::RichText);
+    m_attention->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_attention->setToolTip(
+        tr("Attention models: each token shaded by the attention it received in the last "
+           "attention layer, averaged over the heads and over the real tokens as queries"));
+    m_attention->hide();
+    pick->addWidget(m_attention);
     m_textTimer = new QTimer(this);
     m_textTimer->setSingleShot(true);
     m_textTimer->setInterval(120);  // a pause in typing, not every key, starts a prediction
@@ -503,8 +543,16 @@ void PredictPanel::selectSample(int index) {
                       .arg(index)
                       .arg(label >= 0 && label < s->classNames.size() ? s->classNames[label] : QString::number(label));
         r.input = thumb;
-        if (s->model.project.dataset.kind == DatasetKind::Text)
-            r.tokens = sampleTokens(s->samples.inputs.data() + index * per, per, s->model.vocabulary);
+        if (s->model.project.dataset.kind == DatasetKind::Text) {
+            const float* ids = s->samples.inputs.data() + index * per;
+            r.tokens = sampleTokens(ids, per, s->model.vocabulary);
+            std::vector<std::string> words;
+            for (int64_t i = 0; i < per && ids[i] != 0.0f; ++i) {
+                const auto id = static_cast<size_t>(ids[i]);
+                words.push_back(id < s->model.vocabulary.size() ? s->model.vocabulary[id] : "?");
+            }
+            r.attention = attentionStrip(*s->compiled, ids, words, words.size());
+        }
         return r;
     });
 }
@@ -515,6 +563,8 @@ bool PredictPanel::isTextModel() const {
 }
 
 QString PredictPanel::tokensText() const { return m_tokens->text(); }
+
+QString PredictPanel::attentionText() const { return m_attention->isHidden() ? QString() : m_attention->text(); }
 
 void PredictPanel::predictText(const QString& text) {
     if (!isTextModel()) return;
@@ -539,6 +589,7 @@ void PredictPanel::predictText(const QString& text) {
         std::vector<bool> unknown(words.size(), false);
         for (size_t i = 0; i < words.size() && i < ids.size(); ++i) unknown[i] = ids[i] == 1;
         r.tokens = tokenLine(words, unknown, kept);
+        r.attention = attentionStrip(*s->compiled, in.values.data(), words, kept);
         if (words.size() > kept) r.tokens += tr(" <i>(cut at max_tokens %1)</i>").arg(ds.maxTokens);
         const int unknownCount = int(std::count(unknown.begin(), unknown.end(), true));
         r.truth = tr("typed text: %n token(s)", nullptr, int(words.size())) +
@@ -719,7 +770,11 @@ void PredictPanel::finishJob() {
             emit modelLoaded(true);
             if (m_session->samples.count > 0) selectSample(m_index->value());
             return;
-        case JobResult::Predict: showPrediction(r->predictions, r->input, r->truth, r->tokens); break;
+        case JobResult::Predict:
+            showPrediction(r->predictions, r->input, r->truth, r->tokens);
+            m_attention->setText(r->attention);
+            m_attention->setVisible(!r->attention.isEmpty());
+            break;
         case JobResult::Confusion:
             m_progress->setValue(100);
             m_confusionPredicted = r->predicted;
@@ -770,6 +825,8 @@ void PredictPanel::showModel() {
     m_text->setVisible(isTextModel());
     m_tokens->setVisible(isTextModel());
     m_tokens->clear();
+    m_attention->clear();
+    m_attention->hide();
     m_inputView->setVisible(!isTextModel());
     m_probabilities.clear();
     m_predicted = -1;

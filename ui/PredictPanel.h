@@ -81,6 +81,9 @@ public:
     // sample predicted (unknown words marked, words beyond max_tokens shown as cut).
     QLineEdit* textEdit() const { return m_text; }
     QString tokensText() const;
+    // Attention models: the last prediction's tokens shaded by the attention they received (rich text), empty
+    // when hidden (no attention layer, or no prediction yet).
+    QString attentionText() const;
 
 public slots:
     // Loads a model file, or with an empty path the project's best checkpoint, plus the validation split.
@@ -139,6 +142,7 @@ private:
     QLineEdit* m_text = nullptr;
     QTimer* m_textTimer = nullptr;
     QLabel* m_tokens = nullptr;
+    QLabel* m_attention = nullptr;
     QLabel* m_predictedLabel = nullptr;
     QTableWidget* m_probTable = nullptr;
     QPushButton* m_confusionButton = nullptr;

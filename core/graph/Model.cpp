@@ -388,6 +388,12 @@ const Tensor* Model::nodeOutput(int node) const {
     return nullptr;
 }
 
+const Tensor* Model::attentionWeights(int node) const {
+    for (const auto& s : m_steps)
+        if (s->node == node && s->layer) return s->layer->attentionWeights();
+    return nullptr;
+}
+
 int Model::fusedReLUCount() const {
     int n = 0;
     for (const auto& s : m_steps)

@@ -92,6 +92,8 @@ public:
     // Output of a node from the last forward (for the NaN report and the GUI). A layer fused with the
     // ReLU after it (see compile) shows the ReLU's output.
     const Tensor* nodeOutput(int node) const;
+    // A node's attention weights from the last forward (Layer::attentionWeights), or null.
+    const Tensor* attentionWeights(int node) const;
     // ReLUs whose forward runs inside the layer before them, and ReLUs whose backward runs inside
     // the max pooling after them (compile's fusion).
     int fusedReLUCount() const;

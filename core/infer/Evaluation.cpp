@@ -67,6 +67,43 @@ Predictions predictSamples(Model& model, const float* inputs, int64_t count, int
     return predictionsFromOutputs(std::move(p.outputs), count, p.classes, graphEndsInSoftmax(model.graph()));
 }
 
+TokenAttention lastTokenAttention(const Model& model, int64_t sample, const float* tokenIds) {
+    TokenAttention a;
+    int node = -1;
+    const Tensor* probs = nullptr;
+    for (int id : model.order())
+        if (const Tensor* t = model.attentionWeights(id)) {
+            node = id;
+            probs = t;
+        }
+    if (!probs) return a;
+    const Node* n = model.graph().node(node);
+    a.layerName = n ? n->name : std::to_string(node);
+    const Shape& s = probs->shape();  // [capacity, heads, T, T]
+    if (s.rank() != 4 || sample < 0 || sample >= s[0])
+        throw std::invalid_argument("lastTokenAttention: no sample " + std::to_string(sample) + " in " + s.toString());
+    const int64_t heads = s[1], T = s[2], per = heads * T * T;
+    std::vector<float> host(static_cast<size_t>(per));
+    model.backend().copyToHost(host.data(), probs->f32() + sample * per, host.size() * sizeof(float));
+    std::vector<bool> query(static_cast<size_t>(T), true);
+    if (tokenIds && std::any_of(tokenIds, tokenIds + T, [](float id) { return id != 0.0f; }))
+        for (int64_t q = 0; q < T; ++q) query[static_cast<size_t>(q)] = tokenIds[q] != 0.0f;
+    std::vector<double> sum(static_cast<size_t>(T), 0.0);
+    double rows = 0;
+    for (int64_t h = 0; h < heads; ++h)
+        for (int64_t q = 0; q < T; ++q) {
+            if (!query[static_cast<size_t>(q)]) continue;
+            const float* row = host.data() + (h * T + q) * T;
+            for (int64_t k = 0; k < T; ++k) sum[static_cast<size_t>(k)] += row[k];
+            rows += 1;
+        }
+    a.heads = static_cast<int>(heads);
+    a.weights.resize(static_cast<size_t>(T));
+    for (int64_t k = 0; k < T; ++k)
+        a.weights[static_cast<size_t>(k)] = static_cast<float>(sum[static_cast<size_t>(k)] / std::max(rows, 1.0));
+    return a;
+}
+
 Predictions predictionsFromOutputs(std::vector<float> outputs, int64_t count, int classes,
                                    bool outputsAreProbabilities) {
     if (count < 0 || classes < 1 || static_cast<int64_t>(outputs.size()) != count * classes)

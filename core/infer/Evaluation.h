@@ -57,6 +57,17 @@ Predictions predictionsFromOutputs(std::vector<float> outputs, int64_t count, in
 Predictions predictSamples(Model& model, const float* inputs, int64_t count, int batchSize = 256,
                            const EvaluationProgress& progress = {});
 
+// Where a text model looked: the last attention layer (in topological order) of the model's last forward pass,
+// for one sample of that batch. weights[k] is the attention key position k received, averaged over the heads and
+// over the query positions holding a real token (tokenIds[q] != 0; every position when tokenIds is null or all
+// padding); the weights sum to 1 over the positions. Empty (no layer name) when the model has no attention layer.
+struct TokenAttention {
+    std::string layerName;  // the attention node's name
+    int heads = 0;
+    std::vector<float> weights;  // one per sequence position
+};
+TokenAttention lastTokenAttention(const Model& model, int64_t sample, const float* tokenIds);
+
 // Row = true class, column = predicted class.
 struct ConfusionMatrix {
     int classes = 0;

@@ -127,6 +127,12 @@ public:
     virtual void idleForward(LayerContext& /*ctx*/) {}
     virtual void idleBackward(LayerContext& /*ctx*/) {}
 
+    // The attention weights of the last forward pass, per sample [heads, length, length] (a row per query, a
+    // column per key, each row summing to 1; before dropout), samples one after another from the start (the
+    // buffer may hold more than the last batch), in backend memory; for layers that attend
+    // (MultiHeadSelfAttention), null for the others. The Predict dock's heat strip reads them.
+    virtual const Tensor* attentionWeights() const { return nullptr; }
+
     // Set by whoever creates the layer, in the order of LayerType::parameterSpecs.
     std::vector<Parameter>& parameters() { return m_params; }
     const std::vector<Parameter>& parameters() const { return m_params; }

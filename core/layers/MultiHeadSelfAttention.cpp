@@ -122,6 +122,8 @@ public:
             be.gemm(false, false, rows, m_d, 3 * m_d, 1.0f, dQkv, 3 * m_d, weight(0), m_d, 1.0f, dIn[0]->f32(), m_d);
     }
 
+    const Tensor* attentionWeights() const override { return m_probs.defined() ? &m_probs : nullptr; }
+
 private:
     static int batch(const Tensor& x) { return toInt(batchOf(x), "in", "batch size"); }
     float scale() const { return 1.0f / std::sqrt(static_cast<float>(m_dh)); }

@@ -1,5 +1,7 @@
 #include "tests/support/TestProjects.h"
 
+#include <cmath>
+
 #include "tests/support/TestBackends.h"
 
 namespace strata::test {
@@ -72,6 +74,25 @@ ExportModel sentimentTextModel() {
     m.weights["fc.weight"] = {1, 0, 0, 1};
     m.weights["fc.bias"] = {0, 0};
     m.classNames = {"pos", "neg"};
+    return m;
+}
+
+ExportModel sentimentAttentionModel() {
+    ExportModel m = sentimentTextModel();
+    Graph& g = m.project.graph;
+    const int in = g.nodeByName("tokens")->id, e = g.nodeByName("embed")->id, pool = g.nodeByName("mean")->id;
+    g.disconnect({pool, "in"});
+    const int att = g.addNode("MultiHeadSelfAttention", "attn", {{"heads", 1}, {"masked", true}});
+    g.connect({e, "out"}, {att, "in"});
+    g.connect({in, "out"}, {att, "mask"});
+    g.connect({att, "out"}, {pool, "in"});
+    // Q = b_q = (1, 0); K = (c x0, 0) with c = sqrt(2) ln 4, so the score of a key is ln 4 x its first
+    // embedding value (1 for "good", 0 for the others); V = x.
+    const float c = std::sqrt(2.0f) * std::log(4.0f);
+    m.weights["attn.in_weight"] = {0, 0, 0, 0, c, 0, 0, 0, 1, 0, 0, 1};
+    m.weights["attn.in_bias"] = {1, 0, 0, 0, 0, 0};
+    m.weights["attn.out_weight"] = {1, 0, 0, 1};
+    m.weights["attn.out_bias"] = {0, 0};
     return m;
 }
 

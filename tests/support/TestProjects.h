@@ -35,5 +35,9 @@ Project exampleOnBlobs(const std::string& file, const std::string& device = "cpu
 // bad (0, 1), fine (0.5, 0.5)) -> masked sequence mean -> Dense 2 (identity, no bias): classes pos, neg with
 // logits equal to the mean embedding of the real tokens (the padding row would dominate if it were not masked).
 ExportModel sentimentTextModel();
+// The same vocabulary and embedding with a masked one-head attention before the pool, weighted so that every
+// query gives a "good" key 4 times the weight of any other real token (score ln 4 against 0) and padding none;
+// values and the output projection are the identity, so "good bad zzz" gives logits (2/3, 1/6).
+ExportModel sentimentAttentionModel();
 
 }  // namespace strata::test

@@ -345,6 +345,40 @@ private slots:
         QVERIFY(waitFor(predicted));
         QVERIFY2(panel.tokensText().contains(QStringLiteral("<s>good</s>")), qPrintable(panel.tokensText()));
         QVERIFY(std::fabs(panel.probabilities()[0] - 1.0 / (1.0 + std::exp(-0.25))) < 1e-3);  // (0.625, 0.375)
+        QVERIFY2(panel.attentionText().isEmpty(), qPrintable(panel.attentionText()));         // no attention layer
+    }
+
+    // An attention model: the heat strip shows the weight each typed token received (the hand-set weights give
+    // "good" 4/6 and the others 1/6 each; the padding none, though its key would score highest unmasked).
+    void predictPanelShowsAttention() {
+        QTemporaryDir dir;
+        const QString file = dir.filePath("attn.safetensors");
+        writeSafetensorsExport(file.toStdString(), test::sentimentAttentionModel(), ExportPrecision::F32);
+        ProjectDocument doc;
+        PredictPanel panel(&doc);
+        panel.resize(900, 400);
+        panel.show();
+        QSignalSpy loaded(&panel, &PredictPanel::modelLoaded);
+        QSignalSpy predicted(&panel, &PredictPanel::predictionReady);
+        panel.loadModel(file);
+        QVERIFY(waitFor(loaded));
+        QVERIFY2(loaded.takeFirst().at(0).toBool(), qPrintable(panel.errorText()));
+        predicted.clear();
+        panel.textEdit()->setText(QStringLiteral("good bad zzz"));
+        QVERIFY(waitFor(predicted));
+        const QString strip = panel.attentionText();
+        QVERIFY2(strip.contains(QStringLiteral("attn, mean of 1 head")), qPrintable(strip));
+        QVERIFY2(strip.contains(QStringLiteral("most: good 67%, bad 17%, zzz 17%")), qPrintable(strip));
+        QVERIFY2(strip.contains(QStringLiteral("rgba(230,110,0,0.88)'>good")), qPrintable(strip));
+        QVERIFY2(strip.contains(QStringLiteral("rgba(230,110,0,0.28)'>bad")), qPrintable(strip));
+        // Logits (2/3, 1/6): the attention's output, pooled.
+        QVERIFY(std::fabs(panel.probabilities()[0] - 1.0 / (1.0 + std::exp(-0.5))) < 1e-3);
+        // The strip follows each text: "fine" (0.5, 0.5) scores ln 2, twice the weight of "bad".
+        predicted.clear();
+        panel.textEdit()->setText(QStringLiteral("bad fine"));
+        QVERIFY(waitFor(predicted));
+        QVERIFY2(panel.attentionText().contains(QStringLiteral("most: fine 67%, bad 33%")),
+                 qPrintable(panel.attentionText()));
     }
 
     void predictPanelShowsProbabilitiesAndConfusion() {
