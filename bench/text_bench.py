@@ -10,10 +10,13 @@ layer with torch.nn modules (Embedding, PositionalEmbedding as a learned [T, D] 
 the last axis, LayerNorm, GELU/ReLU, Dropout, Add, Flatten, masked SequenceMeanPool / SequenceMaxPool, and
 MultiHeadSelfAttention as nn.MultiheadAttention with key_padding_mask). Optimizer (SGD, Adam, AdamW), learning
 rate, weight decay, batch, epochs, cosine or constant schedule per step and linear warm-up as the project says.
-Initializations are each framework's own.
+By default both start from the same weights: Strata's initial ones (strata-train on a copy of the project
+with learning rate 0 for one step writes them to a checkpoint) are loaded into the PyTorch modules, so the
+accuracies differ only by the order of the samples and the dropout masks. --init own: each framework's own
+initialization.
 
   /usr/bin/python3 bench/text_bench.py examples/debian_sections_transformer.strata \\
-      --torch-python /work/venv-bench/bin/python [--epochs 1] [--threads 2] [--build build]
+      --torch-python /work/venv-bench/bin/python [--epochs 1] [--threads 2] [--build build] [--init own]
 
 (the script re-runs itself under --torch-python for the PyTorch half; without it Debian's python3-torch.)
 """
@@ -99,7 +102,44 @@ def load_text(project_path):
 
 # ---- PyTorch: the project's graph, interpreted -----------------------------------------------------------
 
-def torch_half(project_path, threads, epochs):
+def read_safetensors(path):
+    """name -> (shape, float32 values as a flat list of bytes), for the F32 tensors of a .safetensors file."""
+    import numpy as np
+    with open(path, "rb") as f:
+        n = int.from_bytes(f.read(8), "little")
+        header = json.loads(f.read(n))
+        data = f.read()
+    out = {}
+    for name, t in header.items():
+        if name == "__metadata__" or t["dtype"] != "F32":
+            continue
+        a, b = t["data_offsets"]
+        out[name] = np.frombuffer(data[a:b], dtype="<f4").reshape(t["shape"]).copy()
+    return out
+
+
+def strata_initial_weights(build, project_path, out_npz):
+    """Strata's initial weights for the project (its seed): one step at learning rate 0, saved as .npz."""
+    import numpy as np
+    p = json.load(open(project_path))
+    p["training"]["learning_rate"] = 0.0
+    p["training"]["weight_decay"] = 0.0
+    base = os.path.dirname(os.path.abspath(project_path))
+    for k in ("train_path", "validation_path", "train_images", "train_labels", "validation_images",
+              "validation_labels", "tokenizer_model"):
+        if p["dataset"].get(k):
+            p["dataset"][k] = os.path.join(base, p["dataset"][k])
+    with tempfile.TemporaryDirectory() as tmp:
+        copy = os.path.join(tmp, "init.strata")
+        json.dump(p, open(copy, "w"))
+        subprocess.run([os.path.join(build, "bin", "strata-train"), copy, "--max-steps", "1", "--quiet",
+                        "--checkpoint-dir", os.path.join(tmp, "c"), "--history", "off"], check=True)
+        files = sorted((os.path.getmtime(os.path.join(tmp, "c", f)), f) for f in os.listdir(os.path.join(tmp, "c"))
+                       if f.endswith(".safetensors"))
+        np.savez(out_npz, **read_safetensors(os.path.join(tmp, "c", files[-1][1])))
+
+
+def torch_half(project_path, threads, epochs, init_npz=None):
     import torch
     import torch.nn as nn
     torch.set_num_threads(threads)
@@ -212,6 +252,47 @@ def torch_half(project_path, threads, epochs):
             return v[output]
 
     net = Net()
+    if init_npz:
+        # Strata's names are "<node name>.<param>"; layouts as in core/layers (Conv1D [kernel, filters, in]).
+        import numpy as np
+        w = dict(np.load(init_npz))
+        loaded = 0
+        with torch.no_grad():
+            for i in order:
+                n, t, key = nodes[i]["name"], nodes[i]["type"], str(i)
+
+                def put(dst, name, fn=lambda a: a):
+                    nonlocal loaded
+                    src = torch.from_numpy(fn(w.pop(n + "." + name)))
+                    if tuple(src.shape) != tuple(dst.shape):
+                        raise SystemExit(f"text_bench.py: {n}.{name} is {tuple(src.shape)}, PyTorch wants "
+                                         f"{tuple(dst.shape)}")
+                    dst.copy_(src)
+                    loaded += 1
+
+                if t == "PositionalEmbedding":
+                    put(net.extra[key], "weight")
+                elif t in ("Embedding", "Dense"):
+                    put(net.layers[key].weight, "weight")
+                    if t == "Dense" and net.layers[key].bias is not None:
+                        put(net.layers[key].bias, "bias")
+                elif t == "Conv1D":
+                    put(net.layers[key].weight, "weight", lambda a: np.ascontiguousarray(a.transpose(1, 2, 0)))
+                    if net.layers[key].bias is not None:
+                        put(net.layers[key].bias, "bias")
+                elif t == "LayerNorm":
+                    put(net.layers[key].weight, "gamma")
+                    put(net.layers[key].bias, "beta")
+                elif t == "MultiHeadSelfAttention":
+                    m = net.layers[key]
+                    put(m.in_proj_weight, "in_weight")
+                    put(m.out_proj.weight, "out_weight")
+                    if m.in_proj_bias is not None:
+                        put(m.in_proj_bias, "in_bias")
+                        put(m.out_proj.bias, "out_bias")
+        if loaded != sum(1 for _ in net.parameters()):
+            raise SystemExit(f"text_bench.py: {loaded} of {sum(1 for _ in net.parameters())} PyTorch parameters "
+                             "loaded from Strata's initial weights")
     tr = p["training"]
     kind = tr["optimizer"]
     if kind == "sgd":
@@ -261,7 +342,7 @@ def torch_half(project_path, threads, epochs):
             for b0 in range(0, len(Xva), 512):
                 correct += (net(Xva[b0:b0 + 512]).argmax(1) == Yva[b0:b0 + 512]).sum().item()
         results.append({"samples_per_s": sps, "val_acc": correct / len(Xva)})
-    print(json.dumps({"torch": torch.__version__, "epochs": results}))
+    print(json.dumps({"torch": torch.__version__, "epochs": results, "same_init": bool(init_npz)}))
 
 
 # ---- Strata, and the comparison ---------------------------------------------------------------------------
@@ -283,18 +364,29 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--epochs", type=int, default=0, help="0: the project's epochs")
     ap.add_argument("--torch-python", default="/usr/bin/python3")
+    ap.add_argument("--init", choices=("strata", "own"), default="strata",
+                    help="strata: PyTorch starts from Strata's initial weights; own: each framework's own init")
     ap.add_argument("--torch-only", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--init-from", help=argparse.SUPPRESS)
     a = ap.parse_args()
     epochs = a.epochs or json.load(open(a.project))["training"]["epochs"]
     if a.torch_only:
-        torch_half(a.project, a.threads, epochs)
+        torch_half(a.project, a.threads, epochs, a.init_from)
         return
-    s = strata_half(a.build, a.project, a.threads, epochs)
-    out = subprocess.run([a.torch_python, os.path.abspath(__file__), a.project, "--torch-only", "--threads",
-                          str(a.threads), "--epochs", str(epochs)], check=True, capture_output=True, text=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        extra = []
+        if a.init == "strata":
+            npz = os.path.join(tmp, "init.npz")
+            strata_initial_weights(a.build, a.project, npz)
+            extra = ["--init-from", npz]
+        s = strata_half(a.build, a.project, a.threads, epochs)
+        out = subprocess.run([a.torch_python, os.path.abspath(__file__), a.project, "--torch-only", "--threads",
+                              str(a.threads), "--epochs", str(epochs)] + extra, check=True, capture_output=True,
+                             text=True)
     t = json.loads(out.stdout.strip().splitlines()[-1])
     name = os.path.splitext(os.path.basename(a.project))[0]
-    print(f"{name}: {a.threads} threads, PyTorch {t['torch']}")
+    init = "same initial weights (Strata's)" if t.get("same_init") else "each framework's own initialization"
+    print(f"{name}: {a.threads} threads, PyTorch {t['torch']}, {init}")
     print(f"{'epoch':>5} {'Strata samples/s':>16} {'PyTorch samples/s':>17} {'ratio':>6} {'Strata acc':>10} "
           f"{'PyTorch acc':>11}")
     for e, (se, te) in enumerate(zip(s, t["epochs"]), 1):
