@@ -459,6 +459,14 @@ std::map<std::string, std::vector<Case>> caseTable() {
              s.batch = 2;
              return s;
          }},
+        {"stride 1, dilation 2, no padding (the whole-batch GEMMs' layout without padding rows)",
+         [](Rng& rng) {
+             Setup s;
+             s.params = {{"filters", randInt(rng, 1, 3)}, {"kernel", 2}, {"dilation", 2}};
+             s.inputs = {Shape{randInt(rng, 3, 6), randInt(rng, 1, 3)}};
+             s.batch = 3;
+             return s;
+         }},
         {"kernel 1",
          [](Rng& rng) {
              Setup s;

@@ -56,7 +56,7 @@ private slots:
         QTest::addColumn<QString>("example");
         QTest::addColumn<int>("batch");
         for (const char* e : {"fashion_mlp.strata", "fashion_cnn.strata", "fashion_cnn_bn.strata", "langid_text.strata",
-                              "langid_attention"})
+                              "langid_text_cnn.strata", "langid_attention"})
             for (int batch : {16, 128})
                 QTest::newRow(qPrintable(QString("%1 batch %2").arg(e).arg(batch))) << e << batch;
     }

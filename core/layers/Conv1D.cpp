@@ -7,6 +7,12 @@
 // GEMM over the rows of the sequence (every stride-th row is a matrix with leading dimension stride x
 // channels) and no im2col buffer is needed. PyTorch's Conv1d keeps [filters, channels, kernel]; the ONNX
 // export transposes it in the graph.
+//
+// Stride 1 (the usual case) runs each tap as ONE GEMM over the whole batch: the samples are laid end to end
+// with their padding rows between them ([batch, length + 2 padding, channels]), so output row r of that
+// layout reads input rows r + k * dilation, which for every row that is a real output stays inside its own
+// sample; the rows in between are computed and dropped (2 padding of every length + 2 padding). Larger
+// strides take one GEMM per sample and tap.
 #include "core/layers/BuiltinLayers.h"
 
 namespace strata::layers {
@@ -43,6 +49,10 @@ public:
     void forward(LayerContext& ctx, const std::vector<const Tensor*>& in, Tensor& out) override {
         Backend& b = ctx.backend;
         const int64_t n = batchOf(*in[0]), outLen = m_g.outLength();
+        if (m_g.stride == 1) {
+            forwardStride1(b, *in[0], out, n);
+            return;
+        }
         b.zero(out.raw(), out.bytes());
         forEachTap(n, [&](int64_t k, int rows, int64_t xRow, int64_t yRow) {
             b.gemm(false, true, rows, f(), c(), 1.0f, in[0]->f32() + xRow * m_g.channels, ldx(),
@@ -57,6 +67,13 @@ public:
         Backend& b = ctx.backend;
         const int64_t n = batchOf(*in[0]), outLen = m_g.outLength();
         float* dw = gradOf(m_params[0]);
+        if (m_g.stride == 1) {
+            backwardStride1(b, *in[0], dOut, dIn[0], dw, n);
+            if (m_useBias)
+                if (float* db = gradOf(m_params[1]))
+                    b.sumRows(db, dOut.f32(), toInt(n * outLen, "in", "batch x length"), f());
+            return;
+        }
         forEachTap(n, [&](int64_t k, int rows, int64_t xRow, int64_t yRow) {
             const float* dy = dOut.f32() + yRow * m_g.filters;
             const float* wk = weight() + k * m_g.filters * m_g.channels;
@@ -75,6 +92,61 @@ public:
     }
 
 private:
+    // Rows of the padded layout: per sample, and the rows whose every tap reads inside the batch (the last
+    // sample's last real output is the last of them).
+    int64_t paddedLength() const { return m_g.length + 2 * m_g.padding; }
+    int rowsStride1(int64_t n) const {
+        return toInt(n * paddedLength() - (m_g.kernel - 1) * m_g.dilation, "in", "batch x padded length");
+    }
+    // The input in the padded layout: the input itself without padding, else a copy with zero rows between.
+    const float* paddedInput(Backend& b, const Tensor& x, int64_t n, bool fill) {
+        if (m_g.padding == 0) return x.f32();
+        const int64_t lp = paddedLength(), len = m_g.length, ch = m_g.channels;
+        ensureBuffer(b, m_inPad, Shape{n * lp, ch});
+        if (fill) {
+            b.zero(m_inPad.raw(), static_cast<size_t>(n * lp * ch) * sizeof(float));
+            b.copyBlocks(m_inPad.f32() + m_g.padding * ch, lp * ch, x.f32(), len * ch, len * ch, n, false);
+        }
+        return m_inPad.f32();
+    }
+
+    void forwardStride1(Backend& b, const Tensor& x, Tensor& out, int64_t n) {
+        const int64_t lp = paddedLength(), outLen = m_g.outLength();
+        const int rows = rowsStride1(n);
+        const float* xp = paddedInput(b, x, n, true);
+        ensureBuffer(b, m_outPad, Shape{n * lp, m_g.filters});
+        for (int64_t k = 0; k < m_g.kernel; ++k)
+            b.gemm(false, true, rows, f(), c(), 1.0f, xp + k * m_g.dilation * m_g.channels, c(),
+                   weight() + k * m_g.filters * m_g.channels, c(), k == 0 ? 0.0f : 1.0f, m_outPad.f32(), f());
+        b.copyBlocks(out.f32(), outLen * m_g.filters, m_outPad.f32(), lp * m_g.filters, outLen * m_g.filters, n, false);
+        if (m_useBias)
+            b.addBiasRows(out.f32(), m_params[1].value.f32(), toInt(n * outLen, "in", "batch x length"), f());
+    }
+
+    void backwardStride1(Backend& b, const Tensor& x, const Tensor& dOut, Tensor* dx, float* dw, int64_t n) {
+        const int64_t lp = paddedLength(), outLen = m_g.outLength(), ch = m_g.channels;
+        const int rows = rowsStride1(n);
+        // dy in the padded layout, zero at the rows forward dropped.
+        ensureBuffer(b, m_dOutPad, Shape{n * lp, m_g.filters});
+        b.zero(m_dOutPad.raw(), static_cast<size_t>(n * lp * m_g.filters) * sizeof(float));
+        b.copyBlocks(m_dOutPad.f32(), lp * m_g.filters, dOut.f32(), outLen * m_g.filters, outLen * m_g.filters, n,
+                     false);
+        const float* dy = m_dOutPad.f32();
+        if (dw) {
+            const float* xp = paddedInput(b, x, n, false);  // as forward left it
+            for (int64_t k = 0; k < m_g.kernel; ++k)
+                b.gemm(true, false, f(), c(), rows, 1.0f, dy, f(), xp + k * m_g.dilation * ch, c(), 1.0f,
+                       dw + k * m_g.filters * ch, c());
+        }
+        if (!dx) return;
+        ensureBuffer(b, m_dInPad, Shape{n * lp, ch});
+        b.zero(m_dInPad.raw(), static_cast<size_t>(n * lp * ch) * sizeof(float));
+        for (int64_t k = 0; k < m_g.kernel; ++k)
+            b.gemm(false, false, rows, c(), f(), 1.0f, dy, f(), weight() + k * m_g.filters * ch, c(), 1.0f,
+                   m_dInPad.f32() + k * m_g.dilation * ch, c());
+        b.copyBlocks(dx->f32(), m_g.length * ch, m_dInPad.f32() + m_g.padding * ch, lp * ch, m_g.length * ch, n, true);
+    }
+
     // Calls fn(tap, rows, first input row, first output row) for every sample and tap with rows to do.
     template <class Fn>
     void forEachTap(int64_t n, Fn&& fn) const {
@@ -94,6 +166,7 @@ private:
 
     Conv1DGeometry m_g;
     bool m_useBias;
+    Tensor m_inPad, m_outPad, m_dOutPad, m_dInPad;  // stride 1: the padded layout
 };
 
 class Conv1DType : public LayerType {

@@ -149,11 +149,26 @@ MemoryEstimate estimateTrainingMemory(const Graph& graph, const TrainingSettings
         buffers += allocation(static_cast<uint64_t>(outputNumel * batch) * kFloat);
     // Scratch a layer allocates itself: attention keeps, per training step, qkv [N, T, 3D], scores and
     // probabilities [N, H, T, T] (and the dropped ones with attention dropout), the context [N, T, D], and in
-    // backward dContext, dAttention and dQkv (core/layers/MultiHeadSelfAttention.cpp). The other layers' own
-    // buffers are per-row statistics, too small to count.
+    // backward dContext, dAttention and dQkv (core/layers/MultiHeadSelfAttention.cpp). A Conv1D of stride 1
+    // keeps its input (when padded), output and their gradients in the padded layout [N, length + 2 padding,
+    // channels or filters] (core/layers/Conv1D.cpp). The other layers' own buffers are per-row statistics,
+    // too small to count.
     for (size_t i = 0; i < steps.size(); ++i) {
         const StepInfo& s = steps[i];
-        if (s.isInput || s.type->name() != "MultiHeadSelfAttention") continue;
+        if (s.isInput) continue;
+        if (s.type->name() == "Conv1D") {
+            const Json& params = analysis.params.at(order[i]);
+            if (params.at("stride").get<int64_t>() != 1 || s.inputs.empty()) continue;
+            const int64_t padding = params.at("padding").get<int64_t>();
+            const Shape& in = steps[static_cast<size_t>(s.inputs[0])].out;  // [length, channels]
+            const int64_t rows = batch * (in[0] + 2 * padding), channels = in[1], filters = s.out[1];
+            std::vector<int64_t> floats{rows * filters, rows * filters};
+            if (padding > 0) floats.push_back(rows * channels);
+            if (steps[static_cast<size_t>(s.inputs[0])].needsGrad) floats.push_back(rows * channels);
+            for (int64_t n : floats) buffers += allocation(static_cast<uint64_t>(n) * kFloat);
+            continue;
+        }
+        if (s.type->name() != "MultiHeadSelfAttention") continue;
         const Json& params = analysis.params.at(order[i]);
         const int64_t t = s.out[0], d = s.out[1], h = params.at("heads").get<int64_t>();
         const int64_t weights = batch * h * t * t;
