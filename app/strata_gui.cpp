@@ -88,8 +88,8 @@ bool exportScreenshot(strata::ui::MainWindow& window, const QString& dir, const 
     return dlg->grab().save(file);
 }
 
-// The Predict panel, floated and enlarged: a sample's prediction above the validation confusion matrix, with
-// the samples of its most confused cell listed beside it.
+// The Predict panel, floated and enlarged: a sample's prediction (a typed sentence for a text model) above the
+// validation confusion matrix, with the samples of its most confused cell listed beside it.
 bool predictScreenshot(strata::ui::MainWindow& window, const QString& file) {
     QDockWidget* dock = window.dockNamed(QStringLiteral("predictDock"));
     strata::ui::PredictPanel* panel = window.predictPanel();
@@ -110,7 +110,11 @@ bool predictScreenshot(strata::ui::MainWindow& window, const QString& file) {
         return false;
     }
     waitUntil([&] { return predicted > 0; }, 60000);
-    panel->selectSample(3);
+    // A text model classifies a typed sentence (with the attention strip for attention models); others sample 3.
+    if (!panel->textEdit()->isHidden())
+        panel->textEdit()->setText(QStringLiteral("Python bindings for the GTK toolkit, with examples and tests"));
+    else
+        panel->selectSample(3);
     waitUntil([&] { return predicted > 1; }, 60000);
     settle(200);
     const QPixmap top = panel->grab();

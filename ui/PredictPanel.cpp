@@ -120,8 +120,9 @@ QString attentionStrip(const Model& model, const float* ids, const std::vector<s
     const size_t n = std::min({kept, words.size(), a.weights.size()});
     if (n == 0) return {};
     const float top = *std::max_element(a.weights.begin(), a.weights.begin() + std::ptrdiff_t(n));
-    QString html = PredictPanel::tr("<b>Attention</b> (%1, mean of %n head(s)): ", nullptr, a.heads)
-                       .arg(q(a.layerName).toHtmlEscaped());
+    const QString layer = q(a.layerName).toHtmlEscaped();
+    QString html = a.heads == 1 ? PredictPanel::tr("<b>Attention</b> (%1, one head): ").arg(layer)
+                                : PredictPanel::tr("<b>Attention</b> (%1, mean of %2 heads): ").arg(layer).arg(a.heads);
     for (size_t i = 0; i < n; ++i) {
         const double level = top > 0 ? double(a.weights[i]) / double(top) : 0.0;
         html += QStringLiteral("<span style='background-color:rgba(230,110,0,%1)'>%2</span> ")
@@ -273,6 +274,9 @@ void PredictPanel::buildUi() {
     m_thumbs->setMovement(QListView::Static);
     m_thumbs->setMinimumWidth(3 * (kThumbSize + 8) + 24);
     pick->addWidget(m_thumbs, 1);
+    // Takes the height the thumbnails leave when they are hidden (text models), so the text, tokens and
+    // attention lines stay together at the top; with thumbnails shown it gets nothing (stretch 0 against 1).
+    pick->addStretch(0);
     pl->addLayout(pick, 2);
     connect(m_index, &QSpinBox::valueChanged, this, [this](int v) {
         if (!checkIndex(v)) return;

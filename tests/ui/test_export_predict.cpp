@@ -367,7 +367,7 @@ private slots:
         panel.textEdit()->setText(QStringLiteral("good bad zzz"));
         QVERIFY(waitFor(predicted));
         const QString strip = panel.attentionText();
-        QVERIFY2(strip.contains(QStringLiteral("attn, mean of 1 head")), qPrintable(strip));
+        QVERIFY2(strip.contains(QStringLiteral("(attn, one head): ")), qPrintable(strip));
         QVERIFY2(strip.contains(QStringLiteral("most: good 67%, bad 17%, zzz 17%")), qPrintable(strip));
         QVERIFY2(strip.contains(QStringLiteral("rgba(230,110,0,0.88)'>good")), qPrintable(strip));
         QVERIFY2(strip.contains(QStringLiteral("rgba(230,110,0,0.28)'>bad")), qPrintable(strip));
