@@ -34,7 +34,8 @@ int main(int argc, char** argv) {
         if (rank == 0) {
             std::printf("all-reduce (sum, float32) over %d ranks (%s), %d iterations per size after 2 warm-up\n", n,
                         comm->name().c_str(), iters);
-            std::printf("| size | all-reduce us | algbw GB/s | busbw GB/s | memcpy us | memcpy GB/s | non-blocking us |\n");
+            std::printf(
+                "| size | all-reduce us | algbw GB/s | busbw GB/s | memcpy us | memcpy GB/s | non-blocking us |\n");
             std::printf("| --- | --- | --- | --- | --- | --- | --- |\n");
         }
         for (size_t bytes = 1024; bytes <= (size_t(64) << 20); bytes *= 4) {

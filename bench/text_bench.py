@@ -253,7 +253,8 @@ def torch_half(project_path, threads, epochs, init_npz=None):
 
     net = Net()
     if init_npz:
-        # Strata's names are "<node name>.<param>"; layouts as in core/layers (Conv1D [kernel, filters, in]).
+        # Strata's names are "<node name>.<param>", stored flat in checkpoints; layouts as in core/layers
+        # (Conv1D [kernel, filters, in]), the others PyTorch's.
         import numpy as np
         w = dict(np.load(init_npz))
         loaded = 0
@@ -261,12 +262,13 @@ def torch_half(project_path, threads, epochs, init_npz=None):
             for i in order:
                 n, t, key = nodes[i]["name"], nodes[i]["type"], str(i)
 
-                def put(dst, name, fn=lambda a: a):
+                def put(dst, name, fn=None):
                     nonlocal loaded
-                    src = torch.from_numpy(fn(w.pop(n + "." + name)))
-                    if tuple(src.shape) != tuple(dst.shape):
-                        raise SystemExit(f"text_bench.py: {n}.{name} is {tuple(src.shape)}, PyTorch wants "
+                    a = w.pop(n + "." + name)
+                    if a.size != dst.numel():
+                        raise SystemExit(f"text_bench.py: {n}.{name} has {a.size} values, PyTorch wants "
                                          f"{tuple(dst.shape)}")
+                    src = torch.from_numpy(fn(a) if fn else a.reshape(tuple(dst.shape)))
                     dst.copy_(src)
                     loaded += 1
 
@@ -277,7 +279,9 @@ def torch_half(project_path, threads, epochs, init_npz=None):
                     if t == "Dense" and net.layers[key].bias is not None:
                         put(net.layers[key].bias, "bias")
                 elif t == "Conv1D":
-                    put(net.layers[key].weight, "weight", lambda a: np.ascontiguousarray(a.transpose(1, 2, 0)))
+                    f, c, k = net.layers[key].weight.shape
+                    put(net.layers[key].weight, "weight",
+                        lambda a: np.ascontiguousarray(a.reshape(k, f, c).transpose(1, 2, 0)))
                     if net.layers[key].bias is not None:
                         put(net.layers[key].bias, "bias")
                 elif t == "LayerNorm":
@@ -381,7 +385,7 @@ def main():
             extra = ["--init-from", npz]
         s = strata_half(a.build, a.project, a.threads, epochs)
         out = subprocess.run([a.torch_python, os.path.abspath(__file__), a.project, "--torch-only", "--threads",
-                              str(a.threads), "--epochs", str(epochs)] + extra, check=True, capture_output=True,
+                              str(a.threads), "--epochs", str(epochs)] + extra, check=True, stdout=subprocess.PIPE,
                              text=True)
     t = json.loads(out.stdout.strip().splitlines()[-1])
     name = os.path.splitext(os.path.basename(a.project))[0]
