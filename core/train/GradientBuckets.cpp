@@ -7,15 +7,26 @@
 #include "core/graph/Model.h"
 
 namespace strata {
+namespace {
 
-GradientBuckets::GradientBuckets(Communicator& comm, Model& model, int64_t bucketBytes) : m_comm(comm) {
-    if (bucketBytes < 1) throw std::invalid_argument("the gradient bucket size must be at least 1 byte");
+// The model's packed gradient block, which must be in host memory (the MPI communicator's), or null when
+// nothing is trainable.
+float* hostGradients(const Communicator& comm, const Model& model) {
     const Tensor& g = model.packedGradients();
-    if (!g.defined()) return;  // nothing trainable
+    if (!g.defined()) return nullptr;
     if (!model.backend().device().isCpu())
         throw std::invalid_argument("data-parallel training over " + comm.name() + " runs on the CPU only; " +
                                     model.backend().device().toString() + " needs a device communicator (NCCL)");
-    m_grads = g.f32();
+    return g.f32();
+}
+
+}  // namespace
+
+GradientBuckets::GradientBuckets(Communicator& comm, Model& model, int64_t bucketBytes) : m_comm(comm) {
+    if (bucketBytes < 1) throw std::invalid_argument("the gradient bucket size must be at least 1 byte");
+    m_grads = hostGradients(comm, model);
+    if (!m_grads) return;  // nothing trainable
+    const Tensor& g = model.packedGradients();
     // Parameter starts, ascending; a bucket boundary is always one of them.
     std::vector<int64_t> starts;
     for (const auto& np : model.namedParameters())
@@ -88,13 +99,8 @@ void GradientBuckets::finish() {
 }
 
 AsyncGradients::AsyncGradients(Communicator& comm, Model& model) : m_comm(comm) {
-    const Tensor& g = model.packedGradients();
-    if (!g.defined()) return;  // nothing trainable
-    if (!model.backend().device().isCpu())
-        throw std::invalid_argument("data-parallel training over " + comm.name() + " runs on the CPU only; " +
-                                    model.backend().device().toString() + " needs a device communicator (NCCL)");
-    m_grads = g.f32();
-    m_buffer.resize(static_cast<size_t>(g.numel()));
+    m_grads = hostGradients(comm, model);
+    if (m_grads) m_buffer.resize(static_cast<size_t>(model.packedGradients().numel()));
 }
 
 AsyncGradients::~AsyncGradients() = default;

@@ -68,6 +68,15 @@ void makeTrainedProject(const QTemporaryDir& dir, ProjectDocument& doc) {
 
 bool waitFor(QSignalSpy& spy, int ms = 60000) { return spy.count() > 0 || spy.wait(ms); }
 
+// Shows the panel (900 x 400) and loads the model file into it; false when loading failed (errorText says why).
+bool showWithModel(PredictPanel& panel, const QString& file) {
+    panel.resize(900, 400);
+    panel.show();
+    QSignalSpy loaded(&panel, &PredictPanel::modelLoaded);
+    panel.loadModel(file);
+    return waitFor(loaded) && loaded.takeFirst().at(0).toBool();
+}
+
 }  // namespace
 
 class TestExportPredict : public QObject {
@@ -324,15 +333,9 @@ private slots:
         writeSafetensorsExport(file.toStdString(), m, ExportPrecision::F32);
         ProjectDocument doc;
         PredictPanel panel(&doc);
-        panel.resize(900, 400);
-        panel.show();
-        QSignalSpy loaded(&panel, &PredictPanel::modelLoaded);
+        QVERIFY2(showWithModel(panel, file), qPrintable(panel.errorText()));
         QSignalSpy predicted(&panel, &PredictPanel::predictionReady);
-        panel.loadModel(file);
-        QVERIFY(waitFor(loaded));
-        QVERIFY2(loaded.takeFirst().at(0).toBool(), qPrintable(panel.errorText()));
         QVERIFY(panel.textEdit()->isVisible());
-        predicted.clear();
         QTest::keyClicks(panel.textEdit(), QStringLiteral("bad bad zzz"));
         QVERIFY(waitFor(predicted));
         QCOMPARE(panel.classNames()[panel.predictedClass()], QStringLiteral("neg"));
@@ -356,14 +359,8 @@ private slots:
         writeSafetensorsExport(file.toStdString(), test::sentimentAttentionModel(), ExportPrecision::F32);
         ProjectDocument doc;
         PredictPanel panel(&doc);
-        panel.resize(900, 400);
-        panel.show();
-        QSignalSpy loaded(&panel, &PredictPanel::modelLoaded);
+        QVERIFY2(showWithModel(panel, file), qPrintable(panel.errorText()));
         QSignalSpy predicted(&panel, &PredictPanel::predictionReady);
-        panel.loadModel(file);
-        QVERIFY(waitFor(loaded));
-        QVERIFY2(loaded.takeFirst().at(0).toBool(), qPrintable(panel.errorText()));
-        predicted.clear();
         panel.textEdit()->setText(QStringLiteral("good bad zzz"));
         QVERIFY(waitFor(predicted));
         const QString strip = panel.attentionText();
