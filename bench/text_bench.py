@@ -118,10 +118,12 @@ def read_safetensors(path):
     return out
 
 
-def strata_initial_weights(build, project_path, out_npz):
-    """Strata's initial weights for the project (its seed): one step at learning rate 0, saved as .npz."""
+def strata_initial_weights(build, project_path, out_npz, seed=None):
+    """Strata's initial weights for the project (its seed, or `seed`): one step at learning rate 0, as .npz."""
     import numpy as np
     p = json.load(open(project_path))
+    if seed is not None:
+        p["training"]["seed"] = seed
     p["training"]["learning_rate"] = 0.0
     p["training"]["weight_decay"] = 0.0
     base = os.path.dirname(os.path.abspath(project_path))
@@ -139,11 +141,11 @@ def strata_initial_weights(build, project_path, out_npz):
         np.savez(out_npz, **read_safetensors(os.path.join(tmp, "c", files[-1][1])))
 
 
-def torch_half(project_path, threads, epochs, init_npz=None):
+def torch_half(project_path, threads, epochs, init_npz=None, seed=42):
     import torch
     import torch.nn as nn
     torch.set_num_threads(threads)
-    torch.manual_seed(42)
+    torch.manual_seed(seed)
     p, (xtr, ytr), (xva, yva) = load_text(project_path)
     nodes = {n["id"]: n for n in p["graph"]["nodes"]}
     into = {}  # node id -> {port: source id}
@@ -324,7 +326,7 @@ def torch_half(project_path, threads, epochs, init_npz=None):
         return lr
 
     loss_fn = nn.CrossEntropyLoss()
-    g = torch.Generator().manual_seed(42)
+    g = torch.Generator().manual_seed(seed)
     step, results = 0, []
     for epoch in range(epochs):
         net.train()
@@ -351,12 +353,13 @@ def torch_half(project_path, threads, epochs, init_npz=None):
 
 # ---- Strata, and the comparison ---------------------------------------------------------------------------
 
-def strata_half(build, project, threads, epochs):
+def strata_half(build, project, threads, epochs, seed=None):
     with tempfile.TemporaryDirectory() as tmp:
         metrics = os.path.join(tmp, "m.jsonl")
         subprocess.run([os.path.join(build, "bin", "strata-train"), project, "--threads", str(threads), "--epochs",
                         str(epochs), "--quiet", "--metrics-out", metrics, "--checkpoint-dir",
-                        os.path.join(tmp, "checkpoints"), "--history", "off"], check=True)
+                        os.path.join(tmp, "checkpoints"), "--history", "off"] +
+                       (["--seed", str(seed)] if seed is not None else []), check=True)
         ev = [json.loads(l) for l in open(metrics) if '"event":"epoch"' in l]
         return [{"samples_per_s": e["samples_per_s"], "val_acc": e["val_acc"]} for e in ev]
 
@@ -370,32 +373,50 @@ def main():
     ap.add_argument("--torch-python", default="/usr/bin/python3")
     ap.add_argument("--init", choices=("strata", "own"), default="strata",
                     help="strata: PyTorch starts from Strata's initial weights; own: each framework's own init")
+    ap.add_argument("--seeds", default="",
+                    help="comma-separated seeds: one run of each side per seed (Strata's --seed, PyTorch's "
+                         "generator), then the mean final accuracies; default one run, the project's seed")
     ap.add_argument("--torch-only", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--init-from", help=argparse.SUPPRESS)
+    ap.add_argument("--seed", type=int, default=42, help=argparse.SUPPRESS)
     a = ap.parse_args()
     epochs = a.epochs or json.load(open(a.project))["training"]["epochs"]
     if a.torch_only:
-        torch_half(a.project, a.threads, epochs, a.init_from)
+        torch_half(a.project, a.threads, epochs, a.init_from, a.seed)
         return
+    seeds = [int(x) for x in a.seeds.split(",") if x.strip()] or [None]
+    finals = []
+    for seed in seeds:
+        s, t = compare_once(a, epochs, seed)
+        finals.append((s[-1]["val_acc"], t["epochs"][-1]["val_acc"]))
+    if len(seeds) > 1:
+        ms = sum(f[0] for f in finals) / len(finals)
+        mt = sum(f[1] for f in finals) / len(finals)
+        print(f"mean final accuracy over seeds {a.seeds}: Strata {ms:.4f}, PyTorch {mt:.4f}, "
+              f"difference {100 * (ms - mt):+.2f} points")
+
+
+def compare_once(a, epochs, seed):
     with tempfile.TemporaryDirectory() as tmp:
-        extra = []
+        extra = [] if seed is None else ["--seed", str(seed)]
         if a.init == "strata":
             npz = os.path.join(tmp, "init.npz")
-            strata_initial_weights(a.build, a.project, npz)
-            extra = ["--init-from", npz]
-        s = strata_half(a.build, a.project, a.threads, epochs)
+            strata_initial_weights(a.build, a.project, npz, seed)
+            extra += ["--init-from", npz]
+        s = strata_half(a.build, a.project, a.threads, epochs, seed)
         out = subprocess.run([a.torch_python, os.path.abspath(__file__), a.project, "--torch-only", "--threads",
                               str(a.threads), "--epochs", str(epochs)] + extra, check=True, stdout=subprocess.PIPE,
                              text=True)
     t = json.loads(out.stdout.strip().splitlines()[-1])
     name = os.path.splitext(os.path.basename(a.project))[0]
     init = "same initial weights (Strata's)" if t.get("same_init") else "each framework's own initialization"
-    print(f"{name}: {a.threads} threads, PyTorch {t['torch']}, {init}")
+    print(f"{name}: {a.threads} threads, PyTorch {t['torch']}, {init}" + (f", seed {seed}" if seed is not None else ""))
     print(f"{'epoch':>5} {'Strata samples/s':>16} {'PyTorch samples/s':>17} {'ratio':>6} {'Strata acc':>10} "
           f"{'PyTorch acc':>11}")
     for e, (se, te) in enumerate(zip(s, t["epochs"]), 1):
         print(f"{e:>5} {se['samples_per_s']:>16.0f} {te['samples_per_s']:>17.0f} "
               f"{se['samples_per_s'] / te['samples_per_s']:>6.2f} {se['val_acc']:>10.4f} {te['val_acc']:>11.4f}")
+    return s, t
 
 
 if __name__ == "__main__":
