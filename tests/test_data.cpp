@@ -444,6 +444,35 @@ private slots:
         expectUnknownChoice(datasetSetting("tokenizer"), "bpe", "char, word, sentencepiece");
     }
 
+    // Bad text rows in a training file: a row without its text is an error naming file and line; an empty text
+    // is all padding; bytes that are not UTF-8 read as U+FFFD, which splits a word; a 1 MB text keeps its first
+    // max_tokens tokens. Nothing crashes.
+    void textBadRows() {
+        QTemporaryDir dir;
+        const std::string d = dir.path().toStdString() + "/";
+        std::string big;
+        for (int i = 0; i < 200000; ++i) big += "fine ";
+        writeFile(d + "train.csv", "label,text\nen,good caf\xe9s\nde,\nen," + big + "\n");
+        DatasetSettings s = csvSettings(DatasetKind::Text, d + "train.csv");
+        s.tokenizer = Tokenizer::Word;
+        s.maxTokens = 3;
+        DatasetBundle b = loadDataset(s, "");
+        QCOMPARE(b.train.count, int64_t(3));
+        auto id = [&](const std::string& t) {
+            return float(std::find(b.vocabulary.begin(), b.vocabulary.end(), t) - b.vocabulary.begin());
+        };
+        QVERIFY(id("caf") < float(b.vocabulary.size()) && id("s") < float(b.vocabulary.size()));
+        QCOMPARE((std::vector<float>(b.train.inputs.begin(), b.train.inputs.begin() + 3)),
+                 (std::vector<float>{id("good"), id("caf"), id("s")}));
+        QCOMPARE((std::vector<float>(b.train.inputs.begin() + 3, b.train.inputs.begin() + 6)),
+                 (std::vector<float>{0, 0, 0}));  // the empty text: padding only
+        QCOMPARE((std::vector<float>(b.train.inputs.begin() + 6, b.train.inputs.end())),
+                 (std::vector<float>{id("fine"), id("fine"), id("fine")}));
+        writeFile(d + "missing.csv", "label,text\nen,good\nde\n");
+        expectDataError([&] { loadDataset(csvSettings(DatasetKind::Text, d + "missing.csv"), ""); },
+                        {"missing.csv: line 3: 1 field, expected 2"});
+    }
+
     void textVocabularyFromTrainingSplitOnly() {
         // With a held-out split, tokens seen only in held-out rows must be unknown.
         QTemporaryDir dir;

@@ -29,6 +29,9 @@ std::string fileName(const std::string& path) {
     return name.empty() ? path : name;
 }
 
+// "1 field", "3 fields": a CSV row's field count in an error message.
+std::string fieldCount(size_t n) { return std::to_string(n) + (n == 1 ? " field" : " fields"); }
+
 }  // namespace
 
 DataError DataError::inFile(const std::string& path, const std::string& what) {
@@ -413,7 +416,7 @@ CsvTable readCsvTable(const std::string& path, const std::string& labelColumn,
         const data::CsvRecord& rec = records[r];
         if (rec.fields.size() != width)
             throw DataError::atLine(path, rec.line,
-                                    std::to_string(rec.fields.size()) + " fields, expected " + std::to_string(width));
+                                    fieldCount(rec.fields.size()) + ", expected " + std::to_string(width));
         for (size_t f = 0; f < featureColumns.size(); ++f) {
             const std::string v = trim(rec.fields[featureColumns[f]]);
             float x = 0;
@@ -505,10 +508,9 @@ TextRows readTextRows(const std::string& path, const std::string& labelColumn) {
     for (size_t r = first; r < records.size(); ++r) {
         const data::CsvRecord& rec = records[r];
         if (rec.fields.size() != 2)
-            throw DataError::atLine(path, rec.line,
-                                    std::to_string(rec.fields.size()) +
-                                        " fields, expected 2 (label,text; quote text that contains "
-                                        "commas)");
+            throw DataError::atLine(
+                path, rec.line,
+                fieldCount(rec.fields.size()) + ", expected 2 (label,text; quote text that contains commas)");
         rows.labels.push_back({path, rec.line, trim(rec.fields[0])});
         rows.texts.push_back(rec.fields[1]);
         if (!validUtf8(rec.fields[1])) {
