@@ -133,6 +133,51 @@ private slots:
         QCOMPARE(p.probabilities, p.outputs);
     }
 
+    // Where a text model looked: the hand-weighted one-head model gives "good" 4/6 and every other real token 1/6
+    // (padding none); a model without attention has none; an attention over a sequence longer than the input (a
+    // padded Conv1D before it) averages over every query instead of reading ids that do not exist.
+    void tokenAttentionFollowsTheRealTokens() {
+        auto backend = test::makeReferenceBackend();
+        const ExportModel m = test::sentimentAttentionModel();
+        auto model = compile(m.project.graph, *backend, 0);
+        applyWeights(*model, m.weights);
+        const std::vector<float> ids{2, 3, 1, 0};  // good, bad, <unk>, padding
+        predictSamples(*model, ids.data(), 1);
+        const TokenAttention a = lastTokenAttention(*model, 0, ids.data());
+        QCOMPARE(a.layerName, std::string("attn"));
+        QCOMPARE(a.heads, 1);
+        const std::vector<double> expected{4.0 / 6, 1.0 / 6, 1.0 / 6, 0.0};
+        QCOMPARE(a.weights.size(), expected.size());
+        for (size_t i = 0; i < expected.size(); ++i)
+            QVERIFY2(std::fabs(a.weights[i] - expected[i]) < 1e-5, qPrintable(QString::number(a.weights[i])));
+
+        const ExportModel plain = test::sentimentTextModel();
+        auto noAttention = compile(plain.project.graph, *backend, 0);
+        applyWeights(*noAttention, plain.weights);
+        predictSamples(*noAttention, ids.data(), 1);
+        QVERIFY(lastTokenAttention(*noAttention, 0, ids.data()).layerName.empty());
+
+        Graph g;
+        const int in = g.addNode("Input", "tokens", Json{{"shape", {4}}});
+        const int e = g.addNode("Embedding", "embed", Json{{"vocab", 5}, {"dim", 2}});
+        const int cv = g.addNode("Conv1D", "widen", Json{{"filters", 2}, {"kernel", 1}, {"padding", 1}});
+        const int at = g.addNode("MultiHeadSelfAttention", "attn", Json{{"heads", 1}});
+        const int pool = g.addNode("SequenceMeanPool", "mean");
+        const int fc = g.addNode("Dense", "fc", Json{{"units", 2}});
+        g.connect(in, e);
+        g.connect(e, cv);
+        g.connect(cv, at);
+        g.connect(at, pool);
+        g.connect(pool, fc);
+        auto longer = compile(g, *backend, 3);
+        predictSamples(*longer, ids.data(), 1);
+        const TokenAttention w = lastTokenAttention(*longer, 0, ids.data());
+        QCOMPARE(w.weights.size(), size_t(6));
+        double total = 0;
+        for (float v : w.weights) total += v;
+        QVERIFY(std::fabs(total - 1.0) < 1e-5);
+    }
+
     void normalizationRoundTrip() {
         CheckpointNormalization n;
         n.mode = "standardize";

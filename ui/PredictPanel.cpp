@@ -116,7 +116,10 @@ QString sampleTokens(const float* ids, int64_t n, const std::vector<std::string>
 // a model without attention. ids: the sample's input (token ids); words[i] is position i's token.
 QString attentionStrip(const Model& model, const float* ids, const std::vector<std::string>& words, size_t kept) {
     const TokenAttention a = lastTokenAttention(model, 0, ids);
-    if (a.layerName.empty()) return {};
+    // Positions are tokens only while the sequence keeps the input's length (no strided Conv1D before it).
+    if (a.layerName.empty() || model.inputShape().rank() != 1 ||
+        static_cast<int64_t>(a.weights.size()) != model.inputShape()[0])
+        return {};
     const size_t n = std::min({kept, words.size(), a.weights.size()});
     if (n == 0) return {};
     const float top = *std::max_element(a.weights.begin(), a.weights.begin() + std::ptrdiff_t(n));

@@ -59,8 +59,9 @@ Predictions predictSamples(Model& model, const float* inputs, int64_t count, int
 
 // Where a text model looked: the last attention layer (in topological order) of the model's last forward pass,
 // for one sample of that batch. weights[k] is the attention key position k received, averaged over the heads and
-// over the query positions holding a real token (tokenIds[q] != 0; every position when tokenIds is null or all
-// padding); the weights sum to 1 over the positions. Empty (no layer name) when the model has no attention layer.
+// over the query positions holding a real token (tokenIds[q] != 0, the model's [T] input; every position when
+// tokenIds is null, all padding, or the attention's length is not the input's); the weights sum to 1 over the
+// positions. Empty (no layer name) when the model has no attention layer.
 struct TokenAttention {
     std::string layerName;  // the attention node's name
     int heads = 0;
