@@ -99,15 +99,20 @@ QString tokenLine(const std::vector<std::string>& words, const std::vector<bool>
     return html.trimmed();
 }
 
-// The tokens of a model input (ids), read back through the vocabulary; padding (0) ends the sample.
-QString sampleTokens(const float* ids, int64_t n, const std::vector<std::string>& vocab) {
+// The words of a model input (ids), read back through the vocabulary; padding (0) ends the sample.
+std::vector<std::string> sampleWords(const float* ids, int64_t n, const std::vector<std::string>& vocab) {
     std::vector<std::string> words;
-    std::vector<bool> unknown;
     for (int64_t i = 0; i < n && ids[i] != 0.0f; ++i) {
         const auto id = static_cast<size_t>(ids[i]);
         words.push_back(id < vocab.size() ? vocab[id] : "?");
-        unknown.push_back(id == 1);
     }
+    return words;
+}
+
+// Those words as a token line, unknown ones (id 1) marked.
+QString sampleTokens(const float* ids, const std::vector<std::string>& words) {
+    std::vector<bool> unknown(words.size());
+    for (size_t i = 0; i < words.size(); ++i) unknown[i] = ids[i] == 1.0f;
     return tokenLine(words, unknown, words.size());
 }
 
@@ -116,10 +121,7 @@ QString sampleTokens(const float* ids, int64_t n, const std::vector<std::string>
 // a model without attention. ids: the sample's input (token ids); words[i] is position i's token.
 QString attentionStrip(const Model& model, const float* ids, const std::vector<std::string>& words, size_t kept) {
     const TokenAttention a = lastTokenAttention(model, 0, ids);
-    // Positions are tokens only while the sequence keeps the input's length (no strided Conv1D before it).
-    if (a.layerName.empty() || model.inputShape().rank() != 1 ||
-        static_cast<int64_t>(a.weights.size()) != model.inputShape()[0])
-        return {};
+    if (a.layerName.empty() || !a.positionsAreTokens) return {};  // a Conv1D before it changed the length
     const size_t n = std::min({kept, words.size(), a.weights.size()});
     if (n == 0) return {};
     const float top = *std::max_element(a.weights.begin(), a.weights.begin() + std::ptrdiff_t(n));
@@ -552,12 +554,8 @@ void PredictPanel::selectSample(int index) {
         r.input = thumb;
         if (s->model.project.dataset.kind == DatasetKind::Text) {
             const float* ids = s->samples.inputs.data() + index * per;
-            r.tokens = sampleTokens(ids, per, s->model.vocabulary);
-            std::vector<std::string> words;
-            for (int64_t i = 0; i < per && ids[i] != 0.0f; ++i) {
-                const auto id = static_cast<size_t>(ids[i]);
-                words.push_back(id < s->model.vocabulary.size() ? s->model.vocabulary[id] : "?");
-            }
+            const std::vector<std::string> words = sampleWords(ids, per, s->model.vocabulary);
+            r.tokens = sampleTokens(ids, words);
             r.attention = attentionStrip(*s->compiled, ids, words, words.size());
         }
         return r;

@@ -223,53 +223,40 @@ int64_t rowGrain(int64_t cols) { return std::max<int64_t>(1, kElementGrain / std
     for (int c = 0; c < width; ++c) dbias[c0 + c] += static_cast<float>(acc[c]);
 }
 
+// STRATA_NO_AVX2 (any value) keeps the baseline, so that tests can check both on one machine. Elsewhere than
+// x86-64 the "Avx2" copies are plain ones that are never called.
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-// STRATA_NO_AVX2 (any value) keeps the baseline, so that tests can check both on one machine.
+#define STRATA_AVX2_FMA [[gnu::target("avx2,fma")]]
 bool hasAvx2Fma() {
     static const bool yes =
         __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && std::getenv("STRATA_NO_AVX2") == nullptr;
     return yes;
 }
-[[gnu::target("avx2,fma")]] void geluForwardAvx2(float* y, const float* x, int64_t n) { geluForwardLoop(y, x, n); }
-[[gnu::target("avx2,fma")]] void geluBackwardAvx2(float* dx, const float* dy, const float* x, int64_t n) {
+#else
+#define STRATA_AVX2_FMA
+bool hasAvx2Fma() { return false; }
+#endif
+STRATA_AVX2_FMA void geluForwardAvx2(float* y, const float* x, int64_t n) { geluForwardLoop(y, x, n); }
+STRATA_AVX2_FMA void geluBackwardAvx2(float* dx, const float* dy, const float* x, int64_t n) {
     geluBackwardLoop(dx, dy, x, n);
 }
-[[gnu::target("avx2,fma")]] void softmaxRowsAvx2(float* y, const float* x, const float* keep, int64_t r0, int64_t r1,
-                                                 int rowsPerGroup, int cols) {
+STRATA_AVX2_FMA void softmaxRowsAvx2(float* y, const float* x, const float* keep, int64_t r0, int64_t r1,
+                                     int rowsPerGroup, int cols) {
     softmaxRowsLoop(y, x, keep, r0, r1, rowsPerGroup, cols);
 }
-[[gnu::target("avx2,fma")]] void layerNormForwardAvx2(float* y, float* mean, float* rstd, const float* x,
-                                                      const float* gamma, const float* beta, int64_t rows, int cols,
-                                                      float eps) {
+STRATA_AVX2_FMA void layerNormForwardAvx2(float* y, float* mean, float* rstd, const float* x, const float* gamma,
+                                          const float* beta, int64_t rows, int cols, float eps) {
     layerNormForwardLoop(y, mean, rstd, x, gamma, beta, rows, cols, eps);
 }
-[[gnu::target("avx2,fma")]] void layerNormBackwardAvx2(float* dx, float* dgamma, float* dbeta, const float* dy,
-                                                       const float* x, const float* gamma, const float* mean,
-                                                       const float* rstd, int64_t rows, int cols) {
+STRATA_AVX2_FMA void layerNormBackwardAvx2(float* dx, float* dgamma, float* dbeta, const float* dy, const float* x,
+                                           const float* gamma, const float* mean, const float* rstd, int64_t rows,
+                                           int cols) {
     layerNormBackwardLoop(dx, dgamma, dbeta, dy, x, gamma, mean, rstd, rows, cols);
 }
-[[gnu::target("avx2,fma")]] void sumRowsTileAvx2(float* dbias, const float* dy, int rows, int cols, int c0, int c1) {
+STRATA_AVX2_FMA void sumRowsTileAvx2(float* dbias, const float* dy, int rows, int cols, int c0, int c1) {
     sumRowsTileLoop(dbias, dy, rows, cols, c0, c1);
 }
-#else
-bool hasAvx2Fma() { return false; }
-void geluForwardAvx2(float* y, const float* x, int64_t n) { geluForwardLoop(y, x, n); }
-void geluBackwardAvx2(float* dx, const float* dy, const float* x, int64_t n) { geluBackwardLoop(dx, dy, x, n); }
-void softmaxRowsAvx2(float* y, const float* x, const float* keep, int64_t r0, int64_t r1, int rowsPerGroup, int cols) {
-    softmaxRowsLoop(y, x, keep, r0, r1, rowsPerGroup, cols);
-}
-void layerNormForwardAvx2(float* y, float* mean, float* rstd, const float* x, const float* gamma, const float* beta,
-                          int64_t rows, int cols, float eps) {
-    layerNormForwardLoop(y, mean, rstd, x, gamma, beta, rows, cols, eps);
-}
-void layerNormBackwardAvx2(float* dx, float* dgamma, float* dbeta, const float* dy, const float* x, const float* gamma,
-                           const float* mean, const float* rstd, int64_t rows, int cols) {
-    layerNormBackwardLoop(dx, dgamma, dbeta, dy, x, gamma, mean, rstd, rows, cols);
-}
-void sumRowsTileAvx2(float* dbias, const float* dy, int rows, int cols, int c0, int c1) {
-    sumRowsTileLoop(dbias, dy, rows, cols, c0, c1);
-}
-#endif
+#undef STRATA_AVX2_FMA
 
 void geluForwardRange(float* y, const float* x, int64_t n) {
     if (hasAvx2Fma())

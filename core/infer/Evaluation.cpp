@@ -87,8 +87,8 @@ TokenAttention lastTokenAttention(const Model& model, int64_t sample, const floa
     model.backend().copyToHost(host.data(), probs->f32() + sample * per, host.size() * sizeof(float));
     std::vector<bool> query(static_cast<size_t>(T), true);
     // The ids mark the queries only where the attention's positions are the input's (a [T] token input).
-    const bool positionsAreTokens = model.inputShape().rank() == 1 && model.inputShape()[0] == T;
-    if (tokenIds && positionsAreTokens && std::any_of(tokenIds, tokenIds + T, [](float id) { return id != 0.0f; }))
+    a.positionsAreTokens = model.inputShape().rank() == 1 && model.inputShape()[0] == T;
+    if (tokenIds && a.positionsAreTokens && std::any_of(tokenIds, tokenIds + T, [](float id) { return id != 0.0f; }))
         for (int64_t q = 0; q < T; ++q) query[static_cast<size_t>(q)] = tokenIds[q] != 0.0f;
     std::vector<double> sum(static_cast<size_t>(T), 0.0);
     double rows = 0;

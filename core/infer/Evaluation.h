@@ -65,7 +65,8 @@ Predictions predictSamples(Model& model, const float* inputs, int64_t count, int
 struct TokenAttention {
     std::string layerName;  // the attention node's name
     int heads = 0;
-    std::vector<float> weights;  // one per sequence position
+    std::vector<float> weights;       // one per sequence position
+    bool positionsAreTokens = false;  // the attention's positions are the input's tokens (same length)
 };
 TokenAttention lastTokenAttention(const Model& model, int64_t sample, const float* tokenIds);
 

@@ -112,7 +112,7 @@ void AsyncGradients::progress() {
     }
 }
 
-// Waits for the sum in flight (timing the wait) and returns the buffer holding it.
+// Waits for the sum in flight (timing the wait); m_buffer then holds it.
 void AsyncGradients::complete() {
     progress();
     const Clock::time_point waitStart = Clock::now();
