@@ -440,7 +440,7 @@ const float* CudaBackend::constantVector(float value, int c, float** holder, int
 
 void CudaBackend::doBatchNormForwardTraining(float* y, float* saveMean, float* saveInvStd, float* runningMean,
                                              float* runningVar, const float* x, const float* gamma, const float* beta,
-                                             int n, int c, int inner, float momentum, float eps) {
+                                             int n, int c, int inner, float momentum, float eps, bool relu) {
     activate();
     const float* g = gamma ? gamma : constantVector(1.0f, c, &m_ones, &m_onesSize);
     const float* b = beta ? beta : constantVector(0.0f, c, &m_zeros, &m_zerosSize);
@@ -449,22 +449,25 @@ void CudaBackend::doBatchNormForwardTraining(float* y, float* saveMean, float* s
     CUDNN_CHECK(cudnnBatchNormalizationForwardTraining(m_cudnn, CUDNN_BATCHNORM_SPATIAL, &kOne, &kZero, xd, x, xd, y,
                                                        pd, g, b, momentum, runningMean, runningVar, eps, saveMean,
                                                        saveInvStd));
+    // cuDNN's fused BN + activation wants NHWC; the ReLU runs after it on the stream.
+    if (relu) doActivationForward(y, y, int64_t(n) * c * inner, Activation::ReLU, 0.0f);
 }
 
 void CudaBackend::doBatchNormForwardInference(float* y, const float* x, const float* gamma, const float* beta,
                                               const float* runningMean, const float* runningVar, int n, int c,
-                                              int inner, float eps) {
+                                              int inner, float eps, bool relu) {
     activate();
     const float* g = gamma ? gamma : constantVector(1.0f, c, &m_ones, &m_onesSize);
     const float* b = beta ? beta : constantVector(0.0f, c, &m_zeros, &m_zerosSize);
     TensorDesc xd(n, c, inner, 1), pd(1, c, 1, 1);
     CUDNN_CHECK(cudnnBatchNormalizationForwardInference(m_cudnn, CUDNN_BATCHNORM_SPATIAL, &kOne, &kZero, xd, x, xd, y,
                                                         pd, g, b, runningMean, runningVar, eps));
+    if (relu) doActivationForward(y, y, int64_t(n) * c * inner, Activation::ReLU, 0.0f);
 }
 
 void CudaBackend::doBatchNormBackward(float* dx, float* dgamma, float* dbeta, const float* dy, const float* x,
                                       const float* gamma, const float* saveMean, const float* saveInvStd, int n, int c,
-                                      int inner) {
+                                      int inner, const float* reluOutput) {
     activate();
     const float* g = gamma ? gamma : constantVector(1.0f, c, &m_ones, &m_onesSize);
     // cuDNN writes all three gradients; a null one goes to scratch (stream order lets it be freed right after).
@@ -479,6 +482,13 @@ void CudaBackend::doBatchNormBackward(float* dx, float* dgamma, float* dbeta, co
         float* dxp = orScratch(dx, xBytes);
         float* dgp = orScratch(dgamma, pBytes);
         float* dbp = orScratch(dbeta, pBytes);
+        if (reluOutput) {
+            // The fused ReLU's backward first: dy gated by its output, into scratch (dy itself is left alone).
+            float* masked = orScratch(nullptr, xBytes);
+            doZero(masked, xBytes);
+            doActivationBackward(masked, dy, nullptr, reluOutput, int64_t(n) * c * inner, Activation::ReLU, 0.0f);
+            dy = masked;
+        }
         TensorDesc xd(n, c, inner, 1), pd(1, c, 1, 1);
         // epsilon is not used when the saved statistics are passed; cuDNN still asks for one.
         CUDNN_CHECK(cudnnBatchNormalizationBackward(m_cudnn, CUDNN_BATCHNORM_SPATIAL, &kOne, &kOne, &kOne, &kOne, xd, x,

@@ -744,8 +744,9 @@ private slots:
 
     void meanPool() {
         std::mt19937 rng(8);
-        for (int trial = 0; trial < 8; ++trial) {
-            const int outer = pick(rng, {1, 3, 17}), len = pick(rng, {1, 5, 49}), inner = pick(rng, {1, 3, 64});
+        for (int trial = 0; trial < 10; ++trial) {
+            int outer = pick(rng, {1, 3, 17}), len = pick(rng, {1, 5, 49}), inner = pick(rng, {1, 3, 64});
+            if (trial >= 8) outer = 37, len = trial == 8 ? 784 : 7, inner = 1;  // GlobalAvgPool's planes
             const size_t xs = static_cast<size_t>(outer) * len * inner, ys = static_cast<size_t>(outer) * inner;
             const Vec x = randomVec(rng, xs), dy = randomVec(rng, ys), dx0 = randomVec(rng, xs);
             const std::string ctx = std::to_string(outer) + "x" + std::to_string(len) + "x" + std::to_string(inner);
@@ -958,24 +959,30 @@ private slots:
 
     // ---- normalization ------------------------------------------------------------------
 
+    // Odd trials fuse the ReLU (forward relu, backward gated by the ReLU's output); the last two put the mean
+    // far from zero (1000), where a one-pass variance that did not shift the data would cancel away.
     void batchNorm() {
         std::mt19937 rng(12);
-        for (int trial = 0; trial < 8; ++trial) {
+        for (int trial = 0; trial < 10; ++trial) {
             const int n = pick(rng, {2, 3, 17, 64}), c = pick(rng, {1, 3, 32}), inner = pick(rng, {1, 7, 196});
             const size_t sz = static_cast<size_t>(n) * c * inner;
+            const bool relu = trial % 2 == 1;
             Vec x = randomVec(rng, sz, -2.0f, 3.0f);
+            if (trial >= 8)
+                for (float& v : x) v += 1000.0f;
             const Vec gamma = randomVec(rng, c, 0.5f, 1.5f), beta = randomVec(rng, c), dy = randomVec(rng, sz);
             const Vec rm0 = randomVec(rng, c), rv0 = randomVec(rng, c, 0.5f, 2.0f), dx0 = randomVec(rng, sz),
                       dg0 = randomVec(rng, c), db0 = randomVec(rng, c);
             std::ostringstream describeCase;  // (not string operator+: GCC 12 -Wrestrict false positive)
-            describeCase << "n" << n << " c" << c << " inner " << inner;
+            describeCase << "n" << n << " c" << c << " inner " << inner << (relu ? " relu" : "")
+                         << (trial >= 8 ? " mean 1000" : "");
             const std::string ctx = describeCase.str();
             if (!compareAll("batchNormForwardTraining", ctx, [&](Backend& be) {
                     Tensor X = up(be, x), G = up(be, gamma), B = up(be, beta), RM = up(be, rm0), RV = up(be, rv0);
                     Tensor Y = be.empty(Shape{static_cast<int64_t>(sz)}), M = be.empty(Shape{c}),
                            S = be.empty(Shape{c});
                     be.batchNormForwardTraining(Y.f32(), M.f32(), S.f32(), RM.f32(), RV.f32(), X.f32(), G.f32(),
-                                                B.f32(), n, c, inner, 0.1f, 1e-5f);
+                                                B.f32(), n, c, inner, 0.1f, 1e-5f, relu);
                     return Outputs{down(be, Y), down(be, M), down(be, S), down(be, RM), down(be, RV)};
                 }))
                 return;
@@ -983,7 +990,7 @@ private slots:
                     Tensor X = up(be, x), G = up(be, gamma), B = up(be, beta), RM = up(be, rm0), RV = up(be, rv0);
                     Tensor Y = be.empty(Shape{static_cast<int64_t>(sz)});
                     be.batchNormForwardInference(Y.f32(), X.f32(), G.f32(), B.f32(), RM.f32(), RV.f32(), n, c, inner,
-                                                 1e-5f);
+                                                 1e-5f, relu);
                     return Outputs{down(be, Y)};
                 }))
                 return;
@@ -993,13 +1000,52 @@ private slots:
                            S = be.empty(Shape{c});
                     Tensor DX = up(be, dx0), DG = up(be, dg0), DB = up(be, db0);
                     be.batchNormForwardTraining(Y.f32(), M.f32(), S.f32(), nullptr, nullptr, X.f32(), G.f32(), B.f32(),
-                                                n, c, inner, 0.1f, 1e-5f);
+                                                n, c, inner, 0.1f, 1e-5f, relu);
                     be.batchNormBackward(DX.f32(), DG.f32(), DB.f32(), DY.f32(), X.f32(), G.f32(), M.f32(), S.f32(), n,
-                                         c, inner);
+                                         c, inner, relu ? Y.f32() : nullptr);
                     return Outputs{down(be, DX), down(be, DG), down(be, DB)};
                 }))
                 return;
         }
+    }
+
+    // The fused ReLU is the ReLU: on the reference backend, the forward with relu equals the plain forward then
+    // max(., 0), and the backward gated by that output equals the plain backward of dy * (output > 0).
+    void batchNormFusedReLUIsTheComposition() {
+        std::mt19937 rng(21);
+        const int n = 5, c = 3, inner = 6;
+        const size_t sz = static_cast<size_t>(n) * c * inner;
+        const Vec x = randomVec(rng, sz, -2.0f, 3.0f), gamma = randomVec(rng, c, 0.5f, 1.5f), beta = randomVec(rng, c),
+                  dy = randomVec(rng, sz);
+        auto be = test::makeReferenceBackend();
+        Tensor X = up(*be, x), G = up(*be, gamma), B = up(*be, beta), DY = up(*be, dy);
+        Tensor Y = be->empty(Shape{static_cast<int64_t>(sz)}), YR = be->empty(Shape{static_cast<int64_t>(sz)});
+        Tensor M = be->empty(Shape{c}), S = be->empty(Shape{c});
+        be->batchNormForwardTraining(Y.f32(), M.f32(), S.f32(), nullptr, nullptr, X.f32(), G.f32(), B.f32(), n, c,
+                                     inner, 0.1f, 1e-5f);
+        be->batchNormForwardTraining(YR.f32(), M.f32(), S.f32(), nullptr, nullptr, X.f32(), G.f32(), B.f32(), n, c,
+                                     inner, 0.1f, 1e-5f, true);
+        const Vec y = down(*be, Y), yr = down(*be, YR);
+        Vec masked = dy;
+        int zeros = 0;
+        for (size_t i = 0; i < sz; ++i) {
+            QCOMPARE(yr[i], y[i] > 0.0f ? y[i] : 0.0f);
+            if (!(y[i] > 0.0f)) masked[i] = 0.0f, ++zeros;
+        }
+        QVERIFY(zeros > 0 && zeros < static_cast<int>(sz));  // the ReLU does cut something, not everything
+        auto backward = [&](const Vec& grad, const float* gate) {
+            Tensor DX = be->zeros(Shape{static_cast<int64_t>(sz)}), DG = be->zeros(Shape{c}), DB = be->zeros(Shape{c});
+            Tensor D = up(*be, grad);
+            be->batchNormBackward(DX.f32(), DG.f32(), DB.f32(), D.f32(), X.f32(), G.f32(), M.f32(), S.f32(), n, c,
+                                  inner, gate);
+            Vec all = down(*be, DX);
+            for (const Tensor* t : {&DG, &DB})
+                for (float v : down(*be, *t)) all.push_back(v);
+            return all;
+        };
+        const Vec fused = backward(dy, YR.f32()), composed = backward(masked, nullptr), plain = backward(dy, nullptr);
+        QCOMPARE(fused, composed);
+        QVERIFY(fused != plain);
     }
 
     void layerNorm() {

@@ -54,6 +54,26 @@ Graph testGraph(bool shared, bool batchNorm = false) {
     return g;
 }
 
+// A residual net as the workbench's template draws it, with a BatchNorm: Input [2, 9, 9] -> Conv2D 4 -> BatchNorm
+// -> ReLU (r0) -> Conv2D 4 -> ReLU -> Conv2D 4 -> Add(r0, .) -> ReLU (r1) -> Conv2D 4 -> Add(r1, .) -> ReLU ->
+// GlobalAvgPool -> Dense 5. The BatchNorm and both Adds do their ReLU's backward (Layer::absorbFusedReLUBackward);
+// r0 and r1 feed a convolution and an Add, so their gradient sums two consumers' before the gate.
+Graph residualGraph() {
+    Graph g;
+    const int in = g.addNode("Input", {}, {{"shape", {2, 9, 9}}});
+    auto conv = [&](int from) { return chain(g, from, "Conv2D", {{"filters", 4}, {"kernel", 3}, {"padding", 1}}); };
+    auto block = [&](int from) {
+        const int add = g.addNode("Add");
+        g.connect(from, add, "in0");
+        g.connect(conv(chain(g, conv(from), "ReLU")), add, "in1");
+        return chain(g, add, "ReLU");
+    };
+    const int r0 = chain(g, chain(g, conv(in), "BatchNorm"), "ReLU");
+    const int r2 = block(block(r0));
+    chain(g, chain(g, r2, "GlobalAvgPool"), "Dense", {{"units", 5}});
+    return g;
+}
+
 // The sequence layers on a float sequence [7, 3]: PositionalEmbedding -> Conv1D 4 (kernel 3, pad 1) -> ReLU ->
 // Conv1D 5 (kernel 2, stride 2, dilation 2, no bias) -> Dense 6 per position -> SequenceMeanPool -> Dense 3.
 Graph sequenceGraph() {
@@ -236,6 +256,12 @@ private slots:
         QCOMPARE(absorbed, 1);  // the ReLU after Add (conv1's ReLU now feeds a conv, not a pooling)
         run(*be, testGraph(false, true), true, &count, &absorbed);
         QCOMPARE(count, 3);  // the ReLUs after both BatchNorms, and after the last conv
+        QCOMPARE(compile(testGraph(false, true), *be, 7)->reluBackwardsInProducers(), 1);  // the Dense's BatchNorm
+        run(*be, residualGraph(), true, &count, &absorbed);
+        QCOMPARE(count, 5);     // the BatchNorm's, each block's first conv's, both Adds'
+        QCOMPARE(absorbed, 0);  // no pooling after a ReLU
+        QCOMPARE(compile(residualGraph(), *be, 7)->reluBackwardsInProducers(), 3);  // the BatchNorm and both Adds
+        QCOMPARE(compile(residualGraph(), *be, 7, false)->reluBackwardsInProducers(), 0);
         run(*be, testGraph(false), false, &count, &absorbed);
         QCOMPARE(count, 0);
         QCOMPARE(absorbed, 0);
@@ -244,17 +270,23 @@ private slots:
     void fusedEqualsUnfused_data() {
         QTest::addColumn<bool>("shared");
         QTest::addColumn<bool>("batchNorm");
-        QTest::newRow("chain") << false << false;
-        QTest::newRow("conv with two consumers, Add -> ReLU") << true << false;
-        QTest::newRow("BatchNorm -> ReLU") << false << true;
+        QTest::addColumn<bool>("residual");
+        QTest::newRow("chain") << false << false << false;
+        QTest::newRow("conv with two consumers, Add -> ReLU") << true << false << false;
+        QTest::newRow("BatchNorm -> ReLU") << false << true << false;
+        QTest::newRow("residual blocks, BatchNorm -> ReLU -> Conv2D") << false << false << true;
     }
+    // Every backend, fused and unfused, against the reference backend unfused; the reference backend fused
+    // too (its own fused ops: the BatchNorm's ReLU, the gated backward).
     void fusedEqualsUnfused() {
         QFETCH(bool, shared);
         QFETCH(bool, batchNorm);
-        const Graph g = testGraph(shared, batchNorm);
+        QFETCH(bool, residual);
+        const Graph g = residual ? residualGraph() : testGraph(shared, batchNorm);
         auto ref = test::makeReferenceBackend();
         const Result want = run(*ref, g, false, nullptr);
         std::vector<test::NamedBackend> backends = test::fastBackends();
+        backends.push_back({"cpu-reference", test::makeReferenceBackend()});
         for (auto& nb : backends) {
             for (bool fuse : {false, true}) {
                 const Result got = run(*nb.backend, g, fuse, nullptr);

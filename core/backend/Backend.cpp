@@ -542,7 +542,7 @@ void checkNormSizes(BackendOp op, int a, const char* aName, int b, const char* b
 
 void Backend::batchNormForwardTraining(float* y, float* saveMean, float* saveInvStd, float* runningMean,
                                        float* runningVar, const float* x, const float* gamma, const float* beta, int n,
-                                       int c, int inner, float momentum, float eps) {
+                                       int c, int inner, float momentum, float eps, bool relu) {
     constexpr BackendOp op = BackendOp::BatchNormForwardTraining;
     checkNormSizes(op, n, "n", c, "c");
     size(op, "inner", inner);
@@ -558,12 +558,12 @@ void Backend::batchNormForwardTraining(float* y, float* saveMean, float* saveInv
         pointer(op, "x", x);
     }
     doBatchNormForwardTraining(y, saveMean, saveInvStd, runningMean, runningVar, x, gamma, beta, n, c, inner, momentum,
-                               eps);
+                               eps, relu);
 }
 
 void Backend::batchNormForwardInference(float* y, const float* x, const float* gamma, const float* beta,
                                         const float* runningMean, const float* runningVar, int n, int c, int inner,
-                                        float eps) {
+                                        float eps, bool relu) {
     constexpr BackendOp op = BackendOp::BatchNormForwardInference;
     checkNormSizes(op, n, "n", c, "c");
     size(op, "inner", inner);
@@ -573,12 +573,12 @@ void Backend::batchNormForwardInference(float* y, const float* x, const float* g
         pointer(op, "runningMean", runningMean);
         pointer(op, "runningVar", runningVar);
     }
-    doBatchNormForwardInference(y, x, gamma, beta, runningMean, runningVar, n, c, inner, eps);
+    doBatchNormForwardInference(y, x, gamma, beta, runningMean, runningVar, n, c, inner, eps, relu);
 }
 
 void Backend::batchNormBackward(float* dx, float* dgamma, float* dbeta, const float* dy, const float* x,
                                 const float* gamma, const float* saveMean, const float* saveInvStd, int n, int c,
-                                int inner) {
+                                int inner, const float* reluOutput) {
     constexpr BackendOp op = BackendOp::BatchNormBackward;
     checkNormSizes(op, n, "n", c, "c");
     size(op, "inner", inner);
@@ -588,7 +588,7 @@ void Backend::batchNormBackward(float* dx, float* dgamma, float* dbeta, const fl
         pointer(op, "dy", dy);
         pointer(op, "x", x);
     }
-    doBatchNormBackward(dx, dgamma, dbeta, dy, x, gamma, saveMean, saveInvStd, n, c, inner);
+    doBatchNormBackward(dx, dgamma, dbeta, dy, x, gamma, saveMean, saveInvStd, n, c, inner, reluOutput);
 }
 
 void Backend::layerNormForward(float* y, float* mean, float* rstd, const float* x, const float* gamma,

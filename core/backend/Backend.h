@@ -281,16 +281,20 @@ public:
     // saveMean/saveInvStd [c], and updates running stats: r = (1-momentum) r + momentum * batch
     // (running variance uses the unbiased batch variance). gamma/beta may be null (1 and 0); the
     // running stats may be null together (not updated), and saveMean/saveInvStd together. Training
-    // needs n*inner > 1 (the unbiased variance is undefined otherwise), as in PyTorch.
+    // needs n*inner > 1 (the unbiased variance is undefined otherwise), as in PyTorch. relu: y = max(y, 0)
+    // in the same pass (a ReLU fused after the normalization; y may then be x's own ReLU'd copy only).
     void batchNormForwardTraining(float* y, float* saveMean, float* saveInvStd, float* runningMean, float* runningVar,
                                   const float* x, const float* gamma, const float* beta, int n, int c, int inner,
-                                  float momentum, float eps);
+                                  float momentum, float eps, bool relu = false);
     void batchNormForwardInference(float* y, const float* x, const float* gamma, const float* beta,
                                    const float* runningMean, const float* runningVar, int n, int c, int inner,
-                                   float eps);
-    // Needs saveMean and saveInvStd; dx, dgamma and dbeta may be null.
+                                   float eps, bool relu = false);
+    // Needs saveMean and saveInvStd; dx, dgamma and dbeta may be null. reluOutput (null: none): the output of
+    // a ReLU fused after the normalization, dy being that ReLU's output gradient; dy is then taken as
+    // dy * (reluOutput > 0), the ReLU's backward done in the same passes.
     void batchNormBackward(float* dx, float* dgamma, float* dbeta, const float* dy, const float* x, const float* gamma,
-                           const float* saveMean, const float* saveInvStd, int n, int c, int inner);
+                           const float* saveMean, const float* saveInvStd, int n, int c, int inner,
+                           const float* reluOutput = nullptr);
     // Layer norm over the last axis of [rows, cols]; mean/rstd are [rows] (may be null in the forward).
     void layerNormForward(float* y, float* mean, float* rstd, const float* x, const float* gamma, const float* beta,
                           int rows, int cols, float eps);
@@ -405,13 +409,13 @@ protected:
 
     virtual void doBatchNormForwardTraining(float* y, float* saveMean, float* saveInvStd, float* runningMean,
                                             float* runningVar, const float* x, const float* gamma, const float* beta,
-                                            int n, int c, int inner, float momentum, float eps) = 0;
+                                            int n, int c, int inner, float momentum, float eps, bool relu) = 0;
     virtual void doBatchNormForwardInference(float* y, const float* x, const float* gamma, const float* beta,
                                              const float* runningMean, const float* runningVar, int n, int c, int inner,
-                                             float eps) = 0;
+                                             float eps, bool relu) = 0;
     virtual void doBatchNormBackward(float* dx, float* dgamma, float* dbeta, const float* dy, const float* x,
                                      const float* gamma, const float* saveMean, const float* saveInvStd, int n, int c,
-                                     int inner) = 0;
+                                     int inner, const float* reluOutput) = 0;
     virtual void doLayerNormForward(float* y, float* mean, float* rstd, const float* x, const float* gamma,
                                     const float* beta, int rows, int cols, float eps) = 0;
     virtual void doLayerNormBackward(float* dx, float* dgamma, float* dbeta, const float* dy, const float* x,

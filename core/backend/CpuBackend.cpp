@@ -150,19 +150,19 @@ int64_t CpuBackend::doCountCorrect(const float* logits, const int32_t* labels, i
 
 void CpuBackend::doBatchNormForwardTraining(float* y, float* saveMean, float* saveInvStd, float* runningMean,
                                             float* runningVar, const float* x, const float* gamma, const float* beta,
-                                            int n, int c, int inner, float momentum, float eps) {
+                                            int n, int c, int inner, float momentum, float eps, bool relu) {
     cpu::batchNormForwardTraining(threads(), y, saveMean, saveInvStd, runningMean, runningVar, x, gamma, beta, n, c,
-                                  inner, momentum, eps);
+                                  inner, momentum, eps, relu);
 }
 void CpuBackend::doBatchNormForwardInference(float* y, const float* x, const float* gamma, const float* beta,
                                              const float* runningMean, const float* runningVar, int n, int c, int inner,
-                                             float eps) {
-    cpu::batchNormForwardInference(threads(), y, x, gamma, beta, runningMean, runningVar, n, c, inner, eps);
+                                             float eps, bool relu) {
+    cpu::batchNormForwardInference(threads(), y, x, gamma, beta, runningMean, runningVar, n, c, inner, eps, relu);
 }
 void CpuBackend::doBatchNormBackward(float* dx, float* dgamma, float* dbeta, const float* dy, const float* x,
                                      const float* gamma, const float* saveMean, const float* saveInvStd, int n, int c,
-                                     int inner) {
-    cpu::batchNormBackward(threads(), dx, dgamma, dbeta, dy, x, gamma, saveMean, saveInvStd, n, c, inner);
+                                     int inner, const float* reluOutput) {
+    cpu::batchNormBackward(threads(), dx, dgamma, dbeta, dy, x, gamma, saveMean, saveInvStd, n, c, inner, reluOutput);
 }
 void CpuBackend::doLayerNormForward(float* y, float* mean, float* rstd, const float* x, const float* gamma,
                                     const float* beta, int rows, int cols, float eps) {

@@ -715,13 +715,31 @@ bool maxPool2dReLUBackward(int threads, float* dx, const float* dy, const float*
     return true;
 }
 
+// inner == 1 (GlobalAvgPool: a plane per channel): contiguous vectorized sums and adds; else the reference
+// loops per row block.
 void meanPoolForward(int threads, float* y, const float* x, int outer, int len, int inner) {
+    if (inner == 1) {
+        parallelFor(threads, outer, rowGrain(len), [&](int64_t b, int64_t e, int) {
+            for (int64_t o = b; o < e; ++o) y[o] = planeSum(x + o * len, len) / static_cast<float>(len);
+        });
+        return;
+    }
     parallelFor(threads, outer, rowGrain(static_cast<int64_t>(len) * inner), [&](int64_t b, int64_t e, int) {
         cpuref::meanPoolForward(y + b * inner, x + b * len * inner, static_cast<int>(e - b), len, inner);
     });
 }
 
 void meanPoolBackward(int threads, float* dx, const float* dy, int outer, int len, int inner) {
+    if (inner == 1) {
+        parallelFor(threads, outer, rowGrain(len), [&](int64_t b, int64_t e, int) {
+            for (int64_t o = b; o < e; ++o) {
+                const float g = dy[o] / static_cast<float>(len);
+                float* d = dx + o * len;
+                for (int l = 0; l < len; ++l) d[l] += g;
+            }
+        });
+        return;
+    }
     parallelFor(threads, outer, rowGrain(static_cast<int64_t>(len) * inner), [&](int64_t b, int64_t e, int) {
         cpuref::meanPoolBackward(dx + b * len * inner, dy + b * inner, static_cast<int>(e - b), len, inner);
     });
@@ -873,37 +891,55 @@ void layerNormBackward(int threads, Workspace& ws, float* dx, float* dgamma, flo
 
 // ---- batch norm: one channel per work item --------------------------------------------------
 
+// Training forward: one pass for the statistics and one writing y (with the fused ReLU, if any), where the
+// two-pass variance read x three times. The sums are of x minus the channel's first value (the shifted-data
+// form of the variance), so that a mean far from zero does not cancel the variance away; each plane sums in
+// float lanes and the planes in double.
 void batchNormForwardTraining(int threads, float* y, float* saveMean, float* saveInvStd, float* runningMean,
                               float* runningVar, const float* x, const float* gamma, const float* beta, int n, int c,
-                              int inner, float momentum, float eps) {
+                              int inner, float momentum, float eps, bool relu) {
     const double count = static_cast<double>(n) * inner;
     const size_t cs = static_cast<size_t>(c) * inner;
     parallelFor(threads, c, std::max<int64_t>(1, kElementGrain / (static_cast<int64_t>(n) * inner)),
                 [&](int64_t c0, int64_t c1, int) {
                     for (int64_t ch = c0; ch < c1; ++ch) {
                         const float* xc = x + ch * inner;
-                        double acc = 0.0;
-                        for (int b = 0; b < n; ++b) acc += planeSum(xc + b * cs, inner);
-                        const double mean = acc / count;
-                        const float meanF = static_cast<float>(mean);
-                        double sq = 0.0;
+                        const float shift = xc[0];
+                        double sum = 0.0, sumSq = 0.0;
                         for (int b = 0; b < n; ++b) {
                             const float* p = xc + b * cs;
-                            float s = 0.0f;
-                            STRATA_SIMD_SUM(s)
-                            for (int i = 0; i < inner; ++i) s += (p[i] - meanF) * (p[i] - meanF);
-                            sq += s;
+                            float s = 0.0f, q = 0.0f;
+                            STRATA_SIMD_SUM(s, q)
+                            for (int i = 0; i < inner; ++i) {
+                                const float d = p[i] - shift;
+                                s += d;
+                                q += d * d;
+                            }
+                            sum += s;
+                            sumSq += q;
                         }
+                        const double shiftedMean = sum / count;
+                        const double mean = shift + shiftedMean;
+                        const double sq = std::max(0.0, sumSq - sum * shiftedMean);  // sum of squared deviations
                         const double invStd = 1.0 / std::sqrt(sq / count + eps);
                         const double g = gamma ? gamma[ch] : 1.0, bt = beta ? beta[ch] : 0.0;
+                        // y = (x - shift) * scale + offset: x - shift is exact where x is near the mean, so a
+                        // large mean does not cancel against the offset either.
                         const float scale = static_cast<float>(g * invStd);
-                        const float shift = static_cast<float>(bt - mean * g * invStd);
+                        const float offset = static_cast<float>(bt - shiftedMean * g * invStd);
                         for (int b = 0; b < n; ++b) {
                             const float* p = xc + b * cs;
                             float* q = y + ch * inner + b * cs;
-                            for (int i = 0; i < inner; ++i) q[i] = p[i] * scale + shift;
+                            if (relu) {
+                                for (int i = 0; i < inner; ++i) {
+                                    const float v = (p[i] - shift) * scale + offset;
+                                    q[i] = v > 0.0f ? v : 0.0f;
+                                }
+                            } else {
+                                for (int i = 0; i < inner; ++i) q[i] = (p[i] - shift) * scale + offset;
+                            }
                         }
-                        if (saveMean) saveMean[ch] = meanF;
+                        if (saveMean) saveMean[ch] = static_cast<float>(mean);
                         if (saveInvStd) saveInvStd[ch] = static_cast<float>(invStd);
                         if (runningMean)
                             runningMean[ch] = static_cast<float>((1.0 - momentum) * runningMean[ch] + momentum * mean);
@@ -915,7 +951,8 @@ void batchNormForwardTraining(int threads, float* y, float* saveMean, float* sav
 }
 
 void batchNormForwardInference(int threads, float* y, const float* x, const float* gamma, const float* beta,
-                               const float* runningMean, const float* runningVar, int n, int c, int inner, float eps) {
+                               const float* runningMean, const float* runningVar, int n, int c, int inner, float eps,
+                               bool relu) {
     const int64_t planes = static_cast<int64_t>(n) * c;
     parallelFor(threads, planes, rowGrain(inner), [&](int64_t b, int64_t e, int) {
         for (int64_t p = b; p < e; ++p) {
@@ -926,48 +963,83 @@ void batchNormForwardInference(int threads, float* y, const float* x, const floa
             const float shift = static_cast<float>(bt - runningMean[ch] * g * invStd);
             const float* src = x + p * inner;
             float* dst = y + p * inner;
-            for (int i = 0; i < inner; ++i) dst[i] = src[i] * scale + shift;
+            if (relu) {
+                for (int i = 0; i < inner; ++i) {
+                    const float v = src[i] * scale + shift;
+                    dst[i] = v > 0.0f ? v : 0.0f;
+                }
+            } else {
+                for (int i = 0; i < inner; ++i) dst[i] = src[i] * scale + shift;
+            }
         }
     });
 }
 
+namespace {
+
+// One channel's backward over its n planes; Masked: dy is a fused ReLU's output gradient, gated by that
+// ReLU's output (the select loads both operands, so it vectorizes).
+template <bool Masked>
+void batchNormBackwardChannel(float* dx, float* dgamma, float* dbeta, const float* dy, const float* x,
+                              const float* gate, double g, float mean, double invStd, int n, int inner, size_t cs,
+                              double count) {
+    double sumDy = 0.0, sumDyXc = 0.0;  // sum dy and sum dy * (x - mean)
+    for (int b = 0; b < n; ++b) {
+        const size_t o = b * cs;
+        const float *xp = x + o, *gp = dy + o;
+        float s = 0.0f, t = 0.0f;
+        STRATA_SIMD_SUM(s, t)
+        for (int i = 0; i < inner; ++i) {
+            float d = gp[i];
+            if constexpr (Masked) d = gate[o + i] > 0.0f ? d : 0.0f;
+            s += d;
+            t += d * (xp[i] - mean);
+        }
+        sumDy += s;
+        sumDyXc += t;
+    }
+    if (dbeta) *dbeta += static_cast<float>(sumDy);
+    if (dgamma) *dgamma += static_cast<float>(sumDyXc * invStd);
+    if (!dx) return;
+    // dx = g*invStd*(dy - mean(dy) - (x-mean)*invStd^2*mean(dy*(x-mean))) = k1*dy - k2*(x-mean) + k0 (x - mean,
+    // not x: exact near the mean, where k2*x and a k0 holding k2*mean would cancel for a large mean)
+    const double k1 = g * invStd;
+    const double k2 = g * invStd * invStd * invStd * sumDyXc / count;
+    const double k0 = -k1 * sumDy / count;
+    const float f1 = static_cast<float>(k1), f2 = static_cast<float>(k2), f0 = static_cast<float>(k0);
+    for (int b = 0; b < n; ++b) {
+        const size_t o = b * cs;
+        const float *xp = x + o, *gp = dy + o;
+        float* dp = dx + o;
+        for (int i = 0; i < inner; ++i) {
+            float d = gp[i];
+            if constexpr (Masked) d = gate[o + i] > 0.0f ? d : 0.0f;
+            dp[i] += f1 * d - f2 * (xp[i] - mean) + f0;
+        }
+    }
+}
+
+}  // namespace
+
 void batchNormBackward(int threads, float* dx, float* dgamma, float* dbeta, const float* dy, const float* x,
-                       const float* gamma, const float* saveMean, const float* saveInvStd, int n, int c, int inner) {
+                       const float* gamma, const float* saveMean, const float* saveInvStd, int n, int c, int inner,
+                       const float* reluOutput) {
     const double count = static_cast<double>(n) * inner;
     const size_t cs = static_cast<size_t>(c) * inner;
     parallelFor(threads, c, std::max<int64_t>(1, kElementGrain / (static_cast<int64_t>(n) * inner)),
                 [&](int64_t c0, int64_t c1, int) {
                     for (int64_t ch = c0; ch < c1; ++ch) {
-                        const float mean = saveMean[ch];
-                        const double invStd = saveInvStd[ch], g = gamma ? gamma[ch] : 1.0;
-                        double sumDy = 0.0, sumDyXc = 0.0;  // sum dy and sum dy * (x - mean)
-                        for (int b = 0; b < n; ++b) {
-                            const float* xp = x + ch * inner + b * cs;
-                            const float* gp = dy + ch * inner + b * cs;
-                            float s = 0.0f, t = 0.0f;
-                            STRATA_SIMD_SUM(s, t)
-                            for (int i = 0; i < inner; ++i) {
-                                s += gp[i];
-                                t += gp[i] * (xp[i] - mean);
-                            }
-                            sumDy += s;
-                            sumDyXc += t;
-                        }
-                        if (dbeta) dbeta[ch] += static_cast<float>(sumDy);
-                        if (dgamma) dgamma[ch] += static_cast<float>(sumDyXc * invStd);
-                        if (!dx) continue;
-                        // dx = g*invStd*(dy - mean(dy) - (x-mean)*invStd^2*mean(dy*(x-mean))) = k1*dy - k2*x + k0
-                        const double k1 = g * invStd;
-                        const double k2 = g * invStd * invStd * invStd * sumDyXc / count;
-                        const double k0 = -k1 * sumDy / count + k2 * mean;
-                        const float f1 = static_cast<float>(k1), f2 = static_cast<float>(k2),
-                                    f0 = static_cast<float>(k0);
-                        for (int b = 0; b < n; ++b) {
-                            const float* xp = x + ch * inner + b * cs;
-                            const float* gp = dy + ch * inner + b * cs;
-                            float* dp = dx + ch * inner + b * cs;
-                            for (int i = 0; i < inner; ++i) dp[i] += f1 * gp[i] - f2 * xp[i] + f0;
-                        }
+                        const size_t o = static_cast<size_t>(ch) * inner;
+                        float* dxc = dx ? dx + o : nullptr;
+                        float* dg = dgamma ? dgamma + ch : nullptr;
+                        float* db = dbeta ? dbeta + ch : nullptr;
+                        const double g = gamma ? gamma[ch] : 1.0;
+                        if (reluOutput)
+                            batchNormBackwardChannel<true>(dxc, dg, db, dy + o, x + o, reluOutput + o, g, saveMean[ch],
+                                                           saveInvStd[ch], n, inner, cs, count);
+                        else
+                            batchNormBackwardChannel<false>(dxc, dg, db, dy + o, x + o, nullptr, g, saveMean[ch],
+                                                            saveInvStd[ch], n, inner, cs, count);
                     }
                 });
 }

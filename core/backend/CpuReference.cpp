@@ -2,9 +2,11 @@
 // is written the way its formula reads, with double accumulators for sums.
 #include "core/backend/CpuReference.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 namespace strata::cpuref {
 
@@ -458,7 +460,7 @@ int64_t countCorrect(const float* logits, const int32_t* labels, int rows, int c
 
 void batchNormForwardTraining(float* y, float* saveMean, float* saveInvStd, float* runningMean, float* runningVar,
                               const float* x, const float* gamma, const float* beta, int n, int c, int inner,
-                              float momentum, float eps) {
+                              float momentum, float eps, bool relu) {
     const double count = static_cast<double>(n) * inner;
     for (int ch = 0; ch < c; ++ch) {
         double acc = 0.0;
@@ -477,7 +479,8 @@ void batchNormForwardTraining(float* y, float* saveMean, float* saveInvStd, floa
         for (int b = 0; b < n; ++b)
             for (int i = 0; i < inner; ++i) {
                 const size_t k = (static_cast<size_t>(b) * c + ch) * inner + i;
-                y[k] = static_cast<float>((x[k] - mean) * invStd * g + bt);
+                const float v = static_cast<float>((x[k] - mean) * invStd * g + bt);
+                y[k] = relu && !(v > 0.0f) ? 0.0f : v;
             }
         if (saveMean) saveMean[ch] = static_cast<float>(mean);
         if (saveInvStd) saveInvStd[ch] = static_cast<float>(invStd);
@@ -490,21 +493,33 @@ void batchNormForwardTraining(float* y, float* saveMean, float* saveInvStd, floa
 }
 
 void batchNormForwardInference(float* y, const float* x, const float* gamma, const float* beta,
-                               const float* runningMean, const float* runningVar, int n, int c, int inner, float eps) {
+                               const float* runningMean, const float* runningVar, int n, int c, int inner, float eps,
+                               bool relu) {
     for (int ch = 0; ch < c; ++ch) {
         const double invStd = 1.0 / std::sqrt(static_cast<double>(runningVar[ch]) + eps);
         const double g = gamma ? gamma[ch] : 1.0, bt = beta ? beta[ch] : 0.0;
         for (int b = 0; b < n; ++b)
             for (int i = 0; i < inner; ++i) {
                 const size_t k = (static_cast<size_t>(b) * c + ch) * inner + i;
-                y[k] = static_cast<float>((x[k] - runningMean[ch]) * invStd * g + bt);
+                const float v = static_cast<float>((x[k] - runningMean[ch]) * invStd * g + bt);
+                y[k] = relu && !(v > 0.0f) ? 0.0f : v;
             }
     }
 }
 
 void batchNormBackward(float* dx, float* dgamma, float* dbeta, const float* dy, const float* x, const float* gamma,
-                       const float* saveMean, const float* saveInvStd, int n, int c, int inner) {
+                       const float* saveMean, const float* saveInvStd, int n, int c, int inner,
+                       const float* reluOutput) {
     const double count = static_cast<double>(n) * inner;
+    // With a ReLU fused after the normalization, dy is the ReLU's output gradient: masked by its output first.
+    std::vector<float> masked;
+    if (reluOutput) {
+        const size_t total = static_cast<size_t>(n) * static_cast<size_t>(c) * static_cast<size_t>(inner);
+        masked.assign(dy, dy + total);
+        for (size_t k = 0; k < total; ++k)
+            if (!(reluOutput[k] > 0.0f)) masked[k] = 0.0f;
+        dy = masked.data();
+    }
     for (int ch = 0; ch < c; ++ch) {
         const double mean = saveMean[ch], invStd = saveInvStd[ch], g = gamma ? gamma[ch] : 1.0;
         double sumDy = 0.0, sumDyXhat = 0.0;

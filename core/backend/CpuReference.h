@@ -52,11 +52,13 @@ int64_t countCorrect(const float* logits, const int32_t* labels, int rows, int c
 
 void batchNormForwardTraining(float* y, float* saveMean, float* saveInvStd, float* runningMean, float* runningVar,
                               const float* x, const float* gamma, const float* beta, int n, int c, int inner,
-                              float momentum, float eps);
+                              float momentum, float eps, bool relu);
 void batchNormForwardInference(float* y, const float* x, const float* gamma, const float* beta,
-                               const float* runningMean, const float* runningVar, int n, int c, int inner, float eps);
+                               const float* runningMean, const float* runningVar, int n, int c, int inner, float eps,
+                               bool relu);
 void batchNormBackward(float* dx, float* dgamma, float* dbeta, const float* dy, const float* x, const float* gamma,
-                       const float* saveMean, const float* saveInvStd, int n, int c, int inner);
+                       const float* saveMean, const float* saveInvStd, int n, int c, int inner,
+                       const float* reluOutput);
 void layerNormForward(float* y, float* mean, float* rstd, const float* x, const float* gamma, const float* beta,
                       int rows, int cols, float eps);
 void layerNormBackward(float* dx, float* dgamma, float* dbeta, const float* dy, const float* x, const float* gamma,

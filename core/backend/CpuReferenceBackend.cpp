@@ -112,19 +112,19 @@ int64_t CpuReferenceBackend::doCountCorrect(const float* logits, const int32_t* 
 void CpuReferenceBackend::doBatchNormForwardTraining(float* y, float* saveMean, float* saveInvStd, float* runningMean,
                                                      float* runningVar, const float* x, const float* gamma,
                                                      const float* beta, int n, int c, int inner, float momentum,
-                                                     float eps) {
+                                                     float eps, bool relu) {
     cpuref::batchNormForwardTraining(y, saveMean, saveInvStd, runningMean, runningVar, x, gamma, beta, n, c, inner,
-                                     momentum, eps);
+                                     momentum, eps, relu);
 }
 void CpuReferenceBackend::doBatchNormForwardInference(float* y, const float* x, const float* gamma, const float* beta,
                                                       const float* runningMean, const float* runningVar, int n, int c,
-                                                      int inner, float eps) {
-    cpuref::batchNormForwardInference(y, x, gamma, beta, runningMean, runningVar, n, c, inner, eps);
+                                                      int inner, float eps, bool relu) {
+    cpuref::batchNormForwardInference(y, x, gamma, beta, runningMean, runningVar, n, c, inner, eps, relu);
 }
 void CpuReferenceBackend::doBatchNormBackward(float* dx, float* dgamma, float* dbeta, const float* dy, const float* x,
                                               const float* gamma, const float* saveMean, const float* saveInvStd, int n,
-                                              int c, int inner) {
-    cpuref::batchNormBackward(dx, dgamma, dbeta, dy, x, gamma, saveMean, saveInvStd, n, c, inner);
+                                              int c, int inner, const float* reluOutput) {
+    cpuref::batchNormBackward(dx, dgamma, dbeta, dy, x, gamma, saveMean, saveInvStd, n, c, inner, reluOutput);
 }
 void CpuReferenceBackend::doLayerNormForward(float* y, float* mean, float* rstd, const float* x, const float* gamma,
                                              const float* beta, int rows, int cols, float eps) {

@@ -15,13 +15,15 @@ struct Model::Step {
     const LayerType* type = nullptr;
     std::unique_ptr<Layer> layer;
     bool isInput = false;
-    Shape outShape;                     // per sample
-    std::vector<int> inputs;            // indices into m_steps, in port order
-    bool needsGrad = false;             // some trainable parameter at or before this step
-    int fusedFrom = -1;                 // a ReLU computed by this step of m_steps: output shares its memory
-    bool reluAbsorbed = false;          // a ReLU whose backward its single consumer does (no grad of its own)
-    Tensor outputStorage, gradStorage;  // capacity for m_capacity samples
-    Tensor output, grad;                // views for the current batch
+    Shape outShape;                       // per sample
+    std::vector<int> inputs;              // indices into m_steps, in port order
+    bool needsGrad = false;               // some trainable parameter at or before this step
+    int fusedFrom = -1;                   // a ReLU computed by this step of m_steps: output shares its memory
+    bool reluAbsorbed = false;            // a ReLU whose backward its single consumer does (no grad of its own)
+    int reluBackwardFrom = -1;            // its fused ReLU (index), whose backward this step does with its own
+    bool reluBackwardInProducer = false;  // a fused ReLU whose backward its producer does (reluBackwardFrom)
+    Tensor outputStorage, gradStorage;    // capacity for m_capacity samples
+    Tensor output, grad;                  // views for the current batch
 };
 
 Model::~Model() = default;
@@ -156,6 +158,16 @@ std::unique_ptr<Model> compile(const Graph& graph, Backend& backend, uint64_t se
             if (relu.isInput || relu.type->name() != "ReLU" || consumers[static_cast<size_t>(reluIndex)] != 1) continue;
             if (step->layer->absorbReLUBackward()) relu.reluAbsorbed = true;
         }
+        // A fused ReLU whose backward no consumer took: its producer may do it (never the last step's, whose
+        // gradient is backward's argument).
+        for (size_t i = 0; i + 1 < model->m_steps.size(); ++i) {
+            Model::Step& relu = *model->m_steps[i];
+            if (relu.fusedFrom < 0 || relu.reluAbsorbed) continue;
+            Model::Step& from = *model->m_steps[static_cast<size_t>(relu.fusedFrom)];
+            if (!from.needsGrad || !from.layer->absorbFusedReLUBackward()) continue;
+            relu.reluBackwardInProducer = true;
+            from.reluBackwardFrom = static_cast<int>(i);
+        }
     }
     model->packParameters();
     return model;
@@ -169,7 +181,7 @@ void Model::allocateFor(int64_t batch) {
         // layer) leaves the model as it was, usable at its old capacity.
         // The activation gradients that backward zeroes each step share one block, so that is one call.
         // (The last step's gradient is backward's dOutput argument, never zeroed: it stays apart.)
-        auto zeroedGrad = [&](const Step& s) { return s.needsGrad && !s.reluAbsorbed && &s != m_steps.back().get(); };
+        auto zeroedGrad = [&](const Step& s) { return hasOwnGrad(s) && &s != m_steps.back().get(); };
         std::vector<Tensor> outputs(m_steps.size()), grads(m_steps.size());
         int64_t total = 0, largest = 0;
         const Step* largestStep = nullptr;
@@ -183,7 +195,7 @@ void Model::allocateFor(int64_t batch) {
                 const int64_t n = s.outShape.numel() * batch;
                 total = alignUp(total) + n;
                 if (n > largest) largest = n, largestStep = &s;
-            } else if (s.needsGrad && !s.reluAbsorbed) {
+            } else if (hasOwnGrad(s)) {
                 forLayer(m_graph, s.node, "output gradient",
                          [&] { grads[i] = m_backend->empty(s.outShape.withBatch(batch)); });
             }
@@ -215,7 +227,7 @@ void Model::allocateFor(int64_t batch) {
                 offset = alignUp(offset);
                 s.gradStorage = m_activationGrads.slice(offset, s.outShape.withBatch(batch));
                 offset += s.outShape.numel() * batch;
-            } else if (s.needsGrad && !s.reluAbsorbed) {
+            } else if (hasOwnGrad(s)) {
                 s.gradStorage = grads[i];
             }
         }
@@ -224,7 +236,7 @@ void Model::allocateFor(int64_t batch) {
     for (auto& s : m_steps) {
         if (s->isInput) continue;
         s->output = batchView(s->outputStorage, s->outShape, batch);
-        if (s->needsGrad && !s->reluAbsorbed) s->grad = batchView(s->gradStorage, s->outShape, batch);
+        if (hasOwnGrad(*s)) s->grad = batchView(s->gradStorage, s->outShape, batch);
     }
 }
 
@@ -268,7 +280,7 @@ void Model::backward(const Tensor& dOutput) {
     std::vector<Tensor*> dins;
     for (auto it = m_steps.rbegin(); it != m_steps.rend(); ++it) {
         Step& s = **it;
-        if (s.isInput || !s.needsGrad || s.reluAbsorbed) continue;
+        if (s.isInput || !s.needsGrad || s.reluAbsorbed || s.reluBackwardInProducer) continue;
         if (m_interrupt && m_interrupt->load(std::memory_order_relaxed)) throw ModelInterrupted();
         ins.clear();
         dins.clear();
@@ -285,7 +297,7 @@ void Model::backward(const Tensor& dOutput) {
                          m_replicas};
         if (m_layerHook) m_layerHook(s.node, true, true);
         forLayer(m_graph, s.node, "backward",
-                 [&] { s.layer->backward(ctx, ins, s.output, &s == &last ? dOutput : s.grad, dins); });
+                 [&] { s.layer->backward(ctx, ins, s.output, outputGrad(s, dOutput), dins); });
         if (m_layerHook) m_layerHook(s.node, true, false);
         gradientsReadyAfter(s);
     }
@@ -315,7 +327,7 @@ void Model::idleStep(uint64_t seed) {
     }
     for (auto it = m_steps.rbegin(); it != m_steps.rend(); ++it) {
         Step& s = **it;
-        if (s.isInput || !s.needsGrad || s.reluAbsorbed) continue;
+        if (s.isInput || !s.needsGrad || s.reluAbsorbed || s.reluBackwardInProducer) continue;
         if (m_interrupt && m_interrupt->load(std::memory_order_relaxed)) throw ModelInterrupted();
         LayerContext ctx{*m_backend, true, seed ^ (0x9E3779B97F4A7C15ull * static_cast<uint64_t>(s.node)), 0,
                          m_replicas};
@@ -399,6 +411,20 @@ int Model::fusedReLUCount() const {
     for (const auto& s : m_steps)
         if (s->fusedFrom >= 0) ++n;
     return n;
+}
+
+int Model::reluBackwardsInProducers() const {
+    int n = 0;
+    for (const auto& s : m_steps)
+        if (s->reluBackwardInProducer) ++n;
+    return n;
+}
+
+bool Model::hasOwnGrad(const Step& s) { return s.needsGrad && !s.reluAbsorbed && s.reluBackwardFrom < 0; }
+
+const Tensor& Model::outputGrad(const Step& s, const Tensor& dOutput) const {
+    if (s.reluBackwardFrom >= 0) return m_steps[static_cast<size_t>(s.reluBackwardFrom)]->grad;
+    return &s == m_steps.back().get() ? dOutput : s.grad;
 }
 
 int Model::absorbedReLUCount() const {

@@ -94,10 +94,11 @@ public:
     const Tensor* nodeOutput(int node) const;
     // A node's attention weights from the last forward (Layer::attentionWeights), or null.
     const Tensor* attentionWeights(int node) const;
-    // ReLUs whose forward runs inside the layer before them, and ReLUs whose backward runs inside
-    // the max pooling after them (compile's fusion).
+    // ReLUs whose forward runs inside the layer before them, ReLUs whose backward runs inside the max
+    // pooling after them, and fused ReLUs whose backward runs inside the layer before them (compile's fusion).
     int fusedReLUCount() const;
     int absorbedReLUCount() const;
+    int reluBackwardsInProducers() const;
     // The node whose output is first non-finite in topological order, or -1.
     int firstNonFiniteNode() const;
     std::vector<int> order() const;
@@ -108,6 +109,10 @@ private:
     struct Step;
     void allocateFor(int64_t batch);
     void packParameters();
+    // Whether a step has an output gradient buffer of its own (it has none when a ReLU's backward is
+    // done elsewhere), and the gradient its backward receives.
+    static bool hasOwnGrad(const Step& s);
+    const Tensor& outputGrad(const Step& s, const Tensor& dOutput) const;
 
     Backend* m_backend = nullptr;
     Graph m_graph;
@@ -136,7 +141,8 @@ private:
 // bias and ReLU applied while the output is in cache. Same results up to float rounding; the
 // ReLU's backward runs as before, unless the ReLU feeds only a max pooling: then the pooling's
 // backward applies the ReLU's mask and writes the ReLU's input gradient (Layer::absorbReLUBackward),
-// two passes and a zeroed buffer less.
+// two passes and a zeroed buffer less; else the layer that fused it may gate its own backward by the
+// ReLU's mask (Layer::absorbFusedReLUBackward: BatchNorm, Add), the same saving.
 std::unique_ptr<Model> compile(const Graph& graph, Backend& backend, uint64_t seed = 0, bool fuse = true);
 
 }  // namespace strata

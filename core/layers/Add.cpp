@@ -19,14 +19,27 @@ public:
         m_fusedReLU = true;
         return true;
     }
-    void backward(LayerContext& ctx, const std::vector<const Tensor*>&, const Tensor&, const Tensor& dOut,
+    // And its backward: dOut is then the ReLU's output gradient, and each input gets it gated by the output
+    // (the ReLU's), one pass per input as before, with no ReLU pass and no zeroed sum gradient.
+    bool absorbFusedReLUBackward() override {
+        m_reluBackward = true;
+        return true;
+    }
+    void backward(LayerContext& ctx, const std::vector<const Tensor*>&, const Tensor& out, const Tensor& dOut,
                   const std::vector<Tensor*>& dIn) override {
-        for (Tensor* d : dIn)
-            if (d) ctx.backend.axpy(d->f32(), 1.0f, dOut.f32(), dOut.numel());
+        for (Tensor* d : dIn) {
+            if (!d) continue;
+            if (m_reluBackward)
+                ctx.backend.activationBackward(d->f32(), dOut.f32(), nullptr, out.f32(), dOut.numel(), Activation::ReLU,
+                                               0.0f);
+            else
+                ctx.backend.axpy(d->f32(), 1.0f, dOut.f32(), dOut.numel());
+        }
     }
 
 private:
     bool m_fusedReLU = false;
+    bool m_reluBackward = false;
 };
 
 class AddType : public LayerType {

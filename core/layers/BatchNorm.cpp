@@ -31,23 +31,35 @@ public:
             ensureBuffer(b, m_saveMean, Shape{m_c});
             ensureBuffer(b, m_saveInvStd, Shape{m_c});
             b.batchNormForwardTraining(out.f32(), m_saveMean.f32(), m_saveInvStd.f32(), p(2), p(3), in[0]->f32(), p(0),
-                                       p(1), n, m_c, m_inner, m_momentum, m_eps);
+                                       p(1), n, m_c, m_inner, m_momentum, m_eps, m_fusedReLU);
         } else {
-            b.batchNormForwardInference(out.f32(), in[0]->f32(), p(0), p(1), p(2), p(3), n, m_c, m_inner, m_eps);
+            b.batchNormForwardInference(out.f32(), in[0]->f32(), p(0), p(1), p(2), p(3), n, m_c, m_inner, m_eps,
+                                        m_fusedReLU);
         }
-        if (m_fusedReLU) b.activationForward(out.f32(), out.f32(), out.numel(), Activation::ReLU, 0.0f);
+        if (m_fusedReLU && ctx.training && ctx.replicas)
+            b.activationForward(out.f32(), out.f32(), out.numel(), Activation::ReLU, 0.0f);
     }
 
     // The backward reads the input, gamma and the saved statistics, never the output: the ReLU after a
-    // BatchNorm runs in place on its output (no buffer of its own).
+    // BatchNorm runs in place on its output (no buffer of its own), in the normalization's own pass.
     bool fuseReLU() override {
         m_fusedReLU = true;
         return true;
     }
+    // And its backward: dOut is then the ReLU's output gradient, gated by the output (the ReLU's) in the
+    // passes that read dOut anyway.
+    bool absorbFusedReLUBackward() override {
+        m_reluBackward = true;
+        return true;
+    }
 
-    void backward(LayerContext& ctx, const std::vector<const Tensor*>& in, const Tensor&, const Tensor& dOut,
+    void backward(LayerContext& ctx, const std::vector<const Tensor*>& in, const Tensor& out, const Tensor& dOutput,
                   const std::vector<Tensor*>& dIn) override {
         Backend& b = ctx.backend;
+        const float* gate = m_reluBackward ? out.f32() : nullptr;
+        // The paths below the fast one take dOut already gated (into a buffer of this layer's).
+        const bool fastPath = m_trainingForward && !ctx.replicas;
+        const Tensor& dOut = gate && !fastPath ? gated(b, out, dOutput) : dOutput;
         const int n = static_cast<int>(batchOf(*in[0]));
         float* dgamma = gradOf(m_params[0]);
         float* dbeta = gradOf(m_params[1]);
@@ -60,7 +72,7 @@ public:
         if (m_trainingForward) {
             float* dx = dIn[0] ? dIn[0]->f32() : scratch(b, m_dxScratch, dOut.shape());
             b.batchNormBackward(dx, dgamma, dbeta, dOut.f32(), in[0]->f32(), p(0), m_saveMean.f32(), m_saveInvStd.f32(),
-                                n, m_c, m_inner);
+                                n, m_c, m_inner, gate);
             return;
         }
         // Evaluation mode: y = (x - running_mean) * invstd * gamma + beta is affine per channel, so
@@ -197,6 +209,14 @@ private:
         b.copyFromHost(grad, g.data(), count * sizeof(float));
     }
 
+    // dOut * (out > 0): the fused ReLU's backward on its own, for the paths whose ops take no gate.
+    const Tensor& gated(Backend& b, const Tensor& out, const Tensor& dOut) {
+        if (!m_gated.defined() || m_gated.shape() != dOut.shape()) m_gated = b.empty(dOut.shape());
+        b.zero(m_gated.raw(), m_gated.bytes());
+        b.activationBackward(m_gated.f32(), dOut.f32(), nullptr, out.f32(), dOut.numel(), Activation::ReLU, 0.0f);
+        return m_gated;
+    }
+
     float* p(size_t i) { return m_params[i].value.f32(); }
     // A zeroed buffer for a gradient nobody wants (the backend ops accumulate into it).
     static float* scratch(Backend& b, Tensor& t, const Shape& s) {
@@ -207,10 +227,11 @@ private:
     int m_c, m_inner;
     float m_momentum, m_eps;
     bool m_fusedReLU = false;
+    bool m_reluBackward = false;  // absorbFusedReLUBackward: backward gates dOut by the output
     bool m_trainingForward = false;
     std::vector<float> m_hostX, m_hostMean, m_hostInvStd;  // the synced path's forward, for its backward
     double m_count = 0;                                    // samples x inner of the global batch
-    Tensor m_saveMean, m_saveInvStd, m_dxScratch, m_dgScratch, m_dbScratch, m_ones, m_zeros, m_invStd;
+    Tensor m_saveMean, m_saveInvStd, m_dxScratch, m_dgScratch, m_dbScratch, m_ones, m_zeros, m_invStd, m_gated;
 };
 
 class BatchNormType : public LayerType {

@@ -121,6 +121,13 @@ public:
     // default: no (max pooling agrees: Backend::maxPool2dReLUBackward).
     virtual bool absorbReLUBackward() { return false; }
 
+    // Asks a layer that agreed to fuseReLU to also do that ReLU's backward, when the ReLU's consumers did
+    // not take it (absorbReLUBackward): backward's dOutput is then the ReLU's OUTPUT gradient, which the
+    // layer gates by its own output (the ReLU's: > 0 exactly where the ReLU passed) in its own passes; the
+    // Model skips the ReLU's backward, and the layer has no output gradient buffer of its own (nothing to
+    // zero). Returns whether it did; default: no (BatchNorm and Add agree).
+    virtual bool absorbFusedReLUBackward() { return false; }
+
     // Data parallel, a replica whose slice of a step's global batch is empty: forward and backward are not
     // called, these are, in their place, so that the layer joins the collectives of ctx.replicas the other
     // replicas' layers make (with nothing to add). Default: a layer that makes none does nothing.

@@ -31,6 +31,7 @@ struct StepInfo {
     std::vector<int> inputs;  // indices into the steps
     Shape out;
     bool isInput = false, needsGrad = false, fused = false, reluAbsorbed = false;
+    bool doesReLUBackward = false;  // does its fused ReLU's backward: no output gradient of its own
 };
 
 }  // namespace
@@ -108,6 +109,12 @@ MemoryEstimate estimateTrainingMemory(const Graph& graph, const TrainingSettings
         if (relu.isInput || relu.type->name() != "ReLU" || consumers[static_cast<size_t>(s.inputs[0])] != 1) continue;
         if (s.layer->absorbReLUBackward()) relu.reluAbsorbed = true;
     }
+    for (size_t i = 0; i + 1 < steps.size(); ++i) {
+        const StepInfo& relu = steps[i];
+        if (!relu.fused || relu.reluAbsorbed) continue;
+        StepInfo& from = steps[static_cast<size_t>(relu.inputs[0])];
+        if (from.needsGrad && from.layer->absorbFusedReLUBackward()) from.doesReLUBackward = true;
+    }
 
     const uint64_t packedBytes = packed > 0 ? allocation(static_cast<uint64_t>(packed) * kFloat) : 0;
     const bool sgd = training.optimizer == OptimizerKind::Sgd;
@@ -129,7 +136,7 @@ MemoryEstimate estimateTrainingMemory(const Graph& graph, const TrainingSettings
         const int64_t n = s.out.numel() * batch;
         if (!s.fused) outputs += allocation(static_cast<uint64_t>(n) * kFloat);
         const bool last = i + 1 == steps.size();
-        if (s.needsGrad && !s.reluAbsorbed && !last) gradBlock = alignUp(gradBlock) + n;
+        if (s.needsGrad && !s.reluAbsorbed && !s.doesReLUBackward && !last) gradBlock = alignUp(gradBlock) + n;
         if (static_cast<uint64_t>(n) * kFloat > e.largestLayerBytes) {
             e.largestLayerBytes = static_cast<uint64_t>(n) * kFloat;
             e.largestLayer = graph.node(order[i])->name;

@@ -38,7 +38,8 @@ struct LayerProfile {
     int node = 0;
     std::string name, type, outputShape;  // per sample
     bool fused = false;                   // a ReLU run inside its producer: its forward time is the producer's
-    bool absorbed = false;  // no backward call of its own (a ReLU absorbed by the pooling after it, the Input)
+    bool absorbed = false;  // no backward call of its own (a ReLU done by the pooling after it or the layer
+                            // before, the Input)
     double forwardMs = 0, backwardMs = 0;
     double forwardGflop = 0, backwardGflop = 0;  // per step
     double bytesMoved = 0;                       // forward + backward, per step
