@@ -163,7 +163,7 @@ protected:
                                      float eps, bool relu) override;
     void doBatchNormBackward(float* dx, float* dgamma, float* dbeta, const float* dy, const float* x,
                              const float* gamma, const float* saveMean, const float* saveInvStd, int n, int c,
-                             int inner, const float* reluOutput) override;
+                             int inner, const float* reluOutput, bool overwriteDx) override;
     void doLayerNormForward(float* y, float* mean, float* rstd, const float* x, const float* gamma, const float* beta,
                             int rows, int cols, float eps) override;
     void doLayerNormBackward(float* dx, float* dgamma, float* dbeta, const float* dy, const float* x,

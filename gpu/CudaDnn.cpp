@@ -467,7 +467,7 @@ void CudaBackend::doBatchNormForwardInference(float* y, const float* x, const fl
 
 void CudaBackend::doBatchNormBackward(float* dx, float* dgamma, float* dbeta, const float* dy, const float* x,
                                       const float* gamma, const float* saveMean, const float* saveInvStd, int n, int c,
-                                      int inner, const float* reluOutput) {
+                                      int inner, const float* reluOutput, bool overwriteDx) {
     activate();
     const float* g = gamma ? gamma : constantVector(1.0f, c, &m_ones, &m_onesSize);
     // cuDNN writes all three gradients; a null one goes to scratch (stream order lets it be freed right after).
@@ -491,8 +491,10 @@ void CudaBackend::doBatchNormBackward(float* dx, float* dgamma, float* dbeta, co
         }
         TensorDesc xd(n, c, inner, 1), pd(1, c, 1, 1);
         // epsilon is not used when the saved statistics are passed; cuDNN still asks for one.
-        CUDNN_CHECK(cudnnBatchNormalizationBackward(m_cudnn, CUDNN_BATCHNORM_SPATIAL, &kOne, &kOne, &kOne, &kOne, xd, x,
-                                                    xd, dy, xd, dxp, pd, g, dgp, dbp, 1e-5, saveMean, saveInvStd));
+        // dx: beta 0 writes it (overwriteDx), 1 adds to it; dgamma and dbeta always add.
+        CUDNN_CHECK(cudnnBatchNormalizationBackward(m_cudnn, CUDNN_BATCHNORM_SPATIAL, &kOne,
+                                                    overwriteDx || !dx ? &kZero : &kOne, &kOne, &kOne, xd, x, xd, dy,
+                                                    xd, dxp, pd, g, dgp, dbp, 1e-5, saveMean, saveInvStd));
     } catch (...) {
         for (void* p : scratch) m_allocator->deallocate(p);
         throw;

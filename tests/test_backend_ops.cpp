@@ -604,12 +604,15 @@ private slots:
                         }))
                     return;
             }
-            for (int mask = 1; mask < 8; ++mask) {
+            // Masks 8 to 15 overwrite dx (which starts as NaN: it must be written, never read).
+            for (int mask = 1; mask < 16; ++mask) {
+                const bool overwrite = mask & 8;
+                if (overwrite && !(mask & 1)) continue;
                 if (!compareAll("conv2dBackwardFused", ctx + " outputs " + std::to_string(mask), [&](Backend& be) {
-                        Tensor DY = up(be, dy), X = up(be, x), W = up(be, w), DX = up(be, dx0), DW = up(be, dw0),
-                               DB = up(be, db0);
+                        Tensor DY = up(be, dy), X = up(be, x), W = up(be, w), DW = up(be, dw0), DB = up(be, db0);
+                        Tensor DX = up(be, overwrite ? Vec(dx0.size(), std::numeric_limits<float>::quiet_NaN()) : dx0);
                         be.conv2dBackwardFused(mask & 1 ? DX.f32() : nullptr, mask & 2 ? DW.f32() : nullptr,
-                                               mask & 4 ? DB.f32() : nullptr, DY.f32(), X.f32(), W.f32(), d);
+                                               mask & 4 ? DB.f32() : nullptr, DY.f32(), X.f32(), W.f32(), d, overwrite);
                         return Outputs{down(be, DX), down(be, DW), down(be, DB)};
                     }))
                     return;
@@ -994,18 +997,21 @@ private slots:
                     return Outputs{down(be, Y)};
                 }))
                 return;
-            if (!compareAll("batchNormBackward", ctx, [&](Backend& be) {
-                    Tensor X = up(be, x), G = up(be, gamma), B = up(be, beta), DY = up(be, dy);
-                    Tensor Y = be.empty(Shape{static_cast<int64_t>(sz)}), M = be.empty(Shape{c}),
-                           S = be.empty(Shape{c});
-                    Tensor DX = up(be, dx0), DG = up(be, dg0), DB = up(be, db0);
-                    be.batchNormForwardTraining(Y.f32(), M.f32(), S.f32(), nullptr, nullptr, X.f32(), G.f32(), B.f32(),
-                                                n, c, inner, 0.1f, 1e-5f, relu);
-                    be.batchNormBackward(DX.f32(), DG.f32(), DB.f32(), DY.f32(), X.f32(), G.f32(), M.f32(), S.f32(), n,
-                                         c, inner, relu ? Y.f32() : nullptr);
-                    return Outputs{down(be, DX), down(be, DG), down(be, DB)};
-                }))
-                return;
+            // Then overwriting dx, which starts as NaN (it must be written, never read).
+            for (bool overwrite : {false, true})
+                if (!compareAll("batchNormBackward", ctx + (overwrite ? " overwrite" : ""), [&](Backend& be) {
+                        Tensor X = up(be, x), G = up(be, gamma), B = up(be, beta), DY = up(be, dy);
+                        Tensor Y = be.empty(Shape{static_cast<int64_t>(sz)}), M = be.empty(Shape{c}),
+                               S = be.empty(Shape{c});
+                        Tensor DX = up(be, overwrite ? Vec(sz, std::numeric_limits<float>::quiet_NaN()) : dx0);
+                        Tensor DG = up(be, dg0), DB = up(be, db0);
+                        be.batchNormForwardTraining(Y.f32(), M.f32(), S.f32(), nullptr, nullptr, X.f32(), G.f32(),
+                                                    B.f32(), n, c, inner, 0.1f, 1e-5f, relu);
+                        be.batchNormBackward(DX.f32(), DG.f32(), DB.f32(), DY.f32(), X.f32(), G.f32(), M.f32(), S.f32(),
+                                             n, c, inner, relu ? Y.f32() : nullptr, overwrite);
+                        return Outputs{down(be, DX), down(be, DG), down(be, DB)};
+                    }))
+                    return;
         }
     }
 

@@ -318,13 +318,13 @@ void Backend::conv2dForwardFused(float* y, const float* x, const float* w, const
 }
 
 void Backend::conv2dBackwardFused(float* dx, float* dw, float* dbias, const float* dy, const float* x, const float* w,
-                                  const ConvDesc& d) {
+                                  const ConvDesc& d, bool overwriteDx) {
     constexpr BackendOp op = BackendOp::Conv2dBackwardFused;
     checkConv(op, d);
     pointer(op, "dy", dy);
     if (dx) pointer(op, "w (needed for dx)", w);
     if (dw) pointer(op, "x (needed for dw)", x);
-    doConv2dBackwardFused(dx, dw, dbias, dy, x, w, d);
+    doConv2dBackwardFused(dx, dw, dbias, dy, x, w, d, overwriteDx);
 }
 
 void Backend::pool2dForward(float* y, const float* x, const PoolDesc& d) {
@@ -578,7 +578,7 @@ void Backend::batchNormForwardInference(float* y, const float* x, const float* g
 
 void Backend::batchNormBackward(float* dx, float* dgamma, float* dbeta, const float* dy, const float* x,
                                 const float* gamma, const float* saveMean, const float* saveInvStd, int n, int c,
-                                int inner, const float* reluOutput) {
+                                int inner, const float* reluOutput, bool overwriteDx) {
     constexpr BackendOp op = BackendOp::BatchNormBackward;
     checkNormSizes(op, n, "n", c, "c");
     size(op, "inner", inner);
@@ -588,7 +588,7 @@ void Backend::batchNormBackward(float* dx, float* dgamma, float* dbeta, const fl
         pointer(op, "dy", dy);
         pointer(op, "x", x);
     }
-    doBatchNormBackward(dx, dgamma, dbeta, dy, x, gamma, saveMean, saveInvStd, n, c, inner, reluOutput);
+    doBatchNormBackward(dx, dgamma, dbeta, dy, x, gamma, saveMean, saveInvStd, n, c, inner, reluOutput, overwriteDx);
 }
 
 void Backend::layerNormForward(float* y, float* mean, float* rstd, const float* x, const float* gamma,
@@ -763,7 +763,8 @@ void Backend::doConv2dForwardFused(float* y, const float* x, const float* w, con
 }
 
 void Backend::doConv2dBackwardFused(float* dx, float* dw, float* dbias, const float* dy, const float* x, const float* w,
-                                    const ConvDesc& d) {
+                                    const ConvDesc& d, bool overwriteDx) {
+    if (dx && overwriteDx) doZero(dx, static_cast<size_t>(d.n) * d.c * d.h * d.w * sizeof(float));
     if (dx) doConv2dBackwardData(dx, dy, w, d);
     if (dw) doConv2dBackwardFilter(dw, dy, x, d);
     if (dbias) doSumChannels(dbias, dy, d.n, d.k, d.outH() * d.outW());

@@ -209,9 +209,10 @@ public:
     void conv2dForwardFused(float* y, const float* x, const float* w, const float* bias, bool relu, const ConvDesc& d);
     // A convolution layer's backward from one dy: dx += ..., dw += ..., dbias[k] += sum of dy over
     // n, h, w; any of the three may be null. The default runs conv2dBackwardData,
-    // conv2dBackwardFilter and sumChannels; a backend may share work between them.
+    // conv2dBackwardFilter and sumChannels; a backend may share work between them. overwriteDx: dx is
+    // written (dx = ...), its old contents ignored, so it need not be zeroed first (the default zeroes it).
     void conv2dBackwardFused(float* dx, float* dw, float* dbias, const float* dy, const float* x, const float* w,
-                             const ConvDesc& d);
+                             const ConvDesc& d, bool overwriteDx = false);
     void pool2dForward(float* y, const float* x, const PoolDesc& d);
     // Max pooling routes each output gradient to the first maximal input of its window. y, the forward
     // output, is required for average pooling (cuDNN's backward reads it) and ignored for max pooling.
@@ -291,10 +292,11 @@ public:
                                    float eps, bool relu = false);
     // Needs saveMean and saveInvStd; dx, dgamma and dbeta may be null. reluOutput (null: none): the output of
     // a ReLU fused after the normalization, dy being that ReLU's output gradient; dy is then taken as
-    // dy * (reluOutput > 0), the ReLU's backward done in the same passes.
+    // dy * (reluOutput > 0), the ReLU's backward done in the same passes. overwriteDx: dx is written, its
+    // old contents ignored (else added to).
     void batchNormBackward(float* dx, float* dgamma, float* dbeta, const float* dy, const float* x, const float* gamma,
                            const float* saveMean, const float* saveInvStd, int n, int c, int inner,
-                           const float* reluOutput = nullptr);
+                           const float* reluOutput = nullptr, bool overwriteDx = false);
     // Layer norm over the last axis of [rows, cols]; mean/rstd are [rows] (may be null in the forward).
     void layerNormForward(float* y, float* mean, float* rstd, const float* x, const float* gamma, const float* beta,
                           int rows, int cols, float eps);
@@ -375,7 +377,7 @@ protected:
     virtual void doConv2dForwardFused(float* y, const float* x, const float* w, const float* bias, bool relu,
                                       const ConvDesc& d);
     virtual void doConv2dBackwardFused(float* dx, float* dw, float* dbias, const float* dy, const float* x,
-                                       const float* w, const ConvDesc& d);
+                                       const float* w, const ConvDesc& d, bool overwriteDx);
     virtual void doPool2dForward(float* y, const float* x, const PoolDesc& d) = 0;
     virtual void doPool2dBackward(float* dx, const float* dy, const float* x, const float* y, const PoolDesc& d) = 0;
     // Called only with max pooling.
@@ -415,7 +417,7 @@ protected:
                                              float eps, bool relu) = 0;
     virtual void doBatchNormBackward(float* dx, float* dgamma, float* dbeta, const float* dy, const float* x,
                                      const float* gamma, const float* saveMean, const float* saveInvStd, int n, int c,
-                                     int inner, const float* reluOutput) = 0;
+                                     int inner, const float* reluOutput, bool overwriteDx) = 0;
     virtual void doLayerNormForward(float* y, float* mean, float* rstd, const float* x, const float* gamma,
                                     const float* beta, int rows, int cols, float eps) = 0;
     virtual void doLayerNormBackward(float* dx, float* dgamma, float* dbeta, const float* dy, const float* x,

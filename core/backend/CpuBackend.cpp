@@ -77,9 +77,10 @@ void CpuBackend::doConv2dForwardFused(float* y, const float* x, const float* w, 
     cpu::conv2dForwardFused(threads(), *m_workspace, y, x, w, bias, relu, d);
 }
 void CpuBackend::doConv2dBackwardFused(float* dx, float* dw, float* dbias, const float* dy, const float* x,
-                                       const float* w, const ConvDesc& d) {
-    if (computePrecision() != ComputePrecision::F32) return Backend::doConv2dBackwardFused(dx, dw, dbias, dy, x, w, d);
-    cpu::conv2dBackwardFused(threads(), *m_workspace, dx, dw, dbias, dy, x, w, d);
+                                       const float* w, const ConvDesc& d, bool overwriteDx) {
+    if (computePrecision() != ComputePrecision::F32)
+        return Backend::doConv2dBackwardFused(dx, dw, dbias, dy, x, w, d, overwriteDx);
+    cpu::conv2dBackwardFused(threads(), *m_workspace, dx, dw, dbias, dy, x, w, d, overwriteDx);
 }
 void CpuBackend::doPool2dForward(float* y, const float* x, const PoolDesc& d) {
     cpu::pool2dForward(threads(), y, x, d);
@@ -161,8 +162,9 @@ void CpuBackend::doBatchNormForwardInference(float* y, const float* x, const flo
 }
 void CpuBackend::doBatchNormBackward(float* dx, float* dgamma, float* dbeta, const float* dy, const float* x,
                                      const float* gamma, const float* saveMean, const float* saveInvStd, int n, int c,
-                                     int inner, const float* reluOutput) {
-    cpu::batchNormBackward(threads(), dx, dgamma, dbeta, dy, x, gamma, saveMean, saveInvStd, n, c, inner, reluOutput);
+                                     int inner, const float* reluOutput, bool overwriteDx) {
+    cpu::batchNormBackward(threads(), dx, dgamma, dbeta, dy, x, gamma, saveMean, saveInvStd, n, c, inner, reluOutput,
+                           overwriteDx);
 }
 void CpuBackend::doLayerNormForward(float* y, float* mean, float* rstd, const float* x, const float* gamma,
                                     const float* beta, int rows, int cols, float eps) {

@@ -51,7 +51,7 @@ protected:
     void doConv2dForwardFused(float* y, const float* x, const float* w, const float* bias, bool relu,
                               const ConvDesc& d) override;
     void doConv2dBackwardFused(float* dx, float* dw, float* dbias, const float* dy, const float* x, const float* w,
-                               const ConvDesc& d) override;
+                               const ConvDesc& d, bool overwriteDx) override;
     void doPool2dForward(float* y, const float* x, const PoolDesc& d) override;
     void doPool2dBackward(float* dx, const float* dy, const float* x, const float* y, const PoolDesc& d) override;
     // One pass for 2x2 stride-2 windows without padding; Backend's composition for other shapes.
@@ -88,7 +88,7 @@ protected:
                                      float eps, bool relu) override;
     void doBatchNormBackward(float* dx, float* dgamma, float* dbeta, const float* dy, const float* x,
                              const float* gamma, const float* saveMean, const float* saveInvStd, int n, int c,
-                             int inner, const float* reluOutput) override;
+                             int inner, const float* reluOutput, bool overwriteDx) override;
     void doLayerNormForward(float* y, float* mean, float* rstd, const float* x, const float* gamma, const float* beta,
                             int rows, int cols, float eps) override;
     void doLayerNormBackward(float* dx, float* dgamma, float* dbeta, const float* dy, const float* x,

@@ -266,8 +266,9 @@ void conv2dBackwardFilter(int threads, Workspace& ws, float* dw, const float* dy
 }
 
 void conv2dBackwardFused(int threads, Workspace& ws, float* dx, float* dw, float* dbias, const float* dy,
-                         const float* x, const float* w, const ConvDesc& d) {
-    if (ws.useOneDnn && dnnlConv2dBackwardFused(threads, ws, dx, dw, dbias, dy, x, w, d)) return;
+                         const float* x, const float* w, const ConvDesc& d, bool overwriteDx) {
+    if (ws.useOneDnn && dnnlConv2dBackwardFused(threads, ws, dx, dw, dbias, dy, x, w, d, overwriteDx)) return;
+    if (dx && overwriteDx) std::memset(dx, 0, static_cast<size_t>(d.n) * d.c * d.h * d.w * sizeof(float));
     if (dx) conv2dBackwardData(threads, ws, dx, dy, w, d);
     if (dw) {
         im2colBackwardFilter(threads, ws, dw, dbias, dy, x, d);

@@ -978,11 +978,11 @@ void batchNormForwardInference(int threads, float* y, const float* x, const floa
 namespace {
 
 // One channel's backward over its n planes; Masked: dy is a fused ReLU's output gradient, gated by that
-// ReLU's output (the select loads both operands, so it vectorizes).
+// ReLU's output (the select loads both operands, so it vectorizes); overwrite: dx = ... (not read).
 template <bool Masked>
 void batchNormBackwardChannel(float* dx, float* dgamma, float* dbeta, const float* dy, const float* x,
                               const float* gate, double g, float mean, double invStd, int n, int inner, size_t cs,
-                              double count) {
+                              double count, bool overwrite) {
     double sumDy = 0.0, sumDyXc = 0.0;  // sum dy and sum dy * (x - mean)
     for (int b = 0; b < n; ++b) {
         const size_t o = b * cs;
@@ -1011,10 +1011,18 @@ void batchNormBackwardChannel(float* dx, float* dgamma, float* dbeta, const floa
         const size_t o = b * cs;
         const float *xp = x + o, *gp = dy + o;
         float* dp = dx + o;
-        for (int i = 0; i < inner; ++i) {
-            float d = gp[i];
-            if constexpr (Masked) d = gate[o + i] > 0.0f ? d : 0.0f;
-            dp[i] += f1 * d - f2 * (xp[i] - mean) + f0;
+        if (overwrite) {
+            for (int i = 0; i < inner; ++i) {
+                float d = gp[i];
+                if constexpr (Masked) d = gate[o + i] > 0.0f ? d : 0.0f;
+                dp[i] = f1 * d - f2 * (xp[i] - mean) + f0;
+            }
+        } else {
+            for (int i = 0; i < inner; ++i) {
+                float d = gp[i];
+                if constexpr (Masked) d = gate[o + i] > 0.0f ? d : 0.0f;
+                dp[i] += f1 * d - f2 * (xp[i] - mean) + f0;
+            }
         }
     }
 }
@@ -1023,7 +1031,7 @@ void batchNormBackwardChannel(float* dx, float* dgamma, float* dbeta, const floa
 
 void batchNormBackward(int threads, float* dx, float* dgamma, float* dbeta, const float* dy, const float* x,
                        const float* gamma, const float* saveMean, const float* saveInvStd, int n, int c, int inner,
-                       const float* reluOutput) {
+                       const float* reluOutput, bool overwriteDx) {
     const double count = static_cast<double>(n) * inner;
     const size_t cs = static_cast<size_t>(c) * inner;
     parallelFor(threads, c, std::max<int64_t>(1, kElementGrain / (static_cast<int64_t>(n) * inner)),
@@ -1036,10 +1044,10 @@ void batchNormBackward(int threads, float* dx, float* dgamma, float* dbeta, cons
                         const double g = gamma ? gamma[ch] : 1.0;
                         if (reluOutput)
                             batchNormBackwardChannel<true>(dxc, dg, db, dy + o, x + o, reluOutput + o, g, saveMean[ch],
-                                                           saveInvStd[ch], n, inner, cs, count);
+                                                           saveInvStd[ch], n, inner, cs, count, overwriteDx);
                         else
                             batchNormBackwardChannel<false>(dxc, dg, db, dy + o, x + o, nullptr, g, saveMean[ch],
-                                                            saveInvStd[ch], n, inner, cs, count);
+                                                            saveInvStd[ch], n, inner, cs, count, overwriteDx);
                     }
                 });
 }

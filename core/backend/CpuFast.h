@@ -95,11 +95,11 @@ void conv2dForward(int threads, Workspace& ws, float* y, const float* x, const f
 bool dnnlConv2dForwardFused(int threads, Workspace& ws, float* y, const float* x, const float* w, const float* bias,
                             bool relu, const ConvDesc& d);
 bool dnnlConv2dBackwardFused(int threads, Workspace& ws, float* dx, float* dw, float* dbias, const float* dy,
-                             const float* x, const float* w, const ConvDesc& d);
+                             const float* x, const float* w, const ConvDesc& d, bool overwriteDx);
 void conv2dForwardFused(int threads, Workspace& ws, float* y, const float* x, const float* w, const float* bias,
                         bool relu, const ConvDesc& d);
 void conv2dBackwardFused(int threads, Workspace& ws, float* dx, float* dw, float* dbias, const float* dy,
-                         const float* x, const float* w, const ConvDesc& d);
+                         const float* x, const float* w, const ConvDesc& d, bool overwriteDx);
 void conv2dBackwardData(int threads, Workspace& ws, float* dx, const float* dy, const float* w, const ConvDesc& d);
 void conv2dBackwardFilter(int threads, Workspace& ws, float* dw, const float* dy, const float* x, const ConvDesc& d);
 void pool2dForward(int threads, float* y, const float* x, const PoolDesc& d);
@@ -138,7 +138,7 @@ void batchNormForwardInference(int threads, float* y, const float* x, const floa
                                bool relu);
 void batchNormBackward(int threads, float* dx, float* dgamma, float* dbeta, const float* dy, const float* x,
                        const float* gamma, const float* saveMean, const float* saveInvStd, int n, int c, int inner,
-                       const float* reluOutput);
+                       const float* reluOutput, bool overwriteDx);
 void layerNormForward(int threads, float* y, float* mean, float* rstd, const float* x, const float* gamma,
                       const float* beta, int rows, int cols, float eps);
 void layerNormBackward(int threads, Workspace& ws, float* dx, float* dgamma, float* dbeta, const float* dy,

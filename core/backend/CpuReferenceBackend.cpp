@@ -1,6 +1,8 @@
 // CpuReferenceBackend: each op is its CpuReference.h loop, after the operand rounding of bf16 / fp16.
 #include "core/backend/CpuReferenceBackend.h"
 
+#include <algorithm>
+
 #include "core/backend/CpuReference.h"
 
 namespace strata {
@@ -123,7 +125,8 @@ void CpuReferenceBackend::doBatchNormForwardInference(float* y, const float* x, 
 }
 void CpuReferenceBackend::doBatchNormBackward(float* dx, float* dgamma, float* dbeta, const float* dy, const float* x,
                                               const float* gamma, const float* saveMean, const float* saveInvStd, int n,
-                                              int c, int inner, const float* reluOutput) {
+                                              int c, int inner, const float* reluOutput, bool overwriteDx) {
+    if (dx && overwriteDx) std::fill_n(dx, static_cast<size_t>(n) * c * inner, 0.0f);
     cpuref::batchNormBackward(dx, dgamma, dbeta, dy, x, gamma, saveMean, saveInvStd, n, c, inner, reluOutput);
 }
 void CpuReferenceBackend::doLayerNormForward(float* y, float* mean, float* rstd, const float* x, const float* gamma,

@@ -22,6 +22,8 @@ struct Model::Step {
     bool reluAbsorbed = false;            // a ReLU whose backward its single consumer does (no grad of its own)
     int reluBackwardFrom = -1;            // its fused ReLU (index), whose backward this step does with its own
     bool reluBackwardInProducer = false;  // a fused ReLU whose backward its producer does (reluBackwardFrom)
+    bool overwritesInputGrad = false;     // its backward writes its input's gradient (Layer::overwritesInputGradient)
+    bool gradOverwritten = false;         // its gradient is written by its only consumer: not zeroed
     Tensor outputStorage, gradStorage;    // capacity for m_capacity samples
     Tensor output, grad;                  // views for the current batch
 };
@@ -168,6 +170,17 @@ std::unique_ptr<Model> compile(const Graph& graph, Backend& backend, uint64_t se
             relu.reluBackwardInProducer = true;
             from.reluBackwardFrom = static_cast<int>(i);
         }
+        // A gradient with one writer that can write it instead of adding to it: neither zeroed nor read first.
+        for (auto& step : model->m_steps) {
+            if (step->isInput || step->inputs.size() != 1 || !step->needsGrad) continue;
+            const int producer = step->inputs[0];
+            Model::Step& in = *model->m_steps[static_cast<size_t>(producer)];
+            if (in.isInput || !in.needsGrad || in.reluAbsorbed || consumers[static_cast<size_t>(producer)] != 1 ||
+                !step->type->inputDifferentiable(0) || !step->layer->overwritesInputGradient())
+                continue;
+            step->overwritesInputGrad = true;
+            in.gradOverwritten = true;
+        }
     }
     model->packParameters();
     return model;
@@ -181,7 +194,9 @@ void Model::allocateFor(int64_t batch) {
         // layer) leaves the model as it was, usable at its old capacity.
         // The activation gradients that backward zeroes each step share one block, so that is one call.
         // (The last step's gradient is backward's dOutput argument, never zeroed: it stays apart.)
-        auto zeroedGrad = [&](const Step& s) { return hasOwnGrad(s) && &s != m_steps.back().get(); };
+        auto zeroedGrad = [&](const Step& s) {
+            return hasOwnGrad(s) && !s.gradOverwritten && &s != m_steps.back().get();
+        };
         std::vector<Tensor> outputs(m_steps.size()), grads(m_steps.size());
         int64_t total = 0, largest = 0;
         const Step* largestStep = nullptr;
@@ -292,9 +307,9 @@ void Model::backward(const Tensor& dOutput) {
             const bool wanted = target.needsGrad && s.type->inputDifferentiable(static_cast<int>(k));
             dins.push_back(wanted ? &target.grad : nullptr);
         }
-        LayerContext ctx{*m_backend, m_lastTraining,
-                         m_lastSeed ^ (0x9E3779B97F4A7C15ull * static_cast<uint64_t>(s.node)), m_lastFirstSample,
-                         m_replicas};
+        LayerContext ctx{
+            *m_backend,        m_lastTraining, m_lastSeed ^ (0x9E3779B97F4A7C15ull * static_cast<uint64_t>(s.node)),
+            m_lastFirstSample, m_replicas,     s.overwritesInputGrad};
         if (m_layerHook) m_layerHook(s.node, true, true);
         forLayer(m_graph, s.node, "backward",
                  [&] { s.layer->backward(ctx, ins, s.output, outputGrad(s, dOutput), dins); });
@@ -410,6 +425,13 @@ int Model::fusedReLUCount() const {
     int n = 0;
     for (const auto& s : m_steps)
         if (s->fusedFrom >= 0) ++n;
+    return n;
+}
+
+int Model::overwrittenGradCount() const {
+    int n = 0;
+    for (const auto& s : m_steps)
+        if (s->gradOverwritten) ++n;
     return n;
 }
 

@@ -99,6 +99,8 @@ public:
     int fusedReLUCount() const;
     int absorbedReLUCount() const;
     int reluBackwardsInProducers() const;
+    // Activation gradients written by their only consumer (Layer::overwritesInputGradient), not zeroed.
+    int overwrittenGradCount() const;
     // The node whose output is first non-finite in topological order, or -1.
     int firstNonFiniteNode() const;
     std::vector<int> order() const;

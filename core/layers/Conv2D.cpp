@@ -65,8 +65,9 @@ public:
         const ConvDesc d = m_g.desc(static_cast<int>(batchOf(*in[0])));
         b.conv2dBackwardFused(dIn[0] ? dIn[0]->f32() : nullptr, gradOf(m_params[0]),
                               m_useBias ? gradOf(m_params[1]) : nullptr, dOut.f32(), in[0]->f32(),
-                              m_params[0].value.f32(), d);
+                              m_params[0].value.f32(), d, ctx.overwriteInputGrad);
     }
+    bool overwritesInputGradient() override { return true; }
 
 private:
     ConvGeometry m_g;

@@ -96,6 +96,9 @@ struct LayerContext {
     // mask by its global index), and the cross-replica sum (null: this batch is the whole batch).
     int64_t firstSample = 0;
     ReplicaSum* replicas = nullptr;
+    // Backward: dInputs[0] is written, not added to: its buffer was not zeroed, and this layer is the only
+    // one that writes it (set by the Model for a layer that agreed, Layer::overwritesInputGradient).
+    bool overwriteInputGrad = false;
 };
 
 // An executable layer, created by LayerType::create for fixed per-sample shapes.
@@ -127,6 +130,12 @@ public:
     // Model skips the ReLU's backward, and the layer has no output gradient buffer of its own (nothing to
     // zero). Returns whether it did; default: no (BatchNorm and Add agree).
     virtual bool absorbFusedReLUBackward() { return false; }
+
+    // Whether the layer's backward can WRITE its input gradient (dIn[0] = ..., every element) when
+    // LayerContext::overwriteInputGrad says so. The Model asks a single-input layer whose input feeds
+    // nothing else; the input's gradient is then neither zeroed nor accumulated into (Conv2D agrees: its
+    // data gradient lands with a plain reorder instead of an accumulating one). Default: no.
+    virtual bool overwritesInputGradient() { return false; }
 
     // Data parallel, a replica whose slice of a step's global batch is empty: forward and backward are not
     // called, these are, in their place, so that the layer joins the collectives of ctx.replicas the other

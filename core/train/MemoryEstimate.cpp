@@ -32,6 +32,7 @@ struct StepInfo {
     Shape out;
     bool isInput = false, needsGrad = false, fused = false, reluAbsorbed = false;
     bool doesReLUBackward = false;  // does its fused ReLU's backward: no output gradient of its own
+    bool gradOverwritten = false;   // its gradient is written by its only consumer: allocated apart, not zeroed
 };
 
 }  // namespace
@@ -115,6 +116,13 @@ MemoryEstimate estimateTrainingMemory(const Graph& graph, const TrainingSettings
         StepInfo& from = steps[static_cast<size_t>(relu.inputs[0])];
         if (from.needsGrad && from.layer->absorbFusedReLUBackward()) from.doesReLUBackward = true;
     }
+    for (StepInfo& s : steps) {
+        if (s.isInput || s.inputs.size() != 1 || !s.needsGrad) continue;
+        StepInfo& in = steps[static_cast<size_t>(s.inputs[0])];
+        if (!in.isInput && in.needsGrad && !in.reluAbsorbed && consumers[static_cast<size_t>(s.inputs[0])] == 1 &&
+            s.type->inputDifferentiable(0) && s.layer->overwritesInputGradient())
+            in.gradOverwritten = true;
+    }
 
     const uint64_t packedBytes = packed > 0 ? allocation(static_cast<uint64_t>(packed) * kFloat) : 0;
     const bool sgd = training.optimizer == OptimizerKind::Sgd;
@@ -136,7 +144,12 @@ MemoryEstimate estimateTrainingMemory(const Graph& graph, const TrainingSettings
         const int64_t n = s.out.numel() * batch;
         if (!s.fused) outputs += allocation(static_cast<uint64_t>(n) * kFloat);
         const bool last = i + 1 == steps.size();
-        if (s.needsGrad && !s.reluAbsorbed && !s.doesReLUBackward && !last) gradBlock = alignUp(gradBlock) + n;
+        if (s.needsGrad && !s.reluAbsorbed && !s.doesReLUBackward && !last) {
+            if (s.gradOverwritten)
+                outputs += allocation(static_cast<uint64_t>(n) * kFloat);  // its own buffer, beside the block
+            else
+                gradBlock = alignUp(gradBlock) + n;
+        }
         if (static_cast<uint64_t>(n) * kFloat > e.largestLayerBytes) {
             e.largestLayerBytes = static_cast<uint64_t>(n) * kFloat;
             e.largestLayer = graph.node(order[i])->name;
