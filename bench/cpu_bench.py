@@ -6,6 +6,10 @@ with PyTorch (Debian's python3-torch, and a second PyTorch given with
 samples/s, validation accuracy and peak RSS of each and the ratio.
 
   /usr/bin/python3 bench/cpu_bench.py [--build build] [--torch-python /path/venv/bin/python]
+      [--examples fashion_cnn_bn,residual_template] [--epochs N] [--init strata|own] [--no-debian-torch]
+
+PyTorch follows each project's recipe (batch, SGD momentum and Nesterov, weight decay, cosine per step with
+the linear warm-up, standardized pixels) and by default starts from Strata's initial weights.
 """
 import argparse, json, os, subprocess, sys, tempfile
 
@@ -30,8 +34,24 @@ def recipe(example, batch):
     if t["optimizer"] != "sgd" or t["schedule"] not in ("constant", "cosine"):
         raise SystemExit("%s: the PyTorch reference knows SGD with a constant or cosine schedule" % example)
     return {"batch": batch or t["batch_size"], "lr": t["learning_rate"], "momentum": t["momentum"],
+            "nesterov": bool(t.get("nesterov")), "warmup_steps": int(t.get("warmup_steps", 0)),
             "weight_decay": t["weight_decay"], "schedule": t["schedule"],
             "normalization": "standardize" if d["normalization"] == "standardize" else "scale"}
+
+
+def strata_initial_weights(build, example, out_npz):
+    """Strata's initial weights for the project (its own seed): one step at learning rate 0 writes them to a
+    checkpoint; saved as .npz with the weight layers' node names in project order under "__order__"."""
+    import numpy as np
+    sys.path.insert(0, HERE)
+    from text_bench import strata_initial_weights as initial
+    with tempfile.TemporaryDirectory() as tmp:
+        raw = os.path.join(tmp, "raw.npz")
+        initial(build, project_path(example), raw)
+        w = dict(np.load(raw))
+    nodes = json.load(open(project_path(example)))["graph"]["nodes"]
+    order = [n["name"] for n in nodes if n["type"] in ("Conv2D", "BatchNorm", "Dense")]
+    np.savez(out_npz, __order__=np.array(order), **w)
 
 
 def strata(build, example, threads, epochs, batch):
@@ -50,11 +70,15 @@ def strata(build, example, threads, epochs, batch):
         return {"samples_per_s": sps, "val_acc": epochs_ev[-1]["val_acc"], "peak_rss_mib": rss}
 
 
-def torch_run(python, example, threads, epochs, r):
+def torch_run(python, example, threads, epochs, r, init_npz=None):
     cmd = [python, os.path.join(HERE, "torch_train.py"), example, "--threads", str(threads),
            "--epochs", str(epochs), "--batch", str(r["batch"]), "--lr", str(r["lr"]), "--momentum",
            str(r["momentum"]), "--weight-decay", str(r["weight_decay"]), "--schedule", r["schedule"],
-           "--normalization", r["normalization"]]
+           "--normalization", r["normalization"], "--warmup-steps", str(r["warmup_steps"])]
+    if r["nesterov"]:
+        cmd.append("--nesterov")
+    if init_npz:
+        cmd += ["--init-from", init_npz]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -68,20 +92,33 @@ def main():
     ap.add_argument("--examples", default="fashion_mlp,fashion_cnn",
                     help="comma-separated: examples/NAME.strata or bench/NAME.strata (fashion_cnn_bn, "
                          "residual_template)")
-    ap.add_argument("--torch-python", action="append", default=["/usr/bin/python3"],
-                    help="a Python with torch installed (repeatable); Debian's is always used")
+    ap.add_argument("--torch-python", action="append", default=[],
+                    help="a Python with torch installed (repeatable); Debian's /usr/bin/python3 is used too "
+                         "unless --no-debian-torch")
+    ap.add_argument("--no-debian-torch", action="store_true", help="only the --torch-python ones")
+    ap.add_argument("--init", choices=("strata", "own"), default="strata",
+                    help="strata (default): PyTorch starts from Strata's initial weights, so the accuracies "
+                         "compare the training; own: each framework's own initialization")
     a = ap.parse_args()
+    pythons = ([] if a.no_debian_torch else ["/usr/bin/python3"]) + a.torch_python
     rows = []
-    for ex in a.examples.split(","):
-        r = recipe(ex, a.batch)
-        s = strata(a.build, ex, a.threads, a.epochs, r["batch"])
-        for py in dict.fromkeys(a.torch_python):
-            try:
-                t = torch_run(py, ex, a.threads, a.epochs, r)
-            except (subprocess.CalledProcessError, FileNotFoundError) as e:
-                print(f"# {py}: PyTorch run failed: {e}", file=sys.stderr)
-                continue
-            rows.append((ex, s, t))
+    with tempfile.TemporaryDirectory() as tmp:
+        for ex in a.examples.split(","):
+            r = recipe(ex, a.batch)
+            npz = None
+            if a.init == "strata":
+                npz = os.path.join(tmp, ex + ".npz")
+                strata_initial_weights(a.build, ex, npz)
+            s = strata(a.build, ex, a.threads, a.epochs, r["batch"])
+            for py in dict.fromkeys(pythons):
+                try:
+                    t = torch_run(py, ex, a.threads, a.epochs, r, npz)
+                except (subprocess.CalledProcessError, FileNotFoundError) as e:
+                    print(f"# {py}: PyTorch run failed: {e}", file=sys.stderr)
+                    continue
+                rows.append((ex, s, t))
+    print("# %s, %d epoch(s), %d threads" % ("same initial weights (Strata's)" if a.init == "strata"
+                                              else "each framework's own initialization", a.epochs, a.threads))
     print(f"{'model':<18} {'torch':<16} {'Strata samples/s':>16} {'PyTorch samples/s':>17} {'ratio':>6} "
           f"{'Strata acc':>10} {'PyTorch acc':>11} {'Strata RSS MiB':>14} {'PyTorch RSS MiB':>15}")
     for ex, s, t in rows:

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """The PyTorch reference for bench/cpu_bench.py: trains the same model as a
-Strata example (same architecture, data, batch, optimizer) and prints one JSON
-line with samples/s of the training epochs, validation accuracy and peak RSS."""
-import argparse, gzip, json, resource, struct, sys, time
+Strata example (same architecture, data, batch, optimizer and schedule, and with
+--init-from the same initial weights) and prints one JSON line with samples/s of
+the training epochs, validation accuracy and peak RSS."""
+import argparse, gzip, json, math, resource, struct, sys, time
 
 import numpy as np
 import torch
@@ -56,6 +57,31 @@ class ResidualTemplate(nn.Module):
         return self.logits(x.mean(dim=(2, 3)))
 
 
+def load_strata_weights(model, npz_path):
+    """Strata's initial weights (bench/cpu_bench.py writes them from a learning-rate-0 step, node order) into
+    the model's Conv2d / BatchNorm / Linear modules, in the order both define them; layouts are PyTorch's
+    (Conv2D [filters, in, kh, kw], Dense [units, in])."""
+    w = np.load(npz_path)
+    names = w["__order__"].tolist()
+    modules = [m for m in model.modules() if isinstance(m, (nn.Conv2d, nn.BatchNorm1d, nn.BatchNorm2d, nn.Linear))]
+    if len(modules) != len(names):
+        raise SystemExit("torch_train.py: %d layers with weights in Strata's project, %d in the PyTorch model"
+                         % (len(names), len(modules)))
+    with torch.no_grad():
+        for m, name in zip(modules, names):
+            is_bn = isinstance(m, (nn.BatchNorm1d, nn.BatchNorm2d))
+            for ours, theirs in ((("gamma", "weight"), ("beta", "bias")) if is_bn else (("weight", "weight"),
+                                                                                       ("bias", "bias"))):
+                dst = getattr(m, theirs)
+                if dst is None:
+                    continue
+                a = w[name + "." + ours]
+                if a.size != dst.numel():
+                    raise SystemExit("torch_train.py: %s.%s has %d values, PyTorch wants %s"
+                                     % (name, ours, a.size, tuple(dst.shape)))
+                dst.copy_(torch.from_numpy(a.reshape(tuple(dst.shape))))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("model")
@@ -66,6 +92,9 @@ def main():
     ap.add_argument("--lr", type=float, default=0.01)
     ap.add_argument("--seed", type=int, default=42)
     ap.add_argument("--momentum", type=float, default=0.9)
+    ap.add_argument("--nesterov", action="store_true")
+    ap.add_argument("--warmup-steps", type=int, default=0, help="linear warm-up, Strata's: lr x (step+1)/N")
+    ap.add_argument("--init-from", help="an .npz of Strata's initial weights (bench/cpu_bench.py writes it)")
     ap.add_argument("--weight-decay", type=float, default=0.0)
     ap.add_argument("--schedule", choices=["constant", "cosine"], default="constant",
                     help="cosine: from --lr to 0 over all steps, per step (Strata's cosine)")
@@ -83,10 +112,19 @@ def main():
         mean, std = xtr.mean(), xtr.std(unbiased=False)
         xtr, xva = (xtr - mean) / std, (xva - mean) / std
     model = model_for(a.model)
-    opt = torch.optim.SGD(model.parameters(), lr=a.lr, momentum=a.momentum, weight_decay=a.weight_decay)
+    if a.init_from:
+        load_strata_weights(model, a.init_from)
+    opt = torch.optim.SGD(model.parameters(), lr=a.lr, momentum=a.momentum, weight_decay=a.weight_decay,
+                          nesterov=a.nesterov)
     steps_per_epoch = (len(xtr) + a.batch - 1) // a.batch
-    sched = (torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=steps_per_epoch * a.epochs)
-             if a.schedule == "cosine" else None)
+    total = steps_per_epoch * a.epochs
+
+    def factor(step):  # core/train/LrSchedule.cpp: cosine to 0 over all steps, times the linear warm-up
+        f = 0.5 * (1.0 + math.cos(math.pi * min(step / total, 1.0))) if a.schedule == "cosine" else 1.0
+        return f * ((step + 1) / a.warmup_steps if step < a.warmup_steps else 1.0)
+
+    sched = (torch.optim.lr_scheduler.LambdaLR(opt, factor)
+             if a.schedule == "cosine" or a.warmup_steps > 0 else None)
     loss_fn = nn.CrossEntropyLoss()
     g = torch.Generator().manual_seed(a.seed)
     train_seconds, samples = 0.0, 0
