@@ -823,13 +823,17 @@ private slots:
                         return Outputs{down(be, Y)};
                     }))
                     return;
-                if (!compareAll("activationBackward", ctx, [&](Backend& be) {
-                        Tensor X = up(be, x), Y = be.empty(Shape{n}), DY = up(be, dy), DX = up(be, dx0);
-                        be.activationForward(Y.f32(), X.f32(), n, act, 0.1f);
-                        be.activationBackward(DX.f32(), DY.f32(), X.f32(), Y.f32(), n, act, 0.1f);
-                        return Outputs{down(be, DX)};
-                    }))
-                    return;
+                // Adding to dx, then writing it (it starts as NaN: never read).
+                for (bool overwrite : {false, true})
+                    if (!compareAll("activationBackward", ctx + (overwrite ? " overwrite" : ""), [&](Backend& be) {
+                            Tensor X = up(be, x), Y = be.empty(Shape{n}), DY = up(be, dy);
+                            Tensor DX =
+                                up(be, overwrite ? Vec(dx0.size(), std::numeric_limits<float>::quiet_NaN()) : dx0);
+                            be.activationForward(Y.f32(), X.f32(), n, act, 0.1f);
+                            be.activationBackward(DX.f32(), DY.f32(), X.f32(), Y.f32(), n, act, 0.1f, overwrite);
+                            return Outputs{down(be, DX)};
+                        }))
+                        return;
             }
     }
 

@@ -262,11 +262,12 @@ private slots:
         QCOMPARE(absorbed, 0);  // no pooling after a ReLU
         QCOMPARE(compile(residualGraph(), *be, 7)->reluBackwardsInProducers(), 3);  // the BatchNorm and both Adds
         QCOMPARE(compile(residualGraph(), *be, 7, false)->reluBackwardsInProducers(), 0);
-        // Gradients with one writer that writes them (Conv2D, BatchNorm), not zeroed: the pooling's before the
-        // second conv; in the residual net the first conv's (by the BatchNorm) and each block's inner ReLU's (by
-        // its second conv); r0 and r1 have two consumers.
-        QCOMPARE(compile(testGraph(false), *be, 7)->overwrittenGradCount(), 1);
-        QCOMPARE(compile(residualGraph(), *be, 7)->overwrittenGradCount(), 3);
+        // Gradients with one writer that writes them (Conv2D, BatchNorm, an activation), not zeroed: the pooling's
+        // (by the second conv) and the last conv's (by its ReLU; the first conv's ReLU is the pooling's to do);
+        // in the residual net the first conv's (by the BatchNorm), and in each block the first conv's (by its
+        // ReLU) and that ReLU's (by the second conv); r0 and r1 have two consumers.
+        QCOMPARE(compile(testGraph(false), *be, 7)->overwrittenGradCount(), 2);
+        QCOMPARE(compile(residualGraph(), *be, 7)->overwrittenGradCount(), 5);
         QCOMPARE(compile(residualGraph(), *be, 7, false)->overwrittenGradCount(), 0);
         run(*be, testGraph(false), false, &count, &absorbed);
         QCOMPARE(count, 0);

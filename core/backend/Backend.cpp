@@ -414,7 +414,7 @@ void Backend::activationForward(float* y, const float* x, int64_t n, Activation 
 }
 
 void Backend::activationBackward(float* dx, const float* dy, const float* x, const float* y, int64_t n, Activation act,
-                                 float alpha) {
+                                 float alpha, bool overwriteDx) {
     constexpr BackendOp op = BackendOp::ActivationBackward;
     const bool needsX = act == Activation::LeakyReLU || act == Activation::GELU || (act == Activation::ReLU && !y);
     if ((needsX && !x) || (!x && !y)) [[unlikely]]
@@ -424,6 +424,15 @@ void Backend::activationBackward(float* dx, const float* dy, const float* x, con
         pointer(op, "dx", dx);
         pointer(op, "dy", dy);
     }
+    if (overwriteDx)
+        doActivationBackwardOverwrite(dx, dy, x, y, n, act, alpha);
+    else
+        doActivationBackward(dx, dy, x, y, n, act, alpha);
+}
+
+void Backend::doActivationBackwardOverwrite(float* dx, const float* dy, const float* x, const float* y, int64_t n,
+                                            Activation act, float alpha) {
+    if (n > 0) doZero(dx, static_cast<size_t>(n) * sizeof(float));
     doActivationBackward(dx, dy, x, y, n, act, alpha);
 }
 

@@ -240,9 +240,10 @@ public:
     // alpha is the negative slope for LeakyReLU and ignored otherwise. GELU is the exact (erf) form.
     void activationForward(float* y, const float* x, int64_t n, Activation act, float alpha);
     // Reads x for ReLU/LeakyReLU/GELU and y for Sigmoid/Tanh; either may be null when the other one
-    // determines the derivative (ReLU from y, Sigmoid/Tanh from x).
+    // determines the derivative (ReLU from y, Sigmoid/Tanh from x). overwriteDx: dx = ..., its old
+    // contents ignored (else dx += ...).
     void activationBackward(float* dx, const float* dy, const float* x, const float* y, int64_t n, Activation act,
-                            float alpha);
+                            float alpha, bool overwriteDx = false);
     // Softmax over the last axis of [rows, cols].
     void softmaxForward(float* y, const float* x, int rows, int cols);
     void softmaxBackward(float* dx, const float* dy, const float* y, int rows, int cols);
@@ -390,6 +391,9 @@ protected:
                                         int batch, int len, int dim, PoolMode mode) = 0;
 
     virtual void doActivationForward(float* y, const float* x, int64_t n, Activation act, float alpha) = 0;
+    // activationBackward writing dx; the default zeroes dx and runs doActivationBackward.
+    virtual void doActivationBackwardOverwrite(float* dx, const float* dy, const float* x, const float* y, int64_t n,
+                                               Activation act, float alpha);
     virtual void doActivationBackward(float* dx, const float* dy, const float* x, const float* y, int64_t n,
                                       Activation act, float alpha) = 0;
     virtual void doSoftmaxForward(float* y, const float* x, int rows, int cols) = 0;

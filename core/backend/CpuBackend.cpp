@@ -118,6 +118,11 @@ void CpuBackend::doActivationBackward(float* dx, const float* dy, const float* x
                                       Activation act, float alpha) {
     cpu::activationBackward(threads(), dx, dy, x, y, n, act, alpha);
 }
+void CpuBackend::doActivationBackwardOverwrite(float* dx, const float* dy, const float* x, const float* y, int64_t n,
+                                               Activation act, float alpha) {
+    if (act != Activation::ReLU) return Backend::doActivationBackwardOverwrite(dx, dy, x, y, n, act, alpha);
+    cpu::reluBackwardWrite(threads(), dx, dy, x ? x : y, n);
+}
 void CpuBackend::doSoftmaxForward(float* y, const float* x, int rows, int cols) {
     cpu::softmaxForward(threads(), y, x, rows, cols);
 }

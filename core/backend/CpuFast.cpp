@@ -782,6 +782,15 @@ void activationForward(int threads, float* y, const float* x, int64_t n, Activat
     });
 }
 
+void reluBackwardWrite(int threads, float* dx, const float* dy, const float* gate, int64_t n) {
+    parallelFor(threads, n, kElementGrain, [&](int64_t b, int64_t e, int) {
+        for (int64_t i = b; i < e; ++i) {
+            const float g = dy[i];
+            dx[i] = gate[i] > 0.0f ? g : 0.0f;
+        }
+    });
+}
+
 void activationBackward(int threads, float* dx, const float* dy, const float* x, const float* y, int64_t n,
                         Activation act, float alpha) {
     const int64_t grain = act == Activation::ReLU || act == Activation::LeakyReLU ? kElementGrain : 2048;

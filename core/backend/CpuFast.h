@@ -116,6 +116,8 @@ void sequencePoolBackward(int threads, float* dx, const float* dy, const float* 
 
 // ---- activations, softmax, losses ----
 void activationForward(int threads, float* y, const float* x, int64_t n, Activation act, float alpha);
+// dx = dy where gate > 0, else 0 (a ReLU's backward that writes dx; gate: its input or its output).
+void reluBackwardWrite(int threads, float* dx, const float* dy, const float* gate, int64_t n);
 void activationBackward(int threads, float* dx, const float* dy, const float* x, const float* y, int64_t n,
                         Activation act, float alpha);
 void softmaxForward(int threads, float* y, const float* x, int rows, int cols);

@@ -171,8 +171,11 @@ std::unique_ptr<Model> compile(const Graph& graph, Backend& backend, uint64_t se
             from.reluBackwardFrom = static_cast<int>(i);
         }
         // A gradient with one writer that can write it instead of adding to it: neither zeroed nor read first.
+        // (A ReLU whose backward another layer does is no writer.)
         for (auto& step : model->m_steps) {
-            if (step->isInput || step->inputs.size() != 1 || !step->needsGrad) continue;
+            if (step->isInput || step->inputs.size() != 1 || !step->needsGrad || step->reluAbsorbed ||
+                step->reluBackwardInProducer)
+                continue;
             const int producer = step->inputs[0];
             Model::Step& in = *model->m_steps[static_cast<size_t>(producer)];
             if (in.isInput || !in.needsGrad || in.reluAbsorbed || consumers[static_cast<size_t>(producer)] != 1 ||

@@ -329,8 +329,9 @@ public:
                   const std::vector<Tensor*>& dIn) override {
         if (dIn[0])
             ctx.backend.activationBackward(dIn[0]->f32(), dOut.f32(), in[0]->f32(), out.f32(), out.numel(), m_act,
-                                           m_alpha);
+                                           m_alpha, ctx.overwriteInputGrad);
     }
+    bool overwritesInputGradient() override { return true; }
 
 private:
     Activation m_act;

@@ -31,8 +31,9 @@ struct StepInfo {
     std::vector<int> inputs;  // indices into the steps
     Shape out;
     bool isInput = false, needsGrad = false, fused = false, reluAbsorbed = false;
-    bool doesReLUBackward = false;  // does its fused ReLU's backward: no output gradient of its own
-    bool gradOverwritten = false;   // its gradient is written by its only consumer: allocated apart, not zeroed
+    bool doesReLUBackward = false;    // does its fused ReLU's backward: no output gradient of its own
+    bool backwardInProducer = false;  // a fused ReLU whose backward its producer does
+    bool gradOverwritten = false;     // its gradient is written by its only consumer: allocated apart, not zeroed
 };
 
 }  // namespace
@@ -111,13 +112,14 @@ MemoryEstimate estimateTrainingMemory(const Graph& graph, const TrainingSettings
         if (s.layer->absorbReLUBackward()) relu.reluAbsorbed = true;
     }
     for (size_t i = 0; i + 1 < steps.size(); ++i) {
-        const StepInfo& relu = steps[i];
+        StepInfo& relu = steps[i];
         if (!relu.fused || relu.reluAbsorbed) continue;
         StepInfo& from = steps[static_cast<size_t>(relu.inputs[0])];
         if (from.needsGrad && from.layer->absorbFusedReLUBackward()) from.doesReLUBackward = true;
+        relu.backwardInProducer = from.doesReLUBackward;
     }
     for (StepInfo& s : steps) {
-        if (s.isInput || s.inputs.size() != 1 || !s.needsGrad) continue;
+        if (s.isInput || s.inputs.size() != 1 || !s.needsGrad || s.reluAbsorbed || s.backwardInProducer) continue;
         StepInfo& in = steps[static_cast<size_t>(s.inputs[0])];
         if (!in.isInput && in.needsGrad && !in.reluAbsorbed && consumers[static_cast<size_t>(s.inputs[0])] == 1 &&
             s.type->inputDifferentiable(0) && s.layer->overwritesInputGradient())
