@@ -1,6 +1,7 @@
 // Model: compile a Graph for a Backend and run it forward and backward.
 #include "core/graph/Model.h"
 
+#include <algorithm>
 #include <cmath>
 #include <new>
 #include <random>
@@ -424,25 +425,30 @@ const Tensor* Model::attentionWeights(int node) const {
     return nullptr;
 }
 
-int Model::fusedReLUCount() const {
-    int n = 0;
-    for (const auto& s : m_steps)
-        if (s->fusedFrom >= 0) ++n;
-    return n;
+namespace {
+
+// How many of a model's steps a predicate holds for.
+template <class Steps, class Pred>
+int countSteps(const Steps& steps, Pred pred) {
+    return static_cast<int>(std::count_if(steps.begin(), steps.end(), [&](const auto& s) { return pred(*s); }));
 }
 
-int Model::overwrittenGradCount() const {
-    int n = 0;
-    for (const auto& s : m_steps)
-        if (s->gradOverwritten) ++n;
-    return n;
+}  // namespace
+
+int Model::fusedReLUCount() const {
+    return countSteps(m_steps, [](const Step& s) { return s.fusedFrom >= 0; });
+}
+
+int Model::absorbedReLUCount() const {
+    return countSteps(m_steps, [](const Step& s) { return s.reluAbsorbed; });
 }
 
 int Model::reluBackwardsInProducers() const {
-    int n = 0;
-    for (const auto& s : m_steps)
-        if (s->reluBackwardInProducer) ++n;
-    return n;
+    return countSteps(m_steps, [](const Step& s) { return s.reluBackwardInProducer; });
+}
+
+int Model::overwrittenGradCount() const {
+    return countSteps(m_steps, [](const Step& s) { return s.gradOverwritten; });
 }
 
 bool Model::hasOwnGrad(const Step& s) { return s.needsGrad && !s.reluAbsorbed && s.reluBackwardFrom < 0; }
@@ -450,13 +456,6 @@ bool Model::hasOwnGrad(const Step& s) { return s.needsGrad && !s.reluAbsorbed &&
 const Tensor& Model::outputGrad(const Step& s, const Tensor& dOutput) const {
     if (s.reluBackwardFrom >= 0) return m_steps[static_cast<size_t>(s.reluBackwardFrom)]->grad;
     return &s == m_steps.back().get() ? dOutput : s.grad;
-}
-
-int Model::absorbedReLUCount() const {
-    int n = 0;
-    for (const auto& s : m_steps)
-        if (s->reluAbsorbed) ++n;
-    return n;
 }
 
 int Model::firstNonFiniteNode() const {

@@ -216,8 +216,8 @@ private:
     // dOut * (out > 0): the fused ReLU's backward on its own, for the paths whose ops take no gate.
     const Tensor& gated(Backend& b, const Tensor& out, const Tensor& dOut) {
         if (!m_gated.defined() || m_gated.shape() != dOut.shape()) m_gated = b.empty(dOut.shape());
-        b.zero(m_gated.raw(), m_gated.bytes());
-        b.activationBackward(m_gated.f32(), dOut.f32(), nullptr, out.f32(), dOut.numel(), Activation::ReLU, 0.0f);
+        b.activationBackward(m_gated.f32(), dOut.f32(), nullptr, out.f32(), dOut.numel(), Activation::ReLU, 0.0f,
+                             /*overwriteDx=*/true);
         return m_gated;
     }
 
