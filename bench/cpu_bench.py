@@ -33,8 +33,14 @@ def recipe(example, batch):
     t, d = p["training"], p["dataset"]
     if t["optimizer"] != "sgd" or t["schedule"] not in ("constant", "cosine"):
         raise SystemExit("%s: the PyTorch reference knows SGD with a constant or cosine schedule" % example)
+    others = [k for k in ("crop_padding", "noise_std", "resized_crop_min_area", "rotation_degrees", "brightness",
+                          "contrast") if d.get(k)]
+    if others:
+        raise SystemExit("%s: the PyTorch reference knows only the horizontal flip of the augmentations, not %s"
+                         % (example, ", ".join(others)))
     return {"batch": batch or t["batch_size"], "lr": t["learning_rate"], "momentum": t["momentum"],
             "nesterov": bool(t.get("nesterov")), "warmup_steps": int(t.get("warmup_steps", 0)),
+            "horizontal_flip": bool(d.get("horizontal_flip")),
             "weight_decay": t["weight_decay"], "schedule": t["schedule"],
             "normalization": "standardize" if d["normalization"] == "standardize" else "scale"}
 
@@ -79,6 +85,8 @@ def torch_run(python, example, threads, epochs, r, init_npz=None, seed=None):
            "--normalization", r["normalization"], "--warmup-steps", str(r["warmup_steps"])]
     if r["nesterov"]:
         cmd.append("--nesterov")
+    if r["horizontal_flip"]:
+        cmd.append("--horizontal-flip")
     if init_npz:
         cmd += ["--init-from", init_npz]
     if seed is not None:

@@ -95,6 +95,8 @@ def main():
     ap.add_argument("--nesterov", action="store_true")
     ap.add_argument("--warmup-steps", type=int, default=0, help="linear warm-up, Strata's: lr x (step+1)/N")
     ap.add_argument("--init-from", help="an .npz of Strata's initial weights (bench/cpu_bench.py writes it)")
+    ap.add_argument("--horizontal-flip", action="store_true",
+                    help="mirror each training sample left-right with probability 0.5 (Strata's horizontal_flip)")
     ap.add_argument("--weight-decay", type=float, default=0.0)
     ap.add_argument("--schedule", choices=["constant", "cosine"], default="constant",
                     help="cosine: from --lr to 0 over all steps, per step (Strata's cosine)")
@@ -135,6 +137,9 @@ def main():
         for i in range(0, len(xtr), a.batch):
             idx = perm[i:i + a.batch]
             xb, yb = xtr[idx], ytr[idx]
+            if a.horizontal_flip:
+                flip = torch.rand(len(idx), generator=g) < 0.5
+                xb = torch.where(flip[:, None, None, None], xb.flip(3), xb)
             opt.zero_grad(set_to_none=True)
             loss = loss_fn(model(xb), yb)
             loss.backward()
