@@ -432,9 +432,8 @@ std::string formatProfile(const ProfileReport& r) {
         else
             std::snprintf(fwdText, sizeof fwdText, "%.3f", l.forwardMs);
         char bwdText[32];
-        if (l.absorbed)
-            std::snprintf(bwdText, sizeof bwdText, "%s",
-                          "absorbed");  // done by the pooling after it or the layer before
+        if (l.absorbed)  // done by the pooling after it or the layer before
+            std::snprintf(bwdText, sizeof bwdText, "%s", "absorbed");
         else
             std::snprintf(bwdText, sizeof bwdText, "%.3f", l.backwardMs);
         std::snprintf(line, sizeof line, "%-16s %-14s %-14s %9s %9s %5.1f%% %9.4f %9.2f %8.1f %8.1f\n",
