@@ -620,6 +620,87 @@ private slots:
         }
     }
 
+    // The fused convolutions on blocked tensors (ConvDesc::srcBlock, dstBlock, in the backend's activationBlock):
+    // each backend with a block gets the input, dy and the accumulated dx blocked as the case says and its
+    // results are read back in NCHW order; the reference (no block) runs NCHW. Cases: oneDNN's usual shapes,
+    // two blocks per tensor with stride 2, groups, and a one-channel input (the im2col path, through copies).
+    void conv2dBlocked() {
+        bool anyBlock = false;
+        for (NamedBackend& nb : m_fast) anyBlock = anyBlock || nb.backend->activationBlock() > 0;
+        if (!anyBlock) QSKIP("no backend here has a blocked layout (no oneDNN, or STRATA_BLOCKED_LAYOUT=0)");
+        // Element (image, channel, position) of an [n, c, hw] tensor blocked by b: ((image * c/b + ch/b) * hw +
+        // p) * b + ch % b.
+        auto reorder = [](const Vec& v, int n, int c, int64_t hw, int b, bool toBlocked) {
+            if (b == 0) return v;
+            Vec out(v.size());
+            for (int i = 0; i < n; ++i)
+                for (int ch = 0; ch < c; ++ch)
+                    for (int64_t p = 0; p < hw; ++p) {
+                        const size_t plain = (static_cast<size_t>(i) * c + ch) * hw + p;
+                        const size_t blocked = ((static_cast<size_t>(i) * (c / b) + ch / b) * hw + p) * b + ch % b;
+                        (toBlocked ? out[blocked] : out[plain]) = toBlocked ? v[plain] : v[blocked];
+                    }
+            return out;
+        };
+        struct Case {
+            int n, c, hw, k, stride, groups;
+            bool blockedIn, blockedOut;
+        };
+        // Channel counts are multiples of 16 (and of 8).
+        const std::vector<Case> cases{{2, 16, 9, 16, 1, 1, true, true},  {2, 32, 8, 32, 2, 1, true, true},
+                                      {3, 16, 7, 32, 1, 1, true, false}, {2, 32, 6, 16, 1, 1, false, true},
+                                      {2, 32, 7, 32, 1, 2, true, true},  {2, 1, 10, 16, 1, 1, false, true}};
+        std::mt19937 rng(17);
+        for (const Case& cs : cases) {
+            ConvDesc d;
+            d.n = cs.n, d.c = cs.c, d.h = d.w = cs.hw, d.k = cs.k, d.r = d.s = 3;
+            d.strideH = d.strideW = cs.stride, d.padH = d.padW = 1, d.groups = cs.groups;
+            const int64_t hw = int64_t(d.h) * d.w, ohw = int64_t(d.outH()) * d.outW();
+            const size_t xs = static_cast<size_t>(d.inputSize()), ys = static_cast<size_t>(d.outputSize());
+            const Vec x = randomVec(rng, xs), w = randomVec(rng, static_cast<size_t>(d.weightSize())),
+                      dy = randomVec(rng, ys), dx0 = randomVec(rng, xs),
+                      bias = randomVec(rng, static_cast<size_t>(d.k));
+            const std::string ctx =
+                describe(d) + (cs.blockedIn ? " blocked in" : "") + (cs.blockedOut ? " blocked out" : "");
+            // The descriptor and the blocks a backend runs this case with.
+            auto on = [&](Backend& be, int& inB, int& outB) {
+                const int b = be.activationBlock();
+                ConvDesc e = d;
+                e.srcBlock = inB = cs.blockedIn ? b : 0;
+                e.dstBlock = outB = cs.blockedOut ? b : 0;
+                return e;
+            };
+            if (!compareAll("conv2dForwardFused", ctx, [&](Backend& be) {
+                    int inB = 0, outB = 0;
+                    const ConvDesc e = on(be, inB, outB);
+                    Tensor X = up(be, reorder(x, d.n, d.c, hw, inB, true)), W = up(be, w), B = up(be, bias),
+                           Y = up(be, Vec(ys, std::numeric_limits<float>::quiet_NaN()));
+                    be.conv2dForwardFused(Y.f32(), X.f32(), W.f32(), B.f32(), true, e);
+                    return Outputs{reorder(down(be, Y), d.n, d.k, ohw, outB, false)};
+                }))
+                return;
+            for (bool overwrite : {false, true})
+                if (!compareAll("conv2dBackwardFused", ctx + (overwrite ? " overwrite" : ""), [&](Backend& be) {
+                        int inB = 0, outB = 0;
+                        const ConvDesc e = on(be, inB, outB);
+                        Tensor DY = up(be, reorder(dy, d.n, d.k, ohw, outB, true)),
+                               X = up(be, reorder(x, d.n, d.c, hw, inB, true)), W = up(be, w),
+                               DW = be.zeros(Shape{d.weightSize()}), DB = be.zeros(Shape{d.k});
+                        Tensor DX = up(be, overwrite ? Vec(xs, std::numeric_limits<float>::quiet_NaN())
+                                                     : reorder(dx0, d.n, d.c, hw, inB, true));
+                        be.conv2dBackwardFused(DX.f32(), DW.f32(), DB.f32(), DY.f32(), X.f32(), W.f32(), e, overwrite);
+                        return Outputs{reorder(down(be, DX), d.n, d.c, hw, inB, false), down(be, DW), down(be, DB)};
+                    }))
+                    return;
+        }
+        // A backend without a block refuses blocked descriptors, naming the op.
+        ConvDesc d;
+        d.n = 1, d.c = d.k = 16, d.h = d.w = 4, d.srcBlock = 16;
+        Tensor X = m_ref->zeros(Shape{d.inputSize()}), W = m_ref->zeros(Shape{d.weightSize()}),
+               Y = m_ref->zeros(Shape{d.outputSize()});
+        QVERIFY_THROWS_EXCEPTION(BackendError, m_ref->conv2dForwardFused(Y.f32(), X.f32(), W.f32(), nullptr, false, d));
+    }
+
     // The fused forward really applies bias and ReLU (not only agrees with a reference that might not).
     void conv2dFusedHandValues() {
         ConvDesc d;  // 1x1 kernel, one input channel: y = w * x + b
@@ -747,9 +828,11 @@ private slots:
 
     void meanPool() {
         std::mt19937 rng(8);
-        for (int trial = 0; trial < 10; ++trial) {
+        for (int trial = 0; trial < 13; ++trial) {
             int outer = pick(rng, {1, 3, 17}), len = pick(rng, {1, 5, 49}), inner = pick(rng, {1, 3, 64});
             if (trial >= 8) outer = 37, len = trial == 8 ? 784 : 7, inner = 1;  // GlobalAvgPool's planes
+            // GlobalAvgPool on blocked tensors (inner = the block; runs of 64 positions), and past the fast path.
+            if (trial >= 10) outer = 9, len = trial == 10 ? 784 : 130, inner = trial == 10 ? 16 : trial == 11 ? 8 : 65;
             const size_t xs = static_cast<size_t>(outer) * len * inner, ys = static_cast<size_t>(outer) * inner;
             const Vec x = randomVec(rng, xs), dy = randomVec(rng, ys), dx0 = randomVec(rng, xs);
             const std::string ctx = std::to_string(outer) + "x" + std::to_string(len) + "x" + std::to_string(inner);

@@ -7,6 +7,7 @@
 #include <QtTest>
 #include <random>
 
+#include "core/backend/CpuBackend.h"
 #include "core/export/FoldBatchNorm.h"
 #include "core/graph/Model.h"
 #include "core/infer/ExportCheck.h"
@@ -71,6 +72,34 @@ Graph residualGraph() {
     const int r0 = chain(g, chain(g, conv(in), "BatchNorm"), "ReLU");
     const int r2 = block(block(r0));
     chain(g, chain(g, r2, "GlobalAvgPool"), "Dense", {{"units", 5}});
+    return g;
+}
+
+// A residual net wide enough for the CPU's blocked layout (16 and 32 channels: one and two blocks of 16, two and
+// four of 8): Input [1, 10, 10] -> Conv2D 16 -> ReLU (r0; a one-channel input: the im2col path writes the
+// blocked output through an NCHW copy) -> Conv2D 16 -> ReLU -> Conv2D 16 -> Add(r0, .) -> ReLU (r1) -> Conv2D 32
+// stride 2 -> ReLU (r2), which feeds a GlobalAvgPool (reading it blocked) AND a Conv2D 32 -> ReLU (r4) -> MaxPool
+// -> Flatten -> Dense 32 (the pooling reads NCHW: r4 stays NCHW, its convolution reads blocked and writes NCHW)
+// -> Add of the pooled two -> Dense 5. Blocked: everything from the first Conv2D to r2 (9 layers).
+Graph wideResidualGraph() {
+    Graph g;
+    const int in = g.addNode("Input", {}, {{"shape", {1, 10, 10}}});
+    auto conv = [&](int from, int filters, int stride) {
+        return chain(g, from, "Conv2D", {{"filters", filters}, {"kernel", 3}, {"padding", 1}, {"stride", stride}});
+    };
+    auto add = [&](int a, int b) {
+        const int id = g.addNode("Add");
+        g.connect(a, id, "in0");
+        g.connect(b, id, "in1");
+        return id;
+    };
+    const int r0 = chain(g, conv(in, 16, 1), "ReLU");
+    const int r1 = chain(g, add(r0, conv(chain(g, conv(r0, 16, 1), "ReLU"), 16, 1)), "ReLU");
+    const int r2 = chain(g, conv(r1, 32, 2), "ReLU");
+    const int r4 = chain(g, conv(r2, 32, 1), "ReLU");
+    const int pooled = chain(g, chain(g, chain(g, r4, "MaxPool2D", {{"kernel", 2}, {"stride", 2}}), "Flatten"), "Dense",
+                             {{"units", 32}});
+    chain(g, add(chain(g, r2, "GlobalAvgPool"), pooled), "Dense", {{"units", 5}});
     return g;
 }
 
@@ -145,8 +174,9 @@ std::vector<float> toHost(Backend& be, const Tensor& t) {
 }
 
 // tokens: the input is token ids (transformerGraph), not normal noise.
-Result run(Backend& be, const Graph& g, bool fuse, int* fusedCount, int* absorbedCount = nullptr, bool tokens = false) {
-    auto model = compile(g, be, 7, fuse);
+Result run(Backend& be, const Graph& g, bool fuse, int* fusedCount, int* absorbedCount = nullptr, bool tokens = false,
+           bool blocked = true) {
+    auto model = compile(g, be, 7, fuse, blocked);
     if (fusedCount) *fusedCount = model->fusedReLUCount();
     if (absorbedCount) *absorbedCount = model->absorbedReLUCount();
     std::mt19937 rng(3);
@@ -312,6 +342,38 @@ private slots:
         for (const auto& gr : want.grads)
             for (float v : gr) total += std::fabs(v);
         QVERIFY(total > 0);
+    }
+
+    // The blocked layout (compile's layout pass) on the CPU backend, with oneDNN and with its im2col path (which
+    // converts blocked tensors through NCHW copies), against the reference backend: outputs and gradients.
+    void blockedLayoutMatchesTheReference() {
+        auto probe = test::makeCpuBackend();
+        const int block = probe->activationBlock();
+        if (block == 0) QSKIP("this CPU backend has no blocked layout (no oneDNN, or STRATA_BLOCKED_LAYOUT=0)");
+        const Graph g = wideResidualGraph();
+        auto ref = test::makeReferenceBackend();
+        QCOMPARE(compile(g, *ref, 7)->blockedOutputCount(), 0);
+        QCOMPARE(compile(g, *probe, 7)->blockedOutputCount(), 9);
+        QCOMPARE(compile(g, *probe, 7, true, false)->blockedOutputCount(), 0);
+        QCOMPARE(compile(g, *probe, 7, false)->blockedOutputCount(), 0);
+        const Result want = run(*ref, g, false, nullptr);
+        for (bool oneDnn : {true, false}) {
+            auto cpu = std::make_unique<CpuBackend>();
+            cpu->setOneDnn(oneDnn);
+            const std::string ctx =
+                std::string("cpu blocked by ") + std::to_string(block) + (oneDnn ? ", oneDNN" : ", im2col");
+            const Result got = run(*cpu, g, true, nullptr);
+            QVERIFY2(maxDiff(got.output, want.output) < 1e-4, (ctx + ": outputs differ").c_str());
+            QCOMPARE(got.grads.size(), want.grads.size());
+            for (size_t i = 0; i < want.grads.size(); ++i)
+                QVERIFY2(maxDiff(got.grads[i], want.grads[i]) < 1e-3,
+                         (ctx + ": gradient " + std::to_string(i) + " differs by " +
+                          std::to_string(maxDiff(got.grads[i], want.grads[i])))
+                             .c_str());
+            // And the same model in NCHW on this backend: the layouts change no value beyond rounding.
+            const Result plain = run(*cpu, g, true, nullptr, nullptr, false, false);
+            QVERIFY2(maxDiff(got.output, plain.output) < 1e-5, (ctx + ": blocked and NCHW outputs differ").c_str());
+        }
     }
 
     // The sequence layers (strided GEMMs over a sequence's rows) on every fast backend against the reference:

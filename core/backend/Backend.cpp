@@ -40,7 +40,13 @@ inline void atLeastOneColumn(BackendOp op, int cols) {
         fail(op, "needs at least one column, got " + std::to_string(cols));
 }
 
-void checkConv(BackendOp op, const ConvDesc& d) {
+void checkConv(BackendOp op, const ConvDesc& d, int block = 0) {
+    if ((d.srcBlock != 0 && d.srcBlock != block) || (d.dstBlock != 0 && d.dstBlock != block)) [[unlikely]]
+        fail(op, "blocked layout " + std::to_string(d.srcBlock ? d.srcBlock : d.dstBlock) +
+                     (block ? " (this backend's block is " + std::to_string(block) + ")"
+                            : std::string(" (this op, on this backend, takes NCHW only)")));
+    if ((d.srcBlock && d.c % d.srcBlock != 0) || (d.dstBlock && d.k % d.dstBlock != 0)) [[unlikely]]
+        fail(op, "blocked layout needs channel counts divisible by the block");
     if (d.n < 1 || d.c < 1 || d.h < 1 || d.w < 1 || d.k < 1 || d.r < 1 || d.s < 1 || d.strideH < 1 || d.strideW < 1 ||
         d.dilationH < 1 || d.dilationW < 1 || d.groups < 1 || d.padH < 0 || d.padW < 0) [[unlikely]]
         fail(op, "invalid descriptor (sizes, strides, dilations and groups must be >= 1, padding >= 0)");
@@ -310,7 +316,7 @@ void Backend::conv2dBackwardFilter(float* dw, const float* dy, const float* x, c
 void Backend::conv2dForwardFused(float* y, const float* x, const float* w, const float* bias, bool relu,
                                  const ConvDesc& d) {
     constexpr BackendOp op = BackendOp::Conv2dForwardFused;
-    checkConv(op, d);
+    checkConv(op, d, activationBlock());
     pointer(op, "y", y);
     pointer(op, "x", x);
     pointer(op, "w", w);
@@ -320,7 +326,7 @@ void Backend::conv2dForwardFused(float* y, const float* x, const float* w, const
 void Backend::conv2dBackwardFused(float* dx, float* dw, float* dbias, const float* dy, const float* x, const float* w,
                                   const ConvDesc& d, bool overwriteDx) {
     constexpr BackendOp op = BackendOp::Conv2dBackwardFused;
-    checkConv(op, d);
+    checkConv(op, d, activationBlock());
     pointer(op, "dy", dy);
     if (dx) pointer(op, "w (needed for dx)", w);
     if (dw) pointer(op, "x (needed for dw)", x);

@@ -59,6 +59,9 @@ const char* computePrecisionName(ComputePrecision p);
 ComputePrecision parseComputePrecision(const std::string& text);
 
 // 2-D convolution, NCHW input [N, C, H, W], weights [K, C/groups, R, S], output [N, K, OH, OW].
+// srcBlock / dstBlock: the input (and its gradient) or the output (and its gradient) is stored blocked instead,
+// "nChwBc" with B = the block: [N, C/B, H, W, B], B channels of one position adjacent (oneDNN's layout; C % B == 0).
+// Only the fused ops take blocked tensors, and only in the block the backend names (activationBlock).
 struct ConvDesc {
     int n = 1, c = 1, h = 1, w = 1;  // input
     int k = 1, r = 1, s = 1;         // output channels, kernel height, kernel width
@@ -66,6 +69,7 @@ struct ConvDesc {
     int padH = 0, padW = 0;
     int dilationH = 1, dilationW = 1;
     int groups = 1;
+    int srcBlock = 0, dstBlock = 0;  // 0: NCHW
     int outH() const { return (h + 2 * padH - dilationH * (r - 1) - 1) / strideH + 1; }
     int outW() const { return (w + 2 * padW - dilationW * (s - 1) - 1) / strideW + 1; }
     // Element counts of x, w and y.
@@ -139,6 +143,11 @@ public:
     ComputePrecision computePrecision() const { return m_precision; }
     bool deterministic() const { return m_deterministic; }
     bool eagerIndexChecks() const { return m_eagerIndexChecks; }
+    // The channel block in which this backend's fused convolutions read and write activations fastest
+    // (ConvDesc::srcBlock, dstBlock; Model's layout pass keeps such tensors blocked between layers), or 0:
+    // NCHW only. The CPU backend with oneDNN: oneDNN's own block for float32 (16 with AVX-512, 8 with AVX2),
+    // unless the environment variable STRATA_BLOCKED_LAYOUT is "0". Default: 0.
+    virtual int activationBlock() const { return 0; }
 
     // ---- memory -----------------------------------------------------------
     virtual void* allocate(size_t bytes) = 0;  // throws OutOfMemoryError

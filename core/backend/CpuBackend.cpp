@@ -2,6 +2,9 @@
 // without a faster path run their CpuReference.h loop.
 #include "core/backend/CpuBackend.h"
 
+#include <cstdlib>
+#include <string>
+
 #include "core/backend/CpuFast.h"
 #include "core/backend/CpuReference.h"
 
@@ -17,6 +20,14 @@ CpuBackend::~CpuBackend() = default;
 bool CpuBackend::oneDnnAvailable() { return cpu::oneDnnAvailable(); }
 void CpuBackend::setOneDnn(bool on) { m_workspace->useOneDnn = on && cpu::oneDnnAvailable(); }
 bool CpuBackend::oneDnn() const { return m_workspace->useOneDnn; }
+
+int CpuBackend::activationBlock() const {
+    static const int block = [] {
+        const char* env = std::getenv("STRATA_BLOCKED_LAYOUT");
+        return env && std::string(env) == "0" ? 0 : cpu::dnnlPreferredBlock();
+    }();
+    return computePrecision() == ComputePrecision::F32 ? block : 0;
+}
 
 // ---- element-wise ---------------------------------------------------------
 

@@ -26,6 +26,9 @@ public:
     static bool oneDnnAvailable();
     void setOneDnn(bool on);
     bool oneDnn() const;
+    // oneDNN's block (cpu::dnnlPreferredBlock) in float32, unless STRATA_BLOCKED_LAYOUT=0; the same with
+    // oneDNN switched off (setOneDnn), whose im2col path takes blocked tensors through NCHW copies.
+    int activationBlock() const override;
 
 protected:
     void doFill(float* y, float value, int64_t n) override;

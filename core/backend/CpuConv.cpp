@@ -173,11 +173,38 @@ void conv2dForward(int threads, Workspace& ws, float* y, const float* x, const f
     im2colForward(threads, ws, y, x, w, nullptr, false, d);
 }
 
+namespace {
+
+// The NCHW copy of a blocked tensor for the im2col path, in the workspace's buffer `role`.
+float* plainBuffer(Workspace& ws, int role, int64_t elements) {
+    std::vector<float>& buf = ws.plain[role];
+    if (buf.size() < static_cast<size_t>(elements)) buf.resize(static_cast<size_t>(elements));
+    return buf.data();
+}
+
+ConvDesc plainDesc(ConvDesc d) {
+    d.srcBlock = d.dstBlock = 0;
+    return d;
+}
+
+}  // namespace
+
 void conv2dForwardFused(int threads, Workspace& ws, float* y, const float* x, const float* w, const float* bias,
                         bool relu, const ConvDesc& d) {
     threads = forwardThreads(threads, d);
     if (ws.useOneDnn && dnnlConv2dForwardFused(threads, ws, y, x, w, bias, relu, d)) return;
-    im2colForward(threads, ws, y, x, w, bias, relu, d);
+    if (d.srcBlock == 0 && d.dstBlock == 0) return im2colForward(threads, ws, y, x, w, bias, relu, d);
+    // Blocked tensors on the im2col path (e.g. a first layer with too few channels for oneDNN): through NCHW.
+    const int64_t hw = int64_t(d.h) * d.w, ohw = int64_t(d.outH()) * d.outW();
+    const float* xs = x;
+    if (d.srcBlock) {
+        float* p = plainBuffer(ws, 0, d.inputSize());
+        reblock(threads, p, 0, x, d.srcBlock, d.n, d.c, hw, false);
+        xs = p;
+    }
+    float* ys = d.dstBlock ? plainBuffer(ws, 1, d.outputSize()) : y;
+    im2colForward(threads, ws, ys, xs, w, bias, relu, plainDesc(d));
+    if (d.dstBlock) reblock(threads, y, d.dstBlock, ys, 0, d.n, d.k, ohw, false);
 }
 
 void conv2dBackwardData(int threads, Workspace& ws, float* dx, const float* dy, const float* w, const ConvDesc& d) {
@@ -268,6 +295,28 @@ void conv2dBackwardFilter(int threads, Workspace& ws, float* dw, const float* dy
 void conv2dBackwardFused(int threads, Workspace& ws, float* dx, float* dw, float* dbias, const float* dy,
                          const float* x, const float* w, const ConvDesc& d, bool overwriteDx) {
     if (ws.useOneDnn && dnnlConv2dBackwardFused(threads, ws, dx, dw, dbias, dy, x, w, d, overwriteDx)) return;
+    if (d.srcBlock || d.dstBlock) {
+        // Blocked tensors on the im2col path: dy and x through NCHW copies, dx from one.
+        const int64_t hw = int64_t(d.h) * d.w, ohw = int64_t(d.outH()) * d.outW();
+        const ConvDesc plain = plainDesc(d);
+        const float* dys = dy;
+        if (d.dstBlock) {
+            float* p = plainBuffer(ws, 1, d.outputSize());
+            reblock(threads, p, 0, dy, d.dstBlock, d.n, d.k, ohw, false);
+            dys = p;
+        }
+        const float* xs = x;
+        if (d.srcBlock && dw) {
+            float* p = plainBuffer(ws, 0, d.inputSize());
+            reblock(threads, p, 0, x, d.srcBlock, d.n, d.c, hw, false);
+            xs = p;
+        }
+        float* dxs = dx;
+        if (d.srcBlock && dx) dxs = plainBuffer(ws, 2, d.inputSize());
+        conv2dBackwardFused(threads, ws, dxs, dw, dbias, dys, xs, w, plain, overwriteDx || dxs != dx);
+        if (dxs != dx) reblock(threads, dx, d.srcBlock, dxs, 0, d.n, d.c, hw, !overwriteDx);
+        return;
+    }
     if (dx && overwriteDx) std::memset(dx, 0, static_cast<size_t>(d.n) * d.c * d.h * d.w * sizeof(float));
     if (dx) conv2dBackwardData(threads, ws, dx, dy, w, d);
     if (dw) {

@@ -11,6 +11,7 @@
 #include <dnnl.h>
 #endif
 
+#include <algorithm>
 #include <atomic>
 #include <bit>
 #include <cmath>
@@ -548,6 +549,37 @@ double reduceParts(int threads, int64_t n, PartFn&& part) {
 
 }  // namespace
 
+void reblock(int threads, float* dst, int dstBlock, const float* src, int srcBlock, int n, int c, int64_t hw,
+             bool accumulate) {
+    // Element (image, channel ch, position p) lives at ((image * C/B + ch / B) * hw + p) * B + ch % B when
+    // blocked by B, at (image * C + ch) * hw + p in NCHW (B = 1 gives the same formula). Work items: one
+    // image's group of g channels (g the larger block).
+    const int64_t sb = srcBlock > 0 ? srcBlock : 1, db = dstBlock > 0 ? dstBlock : 1, g = std::max(sb, db);
+    const int64_t groups = c / g;
+    parallelFor(threads, int64_t(n) * groups, 1, [&](int64_t r0, int64_t r1, int) {
+        for (int64_t r = r0; r < r1; ++r) {
+            // The group's g channels start at the same offset in both layouts: (image * C + ch0) * hw.
+            const int64_t start = r * g * hw;
+            const float* s = src + start;
+            float* d = dst + start;
+            if (sb == 1 && db == g) {  // NCHW rows -> one block
+                for (int64_t p = 0; p < hw; ++p)
+                    for (int64_t j = 0; j < g; ++j) d[p * g + j] = (accumulate ? d[p * g + j] : 0.0f) + s[j * hw + p];
+            } else if (db == 1 && sb == g) {  // one block -> NCHW rows
+                for (int64_t j = 0; j < g; ++j)
+                    for (int64_t p = 0; p < hw; ++p) d[j * hw + p] = (accumulate ? d[j * hw + p] : 0.0f) + s[p * g + j];
+            } else {
+                for (int64_t j = 0; j < g; ++j)
+                    for (int64_t p = 0; p < hw; ++p) {
+                        const float v = s[(j / sb * hw + p) * sb + j % sb];
+                        float& out = d[(j / db * hw + p) * db + j % db];
+                        out = accumulate ? out + v : v;
+                    }
+            }
+        }
+    });
+}
+
 double sum(int threads, const float* x, int64_t n) {
     return reduceParts(threads, n, [&](int64_t b, int64_t e) {
         double acc = 0.0;
@@ -724,6 +756,25 @@ void meanPoolForward(int threads, float* y, const float* x, int outer, int len, 
         });
         return;
     }
+    if (inner <= 64) {
+        // The inner values side by side (GlobalAvgPool on a blocked tensor: inner = the block): vector sums in
+        // float over runs of 64 positions, the runs added in double.
+        parallelFor(threads, outer, rowGrain(static_cast<int64_t>(len) * inner), [&](int64_t b, int64_t e, int) {
+            for (int64_t o = b; o < e; ++o) {
+                const float* xo = x + o * len * inner;
+                double acc[64] = {};
+                for (int l0 = 0; l0 < len; l0 += 64) {
+                    float part[64] = {};
+                    const int l1 = std::min(len, l0 + 64);
+                    for (int l = l0; l < l1; ++l)
+                        for (int i = 0; i < inner; ++i) part[i] += xo[int64_t(l) * inner + i];
+                    for (int i = 0; i < inner; ++i) acc[i] += part[i];
+                }
+                for (int i = 0; i < inner; ++i) y[o * inner + i] = static_cast<float>(acc[i] / len);
+            }
+        });
+        return;
+    }
     parallelFor(threads, outer, rowGrain(static_cast<int64_t>(len) * inner), [&](int64_t b, int64_t e, int) {
         cpuref::meanPoolForward(y + b * inner, x + b * len * inner, static_cast<int>(e - b), len, inner);
     });
@@ -736,6 +787,18 @@ void meanPoolBackward(int threads, float* dx, const float* dy, int outer, int le
                 const float g = dy[o] / static_cast<float>(len);
                 float* d = dx + o * len;
                 for (int l = 0; l < len; ++l) d[l] += g;
+            }
+        });
+        return;
+    }
+    if (inner <= 64) {
+        parallelFor(threads, outer, rowGrain(static_cast<int64_t>(len) * inner), [&](int64_t b, int64_t e, int) {
+            for (int64_t o = b; o < e; ++o) {
+                float g[64];
+                for (int i = 0; i < inner; ++i) g[i] = dy[o * inner + i] / static_cast<float>(len);
+                float* d = dx + o * len * inner;
+                for (int l = 0; l < len; ++l)
+                    for (int i = 0; i < inner; ++i) d[int64_t(l) * inner + i] += g[i];
             }
         });
         return;

@@ -39,6 +39,8 @@ public:
     // oneDNN convolution plans (CpuDnnl.cpp), created on first use; null without oneDNN.
     bool useOneDnn = false;
     struct DnnlCache* dnnl = nullptr;
+    // NCHW copies of blocked tensors for the convolutions' im2col path (CpuConv.cpp), by role.
+    std::vector<float> plain[3];
 
 private:
     struct Block {
@@ -84,6 +86,12 @@ bool allFinite(int threads, const float* x, int64_t n);
 // True when this build has oneDNN (CMake option STRATA_ONEDNN and libdnnl found).
 bool oneDnnAvailable();
 void destroyDnnlCache(DnnlCache* cache);
+// The channel block oneDNN picks for float32 activations on this CPU (16 with AVX-512, 8 with AVX2), or 0
+// (no oneDNN, or a plain layout): Backend::activationBlock.
+int dnnlPreferredBlock();
+// dst = src (accumulate: dst += src) between NCHW (block 0) and nChwBc layouts of an [n, c, hw] tensor.
+void reblock(int threads, float* dst, int dstBlock, const float* src, int srcBlock, int n, int c, int64_t hw,
+             bool accumulate);
 // oneDNN convolutions; return false when oneDNN cannot take this descriptor (the caller then uses im2col).
 bool dnnlConv2dForward(int threads, Workspace& ws, float* y, const float* x, const float* w, const ConvDesc& d);
 bool dnnlConv2dBackwardData(int threads, Workspace& ws, float* dx, const float* dy, const float* w, const ConvDesc& d);

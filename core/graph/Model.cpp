@@ -25,6 +25,7 @@ struct Model::Step {
     bool reluBackwardInProducer = false;  // a fused ReLU whose backward its producer does (reluBackwardFrom)
     bool overwritesInputGrad = false;     // its backward writes its input's gradient (Layer::overwritesInputGradient)
     bool gradOverwritten = false;         // its gradient is written by its only consumer: not zeroed
+    int block = 0;                        // its output's (and gradient's) layout: 0 NCHW, else blocked by it
     Tensor outputStorage, gradStorage;    // capacity for m_capacity samples
     Tensor output, grad;                  // views for the current batch
 };
@@ -98,7 +99,7 @@ Tensor batchView(const Tensor& storage, const Shape& perSample, int64_t batch) {
 
 }  // namespace
 
-std::unique_ptr<Model> compile(const Graph& graph, Backend& backend, uint64_t seed, bool fuse) {
+std::unique_ptr<Model> compile(const Graph& graph, Backend& backend, uint64_t seed, bool fuse, bool blockedLayout) {
     const GraphAnalysis analysis = analyzeGraph(graph);
     if (!analysis.ok()) {
         const Problem& p = analysis.problems.front();
@@ -185,9 +186,46 @@ std::unique_ptr<Model> compile(const Graph& graph, Backend& backend, uint64_t se
             step->overwritesInputGrad = true;
             in.gradOverwritten = true;
         }
+        if (blockedLayout && backend.activationBlock() > 0) model->chooseLayouts(backend.activationBlock());
     }
     model->packParameters();
     return model;
+}
+
+// Tensors that must share a layout (an element-wise step's inputs and output; a fused ReLU's output is its
+// producer's memory, and the ReLU is element-wise) form groups; a group is blocked when every member can be:
+// a [C, H, W] output with C divisible by the block, made by a layer that takes blocked tensors, read only by
+// such layers, and not the model's output (the loss reads that).
+void Model::chooseLayouts(int block) {
+    const size_t count = m_steps.size();
+    std::vector<size_t> parent(count);
+    for (size_t i = 0; i < count; ++i) parent[i] = i;
+    const auto root = [&](size_t i) {
+        while (parent[i] != i) i = parent[i] = parent[parent[i]];
+        return i;
+    };
+    const auto rule = [](const Step& s) { return s.isInput ? Layer::LayoutRule::NchwOnly : s.layer->layoutRule(); };
+    std::vector<bool> can(count);
+    for (size_t i = 0; i < count; ++i) {
+        const Step& s = *m_steps[i];
+        can[i] = rule(s) != Layer::LayoutRule::NchwOnly && i + 1 < count && s.outShape.rank() == 3 &&
+                 s.outShape[0] % block == 0;
+        if (rule(s) == Layer::LayoutRule::Elementwise)
+            for (int in : s.inputs) parent[root(static_cast<size_t>(in))] = root(i);
+    }
+    for (const auto& s : m_steps)
+        if (rule(*s) == Layer::LayoutRule::NchwOnly)
+            for (int in : s->inputs) can[static_cast<size_t>(in)] = false;
+    std::vector<bool> groupCan(count, true);
+    for (size_t i = 0; i < count; ++i)
+        if (!can[i]) groupCan[root(i)] = false;
+    for (size_t i = 0; i < count; ++i) m_steps[i]->block = groupCan[root(i)] ? block : 0;
+    for (auto& s : m_steps) {
+        if (rule(*s) != Layer::LayoutRule::Any) continue;
+        std::vector<int> inputs;
+        for (int in : s->inputs) inputs.push_back(m_steps[static_cast<size_t>(in)]->block);
+        s->layer->setLayouts(inputs, s->block);
+    }
 }
 
 void Model::allocateFor(int64_t batch) {
@@ -449,6 +487,16 @@ int Model::reluBackwardsInProducers() const {
 
 int Model::overwrittenGradCount() const {
     return countSteps(m_steps, [](const Step& s) { return s.gradOverwritten; });
+}
+
+int Model::blockedOutputCount() const {
+    return countSteps(m_steps, [](const Step& s) { return s.block > 0; });
+}
+
+int Model::outputBlock(int node) const {
+    for (const auto& s : m_steps)
+        if (s->node == node) return s->block;
+    return 0;
 }
 
 bool Model::hasOwnGrad(const Step& s) { return s.needsGrad && !s.reluAbsorbed && s.reluBackwardFrom < 0; }

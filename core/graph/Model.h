@@ -101,12 +101,18 @@ public:
     int reluBackwardsInProducers() const;
     // Activation gradients written by their only consumer (Layer::overwritesInputGradient), not zeroed.
     int overwrittenGradCount() const;
+    // Layers whose output (and its gradient) is stored blocked (compile's layout pass), and a node's block
+    // (0: NCHW; nodeOutput is then in that order: Layer::LayoutRule).
+    int blockedOutputCount() const;
+    int outputBlock(int node) const;
     // The node whose output is first non-finite in topological order, or -1.
     int firstNonFiniteNode() const;
     std::vector<int> order() const;
 
 private:
-    friend std::unique_ptr<Model> compile(const Graph& graph, Backend& backend, uint64_t seed, bool fuse);
+    friend std::unique_ptr<Model> compile(const Graph& graph, Backend& backend, uint64_t seed, bool fuse,
+                                          bool blockedLayout);
+    void chooseLayouts(int block);
     Model() = default;
     struct Step;
     void allocateFor(int64_t batch);
@@ -145,6 +151,10 @@ private:
 // backward applies the ReLU's mask and writes the ReLU's input gradient (Layer::absorbReLUBackward),
 // two passes and a zeroed buffer less; else the layer that fused it may gate its own backward by the
 // ReLU's mask (Layer::absorbFusedReLUBackward: BatchNorm, Add), the same saving.
-std::unique_ptr<Model> compile(const Graph& graph, Backend& backend, uint64_t seed = 0, bool fuse = true);
+// blockedLayout (with fuse, on a backend with an activation block): activations between layers that can take
+// the backend's blocked layout are kept in it (Layer::LayoutRule), so the convolutions reorder only where a
+// layer that reads NCHW begins or ends a run of them. Same results up to float rounding.
+std::unique_ptr<Model> compile(const Graph& graph, Backend& backend, uint64_t seed = 0, bool fuse = true,
+                               bool blockedLayout = true);
 
 }  // namespace strata

@@ -37,6 +37,8 @@ public:
         }
     }
 
+    LayoutRule layoutRule() const override { return LayoutRule::Elementwise; }
+
 private:
     bool m_fusedReLU = false;
     bool m_reluBackward = false;

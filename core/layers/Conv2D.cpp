@@ -9,6 +9,7 @@ namespace {
 
 struct ConvGeometry {
     int c, h, w, k, r, s, strideH, strideW, padH, padW, dilH, dilW, groups;
+    int srcBlock = 0, dstBlock = 0;  // the input's and output's layouts (Layer::setLayouts)
     ConvDesc desc(int n) const {
         ConvDesc d;
         d.n = n;
@@ -25,6 +26,8 @@ struct ConvGeometry {
         d.dilationH = dilH;
         d.dilationW = dilW;
         d.groups = groups;
+        d.srcBlock = srcBlock;
+        d.dstBlock = dstBlock;
         return d;
     }
 };
@@ -68,6 +71,12 @@ public:
                               m_params[0].value.f32(), d, ctx.overwriteInputGrad);
     }
     bool overwritesInputGradient() override { return true; }
+    // The backend reads and writes blocked tensors (ConvDesc::srcBlock, dstBlock).
+    LayoutRule layoutRule() const override { return LayoutRule::Any; }
+    void setLayouts(const std::vector<int>& inputBlocks, int outputBlock) override {
+        m_g.srcBlock = inputBlocks.at(0);
+        m_g.dstBlock = outputBlock;
+    }
 
 private:
     ConvGeometry m_g;

@@ -7,17 +7,24 @@ namespace {
 class GlobalAvgPoolLayer : public Layer {
 public:
     explicit GlobalAvgPoolLayer(const Shape& in) : m_c(in[0]), m_hw(in[1] * in[2]) {}
+    // NCHW: the mean of each (image, channel) row of H x W. Blocked by B ([N, C/B, H, W, B]): the mean over
+    // positions of each (image, channel block) with B channels side by side, which lands [N, C] in order.
     void forward(LayerContext& ctx, const std::vector<const Tensor*>& in, Tensor& out) override {
-        ctx.backend.meanPoolForward(out.f32(), in[0]->f32(), outer(*in[0]), static_cast<int>(m_hw), 1);
+        ctx.backend.meanPoolForward(out.f32(), in[0]->f32(), outer(*in[0]), static_cast<int>(m_hw), inner());
     }
     void backward(LayerContext& ctx, const std::vector<const Tensor*>& in, const Tensor&, const Tensor& dOut,
                   const std::vector<Tensor*>& dIn) override {
-        if (dIn[0]) ctx.backend.meanPoolBackward(dIn[0]->f32(), dOut.f32(), outer(*in[0]), static_cast<int>(m_hw), 1);
+        if (dIn[0])
+            ctx.backend.meanPoolBackward(dIn[0]->f32(), dOut.f32(), outer(*in[0]), static_cast<int>(m_hw), inner());
     }
+    LayoutRule layoutRule() const override { return LayoutRule::Any; }
+    void setLayouts(const std::vector<int>& inputBlocks, int) override { m_block = inputBlocks.at(0); }
 
 private:
-    int outer(const Tensor& x) const { return toInt(batchOf(x) * m_c, "in", "batch x channels"); }
+    int inner() const { return m_block > 0 ? m_block : 1; }
+    int outer(const Tensor& x) const { return toInt(batchOf(x) * m_c / inner(), "in", "batch x channels"); }
     int64_t m_c, m_hw;
+    int m_block = 0;
 };
 
 class GlobalAvgPoolType : public LayerType {

@@ -332,6 +332,7 @@ public:
                                            m_alpha, ctx.overwriteInputGrad);
     }
     bool overwritesInputGradient() override { return true; }
+    LayoutRule layoutRule() const override { return LayoutRule::Elementwise; }
 
 private:
     Activation m_act;

@@ -137,6 +137,20 @@ public:
     // data gradient lands with a plain reorder instead of an accumulating one). Default: no.
     virtual bool overwritesInputGradient() { return false; }
 
+    // Memory layout (Model's layout pass, on a backend with an activation block: Backend::activationBlock): a
+    // per-sample [C, H, W] activation may be stored blocked ("nChwBc", ConvDesc::srcBlock), which that
+    // backend's convolutions read and write without reordering; its gradient then has the same layout. How a
+    // layer takes blocked tensors:
+    //   NchwOnly (the default): it does not; its inputs and output are NCHW.
+    //   Elementwise: in any layout, so long as its inputs and its output share it (activations, Add); it
+    //     need not know which.
+    //   Any: each input and the output in the layout compile picks, which it is told by setLayouts (Conv2D,
+    //     GlobalAvgPool).
+    enum class LayoutRule { NchwOnly, Elementwise, Any };
+    virtual LayoutRule layoutRule() const { return LayoutRule::NchwOnly; }
+    // Called once by compile on a layer whose rule is Any: each input's block and the output's (0: NCHW).
+    virtual void setLayouts(const std::vector<int>& /*inputBlocks*/, int /*outputBlock*/) {}
+
     // Data parallel, a replica whose slice of a step's global batch is empty: forward and backward are not
     // called, these are, in their place, so that the layer joins the collectives of ctx.replicas the other
     // replicas' layers make (with nothing to add). Default: a layer that makes none does nothing.
