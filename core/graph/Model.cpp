@@ -23,8 +23,8 @@ struct Model::Step {
     bool reluAbsorbed = false;            // a ReLU whose backward its single consumer does (no grad of its own)
     int reluBackwardFrom = -1;            // its fused ReLU (index), whose backward this step does with its own
     bool reluBackwardInProducer = false;  // a fused ReLU whose backward its producer does (reluBackwardFrom)
-    bool overwritesInputGrad = false;     // its backward writes its input's gradient (Layer::overwritesInputGradient)
-    bool gradOverwritten = false;         // its gradient is written by its only consumer: not zeroed
+    uint32_t overwriteInputs = 0;         // bit k: its backward writes input k's gradient (LayerContext)
+    bool gradOverwritten = false;         // its gradient is written by its first writer in backward: not zeroed
     int block = 0;                        // its output's (and gradient's) layout: 0 NCHW, else blocked by it
     Tensor outputStorage, gradStorage;    // capacity for m_capacity samples
     Tensor output, grad;                  // views for the current batch
@@ -172,19 +172,21 @@ std::unique_ptr<Model> compile(const Graph& graph, Backend& backend, uint64_t se
             relu.reluBackwardInProducer = true;
             from.reluBackwardFrom = static_cast<int>(i);
         }
-        // A gradient with one writer that can write it instead of adding to it: neither zeroed nor read first.
-        // (A ReLU whose backward another layer does is no writer.)
-        for (auto& step : model->m_steps) {
-            if (step->isInput || step->inputs.size() != 1 || !step->needsGrad || step->reluAbsorbed ||
-                step->reluBackwardInProducer)
-                continue;
-            const int producer = step->inputs[0];
-            Model::Step& in = *model->m_steps[static_cast<size_t>(producer)];
-            if (in.isInput || !in.needsGrad || in.reluAbsorbed || consumers[static_cast<size_t>(producer)] != 1 ||
-                !step->type->inputDifferentiable(0) || !step->layer->overwritesInputGradient())
-                continue;
-            step->overwritesInputGrad = true;
-            in.gradOverwritten = true;
+        // A gradient whose first writer in the backward pass (its last consumer in topological order) can write it
+        // instead of adding to it, on one port: neither zeroed nor read first; later writers add to it.
+        for (size_t t = 0; t + 1 < model->m_steps.size(); ++t) {
+            Model::Step& grad = *model->m_steps[t];
+            if (grad.isInput || !Model::hasOwnGrad(grad)) continue;
+            for (size_t w = model->m_steps.size(); w-- > t + 1;) {
+                Model::Step& writer = *model->m_steps[w];
+                const std::vector<int> ports = model->portsWriting(writer, static_cast<int>(t));
+                if (ports.empty()) continue;
+                if (ports.size() == 1 && ports[0] < 32 && writer.layer->overwritesInputGradient()) {
+                    writer.overwriteInputs |= 1u << ports[0];
+                    grad.gradOverwritten = true;
+                }
+                break;
+            }
         }
         if (blockedLayout && backend.activationBlock() > 0) model->chooseLayouts(backend.activationBlock());
     }
@@ -351,7 +353,7 @@ void Model::backward(const Tensor& dOutput) {
         }
         LayerContext ctx{
             *m_backend,        m_lastTraining, m_lastSeed ^ (0x9E3779B97F4A7C15ull * static_cast<uint64_t>(s.node)),
-            m_lastFirstSample, m_replicas,     s.overwritesInputGrad};
+            m_lastFirstSample, m_replicas,     s.overwriteInputs};
         if (m_layerHook) m_layerHook(s.node, true, true);
         forLayer(m_graph, s.node, "backward",
                  [&] { s.layer->backward(ctx, ins, s.output, outputGrad(s, dOutput), dins); });
@@ -497,6 +499,20 @@ int Model::outputBlock(int node) const {
     for (const auto& s : m_steps)
         if (s->node == node) return s->block;
     return 0;
+}
+
+std::vector<int> Model::portsWriting(const Step& s, int target) const {
+    std::vector<int> ports;
+    if (s.isInput || !s.needsGrad || s.reluAbsorbed || s.reluBackwardInProducer) return ports;  // no backward
+    for (size_t k = 0; k < s.inputs.size(); ++k) {
+        const Step& in = *m_steps[static_cast<size_t>(s.inputs[k])];
+        // An absorbed ReLU's backward is done by its consumer: the gradient written is its input's.
+        const int written = in.reluAbsorbed ? in.inputs[0] : s.inputs[k];
+        const Step& w = *m_steps[static_cast<size_t>(written)];
+        if (written == target && w.needsGrad && s.type->inputDifferentiable(static_cast<int>(k)))
+            ports.push_back(static_cast<int>(k));
+    }
+    return ports;
 }
 
 bool Model::hasOwnGrad(const Step& s) { return s.needsGrad && !s.reluAbsorbed && s.reluBackwardFrom < 0; }

@@ -99,7 +99,7 @@ public:
     int fusedReLUCount() const;
     int absorbedReLUCount() const;
     int reluBackwardsInProducers() const;
-    // Activation gradients written by their only consumer (Layer::overwritesInputGradient), not zeroed.
+    // Activation gradients written by their first writer in backward (Layer::overwritesInputGradient), not zeroed.
     int overwrittenGradCount() const;
     // Layers whose output (and its gradient) is stored blocked (compile's layout pass), and a node's block
     // (0: NCHW; nodeOutput is then in that order: Layer::LayoutRule).
@@ -120,6 +120,8 @@ private:
     // Whether a step has an output gradient buffer of its own (it has none when a ReLU's backward is
     // done elsewhere), and the gradient its backward receives.
     static bool hasOwnGrad(const Step& s);
+    // The ports on which a step's backward writes the gradient of step `target` (both indices into m_steps).
+    std::vector<int> portsWriting(const Step& s, int target) const;
     const Tensor& outputGrad(const Step& s, const Tensor& dOutput) const;
 
     Backend* m_backend = nullptr;

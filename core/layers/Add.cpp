@@ -27,15 +27,22 @@ public:
     }
     void backward(LayerContext& ctx, const std::vector<const Tensor*>&, const Tensor& out, const Tensor& dOut,
                   const std::vector<Tensor*>& dIn) override {
-        for (Tensor* d : dIn) {
+        Backend& b = ctx.backend;
+        for (size_t k = 0; k < dIn.size(); ++k) {
+            Tensor* d = dIn[k];
             if (!d) continue;
+            const bool overwrite = ctx.overwritesInputGrad(k);
             if (m_reluBackward)
-                ctx.backend.activationBackward(d->f32(), dOut.f32(), nullptr, out.f32(), dOut.numel(), Activation::ReLU,
-                                               0.0f);
+                b.activationBackward(d->f32(), dOut.f32(), nullptr, out.f32(), dOut.numel(), Activation::ReLU, 0.0f,
+                                     overwrite);
+            else if (overwrite)
+                b.copy(d->raw(), dOut.raw(), dOut.bytes());
             else
-                ctx.backend.axpy(d->f32(), 1.0f, dOut.f32(), dOut.numel());
+                b.axpy(d->f32(), 1.0f, dOut.f32(), dOut.numel());
         }
     }
+    // Each input's gradient is a pass of its own that writes every element.
+    bool overwritesInputGradient() override { return true; }
 
     LayoutRule layoutRule() const override { return LayoutRule::Elementwise; }
 

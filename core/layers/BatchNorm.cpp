@@ -63,7 +63,7 @@ public:
         const bool fastPath = m_trainingForward && !ctx.replicas;
         const Tensor& dOut = gate && !fastPath ? gated(b, out, dOutput) : dOutput;
         // Told to overwrite its input gradient: the fast path writes it; the others add to it zeroed here.
-        if (ctx.overwriteInputGrad && dIn[0] && !fastPath) b.zero(dIn[0]->raw(), dIn[0]->bytes());
+        if (ctx.overwritesInputGrad(0) && dIn[0] && !fastPath) b.zero(dIn[0]->raw(), dIn[0]->bytes());
         const int n = static_cast<int>(batchOf(*in[0]));
         float* dgamma = gradOf(m_params[0]);
         float* dbeta = gradOf(m_params[1]);
@@ -76,7 +76,7 @@ public:
         if (m_trainingForward) {
             float* dx = dIn[0] ? dIn[0]->f32() : scratch(b, m_dxScratch, dOut.shape());
             b.batchNormBackward(dx, dgamma, dbeta, dOut.f32(), in[0]->f32(), p(0), m_saveMean.f32(), m_saveInvStd.f32(),
-                                n, m_c, m_inner, gate, ctx.overwriteInputGrad);
+                                n, m_c, m_inner, gate, ctx.overwritesInputGrad(0));
             return;
         }
         // Evaluation mode: y = (x - running_mean) * invstd * gamma + beta is affine per channel, so

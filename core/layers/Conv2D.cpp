@@ -68,7 +68,7 @@ public:
         const ConvDesc d = m_g.desc(static_cast<int>(batchOf(*in[0])));
         b.conv2dBackwardFused(dIn[0] ? dIn[0]->f32() : nullptr, gradOf(m_params[0]),
                               m_useBias ? gradOf(m_params[1]) : nullptr, dOut.f32(), in[0]->f32(),
-                              m_params[0].value.f32(), d, ctx.overwriteInputGrad);
+                              m_params[0].value.f32(), d, ctx.overwritesInputGrad(0));
     }
     bool overwritesInputGradient() override { return true; }
     // The backend reads and writes blocked tensors (ConvDesc::srcBlock, dstBlock).

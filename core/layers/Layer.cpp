@@ -329,7 +329,7 @@ public:
                   const std::vector<Tensor*>& dIn) override {
         if (dIn[0])
             ctx.backend.activationBackward(dIn[0]->f32(), dOut.f32(), in[0]->f32(), out.f32(), out.numel(), m_act,
-                                           m_alpha, ctx.overwriteInputGrad);
+                                           m_alpha, ctx.overwritesInputGrad(0));
     }
     bool overwritesInputGradient() override { return true; }
     LayoutRule layoutRule() const override { return LayoutRule::Elementwise; }

@@ -96,9 +96,11 @@ struct LayerContext {
     // mask by its global index), and the cross-replica sum (null: this batch is the whole batch).
     int64_t firstSample = 0;
     ReplicaSum* replicas = nullptr;
-    // Backward: dInputs[0] is written, not added to: its buffer was not zeroed, and this layer is the only
-    // one that writes it (set by the Model for a layer that agreed, Layer::overwritesInputGradient).
-    bool overwriteInputGrad = false;
+    // Backward: bit k set: dInputs[k] is written, not added to: its buffer was not zeroed, and this layer is the
+    // first to write it in the backward pass (set by the Model for a layer that agreed,
+    // Layer::overwritesInputGradient; later writers add to it).
+    uint32_t overwriteInputGrads = 0;
+    bool overwritesInputGrad(size_t k) const { return k < 32 && (overwriteInputGrads >> k) & 1u; }
 };
 
 // An executable layer, created by LayerType::create for fixed per-sample shapes.
@@ -131,10 +133,11 @@ public:
     // zero). Returns whether it did; default: no (BatchNorm and Add agree).
     virtual bool absorbFusedReLUBackward() { return false; }
 
-    // Whether the layer's backward can WRITE its input gradient (dIn[0] = ..., every element) when
-    // LayerContext::overwriteInputGrad says so. The Model asks a single-input layer whose input feeds
-    // nothing else; the input's gradient is then neither zeroed nor accumulated into (Conv2D agrees: its
-    // data gradient lands with a plain reorder instead of an accumulating one). Default: no.
+    // Whether the layer's backward can WRITE an input gradient (dIn[k] = ..., every element) when
+    // LayerContext::overwriteInputGrads says so. The Model asks the layer whose backward is the first to write
+    // that gradient (the input's last consumer in topological order), when the input feeds it on one port
+    // only; the gradient is then not zeroed, and any later writer adds to it (Conv2D agrees: its data
+    // gradient lands with a plain reorder instead of an accumulating one; Add, for each input). Default: no.
     virtual bool overwritesInputGradient() { return false; }
 
     // Memory layout (Model's layout pass, on a backend with an activation block: Backend::activationBlock): a

@@ -33,7 +33,7 @@ struct StepInfo {
     bool isInput = false, needsGrad = false, fused = false, reluAbsorbed = false;
     bool doesReLUBackward = false;    // does its fused ReLU's backward: no output gradient of its own
     bool backwardInProducer = false;  // a fused ReLU whose backward its producer does
-    bool gradOverwritten = false;     // its gradient is written by its only consumer: allocated apart, not zeroed
+    bool gradOverwritten = false;     // written by its first writer in backward: allocated apart, not zeroed
 };
 
 }  // namespace
@@ -118,12 +118,28 @@ MemoryEstimate estimateTrainingMemory(const Graph& graph, const TrainingSettings
         if (from.needsGrad && from.layer->absorbFusedReLUBackward()) from.doesReLUBackward = true;
         relu.backwardInProducer = from.doesReLUBackward;
     }
-    for (StepInfo& s : steps) {
-        if (s.isInput || s.inputs.size() != 1 || !s.needsGrad || s.reluAbsorbed || s.backwardInProducer) continue;
-        StepInfo& in = steps[static_cast<size_t>(s.inputs[0])];
-        if (!in.isInput && in.needsGrad && !in.reluAbsorbed && consumers[static_cast<size_t>(s.inputs[0])] == 1 &&
-            s.type->inputDifferentiable(0) && s.layer->overwritesInputGradient())
-            in.gradOverwritten = true;
+    // A gradient its first writer in backward (its last consumer) writes on one port (Model::portsWriting).
+    auto portsWriting = [&](const StepInfo& s, size_t target) {
+        int ports = 0, first = -1;
+        if (s.isInput || !s.needsGrad || s.reluAbsorbed || s.backwardInProducer) return std::pair{0, -1};
+        for (size_t k = 0; k < s.inputs.size(); ++k) {
+            const StepInfo& in = steps[static_cast<size_t>(s.inputs[k])];
+            const size_t written = static_cast<size_t>(in.reluAbsorbed ? in.inputs[0] : s.inputs[k]);
+            if (written == target && steps[written].needsGrad && s.type->inputDifferentiable(static_cast<int>(k))) {
+                if (ports++ == 0) first = static_cast<int>(k);
+            }
+        }
+        return std::pair{ports, first};
+    };
+    for (size_t t = 0; t + 1 < steps.size(); ++t) {
+        StepInfo& grad = steps[t];
+        if (grad.isInput || !grad.needsGrad || grad.reluAbsorbed || grad.doesReLUBackward) continue;
+        for (size_t w = steps.size(); w-- > t + 1;) {
+            const auto [ports, first] = portsWriting(steps[w], t);
+            if (ports == 0) continue;
+            grad.gradOverwritten = ports == 1 && first < 32 && steps[w].layer->overwritesInputGradient();
+            break;
+        }
     }
 
     const uint64_t packedBytes = packed > 0 ? allocation(static_cast<uint64_t>(packed) * kFloat) : 0;
