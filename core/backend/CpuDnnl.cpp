@@ -181,8 +181,16 @@ memory scratchFor(DnnlCache& cache, ConvPlan& plan, int role, const memory::desc
     return buf;
 }
 
-// user += result, converting from oneDNN's format (a reorder with a sum post-op).
-void accumulateInto(DnnlCache& cache, memory& result, memory& user) {
+// user += result, converting from oneDNN's format (a reorder with a sum post-op); in the same format (a blocked
+// tensor) a plain vector add, several times faster than that reorder.
+void accumulateInto(int threads, DnnlCache& cache, memory& result, memory& user) {
+    if (result.get_desc() == user.get_desc()) {
+        cache.stream.wait();
+        axpy(threads, static_cast<float*>(user.get_data_handle()), 1.0f,
+             static_cast<const float*>(result.get_data_handle()),
+             static_cast<int64_t>(user.get_desc().get_size() / sizeof(float)));
+        return;
+    }
     dnnl::post_ops ops;
     ops.append_sum(1.0f);
     dnnl::primitive_attr attr;
@@ -287,7 +295,7 @@ bool dnnlConv2dBackwardData(int threads, Workspace& ws, float* dx, const float* 
         memory diffSrc = scratchFor(cache, *plan, kDiffSrc, plan->dataPd.diff_src_desc());
         plan->bwdData.execute(cache.stream,
                               {{DNNL_ARG_DIFF_DST, diffDst}, {DNNL_ARG_WEIGHTS, wts}, {DNNL_ARG_DIFF_SRC, diffSrc}});
-        accumulateInto(cache, diffSrc, dxm);
+        accumulateInto(threads, cache, diffSrc, dxm);
         cache.stream.wait();
     });
 }
@@ -306,7 +314,7 @@ bool dnnlConv2dBackwardFilter(int threads, Workspace& ws, float* dw, const float
         memory diffW = scratchFor(cache, *plan, kDiffWeights, plan->weightsPd.diff_weights_desc());
         plan->bwdWeights.execute(cache.stream,
                                  {{DNNL_ARG_DIFF_DST, diffDst}, {DNNL_ARG_SRC, src}, {DNNL_ARG_DIFF_WEIGHTS, diffW}});
-        accumulateInto(cache, diffW, dwm);
+        accumulateInto(threads, cache, diffW, dwm);
         cache.stream.wait();
     });
 }
@@ -358,7 +366,7 @@ bool dnnlConv2dBackwardFused(int threads, Workspace& ws, float* dx, float* dw, f
                 if (overwriteDx)
                     dnnl::reorder(diffSrc, dxm).execute(cache.stream, diffSrc, dxm);
                 else
-                    accumulateInto(cache, diffSrc, dxm);
+                    accumulateInto(threads, cache, diffSrc, dxm);
             }
         }
         if (dw) {
@@ -378,7 +386,7 @@ bool dnnlConv2dBackwardFused(int threads, Workspace& ws, float* dx, float* dw, f
                 args.emplace(DNNL_ARG_DIFF_BIAS, diffB);
             }
             (dbias ? plan->bwdWeightsBias : plan->bwdWeights).execute(cache.stream, args);
-            accumulateInto(cache, diffW, dwm);
+            accumulateInto(threads, cache, diffW, dwm);
             cache.stream.wait();
             if (dbias) {
                 const float* db = static_cast<const float*>(diffB.get_data_handle());
