@@ -345,6 +345,7 @@ ProfileReport profileProject(const Project& projectIn, const std::string& projec
         const int64_t outNumel = out ? out->shape().dropFirst().numel() : 0;
         lp.outputShape = out ? out->shape().dropFirst().toString() : "?";
         lp.fused = !fwdSteps.count(id);
+        lp.outputBlock = model->outputBlock(id);
         std::vector<int64_t> inNumel;
         for (const std::string& port : g.inputPorts(id))
             if (const auto e = g.edgeInto({id, port}))
@@ -379,6 +380,7 @@ Json profileToJson(const ProfileReport& r) {
                           {"type", l.type},
                           {"output_shape", l.outputShape},
                           {"fused", l.fused},
+                          {"output_block", l.outputBlock},
                           {"absorbed", l.absorbed},
                           {"forward_ms", l.forwardMs},
                           {"backward_ms", l.backwardMs},
@@ -458,6 +460,13 @@ std::string formatProfile(const ProfileReport& r) {
                   100 * r.dataWaitMs / std::max(1e-9, r.stepMs), r.overheadMs,
                   100 * r.overheadMs / std::max(1e-9, r.stepMs));
     s << line;
+    // Which layers' outputs the convolutions read and write without reordering (compile's layout pass).
+    int blocked = 0, block = 0;
+    for (const LayerProfile& l : r.layers)
+        if (l.outputBlock > 0) ++blocked, block = l.outputBlock;
+    if (blocked > 0)
+        s << "layout: " << blocked << " of " << r.layers.size() << " layers' outputs kept blocked by " << block
+          << " channels (nChw" << block << "c) between layers; the others NCHW\n";
     return s.str();
 }
 

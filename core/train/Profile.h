@@ -45,6 +45,7 @@ struct LayerProfile {
     double bytesMoved = 0;                       // forward + backward, per step
     double gflops = 0, gbps = 0;                 // achieved (FLOP and bytes over forward + backward time)
     double share = 0;                            // of the step's compute, 0..1
+    int outputBlock = 0;                         // its output's layout: 0 NCHW, else blocked by it (Model)
 };
 
 struct ProfileOptions {
