@@ -7,6 +7,7 @@
 // without a conformance test fails this suite.
 #include <QtTest>
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -170,6 +171,21 @@ std::string compareVectors(const Vec& got, const Vec& want, const Tolerance& tol
     s << "element " << worstAt << ": got " << got[worstAt] << ", reference " << want[worstAt] << " (error " << worst
       << ", allowed " << tol.abs * scale + tol.rel * std::fabs(static_cast<double>(want[worstAt])) << ")";
     return s.str();
+}
+
+// An [n, c, hw] tensor between NCHW and blocked by b (b = 0: as it is): element (image, channel, position) sits at
+// ((image * c/b + ch/b) * hw + p) * b + ch % b when blocked.
+Vec reblocked(const Vec& v, int n, int c, int64_t hw, int b, bool toBlocked) {
+    if (b == 0) return v;
+    Vec out(v.size());
+    for (int i = 0; i < n; ++i)
+        for (int ch = 0; ch < c; ++ch)
+            for (int64_t p = 0; p < hw; ++p) {
+                const size_t plain = (static_cast<size_t>(i) * c + ch) * hw + p;
+                const size_t blocked = ((static_cast<size_t>(i) * (c / b) + ch / b) * hw + p) * b + ch % b;
+                (toBlocked ? out[blocked] : out[plain]) = toBlocked ? v[plain] : v[blocked];
+            }
+    return out;
 }
 
 // Hand-computed expectations: equal within 1e-6 (absolute and relative).
@@ -628,20 +644,7 @@ private slots:
         bool anyBlock = false;
         for (NamedBackend& nb : m_fast) anyBlock = anyBlock || nb.backend->activationBlock() > 0;
         if (!anyBlock) QSKIP("no backend here has a blocked layout (no oneDNN, or STRATA_BLOCKED_LAYOUT=0)");
-        // Element (image, channel, position) of an [n, c, hw] tensor blocked by b: ((image * c/b + ch/b) * hw +
-        // p) * b + ch % b.
-        auto reorder = [](const Vec& v, int n, int c, int64_t hw, int b, bool toBlocked) {
-            if (b == 0) return v;
-            Vec out(v.size());
-            for (int i = 0; i < n; ++i)
-                for (int ch = 0; ch < c; ++ch)
-                    for (int64_t p = 0; p < hw; ++p) {
-                        const size_t plain = (static_cast<size_t>(i) * c + ch) * hw + p;
-                        const size_t blocked = ((static_cast<size_t>(i) * (c / b) + ch / b) * hw + p) * b + ch % b;
-                        (toBlocked ? out[blocked] : out[plain]) = toBlocked ? v[plain] : v[blocked];
-                    }
-            return out;
-        };
+        const auto reorder = reblocked;
         struct Case {
             int n, c, hw, k, stride, groups;
             bool blockedIn, blockedOut;
@@ -699,6 +702,54 @@ private slots:
         Tensor X = m_ref->zeros(Shape{d.inputSize()}), W = m_ref->zeros(Shape{d.weightSize()}),
                Y = m_ref->zeros(Shape{d.outputSize()});
         QVERIFY_THROWS_EXCEPTION(BackendError, m_ref->conv2dForwardFused(Y.f32(), X.f32(), W.f32(), nullptr, false, d));
+    }
+
+    // 2x2 stride-2 max pooling on blocked tensors (PoolDesc::block) against the reference in NCHW: forward,
+    // backward (added to dx) and the backward with the ReLU before it (maxPool2dReLUBackward); ties included.
+    void pool2dBlocked() {
+        bool anyBlock = false;
+        for (NamedBackend& nb : m_fast) anyBlock = anyBlock || nb.backend->activationBlock() > 0;
+        if (!anyBlock) QSKIP("no backend here has a blocked layout (no oneDNN, or STRATA_BLOCKED_LAYOUT=0)");
+        std::mt19937 rng(19);
+        for (const auto& [n, c, h, w] : std::vector<std::array<int, 4>>{{2, 16, 8, 8}, {3, 32, 6, 10}, {1, 16, 7, 5}}) {
+            PoolDesc d;
+            d.n = n, d.c = c, d.h = h, d.w = w;
+            const int64_t hw = int64_t(h) * w, ohw = int64_t(d.outH()) * d.outW();
+            Vec x = randomVec(rng, static_cast<size_t>(n * c * hw));
+            for (size_t i = 0; i < x.size(); i += 7) x[i] = x[i + 1 < x.size() ? i + 1 : i];  // ties
+            Vec xr = x;  // the ReLU's output the ReLU-masked backward pools: zeros, whose windows get no gradient
+            for (float& v : xr) v = std::max(v, 0.0f);
+            const Vec dy = randomVec(rng, static_cast<size_t>(n * c * ohw)), dx0 = randomVec(rng, x.size());
+            const std::string ctx = "n" + std::to_string(n) + " c" + std::to_string(c) + " " + std::to_string(h) + "x" +
+                                    std::to_string(w) + " blocked";
+            auto on = [&](Backend& be) {
+                PoolDesc e = d;
+                e.block = be.activationBlock();
+                return e;
+            };
+            if (!compareAll("pool2dForward", ctx, [&](Backend& be) {
+                    const PoolDesc e = on(be);
+                    Tensor X = up(be, reblocked(x, n, c, hw, e.block, true)), Y = be.empty(Shape{n * c * ohw});
+                    be.pool2dForward(Y.f32(), X.f32(), e);
+                    return Outputs{reblocked(down(be, Y), n, c, ohw, e.block, false)};
+                }))
+                return;
+            for (bool relu : {false, true})
+                if (!compareAll(relu ? "maxPool2dReLUBackward" : "pool2dBackward", ctx, [&](Backend& be) {
+                        const PoolDesc e = on(be);
+                        Tensor X = up(be, reblocked(relu ? xr : x, n, c, hw, e.block, true)),
+                               Y = be.empty(Shape{n * c * ohw});
+                        be.pool2dForward(Y.f32(), X.f32(), e);
+                        Tensor DY = up(be, reblocked(dy, n, c, ohw, e.block, true)),
+                               DX = up(be, reblocked(dx0, n, c, hw, e.block, true));
+                        if (relu)
+                            be.maxPool2dReLUBackward(DX.f32(), DY.f32(), X.f32(), Y.f32(), e);
+                        else
+                            be.pool2dBackward(DX.f32(), DY.f32(), X.f32(), Y.f32(), e);
+                        return Outputs{reblocked(down(be, DX), n, c, hw, e.block, false)};
+                    }))
+                    return;
+        }
     }
 
     // The fused forward really applies bias and ReLU (not only agrees with a reference that might not).

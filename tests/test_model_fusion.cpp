@@ -103,6 +103,20 @@ Graph wideResidualGraph() {
     return g;
 }
 
+// The plain CNN's shape, 16 channels: Input [1, 12, 12] -> Conv2D 16 -> ReLU -> MaxPool 2x2 -> Conv2D 16 -> ReLU
+// -> MaxPool 2x2 -> Flatten -> Dense 5. Blocked: the first convolution, its ReLU (whose backward the pooling does)
+// and the pooling (3 layers); the second group ends at Flatten, which reads NCHW.
+Graph pooledGraph() {
+    Graph g;
+    int x = g.addNode("Input", {}, {{"shape", {1, 12, 12}}});
+    for (int i = 0; i < 2; ++i) {
+        x = chain(g, x, "Conv2D", {{"filters", 16}, {"kernel", 3}, {"padding", 1}});
+        x = chain(g, chain(g, x, "ReLU"), "MaxPool2D", {{"kernel", 2}, {"stride", 2}});
+    }
+    chain(g, chain(g, x, "Flatten"), "Dense", {{"units", 5}});
+    return g;
+}
+
 // The sequence layers on a float sequence [7, 3]: PositionalEmbedding -> Conv1D 4 (kernel 3, pad 1) -> ReLU ->
 // Conv1D 5 (kernel 2, stride 2, dilation 2, no bias) -> Dense 6 per position -> SequenceMeanPool -> Dense 3.
 Graph sequenceGraph() {
@@ -357,29 +371,31 @@ private slots:
         auto probe = test::makeCpuBackend();
         const int block = probe->activationBlock();
         if (block == 0) QSKIP("this CPU backend has no blocked layout (no oneDNN, or STRATA_BLOCKED_LAYOUT=0)");
-        const Graph g = wideResidualGraph();
         auto ref = test::makeReferenceBackend();
-        QCOMPARE(compile(g, *ref, 7)->blockedOutputCount(), 0);
-        QCOMPARE(compile(g, *probe, 7)->blockedOutputCount(), 9);
-        QCOMPARE(compile(g, *probe, 7, true, false)->blockedOutputCount(), 0);
-        QCOMPARE(compile(g, *probe, 7, false)->blockedOutputCount(), 0);
-        const Result want = run(*ref, g, false, nullptr);
-        for (bool oneDnn : {true, false}) {
-            auto cpu = std::make_unique<CpuBackend>();
-            cpu->setOneDnn(oneDnn);
-            const std::string ctx =
-                std::string("cpu blocked by ") + std::to_string(block) + (oneDnn ? ", oneDNN" : ", im2col");
-            const Result got = run(*cpu, g, true, nullptr);
-            QVERIFY2(maxDiff(got.output, want.output) < 1e-4, (ctx + ": outputs differ").c_str());
-            QCOMPARE(got.grads.size(), want.grads.size());
-            for (size_t i = 0; i < want.grads.size(); ++i)
-                QVERIFY2(maxDiff(got.grads[i], want.grads[i]) < 1e-3,
-                         (ctx + ": gradient " + std::to_string(i) + " differs by " +
-                          std::to_string(maxDiff(got.grads[i], want.grads[i])))
-                             .c_str());
-            // And the same model in NCHW on this backend: the layouts change no value beyond rounding.
-            const Result plain = run(*cpu, g, true, nullptr, nullptr, false, false);
-            QVERIFY2(maxDiff(got.output, plain.output) < 1e-5, (ctx + ": blocked and NCHW outputs differ").c_str());
+        QCOMPARE(compile(wideResidualGraph(), *probe, 7)->blockedOutputCount(), 9);
+        QCOMPARE(compile(pooledGraph(), *probe, 7)->blockedOutputCount(), 3);
+        for (const Graph& g : {wideResidualGraph(), pooledGraph()}) {
+            QCOMPARE(compile(g, *ref, 7)->blockedOutputCount(), 0);
+            QCOMPARE(compile(g, *probe, 7, true, false)->blockedOutputCount(), 0);
+            QCOMPARE(compile(g, *probe, 7, false)->blockedOutputCount(), 0);
+            const Result want = run(*ref, g, false, nullptr);
+            for (bool oneDnn : {true, false}) {
+                auto cpu = std::make_unique<CpuBackend>();
+                cpu->setOneDnn(oneDnn);
+                const std::string ctx =
+                    std::string("cpu blocked by ") + std::to_string(block) + (oneDnn ? ", oneDNN" : ", im2col");
+                const Result got = run(*cpu, g, true, nullptr);
+                QVERIFY2(maxDiff(got.output, want.output) < 1e-4, (ctx + ": outputs differ").c_str());
+                QCOMPARE(got.grads.size(), want.grads.size());
+                for (size_t i = 0; i < want.grads.size(); ++i)
+                    QVERIFY2(maxDiff(got.grads[i], want.grads[i]) < 1e-3,
+                             (ctx + ": gradient " + std::to_string(i) + " differs by " +
+                              std::to_string(maxDiff(got.grads[i], want.grads[i])))
+                                 .c_str());
+                // And the same model in NCHW on this backend: the layouts change no value beyond rounding.
+                const Result plain = run(*cpu, g, true, nullptr, nullptr, false, false);
+                QVERIFY2(maxDiff(got.output, plain.output) < 1e-5, (ctx + ": blocked and NCHW outputs differ").c_str());
+            }
         }
     }
 

@@ -58,7 +58,13 @@ void checkConv(BackendOp op, const ConvDesc& d, int block = 0) {
                      std::to_string(d.h) + "x" + std::to_string(d.w) + " input with this padding and dilation");
 }
 
-void checkPool(BackendOp op, const PoolDesc& d) {
+void checkPool(BackendOp op, const PoolDesc& d, int block) {
+    if (d.block != 0 && (d.block != block || d.c % d.block != 0 || d.mode != PoolMode::Max || d.kernelH != 2 ||
+                         d.kernelW != 2 || d.strideH != 2 || d.strideW != 2 || d.padH != 0 || d.padW != 0)) [[unlikely]]
+        fail(op, "blocked layout " + std::to_string(d.block) +
+                     " needs 2x2 stride-2 max pooling without padding, channels divisible by the block, and the "
+                     "backend's block (" +
+                     std::to_string(block) + ")");
     if (d.n < 1 || d.c < 1 || d.h < 1 || d.w < 1 || d.kernelH < 1 || d.kernelW < 1 || d.strideH < 1 || d.strideW < 1 ||
         d.padH < 0 || d.padW < 0) [[unlikely]]
         fail(op, "invalid descriptor (sizes, kernel and strides must be >= 1, padding >= 0)");
@@ -335,7 +341,7 @@ void Backend::conv2dBackwardFused(float* dx, float* dw, float* dbias, const floa
 
 void Backend::pool2dForward(float* y, const float* x, const PoolDesc& d) {
     constexpr BackendOp op = BackendOp::Pool2dForward;
-    checkPool(op, d);
+    checkPool(op, d, activationBlock());
     pointer(op, "y", y);
     pointer(op, "x", x);
     doPool2dForward(y, x, d);
@@ -343,7 +349,7 @@ void Backend::pool2dForward(float* y, const float* x, const PoolDesc& d) {
 
 void Backend::pool2dBackward(float* dx, const float* dy, const float* x, const float* y, const PoolDesc& d) {
     constexpr BackendOp op = BackendOp::Pool2dBackward;
-    checkPool(op, d);
+    checkPool(op, d, activationBlock());
     pointer(op, "dx", dx);
     pointer(op, "dy", dy);
     pointer(op, "x", x);
@@ -356,7 +362,7 @@ void Backend::maxPool2dReLUBackward(float* dx, const float* dy, const float* x, 
     constexpr BackendOp op = BackendOp::MaxPool2dReLUBackward;
     if (d.mode != PoolMode::Max) [[unlikely]]
         fail(op, "the pooling must be max pooling");
-    checkPool(op, d);
+    checkPool(op, d, activationBlock());
     pointer(op, "dx", dx);
     pointer(op, "dy", dy);
     pointer(op, "x", x);

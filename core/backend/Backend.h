@@ -82,9 +82,12 @@ enum class PoolMode { Max, Average };
 
 // 2-D pooling over NCHW. Average pooling divides by the number of in-bounds
 // elements (padding excluded), as cuDNN's EXCLUDE_PADDING mode does.
+// block: x, y and their gradients stored blocked (ConvDesc::srcBlock), in the backend's activationBlock; only
+// 2x2, stride-2 max pooling without padding takes it.
 struct PoolDesc {
     PoolMode mode = PoolMode::Max;
     int n = 1, c = 1, h = 1, w = 1;
+    int block = 0;
     int kernelH = 2, kernelW = 2;
     int strideH = 2, strideW = 2;
     int padH = 0, padW = 0;

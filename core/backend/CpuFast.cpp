@@ -637,7 +637,65 @@ inline int argmax4(float a, float b, float c, float d, float& best) {
 
 }  // namespace
 
+namespace {
+
+// 2x2, stride-2 max pooling on a blocked tensor (PoolDesc::block = B): per image and channel block, the B
+// channels of a position side by side, so each window is four B-vectors; the same winner rule as argmax4.
+// Backward adds each dy to its window's winner (kReLUMask: only where the maximum y is positive).
+void maxPool2x2BlockedForward(int threads, float* y, const float* x, const PoolDesc& d) {
+    const int OH = d.outH(), OW = d.outW(), B = d.block;
+    const int64_t planes = int64_t(d.n) * (d.c / B);
+    const size_t inPlane = size_t(d.h) * d.w * B, outPlane = size_t(OH) * OW * B;
+    parallelFor(threads, planes, 1, [&](int64_t b, int64_t e, int) {
+        for (int64_t p = b; p < e; ++p)
+            for (int oh = 0; oh < OH; ++oh)
+                for (int ow = 0; ow < OW; ++ow) {
+                    const float* a0 = x + p * inPlane + (size_t(2 * oh) * d.w + 2 * ow) * B;
+                    const float* a1 = a0 + size_t(d.w) * B;
+                    float* out = y + p * outPlane + (size_t(oh) * OW + ow) * B;
+                    for (int j = 0; j < B; ++j) {
+                        const float a = a0[j], bb = a0[B + j], c = a1[j], ee = a1[B + j];
+                        const float m01 = bb > a ? bb : a, m23 = ee > c ? ee : c;
+                        out[j] = m23 > m01 ? m23 : m01;
+                    }
+                }
+    });
+}
+
+template <bool kReLUMask>
+void maxPool2x2BlockedBackward(int threads, float* dx, const float* dy, const float* x, const float* y,
+                               const PoolDesc& d) {
+    const int OH = d.outH(), OW = d.outW(), B = d.block;
+    const int64_t planes = int64_t(d.n) * (d.c / B);
+    const size_t inPlane = size_t(d.h) * d.w * B, outPlane = size_t(OH) * OW * B;
+    parallelFor(threads, planes, 1, [&](int64_t b, int64_t e, int) {
+        for (int64_t p = b; p < e; ++p)
+            for (int oh = 0; oh < OH; ++oh)
+                for (int ow = 0; ow < OW; ++ow) {
+                    const size_t at0 = p * inPlane + (size_t(2 * oh) * d.w + 2 * ow) * B, at1 = at0 + size_t(d.w) * B;
+                    const size_t out = p * outPlane + (size_t(oh) * OW + ow) * B;
+                    const float *x0 = x + at0, *x1 = x + at1, *g = dy + out;
+                    float *d0 = dx + at0, *d1 = dx + at1;
+                    for (int j = 0; j < B; ++j) {
+                        const float a = x0[j], bb = x0[B + j], c = x1[j], ee = x1[B + j];
+                        const float pickB = bb > a ? 1.0f : 0.0f, pickE = ee > c ? 1.0f : 0.0f;
+                        const float m01 = bb > a ? bb : a, m23 = ee > c ? ee : c;
+                        const float second = m23 > m01 ? 1.0f : 0.0f;
+                        float v = g[j];
+                        if constexpr (kReLUMask) v = y[out + j] > 0.0f ? v : 0.0f;
+                        d0[j] += v * (1.0f - second) * (1.0f - pickB);
+                        d0[B + j] += v * (1.0f - second) * pickB;
+                        d1[j] += v * second * (1.0f - pickE);
+                        d1[B + j] += v * second * pickE;
+                    }
+                }
+    });
+}
+
+}  // namespace
+
 void pool2dForward(int threads, float* y, const float* x, const PoolDesc& d) {
+    if (d.block > 0) return maxPool2x2BlockedForward(threads, y, x, d);
     const int OH = d.outH(), OW = d.outW();
     const int64_t planes = static_cast<int64_t>(d.n) * d.c;
     const size_t inPlane = static_cast<size_t>(d.h) * d.w, outPlane = static_cast<size_t>(OH) * OW;
@@ -724,6 +782,7 @@ void maxPool2x2Backward(float* dx, const float* dy, const float* x, const float*
 }  // namespace
 
 void pool2dBackward(int threads, float* dx, const float* dy, const float* x, const PoolDesc& d) {
+    if (d.block > 0) return maxPool2x2BlockedBackward<false>(threads, dx, dy, x, nullptr, d);
     const int OH = d.outH(), OW = d.outW();
     const int64_t planes = static_cast<int64_t>(d.n) * d.c;
     const size_t inPlane = static_cast<size_t>(d.h) * d.w, outPlane = static_cast<size_t>(OH) * OW;
@@ -740,6 +799,10 @@ void pool2dBackward(int threads, float* dx, const float* dy, const float* x, con
 }
 
 bool maxPool2dReLUBackward(int threads, float* dx, const float* dy, const float* x, const float* y, const PoolDesc& d) {
+    if (d.block > 0 && y) {
+        maxPool2x2BlockedBackward<true>(threads, dx, dy, x, y, d);
+        return true;
+    }
     if (!isPlain2x2(d) || y == nullptr) return false;
     const int64_t planes = static_cast<int64_t>(d.n) * d.c;
     parallelFor(threads, planes, rowGrain(static_cast<int64_t>(d.h) * d.w),

@@ -223,7 +223,7 @@ void Model::chooseLayouts(int block) {
         if (!can[i]) groupCan[root(i)] = false;
     for (size_t i = 0; i < count; ++i) m_steps[i]->block = groupCan[root(i)] ? block : 0;
     for (auto& s : m_steps) {
-        if (rule(*s) != Layer::LayoutRule::Any) continue;
+        if (rule(*s) == Layer::LayoutRule::NchwOnly) continue;
         std::vector<int> inputs;
         for (int in : s->inputs) inputs.push_back(m_steps[static_cast<size_t>(in)]->block);
         s->layer->setLayouts(inputs, s->block);

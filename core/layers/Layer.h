@@ -145,13 +145,13 @@ public:
     // backend's convolutions read and write without reordering; its gradient then has the same layout. How a
     // layer takes blocked tensors:
     //   NchwOnly (the default): it does not; its inputs and output are NCHW.
-    //   Elementwise: in any layout, so long as its inputs and its output share it (activations, Add); it
-    //     need not know which.
-    //   Any: each input and the output in the layout compile picks, which it is told by setLayouts (Conv2D,
-    //     GlobalAvgPool).
+    //   Elementwise: in any layout, so long as its inputs and its output share it (activations, Add, 2x2
+    //     max pooling).
+    //   Any: each input and the output in the layout compile picks (Conv2D, GlobalAvgPool).
     enum class LayoutRule { NchwOnly, Elementwise, Any };
     virtual LayoutRule layoutRule() const { return LayoutRule::NchwOnly; }
-    // Called once by compile on a layer whose rule is Any: each input's block and the output's (0: NCHW).
+    // Called once by compile on a layer whose rule is not NchwOnly: each input's block and the output's (0:
+    // NCHW). Default: ignored (an element-wise layer need not know).
     virtual void setLayouts(const std::vector<int>& /*inputBlocks*/, int /*outputBlock*/) {}
 
     // Data parallel, a replica whose slice of a step's global batch is empty: forward and backward are not

@@ -39,13 +39,26 @@ public:
         m_reluBackward = m_mode == PoolMode::Max;
         return m_reluBackward;
     }
+    // 2x2, stride-2 max pooling takes blocked tensors (output in its input's layout).
+    LayoutRule layoutRule() const override {
+        const PoolDesc d = poolDesc(m_mode, m_params, m_in, 1);
+        const bool plain = d.mode == PoolMode::Max && d.kernelH == 2 && d.kernelW == 2 && d.strideH == 2 &&
+                           d.strideW == 2 && d.padH == 0 && d.padW == 0;
+        return plain ? LayoutRule::Elementwise : LayoutRule::NchwOnly;
+    }
+    void setLayouts(const std::vector<int>& inputBlocks, int) override { m_block = inputBlocks.at(0); }
 
 private:
-    PoolDesc desc(const Tensor& x) const { return poolDesc(m_mode, m_params, m_in, static_cast<int>(batchOf(x))); }
+    PoolDesc desc(const Tensor& x) const {
+        PoolDesc d = poolDesc(m_mode, m_params, m_in, static_cast<int>(batchOf(x)));
+        d.block = m_block;
+        return d;
+    }
     PoolMode m_mode;
     Json m_params;
     Shape m_in;
     bool m_reluBackward = false;
+    int m_block = 0;
 };
 
 class Pool2DType : public LayerType {
