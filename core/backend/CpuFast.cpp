@@ -556,7 +556,7 @@ void reblock(int threads, float* dst, int dstBlock, const float* src, int srcBlo
     // image's group of g channels (g the larger block).
     const int64_t sb = srcBlock > 0 ? srcBlock : 1, db = dstBlock > 0 ? dstBlock : 1, g = std::max(sb, db);
     const int64_t groups = c / g;
-    parallelFor(threads, int64_t(n) * groups, 1, [&](int64_t r0, int64_t r1, int) {
+    parallelFor(threads, int64_t(n) * groups, rowGrain(g * hw), [&](int64_t r0, int64_t r1, int) {
         for (int64_t r = r0; r < r1; ++r) {
             // The group's g channels start at the same offset in both layouts: (image * C + ch0) * hw.
             const int64_t start = r * g * hw;
@@ -657,7 +657,7 @@ void maxPool2x2BlockedForward(int threads, float* y, const float* x, const PoolD
     const int OH = d.outH(), OW = d.outW();
     const int64_t planes = int64_t(d.n) * (d.c / B);
     const size_t inPlane = size_t(d.h) * d.w * B, outPlane = size_t(OH) * OW * B;
-    parallelFor(threads, planes, 1, [&](int64_t b, int64_t e, int) {
+    parallelFor(threads, planes, rowGrain(static_cast<int64_t>(inPlane)), [&](int64_t b, int64_t e, int) {
         for (int64_t p = b; p < e; ++p)
             for (int oh = 0; oh < OH; ++oh)
                 for (int ow = 0; ow < OW; ++ow) {
@@ -681,7 +681,7 @@ void maxPool2x2BlockedBackward(int threads, float* dx, const float* dy, const fl
     const int64_t planes = int64_t(d.n) * (d.c / B);
     const size_t inPlane = size_t(d.h) * d.w * B, outPlane = size_t(OH) * OW * B;
     const Float4 zero{0.0f, 0.0f, 0.0f, 0.0f};
-    parallelFor(threads, planes, 1, [&](int64_t b, int64_t e, int) {
+    parallelFor(threads, planes, rowGrain(static_cast<int64_t>(inPlane)), [&](int64_t b, int64_t e, int) {
         for (int64_t p = b; p < e; ++p)
             for (int oh = 0; oh < OH; ++oh)
                 for (int ow = 0; ow < OW; ++ow) {
