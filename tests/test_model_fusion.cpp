@@ -227,6 +227,18 @@ double maxDiff(const std::vector<float>& a, const std::vector<float>& b) {
     return m;
 }
 
+// How `got` differs from `want` beyond the tolerances (outputs 1e-4, gradients 1e-3), or empty.
+std::string mismatch(const Result& got, const Result& want) {
+    if (maxDiff(got.output, want.output) >= 1e-4) return "outputs differ";
+    if (got.grads.size() != want.grads.size())
+        return std::to_string(got.grads.size()) + " gradients, not " + std::to_string(want.grads.size());
+    for (size_t i = 0; i < want.grads.size(); ++i)
+        if (maxDiff(got.grads[i], want.grads[i]) >= 1e-3)
+            return "gradient " + std::to_string(i) + " differs by " +
+                   std::to_string(maxDiff(got.grads[i], want.grads[i]));
+    return {};
+}
+
 // Input [3, 8, 8] -> Conv2D 5 -> BatchNorm -> ReLU -> MaxPool -> Conv2D 4 (no bias) -> BatchNorm -> ReLU
 // -> Flatten -> Dense 6 -> BatchNorm -> ReLU -> Dense 3 (three foldable BatchNorms), plus, beside the second
 // convolution, a Conv2D 4 whose output feeds a BatchNorm AND an Add (not foldable: its raw output is used).
@@ -347,15 +359,8 @@ private slots:
         backends.push_back({"cpu-reference", test::makeReferenceBackend()});
         for (auto& nb : backends) {
             for (bool fuse : {false, true}) {
-                const Result got = run(*nb.backend, g, fuse, nullptr);
-                const std::string ctx = nb.name + (fuse ? " fused" : " unfused");
-                QVERIFY2(maxDiff(got.output, want.output) < 1e-4, (ctx + ": outputs differ").c_str());
-                QCOMPARE(got.grads.size(), want.grads.size());
-                for (size_t i = 0; i < want.grads.size(); ++i)
-                    QVERIFY2(maxDiff(got.grads[i], want.grads[i]) < 1e-3,
-                             (ctx + ": gradient " + std::to_string(i) + " differs by " +
-                              std::to_string(maxDiff(got.grads[i], want.grads[i])))
-                                 .c_str());
+                const std::string err = mismatch(run(*nb.backend, g, fuse, nullptr), want);
+                QVERIFY2(err.empty(), (nb.name + (fuse ? " fused: " : " unfused: ") + err).c_str());
             }
         }
         // Not a vacuous comparison: the gradients are not all zero.
@@ -385,13 +390,8 @@ private slots:
                 const std::string ctx =
                     std::string("cpu blocked by ") + std::to_string(block) + (oneDnn ? ", oneDNN" : ", im2col");
                 const Result got = run(*cpu, g, true, nullptr);
-                QVERIFY2(maxDiff(got.output, want.output) < 1e-4, (ctx + ": outputs differ").c_str());
-                QCOMPARE(got.grads.size(), want.grads.size());
-                for (size_t i = 0; i < want.grads.size(); ++i)
-                    QVERIFY2(maxDiff(got.grads[i], want.grads[i]) < 1e-3,
-                             (ctx + ": gradient " + std::to_string(i) + " differs by " +
-                              std::to_string(maxDiff(got.grads[i], want.grads[i])))
-                                 .c_str());
+                const std::string err = mismatch(got, want);
+                QVERIFY2(err.empty(), (ctx + ": " + err).c_str());
                 // And the same model in NCHW on this backend: the layouts change no value beyond rounding.
                 const Result plain = run(*cpu, g, true, nullptr, nullptr, false, false);
                 QVERIFY2(maxDiff(got.output, plain.output) < 1e-5, (ctx + ": blocked and NCHW outputs differ").c_str());
