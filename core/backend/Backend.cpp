@@ -59,8 +59,7 @@ void checkConv(BackendOp op, const ConvDesc& d, int block = 0) {
 }
 
 void checkPool(BackendOp op, const PoolDesc& d, int block) {
-    if (d.block != 0 && (d.block != block || d.c % d.block != 0 || d.mode != PoolMode::Max || d.kernelH != 2 ||
-                         d.kernelW != 2 || d.strideH != 2 || d.strideW != 2 || d.padH != 0 || d.padW != 0)) [[unlikely]]
+    if (d.block != 0 && (d.block != block || d.c % d.block != 0 || !d.isPlain2x2Max())) [[unlikely]]
         fail(op, "blocked layout " + std::to_string(d.block) +
                      " needs 2x2 stride-2 max pooling without padding, channels divisible by the block, and the "
                      "backend's block (" +

@@ -93,6 +93,11 @@ struct PoolDesc {
     int padH = 0, padW = 0;
     int outH() const { return (h + 2 * padH - kernelH) / strideH + 1; }
     int outW() const { return (w + 2 * padW - kernelW) / strideW + 1; }
+    // 2x2, stride-2 max pooling without padding (the case with fast paths, and the one that takes blocks).
+    bool isPlain2x2Max() const {
+        return mode == PoolMode::Max && kernelH == 2 && kernelW == 2 && strideH == 2 && strideW == 2 && padH == 0 &&
+               padW == 0;
+    }
 };
 
 struct SgdParams {

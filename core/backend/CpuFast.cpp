@@ -617,11 +617,6 @@ bool allFinite(int threads, const float* x, int64_t n) {
 
 namespace {
 
-bool isPlain2x2(const PoolDesc& d) {
-    return d.mode == PoolMode::Max && d.kernelH == 2 && d.kernelW == 2 && d.strideH == 2 && d.strideW == 2 &&
-           d.padH == 0 && d.padW == 0;
-}
-
 // Index (0..3) of the first maximal element of a 2x2 window in row-major order, as the reference picks it:
 // the first maximum of each pair, then the second pair only if strictly greater. Written as selects, not
 // branches, because on real data the winner is unpredictable. (With NaN in the window the choice may
@@ -731,7 +726,7 @@ void pool2dForward(int threads, float* y, const float* x, const PoolDesc& d) {
     const int64_t planes = static_cast<int64_t>(d.n) * d.c;
     const size_t inPlane = static_cast<size_t>(d.h) * d.w, outPlane = static_cast<size_t>(OH) * OW;
     parallelFor(threads, planes, rowGrain(static_cast<int64_t>(inPlane)), [&](int64_t b, int64_t e, int) {
-        if (isPlain2x2(d)) {
+        if (d.isPlain2x2Max()) {
             for (int64_t p = b; p < e; ++p) {
                 const float* img = x + p * inPlane;
                 float* out = y + p * outPlane;
@@ -822,7 +817,7 @@ void pool2dBackward(int threads, float* dx, const float* dy, const float* x, con
     const int64_t planes = static_cast<int64_t>(d.n) * d.c;
     const size_t inPlane = static_cast<size_t>(d.h) * d.w, outPlane = static_cast<size_t>(OH) * OW;
     parallelFor(threads, planes, rowGrain(static_cast<int64_t>(inPlane)), [&](int64_t b, int64_t e, int) {
-        if (isPlain2x2(d)) {
+        if (d.isPlain2x2Max()) {
             maxPool2x2Backward<false>(dx, dy, x, nullptr, d, b, e);
             return;
         }
@@ -835,7 +830,7 @@ void pool2dBackward(int threads, float* dx, const float* dy, const float* x, con
 
 bool maxPool2dReLUBackward(int threads, float* dx, const float* dy, const float* x, const float* y, const PoolDesc& d) {
     if (d.block > 0 && y) return maxPool2x2BlockedGrad<true>(threads, dx, dy, x, y, d);
-    if (!isPlain2x2(d) || y == nullptr) return false;
+    if (!d.isPlain2x2Max() || y == nullptr) return false;
     const int64_t planes = static_cast<int64_t>(d.n) * d.c;
     parallelFor(threads, planes, rowGrain(static_cast<int64_t>(d.h) * d.w),
                 [&](int64_t b, int64_t e, int) { maxPool2x2Backward<true>(dx, dy, x, y, d, b, e); });

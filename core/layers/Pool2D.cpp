@@ -41,10 +41,7 @@ public:
     }
     // 2x2, stride-2 max pooling takes blocked tensors (output in its input's layout).
     LayoutRule layoutRule() const override {
-        const PoolDesc d = poolDesc(m_mode, m_params, m_in, 1);
-        const bool plain = d.mode == PoolMode::Max && d.kernelH == 2 && d.kernelW == 2 && d.strideH == 2 &&
-                           d.strideW == 2 && d.padH == 0 && d.padW == 0;
-        return plain ? LayoutRule::Elementwise : LayoutRule::NchwOnly;
+        return poolDesc(m_mode, m_params, m_in, 1).isPlain2x2Max() ? LayoutRule::Elementwise : LayoutRule::NchwOnly;
     }
     void setLayouts(const std::vector<int>& inputBlocks, int) override { m_block = inputBlocks.at(0); }
 
