@@ -23,7 +23,7 @@ namespace strata::cpu {
 namespace {
 
 constexpr const char* kGemmFailed = "conv2d: oneDNN's sgemm rejected an im2col product";
-constexpr double kSmallConvFlops = 16e6;
+constexpr double kSmallConvFlops = 1e6;
 
 struct ConvGeometry {
     int OH, OW, Cg, Kg;
@@ -156,10 +156,12 @@ void im2colForward(int threads, Workspace& ws, float* y, const float* x, const f
 
 namespace {
 
-// Threads for a forward convolution: one for a small one (a single image at inference), where waking a
-// second thread costs more than it brings, as gemm decides. Measured (bench/bench_inference, 2 threads, a
-// busy 2-core VM): fashion_cnn at batch 1 0.204 -> 0.093 ms, its half-width pruned version 0.134 -> 0.027 ms;
-// training batches (64 images: 29 MFLOP in the first layer) stay parallel.
+// Threads for a forward convolution: one for a tiny one, where waking a second thread costs more than it
+// brings. Measured (bench_inference, batch 1, 2 threads, oneDNN's blocked layout): fashion_cnn_bn 0.23 ->
+// 0.14-0.16 ms and fashion_cnn 0.072 -> 0.047-0.06 ms with 1 MFLOP instead of the 16 MFLOP this was (set when
+// batch 1 ran im2col in NCHW); a 1.8 MFLOP convolution alone 8.3 -> 5.2 us, a 0.2 MFLOP one 1.4 us either way.
+// A single-threaded layer longer than the OpenMP workers' spin also lets them fall asleep, and the next parallel
+// one pays for waking them (~30 us on this project's VMs).
 int forwardThreads(int threads, const ConvDesc& d) {
     const double flops = 2.0 * static_cast<double>(d.outputSize()) * (d.c / d.groups) * d.r * d.s;
     return flops < kSmallConvFlops ? 1 : threads;
