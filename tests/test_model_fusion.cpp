@@ -288,15 +288,20 @@ ExportModel batchNormModel() {
     return m;
 }
 
+// The outputs for n seeded inputs (the first n of the same sequence for any n).
+std::vector<float> outputsOf(Model& model, int64_t n = 4) {
+    Backend& be = model.backend();
+    std::mt19937 rng(9);
+    std::normal_distribution<float> dist(0.0f, 1.0f);
+    std::vector<float> x(static_cast<size_t>(n * model.inputShape().numel()));
+    for (float& v : x) v = dist(rng);
+    return toHost(be, model.forward(be.fromHost(model.inputShape().withBatch(n), x.data()), false));
+}
+
 std::vector<float> evaluate(Backend& be, const ExportModel& m, int* fusedReLUs) {
     auto model = compileExportModel(m, be);
     if (fusedReLUs) *fusedReLUs = model->fusedReLUCount();
-    std::mt19937 rng(9);
-    std::normal_distribution<float> dist(0.0f, 1.0f);
-    const int64_t n = 4;
-    std::vector<float> x(static_cast<size_t>(n * model->inputShape().numel()));
-    for (float& v : x) v = dist(rng);
-    return toHost(be, model->forward(be.fromHost(model->inputShape().withBatch(n), x.data()), false));
+    return outputsOf(*model);
 }
 
 }  // namespace
@@ -520,6 +525,44 @@ private slots:
             // ReLU follows conv2d1 and runs inside it, the one after dense1 runs on its own (Dense fuses none).
             QCOMPARE(before, 3);
             QCOMPARE(after, 2);
+        }
+    }
+
+    // compileExportModel freezes the weights (Model::freezeWeights), and a backend may then keep copies it
+    // prepared from them, by id (oneDNN's reordered convolution weights). Two models of the same shapes on one
+    // backend, each with its own weights, run in turns and at two batch sizes, must each give their own outputs,
+    // and new weights given to a frozen model (applyWeights) must be the ones used.
+    void frozenWeightsStayWithTheirModel() {
+        const ExportModel a = foldBatchNorm(batchNormModel());
+        ExportModel b = a;
+        std::mt19937 rng(23);
+        std::normal_distribution<float> normal(0.0f, 1.0f);
+        for (auto& [name, values] : b.weights)
+            for (float& v : values) v += 0.5f * normal(rng);
+        auto ref = test::makeReferenceBackend();
+        const std::vector<float> wantA = evaluate(*ref, a, nullptr), wantB = evaluate(*ref, b, nullptr);
+        QVERIFY(maxDiff(wantA, wantB) > 0.1);  // the two models are told apart
+        const size_t half = wantA.size() / 2;  // batch 2 of 4
+        for (auto& nb : test::fastBackends()) {
+            Backend& be = *nb.backend;
+            auto ma = compileExportModel(a, be), mb = compileExportModel(b, be);
+            QVERIFY(ma->weightsFrozen() && mb->weightsFrozen());
+            auto near = [&](const std::vector<float>& got, const std::vector<float>& want, const char* what) {
+                const double d = maxDiff(got, want);
+                QVERIFY2(d <= 1e-4, (nb.name + ": " + what + " off by " + std::to_string(d)).c_str());
+            };
+            for (int round = 0; round < 2; ++round) {
+                near(outputsOf(*ma), wantA, "model a");
+                near(outputsOf(*mb), wantB, "model b");
+                near(outputsOf(*ma, 2), std::vector<float>(wantA.begin(), wantA.begin() + long(half)), "a, batch 2");
+                near(outputsOf(*mb, 2), std::vector<float>(wantB.begin(), wantB.begin() + long(half)), "b, batch 2");
+            }
+            applyWeights(*ma, b.weights);
+            QVERIFY(ma->weightsFrozen());
+            near(outputsOf(*ma), wantB, "model a with b's weights");
+            ma->thawWeights();
+            applyWeights(*ma, a.weights);
+            near(outputsOf(*ma), wantA, "model a thawed, its own weights again");
         }
     }
 };

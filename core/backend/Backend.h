@@ -62,6 +62,9 @@ ComputePrecision parseComputePrecision(const std::string& text);
 // srcBlock / dstBlock: the input (and its gradient) or the output (and its gradient) is stored blocked instead,
 // "nChwBc" with B = the block: [N, C/B, H, W, B], B channels of one position adjacent (oneDNN's layout; C % B == 0).
 // Only the fused ops take blocked tensors, and only in the block the backend names (activationBlock).
+// weightsVersion: 0, the weights may change between calls (training); else an id that stays with these weights'
+// values, never reused for others (Model::freezeWeights): a backend may keep a copy it prepared from them
+// (oneDNN's reordered weights) and use it in later calls with the same id instead of the pointer's contents.
 struct ConvDesc {
     int n = 1, c = 1, h = 1, w = 1;  // input
     int k = 1, r = 1, s = 1;         // output channels, kernel height, kernel width
@@ -70,6 +73,7 @@ struct ConvDesc {
     int dilationH = 1, dilationW = 1;
     int groups = 1;
     int srcBlock = 0, dstBlock = 0;  // 0: NCHW
+    uint64_t weightsVersion = 0;
     int outH() const { return (h + 2 * padH - dilationH * (r - 1) - 1) / strideH + 1; }
     int outW() const { return (w + 2 * padW - dilationW * (s - 1) - 1) / strideW + 1; }
     // Element counts of x, w and y.

@@ -13,6 +13,7 @@
 #ifdef STRATA_HAVE_ONEDNN
 
 #include <array>
+#include <deque>
 #include <map>
 #include <memory>
 #include <string>
@@ -87,6 +88,10 @@ struct DnnlCache {
     dnnl::stream stream{engine};
     std::map<ConvKey, std::unique_ptr<ConvPlan>> plans;
     std::map<ConvKey, bool> unsupported;
+    // Frozen weights (ConvDesc::weightsVersion) reordered into oneDNN's format, by id; the oldest are dropped
+    // beyond kMaxFrozenWeights (ids of models long gone stay until then).
+    std::map<uint64_t, memory> frozenWeights;
+    std::deque<uint64_t> frozenOrder;
 };
 
 bool oneDnnAvailable() { return true; }
@@ -173,6 +178,29 @@ memory asFormat(DnnlCache& cache, ConvPlan& plan, int role, memory user, const m
     if (!buf || buf.get_desc() != want) buf = memory(want, cache.engine);
     dnnl::reorder(user, buf).execute(cache.stream, user, buf);
     return buf;
+}
+
+constexpr size_t kMaxFrozenWeights = 1024;
+
+// The forward's weights in the format `want`: frozen weights (version != 0) are reordered once per id and format
+// and kept; others as asFormat does, every call.
+memory weightsFor(DnnlCache& cache, ConvPlan& plan, int role, memory user, const memory::desc& want, uint64_t version) {
+    if (version == 0 || user.get_desc() == want) return asFormat(cache, plan, role, user, want);
+    auto it = cache.frozenWeights.find(version);
+    if (it != cache.frozenWeights.end() && it->second.get_desc() == want) return it->second;
+    memory kept(want, cache.engine);
+    dnnl::reorder(user, kept).execute(cache.stream, user, kept);
+    if (it != cache.frozenWeights.end()) {
+        it->second = kept;  // the same weights wanted in another format (another batch size's primitive)
+    } else {
+        cache.frozenWeights.emplace(version, kept);
+        cache.frozenOrder.push_back(version);
+        if (cache.frozenOrder.size() > kMaxFrozenWeights) {
+            cache.frozenWeights.erase(cache.frozenOrder.front());
+            cache.frozenOrder.pop_front();
+        }
+    }
+    return kept;
 }
 
 memory scratchFor(DnnlCache& cache, ConvPlan& plan, int role, const memory::desc& want) {
@@ -273,7 +301,7 @@ bool dnnlConv2dForward(int threads, Workspace& ws, float* y, const float* x, con
         memory xm(plan->userX, cache.engine, const_cast<float*>(x)),
             wm(plan->userW, cache.engine, const_cast<float*>(w)), ym(plan->userY, cache.engine, y);
         memory src = asFormat(cache, *plan, kSrc, xm, plan->fwdPd.src_desc());
-        memory wts = asFormat(cache, *plan, kWeights, wm, plan->fwdPd.weights_desc());
+        memory wts = weightsFor(cache, *plan, kWeights, wm, plan->fwdPd.weights_desc(), d.weightsVersion);
         const bool direct = plan->fwdPd.dst_desc() == plan->userY;
         memory dst = direct ? ym : scratchFor(cache, *plan, kDst, plan->fwdPd.dst_desc());
         plan->fwd.execute(cache.stream, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wts}, {DNNL_ARG_DST, dst}});
@@ -330,7 +358,7 @@ bool dnnlConv2dForwardFused(int threads, Workspace& ws, float* y, const float* x
         memory xm(plan->userX, cache.engine, const_cast<float*>(x));
         memory wm(plan->userW, cache.engine, const_cast<float*>(w)), ym(plan->userY, cache.engine, y);
         memory src = asFormat(cache, *plan, kSrc, xm, f.pd.src_desc());
-        memory wts = asFormat(cache, *plan, kWeights, wm, f.pd.weights_desc());
+        memory wts = weightsFor(cache, *plan, kWeights, wm, f.pd.weights_desc(), d.weightsVersion);
         const bool direct = f.pd.dst_desc() == plan->userY;
         memory dst = direct ? ym : scratchFor(cache, *plan, kFusedDst, f.pd.dst_desc());
         std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wts}, {DNNL_ARG_DST, dst}};

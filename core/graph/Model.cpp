@@ -32,6 +32,12 @@ struct Model::Step {
 
 Model::~Model() = default;
 
+void Model::freezeWeights() {
+    // Ids are never reused, so a backend's copy for one model can never stand in for another's weights.
+    static std::atomic<uint64_t> nextId{1};
+    m_frozenWeights = nextId.fetch_add(m_steps.size() + 1);
+}
+
 namespace {
 
 std::string layerPrefix(const Graph& graph, int node, const char* what) {
@@ -320,6 +326,7 @@ const Tensor& Model::forward(const Tensor& input, bool training, uint64_t seed, 
         for (int i : s->inputs) ins.push_back(&m_steps[static_cast<size_t>(i)]->output);
         LayerContext ctx{*m_backend, training, seed ^ (0x9E3779B97F4A7C15ull * static_cast<uint64_t>(s->node)),
                          firstSample, m_replicas};
+        if (m_frozenWeights != 0) ctx.weightsVersion = m_frozenWeights + static_cast<uint64_t>(&s - m_steps.data());
         if (m_layerHook) m_layerHook(s->node, false, true);
         forLayer(m_graph, s->node, "forward", [&] { s->layer->forward(ctx, ins, s->output); });
         if (m_layerHook) m_layerHook(s->node, false, false);

@@ -81,6 +81,14 @@ public:
     std::vector<NamedParameter> namedParameters();
     int64_t parameterCount() const;  // trainable scalars
 
+    // Inference: the caller promises that the parameters keep their values until thawWeights() or the next
+    // freezeWeights() (call it again after changing them; applyWeights does for a frozen model). Layers may
+    // then let the backend keep copies it prepared from them (ConvDesc::weightsVersion: oneDNN's reordered
+    // convolution weights), once per model instead of once per forward. Each call takes fresh ids.
+    void freezeWeights();
+    void thawWeights() { m_frozenWeights = 0; }
+    bool weightsFrozen() const { return m_frozenWeights != 0; }
+
     // Every trainable parameter's value and gradient lives in one block each (packed by compile), each
     // tensor starting on a 64-element boundary with zeros between them: one zeroGrad, one optimizer
     // update and one gradient norm cover them all. Undefined when there is no trainable parameter.
@@ -133,6 +141,7 @@ private:
     bool m_lastTraining = false;
     uint64_t m_lastSeed = 0;
     int64_t m_lastFirstSample = 0;
+    uint64_t m_frozenWeights = 0;  // freezeWeights: the first of the steps' ids (step i: + i), or 0
     ReplicaSum* m_replicas = nullptr;
     GradientsReadyHook m_gradientsReady;
     void gradientsReadyAfter(const Step& s);

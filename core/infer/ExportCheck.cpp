@@ -159,6 +159,7 @@ ExportWriteResult writeExport(const std::string& path, const ExportModel& model,
 std::unique_ptr<Model> compileExportModel(const ExportModel& model, Backend& backend) {
     auto m = compile(model.project.graph, backend, 0);
     applyWeights(*m, model.weights);
+    m->freezeWeights();
     return m;
 }
 

@@ -56,7 +56,7 @@ struct ExportWriteResult {
 ExportWriteResult writeExport(const std::string& path, const ExportModel& model, const ExportRequest& request,
                               const DataSplit* calibration = nullptr, const QuantizationOptions& quantization = {});
 
-// The model compiled on `backend` with the ExportModel's weights.
+// The model compiled on `backend` with the ExportModel's weights, frozen (Model::freezeWeights): for inference.
 std::unique_ptr<Model> compileExportModel(const ExportModel& model, Backend& backend);
 
 struct ExportCheckResult {

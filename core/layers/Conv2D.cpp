@@ -51,7 +51,8 @@ public:
     Conv2DLayer(ConvGeometry g, bool useBias) : m_g(g), m_useBias(useBias) {}
 
     void forward(LayerContext& ctx, const std::vector<const Tensor*>& in, Tensor& out) override {
-        const ConvDesc d = m_g.desc(static_cast<int>(batchOf(*in[0])));
+        ConvDesc d = m_g.desc(static_cast<int>(batchOf(*in[0])));
+        d.weightsVersion = ctx.weightsVersion;
         ctx.backend.conv2dForwardFused(out.f32(), in[0]->f32(), m_params[0].value.f32(),
                                        m_useBias ? m_params[1].value.f32() : nullptr, m_fusedReLU, d);
     }

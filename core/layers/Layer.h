@@ -100,6 +100,9 @@ struct LayerContext {
     // first to write it in the backward pass (set by the Model for a layer that agreed,
     // Layer::overwritesInputGradient; later writers add to it).
     uint32_t overwriteInputGrads = 0;
+    // Nonzero: this layer's weights are frozen under this id (Model::freezeWeights); layers pass it on to the
+    // backend (ConvDesc::weightsVersion).
+    uint64_t weightsVersion = 0;
     bool overwritesInputGrad(size_t k) const { return k < 32 && (overwriteInputGrads >> k) & 1u; }
 };
 

@@ -69,6 +69,7 @@ void applyWeights(Model& model, const std::map<std::string, std::vector<float>>&
                                      np.param->value.shape().toString() + ")");
         model.backend().copyFromHost(np.param->value.raw(), it->second.data(), np.param->value.bytes());
     }
+    if (model.weightsFrozen()) model.freezeWeights();  // new values, new ids
 }
 
 void saveCheckpoint(const Checkpoint& c, const std::string& path) {
