@@ -599,6 +599,12 @@ void CudaBackend::doCopyBlocks(float* dst, int64_t dstStride, const float* src, 
     launchCopyBlocks(m_stream, dst, dstStride, src, srcStride, blockLen, count, accumulate);
 }
 
+void CudaBackend::doReblock(float* dst, int dstBlock, const float* src, int srcBlock, int n, int c, int64_t inner,
+                            bool accumulate) {
+    activate();
+    launchReblock(m_stream, dst, dstBlock, src, srcBlock, n, c, inner, accumulate);
+}
+
 void CudaBackend::doGatherRows(void* dst, const void* src, int64_t srcRows, const int32_t* indices, int64_t count,
                                int64_t rowWords) {
     activate();

@@ -178,6 +178,8 @@ protected:
 
     void doCopyBlocks(float* dst, int64_t dstStride, const float* src, int64_t srcStride, int64_t blockLen,
                       int64_t count, bool accumulate) override;
+    void doReblock(float* dst, int dstBlock, const float* src, int srcBlock, int n, int c, int64_t inner,
+                   bool accumulate) override;
     void doGatherRows(void* dst, const void* src, int64_t srcRows, const int32_t* indices, int64_t count,
                       int64_t rowWords) override;
 

@@ -58,6 +58,33 @@ __global__ void copyBlocksKernel(float* dst, int64_t dstStride, const float* src
     }
 }
 
+// One thread per element, in the destination's order (coalesced writes).
+__global__ void reblockKernel(float* dst, int dstBlock, const float* src, int srcBlock, int64_t c, int64_t inner,
+                              int64_t total, bool accumulate) {
+    for (int64_t t = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; t < total; t += int64_t(gridDim.x) * blockDim.x) {
+        // Position t in the destination layout -> (image i, channel ch, position p).
+        int64_t i, ch, p;
+        if (dstBlock == 0) {
+            p = t % inner;
+            ch = (t / inner) % c;
+            i = t / (inner * c);
+        } else {
+            const int64_t lane = t % dstBlock, rest = t / dstBlock;
+            p = rest % inner;
+            const int64_t cb = (rest / inner) % (c / dstBlock);
+            i = rest / (inner * (c / dstBlock));
+            ch = cb * dstBlock + lane;
+        }
+        const int64_t from = srcBlock == 0
+                                 ? (i * c + ch) * inner + p
+                                 : ((i * (c / srcBlock) + ch / srcBlock) * inner + p) * srcBlock + ch % srcBlock;
+        if (accumulate)
+            dst[t] += src[from];
+        else
+            dst[t] = src[from];
+    }
+}
+
 __global__ void gatherRowsKernel(uint32_t* dst, const uint32_t* src, int64_t srcRows, const int32_t* indices,
                                  int64_t total, int64_t rowWords, int* flag) {
     for (int64_t t = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; t < total; t += int64_t(gridDim.x) * blockDim.x) {
@@ -136,6 +163,14 @@ void launchCopyBlocks(cudaStream_t s, float* dst, int64_t dstStride, const float
     if (total <= 0) return;
     copyBlocksKernel<<<detail::gridFor(total), kBlock, 0, s>>>(dst, dstStride, src, srcStride, blockLen, total,
                                                                accumulate);
+    CUDA_CHECK_LAUNCH();
+}
+
+void launchReblock(cudaStream_t s, float* dst, int dstBlock, const float* src, int srcBlock, int n, int c,
+                   int64_t inner, bool accumulate) {
+    const int64_t total = int64_t(n) * c * inner;
+    if (total <= 0) return;
+    reblockKernel<<<detail::gridFor(total), kBlock, 0, s>>>(dst, dstBlock, src, srcBlock, c, inner, total, accumulate);
     CUDA_CHECK_LAUNCH();
 }
 

@@ -20,5 +20,8 @@ void launchGatherRows(cudaStream_t s, void* dst, const void* src, int64_t srcRow
                       int64_t count, int64_t rowWords, int* errorFlag);
 void launchCopyBlocks(cudaStream_t s, float* dst, int64_t dstStride, const float* src, int64_t srcStride,
                       int64_t blockLen, int64_t count, bool accumulate);
+// Backend::reblock: an [n, c, inner] tensor between NCHW (block 0) and nChwBc.
+void launchReblock(cudaStream_t s, float* dst, int dstBlock, const float* src, int srcBlock, int n, int c,
+                   int64_t inner, bool accumulate);
 
 }  // namespace strata::gpu

@@ -85,6 +85,7 @@ const Tolerance kTolerances[] = {
     {"embeddingForward", 0, 0},
     {"embeddingBackward", 1e-6, 1e-6},
     {"copyBlocks", 0, 0},
+    {"reblock", 0, 1e-7},
     {"gatherRows", 0, 0},
     {"sum", 0, 1e-6},
     {"sumSquares", 0, 1e-6},
@@ -386,6 +387,45 @@ private slots:
                     }))
                     return;
             }
+    }
+
+    // An [n, c, inner] tensor between NCHW and blocked layouts, copied and accumulated, on every backend: against
+    // the reference and, on the reference, against this file's own reblocked() (the layout the blocked ops use).
+    void reblock() {
+        std::mt19937 rng(21);
+        struct Case {
+            int n, c, inner, dstBlock, srcBlock;
+        };
+        for (const Case& cs : std::vector<Case>{{2, 16, 9, 0, 16},
+                                                {2, 16, 9, 16, 0},
+                                                {3, 32, 5, 0, 8},
+                                                {1, 32, 7, 8, 0},
+                                                {2, 32, 4, 8, 16},
+                                                {2, 8, 1, 0, 8}})
+            for (bool accumulate : {false, true}) {
+                const size_t total = size_t(cs.n) * cs.c * cs.inner;
+                const Vec src = randomVec(rng, total), dst = randomVec(rng, total);
+                const std::string ctx = "n" + std::to_string(cs.n) + " c" + std::to_string(cs.c) + " inner " +
+                                        std::to_string(cs.inner) + " block " + std::to_string(cs.srcBlock) + " -> " +
+                                        std::to_string(cs.dstBlock) + (accumulate ? " accumulate" : " copy");
+                auto run = [&](Backend& be) {
+                    Tensor d = up(be, dst), s = up(be, src);
+                    be.reblock(d.f32(), cs.dstBlock, s.f32(), cs.srcBlock, cs.n, cs.c, cs.inner, accumulate);
+                    return down(be, d);
+                };
+                // Expected: src read in NCHW order, written in dst's layout (plus dst's own values, in that layout).
+                const Vec plain = reblocked(src, cs.n, cs.c, cs.inner, cs.srcBlock, false);
+                Vec want = reblocked(plain, cs.n, cs.c, cs.inner, cs.dstBlock, true);
+                if (accumulate)
+                    for (size_t i = 0; i < total; ++i) want[i] += dst[i];
+                const Vec got = run(*m_ref);
+                const std::string err = compareVectors(got, want, Tolerance{"hand", 1e-6, 1e-6});
+                QVERIFY2(err.empty(), ("cpu-reference reblock " + ctx + ": " + err).c_str());
+                if (!compareAll("reblock", ctx, [&](Backend& be) { return Outputs{run(be)}; })) return;
+            }
+        // A channel count the block does not divide is refused, naming the op.
+        Tensor t = m_ref->zeros(Shape{24});
+        QVERIFY_THROWS_EXCEPTION(BackendError, m_ref->reblock(t.f32(), 16, t.f32(), 0, 1, 24, 1, false));
     }
 
     // Rows by index, float and int32 rows alike (4-byte words), repeats and any order.

@@ -708,6 +708,24 @@ void Backend::copyBlocks(float* dst, int64_t dstStride, const float* src, int64_
     doCopyBlocks(dst, dstStride, src, srcStride, blockLen, count, accumulate);
 }
 
+void Backend::reblock(float* dst, int dstBlock, const float* src, int srcBlock, int n, int c, int64_t inner,
+                      bool accumulate) {
+    constexpr BackendOp op = BackendOp::Reblock;
+    size(op, "n", n);
+    size(op, "c", c);
+    size(op, "inner", inner);
+    size(op, "dstBlock", dstBlock);
+    size(op, "srcBlock", srcBlock);
+    for (int b : {dstBlock, srcBlock})
+        if (b > 0 && c % b != 0)
+            throw BackendError(std::string(backendOpName(op)) + ": c = " + std::to_string(c) +
+                               " is not a multiple of the block " + std::to_string(b));
+    if (int64_t(n) * c * inner == 0) return;
+    pointer(op, "dst", dst);
+    pointer(op, "src", src);
+    doReblock(dst, dstBlock, src, srcBlock, n, c, inner, accumulate);
+}
+
 void Backend::gatherRows(void* dst, const void* src, int64_t srcRows, const int32_t* indices, int64_t count,
                          int64_t rowWords) {
     constexpr BackendOp op = BackendOp::GatherRows;

@@ -340,6 +340,11 @@ public:
     // For o < count, j < blockLen: dst[o*dstStride + j] (+)= src[o*srcStride + j]. Concat and its backward.
     void copyBlocks(float* dst, int64_t dstStride, const float* src, int64_t srcStride, int64_t blockLen, int64_t count,
                     bool accumulate);
+    // dst (+)= src for an [n, c, inner] tensor between layouts: block 0 is NCHW, a block B > 0 "nChwBc" ([n, c/B,
+    // inner, B], ConvDesc::srcBlock); c % B == 0. A layer that reads NCHW after a blocked one (Flatten) and its
+    // backward. Any blocks on every backend (the blocked ops themselves take only activationBlock's).
+    void reblock(float* dst, int dstBlock, const float* src, int srcBlock, int n, int c, int64_t inner,
+                 bool accumulate);
     // Rows by index (a batch from a dataset held in backend memory): for i < count, row i of dst is row
     // indices[i] of src, rows of rowWords 4-byte words (float32 or int32 data alike). indices is int32 in
     // backend memory; each must be in [0, srcRows), else BackendError names it (a device backend may
@@ -458,6 +463,8 @@ protected:
 
     virtual void doCopyBlocks(float* dst, int64_t dstStride, const float* src, int64_t srcStride, int64_t blockLen,
                               int64_t count, bool accumulate) = 0;
+    virtual void doReblock(float* dst, int dstBlock, const float* src, int srcBlock, int n, int c, int64_t inner,
+                           bool accumulate) = 0;
     // Called only with count > 0 and rowWords > 0. The default reads the indices back, checks them and
     // copies row by row.
     virtual void doGatherRows(void* dst, const void* src, int64_t srcRows, const int32_t* indices, int64_t count,

@@ -58,6 +58,7 @@ constexpr Entry kOps[] = {
     {BackendOp::EmbeddingForward, "embeddingForward"},
     {BackendOp::EmbeddingBackward, "embeddingBackward"},
     {BackendOp::CopyBlocks, "copyBlocks"},
+    {BackendOp::Reblock, "reblock"},
     {BackendOp::GatherRows, "gatherRows"},
     {BackendOp::Sum, "sum"},
     {BackendOp::SumSquares, "sumSquares"},

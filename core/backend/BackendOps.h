@@ -54,6 +54,7 @@ enum class BackendOp {
     EmbeddingForward,
     EmbeddingBackward,
     CopyBlocks,
+    Reblock,
     GatherRows,
     Sum,
     SumSquares,

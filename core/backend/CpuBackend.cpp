@@ -212,6 +212,10 @@ void CpuBackend::doCopyBlocks(float* dst, int64_t dstStride, const float* src, i
                               int64_t count, bool accumulate) {
     cpu::copyBlocks(threads(), dst, dstStride, src, srcStride, blockLen, count, accumulate);
 }
+void CpuBackend::doReblock(float* dst, int dstBlock, const float* src, int srcBlock, int n, int c, int64_t inner,
+                           bool accumulate) {
+    cpu::reblock(threads(), dst, dstBlock, src, srcBlock, n, c, inner, accumulate);
+}
 void CpuBackend::doGatherRows(void* dst, const void* src, int64_t, const int32_t* indices, int64_t count,
                               int64_t rowWords) {
     cpuref::gatherRows(dst, src, indices, count, rowWords);

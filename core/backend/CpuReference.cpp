@@ -661,6 +661,22 @@ void copyBlocks(float* dst, int64_t dstStride, const float* src, int64_t srcStri
     }
 }
 
+void reblock(float* dst, int dstBlock, const float* src, int srcBlock, int n, int c, int64_t inner, bool accumulate) {
+    // Element (image i, channel ch, position p): ((i * c / B + ch / B) * inner + p) * B + ch % B blocked by B,
+    // (i * c + ch) * inner + p in NCHW.
+    auto at = [&](int block, int64_t i, int64_t ch, int64_t p) {
+        if (block == 0) return (i * c + ch) * inner + p;
+        return ((i * (c / block) + ch / block) * inner + p) * block + ch % block;
+    };
+    for (int64_t i = 0; i < n; ++i)
+        for (int64_t ch = 0; ch < c; ++ch)
+            for (int64_t p = 0; p < inner; ++p) {
+                const float v = src[at(srcBlock, i, ch, p)];
+                float& out = dst[at(dstBlock, i, ch, p)];
+                out = accumulate ? out + v : v;
+            }
+}
+
 void gatherRows(void* dst, const void* src, const int32_t* indices, int64_t count, int64_t rowWords) {
     const size_t rowBytes = static_cast<size_t>(rowWords) * 4;
     for (int64_t i = 0; i < count; ++i)

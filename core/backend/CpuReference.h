@@ -70,6 +70,7 @@ void dropoutBackward(float* dx, const float* dy, int64_t n, float p, uint64_t se
 // CpuBackend runs embeddingForward, embeddingBackward and gatherRows as they are (no faster path).
 void embeddingForward(float* y, const float* table, const float* ids, int64_t count, int dim);
 void embeddingBackward(float* dtable, const float* dy, const float* ids, int64_t count, int dim);
+void reblock(float* dst, int dstBlock, const float* src, int srcBlock, int n, int c, int64_t inner, bool accumulate);
 void copyBlocks(float* dst, int64_t dstStride, const float* src, int64_t srcStride, int64_t blockLen, int64_t count,
                 bool accumulate);
 void gatherRows(void* dst, const void* src, const int32_t* indices, int64_t count, int64_t rowWords);

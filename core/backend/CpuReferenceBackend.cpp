@@ -161,6 +161,10 @@ void CpuReferenceBackend::doCopyBlocks(float* dst, int64_t dstStride, const floa
                                        int64_t blockLen, int64_t count, bool accumulate) {
     cpuref::copyBlocks(dst, dstStride, src, srcStride, blockLen, count, accumulate);
 }
+void CpuReferenceBackend::doReblock(float* dst, int dstBlock, const float* src, int srcBlock, int n, int c,
+                                    int64_t inner, bool accumulate) {
+    cpuref::reblock(dst, dstBlock, src, srcBlock, n, c, inner, accumulate);
+}
 void CpuReferenceBackend::doGatherRows(void* dst, const void* src, int64_t, const int32_t* indices, int64_t count,
                                        int64_t rowWords) {
     cpuref::gatherRows(dst, src, indices, count, rowWords);

@@ -150,7 +150,7 @@ public:
     //   NchwOnly (the default): it does not; its inputs and output are NCHW.
     //   Elementwise: in any layout, so long as its inputs and its output share it (activations, Add, 2x2
     //     max pooling).
-    //   Any: each input and the output in the layout compile picks (Conv2D, GlobalAvgPool).
+    //   Any: each input and the output in the layout compile picks (Conv2D, GlobalAvgPool, Flatten).
     enum class LayoutRule { NchwOnly, Elementwise, Any };
     virtual LayoutRule layoutRule() const { return LayoutRule::NchwOnly; }
     // Called once by compile on a layer whose rule is not NchwOnly: each input's block and the output's (0:
