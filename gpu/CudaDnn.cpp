@@ -440,7 +440,8 @@ const float* CudaBackend::constantVector(float value, int c, float** holder, int
 
 void CudaBackend::doBatchNormForwardTraining(float* y, float* saveMean, float* saveInvStd, float* runningMean,
                                              float* runningVar, const float* x, const float* gamma, const float* beta,
-                                             int n, int c, int inner, float momentum, float eps, bool relu) {
+                                             int n, int c, int inner, float momentum, float eps, bool relu,
+                                             int /*block: 0, the seam refuses others*/) {
     activate();
     const float* g = gamma ? gamma : constantVector(1.0f, c, &m_ones, &m_onesSize);
     const float* b = beta ? beta : constantVector(0.0f, c, &m_zeros, &m_zerosSize);
@@ -455,7 +456,8 @@ void CudaBackend::doBatchNormForwardTraining(float* y, float* saveMean, float* s
 
 void CudaBackend::doBatchNormForwardInference(float* y, const float* x, const float* gamma, const float* beta,
                                               const float* runningMean, const float* runningVar, int n, int c,
-                                              int inner, float eps, bool relu) {
+                                              int inner, float eps, bool relu,
+                                              int /*block: 0, the seam refuses others*/) {
     activate();
     const float* g = gamma ? gamma : constantVector(1.0f, c, &m_ones, &m_onesSize);
     const float* b = beta ? beta : constantVector(0.0f, c, &m_zeros, &m_zerosSize);
@@ -467,7 +469,8 @@ void CudaBackend::doBatchNormForwardInference(float* y, const float* x, const fl
 
 void CudaBackend::doBatchNormBackward(float* dx, float* dgamma, float* dbeta, const float* dy, const float* x,
                                       const float* gamma, const float* saveMean, const float* saveInvStd, int n, int c,
-                                      int inner, const float* reluOutput, bool overwriteDx) {
+                                      int inner, const float* reluOutput, bool overwriteDx,
+                                      int /*block: 0, the seam refuses others*/) {
     activate();
     const float* g = gamma ? gamma : constantVector(1.0f, c, &m_ones, &m_onesSize);
     // cuDNN writes all three gradients; a null one goes to scratch (stream order lets it be freed right after).

@@ -1193,6 +1193,90 @@ private slots:
         }
     }
 
+    // The three batch-norm ops on blocked tensors (the block argument, the backend's activationBlock) against the
+    // reference in NCHW: x, y, dy and dx are given and read back blocked. Two blocks of channels, one, a large
+    // mean, the fused ReLU's forward and gated backward, absent gamma / beta / dx, and overwriting dx from NaN.
+    void batchNormBlocked() {
+        bool anyBlock = false;
+        for (NamedBackend& nb : m_fast) anyBlock = anyBlock || nb.backend->activationBlock() > 0;
+        if (!anyBlock) QSKIP("no backend here has a blocked layout (no oneDNN, or STRATA_BLOCKED_LAYOUT=0)");
+        std::mt19937 rng(31);
+        struct Case {
+            int n, c, inner;
+            bool relu, affine, large;
+        };
+        for (const Case& cs : std::vector<Case>{{3, 32, 49, false, true, false},
+                                                {2, 16, 9, true, true, false},
+                                                {5, 32, 4, true, false, true},
+                                                {17, 16, 1, false, true, false}}) {
+            const int n = cs.n, c = cs.c, inner = cs.inner;
+            const size_t sz = static_cast<size_t>(n) * c * inner;
+            Vec x = randomVec(rng, sz, -2.0f, 3.0f);
+            if (cs.large)
+                for (float& v : x) v += 1000.0f;
+            const Vec gamma = randomVec(rng, c, 0.5f, 1.5f), beta = randomVec(rng, c), dy = randomVec(rng, sz);
+            const Vec rm0 = randomVec(rng, c), rv0 = randomVec(rng, c, 0.5f, 2.0f), dx0 = randomVec(rng, sz),
+                      dg0 = randomVec(rng, c), db0 = randomVec(rng, c);
+            std::ostringstream describeCase;
+            describeCase << "n" << n << " c" << c << " inner " << inner << (cs.relu ? " relu" : "")
+                         << (cs.affine ? "" : " no gamma/beta") << (cs.large ? " mean 1000" : "") << " blocked";
+            const std::string ctx = describeCase.str();
+            auto in = [&](Backend& be, const Vec& v) {
+                return up(be, reblocked(v, n, c, inner, be.activationBlock(), true));
+            };
+            auto out = [&](Backend& be, const Tensor& t) {
+                return reblocked(down(be, t), n, c, inner, be.activationBlock(), false);
+            };
+            auto affine = [&](const Tensor& t) { return cs.affine ? t.f32() : nullptr; };
+            if (!compareAll("batchNormForwardTraining", ctx, [&](Backend& be) {
+                    Tensor X = in(be, x), G = up(be, gamma), B = up(be, beta), RM = up(be, rm0), RV = up(be, rv0);
+                    Tensor Y = be.empty(Shape{static_cast<int64_t>(sz)}), M = be.empty(Shape{c}),
+                           S = be.empty(Shape{c});
+                    be.batchNormForwardTraining(Y.f32(), M.f32(), S.f32(), RM.f32(), RV.f32(), X.f32(), affine(G),
+                                                affine(B), n, c, inner, 0.1f, 1e-5f, cs.relu, be.activationBlock());
+                    return Outputs{out(be, Y), down(be, M), down(be, S), down(be, RM), down(be, RV)};
+                }))
+                return;
+            if (!compareAll("batchNormForwardInference", ctx, [&](Backend& be) {
+                    Tensor X = in(be, x), G = up(be, gamma), B = up(be, beta), RM = up(be, rm0), RV = up(be, rv0);
+                    Tensor Y = be.empty(Shape{static_cast<int64_t>(sz)});
+                    be.batchNormForwardInference(Y.f32(), X.f32(), affine(G), affine(B), RM.f32(), RV.f32(), n, c,
+                                                 inner, 1e-5f, cs.relu, be.activationBlock());
+                    return Outputs{out(be, Y)};
+                }))
+                return;
+            for (int mode = 0; mode < 3; ++mode) {  // dx added to, dx overwritten (from NaN), no dx
+                const bool overwrite = mode == 1, noDx = mode == 2;
+                if (!compareAll("batchNormBackward",
+                                ctx + (overwrite ? " overwrite"
+                                       : noDx    ? " no dx"
+                                                 : ""),
+                                [&](Backend& be) {
+                                    const int b = be.activationBlock();
+                                    Tensor X = in(be, x), G = up(be, gamma), B = up(be, beta), DY = in(be, dy);
+                                    Tensor Y = be.empty(Shape{static_cast<int64_t>(sz)}), M = be.empty(Shape{c}),
+                                           S = be.empty(Shape{c});
+                                    Tensor DX = overwrite ? up(be, Vec(sz, std::numeric_limits<float>::quiet_NaN()))
+                                                          : in(be, dx0);
+                                    Tensor DG = up(be, dg0), DB = up(be, db0);
+                                    be.batchNormForwardTraining(Y.f32(), M.f32(), S.f32(), nullptr, nullptr, X.f32(),
+                                                                affine(G), affine(B), n, c, inner, 0.1f, 1e-5f, cs.relu,
+                                                                b);
+                                    be.batchNormBackward(noDx ? nullptr : DX.f32(), DG.f32(), DB.f32(), DY.f32(),
+                                                         X.f32(), affine(G), M.f32(), S.f32(), n, c, inner,
+                                                         cs.relu ? Y.f32() : nullptr, overwrite, b);
+                                    return Outputs{out(be, DX), down(be, DG), down(be, DB)};
+                                }))
+                    return;
+            }
+        }
+        // A backend without a block refuses a blocked call, naming the op.
+        Tensor t = m_ref->zeros(Shape{64});
+        QVERIFY_THROWS_EXCEPTION(
+            BackendError, m_ref->batchNormForwardInference(t.f32(), t.f32(), nullptr, nullptr, t.f32(), t.f32(), 1, 16,
+                                                           4, 1e-5f, false, 16));
+    }
+
     // The fused ReLU is the ReLU: on the reference backend, the forward with relu equals the plain forward then
     // max(., 0), and the backward gated by that output equals the plain backward of dy * (output > 0).
     void batchNormFusedReLUIsTheComposition() {

@@ -117,6 +117,31 @@ Graph pooledGraph() {
     return g;
 }
 
+// BatchNorm in the blocked layout: Input [1, 8, 8] -> Conv2D 16 -> BatchNorm -> ReLU (r0) -> Conv2D 16 (no bias) ->
+// BatchNorm -> Add(r0, .) -> ReLU -> MaxPool 2x2 -> Conv2D 16 -> BatchNorm (no ReLU after it) -> Flatten -> Dense 5.
+// Blocked: every layer from the first Conv2D to the last BatchNorm (10).
+Graph batchNormBlockedGraph() {
+    Graph g;
+    const int in = g.addNode("Input", {}, {{"shape", {1, 8, 8}}});
+    const int r0 = chain(
+        g, chain(g, chain(g, in, "Conv2D", {{"filters", 16}, {"kernel", 3}, {"padding", 1}}), "BatchNorm"), "ReLU");
+    const int bn = chain(
+        g, chain(g, r0, "Conv2D", {{"filters", 16}, {"kernel", 3}, {"padding", 1}, {"use_bias", false}}), "BatchNorm");
+    const int add = g.addNode("Add");
+    g.connect(r0, add, "in0");
+    g.connect(bn, add, "in1");
+    int x = chain(g, chain(g, add, "ReLU"), "MaxPool2D", {{"kernel", 2}, {"stride", 2}});
+    x = chain(g, chain(g, x, "Conv2D", {{"filters", 16}, {"kernel", 3}, {"padding", 1}}), "BatchNorm");
+    chain(g, chain(g, x, "Flatten"), "Dense", {{"units", 5}});
+    return g;
+}
+
+// One replica's data-parallel sum: the identity (the global batch is this batch).
+class SingleReplica : public ReplicaSum {
+public:
+    void sum(double*, int64_t) override {}
+};
+
 // The sequence layers on a float sequence [7, 3]: PositionalEmbedding -> Conv1D 4 (kernel 3, pad 1) -> ReLU ->
 // Conv1D 5 (kernel 2, stride 2, dilation 2, no bias) -> Dense 6 per position -> SequenceMeanPool -> Dense 3.
 Graph sequenceGraph() {
@@ -187,10 +212,12 @@ std::vector<float> toHost(Backend& be, const Tensor& t) {
     return h;
 }
 
-// tokens: the input is token ids (transformerGraph), not normal noise.
+// tokens: the input is token ids (transformerGraph), not normal noise. replicas: the data-parallel sum the
+// layers use (BatchNorm's host path over the global batch), or none.
 Result run(Backend& be, const Graph& g, bool fuse, int* fusedCount, int* absorbedCount = nullptr, bool tokens = false,
-           bool blocked = true) {
+           bool blocked = true, ReplicaSum* replicas = nullptr) {
     auto model = compile(g, be, 7, fuse, blocked);
+    model->setReplicaSum(replicas);
     if (fusedCount) *fusedCount = model->fusedReLUCount();
     if (absorbedCount) *absorbedCount = model->absorbedReLUCount();
     std::mt19937 rng(3);
@@ -384,7 +411,8 @@ private slots:
         auto ref = test::makeReferenceBackend();
         QCOMPARE(compile(wideResidualGraph(), *probe, 7)->blockedOutputCount(), 9);
         QCOMPARE(compile(pooledGraph(), *probe, 7)->blockedOutputCount(), 6);
-        for (const Graph& g : {wideResidualGraph(), pooledGraph()}) {
+        QCOMPARE(compile(batchNormBlockedGraph(), *probe, 7)->blockedOutputCount(), 10);
+        for (const Graph& g : {wideResidualGraph(), pooledGraph(), batchNormBlockedGraph()}) {
             QCOMPARE(compile(g, *ref, 7)->blockedOutputCount(), 0);
             QCOMPARE(compile(g, *probe, 7, true, false)->blockedOutputCount(), 0);
             QCOMPARE(compile(g, *probe, 7, false)->blockedOutputCount(), 0);
@@ -406,6 +434,41 @@ private slots:
 
     // The sequence layers (strided GEMMs over a sequence's rows) on every fast backend against the reference:
     // outputs and every parameter's gradient.
+    // BatchNorm on blocked tensors beyond the batch-statistics step run() does: the data-parallel host path (one
+    // replica: the same statistics) and the evaluation-mode backward (running statistics), against the reference.
+    void batchNormBlockedPaths() {
+        auto probe = test::makeCpuBackend();
+        if (probe->activationBlock() == 0)
+            QSKIP("this CPU backend has no blocked layout (no oneDNN, or STRATA_BLOCKED_LAYOUT=0)");
+        auto ref = test::makeReferenceBackend();
+        const Graph g = batchNormBlockedGraph();
+        SingleReplica single;
+        const std::string synced = mismatch(run(*probe, g, true, nullptr, nullptr, false, true, &single),
+                                            run(*ref, g, true, nullptr, nullptr, false, true, nullptr));
+        QVERIFY2(synced.empty(), ("data-parallel path: " + synced).c_str());
+        // Evaluation mode: forward and backward with the running statistics (a training step first moves them).
+        auto evalGrads = [&](Backend& be) {
+            auto model = compile(g, be, 7);
+            std::mt19937 rng(4);
+            std::normal_distribution<float> dist(0.0f, 1.0f);
+            std::vector<float> x(static_cast<size_t>(3 * model->inputShape().numel())), dy(15);
+            for (float& v : x) v = dist(rng);
+            for (float& v : dy) v = dist(rng);
+            Tensor X = be.fromHost(model->inputShape().withBatch(3), x.data());
+            Tensor DY = be.fromHost(Shape{3, 5}, dy.data());
+            model->forward(X, true, 1);
+            model->zeroGrad();
+            Result r;
+            r.output = toHost(be, model->forward(X, false, 1));
+            model->backward(DY);
+            for (const auto& p : model->namedParameters())
+                if (p.param->grad.defined()) r.grads.push_back(toHost(be, p.param->grad));
+            return r;
+        };
+        const std::string eval = mismatch(evalGrads(*probe), evalGrads(*ref));
+        QVERIFY2(eval.empty(), ("evaluation mode: " + eval).c_str());
+    }
+
     void sequenceLayersMatchTheReference() {
         const Graph g = sequenceGraph();
         auto ref = test::makeReferenceBackend();

@@ -58,6 +58,13 @@ void checkConv(BackendOp op, const ConvDesc& d, int block = 0) {
                      std::to_string(d.h) + "x" + std::to_string(d.w) + " input with this padding and dilation");
 }
 
+// A normalization's channel block: 0, or the backend's own block dividing c.
+void checkNormBlock(BackendOp op, int block, int c, int backendBlock) {
+    if (block != 0 && (block != backendBlock || c % block != 0)) [[unlikely]]
+        fail(op, "blocked layout " + std::to_string(block) + " needs the backend's block (" +
+                     std::to_string(backendBlock) + ") and channels divisible by it (c = " + std::to_string(c) + ")");
+}
+
 void checkPool(BackendOp op, const PoolDesc& d, int block) {
     if (d.block != 0 && (d.block != block || d.c % d.block != 0 || !d.isPlain2x2Max())) [[unlikely]]
         fail(op, "blocked layout " + std::to_string(d.block) +
@@ -562,9 +569,10 @@ void checkNormSizes(BackendOp op, int a, const char* aName, int b, const char* b
 
 void Backend::batchNormForwardTraining(float* y, float* saveMean, float* saveInvStd, float* runningMean,
                                        float* runningVar, const float* x, const float* gamma, const float* beta, int n,
-                                       int c, int inner, float momentum, float eps, bool relu) {
+                                       int c, int inner, float momentum, float eps, bool relu, int block) {
     constexpr BackendOp op = BackendOp::BatchNormForwardTraining;
     checkNormSizes(op, n, "n", c, "c");
+    checkNormBlock(op, block, c, activationBlock());
     size(op, "inner", inner);
     if (static_cast<int64_t>(n) * inner < 2) [[unlikely]]
         fail(op, "training needs more than one value per channel (batch " + std::to_string(n) + ", " +
@@ -578,14 +586,15 @@ void Backend::batchNormForwardTraining(float* y, float* saveMean, float* saveInv
         pointer(op, "x", x);
     }
     doBatchNormForwardTraining(y, saveMean, saveInvStd, runningMean, runningVar, x, gamma, beta, n, c, inner, momentum,
-                               eps, relu);
+                               eps, relu, block);
 }
 
 void Backend::batchNormForwardInference(float* y, const float* x, const float* gamma, const float* beta,
                                         const float* runningMean, const float* runningVar, int n, int c, int inner,
-                                        float eps, bool relu) {
+                                        float eps, bool relu, int block) {
     constexpr BackendOp op = BackendOp::BatchNormForwardInference;
     checkNormSizes(op, n, "n", c, "c");
+    checkNormBlock(op, block, c, activationBlock());
     size(op, "inner", inner);
     if (n > 0 && c > 0 && inner > 0) {
         pointer(op, "y", y);
@@ -593,14 +602,15 @@ void Backend::batchNormForwardInference(float* y, const float* x, const float* g
         pointer(op, "runningMean", runningMean);
         pointer(op, "runningVar", runningVar);
     }
-    doBatchNormForwardInference(y, x, gamma, beta, runningMean, runningVar, n, c, inner, eps, relu);
+    doBatchNormForwardInference(y, x, gamma, beta, runningMean, runningVar, n, c, inner, eps, relu, block);
 }
 
 void Backend::batchNormBackward(float* dx, float* dgamma, float* dbeta, const float* dy, const float* x,
                                 const float* gamma, const float* saveMean, const float* saveInvStd, int n, int c,
-                                int inner, const float* reluOutput, bool overwriteDx) {
+                                int inner, const float* reluOutput, bool overwriteDx, int block) {
     constexpr BackendOp op = BackendOp::BatchNormBackward;
     checkNormSizes(op, n, "n", c, "c");
+    checkNormBlock(op, block, c, activationBlock());
     size(op, "inner", inner);
     if (!saveMean || !saveInvStd) [[unlikely]]
         fail(op, "needs saveMean and saveInvStd (from batchNormForwardTraining)");
@@ -608,7 +618,8 @@ void Backend::batchNormBackward(float* dx, float* dgamma, float* dbeta, const fl
         pointer(op, "dy", dy);
         pointer(op, "x", x);
     }
-    doBatchNormBackward(dx, dgamma, dbeta, dy, x, gamma, saveMean, saveInvStd, n, c, inner, reluOutput, overwriteDx);
+    doBatchNormBackward(dx, dgamma, dbeta, dy, x, gamma, saveMean, saveInvStd, n, c, inner, reluOutput, overwriteDx,
+                        block);
 }
 
 void Backend::layerNormForward(float* y, float* mean, float* rstd, const float* x, const float* gamma,

@@ -306,19 +306,21 @@ public:
     // running stats may be null together (not updated), and saveMean/saveInvStd together. Training
     // needs n*inner > 1 (the unbiased variance is undefined otherwise), as in PyTorch. relu: y = max(y, 0)
     // in the same pass (a ReLU fused after the normalization; y may then be x's own ReLU'd copy only).
+    // block (all three ops): x, y, dy and dx stored blocked, [n, c/B, inner, B] (ConvDesc::srcBlock), in the
+    // backend's activationBlock and with c % B == 0; a backend without a block refuses it.
     void batchNormForwardTraining(float* y, float* saveMean, float* saveInvStd, float* runningMean, float* runningVar,
                                   const float* x, const float* gamma, const float* beta, int n, int c, int inner,
-                                  float momentum, float eps, bool relu = false);
+                                  float momentum, float eps, bool relu = false, int block = 0);
     void batchNormForwardInference(float* y, const float* x, const float* gamma, const float* beta,
                                    const float* runningMean, const float* runningVar, int n, int c, int inner,
-                                   float eps, bool relu = false);
+                                   float eps, bool relu = false, int block = 0);
     // Needs saveMean and saveInvStd; dx, dgamma and dbeta may be null. reluOutput (null: none): the output of
     // a ReLU fused after the normalization, dy being that ReLU's output gradient; dy is then taken as
     // dy * (reluOutput > 0), the ReLU's backward done in the same passes. overwriteDx: dx is written, its
     // old contents ignored (else added to).
     void batchNormBackward(float* dx, float* dgamma, float* dbeta, const float* dy, const float* x, const float* gamma,
                            const float* saveMean, const float* saveInvStd, int n, int c, int inner,
-                           const float* reluOutput = nullptr, bool overwriteDx = false);
+                           const float* reluOutput = nullptr, bool overwriteDx = false, int block = 0);
     // Layer norm over the last axis of [rows, cols]; mean/rstd are [rows] (may be null in the forward).
     void layerNormForward(float* y, float* mean, float* rstd, const float* x, const float* gamma, const float* beta,
                           int rows, int cols, float eps);
@@ -441,13 +443,14 @@ protected:
 
     virtual void doBatchNormForwardTraining(float* y, float* saveMean, float* saveInvStd, float* runningMean,
                                             float* runningVar, const float* x, const float* gamma, const float* beta,
-                                            int n, int c, int inner, float momentum, float eps, bool relu) = 0;
+                                            int n, int c, int inner, float momentum, float eps, bool relu,
+                                            int block) = 0;
     virtual void doBatchNormForwardInference(float* y, const float* x, const float* gamma, const float* beta,
                                              const float* runningMean, const float* runningVar, int n, int c, int inner,
-                                             float eps, bool relu) = 0;
+                                             float eps, bool relu, int block) = 0;
     virtual void doBatchNormBackward(float* dx, float* dgamma, float* dbeta, const float* dy, const float* x,
                                      const float* gamma, const float* saveMean, const float* saveInvStd, int n, int c,
-                                     int inner, const float* reluOutput, bool overwriteDx) = 0;
+                                     int inner, const float* reluOutput, bool overwriteDx, int block) = 0;
     virtual void doLayerNormForward(float* y, float* mean, float* rstd, const float* x, const float* gamma,
                                     const float* beta, int rows, int cols, float eps) = 0;
     virtual void doLayerNormBackward(float* dx, float* dgamma, float* dbeta, const float* dy, const float* x,

@@ -167,20 +167,21 @@ int64_t CpuBackend::doCountCorrect(const float* logits, const int32_t* labels, i
 
 void CpuBackend::doBatchNormForwardTraining(float* y, float* saveMean, float* saveInvStd, float* runningMean,
                                             float* runningVar, const float* x, const float* gamma, const float* beta,
-                                            int n, int c, int inner, float momentum, float eps, bool relu) {
+                                            int n, int c, int inner, float momentum, float eps, bool relu, int block) {
     cpu::batchNormForwardTraining(threads(), y, saveMean, saveInvStd, runningMean, runningVar, x, gamma, beta, n, c,
-                                  inner, momentum, eps, relu);
+                                  inner, momentum, eps, relu, block);
 }
 void CpuBackend::doBatchNormForwardInference(float* y, const float* x, const float* gamma, const float* beta,
                                              const float* runningMean, const float* runningVar, int n, int c, int inner,
-                                             float eps, bool relu) {
-    cpu::batchNormForwardInference(threads(), y, x, gamma, beta, runningMean, runningVar, n, c, inner, eps, relu);
+                                             float eps, bool relu, int block) {
+    cpu::batchNormForwardInference(threads(), y, x, gamma, beta, runningMean, runningVar, n, c, inner, eps, relu,
+                                   block);
 }
 void CpuBackend::doBatchNormBackward(float* dx, float* dgamma, float* dbeta, const float* dy, const float* x,
                                      const float* gamma, const float* saveMean, const float* saveInvStd, int n, int c,
-                                     int inner, const float* reluOutput, bool overwriteDx) {
+                                     int inner, const float* reluOutput, bool overwriteDx, int block) {
     cpu::batchNormBackward(threads(), dx, dgamma, dbeta, dy, x, gamma, saveMean, saveInvStd, n, c, inner, reluOutput,
-                           overwriteDx);
+                           overwriteDx, block);
 }
 void CpuBackend::doLayerNormForward(float* y, float* mean, float* rstd, const float* x, const float* gamma,
                                     const float* beta, int rows, int cols, float eps) {

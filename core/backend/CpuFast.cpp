@@ -1065,9 +1065,182 @@ void layerNormBackward(int threads, Workspace& ws, float* dx, float* dgamma, flo
 // two-pass variance read x three times. The sums are of x minus the channel's first value (the shifted-data
 // form of the variance), so that a mean far from zero does not cancel the variance away; each plane sums in
 // float lanes and the planes in double.
-void batchNormForwardTraining(int threads, float* y, float* saveMean, float* saveInvStd, float* runningMean,
+// ---- batch norm on blocked tensors ([n, c/B, inner, B]; Backend's block argument) ----
+// Work items are planes, one image's channel block: inner positions of B channels side by side, so the lane
+// loops below run over B adjacent floats. Per-channel sums are kept per plane in float (as the NCHW loops keep
+// them per image) and added over the images in double, so the statistics match the NCHW ones to rounding.
+namespace {
+
+template <int B>
+struct BlockedNorm {
+    int n, c, inner;
+    int blocks() const { return c / B; }
+    int64_t planes() const { return int64_t(n) * blocks(); }
+    size_t plane() const { return size_t(inner) * B; }
+    // Channel k's first value (image 0, position 0): the shift the NCHW loops subtract.
+    float first(const float* x, int k) const { return x[size_t(k / B) * plane() + k % B]; }
+    // Sum over images of the per-plane values a pass stored for channel k (part 0 or 1 of each plane's 2B).
+    double total(const std::vector<double>& perPlane, int k, int part) const {
+        double s = 0.0;
+        for (int b = 0; b < n; ++b) s += perPlane[size_t((int64_t(b) * blocks() + k / B) * 2 * B + part * B + k % B)];
+        return s;
+    }
+};
+
+template <int B>
+void batchNormTrainingBlocked(int threads, float* y, float* saveMean, float* saveInvStd, float* runningMean,
                               float* runningVar, const float* x, const float* gamma, const float* beta, int n, int c,
                               int inner, float momentum, float eps, bool relu) {
+    const BlockedNorm<B> g{n, c, inner};
+    const size_t plane = g.plane();
+    std::vector<float> shift(static_cast<size_t>(c)), scale(shift.size()), offset(shift.size());
+    for (int k = 0; k < c; ++k) shift[size_t(k)] = g.first(x, k);
+    std::vector<double> sums(static_cast<size_t>(g.planes()) * 2 * B);
+    parallelFor(threads, g.planes(), rowGrain(static_cast<int64_t>(plane)), [&](int64_t p0, int64_t p1, int) {
+        for (int64_t pl = p0; pl < p1; ++pl) {
+            const float* xp = x + pl * static_cast<int64_t>(plane);
+            const float* sh = shift.data() + (pl % g.blocks()) * B;
+            float s[B] = {}, q[B] = {};
+            for (int i = 0; i < inner; ++i)
+                for (int j = 0; j < B; ++j) {
+                    const float d = xp[i * B + j] - sh[j];
+                    s[j] += d;
+                    q[j] += d * d;
+                }
+            double* out = sums.data() + pl * 2 * B;
+            for (int j = 0; j < B; ++j) out[j] = s[j], out[B + j] = q[j];
+        }
+    });
+    const double count = static_cast<double>(n) * inner;
+    for (int k = 0; k < c; ++k) {
+        const double sum = g.total(sums, k, 0), sumSq = g.total(sums, k, 1);
+        // The NCHW forward's formulas (batchNormForwardTraining).
+        const double shiftedMean = sum / count, mean = shift[size_t(k)] + shiftedMean;
+        const double sq = std::max(0.0, sumSq - sum * shiftedMean);
+        const double invStd = 1.0 / std::sqrt(sq / count + eps);
+        const double gm = gamma ? gamma[k] : 1.0, bt = beta ? beta[k] : 0.0;
+        scale[size_t(k)] = static_cast<float>(gm * invStd);
+        offset[size_t(k)] = static_cast<float>(bt - shiftedMean * gm * invStd);
+        if (saveMean) saveMean[k] = static_cast<float>(mean);
+        if (saveInvStd) saveInvStd[k] = static_cast<float>(invStd);
+        if (runningMean) runningMean[k] = static_cast<float>((1.0 - momentum) * runningMean[k] + momentum * mean);
+        if (runningVar)
+            runningVar[k] = static_cast<float>((1.0 - momentum) * runningVar[k] + momentum * sq / (count - 1.0));
+    }
+    parallelFor(threads, g.planes(), rowGrain(static_cast<int64_t>(plane)), [&](int64_t p0, int64_t p1, int) {
+        for (int64_t pl = p0; pl < p1; ++pl) {
+            const int64_t at = pl * static_cast<int64_t>(plane), first = (pl % g.blocks()) * B;
+            const float *xp = x + at, *sh = shift.data() + first, *sc = scale.data() + first,
+                        *of = offset.data() + first;
+            float* yp = y + at;
+            for (int i = 0; i < inner; ++i)
+                for (int j = 0; j < B; ++j) {
+                    const float v = (xp[i * B + j] - sh[j]) * sc[j] + of[j];
+                    yp[i * B + j] = relu && v < 0.0f ? 0.0f : v;
+                }
+        }
+    });
+}
+
+template <int B>
+void batchNormInferenceBlocked(int threads, float* y, const float* x, const float* gamma, const float* beta,
+                               const float* runningMean, const float* runningVar, int n, int c, int inner, float eps,
+                               bool relu) {
+    const BlockedNorm<B> g{n, c, inner};
+    std::vector<float> scale(static_cast<size_t>(c)), shift(scale.size());
+    for (int k = 0; k < c; ++k) {
+        const double invStd = 1.0 / std::sqrt(static_cast<double>(runningVar[k]) + eps);
+        const double gm = gamma ? gamma[k] : 1.0, bt = beta ? beta[k] : 0.0;
+        scale[size_t(k)] = static_cast<float>(gm * invStd);
+        shift[size_t(k)] = static_cast<float>(bt - runningMean[k] * gm * invStd);
+    }
+    const size_t plane = g.plane();
+    parallelFor(threads, g.planes(), rowGrain(static_cast<int64_t>(plane)), [&](int64_t p0, int64_t p1, int) {
+        for (int64_t pl = p0; pl < p1; ++pl) {
+            const int64_t at = pl * static_cast<int64_t>(plane), first = (pl % g.blocks()) * B;
+            const float *xp = x + at, *sc = scale.data() + first, *sh = shift.data() + first;
+            float* yp = y + at;
+            for (int i = 0; i < inner; ++i)
+                for (int j = 0; j < B; ++j) {
+                    const float v = xp[i * B + j] * sc[j] + sh[j];
+                    yp[i * B + j] = relu && v < 0.0f ? 0.0f : v;
+                }
+        }
+    });
+}
+
+template <int B>
+void batchNormBackwardBlocked(int threads, float* dx, float* dgamma, float* dbeta, const float* dy, const float* x,
+                              const float* gamma, const float* saveMean, const float* saveInvStd, int n, int c,
+                              int inner, const float* gate, bool overwrite) {
+    const BlockedNorm<B> g{n, c, inner};
+    const size_t plane = g.plane();
+    // Pass 1: per plane, sum dy and sum dy * (x - mean) (dy gated by the fused ReLU's output when given).
+    std::vector<double> sums(static_cast<size_t>(g.planes()) * 2 * B);
+    parallelFor(threads, g.planes(), rowGrain(static_cast<int64_t>(plane)), [&](int64_t p0, int64_t p1, int) {
+        for (int64_t pl = p0; pl < p1; ++pl) {
+            const int64_t at = pl * static_cast<int64_t>(plane);
+            const float *xp = x + at, *gp = dy + at, *mean = saveMean + (pl % g.blocks()) * B;
+            const float* gt = gate ? gate + at : nullptr;
+            float s[B] = {}, t[B] = {};
+            for (int i = 0; i < inner; ++i)
+                for (int j = 0; j < B; ++j) {
+                    float d = gp[i * B + j];
+                    if (gt) d = gt[i * B + j] > 0.0f ? d : 0.0f;
+                    s[j] += d;
+                    t[j] += d * (xp[i * B + j] - mean[j]);
+                }
+            double* out = sums.data() + pl * 2 * B;
+            for (int j = 0; j < B; ++j) out[j] = s[j], out[B + j] = t[j];
+        }
+    });
+    // The NCHW backward's coefficients (batchNormBackwardChannel): dx = k1*dy - k2*(x - mean) + k0.
+    const double count = static_cast<double>(n) * inner;
+    std::vector<float> f1(static_cast<size_t>(c)), f2(f1.size()), f0(f1.size());
+    for (int k = 0; k < c; ++k) {
+        const double sumDy = g.total(sums, k, 0), sumDyXc = g.total(sums, k, 1), invStd = saveInvStd[k];
+        if (dbeta) dbeta[k] += static_cast<float>(sumDy);
+        if (dgamma) dgamma[k] += static_cast<float>(sumDyXc * invStd);
+        const double gm = gamma ? gamma[k] : 1.0, k1 = gm * invStd;
+        f1[size_t(k)] = static_cast<float>(k1);
+        f2[size_t(k)] = static_cast<float>(gm * invStd * invStd * invStd * sumDyXc / count);
+        f0[size_t(k)] = static_cast<float>(-k1 * sumDy / count);
+    }
+    if (!dx) return;
+    parallelFor(threads, g.planes(), rowGrain(static_cast<int64_t>(plane)), [&](int64_t p0, int64_t p1, int) {
+        for (int64_t pl = p0; pl < p1; ++pl) {
+            const int64_t at = pl * static_cast<int64_t>(plane), first = (pl % g.blocks()) * B;
+            const float *xp = x + at, *gp = dy + at, *mean = saveMean + first, *a = f1.data() + first,
+                        *b2 = f2.data() + first, *b0 = f0.data() + first;
+            const float* gt = gate ? gate + at : nullptr;
+            float* dp = dx + at;
+            for (int i = 0; i < inner; ++i)
+                for (int j = 0; j < B; ++j) {
+                    float d = gp[i * B + j];
+                    if (gt) d = gt[i * B + j] > 0.0f ? d : 0.0f;
+                    const float v = a[j] * d - b2[j] * (xp[i * B + j] - mean[j]) + b0[j];
+                    dp[i * B + j] = overwrite ? v : dp[i * B + j] + v;
+                }
+        }
+    });
+}
+
+[[noreturn]] void noBlockedNorm(int block) {
+    throw BackendError("cpu: batch norm has no path for block " + std::to_string(block));
+}
+
+}  // namespace
+
+void batchNormForwardTraining(int threads, float* y, float* saveMean, float* saveInvStd, float* runningMean,
+                              float* runningVar, const float* x, const float* gamma, const float* beta, int n, int c,
+                              int inner, float momentum, float eps, bool relu, int block) {
+    if (block == 16)
+        return batchNormTrainingBlocked<16>(threads, y, saveMean, saveInvStd, runningMean, runningVar, x, gamma, beta,
+                                            n, c, inner, momentum, eps, relu);
+    if (block == 8)
+        return batchNormTrainingBlocked<8>(threads, y, saveMean, saveInvStd, runningMean, runningVar, x, gamma, beta, n,
+                                           c, inner, momentum, eps, relu);
+    if (block != 0) noBlockedNorm(block);
     const double count = static_cast<double>(n) * inner;
     const size_t cs = static_cast<size_t>(c) * inner;
     parallelFor(threads, c, std::max<int64_t>(1, kElementGrain / (static_cast<int64_t>(n) * inner)),
@@ -1122,7 +1295,14 @@ void batchNormForwardTraining(int threads, float* y, float* saveMean, float* sav
 
 void batchNormForwardInference(int threads, float* y, const float* x, const float* gamma, const float* beta,
                                const float* runningMean, const float* runningVar, int n, int c, int inner, float eps,
-                               bool relu) {
+                               bool relu, int block) {
+    if (block == 16)
+        return batchNormInferenceBlocked<16>(threads, y, x, gamma, beta, runningMean, runningVar, n, c, inner, eps,
+                                             relu);
+    if (block == 8)
+        return batchNormInferenceBlocked<8>(threads, y, x, gamma, beta, runningMean, runningVar, n, c, inner, eps,
+                                            relu);
+    if (block != 0) noBlockedNorm(block);
     const int64_t planes = static_cast<int64_t>(n) * c;
     parallelFor(threads, planes, rowGrain(inner), [&](int64_t b, int64_t e, int) {
         for (int64_t p = b; p < e; ++p) {
@@ -1201,7 +1381,14 @@ void batchNormBackwardChannel(float* dx, float* dgamma, float* dbeta, const floa
 
 void batchNormBackward(int threads, float* dx, float* dgamma, float* dbeta, const float* dy, const float* x,
                        const float* gamma, const float* saveMean, const float* saveInvStd, int n, int c, int inner,
-                       const float* reluOutput, bool overwriteDx) {
+                       const float* reluOutput, bool overwriteDx, int block) {
+    if (block == 16)
+        return batchNormBackwardBlocked<16>(threads, dx, dgamma, dbeta, dy, x, gamma, saveMean, saveInvStd, n, c, inner,
+                                            reluOutput, overwriteDx);
+    if (block == 8)
+        return batchNormBackwardBlocked<8>(threads, dx, dgamma, dbeta, dy, x, gamma, saveMean, saveInvStd, n, c, inner,
+                                           reluOutput, overwriteDx);
+    if (block != 0) noBlockedNorm(block);
     const double count = static_cast<double>(n) * inner;
     const size_t cs = static_cast<size_t>(c) * inner;
     parallelFor(threads, c, std::max<int64_t>(1, kElementGrain / (static_cast<int64_t>(n) * inner)),

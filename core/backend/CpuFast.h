@@ -142,13 +142,13 @@ void bceWithLogits(int threads, float* losses, float* dlogits, const float* logi
 // ---- normalization ----
 void batchNormForwardTraining(int threads, float* y, float* saveMean, float* saveInvStd, float* runningMean,
                               float* runningVar, const float* x, const float* gamma, const float* beta, int n, int c,
-                              int inner, float momentum, float eps, bool relu);
+                              int inner, float momentum, float eps, bool relu, int block = 0);
 void batchNormForwardInference(int threads, float* y, const float* x, const float* gamma, const float* beta,
                                const float* runningMean, const float* runningVar, int n, int c, int inner, float eps,
-                               bool relu);
+                               bool relu, int block = 0);
 void batchNormBackward(int threads, float* dx, float* dgamma, float* dbeta, const float* dy, const float* x,
                        const float* gamma, const float* saveMean, const float* saveInvStd, int n, int c, int inner,
-                       const float* reluOutput, bool overwriteDx);
+                       const float* reluOutput, bool overwriteDx, int block = 0);
 void layerNormForward(int threads, float* y, float* mean, float* rstd, const float* x, const float* gamma,
                       const float* beta, int rows, int cols, float eps);
 void layerNormBackward(int threads, Workspace& ws, float* dx, float* dgamma, float* dbeta, const float* dy,

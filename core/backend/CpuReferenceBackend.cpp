@@ -114,18 +114,20 @@ int64_t CpuReferenceBackend::doCountCorrect(const float* logits, const int32_t* 
 void CpuReferenceBackend::doBatchNormForwardTraining(float* y, float* saveMean, float* saveInvStd, float* runningMean,
                                                      float* runningVar, const float* x, const float* gamma,
                                                      const float* beta, int n, int c, int inner, float momentum,
-                                                     float eps, bool relu) {
+                                                     float eps, bool relu, int /*block: 0, the seam refuses others*/) {
     cpuref::batchNormForwardTraining(y, saveMean, saveInvStd, runningMean, runningVar, x, gamma, beta, n, c, inner,
                                      momentum, eps, relu);
 }
 void CpuReferenceBackend::doBatchNormForwardInference(float* y, const float* x, const float* gamma, const float* beta,
                                                       const float* runningMean, const float* runningVar, int n, int c,
-                                                      int inner, float eps, bool relu) {
+                                                      int inner, float eps, bool relu,
+                                                      int /*block: 0, the seam refuses others*/) {
     cpuref::batchNormForwardInference(y, x, gamma, beta, runningMean, runningVar, n, c, inner, eps, relu);
 }
 void CpuReferenceBackend::doBatchNormBackward(float* dx, float* dgamma, float* dbeta, const float* dy, const float* x,
                                               const float* gamma, const float* saveMean, const float* saveInvStd, int n,
-                                              int c, int inner, const float* reluOutput, bool overwriteDx) {
+                                              int c, int inner, const float* reluOutput, bool overwriteDx,
+                                              int /*block: 0, the seam refuses others*/) {
     if (dx && overwriteDx) std::fill_n(dx, static_cast<size_t>(n) * c * inner, 0.0f);
     cpuref::batchNormBackward(dx, dgamma, dbeta, dy, x, gamma, saveMean, saveInvStd, n, c, inner, reluOutput);
 }

@@ -63,13 +63,13 @@ protected:
 
     void doBatchNormForwardTraining(float* y, float* saveMean, float* saveInvStd, float* runningMean, float* runningVar,
                                     const float* x, const float* gamma, const float* beta, int n, int c, int inner,
-                                    float momentum, float eps, bool relu) override;
+                                    float momentum, float eps, bool relu, int block) override;
     void doBatchNormForwardInference(float* y, const float* x, const float* gamma, const float* beta,
                                      const float* runningMean, const float* runningVar, int n, int c, int inner,
-                                     float eps, bool relu) override;
+                                     float eps, bool relu, int block) override;
     void doBatchNormBackward(float* dx, float* dgamma, float* dbeta, const float* dy, const float* x,
                              const float* gamma, const float* saveMean, const float* saveInvStd, int n, int c,
-                             int inner, const float* reluOutput, bool overwriteDx) override;
+                             int inner, const float* reluOutput, bool overwriteDx, int block) override;
     void doLayerNormForward(float* y, float* mean, float* rstd, const float* x, const float* gamma, const float* beta,
                             int rows, int cols, float eps) override;
     void doLayerNormBackward(float* dx, float* dgamma, float* dbeta, const float* dy, const float* x,

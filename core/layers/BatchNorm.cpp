@@ -31,10 +31,10 @@ public:
             ensureBuffer(b, m_saveMean, Shape{m_c});
             ensureBuffer(b, m_saveInvStd, Shape{m_c});
             b.batchNormForwardTraining(out.f32(), m_saveMean.f32(), m_saveInvStd.f32(), p(2), p(3), in[0]->f32(), p(0),
-                                       p(1), n, m_c, m_inner, m_momentum, m_eps, m_fusedReLU);
+                                       p(1), n, m_c, m_inner, m_momentum, m_eps, m_fusedReLU, m_block);
         } else {
             b.batchNormForwardInference(out.f32(), in[0]->f32(), p(0), p(1), p(2), p(3), n, m_c, m_inner, m_eps,
-                                        m_fusedReLU);
+                                        m_fusedReLU, m_block);
         }
         if (m_fusedReLU && ctx.training && ctx.replicas)
             b.activationForward(out.f32(), out.f32(), out.numel(), Activation::ReLU, 0.0f);
@@ -54,6 +54,9 @@ public:
     }
     // Its dx pass writes every element: it can write the input gradient instead of adding to it.
     bool overwritesInputGradient() override { return true; }
+    // Per channel, in any layout: input, output and gradients share the block compile picks.
+    LayoutRule layoutRule() const override { return LayoutRule::Elementwise; }
+    void setLayouts(const std::vector<int>& inputBlocks, int) override { m_block = inputBlocks.at(0); }
 
     void backward(LayerContext& ctx, const std::vector<const Tensor*>& in, const Tensor& out, const Tensor& dOutput,
                   const std::vector<Tensor*>& dIn) override {
@@ -76,7 +79,7 @@ public:
         if (m_trainingForward) {
             float* dx = dIn[0] ? dIn[0]->f32() : scratch(b, m_dxScratch, dOut.shape());
             b.batchNormBackward(dx, dgamma, dbeta, dOut.f32(), in[0]->f32(), p(0), m_saveMean.f32(), m_saveInvStd.f32(),
-                                n, m_c, m_inner, gate, ctx.overwritesInputGrad(0));
+                                n, m_c, m_inner, gate, ctx.overwritesInputGrad(0), m_block);
             return;
         }
         // Evaluation mode: y = (x - running_mean) * invstd * gamma + beta is affine per channel, so
@@ -87,17 +90,17 @@ public:
         ensureBuffer(b, m_invStd, Shape{m_c});
         b.fill(m_ones.f32(), 1.0f, m_c);
         b.fill(m_zeros.f32(), 0.0f, m_c);
-        // invstd = (1 - 0) / sqrt(running_var + eps) * 1 + 0
+        // invstd = (1 - 0) / sqrt(running_var + eps) * 1 + 0 (one value per channel: no layout)
         b.batchNormForwardInference(m_invStd.f32(), m_ones.f32(), m_ones.f32(), m_zeros.f32(), m_zeros.f32(), p(3), 1,
                                     m_c, 1, m_eps);
         // dgamma, dbeta (its dx, the batch-statistics one, is discarded).
         float* discard = scratch(b, m_dxScratch, dOut.shape());
         b.batchNormBackward(discard, dgamma, dbeta, dOut.f32(), in[0]->f32(), p(0), p(2), m_invStd.f32(), n, m_c,
-                            m_inner);
+                            m_inner, nullptr, false, m_block);
         if (dIn[0]) {
             // dx += (dy - 0) / sqrt(running_var + eps) * gamma + 0
             b.batchNormForwardInference(discard, dOut.f32(), p(0), m_zeros.f32(), m_zeros.f32(), p(3), n, m_c, m_inner,
-                                        m_eps);
+                                        m_eps, false, m_block);
             b.axpy(dIn[0]->f32(), 1.0f, discard, dOut.numel());
         }
     }
@@ -111,10 +114,14 @@ public:
     }
 
 private:
+    // Where (image b, channel ch, position i) is stored, in this layer's layout.
     size_t index(int b, int ch, int i) const {
-        return (static_cast<size_t>(b) * static_cast<size_t>(m_c) + static_cast<size_t>(ch)) *
-                   static_cast<size_t>(m_inner) +
-               static_cast<size_t>(i);
+        const size_t c = static_cast<size_t>(m_c), inner = static_cast<size_t>(m_inner);
+        if (m_block == 0)
+            return (static_cast<size_t>(b) * c + static_cast<size_t>(ch)) * inner + static_cast<size_t>(i);
+        const size_t block = static_cast<size_t>(m_block), k = static_cast<size_t>(ch);
+        return ((static_cast<size_t>(b) * (c / block) + k / block) * inner + static_cast<size_t>(i)) * block +
+               k % block;
     }
     std::vector<float> toHostVector(Backend& b, const float* src, size_t count) {
         std::vector<float> v(count);
@@ -229,6 +236,7 @@ private:
         return t.f32();
     }
     int m_c, m_inner;
+    int m_block = 0;  // the layout of x, y and their gradients (setLayouts)
     float m_momentum, m_eps;
     bool m_fusedReLU = false;
     bool m_reluBackward = false;  // absorbFusedReLUBackward: backward gates dOut by the output

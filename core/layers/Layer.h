@@ -148,8 +148,8 @@ public:
     // backend's convolutions read and write without reordering; its gradient then has the same layout. How a
     // layer takes blocked tensors:
     //   NchwOnly (the default): it does not; its inputs and output are NCHW.
-    //   Elementwise: in any layout, so long as its inputs and its output share it (activations, Add, 2x2
-    //     max pooling).
+    //   Elementwise: in any layout, so long as its inputs and its output share it (activations, Add, BatchNorm,
+    //     2x2 max pooling).
     //   Any: each input and the output in the layout compile picks (Conv2D, GlobalAvgPool, Flatten).
     enum class LayoutRule { NchwOnly, Elementwise, Any };
     virtual LayoutRule layoutRule() const { return LayoutRule::NchwOnly; }
