@@ -125,10 +125,11 @@ protected:
     void doConv2dForwardFused(float* y, const float* x, const float* w, const float* bias, bool relu,
                               const ConvDesc& d) override;
     void doPool2dForward(float* y, const float* x, const PoolDesc& d) override;
-    void doPool2dBackward(float* dx, const float* dy, const float* x, const float* y, const PoolDesc& d) override;
+    void doPool2dBackward(float* dx, const float* dy, const float* x, const float* y, const PoolDesc& d,
+                          bool overwriteDx) override;
     // Our max-pool backward kernel with the ReLU mask applied in the same pass (no temporary).
-    void doMaxPool2dReLUBackward(float* dx, const float* dy, const float* x, const float* y,
-                                 const PoolDesc& d) override;
+    void doMaxPool2dReLUBackward(float* dx, const float* dy, const float* x, const float* y, const PoolDesc& d,
+                                 bool overwriteDx) override;
     void doMeanPoolForward(float* y, const float* x, int outer, int len, int inner) override;
     void doMeanPoolBackward(float* dx, const float* dy, int outer, int len, int inner) override;
     void doSequencePoolForward(float* y, const float* x, const float* keep, int batch, int len, int dim,

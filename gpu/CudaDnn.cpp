@@ -383,8 +383,10 @@ void CudaBackend::doPool2dForward(float* y, const float* x, const PoolDesc& d) {
     CUDNN_CHECK(cudnnPoolingForward(m_cudnn, pool, &kOne, xd, x, &kZero, yd, y));
 }
 
-void CudaBackend::doPool2dBackward(float* dx, const float* dy, const float* x, const float* y, const PoolDesc& d) {
+void CudaBackend::doPool2dBackward(float* dx, const float* dy, const float* x, const float* y, const PoolDesc& d,
+                                   bool overwriteDx) {
     activate();
+    if (overwriteDx) doZero(dx, size_t(d.n) * d.c * d.h * d.w * sizeof(float));
     if (d.mode == PoolMode::Max) {
         // Our kernel: cuDNN does not promise which of several equal maxima gets the gradient; the CPU gives it
         // to the first in row-major window order.
@@ -400,8 +402,10 @@ void CudaBackend::doPool2dBackward(float* dx, const float* dy, const float* x, c
 // One pass, no temporary: each input element gathers the gradients of the windows whose first maximum
 // it is, then keeps them only where x > 0 (x is the ReLU's output), as Backend's default does through a
 // routed buffer. The same additions in the same order, so the result equals the default's bit for bit.
-void CudaBackend::doMaxPool2dReLUBackward(float* dx, const float* dy, const float* x, const float*, const PoolDesc& d) {
+void CudaBackend::doMaxPool2dReLUBackward(float* dx, const float* dy, const float* x, const float*, const PoolDesc& d,
+                                          bool overwriteDx) {
     activate();
+    if (overwriteDx) doZero(dx, size_t(d.n) * d.c * d.h * d.w * sizeof(float));
     launchMaxPoolReLUBackward(m_stream, dx, dy, x, d.n, d.c, d.h, d.w, d.kernelH, d.kernelW, d.strideH, d.strideW,
                               d.padH, d.padW, d.outH(), d.outW());
 }

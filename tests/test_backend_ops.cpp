@@ -774,21 +774,26 @@ private slots:
                     return Outputs{reblocked(down(be, Y), n, c, ohw, e.block, false)};
                 }))
                 return;
-            for (bool relu : {false, true})
-                if (!compareAll(relu ? "maxPool2dReLUBackward" : "pool2dBackward", ctx, [&](Backend& be) {
-                        const PoolDesc e = on(be);
-                        Tensor X = up(be, reblocked(relu ? xr : x, n, c, hw, e.block, true)),
-                               Y = be.empty(Shape{n * c * ohw});
-                        be.pool2dForward(Y.f32(), X.f32(), e);
-                        Tensor DY = up(be, reblocked(dy, n, c, ohw, e.block, true)),
-                               DX = up(be, reblocked(dx0, n, c, hw, e.block, true));
-                        if (relu)
-                            be.maxPool2dReLUBackward(DX.f32(), DY.f32(), X.f32(), Y.f32(), e);
-                        else
-                            be.pool2dBackward(DX.f32(), DY.f32(), X.f32(), Y.f32(), e);
-                        return Outputs{reblocked(down(be, DX), n, c, hw, e.block, false)};
-                    }))
-                    return;
+            // dx added to, then overwritten (from NaN; 7x5 leaves its last row and column to be zeroed).
+            for (bool overwrite : {false, true})
+                for (bool relu : {false, true})
+                    if (!compareAll(
+                            relu ? "maxPool2dReLUBackward" : "pool2dBackward", ctx + (overwrite ? " overwrite" : ""),
+                            [&](Backend& be) {
+                                const PoolDesc e = on(be);
+                                Tensor X = up(be, reblocked(relu ? xr : x, n, c, hw, e.block, true)),
+                                       Y = be.empty(Shape{n * c * ohw});
+                                be.pool2dForward(Y.f32(), X.f32(), e);
+                                Tensor DY = up(be, reblocked(dy, n, c, ohw, e.block, true)),
+                                       DX = up(be, overwrite ? Vec(x.size(), std::numeric_limits<float>::quiet_NaN())
+                                                             : reblocked(dx0, n, c, hw, e.block, true));
+                                if (relu)
+                                    be.maxPool2dReLUBackward(DX.f32(), DY.f32(), X.f32(), Y.f32(), e, overwrite);
+                                else
+                                    be.pool2dBackward(DX.f32(), DY.f32(), X.f32(), Y.f32(), e, overwrite);
+                                return Outputs{reblocked(down(be, DX), n, c, hw, e.block, false)};
+                            }))
+                        return;
         }
     }
 
@@ -854,6 +859,7 @@ private slots:
             add(mode, 2, 5, 33, 9, 3, 1, 1);  // overlapping windows
             add(mode, 1, 2, 7, 7, 2, 3, 0);   // gaps between windows
             add(mode, 2, 4, 9, 9, 5, 2, 2);   // wide padding: clipped windows
+            add(mode, 2, 3, 7, 5, 2, 2, 0);   // 2x2 windows leaving the last row and column out
         }
         std::mt19937 rng(7);
         for (const PoolDesc& d : cases)
@@ -872,29 +878,35 @@ private slots:
                         return Outputs{down(be, Y)};
                     }))
                     return;
-                if (!compareAll("pool2dBackward", ctx, [&](Backend& be) {
-                        Tensor X = up(be, x), Y = be.empty(Shape{static_cast<int64_t>(ys)}), DY = up(be, dy),
-                               DX = up(be, dx0);
-                        be.pool2dForward(Y.f32(), X.f32(), d);
-                        be.pool2dBackward(DX.f32(), DY.f32(), X.f32(), Y.f32(), d);
-                        return Outputs{down(be, DX)};
-                    }))
-                    return;
+                // Added to dx, then overwriting it (from NaN: every element written, never read).
+                const Vec nan(xs, std::numeric_limits<float>::quiet_NaN());
+                for (bool overwrite : {false, true})
+                    if (!compareAll("pool2dBackward", ctx + (overwrite ? " overwrite" : ""), [&](Backend& be) {
+                            Tensor X = up(be, x), Y = be.empty(Shape{static_cast<int64_t>(ys)}), DY = up(be, dy),
+                                   DX = up(be, overwrite ? nan : dx0);
+                            be.pool2dForward(Y.f32(), X.f32(), d);
+                            be.pool2dBackward(DX.f32(), DY.f32(), X.f32(), Y.f32(), d, overwrite);
+                            return Outputs{down(be, DX)};
+                        }))
+                        return;
                 if (d.mode != PoolMode::Max) continue;
                 // The pooling of a ReLU's output (zeros and positive values) with the ReLU's backward, and
                 // the op's definition on any input: negative elements (whole negative windows) get nothing.
                 Vec xr = x;
                 for (float& v : xr) v = std::max(v, 0.0f);
-                for (const Vec* input : {&xr, &x})
-                    if (!compareAll("maxPool2dReLUBackward", ctx + (input == &x ? " signed input" : ""),
-                                    [&](Backend& be) {
-                                        Tensor X = up(be, *input), Y = be.empty(Shape{static_cast<int64_t>(ys)}),
-                                               DY = up(be, dy), DX = up(be, dx0);
-                                        be.pool2dForward(Y.f32(), X.f32(), d);
-                                        be.maxPool2dReLUBackward(DX.f32(), DY.f32(), X.f32(), Y.f32(), d);
-                                        return Outputs{down(be, DX)};
-                                    }))
-                        return;
+                for (bool overwrite : {false, true})
+                    for (const Vec* input : {&xr, &x})
+                        if (!compareAll("maxPool2dReLUBackward",
+                                        ctx + (input == &x ? " signed input" : "") + (overwrite ? " overwrite" : ""),
+                                        [&](Backend& be) {
+                                            Tensor X = up(be, *input), Y = be.empty(Shape{static_cast<int64_t>(ys)}),
+                                                   DY = up(be, dy), DX = up(be, overwrite ? nan : dx0);
+                                            be.pool2dForward(Y.f32(), X.f32(), d);
+                                            be.maxPool2dReLUBackward(DX.f32(), DY.f32(), X.f32(), Y.f32(), d,
+                                                                     overwrite);
+                                            return Outputs{down(be, DX)};
+                                        }))
+                            return;
             }
     }
 

@@ -353,15 +353,16 @@ private slots:
         QCOMPARE(absorbed, 0);  // no pooling after a ReLU
         QCOMPARE(compile(residualGraph(), *be, 7)->reluBackwardsInProducers(), 3);  // the BatchNorm and both Adds
         QCOMPARE(compile(residualGraph(), *be, 7, false)->reluBackwardsInProducers(), 0);
-        // Gradients written by their first writer in backward (Conv2D, BatchNorm, an activation, Add), not zeroed:
-        // the pooling's (by the second conv) and the last conv's (by its ReLU; the first conv's ReLU is the
-        // pooling's to do). With the shared conv also the first conv's (by its ReLU), that ReLU's (by the shared
-        // conv), the shared conv's (by the Add; its ReLU adds to it after) and that ReLU's (by the Add). In the
+        // Gradients written by their first writer in backward (Conv2D, BatchNorm, an activation, Add, pooling), not
+        // zeroed: the pooling's (by the second conv), the last conv's (by its ReLU) and the first conv's (by the
+        // pooling, which does that conv's ReLU's backward). With the shared conv the pooling writes the Add's
+        // instead, and also the first conv's (by its ReLU), that ReLU's (by the shared conv), the shared conv's (by
+        // the Add; its ReLU adds to it after) and that ReLU's (by the Add) are written. In the
         // residual net the first conv's (by the BatchNorm), in each block the first conv's (by its ReLU), that
         // ReLU's (by the second conv) and the second conv's (by the Add), and r0 and r1 (by the Add; the block's
         // first conv adds to them after).
-        QCOMPARE(compile(testGraph(false), *be, 7)->overwrittenGradCount(), 2);
-        QCOMPARE(compile(testGraph(true), *be, 7)->overwrittenGradCount(), 6);
+        QCOMPARE(compile(testGraph(false), *be, 7)->overwrittenGradCount(), 3);
+        QCOMPARE(compile(testGraph(true), *be, 7)->overwrittenGradCount(), 7);
         QCOMPARE(compile(residualGraph(), *be, 7)->overwrittenGradCount(), 9);
         QCOMPARE(compile(residualGraph(), *be, 7, false)->overwrittenGradCount(), 0);
         run(*be, testGraph(false), false, &count, &absorbed);

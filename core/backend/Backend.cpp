@@ -353,7 +353,8 @@ void Backend::pool2dForward(float* y, const float* x, const PoolDesc& d) {
     doPool2dForward(y, x, d);
 }
 
-void Backend::pool2dBackward(float* dx, const float* dy, const float* x, const float* y, const PoolDesc& d) {
+void Backend::pool2dBackward(float* dx, const float* dy, const float* x, const float* y, const PoolDesc& d,
+                             bool overwriteDx) {
     constexpr BackendOp op = BackendOp::Pool2dBackward;
     checkPool(op, d, activationBlock());
     pointer(op, "dx", dx);
@@ -361,10 +362,11 @@ void Backend::pool2dBackward(float* dx, const float* dy, const float* x, const f
     pointer(op, "x", x);
     if (d.mode == PoolMode::Average && !y) [[unlikely]]
         fail(op, "average pooling needs the forward output y");
-    doPool2dBackward(dx, dy, x, y, d);
+    doPool2dBackward(dx, dy, x, y, d, overwriteDx);
 }
 
-void Backend::maxPool2dReLUBackward(float* dx, const float* dy, const float* x, const float* y, const PoolDesc& d) {
+void Backend::maxPool2dReLUBackward(float* dx, const float* dy, const float* x, const float* y, const PoolDesc& d,
+                                    bool overwriteDx) {
     constexpr BackendOp op = BackendOp::MaxPool2dReLUBackward;
     if (d.mode != PoolMode::Max) [[unlikely]]
         fail(op, "the pooling must be max pooling");
@@ -373,7 +375,7 @@ void Backend::maxPool2dReLUBackward(float* dx, const float* dy, const float* x, 
     pointer(op, "dy", dy);
     pointer(op, "x", x);
     pointer(op, "y", y);
-    doMaxPool2dReLUBackward(dx, dy, x, y, d);
+    doMaxPool2dReLUBackward(dx, dy, x, y, d, overwriteDx);
 }
 
 namespace {
@@ -819,10 +821,12 @@ void Backend::doConv2dBackwardFused(float* dx, float* dw, float* dbias, const fl
     if (dbias) doSumChannels(dbias, dy, d.n, d.k, d.outH() * d.outW());
 }
 
-void Backend::doMaxPool2dReLUBackward(float* dx, const float* dy, const float* x, const float* y, const PoolDesc& d) {
+void Backend::doMaxPool2dReLUBackward(float* dx, const float* dy, const float* x, const float* y, const PoolDesc& d,
+                                      bool overwriteDx) {
     const int64_t n = static_cast<int64_t>(d.n) * d.c * d.h * d.w;
+    if (overwriteDx) doZero(dx, static_cast<size_t>(n) * sizeof(float));
     Tensor routed = zeros(Shape{n});
-    doPool2dBackward(routed.f32(), dy, x, y, d);
+    doPool2dBackward(routed.f32(), dy, x, y, d, false);
     doActivationBackward(dx, routed.f32(), x, nullptr, n, Activation::ReLU, 0.0f);
 }
 

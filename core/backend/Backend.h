@@ -237,13 +237,17 @@ public:
     void pool2dForward(float* y, const float* x, const PoolDesc& d);
     // Max pooling routes each output gradient to the first maximal input of its window. y, the forward
     // output, is required for average pooling (cuDNN's backward reads it) and ignored for max pooling.
-    void pool2dBackward(float* dx, const float* dy, const float* x, const float* y, const PoolDesc& d);
+    // overwriteDx (here and in maxPool2dReLUBackward): dx is written, every element (those no window routes a
+    // gradient to get 0), its old contents ignored, so it need not be zeroed first.
+    void pool2dBackward(float* dx, const float* dy, const float* x, const float* y, const PoolDesc& d,
+                        bool overwriteDx = false);
     // Max pooling's backward followed by the backward of the ReLU that produced x: dx += routed dy
     // where x > 0 (y is the pooling's forward output), which is what pool2dBackward into a zeroed buffer
     // and then activationBackward (ReLU, gate x) into dx compute, in one pass. Max pooling only. The
     // default runs exactly those two ops through a temporary buffer; a backend may fuse them (the CPU
     // does for 2x2 windows).
-    void maxPool2dReLUBackward(float* dx, const float* dy, const float* x, const float* y, const PoolDesc& d);
+    void maxPool2dReLUBackward(float* dx, const float* dy, const float* x, const float* y, const PoolDesc& d,
+                               bool overwriteDx = false);
     // y[o, i] = mean_l x[o, l, i] for x of [outer, len, inner] (global average pool, sequence mean).
     void meanPoolForward(float* y, const float* x, int outer, int len, int inner);
     void meanPoolBackward(float* dx, const float* dy, int outer, int len, int inner);
@@ -408,9 +412,11 @@ protected:
     virtual void doConv2dBackwardFused(float* dx, float* dw, float* dbias, const float* dy, const float* x,
                                        const float* w, const ConvDesc& d, bool overwriteDx);
     virtual void doPool2dForward(float* y, const float* x, const PoolDesc& d) = 0;
-    virtual void doPool2dBackward(float* dx, const float* dy, const float* x, const float* y, const PoolDesc& d) = 0;
+    virtual void doPool2dBackward(float* dx, const float* dy, const float* x, const float* y, const PoolDesc& d,
+                                  bool overwriteDx) = 0;
     // Called only with max pooling.
-    virtual void doMaxPool2dReLUBackward(float* dx, const float* dy, const float* x, const float* y, const PoolDesc& d);
+    virtual void doMaxPool2dReLUBackward(float* dx, const float* dy, const float* x, const float* y, const PoolDesc& d,
+                                         bool overwriteDx);
     virtual void doMeanPoolForward(float* y, const float* x, int outer, int len, int inner) = 0;
     virtual void doMeanPoolBackward(float* dx, const float* dy, int outer, int len, int inner) = 0;
     virtual void doSequencePoolForward(float* y, const float* x, const float* keep, int batch, int len, int dim,

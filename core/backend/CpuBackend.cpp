@@ -96,13 +96,14 @@ void CpuBackend::doConv2dBackwardFused(float* dx, float* dw, float* dbias, const
 void CpuBackend::doPool2dForward(float* y, const float* x, const PoolDesc& d) {
     cpu::pool2dForward(threads(), y, x, d);
 }
-void CpuBackend::doPool2dBackward(float* dx, const float* dy, const float* x, const float*, const PoolDesc& d) {
-    cpu::pool2dBackward(threads(), dx, dy, x, d);
+void CpuBackend::doPool2dBackward(float* dx, const float* dy, const float* x, const float*, const PoolDesc& d,
+                                  bool overwriteDx) {
+    cpu::pool2dBackward(threads(), dx, dy, x, d, overwriteDx);
 }
-void CpuBackend::doMaxPool2dReLUBackward(float* dx, const float* dy, const float* x, const float* y,
-                                         const PoolDesc& d) {
-    if (cpu::maxPool2dReLUBackward(threads(), dx, dy, x, y, d)) return;
-    Backend::doMaxPool2dReLUBackward(dx, dy, x, y, d);
+void CpuBackend::doMaxPool2dReLUBackward(float* dx, const float* dy, const float* x, const float* y, const PoolDesc& d,
+                                         bool overwriteDx) {
+    if (cpu::maxPool2dReLUBackward(threads(), dx, dy, x, y, d, overwriteDx)) return;
+    Backend::doMaxPool2dReLUBackward(dx, dy, x, y, d, overwriteDx);
 }
 void CpuBackend::doMeanPoolForward(float* y, const float* x, int outer, int len, int inner) {
     cpu::meanPoolForward(threads(), y, x, outer, len, inner);

@@ -56,10 +56,11 @@ protected:
     void doConv2dBackwardFused(float* dx, float* dw, float* dbias, const float* dy, const float* x, const float* w,
                                const ConvDesc& d, bool overwriteDx) override;
     void doPool2dForward(float* y, const float* x, const PoolDesc& d) override;
-    void doPool2dBackward(float* dx, const float* dy, const float* x, const float* y, const PoolDesc& d) override;
+    void doPool2dBackward(float* dx, const float* dy, const float* x, const float* y, const PoolDesc& d,
+                          bool overwriteDx) override;
     // One pass for 2x2 stride-2 windows without padding; Backend's composition for other shapes.
-    void doMaxPool2dReLUBackward(float* dx, const float* dy, const float* x, const float* y,
-                                 const PoolDesc& d) override;
+    void doMaxPool2dReLUBackward(float* dx, const float* dy, const float* x, const float* y, const PoolDesc& d,
+                                 bool overwriteDx) override;
     void doMeanPoolForward(float* y, const float* x, int outer, int len, int inner) override;
     void doMeanPoolBackward(float* dx, const float* dy, int outer, int len, int inner) override;
     void doSequencePoolForward(float* y, const float* x, const float* keep, int batch, int len, int dim,

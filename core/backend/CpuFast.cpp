@@ -677,7 +677,8 @@ void maxPool2x2BlockedForward(int threads, float* y, const float* x, const PoolD
     });
 }
 
-template <int B, bool kReLUMask>
+// kOverwrite: each window's four elements are written, not added to (windows that tile the input: even sizes).
+template <int B, bool kReLUMask, bool kOverwrite>
 void maxPool2x2BlockedBackward(int threads, float* dx, const float* dy, const float* x, const float* y,
                                const PoolDesc& d) {
     const int OH = d.outH(), OW = d.outW();
@@ -699,10 +700,17 @@ void maxPool2x2BlockedBackward(int threads, float* dx, const float* dy, const fl
                         const Float4 m01 = pickB ? bb : a, m23 = pickE ? ee : c;
                         const auto second = m23 > m01;
                         const Float4 first = second ? zero : v, last = second ? v : zero;
-                        store4(dx + at0 + j, load4(dx + at0 + j) + (pickB ? zero : first));
-                        store4(dx + at0 + B + j, load4(dx + at0 + B + j) + (pickB ? first : zero));
-                        store4(dx + at1 + j, load4(dx + at1 + j) + (pickE ? zero : last));
-                        store4(dx + at1 + B + j, load4(dx + at1 + B + j) + (pickE ? last : zero));
+                        if constexpr (kOverwrite) {
+                            store4(dx + at0 + j, pickB ? zero : first);
+                            store4(dx + at0 + B + j, pickB ? first : zero);
+                            store4(dx + at1 + j, pickE ? zero : last);
+                            store4(dx + at1 + B + j, pickE ? last : zero);
+                        } else {
+                            store4(dx + at0 + j, load4(dx + at0 + j) + (pickB ? zero : first));
+                            store4(dx + at0 + B + j, load4(dx + at0 + B + j) + (pickB ? first : zero));
+                            store4(dx + at1 + j, load4(dx + at1 + j) + (pickE ? zero : last));
+                            store4(dx + at1 + B + j, load4(dx + at1 + B + j) + (pickE ? last : zero));
+                        }
                     }
                 }
     });
@@ -715,11 +723,31 @@ bool maxPool2x2Blocked(int threads, float* y, const float* x, const PoolDesc& d)
     return false;
 }
 
-template <bool kReLUMask>
-bool maxPool2x2BlockedGrad(int threads, float* dx, const float* dy, const float* x, const float* y, const PoolDesc& d) {
-    if (d.block == 16) return maxPool2x2BlockedBackward<16, kReLUMask>(threads, dx, dy, x, y, d), true;
-    if (d.block == 8) return maxPool2x2BlockedBackward<8, kReLUMask>(threads, dx, dy, x, y, d), true;
+// Whether 2x2 stride-2 windows cover every element of the input (even height and width): a backward that
+// writes each window whole then writes all of dx.
+bool windowsTile(const PoolDesc& d) { return d.isPlain2x2Max() && d.h % 2 == 0 && d.w % 2 == 0; }
+
+// dx = 0 over the whole input, for an overwriting backward whose windows leave elements out.
+void zeroInput(int threads, float* dx, const PoolDesc& d) {
+    const int64_t n = int64_t(d.n) * d.c * d.h * d.w;
+    parallelFor(threads, n, kElementGrain, [&](int64_t b, int64_t e, int) { std::fill(dx + b, dx + e, 0.0f); });
+}
+
+template <bool kReLUMask, bool kOverwrite>
+bool maxPool2x2BlockedGradAs(int threads, float* dx, const float* dy, const float* x, const float* y,
+                             const PoolDesc& d) {
+    if (d.block == 16) return maxPool2x2BlockedBackward<16, kReLUMask, kOverwrite>(threads, dx, dy, x, y, d), true;
+    if (d.block == 8) return maxPool2x2BlockedBackward<8, kReLUMask, kOverwrite>(threads, dx, dy, x, y, d), true;
     return false;
+}
+
+template <bool kReLUMask>
+bool maxPool2x2BlockedGrad(int threads, float* dx, const float* dy, const float* x, const float* y, const PoolDesc& d,
+                           bool overwrite) {
+    if (d.block != 16 && d.block != 8) return false;
+    if (overwrite && windowsTile(d)) return maxPool2x2BlockedGradAs<kReLUMask, true>(threads, dx, dy, x, y, d);
+    if (overwrite) zeroInput(threads, dx, d);
+    return maxPool2x2BlockedGradAs<kReLUMask, false>(threads, dx, dy, x, y, d);
 }
 
 }  // namespace
@@ -769,7 +797,8 @@ void maskRow(float* __restrict out, const float* __restrict g, const float* __re
     }
 }
 
-template <bool kReLUMask>
+// kOverwrite: each window's four elements are written, not added to (windows that tile the input: even sizes).
+template <bool kReLUMask, bool kOverwrite>
 void maxPool2x2Backward(float* dx, const float* dy, const float* x, const float* y, const PoolDesc& d, int64_t b,
                         int64_t e) {
     const int OH = d.outH(), OW = d.outW();
@@ -804,10 +833,17 @@ void maxPool2x2Backward(float* dx, const float* dy, const float* x, const float*
                 const float m01 = bb > a ? bb : a, m23 = ee > c ? ee : c;
                 const float second = m23 > m01 ? 1.0f : 0.0f;
                 const float v = gr[ow];
-                d0[c0] += v * (1.0f - second) * (1.0f - pickB);
-                d0[c0 + 1] += v * (1.0f - second) * pickB;
-                d1[c0] += v * second * (1.0f - pickE);
-                d1[c0 + 1] += v * second * pickE;
+                if constexpr (kOverwrite) {
+                    d0[c0] = v * (1.0f - second) * (1.0f - pickB);
+                    d0[c0 + 1] = v * (1.0f - second) * pickB;
+                    d1[c0] = v * second * (1.0f - pickE);
+                    d1[c0 + 1] = v * second * pickE;
+                } else {
+                    d0[c0] += v * (1.0f - second) * (1.0f - pickB);
+                    d0[c0 + 1] += v * (1.0f - second) * pickB;
+                    d1[c0] += v * second * (1.0f - pickE);
+                    d1[c0 + 1] += v * second * pickE;
+                }
             }
         }
     }
@@ -815,18 +851,23 @@ void maxPool2x2Backward(float* dx, const float* dy, const float* x, const float*
 
 }  // namespace
 
-void pool2dBackward(int threads, float* dx, const float* dy, const float* x, const PoolDesc& d) {
+void pool2dBackward(int threads, float* dx, const float* dy, const float* x, const PoolDesc& d, bool overwrite) {
     if (d.block > 0) {
-        if (!maxPool2x2BlockedGrad<false>(threads, dx, dy, x, nullptr, d))
+        if (!maxPool2x2BlockedGrad<false>(threads, dx, dy, x, nullptr, d, overwrite))
             throw BackendError("cpu: max pooling has no path for block " + std::to_string(d.block));
         return;
     }
+    const bool writeWindows = overwrite && windowsTile(d);
+    if (overwrite && !writeWindows) zeroInput(threads, dx, d);
     const int OH = d.outH(), OW = d.outW();
     const int64_t planes = static_cast<int64_t>(d.n) * d.c;
     const size_t inPlane = static_cast<size_t>(d.h) * d.w, outPlane = static_cast<size_t>(OH) * OW;
     parallelFor(threads, planes, rowGrain(static_cast<int64_t>(inPlane)), [&](int64_t b, int64_t e, int) {
         if (d.isPlain2x2Max()) {
-            maxPool2x2Backward<false>(dx, dy, x, nullptr, d, b, e);
+            if (writeWindows)
+                maxPool2x2Backward<false, true>(dx, dy, x, nullptr, d, b, e);
+            else
+                maxPool2x2Backward<false, false>(dx, dy, x, nullptr, d, b, e);
             return;
         }
         PoolDesc part = d;
@@ -836,12 +877,19 @@ void pool2dBackward(int threads, float* dx, const float* dy, const float* x, con
     });
 }
 
-bool maxPool2dReLUBackward(int threads, float* dx, const float* dy, const float* x, const float* y, const PoolDesc& d) {
-    if (d.block > 0 && y) return maxPool2x2BlockedGrad<true>(threads, dx, dy, x, y, d);
+bool maxPool2dReLUBackward(int threads, float* dx, const float* dy, const float* x, const float* y, const PoolDesc& d,
+                           bool overwrite) {
+    if (d.block > 0 && y) return maxPool2x2BlockedGrad<true>(threads, dx, dy, x, y, d, overwrite);
     if (!d.isPlain2x2Max() || y == nullptr) return false;
+    const bool writeWindows = overwrite && windowsTile(d);
+    if (overwrite && !writeWindows) zeroInput(threads, dx, d);
     const int64_t planes = static_cast<int64_t>(d.n) * d.c;
-    parallelFor(threads, planes, rowGrain(static_cast<int64_t>(d.h) * d.w),
-                [&](int64_t b, int64_t e, int) { maxPool2x2Backward<true>(dx, dy, x, y, d, b, e); });
+    parallelFor(threads, planes, rowGrain(static_cast<int64_t>(d.h) * d.w), [&](int64_t b, int64_t e, int) {
+        if (writeWindows)
+            maxPool2x2Backward<true, true>(dx, dy, x, y, d, b, e);
+        else
+            maxPool2x2Backward<true, false>(dx, dy, x, y, d, b, e);
+    });
     return true;
 }
 

@@ -111,10 +111,12 @@ void conv2dBackwardFused(int threads, Workspace& ws, float* dx, float* dw, float
 void conv2dBackwardData(int threads, Workspace& ws, float* dx, const float* dy, const float* w, const ConvDesc& d);
 void conv2dBackwardFilter(int threads, Workspace& ws, float* dw, const float* dy, const float* x, const ConvDesc& d);
 void pool2dForward(int threads, float* y, const float* x, const PoolDesc& d);
-void pool2dBackward(int threads, float* dx, const float* dy, const float* x, const PoolDesc& d);
-// Backend::maxPool2dReLUBackward for 2x2 stride-2 windows without padding; false for other shapes.
+// overwrite: dx written whole (Backend::pool2dBackward's overwriteDx).
+void pool2dBackward(int threads, float* dx, const float* dy, const float* x, const PoolDesc& d, bool overwrite = false);
+// Backend::maxPool2dReLUBackward for 2x2 stride-2 windows without padding; false for other shapes (dx untouched).
 // y is the pooling's forward output (the window maxima).
-bool maxPool2dReLUBackward(int threads, float* dx, const float* dy, const float* x, const float* y, const PoolDesc& d);
+bool maxPool2dReLUBackward(int threads, float* dx, const float* dy, const float* x, const float* y, const PoolDesc& d,
+                           bool overwrite = false);
 void meanPoolForward(int threads, float* y, const float* x, int outer, int len, int inner);
 void meanPoolBackward(int threads, float* dx, const float* dy, int outer, int len, int inner);
 void sequencePoolForward(int threads, float* y, const float* x, const float* keep, int batch, int len, int dim,

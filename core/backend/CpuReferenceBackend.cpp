@@ -57,8 +57,9 @@ void CpuReferenceBackend::doConv2dBackwardFilter(float* dw, const float* dy, con
 void CpuReferenceBackend::doPool2dForward(float* y, const float* x, const PoolDesc& d) {
     cpuref::pool2dForward(y, x, d);
 }
-void CpuReferenceBackend::doPool2dBackward(float* dx, const float* dy, const float* x, const float*,
-                                           const PoolDesc& d) {
+void CpuReferenceBackend::doPool2dBackward(float* dx, const float* dy, const float* x, const float*, const PoolDesc& d,
+                                           bool overwriteDx) {
+    if (overwriteDx) std::fill_n(dx, static_cast<size_t>(d.n) * d.c * d.h * d.w, 0.0f);
     cpuref::pool2dBackward(dx, dy, x, d);
 }
 void CpuReferenceBackend::doMeanPoolForward(float* y, const float* x, int outer, int len, int inner) {

@@ -37,7 +37,8 @@ protected:
     void doConv2dBackwardData(float* dx, const float* dy, const float* w, const ConvDesc& d) override;
     void doConv2dBackwardFilter(float* dw, const float* dy, const float* x, const ConvDesc& d) override;
     void doPool2dForward(float* y, const float* x, const PoolDesc& d) override;
-    void doPool2dBackward(float* dx, const float* dy, const float* x, const float* y, const PoolDesc& d) override;
+    void doPool2dBackward(float* dx, const float* dy, const float* x, const float* y, const PoolDesc& d,
+                          bool overwriteDx) override;
     void doMeanPoolForward(float* y, const float* x, int outer, int len, int inner) override;
     void doMeanPoolBackward(float* dx, const float* dy, int outer, int len, int inner) override;
     void doSequencePoolForward(float* y, const float* x, const float* keep, int batch, int len, int dim,

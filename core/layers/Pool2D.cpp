@@ -30,11 +30,15 @@ public:
     void backward(LayerContext& ctx, const std::vector<const Tensor*>& in, const Tensor& out, const Tensor& dOut,
                   const std::vector<Tensor*>& dIn) override {
         if (!dIn[0]) return;
+        const bool overwrite = ctx.overwritesInputGrad(0);
         if (m_reluBackward)
-            ctx.backend.maxPool2dReLUBackward(dIn[0]->f32(), dOut.f32(), in[0]->f32(), out.f32(), desc(*in[0]));
+            ctx.backend.maxPool2dReLUBackward(dIn[0]->f32(), dOut.f32(), in[0]->f32(), out.f32(), desc(*in[0]),
+                                              overwrite);
         else
-            ctx.backend.pool2dBackward(dIn[0]->f32(), dOut.f32(), in[0]->f32(), out.f32(), desc(*in[0]));
+            ctx.backend.pool2dBackward(dIn[0]->f32(), dOut.f32(), in[0]->f32(), out.f32(), desc(*in[0]), overwrite);
     }
+    // The backend writes every element of dx when told to (the 2x2 windows without a zeroed buffer).
+    bool overwritesInputGradient() override { return true; }
     bool absorbReLUBackward() override {
         m_reluBackward = m_mode == PoolMode::Max;
         return m_reluBackward;
