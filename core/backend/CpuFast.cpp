@@ -1135,6 +1135,15 @@ struct BlockedNorm {
     }
 };
 
+// The per-plane sums scratch (2B doubles a plane; 128 KiB for a batch of 128 with 64 channels), kept by the
+// calling thread so that a training step's batch norms reuse it instead of allocating it each call. Every
+// element is written by the pass that fills it.
+std::vector<double>& planeSums(size_t count) {
+    thread_local std::vector<double> buffer;
+    if (buffer.size() < count) buffer.resize(count);
+    return buffer;
+}
+
 template <int B>
 void batchNormTrainingBlocked(int threads, float* y, float* saveMean, float* saveInvStd, float* runningMean,
                               float* runningVar, const float* x, const float* gamma, const float* beta, int n, int c,
@@ -1143,7 +1152,7 @@ void batchNormTrainingBlocked(int threads, float* y, float* saveMean, float* sav
     const size_t plane = g.plane();
     std::vector<float> shift(static_cast<size_t>(c)), scale(shift.size()), offset(shift.size());
     for (int k = 0; k < c; ++k) shift[size_t(k)] = g.first(x, k);
-    std::vector<double> sums(static_cast<size_t>(g.planes()) * 2 * B);
+    std::vector<double>& sums = planeSums(static_cast<size_t>(g.planes()) * 2 * B);
     parallelFor(threads, g.planes(), rowGrain(static_cast<int64_t>(plane)), [&](int64_t p0, int64_t p1, int) {
         for (int64_t pl = p0; pl < p1; ++pl) {
             const float* xp = x + pl * static_cast<int64_t>(plane);
@@ -1224,7 +1233,7 @@ void batchNormBackwardBlocked(int threads, float* dx, float* dgamma, float* dbet
     const BlockedNorm<B> g{n, c, inner};
     const size_t plane = g.plane();
     // Pass 1: per plane, sum dy and sum dy * (x - mean) (dy gated by the fused ReLU's output when given).
-    std::vector<double> sums(static_cast<size_t>(g.planes()) * 2 * B);
+    std::vector<double>& sums = planeSums(static_cast<size_t>(g.planes()) * 2 * B);
     parallelFor(threads, g.planes(), rowGrain(static_cast<int64_t>(plane)), [&](int64_t p0, int64_t p1, int) {
         for (int64_t pl = p0; pl < p1; ++pl) {
             const int64_t at = pl * static_cast<int64_t>(plane);
