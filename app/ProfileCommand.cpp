@@ -53,7 +53,7 @@ int profileCommand(const std::vector<std::string>& args, std::ostream& out) {
     Project project = readProject(projectPath);
     if (!device.empty()) project.training.device = device;
     std::unique_ptr<Backend> backend =
-        backendRegistry().create(Device::parse(project.training.device), backendOptionsFor(project.training));
+        backendRegistry().create(Device::parseFirst(project.training.device), backendOptionsFor(project.training));
     options.rooflineCache = cachePath;
     options.measureRoofline = false;
     ProfileReport report = profileProject(project, projectPath, *backend, options);

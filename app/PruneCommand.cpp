@@ -228,8 +228,8 @@ int pruneCommand(const std::vector<std::string>& args, std::ostream& out) {
     }
     writePrunePlan(plan);
 
-    auto backend =
-        backendRegistry().create(Device::parse(plan.project.training.device), backendOptionsFor(plan.project.training));
+    auto backend = backendRegistry().create(Device::parseFirst(plan.project.training.device),
+                                            backendOptionsFor(plan.project.training));
     PruneObserver observer(out, quiet);
     TrainerOptions trainerOptions = plan.trainer;
     trainerOptions.projectPath = plan.projectFile;

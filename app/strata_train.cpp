@@ -25,6 +25,7 @@
 #include "core/history/RunRecorder.h"
 #include "core/io/InputLimits.h"
 #include "core/train/BackendOptionsFor.h"
+#include "core/train/ReplicaRun.h"
 #include "core/train/RunFolder.h"
 #include "core/train/Trainer.h"
 #ifdef STRATA_HAVE_CUDA
@@ -77,9 +78,26 @@ std::string usage() {
 }
 
 std::atomic<strata::Trainer*> g_trainer{nullptr};
+std::atomic<strata::ReplicaRun*> g_replicas{nullptr};
 
 void onSignal(int) {
     if (strata::Trainer* t = g_trainer.load()) t->requestStop();
+    if (strata::ReplicaRun* r = g_replicas.load()) r->requestStop();
+}
+
+// Under mpirun: the GPU of this rank's place on its machine (the launcher's local rank), modulo the GPUs
+// this machine has; 0 when neither is known.
+int gpuOfLocalRank() {
+    int local = 0;
+    for (const char* v : {"OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID", "MPI_LOCALRANKID", "PMI_LOCAL_RANK"})
+        if (const char* text = std::getenv(v); text && *text) {
+            local = std::atoi(text);
+            break;
+        }
+    int gpus = 0;
+    for (const strata::DeviceInfo& d : strata::backendRegistry().devices())
+        gpus += d.device.type == strata::DeviceType::Cuda ? 1 : 0;
+    return gpus > 0 ? std::max(0, local) % gpus : 0;
 }
 
 std::string formatDuration(double s) {
@@ -397,9 +415,18 @@ int main(int argc, char** argv) {
     for (const auto& [setting, v] : overrides) strata::applySetting(project.dataset, project.training, *setting, v);
     const strata::TrainingSettings& ts = project.training;
 
-    std::unique_ptr<strata::Backend> backend;
+    // One device, or several of this process (one engine thread each: ReplicaRun). Under mpirun each rank
+    // trains on one device; "cuda" there means this rank's GPU, picked by its rank on this machine.
+    std::vector<std::unique_ptr<strata::Backend>> backends;
     try {
-        backend = strata::backendRegistry().create(strata::Device::parse(ts.device), strata::backendOptionsFor(ts));
+        std::vector<strata::Device> devices = strata::Device::parseList(ts.device);
+        if (devices.size() > 1 && ranks > 1)
+            throw std::invalid_argument("--device " + ts.device +
+                                        ": under mpirun each rank trains on one device (--device cuda gives each "
+                                        "rank the GPU of its local rank)");
+        if (ranks > 1 && ts.device == "cuda") devices[0] = strata::Device::cuda(gpuOfLocalRank());
+        for (const strata::Device& d : devices)
+            backends.push_back(strata::backendRegistry().create(d, strata::backendOptionsFor(ts)));
     } catch (const std::exception& e) {
         if (ranks > 1) comm->abortJob(e.what());
         return fail(e.what());
@@ -450,12 +477,22 @@ int main(int argc, char** argv) {
             std::fprintf(stderr, "run %lld in %s\n", static_cast<long long>(recorder->runId()), historyPath.c_str());
     }
     strata::TrainingObserver* sink = recorder ? static_cast<strata::TrainingObserver*>(recorder.get()) : &observer;
-    strata::Trainer trainer(project, *backend, sink, options);
-    g_trainer = &trainer;
+    bool ok = false;
     std::signal(SIGINT, onSignal);
     std::signal(SIGTERM, onSignal);
-    const bool ok = trainer.run();
-    g_trainer = nullptr;
+    if (backends.size() == 1) {
+        strata::Trainer trainer(project, *backends[0], sink, options);
+        g_trainer = &trainer;
+        ok = trainer.run();
+        g_trainer = nullptr;
+    } else {
+        std::vector<strata::Backend*> list;
+        for (const auto& b : backends) list.push_back(b.get());
+        strata::ReplicaRun replicas(project, std::move(list), sink, options);
+        g_replicas = &replicas;
+        ok = replicas.run();
+        g_replicas = nullptr;
+    }
     if (recorder) recorder->finishIfOpen("failed", observer.error());
     if (!ok) return failRank(observer.error());
     return 0;

@@ -1,19 +1,23 @@
 // Tests for the data-parallel pieces that need no MPI: the sampler's sharding of each global batch
 // (batchShard, DataLoader::setShard), dropout's global counters, the model's gradients-ready hook and the
 // gradient bucket plan (GradientBuckets over the single-rank communicator) and async mode's one-step-stale
-// exchange (AsyncGradients). The multi-process checks are
-// tests/dist (mpirun).
+// exchange (AsyncGradients), the thread group of one process (ThreadCommunicator) and device lists. The
+// multi-process and multi-replica runs are tests/dist (mpirun, --device cpu,cpu).
 #include <QtTest>
 #include <map>
 #include <memory>
 #include <set>
+#include <string>
+#include <thread>
 #include <vector>
 
 #include "core/backend/Backend.h"
 #include "core/data/DataLoader.h"
 #include "core/dist/Communicator.h"
+#include "core/dist/ThreadCommunicator.h"
 #include "core/graph/Model.h"
 #include "core/train/GradientBuckets.h"
+#include "core/train/ReplicaRun.h"
 #include "core/train/Trainer.h"
 #include "tests/support/TestBackends.h"
 #include "tests/support/TestProjects.h"
@@ -214,6 +218,92 @@ private slots:
                 QFAIL(bad);
             } catch (const std::invalid_argument& e) {
                 QVERIFY(std::string(e.what()).find("training.dist_mode") != std::string::npos);
+            }
+        }
+    }
+
+    // The thread group of one process (ReplicaRun's host communicator): sums in rank order, means, doubles,
+    // a broadcast from a rank other than 0, a non-blocking sum that runs when waited for, and an abort that
+    // wakes a rank waiting in a collective.
+    void threadGroupCollectives() {
+        const int n = 3;
+        std::vector<std::unique_ptr<Communicator>> comms = makeThreadCommunicators(n);
+        std::vector<std::vector<float>> sums(n), means(n), deferred(n);
+        std::vector<std::vector<double>> doubles(n);
+        std::vector<std::string> texts(n);
+        std::vector<int> testedBeforeWait(n, -1);
+        auto rankMain = [&](int r) {
+            Communicator& c = *comms[static_cast<size_t>(r)];
+            // 1001 elements: slices of 334, 334, 333.
+            std::vector<float> v(1001);
+            for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>((r + 1) * 1000 + static_cast<int>(i));
+            sums[static_cast<size_t>(r)] = v;
+            c.allReduce(sums[static_cast<size_t>(r)].data(), 1001, ReduceOp::Sum);
+            means[static_cast<size_t>(r)] = v;
+            c.allReduce(means[static_cast<size_t>(r)].data(), 1001, ReduceOp::Mean);
+            doubles[static_cast<size_t>(r)] = {0.25 * r, 1e300};
+            c.allReduce(doubles[static_cast<size_t>(r)].data(), 1, ReduceOp::Sum);  // the second stays
+            texts[static_cast<size_t>(r)] = r == 2 ? "from rank two" : "";
+            c.broadcast(texts[static_cast<size_t>(r)], 2);
+            deferred[static_cast<size_t>(r)] = {static_cast<float>(r), 1.0f};
+            std::unique_ptr<CommRequest> q = c.iallReduce(deferred[static_cast<size_t>(r)].data(), 2);
+            testedBeforeWait[static_cast<size_t>(r)] = q->test() ? 1 : 0;
+            c.barrier();
+            q->wait();
+            QVERIFY(q->test());
+        };
+        std::vector<std::thread> threads;
+        for (int r = 1; r < n; ++r) threads.emplace_back(rankMain, r);
+        rankMain(0);
+        for (auto& t : threads) t.join();
+        for (int r = 0; r < n; ++r) {
+            const size_t k = static_cast<size_t>(r);
+            for (int i : {0, 333, 334, 667, 668, 1000}) {
+                QCOMPARE(sums[k][static_cast<size_t>(i)], static_cast<float>(6000 + 3 * i));
+                QCOMPARE(means[k][static_cast<size_t>(i)], static_cast<float>(2000 + i));
+            }
+            QCOMPARE(doubles[k][0], 0.75);
+            QCOMPARE(doubles[k][1], 1e300);
+            QCOMPARE(texts[k], std::string("from rank two"));
+            QCOMPARE(deferred[k][0], 3.0f);
+            QCOMPARE(deferred[k][1], 3.0f);
+            QCOMPARE(testedBeforeWait[k], 0);
+            QVERIFY(comms[k]->jobFailure().empty());
+        }
+
+        // Rank 1 fails while ranks 0 and 2 wait in an all-reduce: both throw, naming rank 1 and its reason.
+        std::vector<std::string> caught(n);
+        auto waiting = [&](int r) {
+            double x = 1;
+            try {
+                comms[static_cast<size_t>(r)]->allReduce(&x, 1);
+            } catch (const CommAborted& e) {
+                caught[static_cast<size_t>(r)] = e.what();
+            }
+        };
+        std::thread t0(waiting, 0), t2(waiting, 2);
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        comms[1]->abortJob("bad file");
+        comms[0]->abortJob("a second failure is not the one reported");
+        t0.join();
+        t2.join();
+        for (int r : {0, 2}) QCOMPARE(caught[static_cast<size_t>(r)], std::string("rank 1 of 3 failed: bad file"));
+        QCOMPARE(comms[2]->jobFailure(), std::string("rank 1 of 3 failed: bad file"));
+        QVERIFY_THROWS_EXCEPTION(CommAborted, comms[1]->barrier());
+    }
+
+    void deviceListsParse() {
+        QCOMPARE(Device::parseList("cpu").size(), size_t(1));
+        const std::vector<Device> two = Device::parseList("cuda:0,cuda:1");
+        QCOMPARE(two.size(), size_t(2));
+        QVERIFY(two[1] == Device::cuda(1));
+        QCOMPARE(Device::parseList("cpu,cpu").size(), size_t(2));  // CPU replicas, for checks
+        for (const char* bad : {"", "cuda:0,", ",cpu", "cuda:0,cuda:0", "cuda:1,cuda,cuda:0", "cpu;cpu", "gpu"}) {
+            try {
+                Device::parseList(bad);
+                QFAIL(bad);
+            } catch (const std::invalid_argument& e) {
+                QVERIFY2(std::string(e.what()).find("device") != std::string::npos, e.what());
             }
         }
     }

@@ -339,7 +339,7 @@ std::vector<SettingSpec<TS>> makeTrainingSpecs() {
         Entry<&TS::checkpointDir>("checkpoint_dir", "Checkpoint folder", "Where checkpoints are written; empty: none.")
             .path()
             .flag("--checkpoint-dir", "DIR"),
-        Entry<&TS::device>("device", "Device", "Where to train: cpu, cuda or cuda:N.")
+        Entry<&TS::device>("device", "Device", "Where to train: cpu, cuda or cuda:N; several GPUs: cuda:0,cuda:1.")
             .nonEmpty()
             .flag("--device", "cpu|cuda|cuda:N"),
         Entry<&TS::threads>("threads", "CPU threads", "CPU threads; 0: all cores.")

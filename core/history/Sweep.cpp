@@ -243,7 +243,7 @@ std::vector<TrialResult> runSweep(const Project& project, const std::string& pro
     int cpuSlots = 0;
     for (const std::string& dev : slotDevices) {  // a bad name fails before any trial
         try {
-            cpuSlots += Device::parse(dev).isCpu() ? 1 : 0;
+            cpuSlots += Device::parseFirst(dev).isCpu() ? 1 : 0;
         } catch (const std::exception& e) {
             throw std::invalid_argument("sweep device '" + dev + "': " + e.what());
         }
@@ -303,7 +303,7 @@ std::vector<TrialResult> runSweep(const Project& project, const std::string& pro
         Project p = applyAssignment(project, assignments[size_t(t)]);
         p.training.epochs = rungs[rung];
         p.training.device = slotDevices[size_t(slot)];
-        if (Device::parse(p.training.device).isCpu()) p.training.threads = threadsPerCpuTrial;
+        if (Device::parseFirst(p.training.device).isCpu()) p.training.threads = threadsPerCpuTrial;
         p.training.checkpointDir = checkpointFolder(t);
         TrialResult r;
         r.trial = t;
@@ -335,7 +335,7 @@ std::vector<TrialResult> runSweep(const Project& project, const std::string& pro
         MetricObserver metrics;
         try {
             std::unique_ptr<Backend> backend =
-                backendRegistry().create(Device::parse(p.training.device), backendOptionsFor(p.training));
+                backendRegistry().create(Device::parseFirst(p.training.device), backendOptionsFor(p.training));
             std::unique_ptr<RunRecorder> recorder;
             if (store) {
                 recorder = std::make_unique<RunRecorder>(*store, &metrics, p, projectPath, p.training.device, "sweep");

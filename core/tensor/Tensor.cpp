@@ -81,6 +81,26 @@ Device Device::parse(const std::string& text) {
                                 "' (expected cpu, cuda or cuda:N)");
 }
 
+std::vector<Device> Device::parseList(const std::string& text) {
+    const std::string shown = text.size() > 200 ? text.substr(0, 200) + "..." : text;
+    std::vector<Device> out;
+    size_t at = 0;
+    while (true) {
+        const size_t comma = text.find(',', at);
+        const std::string item = text.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
+        if (item.empty())
+            throw std::invalid_argument("device list '" + shown + "': an empty entry (write e.g. cuda:0,cuda:1)");
+        const Device d = parse(item);
+        for (const Device& seen : out)
+            if (seen == d && !d.isCpu())
+                throw std::invalid_argument("device list '" + shown + "': " + d.toString() + " is named twice");
+        out.push_back(d);
+        if (comma == std::string::npos) break;
+        at = comma + 1;
+    }
+    return out;
+}
+
 std::string Device::toString() const { return type == DeviceType::Cpu ? "cpu" : "cuda:" + std::to_string(index); }
 
 Storage::~Storage() {

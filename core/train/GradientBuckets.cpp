@@ -9,13 +9,13 @@
 namespace strata {
 namespace {
 
-// The model's packed gradient block, which must be in host memory (the MPI communicator's), or null when
-// nothing is trainable.
-float* hostGradients(const Communicator& comm, const Model& model) {
+// The model's packed gradient block, or null when nothing is trainable. It is in the backend's memory:
+// host memory on the CPU; a GPU's needs a communicator that takes device memory (NCCL).
+float* gradientBlock(const Communicator& comm, const Model& model) {
     const Tensor& g = model.packedGradients();
     if (!g.defined()) return nullptr;
-    if (!model.backend().device().isCpu())
-        throw std::invalid_argument("data-parallel training over " + comm.name() + " runs on the CPU only; " +
+    if (!model.backend().device().isCpu() && !comm.acceptsDeviceMemory())
+        throw std::invalid_argument("data-parallel training over " + comm.name() + " sums host memory only; " +
                                     model.backend().device().toString() + " needs a device communicator (NCCL)");
     return g.f32();
 }
@@ -24,7 +24,7 @@ float* hostGradients(const Communicator& comm, const Model& model) {
 
 GradientBuckets::GradientBuckets(Communicator& comm, Model& model, int64_t bucketBytes) : m_comm(comm) {
     if (bucketBytes < 1) throw std::invalid_argument("the gradient bucket size must be at least 1 byte");
-    m_grads = hostGradients(comm, model);
+    m_grads = gradientBlock(comm, model);
     if (!m_grads) return;  // nothing trainable
     const Tensor& g = model.packedGradients();
     // Parameter starts, ascending; a bucket boundary is always one of them.
@@ -98,9 +98,27 @@ void GradientBuckets::finish() {
     m_last.windowSeconds = m_buckets.empty() ? 0.0 : std::chrono::duration<double>(m_lastDone - m_firstStart).count();
 }
 
-AsyncGradients::AsyncGradients(Communicator& comm, Model& model) : m_comm(comm) {
-    m_grads = hostGradients(comm, model);
-    if (m_grads) m_buffer.resize(static_cast<size_t>(model.packedGradients().numel()));
+AsyncGradients::AsyncGradients(Communicator& comm, Model& model) : m_comm(comm), m_backend(model.backend()) {
+    m_grads = gradientBlock(comm, model);
+    if (!m_grads) return;
+    m_count = model.packedGradients().numel();
+    if (m_backend.device().isCpu()) {
+        m_hostBuffer.resize(static_cast<size_t>(m_count));
+        m_buffer = m_hostBuffer.data();
+    } else {
+        // In the device's memory, beside the block; the swap goes through a third buffer.
+        m_deviceBuffer = m_backend.empty({m_count});
+        m_deviceSwap = m_backend.empty({m_count});
+        m_buffer = m_deviceBuffer.f32();
+    }
+}
+
+void AsyncGradients::copy(float* dst, const float* src) {
+    const size_t bytes = static_cast<size_t>(m_count) * sizeof(float);
+    if (m_backend.device().isCpu())
+        std::memcpy(dst, src, bytes);
+    else
+        m_backend.copy(dst, src, bytes);
 }
 
 AsyncGradients::~AsyncGradients() = default;
@@ -133,22 +151,29 @@ bool AsyncGradients::exchange(double learningRate) {
     if (had) {
         complete();
         // The block takes the summed previous gradients; the buffer takes this step's local ones.
-        std::swap_ranges(m_buffer.begin(), m_buffer.end(), m_grads);
+        if (m_backend.device().isCpu()) {
+            std::swap_ranges(m_buffer, m_buffer + m_count, m_grads);
+        } else {
+            float* swap = m_deviceSwap.f32();
+            copy(swap, m_grads);
+            copy(m_grads, m_buffer);
+            copy(m_buffer, swap);
+        }
     } else {
-        std::memcpy(m_buffer.data(), m_grads, m_buffer.size() * sizeof(float));
+        copy(m_buffer, m_grads);
         m_last = {};
     }
     m_lr = learningRate;
     m_start = Clock::now();
     m_seenDone = false;
-    m_request = m_comm.iallReduce(m_buffer.data(), static_cast<int64_t>(m_buffer.size()), ReduceOp::Sum);
+    m_request = m_comm.iallReduce(m_buffer, m_count, ReduceOp::Sum);
     return had;
 }
 
 bool AsyncGradients::drain() {
     if (!m_request) return false;
     complete();
-    std::memcpy(m_grads, m_buffer.data(), m_buffer.size() * sizeof(float));
+    copy(m_grads, m_buffer);
     return true;
 }
 

@@ -24,14 +24,17 @@
 #include <vector>
 
 #include "core/dist/Communicator.h"
+#include "core/tensor/Tensor.h"
 
 namespace strata {
 
+class Backend;
 class Model;
 
 class GradientBuckets {
 public:
-    // The model's gradient block must be in host memory (a CPU backend). bucketBytes >= 1.
+    // The model's gradient block is in host memory (a CPU backend), or in a GPU's when the communicator takes
+    // device memory (NCCL). bucketBytes >= 1.
     GradientBuckets(Communicator& comm, Model& model, int64_t bucketBytes);
     ~GradientBuckets();
     GradientBuckets(const GradientBuckets&) = delete;
@@ -87,7 +90,7 @@ private:
 // Every rank swaps the same block and applies the same sums, so the replicas' parameters stay equal.
 class AsyncGradients {
 public:
-    // The model's gradient block must be in host memory (a CPU backend).
+    // As GradientBuckets; on a GPU the buffer in flight is in the device's memory too.
     AsyncGradients(Communicator& comm, Model& model);
     ~AsyncGradients();
     AsyncGradients(const AsyncGradients&) = delete;
@@ -109,9 +112,15 @@ private:
     using Clock = std::chrono::steady_clock;
     void complete();
 
+    void copy(float* dst, const float* src);  // m_count floats, in the backend's memory
+
     Communicator& m_comm;
+    Backend& m_backend;
     float* m_grads = nullptr;
-    std::vector<float> m_buffer;  // the sum in flight
+    int64_t m_count = 0;
+    float* m_buffer = nullptr;            // the sum in flight: m_hostBuffer's, or m_deviceBuffer's
+    std::vector<float> m_hostBuffer;      // CPU
+    Tensor m_deviceBuffer, m_deviceSwap;  // GPU
     std::unique_ptr<CommRequest> m_request;
     double m_lr = 0, m_previousLr = 0;
     Clock::time_point m_start, m_done;

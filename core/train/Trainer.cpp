@@ -17,6 +17,7 @@
 #include "core/data/DataLoader.h"
 #include "core/data/Dataset.h"
 #include "core/dist/Communicator.h"
+#include "core/dist/DeviceCommunicator.h"
 #include "core/graph/Model.h"
 #include "core/train/BackendOptionsFor.h"
 #include "core/train/BatchStager.h"
@@ -126,6 +127,7 @@ struct Trainer::Impl {
 
     // Data parallel: dp when the job has more than one rank.
     Communicator* comm = nullptr;
+    std::unique_ptr<Communicator> deviceComm;  // a GPU rank's (NCCL over opt.communicator)
     bool dp = false;
     int rank = 0, ranks = 1;
     std::unique_ptr<CommunicatorSum> replicaSum;
@@ -524,7 +526,13 @@ struct Trainer::Impl {
         if (havePending && pending.size > 0) staged = stager->stageTrain(pending);
         RateMeter rate;
         while (!stopAgreed()) {
-            if (!dp && !waitWhilePaused()) break;  // data parallel: no pause (a stop is agreed above)
+            // Data parallel, a stop that wakes a paused rank is agreed at the next step's start (every rank
+            // takes this step, then stops together); a rank that is not paused meanwhile waits in the step's
+            // first collective, so pausing one rank pauses the job.
+            if (dp)
+                (void)waitWhilePaused();
+            else if (!waitWhilePaused())
+                break;
             if (opt.maxSteps > 0 && progress.globalStep >= opt.maxSteps) {
                 reachedMaxSteps = true;
                 break;
@@ -777,10 +785,13 @@ struct Trainer::Impl {
         }
         obs->onLog(data.description);
         if (dp) {
-            if (!backend.device().isCpu())
-                throw std::invalid_argument("data-parallel training over " + comm->name() + " runs on the CPU only (" +
-                                            backend.device().toString() + " needs a GPU communicator, NCCL)");
             checkRanksAgree();
+            // A GPU's gradients are summed where they live: NCCL over this communicator (gpu/), made by
+            // every rank at this point.
+            if (!backend.device().isCpu()) {
+                deviceComm = makeDeviceCommunicator(*comm, backend);
+                comm = deviceComm.get();
+            }
         }
         model = compile(project.graph, backend, ts().seed);
         // Stop ends even a long step between two layers; data parallel, only between steps, where the ranks

@@ -6,6 +6,10 @@
 # sync), fail (a rank throws at step 5: every rank ends within 30 s, non-zero, naming the rank), mismatch (a
 # project differing on one rank stops the job at start), resume (a 2-rank checkpoint resumes on 1 and 2 ranks),
 # async (2 and 3 ranks give the same weights, which differ from sync's: one step stale, the same global sums).
+# In one process (--device cpu,cpu: one engine thread per replica, ReplicaRun): threads (2 and 3 replicas in
+# sync equal one process, 1e-5; async on 2 equals mpirun's async on 2; a 2-rank mpirun checkpoint resumed on
+# 2 replicas continues like the uninterrupted run), threads-fail (replica 1 throws at step 5: the process ends
+# non-zero within 30 s naming rank 1 and the reason).
 set -u
 CASE=$1 TRAIN=$2 COMPARE=$3 MPIEXEC=$4 SRC=$5
 SMALL=$SRC/tests/dist/small.strata
@@ -110,6 +114,37 @@ resume)
     grep -q "resumed from" "$WORK/cont2.log" || { cat "$WORK/cont2.log"; die "cont2 did not resume"; }
     compare whole2 cont2 1e-6
     compare whole1 cont1 1e-5
+    ;;
+threads)
+    train one 0 "$SMALL" --max-steps 20
+    train two 0 "$SMALL" --max-steps 20 --device cpu,cpu --bucket-mb 0.0009765625 --metrics-out "$WORK/two.jsonl"
+    train three 0 "$SMALL" --max-steps 20 --device cpu,cpu,cpu
+    grep -q "data parallel: rank 0 of 2 (threads)" "$WORK/two.log" || { cat "$WORK/two.log"; die "no data-parallel line"; }
+    grep '"event":"epoch"' "$WORK/two.jsonl" | grep -q '"ranks":2' || die "epoch events lack \"ranks\":2"
+    compare one two 1e-5
+    compare one three 1e-5
+    "$COMPARE" "$WORK/one" "$WORK/two" 1e-9 --differ >/dev/null && say "(two replicas differ from one process in rounding)"
+    train async-mpi 2 "$NOBN" --max-steps 20 --dist-mode async
+    train async-threads 0 "$NOBN" --max-steps 20 --dist-mode async --device cpu,cpu
+    compare async-mpi async-threads 1e-5
+    train whole2 2 "$SMALL" --max-steps 20
+    train part2 2 "$SMALL" --max-steps 7
+    train cont-threads 0 "$SMALL" --max-steps 20 --resume "$WORK/part2" --device cpu,cpu
+    grep -q "resumed from" "$WORK/cont-threads.log" || { cat "$WORK/cont-threads.log"; die "no resume"; }
+    compare whole2 cont-threads 1e-6
+    ;;
+threads-fail)
+    start=$(date +%s)
+    STRATA_TEST_FAIL_STEP=5 STRATA_TEST_FAIL_RANK=1 timeout 120 "$TRAIN" "$SMALL" --device cpu,cpu,cpu \
+        --history off --quiet --checkpoint-dir "$WORK/fail" --max-steps 20 >"$WORK/fail.log" 2>&1
+    rc=$?
+    took=$(($(date +%s) - start))
+    cat "$WORK/fail.log"
+    [ $rc -ne 0 ] || die "the run exited 0"
+    [ $rc -ne 124 ] || die "the run hung (killed by timeout after 120 s)"
+    [ $took -le 30 ] || die "the run took $took s to end (30 s allowed)"
+    grep -q "rank 1 of 3 failed: step 5: failure injected" "$WORK/fail.log" || die "no message naming rank 1 and the reason"
+    say "ended in $took s with exit $rc"
     ;;
 *)
     die "unknown case"
