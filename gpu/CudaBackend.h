@@ -80,6 +80,11 @@ public:
     ~CudaBackend() override;
 
     bool allowTf32() const { return m_allowTf32; }
+    // The stream all of this backend's work runs on, in order (a collective that reads its results waits for
+    // it: gpu/NcclCommunicator.h).
+    CUstream_st* computeStream() const { return m_stream; }
+    // Makes this backend's GPU the calling thread's current device.
+    void activate() const;
 
     // ---- Backend ----
     Device device() const override { return Device::cuda(m_index); }
@@ -215,7 +220,6 @@ private:
         float* m_rounded = nullptr;
     };
 
-    void activate() const;
     void release() noexcept;
     void syncAndCheck();  // stream sync, then report kernel-detected errors
     void checkDeviceErrors();

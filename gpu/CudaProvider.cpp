@@ -8,6 +8,7 @@
 
 #include "core/backend/BackendRegistry.h"
 #include "gpu/CudaBackend.h"
+#include "gpu/NcclCommunicator.h"
 #include "gpu/Nvml.h"
 
 namespace strata::gpu {
@@ -120,6 +121,9 @@ private:
 
 }  // namespace
 
-void registerCudaProvider(BackendRegistry& registry) { registry.add(std::make_unique<CudaProvider>()); }
+void registerCudaProvider(BackendRegistry& registry) {
+    registry.add(std::make_unique<CudaProvider>());
+    registerNcclCommunicator();
+}
 
 }  // namespace strata::gpu

@@ -12,16 +12,23 @@
 #include <functional>
 #include <limits>
 #include <memory>
+#include <mutex>
 #include <random>
+#include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/backend/Backend.h"
 #include "core/backend/BackendRegistry.h"
+#include "core/dist/Communicator.h"
+#include "core/dist/DeviceCommunicator.h"
+#include "core/dist/ThreadCommunicator.h"
 #include "core/graph/Project.h"
 #include "core/train/BackendOptionsFor.h"
 #include "core/train/DynamicLossScale.h"
 #include "core/train/MemoryEstimate.h"
+#include "core/train/ReplicaRun.h"
 #include "core/train/Trainer.h"
 #include "tests/support/TestBackends.h"
 #include "tests/support/TestProjects.h"
@@ -31,6 +38,7 @@
 #include "gpu/CudaBackend.h"
 #include "gpu/CudaProvider.h"
 #include "gpu/DropoutHash.h"
+#include "gpu/NcclCommunicator.h"
 #include "gpu/Nvml.h"
 #endif
 
@@ -1251,6 +1259,154 @@ private slots:
                                                                               .arg(runs[r].steps[i], 0, 'g', 17)
                                                                               .arg(runs[0].steps[i], 0, 'g', 17)));
         }
+    }
+
+    // NCCL on one GPU (a job of one rank, which is what one lent GPU can run): the communicator the Trainer
+    // would make, its collectives on device memory ordered after the compute stream's work (a 64 MiB fill
+    // queued just before each call: a collective that did not wait would read and write back the old
+    // values), host memory passed on to the host communicator.
+    void ncclCollectivesOnOneGpu() {
+        const std::string why = test::gpuUnavailableReason();
+        if (!why.empty()) QSKIP(why.c_str());
+        qInfo("NCCL %s", gpu::ncclVersionText().c_str());
+        gpu::CudaBackend be(0, gpuOptions(false));
+        std::unique_ptr<Communicator> host = makeSingleRankCommunicator();
+        std::unique_ptr<Communicator> nccl;
+        try {
+            nccl = makeDeviceCommunicator(*host, be);
+        } catch (const std::exception& e) {
+            QFAIL(e.what());
+        }
+        QCOMPARE(nccl->name(), std::string("nccl"));
+        QVERIFY(nccl->acceptsDeviceMemory());
+        QCOMPARE(nccl->size(), 1);
+        const int64_t n = int64_t(16) << 20;
+        Tensor x = be.zeros(Shape{n});
+        auto expectAll = [&](float want, const char* what) {
+            const Vec h = download(be, x);
+            const auto bad = std::find_if(h.begin(), h.end(), [&](float v) { return v != want; });
+            QVERIFY2(bad == h.end(), qPrintable(QString("%1: element %2 is %3, expected %4")
+                                                    .arg(what)
+                                                    .arg(bad - h.begin())
+                                                    .arg(double(bad == h.end() ? 0 : *bad))
+                                                    .arg(double(want))));
+        };
+        be.fill(x.f32(), 3.0f, n);
+        nccl->allReduce(x.f32(), n, ReduceOp::Sum);
+        expectAll(3.0f, "allReduce");
+        be.fill(x.f32(), 5.0f, n);
+        std::unique_ptr<CommRequest> q = nccl->iallReduce(x.f32(), n, ReduceOp::Mean);
+        q->wait();
+        QVERIFY(q->test());
+        be.scale(x.f32(), 2.0f, n);  // after the wait: on the sum
+        expectAll(10.0f, "iallReduce");
+        be.fill(x.f32(), 7.0f, n);
+        nccl->broadcast(x.f32(), n * int64_t(sizeof(float)), 0);
+        expectAll(7.0f, "broadcast");
+        double hostValue = 2.5;
+        nccl->allReduce(&hostValue, 1, ReduceOp::Sum);  // host memory: the single-rank communicator
+        QCOMPARE(hostValue, 2.5);
+        nccl->barrier();
+    }
+
+    // Several GPUs in one process (skipped with fewer than two): each rank's NCCL over a thread group sums
+    // its GPU's values, and training on all of them (ReplicaRun, BatchNorm over the global batch) follows
+    // the run on one GPU step by step.
+    void ncclAcrossGpusInOneProcess() {
+        const std::string why = test::gpuUnavailableReason();
+        if (!why.empty()) QSKIP(why.c_str());
+        int gpus = 0;
+        for (const DeviceInfo& d : backendRegistry().devices()) gpus += d.device.type == DeviceType::Cuda ? 1 : 0;
+        if (gpus < 2)
+            QSKIP(qPrintable(QString("%1 GPU on this machine: several GPUs in one process need two").arg(gpus)));
+        gpus = std::min(gpus, 4);
+        std::vector<std::unique_ptr<gpu::CudaBackend> > backends;
+        for (int i = 0; i < gpus; ++i) backends.push_back(std::make_unique<gpu::CudaBackend>(i, gpuOptions(false)));
+        std::vector<std::unique_ptr<Communicator> > hosts = makeThreadCommunicators(gpus);
+        std::vector<double> firstValue(static_cast<size_t>(gpus), 0.0);
+        std::vector<std::string> errors(static_cast<size_t>(gpus));
+        auto rankMain = [&](int r) {
+            try {
+                gpu::CudaBackend& be = *backends[size_t(r)];
+                std::unique_ptr<Communicator> nccl = makeDeviceCommunicator(*hosts[size_t(r)], be);
+                Tensor x = be.zeros(Shape{1 << 20});
+                be.fill(x.f32(), float(r + 1), 1 << 20);
+                nccl->allReduce(x.f32(), 1 << 20, ReduceOp::Sum);
+                firstValue[size_t(r)] = download(be, x).back();
+            } catch (const std::exception& e) {
+                errors[size_t(r)] = e.what();
+                hosts[size_t(r)]->abortJob(e.what());
+            }
+        };
+        std::vector<std::thread> threads;
+        for (int r = 1; r < gpus; ++r) threads.emplace_back(rankMain, r);
+        rankMain(0);
+        for (auto& t : threads) t.join();
+        for (int r = 0; r < gpus; ++r) {
+            QVERIFY2(errors[size_t(r)].empty(), errors[size_t(r)].c_str());
+            QCOMPARE(firstValue[size_t(r)], double(gpus * (gpus + 1) / 2));
+        }
+
+        Project p;
+        Graph& g = p.graph;
+        const int in = g.addNode("Input", "input", Json{{"shape", {1, 12, 12}}});
+        const int conv = g.addNode("Conv2D", "conv", Json{{"filters", 8}, {"kernel", {3, 3}}, {"padding", {1, 1}}});
+        const int bn = g.addNode("BatchNorm", "bn");
+        const int relu = g.addNode("ReLU", "relu");
+        const int flat = g.addNode("Flatten", "flatten");
+        const int dense = g.addNode("Dense", "dense", Json{{"units", 4}});
+        g.connect(in, conv);
+        g.connect(conv, bn);
+        g.connect(bn, relu);
+        g.connect(relu, flat);
+        g.connect(flat, dense);
+        p.dataset.kind = DatasetKind::Synthetic;
+        p.dataset.syntheticSamples = 1000;
+        p.dataset.syntheticClasses = 4;
+        p.dataset.syntheticShape = {1, 12, 12};
+        p.dataset.validationSplit = 0.2;
+        p.training.batchSize = 60;
+        p.training.epochs = 1;
+        p.training.learningRate = 0.05;
+        p.training.deterministic = true;
+        p.training.seed = 3;
+        struct Losses : TrainingObserver {
+            std::vector<double> steps;
+            std::string error;
+            std::set<std::string> telemetryDevices;
+            std::mutex mutex;
+            void onStep(const StepEvent& e) override { steps.push_back(e.loss); }
+            void onError(const std::string& m) override { error = m; }
+            void onTelemetry(const TelemetryEvent& e) override {
+                std::lock_guard lock(mutex);
+                telemetryDevices.insert(e.device);
+            }
+        };
+        Losses one, many;
+        {
+            TrainerOptions o;
+            o.telemetryIntervalMs = 0;
+            Trainer t(p, *backends[0], &one, o);
+            QVERIFY2(t.run(), one.error.c_str());
+        }
+        {
+            std::vector<Backend*> list;
+            for (auto& b : backends) list.push_back(b.get());
+            TrainerOptions o;
+            o.telemetryIntervalMs = 20;
+            ReplicaRun run(p, list, &many, o);
+            QVERIFY2(run.run(), many.error.c_str());
+        }
+        QCOMPARE(many.steps.size(), one.steps.size());
+        for (size_t i = 0; i < one.steps.size(); ++i)
+            QVERIFY2(std::fabs(many.steps[i] - one.steps[i]) <= 1e-4 * std::max(1.0, std::fabs(one.steps[i])),
+                     qPrintable(QString("step %1: %2 on %3 GPUs, %4 on one")
+                                    .arg(i + 1)
+                                    .arg(many.steps[i], 0, 'g', 9)
+                                    .arg(gpus)
+                                    .arg(one.steps[i], 0, 'g', 9)));
+        qInfo("telemetry from %d device(s)", int(many.telemetryDevices.size()));
+        QCOMPARE(int(many.telemetryDevices.size()), gpus);  // every GPU its own line
     }
 #endif
 };

@@ -5,7 +5,7 @@
 #   - ui/base/ (the part without Widgets) includes no Qt Widgets header and no widget of ui/.
 # Usage: cmake -DSOURCE_DIR=<repo> -P CheckLayering.cmake
 set(ORDER tensor io backend layers graph data dist train export infer history)
-set(GPU_CORE_FOLDERS tensor io backend)
+set(GPU_CORE_FOLDERS tensor io backend dist)
 set(QT_WIDGET_HEADERS "QWidget|QApplication|QMainWindow|QDialog|QLabel|QPushButton|QLineEdit|QSpinBox|QComboBox|QLayout|QVBoxLayout|QHBoxLayout|QFormLayout|QGridLayout|QGraphics[A-Za-z]*|QMessageBox|QFileDialog|QAction|QMenu|QToolBar|QDockWidget|QTableWidget|QListWidget|QTreeWidget|QtWidgets")
 
 set(problems "")
