@@ -200,18 +200,14 @@ QString DevicePicker::selectionError() const {
     if (selected.isEmpty()) return tr("Tick a device to train on.");
     int gpus = 0;
     for (const QString& d : selected) gpus += d.startsWith(QLatin1String("cuda")) ? 1 : 0;
-    if (gpus > 1)
-        return tr("%1 GPUs are ticked (%2), but training on several GPUs at once (data-parallel) is not "
-                  "available yet. Tick one GPU.")
-            .arg(gpus)
-            .arg(selected.join(QLatin1String(", ")));
-    if (selected.size() > 1) return tr("Tick either the CPU or one GPU.");
+    if (selected.size() > 1 && gpus != selected.size()) return tr("Tick either the CPU or GPUs.");
     return {};
 }
 
 QString DevicePicker::runDevice() const {
     if (!selectionError().isEmpty()) return {};
-    return selectedDevices().value(0);
+    // Several GPUs: "cuda:0,cuda:1", one data-parallel replica on each.
+    return selectedDevices().join(QLatin1Char(','));
 }
 
 void DevicePicker::updateNotes() {

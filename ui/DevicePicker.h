@@ -1,7 +1,7 @@
 // DevicePicker: the devices a run can use (the CPU and every CUDA GPU listed
 // by backendRegistry()), with name, memory, compute capability and live
-// utilization. Several GPUs may be ticked, but a run accepts one device for
-// now: selectionError() explains why a selection is refused. With no GPU the
+// utilization. The CPU, or one or several GPUs (a data-parallel run, one replica
+// per GPU): selectionError() explains why a selection is refused. With no GPU the
 // CPU is selected and the list says why there is none.
 #pragma once
 
@@ -37,7 +37,7 @@ public:
     void setSelectedDevices(const QStringList& devices);
     // "" when the selection can start a run; otherwise a sentence saying what to change.
     QString selectionError() const;
-    // The single device a run would use ("" when selectionError() is not empty).
+    // The device(s) a run would use, "cpu", "cuda:1" or "cuda:0,cuda:1" ("" when selectionError() is not empty).
     QString runDevice() const;
     // Why the GPU list is empty ("" when it has GPUs).
     QString gpuNote() const { return m_gpuNote; }

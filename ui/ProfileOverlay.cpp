@@ -86,8 +86,8 @@ bool ProfileRunner::start(const Project& project, const QString& projectPath, in
     m_watcher.setFuture(QtConcurrent::run([project, path, steps]() -> Outcome {
         Outcome o;
         try {
-            std::unique_ptr<Backend> backend =
-                backendRegistry().create(Device::parse(project.training.device), backendOptionsFor(project.training));
+            std::unique_ptr<Backend> backend = backendRegistry().create(Device::parseFirst(project.training.device),
+                                                                        backendOptionsFor(project.training));
             ProfileOptions options;
             options.steps = steps;
             o.report = profileProject(project, path, *backend, options);

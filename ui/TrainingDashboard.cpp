@@ -493,7 +493,14 @@ void TrainingDashboard::flush() {
                               .arg(s.stepInEpoch)
                               .arg(s.stepsPerEpoch)
                               .arg(s.loss, 0, 'g', 4)
-                              .arg(s.samplesPerSecond, 0, 'f', 0));
+                              .arg(s.samplesPerSecond, 0, 'f', 0) +
+                          // Data parallel: what the gradient all-reduce cost this step, and how much of it
+                          // ran behind backward.
+                          (s.ranks > 1 ? tr("; %1 replicas, all-reduce %2 ms (%3% hidden)")
+                                             .arg(s.ranks)
+                                             .arg(s.commSeconds * 1000.0, 0, 'f', 1)
+                                             .arg(s.hiddenFraction * 100.0, 0, 'f', 0)
+                                       : QString()));
     }
     for (ChartPanel* chart : std::as_const(m_charts)) chart->refresh();
 }

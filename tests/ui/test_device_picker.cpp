@@ -1,7 +1,7 @@
 // DevicePicker: lists the CPU, explains an empty GPU list, keeps the CPU and
-// GPUs exclusive, refuses several GPUs (simulated through setDeviceList) both
-// in the picker and when the dashboard is asked to start, and shows live
-// utilization from the registry's CPU telemetry.
+// GPUs exclusive, passes several GPUs (simulated through setDeviceList) to a
+// data-parallel run as one device list, refuses an empty selection, and shows
+// live utilization from the registry's CPU telemetry.
 #include <QLabel>
 #include <QPushButton>
 #include <QSignalSpy>
@@ -104,27 +104,28 @@ private slots:
         QCOMPARE(picker.runDevice(), QString("cuda:1"));
     }
 
-    void refusesTwoGpus() {
+    void severalGpusTrainTogether() {
         DevicePicker picker;
         picker.setDeviceList({cpuInfo(), fakeGpu(0), fakeGpu(1)}, QString());
         rowOf(picker, "cuda:1")->setCheckState(0, Qt::Checked);
         QCOMPARE(picker.selectedDevices(), (QStringList{"cuda:0", "cuda:1"}));
-        QVERIFY(picker.selectionError().contains("several GPUs"));
-        QVERIFY(picker.selectionError().contains("Tick one GPU"));
-        QVERIFY(picker.runDevice().isEmpty());
+        QVERIFY2(picker.selectionError().isEmpty(), qPrintable(picker.selectionError()));
+        QCOMPARE(picker.runDevice(), QString("cuda:0,cuda:1"));  // one data-parallel replica on each
 
-        // The dashboard refuses to start and says why; nothing runs.
+        // The dashboard starts a run on both; on this machine (the GPUs are made up) the engine says which
+        // device it could not open, and the dashboard is idle again.
         ProjectDocument doc;
         TrainingDashboard dash(&doc);
         dash.setDevicePicker(&picker);
         QSignalSpy started(&dash, &TrainingDashboard::trainingStarted);
         dash.startTraining(10);
-        QCOMPARE(started.count(), 0);
-        QCOMPARE(dash.state(), TrainingDashboard::State::Idle);
+        QCOMPARE(started.count(), 1);
+        QTRY_COMPARE_WITH_TIMEOUT(dash.state(), TrainingDashboard::State::Idle, 20000);
+        for (const DeviceInfo& d : backendRegistry().devices())
+            if (d.device.type == DeviceType::Cuda) QSKIP("a real GPU is here: the made-up list may open");
         QVERIFY(dash.errorVisible());
-        QVERIFY(dash.errorText().contains("several GPUs"));
-        QVERIFY(dash.startButton()->isEnabled());
-        QVERIFY(!dash.stopButton()->isEnabled());
+        qInfo("%s", qPrintable(dash.errorText()));
+        QVERIFY2(dash.errorText().contains("cuda:0"), qPrintable(dash.errorText()));
 
         // Nothing ticked is refused too.
         picker.setSelectedDevices({});

@@ -350,6 +350,40 @@ private slots:
         QCOMPARE(dash.pointCount("train_loss"), stoppedAt);
     }
 
+    // A data-parallel run in the window (several GPUs ticked; here two CPU replicas, "cpu,cpu", which the
+    // same path runs): rank 0's steps fill the charts, the status line says what the all-reduce cost, and
+    // pause and stop reach every replica.
+    void replicasTrainInTheWindow() {
+        ProjectDocument doc;
+        Project p = syntheticProject(1000);
+        p.training.device = "cpu,cpu";
+        doc.newProject(p);
+        TrainingDashboard dash(&doc);
+        dash.setRefreshIntervalMs(50);
+        dash.worker()->setTelemetryIntervalMs(50);
+        QSignalSpy finished(&dash, &TrainingDashboard::trainingFinished);
+        dash.startTraining();
+        QTRY_VERIFY_WITH_TIMEOUT(dash.pointCount("train_loss") >= 20, 30000);
+        QVERIFY2(!dash.errorVisible(), qPrintable(dash.errorText()));
+        QVERIFY2(dash.statusText().contains("; 2 replicas, all-reduce "), qPrintable(dash.statusText()));
+        QVERIFY(dash.statusText().contains("% hidden)"));
+
+        dash.pauseButton()->click();
+        QCOMPARE(dash.state(), TrainingDashboard::State::Paused);
+        QTest::qWait(300);
+        const int pausedAt = dash.pointCount("train_loss");
+        QTest::qWait(400);
+        QCOMPARE(dash.pointCount("train_loss"), pausedAt);
+        dash.pauseButton()->click();
+        QTRY_VERIFY_WITH_TIMEOUT(dash.pointCount("train_loss") > pausedAt + 10, 30000);
+
+        dash.stopButton()->click();
+        QVERIFY(finished.wait(30000));
+        QCOMPARE(dash.state(), TrainingDashboard::State::Idle);
+        QVERIFY2(dash.statusText().startsWith("Stopped"), qPrintable(dash.statusText()));
+        QVERIFY2(!dash.errorVisible(), qPrintable(dash.errorText()));
+    }
+
     void stopWhilePaused() {
         ProjectDocument doc;
         doc.newProject(syntheticProject(1000));

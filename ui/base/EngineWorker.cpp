@@ -7,6 +7,7 @@
 #include "core/backend/Backend.h"
 #include "core/backend/BackendRegistry.h"
 #include "core/train/BackendOptionsFor.h"
+#include "core/train/ReplicaRun.h"
 #include "core/train/Trainer.h"
 
 namespace strata::ui {
@@ -32,8 +33,9 @@ void EngineWorker::pause() {
     bool changed = false;
     {
         std::lock_guard lock(m_mutex);
-        if (m_trainer) {
-            m_trainer->requestPause();
+        if (m_trainer || m_replicas) {
+            if (m_trainer) m_trainer->requestPause();
+            if (m_replicas) m_replicas->requestPause();
             changed = true;
         } else if (m_running) {
             m_pendingPause = true;
@@ -49,14 +51,16 @@ void EngineWorker::resume() {
         std::lock_guard lock(m_mutex);
         m_pendingPause = false;
         if (m_trainer) m_trainer->requestResume();
+        if (m_replicas) m_replicas->requestResume();
     }
     if (m_running) emit pausedChanged(false);
 }
 
 void EngineWorker::stop() {
     std::lock_guard lock(m_mutex);
-    if (m_trainer) {
-        m_trainer->requestStop();  // also wakes a paused Trainer
+    if (m_trainer || m_replicas) {
+        if (m_trainer) m_trainer->requestStop();  // also wakes a paused Trainer
+        if (m_replicas) m_replicas->requestStop();
     } else if (m_running) {
         m_pendingStop = true;
     }
@@ -66,6 +70,8 @@ void EngineWorker::saveNow() {
     std::lock_guard lock(m_mutex);
     if (m_trainer)
         m_trainer->requestCheckpoint();
+    else if (m_replicas)
+        m_replicas->requestCheckpoint();
     else if (m_running)
         m_pendingCheckpoint = true;
 }
@@ -93,6 +99,30 @@ void EngineWorker::reportError(const QString& message) {
     emit errorOccurred(message);
 }
 
+// Runs `run` (a Trainer or a ReplicaRun) with `slot` pointing at it meanwhile, so that pause, stop and save
+// reach it; requests that arrived while it was being built are applied first.
+template <typename Run>
+bool EngineWorker::runAttached(Run& run, Run*& slot) {
+    {
+        std::lock_guard lock(m_mutex);
+        slot = &run;
+        if (m_pendingPause) run.requestPause();
+        if (m_pendingCheckpoint) run.requestCheckpoint();
+        if (m_pendingStop) run.requestStop();
+    }
+    bool ok = false;
+    try {
+        ok = run.run();
+    } catch (...) {
+        std::lock_guard lock(m_mutex);
+        slot = nullptr;
+        throw;
+    }
+    std::lock_guard lock(m_mutex);
+    slot = nullptr;
+    return ok;
+}
+
 void EngineWorker::start(const strata::Project& project, const QString& projectPath, const QString& device,
                          qint64 maxSteps, const QString& runFolder) {
     if (m_running.exchange(true)) {
@@ -108,34 +138,30 @@ void EngineWorker::start(const strata::Project& project, const QString& projectP
 
     bool ok = false;
     try {
-        const Device dev = Device::parse(device.toStdString());
+        const std::vector<Device> devices = Device::parseList(device.toStdString());
         Project run = project;
-        run.training.device = dev.toString();
-        std::unique_ptr<Backend> backend = backendRegistry().create(dev, backendOptionsFor(run.training));
+        std::vector<std::unique_ptr<Backend>> backends;
+        for (const Device& d : devices)
+            backends.push_back(backendRegistry().create(d, backendOptionsFor(run.training)));
+        run.training.device = device.toStdString();
 
         TrainerOptions options;
         options.projectPath = projectPath.toStdString();
         options.maxSteps = maxSteps;
         options.runFolder = runFolder.toStdString();
         options.telemetryIntervalMs = m_telemetryIntervalMs.load();
-        reportUnsampledDevice(dev);
-        Trainer trainer(std::move(run), *backend, this, options);
-        {
-            std::lock_guard lock(m_mutex);
-            m_trainer = &trainer;
-            if (m_pendingPause) trainer.requestPause();
-            if (m_pendingCheckpoint) trainer.requestCheckpoint();
-            if (m_pendingStop) trainer.requestStop();
+        for (const Device& d : devices) reportUnsampledDevice(d);
+        if (backends.size() == 1) {
+            run.training.device = devices[0].toString();
+            Trainer trainer(std::move(run), *backends[0], this, options);
+            ok = runAttached(trainer, m_trainer);
+        } else {
+            // Several GPUs: one engine thread each, data parallel (ReplicaRun); this thread is rank 0's.
+            std::vector<Backend*> list;
+            for (const auto& b : backends) list.push_back(b.get());
+            ReplicaRun replicas(std::move(run), std::move(list), this, options);
+            ok = runAttached(replicas, m_replicas);
         }
-        try {
-            ok = trainer.run();
-        } catch (...) {
-            std::lock_guard lock(m_mutex);
-            m_trainer = nullptr;
-            throw;
-        }
-        std::lock_guard lock(m_mutex);
-        m_trainer = nullptr;
     } catch (const std::exception& e) {
         reportError(QString::fromStdString(e.what()));
         ok = false;

@@ -25,8 +25,9 @@ Q_DECLARE_METATYPE(strata::FinishedEvent)
 Q_DECLARE_METATYPE(strata::Project)
 
 namespace strata {
+class ReplicaRun;
 class Trainer;
-}
+}  // namespace strata
 
 namespace strata::ui {
 
@@ -53,7 +54,8 @@ public:
 
 public slots:
     // Runs a whole training run and returns when it ends; call it queued (the worker lives on
-    // its own thread). `device` is "cpu" or "cuda:N". Every failure, including a thrown
+    // its own thread). `device` is "cpu", "cuda:N" or several GPUs, "cuda:0,cuda:1" (data parallel, one
+    // engine thread each: ReplicaRun; their telemetry comes as one line per device). Every failure, including a thrown
     // exception, ends in errorOccurred() followed by runEnded(false).
     // `runFolder`: where checkpoints go when the project names no checkpoint folder (TrainerOptions::runFolder).
     void start(const strata::Project& project, const QString& projectPath, const QString& device, qint64 maxSteps,
@@ -84,8 +86,12 @@ private:
     void reportError(const QString& message);
     void reportUnsampledDevice(const Device& device);
 
-    mutable std::mutex m_mutex;  // guards m_trainer and the pending requests
+    template <typename Run>
+    bool runAttached(Run& run, Run*& slot);
+
+    mutable std::mutex m_mutex;  // guards m_trainer, m_replicas and the pending requests
     Trainer* m_trainer = nullptr;
+    ReplicaRun* m_replicas = nullptr;
     bool m_pendingStop = false, m_pendingCheckpoint = false, m_pendingPause = false;
     std::atomic<bool> m_running{false};
     bool m_errorReported = false;  // engine thread only
