@@ -1,12 +1,12 @@
 // NcclCommunicator: NCCL for a CUDA backend's memory, the host communicator for the rest (the header).
 #include "gpu/NcclCommunicator.h"
 
-#include <cuda_runtime_api.h>
-#include <nccl.h>
-
 #include <chrono>
 #include <string>
 #include <thread>
+
+#include <cuda_runtime_api.h>
+#include <nccl.h>
 
 #include "core/backend/Backend.h"
 #include "core/dist/DeviceCommunicator.h"
@@ -17,10 +17,10 @@
 namespace strata::gpu {
 namespace {
 
-#define NCCL_CHECK(call)                                                                                       \
-    do {                                                                                                       \
-        const ncclResult_t strataNccl_ = (call);                                                               \
-        if (strataNccl_ != ncclSuccess)                                                                        \
+#define NCCL_CHECK(call)                                                                                         \
+    do {                                                                                                         \
+        const ncclResult_t strataNccl_ = (call);                                                                 \
+        if (strataNccl_ != ncclSuccess)                                                                          \
             ::strata::gpu::throwCudaFailure("NCCL", ncclGetErrorString(strataNccl_), #call, __FILE__, __LINE__); \
     } while (0)
 
@@ -145,8 +145,8 @@ private:
         if (!m_comm) throw CommAborted("NCCL: this rank's communicator was aborted");
         m_backend.activate();
         afterCompute();
-        NCCL_CHECK(ncclAllReduce(data, data, static_cast<size_t>(count), type,
-                                 op == ReduceOp::Mean ? ncclAvg : ncclSum, m_comm, m_stream));
+        NCCL_CHECK(ncclAllReduce(data, data, static_cast<size_t>(count), type, op == ReduceOp::Mean ? ncclAvg : ncclSum,
+                                 m_comm, m_stream));
         return record();
     }
     // A failure elsewhere in the job, or one NCCL found (a peer gone): abort this rank's NCCL and throw.
@@ -161,8 +161,8 @@ private:
             async != ncclInProgress) {
             const std::string what = ncclGetErrorString(async);
             abortNccl();
-            throw BackendError("NCCL error on rank " + std::to_string(rank()) + " of " + std::to_string(size()) +
-                               ": " + what);
+            throw BackendError("NCCL error on rank " + std::to_string(rank()) + " of " + std::to_string(size()) + ": " +
+                               what);
         }
     }
     void abortNccl() {

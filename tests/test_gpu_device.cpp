@@ -1319,9 +1319,35 @@ private slots:
         for (const DeviceInfo& d : backendRegistry().devices()) gpus += d.device.type == DeviceType::Cuda ? 1 : 0;
         if (gpus < 2)
             QSKIP(qPrintable(QString("%1 GPU on this machine: several GPUs in one process need two").arg(gpus)));
+        Project p;
+        Graph& g = p.graph;
+        const int in = g.addNode("Input", "input", Json{{"shape", {1, 12, 12}}});
+        const int conv = g.addNode("Conv2D", "conv", Json{{"filters", 8}, {"kernel", {3, 3}}, {"padding", {1, 1}}});
+        const int bn = g.addNode("BatchNorm", "bn");
+        const int relu = g.addNode("ReLU", "relu");
+        const int flat = g.addNode("Flatten", "flatten");
+        const int dense = g.addNode("Dense", "dense", Json{{"units", 4}});
+        g.connect(in, conv);
+        g.connect(conv, bn);
+        g.connect(bn, relu);
+        g.connect(relu, flat);
+        g.connect(flat, dense);
+        p.dataset.kind = DatasetKind::Synthetic;
+        p.dataset.syntheticSamples = 1000;
+        p.dataset.syntheticClasses = 4;
+        p.dataset.syntheticShape = {1, 12, 12};
+        p.dataset.validationSplit = 0.2;
+        p.training.batchSize = 60;
+        p.training.epochs = 1;
+        p.training.learningRate = 0.05;
+        p.training.deterministic = true;
+        p.training.seed = 3;
         gpus = std::min(gpus, 4);
+        // Deterministic (the project's option) and float32 products, so that the only difference is the split.
+        BackendOptions options = backendOptionsFor(p.training);
+        options.allowTf32 = false;
         std::vector<std::unique_ptr<gpu::CudaBackend> > backends;
-        for (int i = 0; i < gpus; ++i) backends.push_back(std::make_unique<gpu::CudaBackend>(i, gpuOptions(false)));
+        for (int i = 0; i < gpus; ++i) backends.push_back(std::make_unique<gpu::CudaBackend>(i, options));
         std::vector<std::unique_ptr<Communicator> > hosts = makeThreadCommunicators(gpus);
         std::vector<double> firstValue(static_cast<size_t>(gpus), 0.0);
         std::vector<std::string> errors(static_cast<size_t>(gpus));
@@ -1347,29 +1373,6 @@ private slots:
             QCOMPARE(firstValue[size_t(r)], double(gpus * (gpus + 1) / 2));
         }
 
-        Project p;
-        Graph& g = p.graph;
-        const int in = g.addNode("Input", "input", Json{{"shape", {1, 12, 12}}});
-        const int conv = g.addNode("Conv2D", "conv", Json{{"filters", 8}, {"kernel", {3, 3}}, {"padding", {1, 1}}});
-        const int bn = g.addNode("BatchNorm", "bn");
-        const int relu = g.addNode("ReLU", "relu");
-        const int flat = g.addNode("Flatten", "flatten");
-        const int dense = g.addNode("Dense", "dense", Json{{"units", 4}});
-        g.connect(in, conv);
-        g.connect(conv, bn);
-        g.connect(bn, relu);
-        g.connect(relu, flat);
-        g.connect(flat, dense);
-        p.dataset.kind = DatasetKind::Synthetic;
-        p.dataset.syntheticSamples = 1000;
-        p.dataset.syntheticClasses = 4;
-        p.dataset.syntheticShape = {1, 12, 12};
-        p.dataset.validationSplit = 0.2;
-        p.training.batchSize = 60;
-        p.training.epochs = 1;
-        p.training.learningRate = 0.05;
-        p.training.deterministic = true;
-        p.training.seed = 3;
         struct Losses : TrainingObserver {
             std::vector<double> steps;
             std::string error;

@@ -73,7 +73,8 @@ public:
     void broadcast(int rank, void* data, int64_t bytes, int root) {
         post(rank, data);
         barrier();
-        if (rank != root && bytes > 0) std::memcpy(data, m_posted[static_cast<size_t>(root)], static_cast<size_t>(bytes));
+        if (rank != root && bytes > 0)
+            std::memcpy(data, m_posted[static_cast<size_t>(root)], static_cast<size_t>(bytes));
         barrier();
     }
 

@@ -108,8 +108,8 @@ bool ReplicaRun::run() {
         if (!ok[static_cast<size_t>(r)]) {
             // Failed after rank 0 had finished: nobody has said so yet.
             if (d.observer)
-                d.observer->onError("rank " + std::to_string(r) + " of " + std::to_string(n) + " failed: " +
-                                    relays[static_cast<size_t>(r)]->error);
+                d.observer->onError("rank " + std::to_string(r) + " of " + std::to_string(n) +
+                                    " failed: " + relays[static_cast<size_t>(r)]->error);
             return false;
         }
     return true;
