@@ -398,7 +398,9 @@ int main(int argc, char** argv) {
         }
     }
     if (projectPath.empty()) return failRank("no project file given (see --help)");
-    // Rank 0 alone prints progress and writes metrics, checkpoints and history.
+    // Rank 0 alone prints progress and writes metrics, checkpoints and history; every rank samples its device
+    // when rank 0 writes metrics (its samples reach rank 0 with the per-step stop vote).
+    const int telemetryIntervalMs = metricsPath.empty() ? 0 : 500;
     if (rank != 0) {
         quiet = true;
         metricsPath.clear();
@@ -446,7 +448,7 @@ int main(int argc, char** argv) {
     options.residentData = residentData == "on"    ? strata::TrainerOptions::ResidentData::On
                            : residentData == "off" ? strata::TrainerOptions::ResidentData::Off
                                                    : strata::TrainerOptions::ResidentData::Auto;
-    options.telemetryIntervalMs = metricsPath.empty() ? 0 : 500;
+    options.telemetryIntervalMs = telemetryIntervalMs;
     options.communicator = comm.get();
     options.bucketBytes = std::max<int64_t>(1, static_cast<int64_t>(bucketMb * 1048576.0));
     try {

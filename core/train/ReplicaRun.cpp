@@ -72,6 +72,7 @@ bool ReplicaRun::run() {
     auto rankMain = [&](int r) {
         TrainerOptions o = d.options;
         o.communicator = comms[static_cast<size_t>(r)].get();
+        o.gatherTelemetry = false;  // each rank's samples reach the observer directly (TelemetryOnly)
         TrainingObserver* obs = d.observer;
         if (r != 0) {
             // Only rank 0 writes checkpoints (the Trainer says so too); a rank sampling a device rank 0 already

@@ -3,6 +3,7 @@
 // BatchStager, checkpoint files and run progress from CheckpointPolicy.
 #include "core/train/Trainer.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -65,6 +66,64 @@ public:
 
 private:
     Communicator& m_comm;
+};
+
+// Data parallel across processes: the newest telemetry sample of this rank's device, packed into a slot of
+// the per-step stop vote (stopAgreed), so that rank 0 can report every rank's device as "<device> (rank R)".
+// A slot is sent once per new sample; an empty slot (word 0 is 0) reports nothing.
+constexpr size_t kTelemetryWords = 9;
+
+class TelemetryTap : public TrainingObserver {
+public:
+    void forwardTo(TrainingObserver* to) { m_to = to; }
+    void onTelemetry(const TelemetryEvent& e) override {
+        {
+            std::lock_guard lock(m_mutex);
+            m_latest = e;
+            m_fresh = e.available;
+        }
+        if (m_to) m_to->onTelemetry(e);
+    }
+    void pack(double* slot) {
+        std::lock_guard lock(m_mutex);
+        if (!m_fresh) return;
+        m_fresh = false;
+        Device d = Device::cpu();
+        try {
+            d = Device::parse(m_latest.device);
+        } catch (const std::exception&) {
+            return;  // a source naming no device of ours: nothing to send
+        }
+        const double words[kTelemetryWords] = {1.0,
+                                               d.isCpu() ? 0.0 : 1.0,
+                                               static_cast<double>(d.index),
+                                               m_latest.utilizationPercent,
+                                               m_latest.memoryUsedBytes,
+                                               m_latest.memoryTotalBytes,
+                                               m_latest.temperatureC,
+                                               m_latest.powerWatts,
+                                               m_latest.timeSeconds};
+        std::copy(words, words + kTelemetryWords, slot);
+    }
+    static void report(const double* slot, int rank, TrainingObserver& to) {
+        if (slot[0] != 1.0) return;
+        TelemetryEvent e;
+        const Device d = slot[1] == 0.0 ? Device::cpu() : Device::cuda(static_cast<int>(slot[2]));
+        e.device = d.toString() + " (rank " + std::to_string(rank) + ")";
+        e.utilizationPercent = slot[3];
+        e.memoryUsedBytes = slot[4];
+        e.memoryTotalBytes = slot[5];
+        e.temperatureC = slot[6];
+        e.powerWatts = slot[7];
+        e.timeSeconds = slot[8];
+        to.onTelemetry(e);
+    }
+
+private:
+    std::mutex m_mutex;
+    TelemetryEvent m_latest;
+    bool m_fresh = false;
+    TrainingObserver* m_to = nullptr;
 };
 
 // A test hook (tests/dist): STRATA_TEST_FAIL_STEP=N makes rank STRATA_TEST_FAIL_RANK (default 0) throw
@@ -131,6 +190,7 @@ struct Trainer::Impl {
     bool dp = false;
     int rank = 0, ranks = 1;
     std::unique_ptr<CommunicatorSum> replicaSum;
+    TelemetryTap telemetryTap;                   // this rank's newest device sample, for stopAgreed
     std::unique_ptr<GradientBuckets> buckets;    // sync mode
     std::unique_ptr<AsyncGradients> asyncGrads;  // async mode
     double localSamplesSinceAverage = 0;         // local SGD
@@ -153,12 +213,21 @@ struct Trainer::Impl {
 
     // Whether the run stops here: a request on this process, or data parallel on any rank. An all-reduce,
     // called at the same points on every rank, so that every rank takes the same branch.
+    // With telemetry gathered (TrainerOptions::gatherTelemetry), every rank's newest device sample rides on
+    // the same all-reduce, each rank in its own slot, and rank 0 reports the others' samples.
     bool stopAgreed() {
         if (!dp) return stopRequested;
-        double any = stopRequested ? 1.0 : 0.0;
-        comm->allReduce(&any, 1, ReduceOp::Sum);
-        if (any > 0) stopRequested = true;
-        return any > 0;
+        const bool gather = opt.gatherTelemetry && opt.telemetryIntervalMs > 0;
+        std::vector<double> vote(1 + (gather ? static_cast<size_t>(ranks) * kTelemetryWords : 0), 0.0);
+        vote[0] = stopRequested ? 1.0 : 0.0;
+        if (gather) telemetryTap.pack(vote.data() + 1 + static_cast<size_t>(rank) * kTelemetryWords);
+        comm->allReduce(vote.data(), static_cast<int64_t>(vote.size()), ReduceOp::Sum);
+        if (gather && rank == 0)
+            for (int r = 1; r < ranks; ++r)
+                TelemetryTap::report(vote.data() + 1 + static_cast<size_t>(r) * kTelemetryWords, r, *obs);
+        const bool any = vote[0] > 0;
+        if (any) stopRequested = true;
+        return any;
     }
 
     // Data parallel: the ranks whose `value` differs from rank 0's (every rank gets the list).
@@ -840,7 +909,9 @@ struct Trainer::Impl {
             checkBackendFor(backend, ts());
             checkMemory();
             setUp();
-            TelemetrySampler sampler(backendRegistry().telemetry(backend.device()), obs, opt.telemetryIntervalMs);
+            telemetryTap.forwardTo(obs);
+            TelemetrySampler sampler(backendRegistry().telemetry(backend.device()), &telemetryTap,
+                                     opt.telemetryIntervalMs);
             bool earlyStopped = false;
             try {
                 while (progress.epochsDone < ts().epochs && !reachedMaxSteps && !stopAgreed()) {

@@ -70,6 +70,10 @@ struct TrainerOptions {
     // step's compute (AsyncGradients in GradientBuckets.h): staleness one step. BatchNorm uses each rank's own
     // batch statistics; running statistics are averaged at each epoch's end.
     bool asyncUpdates = false;
+    // Data parallel: every rank samples its device (telemetryIntervalMs) and rank 0 reports the other ranks'
+    // samples too, as "<device> (rank R)" (they travel with the per-step stop vote). ReplicaRun turns it off:
+    // its ranks hand their samples to the observer directly.
+    bool gatherTelemetry = true;
 };
 
 // training.dist_mode: "sync" (the default), "local-sgd:K" (K >= 1) or "async"; anything else throws

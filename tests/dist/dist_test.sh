@@ -2,7 +2,8 @@
 # Data-parallel checks of strata-train under mpirun (CTest runs one case per test; tests/CMakeLists.txt).
 #   dist_test.sh CASE STRATA_TRAIN DIST_COMPARE MPIEXEC SOURCE_DIR
 # Cases: equiv2-1k equiv2-huge equiv3-1k equiv3-huge (sync on 2 or 3 ranks, 1 KiB or 1 GiB buckets, against
-# one process on the same global batch: max abs parameter difference <= 1e-5), localsgd1 (local-sgd:1 equals
+# one process on the same global batch: max abs parameter difference <= 1e-5; rank 0's metrics carry every
+# rank's device telemetry), localsgd1 (local-sgd:1 equals
 # sync), fail (a rank throws at step 5: every rank ends within 30 s, non-zero, naming the rank), mismatch (a
 # project differing on one rank stops the job at start), resume (a 2-rank checkpoint resumes on 1 and 2 ranks),
 # async (2 and 3 ranks give the same weights, which differ from sync's: one step stale, the same global sums).
@@ -53,6 +54,11 @@ equiv2-1k | equiv2-huge | equiv3-1k | equiv3-huge)
     train many "$ranks" "$SMALL" --max-steps 20 --bucket-mb "$bucket" --metrics-out "$WORK/metrics.jsonl"
     grep -q "data parallel: rank 0 of $ranks" "$WORK/many.log" || { cat "$WORK/many.log"; die "no data-parallel line"; }
     grep '"event":"epoch"' "$WORK/metrics.jsonl" | grep -q "\"ranks\":$ranks" || die "epoch events lack \"ranks\":$ranks"
+    # Every rank's device reaches rank 0's metrics (its first sample is taken as its run starts).
+    for ((r = 1; r < ranks; r++)); do
+        grep '"event":"telemetry"' "$WORK/metrics.jsonl" | grep -q "\"device\":\"cpu (rank $r)\"" ||
+            die "no telemetry of rank $r in rank 0's metrics"
+    done
     grep '"event":"step"' "$WORK/metrics.jsonl" | tail -1
     compare one many 1e-5
     ;;
