@@ -16,6 +16,7 @@
 #include "core/dist/Communicator.h"
 #include "core/dist/ThreadCommunicator.h"
 #include "core/graph/Model.h"
+#include "core/train/BackendOptionsFor.h"
 #include "core/train/GradientBuckets.h"
 #include "core/train/ReplicaRun.h"
 #include "core/train/Trainer.h"
@@ -290,6 +291,50 @@ private slots:
         for (int r : {0, 2}) QCOMPARE(caught[static_cast<size_t>(r)], std::string("rank 1 of 3 failed: bad file"));
         QCOMPARE(comms[2]->jobFailure(), std::string("rank 1 of 3 failed: bad file"));
         QVERIFY_THROWS_EXCEPTION(CommAborted, comms[1]->barrier());
+    }
+
+    // The data-parallel path in a job of one rank (dataParallelWithOneRank, the check one GPU runs with NCCL):
+    // gradient buckets of 64 bytes and BatchNorm's global sums give the plain run's losses; async is one step
+    // stale, so its losses differ.
+    void dataParallelPathWithOneRank() {
+        Project p = test::convBatchNormProject();
+        p.training.threads = 1;
+        struct Losses : TrainingObserver {
+            std::vector<double> steps;
+            std::string error;
+            void onStep(const StepEvent& e) override { steps.push_back(e.loss); }
+            void onError(const std::string& m) override { error = m; }
+        };
+        auto train = [&](bool dp, bool async) {
+            Losses out;
+            std::unique_ptr<Backend> be = test::makeCpuBackend(backendOptionsFor(p.training));
+            std::unique_ptr<Communicator> single = makeSingleRankCommunicator();
+            TrainerOptions o;
+            o.telemetryIntervalMs = 0;
+            if (dp) {
+                o.communicator = single.get();
+                o.dataParallelWithOneRank = true;
+                o.bucketBytes = 64;
+                o.asyncUpdates = async;
+            }
+            Trainer t(p, *be, &out, o);
+            if (!t.run()) QTest::qFail(out.error.c_str(), __FILE__, __LINE__);
+            return out;
+        };
+        const Losses plain = train(false, false), sync = train(true, false), async = train(true, true);
+        QVERIFY(plain.steps.size() > 10);
+        QCOMPARE(sync.steps.size(), plain.steps.size());
+        QCOMPARE(async.steps.size(), plain.steps.size());
+        double syncGap = 0, asyncGap = 0;
+        for (size_t i = 0; i < plain.steps.size(); ++i) {
+            syncGap = std::max(syncGap, std::fabs(sync.steps[i] - plain.steps[i]));
+            asyncGap = std::max(asyncGap, std::fabs(async.steps[i] - plain.steps[i]));
+        }
+        qInfo("loss gaps to the plain run: sync %.3g, async %.3g; losses first %.3g, last %.3g plain, %.3g async",
+              syncGap, asyncGap, plain.steps.front(), plain.steps.back(), async.steps.back());
+        QVERIFY(syncGap < 1e-5);
+        QVERIFY(asyncGap > 1e-4);
+        QVERIFY(async.steps.back() < 0.5 * async.steps.front());  // stale by a step, it still learns
     }
 
     void deviceListsParse() {

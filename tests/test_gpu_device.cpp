@@ -1319,29 +1319,7 @@ private slots:
         for (const DeviceInfo& d : backendRegistry().devices()) gpus += d.device.type == DeviceType::Cuda ? 1 : 0;
         if (gpus < 2)
             QSKIP(qPrintable(QString("%1 GPU on this machine: several GPUs in one process need two").arg(gpus)));
-        Project p;
-        Graph& g = p.graph;
-        const int in = g.addNode("Input", "input", Json{{"shape", {1, 12, 12}}});
-        const int conv = g.addNode("Conv2D", "conv", Json{{"filters", 8}, {"kernel", {3, 3}}, {"padding", {1, 1}}});
-        const int bn = g.addNode("BatchNorm", "bn");
-        const int relu = g.addNode("ReLU", "relu");
-        const int flat = g.addNode("Flatten", "flatten");
-        const int dense = g.addNode("Dense", "dense", Json{{"units", 4}});
-        g.connect(in, conv);
-        g.connect(conv, bn);
-        g.connect(bn, relu);
-        g.connect(relu, flat);
-        g.connect(flat, dense);
-        p.dataset.kind = DatasetKind::Synthetic;
-        p.dataset.syntheticSamples = 1000;
-        p.dataset.syntheticClasses = 4;
-        p.dataset.syntheticShape = {1, 12, 12};
-        p.dataset.validationSplit = 0.2;
-        p.training.batchSize = 60;
-        p.training.epochs = 1;
-        p.training.learningRate = 0.05;
-        p.training.deterministic = true;
-        p.training.seed = 3;
+        const Project p = test::convBatchNormProject();
         gpus = std::min(gpus, 4);
         // Deterministic (the project's option) and float32 products, so that the only difference is the split.
         BackendOptions options = backendOptionsFor(p.training);
@@ -1410,6 +1388,61 @@ private slots:
                                     .arg(one.steps[i], 0, 'g', 9)));
         qInfo("telemetry from %d device(s)", int(many.telemetryDevices.size()));
         QCOMPARE(int(many.telemetryDevices.size()), gpus);  // every GPU its own line
+    }
+
+    // One GPU runs the whole data-parallel path of the Trainer in a job of one rank (dataParallelWithOneRank):
+    // NCCL for the gradient buckets (1 KiB: many, started while backward runs), BatchNorm's global sums,
+    // local SGD's averages and async's swap in device memory. Sync and local SGD must follow the plain run
+    // step by step; async applies each step's gradients one step late, so it must differ, and still learn.
+    void dataParallelPathOnOneGpu() {
+        const std::string why = test::gpuUnavailableReason();
+        if (!why.empty()) QSKIP(why.c_str());
+        const Project p = test::convBatchNormProject();
+        BackendOptions options = backendOptionsFor(p.training);
+        options.allowTf32 = false;
+        gpu::CudaBackend be(0, options);
+        struct Losses : TrainingObserver {
+            std::vector<double> steps;
+            std::string error, log;
+            void onStep(const StepEvent& e) override { steps.push_back(e.loss); }
+            void onError(const std::string& m) override { error = m; }
+            void onLog(const std::string& m) override { log += m + "\n"; }
+        };
+        auto train = [&](bool dp, int localSgd, bool async) {
+            Losses out;
+            std::unique_ptr<Communicator> single = makeSingleRankCommunicator();
+            TrainerOptions o;
+            o.telemetryIntervalMs = 0;
+            if (dp) {
+                o.communicator = single.get();
+                o.dataParallelWithOneRank = true;
+                o.bucketBytes = 1024;
+                o.localSgdSteps = localSgd;
+                o.asyncUpdates = async;
+            }
+            Trainer t(p, be, &out, o);
+            if (!t.run()) QTest::qFail(out.error.c_str(), __FILE__, __LINE__);
+            return out;
+        };
+        const Losses plain = train(false, 0, false), sync = train(true, 0, false), local = train(true, 2, false),
+                     async = train(true, 0, true);
+        QVERIFY2(sync.log.find("rank 0 of 1 (nccl)") != std::string::npos, sync.log.c_str());
+        QVERIFY(plain.steps.size() > 10);
+        auto maxGap = [&](const Losses& a) {
+            double worst = 0;
+            for (size_t i = 0; i < std::min(a.steps.size(), plain.steps.size()); ++i)
+                worst = std::max(worst, std::fabs(a.steps[i] - plain.steps[i]));
+            return worst;
+        };
+        qInfo("loss gaps to the plain run: sync %.3g, local-sgd:2 %.3g, async %.3g", maxGap(sync), maxGap(local),
+              maxGap(async));
+        QCOMPARE(sync.steps.size(), plain.steps.size());
+        QCOMPARE(local.steps.size(), plain.steps.size());
+        QCOMPARE(async.steps.size(), plain.steps.size());
+        QVERIFY(maxGap(sync) < 1e-4);
+        QVERIFY(maxGap(local) < 1e-4);
+        QVERIFY(maxGap(async) > 1e-4);
+        QVERIFY(async.steps.back() < 0.8 * async.steps.front());
     }
 #endif
 };

@@ -202,7 +202,7 @@ struct Trainer::Impl {
         if (comm) {
             rank = comm->rank();
             ranks = comm->size();
-            dp = ranks > 1;
+            dp = ranks > 1 || opt.dataParallelWithOneRank;
         }
         failStep = envInt("STRATA_TEST_FAIL_STEP", 0);
         failRank = envInt("STRATA_TEST_FAIL_RANK", 0);

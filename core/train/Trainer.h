@@ -74,6 +74,10 @@ struct TrainerOptions {
     // samples too, as "<device> (rank R)" (they travel with the per-step stop vote). ReplicaRun turns it off:
     // its ranks hand their samples to the observer directly.
     bool gatherTelemetry = true;
+    // For checks: take the data-parallel path (broadcast, gradient buckets or async exchange, BatchNorm's
+    // global sums, a GPU's NCCL communicator) even in a job of one rank, whose results must then equal a plain
+    // run's (sync, local SGD) or be one step stale (async). This is how one GPU exercises NCCL in training.
+    bool dataParallelWithOneRank = false;
 };
 
 // training.dist_mode: "sync" (the default), "local-sgd:K" (K >= 1) or "async"; anything else throws

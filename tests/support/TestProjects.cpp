@@ -42,6 +42,30 @@ Project blobsMlpProject(const std::string& name, int inputs, int classes, bool d
     return p;
 }
 
+Project convBatchNormProject() {
+    Project p;
+    p.name = "conv-batchnorm";
+    addChain(p.graph, {{"Input", "input", Json{{"shape", {1, 12, 12}}}},
+                       {"Conv2D", "conv", Json{{"filters", 8}, {"kernel", {3, 3}}, {"padding", {1, 1}}}},
+                       {"BatchNorm", "bn"},
+                       {"ReLU", "relu"},
+                       {"Flatten", "flatten"},
+                       {"Dropout", "dropout", Json{{"rate", 0.2}}},
+                       {"Dense", "dense", Json{{"units", 4}}}});
+    p.dataset.kind = DatasetKind::Synthetic;
+    p.dataset.syntheticSamples = 1000;
+    p.dataset.syntheticClasses = 4;
+    p.dataset.syntheticShape = {1, 12, 12};
+    p.dataset.validationSplit = 0.2;
+    p.training.optimizer = OptimizerKind::Sgd;
+    p.training.batchSize = 60;
+    p.training.epochs = 1;
+    p.training.learningRate = 0.05;
+    p.training.deterministic = true;
+    p.training.seed = 3;
+    return p;
+}
+
 Project exampleOnBlobs(const std::string& file, const std::string& device) {
     Project p = readProject(sourcePath("examples/" + file));
     p.training.device = device;

@@ -26,6 +26,11 @@ void useBlobs(Project& project, int64_t samples, int classes, const std::vector<
 // seed 7, one thread.
 Project blobsMlpProject(const std::string& name = "tiny", int inputs = 16, int classes = 4, bool dropout = false);
 
+// Input [1, 12, 12] -> Conv2D 8 (3x3, padded) -> BatchNorm -> ReLU -> Flatten -> Dropout 0.2 -> Dense 4 on 1000
+// synthetic samples in 4 classes, a fifth held out; SGD, learning rate 0.05, batch 60, one epoch, seed 3,
+// deterministic: the data-parallel checks' model (every layer whose data-parallel path differs).
+Project convBatchNormProject();
+
 // examples/<file>'s graph and settings on `device` without a checkpoint folder; an image example trains on
 // 512 blobs of its input shape in 10 classes (no data set files needed: a model's allocations do not depend
 // on the values).
