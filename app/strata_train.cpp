@@ -70,7 +70,9 @@ std::string usage() {
     text += "                             (auto: on a GPU when it fits and there is no augmentation)\n";
     line("--history DB|off", "record the run in this run history (default: the workbench's database)");
     line("--quiet", "no progress bar");
-    line("--bucket-mb MB", "under mpirun, sync: gradient all-reduce bucket size (default 25; 0.001 = 1 KiB)");
+    line("--bucket-mb MB",
+         "data parallel, sync: gradient all-reduce bucket size (default: an eighth of the "
+         "gradients, 0.25 to 25; 0.001 = 1 KiB)");
     text +=
         "Under mpirun (mpirun -np N strata-train PROJECT --device cpu) the batch size is the global batch,\n"
         "split over the N ranks; rank 0 alone prints progress and writes checkpoints, metrics and history.\n";
@@ -336,7 +338,7 @@ int main(int argc, char** argv) {
     };
 
     std::string projectPath, metricsPath, resume, residentData = "auto";
-    double bucketMb = 25;
+    double bucketMb = 0;  // automatic
     std::string historyPath = strata::history::RunStore::defaultPath();
     bool resumeBest = false;
     long long maxSteps = 0;
@@ -450,7 +452,7 @@ int main(int argc, char** argv) {
                                                    : strata::TrainerOptions::ResidentData::Auto;
     options.telemetryIntervalMs = telemetryIntervalMs;
     options.communicator = comm.get();
-    options.bucketBytes = std::max<int64_t>(1, static_cast<int64_t>(bucketMb * 1048576.0));
+    options.bucketBytes = bucketMb > 0 ? std::max<int64_t>(1, static_cast<int64_t>(bucketMb * 1048576.0)) : 0;
     try {
         const strata::DistMode mode = strata::parseDistMode(ts.distMode);
         options.localSgdSteps = mode.localSgdSteps;

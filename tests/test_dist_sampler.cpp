@@ -207,6 +207,13 @@ private slots:
         QVERIFY(!async.exchange(0.4));  // the next epoch starts afresh
     }
 
+    void automaticBucketSize() {
+        QCOMPARE(autoBucketBytes(0), int64_t(256) << 10);                    // at least 256 KiB
+        QCOMPARE(autoBucketBytes(int64_t(1700) << 10), int64_t(256) << 10);  // fashion_cnn: 1.7 MB
+        QCOMPARE(autoBucketBytes(int64_t(40) << 20), int64_t(5) << 20);      // an eighth
+        QCOMPARE(autoBucketBytes(int64_t(1) << 30), int64_t(25) << 20);      // at most PyTorch DDP's 25 MiB
+    }
+
     void distModesParse() {
         QCOMPARE(parseDistMode("sync").localSgdSteps, 0);
         QVERIFY(!parseDistMode("sync").async);

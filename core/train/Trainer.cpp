@@ -826,10 +826,15 @@ struct Trainer::Impl {
         } else {
             replicaSum = std::make_unique<CommunicatorSum>(*comm);
             model->setReplicaSum(replicaSum.get());
-            buckets = std::make_unique<GradientBuckets>(*comm, *model, opt.bucketBytes);
+            const Tensor& grads = model->packedGradients();
+            const int64_t bucketBytes =
+                opt.bucketBytes > 0 ? opt.bucketBytes
+                                    : autoBucketBytes(grads.defined() ? grads.numel() * int64_t(sizeof(float)) : 0);
+            buckets = std::make_unique<GradientBuckets>(*comm, *model, bucketBytes);
             model->setGradientsReadyHook([this](int64_t from) { buckets->ready(from); });
             msg << "sync: gradients summed in " << buckets->bucketCount() << " bucket(s) of up to "
-                << formatBytes(static_cast<uint64_t>(opt.bucketBytes)) << " while backward runs";
+                << formatBytes(static_cast<uint64_t>(bucketBytes)) << (opt.bucketBytes > 0 ? "" : " (automatic)")
+                << " while backward runs";
         }
         obs->onLog(msg.str());
     }
@@ -966,6 +971,10 @@ struct Trainer::Impl {
         }
     }
 };
+
+int64_t autoBucketBytes(int64_t gradientBytes) {
+    return std::clamp<int64_t>(gradientBytes / 8, int64_t(256) << 10, int64_t(25) << 20);
+}
 
 DistMode parseDistMode(const std::string& mode) {
     if (mode == "sync") return {};

@@ -60,8 +60,9 @@ struct TrainerOptions {
     // The project's batch size is the GLOBAL batch: each step, every rank takes its contiguous shard of it
     // (batchShard). Only rank 0 writes checkpoints; every rank reports events (the CLI prints rank 0's).
     Communicator* communicator = nullptr;
-    // sync: gradients summed in buckets of this size while backward runs (GradientBuckets.h).
-    int64_t bucketBytes = int64_t(25) << 20;
+    // sync: gradients summed in buckets of this size while backward runs (GradientBuckets.h). 0: automatic,
+    // autoBucketBytes of the model's gradient bytes.
+    int64_t bucketBytes = 0;
     // 0: sync, which equals one process on the global batch. K > 0: local SGD, each rank steps on its own
     // shard and the parameters (and BatchNorm running statistics) are averaged every K steps, weighted by the
     // samples each rank saw; BatchNorm then uses each rank's own batch statistics.
@@ -87,6 +88,12 @@ struct DistMode {
     bool async = false;     // TrainerOptions::asyncUpdates
 };
 DistMode parseDistMode(const std::string& mode);
+
+// The automatic gradient bucket size: an eighth of the gradients, at least 256 KiB and at most 25 MiB
+// (PyTorch DDP's bucket). A model whose gradients fit one 25 MiB bucket would start its only all-reduce when
+// backward has finished, with nothing left to hide it behind; eight buckets start while backward runs (and
+// tiny buckets would pay a collective's latency each). Measured in bench/RESULTS.md.
+int64_t autoBucketBytes(int64_t gradientBytes);
 
 class Trainer {
 public:
