@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # gpu-check.sh: the CUDA backend checked on a machine WITH a GPU (an H200 box: 16 cores, no internet,
-# PyTorch with CUDA). Runs test_gpu_device, test_backend_ops, test_mixed_precision and test_model_fusion,
+# PyTorch with CUDA). Runs test_gpu_device (with NCCL: one rank's collectives, the Trainer's data-parallel path
+# in a job of one rank against a plain run, and, on two or more GPUs, several GPUs in one process),
+# test_backend_ops, test_mixed_precision and test_model_fusion,
 # trains examples/fashion_cnn.strata for two epochs on cuda:0 (batch 64 and 1024, in fp32 and with
 # --precision bf16; the second epoch's rate is reported, after cuDNN's algorithm search), runs the PyTorch
 # reference bench/gpu_bench.py the same way on the same GPU, trains one epoch on the CPU (batch 1024), and
