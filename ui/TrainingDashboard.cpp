@@ -107,6 +107,13 @@ void TrainingDashboard::buildUi() {
     // Ignored width: a status text that changes every tick must not relayout the whole dashboard.
     m_status->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
     bar->addWidget(m_status, 1);
+    m_comm = new QLabel(this);
+    m_comm->setToolTip(
+        tr("Data parallel: the replicas, and the last step's gradient all-reduce: its time and the "
+           "share of it that ran while backward was still computing"));
+    m_comm->hide();
+    bar->addWidget(m_comm);
+    bar->addSpacing(8);
     m_elapsed = new QLabel(this);
     m_eta = new QLabel(this);
     for (QLabel* label : {m_elapsed, m_eta})
@@ -192,6 +199,7 @@ QString TrainingDashboard::errorText() const { return m_bannerText->text(); }
 bool TrainingDashboard::errorVisible() const { return !m_banner->isHidden(); }
 QString TrainingDashboard::statusText() const { return m_status->text(); }
 QString TrainingDashboard::etaText() const { return m_eta->text(); }
+QString TrainingDashboard::commText() const { return m_comm->text(); }
 QString TrainingDashboard::elapsedText() const { return m_elapsed->text(); }
 
 void TrainingDashboard::showError(const QString& message) {
@@ -309,6 +317,8 @@ void TrainingDashboard::saveCheckpointNow() {
 }
 
 void TrainingDashboard::clearCharts() {
+    m_comm->clear();
+    m_comm->hide();
     m_pendingSteps.clear();
     m_pendingEpochs.clear();
     m_pendingTelemetry.clear();
@@ -493,14 +503,15 @@ void TrainingDashboard::flush() {
                               .arg(s.stepInEpoch)
                               .arg(s.stepsPerEpoch)
                               .arg(s.loss, 0, 'g', 4)
-                              .arg(s.samplesPerSecond, 0, 'f', 0) +
-                          // Data parallel: what the gradient all-reduce cost this step, and how much of it
-                          // ran behind backward.
-                          (s.ranks > 1 ? tr("; %1 replicas, all-reduce %2 ms (%3% hidden)")
-                                             .arg(s.ranks)
-                                             .arg(s.commSeconds * 1000.0, 0, 'f', 1)
-                                             .arg(s.hiddenFraction * 100.0, 0, 'f', 0)
-                                       : QString()));
+                              .arg(s.samplesPerSecond, 0, 'f', 0));
+        // Data parallel: what the gradient all-reduce cost this step, and how much of it ran behind backward.
+        if (s.ranks > 1) {
+            m_comm->setText(tr("%1 replicas: all-reduce %2 ms, %3% hidden")
+                                .arg(s.ranks)
+                                .arg(s.commSeconds * 1000.0, 0, 'f', 1)
+                                .arg(s.hiddenFraction * 100.0, 0, 'f', 0));
+            m_comm->show();
+        }
     }
     for (ChartPanel* chart : std::as_const(m_charts)) chart->refresh();
 }

@@ -63,6 +63,8 @@ public:
     bool errorVisible() const;
     QString statusText() const;
     QString etaText() const;
+    // Data-parallel runs: "2 replicas: all-reduce 0.4 ms, 91% hidden" (the last step's); "" otherwise.
+    QString commText() const;
     QString elapsedText() const;
     // Seconds the current or last run has been running, paused time not counted.
     double activeSeconds() const;
@@ -127,6 +129,7 @@ private:
 
     QPushButton *m_start = nullptr, *m_pause = nullptr, *m_stop = nullptr, *m_save = nullptr;
     QLabel *m_status = nullptr, *m_elapsed = nullptr, *m_eta = nullptr, *m_log = nullptr;
+    QLabel* m_comm = nullptr;  // data parallel: replicas, all-reduce time, hidden share (hidden otherwise)
     QFrame* m_banner = nullptr;
     QLabel* m_bannerText = nullptr;
     QHash<QString, ChartPanel*> m_charts;       // by chart name
