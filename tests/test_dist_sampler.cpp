@@ -18,6 +18,7 @@
 #include "core/graph/Model.h"
 #include "core/train/BackendOptionsFor.h"
 #include "core/train/GradientBuckets.h"
+#include "core/train/MemoryEstimate.h"
 #include "core/train/ReplicaRun.h"
 #include "core/train/Trainer.h"
 #include "tests/support/TestBackends.h"
@@ -342,6 +343,36 @@ private slots:
         QVERIFY(syncGap < 1e-5);
         QVERIFY(asyncGap > 1e-4);
         QVERIFY(async.steps.back() < 0.5 * async.steps.front());  // stale by a step, it still learns
+    }
+
+    // A data-parallel rank holds its share of the global batch, so that share is what must fit: a memory limit
+    // between the estimates of batch 30 and batch 60 refuses one process on batch 60 and lets two replicas
+    // (30 each) train.
+    void eachRankNeedsRoomForItsShare() {
+        Project p = test::convBatchNormProject();
+        p.training.threads = 1;
+        const uint64_t half = estimateTrainingMemory(p.graph, p.training, 30).totalOn(true),
+                       whole = estimateTrainingMemory(p.graph, p.training, 60).totalOn(true);
+        QVERIFY(half < whole);
+        struct Out : TrainingObserver {
+            std::string error, log;
+            void onError(const std::string& m) override { error = m; }
+            void onLog(const std::string& m) override { log += m + "\n"; }
+        };
+        TrainerOptions o;
+        o.telemetryIntervalMs = 0;
+        o.maxSteps = 2;
+        o.availableMemoryBytes = (half + whole) / 2;
+        std::unique_ptr<Backend> a = test::makeCpuBackend(backendOptionsFor(p.training)),
+                                 b = test::makeCpuBackend(backendOptionsFor(p.training));
+        Out one, two;
+        QVERIFY(!Trainer(p, *a, &one, o).run());
+        QVERIFY2(one.error.find("does not fit") != std::string::npos, one.error.c_str());
+        ReplicaRun replicas(p, {a.get(), b.get()}, &two, o);
+        QVERIFY2(replicas.run(), two.error.c_str());
+        QVERIFY2(
+            two.log.find("memory: rank 0's share of the global batch 60 over 2 ranks, 30: about") != std::string::npos,
+            two.log.c_str());
     }
 
     void deviceListsParse() {

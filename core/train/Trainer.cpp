@@ -791,15 +791,27 @@ struct Trainer::Impl {
     }
 
     // Refuses a run whose predicted peak memory exceeds what the device has free (MemoryEstimate.h).
+    // Data parallel, a rank holds its share of the global batch (at most ceil(batch / ranks)), so that is what
+    // must fit on its device.
     void checkMemory() {
         const uint64_t available = availableMemory();
         if (available == 0) return;  // unknown: nothing to compare with
+        TrainingSettings local = ts();
+        if (dp) local.batchSize = (ts().batchSize + ranks - 1) / ranks;
+        const std::string share = dp ? "rank " + std::to_string(rank) + "'s share of the global batch " +
+                                           std::to_string(ts().batchSize) + " over " + std::to_string(ranks) +
+                                           " ranks, " + std::to_string(local.batchSize) + ": "
+                                     : std::string();
         try {
-            const MemoryEstimate e = checkTrainingFits(project.graph, ts(), backend.device().toString(), available);
-            obs->onLog("memory: about " + formatBytes(e.totalOn(backend.device().type == DeviceType::Cpu)) + " of " +
+            const MemoryEstimate e = checkTrainingFits(project.graph, local, backend.device().toString(), available);
+            obs->onLog("memory: " + share + "about " +
+                       formatBytes(e.totalOn(backend.device().type == DeviceType::Cpu)) + " of " +
                        formatBytes(available) + " available on " + backend.device().toString());
         } catch (const GraphError&) {
             // compile names the problem with its node and port.
+        } catch (const std::runtime_error& e) {
+            if (!dp) throw;
+            throw std::runtime_error(share + e.what());
         }
     }
 
