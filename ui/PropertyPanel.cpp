@@ -306,22 +306,40 @@ void PropertyPanel::refreshGraphSummary() {
         m_memory->setToolTip({});
         return;
     }
-    strata::MemoryEstimate e;
+    // Several devices (data parallel): each holds its share of the batch; the smallest of them must fit it.
+    std::vector<strata::Device> devices;
     try {
-        e = strata::estimateTrainingMemory(m_doc->graph(), m_doc->project().training, batch);
+        devices = strata::Device::parseList(m_doc->project().training.device);
     } catch (const std::exception& ex) {
         m_memory->setText(QString::fromStdString(ex.what()));
         return;
     }
-    const QString device = QString::fromStdString(m_doc->project().training.device);
-    const bool cpu = device == QLatin1String("cpu");
+    const int replicas = static_cast<int>(devices.size());
+    const int share = (batch + replicas - 1) / replicas;
+    strata::MemoryEstimate e;
+    try {
+        e = strata::estimateTrainingMemory(m_doc->graph(), m_doc->project().training, share);
+    } catch (const std::exception& ex) {
+        m_memory->setText(QString::fromStdString(ex.what()));
+        return;
+    }
+    const QString device = replicas > 1 ? tr("each of %1 devices (batch %2 each)").arg(replicas).arg(share)
+                                        : QString::fromStdString(devices[0].toString());
+    const bool cpu = devices[0].isCpu();
     const uint64_t need = e.totalOn(cpu);
     uint64_t total = 0, free = 0;
-    for (const strata::DeviceInfo& d : strata::backendRegistry().devices())
-        if (QString::fromStdString(d.device.toString()) == device) total = d.totalMemoryBytes, free = d.freeMemoryBytes;
+    int found = 0;
+    for (const strata::Device& want : devices)
+        for (const strata::DeviceInfo& d : strata::backendRegistry().devices())
+            if (d.device == want && (found++ == 0 || d.freeMemoryBytes < free))
+                total = d.totalMemoryBytes, free = d.freeMemoryBytes;
+    if (found < replicas) total = free = 0;  // a device that is not here
     QString text;
     if (total == 0) {
-        text = tr("~%1 for training (%2 is not available here)").arg(bytesText(double(need)), device);
+        text = replicas > 1
+                   ? tr("~%1 on each device for training (%2: not all of them are here)")
+                         .arg(bytesText(double(need)), QString::fromStdString(m_doc->project().training.device))
+                   : tr("~%1 for training (%2 is not available here)").arg(bytesText(double(need)), device);
     } else {
         const bool fits = need <= free;
         text = (fits ? tr("fits on %1: %2 of %3") : tr("does not fit on %1: %2 of %3"))
@@ -330,7 +348,7 @@ void PropertyPanel::refreshGraphSummary() {
                                                              int64_t(strata::trainingSetting("batch_size").intMax));
         text +=
             largest > 0
-                ? tr("; largest batch that fits: %1").arg(largest)
+                ? tr("; largest batch that fits: %1").arg(largest * replicas)
                 : tr("; not even a batch of 1 fits (shrink '%1')").arg(QString::fromStdString(e.largestParameterLayer));
         if (!fits) text = QStringLiteral("<span style='color:#b00020'>%1</span>").arg(text.toHtmlEscaped());
     }

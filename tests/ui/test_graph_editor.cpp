@@ -9,6 +9,7 @@
 #include <QGraphicsSceneMouseEvent>
 #include <QLineEdit>
 #include <QMimeData>
+#include <QRegularExpression>
 #include <QSignalSpy>
 #include <QSpinBox>
 #include <QStandardPaths>
@@ -537,6 +538,21 @@ private slots:
         ed.props->batchSizeBox()->setValue(64);
         QVERIFY(fieldError(ed.props->batchSizeBox()).isEmpty());
         QVERIFY2(ed.props->memoryText().contains("fits on cpu"), qPrintable(ed.props->memoryText()));
+        // Several devices (data parallel): each holds its share of the batch, and the largest batch that fits
+        // is a share per device.
+        TrainingSettings two = ed.doc.project().training;
+        two.device = "cpu,cpu";
+        ed.doc.setTrainingSettings(two);
+        ed.props->batchSizeBox()->setValue(1000);
+        const MemoryEstimate share = estimateTrainingMemory(ed.doc.graph(), ed.doc.project().training, 500);
+        const QString shareNeed = QStringLiteral("%1 MiB").arg(double(share.totalOn(true)) / 1024 / 1024, 0, 'f', 1);
+        QVERIFY2(ed.props->memoryText().contains("fits on each of 2 devices (batch 500 each): " + shareNeed + " of "),
+                 qPrintable(ed.props->memoryText()));
+        const QRegularExpressionMatch largest =
+            QRegularExpression("largest batch that fits: (\\d+)").match(ed.props->memoryText());
+        QVERIFY2(largest.hasMatch(), qPrintable(ed.props->memoryText()));
+        QVERIFY(largest.captured(1).toLongLong() >= 1000);
+        QCOMPARE(largest.captured(1).toLongLong() % 2, 0);
         QCOMPARE(ed.props->totalParametersText(), QStringLiteral("203,530"));
         qint64 sum = 0;
         for (const Node* n : ed.doc.graph().nodes()) sum += std::max<qint64>(0, ed.doc.parameterCountOf(n->id));
