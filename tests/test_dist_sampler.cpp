@@ -12,8 +12,10 @@
 #include <vector>
 
 #include "core/backend/Backend.h"
+#include "core/backend/CpuBackend.h"
 #include "core/data/DataLoader.h"
 #include "core/dist/Communicator.h"
+#include "core/dist/DeviceCommunicator.h"
 #include "core/dist/ThreadCommunicator.h"
 #include "core/graph/Model.h"
 #include "core/train/BackendOptionsFor.h"
@@ -39,6 +41,40 @@ DataSplit indexSplit(int64_t count) {
     }
     return s;
 }
+
+// A CPU backend that says it is a GPU: the Trainer's GPU data-parallel path (a device communicator made at
+// setup, gradient buckets and async's buffers in "device" memory) on memory the host can read.
+class PretendGpuBackend : public CpuBackend {
+public:
+    PretendGpuBackend(int index, const BackendOptions& options) : CpuBackend(options), m_index(index) {}
+    Device device() const override { return Device::cuda(m_index); }
+
+private:
+    int m_index;
+};
+
+// The device communicator of a pretend GPU: every collective passed to the host communicator (the memory is
+// the host's), and it says it takes device memory, as NCCL's does.
+class PassThroughDeviceCommunicator : public Communicator {
+public:
+    explicit PassThroughDeviceCommunicator(Communicator& host) : m_host(host) {}
+    int rank() const override { return m_host.rank(); }
+    int size() const override { return m_host.size(); }
+    std::string name() const override { return "pretend-device"; }
+    bool acceptsDeviceMemory() const override { return true; }
+    void allReduce(float* data, int64_t count, ReduceOp op) override { m_host.allReduce(data, count, op); }
+    void allReduce(double* data, int64_t count, ReduceOp op) override { m_host.allReduce(data, count, op); }
+    std::unique_ptr<CommRequest> iallReduce(float* data, int64_t count, ReduceOp op) override {
+        return m_host.iallReduce(data, count, op);
+    }
+    void broadcast(void* data, int64_t bytes, int root) override { m_host.broadcast(data, bytes, root); }
+    void barrier() override { m_host.barrier(); }
+    void abortJob(const std::string& reason, int code) override { m_host.abortJob(reason, code); }
+    std::string jobFailure() const override { return m_host.jobFailure(); }
+
+private:
+    Communicator& m_host;
+};
 
 }  // namespace
 
@@ -373,6 +409,66 @@ private slots:
         QVERIFY2(
             two.log.find("memory: rank 0's share of the global batch 60 over 2 ranks, 30: about") != std::string::npos,
             two.log.c_str());
+    }
+
+    // The Trainer's GPU path without a GPU: two pretend GPUs in one process (ReplicaRun) ask the registry for
+    // their device communicator at setup and sum "device" gradients through it, in buckets (sync) and in
+    // async's device-side buffers; the results equal the CPU replicas' (sync: one process), so the device path
+    // moves the same numbers. Without a registered communicator a GPU rank is refused with the reason.
+    void gpuDataParallelPathWithPretendGpus() {
+        Project p = test::convBatchNormProject();
+        p.training.threads = 1;
+        struct Out : TrainingObserver {
+            std::vector<double> steps;
+            std::string error, log;
+            void onStep(const StepEvent& e) override { steps.push_back(e.loss); }
+            void onError(const std::string& m) override { error = m; }
+            void onLog(const std::string& m) override { log += m + "\n"; }
+        };
+        const BackendOptions options = backendOptionsFor(p.training);
+        auto train = [&](bool pretend, bool async) {
+            std::vector<std::unique_ptr<Backend>> owned;
+            std::vector<Backend*> list;
+            for (int i = 0; i < 2; ++i) {
+                owned.push_back(pretend ? std::unique_ptr<Backend>(std::make_unique<PretendGpuBackend>(i, options))
+                                        : test::makeCpuBackend(options));
+                list.push_back(owned.back().get());
+            }
+            TrainerOptions o;
+            o.telemetryIntervalMs = 0;
+            o.bucketBytes = 256;
+            o.asyncUpdates = async;
+            Out out;
+            ReplicaRun run(p, list, &out, o);
+            if (!run.run()) QTest::qFail(out.error.c_str(), __FILE__, __LINE__);
+            return out;
+        };
+        registerDeviceCommunicator(DeviceType::Cuda, [](Communicator& host, Backend&) {
+            return std::make_unique<PassThroughDeviceCommunicator>(host);
+        });
+        const Out gpuSync = train(true, false), cpuSync = train(false, false), gpuAsync = train(true, true),
+                  cpuAsync = train(false, true);
+        QVERIFY2(gpuSync.log.find("data parallel: rank 0 of 2 (pretend-device)") != std::string::npos,
+                 gpuSync.log.c_str());
+        QVERIFY2(cpuSync.log.find("data parallel: rank 0 of 2 (threads)") != std::string::npos, cpuSync.log.c_str());
+        QVERIFY(cpuSync.steps.size() > 10);
+        for (const auto& [gpu, cpu] : {std::pair{&gpuSync, &cpuSync}, std::pair{&gpuAsync, &cpuAsync}}) {
+            QCOMPARE(gpu->steps.size(), cpu->steps.size());
+            for (size_t i = 0; i < cpu->steps.size(); ++i) QCOMPARE(gpu->steps[i], cpu->steps[i]);
+        }
+        bool asyncDiffers = false;
+        for (size_t i = 0; i < cpuSync.steps.size(); ++i) asyncDiffers |= cpuAsync.steps[i] != cpuSync.steps[i];
+        QVERIFY(asyncDiffers);
+
+        registerDeviceCommunicator(DeviceType::Cuda, nullptr);
+        Out refused;
+        PretendGpuBackend a(0, options), b(1, options);
+        TrainerOptions o;
+        o.telemetryIntervalMs = 0;
+        QVERIFY(!ReplicaRun(p, {&a, &b}, &refused, o).run());
+        QVERIFY2(refused.error.find("cuda:0: this build has no communicator for its device memory (NCCL)") !=
+                     std::string::npos,
+                 refused.error.c_str());
     }
 
     void deviceListsParse() {
