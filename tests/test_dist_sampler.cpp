@@ -1,8 +1,9 @@
 // Tests for the data-parallel pieces that need no MPI: the sampler's sharding of each global batch
 // (batchShard, DataLoader::setShard), dropout's global counters, the model's gradients-ready hook and the
 // gradient bucket plan (GradientBuckets over the single-rank communicator) and async mode's one-step-stale
-// exchange (AsyncGradients), the thread group of one process (ThreadCommunicator) and device lists. The
-// multi-process and multi-replica runs are tests/dist (mpirun, --device cpu,cpu).
+// exchange (AsyncGradients), the thread group of one process (ThreadCommunicator), device lists, the
+// data-parallel path in a job of one rank, each rank's memory check, and the Trainer's GPU path on pretend GPUs.
+// The multi-process and multi-replica runs are tests/dist (mpirun, --device cpu,cpu).
 #include <QtTest>
 #include <map>
 #include <memory>
