@@ -4,8 +4,10 @@
 #include <chrono>
 #include <string>
 #include <thread>
+#include <type_traits>
 
 #include <cuda_runtime_api.h>
+#include <dlfcn.h>
 #include <nccl.h>
 
 #include "core/backend/Backend.h"
@@ -17,11 +19,58 @@
 namespace strata::gpu {
 namespace {
 
-#define NCCL_CHECK(call)                                                                                         \
-    do {                                                                                                         \
-        const ncclResult_t strataNccl_ = (call);                                                                 \
-        if (strataNccl_ != ncclSuccess)                                                                          \
-            ::strata::gpu::throwCudaFailure("NCCL", ncclGetErrorString(strataNccl_), #call, __FILE__, __LINE__); \
+// NCCL loaded with dlopen when first needed (the types come from nccl.h): a machine without NCCL still runs
+// everything but data parallel on GPUs, which then says what is missing.
+struct NcclApi {
+    decltype(&ncclGetUniqueId) getUniqueId = nullptr;
+    decltype(&ncclCommInitRank) commInitRank = nullptr;
+    decltype(&ncclCommDestroy) commDestroy = nullptr;
+    decltype(&ncclCommAbort) commAbort = nullptr;
+    decltype(&ncclCommGetAsyncError) commGetAsyncError = nullptr;
+    decltype(&ncclAllReduce) allReduce = nullptr;
+    decltype(&ncclBroadcast) broadcast = nullptr;
+    decltype(&ncclGetErrorString) getErrorString = nullptr;
+    decltype(&ncclGetVersion) getVersion = nullptr;
+    std::string unavailable;  // why not, or ""
+
+    static const NcclApi& get() {
+        static const NcclApi api = load();
+        return api;
+    }
+
+private:
+    static NcclApi load() {
+        NcclApi a;
+        void* lib = dlopen("libnccl.so.2", RTLD_NOW | RTLD_LOCAL);
+        if (!lib) {
+            const char* err = dlerror();
+            a.unavailable = std::string("NCCL not available (") + (err ? err : "libnccl.so.2 not found") + ")";
+            return a;
+        }
+        auto bind = [&](auto& fn, const char* name) {
+            fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(lib, name));
+            if (!fn && a.unavailable.empty()) a.unavailable = std::string("NCCL not available (") + name + " missing)";
+        };
+        bind(a.getUniqueId, "ncclGetUniqueId");
+        bind(a.commInitRank, "ncclCommInitRank");
+        bind(a.commDestroy, "ncclCommDestroy");
+        bind(a.commAbort, "ncclCommAbort");
+        bind(a.commGetAsyncError, "ncclCommGetAsyncError");
+        bind(a.allReduce, "ncclAllReduce");
+        bind(a.broadcast, "ncclBroadcast");
+        bind(a.getErrorString, "ncclGetErrorString");
+        bind(a.getVersion, "ncclGetVersion");
+        return a;  // the library stays loaded for the process
+    }
+};
+
+const NcclApi& nccl() { return NcclApi::get(); }
+
+#define NCCL_CHECK(call)                                                                                            \
+    do {                                                                                                            \
+        const ncclResult_t strataNccl_ = (call);                                                                    \
+        if (strataNccl_ != ncclSuccess)                                                                             \
+            ::strata::gpu::throwCudaFailure("NCCL", nccl().getErrorString(strataNccl_), #call, __FILE__, __LINE__); \
     } while (0)
 
 bool isDeviceMemory(const void* p) {
@@ -54,17 +103,17 @@ public:
     NcclCommunicator(Communicator& host, CudaBackend& backend) : m_host(host), m_backend(backend) {
         m_backend.activate();
         ncclUniqueId id{};
-        if (host.rank() == 0) NCCL_CHECK(ncclGetUniqueId(&id));
+        if (host.rank() == 0) NCCL_CHECK(nccl().getUniqueId(&id));
         host.broadcast(&id, sizeof id, 0);
-        NCCL_CHECK(ncclCommInitRank(&m_comm, host.size(), id, host.rank()));
+        NCCL_CHECK(nccl().commInitRank(&m_comm, host.size(), id, host.rank()));
         if (cudaStreamCreateWithFlags(&m_stream, cudaStreamNonBlocking) != cudaSuccess) {
-            (void)ncclCommDestroy(m_comm);
+            (void)nccl().commDestroy(m_comm);
             CUDA_CHECK(cudaGetLastError());
         }
     }
     ~NcclCommunicator() override {
         m_backend.activate();
-        if (m_comm) (void)ncclCommDestroy(m_comm);
+        if (m_comm) (void)nccl().commDestroy(m_comm);
         if (m_stream) (void)cudaStreamDestroy(m_stream);
     }
 
@@ -89,7 +138,7 @@ public:
         if (!isDeviceMemory(data)) return m_host.broadcast(data, bytes, root);
         m_backend.activate();
         afterCompute();
-        NCCL_CHECK(ncclBroadcast(data, data, static_cast<size_t>(bytes), ncclInt8, root, m_comm, m_stream));
+        NCCL_CHECK(nccl().broadcast(data, data, static_cast<size_t>(bytes), ncclInt8, root, m_comm, m_stream));
         waitFor(record());
     }
     void barrier() override { m_host.barrier(); }
@@ -145,8 +194,8 @@ private:
         if (!m_comm) throw CommAborted("NCCL: this rank's communicator was aborted");
         m_backend.activate();
         afterCompute();
-        NCCL_CHECK(ncclAllReduce(data, data, static_cast<size_t>(count), type, op == ReduceOp::Mean ? ncclAvg : ncclSum,
-                                 m_comm, m_stream));
+        NCCL_CHECK(nccl().allReduce(data, data, static_cast<size_t>(count), type,
+                                    op == ReduceOp::Mean ? ncclAvg : ncclSum, m_comm, m_stream));
         return record();
     }
     // A failure elsewhere in the job, or one NCCL found (a peer gone): abort this rank's NCCL and throw.
@@ -157,9 +206,9 @@ private:
             throw CommAborted(failure);
         }
         ncclResult_t async = ncclSuccess;
-        if (m_comm && ncclCommGetAsyncError(m_comm, &async) == ncclSuccess && async != ncclSuccess &&
+        if (m_comm && nccl().commGetAsyncError(m_comm, &async) == ncclSuccess && async != ncclSuccess &&
             async != ncclInProgress) {
-            const std::string what = ncclGetErrorString(async);
+            const std::string what = nccl().getErrorString(async);
             abortNccl();
             throw BackendError("NCCL error on rank " + std::to_string(rank()) + " of " + std::to_string(size()) + ": " +
                                what);
@@ -167,7 +216,7 @@ private:
     }
     void abortNccl() {
         if (!m_comm) return;
-        (void)ncclCommAbort(m_comm);
+        (void)nccl().commAbort(m_comm);
         m_comm = nullptr;
     }
 
@@ -199,13 +248,20 @@ void NcclRequest::wait() {
 
 }  // namespace
 
+std::string ncclUnavailableReason() { return nccl().unavailable; }
+
 std::unique_ptr<Communicator> makeNcclCommunicator(Communicator& host, CudaBackend& backend) {
+    if (!nccl().unavailable.empty())
+        throw BackendError(backend.device().toString() + ": data parallel on GPUs needs NCCL 2: " + nccl().unavailable +
+                           " (the CUDA toolkit's libnccl.so.2, or the nvidia-nccl wheel PyTorch installs, on the "
+                           "library path)");
     return std::make_unique<NcclCommunicator>(host, backend);
 }
 
 std::string ncclVersionText() {
+    if (!nccl().unavailable.empty()) return nccl().unavailable;
     int v = 0;
-    if (ncclGetVersion(&v) != ncclSuccess) return "unknown (ncclGetVersion failed)";
+    if (nccl().getVersion(&v) != ncclSuccess) return "unknown (ncclGetVersion failed)";
     return std::to_string(v / 10000) + "." + std::to_string((v / 100) % 100) + "." + std::to_string(v % 100);
 }
 

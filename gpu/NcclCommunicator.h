@@ -29,11 +29,15 @@ class CudaBackend;
 // GPU, ...).
 std::unique_ptr<Communicator> makeNcclCommunicator(Communicator& host, CudaBackend& backend);
 
+// NCCL is loaded with dlopen (libnccl.so.2) when first needed, so that a machine without it runs everything
+// else: "" when it loaded, else why not ("NCCL not available (libnccl.so.2: cannot open shared object ...)").
+std::string ncclUnavailableReason();
+
 // Registers makeNcclCommunicator as the device communicator of CUDA backends (core/dist/DeviceCommunicator.h);
 // registerCudaProvider calls it.
 void registerNcclCommunicator();
 
-// NCCL's version as "2.27.3", or the reason it cannot be read ("libnccl.so.2 not found").
+// NCCL's version as "2.27.3", or why NCCL is not available.
 std::string ncclVersionText();
 
 }  // namespace strata::gpu

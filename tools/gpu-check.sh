@@ -18,8 +18,8 @@
 #            run(carry=[".gpu-bundle"], timeout_s=420,
 #                command="bash tools/gpu-check.sh --bundle .gpu-bundle 2>&1 | tee $OUT/gpu-check.log")
 #     then give_back. Nothing is built there: the binaries and their libraries are unpacked from the
-#     bundle's bin.tar.xz and libs.tar.xz to a temporary folder, and cuBLAS, cuBLASLt and cuDNN 9 (NCCL if
-#     linked) are taken from the machine: /usr/local/cuda*/lib64 and targets/*/lib first, then python's
+#     bundle's bin.tar.xz and libs.tar.xz to a temporary folder, and cuBLAS, cuBLASLt and cuDNN 9 (and NCCL,
+#     which is loaded at run time, when present) are taken from the machine: /usr/local/cuda*/lib64 and targets/*/lib first, then python's
 #     site-packages nvidia/*/lib (no python needed for that), then ldconfig, then / (30 s at most). If a
 #     library is still missing, ONE line names it and the script stops before using the GPU. The logs come
 #     back as $OUT/gpu-check-logs.tar.gz; the data default to the bundle's data.tar.xz (raw IDX, unpacked
@@ -278,6 +278,10 @@ tarfile.open(sys.argv[1]).extractall(sys.argv[2], **kw)' "$1" "$LIBS"
     fi
     add_found < <(find_libs libnvrtc.so.13)
     [[ -n "${FOUND[libnvrtc.so.13]:-}" ]] || say "note: libnvrtc.so.13 not found (cuDNN's runtime-compiled engines unavailable)"
+    # NCCL is loaded with dlopen by data-parallel GPU runs (gpu/NcclCommunicator); test_gpu_device's NCCL cases
+    # skip, saying so, without it.
+    add_found < <(find_libs libnccl.so.2)
+    [[ -n "${FOUND[libnccl.so.2]:-}" ]] || say "note: libnccl.so.2 not found (the NCCL cases of test_gpu_device will skip)"
 
     set_path() {
         local p=$LIBS/lib d
