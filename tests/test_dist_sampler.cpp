@@ -344,29 +344,18 @@ private slots:
     void dataParallelPathWithOneRank() {
         Project p = test::convBatchNormProject();
         p.training.threads = 1;
-        struct Losses : TrainingObserver {
-            std::vector<double> steps;
-            std::string error;
-            void onStep(const StepEvent& e) override { steps.push_back(e.loss); }
-            void onError(const std::string& m) override { error = m; }
-        };
         auto train = [&](bool dp, bool async) {
-            Losses out;
+            test::RecordedRun out;
             std::unique_ptr<Backend> be = test::makeCpuBackend(backendOptionsFor(p.training));
             std::unique_ptr<Communicator> single = makeSingleRankCommunicator();
-            TrainerOptions o;
+            TrainerOptions o = test::oneRankDataParallel(*single, 64, async);
+            if (!dp) o = TrainerOptions{};
             o.telemetryIntervalMs = 0;
-            if (dp) {
-                o.communicator = single.get();
-                o.dataParallelWithOneRank = true;
-                o.bucketBytes = 64;
-                o.asyncUpdates = async;
-            }
             Trainer t(p, *be, &out, o);
             if (!t.run()) QTest::qFail(out.error.c_str(), __FILE__, __LINE__);
             return out;
         };
-        const Losses plain = train(false, false), sync = train(true, false), async = train(true, true);
+        const test::RecordedRun plain = train(false, false), sync = train(true, false), async = train(true, true);
         QVERIFY(plain.steps.size() > 10);
         QCOMPARE(sync.steps.size(), plain.steps.size());
         QCOMPARE(async.steps.size(), plain.steps.size());
@@ -391,18 +380,13 @@ private slots:
         const uint64_t half = estimateTrainingMemory(p.graph, p.training, 30).totalOn(true),
                        whole = estimateTrainingMemory(p.graph, p.training, 60).totalOn(true);
         QVERIFY(half < whole);
-        struct Out : TrainingObserver {
-            std::string error, log;
-            void onError(const std::string& m) override { error = m; }
-            void onLog(const std::string& m) override { log += m + "\n"; }
-        };
         TrainerOptions o;
         o.telemetryIntervalMs = 0;
         o.maxSteps = 2;
         o.availableMemoryBytes = (half + whole) / 2;
         std::unique_ptr<Backend> a = test::makeCpuBackend(backendOptionsFor(p.training)),
                                  b = test::makeCpuBackend(backendOptionsFor(p.training));
-        Out one, two;
+        test::RecordedRun one, two;
         QVERIFY(!Trainer(p, *a, &one, o).run());
         QVERIFY2(one.error.find("does not fit") != std::string::npos, one.error.c_str());
         ReplicaRun replicas(p, {a.get(), b.get()}, &two, o);
@@ -419,13 +403,6 @@ private slots:
     void gpuDataParallelPathWithPretendGpus() {
         Project p = test::convBatchNormProject();
         p.training.threads = 1;
-        struct Out : TrainingObserver {
-            std::vector<double> steps;
-            std::string error, log;
-            void onStep(const StepEvent& e) override { steps.push_back(e.loss); }
-            void onError(const std::string& m) override { error = m; }
-            void onLog(const std::string& m) override { log += m + "\n"; }
-        };
         const BackendOptions options = backendOptionsFor(p.training);
         auto train = [&](bool pretend, bool async) {
             std::vector<std::unique_ptr<Backend>> owned;
@@ -439,7 +416,7 @@ private slots:
             o.telemetryIntervalMs = 0;
             o.bucketBytes = 256;
             o.asyncUpdates = async;
-            Out out;
+            test::RecordedRun out;
             ReplicaRun run(p, list, &out, o);
             if (!run.run()) QTest::qFail(out.error.c_str(), __FILE__, __LINE__);
             return out;
@@ -447,8 +424,8 @@ private slots:
         registerDeviceCommunicator(DeviceType::Cuda, [](Communicator& host, Backend&) {
             return std::make_unique<PassThroughDeviceCommunicator>(host);
         });
-        const Out gpuSync = train(true, false), cpuSync = train(false, false), gpuAsync = train(true, true),
-                  cpuAsync = train(false, true);
+        const test::RecordedRun gpuSync = train(true, false), cpuSync = train(false, false),
+                                gpuAsync = train(true, true), cpuAsync = train(false, true);
         QVERIFY2(gpuSync.log.find("data parallel: rank 0 of 2 (pretend-device)") != std::string::npos,
                  gpuSync.log.c_str());
         QVERIFY2(cpuSync.log.find("data parallel: rank 0 of 2 (threads)") != std::string::npos, cpuSync.log.c_str());
@@ -462,7 +439,7 @@ private slots:
         QVERIFY(asyncDiffers);
 
         registerDeviceCommunicator(DeviceType::Cuda, nullptr);
-        Out refused;
+        test::RecordedRun refused;
         PretendGpuBackend a(0, options), b(1, options);
         TrainerOptions o;
         o.telemetryIntervalMs = 0;

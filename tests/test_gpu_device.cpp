@@ -1367,19 +1367,7 @@ private slots:
             QCOMPARE(firstValue[size_t(r)], double(gpus * (gpus + 1) / 2));
         }
 
-        struct Losses : TrainingObserver {
-            std::vector<double> steps;
-            std::string error;
-            std::set<std::string> telemetryDevices;
-            std::mutex mutex;
-            void onStep(const StepEvent& e) override { steps.push_back(e.loss); }
-            void onError(const std::string& m) override { error = m; }
-            void onTelemetry(const TelemetryEvent& e) override {
-                std::lock_guard lock(mutex);
-                telemetryDevices.insert(e.device);
-            }
-        };
-        Losses one, many;
+        test::RecordedRun one, many;
         {
             TrainerOptions o;
             o.telemetryIntervalMs = 0;
@@ -1418,34 +1406,21 @@ private slots:
         BackendOptions options = backendOptionsFor(p.training);
         options.allowTf32 = false;
         gpu::CudaBackend be(0, options);
-        struct Losses : TrainingObserver {
-            std::vector<double> steps;
-            std::string error, log;
-            void onStep(const StepEvent& e) override { steps.push_back(e.loss); }
-            void onError(const std::string& m) override { error = m; }
-            void onLog(const std::string& m) override { log += m + "\n"; }
-        };
         auto train = [&](bool dp, int localSgd, bool async) {
-            Losses out;
+            test::RecordedRun out;
             std::unique_ptr<Communicator> single = makeSingleRankCommunicator();
-            TrainerOptions o;
+            TrainerOptions o = dp ? test::oneRankDataParallel(*single, 1024, async) : TrainerOptions{};
             o.telemetryIntervalMs = 0;
-            if (dp) {
-                o.communicator = single.get();
-                o.dataParallelWithOneRank = true;
-                o.bucketBytes = 1024;
-                o.localSgdSteps = localSgd;
-                o.asyncUpdates = async;
-            }
+            o.localSgdSteps = dp ? localSgd : 0;
             Trainer t(p, be, &out, o);
             if (!t.run()) QTest::qFail(out.error.c_str(), __FILE__, __LINE__);
             return out;
         };
-        const Losses plain = train(false, 0, false), sync = train(true, 0, false), local = train(true, 2, false),
-                     async = train(true, 0, true);
+        const test::RecordedRun plain = train(false, 0, false), sync = train(true, 0, false),
+                                local = train(true, 2, false), async = train(true, 0, true);
         QVERIFY2(sync.log.find("rank 0 of 1 (nccl)") != std::string::npos, sync.log.c_str());
         QVERIFY(plain.steps.size() > 10);
-        auto maxGap = [&](const Losses& a) {
+        auto maxGap = [&](const test::RecordedRun& a) {
             double worst = 0;
             for (size_t i = 0; i < std::min(a.steps.size(), plain.steps.size()); ++i)
                 worst = std::max(worst, std::fabs(a.steps[i] - plain.steps[i]));

@@ -41,6 +41,24 @@ train() {
     fi
 }
 
+# rank1_fails MESSAGE CMD...: CMD (a job of 3 ranks on $SMALL) with rank 1 throwing at step 5 must end
+# non-zero within 30 s, printing MESSAGE.
+rank1_fails() {
+    local message=$1 start rc took
+    shift
+    start=$(date +%s)
+    STRATA_TEST_FAIL_STEP=5 STRATA_TEST_FAIL_RANK=1 timeout 120 "$@" --history off --quiet \
+        --checkpoint-dir "$WORK/fail" --max-steps 20 >"$WORK/fail.log" 2>&1
+    rc=$?
+    took=$(($(date +%s) - start))
+    cat "$WORK/fail.log"
+    [ $rc -ne 0 ] || die "the job exited 0"
+    [ $rc -ne 124 ] || die "the job hung (killed by timeout after 120 s)"
+    [ $took -le 30 ] || die "the job took $took s to end (30 s allowed)"
+    grep -qF "$message" "$WORK/fail.log" || die "no message naming rank 1 and the reason ($message)"
+    say "ended in $took s with exit $rc"
+}
+
 compare() {
     "$COMPARE" "$WORK/$1" "$WORK/$2" "$3" || die "$1 and $2 differ by more than $3"
 }
@@ -85,17 +103,7 @@ async)
     "$COMPARE" "$WORK/sync" "$WORK/async2" 1e-4 --differ || die "async gave sync's weights (no staleness)"
     ;;
 fail)
-    start=$(date +%s)
-    STRATA_TEST_FAIL_STEP=5 STRATA_TEST_FAIL_RANK=1 timeout 120 "${MPI[@]}" -np 3 "$TRAIN" "$SMALL" --device cpu \
-        --history off --quiet --checkpoint-dir "$WORK/fail" --max-steps 20 >"$WORK/fail.log" 2>&1
-    rc=$?
-    took=$(($(date +%s) - start))
-    cat "$WORK/fail.log"
-    [ $rc -ne 0 ] || die "the job exited 0"
-    [ $rc -ne 124 ] || die "the job hung (killed by timeout after 120 s)"
-    [ $took -le 30 ] || die "the job took $took s to end (30 s allowed)"
-    grep -q "rank 1 of 3: step 5: failure injected" "$WORK/fail.log" || die "no message naming rank 1 and the reason"
-    say "ended in $took s with exit $rc"
+    rank1_fails "rank 1 of 3: step 5: failure injected" "${MPI[@]}" -np 3 "$TRAIN" "$SMALL" --device cpu
     ;;
 mismatch)
     sed 's/"learning_rate": 0.05/"learning_rate": 0.04/' "$SMALL" >"$WORK/other.strata"
@@ -140,17 +148,7 @@ threads)
     compare whole2 cont-threads 1e-6
     ;;
 threads-fail)
-    start=$(date +%s)
-    STRATA_TEST_FAIL_STEP=5 STRATA_TEST_FAIL_RANK=1 timeout 120 "$TRAIN" "$SMALL" --device cpu,cpu,cpu \
-        --history off --quiet --checkpoint-dir "$WORK/fail" --max-steps 20 >"$WORK/fail.log" 2>&1
-    rc=$?
-    took=$(($(date +%s) - start))
-    cat "$WORK/fail.log"
-    [ $rc -ne 0 ] || die "the run exited 0"
-    [ $rc -ne 124 ] || die "the run hung (killed by timeout after 120 s)"
-    [ $took -le 30 ] || die "the run took $took s to end (30 s allowed)"
-    grep -q "rank 1 of 3 failed: step 5: failure injected" "$WORK/fail.log" || die "no message naming rank 1 and the reason"
-    say "ended in $took s with exit $rc"
+    rank1_fails "rank 1 of 3 failed: step 5: failure injected" "$TRAIN" "$SMALL" --device cpu,cpu,cpu
     ;;
 *)
     die "unknown case"

@@ -66,6 +66,16 @@ Project convBatchNormProject() {
     return p;
 }
 
+TrainerOptions oneRankDataParallel(Communicator& single, int64_t bucketBytes, bool async) {
+    TrainerOptions o;
+    o.telemetryIntervalMs = 0;
+    o.communicator = &single;
+    o.dataParallelWithOneRank = true;
+    o.bucketBytes = bucketBytes;
+    o.asyncUpdates = async;
+    return o;
+}
+
 Project exampleOnBlobs(const std::string& file, const std::string& device) {
     Project p = readProject(sourcePath("examples/" + file));
     p.training.device = device;

@@ -1,12 +1,16 @@
 // Small projects the tests train: synthetic blobs (no files needed) through a few layers. Each test sets what
-// it needs on top of these defaults.
+// it needs on top of these defaults. And what a test keeps of a run (RecordedRun).
 #pragma once
 
+#include <cstdint>
+#include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "core/export/ExportModel.h"
 #include "core/graph/Project.h"
+#include "core/train/Trainer.h"
 
 namespace strata::test {
 
@@ -30,6 +34,31 @@ Project blobsMlpProject(const std::string& name = "tiny", int inputs = 16, int c
 // synthetic samples in 4 classes, a fifth held out; SGD, learning rate 0.05, batch 60, one epoch, seed 3,
 // deterministic: the data-parallel checks' model (every layer whose data-parallel path differs).
 Project convBatchNormProject();
+
+// What a test keeps of a training run: each step's loss, the log lines, the first error and the devices that
+// sent telemetry (thread-safe: telemetry arrives from sampler threads).
+struct RecordedRun : TrainingObserver {
+    std::vector<double> steps;
+    std::string error, log;
+    std::set<std::string> telemetryDevices;
+    std::mutex mutex;
+    RecordedRun() = default;
+    RecordedRun(const RecordedRun& o)
+        : steps(o.steps), error(o.error), log(o.log), telemetryDevices(o.telemetryDevices) {}
+    void onStep(const StepEvent& e) override { steps.push_back(e.loss); }
+    void onError(const std::string& m) override {
+        if (error.empty()) error = m;
+    }
+    void onLog(const std::string& m) override { log += m + "\n"; }
+    void onTelemetry(const TelemetryEvent& e) override {
+        std::lock_guard lock(mutex);
+        telemetryDevices.insert(e.device);
+    }
+};
+
+// Options for the data-parallel path in a job of one rank (TrainerOptions::dataParallelWithOneRank) over
+// `single` (a single-rank communicator), with gradient buckets of `bucketBytes`; no telemetry.
+TrainerOptions oneRankDataParallel(Communicator& single, int64_t bucketBytes, bool async = false);
 
 // examples/<file>'s graph and settings on `device` without a checkpoint folder; an image example trains on
 // 512 blobs of its input shape in 10 classes (no data set files needed: a model's allocations do not depend
