@@ -106,14 +106,17 @@ public:
         if (host.rank() == 0) NCCL_CHECK(nccl().getUniqueId(&id));
         host.broadcast(&id, sizeof id, 0);
         NCCL_CHECK(nccl().commInitRank(&m_comm, host.size(), id, host.rank()));
-        if (cudaStreamCreateWithFlags(&m_stream, cudaStreamNonBlocking) != cudaSuccess) {
+        if (cudaStreamCreateWithFlags(&m_stream, cudaStreamNonBlocking) != cudaSuccess ||
+            cudaEventCreateWithFlags(&m_computeMark, cudaEventDisableTiming) != cudaSuccess) {
             (void)nccl().commDestroy(m_comm);
+            if (m_stream) (void)cudaStreamDestroy(m_stream);
             CUDA_CHECK(cudaGetLastError());
         }
     }
     ~NcclCommunicator() override {
         m_backend.activate();
         if (m_comm) (void)nccl().commDestroy(m_comm);
+        if (m_computeMark) (void)cudaEventDestroy(m_computeMark);
         if (m_stream) (void)cudaStreamDestroy(m_stream);
     }
 
@@ -176,13 +179,11 @@ private:
         ~EventGuard() { (void)cudaEventDestroy(e); }
     };
 
-    // The collective's stream waits for the compute work queued so far.
+    // The collective's stream waits for the compute work queued so far. One event serves every call: the wait
+    // takes the event's state when it is queued, so recording it again later changes nothing for it.
     void afterCompute() {
-        cudaEvent_t ready = nullptr;
-        CUDA_CHECK(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming));
-        EventGuard guard{ready};
-        CUDA_CHECK(cudaEventRecord(ready, m_backend.computeStream()));
-        CUDA_CHECK(cudaStreamWaitEvent(m_stream, ready, 0));
+        CUDA_CHECK(cudaEventRecord(m_computeMark, m_backend.computeStream()));
+        CUDA_CHECK(cudaStreamWaitEvent(m_stream, m_computeMark, 0));
     }
     cudaEvent_t record() {
         cudaEvent_t done = nullptr;
@@ -224,6 +225,7 @@ private:
     CudaBackend& m_backend;
     ncclComm_t m_comm = nullptr;
     cudaStream_t m_stream = nullptr;
+    cudaEvent_t m_computeMark = nullptr;  // afterCompute's
 };
 
 NcclRequest::~NcclRequest() {

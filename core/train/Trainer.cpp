@@ -191,6 +191,7 @@ struct Trainer::Impl {
     int rank = 0, ranks = 1;
     std::unique_ptr<CommunicatorSum> replicaSum;
     TelemetryTap telemetryTap;                   // this rank's newest device sample, for stopAgreed
+    std::vector<double> stopVote;                // stopAgreed's buffer, kept between steps
     std::unique_ptr<GradientBuckets> buckets;    // sync mode
     std::unique_ptr<AsyncGradients> asyncGrads;  // async mode
     double localSamplesSinceAverage = 0;         // local SGD
@@ -218,7 +219,8 @@ struct Trainer::Impl {
     bool stopAgreed() {
         if (!dp) return stopRequested;
         const bool gather = opt.gatherTelemetry && opt.telemetryIntervalMs > 0;
-        std::vector<double> vote(1 + (gather ? static_cast<size_t>(ranks) * kTelemetryWords : 0), 0.0);
+        std::vector<double>& vote = stopVote;
+        vote.assign(1 + (gather ? static_cast<size_t>(ranks) * kTelemetryWords : 0), 0.0);
         vote[0] = stopRequested ? 1.0 : 0.0;
         if (gather) telemetryTap.pack(vote.data() + 1 + static_cast<size_t>(rank) * kTelemetryWords);
         comm->allReduce(vote.data(), static_cast<int64_t>(vote.size()), ReduceOp::Sum);

@@ -143,7 +143,8 @@ void EngineWorker::start(const strata::Project& project, const QString& projectP
         std::vector<std::unique_ptr<Backend>> backends;
         for (const Device& d : devices)
             backends.push_back(backendRegistry().create(d, backendOptionsFor(run.training)));
-        run.training.device = device.toStdString();
+        // One device by its canonical name ("cuda" -> "cuda:0"); a list as given.
+        run.training.device = devices.size() == 1 ? devices[0].toString() : device.toStdString();
 
         TrainerOptions options;
         options.projectPath = projectPath.toStdString();
@@ -152,7 +153,6 @@ void EngineWorker::start(const strata::Project& project, const QString& projectP
         options.telemetryIntervalMs = m_telemetryIntervalMs.load();
         for (const Device& d : devices) reportUnsampledDevice(d);
         if (backends.size() == 1) {
-            run.training.device = devices[0].toString();
             Trainer trainer(std::move(run), *backends[0], this, options);
             ok = runAttached(trainer, m_trainer);
         } else {
