@@ -272,6 +272,12 @@ private slots:
             im2col->setOneDnn(false);
             m_fast.push_back({"cpu-im2col", std::move(im2col)});
         }
+        // And oneDNN's direct convolutions where this CPU runs Winograd's for 3x3 kernels on blocked tensors.
+        if (CpuBackend::winogradAvailable()) {
+            auto direct = std::make_unique<CpuBackend>();
+            direct->setWinograd(false);
+            m_fast.push_back({"cpu-direct", std::move(direct)});
+        }
         for (const NamedBackend& nb : m_fast) qInfo("checking backend %s against cpu-reference", nb.name.c_str());
     }
 
@@ -680,24 +686,31 @@ private slots:
     // each backend with a block gets the input, dy and the accumulated dx blocked as the case says and its
     // results are read back in NCHW order; the reference (no block) runs NCHW. Cases: oneDNN's usual shapes,
     // two blocks per tensor with stride 2, groups, and a one-channel input (the im2col path, through copies).
+    // The 3x3 stride-1 cases blocked both ways are Winograd's on a CPU with AVX-512 ("cpu", "cpu-3threads";
+    // "cpu-direct" runs them through oneDNN): padding 0, 1 and 2, outputs that are not whole 4x4 tiles, tile
+    // groups that span images, and several channel blocks in and out.
     void conv2dBlocked() {
         bool anyBlock = false;
         for (NamedBackend& nb : m_fast) anyBlock = anyBlock || nb.backend->activationBlock() > 0;
         if (!anyBlock) QSKIP("no backend here has a blocked layout (no oneDNN, or STRATA_BLOCKED_LAYOUT=0)");
         const auto reorder = reblocked;
         struct Case {
-            int n, c, hw, k, stride, groups;
+            int n, c, h, w, k, stride, groups, pad;
             bool blockedIn, blockedOut;
         };
         // Channel counts are multiples of 16 (and of 8).
-        const std::vector<Case> cases{{2, 16, 9, 16, 1, 1, true, true},  {2, 32, 8, 32, 2, 1, true, true},
-                                      {3, 16, 7, 32, 1, 1, true, false}, {2, 32, 6, 16, 1, 1, false, true},
-                                      {2, 32, 7, 32, 1, 2, true, true},  {2, 1, 10, 16, 1, 1, false, true}};
+        const std::vector<Case> cases{
+            {2, 16, 9, 9, 16, 1, 1, 1, true, true},   {2, 32, 8, 8, 32, 2, 1, 1, true, true},
+            {3, 16, 7, 7, 32, 1, 1, 1, true, false},  {2, 32, 6, 6, 16, 1, 1, 1, false, true},
+            {2, 32, 7, 7, 32, 1, 2, 1, true, true},   {2, 1, 10, 10, 16, 1, 1, 1, false, true},
+            {3, 16, 7, 5, 16, 1, 1, 0, true, true},   {2, 32, 13, 6, 48, 1, 1, 2, true, true},
+            {1, 48, 28, 28, 16, 1, 1, 1, true, true}, {5, 16, 3, 4, 32, 1, 1, 1, true, true}};
         std::mt19937 rng(17);
+        int winograd = 0;
         for (const Case& cs : cases) {
             ConvDesc d;
-            d.n = cs.n, d.c = cs.c, d.h = d.w = cs.hw, d.k = cs.k, d.r = d.s = 3;
-            d.strideH = d.strideW = cs.stride, d.padH = d.padW = 1, d.groups = cs.groups;
+            d.n = cs.n, d.c = cs.c, d.h = cs.h, d.w = cs.w, d.k = cs.k, d.r = d.s = 3;
+            d.strideH = d.strideW = cs.stride, d.padH = d.padW = cs.pad, d.groups = cs.groups;
             const int64_t hw = int64_t(d.h) * d.w, ohw = int64_t(d.outH()) * d.outW();
             const size_t xs = static_cast<size_t>(d.inputSize()), ys = static_cast<size_t>(d.outputSize());
             const Vec x = randomVec(rng, xs), w = randomVec(rng, static_cast<size_t>(d.weightSize())),
@@ -713,6 +726,16 @@ private slots:
                 e.dstBlock = outB = cs.blockedOut ? b : 0;
                 return e;
             };
+            // Which of these the AVX-512 CPU backends run by Winograd: exactly the 3x3 stride-1 ones without groups.
+            for (NamedBackend& nb : m_fast) {
+                auto* cpu = dynamic_cast<CpuBackend*>(nb.backend.get());
+                if (!cpu || !CpuBackend::winogradAvailable() || cpu->activationBlock() != 16) continue;
+                int inB = 0, outB = 0;
+                const bool want = nb.name != "cpu-direct" && cs.stride == 1 && cs.groups == 1 && cs.blockedIn &&
+                                  cs.blockedOut && cs.c % 16 == 0;
+                QVERIFY2(cpu->winogradRuns(on(*cpu, inB, outB)) == want, (nb.name + ": " + ctx).c_str());
+                winograd += want ? 1 : 0;
+            }
             if (!compareAll("conv2dForwardFused", ctx, [&](Backend& be) {
                     int inB = 0, outB = 0;
                     const ConvDesc e = on(be, inB, outB);
@@ -736,6 +759,8 @@ private slots:
                     }))
                     return;
         }
+        if (CpuBackend::winogradAvailable() && winograd == 0) QFAIL("no case ran Winograd's convolutions");
+        if (!CpuBackend::winogradAvailable()) qInfo("this CPU has no AVX-512: Winograd's convolutions not checked");
         // A backend without a block refuses blocked descriptors, naming the op.
         ConvDesc d;
         d.n = 1, d.c = d.k = 16, d.h = d.w = 4, d.srcBlock = 16;

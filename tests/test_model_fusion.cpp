@@ -418,18 +418,24 @@ private slots:
             QCOMPARE(compile(g, *probe, 7, true, false)->blockedOutputCount(), 0);
             QCOMPARE(compile(g, *probe, 7, false)->blockedOutputCount(), 0);
             const Result want = run(*ref, g, false, nullptr);
-            for (bool oneDnn : {true, false}) {
-                auto cpu = std::make_unique<CpuBackend>();
-                cpu->setOneDnn(oneDnn);
-                const std::string ctx =
-                    std::string("cpu blocked by ") + std::to_string(block) + (oneDnn ? ", oneDNN" : ", im2col");
-                const Result got = run(*cpu, g, true, nullptr);
-                const std::string err = mismatch(got, want);
-                QVERIFY2(err.empty(), (ctx + ": " + err).c_str());
-                // And the same model in NCHW on this backend: the layouts change no value beyond rounding.
-                const Result plain = run(*cpu, g, true, nullptr, nullptr, false, false);
-                QVERIFY2(maxDiff(got.output, plain.output) < 1e-5, (ctx + ": blocked and NCHW outputs differ").c_str());
-            }
+            for (bool oneDnn : {true, false})
+                for (bool winograd : {true, false}) {
+                    if (winograd && !CpuBackend::winogradAvailable()) continue;
+                    auto cpu = std::make_unique<CpuBackend>();
+                    cpu->setOneDnn(oneDnn);
+                    cpu->setWinograd(winograd);
+                    const std::string ctx = std::string("cpu blocked by ") + std::to_string(block) +
+                                            (oneDnn ? ", oneDNN" : ", im2col") + (winograd ? ", Winograd" : "");
+                    const Result got = run(*cpu, g, true, nullptr);
+                    const std::string err = mismatch(got, want);
+                    QVERIFY2(err.empty(), (ctx + ": " + err).c_str());
+                    // And the same model in NCHW on this backend: the layouts change no value beyond rounding
+                    // (Winograd's, in the blocked model's 3x3 convolutions, is a few times the direct sum's).
+                    const Result plain = run(*cpu, g, true, nullptr, nullptr, false, false);
+                    const double diff = maxDiff(got.output, plain.output);
+                    qInfo("%s: blocked and NCHW outputs differ by %.3g", ctx.c_str(), diff);
+                    QVERIFY2(diff < (winograd ? 5e-5 : 1e-5), (ctx + ": blocked and NCHW outputs differ").c_str());
+                }
         }
     }
 

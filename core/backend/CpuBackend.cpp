@@ -13,6 +13,8 @@ namespace strata {
 CpuBackend::CpuBackend(const BackendOptions& options)
     : CpuMemoryBackend("cpu", options, options.threads), m_workspace(std::make_unique<cpu::Workspace>()) {
     m_workspace->useOneDnn = cpu::oneDnnAvailable();
+    const char* winograd = std::getenv("STRATA_WINOGRAD");
+    m_workspace->useWinograd = !(winograd && std::string(winograd) == "0");
 }
 
 CpuBackend::~CpuBackend() = default;
@@ -20,6 +22,9 @@ CpuBackend::~CpuBackend() = default;
 bool CpuBackend::oneDnnAvailable() { return cpu::oneDnnAvailable(); }
 void CpuBackend::setOneDnn(bool on) { m_workspace->useOneDnn = on && cpu::oneDnnAvailable(); }
 bool CpuBackend::oneDnn() const { return m_workspace->useOneDnn; }
+bool CpuBackend::winogradAvailable() { return cpu::winogradAvailable(); }
+void CpuBackend::setWinograd(bool on) { m_workspace->useWinograd = on; }
+bool CpuBackend::winogradRuns(const ConvDesc& d) const { return cpu::winogradApplies(*m_workspace, d); }
 
 int CpuBackend::activationBlock() const {
     static const int block = [] {

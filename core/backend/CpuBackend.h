@@ -26,6 +26,12 @@ public:
     static bool oneDnnAvailable();
     void setOneDnn(bool on);
     bool oneDnn() const;
+    // Winograd F(4x4, 3x3) for 3x3 stride-1 convolutions on blocked tensors (cpu::winogradApplies), where the CPU
+    // has AVX-512; on by default there, unless STRATA_WINOGRAD=0 (for comparisons). winogradRuns: whether this backend
+    // runs this descriptor that way.
+    static bool winogradAvailable();
+    void setWinograd(bool on);
+    bool winogradRuns(const ConvDesc& d) const;
     // oneDNN's block (cpu::dnnlPreferredBlock) in float32, unless STRATA_BLOCKED_LAYOUT=0; the same with
     // oneDNN switched off (setOneDnn), whose im2col path takes blocked tensors through NCHW copies.
     int activationBlock() const override;

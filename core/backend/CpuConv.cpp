@@ -194,6 +194,7 @@ ConvDesc plainDesc(ConvDesc d) {
 void conv2dForwardFused(int threads, Workspace& ws, float* y, const float* x, const float* w, const float* bias,
                         bool relu, const ConvDesc& d) {
     threads = forwardThreads(threads, d);
+    if (winogradApplies(ws, d)) return winogradForward(threads, ws, y, x, w, bias, relu, d);
     if (ws.useOneDnn && dnnlConv2dForwardFused(threads, ws, y, x, w, bias, relu, d)) return;
     if (d.srcBlock == 0 && d.dstBlock == 0) return im2colForward(threads, ws, y, x, w, bias, relu, d);
     // Blocked tensors on the im2col path (e.g. a first layer with too few channels for oneDNN): through NCHW.
@@ -296,6 +297,12 @@ void conv2dBackwardFilter(int threads, Workspace& ws, float* dw, const float* dy
 
 void conv2dBackwardFused(int threads, Workspace& ws, float* dx, float* dw, float* dbias, const float* dy,
                          const float* x, const float* w, const ConvDesc& d, bool overwriteDx) {
+    if (dx && winogradApplies(ws, d)) {
+        // The input's gradient by Winograd, the weights' (and the bias's) by the paths below.
+        winogradBackwardData(threads, ws, dx, dy, w, d, overwriteDx);
+        if (dw || dbias) conv2dBackwardFused(threads, ws, nullptr, dw, dbias, dy, x, w, d, false);
+        return;
+    }
     if (ws.useOneDnn && dnnlConv2dBackwardFused(threads, ws, dx, dw, dbias, dy, x, w, d, overwriteDx)) return;
     if (d.srcBlock || d.dstBlock) {
         // Blocked tensors on the im2col path: dy and x through NCHW copies, dx from one.

@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <vector>
 
 #include "core/backend/Backend.h"
@@ -41,6 +42,11 @@ public:
     struct DnnlCache* dnnl = nullptr;
     // NCHW copies of blocked tensors for the convolutions' im2col path (CpuConv.cpp), by role.
     std::vector<float> plain[3];
+    // Winograd convolutions (CpuWinograd.cpp): on where the CPU has AVX-512; the transformed weights of this
+    // call, and those of frozen weights by (ConvDesc::weightsVersion, direction).
+    bool useWinograd = true;
+    std::vector<float> winogradWeights;
+    std::map<uint64_t, std::vector<float>> winogradFrozen;
 
 private:
     struct Block {
@@ -98,6 +104,15 @@ bool dnnlConv2dBackwardData(int threads, Workspace& ws, float* dx, const float* 
 bool dnnlConv2dBackwardFilter(int threads, Workspace& ws, float* dw, const float* dy, const float* x,
                               const ConvDesc& d);
 void conv2dForward(int threads, Workspace& ws, float* y, const float* x, const float* w, const ConvDesc& d);
+// Winograd F(4x4, 3x3) (CpuWinograd.cpp): 3x3 stride-1 convolutions without groups or dilation, padding 0 to 2,
+// channel counts in whole blocks, input and output in 16-channel blocks, on a CPU with AVX-512 (winogradApplies).
+// The forward writes y (with bias and ReLU when given); the backward adds the gradient to dx or overwrites it.
+bool winogradAvailable();
+bool winogradApplies(const Workspace& ws, const ConvDesc& d);
+void winogradForward(int threads, Workspace& ws, float* y, const float* x, const float* w, const float* bias, bool relu,
+                     const ConvDesc& d);
+void winogradBackwardData(int threads, Workspace& ws, float* dx, const float* dy, const float* w, const ConvDesc& d,
+                          bool overwrite);
 // Backend::conv2dForwardFused / conv2dBackwardFused: oneDNN with bias and a ReLU post-op, or im2col with the
 // bias and ReLU applied to each image's output block right after its GEMM.
 bool dnnlConv2dForwardFused(int threads, Workspace& ws, float* y, const float* x, const float* w, const float* bias,
