@@ -297,10 +297,13 @@ void conv2dBackwardFilter(int threads, Workspace& ws, float* dw, const float* dy
 
 void conv2dBackwardFused(int threads, Workspace& ws, float* dx, float* dw, float* dbias, const float* dy,
                          const float* x, const float* w, const ConvDesc& d, bool overwriteDx) {
-    if (dx && winogradApplies(ws, d)) {
-        // The input's gradient by Winograd, the weights' (and the bias's) by the paths below.
-        winogradBackwardData(threads, ws, dx, dy, w, d, overwriteDx);
-        if (dw || dbias) conv2dBackwardFused(threads, ws, nullptr, dw, dbias, dy, x, w, d, false);
+    if ((dx || dw) && winogradApplies(ws, d)) {
+        if (dx) winogradBackwardData(threads, ws, dx, dy, w, d, overwriteDx);
+        if (dw) {
+            winogradBackwardFilter(threads, ws, dw, dbias, dy, x, d);
+        } else if (dbias) {
+            conv2dBackwardFused(threads, ws, nullptr, nullptr, dbias, dy, x, w, d, false);
+        }
         return;
     }
     if (ws.useOneDnn && dnnlConv2dBackwardFused(threads, ws, dx, dw, dbias, dy, x, w, d, overwriteDx)) return;

@@ -113,6 +113,9 @@ void winogradForward(int threads, Workspace& ws, float* y, const float* x, const
                      const ConvDesc& d);
 void winogradBackwardData(int threads, Workspace& ws, float* dx, const float* dy, const float* w, const ConvDesc& d,
                           bool overwrite);
+// Adds the weights' gradient to dw and, when dbias is not null, the bias's to dbias.
+void winogradBackwardFilter(int threads, Workspace& ws, float* dw, float* dbias, const float* dy, const float* x,
+                            const ConvDesc& d);
 // Backend::conv2dForwardFused / conv2dBackwardFused: oneDNN with bias and a ReLU post-op, or im2col with the
 // bias and ReLU applied to each image's output block right after its GEMM.
 bool dnnlConv2dForwardFused(int threads, Workspace& ws, float* y, const float* x, const float* w, const float* bias,

@@ -1,5 +1,6 @@
 // Winograd F(4x4, 3x3) convolutions of CpuBackend, for 3x3 stride-1 convolutions on tensors in oneDNN's
-// 16-channel blocked layout (nChw16c) with AVX-512: the forward pass and the gradient of the input.
+// 16-channel blocked layout (nChw16c) with AVX-512: the forward pass and the gradients of the input and of the
+// weights (with the bias's).
 //
 // Each 4x4 patch of the output is computed from a 6x6 patch of the input (Lavin and Gray, "Fast Algorithms
 // for Convolutional Neural Networks", 2016):
@@ -15,7 +16,8 @@
 // broadcast one transformed input value against 16 output channels of U. Seven consecutive tiles of the
 // batch (a work item) share each load of U; the next item's rows are prefetched while one computes.
 // The gradient of the input is the same convolution of dy with the kernels turned 180 degrees and their
-// channels swapped, with padding 2 - pad, so it runs through the same code.
+// channels swapped, with padding 2 - pad, so it runs through the same code. The weights' gradient reads the
+// transforms the other way (see filterItems): measured like the above, 1.1x (16 channels) to 1.8x (32).
 #include <algorithm>
 #include <cstring>
 
@@ -139,21 +141,23 @@ STRATA_AVX512 void transformInputTile(const Job& job, int img, int tile, float* 
     const Geometry& g = *job.g;
     const int ih0 = (tile / g.tilesW) * 4 - g.padH, iw0 = (tile % g.tilesW) * 4 - g.padW;
     // Positions outside the input read as zeros: masked loads from a clamped address, without branches.
-    int offset[kPatch];
-    __mmask16 mask[kPatch];
-    for (int i = 0; i < 6; ++i)
-        for (int j = 0; j < 6; ++j) {
-            const int ih = ih0 + i, iw = iw0 + j;
-            const bool in = ih >= 0 && ih < g.inH && iw >= 0 && iw < g.inW;
-            offset[i * 6 + j] = (std::clamp(ih, 0, g.inH - 1) * g.inW + std::clamp(iw, 0, g.inW - 1)) * kLanes;
-            mask[i * 6 + j] = in ? kAllLanes : 0;
-        }
+    int rowOffset[6], colOffset[6];
+    __mmask16 rowMask[6], colMask[6];
+    for (int i = 0; i < 6; ++i) {
+        const int ih = ih0 + i, iw = iw0 + i;
+        rowOffset[i] = std::clamp(ih, 0, g.inH - 1) * g.inW * kLanes;
+        colOffset[i] = std::clamp(iw, 0, g.inW - 1) * kLanes;
+        rowMask[i] = ih >= 0 && ih < g.inH ? kAllLanes : 0;
+        colMask[i] = iw >= 0 && iw < g.inW ? kAllLanes : 0;
+    }
     const int blocks = g.in / kLanes;
     const size_t plane = static_cast<size_t>(g.inH) * g.inW * kLanes;
     for (int cb = 0; cb < blocks; ++cb) {
         const float* xp = job.x + (static_cast<size_t>(img) * blocks + cb) * plane;
         __m512 d[kPatch], r[kPatch];
-        for (int p = 0; p < kPatch; ++p) d[p] = _mm512_maskz_loadu_ps(mask[p], xp + offset[p]);
+        for (int i = 0; i < 6; ++i)
+            for (int j = 0; j < 6; ++j)
+                d[i * 6 + j] = _mm512_maskz_loadu_ps(rowMask[i] & colMask[j], xp + rowOffset[i] + colOffset[j]);
         for (int j = 0; j < 6; ++j) inputTransform(d + j, r + j, 6);          // down each column
         for (int i = 0; i < 6; ++i) inputTransform(r + i * 6, d + i * 6, 1);  // along each row
         for (int p = 0; p < kPatch; ++p) _mm512_storeu_ps(v + static_cast<size_t>(p) * g.in + cb * kLanes, d[p]);
@@ -274,6 +278,126 @@ STRATA_AVX512 void runItems(const Job& job, int64_t begin, int64_t end, float* s
     }
 }
 
+// ---- the weights' gradient ----
+// dW[k][c] = G^T [ sum over tiles of (A dy A^T)[k] (.) (B^T d B)[c] ] G: the same transforms read the other way
+// (the 4x4 tile of dy takes the place of the kernel), each tile adding a [C x tiles] x [tiles x K] product per
+// position into a sum M[p][c][k] that is turned into the 3x3 gradients once, after the batch.
+
+// A (6x4: the transpose of the output transform) on four vectors d[0], d[s], d[2s], d[3s] into six, z[0..5s].
+STRATA_AVX512 inline void gradientTransform(const __m512* d, __m512* z, int s) {
+    const __m512 d0 = d[0], d1 = d[s], d2 = d[2 * s], d3 = d[3 * s];
+    const __m512 even = _mm512_add_ps(d0, d2), odd = _mm512_add_ps(d1, d3);
+    const __m512 even4 = _mm512_fmadd_ps(_mm512_set1_ps(4.0f), d2, d0),
+                 odd2 = _mm512_fmadd_ps(_mm512_set1_ps(4.0f), d3, d1);
+    z[0] = d0;
+    z[s] = _mm512_add_ps(even, odd);
+    z[2 * s] = _mm512_sub_ps(even, odd);
+    z[3 * s] = _mm512_fmadd_ps(_mm512_set1_ps(2.0f), odd2, even4);
+    z[4 * s] = _mm512_fnmadd_ps(_mm512_set1_ps(2.0f), odd2, even4);
+    z[5 * s] = d3;
+}
+
+// The transformed gradient of output tile `tile` of image `img`, every channel block, into z[p * out + channel];
+// outputs beyond the edge count as zeros. Adds the tile's dy to bias[out] when bias is not null.
+STRATA_AVX512 void transformGradientTile(const Job& job, int img, int tile, float* z, float* bias) {
+    const Geometry& g = *job.g;
+    const int oh0 = (tile / g.tilesW) * 4, ow0 = (tile % g.tilesW) * 4;
+    const int rows = std::min(4, g.outH - oh0), cols = std::min(4, g.outW - ow0);
+    const int blocks = g.out / kLanes;
+    const size_t plane = static_cast<size_t>(g.outH) * g.outW * kLanes;
+    for (int kb = 0; kb < blocks; ++kb) {
+        const float* yp = job.y + (static_cast<size_t>(img) * blocks + kb) * plane;
+        __m512 d[16], r[24], zz[kPatch];
+        for (int i = 0; i < 4; ++i)
+            for (int j = 0; j < 4; ++j)
+                d[i * 4 + j] = i < rows && j < cols
+                                   ? _mm512_loadu_ps(yp + (static_cast<size_t>(oh0 + i) * g.outW + ow0 + j) * kLanes)
+                                   : _mm512_setzero_ps();
+        if (bias) {
+            __m512 sum = _mm512_loadu_ps(bias + kb * kLanes);
+            for (const __m512& v : d) sum = _mm512_add_ps(sum, v);
+            _mm512_storeu_ps(bias + kb * kLanes, sum);
+        }
+        for (int j = 0; j < 4; ++j) gradientTransform(d + j, r + j, 4);           // down each column: r[6][4]
+        for (int i = 0; i < 6; ++i) gradientTransform(r + i * 4, zz + i * 6, 1);  // along each row
+        for (int p = 0; p < kPatch; ++p) _mm512_storeu_ps(z + static_cast<size_t>(p) * g.out + kb * kLanes, zz[p]);
+    }
+}
+
+// One part's sums over its items: m[(p * in + c) * out + k] (zeroed here) and bias[out] (when not null).
+STRATA_AVX512 void filterItems(const Job& job, int64_t begin, int64_t end, float* scratch, float* m, float* bias) {
+    const Geometry& g = *job.g;
+    const int outBlocks = g.out / kLanes;
+    const size_t perTileV = static_cast<size_t>(kPatch) * g.in, perTileZ = static_cast<size_t>(kPatch) * g.out;
+    float* v = scratch;
+    float* z = scratch + kTileGroup * perTileV;
+    std::memset(m, 0, static_cast<size_t>(kPatch) * g.in * g.out * sizeof(float));
+    if (bias) std::memset(bias, 0, static_cast<size_t>(g.out) * sizeof(float));
+    for (int64_t item = begin; item < end; ++item) {
+        const int count = g.groupSize(item);
+        Prefetcher next(job, item + 1 < end ? item + 1 : item);
+        const size_t perStep = (next.lines() + kPatch * outBlocks - 1) / (kPatch * outBlocks);
+        for (int t = 0; t < count; ++t) {
+            const int64_t tile = item * kTileGroup + t;
+            const int img = static_cast<int>(tile / g.tiles), index = static_cast<int>(tile % g.tiles);
+            transformInputTile(job, img, index, v + t * perTileV);
+            transformGradientTile(job, img, index, z + t * perTileZ, bias);
+        }
+        // A short last group: its missing tiles add products of zeros.
+        if (count < kTileGroup) {
+            std::memset(v + count * perTileV, 0, (kTileGroup - count) * perTileV * sizeof(float));
+            std::memset(z + count * perTileZ, 0, (kTileGroup - count) * perTileZ * sizeof(float));
+        }
+        for (int p = 0; p < kPatch; ++p)
+            for (int kb = 0; kb < outBlocks; ++kb) {
+                next.step(perStep);
+                __m512 zt[kTileGroup];
+                for (int t = 0; t < kTileGroup; ++t)
+                    zt[t] = _mm512_loadu_ps(z + t * perTileZ + static_cast<size_t>(p) * g.out + kb * kLanes);
+                const float* vp = v + static_cast<size_t>(p) * g.in;
+                float* mp = m + static_cast<size_t>(p) * g.in * g.out + kb * kLanes;
+                // Four input channels at a time: four independent sums, each over the group's tiles.
+                for (int c = 0; c < g.in; c += 4) {
+                    __m512 acc[4];
+                    for (int j = 0; j < 4; ++j) acc[j] = _mm512_loadu_ps(mp + static_cast<size_t>(c + j) * g.out);
+                    for (int t = 0; t < kTileGroup; ++t)
+                        for (int j = 0; j < 4; ++j)
+                            acc[j] = _mm512_fmadd_ps(_mm512_set1_ps(vp[t * perTileV + c + j]), zt[t], acc[j]);
+                    for (int j = 0; j < 4; ++j) _mm512_storeu_ps(mp + static_cast<size_t>(c + j) * g.out, acc[j]);
+                }
+            }
+    }
+}
+
+// dw[k][c][3x3] += G^T M[.][c][k] G, 16 output channels at a time.
+STRATA_AVX512 void filterFromSums(float* dw, const float* m, int in, int out) {
+    static constexpr float kG[6][3] = {{0.25f, 0.0f, 0.0f},
+                                       {-1.0f / 6, -1.0f / 6, -1.0f / 6},
+                                       {-1.0f / 6, 1.0f / 6, -1.0f / 6},
+                                       {1.0f / 24, 1.0f / 12, 1.0f / 6},
+                                       {1.0f / 24, -1.0f / 12, 1.0f / 6},
+                                       {0.0f, 0.0f, 1.0f}};
+    for (int c = 0; c < in; ++c)
+        for (int kb = 0; kb < out / kLanes; ++kb) {
+            float t[6][3][kLanes];  // M G, by rows of the 6x6 patch
+            for (int u = 0; u < 6; ++u)
+                for (int b = 0; b < 3; ++b)
+                    for (int l = 0; l < kLanes; ++l) {
+                        float sum = 0.0f;
+                        for (int v = 0; v < 6; ++v)
+                            sum += m[(static_cast<size_t>(u * 6 + v) * in + c) * out + kb * kLanes + l] * kG[v][b];
+                        t[u][b][l] = sum;
+                    }
+            for (int a = 0; a < 3; ++a)
+                for (int b = 0; b < 3; ++b)
+                    for (int l = 0; l < kLanes; ++l) {
+                        float sum = 0.0f;
+                        for (int u = 0; u < 6; ++u) sum += kG[u][a] * t[u][b][l];
+                        dw[(static_cast<size_t>(kb * kLanes + l) * in + c) * 9 + a * 3 + b] += sum;
+                    }
+        }
+}
+
 bool cpuHasAvx512() {
     static const bool has = __builtin_cpu_supports("avx512f") != 0;
     return has;
@@ -318,6 +442,35 @@ void runWinograd(int threads, Workspace& ws, const Geometry& g, const float* x, 
 #endif
 }
 
+void filterGradient(int threads, Workspace& ws, const Geometry& g, float* dw, float* dbias, const float* dy,
+                    const float* x) {
+#ifdef STRATA_WINOGRAD_X86
+    Job job;
+    job.g = &g, job.x = x, job.y = const_cast<float*>(dy);  // dy is only read: the prefetcher's "output" rows
+    const int parts = parallelParts(threads, g.items(), 1);
+    const size_t sums = static_cast<size_t>(kPatch) * g.in * g.out;
+    const size_t perPart = static_cast<size_t>(kTileGroup) * kPatch * (g.in + g.out) + sums + g.out;
+    ws.prepare(0, parts, perPart);
+    auto sumsOf = [&](int part) { return ws.slot(part) + perPart - sums - g.out; };
+    auto biasOf = [&](int part) { return ws.slot(part) + perPart - g.out; };
+    parallelFor(threads, g.items(), 1, [&](int64_t begin, int64_t end, int part) {
+        filterItems(job, begin, end, ws.slot(part), sumsOf(part), dbias ? biasOf(part) : nullptr);
+    });
+    // The parts' sums, added in part order (the same result for the same thread count).
+    float* m = sumsOf(0);
+    for (int part = 1; part < parts; ++part) {
+        const float* other = sumsOf(part);
+        for (size_t i = 0; i < sums; ++i) m[i] += other[i];
+    }
+    filterFromSums(dw, m, g.in, g.out);
+    if (dbias)
+        for (int part = 0; part < parts; ++part)
+            for (int k = 0; k < g.out; ++k) dbias[k] += biasOf(part)[k];
+#else
+    (void)threads, (void)ws, (void)g, (void)dw, (void)dbias, (void)dy, (void)x;
+#endif
+}
+
 }  // namespace
 
 bool winogradAvailable() { return cpuHasAvx512(); }
@@ -351,6 +504,12 @@ void winogradBackwardData(int threads, Workspace& ws, float* dx, const float* dy
         return w[(static_cast<size_t>(i) * c + o) * 9 + (8 - rs)];
     });
     runWinograd(threads, ws, g, dy, u, nullptr, false, dx, !overwrite);
+}
+
+void winogradBackwardFilter(int threads, Workspace& ws, float* dw, float* dbias, const float* dy, const float* x,
+                            const ConvDesc& d) {
+    const Geometry g(d.n, d.c, d.k, d.h, d.w, d.padH, d.padW);
+    filterGradient(threads, ws, g, dw, dbias, dy, x);
 }
 
 }  // namespace strata::cpu
