@@ -422,7 +422,22 @@ bool dnnlConv2dBackwardFused(int threads, Workspace& ws, float* dx, float* dw, f
             }
         } else if (dbias) {
             cache.stream.wait();
-            sumChannels(threads, dbias, dy, d.n, d.k, d.outH() * d.outW());
+            const int64_t ohw = int64_t(d.outH()) * d.outW();
+            if (d.dstBlock == 0) {
+                sumChannels(threads, dbias, dy, d.n, d.k, ohw);
+            } else {
+                // dy blocked: [n, k / B, oh * ow, B] (a frozen kernel with a trained bias; rare, so plain loops).
+                const int b = d.dstBlock;
+                for (int i = 0; i < d.n; ++i)
+                    for (int kb = 0; kb < d.k / b; ++kb) {
+                        const float* p = dy + (static_cast<size_t>(i) * (d.k / b) + kb) * ohw * b;
+                        for (int l = 0; l < b; ++l) {
+                            double sum = 0;
+                            for (int64_t q = 0; q < ohw; ++q) sum += p[q * b + l];
+                            dbias[kb * b + l] += static_cast<float>(sum);
+                        }
+                    }
+            }
         }
         cache.stream.wait();
     });
