@@ -39,8 +39,9 @@ namespace {
 constexpr int kLanes = 16;     // channels per block, per vector
 constexpr int kPatch = 36;     // 6x6 positions
 constexpr int kTileGroup = 7;  // tiles sharing each load of the transformed weights
-constexpr size_t kMaxFrozen = 256;
-constexpr int64_t kMinTiles = 64;  // without frozen weights (winogradApplies)
+// Frozen weights' transforms kept (four times the weights' size), the oldest ids dropped beyond this.
+constexpr size_t kMaxFrozenFloats = size_t(64) << 20;  // 256 MiB
+constexpr int64_t kMinTiles = 64;                      // without frozen weights (winogradApplies)
 
 // The convolution as the kernel sees it: `in` channels of an inH x inW input, `out` channels of outH x outW.
 struct Geometry {
@@ -103,9 +104,9 @@ size_t weightFloats(int in, int out) { return static_cast<size_t>(kPatch) * in *
 
 constexpr __mmask16 kAllLanes = 0xFFFF;
 
-// The input transform B^T of six vectors d[0], d[s], ..., d[5s] into r[0], r[s], ..., r[5s].
-STRATA_AVX512 inline void inputTransform(const __m512* d, __m512* r, int s) {
-    const __m512 d0 = d[0], d1 = d[s], d2 = d[2 * s], d3 = d[3 * s], d4 = d[4 * s], d5 = d[5 * s];
+// The input transform B^T of six vectors d[0], d[ds], ..., d[5 ds] into r[0], r[s], ..., r[5s].
+STRATA_AVX512 inline void inputTransform(const __m512* d, int ds, __m512* r, int s) {
+    const __m512 d0 = d[0], d1 = d[ds], d2 = d[2 * ds], d3 = d[3 * ds], d4 = d[4 * ds], d5 = d[5 * ds];
     const __m512 four = _mm512_set1_ps(4.0f), five = _mm512_set1_ps(5.0f), two = _mm512_set1_ps(2.0f);
     r[0] = _mm512_add_ps(_mm512_fnmadd_ps(five, d2, _mm512_mul_ps(four, d0)), d4);
     const __m512 a = _mm512_fnmadd_ps(four, d2, d4), b = _mm512_fnmadd_ps(four, d1, d3);
@@ -117,14 +118,14 @@ STRATA_AVX512 inline void inputTransform(const __m512* d, __m512* r, int s) {
     r[5 * s] = _mm512_add_ps(_mm512_fnmadd_ps(five, d3, _mm512_mul_ps(four, d1)), d5);
 }
 
-// The output transform A^T of six vectors m[0], ..., m[5s] into four, o[0], ..., o[3s].
-STRATA_AVX512 inline void outputTransform(const __m512* m, __m512* o, int s) {
-    const __m512 a = _mm512_add_ps(m[s], m[2 * s]), b = _mm512_sub_ps(m[s], m[2 * s]);
-    const __m512 c = _mm512_add_ps(m[3 * s], m[4 * s]), d = _mm512_sub_ps(m[3 * s], m[4 * s]);
+// The output transform A^T of six vectors m[0], m[ms], ..., m[5 ms] into four, o[0], ..., o[3s].
+STRATA_AVX512 inline void outputTransform(const __m512* m, int ms, __m512* o, int s) {
+    const __m512 a = _mm512_add_ps(m[ms], m[2 * ms]), b = _mm512_sub_ps(m[ms], m[2 * ms]);
+    const __m512 c = _mm512_add_ps(m[3 * ms], m[4 * ms]), d = _mm512_sub_ps(m[3 * ms], m[4 * ms]);
     o[0] = _mm512_add_ps(_mm512_add_ps(m[0], a), c);
     o[s] = _mm512_fmadd_ps(_mm512_set1_ps(2.0f), d, b);
     o[2 * s] = _mm512_fmadd_ps(_mm512_set1_ps(4.0f), c, a);
-    o[3 * s] = _mm512_add_ps(_mm512_fmadd_ps(_mm512_set1_ps(8.0f), d, b), m[5 * s]);
+    o[3 * s] = _mm512_add_ps(_mm512_fmadd_ps(_mm512_set1_ps(8.0f), d, b), m[5 * ms]);
 }
 
 struct Job {
@@ -154,13 +155,21 @@ STRATA_AVX512 void transformInputTile(const Job& job, int img, int tile, float* 
     const size_t plane = static_cast<size_t>(g.inH) * g.inW * kLanes;
     for (int cb = 0; cb < blocks; ++cb) {
         const float* xp = job.x + (static_cast<size_t>(img) * blocks + cb) * plane;
-        __m512 d[kPatch], r[kPatch];
-        for (int i = 0; i < 6; ++i)
+        // Along each row as it is loaded (six vectors live at a time), then down each column into v.
+        __m512 r[kPatch];
+        for (int i = 0; i < 6; ++i) {
+            __m512 d[6];
             for (int j = 0; j < 6; ++j)
-                d[i * 6 + j] = _mm512_maskz_loadu_ps(rowMask[i] & colMask[j], xp + rowOffset[i] + colOffset[j]);
-        for (int j = 0; j < 6; ++j) inputTransform(d + j, r + j, 6);          // down each column
-        for (int i = 0; i < 6; ++i) inputTransform(r + i * 6, d + i * 6, 1);  // along each row
-        for (int p = 0; p < kPatch; ++p) _mm512_storeu_ps(v + static_cast<size_t>(p) * g.in + cb * kLanes, d[p]);
+                d[j] = _mm512_maskz_loadu_ps(rowMask[i] & colMask[j], xp + rowOffset[i] + colOffset[j]);
+            inputTransform(d, 1, r + i * 6, 1);
+        }
+        float* out = v + cb * kLanes;
+        const size_t stride = g.in;
+        for (int j = 0; j < 6; ++j) {
+            __m512 c[6];
+            inputTransform(r + j, 6, c, 1);
+            for (int i = 0; i < 6; ++i) _mm512_storeu_ps(out + (i * 6 + j) * stride, c[i]);
+        }
     }
 }
 
@@ -258,21 +267,24 @@ STRATA_AVX512 void runItems(const Job& job, int64_t begin, int64_t end, float* s
             const __m512 bias = job.bias ? _mm512_loadu_ps(job.bias + ob * kLanes) : _mm512_setzero_ps();
             for (int t = 0; t < count; ++t) {
                 float* yp = job.y + (static_cast<size_t>(tileImage[t]) * outBlocks + ob) * outPlane;
-                __m512 r[24], o[16];
-                for (int j = 0; j < 6; ++j) outputTransform(m[t] + j, r + j, 6);
-                for (int i = 0; i < 4; ++i) outputTransform(r + i * 6, o + i * 4, 1);
+                // Along each row of the 6x6 patch (r: 6 rows of 4), then down each column to the outputs.
+                __m512 r[24];
+                for (int u = 0; u < 6; ++u) outputTransform(m[t] + u * 6, 1, r + u * 4, 1);
                 const int tile = tileIndex[t];
                 const int oh0 = (tile / g.tilesW) * 4, ow0 = (tile % g.tilesW) * 4;
                 const int rows = std::min(4, g.outH - oh0), cols = std::min(4, g.outW - ow0);
-                for (int i = 0; i < rows; ++i)
-                    for (int j = 0; j < cols; ++j) {
+                for (int j = 0; j < cols; ++j) {
+                    __m512 o[4];
+                    outputTransform(r + j, 4, o, 1);
+                    for (int i = 0; i < rows; ++i) {
                         float* dst = yp + (static_cast<size_t>(oh0 + i) * g.outW + ow0 + j) * kLanes;
-                        __m512 val = _mm512_add_ps(o[i * 4 + j], bias);
+                        __m512 val = _mm512_add_ps(o[i], bias);
                         // (the masked form: GCC 12 warns that _mm512_max_ps's unused source is uninitialized)
                         if (job.relu) val = _mm512_maskz_max_ps(kAllLanes, val, _mm512_setzero_ps());
                         if (job.accumulate) val = _mm512_add_ps(val, _mm512_loadu_ps(dst));
                         _mm512_storeu_ps(dst, val);
                     }
+                }
             }
         }
     }
@@ -421,7 +433,12 @@ const float* transformedWeights(Workspace& ws, uint64_t version, bool backward, 
     const uint64_t key = version * 2 + (backward ? 1 : 0);
     auto it = ws.winogradFrozen.find(key);
     if (it != ws.winogradFrozen.end()) return it->second.data();
-    if (ws.winogradFrozen.size() >= kMaxFrozen) ws.winogradFrozen.erase(ws.winogradFrozen.begin());  // the oldest ids
+    size_t kept = weightFloats(in, out);
+    for (const auto& entry : ws.winogradFrozen) kept += entry.second.size();
+    while (kept > kMaxFrozenFloats && !ws.winogradFrozen.empty()) {
+        kept -= ws.winogradFrozen.begin()->second.size();
+        ws.winogradFrozen.erase(ws.winogradFrozen.begin());  // the oldest ids (they only grow)
+    }
     std::vector<float>& u = ws.winogradFrozen[key];
     u.resize(weightFloats(in, out));
     transformWeights(u.data(), in, out, kernel);
