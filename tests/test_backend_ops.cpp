@@ -701,14 +701,16 @@ private slots:
             bool winograd;    // run by Winograd on an AVX-512 CPU
         };
         // Channel counts are multiples of 16 (and of 8). Winograd's needs 64 tiles of 4x4 outputs in the batch
-        // unless the weights are frozen (then their transform is kept): the small cases freeze theirs.
+        // unless the weights are frozen (then their transform is kept): the small cases freeze theirs. The last
+        // has more than 256 x 256 channel pairs: the direct convolution's.
         const std::vector<Case> cases{
             {2, 16, 9, 9, 16, 1, 1, 1, true, true, 1, true},   {2, 32, 8, 8, 32, 2, 1, 1, true, true, 0, false},
             {3, 16, 7, 7, 32, 1, 1, 1, true, false, 0, false}, {2, 32, 6, 6, 16, 1, 1, 1, false, true, 0, false},
             {2, 32, 7, 7, 32, 1, 2, 1, true, true, 0, false},  {2, 1, 10, 10, 16, 1, 1, 1, false, true, 0, false},
             {3, 16, 7, 5, 16, 1, 1, 0, true, true, 2, true},   {2, 32, 13, 6, 48, 1, 1, 2, true, true, 3, true},
             {2, 48, 28, 28, 16, 1, 1, 1, true, true, 0, true}, {1, 32, 28, 28, 32, 1, 1, 1, true, true, 0, false},
-            {4, 16, 14, 13, 16, 1, 1, 1, true, true, 0, true}, {5, 16, 3, 4, 32, 1, 1, 1, true, true, 4, true}};
+            {4, 16, 14, 13, 16, 1, 1, 1, true, true, 0, true}, {5, 16, 3, 4, 32, 1, 1, 1, true, true, 4, true},
+            {1, 272, 4, 4, 256, 1, 1, 1, true, true, 5, false}};
         std::mt19937 rng(17);
         int winograd = 0;
         for (const Case& cs : cases) {
