@@ -1,9 +1,10 @@
-// bench_conv_winograd: one 3x3 stride-1 convolution on 16-channel blocked tensors in CpuBackend, Winograd's
+// bench_conv_winograd: one 3x3 stride-1 convolution on blocked tensors in CpuBackend, Winograd's
 // F(4x4, 3x3) against oneDNN's direct convolution (the same build with setWinograd(false)), in turns, round
 // after round: the forward pass (bias and ReLU), the input gradient, the weights' and bias's gradient, and all
 // three. Prints the fastest round of each and the ratios (direct time over Winograd's: above 1, Winograd is
 // faster). Activations rotate through 12 sets of buffers, larger together than this VM's L3, as in a training
-// step; --warm keeps one set (in cache).
+// step; --warm keeps one set (in cache). DNNL_MAX_CPU_ISA=AVX2 measures the 8-channel (AVX2) kernels on an
+// AVX-512 CPU.
 //
 // Usage: bench_conv_winograd [--warm] [--rounds N] [C K SIZE BATCH]...   (default: the shapes of bench/RESULTS.md)
 #include <chrono>
@@ -95,20 +96,23 @@ int main(int argc, char** argv) {
     if (shapes.empty())
         shapes = {{16, 16, 28, 64},   {32, 32, 28, 64},  {32, 64, 14, 64},  {64, 64, 7, 64},  {64, 64, 14, 64},
                   {128, 128, 14, 64}, {128, 128, 7, 64}, {256, 256, 7, 64}, {32, 64, 14, 256}};
-    if (!CpuBackend::winogradAvailable() || CpuBackend().activationBlock() != 16) {
+    const int block = CpuBackend().activationBlock();
+    if (!CpuBackend::winogradAvailable()) {
         std::printf(
-            "bench_conv_winograd: this CPU runs no Winograd convolutions (they need AVX-512 and "
-            "oneDNN's 16-channel blocks)\n");
+            "bench_conv_winograd: this CPU runs no Winograd convolutions (they need oneDNN's blocked "
+            "layout and AVX-512 for its 16-channel blocks or AVX2 and FMA for its 8-channel ones)\n");
         return 0;
     }
-    std::printf("# ms per call, fastest of %d rounds, %s; Winograd / direct (ratio: direct over Winograd)\n", rounds,
-                warm ? "one set of buffers (in cache)" : "activations rotating through 12 sets of buffers");
+    std::printf(
+        "# ms per call, fastest of %d rounds, %d-channel blocks, %s; Winograd / direct (ratio: direct "
+        "over Winograd)\n",
+        rounds, block, warm ? "one set of buffers (in cache)" : "activations rotating through 12 sets of buffers");
     std::printf("%-22s %-24s %-24s %-24s %-24s\n", "C -> K, size, batch", "forward", "input gradient",
                 "weights + bias gradient", "all three gradients");
     for (const Shape4& sh : shapes) {
         ConvDesc d;
         d.n = sh.batch, d.c = sh.c, d.k = sh.k, d.h = d.w = sh.size, d.r = d.s = 3, d.padH = d.padW = 1;
-        d.srcBlock = d.dstBlock = 16;
+        d.srcBlock = d.dstBlock = block;
         Side sides[2] = {makeSide(true, d, warm ? 1 : 12), makeSide(false, d, warm ? 1 : 12)};
         if (!sides[0].backend->winogradRuns(d)) std::printf("(not run by Winograd: the direct one twice)\n");
         const int reps = sh.batch * sh.size * sh.size < 4096 ? 200 : 10;

@@ -10,6 +10,19 @@
 
 namespace strata {
 
+namespace {
+
+// The float32 activation block of this process (see activationBlock).
+int f32Block() {
+    static const int block = [] {
+        const char* env = std::getenv("STRATA_BLOCKED_LAYOUT");
+        return env && std::string(env) == "0" ? 0 : cpu::dnnlPreferredBlock();
+    }();
+    return block;
+}
+
+}  // namespace
+
 CpuBackend::CpuBackend(const BackendOptions& options)
     : CpuMemoryBackend("cpu", options, options.threads), m_workspace(std::make_unique<cpu::Workspace>()) {
     m_workspace->useOneDnn = cpu::oneDnnAvailable();
@@ -22,17 +35,11 @@ CpuBackend::~CpuBackend() = default;
 bool CpuBackend::oneDnnAvailable() { return cpu::oneDnnAvailable(); }
 void CpuBackend::setOneDnn(bool on) { m_workspace->useOneDnn = on && cpu::oneDnnAvailable(); }
 bool CpuBackend::oneDnn() const { return m_workspace->useOneDnn; }
-bool CpuBackend::winogradAvailable() { return cpu::winogradAvailable(); }
+bool CpuBackend::winogradAvailable() { return f32Block() != 0 && cpu::winogradAvailable(f32Block()); }
 void CpuBackend::setWinograd(bool on) { m_workspace->useWinograd = on; }
 bool CpuBackend::winogradRuns(const ConvDesc& d) const { return cpu::winogradApplies(*m_workspace, d); }
 
-int CpuBackend::activationBlock() const {
-    static const int block = [] {
-        const char* env = std::getenv("STRATA_BLOCKED_LAYOUT");
-        return env && std::string(env) == "0" ? 0 : cpu::dnnlPreferredBlock();
-    }();
-    return computePrecision() == ComputePrecision::F32 ? block : 0;
-}
+int CpuBackend::activationBlock() const { return computePrecision() == ComputePrecision::F32 ? f32Block() : 0; }
 
 // ---- element-wise ---------------------------------------------------------
 

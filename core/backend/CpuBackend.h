@@ -27,7 +27,8 @@ public:
     void setOneDnn(bool on);
     bool oneDnn() const;
     // Winograd F(4x4, 3x3) for 3x3 stride-1 convolutions on blocked tensors (cpu::winogradApplies), where the CPU
-    // has AVX-512; on by default there, unless STRATA_WINOGRAD=0 (for comparisons). winogradRuns: whether this backend
+    // runs it for the activation block (16 channels: AVX-512; 8: AVX2 and FMA); on by default there, unless
+    // STRATA_WINOGRAD=0 (for comparisons). winogradRuns: whether this backend
     // runs this descriptor that way.
     static bool winogradAvailable();
     void setWinograd(bool on);

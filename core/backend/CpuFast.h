@@ -105,9 +105,10 @@ bool dnnlConv2dBackwardFilter(int threads, Workspace& ws, float* dw, const float
                               const ConvDesc& d);
 void conv2dForward(int threads, Workspace& ws, float* y, const float* x, const float* w, const ConvDesc& d);
 // Winograd F(4x4, 3x3) (CpuWinograd.cpp): 3x3 stride-1 convolutions without groups or dilation, padding 0 to 2,
-// channel counts in whole blocks, input and output in 16-channel blocks, on a CPU with AVX-512 (winogradApplies).
+// channel counts in whole blocks, input and output in 16-channel blocks with AVX-512 or 8-channel ones with AVX2
+// and FMA (winogradApplies).
 // The forward writes y (with bias and ReLU when given); the backward adds the gradient to dx or overwrites it.
-bool winogradAvailable();
+bool winogradAvailable(int block);  // whether this CPU runs the kernels for this block (16: AVX-512; 8: AVX2)
 bool winogradApplies(const Workspace& ws, const ConvDesc& d);
 void winogradForward(int threads, Workspace& ws, float* y, const float* x, const float* w, const float* bias, bool relu,
                      const ConvDesc& d);
