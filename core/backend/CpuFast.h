@@ -42,7 +42,7 @@ public:
     struct DnnlCache* dnnl = nullptr;
     // NCHW copies of blocked tensors for the convolutions' im2col path (CpuConv.cpp), by role.
     std::vector<float> plain[3];
-    // Winograd convolutions (CpuWinograd.cpp): on where the CPU has AVX-512; the transformed weights of this
+    // Winograd convolutions (CpuWinograd.cpp): on where the CPU runs them; the transformed weights of this
     // call, and those of frozen weights by (ConvDesc::weightsVersion, direction).
     bool useWinograd = true;
     std::vector<float> winogradWeights;

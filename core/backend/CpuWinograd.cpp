@@ -8,8 +8,9 @@
 // where (.) is a product per position of the 6x6 patch summed over input channels: for each of the 36
 // positions a [tiles x C] x [C x K] product. That is 36 multiplies per input and output channel for 16
 // outputs, where the direct convolution does 144. Measured against oneDNN's direct AVX-512 convolution on this
-// project's 2-core VM (batch 64, activations too large for the caches, forward and input gradient): 1.3x
-// faster with 16 channels at 28x28, 1.8x with 32 channels at 28x28 and 64 at 14x14, 1.3x with 64 at 7x7.
+// project's 2-core VM (batch 64, activations too large for the caches, forward and input gradient): 1.4x
+// faster with 16 channels at 28x28, 1.9x with 32 channels at 28x28, 1.6x with 64 at 14x14, 1.3x at 7x7
+// (bench/bench_conv_winograd).
 // With AVX2 (oneDNN kept to it on the same VM): 1.7-2.7x its direct AVX2 convolution.
 // Its rounding differs from the direct sum's by a few units in the last place of the largest terms.
 //
@@ -18,7 +19,7 @@
 // batch (a work item) share each load of U; the next item's rows are prefetched while one computes.
 // The gradient of the input is the same convolution of dy with the kernels turned 180 degrees and their
 // channels swapped, with padding 2 - pad, so it runs through the same code. The weights' gradient reads the
-// transforms the other way (see filterItems): measured like the above, 1.1x (16 channels) to 1.8x (32).
+// transforms the other way (see filterItems): measured like the above, 1.2-1.4x (16 channels) to 1.9x (32).
 #include <algorithm>
 #include <cstring>
 
