@@ -35,7 +35,14 @@ namespace strata::cpu {
 
 namespace {
 
-constexpr int kPatch = 36;     // 6x6 positions
+constexpr int kPatch = 36;  // 6x6 positions
+// G, the 6x3 weight transform for the points 0, 1, -1, 2, -2 and infinity.
+constexpr float kG[6][3] = {{0.25f, 0.0f, 0.0f},
+                            {-1.0f / 6, -1.0f / 6, -1.0f / 6},
+                            {-1.0f / 6, 1.0f / 6, -1.0f / 6},
+                            {1.0f / 24, 1.0f / 12, 1.0f / 6},
+                            {1.0f / 24, -1.0f / 12, 1.0f / 6},
+                            {0.0f, 0.0f, 1.0f}};
 constexpr int kTileGroup = 7;  // tiles sharing each load of the transformed weights
 // Frozen weights' transforms kept (four times the weights' size), the oldest ids dropped beyond this.
 constexpr size_t kMaxFrozenFloats = size_t(64) << 20;  // 256 MiB

@@ -1,6 +1,6 @@
 // The kernels of CpuWinograd.cpp for one vector width, with no include guard: CpuWinograd.cpp includes this file
 // twice, inside namespace avx512 (STRATA_WINOGRAD_LANES 16, nChw16c, target "avx512f") and inside namespace
-// avx2 (8, nChw8c, target "avx2,fma"), after defining Geometry, Job, kPatch and kTileGroup. Every function here
+// avx2 (8, nChw8c, target "avx2,fma"), after defining Geometry, Job, kG, kPatch and kTileGroup. Every function here
 // carries the target attribute, so each copy is compiled for its own instruction set and the binary still runs
 // on a CPU with neither (CpuWinograd.cpp picks a copy at run time). Only for CpuWinograd.cpp.
 
@@ -50,16 +50,10 @@ STRATA_WINOGRAD_TARGET inline Vec vmaskload(Mask m, const float* p) { return _mm
 #endif
 
 // U[p][ob][i][lane] = (G g G^T)[p] for output channel ob * kLanes + lane and input channel i, where
-// kernel(o, i, rs) gives g's 9 values. G is the 6x3 transform for the points 0, 1, -1, 2, -2 and infinity.
+// kernel(o, i, rs) gives g's 9 values (G: kG).
 // (Compiled for the kernels' instruction set: its lane loops are one vector each.)
 template <class Kernel>
 STRATA_WINOGRAD_TARGET void transformWeights(float* u, int in, int out, const Kernel& kernel) {
-    static constexpr float kG[6][3] = {{0.25f, 0.0f, 0.0f},
-                                       {-1.0f / 6, -1.0f / 6, -1.0f / 6},
-                                       {-1.0f / 6, 1.0f / 6, -1.0f / 6},
-                                       {1.0f / 24, 1.0f / 12, 1.0f / 6},
-                                       {1.0f / 24, -1.0f / 12, 1.0f / 6},
-                                       {0.0f, 0.0f, 1.0f}};
     const int blocks = out / kLanes;
     for (int ob = 0; ob < blocks; ++ob)
         for (int i = 0; i < in; ++i) {
@@ -347,12 +341,6 @@ STRATA_WINOGRAD_TARGET void filterItems(const Job& job, int64_t begin, int64_t e
 
 // dw[k][c][3x3] += G^T M[.][c][k] G, one block of output channels at a time.
 STRATA_WINOGRAD_TARGET void filterFromSums(float* dw, const float* m, int in, int out) {
-    static constexpr float kG[6][3] = {{0.25f, 0.0f, 0.0f},
-                                       {-1.0f / 6, -1.0f / 6, -1.0f / 6},
-                                       {-1.0f / 6, 1.0f / 6, -1.0f / 6},
-                                       {1.0f / 24, 1.0f / 12, 1.0f / 6},
-                                       {1.0f / 24, -1.0f / 12, 1.0f / 6},
-                                       {0.0f, 0.0f, 1.0f}};
     for (int c = 0; c < in; ++c)
         for (int kb = 0; kb < out / kLanes; ++kb) {
             float t[6][3][kLanes];  // M G, by rows of the 6x6 patch
