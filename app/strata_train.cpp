@@ -73,9 +73,14 @@ std::string usage() {
     line("--bucket-mb MB",
          "data parallel, sync: gradient all-reduce bucket size (default: an eighth of the "
          "gradients, 0.25 to 25; 0.001 = 1 KiB)");
+    line("--collective-timeout S",
+         "data parallel: end the job when a rank waits longer than S seconds in one collective (0 to 604800; "
+         "0: never; default 600)");
     text +=
         "Under mpirun (mpirun -np N strata-train PROJECT --device cpu) the batch size is the global batch,\n"
-        "split over the N ranks; rank 0 alone prints progress and writes checkpoints, metrics and history.\n";
+        "split over the N ranks; rank 0 alone prints progress and writes checkpoints, metrics and history.\n"
+        "At the start every rank compares the project and these options with rank 0's and stops, naming the\n"
+        "rank and the setting, when they differ.\n";
     return text;
 }
 
@@ -339,6 +344,7 @@ int main(int argc, char** argv) {
 
     std::string projectPath, metricsPath, resume, residentData = "auto";
     double bucketMb = 0;  // automatic
+    double collectiveTimeout = strata::kDefaultCollectiveTimeoutSeconds;
     std::string historyPath = strata::history::RunStore::defaultPath();
     bool resumeBest = false;
     long long maxSteps = 0;
@@ -383,6 +389,13 @@ int main(int argc, char** argv) {
                 bucketMb = std::strtod(text.c_str(), &end);
                 if (end == text.c_str() || *end || !(bucketMb * 1048576.0 >= 1.0) || bucketMb > 65536)
                     throw std::invalid_argument("--bucket-mb needs a size in MiB from 1 byte to 65536, got '" +
+                                                strata::cutForMessage(text) + "'");
+            } else if (a == "--collective-timeout") {
+                const std::string text = value(a);
+                char* end = nullptr;
+                collectiveTimeout = std::strtod(text.c_str(), &end);
+                if (end == text.c_str() || *end || !(collectiveTimeout >= 0) || collectiveTimeout > 604800)
+                    throw std::invalid_argument("--collective-timeout needs seconds from 0 (never) to 604800, got '" +
                                                 strata::cutForMessage(text) + "'");
             } else if (a == "--resident-data") {
                 residentData = value(a);
@@ -453,6 +466,7 @@ int main(int argc, char** argv) {
     options.telemetryIntervalMs = telemetryIntervalMs;
     options.communicator = comm.get();
     options.bucketBytes = bucketMb > 0 ? std::max<int64_t>(1, static_cast<int64_t>(bucketMb * 1048576.0)) : 0;
+    options.collectiveTimeoutSeconds = collectiveTimeout;
     try {
         const strata::DistMode mode = strata::parseDistMode(ts.distMode);
         options.localSgdSteps = mode.localSgdSteps;

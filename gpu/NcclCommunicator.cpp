@@ -101,6 +101,7 @@ private:
 class NcclCommunicator : public Communicator {
 public:
     NcclCommunicator(Communicator& host, CudaBackend& backend) : m_host(host), m_backend(backend) {
+        shareWatch(host);  // one bound and one position (step, collective) for device and host values
         m_backend.activate();
         ncclUniqueId id{};
         if (host.rank() == 0) NCCL_CHECK(nccl().getUniqueId(&id));
@@ -150,16 +151,23 @@ public:
         m_host.abortJob(reason, code);
     }
     std::string jobFailure() const override { return m_host.jobFailure(); }
+    void setPaused(bool paused) override { m_host.setPaused(paused); }
+    std::chrono::steady_clock::time_point pausedUntil() const override { return m_host.pausedUntil(); }
 
-    // Until `done` completes; throws when the job failed elsewhere or NCCL reports an error. Releases the
-    // event.
+    // Until `done` completes; throws when the job failed elsewhere, NCCL reports an error or the wait runs past
+    // the bound (a peer that never joins leaves NCCL's kernel spinning: it is aborted). Releases the event.
     void waitFor(cudaEvent_t done) {
         EventGuard guard{done};
+        const auto start = std::chrono::steady_clock::now();
         while (true) {
             const cudaError_t st = cudaEventQuery(done);
             if (st == cudaSuccess) break;
             if (st != cudaErrorNotReady) CUDA_CHECK(st);
             checkHealth();
+            if (pastDeadline(start)) {
+                abortNccl();
+                throw CollectiveTimeout(timeoutMessage("the other ranks' GPUs (NCCL)"));
+            }
             std::this_thread::sleep_for(std::chrono::microseconds(20));
         }
         // The compute stream's later work reads what NCCL wrote.

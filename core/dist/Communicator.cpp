@@ -1,9 +1,14 @@
 // The single-rank communicator and the helpers every communicator shares.
 #include "core/dist/Communicator.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <sstream>
+#include <thread>
 #include <vector>
+
+#include <sched.h>
 
 namespace strata {
 
@@ -21,6 +26,46 @@ bool Communicator::allEqual(uint64_t value) {
     double differs = root == value ? 0.0 : 1.0;
     allReduce(&differs, 1, ReduceOp::Sum);
     return differs == 0.0;
+}
+
+bool Communicator::pastDeadline(std::chrono::steady_clock::time_point since) const {
+    const double limit = timeout();
+    if (!(limit > 0)) return false;
+    const auto now = std::chrono::steady_clock::now();
+    const auto from = std::max(since, pausedUntil());
+    return std::chrono::duration<double>(now - from).count() > limit;
+}
+
+std::string Communicator::timeoutMessage(const std::string& waitingFor) const {
+    std::ostringstream s;
+    const int64_t at = step();
+    s << (at > 0 ? "step " + std::to_string(at) : std::string("at the start")) << ": " << m_watch->activity.load()
+      << " waited longer than " << timeout() << " s for " << waitingFor
+      << " (--collective-timeout): a rank stalled, died or left the run early; raise the bound if a rank is "
+         "legitimately that slow (loading a large data set, writing a large checkpoint)";
+    return s.str();
+}
+
+void waitForCollective(const Communicator& comm, const std::function<bool()>& done, const std::string& waitingFor) {
+    using Clock = std::chrono::steady_clock;
+    if (done()) return;
+    const Clock::time_point start = Clock::now();
+    // Most collectives complete within a millisecond of the last rank's arrival: test without pause (the
+    // library progresses the operation only inside the test); longer waits give the core away.
+    constexpr std::chrono::milliseconds kSpin{1}, kYield{1000};
+    bool spinning = true;
+    for (uint64_t n = 1;; ++n) {
+        if (done()) return;
+        if (spinning && (n & 63) != 0) continue;  // while spinning, the clock every 64 tests
+        const auto waited = Clock::now() - start;
+        if (comm.pastDeadline(start)) throw CollectiveTimeout(comm.timeoutMessage(waitingFor));
+        if (waited < kSpin) continue;
+        spinning = false;
+        if (waited < kYield)
+            sched_yield();
+        else
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
 }
 
 uint64_t fnv1a64(const void* data, size_t bytes, uint64_t h) {

@@ -1,5 +1,8 @@
 // MpiCommunicator over Open MPI's C API (libopenmpi-dev). Built when STRATA_MPI is on; otherwise
 // makeMpiCommunicator says so.
+//
+// Every collective is the non-blocking one, completed by testing it (waitForCollective), so that a wait for a
+// rank that never comes ends at the communicator's bound instead of in MPI_Wait forever.
 #include "core/dist/MpiCommunicator.h"
 
 #include <algorithm>
@@ -49,9 +52,24 @@ constexpr int64_t kMaxCount = std::numeric_limits<int>::max();
 
 MPI_Op opOf(ReduceOp) { return MPI_SUM; }  // Mean is a sum, then scaled
 
+constexpr const char* kOthers = "the other ranks";
+
+// Until `request` completes, within comm's bound.
+void complete(const Communicator& comm, MPI_Request& request, const char* what) {
+    waitForCollective(
+        comm,
+        [&] {
+            int flag = 0;
+            check(MPI_Test(&request, &flag, MPI_STATUS_IGNORE), what);
+            return flag != 0;
+        },
+        kOthers);
+}
+
 class MpiRequest : public CommRequest {
 public:
-    MpiRequest(float* data, int64_t count, float scale) : m_data(data), m_count(count), m_scale(scale) {}
+    MpiRequest(const Communicator& comm, float* data, int64_t count, float scale)
+        : m_comm(comm), m_data(data), m_count(count), m_scale(scale) {}
     ~MpiRequest() override {
         try {
             wait();
@@ -68,7 +86,7 @@ public:
     }
     void wait() override {
         if (m_done) return;
-        check(MPI_Wait(&m_request, MPI_STATUS_IGNORE), "MPI_Wait");
+        complete(m_comm, m_request, "MPI_Test");
         finish();
     }
     MPI_Request m_request = MPI_REQUEST_NULL;
@@ -79,6 +97,7 @@ private:
         if (m_scale != 1.0f)
             for (int64_t i = 0; i < m_count; ++i) m_data[i] *= m_scale;
     }
+    const Communicator& m_comm;
     float* m_data;
     int64_t m_count;
     float m_scale;
@@ -134,7 +153,10 @@ public:
     void allReduce(float* data, int64_t count, ReduceOp op) override {
         for (int64_t at = 0; at < count; at += kMaxCount) {
             const int n = static_cast<int>(std::min(kMaxCount, count - at));
-            check(MPI_Allreduce(MPI_IN_PLACE, data + at, n, MPI_FLOAT, opOf(op), MPI_COMM_WORLD), "MPI_Allreduce");
+            MPI_Request r = MPI_REQUEST_NULL;
+            check(MPI_Iallreduce(MPI_IN_PLACE, data + at, n, MPI_FLOAT, opOf(op), MPI_COMM_WORLD, &r),
+                  "MPI_Iallreduce");
+            complete(*this, r, "MPI_Iallreduce");
         }
         if (op == ReduceOp::Mean)
             for (int64_t i = 0; i < count; ++i) data[i] /= static_cast<float>(m_size);
@@ -142,7 +164,10 @@ public:
     void allReduce(double* data, int64_t count, ReduceOp op) override {
         for (int64_t at = 0; at < count; at += kMaxCount) {
             const int n = static_cast<int>(std::min(kMaxCount, count - at));
-            check(MPI_Allreduce(MPI_IN_PLACE, data + at, n, MPI_DOUBLE, opOf(op), MPI_COMM_WORLD), "MPI_Allreduce");
+            MPI_Request r = MPI_REQUEST_NULL;
+            check(MPI_Iallreduce(MPI_IN_PLACE, data + at, n, MPI_DOUBLE, opOf(op), MPI_COMM_WORLD, &r),
+                  "MPI_Iallreduce");
+            complete(*this, r, "MPI_Iallreduce");
         }
         if (op == ReduceOp::Mean)
             for (int64_t i = 0; i < count; ++i) data[i] /= m_size;
@@ -152,7 +177,7 @@ public:
         auto multi = std::make_unique<MultiRequest>();
         for (int64_t at = 0; at < count; at += kMaxCount) {
             const int n = static_cast<int>(std::min(kMaxCount, count - at));
-            auto r = std::make_unique<MpiRequest>(data + at, n, scale);
+            auto r = std::make_unique<MpiRequest>(*this, data + at, n, scale);
             check(MPI_Iallreduce(MPI_IN_PLACE, data + at, n, MPI_FLOAT, opOf(op), MPI_COMM_WORLD, &r->m_request),
                   "MPI_Iallreduce");
             multi->parts.push_back(std::move(r));
@@ -164,10 +189,16 @@ public:
         auto* p = static_cast<char*>(data);
         for (int64_t at = 0; at < bytes; at += kMaxCount) {
             const int n = static_cast<int>(std::min(kMaxCount, bytes - at));
-            check(MPI_Bcast(p + at, n, MPI_BYTE, root, MPI_COMM_WORLD), "MPI_Bcast");
+            MPI_Request r = MPI_REQUEST_NULL;
+            check(MPI_Ibcast(p + at, n, MPI_BYTE, root, MPI_COMM_WORLD, &r), "MPI_Ibcast");
+            complete(*this, r, "MPI_Ibcast");
         }
     }
-    void barrier() override { check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier"); }
+    void barrier() override {
+        MPI_Request r = MPI_REQUEST_NULL;
+        check(MPI_Ibarrier(MPI_COMM_WORLD, &r), "MPI_Ibarrier");
+        complete(*this, r, "MPI_Ibarrier");
+    }
     [[noreturn]] void abortJob(const std::string& reason, int code) override {
         std::fprintf(stderr, "rank %d of %d: %s\n", m_rank, m_size, reason.c_str());
         std::fflush(stderr);

@@ -13,7 +13,9 @@
 //
 // Failure: abortJob() on any rank (a failing Trainer) marks the group failed and returns; every rank waiting
 // in a collective, or entering one later, throws CommAborted naming the failed rank and its reason, so no
-// thread waits forever and the runner can join them all.
+// thread waits forever and the runner can join them all. A wait past a rank's bound (Communicator::setTimeout)
+// fails the group the same way, naming the rank that waited, its step and collective and the ranks that did
+// not arrive; while a rank is paused (setPaused) no wait runs out.
 #pragma once
 
 #include <memory>

@@ -82,6 +82,7 @@ void GradientBuckets::ready(int64_t from) {
 }
 
 void GradientBuckets::finish() {
+    m_comm.setActivity("the gradient all-reduce");
     while (m_next < m_buckets.size()) start(m_buckets[m_next]);
     testOutstanding();
     const Clock::time_point waitStart = Clock::now();
@@ -136,6 +137,7 @@ void AsyncGradients::complete() {
     const Clock::time_point waitStart = Clock::now();
     const bool waited = !m_seenDone;
     if (waited) {
+        m_comm.setActivity("the async gradient exchange");
         m_request->wait();
         m_done = Clock::now();
     }

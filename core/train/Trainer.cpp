@@ -12,6 +12,7 @@
 #include <new>
 #include <sstream>
 #include <stdexcept>
+#include <thread>
 
 #include "core/backend/Backend.h"
 #include "core/backend/BackendRegistry.h"
@@ -31,6 +32,7 @@
 #include "core/train/MemoryEstimate.h"
 #include "core/train/Optimizer.h"
 #include "core/train/Pruning.h"
+#include "core/train/RunAgreement.h"
 #include "core/train/TelemetrySampler.h"
 
 namespace strata {
@@ -62,7 +64,10 @@ struct CollectiveError : std::runtime_error {
 class CommunicatorSum : public ReplicaSum {
 public:
     explicit CommunicatorSum(Communicator& comm) : m_comm(comm) {}
-    void sum(double* values, int64_t count) override { m_comm.allReduce(values, count, ReduceOp::Sum); }
+    void sum(double* values, int64_t count) override {
+        m_comm.setActivity("BatchNorm's global sums");
+        m_comm.allReduce(values, count, ReduceOp::Sum);
+    }
 
 private:
     Communicator& m_comm;
@@ -126,8 +131,9 @@ private:
     TrainingObserver* m_to = nullptr;
 };
 
-// A test hook (tests/dist): STRATA_TEST_FAIL_STEP=N makes rank STRATA_TEST_FAIL_RANK (default 0) throw
-// at the start of step N, as a failing rank would.
+// Test hooks (tests/dist): STRATA_TEST_FAIL_STEP=N makes rank STRATA_TEST_FAIL_RANK (default 0) throw at the
+// start of step N, as a failing rank would; STRATA_TEST_STALL_STEP=N makes rank STRATA_TEST_STALL_RANK (default
+// 1) stop there, as a hung rank would, until the job fails (or two minutes pass).
 int64_t envInt(const char* name, int64_t otherwise) {
     const char* v = std::getenv(name);
     return v && *v ? std::atoll(v) : otherwise;
@@ -196,6 +202,7 @@ struct Trainer::Impl {
     std::unique_ptr<AsyncGradients> asyncGrads;  // async mode
     double localSamplesSinceAverage = 0;         // local SGD
     int64_t failStep = 0, failRank = 0;          // the STRATA_TEST_FAIL_* hook
+    int64_t stallStep = 0, stallRank = 1;        // the STRATA_TEST_STALL_* hook
 
     Impl(Project p, Backend& b, TrainingObserver* o, TrainerOptions op)
         : project(std::move(p)), backend(b), obs(o ? o : &g_nullObserver), opt(std::move(op)) {
@@ -204,9 +211,40 @@ struct Trainer::Impl {
             rank = comm->rank();
             ranks = comm->size();
             dp = ranks > 1 || opt.dataParallelWithOneRank;
+            comm->setTimeout(opt.collectiveTimeoutSeconds);
+            comm->setStep(0);
         }
         failStep = envInt("STRATA_TEST_FAIL_STEP", 0);
         failRank = envInt("STRATA_TEST_FAIL_RANK", 0);
+        stallStep = envInt("STRATA_TEST_STALL_STEP", 0);
+        stallRank = envInt("STRATA_TEST_STALL_RANK", 1);
+    }
+
+    // What the next collectives are for, and the step, for the message of a wait that runs out. On the host
+    // communicator too when a device communicator (NCCL) sends host values through it.
+    void at(const char* what) {
+        comm->setActivity(what);
+        if (opt.communicator && opt.communicator != comm) opt.communicator->setActivity(what);
+    }
+    void atStep(int64_t step) {
+        comm->setStep(step);
+        if (opt.communicator && opt.communicator != comm) opt.communicator->setStep(step);
+    }
+
+    // The STRATA_TEST_STALL_* hook: this rank stops answering until the job has failed (a job of threads says
+    // so; processes are ended by the launcher when another rank aborts).
+    void stallForTest() {
+        const auto start = Clock::now();
+        while (comm->jobFailure().empty() && secondsSince(start) < 120)
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+
+    // Data parallel: every rank compares what shapes its run (RunAgreement.h) before the first collective that
+    // depends on it; a difference stops every rank here, naming the rank, the setting and both values.
+    void agreeOnRun() {
+        at("the start-up comparison of the ranks' settings");
+        const std::string difference = compareAcrossRanks(*comm, runAgreementFields(project, opt));
+        if (!difference.empty()) throw CollectiveError("data parallel: " + difference);
     }
 
     bool localSgd() const { return dp && opt.localSgdSteps > 0; }
@@ -218,6 +256,7 @@ struct Trainer::Impl {
     // the same all-reduce, each rank in its own slot, and rank 0 reports the others' samples.
     bool stopAgreed() {
         if (!dp) return stopRequested;
+        at("the stop vote");
         const bool gather = opt.gatherTelemetry && opt.telemetryIntervalMs > 0;
         std::vector<double>& vote = stopVote;
         vote.assign(1 + (gather ? static_cast<size_t>(ranks) * kTelemetryWords : 0), 0.0);
@@ -245,10 +284,10 @@ struct Trainer::Impl {
         return out;
     }
 
-    // Data parallel: every rank must train the same project on the same data; a difference stops every rank
-    // at start, naming the ranks.
+    // Data parallel: every rank must train on the same data (the project and options were compared before,
+    // agreeOnRun); a difference stops every rank at start, naming the ranks.
     void checkRanksAgree() {
-        const std::string projectText = projectToJson(project).dump();
+        at("the comparison of the ranks' data");
         uint64_t dataHash = fnv1a64(&data.train.count, sizeof data.train.count);
         for (const DataSplit* split : {&data.train, &data.validation}) {
             dataHash = fnv1a64(split->inputs.data(), split->inputs.size() * sizeof(float), dataHash);
@@ -263,11 +302,6 @@ struct Trainer::Impl {
             for (int x : r) s += (s.empty() ? "" : ", ") + std::to_string(x);
             return s;
         };
-        const std::vector<int> projectDiffers = ranksDiffering(fnv1a64(projectText.data(), projectText.size()));
-        if (!projectDiffers.empty())
-            throw CollectiveError("data parallel: the project (graph or settings) of rank(s) " + list(projectDiffers) +
-                                  " differs from rank 0's: every rank must run the same project file with the same "
-                                  "options");
         const std::vector<int> dataDiffers = ranksDiffering(dataHash);
         if (!dataDiffers.empty())
             throw CollectiveError("data parallel: the data set loaded by rank(s) " + list(dataDiffers) +
@@ -276,6 +310,7 @@ struct Trainer::Impl {
 
     // Data parallel: rank 0's weights and state (BatchNorm statistics) to every rank.
     void broadcastWeights() {
+        at("the broadcast of rank 0's weights");
         std::map<std::string, std::vector<float>> w = modelWeights(*model);
         for (auto& [name, v] : w) comm->broadcast(v.data(), static_cast<int64_t>(v.size() * sizeof(float)), 0);
         applyWeights(*model, w);
@@ -284,6 +319,7 @@ struct Trainer::Impl {
     // Local SGD: the parameters and BatchNorm running statistics become the average over the ranks, each
     // weighted by the samples it trained on since the last average (host memory: CPU backend).
     void averageReplicas(bool statisticsOnly = false) {
+        at("the averaging of the replicas");
         double total = localSamplesSinceAverage;
         comm->allReduce(&total, 1, ReduceOp::Sum);
         const float weight = total > 0 ? static_cast<float>(localSamplesSinceAverage / total) : 0.0f;
@@ -456,10 +492,19 @@ struct Trainer::Impl {
         bool best = opt.resumeBest;
         if (dp) {
             if (rank == 0) file = findResumePoint(path, opt.resumeBest).file;
+            at("the broadcast of the checkpoint rank 0 resumes from");
             comm->broadcast(file, 0);
             best = false;
         }
         ResumePoint point = findResumePoint(file, best);
+        // Every rank read the file rank 0 chose; its copy must hold the same progress and state (a file system
+        // that is not shared, or a file replaced meanwhile, would give another one).
+        if (dp) {
+            at("the comparison of the ranks' resume points");
+            const std::string difference = compareAcrossRanks(*comm, resumeAgreementFields(point.checkpoint));
+            if (!difference.empty())
+                throw CollectiveError("data parallel: resuming from " + point.file + ": " + difference);
+        }
         for (const std::string& why : point.skipped)
             obs->onLog("resume: skipped a checkpoint that does not load: " + why);
         for (const std::string& moved : checkpoints.setAsideLaterThan(point.checkpoint, point.file))
@@ -525,6 +570,7 @@ struct Trainer::Impl {
         }
         logSkipped(loader.takeSkipped(), "validation");
         if (dp) {
+            at("the validation sums");
             double sums[3] = {lossSum, static_cast<double>(correct), static_cast<double>(seen)};
             comm->allReduce(sums, 3, ReduceOp::Sum);
             lossSum = sums[0];
@@ -535,10 +581,14 @@ struct Trainer::Impl {
         return {lossSum / static_cast<double>(seen), static_cast<double>(correct) / static_cast<double>(seen)};
     }
 
-    // Blocks while paused; returns false when a stop was requested.
+    // Blocks while paused; returns false when a stop was requested. Data parallel, the other ranks' waits for
+    // this one do not time out meanwhile (Communicator::setPaused).
     bool waitWhilePaused() {
         std::unique_lock lock(pauseMutex);
+        const bool pausing = dp && pauseRequested && !stopRequested;
+        if (pausing) comm->setPaused(true);
         pauseCv.wait(lock, [this] { return !pauseRequested || stopRequested; });
+        if (pausing) comm->setPaused(false);
         return !stopRequested;
     }
 
@@ -596,7 +646,9 @@ struct Trainer::Impl {
         Staged staged;
         if (havePending && pending.size > 0) staged = stager->stageTrain(pending);
         RateMeter rate;
-        while (!stopAgreed()) {
+        while (true) {
+            if (dp) atStep(progress.globalStep + 1);
+            if (stopAgreed()) break;
             // Data parallel, a stop that wakes a paused rank is agreed at the next step's start (every rank
             // takes this step, then stops together); a rank that is not paused meanwhile waits in the step's
             // first collective, so pausing one rank pauses the job.
@@ -612,6 +664,7 @@ struct Trainer::Impl {
             if (failStep > 0 && progress.globalStep + 1 == failStep && rank == failRank)
                 throw std::runtime_error("step " + std::to_string(failStep) +
                                          ": failure injected by STRATA_TEST_FAIL_STEP (a test)");
+            if (dp && stallStep > 0 && progress.globalStep + 1 == stallStep && rank == stallRank) stallForTest();
             std::swap(batch, pending);
             const Staged cur = staged;
             if (!dp && batch.size == 0) {
@@ -672,6 +725,7 @@ struct Trainer::Impl {
             Backend::StepMetrics metrics;
             if (!empty) metrics = batchMetrics(*logits, batch, cur.labels);
             if (dp) {
+                at("the sums of the step's loss and accuracy");
                 double sums[2] = {metrics.lossSum, static_cast<double>(metrics.correct)};
                 comm->allReduce(sums, 2, ReduceOp::Sum);
                 metrics.lossSum = sums[0];
@@ -877,8 +931,10 @@ struct Trainer::Impl {
             // A GPU's gradients are summed where they live: NCCL over this communicator (gpu/), made by
             // every rank at this point.
             if (!backend.device().isCpu()) {
+                at("setting up the device communicator (NCCL)");
                 deviceComm = makeDeviceCommunicator(*comm, backend);
                 comm = deviceComm.get();
+                comm->setTimeout(opt.collectiveTimeoutSeconds);
             }
         }
         model = compile(project.graph, backend, ts().seed);
@@ -925,6 +981,7 @@ struct Trainer::Impl {
     bool run() {
         runStart = Clock::now();
         try {
+            if (dp) agreeOnRun();
             checkBackendFor(backend, ts());
             checkMemory();
             setUp();

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "core/dist/Communicator.h"
 #include "core/graph/Project.h"
 #include "core/train/Pruning.h"
 #include "core/train/ResidentData.h"
@@ -24,7 +25,6 @@
 namespace strata {
 
 class Backend;
-class Communicator;
 
 struct TrainerOptions {
     std::string projectPath;  // for resolving relative dataset paths
@@ -75,6 +75,10 @@ struct TrainerOptions {
     // samples too, as "<device> (rank R)" (they travel with the per-step stop vote). ReplicaRun turns it off:
     // its ranks hand their samples to the observer directly.
     bool gatherTelemetry = true;
+    // Data parallel: the longest a rank waits in one collective for the others, in seconds (0: forever). Past it
+    // the job ends, naming this rank, the step and the collective (a rank stalled, died or left early). Waits
+    // while a rank of the job is paused (in-process replicas) do not count.
+    double collectiveTimeoutSeconds = kDefaultCollectiveTimeoutSeconds;
     // For checks: take the data-parallel path (broadcast, gradient buckets or async exchange, BatchNorm's
     // global sums, a GPU's NCCL communicator) even in a job of one rank, whose results must then equal a plain
     // run's (sync, local SGD) or be one step stale (async). This is how one GPU exercises NCCL in training.

@@ -11,6 +11,11 @@
 # sync equal one process, 1e-5; async on 2 equals mpirun's async on 2; a 2-rank mpirun checkpoint resumed on
 # 2 replicas continues like the uninterrupted run), threads-fail (replica 1 throws at step 5: the process ends
 # non-zero within 30 s naming rank 1 and the reason).
+# Start-up comparison and collective timeout: mismatch-options (one rank given another --max-steps, --bucket-mb
+# or --resume: the job stops at the start within 30 s, every rank naming rank 1, the option and both values),
+# timeout (rank 1 stops answering at step 5, STRATA_TEST_STALL_STEP: with --collective-timeout 2 rank 0 ends
+# the job within 30 s naming itself, the step and the collective), threads-timeout (the same with replicas in
+# one process: rank 0 names rank 1 as the one it waited for).
 set -u
 CASE=$1 TRAIN=$2 COMPARE=$3 MPIEXEC=$4 SRC=$5
 SMALL=$SRC/tests/dist/small.strata
@@ -115,9 +120,56 @@ mismatch)
     cat "$WORK/mismatch.log"
     [ $rc -ne 0 ] || die "the job exited 0"
     [ $rc -ne 124 ] || die "the job hung"
-    grep -q "project (graph or settings) of rank(s) 1 differs" "$WORK/mismatch.log" || die "no message naming rank 1"
+    grep -q "rank 1 of 2 differs from rank 0 in the project's training settings, training.learning_rate: rank 0 has 0.05, rank 1 has 0.04" \
+        "$WORK/mismatch.log" || die "no message naming rank 1 and the setting"
     ! ls "$WORK/a"/*.safetensors >/dev/null 2>&1 || die "a checkpoint was written"
     say "stopped at start in $(($(date +%s) - start)) s"
+    ;;
+mismatch-options)
+    # Each: rank 0 as usual, rank 1 with one option more; the job must stop at the start, every rank saying
+    # where rank 1 differs (before: a hang in MPI_Wait, or a raw MPI_ERR_TRUNCATE).
+    train part 2 "$SMALL" --max-steps 3
+    while IFS='|' read -r extra expected; do
+        read -ra opts <<<"$extra"
+        start=$(date +%s)
+        timeout 120 "${MPI[@]}" -np 1 "$TRAIN" "$SMALL" --device cpu --history off --quiet \
+            --checkpoint-dir "$WORK/m" : -np 1 "$TRAIN" "$SMALL" --device cpu --history off --quiet \
+            --checkpoint-dir "$WORK/m" "${opts[@]}" >"$WORK/mismatch.log" 2>&1
+        rc=$?
+        took=$(($(date +%s) - start))
+        cat "$WORK/mismatch.log"
+        [ $rc -ne 0 ] || die "$extra: the job exited 0"
+        [ $rc -ne 124 ] || die "$extra: the job hung"
+        [ $took -le 30 ] || die "$extra: the job took $took s to stop (30 s allowed)"
+        [ "$(grep -cF "$expected" "$WORK/mismatch.log")" -eq 2 ] || die "$extra: not both ranks said: $expected"
+        grep -q MPI_ERR "$WORK/mismatch.log" && die "$extra: a raw MPI error"
+        say "$extra: stopped at the start in $took s"
+    done <<EOF2
+--max-steps 5|rank 1 of 2 differs from rank 0 in max_steps (--max-steps): rank 0 has none, rank 1 has 5
+--bucket-mb 0.5|rank 1 of 2 differs from rank 0 in bucket_size (--bucket-mb): rank 0 has automatic, rank 1 has 524288 bytes
+--resume $WORK/part|rank 1 of 2 differs from rank 0 in resume (--resume): rank 0 has none, rank 1 has $WORK/part (latest)
+EOF2
+    ;;
+timeout | threads-timeout)
+    if [ "$CASE" = timeout ]; then
+        job=("${MPI[@]}" -np 2 "$TRAIN" "$SMALL" --device cpu)
+        expected="rank 0 of 2: step 5: BatchNorm's global sums waited longer than 2 s for the other ranks"
+    else
+        job=("$TRAIN" "$SMALL" --device "cpu,cpu")
+        expected="rank 0 of 2: step 5: BatchNorm's global sums waited longer than 2 s for rank 1"
+    fi
+    start=$(date +%s)
+    STRATA_TEST_STALL_STEP=5 STRATA_TEST_STALL_RANK=1 timeout 120 "${job[@]}" --history off --quiet \
+        --checkpoint-dir "$WORK/t" --max-steps 20 --collective-timeout 2 >"$WORK/timeout.log" 2>&1
+    rc=$?
+    took=$(($(date +%s) - start))
+    cat "$WORK/timeout.log"
+    [ $rc -ne 0 ] || die "the job exited 0"
+    [ $rc -ne 124 ] || die "the job hung (killed by timeout after 120 s)"
+    [ $took -le 30 ] || die "the job took $took s to end (30 s allowed)"
+    grep -qF "$expected" "$WORK/timeout.log" || die "no message naming the rank, the step and the collective"
+    grep -qF -- "--collective-timeout" "$WORK/timeout.log" || die "the message does not name the flag"
+    say "ended in $took s with exit $rc"
     ;;
 resume)
     train whole2 2 "$SMALL" --max-steps 20
