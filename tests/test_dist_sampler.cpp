@@ -2,9 +2,13 @@
 // (batchShard, DataLoader::setShard), dropout's global counters, the model's gradients-ready hook and the
 // gradient bucket plan (GradientBuckets over the single-rank communicator) and async mode's one-step-stale
 // exchange (AsyncGradients), the thread group of one process (ThreadCommunicator), device lists, the
-// data-parallel path in a job of one rank, each rank's memory check, and the Trainer's GPU path on pretend GPUs.
+// data-parallel path in a job of one rank, each rank's memory check, and the Trainer's GPU path on pretend GPUs;
+// the ranks' start-up comparison (compareAcrossRanks, and Trainers of one thread group given other options) and
+// the thread group's bounded waits (a rank that never arrives, a pause that stops the clock).
 // The multi-process and multi-replica runs are tests/dist (mpirun, --device cpu,cpu).
 #include <QtTest>
+#include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -15,6 +19,7 @@
 #include "core/backend/Backend.h"
 #include "core/backend/CpuBackend.h"
 #include "core/data/DataLoader.h"
+#include "core/dist/Agreement.h"
 #include "core/dist/Communicator.h"
 #include "core/dist/DeviceCommunicator.h"
 #include "core/dist/ThreadCommunicator.h"
@@ -23,6 +28,7 @@
 #include "core/train/GradientBuckets.h"
 #include "core/train/MemoryEstimate.h"
 #include "core/train/ReplicaRun.h"
+#include "core/train/RunAgreement.h"
 #include "core/train/Trainer.h"
 #include "tests/support/TestBackends.h"
 #include "tests/support/TestProjects.h"
@@ -336,6 +342,181 @@ private slots:
         for (int r : {0, 2}) QCOMPARE(caught[static_cast<size_t>(r)], std::string("rank 1 of 3 failed: bad file"));
         QCOMPARE(comms[2]->jobFailure(), std::string("rank 1 of 3 failed: bad file"));
         QVERIFY_THROWS_EXCEPTION(CommAborted, comms[1]->barrier());
+    }
+
+    // compareAcrossRanks: every rank gets the same message, naming the first field in which a rank differs, every
+    // rank that differs in it, the first differing entry (by key) and both values; equal fields give "".
+    void ranksCompareTheirFields() {
+        const int n = 3;
+        std::vector<std::unique_ptr<Communicator>> comms = makeThreadCommunicators(n);
+        auto compare = [&](const std::function<std::vector<AgreementField>(int)>& fieldsOf) -> std::string {
+            std::vector<std::string> out(n);
+            auto rankMain = [&](int r) {
+                out[static_cast<size_t>(r)] = compareAcrossRanks(*comms[static_cast<size_t>(r)], fieldsOf(r));
+            };
+            std::vector<std::thread> threads;
+            for (int r = 1; r < n; ++r) threads.emplace_back(rankMain, r);
+            rankMain(0);
+            for (auto& t : threads) t.join();
+            for (int r = 1; r < n; ++r)
+                if (out[static_cast<size_t>(r)] != out[0]) return "rank " + std::to_string(r) + " said otherwise";
+            return out[0];
+        };
+        auto fields = [](const std::string& steps, const std::string& lr) {
+            return std::vector<AgreementField>{
+                {"the project's training settings", {{"training.epochs", "3"}, {"training.learning_rate", lr}}},
+                {"max_steps (--max-steps)", {{"max_steps (--max-steps)", steps}}}};
+        };
+        QCOMPARE(compare([&](int) { return fields("none", "0.05"); }), std::string());
+        // Ranks 1 and 2 differ in the second field, rank 2 in the first too: the first field is named, with rank 2.
+        QCOMPARE(compare([&](int r) { return fields(r == 0 ? "none" : "5", r == 2 ? "0.04" : "0.05"); }),
+                 std::string("rank 2 of 3 differs from rank 0 in the project's training settings, "
+                             "training.learning_rate: rank 0 has 0.05, rank 2 has 0.04; every rank must run the same "
+                             "project with the same options"));
+        QCOMPARE(compare([&](int r) { return fields(r == 0 ? "none" : "5", "0.05"); }),
+                 std::string("ranks 1 and 2 of 3 differ from rank 0 in max_steps (--max-steps): rank 0 has none, "
+                             "rank 1 has 5; every rank must run the same project with the same options"));
+        // An entry only one side has, and another build's number of fields.
+        const std::string absent = compare([&](int r) {
+            std::vector<AgreementField> f = fields("none", "0.05");
+            if (r == 1) f[0].entries.emplace_back("training.nesterov", "true");
+            return f;
+        });
+        QVERIFY2(absent.find("training.nesterov: rank 0 has (absent), rank 1 has true") != std::string::npos,
+                 absent.c_str());
+        const std::string builds = compare([&](int r) {
+            std::vector<AgreementField> f = fields("none", "0.05");
+            if (r == 2) f.push_back({"new", {{"new", "x"}}});
+            return f;
+        });
+        QVERIFY2(builds.find("rank 2 of 3 compares 3 settings at the start, rank 0 2") != std::string::npos,
+                 builds.c_str());
+        for (const auto& c : comms) QVERIFY(c->jobFailure().empty());  // a difference is not a failure of the group
+    }
+
+    // Two Trainers of one thread group (as ReplicaRun's, but given other options, as two mpirun ranks with other
+    // command lines would be): each stops at the start, before loading data, naming rank 1, the option and both
+    // values. Before, rank 0 waited forever for a rank that had stopped after 5 steps.
+    void trainersOfOneJobCompareTheirOptions() {
+        Project p = test::convBatchNormProject();
+        p.training.threads = 1;
+        struct Case {
+            std::function<void(TrainerOptions&)> change;
+            std::string expected;
+        };
+        const std::vector<Case> cases = {
+            {[](TrainerOptions& o) { o.maxSteps = 5; },
+             "data parallel: rank 1 of 2 differs from rank 0 in max_steps (--max-steps): rank 0 has none, rank 1 "
+             "has 5"},
+            {[](TrainerOptions& o) { o.bucketBytes = 4096; },
+             "rank 1 of 2 differs from rank 0 in bucket_size (--bucket-mb): rank 0 has automatic, rank 1 has 4096 "
+             "bytes"},
+            {[](TrainerOptions& o) { o.asyncUpdates = true; },
+             "in dist_mode (--dist-mode): rank 0 has sync, rank 1 has async"},
+            {[](TrainerOptions& o) { o.resumeFrom = "/nonexistent/run"; },
+             "in resume (--resume): rank 0 has none, rank 1 has /nonexistent/run (latest)"},
+        };
+        for (const Case& c : cases) {
+            std::vector<std::unique_ptr<Communicator>> comms = makeThreadCommunicators(2);
+            std::vector<test::RecordedRun> out(2);
+            std::vector<char> ok(2, 1);
+            auto rankMain = [&](int r) {
+                std::unique_ptr<Backend> be = test::makeCpuBackend(backendOptionsFor(p.training));
+                TrainerOptions o;
+                o.telemetryIntervalMs = 0;
+                o.communicator = comms[static_cast<size_t>(r)].get();
+                o.collectiveTimeoutSeconds = 20;  // without the comparison: a failure, not a hang
+                if (r == 1) c.change(o);
+                Trainer t(p, *be, &out[static_cast<size_t>(r)], o);
+                ok[static_cast<size_t>(r)] = t.run() ? 1 : 0;
+            };
+            const auto start = std::chrono::steady_clock::now();
+            std::thread other(rankMain, 1);
+            rankMain(0);
+            other.join();
+            const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+            for (int r = 0; r < 2; ++r) {
+                QVERIFY(!ok[static_cast<size_t>(r)]);
+                const std::string& e = out[static_cast<size_t>(r)].error;
+                QVERIFY2(e.find(c.expected) != std::string::npos, e.c_str());
+                QVERIFY2(out[static_cast<size_t>(r)].log.find("loading data") == std::string::npos,
+                         out[static_cast<size_t>(r)].log.c_str());
+                QVERIFY(out[static_cast<size_t>(r)].steps.empty());
+            }
+            QVERIFY2(took < 30, std::to_string(took).c_str());
+        }
+    }
+
+    // The thread group's waits are bounded: a rank that never arrives fails the group after the bound, naming
+    // the rank that waited, its step and collective and the rank it waited for; every rank then throws that
+    // reason. While a rank is paused the clock stops, and restarts when the pause ends.
+    void threadGroupWaitsAreBounded() {
+        {
+            std::vector<std::unique_ptr<Communicator>> comms = makeThreadCommunicators(3);
+            for (const auto& c : comms) c->setTimeout(0.3);
+            comms[0]->setStep(7);
+            comms[0]->setActivity("the stop vote");
+            std::string caught0, caught2;
+            const auto start = std::chrono::steady_clock::now();
+            std::thread t2([&] {
+                double x = 1;
+                try {
+                    comms[2]->allReduce(&x, 1);
+                } catch (const CommAborted& e) {
+                    caught2 = e.what();
+                }
+            });
+            double x = 1;
+            try {
+                comms[0]->allReduce(&x, 1);
+            } catch (const CommAborted& e) {
+                caught0 = e.what();
+            }
+            t2.join();
+            const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+            QVERIFY2(took >= 0.3 && took < 5, std::to_string(took).c_str());
+            // Ranks 0 and 2 both ran out; the first to do so is the one reported, by both.
+            QCOMPARE(caught0, caught2);
+            QVERIFY2(caught0.find("waited longer than 0.3 s for rank 1 (--collective-timeout)") != std::string::npos,
+                     caught0.c_str());
+            QVERIFY2(caught0.rfind("rank 0 of 3: step 7: the stop vote", 0) == 0 ||
+                         caught0.rfind("rank 2 of 3: at the start: a collective", 0) == 0,
+                     caught0.c_str());
+            QCOMPARE(comms[1]->jobFailure(), caught0);
+            QVERIFY_THROWS_EXCEPTION(CommAborted, comms[1]->barrier());
+        }
+        {
+            // Rank 1 pauses for 1 s while rank 0 waits with a bound of 0.4 s: no failure; rank 1 then joins.
+            std::vector<std::unique_ptr<Communicator>> comms = makeThreadCommunicators(2);
+            for (const auto& c : comms) c->setTimeout(0.4);
+            comms[1]->setPaused(true);
+            std::string caught;
+            std::thread t0([&] {
+                double x = 1;
+                try {
+                    comms[0]->allReduce(&x, 1);
+                } catch (const CommAborted& e) {
+                    caught = e.what();
+                }
+            });
+            std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+            comms[1]->setPaused(false);
+            std::this_thread::sleep_for(std::chrono::milliseconds(100));  // within the bound after the pause
+            double y = 2;
+            comms[1]->allReduce(&y, 1);
+            t0.join();
+            QVERIFY2(caught.empty(), caught.c_str());
+            QCOMPARE(y, 3.0);
+            // Timeout 0: forever (here: longer than a bound of 0.3 s would allow).
+            for (const auto& c : comms) c->setTimeout(0);
+            std::thread late([&] {
+                std::this_thread::sleep_for(std::chrono::milliseconds(600));
+                comms[1]->barrier();
+            });
+            comms[0]->barrier();
+            late.join();
+            QVERIFY(comms[0]->jobFailure().empty());
+        }
     }
 
     // The data-parallel path in a job of one rank (dataParallelWithOneRank, the check one GPU runs with NCCL):
