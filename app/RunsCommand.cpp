@@ -34,7 +34,7 @@ std::string pct(double v) { return std::isfinite(v) ? num(100 * v, 2) + "%" : "-
 
 int64_t parseId(const std::string& text) { return cli::parseInteger("run ID", text, 1, INT64_MAX); }
 
-int runsCommand(const std::vector<std::string>& argsIn, std::ostream& out) {
+int runsCommand(const std::vector<std::string>& argsIn, std::ostream& out, std::ostream& err) {
     std::vector<std::string> args;
     std::string dbPath = history::RunStore::defaultPath(), outPath;
     bool csv = false;
@@ -63,6 +63,9 @@ int runsCommand(const std::vector<std::string>& argsIn, std::ostream& out) {
         if (args.size() != n + 1) throw UsageError("runs " + sub + " takes " + std::to_string(n) + " argument(s)");
     };
     history::RunStore store(dbPath);
+    // What a run whose process died (or that found the database locked at its end) left unrecorded, before the
+    // runs are shown.
+    for (const std::string& line : store.recover()) err << line << "\n";
     auto get = [&](const std::string& idText) {
         const int64_t id = parseId(idText);
         std::optional<history::RunRecord> r = store.run(id);
@@ -161,7 +164,7 @@ int runsCommand(const std::vector<std::string>& argsIn, std::ostream& out) {
 
 int runRunsCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
     try {
-        return runsCommand(args, out);
+        return runsCommand(args, out, err);
     } catch (const UsageError& e) {
         err << "strata-train runs: " << e.what() << "\n" << kRunsUsage;
         return 2;

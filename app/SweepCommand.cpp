@@ -84,7 +84,11 @@ int sweepCommand(const std::vector<std::string>& args, std::ostream& out, std::o
     if (projectPath.empty()) throw UsageError("sweep needs a project file");
     const Project project = readProject(projectPath);
     std::unique_ptr<history::RunStore> store;
-    if (historyPath != "off") store = std::make_unique<history::RunStore>(historyPath);
+    if (historyPath != "off") {
+        store = std::make_unique<history::RunStore>(historyPath);
+        // Runs of processes that ended without recording their end: replayed or marked interrupted.
+        for (const std::string& line : store->recover()) err << line << "\n";
+    }
 
     history::SweepOptions options;
     options.statePath = statePath;

@@ -485,6 +485,9 @@ int main(int argc, char** argv) {
     if (historyPath != "off") {
         try {
             store = std::make_unique<strata::history::RunStore>(historyPath);
+            // Runs of processes that died (or whose database was locked at their end), before this one starts.
+            for (const std::string& line : store->recover())
+                if (!quiet) std::fprintf(stderr, "%s\n", line.c_str());
             recorder = std::make_unique<strata::history::RunRecorder>(
                 *store, &observer, project, std::filesystem::absolute(projectPath).string(), ts.device, "cli",
                 options.runFolder.empty() ? ts.checkpointDir : options.runFolder);

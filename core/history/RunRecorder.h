@@ -2,10 +2,21 @@
 // passes every event on to another observer (the CLI's printer). Steps are
 // buffered and written in one transaction per 256 steps or per epoch, so the
 // engine thread pays a few milliseconds per batch of points, not one
-// transaction per step. A failed write is reported once through onLog and
-// stops the recording; it never stops the training.
+// transaction per step.
+//
+// A write that fails (another program holds the database locked, a full disk) never stops the training, and
+// nothing is dropped: the writes queue in order and are retried every two seconds, each try waiting at most
+// 100 ms for the lock, so a locked database costs the engine thread little. Past 65536 queued step points the
+// queue moves to the run's pending file beside the database (RunStore::pendingFilePath), so memory stays
+// bounded. When the run ends, the last writes wait up to five seconds for the lock; what still cannot be
+// written stays in the pending file, which RunStore::recover() replays at the next start. onLog says once
+// that the history is behind, and again when it has caught up or where the writes went.
+//
+// A run that ends with an error before its first step (onTrainingStarted: bad data, the memory check, ranks
+// that differ) is recorded as 'refused', not 'failed'.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <mutex>
 #include <string>
@@ -28,26 +39,46 @@ public:
     int64_t runId() const { return m_run; }
     // Writes the final row when the trainer returned without onFinished or onError (an exception).
     void finishIfOpen(const std::string& status, const std::string& message);
+    // Once the run has ended: the pending file holding the writes the database did not take, or empty when
+    // every write reached it.
+    std::string pendingFile() const;
 
     void onStep(const StepEvent& e) override;
     void onEpoch(const EpochEvent& e) override;
     void onTelemetry(const TelemetryEvent& e) override;
     void onCheckpoint(const CheckpointEvent& e) override;
+    void onTrainingStarted() override;
     void onFinished(const FinishedEvent& e) override;
     void onError(const std::string& message) override;
     void onLog(const std::string& message) override;
 
-private:
-    template <class F>
-    void write(F&& f);
-    void flushSteps();
+    // The limits above, for tests.
+    static constexpr int kRunWaitMs = 100, kFinalWaitMs = 5000, kRetrySeconds = 2;
+    static constexpr int64_t kMaxQueuedSteps = 65536;
 
-    std::mutex m_mutex;
+private:
+    using Clock = std::chrono::steady_clock;
+    void queueSteps();
+    void finish(std::string status, const std::string& message, const FinishedEvent& e);
+    // Writes the spilled file and the queue, in order; `final`: the run's end (waits longer, then spills).
+    void flush(bool final);
+    void spill();
+    void say(const std::string& message);
+
+    mutable std::mutex m_mutex;
     RunStore& m_store;
     TrainingObserver* m_next;
     int64_t m_run = 0;
-    std::vector<StepEvent> m_steps;
-    bool m_failed = false, m_open = true;
+    std::vector<StepEvent> m_steps;     // this batch of step points
+    std::vector<PendingWrite> m_queue;  // written by the next flush
+    int64_t m_queuedSteps = 0;
+    std::string m_pendingFile;  // holds writes older than m_queue's while m_spilled
+    bool m_spilled = false;
+    bool m_behind = false;  // said that the history is behind
+    Clock::time_point m_retryAt{};
+    bool m_open = true, m_started = false;
+    int m_lastEpoch = 0;       // the last epoch reported
+    double m_lastElapsed = 0;  // seconds into the run at the last step
     std::string m_error;
 };
 

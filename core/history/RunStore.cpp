@@ -1,18 +1,25 @@
 // RunStore: see RunStore.h.
 #include "core/history/RunStore.h"
 
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
 #include <chrono>
+#include <climits>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
+#include <fstream>
 #include <limits>
 #include <map>
 #include <set>
 #include <sstream>
 #include <stdexcept>
 
+#include <signal.h>
 #include <sqlite3.h>
 #include <unistd.h>
 
@@ -35,6 +42,7 @@ const std::vector<std::pair<const char*, const char*>> kAddedRunColumns = {
     {"samples_per_second", "REAL"},
     {"run_folder", "TEXT"},  // where the run's checkpoints are (the workbench's and strata-train's default)
     {"pid", "INTEGER"},      // the recording process: a 'running' row whose process is gone was interrupted
+    {"host", "TEXT"},        // the recording process's host: only there can recover() tell whether it is gone
 };
 
 // The tables as the first release created them (ui/base/RunHistory); never edited, only added to.
@@ -161,6 +169,149 @@ std::string nowIso() {
     return buf;
 }
 
+// gethostname, reduced to the characters a file name may hold (NULL-free, no separators).
+std::string hostName() {
+    char buf[256] = {};
+    if (gethostname(buf, sizeof buf - 1) != 0) return "localhost";
+    std::string h;
+    for (const char* c = buf; *c; ++c)
+        h += (std::isalnum(static_cast<unsigned char>(*c)) || *c == '.' || *c == '_') ? *c : '_';
+    return h.empty() ? "localhost" : h;
+}
+
+// Seconds since the epoch of an ISO 8601 UTC time as nowIso (and Qt's ISODateWithMs) writes it; -1 when not one.
+double parseIso(const std::string& text) {
+    std::tm tm{};
+    int ms = 0;
+    if (std::sscanf(text.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d.%3d", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour,
+                    &tm.tm_min, &tm.tm_sec, &ms) < 6)
+        return -1;
+    tm.tm_year -= 1900;
+    tm.tm_mon -= 1;
+    return static_cast<double>(timegm(&tm)) + ms / 1000.0;
+}
+
+// When process `pid` started, in seconds since the epoch (/proc/<pid>/stat's start time after boot plus
+// /proc/stat's boot time); -1 when unknown.
+double processStart(int64_t pid) {
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string line;
+    if (!std::getline(stat, line)) return -1;
+    // The command name (field 2) is in parentheses and may hold spaces: fields count from its closing one.
+    const size_t close = line.rfind(')');
+    if (close == std::string::npos) return -1;
+    std::istringstream rest(line.substr(close + 1));
+    std::string field;
+    unsigned long long ticks = 0;
+    for (int i = 3; i <= 22 && rest >> field; ++i)
+        if (i == 22) ticks = std::strtoull(field.c_str(), nullptr, 10);
+    std::ifstream machine("/proc/stat");
+    double boot = -1;
+    while (std::getline(machine, line))
+        if (line.rfind("btime ", 0) == 0) boot = std::strtod(line.c_str() + 6, nullptr);
+    const long hz = sysconf(_SC_CLK_TCK);
+    if (boot < 0 || ticks == 0 || hz <= 0) return -1;
+    return boot + static_cast<double>(ticks) / static_cast<double>(hz);
+}
+
+// Whether the process that began a run at `started` (ISO) still runs: its pid exists and did not start after the
+// run (a pid reused by a later process, common in containers, is not the run's).
+bool runProcessAlive(int64_t pid, const std::string& started) {
+    if (pid <= 0 || pid > INT_MAX) return false;
+    if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) return false;
+    const double process = processStart(pid), run = parseIso(started);
+    constexpr double kClockSlack = 2.0;  // boot time in whole seconds, start in clock ticks
+    return !(process > 0 && run > 0 && process > run + kClockSlack);
+}
+
+double number(const Json& j) { return j.is_number() ? j.get<double>() : kNaN; }
+
+Json pendingLine(int64_t run, const PendingWrite& w) {
+    Json j;
+    j["run"] = run;
+    switch (w.kind) {
+        case PendingWrite::Kind::Steps: {
+            j["kind"] = "steps";
+            Json rows = Json::array();
+            for (const StepEvent& s : w.steps)
+                rows.push_back(Json::array(
+                    {s.step, s.epoch, s.loss, s.accuracy, s.learningRate, s.samplesPerSecond, s.elapsedSeconds}));
+            j["rows"] = std::move(rows);
+            break;
+        }
+        case PendingWrite::Kind::Epoch: {
+            const EpochEvent& e = w.epoch;
+            j["kind"] = "epoch";
+            j["epoch"] = e.epoch;
+            j["train_loss"] = e.trainLoss;
+            j["train_acc"] = e.trainAccuracy;
+            j["has_validation"] = e.hasValidation;
+            j["val_loss"] = e.valLoss;
+            j["val_acc"] = e.valAccuracy;
+            j["seconds"] = e.seconds;
+            j["samples_per_s"] = e.samplesPerSecond;
+            break;
+        }
+        case PendingWrite::Kind::Finish: {
+            const FinishedEvent& f = w.finished;
+            j["kind"] = "finish";
+            j["status"] = w.status;
+            j["message"] = w.message;
+            j["epochs"] = f.epochsCompleted;
+            j["best_epoch"] = f.bestEpoch;
+            j["best_val_loss"] = f.bestValLoss;
+            j["best_val_acc"] = f.bestValAccuracy;
+            j["seconds"] = f.seconds;
+            break;
+        }
+    }
+    return j;
+}
+
+PendingWrite pendingWriteOf(const Json& j) {
+    PendingWrite w;
+    const std::string kind = j.at("kind").get<std::string>();
+    if (kind == "steps") {
+        w.kind = PendingWrite::Kind::Steps;
+        for (const Json& r : j.at("rows")) {
+            if (!r.is_array() || r.size() != 7) throw std::runtime_error("a step row is not 7 values");
+            StepEvent s;
+            s.step = r[0].get<int64_t>();
+            s.epoch = r[1].get<int>();
+            s.loss = number(r[2]);
+            s.accuracy = number(r[3]);
+            s.learningRate = number(r[4]);
+            s.samplesPerSecond = number(r[5]);
+            s.elapsedSeconds = number(r[6]);
+            w.steps.push_back(s);
+        }
+    } else if (kind == "epoch") {
+        w.kind = PendingWrite::Kind::Epoch;
+        EpochEvent& e = w.epoch;
+        e.epoch = j.at("epoch").get<int>();
+        e.trainLoss = number(j.at("train_loss"));
+        e.trainAccuracy = number(j.at("train_acc"));
+        e.hasValidation = j.at("has_validation").get<bool>();
+        e.valLoss = number(j.at("val_loss"));
+        e.valAccuracy = number(j.at("val_acc"));
+        e.seconds = number(j.at("seconds"));
+        e.samplesPerSecond = number(j.at("samples_per_s"));
+    } else if (kind == "finish") {
+        w.kind = PendingWrite::Kind::Finish;
+        w.status = j.at("status").get<std::string>();
+        w.message = j.at("message").get<std::string>();
+        FinishedEvent& f = w.finished;
+        f.epochsCompleted = j.at("epochs").get<int>();
+        f.bestEpoch = j.at("best_epoch").get<int>();
+        f.bestValLoss = number(j.at("best_val_loss"));
+        f.bestValAccuracy = number(j.at("best_val_acc"));
+        f.seconds = number(j.at("seconds"));
+    } else {
+        throw std::runtime_error("unknown kind '" + kind.substr(0, 20) + "'");
+    }
+    return w;
+}
+
 RunRecord readRun(const Statement& q) {
     RunRecord r;
     r.id = q.integer(0);
@@ -240,35 +391,30 @@ int64_t RunStore::beginRun(const Project& project, const std::string& projectPat
                            const std::string& source, const std::string& runFolder) {
     Statement q(m_db,
                 "INSERT INTO runs (started, project_name, project_path, device, project_json, status, source,"
-                " run_folder, pid) VALUES (?, ?, ?, ?, ?, 'running', ?, ?, ?)");
+                " run_folder, pid, host) VALUES (?, ?, ?, ?, ?, 'running', ?, ?, ?, ?)");
     q.bind(1, nowIso()).bind(2, project.name).bind(3, projectPath).bind(4, device);
     q.bind(5, projectToJson(project).dump()).bind(6, source).bind(7, runFolder);
-    q.bind(8, static_cast<int64_t>(::getpid()));
+    q.bind(8, static_cast<int64_t>(::getpid())).bind(9, hostName());
     q.run();
     return sqlite3_last_insert_rowid(m_db);
 }
 
-void RunStore::addSteps(int64_t run, const std::vector<StepEvent>& steps) {
-    if (steps.empty()) return;
-    exec("BEGIN IMMEDIATE");
-    try {
-        Statement q(m_db,
-                    "INSERT INTO metrics (run_id, kind, step, epoch, loss, accuracy, learning_rate,"
-                    " samples_per_second, elapsed_seconds) VALUES (?, 'step', ?, ?, ?, ?, ?, ?, ?)");
-        for (const StepEvent& s : steps) {
-            q.bind(1, run).bind(2, s.step).bind(3, int64_t{s.epoch}).bind(4, s.loss).bind(5, s.accuracy);
-            q.bind(6, s.learningRate).bind(7, s.samplesPerSecond).bind(8, s.elapsedSeconds);
-            q.run();
-        }
-        exec("COMMIT");
-    } catch (...) {
-        sqlite3_exec(m_db, "ROLLBACK", nullptr, nullptr, nullptr);
-        throw;
+// The writes themselves, inside the caller's transaction (or statement).
+namespace {
+
+void insertSteps(sqlite3* db, int64_t run, const std::vector<StepEvent>& steps) {
+    Statement q(db,
+                "INSERT INTO metrics (run_id, kind, step, epoch, loss, accuracy, learning_rate,"
+                " samples_per_second, elapsed_seconds) VALUES (?, 'step', ?, ?, ?, ?, ?, ?, ?)");
+    for (const StepEvent& s : steps) {
+        q.bind(1, run).bind(2, s.step).bind(3, int64_t{s.epoch}).bind(4, s.loss).bind(5, s.accuracy);
+        q.bind(6, s.learningRate).bind(7, s.samplesPerSecond).bind(8, s.elapsedSeconds);
+        q.run();
     }
 }
 
-void RunStore::addEpoch(int64_t run, const EpochEvent& e) {
-    Statement q(m_db,
+void insertEpoch(sqlite3* db, int64_t run, const EpochEvent& e) {
+    Statement q(db,
                 "INSERT INTO metrics (run_id, kind, epoch, loss, accuracy, samples_per_second, val_loss,"
                 " val_accuracy, elapsed_seconds) VALUES (?, 'epoch', ?, ?, ?, ?, ?, ?, ?)");
     q.bind(1, run).bind(2, int64_t{e.epoch}).bind(3, e.trainLoss).bind(4, e.trainAccuracy);
@@ -277,17 +423,236 @@ void RunStore::addEpoch(int64_t run, const EpochEvent& e) {
     q.run();
 }
 
-void RunStore::finishRun(int64_t run, const std::string& status, const std::string& message, const FinishedEvent& f) {
-    Statement q(m_db,
+void updateFinished(sqlite3* db, int64_t run, const std::string& status, const std::string& message,
+                    const FinishedEvent& f) {
+    Statement q(db,
                 "UPDATE runs SET status = ?, message = ?, epochs_completed = ?, best_epoch = ?, best_val_loss = ?,"
                 " best_val_acc = ?, seconds = ? WHERE id = ?");
     q.bind(1, status).bind(2, message).bind(3, int64_t{f.epochsCompleted}).bind(4, int64_t{f.bestEpoch});
     q.bind(5, f.bestEpoch > 0 ? f.bestValLoss : kNaN).bind(6, f.bestEpoch > 0 ? f.bestValAccuracy : kNaN);
     q.bind(7, f.seconds).bind(8, run);
     q.run();
-    Statement s(m_db, summarizeSql());
+    Statement s(db, RunStore::summarizeSql());
     s.bind(1, run);
     s.run();
+}
+
+}  // namespace
+
+void RunStore::addSteps(int64_t run, const std::vector<StepEvent>& steps) {
+    if (steps.empty()) return;
+    exec("BEGIN IMMEDIATE");
+    try {
+        insertSteps(m_db, run, steps);
+        exec("COMMIT");
+    } catch (...) {
+        sqlite3_exec(m_db, "ROLLBACK", nullptr, nullptr, nullptr);
+        throw;
+    }
+}
+
+void RunStore::addEpoch(int64_t run, const EpochEvent& e) { insertEpoch(m_db, run, e); }
+
+void RunStore::finishRun(int64_t run, const std::string& status, const std::string& message, const FinishedEvent& f) {
+    updateFinished(m_db, run, status, message, f);
+}
+
+void RunStore::applyPending(int64_t run, const std::vector<PendingWrite>& writes) {
+    if (writes.empty()) return;
+    int64_t firstStep = std::numeric_limits<int64_t>::max();
+    int firstEpoch = std::numeric_limits<int>::max();
+    for (const PendingWrite& w : writes) {
+        for (const StepEvent& s : w.steps) firstStep = std::min(firstStep, s.step);
+        if (w.kind == PendingWrite::Kind::Epoch) firstEpoch = std::min(firstEpoch, w.epoch.epoch);
+    }
+    exec("BEGIN IMMEDIATE");
+    try {
+        // Rows a previous application of these writes left (a replay after a crash between the commit and the
+        // pending file's removal) are replaced.
+        if (firstStep != std::numeric_limits<int64_t>::max()) {
+            Statement d(m_db, "DELETE FROM metrics WHERE run_id = ? AND kind = 'step' AND step >= ?");
+            d.bind(1, run).bind(2, firstStep);
+            d.run();
+        }
+        if (firstEpoch != std::numeric_limits<int>::max()) {
+            Statement d(m_db, "DELETE FROM metrics WHERE run_id = ? AND kind = 'epoch' AND epoch >= ?");
+            d.bind(1, run).bind(2, int64_t{firstEpoch});
+            d.run();
+        }
+        for (const PendingWrite& w : writes) {
+            switch (w.kind) {
+                case PendingWrite::Kind::Steps: insertSteps(m_db, run, w.steps); break;
+                case PendingWrite::Kind::Epoch: insertEpoch(m_db, run, w.epoch); break;
+                case PendingWrite::Kind::Finish: updateFinished(m_db, run, w.status, w.message, w.finished); break;
+            }
+        }
+        exec("COMMIT");
+    } catch (...) {
+        sqlite3_exec(m_db, "ROLLBACK", nullptr, nullptr, nullptr);
+        throw;
+    }
+}
+
+void RunStore::setBusyTimeout(int milliseconds) { sqlite3_busy_timeout(m_db, milliseconds); }
+
+std::string RunStore::pendingFilePath(const std::string& dbPath, int64_t run) {
+    return dbPath + ".pending-" + hostName() + "-" + std::to_string(::getpid()) + "-" + std::to_string(run) + ".jsonl";
+}
+
+void RunStore::appendPendingFile(const std::string& file, int64_t run, const std::vector<PendingWrite>& writes) {
+    std::string text;
+    for (const PendingWrite& w : writes) text += pendingLine(run, w).dump() + "\n";
+    std::FILE* f = std::fopen(file.c_str(), "ab");
+    if (!f) throw std::runtime_error("cannot write '" + file + "': " + std::strerror(errno));
+    const bool written =
+        std::fwrite(text.data(), 1, text.size(), f) == text.size() && std::fflush(f) == 0 && ::fsync(fileno(f)) == 0;
+    const int err = errno;
+    std::fclose(f);
+    if (!written) throw std::runtime_error("cannot write '" + file + "': " + std::strerror(err));
+}
+
+std::vector<PendingWrite> RunStore::readPendingFile(const std::string& file, int64_t& run) {
+    // Our own files, but read as any input: a regular file of bounded size, lines of bounded length.
+    constexpr uintmax_t kMaxBytes = uintmax_t(4) << 30;
+    constexpr size_t kMaxLine = size_t(64) << 20;
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(file, ec))
+        throw std::runtime_error("pending writes '" + file + "': not a regular file");
+    if (std::filesystem::file_size(file, ec) > kMaxBytes)
+        throw std::runtime_error("pending writes '" + file + "': larger than 4 GiB");
+    std::ifstream in(file, std::ios::binary);
+    if (!in) throw std::runtime_error("cannot read pending writes '" + file + "'");
+    std::vector<PendingWrite> out;
+    run = 0;
+    std::string line;
+    for (int n = 1; std::getline(in, line); ++n) {
+        if (line.empty()) continue;
+        if (line.size() > kMaxLine)
+            throw std::runtime_error("pending writes '" + file + "', line " + std::to_string(n) + ": too long");
+        try {
+            const Json j = Json::parse(line);
+            const int64_t r = j.at("run").get<int64_t>();
+            if (run != 0 && r != run) throw std::runtime_error("another run's write (" + std::to_string(r) + ")");
+            run = r;
+            out.push_back(pendingWriteOf(j));
+        } catch (const std::exception& e) {
+            // A line cut by a crash while it was appended is the last one: what came before is kept.
+            if (in.peek() == std::char_traits<char>::eof() && line.back() != '}') break;
+            throw std::runtime_error("pending writes '" + file + "', line " + std::to_string(n) + ": " + e.what());
+        }
+    }
+    if (run == 0 && !out.empty()) throw std::runtime_error("pending writes '" + file + "': no run id");
+    return out;
+}
+
+std::vector<std::string> RunStore::recover() {
+    std::vector<std::string> said;
+    const std::string host = hostName();
+    std::set<int64_t> stillPending;  // runs whose pending file could not be replayed: not judged below
+    // 1. Pending files of processes that are gone: "<db name>.pending-<host>-<pid>-<run>.jsonl".
+    const std::filesystem::path db(m_path);
+    const std::string prefix = db.filename().string() + ".pending-";
+    std::error_code ec;
+    const std::filesystem::path folder = db.parent_path().empty() ? std::filesystem::path(".") : db.parent_path();
+    std::vector<std::filesystem::path> files;
+    for (std::filesystem::directory_iterator it(folder, ec), end; !ec && it != end; it.increment(ec)) {
+        const std::string name = it->path().filename().string();
+        if (name.rfind(prefix, 0) == 0 && name.size() > prefix.size() + 6 &&
+            name.compare(name.size() - 6, 6, ".jsonl") == 0)
+            files.push_back(it->path());
+    }
+    std::sort(files.begin(), files.end());
+    for (const std::filesystem::path& file : files) {
+        const std::string name = file.filename().string();
+        const std::string middle = name.substr(prefix.size(), name.size() - prefix.size() - 6);  // host-pid-run
+        const size_t b = middle.rfind('-');
+        const size_t a = b == std::string::npos || b == 0 ? std::string::npos : middle.rfind('-', b - 1);
+        if (a == std::string::npos) continue;
+        const std::string fileHost = middle.substr(0, a);
+        const int64_t pid = std::strtoll(middle.c_str() + a + 1, nullptr, 10);
+        const int64_t run = std::strtoll(middle.c_str() + b + 1, nullptr, 10);
+        if (fileHost != host) continue;  // only its own host can tell whether the process is gone
+        const std::optional<RunRecord> record = this->run(run);
+        if (!record) {
+            said.push_back("run history: removed " + file.string() + " (its run " + std::to_string(run) +
+                           " was deleted)");
+            std::filesystem::remove(file, ec);
+            continue;
+        }
+        if (runProcessAlive(pid, record->started)) continue;  // its recorder may still write it
+        try {
+            int64_t fileRun = 0;
+            const std::vector<PendingWrite> writes = readPendingFile(file.string(), fileRun);
+            if (fileRun != 0 && fileRun != run)
+                throw std::runtime_error("it holds writes of run " + std::to_string(fileRun));
+            applyPending(run, writes);
+            std::filesystem::remove(file, ec);
+            said.push_back("run history: run " + std::to_string(run) + ": " + std::to_string(writes.size()) +
+                           " write(s) left pending by process " + std::to_string(pid) + " replayed");
+        } catch (const std::exception& e) {
+            stillPending.insert(run);
+            said.push_back("run history: run " + std::to_string(run) + ": pending writes not replayed yet (" +
+                           e.what() + "); the next start tries again");
+        }
+    }
+
+    // 2. Runs still 'running' whose process is gone.
+    struct Open {
+        int64_t id, pid;
+        std::string started;
+    };
+    std::vector<Open> gone;
+    try {
+        Statement q(m_db, "SELECT id, pid, host, started FROM runs WHERE status = 'running'");
+        while (q.step()) {
+            const std::string runHost = q.text(2);
+            if (!runHost.empty() && runHost != host) continue;
+            Open o{q.integer(0), q.integer(1), q.text(3)};
+            if (!stillPending.count(o.id) && !runProcessAlive(o.pid, o.started)) gone.push_back(o);
+        }
+        for (const Open& o : gone) {
+            exec("BEGIN IMMEDIATE");
+            try {
+                Statement u(m_db,
+                            "UPDATE runs SET status = 'interrupted',"
+                            " epochs_completed = COALESCE((SELECT MAX(epoch) FROM metrics m WHERE m.run_id = runs.id"
+                            "  AND m.kind = 'epoch'), 0),"
+                            " best_epoch = (SELECT epoch FROM metrics m WHERE m.run_id = runs.id AND m.kind = 'epoch'"
+                            "  AND m.val_loss IS NOT NULL ORDER BY m.val_loss, m.epoch LIMIT 1),"
+                            " best_val_loss = (SELECT MIN(val_loss) FROM metrics m WHERE m.run_id = runs.id"
+                            "  AND m.kind = 'epoch'),"
+                            " best_val_acc = (SELECT val_accuracy FROM metrics m WHERE m.run_id = runs.id"
+                            "  AND m.kind = 'epoch' AND m.val_loss IS NOT NULL ORDER BY m.val_loss, m.epoch LIMIT 1),"
+                            " seconds = (SELECT MAX(elapsed_seconds) FROM metrics m WHERE m.run_id = runs.id"
+                            "  AND m.kind = 'step')"
+                            " WHERE id = ? AND status = 'running'");
+                u.bind(1, o.id);
+                u.run();
+                Statement s(m_db, summarizeSql());
+                s.bind(1, o.id);
+                s.run();
+                Statement e(m_db, "SELECT epochs_completed FROM runs WHERE id = ?");
+                e.bind(1, o.id);
+                const int64_t epochs = e.step() ? e.integer(0) : 0;
+                const std::string message = "the process (pid " + std::to_string(o.pid) +
+                                            ") ended before the run did (killed or crashed); " +
+                                            (epochs > 0 ? "the last epoch it finished is " + std::to_string(epochs)
+                                                        : std::string("it finished no epoch"));
+                Statement m(m_db, "UPDATE runs SET message = ? WHERE id = ?");
+                m.bind(1, message).bind(2, o.id);
+                m.run();
+                exec("COMMIT");
+                said.push_back("run history: run " + std::to_string(o.id) + " marked interrupted: " + message);
+            } catch (...) {
+                sqlite3_exec(m_db, "ROLLBACK", nullptr, nullptr, nullptr);
+                throw;
+            }
+        }
+    } catch (const std::exception& e) {
+        said.push_back(std::string("run history: runs of ended processes not marked yet (") + e.what() +
+                       "); the next start tries again");
+    }
+    return said;
 }
 
 std::vector<RunRecord> RunStore::runs() const {

@@ -9,6 +9,16 @@
 // Schema changes are additive: a new column is added by ensureSchema to an
 // older database (ALTER TABLE ... ADD COLUMN), never renamed or dropped, so a
 // database written by an older Strata opens in a newer one and the reverse.
+//
+// Nothing of a run is lost to a locked database or a dead process:
+// - Writes another connection keeps locked out are queued by the recorder (RunRecorder.h) and retried; what is
+//   still unwritten when the run ends goes to a pending file beside the database
+//   ("runs.sqlite.pending-<host>-<pid>-<run>.jsonl", PendingWrite lines), which recover() replays.
+// - A run whose process died (SIGKILL, a crash, an MPI rank killed by a signal) stays 'running' until recover()
+//   finds its process gone: it becomes 'interrupted', with the last epoch it finished and its curves as far as
+//   they were written.
+// recover() is for the start of every program that opens the history (strata-train's train, runs and sweep
+// commands call it; the workbench should call it when it opens the history).
 #pragma once
 
 #include <cstdint>
@@ -46,6 +56,16 @@ struct MetricRow {
            elapsedSeconds = 0;
 };
 
+// A write of one run that has not reached the database yet (RunRecorder's queue, a pending file's lines).
+struct PendingWrite {
+    enum class Kind { Steps, Epoch, Finish };
+    Kind kind = Kind::Steps;
+    std::vector<StepEvent> steps;  // Steps
+    EpochEvent epoch;              // Epoch
+    std::string status, message;   // Finish
+    FinishedEvent finished;        // Finish
+};
+
 class RunStore {
 public:
     // Opens or creates the database (and its folder); throws std::runtime_error naming the path when it
@@ -73,8 +93,29 @@ public:
                      const std::string& source, const std::string& runFolder = {});
     void addSteps(int64_t run, const std::vector<StepEvent>& steps);  // one transaction
     void addEpoch(int64_t run, const EpochEvent& epoch);
-    // status: finished | stopped | failed.
+    // status: finished | stopped | failed | refused (the run stopped before its first step: bad data, the memory
+    // check, ranks that differ; not a failed run).
     void finishRun(int64_t run, const std::string& status, const std::string& message, const FinishedEvent& f);
+    // Applies a run's queued writes in order, in one transaction. Replaying them again changes nothing: the
+    // run's step (epoch) rows from the first step (epoch) they hold on are replaced, not doubled.
+    void applyPending(int64_t run, const std::vector<PendingWrite>& writes);
+
+    // How long a write waits for another connection's lock before it throws (SQLite's busy timeout; 5000 ms
+    // unless set).
+    void setBusyTimeout(int milliseconds);
+
+    // The pending file of a run of this process, beside the database at `dbPath`.
+    static std::string pendingFilePath(const std::string& dbPath, int64_t run);
+    // Appends writes to a pending file (fsynced before it returns); throws std::runtime_error naming the file.
+    static void appendPendingFile(const std::string& file, int64_t run, const std::vector<PendingWrite>& writes);
+    // A pending file's run and writes; throws std::runtime_error naming the file and line.
+    static std::vector<PendingWrite> readPendingFile(const std::string& file, int64_t& run);
+
+    // At start: replays the pending files of processes that are gone (a file of a process still running is its
+    // own), then marks the runs still 'running' whose process is gone as 'interrupted' (recorded on this host;
+    // a pid reused by a later process does not count as the run's). Returns lines saying what it did, for a log;
+    // a database still locked or a file that does not load is said, and left for the next start.
+    std::vector<std::string> recover();
 
     std::vector<RunRecord> runs() const;  // newest first
     std::optional<RunRecord> run(int64_t id) const;

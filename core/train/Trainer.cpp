@@ -988,6 +988,7 @@ struct Trainer::Impl {
             telemetryTap.forwardTo(obs);
             TelemetrySampler sampler(backendRegistry().telemetry(backend.device()), &telemetryTap,
                                      opt.telemetryIntervalMs);
+            obs->onTrainingStarted();
             bool earlyStopped = false;
             try {
                 while (progress.epochsDone < ts().epochs && !reachedMaxSteps && !stopAgreed()) {

@@ -69,6 +69,9 @@ public:
     virtual void onTelemetry(const TelemetryEvent&) {}
     virtual void onCheckpoint(const CheckpointEvent&) {}
     virtual void onFinished(const FinishedEvent&) {}
+    // Set-up is done (data, model, resume, the ranks' comparison) and the first step follows. An error before
+    // this is a refusal (the run never trained: bad data, the memory check, ranks that differ), not a failure.
+    virtual void onTrainingStarted() {}
     // The run stopped on an error (bad data, NaN loss, out of memory); `message` is one line.
     virtual void onError(const std::string&) {}
     virtual void onLog(const std::string&) {}
