@@ -76,13 +76,13 @@ int runsCommand(const std::vector<std::string>& argsIn, std::ostream& out, std::
     if (sub == "list") {
         want(0);
         out << std::left << std::setw(6) << "ID" << std::setw(21) << "STARTED (UTC)" << std::setw(7) << "FROM"
-            << std::setw(20) << "PROJECT" << std::setw(8) << "DEVICE" << std::setw(10) << "STATUS" << std::setw(7)
+            << std::setw(20) << "PROJECT" << std::setw(8) << "DEVICE" << std::setw(12) << "STATUS" << std::setw(7)
             << "EPOCHS" << std::setw(10) << "BEST ACC" << std::setw(10) << "VAL ACC" << std::setw(10) << "VAL LOSS"
             << std::setw(10) << "SAMPLE/S" << std::setw(9) << "SECONDS"
             << "NAME\n";
         for (const history::RunRecord& r : store.runs())
             out << std::setw(6) << r.id << std::setw(21) << r.started.substr(0, 19) << std::setw(7) << r.source
-                << std::setw(20) << r.projectName.substr(0, 19) << std::setw(8) << r.device << std::setw(10) << r.status
+                << std::setw(20) << r.projectName.substr(0, 19) << std::setw(8) << r.device << std::setw(12) << r.status
                 << std::setw(7) << r.epochsCompleted << std::setw(10) << pct(r.bestValAccuracy) << std::setw(10)
                 << pct(r.finalValAccuracy) << std::setw(10) << num(r.finalValLoss, 4) << std::setw(10)
                 << num(r.samplesPerSecond, 0) << std::setw(9) << num(r.seconds, 1) << r.name << "\n";

@@ -191,37 +191,48 @@ double parseIso(const std::string& text) {
     return static_cast<double>(timegm(&tm)) + ms / 1000.0;
 }
 
-// When process `pid` started, in seconds since the epoch (/proc/<pid>/stat's start time after boot plus
-// /proc/stat's boot time); -1 when unknown.
-double processStart(int64_t pid) {
+// What /proc says of process `pid`: its state letter ('Z': a zombie, dead but not yet reaped) and when it
+// started, in seconds since the epoch (its start time after boot plus /proc/stat's boot time; -1 when unknown).
+struct ProcessInfo {
+    char state = '?';
+    double started = -1;
+};
+
+ProcessInfo processInfo(int64_t pid) {
+    ProcessInfo info;
     std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
     std::string line;
-    if (!std::getline(stat, line)) return -1;
+    if (!std::getline(stat, line)) return info;
     // The command name (field 2) is in parentheses and may hold spaces: fields count from its closing one.
     const size_t close = line.rfind(')');
-    if (close == std::string::npos) return -1;
+    if (close == std::string::npos) return info;
     std::istringstream rest(line.substr(close + 1));
     std::string field;
     unsigned long long ticks = 0;
-    for (int i = 3; i <= 22 && rest >> field; ++i)
+    for (int i = 3; i <= 22 && rest >> field; ++i) {
+        if (i == 3) info.state = field.empty() ? '?' : field[0];
         if (i == 22) ticks = std::strtoull(field.c_str(), nullptr, 10);
+    }
     std::ifstream machine("/proc/stat");
     double boot = -1;
     while (std::getline(machine, line))
         if (line.rfind("btime ", 0) == 0) boot = std::strtod(line.c_str() + 6, nullptr);
     const long hz = sysconf(_SC_CLK_TCK);
-    if (boot < 0 || ticks == 0 || hz <= 0) return -1;
-    return boot + static_cast<double>(ticks) / static_cast<double>(hz);
+    if (boot >= 0 && ticks > 0 && hz > 0) info.started = boot + static_cast<double>(ticks) / static_cast<double>(hz);
+    return info;
 }
 
-// Whether the process that began a run at `started` (ISO) still runs: its pid exists and did not start after the
-// run (a pid reused by a later process, common in containers, is not the run's).
+// Whether the process that began a run at `started` (ISO) still runs: its pid exists, is not a zombie (an MPI
+// rank its launcher has ended but not yet reaped) and did not start after the run (a pid reused by a later
+// process, common in containers, is not the run's).
 bool runProcessAlive(int64_t pid, const std::string& started) {
     if (pid <= 0 || pid > INT_MAX) return false;
     if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) return false;
-    const double process = processStart(pid), run = parseIso(started);
+    const ProcessInfo process = processInfo(pid);
+    if (process.state == 'Z' || process.state == 'X') return false;
+    const double run = parseIso(started);
     constexpr double kClockSlack = 2.0;  // boot time in whole seconds, start in clock ticks
-    return !(process > 0 && run > 0 && process > run + kClockSlack);
+    return !(process.started > 0 && run > 0 && process.started > run + kClockSlack);
 }
 
 double number(const Json& j) { return j.is_number() ? j.get<double>() : kNaN; }

@@ -15,7 +15,9 @@
 # or --resume: the job stops at the start within 30 s, every rank naming rank 1, the option and both values),
 # timeout (rank 1 stops answering at step 5, STRATA_TEST_STALL_STEP: with --collective-timeout 2 rank 0 ends
 # the job within 30 s naming itself, the step and the collective), threads-timeout (the same with replicas in
-# one process: rank 0 names rank 1 as the one it waited for).
+# one process: rank 0 names rank 1 as the one it waited for). killed-rank (rank 1 is killed with SIGKILL after the
+# first epoch; mpirun ends rank 0, whose run history row stays 'running' until the next start, `runs list`,
+# marks it interrupted with the last epoch it finished).
 set -u
 CASE=$1 TRAIN=$2 COMPARE=$3 MPIEXEC=$4 SRC=$5
 SMALL=$SRC/tests/dist/small.strata
@@ -170,6 +172,45 @@ timeout | threads-timeout)
     grep -qF "$expected" "$WORK/timeout.log" || die "no message naming the rank, the step and the collective"
     grep -qF -- "--collective-timeout" "$WORK/timeout.log" || die "the message does not name the flag"
     say "ended in $took s with exit $rc"
+    ;;
+killed-rank)
+    "${MPI[@]}" -np 2 "$TRAIN" "$SMALL" --device cpu --history "$WORK/h.sqlite" --quiet --checkpoint-dir "$WORK/k" \
+        --epochs 100000 --metrics-out "$WORK/k.jsonl" >"$WORK/killed.log" 2>&1 &
+    mpirun_pid=$!
+    for _ in $(seq 600); do
+        grep -q '"event":"epoch"' "$WORK/k.jsonl" 2>/dev/null && break
+        sleep 0.1
+    done
+    grep -q '"event":"epoch"' "$WORK/k.jsonl" || { kill "$mpirun_pid"; die "no epoch finished"; }
+    # The ranks are mpirun's children; each one's environment says its rank.
+    rank0="" rank1=""
+    for pid in $(pgrep -P "$mpirun_pid"); do
+        r=$(tr '\0' '\n' <"/proc/$pid/environ" | sed -n 's/^OMPI_COMM_WORLD_RANK=//p')
+        [ "$r" = 0 ] && rank0=$pid
+        [ "$r" = 1 ] && rank1=$pid
+    done
+    if [ -z "$rank0" ] || [ -z "$rank1" ]; then
+        kill "$mpirun_pid"
+        die "ranks not found among mpirun's children"
+    fi
+    kill -9 "$rank1"
+    wait "$mpirun_pid"
+    say "mpirun exited with $?"
+    # Rank 0 ends too (or is left a zombie, which counts as ended).
+    for _ in $(seq 100); do
+        [ -e "/proc/$rank0" ] || break
+        [ "$(sed 's/.*) //' "/proc/$rank0/stat" | cut -c1)" = Z ] && break
+        sleep 0.1
+    done
+    "$TRAIN" runs list --history "$WORK/h.sqlite" >"$WORK/list.log" 2>&1
+    "$TRAIN" runs show 1 --history "$WORK/h.sqlite" >"$WORK/show.log" 2>&1
+    cat "$WORK/list.log" "$WORK/show.log"
+    grep -q "run 1 marked interrupted" "$WORK/list.log" || die "runs list did not mark the run"
+    grep -q "status *interrupted: the process (pid $rank0) ended before the run did" "$WORK/show.log" ||
+        die "the run is not interrupted"
+    epochs=$(sed -n 's/^  epochs *//p' "$WORK/show.log")
+    [ "${epochs:-0}" -ge 1 ] || die "no epoch recorded"
+    grep -q "the last epoch it finished is $epochs" "$WORK/show.log" || die "the message does not name epoch $epochs"
     ;;
 resume)
     train whole2 2 "$SMALL" --max-steps 20
