@@ -468,7 +468,7 @@ void RunStore::finishRun(int64_t run, const std::string& status, const std::stri
     updateFinished(m_db, run, status, message, f);
 }
 
-void RunStore::applyPending(int64_t run, const std::vector<PendingWrite>& writes) {
+void RunStore::applyPending(int64_t run, const std::vector<PendingWrite>& writes, bool replace) {
     if (writes.empty()) return;
     int64_t firstStep = std::numeric_limits<int64_t>::max();
     int firstEpoch = std::numeric_limits<int>::max();
@@ -480,12 +480,12 @@ void RunStore::applyPending(int64_t run, const std::vector<PendingWrite>& writes
     try {
         // Rows a previous application of these writes left (a replay after a crash between the commit and the
         // pending file's removal) are replaced.
-        if (firstStep != std::numeric_limits<int64_t>::max()) {
+        if (replace && firstStep != std::numeric_limits<int64_t>::max()) {
             Statement d(m_db, "DELETE FROM metrics WHERE run_id = ? AND kind = 'step' AND step >= ?");
             d.bind(1, run).bind(2, firstStep);
             d.run();
         }
-        if (firstEpoch != std::numeric_limits<int>::max()) {
+        if (replace && firstEpoch != std::numeric_limits<int>::max()) {
             Statement d(m_db, "DELETE FROM metrics WHERE run_id = ? AND kind = 'epoch' AND epoch >= ?");
             d.bind(1, run).bind(2, int64_t{firstEpoch});
             d.run();
@@ -596,7 +596,7 @@ std::vector<std::string> RunStore::recover() {
             const std::vector<PendingWrite> writes = readPendingFile(file.string(), fileRun);
             if (fileRun != 0 && fileRun != run)
                 throw std::runtime_error("it holds writes of run " + std::to_string(fileRun));
-            applyPending(run, writes);
+            applyPending(run, writes, /*replace=*/true);
             std::filesystem::remove(file, ec);
             said.push_back("run history: run " + std::to_string(run) + ": " + std::to_string(writes.size()) +
                            " write(s) left pending by process " + std::to_string(pid) + " replayed");

@@ -96,9 +96,11 @@ public:
     // status: finished | stopped | failed | refused (the run stopped before its first step: bad data, the memory
     // check, ranks that differ; not a failed run).
     void finishRun(int64_t run, const std::string& status, const std::string& message, const FinishedEvent& f);
-    // Applies a run's queued writes in order, in one transaction. Replaying them again changes nothing: the
-    // run's step (epoch) rows from the first step (epoch) they hold on are replaced, not doubled.
-    void applyPending(int64_t run, const std::vector<PendingWrite>& writes);
+    // Applies a run's queued writes in order, in one transaction. `replace` (for writes that may have reached
+    // the database before, as a pending file replayed after a crash): the run's step (epoch) rows from the
+    // first step (epoch) the writes hold on are replaced, not doubled. Without it nothing is deleted (a
+    // recorder's own queue: each flush would otherwise scan the run's rows).
+    void applyPending(int64_t run, const std::vector<PendingWrite>& writes, bool replace = false);
 
     // How long a write waits for another connection's lock before it throws (SQLite's busy timeout; 5000 ms
     // unless set).
