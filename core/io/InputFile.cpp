@@ -163,7 +163,7 @@ protected:
 private:
     InputFile m_file;
     int64_t m_read = 0;
-    char m_chunk[65536];
+    char m_chunk[65536] = {};
 };
 
 InputStream::InputStream(const std::string& path, int64_t maxBytes, const std::string& kind)
