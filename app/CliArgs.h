@@ -20,4 +20,8 @@ inline int parseInt(const std::string& flag, const std::string& text, int min, i
     return static_cast<int>(parseInteger(flag, text, min, max));
 }
 
+// True when `path` is a regular file whose first non-space byte is '{' (a project, not a model file); false for
+// a folder or a missing file (the model reader names those). FormatError for a FIFO or device, at once.
+bool looksLikeProjectFile(const std::string& path);
+
 }  // namespace strata::cli

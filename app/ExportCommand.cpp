@@ -23,6 +23,7 @@ namespace strata {
 namespace {
 
 namespace fs = std::filesystem;
+using cli::looksLikeProjectFile;
 using cli::UsageError;
 
 const char* kExportUsage =
@@ -67,14 +68,6 @@ void reportInt8Accuracy(const ExportModel& floatModel, const std::string& path, 
 std::string upper(std::string s) {
     for (char& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
     return s;
-}
-
-bool looksLikeProjectFile(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    char c = 0;
-    while (in.get(c))
-        if (!std::isspace(static_cast<unsigned char>(c))) return c == '{';
-    return false;
 }
 
 // A project file: the best checkpoint of its checkpoint folder, or with --untrained its initial weights.

@@ -24,6 +24,7 @@ namespace strata {
 namespace {
 
 namespace fs = std::filesystem;
+using cli::looksLikeProjectFile;
 using cli::UsageError;
 
 const char* kPruneUsage =
@@ -64,14 +65,6 @@ double parseNumber(const std::string& flag, const std::string& text, double min,
     std::ostringstream s;
     s << flag << ": '" << text << "' is not a number from " << min << " to " << max << (maxOpen ? " (excluded)" : "");
     throw UsageError(s.str());
-}
-
-bool looksLikeProjectFile(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    char c = 0;
-    while (in.get(c))
-        if (!std::isspace(static_cast<unsigned char>(c))) return c == '{';
-    return false;
 }
 
 std::string pct(double fraction, int decimals = 1) {

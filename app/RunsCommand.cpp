@@ -8,6 +8,7 @@
 #include "app/CliArgs.h"
 #include "app/CliCommands.h"
 #include "core/history/RunStore.h"
+#include "core/io/JsonInput.h"
 
 namespace strata {
 
@@ -110,7 +111,7 @@ int runsCommand(const std::vector<std::string>& argsIn, std::ostream& out, std::
         out << "  curves           " << steps.size() << " step points, " << epochs.size() << " epoch points\n";
         const std::string json = store.projectJson(r.id);
         if (!json.empty()) {
-            const Json project = Json::parse(json);
+            const Json project = parseJson<Json>(json, "run " + std::to_string(r.id) + "'s project");
             if (project.contains("training")) out << "  training         " << project["training"].dump() << "\n";
             if (project.contains("dataset")) out << "  dataset          " << project["dataset"].dump() << "\n";
         }
@@ -139,8 +140,9 @@ int runsCommand(const std::vector<std::string>& argsIn, std::ostream& out, std::
     if (sub == "diff") {
         want(2);
         const history::RunRecord a = get(args[1]), b = get(args[2]);
-        const auto diff =
-            history::settingsDiff(Json::parse(store.projectJson(a.id)), Json::parse(store.projectJson(b.id)));
+        const auto diff = history::settingsDiff(
+            parseJson<Json>(store.projectJson(a.id), "run " + std::to_string(a.id) + "'s project"),
+            parseJson<Json>(store.projectJson(b.id), "run " + std::to_string(b.id) + "'s project"));
         if (diff.empty()) out << "runs " << a.id << " and " << b.id << " ran the same project settings\n";
         for (const auto& [key, values] : diff) out << key << ": " << values.first << " -> " << values.second << "\n";
         return 0;

@@ -118,6 +118,12 @@ std::string formatDuration(double s) {
     return buf;
 }
 
+// One line of the metrics file. A path in an event (a checkpoint's file, under a folder whose name is not UTF-8)
+// cannot be JSON as it is: its bad bytes become U+FFFD, where dump() threw after the epoch had trained.
+std::string metricsLine(const strata::Json& j) {
+    return j.dump(-1, ' ', false, strata::Json::error_handler_t::replace);
+}
+
 // Prints progress and writes the metrics file. Step and epoch events arrive on the
 // engine thread, telemetry on the sampler thread: one mutex orders the writes.
 class CliObserver : public strata::TrainingObserver {
@@ -151,7 +157,7 @@ public:
                 j["skipped"] = e.skipped;
                 j["skipped_steps"] = e.skippedSteps;
             }
-            *m_metrics << j.dump() << '\n';
+            *m_metrics << metricsLine(j) << '\n';
         }
         if (m_quiet || !m_tty) return;
         const auto now = std::chrono::steady_clock::now();
@@ -185,7 +191,7 @@ public:
             j["samples_per_s"] = e.samplesPerSecond;
             j["best"] = e.best;
             j["ranks"] = e.ranks;
-            *m_metrics << j.dump() << std::endl;
+            *m_metrics << metricsLine(j) << std::endl;
         }
         if (m_quiet) return;
         if (m_tty) std::fputs("\n", stderr);
@@ -216,7 +222,7 @@ public:
         if (e.temperatureC >= 0) j["temperature_c"] = e.temperatureC;
         if (e.powerWatts >= 0) j["power_w"] = e.powerWatts;
         if (e.smClockMHz >= 0) j["sm_clock_mhz"] = e.smClockMHz;
-        *m_metrics << j.dump() << '\n';
+        *m_metrics << metricsLine(j) << '\n';
     }
 
     void onCheckpoint(const strata::CheckpointEvent& e) override {
@@ -224,7 +230,7 @@ public:
         if (m_metrics) {
             strata::Json j{
                 {"event", "checkpoint"}, {"path", e.path}, {"epoch", e.epoch}, {"step", e.step}, {"best", e.best}};
-            *m_metrics << j.dump() << '\n';
+            *m_metrics << metricsLine(j) << '\n';
         }
     }
 
@@ -233,7 +239,7 @@ public:
         if (m_metrics) {
             strata::Json j{{"event", "finished"},        {"epochs", e.epochsCompleted},     {"best_epoch", e.bestEpoch},
                            {"stopped", e.stoppedByUser}, {"early_stopped", e.earlyStopped}, {"seconds", e.seconds}};
-            *m_metrics << j.dump() << std::endl;
+            *m_metrics << metricsLine(j) << std::endl;
         }
         if (!m_quiet)
             std::fprintf(stderr, "%s after %d epoch(s) in %s%s\n", e.stoppedByUser ? "stopped" : "finished",
@@ -244,7 +250,7 @@ public:
     void onError(const std::string& message) override {
         std::lock_guard lock(m_mutex);
         m_error = message;
-        if (m_metrics) *m_metrics << strata::Json{{"event", "error"}, {"message", message}}.dump() << std::endl;
+        if (m_metrics) *m_metrics << metricsLine(strata::Json{{"event", "error"}, {"message", message}}) << std::endl;
     }
 
     void onLog(const std::string& message) override {

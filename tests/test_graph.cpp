@@ -2,6 +2,8 @@
 // networks and every validation problem, each checked for the node, port and text.
 #include <QtTest>
 #include <algorithm>
+#include <random>
+#include <set>
 
 #include "core/graph/Graph.h"
 #include "core/layers/LayerRegistry.h"
@@ -66,6 +68,7 @@ private slots:
     void paramDependentPorts();
     void topologicalOrderIsDeterministic();
     void cycleIsReported();
+    void indexesFollowEveryEdit();
 
     void shapesThroughMlp();
     void shapesThroughCnn();
@@ -684,6 +687,84 @@ void TestGraph::badNodeDoesNotHideOtherShapes() {
     QVERIFY(!a.shapeOf(badAct));
     QVERIFY(!a.shapeOf(add));
     QCOMPARE(a.parameterCount, int64_t(6 * 5 + 5));
+}
+
+// nodeByName, edgeInto and edgesFrom answer from indexes (linear scans made loading 100,000 layers quadratic):
+// after every kind of edit, in a long random sequence, they must agree with a scan of nodes() and edges().
+void TestGraph::indexesFollowEveryEdit() {
+    std::mt19937 rng(35);
+    auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); };
+    Graph g;
+    std::set<std::string> namesEverUsed;
+    auto check = [&](const Graph& graph, int step) {
+        const std::string at = "after step " + std::to_string(step);
+        for (const Node* n : graph.nodes()) QVERIFY2(graph.nodeByName(n->name) == n, (at + ": " + n->name).c_str());
+        for (const std::string& name : namesEverUsed) {
+            const Node* found = nullptr;
+            for (const Node* n : graph.nodes())
+                if (n->name == name) found = n;
+            QVERIFY2(graph.nodeByName(name) == found, (at + ": name " + name).c_str());
+        }
+        for (const Node* n : graph.nodes()) {
+            std::vector<Edge> from;
+            for (const Edge& e : graph.edges())
+                if (e.from.node == n->id) from.push_back(e);
+            QVERIFY2(graph.edgesFrom(n->id) == from, (at + ": edges from " + n->name).c_str());
+            for (const char* port : {"in", "in0", "in1", "in2", "in3"}) {
+                std::optional<Edge> into;
+                for (const Edge& e : graph.edges())
+                    if (e.to == PortRef{n->id, port}) into = e;
+                QVERIFY2(graph.edgeInto({n->id, port}) == into,
+                         (at + ": edge into " + n->name + "." + std::string(port)).c_str());
+            }
+        }
+    };
+    for (int step = 0; step < 3000; ++step) {
+        const std::vector<const Node*> nodes = g.nodes();
+        const int n = static_cast<int>(nodes.size());
+        const int op = pick(10);
+        try {
+            if (op <= 2 || n < 2) {
+                const bool add = pick(2) == 0;
+                const std::string name = pick(3) == 0 ? "n" + std::to_string(pick(40)) : std::string();
+                const int id = add ? g.addNode("Add", name, Json{{"inputs", 2 + pick(3)}}) : g.addNode("ReLU", name);
+                namesEverUsed.insert(g.node(id)->name);
+            } else if (op <= 4) {
+                const Node* a = nodes[static_cast<size_t>(pick(n))];
+                const Node* b = nodes[static_cast<size_t>(pick(n))];
+                const std::vector<std::string> ports = g.inputPorts(b->id);
+                if (!ports.empty())
+                    g.connect({a->id, "out"}, {b->id, ports[static_cast<size_t>(pick(int(ports.size())))]});
+            } else if (op == 5 && !g.edges().empty()) {
+                g.disconnect(g.edges()[static_cast<size_t>(pick(int(g.edges().size())))].to);
+            } else if (op == 6) {
+                g.removeNode(nodes[static_cast<size_t>(pick(n))]->id);
+            } else if (op == 7) {
+                const std::string name = "r" + std::to_string(pick(40));
+                g.rename(nodes[static_cast<size_t>(pick(n))]->id, name);
+                namesEverUsed.insert(name);
+            } else if (op == 8) {
+                const Node* a = nodes[static_cast<size_t>(pick(n))];
+                if (a->type == "Add") g.setParams(a->id, Json{{"inputs", 2 + pick(3)}});
+            } else if (pick(50) == 0) {
+                g.clear();
+            } else {
+                // Undo of a removal: the node back with its id, and its edges.
+                const Node copy = *nodes[static_cast<size_t>(pick(n))];
+                const std::vector<Edge> edges = g.removeNode(copy.id);
+                g.insertNode(copy);
+                for (const Edge& e : edges) g.connect(e.from, e.to);
+            }
+        } catch (const GraphError&) {
+            // A refused edit (taken name, taken port, self-loop) must leave the indexes as they were.
+        }
+        if (step % 10 == 0) check(g, step);
+        if (QTest::currentTestFailed()) return;
+    }
+    // A copy carries its own indexes.
+    const Graph copy = g;
+    g.clear();
+    check(copy, -1);
 }
 
 QTEST_APPLESS_MAIN(TestGraph)

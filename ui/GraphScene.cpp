@@ -6,6 +6,7 @@
 #include <QMimeData>
 #include <map>
 
+#include "core/io/JsonInput.h"
 #include "core/layers/LayerRegistry.h"
 #include "ui/EdgeItem.h"
 #include "ui/NodeItem.h"
@@ -204,7 +205,8 @@ bool GraphScene::pasteFrom(const QMimeData* mime) {
     std::vector<strata::Node> nodes;
     std::vector<strata::Edge> edges;
     try {
-        const strata::Json doc = strata::Json::parse(mime->data(QString::fromLatin1(kNodesMimeType)).toStdString());
+        const strata::Json doc = strata::parseJson<strata::Json>(
+            mime->data(QString::fromLatin1(kNodesMimeType)).toStdString(), "the clipboard");
         for (const strata::Json& n : doc.at("nodes")) {
             strata::Node node;
             node.id = n.at("id").get<int>();

@@ -21,6 +21,7 @@
 #include <map>
 #include <set>
 
+#include "core/io/JsonInput.h"
 #include "ui/ChartPanel.h"
 #include "ui/TrainingDashboard.h"
 
@@ -294,7 +295,7 @@ RunsPanel::Overlay RunsPanel::loadOverlay(const history::RunStore& store, const 
     std::vector<Json> projects;
     for (qint64 id : ids) {
         const std::string text = store.projectJson(id);
-        projects.push_back(text.empty() ? Json::object() : Json::parse(text, nullptr, false));
+        projects.push_back(text.empty() ? Json::object() : tryParseJson<Json>(text));
     }
     std::map<std::string, std::string> firstValues;
     std::vector<std::map<std::string, std::string>> values(size_t(ids.size()));
@@ -406,8 +407,8 @@ void RunsPanel::overlaySelectedInBackground() {
 QStringList RunsPanel::settingsDiff(qint64 a, qint64 b) const {
     QStringList out;
     if (!m_store) return out;
-    const Json ja = Json::parse(m_store->projectJson(a), nullptr, false);
-    const Json jb = Json::parse(m_store->projectJson(b), nullptr, false);
+    const Json ja = tryParseJson<Json>(m_store->projectJson(a));
+    const Json jb = tryParseJson<Json>(m_store->projectJson(b));
     for (const auto& [key, v] : history::settingsDiff(ja, jb)) out << str(key + ": " + v.first + " -> " + v.second);
     return out;
 }

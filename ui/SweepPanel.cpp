@@ -18,6 +18,8 @@
 
 #include <QtConcurrent/QtConcurrentRun>
 
+#include "core/io/InputFile.h"
+#include "core/io/JsonInput.h"
 #include "core/train/Trainer.h"
 #include "qcustomplot.h"
 #include "ui/FieldError.h"
@@ -172,8 +174,8 @@ bool SweepPanel::loadResults() {
     const QString path = statePath();
     if (path.isEmpty() || !QFile::exists(path)) return false;
     try {
-        std::ifstream f(path.toStdString());
-        const Json state = Json::parse(f);
+        const std::string file = path.toStdString();
+        const Json state = parseJson<Json>(readFileText(file, kMaxProjectFileBytes, "a sweep state file"), file);
         const history::SweepDefinition d = history::parseSweep(state.at("sweep"));
         std::vector<history::TrialResult> results;
         for (const Json& t : state.at("trials")) {

@@ -75,12 +75,7 @@ std::vector<CsvRecord> parseCsv(const std::string& text, const std::string& path
 }
 
 std::vector<CsvRecord> readCsvFile(const std::string& path) {
-    requireRegularDataFile(path);
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw DataError::inFile(path, std::string("cannot open file: ") + std::strerror(errno));
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    std::string text = ss.str();
+    const std::string text = readDataFile(path, kMaxDataFileBytes, "a CSV file");
     if (text.empty()) throw DataError::atLine(path, 1, "empty file");
     std::vector<CsvRecord> records = parseCsv(text, path);
     if (records.empty()) throw DataError::atLine(path, 1, "empty file (only blank lines)");

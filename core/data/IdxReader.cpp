@@ -6,35 +6,52 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
 #include <zlib.h>
 
 #include "core/data/Dataset.h"
+#include "core/io/FormatError.h"
+#include "core/io/InputFile.h"
 
 namespace strata::data {
 
-void requireRegularDataFile(const std::string& path) {
+namespace {
+
+// InputFile's refusals as DataErrors, in the data readers' words.
+DataError dataErrorOf(const std::string& path, const FormatError& e) {
     // A directory opens as a stream whose size reads as 2^63: only regular files are read.
+    if (e.problem().rfind("is a directory", 0) == 0) return DataError::inFile(path, "is a directory, not a data file");
+    if (e.problem().rfind("cannot open: ", 0) == 0)
+        return DataError::inFile(path, "cannot open file: " + e.problem().substr(13));
+    return DataError::inFile(path, e.problem());
+}
+
+}  // namespace
+
+void requireRegularDataFile(const std::string& path) {
     std::error_code ec;
-    const auto status = std::filesystem::status(path, ec);
-    if (!ec && std::filesystem::exists(status) && !std::filesystem::is_regular_file(status))
-        throw DataError::inFile(path, std::filesystem::is_directory(status)
-                                          ? "is a directory, not a data file"
-                                          : "is not a regular file (a FIFO, socket or device)");
+    if (!std::filesystem::exists(path, ec)) return;
+    try {
+        const InputFile checked(path, std::numeric_limits<int64_t>::max(), "a data file");
+    } catch (const FormatError& e) {
+        throw dataErrorOf(path, e);
+    }
+}
+
+std::string readDataFile(const std::string& path, int64_t maxBytes, const std::string& kind) {
+    try {
+        return readFileText(path, maxBytes, kind);
+    } catch (const FormatError& e) {
+        throw dataErrorOf(path, e);
+    }
 }
 
 namespace {
 
 std::vector<uint8_t> readWholeFile(const std::string& path) {
-    requireRegularDataFile(path);
-    std::ifstream in(path, std::ios::binary | std::ios::ate);
-    if (!in) throw DataError::inFile(path, std::string("cannot open file: ") + std::strerror(errno));
-    std::streamoff size = in.tellg();
-    if (size < 0) throw DataError::inFile(path, "cannot read file size");
-    std::vector<uint8_t> bytes(static_cast<size_t>(size));
-    in.seekg(0);
-    if (size > 0 && !in.read(reinterpret_cast<char*>(bytes.data()), size)) throw DataError::inFile(path, "read error");
-    return bytes;
+    const std::string text = readDataFile(path);
+    return std::vector<uint8_t>(text.begin(), text.end());
 }
 
 constexpr size_t kMaxDeflateRatio = 1032;

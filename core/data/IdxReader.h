@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "core/io/InputLimits.h"
+
 namespace strata::data {
 
 struct IdxArray {
@@ -21,8 +23,14 @@ struct IdxArray {
 std::vector<uint8_t> readMaybeGzipFile(const std::string& path);
 
 // Throws DataError naming the file when it exists but is not a regular file (a directory, FIFO, socket or
-// device); a missing file is left to the reader's own "cannot open".
+// device); a missing file is left to the reader's own "cannot open". A reader that opens the path itself
+// afterwards leaves a window for a swap: readers use readDataFile.
 void requireRegularDataFile(const std::string& path);
+
+// The whole file, read through InputFile (core/io/InputFile.h: a regular file, opened without blocking, at
+// most `maxBytes`); DataError naming the file otherwise ("is a FIFO (named pipe), not a regular file").
+std::string readDataFile(const std::string& path, int64_t maxBytes = kMaxDataFileBytes,
+                         const std::string& kind = "a data file");
 
 // Reads an IDX file of unsigned bytes with `rank` dimensions (3: images, 1: labels).
 // Throws DataError naming the file and byte offset: empty file, wrong magic number,

@@ -13,6 +13,8 @@
 
 #include "core/data/PngReader.h"
 #include "core/io/FormatError.h"
+#include "core/io/InputFile.h"
+#include "core/io/InputLimits.h"
 
 namespace strata::data {
 
@@ -211,9 +213,7 @@ Content sniff(const std::vector<uint8_t>& b) {
 }
 
 std::vector<uint8_t> readBytes(const std::string& path) {
-    std::ifstream f(path, std::ios::binary);
-    if (!f) throw FormatError(path, "cannot open file for reading");
-    return std::vector<uint8_t>((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    return readFileBytes(path, kMaxImageFileBytes, "an image file");
 }
 
 // One TurboJPEG decompressor per thread, kept: creating one costs more than decoding a 28x28 JPEG. After
@@ -345,9 +345,7 @@ Image readImageFile(const std::string& path, const DecodeHint& hint) {
 }
 
 Image readNetpbm(const std::string& path) {
-    std::ifstream f(path, std::ios::binary);
-    if (!f) throw FormatError(path, "cannot open file for reading");
-    const std::vector<uint8_t> b((std::istreambuf_iterator<char>(f)), {});
+    const std::vector<uint8_t> b = readFileBytes(path, kMaxImageFileBytes, "an image file");
     size_t pos = 0;
     auto skipSpace = [&] {
         while (pos < b.size()) {

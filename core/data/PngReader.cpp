@@ -10,6 +10,8 @@
 #include <png.h>
 
 #include "core/io/FormatError.h"
+#include "core/io/InputFile.h"
+#include "core/io/InputLimits.h"
 
 namespace strata::data {
 
@@ -162,10 +164,7 @@ PngImage decodePng(const std::vector<uint8_t>& bytes, const std::string& name) {
 }
 
 PngImage readPng(const std::string& path) {
-    std::ifstream f(path, std::ios::binary);
-    if (!f) throw FormatError(path, "cannot open file for reading");
-    const std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-    return decodePng(bytes, path);
+    return decodePng(readFileBytes(path, kMaxImageFileBytes, "an image file"), path);
 }
 
 }  // namespace strata::data

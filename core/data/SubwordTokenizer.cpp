@@ -15,6 +15,8 @@
 #include <unistd.h>
 
 #include "core/data/sentencepiece_shim/SentencePieceShim.h"
+#include "core/io/InputFile.h"
+#include "core/io/InputLimits.h"
 
 namespace strata {
 
@@ -143,10 +145,7 @@ SubwordTokenizer SubwordTokenizer::fromSerialized(const std::string& bytes, cons
 }
 
 SubwordTokenizer SubwordTokenizer::fromFile(const std::string& path) {
-    std::ifstream f(path, std::ios::binary);
-    if (!f) throw std::runtime_error(path + ": cannot be read");
-    const std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-    return fromSerialized(bytes, path);
+    return fromSerialized(readFileText(path, kMaxTokenizerModelBytes, "a SentencePiece model"), path);
 }
 
 std::vector<int32_t> SubwordTokenizer::encode(const std::string& text) const {

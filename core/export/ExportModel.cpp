@@ -14,6 +14,8 @@
 #include "core/graph/Model.h"
 #include "core/io/Base64.h"
 #include "core/io/Half.h"
+#include "core/io/InputFile.h"
+#include "core/io/JsonInput.h"
 #include "core/io/Safetensors.h"
 #include "core/layers/LayerRegistry.h"
 
@@ -75,7 +77,7 @@ std::string decodedModel(const std::string& text, const std::string& path) {
 
 std::vector<std::string> stringArray(const std::string& text, const std::string& path, const std::string& key) {
     try {
-        return Json::parse(text).get<std::vector<std::string>>();
+        return parseJson<Json>(text, path).get<std::vector<std::string>>();
     } catch (const std::exception& e) {
         throw FormatError(path, key + " is not a JSON array of strings: " + e.what());
     }
@@ -118,7 +120,7 @@ ExportModel loadSafetensorsExport(const std::string& path, const SafetensorsCont
     if (const std::string* s = meta(kMetaTokenizerModel)) m.tokenizerModel = decodedModel(*s, path);
     if (const std::string* s = meta(kMetaNormalization)) {
         try {
-            m.normalization = normalizationFromJson(Json::parse(*s));
+            m.normalization = normalizationFromJson(parseJson<Json>(*s, path));
         } catch (const std::exception& e) {
             throw FormatError(path, std::string("strata.normalization is invalid: ") + e.what());
         }
@@ -211,7 +213,7 @@ ExportModel loadOnnxExport(const std::string& path) {
         m.tokenizerModel = decodedModel(t->second, path);
     if (auto n = info.metadata.find(kMetaNormalization); n != info.metadata.end()) {
         try {
-            m.normalization = normalizationFromJson(Json::parse(n->second));
+            m.normalization = normalizationFromJson(parseJson<Json>(n->second, path));
         } catch (const std::exception& e) {
             throw FormatError(path, std::string("strata.normalization is invalid: ") + e.what());
         }
@@ -447,11 +449,7 @@ ExportModel loadModelFile(const std::string& path) {
     if (!fs::exists(path, ec)) throw std::runtime_error(path + ": no such file or folder");
     if (fs::is_directory(path, ec)) return exportModelFromCheckpoint(loadCheckpoint(path));
     char magic[4] = {};
-    {
-        std::ifstream in(path, std::ios::binary);
-        if (!in) throw FormatError(path, "cannot open file for reading");
-        in.read(magic, 4);
-    }
+    InputFile(path, kMaxModelFileBytes, "a model file").read(magic, 4);  // refuses a FIFO or device at once
     if (std::string(magic, 4) == "GGUF") return loadGgufExport(path);
     if (fs::path(path).extension() == ".onnx") return loadOnnxExport(path);
     const SafetensorsContents contents = readSafetensors(path);

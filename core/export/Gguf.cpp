@@ -17,6 +17,7 @@
 #include "core/io/FileIo.h"
 #include "core/io/Half.h"
 #include "core/io/InputLimits.h"
+#include "core/io/JsonInput.h"
 
 namespace strata {
 
@@ -647,7 +648,7 @@ GgufFile readGguf(const std::string& path) {
     // changed after writing (F32 read as F16 takes other bytes) is caught, naming the tensor.
     Json sums;
     if (const GgufValue* v = file.find(kChecksumMetadataKey)) {
-        if (v->type == GgufValueType::String) sums = Json::parse(v->s, nullptr, false);
+        if (v->type == GgufValueType::String) sums = tryParseJson<Json>(v->s);
         if (!sums.is_object()) r.fail(16, std::string("metadata '") + kChecksumMetadataKey + "' is not a JSON object");
     }
     for (Info& info : infos) {

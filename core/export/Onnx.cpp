@@ -14,6 +14,7 @@
 
 #include "core/io/Base64.h"
 #include "core/io/FileIo.h"
+#include "core/io/InputFile.h"
 #include "core/io/InputLimits.h"
 #include "core/layers/LayerRegistry.h"
 
@@ -728,9 +729,7 @@ OnnxModelInfo infoFromProto(const std::string& path, const onnx::ModelProto& pro
 }  // namespace
 
 OnnxModelInfo readOnnx(const std::string& path) {
-    requireRegularFile(path);
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw FormatError(path, "cannot open file for reading");
+    InputStream in(path, kMaxOnnxFileBytes, "an ONNX file");
     onnx::ModelProto proto;
     if (!proto.ParseFromIstream(&in)) throw FormatError(path, "not an ONNX model (protobuf ModelProto parse failed)");
     return infoFromProto(path, proto);

@@ -7,6 +7,7 @@
 #include <queue>
 #include <set>
 
+#include "core/io/InputLimits.h"
 #include "core/layers/LayerRegistry.h"
 
 namespace strata {
@@ -50,6 +51,13 @@ int Graph::addNode(const std::string& type, const std::string& name, const Json&
     return n.id;
 }
 
+void Graph::checkName(int id, const std::string& name, const std::string& doing) const {
+    if (name.size() > kMaxNodeNameBytes)
+        throw GraphError(id, {},
+                         doing + ": the name '" + cutForMessage(name, 60) + "' is " + std::to_string(name.size()) +
+                             " bytes long; a node name is at most " + std::to_string(kMaxNodeNameBytes) + " bytes");
+}
+
 void Graph::insertNode(const Node& node) {
     if (node.id < 0) throw GraphError(node.id, {}, "node id " + std::to_string(node.id) + " is negative");
     if (m_nodes.count(node.id))
@@ -57,20 +65,39 @@ void Graph::insertNode(const Node& node) {
             node.id, {},
             "node id " + std::to_string(node.id) + " is already used by " + nodeLabel(m_nodes.at(node.id)));
     if (node.name.empty()) throw GraphError(node.id, {}, "node " + std::to_string(node.id) + " has an empty name");
+    checkName(node.id, node.name, "cannot add node " + std::to_string(node.id));
     if (const Node* other = nodeByName(node.name))
         throw GraphError(node.id, {},
                          "the name '" + node.name + "' is already used by node " + std::to_string(other->id));
     m_nodes.emplace(node.id, node);
+    m_idByName.emplace(node.name, node.id);
     m_nextId = std::max(m_nextId, node.id + 1);
 }
 
+void Graph::indexEdge(const Edge& e) {
+    m_sourceOf[{e.to.node, e.to.port}] = e.from.node;
+    m_targetsOf[e.from.node].push_back(e.to);
+}
+
+void Graph::unindexEdge(const Edge& e) {
+    m_sourceOf.erase({e.to.node, e.to.port});
+    auto it = m_targetsOf.find(e.from.node);
+    if (it == m_targetsOf.end()) return;
+    std::vector<PortRef>& targets = it->second;
+    targets.erase(std::find(targets.begin(), targets.end(), e.to));
+    if (targets.empty()) m_targetsOf.erase(it);
+}
+
 std::vector<Edge> Graph::removeNode(int id) {
-    if (!m_nodes.count(id)) throw GraphError(id, {}, "no node with id " + std::to_string(id));
+    auto at = m_nodes.find(id);
+    if (at == m_nodes.end()) throw GraphError(id, {}, "no node with id " + std::to_string(id));
     std::vector<Edge> removed;
     std::vector<Edge> kept;
     for (const Edge& e : m_edges) (e.from.node == id || e.to.node == id ? removed : kept).push_back(e);
     m_edges = std::move(kept);
-    m_nodes.erase(id);
+    for (const Edge& e : removed) unindexEdge(e);
+    m_idByName.erase(at->second.name);
+    m_nodes.erase(at);
     return removed;
 }
 
@@ -102,13 +129,16 @@ void Graph::connect(const PortRef& from, const PortRef& to) {
                              (other ? other->name : std::to_string(existing->from.node)) + "'");
     }
     m_edges.push_back({from, to});
+    indexEdge(m_edges.back());
 }
 
 std::optional<Edge> Graph::disconnect(const PortRef& to) {
+    if (!m_sourceOf.count({to.node, to.port})) return std::nullopt;
     for (auto it = m_edges.begin(); it != m_edges.end(); ++it) {
         if (it->to == to) {
             Edge e = *it;
             m_edges.erase(it);
+            unindexEdge(e);
             return e;
         }
     }
@@ -126,9 +156,8 @@ Node* Graph::node(int id) {
 }
 
 const Node* Graph::nodeByName(const std::string& name) const {
-    for (const auto& [id, n] : m_nodes)
-        if (n.name == name) return &n;
-    return nullptr;
+    auto it = m_idByName.find(name);
+    return it == m_idByName.end() ? nullptr : node(it->second);
 }
 
 std::vector<const Node*> Graph::nodes() const {
@@ -139,15 +168,17 @@ std::vector<const Node*> Graph::nodes() const {
 }
 
 std::optional<Edge> Graph::edgeInto(const PortRef& to) const {
-    for (const Edge& e : m_edges)
-        if (e.to == to) return e;
-    return std::nullopt;
+    auto it = m_sourceOf.find({to.node, to.port});
+    if (it == m_sourceOf.end()) return std::nullopt;
+    return Edge{{it->second, "out"}, to};  // connect() takes "out" as the only output port
 }
 
 std::vector<Edge> Graph::edgesFrom(int id) const {
     std::vector<Edge> out;
-    for (const Edge& e : m_edges)
-        if (e.from.node == id) out.push_back(e);
+    auto it = m_targetsOf.find(id);
+    if (it == m_targetsOf.end()) return out;
+    out.reserve(it->second.size());
+    for (const PortRef& to : it->second) out.push_back({{id, "out"}, to});
     return out;
 }
 
@@ -181,9 +212,13 @@ void Graph::setParams(int id, const Json& params) {
     } catch (const std::exception&) {
         return;  // invalid params: the port list is unknown, keep every edge
     }
+    std::vector<Edge> dropped;
     std::erase_if(m_edges, [&](const Edge& e) {
-        return e.to.node == id && std::find(ports.begin(), ports.end(), e.to.port) == ports.end();
+        const bool drop = e.to.node == id && std::find(ports.begin(), ports.end(), e.to.port) == ports.end();
+        if (drop) dropped.push_back(e);
+        return drop;
     });
+    for (const Edge& e : dropped) unindexEdge(e);
 }
 
 void Graph::setPosition(int id, double x, double y) {
@@ -197,17 +232,23 @@ void Graph::rename(int id, const std::string& name) {
     Node* n = node(id);
     if (!n) throw GraphError(id, {}, "no node with id " + std::to_string(id));
     if (name.empty()) throw GraphError(id, {}, "cannot rename " + nodeLabel(*n) + ": the name is empty");
+    checkName(id, name, "cannot rename " + nodeLabel(*n));
     const Node* other = nodeByName(name);
     if (other && other->id != id)
         throw GraphError(id, {},
                          "cannot rename " + nodeLabel(*n) + ": the name '" + name + "' is already used by node " +
                              std::to_string(other->id));
+    m_idByName.erase(n->name);
     n->name = name;
+    m_idByName.emplace(name, id);
 }
 
 void Graph::clear() {
     m_nodes.clear();
     m_edges.clear();
+    m_idByName.clear();
+    m_sourceOf.clear();
+    m_targetsOf.clear();
     m_nextId = 1;
 }
 

@@ -8,6 +8,8 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "core/layers/Layer.h"
@@ -55,7 +57,8 @@ public:
     // Adds a node with a fresh id and returns the id. An empty name becomes "<type lowercased><n>".
     int addNode(const std::string& type, const std::string& name = {}, const Json& params = Json::object(),
                 double x = 0, double y = 0);
-    // Inserts a node with its own id (file loading, undo). Throws if the id or name is taken.
+    // Inserts a node with its own id (file loading, undo). Throws if the id or name is taken, or the name is
+    // empty or longer than kMaxNodeNameBytes (core/io/InputLimits.h).
     void insertNode(const Node& node);
     // Removes the node and every edge touching it; returns the removed edges (for undo).
     std::vector<Edge> removeNode(int id);
@@ -70,6 +73,7 @@ public:
     std::optional<Edge> disconnect(const PortRef& to);
 
     const Node* node(int id) const;
+    // For changing params and position in place; a name changes only through rename() (the name index).
     Node* node(int id);
     const Node* nodeByName(const std::string& name) const;
     // Nodes in increasing id order.
@@ -87,7 +91,7 @@ public:
     // that needs those edges reads edgeInto() for each port first.
     void setParams(int id, const Json& params);
     void setPosition(int id, double x, double y);
-    void rename(int id, const std::string& name);  // throws if taken
+    void rename(int id, const std::string& name);  // throws if taken, empty or too long
     int nextId() const { return m_nextId; }
     bool empty() const { return m_nodes.empty(); }
     void clear();
@@ -100,9 +104,19 @@ public:
     bool operator==(const Graph& o) const { return m_nodes == o.m_nodes && m_edges == o.m_edges; }
 
 private:
+    void indexEdge(const Edge& e);
+    void unindexEdge(const Edge& e);
+    void checkName(int id, const std::string& name, const std::string& doing) const;
+
     std::map<int, Node> m_nodes;
     std::vector<Edge> m_edges;
     int m_nextId = 1;
+    // Indexes over m_nodes and m_edges, kept in step by every function that changes them, so nodeByName,
+    // edgeInto and edgesFrom take constant or logarithmic time: with linear scans, loading and analysing a
+    // graph of n nodes took n^2 steps (100,000 layers: 90 s; 10,000 unnamed ones: over 10 minutes).
+    std::unordered_map<std::string, int> m_idByName;
+    std::map<std::pair<int, std::string>, int> m_sourceOf;      // (node, input port) -> node feeding it
+    std::unordered_map<int, std::vector<PortRef>> m_targetsOf;  // node -> the inputs it feeds, in m_edges order
 };
 
 // One thing wrong with a graph, for the problems list and the error colour.

@@ -28,6 +28,8 @@
 
 #include <unistd.h>
 
+#include "core/io/InputFile.h"
+#include "core/io/JsonInput.h"
 #include "core/layers/LayerRegistry.h"
 
 namespace strata {
@@ -55,7 +57,9 @@ std::string describe(const Json& v) {
     std::string t = jsonTypeName(v);
     if (v.is_number() || v.is_boolean()) return t + " " + v.dump();
     if (v.is_string()) {
-        std::string s = v.dump(-1, ' ', false, Json::error_handler_t::replace);
+        // A prefix is enough for the 40 characters shown: a 100 MB string is not copied for a message.
+        std::string s =
+            Json(v.get_ref<const std::string&>().substr(0, 41)).dump(-1, ' ', false, Json::error_handler_t::replace);
         if (s.size() > 40) s = s.substr(0, 37) + "...\"";
         return t + " " + s;
     }
@@ -106,21 +110,27 @@ public:
         return *v;
     }
 
-    void string(const std::string& key, std::string& out, bool nonEmpty = false) {
-        if (const Json* v = find(key)) out = asString(*v, pathOf(key), nonEmpty);
-    }
     void finish() const {
         for (auto it = m_json.begin(); it != m_json.end(); ++it) {
             bool known = false;
             for (const auto& k : m_known) known = known || k == it.key();
-            if (!known) fail(pathOf(it.key()), "unknown key (known here: " + joined(m_known) + ")");
+            if (!known) fail(pathOf(cutForMessage(it.key(), 60)), "unknown key (known here: " + joined(m_known) + ")");
         }
     }
 
-    static std::string asString(const Json& v, const std::string& path, bool nonEmpty) {
+    // A string of at most `maxBytes` bytes of UTF-8. A parsed file's strings are UTF-8 already; a value built
+    // from a command line may not be, and it would be refused only when it is written into a checkpoint's
+    // JSON, after training (nlohmann's type_error 316).
+    static std::string asString(const Json& v, const std::string& path, bool nonEmpty,
+                                size_t maxBytes = kMaxSettingStringBytes, const char* what = "a string") {
         if (!v.is_string()) fail(path, "expected a string, got " + describe(v));
-        std::string s = v.get<std::string>();
+        const std::string& s = v.get_ref<const std::string&>();
+        if (s.size() > maxBytes)
+            fail(path, "is " + std::to_string(s.size()) + " bytes long; " + what + " is at most " +
+                           std::to_string(maxBytes) + " bytes");
         if (nonEmpty && s.empty()) fail(path, "must not be empty");
+        if (const std::string bad = utf8Problem(s); !bad.empty())
+            fail(path, "is not valid UTF-8 (" + bad + "); Strata's files hold UTF-8 text only");
         return s;
     }
     static int64_t asInteger(const Json& v, const std::string& path, int64_t min, int64_t max) {
@@ -196,7 +206,7 @@ void checkParamType(const ParamSpec& spec, const Json& v, const std::string& pat
             const std::string s = v.get<std::string>();
             for (const auto& c : spec.choices)
                 if (c == s) return;
-            fail(path, "unknown value '" + s + "' (" + spec.allowedText() + ")");
+            fail(path, "unknown value '" + cutForMessage(s, 60) + "' (" + spec.allowedText() + ")");
         }
         case ParamSpec::Kind::IntList:
             if (isInteger(v)) return;
@@ -230,11 +240,12 @@ Graph readGraph(const Json& json, const std::string& path) {
             node.type = ObjectReader::asString(n.require("type"), n.pathOf("type"), false);
             const LayerType* type = registry.find(node.type);
             if (!type)
-                fail(n.pathOf("type"),
-                     "unknown layer type '" + node.type + "' (known: " + joined(registry.names()) + ")");
+                fail(n.pathOf("type"), "unknown layer type '" + cutForMessage(node.type, 60) +
+                                           "' (known: " + joined(registry.names()) + ")");
 
-            n.string("name", node.name);
-            if (n.find("name") && node.name.empty()) fail(n.pathOf("name"), "must not be empty");
+            if (const Json* name = n.find("name")) {
+                node.name = ObjectReader::asString(*name, n.pathOf("name"), true, kMaxNodeNameBytes, "a node name");
+            }
             if (!node.name.empty()) {
                 if (auto it = nameAt.find(node.name); it != nameAt.end())
                     fail(n.pathOf("name"), "duplicate node name '" + node.name + "' (also at " + it->second + ")");
@@ -252,7 +263,7 @@ Graph readGraph(const Json& json, const std::string& path) {
                     std::vector<std::string> names;
                     for (const auto& s : specs) names.push_back(s.name);
                     if (!spec)
-                        fail(pp + "/" + pointerKey(it.key()),
+                        fail(pp + "/" + pointerKey(cutForMessage(it.key(), 60)),
                              "unknown parameter of " + node.type +
                                  (names.empty() ? " (it takes none)" : " (known: " + joined(names) + ")"));
                     checkParamType(*spec, it.value(), pp + "/" + pointerKey(it.key()));
@@ -273,14 +284,17 @@ Graph readGraph(const Json& json, const std::string& path) {
                 graph.insertNode(node);
         }
     }
-    // Unnamed nodes get "<type><n>" names after every written name is taken, so they never collide.
+    // Unnamed nodes get "<type><n>" names after every written name is taken, so they never collide: the
+    // smallest free n, which only grows as names are added, so each type's search resumes where it stopped
+    // (linear in the nodes; restarting at 1 made 10,000 unnamed nodes take minutes).
+    std::map<std::string, int> lastNumber;
     for (Node& node : unnamed) {
         std::string stem;
         for (char c : node.type) stem += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-        for (int k = 1;; ++k) {
-            node.name = stem + std::to_string(k);
-            if (!graph.nodeByName(node.name)) break;
-        }
+        int& k = lastNumber[stem];
+        do {
+            node.name = stem + std::to_string(++k);
+        } while (graph.nodeByName(node.name));
         graph.insertNode(node);
     }
 
@@ -305,13 +319,13 @@ Graph readGraph(const Json& json, const std::string& path) {
             const Node* src = graph.node(ends[0].node);
             const Node* dst = graph.node(ends[1].node);
             if (ends[0].port != "out")
-                fail(e.pathOf("from") + "/port",
-                     "unknown output port '" + ends[0].port + "' of " + src->name + " (the output port is 'out')");
+                fail(e.pathOf("from") + "/port", "unknown output port '" + cutForMessage(ends[0].port, 60) + "' of " +
+                                                     src->name + " (the output port is 'out')");
             if (ends[0].node == ends[1].node) fail(e.path(), "connects " + src->name + " to itself");
             const std::vector<std::string> ports = graph.inputPorts(dst->id);
             if (std::find(ports.begin(), ports.end(), ends[1].port) == ports.end())
                 fail(e.pathOf("to") + "/port",
-                     "unknown input port '" + ends[1].port + "' of " + dst->name + " (" + dst->type +
+                     "unknown input port '" + cutForMessage(ends[1].port, 60) + "' of " + dst->name + " (" + dst->type +
                          " ports: " + (ports.empty() ? std::string("none") : joined(ports)) + ")");
             auto key = std::make_pair(dst->id, ends[1].port);
             if (auto it = fedBy.find(key); it != fedBy.end())
@@ -470,7 +484,8 @@ Project projectFromJson(const Json& json) {
                                         " is not a Strata project format (this build reads format " +
                                         std::to_string(kProjectFormatVersion) + ")");
         p.formatVersion = static_cast<int>(version.get<int64_t>());
-        r.string("name", p.name);
+        if (const Json* name = r.find("name"))
+            p.name = ObjectReader::asString(*name, "/name", false, kMaxProjectNameBytes, "a project name");
         if (const Json* g = r.find("graph")) p.graph = readGraph(*g, "/graph");
         if (const Json* d = r.find("dataset")) p.dataset = readSettings(*d, "/dataset", datasetSettingSpecs());
         if (const Json* t = r.find("training")) p.training = readSettings(*t, "/training", trainingSettingSpecs());
@@ -491,7 +506,14 @@ Project projectFromJson(const Json& json) {
 Project parseProject(const std::string& text, const std::string& source) {
     Json json;
     try {
-        json = Json::parse(text);
+        // The limits first: a value nested 100,000 deep parses, then overflows the stack when it is copied.
+        json = parseJson<Json>(text, source);
+    } catch (const JsonLimitError& e) {
+        throw ProjectError(
+            source, e.pointer(),
+            (e.line() ? "line " + std::to_string(e.line()) + ", column " + std::to_string(e.column()) + ": "
+                      : std::string()) +
+                e.reason());
     } catch (const Json::parse_error& e) {
         // e.byte counts the bytes read including the offending one.
         const auto [line, column] = lineAndColumn(text, e.byte > 0 ? e.byte - 1 : 0);
@@ -510,14 +532,14 @@ Project parseProject(const std::string& text, const std::string& source) {
 }
 
 Project readProject(const std::string& path) {
-    std::error_code ec;
-    if (std::filesystem::is_directory(path, ec)) throw ProjectError(path, "", "is a folder, not a project file");
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw ProjectError(path, "", std::string("cannot open: ") + std::strerror(errno));
-    std::ostringstream buf;
-    buf << in.rdbuf();
-    if (in.bad()) throw ProjectError(path, "", "read error");
-    return parseProject(buf.str(), path);
+    std::string text;
+    try {
+        text = readFileText(path, kMaxProjectFileBytes, "a project file");
+    } catch (const FormatError& e) {
+        const bool folder = e.problem().rfind("is a directory", 0) == 0;
+        throw ProjectError(path, "", folder ? "is a folder, not a project file" : e.problem());
+    }
+    return parseProject(text, path);
 }
 
 void writeProject(const Project& project, const std::string& path) {

@@ -23,6 +23,8 @@
 #include <sqlite3.h>
 #include <unistd.h>
 
+#include "core/io/JsonInput.h"
+
 namespace strata::history {
 
 namespace {
@@ -541,7 +543,7 @@ std::vector<PendingWrite> RunStore::readPendingFile(const std::string& file, int
         if (line.size() > kMaxLine)
             throw std::runtime_error("pending writes '" + file + "', line " + std::to_string(n) + ": too long");
         try {
-            const Json j = Json::parse(line);
+            const Json j = parseJson<Json>(line, file);
             const int64_t r = j.at("run").get<int64_t>();
             if (run != 0 && r != run) throw std::runtime_error("another run's write (" + std::to_string(r) + ")");
             run = r;

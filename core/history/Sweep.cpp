@@ -14,6 +14,8 @@
 #include "core/backend/BackendRegistry.h"
 #include "core/history/RunRecorder.h"
 #include "core/io/FileIo.h"
+#include "core/io/InputFile.h"
+#include "core/io/JsonInput.h"
 #include "core/train/BackendOptionsFor.h"
 #include "core/train/Trainer.h"
 
@@ -257,8 +259,7 @@ std::vector<TrialResult> runSweep(const Project& project, const std::string& pro
     if (std::filesystem::exists(statePath)) {
         Json state;
         try {
-            std::ifstream f(statePath);
-            state = Json::parse(f);
+            state = parseJson<Json>(readFileText(statePath, kMaxProjectFileBytes, "a sweep state file"), statePath);
             if (state.at("sweep") != project.sweep)
                 throw std::runtime_error("it belongs to a different sweep definition (delete it to start over)");
             for (const Json& t : state.at("trials")) results.push_back(resultFromJson(t));

@@ -18,6 +18,7 @@
 #include "core/graph/Model.h"
 #include "core/infer/Evaluation.h"
 #include "core/infer/ExportCheck.h"
+#include "core/io/FileIo.h"
 #include "core/train/BackendOptionsFor.h"
 #include "core/train/PruneRun.h"
 #include "core/train/Trainer.h"
@@ -33,8 +34,7 @@ using Weights = std::map<std::string, std::vector<float>>;
 std::string percentText(double fraction) { return std::to_string(static_cast<int>(std::lround(fraction * 100))) + "%"; }
 
 uint64_t deflatedSize(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    const std::vector<unsigned char> bytes((std::istreambuf_iterator<char>(in)), {});
+    const std::vector<uint8_t> bytes = readWholeFile(path);
     uLongf size = compressBound(static_cast<uLong>(bytes.size()));
     std::vector<unsigned char> out(size);
     if (compress2(out.data(), &size, bytes.data(), static_cast<uLong>(bytes.size()), 9) != Z_OK)

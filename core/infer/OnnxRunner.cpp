@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/export/Onnx.h"
+#include "core/io/JsonInput.h"
 #include "core/tensor/Shape.h"
 
 #ifdef STRATA_HAVE_OPENCV_DNN
@@ -127,7 +128,7 @@ OnnxRunner::OnnxRunner(const std::string& path) : m_impl(std::make_unique<Impl>(
     d.inputDims = perSample(info.inputDims, "input");
     d.outputDims = perSample(info.outputDims, "output");
     if (auto it = info.metadata.find("strata.normalization"); it != info.metadata.end()) {
-        const nlohmann::json j = nlohmann::json::parse(it->second, nullptr, false);
+        const nlohmann::json j = tryParseJson<nlohmann::json>(it->second);
         if (j.is_object() && j.contains("in_graph") && j["in_graph"].is_boolean())
             d.normalizationInGraph = j["in_graph"].get<bool>();
     }

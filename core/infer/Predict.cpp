@@ -7,6 +7,7 @@
 #include <map>
 #include <stdexcept>
 
+#include <unistd.h>
 #include <zlib.h>
 
 #include "core/backend/BackendRegistry.h"
@@ -19,6 +20,7 @@
 #include "core/graph/Model.h"
 #include "core/infer/ExportCheck.h"
 #include "core/infer/OnnxRunner.h"
+#include "core/io/InputFile.h"
 
 namespace strata {
 
@@ -131,8 +133,7 @@ PredictInputs encodeTexts(const std::vector<std::string>& texts, const ExportMod
 }
 
 std::vector<std::string> readTextLines(const std::string& path, int64_t limit) {
-    std::ifstream f(path, std::ios::binary);
-    if (!f) throw std::runtime_error(path + ": cannot be read");
+    InputStream f(path, kMaxDataFileBytes, "a text file");
     std::vector<std::string> lines;
     std::string line;
     for (int64_t n = 1; static_cast<int64_t>(lines.size()) < limit && std::getline(f, line); ++n) {
@@ -147,8 +148,14 @@ std::vector<std::string> readTextLines(const std::string& path, int64_t limit) {
 }
 
 bool isIdxImages(const std::string& path) {
-    gzFile f = gzopen(path.c_str(), "rb");
-    if (!f) return false;
+    // Checked before zlib opens it: gzopen would wait forever on a FIFO.
+    InputFile file(path, kMaxDataFileBytes, "a data file");
+    const int fd = file.release();
+    gzFile f = gzdopen(fd, "rb");
+    if (!f) {
+        ::close(fd);
+        return false;
+    }
     unsigned char b[4] = {};
     const int n = gzread(f, b, 4);
     gzclose(f);

@@ -12,20 +12,14 @@
 #include <unistd.h>
 
 #include "core/io/FormatError.h"
-#include "core/io/InputLimits.h"
+#include "core/io/InputFile.h"
 
 namespace strata {
 
-std::vector<uint8_t> readWholeFile(const std::string& path) {
-    requireRegularFile(path);
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw FormatError(path, "cannot open file for reading");
-    in.seekg(0, std::ios::end);
-    const std::streamoff size = in.tellg();
-    if (size < 0) throw FormatError(path, "cannot determine the file size");
-    in.seekg(0, std::ios::beg);
-    std::vector<uint8_t> bytes(static_cast<size_t>(size));
-    if (size > 0 && !in.read(reinterpret_cast<char*>(bytes.data()), size)) throw FormatError(path, "read failed");
+std::vector<uint8_t> readWholeFile(const std::string& path, int64_t maxBytes, const std::string& kind) {
+    InputFile in(path, maxBytes, kind);
+    std::vector<uint8_t> bytes(static_cast<size_t>(in.size()));
+    bytes.resize(in.read(bytes.data(), bytes.size()));
     return bytes;
 }
 

@@ -9,10 +9,14 @@
 #include <string>
 #include <vector>
 
+#include "core/io/InputLimits.h"
+
 namespace strata {
 
-// Throws FormatError naming the file when it cannot be opened or read.
-std::vector<uint8_t> readWholeFile(const std::string& path);
+// Throws FormatError naming the file when it cannot be opened or read, is not a regular file, or is larger
+// than `maxBytes` (InputFile's checks; `kind` names the file in that message).
+std::vector<uint8_t> readWholeFile(const std::string& path, int64_t maxBytes = kMaxModelFileBytes,
+                                   const std::string& kind = "a model file");
 
 // Calls `write` on a stream to "<path>.tmp-<pid>", fsyncs it, renames it over `path` and fsyncs the
 // folder. On any failure (open, a stream in a failed state after `write`, fsync, rename) the temporary

@@ -16,6 +16,7 @@
 #include "core/io/FileIo.h"
 #include "core/io/Half.h"
 #include "core/io/InputLimits.h"
+#include "core/io/JsonInput.h"
 
 static_assert(std::endian::native == std::endian::little, "the export formats assume a little-endian host");
 
@@ -150,7 +151,7 @@ SafetensorsContents readSafetensors(const std::string& path) {
 
     Json header;
     try {
-        header = Json::parse(bytes.begin() + 8, bytes.begin() + static_cast<std::ptrdiff_t>(dataStart));
+        header = parseJson<Json>({reinterpret_cast<const char*>(bytes.data()) + 8, headerLen}, path, {.baseOffset = 8});
     } catch (const Json::parse_error& e) {
         // e.byte is 1-based within the header text.
         const int64_t at = 8 + static_cast<int64_t>(e.byte > 0 ? e.byte - 1 : 0);
@@ -195,6 +196,8 @@ SafetensorsContents readSafetensors(const std::string& path) {
         for (const Json& d : shape) {
             if (!d.is_number_unsigned()) throw FormatError(path, 8, where + "shape holds a non-negative-integer entry");
             const uint64_t v = d.get<uint64_t>();
+            if (v > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))  // as int64_t, it would print negative
+                throw FormatError(path, 8, where + "dimension " + std::to_string(v) + " is larger than 2^63 - 1");
             if (v != 0 && numel > std::numeric_limits<uint64_t>::max() / 8 / v) huge = true;
             numel = huge ? numel : numel * v;
             dims.push_back(static_cast<int64_t>(v));
@@ -241,7 +244,7 @@ SafetensorsContents readSafetensors(const std::string& path) {
     // Checksums, when the writer stored them (Strata's files since issue 18): every tensor must match.
     Json sums;
     if (auto it = contents.metadata.find(kChecksumMetadataKey); it != contents.metadata.end()) {
-        sums = Json::parse(it->second, nullptr, false);
+        sums = tryParseJson<Json>(it->second);
         if (!sums.is_object())
             throw FormatError(path, 8, std::string("__metadata__ '") + kChecksumMetadataKey + "' is not a JSON object");
         contents.metadata.erase(it);  // container detail, not the caller's metadata

@@ -33,8 +33,15 @@ std::string valueText(const Json& v) {
     return s;
 }
 
-// True for a JSON number holding an integer (3 or 3.0); sets `out`.
+// True for a JSON number holding an integer (3 or 3.0); sets `out`. An unsigned value above 2^63 - 1 is
+// saturated there, so the range check refuses it (get<int64_t>() would wrap 2^63 to a negative number, and
+// the message would show that number).
 bool asInteger(const Json& v, int64_t& out) {
+    if (v.is_number_unsigned()) {
+        const uint64_t u = v.get<uint64_t>();
+        out = u > static_cast<uint64_t>(INT64_MAX) ? INT64_MAX : static_cast<int64_t>(u);
+        return true;
+    }
     if (v.is_number_integer()) {
         out = v.get<int64_t>();
         return true;
@@ -97,9 +104,12 @@ Json checkValue(const ParamSpec& spec, const Json& v) {
                 if (!asInteger(list[static_cast<size_t>(k)], e))
                     fail(spec, "item " + std::to_string(k) + " of " + valueText(v) +
                                    " is not an integer (allowed: " + spec.allowedText() + ")");
-                if (static_cast<double>(e) < spec.min || static_cast<double>(e) > spec.max)
-                    fail(spec, "item " + std::to_string(k) + " of " + valueText(v) + " is " + std::to_string(e) +
-                                   ", out of range (" + rangeText(spec.min, spec.max) + ")");
+                if (static_cast<double>(e) < spec.min || static_cast<double>(e) > spec.max) {
+                    const Json& item = list[static_cast<size_t>(k)];
+                    fail(spec, "item " + std::to_string(k) + " of " + valueText(v) + " is " +
+                                   (item.is_number_unsigned() ? item.dump() : std::to_string(e)) + ", out of range (" +
+                                   rangeText(spec.min, spec.max) + ")");
+                }
                 out.push_back(e);
             }
             return out;

@@ -9,6 +9,7 @@
 #include "core/data/Dataset.h"
 #include "core/graph/Model.h"
 #include "core/io/Base64.h"
+#include "core/io/JsonInput.h"
 #include "core/io/Safetensors.h"
 
 namespace strata {
@@ -195,7 +196,7 @@ Checkpoint loadCheckpoint(const std::string& pathIn) {
         throw std::runtime_error(path + ": not a Strata checkpoint (no '" + std::string(kMetaKey) + "' metadata)");
     Checkpoint c;
     try {
-        const Json meta = Json::parse(metaIt->second);
+        const Json meta = parseJson<Json>(metaIt->second, path);
         c.project = projectFromJson(meta.at("project"));
         // Read wide, then range-checked: get<int>() would wrap an epoch of 2^40 silently.
         const int64_t epoch = meta.at("epoch").get<int64_t>();

@@ -15,6 +15,8 @@
 #include "core/data/DataLoader.h"
 #include "core/data/Dataset.h"
 #include "core/graph/Model.h"
+#include "core/io/InputFile.h"
+#include "core/io/JsonInput.h"
 #include "core/train/BatchStager.h"
 #include "core/train/Optimizer.h"
 
@@ -93,10 +95,10 @@ Cost layerCost(const std::string& type, const Json& params, int64_t batch, const
 }
 
 Json readCache(const std::string& path) {
-    std::ifstream f(path);
-    if (!f) return Json::object();
+    std::error_code ec;
+    if (!std::filesystem::exists(path, ec)) return Json::object();
     try {
-        Json j = Json::parse(f);
+        Json j = parseJson<Json>(readFileText(path, kMaxProjectFileBytes, "a roofline cache"), path);
         return j.is_object() ? j : Json::object();
     } catch (const std::exception&) {
         return Json::object();  // a damaged cache is measured again and rewritten
