@@ -86,7 +86,9 @@ ExportSummary writeGgufExport(const std::string& path, const ExportModel& model,
 
 // A checkpoint file or folder, a .safetensors export, a .gguf export or a Strata .onnx export:
 // GGUF by its magic bytes, ONNX by the .onnx extension, anything else as safetensors (a checkpoint
-// or an export, told apart by its metadata). Throws FormatError or std::runtime_error naming the file.
-ExportModel loadModelFile(const std::string& path);
+// or an export, told apart by its metadata). Throws FormatError or std::runtime_error naming the file; among
+// others for a weight holding NaN or inf (as dequantized; unless `options` allow it) and for a normalization
+// with a std of 0, NaN or inf (checkNormalizationValues, as checkpoints refuse it).
+ExportModel loadModelFile(const std::string& path, const WeightLoadOptions& options = {});
 
 }  // namespace strata
