@@ -47,11 +47,10 @@ CheckpointNormalization normalizationFromJson(const Json& j) {
     return n;
 }
 
-// The loaders check statistics read from a file as checkpoints are checked (a std of 0 or NaN would divide every
-// input by it), and against the graph the file carries.
+// The loaders check statistics read from a file (a std of 0 or NaN would divide every input by it) and against the
+// graph the file carries.
 void checkLoadedNormalization(const ExportModel& m, const std::string& path) {
     try {
-        checkNormalizationValues(m.normalization);
         checkNormalization(m.normalization, m.project.graph);
     } catch (const std::exception& e) {
         throw FormatError(path, e.what());
@@ -320,6 +319,11 @@ ExportModel exportModelFromCheckpoint(const Checkpoint& c) {
 }
 
 void checkNormalization(const CheckpointNormalization& norm, const Graph& graph) {
+    try {
+        checkNormalizationValues(norm);
+    } catch (const std::invalid_argument& e) {
+        throw std::runtime_error(e.what());
+    }
     if (norm.featureMean.empty() && norm.featureStd.empty()) return;
     if (norm.featureMean.size() != norm.featureStd.size())
         throw std::runtime_error("per-feature normalization has " + std::to_string(norm.featureMean.size()) +

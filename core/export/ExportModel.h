@@ -48,8 +48,9 @@ ExportModel exportModelFromCheckpoint(const Checkpoint& checkpoint);
 // and vocabulary of its dataset (`projectPath` resolves the dataset's relative paths).
 ExportModel untrainedExportModel(const Project& project, const std::string& projectPath);
 
-// Per-feature statistics (CSV 'standardize') must hold one mean and one std per input value of the
-// graph, each std positive; throws std::runtime_error naming the sizes or the feature otherwise.
+// The normalization's values must be usable (checkNormalizationValues: no std of 0, NaN or inf, as checkpoints
+// refuse it) and per-feature statistics (CSV 'standardize') must hold one mean and one std per input value of the
+// graph; throws std::runtime_error naming the field, the sizes or the feature otherwise. Writers and loaders check.
 void checkNormalization(const CheckpointNormalization& norm, const Graph& graph);
 
 // Metadata keys shared by the formats.
