@@ -18,6 +18,7 @@
 #include "core/infer/Evaluation.h"
 #include "core/infer/ExportCheck.h"
 #include "core/train/ProjectFingerprint.h"
+#include "core/train/RunFolder.h"
 
 namespace strata {
 
@@ -81,10 +82,11 @@ ExportModel modelFromProject(const std::string& path, bool untrained, const Weig
         out << "exporting untrained weights (seed " << project.training.seed << ")\n";
         return m;
     }
-    if (project.training.checkpointDir.empty())
+    if (project.training.checkpointDir.empty() && latestRunFolder(path, project.name, {}).empty())
         throw std::runtime_error(path +
-                                 ": the project names no checkpoint folder (training.checkpointDir); "
-                                 "pass a checkpoint, or --untrained to export the initial weights");
+                                 ": the project names no checkpoint folder (training.checkpointDir) and has no "
+                                 "run folder with a checkpoint; pass a checkpoint, or --untrained to export the "
+                                 "initial weights");
     const std::string file = projectCheckpointFile(project, path);
     out << "using checkpoint " << file << "\n";
     const Checkpoint c = loadCheckpoint(file, options);

@@ -4,6 +4,7 @@
 // whose name and shape match.
 #include <QTemporaryDir>
 #include <QtTest>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -15,6 +16,7 @@
 #include "core/io/Safetensors.h"
 #include "core/train/Checkpoint.h"
 #include "core/train/ProjectFingerprint.h"
+#include "core/train/RunFolder.h"
 #include "core/train/Trainer.h"
 #include "tests/support/TestBackends.h"
 #include "tests/support/TestProjects.h"
@@ -260,6 +262,22 @@ private slots:
             QVERIFY2(contains(out.str(), "using checkpoint " + ck + "/best.safetensors") ||
                          contains(out.str(), "using checkpoint " + ck + "/latest.safetensors"),
                      out.str().c_str());
+        }
+        // A project without a checkpoint folder: its newest run folder (where strata-train put its checkpoints).
+        fs::create_directories(path("proj"));
+        Project r = project("pets", {"cat", "dog", "fox"});
+        writeProject(r, path("proj/r.strata"));
+        {
+            TrainerOptions o;
+            o.projectPath = path("proj/r.strata");
+            o.runFolder = newRunFolder(o.projectPath, r.name, {}, std::chrono::system_clock::now());
+            test::RecordedRun rec;
+            QVERIFY2(train(r, rec, o), rec.error.c_str());
+        }
+        {
+            std::ostringstream out, err;
+            QCOMPARE(runPredictCommand({path("proj/r.strata"), path("rows.csv")}, out, err), 0);
+            QVERIFY2(contains(out.str(), "using checkpoint " + path("proj/runs/pets-")), out.str().c_str());
         }
     }
 

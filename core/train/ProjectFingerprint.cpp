@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "core/layers/LayerRegistry.h"
+#include "core/train/RunFolder.h"
 
 namespace strata {
 
@@ -180,11 +181,14 @@ std::vector<std::string> fingerprintDifferences(const ProjectFingerprint& saved,
 }
 
 std::string projectCheckpointFile(const Project& project, const std::string& projectPath) {
-    if (project.training.checkpointDir.empty())
+    if (!project.training.checkpointDir.empty())
+        return resolveCheckpointPath(resolveDatasetPath(projectPath, project.training.checkpointDir));
+    const std::string runs = latestRunFolder(projectPath, project.name, {});
+    if (runs.empty())
         throw std::runtime_error(projectPath +
-                                 ": the project names no checkpoint folder (training.checkpointDir); "
-                                 "give a checkpoint instead");
-    return resolveCheckpointPath(resolveDatasetPath(projectPath, project.training.checkpointDir));
+                                 ": the project names no checkpoint folder (training.checkpointDir) and has no run "
+                                 "folder with a checkpoint beside it (runs/); give a checkpoint instead");
+    return resolveCheckpointPath(runs);
 }
 
 void checkBelongsToProject(const std::string& file, const std::string& savedProjectName,

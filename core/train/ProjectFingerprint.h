@@ -54,8 +54,8 @@ std::vector<std::string> fingerprintDifferences(const ProjectFingerprint& saved,
                                                 const std::string& what = "checkpoint");
 
 // The checkpoint a project file stands for where a model is expected (export, predict): the best, else the latest,
-// checkpoint of its checkpoint folder (relative to the project file). Throws std::runtime_error naming the project
-// when it names no checkpoint folder.
+// checkpoint of its checkpoint folder (relative to the project file), or without one of its newest run folder
+// (RunFolder.h). Throws std::runtime_error naming the project when it has neither.
 std::string projectCheckpointFile(const Project& project, const std::string& projectPath);
 
 // Throws std::runtime_error when `saved` (from `file`, written by project `savedProjectName`) does not belong to
