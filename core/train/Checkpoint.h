@@ -2,7 +2,8 @@
 // parameters and state ("<node>.<param>"), the optimizer state
 // ("optim.<slot>.<node>.<param>"), the pruning masks of a pruning run ("mask.<node>.<param>") and, in the header's
 // __metadata__ under "strata.checkpoint", a JSON document: the project, epoch, step, metrics, RNG state, the dataset
-// normalization and class labels. Written to a temporary file and renamed, so a crash never leaves a broken checkpoint.
+// normalization and class labels, with its checksum under "strata.checkpoint.xxh3_64" (an edit after writing is
+// refused on load). Written to a temporary file and renamed, so a crash never leaves a broken checkpoint.
 // A checkpoint folder holds epoch-NNN.safetensors files plus best.safetensors
 // (when validation ran) and latest.safetensors.
 #pragma once
