@@ -5,14 +5,16 @@
 //   export PROJECT_OR_CHECKPOINT --format onnx|gguf|safetensors [--quantize q8_0|f16]
 //          [--opset N] [--no-normalization] [--untrained] -o FILE
 //     A checkpoint file, or a checkpoint folder (its best checkpoint), or a project
-//     file (its training.checkpointDir's best checkpoint; with --untrained, the
-//     seeded initial weights).
+//     file (its training.checkpointDir's best checkpoint, refused when it belongs to another project; with
+//     --untrained, the seeded initial weights). --allow-non-finite loads weights holding NaN or inf.
 //   predict MODEL_FILE INPUT [--top K] [--count N] [--labels IDX_LABELS] [--quiet] [--runtime strata|opencv]
+//          [--allow-non-finite]
 //     MODEL_FILE: checkpoint file or folder, .safetensors / .gguf / .onnx export (core/infer/Predict.h says
-//     which runtime runs an .onnx file). INPUT: IDX images (gzipped or raw; the first N), a CSV file (header
-//     row; the project's label column, when present, is shown and not fed to the model; text projects
-//     tokenize the text column), or a PNG / PGM / PPM image, fitted to the model's input as the Predict dock
-//     does (core/data/ImageFile.h: channels converted, size resized, each said in a line). Raw values are
+//     which runtime runs an .onnx file), or a project file (its checkpoint folder's best checkpoint, refused
+//     when it belongs to another project: core/train/ProjectFingerprint.h). INPUT: IDX images (gzipped or raw; the
+//     first N), a CSV file (header row; the project's label column, when present, is shown and not fed to the model;
+//     text projects tokenize the text column), or a PNG / PGM / PPM image, fitted to the model's input as the Predict
+//     dock does (core/data/ImageFile.h: channels converted, size resized, each said in a line). Raw values are
 //     normalized as in training; prints the top K classes with probabilities, and "accuracy X% on N
 //     samples" when labels are known (the CSV's label column, or --labels with an IDX label file for IDX
 //     images). --quiet prints only that summary.

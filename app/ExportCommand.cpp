@@ -17,6 +17,8 @@
 #include "core/graph/Project.h"
 #include "core/infer/Evaluation.h"
 #include "core/infer/ExportCheck.h"
+#include "core/train/ProjectFingerprint.h"
+#include "core/train/RunFolder.h"
 
 namespace strata {
 
@@ -30,7 +32,8 @@ const char* kExportUsage =
     "usage: strata-train export PROJECT_OR_CHECKPOINT --format onnx|gguf|safetensors\n"
     "                           [--quantize f16|q8_0|q4_0 (gguf, safetensors f16) | int8 (onnx)]\n"
     "                           [--calibration-samples N] [--calibration minmax|percentile] [--percentile P]\n"
-    "                           [--opset N] [--no-normalization] [--untrained] -o FILE\n";
+    "                           [--opset N] [--no-normalization] [--untrained] [--allow-non-finite] -o FILE\n"
+    "  --allow-non-finite   load a checkpoint whose weights hold NaN or inf (refused otherwise, naming the tensor)\n";
 
 std::string pct(double fraction) {
     std::ostringstream s;
@@ -41,10 +44,10 @@ std::string pct(double fraction) {
 // The int8 file against the float model on the whole validation split (the training split when there is
 // none): the file's weights and activation grid simulated in Strata (Quantize.h), as onnxruntime computes it.
 void reportInt8Accuracy(const ExportModel& floatModel, const std::string& path, const DatasetBundle& data,
-                        std::ostream& out) {
+                        const WeightLoadOptions& options, std::ostream& out) {
     const bool validation = data.validation.count > 0;
     const DataSplit& split = validation ? data.validation : data.train;
-    const ExportModel file = loadModelFile(path);
+    const ExportModel file = loadModelFile(path, options);
     auto backend = backendRegistry().create(Device::cpu());
     auto compiled = compileExportModel(floatModel, *backend);
     const Predictions f = predictSamples(*compiled, split.inputs.data(), split.count);
@@ -70,22 +73,27 @@ std::string upper(std::string s) {
     return s;
 }
 
-// A project file: the best checkpoint of its checkpoint folder, or with --untrained its initial weights.
-ExportModel modelFromProject(const std::string& path, bool untrained, std::ostream& out) {
+// A project file: the best checkpoint of its checkpoint folder, checked to belong to the project, or with
+// --untrained its initial weights.
+ExportModel modelFromProject(const std::string& path, bool untrained, const WeightLoadOptions& options,
+                             std::ostream& out) {
     const Project project = readProject(path);
     if (untrained) {
         ExportModel m = untrainedExportModel(project, path);
         out << "exporting untrained weights (seed " << project.training.seed << ")\n";
         return m;
     }
-    if (project.training.checkpointDir.empty())
+    if (project.training.checkpointDir.empty() && latestRunFolder(path, project.name, {}).empty())
         throw std::runtime_error(path +
-                                 ": the project names no checkpoint folder (training.checkpointDir); "
-                                 "pass a checkpoint, or --untrained to export the initial weights");
-    const std::string dir = resolveDatasetPath(path, project.training.checkpointDir);
-    const std::string file = resolveCheckpointPath(dir);
+                                 ": the project names no checkpoint folder (training.checkpointDir) and has no "
+                                 "run folder with a checkpoint; pass a checkpoint, or --untrained to export the "
+                                 "initial weights");
+    const std::string file = projectCheckpointFile(project, path);
     out << "using checkpoint " << file << "\n";
-    return exportModelFromCheckpoint(loadCheckpoint(file));
+    const Checkpoint c = loadCheckpoint(file, options);
+    checkBelongsToProject(file, c.project.name, checkpointFingerprint(c), projectSettingsFingerprint(project),
+                          "To export it as it is, give the checkpoint instead of the project");
+    return exportModelFromCheckpoint(c);
 }
 
 int exportCommand(const std::vector<std::string>& args, std::ostream& out) {
@@ -94,6 +102,7 @@ int exportCommand(const std::vector<std::string>& args, std::ostream& out) {
     QuantizationOptions quantization;
     bool calibrationGiven = false;
     bool untrained = false, normalization = true;
+    WeightLoadOptions loadOptions;
     for (size_t i = 0; i < args.size(); ++i) {
         const std::string& a = args[i];
         auto value = [&]() -> const std::string& {
@@ -133,6 +142,8 @@ int exportCommand(const std::vector<std::string>& args, std::ostream& out) {
             untrained = true;
         else if (a == "--no-normalization")
             normalization = false;
+        else if (a == "--allow-non-finite")
+            loadOptions.allowNonFinite = true;
         else if (!a.empty() && a[0] == '-')
             throw UsageError("unknown option " + a);
         else if (source.empty())
@@ -164,12 +175,12 @@ int exportCommand(const std::vector<std::string>& args, std::ostream& out) {
     std::error_code ec;
     std::string projectPath;  // resolves relative dataset paths (int8 calibration)
     if (!fs::is_directory(source, ec) && looksLikeProjectFile(source)) {
-        model = modelFromProject(source, untrained, out);
+        model = modelFromProject(source, untrained, loadOptions, out);
         projectPath = source;
     } else if (untrained)
         throw UsageError("--untrained needs a project file");
     else
-        model = exportModelFromCheckpoint(loadCheckpoint(source));
+        model = exportModelFromCheckpoint(loadCheckpoint(source, loadOptions));
 
     if (format == "onnx") {
         OnnxExportOptions o;
@@ -201,7 +212,7 @@ int exportCommand(const std::vector<std::string>& args, std::ostream& out) {
             out << "int8 file: " << fs::file_size(output) << " bytes, " << std::fixed << std::setprecision(2)
                 << static_cast<double>(fs::file_size(output)) / static_cast<double>(floatBytes) << std::defaultfloat
                 << "x the float32 file (" << floatBytes << " bytes)\n";
-            reportInt8Accuracy(model, output, data, out);
+            reportInt8Accuracy(model, output, data, loadOptions, out);
         }
         return 0;
     }

@@ -4,23 +4,30 @@
 #include <filesystem>
 #include <iomanip>
 #include <numeric>
+#include <optional>
 
 #include "app/CliArgs.h"
 #include "app/CliCommands.h"
+#include "core/graph/Project.h"
 #include "core/infer/Predict.h"
 #include "core/io/InputLimits.h"
+#include "core/train/ProjectFingerprint.h"
 
 namespace strata {
 
 namespace {
 
+using cli::looksLikeProjectFile;
 using cli::UsageError;
 
 const char* kPredictUsage =
     "usage: strata-train predict MODEL_FILE INPUT [--top K] [--count N] [--labels IDX_LABELS] [--quiet]\n"
-    "                            [--runtime strata|opencv]\n"
+    "                            [--runtime strata|opencv] [--allow-non-finite]\n"
     "       strata-train predict MODEL_FILE --text \"TEXT\" [--text \"TEXT\" ...] | --text-file FILE [options]\n"
-    "       (text models: each --text, or each line of FILE, is one sample, tokenized as in training)\n";
+    "       (text models: each --text, or each line of FILE, is one sample, tokenized as in training)\n"
+    "  MODEL_FILE: a checkpoint (file or folder), an export (.onnx, .gguf, .safetensors) or a project file (its\n"
+    "  checkpoint folder's best checkpoint, refused when it belongs to another project)\n"
+    "  --allow-non-finite   load weights that hold NaN or inf (refused otherwise, naming the tensor)\n";
 
 // Samples per forward pass: bounds the activations (a CNN on 10,000 images at once would need gigabytes).
 constexpr int kPredictBatch = 256;
@@ -30,6 +37,7 @@ int predictCommand(const std::vector<std::string>& args, std::ostream& out) {
     std::vector<std::string> texts;
     int top = 3, count = 5;
     bool quiet = false;
+    WeightLoadOptions loadOptions;
     for (size_t i = 0; i < args.size(); ++i) {
         const std::string& a = args[i];
         auto value = [&]() -> const std::string& {
@@ -44,6 +52,8 @@ int predictCommand(const std::vector<std::string>& args, std::ostream& out) {
             labelsPath = value();
         else if (a == "--quiet")
             quiet = true;
+        else if (a == "--allow-non-finite")
+            loadOptions.allowNonFinite = true;
         else if (a == "--runtime")
             runtimeName = value();
         else if (a == "--text")
@@ -73,9 +83,25 @@ int predictCommand(const std::vector<std::string>& args, std::ostream& out) {
         runtime = PredictRuntime::OpenCv;
     else if (!runtimeName.empty())
         throw UsageError("--runtime: '" + runtimeName + "' is not strata or opencv");
-    if (runtime == PredictRuntime::OpenCv && std::filesystem::path(modelPath).extension() != ".onnx")
-        throw UsageError("--runtime opencv runs .onnx files; " + modelPath + " is not one");
-    const auto predictor = std::make_unique<Predictor>(modelPath, runtime);
+    // A project file stands for its checkpoint, which must belong to it (not another project's of the same shapes).
+    std::string modelFile = modelPath;
+    std::optional<Project> project;
+    std::error_code ec;
+    if (!std::filesystem::is_directory(modelPath, ec) && looksLikeProjectFile(modelPath)) {
+        project = readProject(modelPath);
+        modelFile = projectCheckpointFile(*project, modelPath);
+        out << "using checkpoint " << modelFile << "\n";
+    }
+    if (runtime == PredictRuntime::OpenCv && std::filesystem::path(modelFile).extension() != ".onnx")
+        throw UsageError("--runtime opencv runs .onnx files; " + modelFile + " is not one");
+    const auto predictor = std::make_unique<Predictor>(modelFile, runtime, loadOptions);
+    if (project) {
+        const ExportModel& m = predictor->model();
+        checkBelongsToProject(modelFile, m.project.name,
+                              projectFingerprint(m.project, m.classNames, m.normalization, m.vocabulary),
+                              projectSettingsFingerprint(*project),
+                              "To predict with it anyway, give the checkpoint instead of the project");
+    }
     const Shape& inShape = predictor->inputShape();
 
     PredictInputs in;

@@ -65,6 +65,8 @@ std::string usage() {
     line("--metrics-out FILE.jsonl", "one JSON object per step, epoch and event");
     line("--resume CKPT", "continue from a checkpoint file, or a folder's newest checkpoint that loads");
     line("--resume-from WHICH", "latest (default) or best: which checkpoint of a --resume folder");
+    line("--init-from CKPT",
+         "a new run from a checkpoint's weights (any project's): tensors whose name and shape match are copied");
     line("--max-steps N", "stop after N steps");
     line("--resident-data auto|on|off", "keep the training split in device memory and gather batches there");
     text += "                             (auto: on a GPU when it fits and there is no augmentation)\n";
@@ -348,7 +350,7 @@ int main(int argc, char** argv) {
                          : fail(reason);
     };
 
-    std::string projectPath, metricsPath, resume, residentData = "auto";
+    std::string projectPath, metricsPath, resume, initFrom, residentData = "auto";
     double bucketMb = 0;  // automatic
     double collectiveTimeout = strata::kDefaultCollectiveTimeoutSeconds;
     std::string historyPath = strata::history::RunStore::defaultPath();
@@ -379,6 +381,8 @@ int main(int argc, char** argv) {
                 metricsPath = value(a);
             } else if (a == "--resume") {
                 resume = value(a);
+            } else if (a == "--init-from") {
+                initFrom = value(a);
             } else if (a == "--history") {
                 historyPath = value(a);
             } else if (a == "--resume-from") {
@@ -419,6 +423,8 @@ int main(int argc, char** argv) {
         }
     }
     if (projectPath.empty()) return failRank("no project file given (see --help)");
+    if (!resume.empty() && !initFrom.empty())
+        return failRank("--init-from starts a new run and --resume continues one: give one of them");
     // Rank 0 alone prints progress and writes metrics, checkpoints and history; every rank samples its device
     // when rank 0 writes metrics (its samples reach rank 0 with the per-step stop vote).
     const int telemetryIntervalMs = metricsPath.empty() ? 0 : 500;
@@ -465,6 +471,7 @@ int main(int argc, char** argv) {
     options.projectPath = projectPath;
     options.resumeFrom = resume;
     options.resumeBest = resumeBest;
+    options.initFrom = initFrom;
     options.maxSteps = maxSteps;
     options.residentData = residentData == "on"    ? strata::TrainerOptions::ResidentData::On
                            : residentData == "off" ? strata::TrainerOptions::ResidentData::Off

@@ -183,6 +183,29 @@ private slots:
                                  g.addTensor("bad", Shape{3, 10}, std::vector<float>(30), GgufTensorType::Q8_0));
     }
 
+    // Issue 34: the reader bounded a tensor by a byte per element, so a Q4_0 tensor (18 bytes per 32 values) with
+    // more values than the file has bytes was refused as "larger than the file". Every type, a tensor of more
+    // values than the file's bytes, read back.
+    void everyTypeReadsBackWhenItHasMoreValuesThanTheFileHasBytes() {
+        for (GgufTensorType type : ggufTensorTypes()) {
+            const GgufTypeLayout layout = ggufTypeLayout(type);
+            if (layout.blockBytes >= layout.blockValues) continue;  // a byte or more per value: cannot happen
+            GgufFile g;
+            const std::vector<float> v = randomValues(64 * 4096, 9);
+            g.addTensor("w", Shape{64, 4096}, v, type);
+            setGgufChecksums(g);
+            writeGguf(path("dense.gguf"), g);
+            QVERIFY(readBytes(path("dense.gguf")).size() < v.size());
+            try {
+                const GgufFile back = readGguf(path("dense.gguf"));
+                QCOMPARE(back.tensorFloats("w"), g.tensorFloats("w"));
+            } catch (const std::exception& e) {
+                QFAIL((std::string(ggufTensorTypeName(type)) + ": " + e.what()).c_str());
+            }
+        }
+        QVERIFY(ggufTypeLayout(GgufTensorType::Q4_0).blockBytes < ggufTypeLayout(GgufTensorType::Q4_0).blockValues);
+    }
+
     void truncated() {
         auto b = validFile().b;
         for (size_t cut : {size_t(0), size_t(10), size_t(30), size_t(60), b.size() - 9}) {
@@ -308,7 +331,11 @@ private slots:
         Bytes h;  // a dimension that makes the tensor larger than any file
         h.u32(0x46554747).u32(3).u64(1).u64(0).str("a").u32(2).u64(1ull << 40).u64(1ull << 40).u32(0).u64(0).pad(32);
         writeBytes(path("dim.gguf"), h.b);
-        expectError(path("dim.gguf"), "larger than the file");
+        expectError(path("dim.gguf"), "larger than any file");
+        Bytes big;  // 2^40 elements: no overflow, but far more bytes than the file
+        big.u32(0x46554747).u32(3).u64(1).u64(0).str("a").u32(2).u64(1ull << 20).u64(1ull << 20).u32(0).u64(0).pad(32);
+        writeBytes(path("big.gguf"), big.b);
+        expectError(path("big.gguf"), "1099511627776 F32 values take more bytes than the");
     }
 
     void duplicates() {

@@ -49,7 +49,8 @@ CheckpointNormalization normalizationFromJson(const Json& j) {
     return n;
 }
 
-// The loaders check statistics read from a file against the graph it carries.
+// The loaders check statistics read from a file (a std of 0 or NaN would divide every input by it) and against the
+// graph the file carries.
 void checkLoadedNormalization(const ExportModel& m, const std::string& path) {
     try {
         checkNormalization(m.normalization, m.project.graph);
@@ -93,18 +94,23 @@ uint64_t fileSize(const std::string& path) {
     return ec ? 0 : static_cast<uint64_t>(n);
 }
 
-// Shapes come from the graph; weights from the file must match them exactly.
-ExportModel withWeightsChecked(ExportModel model, const std::string& path) {
+// Shapes come from the graph; weights from the file must match them exactly, and be finite (as dequantized: a
+// Q8_0 or Q4_0 block's f16 scale can be inf or NaN) unless the options allow otherwise.
+ExportModel withWeightsChecked(ExportModel model, const std::string& path, const WeightLoadOptions& options) {
     checkLoadedNormalization(model, path);
     try {
         checkExportWeights(model, exportParameters(model.project.graph));
     } catch (const std::exception& e) {
         throw FormatError(path, e.what());
     }
+    for (const auto& [name, values] : model.weights)
+        if (std::string problem = nonFiniteProblem(name, values, options); !problem.empty())
+            throw FormatError(path, problem);
     return model;
 }
 
-ExportModel loadSafetensorsExport(const std::string& path, const SafetensorsContents& contents) {
+ExportModel loadSafetensorsExport(const std::string& path, const SafetensorsContents& contents,
+                                  const WeightLoadOptions& options) {
     auto meta = [&](const char* key) -> const std::string* {
         auto it = contents.metadata.find(key);
         return it == contents.metadata.end() ? nullptr : &it->second;
@@ -132,10 +138,10 @@ ExportModel loadSafetensorsExport(const std::string& path, const SafetensorsCont
             throw FormatError(path, e.what());
         }
     }
-    return withWeightsChecked(std::move(m), path);
+    return withWeightsChecked(std::move(m), path, options);
 }
 
-ExportModel loadGgufExport(const std::string& path) {
+ExportModel loadGgufExport(const std::string& path, const WeightLoadOptions& options) {
     const GgufFile g = readGguf(path);
     ExportModel m;
     try {
@@ -163,7 +169,7 @@ ExportModel loadGgufExport(const std::string& path) {
     } catch (const std::exception& e) {
         throw FormatError(path, e.what());
     }
-    return withWeightsChecked(std::move(m), path);
+    return withWeightsChecked(std::move(m), path, options);
 }
 
 // A parameter stored as integers behind a DequantizeLinear (an int8 file): (q - zero point) * scale, per
@@ -198,7 +204,7 @@ std::vector<float> dequantizedInitializer(const OnnxModelInfo& info, const OnnxN
     return out;
 }
 
-ExportModel loadOnnxExport(const std::string& path) {
+ExportModel loadOnnxExport(const std::string& path, const WeightLoadOptions& options) {
     const OnnxModelInfo info = readOnnx(path);
     auto it = info.metadata.find(kMetaProject);
     if (it == info.metadata.end())
@@ -245,12 +251,12 @@ ExportModel loadOnnxExport(const std::string& path) {
         ActivationQuant q;
         q.scale = recordToFloats(*scale)[0];
         q.zeroPoint = zp->second.values[0];
-        if (!(q.scale > 0) || q.zeroPoint < 0 || q.zeroPoint > 255)
+        if (!(q.scale > 0) || !std::isfinite(q.scale) || q.zeroPoint < 0 || q.zeroPoint > 255)
             throw FormatError(path, n.name + ": scale " + std::to_string(q.scale) + " and zero point " +
                                         std::to_string(q.zeroPoint) + " are not uint8 quantization parameters");
         m.int8Activations[n.name.substr(0, n.name.size() - suffix.size())] = q;
     }
-    return withWeightsChecked(std::move(m), path);
+    return withWeightsChecked(std::move(m), path, options);
 }
 
 }  // namespace
@@ -315,6 +321,11 @@ ExportModel exportModelFromCheckpoint(const Checkpoint& c) {
 }
 
 void checkNormalization(const CheckpointNormalization& norm, const Graph& graph) {
+    try {
+        checkNormalizationValues(norm);
+    } catch (const std::invalid_argument& e) {
+        throw std::runtime_error(e.what());
+    }
     if (norm.featureMean.empty() && norm.featureStd.empty()) return;
     if (norm.featureMean.size() != norm.featureStd.size())
         throw std::runtime_error("per-feature normalization has " + std::to_string(norm.featureMean.size()) +
@@ -444,17 +455,17 @@ ExportSummary writeGgufExport(const std::string& path, const ExportModel& model,
     return summary;
 }
 
-ExportModel loadModelFile(const std::string& path) {
+ExportModel loadModelFile(const std::string& path, const WeightLoadOptions& options) {
     std::error_code ec;
     if (!fs::exists(path, ec)) throw std::runtime_error(path + ": no such file or folder");
-    if (fs::is_directory(path, ec)) return exportModelFromCheckpoint(loadCheckpoint(path));
+    if (fs::is_directory(path, ec)) return exportModelFromCheckpoint(loadCheckpoint(path, options));
     char magic[4] = {};
     InputFile(path, kMaxModelFileBytes, "a model file").read(magic, 4);  // refuses a FIFO or device at once
-    if (std::string(magic, 4) == "GGUF") return loadGgufExport(path);
-    if (fs::path(path).extension() == ".onnx") return loadOnnxExport(path);
+    if (std::string(magic, 4) == "GGUF") return loadGgufExport(path, options);
+    if (fs::path(path).extension() == ".onnx") return loadOnnxExport(path, options);
     const SafetensorsContents contents = readSafetensors(path);
-    if (contents.metadata.count("strata.checkpoint")) return exportModelFromCheckpoint(loadCheckpoint(path));
-    return loadSafetensorsExport(path, contents);
+    if (contents.metadata.count("strata.checkpoint")) return exportModelFromCheckpoint(loadCheckpoint(path, options));
+    return loadSafetensorsExport(path, contents, options);
 }
 
 }  // namespace strata

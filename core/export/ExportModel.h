@@ -48,8 +48,9 @@ ExportModel exportModelFromCheckpoint(const Checkpoint& checkpoint);
 // and vocabulary of its dataset (`projectPath` resolves the dataset's relative paths).
 ExportModel untrainedExportModel(const Project& project, const std::string& projectPath);
 
-// Per-feature statistics (CSV 'standardize') must hold one mean and one std per input value of the
-// graph, each std positive; throws std::runtime_error naming the sizes or the feature otherwise.
+// The normalization's values must be usable (checkNormalizationValues: no std of 0, NaN or inf, as checkpoints
+// refuse it) and per-feature statistics (CSV 'standardize') must hold one mean and one std per input value of the
+// graph; throws std::runtime_error naming the field, the sizes or the feature otherwise. Writers and loaders check.
 void checkNormalization(const CheckpointNormalization& norm, const Graph& graph);
 
 // Metadata keys shared by the formats.
@@ -86,7 +87,9 @@ ExportSummary writeGgufExport(const std::string& path, const ExportModel& model,
 
 // A checkpoint file or folder, a .safetensors export, a .gguf export or a Strata .onnx export:
 // GGUF by its magic bytes, ONNX by the .onnx extension, anything else as safetensors (a checkpoint
-// or an export, told apart by its metadata). Throws FormatError or std::runtime_error naming the file.
-ExportModel loadModelFile(const std::string& path);
+// or an export, told apart by its metadata). Throws FormatError or std::runtime_error naming the file; among
+// others for a weight holding NaN or inf (as dequantized; unless `options` allow it) and for a normalization
+// with a std of 0, NaN or inf (checkNormalizationValues, as checkpoints refuse it).
+ExportModel loadModelFile(const std::string& path, const WeightLoadOptions& options = {});
 
 }  // namespace strata

@@ -226,15 +226,25 @@ const char* ggufTensorTypeName(GgufTensorType t) {
 
 bool q8Compatible(const Shape& shape) { return shape.rank() >= 1 && shape[shape.rank() - 1] % kQ8BlockSize == 0; }
 
-uint64_t ggufTensorBytes(GgufTensorType type, const Shape& shape) {
-    const uint64_t n = static_cast<uint64_t>(shape.numel());
+const std::vector<GgufTensorType>& ggufTensorTypes() {
+    static const std::vector<GgufTensorType> types{GgufTensorType::F32, GgufTensorType::F16, GgufTensorType::Q4_0,
+                                                   GgufTensorType::Q8_0};
+    return types;
+}
+
+GgufTypeLayout ggufTypeLayout(GgufTensorType type) {
     switch (type) {
-        case GgufTensorType::F32: return n * 4;
-        case GgufTensorType::F16: return n * 2;
-        case GgufTensorType::Q8_0: return n / kQ8BlockSize * kQ8BlockBytes;
-        case GgufTensorType::Q4_0: return n / kQ8BlockSize * kQ4BlockBytes;
+        case GgufTensorType::F32: return {1, 4};
+        case GgufTensorType::F16: return {1, 2};
+        case GgufTensorType::Q8_0: return {kQ8BlockSize, kQ8BlockBytes};
+        case GgufTensorType::Q4_0: return {kQ8BlockSize, kQ4BlockBytes};
     }
-    return 0;
+    throw std::invalid_argument("unknown GGUF tensor type " + std::to_string(static_cast<uint32_t>(type)));
+}
+
+uint64_t ggufTensorBytes(GgufTensorType type, const Shape& shape) {
+    const GgufTypeLayout layout = ggufTypeLayout(type);
+    return static_cast<uint64_t>(shape.numel()) / layout.blockValues * layout.blockBytes;
 }
 
 std::vector<uint8_t> quantizeQ8_0(const std::vector<float>& values) {
@@ -595,27 +605,37 @@ GgufFile readGguf(const std::string& path) {
         if (nDims < 1 || nDims > kMaxDims)
             r.fail(dimsAt, where + std::to_string(nDims) + " dimensions (GGUF holds 1 to 4)");
         std::vector<int64_t> ne(nDims);
+        // The element count only has to fit an int64 here; what it takes in bytes depends on the type (a Q4_0
+        // value takes 18/32 of a byte), checked against the file below.
         uint64_t numel = 1;
         for (uint32_t d = 0; d < nDims; ++d) {
             const uint64_t at = r.pos();
             const uint64_t v = r.pod<uint64_t>("a tensor dimension");
-            if (v > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) || (v != 0 && numel > bytes.size() / v))
-                r.fail(at, where + "dimension " + std::to_string(v) + " makes the tensor larger than the file");
+            constexpr auto kMaxElements = static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
+            if (v > kMaxElements || (v != 0 && numel > kMaxElements / v))
+                r.fail(at, where + "dimension " + std::to_string(v) +
+                               " makes the tensor larger than any file (its element count overflows)");
             numel *= v;
             ne[d] = static_cast<int64_t>(v);
         }
         std::reverse(ne.begin(), ne.end());
-        info.tensor.shape = Shape(ne);
         const uint64_t typeAt = r.pos();
         const uint32_t type = r.pod<uint32_t>("a tensor type");
-        if (type != 0 && type != 1 && type != 2 && type != 8)
+        bool known = false;
+        for (GgufTensorType t : ggufTensorTypes()) known = known || static_cast<uint32_t>(t) == type;
+        if (!known)
             r.fail(typeAt,
                    where + "tensor type " + std::to_string(type) + " is not supported (F32=0, F16=1, Q4_0=2, Q8_0=8)");
         info.tensor.type = static_cast<GgufTensorType>(type);
-        if ((info.tensor.type == GgufTensorType::Q8_0 || info.tensor.type == GgufTensorType::Q4_0) &&
-            !q8Compatible(info.tensor.shape))
+        const GgufTypeLayout layout = ggufTypeLayout(info.tensor.type);
+        if (numel % layout.blockValues != 0 || ne.back() % static_cast<int64_t>(layout.blockValues) != 0)
             r.fail(dimsAt, where + ggufTensorTypeName(info.tensor.type) + " with innermost dimension " +
-                               std::to_string(ne.back()) + ", not a multiple of 32");
+                               std::to_string(ne.back()) + ", not a multiple of " + std::to_string(layout.blockValues));
+        const uint64_t blocks = numel / layout.blockValues;
+        if (blocks > bytes.size() / layout.blockBytes)
+            r.fail(dimsAt, where + std::to_string(numel) + " " + ggufTensorTypeName(info.tensor.type) +
+                               " values take more bytes than the " + std::to_string(bytes.size()) + "-byte file holds");
+        info.tensor.shape = Shape(ne);
         const uint64_t offAt = r.pos();
         info.offset = r.pod<uint64_t>("a tensor offset");
         if (info.offset % alignment != 0)

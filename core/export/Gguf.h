@@ -132,6 +132,14 @@ private:
     std::vector<GgufTensor> m_tensors;
 };
 
+// Every tensor type the reader and writer handle (a new type added here is walked by test_export_formats).
+const std::vector<GgufTensorType>& ggufTensorTypes();
+// How a type stores values: blocks of blockValues values in blockBytes bytes (F32: 1 value in 4 bytes; Q4_0: 32
+// values in 18). Sizes come from this, never from a byte per element.
+struct GgufTypeLayout {
+    uint64_t blockValues = 1, blockBytes = 4;
+};
+GgufTypeLayout ggufTypeLayout(GgufTensorType type);
 // True when the innermost dimension is a multiple of 32: the rule of both block types, Q8_0 and Q4_0.
 bool q8Compatible(const Shape& shape);
 // Encoded size of a tensor of this type and shape.

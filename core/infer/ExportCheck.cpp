@@ -82,6 +82,17 @@ ExportFormat formatOfFile(const std::string& path) {
 
 }  // namespace
 
+const std::vector<ExportFormat>& exportFormats() {
+    static const std::vector<ExportFormat> all{ExportFormat::Onnx, ExportFormat::Gguf, ExportFormat::Safetensors};
+    return all;
+}
+
+const std::vector<ExportPrecision>& exportPrecisions() {
+    static const std::vector<ExportPrecision> all{ExportPrecision::F32, ExportPrecision::F16, ExportPrecision::Q8_0,
+                                                  ExportPrecision::Q4_0, ExportPrecision::Int8};
+    return all;
+}
+
 const char* exportFormatName(ExportFormat format) {
     switch (format) {
         case ExportFormat::Onnx: return "ONNX";
@@ -164,11 +175,12 @@ std::unique_ptr<Model> compileExportModel(const ExportModel& model, Backend& bac
 }
 
 ExportCheckResult checkExport(const ExportModel& live, const std::string& exportedPath, const DataSplit& data,
-                              const CheckpointNormalization& dataNormalization, int64_t limit) {
+                              const CheckpointNormalization& dataNormalization, int64_t limit,
+                              const WeightLoadOptions& options) {
     ExportCheckResult r;
     r.path = exportedPath;
     const ExportFormat format = formatOfFile(exportedPath);
-    const ExportModel loaded = loadModelFile(exportedPath);
+    const ExportModel loaded = loadModelFile(exportedPath, options);
 
     auto backend = backendRegistry().create(Device::cpu());
     auto liveModel = compileExportModel(live, *backend);
@@ -189,7 +201,7 @@ ExportCheckResult checkExport(const ExportModel& live, const std::string& export
     std::vector<float> fileOutputs;
     if (format == ExportFormat::Onnx) {
         try {
-            OnnxRunner runner(exportedPath);
+            OnnxRunner runner(exportedPath, options);
             if (runner.inputSize() != per)
                 throw std::runtime_error(exportedPath + ": the ONNX graph takes " + std::to_string(runner.inputSize()) +
                                          " values per sample, the data has " + std::to_string(per));

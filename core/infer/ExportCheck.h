@@ -31,6 +31,10 @@ struct DataSplit;
 
 enum class ExportFormat { Onnx, Gguf, Safetensors };
 
+// Every format and every precision (a new one goes here too: test_export_formats walks these lists, and fails for
+// a supported pair it has no tolerance for).
+const std::vector<ExportFormat>& exportFormats();
+const std::vector<ExportPrecision>& exportPrecisions();
 const char* exportFormatName(ExportFormat format);           // "ONNX", "GGUF", "safetensors"
 const char* exportFormatExtension(ExportFormat format);      // ".onnx", ".gguf", ".safetensors"
 const char* exportPrecisionName(ExportPrecision precision);  // "F32", "F16", "Q8_0", "Q4_0", "int8"
@@ -77,8 +81,10 @@ struct ExportCheckResult {
 // live model takes them as they are; the file gets them turned back into raw values and normalized the way the
 // file says (inside an ONNX graph, else with the normalization the file stores), so a wrong normalization in
 // the file shows up as a difference. An ONNX file runs in OpenCV DNN when it can (see above).
-// Throws (naming the file) when the file cannot be loaded or does not fit the data.
+// Throws (naming the file) when the file cannot be loaded (weights holding NaN or inf included, unless `options`
+// allow them) or does not fit the data.
 ExportCheckResult checkExport(const ExportModel& live, const std::string& exportedPath, const DataSplit& data,
-                              const CheckpointNormalization& dataNormalization, int64_t limit = 256);
+                              const CheckpointNormalization& dataNormalization, int64_t limit = 256,
+                              const WeightLoadOptions& options = {});
 
 }  // namespace strata

@@ -8,6 +8,7 @@
 
 #include "core/export/Onnx.h"
 #include "core/io/JsonInput.h"
+#include "core/io/Safetensors.h"
 #include "core/tensor/Shape.h"
 
 #ifdef STRATA_HAVE_OPENCV_DNN
@@ -95,15 +96,20 @@ struct OnnxRunner::Impl {
 #endif
 };
 
-OnnxRunner::OnnxRunner(const std::string& path) : m_impl(std::make_unique<Impl>()) {
+OnnxRunner::OnnxRunner(const std::string& path, const WeightLoadOptions& options) : m_impl(std::make_unique<Impl>()) {
     Impl& d = *m_impl;
     d.path = path;
 #ifndef STRATA_HAVE_OPENCV_DNN
+    (void)options;  // nothing is run: the callers' fallback (loadModelFile) checks the weights
     const std::string reason =
         "Strata was built without OpenCV's DNN module (CMake option STRATA_OPENCV, package libopencv-dnn-dev)";
     throw OnnxRunError(path + ": cannot run the ONNX graph: " + reason, reason);
 #else
     const OnnxModelInfo info = readOnnx(path);
+    // Every float initializer the graph computes with, constants included: OpenCV would run NaN through.
+    for (const TensorRecord& t : info.initializers)
+        if (std::string problem = nonFiniteProblem(t.name, recordToFloats(t), options); !problem.empty())
+            throw FormatError(path, problem);
     d.inputName = info.inputName;
     d.outputName = info.outputName;
     auto perSample = [&](const std::vector<int64_t>& dims, const char* what) {

@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "core/io/NonFinite.h"
+
 namespace strata {
 
 // The file cannot be run: what() names the file and the step (import or forward); reason() is what OpenCV said
@@ -36,9 +38,10 @@ std::string onnxRunnerName();
 
 class OnnxRunner {
 public:
-    // Parses the file (readOnnx: FormatError for a file that is not ONNX) and imports its graph into OpenCV;
-    // throws OnnxRunError when that fails or this build has no OpenCV.
-    explicit OnnxRunner(const std::string& path);
+    // Parses the file (readOnnx: FormatError for a file that is not ONNX, or one with a float initializer holding
+    // NaN or inf unless `options` allow it) and imports its graph into OpenCV; throws OnnxRunError when that fails
+    // or this build has no OpenCV.
+    explicit OnnxRunner(const std::string& path, const WeightLoadOptions& options = {});
     ~OnnxRunner();
     OnnxRunner(const OnnxRunner&) = delete;
     OnnxRunner& operator=(const OnnxRunner&) = delete;

@@ -180,19 +180,19 @@ PredictInputs readPredictInputs(const std::string& path, const ExportModel& mode
     return readCsvInputs(path, model, limit);
 }
 
-Predictor::Predictor(const std::string& modelPath, PredictRuntime runtime)
+Predictor::Predictor(const std::string& modelPath, PredictRuntime runtime, const WeightLoadOptions& options)
     : m_path(modelPath), m_runtime(runtime), m_runtimeLine("runtime: Strata CPU backend") {
     const bool onnxFile = fs::path(modelPath).extension() == ".onnx";
     if (runtime == PredictRuntime::OpenCv && !onnxFile)
         throw std::invalid_argument("--runtime opencv runs .onnx files; " + modelPath + " is not one");
-    m_file = loadModelFile(modelPath);
+    m_file = loadModelFile(modelPath, options);
     m_backend = backendRegistry().create(Device::cpu());
     // For inference only: BatchNorm folded into the layer before it (the same outputs, one pass fewer).
     m_model = compileExportModel(foldBatchNorm(m_file), *m_backend);
     if (!onnxFile || runtime == PredictRuntime::Strata) return;
     if (runtime == PredictRuntime::OpenCv || onnxRunnerAvailable()) {
         try {
-            m_runner = std::make_unique<OnnxRunner>(modelPath);
+            m_runner = std::make_unique<OnnxRunner>(modelPath, options);
         } catch (const OnnxRunError& e) {
             if (runtime == PredictRuntime::OpenCv) throw;
             m_runtimeLine +=

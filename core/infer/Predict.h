@@ -53,8 +53,10 @@ enum class PredictRuntime { Auto, Strata, OpenCv };
 class Predictor {
 public:
     // Loads and compiles the model on a CPU backend. OpenCv: an .onnx file whose graph OpenCV cannot import
-    // is an error (OnnxRunError); Auto: it falls back to Strata and says so.
-    Predictor(const std::string& modelPath, PredictRuntime runtime = PredictRuntime::Auto);
+    // is an error (OnnxRunError); Auto: it falls back to Strata and says so. Weights holding NaN or inf are
+    // refused naming the tensor unless `options` allow them (loadModelFile).
+    Predictor(const std::string& modelPath, PredictRuntime runtime = PredictRuntime::Auto,
+              const WeightLoadOptions& options = {});
     ~Predictor();
     Predictor(const Predictor&) = delete;
     Predictor& operator=(const Predictor&) = delete;

@@ -4,13 +4,17 @@
 #include <cmath>
 #include <filesystem>
 #include <limits>
+#include <set>
 #include <stdexcept>
 
 #include "core/data/Dataset.h"
 #include "core/graph/Model.h"
 #include "core/io/Base64.h"
+#include "core/io/Checksum.h"
+#include "core/io/InputLimits.h"
 #include "core/io/JsonInput.h"
 #include "core/io/Safetensors.h"
+#include "core/train/ProjectFingerprint.h"
 
 namespace strata {
 
@@ -34,7 +38,65 @@ void checkCheckpointFields(const std::string& path, const Checkpoint& c) {
     if (c.stepInEpoch < 0 || c.stepInEpoch > c.step)
         bad("step_in_epoch " + std::to_string(c.stepInEpoch) + " is out of range (0 to step " + std::to_string(c.step) +
             ")");
-    const CheckpointNormalization& n = c.normalization;
+    try {
+        checkNormalizationValues(c.normalization);
+    } catch (const std::invalid_argument& e) {
+        bad(e.what());
+    }
+}
+
+// The metadata's checksum: XXH3 of the metadata text as written, and of each top-level field's canonical JSON
+// (ordered, as dump() writes it), which names the fields an edit changed.
+constexpr const char* kMetaChecksumKey = "strata.checkpoint.xxh3_64";
+
+std::string textChecksum(const std::string& text) { return checksumHex(tensorChecksum(text.data(), text.size())); }
+
+Json metadataChecksums(const std::string& text, const Json& meta) {
+    Json fields = Json::object();
+    for (auto it = meta.begin(); it != meta.end(); ++it) fields[it.key()] = textChecksum(it.value().dump());
+    return Json{{"metadata", textChecksum(text)}, {"fields", fields}};
+}
+
+// A file written by this build carries the checksum and must match it; one written before it had none and loads
+// as it is. Throws std::runtime_error naming the fields that changed.
+void checkMetadataChecksum(const std::string& path, const std::map<std::string, std::string>& metadata,
+                           const std::string& text) {
+    auto it = metadata.find(kMetaChecksumKey);
+    if (it == metadata.end()) return;
+    const Json stored = tryParseJson<Json>(it->second);
+    if (!stored.is_object() || !stored.contains("metadata") || !stored["metadata"].is_string() ||
+        !stored.contains("fields") || !stored["fields"].is_object())
+        throw std::runtime_error(path + ": checkpoint metadata checksum ('" + kMetaChecksumKey + "') is malformed");
+    const std::string actual = textChecksum(text);
+    const std::string expected = stored["metadata"].get<std::string>();
+    if (actual == expected) return;
+    std::string msg = path + ": checkpoint metadata was changed after it was written (checksum " +
+                      cutForMessage(expected, 32) + ", the metadata's " + actual + ")";
+    // Which fields: each one's canonical text against the checksum stored for it.
+    const Json meta = tryParseJson<Json>(text);
+    std::vector<std::string> changed;
+    if (meta.is_object()) {
+        const Json& fields = stored["fields"];
+        for (auto f = meta.begin(); f != meta.end(); ++f)
+            if (!fields.contains(f.key()) || fields[f.key()] != textChecksum(f.value().dump()))
+                changed.push_back("'" + cutForMessage(f.key(), 64) + "'" +
+                                  (fields.contains(f.key()) ? "" : " (added)"));
+        for (auto f = fields.begin(); f != fields.end(); ++f)
+            if (!meta.contains(f.key())) changed.push_back("'" + cutForMessage(f.key(), 64) + "' (removed)");
+    }
+    if (!changed.empty()) {
+        msg += ": changed ";
+        for (size_t i = 0; i < changed.size(); ++i) msg += (i ? ", " : "") + changed[i];
+    }
+    throw std::runtime_error(msg +
+                             "; a checkpoint's metadata is not for editing (train again, or start from its "
+                             "weights with --init-from)");
+}
+
+}  // namespace
+
+void checkNormalizationValues(const CheckpointNormalization& n) {
+    auto bad = [](const std::string& what) { throw std::invalid_argument(what); };
     if (n.mode != "none") {
         if (!(n.std > 0) || !std::isfinite(n.std))
             bad("normalization std " + std::to_string(n.std) + " is not positive");
@@ -47,8 +109,6 @@ void checkCheckpointFields(const std::string& path, const Checkpoint& c) {
         if (!(n.featureStd[i] > 0) || !std::isfinite(n.featureStd[i]) || !std::isfinite(n.featureMean[i]))
             bad("feature " + std::to_string(i) + ": std " + std::to_string(n.featureStd[i]) + " is not positive");
 }
-
-}  // namespace
 
 std::map<std::string, std::vector<float>> modelWeights(Model& model) {
     std::map<std::string, std::vector<float>> out;
@@ -71,6 +131,42 @@ void applyWeights(Model& model, const std::map<std::string, std::vector<float>>&
         model.backend().copyFromHost(np.param->value.raw(), it->second.data(), np.param->value.bytes());
     }
     if (model.weightsFrozen()) model.freezeWeights();  // new values, new ids
+}
+
+InitFromReport initFromCheckpoint(Model& model, const Checkpoint& checkpoint) {
+    InitFromReport report;
+    const std::map<std::string, Shape> shapes = graphParameterShapes(checkpoint.project.graph);
+    std::set<std::string> taken;
+    for (const auto& np : model.namedParameters()) {
+        const Shape& shape = np.param->value.shape();
+        const std::string line = np.name + " " + shape.toString();
+        auto w = checkpoint.weights.find(np.name);
+        auto s = shapes.find(np.name);
+        if (w == checkpoint.weights.end()) {
+            report.skipped.push_back(line + ": not in the checkpoint");
+            continue;
+        }
+        taken.insert(np.name);
+        if (s == shapes.end() || static_cast<int64_t>(w->second.size()) != s->second.numel()) {
+            report.skipped.push_back(line + ": the checkpoint's graph gives it no shape that fits its " +
+                                     std::to_string(w->second.size()) + " values");
+            continue;
+        }
+        if (s->second != shape) {
+            report.skipped.push_back(line + ": the checkpoint's is " + s->second.toString());
+            continue;
+        }
+        model.backend().copyFromHost(np.param->value.raw(), w->second.data(), np.param->value.bytes());
+        report.copied.push_back(line);
+    }
+    for (const auto& [name, values] : checkpoint.weights)
+        if (!taken.count(name)) {
+            auto s = shapes.find(name);
+            report.unused.push_back(
+                name + " " + (s != shapes.end() ? s->second.toString() : std::to_string(values.size()) + " values"));
+        }
+    if (model.weightsFrozen()) model.freezeWeights();  // new values, new ids
+    return report;
 }
 
 void saveCheckpoint(const Checkpoint& c, const std::string& path) {
@@ -102,7 +198,8 @@ void saveCheckpoint(const Checkpoint& c, const std::string& path) {
     for (const auto& [name, values] : c.masks)
         records.push_back(makeF32Record(kMaskPrefix + name, Shape{static_cast<int64_t>(values.size())}, values));
     if (fs::path(path).has_parent_path()) fs::create_directories(fs::path(path).parent_path());
-    writeSafetensors(path, records, {{kMetaKey, meta.dump()}});
+    const std::string text = meta.dump();
+    writeSafetensors(path, records, {{kMetaKey, text}, {kMetaChecksumKey, metadataChecksums(text, meta).dump()}});
 }
 
 std::vector<NumberedCheckpoint> numberedCheckpoints(const std::string& folder) {
@@ -142,20 +239,20 @@ std::string resolveCheckpointPath(const std::string& path) {
     return latest;
 }
 
-ResumePoint findResumePoint(const std::string& path, bool best) {
+ResumePoint findResumePoint(const std::string& path, bool best, const WeightLoadOptions& options) {
     std::error_code ec;
     if (!fs::exists(path, ec)) throw std::runtime_error(path + ": no such checkpoint file or folder");
     ResumePoint r;
     if (!fs::is_directory(path, ec)) {
         r.file = path;
-        r.checkpoint = loadCheckpoint(path);
+        r.checkpoint = loadCheckpoint(path, options);
         return r;
     }
     if (best) {
         r.file = (fs::path(path) / "best.safetensors").string();
         if (!fs::exists(r.file, ec))
             throw std::runtime_error(path + ": no best.safetensors to resume from (the run had no validation?)");
-        r.checkpoint = loadCheckpoint(r.file);
+        r.checkpoint = loadCheckpoint(r.file, options);
         return r;
     }
     // The newest good checkpoint: latest.safetensors, the highest epoch file and the highest step file each stand
@@ -170,7 +267,7 @@ ResumePoint findResumePoint(const std::string& path, bool best) {
     for (const auto& kind : kinds)
         for (const std::string& file : kind) {
             try {
-                Checkpoint c = loadCheckpoint(file);
+                Checkpoint c = loadCheckpoint(file, options);
                 if (!found || c.step > r.checkpoint.step ||
                     (c.step == r.checkpoint.step && c.epoch > r.checkpoint.epoch)) {
                     r.file = file;
@@ -188,12 +285,13 @@ ResumePoint findResumePoint(const std::string& path, bool best) {
     return r;
 }
 
-Checkpoint loadCheckpoint(const std::string& pathIn) {
+Checkpoint loadCheckpoint(const std::string& pathIn, const WeightLoadOptions& options) {
     const std::string path = resolveCheckpointPath(pathIn);
     const SafetensorsContents contents = readSafetensors(path);
     auto metaIt = contents.metadata.find(kMetaKey);
     if (metaIt == contents.metadata.end())
         throw std::runtime_error(path + ": not a Strata checkpoint (no '" + std::string(kMetaKey) + "' metadata)");
+    checkMetadataChecksum(path, contents.metadata, metaIt->second);
     Checkpoint c;
     try {
         const Json meta = parseJson<Json>(metaIt->second, path);
@@ -244,6 +342,12 @@ Checkpoint loadCheckpoint(const std::string& pathIn) {
             c.masks[r.name.substr(maskPrefix.size())] = recordToFloats(r);
         else
             c.weights[r.name] = recordToFloats(r);
+    }
+    for (const auto* group : {&c.weights, &c.optimizerState, &c.masks}) {
+        const std::string prefix = group == &c.weights ? "" : group == &c.masks ? kMaskPrefix : kOptimPrefix;
+        for (const auto& [name, values] : *group)
+            if (std::string problem = nonFiniteProblem(prefix + name, values, options); !problem.empty())
+                throw FormatError(path, problem);
     }
     return c;
 }

@@ -2,7 +2,8 @@
 // parameters and state ("<node>.<param>"), the optimizer state
 // ("optim.<slot>.<node>.<param>"), the pruning masks of a pruning run ("mask.<node>.<param>") and, in the header's
 // __metadata__ under "strata.checkpoint", a JSON document: the project, epoch, step, metrics, RNG state, the dataset
-// normalization and class labels. Written to a temporary file and renamed, so a crash never leaves a broken checkpoint.
+// normalization and class labels, with its checksum under "strata.checkpoint.xxh3_64" (an edit after writing is
+// refused on load). Written to a temporary file and renamed, so a crash never leaves a broken checkpoint.
 // A checkpoint folder holds epoch-NNN.safetensors files plus best.safetensors
 // (when validation ran) and latest.safetensors.
 #pragma once
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "core/graph/Project.h"
+#include "core/io/NonFinite.h"
 
 namespace strata {
 
@@ -60,10 +62,31 @@ std::map<std::string, std::vector<float>> modelWeights(Model& model);
 // Loads weights into a compiled model; throws std::runtime_error naming a missing or mis-sized tensor.
 void applyWeights(Model& model, const std::map<std::string, std::vector<float>>& weights);
 
+// --init-from (transfer learning): a new run that starts from another checkpoint's weights. Every parameter and
+// state tensor of the model whose name and shape match one of the checkpoint's is copied; the others keep their
+// initial values. The report says which were copied, which skipped and why, and which of the checkpoint's tensors
+// no parameter took. Step, epoch and optimizer state are the caller's (a new run: 0 and fresh).
+struct InitFromReport {
+    std::vector<std::string> copied;   // "dense1.weight [32, 16]"
+    std::vector<std::string> skipped;  // "dense2.weight [4, 32]: the checkpoint's is [10, 32]"
+    std::vector<std::string> unused;   // "head.weight [10, 32]"
+};
+InitFromReport initFromCheckpoint(Model& model, const Checkpoint& checkpoint);
+
+// Normalization values no input could be normalized with: a std of 0, NaN or inf (in any mode but "none"), a
+// non-finite scale or mean, per-feature arrays of different lengths or with such a std. Throws
+// std::invalid_argument naming the field ("normalization std 0 is not positive"). Checkpoints and every export
+// loader check what they read with it.
+void checkNormalizationValues(const CheckpointNormalization& normalization);
+
+// Writes the metadata with its checksum (the key "strata.checkpoint.xxh3_64": XXH3 of the metadata text and of
+// each of its fields), so that an edit after writing is refused on load.
 void saveCheckpoint(const Checkpoint& checkpoint, const std::string& path);
 // `path` is a checkpoint file, or a checkpoint folder (its best checkpoint, else the latest).
-// Throws std::runtime_error naming the file and what is wrong.
-Checkpoint loadCheckpoint(const std::string& path);
+// Throws std::runtime_error naming the file and what is wrong: metadata that does not match its checksum (naming
+// the fields that changed; files written before the checksum existed have none and load), values out of range, a
+// weight, optimizer or mask tensor holding NaN or inf (unless `options` allow it; NonFinite.h).
+Checkpoint loadCheckpoint(const std::string& path, const WeightLoadOptions& options = {});
 // The file a path stands for (resolves folders as loadCheckpoint does).
 std::string resolveCheckpointPath(const std::string& path);
 
@@ -84,6 +107,6 @@ struct ResumePoint {
     Checkpoint checkpoint;
     std::vector<std::string> skipped;  // why each skipped file did not load
 };
-ResumePoint findResumePoint(const std::string& path, bool best);
+ResumePoint findResumePoint(const std::string& path, bool best, const WeightLoadOptions& options = {});
 
 }  // namespace strata

@@ -31,6 +31,7 @@
 #include "core/train/LrSchedule.h"
 #include "core/train/MemoryEstimate.h"
 #include "core/train/Optimizer.h"
+#include "core/train/ProjectFingerprint.h"
 #include "core/train/Pruning.h"
 #include "core/train/RunAgreement.h"
 #include "core/train/TelemetrySampler.h"
@@ -496,7 +497,7 @@ struct Trainer::Impl {
             comm->broadcast(file, 0);
             best = false;
         }
-        ResumePoint point = findResumePoint(file, best);
+        ResumePoint point = findResumePoint(file, best, WeightLoadOptions{false, ""});
         // Every rank read the file rank 0 chose; its copy must hold the same progress and state (a file system
         // that is not shared, or a file replaced meanwhile, would give another one).
         if (dp) {
@@ -507,6 +508,13 @@ struct Trainer::Impl {
         }
         for (const std::string& why : point.skipped)
             obs->onLog("resume: skipped a checkpoint that does not load: " + why);
+        // Another project's checkpoint of the same shapes would load and train on the wrong classes or inputs;
+        // refused before anything is moved aside.
+        checkBelongsToProject(point.file, point.checkpoint.project.name, checkpointFingerprint(point.checkpoint),
+                              projectFingerprint(project, data.classNames,
+                                                 checkpointNormalizationOf(data.normalization), data.vocabulary),
+                              "To start a new run from its weights, use --init-from " + point.file +
+                                  " (copies every tensor whose name and shape match)");
         for (const std::string& moved : checkpoints.setAsideLaterThan(point.checkpoint, point.file))
             obs->onLog("resume: moved a later checkpoint aside to " + moved);
         Checkpoint c = std::move(point.checkpoint);
@@ -529,6 +537,21 @@ struct Trainer::Impl {
         }
         obs->onLog("resumed from " + point.file + " at epoch " + std::to_string(progress.epochsDone) + ", step " +
                    std::to_string(progress.globalStep));
+    }
+
+    // A new run from another checkpoint's weights, where name and shape match (transfer learning).
+    void initFrom(const std::string& path) {
+        const std::string file = resolveCheckpointPath(path);
+        const InitFromReport r = initFromCheckpoint(*model, loadCheckpoint(file, WeightLoadOptions{false, ""}));
+        obs->onLog("init-from " + file + ": copied " + std::to_string(r.copied.size()) + " tensor(s), skipped " +
+                   std::to_string(r.skipped.size()) + "; a new run from step 0 with a fresh optimizer");
+        for (const std::string& t : r.copied) obs->onLog("  copied " + t);
+        for (const std::string& t : r.skipped) obs->onLog("  skipped " + t);
+        for (const std::string& t : r.unused) obs->onLog("  not used (no parameter of that name) " + t);
+        if (r.copied.empty())
+            throw std::runtime_error(file +
+                                     ": --init-from copied no tensor: no parameter of this model has a name and "
+                                     "shape that the checkpoint holds");
     }
 
     // Files a streamed split left out (bad images found while training), said once each; rank 0 alone.
@@ -952,8 +975,12 @@ struct Trainer::Impl {
         if (checkpoints.enabled()) obs->onLog("checkpoints go to " + checkpoints.folder());
         for (const std::string& line : checkpoints.prepare()) obs->onLog(line);
         divergence = std::make_unique<DivergenceMonitor>(numClasses);
+        if (!opt.resumeFrom.empty() && !opt.initFrom.empty())
+            throw std::invalid_argument("--init-from starts a new run and --resume continues one: give one of them");
         if (!opt.resumeFrom.empty())
             resume(opt.resumeFrom);
+        else if (!opt.initFrom.empty())
+            initFrom(opt.initFrom);
         else if (!opt.initialWeights.empty())
             applyWeights(*model, opt.initialWeights);
         if (dp) setUpDataParallel();

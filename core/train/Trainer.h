@@ -48,6 +48,10 @@ struct TrainerOptions {
     using ResidentData = ::strata::ResidentData;
     ResidentData residentData = ResidentData::Auto;
     int64_t residentDataMaxBytes = int64_t(4) << 30;
+    // --init-from: a new run (step 0, a fresh optimizer) whose parameters start from this checkpoint file or
+    // folder's where name and shape match (initFromCheckpoint, Checkpoint.h), logging what was copied and skipped;
+    // the checkpoint may be another project's. Not together with resumeFrom.
+    std::string initFrom;
     // Fine-tuning: a fresh run (epoch 0, a new optimizer) that starts from these weights, by
     // Model::namedParameters name, instead of the seeded initial ones. Not used when resuming.
     std::map<std::string, std::vector<float>> initialWeights;
