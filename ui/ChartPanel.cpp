@@ -17,7 +17,8 @@ ChartPanel::ChartPanel(const QString& title, const QString& xLabel, const QStrin
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
     m_plot = new QCustomPlot(this);
-    m_plot->setMinimumSize(260, 120);  // two rows of three fit a 1600 x 1000 window (issue 17)
+    // Two rows of three fit a 1600 x 1000 window (issue 17) and, smaller, the dashboard's share of 1280 x 720.
+    m_plot->setMinimumSize(220, 90);
     layout->addWidget(m_plot);
 
     m_plot->plotLayout()->insertRow(0);
@@ -30,6 +31,8 @@ ChartPanel::ChartPanel(const QString& title, const QString& xLabel, const QStrin
     legendFont.setPointSizeF(legendFont.pointSizeF() * 0.85);
     m_plot->legend->setFont(legendFont);
     m_plot->legend->setBrush(QColor(255, 255, 255, 200));
+    m_plot->legend->setRowSpacing(0);  // compact: a chart may be 90 px high (the dashboard at 1280 x 720)
+    m_plot->legend->setMargins(QMargins(5, 2, 5, 2));
     m_plot->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignRight);
     m_plot->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
     // Long training curves: draw lines without the per-segment path work (the GUI shares the CPU

@@ -22,6 +22,8 @@
 #include <QToolBar>
 #include <QUndoStack>
 #include <QVBoxLayout>
+#include <algorithm>
+#include <utility>
 
 #include "ui/DatasetPanel.h"
 #include "ui/DevicePicker.h"
@@ -122,15 +124,14 @@ void MainWindow::createDocks() {
         dock(tr("Problems"), QStringLiteral("problemsDock"), m_problems, Qt::RightDockWidgetArea);
     splitDockWidget(propDock, problemsDock, Qt::Vertical);
 
+    // Dataset and Training sit with the dashboard: the dataset's form and preview side by side need the width
+    // (squeezed into the right column at 1280 x 720 they showed a few lines of each).
     m_dataset = new DatasetPanel(m_doc, this);
     QDockWidget* datasetDock =
-        dock(tr("Dataset"), QStringLiteral("datasetDock"), scrolled(m_dataset), Qt::RightDockWidgetArea);
+        dock(tr("Dataset"), QStringLiteral("datasetDock"), scrolled(m_dataset), Qt::BottomDockWidgetArea);
     m_trainingSettings = new TrainingSettingsPanel(m_doc, this);
     QDockWidget* settingsDock = dock(tr("Training"), QStringLiteral("trainingSettingsDock"),
-                                     scrolled(m_trainingSettings), Qt::RightDockWidgetArea);
-    tabifyDockWidget(propDock, datasetDock);
-    tabifyDockWidget(datasetDock, settingsDock);
-    propDock->raise();
+                                     scrolled(m_trainingSettings), Qt::BottomDockWidgetArea);
 
     m_devices = new DevicePicker(this);
     QDockWidget* devicesDock = dock(tr("Devices"), QStringLiteral("devicesDock"), m_devices, Qt::LeftDockWidgetArea);
@@ -164,6 +165,8 @@ void MainWindow::createDocks() {
     m_sweep = new SweepPanel(m_doc, this);
     QDockWidget* sweepDock = dock(tr("Sweep"), QStringLiteral("sweepDock"), m_sweep, Qt::BottomDockWidgetArea);
     tabifyDockWidget(runsDock, sweepDock);
+    tabifyDockWidget(sweepDock, datasetDock);
+    tabifyDockWidget(datasetDock, settingsDock);
     connect(m_sweep, &SweepPanel::sweepFinished, m_runs, &RunsPanel::reload);
     connect(m_doc, &ProjectDocument::projectReset, m_sweep, [this] { m_sweep->loadResults(); });
     connect(m_runs, &RunsPanel::openProjectRequested, this,
@@ -187,6 +190,51 @@ void MainWindow::createDocks() {
     resizeDocks({paletteDock}, {210}, Qt::Horizontal);
     resizeDocks({propDock}, {340}, Qt::Horizontal);
     resizeDocks({propDock, problemsDock}, {420, 180}, Qt::Vertical);
+    keepPanelsWithinSmallScreens();
+}
+
+void MainWindow::keepPanelsWithinSmallScreens() {
+    // No panel's minimum may hold the window wider or taller than a 1024 x 700 screen (the Optimize panel's
+    // held it at 1337 px): a dock narrower than its panel scrolls it, in both directions, rather than
+    // clipping it or growing the window.
+    for (QDockWidget* d : std::as_const(m_docks)) {
+        if (auto* area = qobject_cast<QScrollArea*>(d->widget())) {
+            area->setHorizontalScrollBarPolicy(Qt::ScrollBarAsNeeded);
+            continue;
+        }
+        QWidget* panel = d->widget();
+        auto* area = new QScrollArea(d);
+        area->setFrameShape(QFrame::NoFrame);
+        area->setWidgetResizable(true);
+        area->setWidget(panel);
+        d->setWidget(area);
+    }
+}
+
+void MainWindow::fitDocksToWindow() {
+    // Shares of the window for the docks around the canvas: what the 1600 x 1000 layout gives them, less on
+    // a smaller screen so that the canvas and every panel stay usable at 1280 x 720 (a 400 px dashboard
+    // left the right column two lines of properties).
+    auto share = [](int total, double fraction, int lo, int hi) { return std::clamp(int(total * fraction), lo, hi); };
+    const int w = width(), h = height();
+    QDockWidget *palette = dockNamed(QStringLiteral("paletteDock")),
+                *devices = dockNamed(QStringLiteral("devicesDock"));
+    QDockWidget *props = dockNamed(QStringLiteral("propertiesDock")),
+                *problems = dockNamed(QStringLiteral("problemsDock"));
+    resizeDocks({dockNamed(QStringLiteral("dashboardDock"))}, {share(h, 0.44, 200, 400)}, Qt::Vertical);
+    resizeDocks({palette}, {share(w, 0.15, 160, 210)}, Qt::Horizontal);
+    resizeDocks({props}, {share(w, 0.25, 260, 340)}, Qt::Horizontal);
+    const int top = h - share(h, 0.44, 200, 400);
+    resizeDocks({palette, devices}, {top - share(top, 0.3, 100, 200), share(top, 0.3, 100, 200)}, Qt::Vertical);
+    resizeDocks({props, problems}, {top - share(top, 0.35, 120, 180), share(top, 0.35, 120, 180)}, Qt::Vertical);
+}
+
+void MainWindow::showEvent(QShowEvent* event) {
+    QMainWindow::showEvent(event);
+    // Once, for the window's first size; a layout restored for the project (openFile) is left as it was.
+    if (std::exchange(m_docksFitted, true)) return;
+    if (!m_doc->filePath().isEmpty() && QSettings().contains(layoutKey(m_doc->filePath()))) return;
+    fitDocksToWindow();
 }
 
 void MainWindow::createActions() {
@@ -325,13 +373,17 @@ void MainWindow::createMenus() {
     bar->setObjectName(QStringLiteral("mainToolBar"));
     bar->setIconSize(QSize(18, 18));
     bar->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
+    // Training comes right after the file group: at 1024 px the end of the bar folds into its overflow menu,
+    // and Tab reaches Start from the first button in a few steps.
     bar->addActions({m_templateAct, m_openAct, m_saveAct});
+    bar->addSeparator();
+    bar->addActions({m_trainAct, m_pauseAct, m_stopAct});
     bar->addSeparator();
     bar->addActions({m_undoAct, m_redoAct, m_deleteAct});
     bar->addSeparator();
     bar->addActions({m_layoutAct, m_zoomFitAct});
-    bar->addSeparator();
-    bar->addActions({m_trainAct, m_pauseAct, m_stopAct});
+    m_trainAct->setIconText(tr("Start"));
+    m_pauseAct->setIconText(tr("Pause"));
 }
 
 QDockWidget* MainWindow::dockNamed(const QString& objectName) const {

@@ -105,11 +105,17 @@ public slots:
 
 protected:
     void closeEvent(QCloseEvent* event) override;
+    // The first show sizes the docks for the window (fitDocksToWindow).
+    void showEvent(QShowEvent* event) override;
     // Remembers the dock layout for the open project file (restored when it is opened again).
     void saveLayout();
 
 private:
     void createDocks();
+    // Wraps each dock's panel in a scroll area, so that none holds the window above a small screen.
+    void keepPanelsWithinSmallScreens();
+    // Dock sizes in proportion to the window (1280 x 720 as usable as 1600 x 1000).
+    void fitDocksToWindow();
     void createActions();
     void createMenus();
     void updateTitle();
@@ -163,6 +169,7 @@ private:
     ProfileRunner* m_profiler = nullptr;
     QAction* m_aboutAct = nullptr;
 
+    bool m_docksFitted = false;
     QString m_lastError;
     std::function<SaveChoice(const QString&)> m_savePrompt;
     std::function<void(const QString&, const QString&)> m_reportError;
