@@ -40,6 +40,7 @@
 #include "ui/SweepPanel.h"
 #include "ui/TrainingDashboard.h"
 #include "ui/TrainingSettingsPanel.h"
+#include "ui/WorkbenchInput.h"
 #include "ui/base/ProjectDocument.h"
 #include "ui/base/Templates.h"
 
@@ -62,6 +63,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), m_doc(new Project
     createDocks();
     createActions();
     createMenus();
+    setUpKeyboard();
 
     connect(m_doc, &ProjectDocument::fileChanged, this, &MainWindow::updateTitle);
     connect(m_view, &GraphView::statusMessage, this, [this](const QString& m) { statusBar()->showMessage(m, 6000); });
@@ -384,6 +386,20 @@ void MainWindow::createMenus() {
     bar->addActions({m_layoutAct, m_zoomFitAct});
     m_trainAct->setIconText(tr("Start"));
     m_pauseAct->setIconText(tr("Pause"));
+}
+
+void MainWindow::setUpKeyboard() {
+    // Export, Start, Pause, Stop and Profile work with the focus in any field (WorkbenchInput), and from a
+    // floating dock too.
+    for (QAction* a : {m_exportAct, m_trainAct, m_pauseAct, m_stopAct, m_profileAct})
+        a->setShortcutContext(Qt::ApplicationShortcut);
+    WorkbenchInput::instance()->addGlobalShortcuts({m_exportAct, m_trainAct, m_pauseAct, m_stopAct, m_profileAct});
+    // The toolbar's buttons take Tab like any button (Qt leaves them out of the focus chain), so Start is a
+    // few Tabs from the first one.
+    if (auto* bar = findChild<QToolBar*>(QStringLiteral("mainToolBar")))
+        for (QAction* a : bar->actions())
+            if (QWidget* button = bar->widgetForAction(a); button && !a->isSeparator())
+                button->setFocusPolicy(Qt::TabFocus);
 }
 
 QDockWidget* MainWindow::dockNamed(const QString& objectName) const {

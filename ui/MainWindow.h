@@ -118,6 +118,8 @@ private:
     void fitDocksToWindow();
     void createActions();
     void createMenus();
+    // Global shortcuts (WorkbenchInput) and a Tab stop on each toolbar button.
+    void setUpKeyboard();
     void updateTitle();
     void addRecentFile(const QString& path);
     void rebuildRecentMenu();

@@ -9,6 +9,7 @@
 #include <QDockWidget>
 #include <QDoubleSpinBox>
 #include <QFocusFrame>
+#include <QKeyEvent>
 #include <QLineEdit>
 #include <QScrollArea>
 #include <QScrollBar>
@@ -17,6 +18,7 @@
 #include <QSpinBox>
 #include <QSplitter>
 #include <QStandardPaths>
+#include <QStatusBar>
 #include <QTest>
 #include <QToolBar>
 #include <QToolButton>
@@ -32,6 +34,7 @@
 #include "ui/MainWindow.h"
 #include "ui/TrainingDashboard.h"
 #include "ui/TrainingSettingsPanel.h"
+#include "ui/WorkbenchInput.h"
 #include "ui/base/ProjectDocument.h"
 #include "ui/base/Templates.h"
 
@@ -104,6 +107,21 @@ void saveShot(QWidget* w, const QString& name) {
     if (!qEnvironmentVariable("STRATA_UI_SCREENSHOTS").isEmpty())
         w->grab().save(qEnvironmentVariable("STRATA_UI_SCREENSHOTS") + QLatin1Char('/') + name);
 }
+
+// A field that takes Ctrl+E for itself, as every line edit does under X11's key scheme (Ctrl+E: end of line;
+// the offscreen platform uses another scheme, so the line edits here do not).
+class EndOfLineField : public QLineEdit {
+public:
+    using QLineEdit::QLineEdit;
+    bool event(QEvent* e) override {
+        if (e->type() == QEvent::ShortcutOverride &&
+            static_cast<QKeyEvent*>(e)->keyCombination() == QKeyCombination(Qt::ControlModifier, Qt::Key_E)) {
+            e->accept();
+            return true;
+        }
+        return QLineEdit::event(e);
+    }
+};
 
 QToolButton* toolButtonFor(QToolBar* bar, QAction* action) {
     return qobject_cast<QToolButton*>(bar->widgetForAction(action));
@@ -195,6 +213,169 @@ private slots:
                      qPrintable(QStringLiteral("part %1: %2x%3 shown").arg(i).arg(shown.width()).arg(shown.height())));
         }
         saveShot(&w, QStringLiteral("dataset-docked-1280x720.png"));
+    }
+
+    // Issue 34: scrolling the Training panel changed weight decay from 0 to 0.0002 and the run used it. A wheel
+    // over a field without focus leaves it alone and goes on to the panel's scroll area; with the focus, the
+    // wheel steps it. Combo boxes too; and a wheel never gives a field the focus.
+    void wheelLeavesUnfocusedFieldsAlone() {
+        MainWindow w;
+        w.newProject(fashionCnnTemplate());
+        w.resize(1280, 720);
+        w.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&w));
+        QApplication::setActiveWindow(&w);
+        w.dockNamed(QStringLiteral("trainingSettingsDock"))->raise();
+        QTest::qWait(30);
+        auto* decay = w.findChild<QDoubleSpinBox*>(QStringLiteral("weight_decay"));
+        auto* optimizer = w.findChild<QComboBox*>(QStringLiteral("optimizer"));
+        QVERIFY(decay && optimizer);
+        QCOMPARE(decay->focusPolicy(), Qt::StrongFocus);
+        QCOMPARE(optimizer->focusPolicy(), Qt::StrongFocus);
+        w.view()->setFocus();
+        auto wheel = [](QWidget* target) {
+            QWheelEvent e(QPointF(5, 5), QPointF(target->mapToGlobal(QPoint(5, 5))), QPoint(), QPoint(0, 120),
+                          Qt::NoButton, Qt::NoModifier, Qt::NoScrollPhase, false);
+            QApplication::sendEvent(target, &e);
+            return e.isAccepted();
+        };
+        const int optimizerIndex = optimizer->currentIndex();
+        for (int i = 0; i < 3; ++i) {
+            QVERIFY(!wheel(decay));  // not taken: it goes on to the scroll area
+            QVERIFY(!wheel(decay->findChild<QLineEdit*>()));
+            QVERIFY(!wheel(optimizer));
+        }
+        QCOMPARE(decay->value(), 0.0);
+        QCOMPARE(optimizer->currentIndex(), optimizerIndex);
+        QCOMPARE(w.document()->project().training.weightDecay, 0.0);
+        QVERIFY(!decay->hasFocus());
+        // Focused, the wheel steps the field as always.
+        decay->setFocus();
+        QVERIFY(decay->hasFocus());
+        wheel(decay);
+        QCOMPARE(decay->value(), decay->singleStep());
+    }
+
+    // Every focusable control shows the focus: with it, the pixels along the control's edge differ from
+    // without it (Fusion draws nothing for a tree, a tool button or the canvas), for every control of every
+    // dock at 1280 x 720.
+    void everyFocusableControlShowsFocus() {
+        MainWindow w;
+        w.newProject(fashionCnnTemplate());
+        w.resize(1280, 720);
+        w.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&w));
+        QApplication::setActiveWindow(&w);
+        QStringList unseen;
+        int checked = 0;
+        for (const char* dock : {"dashboardDock", "datasetDock", "trainingSettingsDock", "sweepDock"}) {
+            w.dockNamed(QString::fromLatin1(dock))->raise();
+            QTest::qWait(30);
+            for (QWidget* c : w.findChildren<QWidget*>()) {
+                if (!(c->focusPolicy() & Qt::TabFocus) || !c->isVisible() || !c->isEnabled() || c->focusProxy() ||
+                    c->visibleRegion().isEmpty())
+                    continue;
+                const QRect edge(c->mapTo(&w, QPoint(0, 0)), c->size());
+                if (!w.rect().contains(edge.center())) continue;
+                w.view()->setFocus();  // away from c (the canvas is not in these docks)
+                if (c == w.view()) w.palette()->setFocus();
+                QApplication::processEvents();
+                const QImage before = w.grab(edge).toImage();
+                c->setFocus(Qt::TabFocusReason);
+                QApplication::processEvents();
+                if (!c->hasFocus()) continue;
+                const QImage after = w.grab(edge).toImage();
+                ++checked;
+                // The outermost two pixels all round.
+                int changed = 0;
+                for (int x = 0; x < after.width(); ++x)
+                    for (int y : {0, 1, after.height() - 2, after.height() - 1})
+                        changed += before.pixel(x, y) != after.pixel(x, y);
+                if (changed < after.width())
+                    unseen << QStringLiteral("%1 '%2' (%3 of %4 edge pixels changed)")
+                                  .arg(c->metaObject()->className(), c->objectName())
+                                  .arg(changed)
+                                  .arg(2 * after.width());
+            }
+        }
+        QVERIFY2(checked > 40, qPrintable(QString::number(checked)));
+        QVERIFY2(unseen.isEmpty(),
+                 qPrintable(QString::number(unseen.size()) + QStringLiteral(" without a visible focus: ") +
+                            unseen.mid(0, 10).join(QStringLiteral("; "))));
+        QVERIFY(WorkbenchInput::instance()->ringedWidget());
+    }
+
+    // Start by its shortcut (F5) with the focus in a field, and from the toolbar's first button in a few Tabs,
+    // then Space.
+    void startByKeyboard() {
+        MainWindow w;
+        Project p = test::blobsMlpProject("keyboard");
+        p.training.epochs = 50;
+        w.newProject(p);
+        w.resize(1280, 720);
+        w.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&w));
+        QApplication::setActiveWindow(&w);
+        QSignalSpy started(w.dashboard(), &TrainingDashboard::trainingStarted);
+        QSignalSpy finished(w.dashboard(), &TrainingDashboard::trainingFinished);
+        w.dockNamed(QStringLiteral("trainingSettingsDock"))->raise();
+        auto* seed = w.findChild<QLineEdit*>(QStringLiteral("seed"));
+        seed->setFocus();
+        QTest::keyClick(seed, Qt::Key_F5);
+        QCOMPARE(started.count(), 1);
+        w.dashboard()->stopTraining();
+        QVERIFY(finished.wait(60000));
+
+        auto* bar = w.findChild<QToolBar*>(QStringLiteral("mainToolBar"));
+        QWidget* first = bar->widgetForAction(bar->actions().front());
+        QToolButton* start = toolButtonFor(bar, actionNamed(w, QStringLiteral("Start Training")));
+        first->setFocus(Qt::TabFocusReason);
+        QVERIFY(first->hasFocus());
+        int tabs = 0;
+        while (!start->hasFocus() && tabs < 5) {
+            QTest::keyClick(QApplication::focusWidget(), Qt::Key_Tab);
+            ++tabs;
+        }
+        QVERIFY2(start->hasFocus(), qPrintable(QApplication::focusWidget()->metaObject()->className()));
+        QTest::keyClick(start, Qt::Key_Space);
+        QCOMPARE(started.count(), 2);
+        w.dashboard()->stopTraining();
+        QVERIFY(finished.wait(60000));
+    }
+
+    // Ctrl+E opens the export dialog with the focus anywhere: the canvas, a line edit (which reads Ctrl+E as
+    // "end of line"), a spin box, a tree, a field of a floating dock.
+    void exportShortcutFromAnyFocus() {
+        MainWindow w;
+        w.newProject(fashionCnnTemplate());
+        w.resize(1280, 720);
+        w.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&w));
+        QApplication::setActiveWindow(&w);
+        w.dockNamed(QStringLiteral("datasetDock"))->raise();
+        QTest::qWait(20);
+        auto* claims = new EndOfLineField(&w);
+        w.statusBar()->addPermanentWidget(claims);
+        claims->show();
+        QList<QWidget*> places{w.view(), w.findChild<QLineEdit*>(QStringLiteral("train_images")),
+                               w.findChild<QSpinBox*>(QStringLiteral("train_limit")), w.palette()->tree(), claims};
+        for (QWidget* place : places) {
+            QVERIFY(place);
+            if (w.exportDialog()) w.exportDialog()->hide();
+            place->setFocus();
+            QVERIFY2(place->hasFocus(), place->metaObject()->className());
+            QTest::keyClick(place, Qt::Key_E, Qt::ControlModifier);
+            QVERIFY2(w.exportDialog() && w.exportDialog()->isVisible(), place->metaObject()->className());
+        }
+        w.exportDialog()->hide();
+        QDockWidget* settings = w.dockNamed(QStringLiteral("trainingSettingsDock"));
+        settings->setFloating(true);
+        settings->show();
+        QApplication::setActiveWindow(settings);
+        auto* dir = settings->findChild<QLineEdit*>(QStringLiteral("checkpoint_dir"));
+        dir->setFocus();
+        QTest::keyClick(dir, Qt::Key_E, Qt::ControlModifier);
+        QVERIFY(w.exportDialog()->isVisible());
     }
 };
 
