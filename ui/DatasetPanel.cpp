@@ -94,7 +94,14 @@ QVector<qint64> perClass(const DataSplit& split, int classes) {
 DatasetPanel::DatasetPanel(ProjectDocument* doc, QWidget* parent) : QWidget(parent), m_doc(doc) {
     buildUi();
     m_watcher = new QFutureWatcher<DatasetPreview>(this);
-    connect(m_watcher, &QFutureWatcherBase::finished, this, [this] { showPreview(m_watcher->result()); });
+    connect(m_watcher, &QFutureWatcherBase::finished, this, [this] {
+        if (m_loadingGeneration == m_generation) {
+            showPreview(m_watcher->result());
+        } else {  // the previous project's data: dropped, and this one's loads
+            m_previewButton->setEnabled(true);
+            m_autoPreview->start();
+        }
+    });
     connect(m_doc, &ProjectDocument::settingsChanged, this, &DatasetPanel::syncFromDocument);
     connect(m_doc, &ProjectDocument::settingsChanged, this, &DatasetPanel::datasetEdited);
     m_autoPreview = new QTimer(this);
@@ -110,6 +117,7 @@ DatasetPanel::DatasetPanel(ProjectDocument* doc, QWidget* parent) : QWidget(pare
     connect(m_doc, &ProjectDocument::projectReset, this, [this] {
         m_editors.clearRefusals();  // another project: what was refused in the last one is gone
         syncFromDocument();
+        clearPreview();  // and so is its data: the new project's preview loads when the panel is shown
     });
     syncFromDocument();
 }
@@ -462,6 +470,24 @@ void DatasetPanel::commit() {
 
 bool DatasetPanel::previewRunning() const { return m_watcher->isRunning(); }
 
+void DatasetPanel::clearPreview() {
+    ++m_generation;
+    m_preview = DatasetPreview{};
+    m_previewValid = false;
+    m_previewStatus->clear();
+    m_description->setText(tr("No preview loaded."));
+    m_imageGrid->clear();
+    m_table->clear();
+    m_table->setRowCount(0);
+    m_table->setColumnCount(0);
+    m_textList->clear();
+    m_balance->clearPlottables();
+    m_balance->replot();
+    m_sizes->clearPlottables();
+    m_sizes->hide();
+    m_autoPreview->start();
+}
+
 void DatasetPanel::loadPreview() {
     if (m_watcher->isRunning()) return;
     commit();
@@ -472,6 +498,7 @@ void DatasetPanel::loadPreview() {
     m_previewValid = true;
     m_previewButton->setEnabled(false);
     m_previewStatus->setText(tr("Loading..."));
+    m_loadingGeneration = m_generation;
     m_watcher->setFuture(QtConcurrent::run([settings, path] { return buildPreview(settings, path); }));
 }
 
@@ -690,7 +717,7 @@ void DatasetPanel::showPreview(const DatasetPreview& preview) {
     m_balance->replot();
     showImageSizes(preview);
 
-    emit trainSampleCountKnown(preview.trainCount);
+    if (m_doc->project().dataset == m_previewed) emit trainSampleCountKnown(preview.trainCount);
     emit previewReady();
 }
 

@@ -108,6 +108,8 @@ private:
     void buildUi();
     void commit();
     void showPreview(const DatasetPreview& preview);
+    // Shows no preview (another project was opened: the last one's samples are not its data).
+    void clearPreview();
     void showImageSizes(const DatasetPreview& preview);
     // The dataset settings changed: the last preview and its status no longer describe them; a new
     // preview loads by itself shortly after (when the panel is shown).
@@ -151,8 +153,10 @@ private:
 
     QFutureWatcher<DatasetPreview>* m_watcher = nullptr;
     DatasetPreview m_preview;
-    DatasetSettings m_previewed;           // the settings of the preview shown (or loading)
-    bool m_previewValid = false;           // m_previewed holds a preview's settings
+    DatasetSettings m_previewed;  // the settings of the preview shown (or loading)
+    bool m_previewValid = false;  // m_previewed holds a preview's settings
+    int m_generation = 0;         // counts clearPreview(): a preview loaded before one is dropped
+    int m_loadingGeneration = 0;
     QTimer* m_autoPreview = nullptr;       // waits for typing to settle before loading a preview by itself
     QMap<QString, QLineEdit*> m_idxEdits;  // the IDX page's path fields by setting key
 };

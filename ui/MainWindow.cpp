@@ -64,6 +64,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), m_doc(new Project
     createActions();
     createMenus();
     setUpKeyboard();
+    connectPanelState();
 
     connect(m_doc, &ProjectDocument::fileChanged, this, &MainWindow::updateTitle);
     connect(m_view, &GraphView::statusMessage, this, [this](const QString& m) { statusBar()->showMessage(m, 6000); });
@@ -386,6 +387,24 @@ void MainWindow::createMenus() {
     bar->addActions({m_layoutAct, m_zoomFitAct});
     m_trainAct->setIconText(tr("Start"));
     m_pauseAct->setIconText(tr("Pause"));
+}
+
+void MainWindow::connectPanelState() {
+    // The Training panel's steps per epoch come from the data as previewed (it assumed 100 with a preview
+    // loaded).
+    connect(m_dataset, &DatasetPanel::trainSampleCountKnown, m_trainingSettings,
+            &TrainingSettingsPanel::setTrainSampleCount);
+    connect(m_dashboard, &TrainingDashboard::startRefused, this, &MainWindow::showStartRefusal);
+}
+
+void MainWindow::showStartRefusal(const QString& reason) {
+    // Where the user is looking: the status bar, and the dashboard's banner brought to the front (F5 pressed
+    // with the Dataset tab in front said nothing).
+    statusBar()->showMessage(tr("Not started: %1").arg(reason), 20000);
+    if (QDockWidget* dash = dockNamed(QStringLiteral("dashboardDock"))) {
+        dash->show();
+        dash->raise();
+    }
 }
 
 void MainWindow::setUpKeyboard() {

@@ -120,6 +120,9 @@ private:
     void createMenus();
     // Global shortcuts (WorkbenchInput) and a Tab stop on each toolbar button.
     void setUpKeyboard();
+    // What one panel learns that another shows (sample counts, refusals).
+    void connectPanelState();
+    void showStartRefusal(const QString& reason);
     void updateTitle();
     void addRecentFile(const QString& path);
     void rebuildRecentMenu();

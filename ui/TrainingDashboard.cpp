@@ -72,6 +72,10 @@ TrainingDashboard::TrainingDashboard(ProjectDocument* doc, QWidget* parent) : QW
     connect(m_worker, &EngineWorker::logMessage, this, &TrainingDashboard::onLog);
     connect(m_worker, &EngineWorker::runEnded, this, &TrainingDashboard::onRunEnded);
     m_thread->start();
+    // A refusal or a failed run is about the project it was shown for: another project starts clean.
+    connect(m_doc, &ProjectDocument::projectReset, this, [this] {
+        if (m_state == State::Idle) clearError();
+    });
 
     m_flushTimer = new QTimer(this);
     m_flushTimer->setInterval(150);
@@ -185,7 +189,23 @@ void TrainingDashboard::buildUi() {
     root->addWidget(m_log);
 }
 
-void TrainingDashboard::setDevicePicker(DevicePicker* picker) { m_picker = picker; }
+void TrainingDashboard::setDevicePicker(DevicePicker* picker) {
+    m_picker = picker;
+    // "Tick a device" goes once one is ticked.
+    connect(picker, &DevicePicker::selectionChanged, this, [this] {
+        if (m_picker && m_picker->selectionError().isEmpty()) dropBannerIf(BannerCause::Devices);
+    });
+}
+
+void TrainingDashboard::refuseStart(const QString& reason, BannerCause cause) {
+    showError(reason);
+    m_bannerCause = cause;
+    emit startRefused(reason);
+}
+
+void TrainingDashboard::dropBannerIf(BannerCause cause) {
+    if (m_bannerCause == cause) clearError();
+}
 
 void TrainingDashboard::setRefreshIntervalMs(int ms) { m_flushTimer->setInterval(ms); }
 
@@ -208,6 +228,7 @@ void TrainingDashboard::showError(const QString& message) {
 }
 
 void TrainingDashboard::clearError() {
+    m_bannerCause = BannerCause::None;
     m_bannerText->clear();
     m_banner->setVisible(false);
 }
@@ -237,14 +258,14 @@ void TrainingDashboard::updateButtons() {
 
 void TrainingDashboard::startTraining(qint64 maxSteps) {
     if (m_state != State::Idle) {
-        showError(tr("A training run is already active; stop it before starting another."));
+        refuseStart(tr("A training run is already active; stop it before starting another."), BannerCause::RunActive);
         return;
     }
     QString device;
     if (m_picker) {
         const QString problem = m_picker->selectionError();
         if (!problem.isEmpty()) {
-            showError(problem);
+            refuseStart(problem, BannerCause::Devices);
             return;
         }
         device = m_picker->runDevice();
@@ -378,6 +399,7 @@ void TrainingDashboard::onError(const QString& message) {
     m_runFailed = true;
     m_errorMessage = message;
     showError(tr("Training stopped on an error: %1").arg(message));
+    m_bannerCause = BannerCause::RunError;
 }
 
 void TrainingDashboard::onLog(const QString& message) { m_log->setText(message); }
@@ -398,6 +420,7 @@ void TrainingDashboard::onRunEnded(bool ok) {
                                                           : QStringLiteral("finished");
         m_history->finishRun(m_runId, status, failed ? m_errorMessage : m_finalStatus, m_finished);
     }
+    dropBannerIf(BannerCause::RunActive);  // the run it was about has ended
     setState(State::Idle);
     emit trainingFinished();
 }

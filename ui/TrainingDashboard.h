@@ -90,6 +90,8 @@ public slots:
     bool exportCharts(const QString& folder);
 
 signals:
+    // Start was refused (a run is active, the device selection, the data check): `reason` is in the banner too.
+    void startRefused(const QString& reason);
     // Emitted when a run has ended, whether it finished, was stopped or failed.
     void trainingFinished();
     void trainingStarted();
@@ -101,6 +103,10 @@ private:
     void updateButtons();
     void showError(const QString& message);
     void clearError();
+    // What the banner is about, so that it goes when that does (issue 34: no stale refusals).
+    enum class BannerCause { None, RunActive, Devices, Refused, RunError };
+    void refuseStart(const QString& reason, BannerCause cause);
+    void dropBannerIf(BannerCause cause);
     void flush();
     void updateTimes();
     void clearCharts();
@@ -132,6 +138,7 @@ private:
     QLabel* m_comm = nullptr;  // data parallel: replicas, all-reduce time, hidden share (hidden otherwise)
     QFrame* m_banner = nullptr;
     QLabel* m_bannerText = nullptr;
+    BannerCause m_bannerCause = BannerCause::None;
     QHash<QString, ChartPanel*> m_charts;       // by chart name
     QHash<QString, ChartPanel*> m_seriesChart;  // by series name
     QTimer* m_flushTimer = nullptr;

@@ -208,11 +208,13 @@ void TrainingSettingsPanel::updateEnabled() {
 
 void TrainingSettingsPanel::setTrainSampleCount(qint64 count) {
     m_knownTrainSamples = count;
+    m_countFor = m_doc->project().dataset;
     updatePreview();
 }
 
 qint64 TrainingSettingsPanel::trainSamplesEstimate() const {
-    if (m_knownTrainSamples > 0) return m_knownTrainSamples;
+    // A count of other data settings (a limit changed since, another project) says nothing.
+    if (m_knownTrainSamples > 0 && m_doc->project().dataset == m_countFor) return m_knownTrainSamples;
     const DatasetSettings& d = m_doc->project().dataset;
     if (d.kind == DatasetKind::Synthetic) {
         qint64 n = qint64(double(d.syntheticSamples) * (1.0 - d.validationSplit));
@@ -227,6 +229,8 @@ qint64 TrainingSettingsPanel::previewStepsPerEpoch() const {
     const qint64 batch = std::max(1, m_batch->value());
     return samples > 0 ? (samples + batch - 1) / batch : kAssumedStepsPerEpoch;
 }
+
+QString TrainingSettingsPanel::previewNote() const { return m_lrNote->text(); }
 
 int TrainingSettingsPanel::previewPointCount() const { return m_lrPlot->graph(0)->data()->size(); }
 

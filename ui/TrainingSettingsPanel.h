@@ -36,8 +36,11 @@ public:
 
 public slots:
     void syncFromDocument();
-    // The training-set size, e.g. from a dataset preview; 0: estimate from the dataset settings.
+    // The training-set size of the project's data as it is set now, e.g. from a dataset preview or the data
+    // check; 0: estimate from the dataset settings. Forgotten when the data settings change.
     void setTrainSampleCount(qint64 count);
+    // The LR plot's note: "938 steps per epoch (60000 training samples, batch 64)..." or "Assuming 100...".
+    QString previewNote() const;
 
 private:
     void buildUi();
@@ -49,6 +52,7 @@ private:
     ProjectDocument* m_doc;
     bool m_updating = false;
     qint64 m_knownTrainSamples = 0;
+    DatasetSettings m_countFor;  // the data settings m_knownTrainSamples was counted with
     SettingEditors<TrainingSettings> m_editors{trainingSettingSpecs()};
 
     QComboBox* m_optimizer = nullptr;
