@@ -146,6 +146,38 @@ private slots:
                  m[0].message.c_str());
     }
 
+    // The facts as the workbench reads them: a synthetic set from its settings (a million samples of [3, 32, 32]
+    // are not generated), a text set with its vocabulary and its training count, a refusal naming the file.
+    void readsFactsCheaply() {
+        DatasetSettings synthetic;
+        synthetic.kind = DatasetKind::Synthetic;
+        synthetic.syntheticSamples = 1000000;
+        synthetic.syntheticClasses = 7;
+        synthetic.syntheticShape = {3, 32, 32};
+        const DataFacts f = readDataFacts(synthetic, "");
+        QCOMPARE(f.sampleShape, (Shape{3, 32, 32}));
+        QCOMPARE(f.numClasses, 7);
+        QCOMPARE(f.vocabularySize, int64_t(0));
+
+        QTemporaryDir dir;
+        writeTexts(dir.filePath("texts.csv").toStdString(), 60);
+        Project p = textProject(6, 40, 2);
+        p.dataset.trainPath = dir.filePath("texts.csv").toStdString();
+        const DataFacts t = readDataFacts(p.dataset, "");
+        QCOMPARE(t.sampleShape, (Shape{6}));
+        QCOMPARE(t.numClasses, 2);
+        QCOMPARE(t.vocabularySize, int64_t(62));
+        QCOMPARE(t.trainCount, int64_t(60));
+
+        p.dataset.trainPath = dir.filePath("missing.csv").toStdString();
+        try {
+            readDataFacts(p.dataset, "");
+            QFAIL("a missing file was read");
+        } catch (const DataError& e) {
+            QVERIFY2(contains(e.what(), "missing.csv"), e.what());
+        }
+    }
+
     // Issue 35: an Embedding smaller than the vocabulary is refused by the Trainer before its first step (it used
     // to fail inside the forward pass), and so is every other mismatch, in one message.
     void trainerRefusesBeforeTheFirstStep() {

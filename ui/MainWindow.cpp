@@ -25,6 +25,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "ui/DataChecker.h"
 #include "ui/DatasetPanel.h"
 #include "ui/DevicePicker.h"
 #include "ui/ExportDialog.h"
@@ -63,8 +64,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), m_doc(new Project
     createDocks();
     createActions();
     createMenus();
-    setUpKeyboard();
     connectPanelState();
+    setUpKeyboard();
 
     connect(m_doc, &ProjectDocument::fileChanged, this, &MainWindow::updateTitle);
     connect(m_view, &GraphView::statusMessage, this, [this](const QString& m) { statusBar()->showMessage(m, 6000); });
@@ -390,11 +391,52 @@ void MainWindow::createMenus() {
 }
 
 void MainWindow::connectPanelState() {
-    // The Training panel's steps per epoch come from the data as previewed (it assumed 100 with a preview
-    // loaded).
+    // The Training panel's steps per epoch come from the data as previewed or checked (it assumed 100 with a
+    // preview loaded).
     connect(m_dataset, &DatasetPanel::trainSampleCountKnown, m_trainingSettings,
             &TrainingSettingsPanel::setTrainSampleCount);
     connect(m_dashboard, &TrainingDashboard::startRefused, this, &MainWindow::showStartRefusal);
+
+    // The Check: the data against the graph, listed in Problems with a fix per mismatch. Start asks it first,
+    // so a run whose data does not fit is refused with the whole list before it starts.
+    m_checker = new DataChecker(m_doc, this);
+    m_problems->setDataChecker(m_checker);
+    connect(m_checker, &DataChecker::trainSampleCountKnown, m_trainingSettings,
+            &TrainingSettingsPanel::setTrainSampleCount);
+    m_dashboard->setStartCheck([this](qint64 maxSteps) {
+        const DataChecker::Verdict verdict = m_checker->startVerdict(maxSteps);
+        if (!verdict.refusal.isEmpty()) showProblems();
+        return TrainingDashboard::StartVerdict{verdict.refusal, verdict.waiting};
+    });
+    connect(m_checker, &DataChecker::startRequested, m_dashboard,
+            [this](qint64 maxSteps) { m_dashboard->startTraining(maxSteps); });
+    connect(m_checker, &DataChecker::checked, this, [this] {
+        if (m_checker->state() == DataChecker::State::Checked && m_checker->mismatches().empty())
+            m_dashboard->dropStartRefusal();
+    });
+    m_checkAct =
+        new QAction(style()->standardIcon(QStyle::SP_DialogApplyButton), tr("&Check Data Against Graph"), this);
+    m_checkAct->setIconText(tr("Check"));
+    m_checkAct->setShortcut(QKeySequence(tr("Ctrl+K")));
+    m_checkAct->setToolTip(tr("Compare the data's sample shape, classes and vocabulary with the graph (Ctrl+K)"));
+    connect(m_checkAct, &QAction::triggered, this, [this] {
+        showProblems();
+        m_checker->check();
+    });
+    for (QAction* menu : menuBar()->actions())
+        if (menu->menu() && menu->text() == tr("&Train")) menu->menu()->insertAction(m_pauseAct, m_checkAct);
+    if (auto* bar = findChild<QToolBar*>(QStringLiteral("mainToolBar"))) {
+        const QList<QAction*> actions = bar->actions();
+        const qsizetype stop = actions.indexOf(m_stopAct);
+        bar->insertAction(stop + 1 < actions.size() ? actions[stop + 1] : nullptr, m_checkAct);
+    }
+}
+
+void MainWindow::showProblems() {
+    if (QDockWidget* problems = dockNamed(QStringLiteral("problemsDock"))) {
+        problems->show();
+        problems->raise();
+    }
 }
 
 void MainWindow::showStartRefusal(const QString& reason) {

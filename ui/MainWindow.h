@@ -25,6 +25,7 @@ class ProjectDocument;
 class PropertyPanel;
 class TrainingDashboard;
 class DevicePicker;
+class DataChecker;
 class DatasetPanel;
 class TrainingSettingsPanel;
 class ExportDialog;
@@ -58,6 +59,8 @@ public:
     // Train > Profile Layers and the runner behind it (ui/ProfileOverlay).
     QAction* profileAction() const { return m_profileAct; }
     ProfileRunner* profiler() const { return m_profiler; }
+    // The Check: the data against the graph (Train > Check Data Against Graph, and Start).
+    DataChecker* dataChecker() const { return m_checker; }
     // The File > Export Model dialog; null until first shown.
     ExportDialog* exportDialog() const { return m_exportDialog; }
     // "paletteDock", "propertiesDock", "problemsDock", "datasetDock", "trainingSettingsDock",
@@ -123,6 +126,7 @@ private:
     // What one panel learns that another shows (sample counts, refusals).
     void connectPanelState();
     void showStartRefusal(const QString& reason);
+    void showProblems();
     void updateTitle();
     void addRecentFile(const QString& path);
     void rebuildRecentMenu();
@@ -143,6 +147,8 @@ private:
     RunsPanel* m_runs = nullptr;
     SweepPanel* m_sweep = nullptr;
     ExportDialog* m_exportDialog = nullptr;
+    DataChecker* m_checker = nullptr;  // the Check (Problems panel, Start)
+    QAction* m_checkAct = nullptr;
     QList<QDockWidget*> m_docks;
 
     QMenu* m_recentMenu = nullptr;

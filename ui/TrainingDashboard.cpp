@@ -272,6 +272,17 @@ void TrainingDashboard::startTraining(qint64 maxSteps) {
     } else {
         device = QString::fromStdString(m_doc->project().training.device);
     }
+    if (m_startCheck) {
+        const StartVerdict verdict = m_startCheck(maxSteps);
+        if (!verdict.refusal.isEmpty()) {
+            refuseStart(verdict.refusal, BannerCause::Refused);
+            return;
+        }
+        if (!verdict.waiting.isEmpty()) {
+            m_status->setText(verdict.waiting);
+            return;
+        }
+    }
     if (device.isEmpty()) device = QStringLiteral("cpu");
 
     clearError();

@@ -12,6 +12,7 @@
 #include <QString>
 #include <QVector>
 #include <QWidget>
+#include <functional>
 
 #include "core/train/TrainingObserver.h"
 
@@ -78,6 +79,16 @@ public:
     // How often buffered events reach the charts (default 150 ms).
     void setRefreshIntervalMs(int ms);
 
+    // Asked by startTraining once the device selection is valid (the workbench's data check): `refusal` refuses
+    // the run (banner, startRefused); `waiting` puts it off, saying why in the status line (the check calls
+    // startTraining again when it has its answer); both empty: the run starts.
+    struct StartVerdict {
+        QString refusal, waiting;
+    };
+    void setStartCheck(std::function<StartVerdict(qint64 maxSteps)> check) { m_startCheck = std::move(check); }
+    // The check's refusal goes when what it was about has been fixed.
+    void dropStartRefusal() { dropBannerIf(BannerCause::Refused); }
+
 public slots:
     // Starts a run of the document's project (a copy: edits during the run do not change it).
     // maxSteps > 0 stops after that many steps. Refused (with a message in the banner) while a run
@@ -139,6 +150,7 @@ private:
     QFrame* m_banner = nullptr;
     QLabel* m_bannerText = nullptr;
     BannerCause m_bannerCause = BannerCause::None;
+    std::function<StartVerdict(qint64)> m_startCheck;
     QHash<QString, ChartPanel*> m_charts;       // by chart name
     QHash<QString, ChartPanel*> m_seriesChart;  // by series name
     QTimer* m_flushTimer = nullptr;

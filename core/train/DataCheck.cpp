@@ -1,6 +1,10 @@
 // DataCheck: see DataCheck.h.
 #include "core/train/DataCheck.h"
 
+#include <algorithm>
+
+#include "core/data/ImageFolder.h"
+
 namespace strata {
 
 namespace {
@@ -30,7 +34,34 @@ DataFacts dataFactsOf(const DatasetBundle& data) {
     f.sampleShape = data.train.sampleShape;
     f.numClasses = data.numClasses;
     f.vocabularySize = static_cast<int64_t>(data.vocabulary.size());
+    f.trainCount = data.train.count;
     return f;
+}
+
+DataFacts readDataFacts(const DatasetSettings& settings, const std::string& projectPath) {
+    // loadDataset checks these settings as it reads them; the shortcuts below check them the same way.
+    if (settings.kind == DatasetKind::Synthetic || settings.kind == DatasetKind::ImageFolder) {
+        DatasetSettings probe = settings;
+        DataFacts f;
+        if (settings.kind == DatasetKind::Synthetic) {
+            // Two samples generate in no time and make loadDataset check every setting a run checks.
+            probe.syntheticSamples = std::max<int64_t>(2, settings.syntheticClasses);
+            probe.validationSplit = 0.0;
+            probe.trainLimit = probe.validationLimit = 0;
+            f = dataFactsOf(loadDataset(probe, projectPath));
+            f.trainCount = 0;
+            return f;
+        }
+        if (settings.trainPath.empty() || settings.imageShape.size() != 3 ||
+            (settings.imageShape[0] != 1 && settings.imageShape[0] != 3))
+            return dataFactsOf(loadDataset(settings, projectPath, Streaming::Allowed));  // its error says why
+        f.sampleShape = Shape(settings.imageShape);
+        f.numClasses = static_cast<int>(
+            data::listImages(resolveDatasetPath(projectPath, settings.trainPath), settings.classNames, false)
+                .classNames.size());
+        return f;
+    }
+    return dataFactsOf(loadDataset(settings, projectPath));
 }
 
 std::vector<DataMismatch> checkDataAgainstGraph(const Graph& graph, const DataFacts& facts) {

@@ -20,8 +20,13 @@ struct DataFacts {
     Shape sampleShape;  // per sample: [1, 28, 28]; text: [max_tokens]
     int numClasses = 0;
     int64_t vocabularySize = 0;  // text: token ids run from 0 to vocabularySize - 1; 0 for other data
+    int64_t trainCount = 0;      // training samples; 0 when not counted (readDataFacts of an image folder)
 };
 DataFacts dataFactsOf(const DatasetBundle& data);
+// The facts of the data `settings` describe, read as cheaply as they can be: a synthetic set from its settings,
+// an image folder from its listing (no image decoded), the other kinds loaded (a text set is tokenized for its
+// vocabulary). Throws DataError as loadDataset does.
+DataFacts readDataFacts(const DatasetSettings& settings, const std::string& projectPath);
 
 // The edit that fixes a mismatch: node `node`'s parameter `param` set to `value` (one undoable edit in the
 // workbench).
