@@ -197,6 +197,12 @@ void TrainingDashboard::setDevicePicker(DevicePicker* picker) {
     });
 }
 
+void TrainingDashboard::recordRun() {
+    if (!m_toRecord || !m_history) return;
+    const PendingRecord r = *std::exchange(m_toRecord, std::nullopt);
+    m_runId = m_history->beginRun(r.project, r.path, r.device, r.runFolder);
+}
+
 void TrainingDashboard::refuseStart(const QString& reason, BannerCause cause) {
     showError(reason);
     m_bannerCause = cause;
@@ -303,7 +309,9 @@ void TrainingDashboard::startTraining(qint64 maxSteps) {
         checkpointFolderForRun(project, path.toStdString(), userData.toStdString(), std::chrono::system_clock::now()));
     const QString runFolder = project.training.checkpointDir.empty() ? m_runFolder : QString();
     m_doc->setLastRunFolder(m_runFolder);
-    m_runId = m_history ? m_history->beginRun(project, path, device, m_runFolder) : 0;
+    // Recorded from its first step (recordRun): a run refused before it (memory, data, resume) is no failed run.
+    m_runId = 0;
+    m_toRecord = m_history ? std::optional<PendingRecord>({project, path, device, m_runFolder}) : std::nullopt;
     m_clock.start();
     m_pausedMs = 0;
     m_pausedSince = -1;
@@ -424,6 +432,8 @@ void TrainingDashboard::onRunEnded(bool ok) {
         m_status->setText(m_finalStatus.isEmpty() ? tr("Finished") : m_finalStatus);
     m_status->setToolTip(m_status->text());  // the label may be narrower than the summary
     m_eta->clear();
+    if (ok && !m_runFailed) recordRun();  // finished or stopped, with or without a step
+    m_toRecord.reset();
     if (m_history && m_runId > 0) {
         const bool failed = !ok || m_runFailed;
         const QString status = failed                     ? QStringLiteral("failed")
@@ -478,7 +488,8 @@ void TrainingDashboard::flush() {
         m_charts["accuracy"]->append("train_acc_batch", x, acc);
         m_charts["lr"]->append("lr", x, lr);
         m_charts["throughput"]->append("samples_per_s", x, rate);
-        if (m_history) m_history->addSteps(m_runId, m_pendingSteps);
+        recordRun();
+        if (m_history && m_runId > 0) m_history->addSteps(m_runId, m_pendingSteps);
         m_lastStep = m_pendingSteps.last();
         m_haveStep = true;
         m_pendingSteps.clear();
@@ -487,7 +498,7 @@ void TrainingDashboard::flush() {
 
     for (const EpochPoint& p : std::as_const(m_pendingEpochs)) {
         const EpochEvent& e = p.event;
-        if (m_history) m_history->addEpoch(m_runId, e);
+        if (m_history && m_runId > 0) m_history->addEpoch(m_runId, e);
         const QVector<double> x{p.x};
         m_charts["accuracy"]->append("train_acc_epoch", x, {e.trainAccuracy});
         if (e.hasValidation) {

@@ -13,7 +13,9 @@
 #include <QVector>
 #include <QWidget>
 #include <functional>
+#include <optional>
 
+#include "core/graph/Project.h"
 #include "core/train/TrainingObserver.h"
 
 class QLabel;
@@ -42,7 +44,8 @@ public:
     void setDevicePicker(DevicePicker* picker);
     // Where runs and their metrics are recorded (not owned; nullptr: not recorded).
     void setRunHistory(RunHistory* history) { m_history = history; }
-    // The history id of the current or last run (0: none recorded).
+    // The history id of the current or last run (0: none recorded). A run is recorded from its first step, or
+    // at its end when it finished or was stopped before one: a run refused before its first step is not listed.
     qint64 runId() const { return m_runId; }
     // The checkpoint folder of the current or last run: the project's checkpoint folder, else a run folder
     // of its own (RunFolder.h) under the project's folder or, unsaved, under the per-user data folder (the
@@ -150,6 +153,13 @@ private:
     QFrame* m_banner = nullptr;
     QLabel* m_bannerText = nullptr;
     BannerCause m_bannerCause = BannerCause::None;
+    // The run to record once it has a step (recordRun).
+    struct PendingRecord {
+        Project project;
+        QString path, device, runFolder;
+    };
+    std::optional<PendingRecord> m_toRecord;
+    void recordRun();
     std::function<StartVerdict(qint64)> m_startCheck;
     QHash<QString, ChartPanel*> m_charts;       // by chart name
     QHash<QString, ChartPanel*> m_seriesChart;  // by series name

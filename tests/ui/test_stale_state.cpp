@@ -21,6 +21,7 @@
 #include "ui/TrainingDashboard.h"
 #include "ui/TrainingSettingsPanel.h"
 #include "ui/base/ProjectDocument.h"
+#include "ui/base/RunHistory.h"
 #include "ui/base/Templates.h"
 
 using namespace strata;
@@ -83,9 +84,14 @@ private slots:
     }
 
     // A run refused for memory (a model far larger than this machine) leaves its banner; New from Template (and
-    // opening any other project) starts clean.
+    // opening any other project) starts clean. Refused before its first step, the run is not listed in the run
+    // history as a failed run; one that trains is.
     void memoryRefusalGoesWithNewProject() {
+        QTemporaryDir dir;
+        RunHistory history(dir.filePath(QStringLiteral("runs.sqlite")));
+        QVERIFY(history.isOpen());
         MainWindow w;
+        w.dashboard()->setRunHistory(&history);
         Project p = test::blobsMlpProject("huge", 65536);
         test::useBlobs(p, 64, 4, {65536});
         p.graph.setParams(p.graph.nodeByName("dense1")->id, {{"units", 1 << 20}});
@@ -95,8 +101,17 @@ private slots:
         QVERIFY(finished.wait(60000));
         QVERIFY2(w.dashboard()->errorVisible() && w.dashboard()->errorText().contains(QStringLiteral("does not fit")),
                  qPrintable(w.dashboard()->errorText()));
+        QCOMPARE(w.dashboard()->runId(), qint64(0));
+        QCOMPARE(history.runs().size(), 0);
         QVERIFY(w.newFromTemplate(QStringLiteral("mlp")));
         QVERIFY2(!w.dashboard()->errorVisible(), qPrintable(w.dashboard()->errorText()));
+
+        w.newProject(test::blobsMlpProject("trains"));
+        w.dashboard()->startTraining(3);
+        QVERIFY(finished.wait(60000));
+        QVERIFY(w.dashboard()->runId() > 0);
+        QCOMPARE(history.runs().size(), 1);
+        QCOMPARE(history.runs().front().status, QStringLiteral("finished"));
     }
 
     // "no sweep definition" said of the last project stays off a project that has one.
