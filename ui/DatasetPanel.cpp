@@ -151,25 +151,32 @@ void DatasetPanel::showEvent(QShowEvent* event) {
     if (!m_previewValid || !(m_doc->project().dataset == m_previewed)) m_autoPreview->start();
 }
 
-QLineEdit* DatasetPanel::pathEdit(QWidget* parent, const char* key, QWidget** row, bool registered) {
+QString DatasetPanel::pickPath(const QString& caption, const QString& start, bool folder) {
+    if (m_pathPicker) return m_pathPicker(caption, start, folder);
+    return folder ? QFileDialog::getExistingDirectory(this, caption, start)
+                  : QFileDialog::getOpenFileName(this, caption, start);
+}
+
+QLineEdit* DatasetPanel::pathEdit(QWidget* parent, const char* key, QWidget** row, bool registered, bool folder) {
     auto* box = new QWidget(parent);
     auto* layout = new QHBoxLayout(box);
     layout->setContentsMargins(0, 0, 0, 0);
     const SettingInfo& spec = m_editors.find(key);
-    const QString caption = settingLabel(spec);
+    const QString caption = folder ? QString(settingLabel(spec)).replace(tr("file"), tr("folder")) : settingLabel(spec);
     auto* edit =
         registered ? m_editors.add<QLineEdit>(key, box) : static_cast<QLineEdit*>(createSettingEditor(spec, box));
     edit->setPlaceholderText(tr("(none)"));
     auto* browse = new QToolButton(box);
     browse->setText(QStringLiteral("..."));
-    browse->setToolTip(tr("Choose a file"));
+    browse->setToolTip(folder ? tr("Choose a folder") : tr("Choose a file"));
+    browse->setProperty("pickKind", folder ? QStringLiteral("folder") : QStringLiteral("file"));
     layout->addWidget(edit, 1);
     layout->addWidget(browse);
     if (!registered) connect(edit, &QLineEdit::editingFinished, this, &DatasetPanel::commit);
-    connect(browse, &QToolButton::clicked, this, [this, edit, caption, key] {
+    connect(browse, &QToolButton::clicked, this, [this, edit, caption, key, folder] {
         const QString projectDir =
             m_doc->filePath().isEmpty() ? QDir::currentPath() : QFileInfo(m_doc->filePath()).absolutePath();
-        QString path = QFileDialog::getOpenFileName(this, caption, pickerStartPath(edit->text()));
+        QString path = pickPath(caption, pickerStartPath(edit->text()), folder);
         if (path.isEmpty()) return;
         rememberPickedFile(path);
         // Paths inside the project's folder are stored relative to it, so the project can move.
@@ -312,10 +319,13 @@ void DatasetPanel::buildUi() {
     auto* imagePage = new QWidget(m_kindPages);
     auto* imageForm = new QFormLayout(imagePage);
     imageForm->setContentsMargins(0, 0, 0, 0);
-    m_imageTrain = pathEdit(imagePage, "train_path", &pathRow, false);
-    row(imageForm, "train_path", pathRow);
-    m_imageVal = pathEdit(imagePage, "validation_path", &pathRow, false);
-    row(imageForm, "validation_path", pathRow);
+    // Folders here (a CSV of path,label can be typed instead): named and picked as folders.
+    m_imageTrain = pathEdit(imagePage, "train_path", &pathRow, false, true);
+    m_imageTrain->setPlaceholderText(tr("a folder of class folders (or a CSV of path,label)"));
+    imageForm->addRow(tr("Training folder"), pathRow);
+    m_imageVal = pathEdit(imagePage, "validation_path", &pathRow, false, true);
+    m_imageVal->setPlaceholderText(tr("optional: a folder of class folders (or a CSV)"));
+    imageForm->addRow(tr("Validation folder"), pathRow);
     row(imageForm, "image_shape", m_editors.add<QLineEdit>("image_shape", imagePage));
     auto* applyShape = new QPushButton(tr("Set the Input node to this shape"), imagePage);
     applyShape->setObjectName("apply_input_shape");
