@@ -8,6 +8,7 @@
 #include <QFile>
 #include <QSettings>
 #include <QSignalSpy>
+#include <QSpinBox>
 #include <QStandardPaths>
 #include <QStatusBar>
 #include <QTemporaryDir>
@@ -17,6 +18,7 @@
 #include "ui/DatasetPanel.h"
 #include "ui/DevicePicker.h"
 #include "ui/MainWindow.h"
+#include "ui/PropertyPanel.h"
 #include "ui/SweepPanel.h"
 #include "ui/TrainingDashboard.h"
 #include "ui/TrainingSettingsPanel.h"
@@ -112,6 +114,20 @@ private slots:
         QVERIFY(w.dashboard()->runId() > 0);
         QCOMPARE(history.runs().size(), 1);
         QCOMPARE(history.runs().front().status, QStringLiteral("finished"));
+    }
+
+    // The property panel's memory estimate: a batch refused in the last project's estimate does not stay
+    // refused (with "unknown until the batch size is valid") after New from Template.
+    void refusedEstimateBatchGoesWithNewProject() {
+        MainWindow w;
+        w.newProject(test::blobsMlpProject("estimate"));
+        QSpinBox* batch = w.properties()->batchSizeBox();
+        batch->setValue(0);
+        QVERIFY(w.properties()->memoryText().contains(QStringLiteral("unknown")));
+        QVERIFY(w.newFromTemplate(QStringLiteral("mlp")));
+        QCOMPARE(batch->value(), mlpTemplate().training.batchSize);
+        QVERIFY2(!w.properties()->memoryText().contains(QStringLiteral("unknown")),
+                 qPrintable(w.properties()->memoryText()));
     }
 
     // "no sweep definition" said of the last project stays off a project that has one.
