@@ -24,6 +24,7 @@ ChartPanel::ChartPanel(const QString& title, const QString& xLabel, const QStrin
     m_plot->plotLayout()->insertRow(0);
     auto* titleElement = new QCPTextElement(m_plot, title, QFont(font().family(), font().pointSize(), QFont::Bold));
     m_plot->plotLayout()->addElement(0, 0, titleElement);
+    m_xLabel = xLabel;
     m_plot->xAxis->setLabel(xLabel);
     m_plot->yAxis->setLabel(yLabel);
     m_plot->legend->setVisible(false);  // shown once a series exists
@@ -70,6 +71,21 @@ ChartPanel::ChartPanel(const QString& title, const QString& xLabel, const QStrin
     m_markerLabel->setPadding(QMargins(3, 2, 3, 2));
     m_markerLabel->setVisible(false);
     m_markerLabel->setSelectable(false);
+}
+
+void ChartPanel::resizeEvent(QResizeEvent* event) {
+    QWidget::resizeEvent(event);
+    setCompact(height() < 150);
+}
+
+void ChartPanel::setCompact(bool compact) {
+    if (compact == m_compact) return;
+    m_compact = compact;
+    m_plot->legend->setFillOrder(compact ? QCPLayoutGrid::foColumnsFirst : QCPLayoutGrid::foRowsFirst, true);
+    m_plot->legend->setWrap(0);
+    for (QCPAxis* axis : {m_plot->yAxis, m_plot->yAxis2}) axis->ticker()->setTickCount(compact ? 3 : 5);
+    m_plot->xAxis->setLabel(compact ? QString() : m_xLabel);
+    m_plot->replot(QCustomPlot::rpQueuedReplot);
 }
 
 void ChartPanel::setRightAxisLabel(const QString& label) {
