@@ -14,6 +14,8 @@ class QCheckBox;
 class QComboBox;
 class QCustomPlot;
 class QDoubleSpinBox;
+class QGridLayout;
+class QGroupBox;
 class QLabel;
 class QLineEdit;
 class QSpinBox;
@@ -42,8 +44,13 @@ public slots:
     // The LR plot's note: "938 steps per epoch (60000 training samples, batch 64)..." or "Assuming 100...".
     QString previewNote() const;
 
+protected:
+    void resizeEvent(QResizeEvent* event) override;
+
 private:
     void buildUi();
+    // One column of groups per 420 px of width.
+    void arrangeGroups();
     void commit();
     void updateEnabled();
     void updatePreview();
@@ -74,6 +81,9 @@ private:
     QLineEdit* m_checkpointDir = nullptr;
     QSpinBox* m_threads = nullptr;
     QCustomPlot* m_lrPlot = nullptr;
+    QGridLayout* m_groups = nullptr;
+    QList<QGroupBox*> m_groupBoxes;
+    int m_groupColumns = 0;
     QLabel* m_lrNote = nullptr;
 };
 

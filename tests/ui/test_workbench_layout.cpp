@@ -303,6 +303,10 @@ private slots:
                  qPrintable(QString::number(unseen.size()) + QStringLiteral(" without a visible focus: ") +
                             unseen.mid(0, 10).join(QStringLiteral("; "))));
         QVERIFY(WorkbenchInput::instance()->ringedWidget());
+        w.dockNamed(QStringLiteral("trainingSettingsDock"))->raise();
+        w.findChild<QDoubleSpinBox*>(QStringLiteral("learning_rate"))->setFocus();
+        QTest::qWait(30);
+        saveShot(&w, QStringLiteral("focus-ring.png"));
     }
 
     // Start by its shortcut (F5) with the focus in a field, and from the toolbar's first button in a few Tabs,
