@@ -17,12 +17,14 @@ ChartPanel::ChartPanel(const QString& title, const QString& xLabel, const QStrin
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
     m_plot = new QCustomPlot(this);
-    m_plot->setMinimumSize(260, 120);  // two rows of three fit a 1600 x 1000 window (issue 17)
+    // Two rows of three fit a 1600 x 1000 window (issue 17) and, smaller, the dashboard's share of 1280 x 720.
+    m_plot->setMinimumSize(220, 90);
     layout->addWidget(m_plot);
 
     m_plot->plotLayout()->insertRow(0);
     auto* titleElement = new QCPTextElement(m_plot, title, QFont(font().family(), font().pointSize(), QFont::Bold));
     m_plot->plotLayout()->addElement(0, 0, titleElement);
+    m_xLabel = xLabel;
     m_plot->xAxis->setLabel(xLabel);
     m_plot->yAxis->setLabel(yLabel);
     m_plot->legend->setVisible(false);  // shown once a series exists
@@ -30,6 +32,8 @@ ChartPanel::ChartPanel(const QString& title, const QString& xLabel, const QStrin
     legendFont.setPointSizeF(legendFont.pointSizeF() * 0.85);
     m_plot->legend->setFont(legendFont);
     m_plot->legend->setBrush(QColor(255, 255, 255, 200));
+    m_plot->legend->setRowSpacing(0);  // compact: a chart may be 90 px high (the dashboard at 1280 x 720)
+    m_plot->legend->setMargins(QMargins(5, 2, 5, 2));
     m_plot->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignRight);
     m_plot->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
     // Long training curves: draw lines without the per-segment path work (the GUI shares the CPU
@@ -67,6 +71,21 @@ ChartPanel::ChartPanel(const QString& title, const QString& xLabel, const QStrin
     m_markerLabel->setPadding(QMargins(3, 2, 3, 2));
     m_markerLabel->setVisible(false);
     m_markerLabel->setSelectable(false);
+}
+
+void ChartPanel::resizeEvent(QResizeEvent* event) {
+    QWidget::resizeEvent(event);
+    setCompact(height() < 150);
+}
+
+void ChartPanel::setCompact(bool compact) {
+    if (compact == m_compact) return;
+    m_compact = compact;
+    m_plot->legend->setFillOrder(compact ? QCPLayoutGrid::foColumnsFirst : QCPLayoutGrid::foRowsFirst, true);
+    m_plot->legend->setWrap(0);
+    for (QCPAxis* axis : {m_plot->yAxis, m_plot->yAxis2}) axis->ticker()->setTickCount(compact ? 3 : 5);
+    m_plot->xAxis->setLabel(compact ? QString() : m_xLabel);
+    m_plot->replot(QCustomPlot::rpQueuedReplot);
 }
 
 void ChartPanel::setRightAxisLabel(const QString& label) {

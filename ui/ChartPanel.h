@@ -65,14 +65,21 @@ public:
 
     QCustomPlot* plot() const { return m_plot; }
 
+    // A chart under 150 px high (the dashboard at 1280 x 720) is compact: its legend on one line, three ticks
+    // on the value axis, no label under the step axis, so the curves keep their room.
+    bool isCompact() const { return m_compact; }
+
 protected:
     void showEvent(QShowEvent* event) override;
+    void resizeEvent(QResizeEvent* event) override;
 
 private:
     void showContextMenu(const QPoint& pos);
     void rescaleToData();
+    void setCompact(bool compact);
 
-    QString m_title;
+    QString m_title, m_xLabel;
+    bool m_compact = false;
     QCustomPlot* m_plot = nullptr;
     QHash<QString, QCPGraph*> m_series;
     QStringList m_order;

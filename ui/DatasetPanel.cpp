@@ -94,7 +94,14 @@ QVector<qint64> perClass(const DataSplit& split, int classes) {
 DatasetPanel::DatasetPanel(ProjectDocument* doc, QWidget* parent) : QWidget(parent), m_doc(doc) {
     buildUi();
     m_watcher = new QFutureWatcher<DatasetPreview>(this);
-    connect(m_watcher, &QFutureWatcherBase::finished, this, [this] { showPreview(m_watcher->result()); });
+    connect(m_watcher, &QFutureWatcherBase::finished, this, [this] {
+        if (m_loadingGeneration == m_generation) {
+            showPreview(m_watcher->result());
+        } else {  // the previous project's data: dropped, and this one's loads
+            m_previewButton->setEnabled(true);
+            m_autoPreview->start();
+        }
+    });
     connect(m_doc, &ProjectDocument::settingsChanged, this, &DatasetPanel::syncFromDocument);
     connect(m_doc, &ProjectDocument::settingsChanged, this, &DatasetPanel::datasetEdited);
     m_autoPreview = new QTimer(this);
@@ -110,6 +117,7 @@ DatasetPanel::DatasetPanel(ProjectDocument* doc, QWidget* parent) : QWidget(pare
     connect(m_doc, &ProjectDocument::projectReset, this, [this] {
         m_editors.clearRefusals();  // another project: what was refused in the last one is gone
         syncFromDocument();
+        clearPreview();  // and so is its data: the new project's preview loads when the panel is shown
     });
     syncFromDocument();
 }
@@ -143,25 +151,32 @@ void DatasetPanel::showEvent(QShowEvent* event) {
     if (!m_previewValid || !(m_doc->project().dataset == m_previewed)) m_autoPreview->start();
 }
 
-QLineEdit* DatasetPanel::pathEdit(QWidget* parent, const char* key, QWidget** row, bool registered) {
+QString DatasetPanel::pickPath(const QString& caption, const QString& start, bool folder) {
+    if (m_pathPicker) return m_pathPicker(caption, start, folder);
+    return folder ? QFileDialog::getExistingDirectory(this, caption, start)
+                  : QFileDialog::getOpenFileName(this, caption, start);
+}
+
+QLineEdit* DatasetPanel::pathEdit(QWidget* parent, const char* key, QWidget** row, bool registered, bool folder) {
     auto* box = new QWidget(parent);
     auto* layout = new QHBoxLayout(box);
     layout->setContentsMargins(0, 0, 0, 0);
     const SettingInfo& spec = m_editors.find(key);
-    const QString caption = settingLabel(spec);
+    const QString caption = folder ? QString(settingLabel(spec)).replace(tr("file"), tr("folder")) : settingLabel(spec);
     auto* edit =
         registered ? m_editors.add<QLineEdit>(key, box) : static_cast<QLineEdit*>(createSettingEditor(spec, box));
     edit->setPlaceholderText(tr("(none)"));
     auto* browse = new QToolButton(box);
     browse->setText(QStringLiteral("..."));
-    browse->setToolTip(tr("Choose a file"));
+    browse->setToolTip(folder ? tr("Choose a folder") : tr("Choose a file"));
+    browse->setProperty("pickKind", folder ? QStringLiteral("folder") : QStringLiteral("file"));
     layout->addWidget(edit, 1);
     layout->addWidget(browse);
     if (!registered) connect(edit, &QLineEdit::editingFinished, this, &DatasetPanel::commit);
-    connect(browse, &QToolButton::clicked, this, [this, edit, caption, key] {
+    connect(browse, &QToolButton::clicked, this, [this, edit, caption, key, folder] {
         const QString projectDir =
             m_doc->filePath().isEmpty() ? QDir::currentPath() : QFileInfo(m_doc->filePath()).absolutePath();
-        QString path = QFileDialog::getOpenFileName(this, caption, pickerStartPath(edit->text()));
+        QString path = pickPath(caption, pickerStartPath(edit->text()), folder);
         if (path.isEmpty()) return;
         rememberPickedFile(path);
         // Paths inside the project's folder are stored relative to it, so the project can move.
@@ -304,10 +319,13 @@ void DatasetPanel::buildUi() {
     auto* imagePage = new QWidget(m_kindPages);
     auto* imageForm = new QFormLayout(imagePage);
     imageForm->setContentsMargins(0, 0, 0, 0);
-    m_imageTrain = pathEdit(imagePage, "train_path", &pathRow, false);
-    row(imageForm, "train_path", pathRow);
-    m_imageVal = pathEdit(imagePage, "validation_path", &pathRow, false);
-    row(imageForm, "validation_path", pathRow);
+    // Folders here (a CSV of path,label can be typed instead): named and picked as folders.
+    m_imageTrain = pathEdit(imagePage, "train_path", &pathRow, false, true);
+    m_imageTrain->setPlaceholderText(tr("a folder of class folders (or a CSV of path,label)"));
+    imageForm->addRow(tr("Training folder"), pathRow);
+    m_imageVal = pathEdit(imagePage, "validation_path", &pathRow, false, true);
+    m_imageVal->setPlaceholderText(tr("optional: a folder of class folders (or a CSV)"));
+    imageForm->addRow(tr("Validation folder"), pathRow);
     row(imageForm, "image_shape", m_editors.add<QLineEdit>("image_shape", imagePage));
     auto* applyShape = new QPushButton(tr("Set the Input node to this shape"), imagePage);
     applyShape->setObjectName("apply_input_shape");
@@ -462,6 +480,24 @@ void DatasetPanel::commit() {
 
 bool DatasetPanel::previewRunning() const { return m_watcher->isRunning(); }
 
+void DatasetPanel::clearPreview() {
+    ++m_generation;
+    m_preview = DatasetPreview{};
+    m_previewValid = false;
+    m_previewStatus->clear();
+    m_description->setText(tr("No preview loaded."));
+    m_imageGrid->clear();
+    m_table->clear();
+    m_table->setRowCount(0);
+    m_table->setColumnCount(0);
+    m_textList->clear();
+    m_balance->clearPlottables();
+    m_balance->replot();
+    m_sizes->clearPlottables();
+    m_sizes->hide();
+    m_autoPreview->start();
+}
+
 void DatasetPanel::loadPreview() {
     if (m_watcher->isRunning()) return;
     commit();
@@ -472,6 +508,7 @@ void DatasetPanel::loadPreview() {
     m_previewValid = true;
     m_previewButton->setEnabled(false);
     m_previewStatus->setText(tr("Loading..."));
+    m_loadingGeneration = m_generation;
     m_watcher->setFuture(QtConcurrent::run([settings, path] { return buildPreview(settings, path); }));
 }
 
@@ -690,7 +727,7 @@ void DatasetPanel::showPreview(const DatasetPreview& preview) {
     m_balance->replot();
     showImageSizes(preview);
 
-    emit trainSampleCountKnown(preview.trainCount);
+    if (m_doc->project().dataset == m_previewed) emit trainSampleCountKnown(preview.trainCount);
     emit previewReady();
 }
 

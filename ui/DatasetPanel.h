@@ -12,6 +12,7 @@
 #include <QStringList>
 #include <QVector>
 #include <QWidget>
+#include <functional>
 
 #include "core/graph/Project.h"
 #include "ui/SettingWidgets.h"
@@ -90,6 +91,9 @@ public:
     QString pickerStartPath(const QString& fieldText) const;
     // Remembers the folder of a picked file for the next picker.
     static void rememberPickedFile(const QString& absolutePath);
+    // Replaces the file and folder dialogs (tests): returns the path picked, "" for none.
+    using PathPicker = std::function<QString(const QString& caption, const QString& start, bool folder)>;
+    void setPathPicker(PathPicker picker) { m_pathPicker = std::move(picker); }
 
 public slots:
     void loadPreview();
@@ -108,6 +112,8 @@ private:
     void buildUi();
     void commit();
     void showPreview(const DatasetPreview& preview);
+    // Shows no preview (another project was opened: the last one's samples are not its data).
+    void clearPreview();
     void showImageSizes(const DatasetPreview& preview);
     // The dataset settings changed: the last preview and its status no longer describe them; a new
     // preview loads by itself shortly after (when the panel is shown).
@@ -115,7 +121,9 @@ private:
     void showEvent(QShowEvent* event) override;
     // A path editor with a browse button in *row; `registered`: the table's editor of `key` (read and
     // shown with the others), else a second one the panel keeps in step itself.
-    QLineEdit* pathEdit(QWidget* parent, const char* key, QWidget** row, bool registered = true);
+    // `folder`: the button picks a folder (image_folder's paths), else a file.
+    QLineEdit* pathEdit(QWidget* parent, const char* key, QWidget** row, bool registered = true, bool folder = false);
+    QString pickPath(const QString& caption, const QString& start, bool folder);
 
     ProjectDocument* m_doc;
     bool m_updating = false;
@@ -151,10 +159,13 @@ private:
 
     QFutureWatcher<DatasetPreview>* m_watcher = nullptr;
     DatasetPreview m_preview;
-    DatasetSettings m_previewed;           // the settings of the preview shown (or loading)
-    bool m_previewValid = false;           // m_previewed holds a preview's settings
+    DatasetSettings m_previewed;  // the settings of the preview shown (or loading)
+    bool m_previewValid = false;  // m_previewed holds a preview's settings
+    int m_generation = 0;         // counts clearPreview(): a preview loaded before one is dropped
+    int m_loadingGeneration = 0;
     QTimer* m_autoPreview = nullptr;       // waits for typing to settle before loading a preview by itself
     QMap<QString, QLineEdit*> m_idxEdits;  // the IDX page's path fields by setting key
+    PathPicker m_pathPicker;
 };
 
 }  // namespace strata::ui

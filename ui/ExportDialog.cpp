@@ -316,6 +316,23 @@ QString ExportDialog::defaultOutputPath() const {
     return QDir(dir).filePath(base + q(exportFormatExtension(format())));
 }
 
+QString ExportDialog::outputPathFor(const QString& path, ExportPrecision precision) {
+    const QFileInfo info(path);
+    if (info.fileName().isEmpty()) return path;
+    const QString ext = info.suffix().isEmpty() ? QString() : QLatin1Char('.') + info.suffix();
+    QString stem = info.fileName().chopped(ext.size());
+    for (const ExportPrecision p :
+         {ExportPrecision::F16, ExportPrecision::Q8_0, ExportPrecision::Q4_0, ExportPrecision::Int8}) {
+        const QString tag = QLatin1Char('-') + q(exportPrecisionName(p)).toLower();
+        if (stem.endsWith(tag, Qt::CaseInsensitive) && stem.size() > tag.size()) stem.chop(tag.size());
+    }
+    if (precision != ExportPrecision::F32) stem += QLatin1Char('-') + q(exportPrecisionName(precision)).toLower();
+    const QString name = stem + ext;
+    return info.path() == QLatin1String(".") && !path.startsWith(QLatin1String("./"))
+               ? name
+               : QDir(info.path()).filePath(name);
+}
+
 void ExportDialog::updateOptions() {
     const ExportFormat f = format();
     m_opset->setEnabled(f == ExportFormat::Onnx);
@@ -337,6 +354,9 @@ void ExportDialog::updateOptions() {
             const QString stem = known ? info.completeBaseName() : info.fileName();
             m_output->setText(QDir(info.path()).filePath(stem + ext));
         }
+        // And its precision: switching to int8 after exporting model.onnx must not write over it.
+        if (const QString named = outputPathFor(outputPath(), precision()); named != outputPath())
+            m_output->setText(named);
     }
 }
 
@@ -372,6 +392,8 @@ void ExportDialog::startExport() {
         emit exportFinished(false);
         return;
     }
+    // A quantized export carries its precision in its name (also when one was typed without it).
+    if (const QString named = outputPathFor(outputPath(), precision()); named != outputPath()) m_output->setText(named);
     ExportJob job;
     job.source = m_source->text().trimmed();
     job.output = outputPath();

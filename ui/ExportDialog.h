@@ -66,6 +66,9 @@ public:
     void setOutputPath(const QString& path);
     QString outputPath() const;
     QString defaultOutputPath() const;
+    // `path` named for `precision`: "model.onnx" -> "model-int8.onnx", "model-int8.onnx" -> "model.onnx" for
+    // F32. A quantized file always carries its precision in its name, so it never replaces the float file.
+    static QString outputPathFor(const QString& path, ExportPrecision precision);
     ExportFormat format() const;
     ExportPrecision precision() const;
 

@@ -22,7 +22,10 @@
 #include <QToolBar>
 #include <QUndoStack>
 #include <QVBoxLayout>
+#include <algorithm>
+#include <utility>
 
+#include "ui/DataChecker.h"
 #include "ui/DatasetPanel.h"
 #include "ui/DevicePicker.h"
 #include "ui/ExportDialog.h"
@@ -38,6 +41,7 @@
 #include "ui/SweepPanel.h"
 #include "ui/TrainingDashboard.h"
 #include "ui/TrainingSettingsPanel.h"
+#include "ui/WorkbenchInput.h"
 #include "ui/base/ProjectDocument.h"
 #include "ui/base/Templates.h"
 
@@ -60,6 +64,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), m_doc(new Project
     createDocks();
     createActions();
     createMenus();
+    connectPanelState();
+    setUpKeyboard();
 
     connect(m_doc, &ProjectDocument::fileChanged, this, &MainWindow::updateTitle);
     connect(m_view, &GraphView::statusMessage, this, [this](const QString& m) { statusBar()->showMessage(m, 6000); });
@@ -122,15 +128,14 @@ void MainWindow::createDocks() {
         dock(tr("Problems"), QStringLiteral("problemsDock"), m_problems, Qt::RightDockWidgetArea);
     splitDockWidget(propDock, problemsDock, Qt::Vertical);
 
+    // Dataset and Training sit with the dashboard: the dataset's form and preview side by side need the width
+    // (squeezed into the right column at 1280 x 720 they showed a few lines of each).
     m_dataset = new DatasetPanel(m_doc, this);
     QDockWidget* datasetDock =
-        dock(tr("Dataset"), QStringLiteral("datasetDock"), scrolled(m_dataset), Qt::RightDockWidgetArea);
+        dock(tr("Dataset"), QStringLiteral("datasetDock"), scrolled(m_dataset), Qt::BottomDockWidgetArea);
     m_trainingSettings = new TrainingSettingsPanel(m_doc, this);
     QDockWidget* settingsDock = dock(tr("Training"), QStringLiteral("trainingSettingsDock"),
-                                     scrolled(m_trainingSettings), Qt::RightDockWidgetArea);
-    tabifyDockWidget(propDock, datasetDock);
-    tabifyDockWidget(datasetDock, settingsDock);
-    propDock->raise();
+                                     scrolled(m_trainingSettings), Qt::BottomDockWidgetArea);
 
     m_devices = new DevicePicker(this);
     QDockWidget* devicesDock = dock(tr("Devices"), QStringLiteral("devicesDock"), m_devices, Qt::LeftDockWidgetArea);
@@ -164,6 +169,8 @@ void MainWindow::createDocks() {
     m_sweep = new SweepPanel(m_doc, this);
     QDockWidget* sweepDock = dock(tr("Sweep"), QStringLiteral("sweepDock"), m_sweep, Qt::BottomDockWidgetArea);
     tabifyDockWidget(runsDock, sweepDock);
+    tabifyDockWidget(sweepDock, datasetDock);
+    tabifyDockWidget(datasetDock, settingsDock);
     connect(m_sweep, &SweepPanel::sweepFinished, m_runs, &RunsPanel::reload);
     connect(m_doc, &ProjectDocument::projectReset, m_sweep, [this] { m_sweep->loadResults(); });
     connect(m_runs, &RunsPanel::openProjectRequested, this,
@@ -187,6 +194,51 @@ void MainWindow::createDocks() {
     resizeDocks({paletteDock}, {210}, Qt::Horizontal);
     resizeDocks({propDock}, {340}, Qt::Horizontal);
     resizeDocks({propDock, problemsDock}, {420, 180}, Qt::Vertical);
+    keepPanelsWithinSmallScreens();
+}
+
+void MainWindow::keepPanelsWithinSmallScreens() {
+    // No panel's minimum may hold the window wider or taller than a 1024 x 700 screen (the Optimize panel's
+    // held it at 1337 px): a dock narrower than its panel scrolls it, in both directions, rather than
+    // clipping it or growing the window.
+    for (QDockWidget* d : std::as_const(m_docks)) {
+        if (auto* area = qobject_cast<QScrollArea*>(d->widget())) {
+            area->setHorizontalScrollBarPolicy(Qt::ScrollBarAsNeeded);
+            continue;
+        }
+        QWidget* panel = d->widget();
+        auto* area = new QScrollArea(d);
+        area->setFrameShape(QFrame::NoFrame);
+        area->setWidgetResizable(true);
+        area->setWidget(panel);
+        d->setWidget(area);
+    }
+}
+
+void MainWindow::fitDocksToWindow() {
+    // Shares of the window for the docks around the canvas: what the 1600 x 1000 layout gives them, less on
+    // a smaller screen so that the canvas and every panel stay usable at 1280 x 720 (a 400 px dashboard
+    // left the right column two lines of properties).
+    auto share = [](int total, double fraction, int lo, int hi) { return std::clamp(int(total * fraction), lo, hi); };
+    const int w = width(), h = height();
+    QDockWidget *palette = dockNamed(QStringLiteral("paletteDock")),
+                *devices = dockNamed(QStringLiteral("devicesDock"));
+    QDockWidget *props = dockNamed(QStringLiteral("propertiesDock")),
+                *problems = dockNamed(QStringLiteral("problemsDock"));
+    resizeDocks({dockNamed(QStringLiteral("dashboardDock"))}, {share(h, 0.44, 200, 400)}, Qt::Vertical);
+    resizeDocks({palette}, {share(w, 0.15, 160, 210)}, Qt::Horizontal);
+    resizeDocks({props}, {share(w, 0.25, 260, 340)}, Qt::Horizontal);
+    const int top = h - share(h, 0.44, 200, 400);
+    resizeDocks({palette, devices}, {top - share(top, 0.3, 100, 200), share(top, 0.3, 100, 200)}, Qt::Vertical);
+    resizeDocks({props, problems}, {top - share(top, 0.35, 120, 180), share(top, 0.35, 120, 180)}, Qt::Vertical);
+}
+
+void MainWindow::showEvent(QShowEvent* event) {
+    QMainWindow::showEvent(event);
+    // Once, for the window's first size; a layout restored for the project (openFile) is left as it was.
+    if (std::exchange(m_docksFitted, true)) return;
+    if (!m_doc->filePath().isEmpty() && QSettings().contains(layoutKey(m_doc->filePath()))) return;
+    fitDocksToWindow();
 }
 
 void MainWindow::createActions() {
@@ -325,13 +377,90 @@ void MainWindow::createMenus() {
     bar->setObjectName(QStringLiteral("mainToolBar"));
     bar->setIconSize(QSize(18, 18));
     bar->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
+    // Training comes right after the file group: at 1024 px the end of the bar folds into its overflow menu,
+    // and Tab reaches Start from the first button in a few steps.
     bar->addActions({m_templateAct, m_openAct, m_saveAct});
+    bar->addSeparator();
+    bar->addActions({m_trainAct, m_pauseAct, m_stopAct});
     bar->addSeparator();
     bar->addActions({m_undoAct, m_redoAct, m_deleteAct});
     bar->addSeparator();
     bar->addActions({m_layoutAct, m_zoomFitAct});
-    bar->addSeparator();
-    bar->addActions({m_trainAct, m_pauseAct, m_stopAct});
+    m_trainAct->setIconText(tr("Start"));
+    m_pauseAct->setIconText(tr("Pause"));
+}
+
+void MainWindow::connectPanelState() {
+    // The Training panel's steps per epoch come from the data as previewed or checked (it assumed 100 with a
+    // preview loaded).
+    connect(m_dataset, &DatasetPanel::trainSampleCountKnown, m_trainingSettings,
+            &TrainingSettingsPanel::setTrainSampleCount);
+    connect(m_dashboard, &TrainingDashboard::startRefused, this, &MainWindow::showStartRefusal);
+
+    // The Check: the data against the graph, listed in Problems with a fix per mismatch. Start asks it first,
+    // so a run whose data does not fit is refused with the whole list before it starts.
+    m_checker = new DataChecker(m_doc, this);
+    m_problems->setDataChecker(m_checker);
+    connect(m_checker, &DataChecker::trainSampleCountKnown, m_trainingSettings,
+            &TrainingSettingsPanel::setTrainSampleCount);
+    m_dashboard->setStartCheck([this](qint64 maxSteps) {
+        const DataChecker::Verdict verdict = m_checker->startVerdict(maxSteps);
+        if (!verdict.refusal.isEmpty()) showProblems();
+        return TrainingDashboard::StartVerdict{verdict.refusal, verdict.waiting};
+    });
+    connect(m_checker, &DataChecker::startRequested, m_dashboard,
+            [this](qint64 maxSteps) { m_dashboard->startTraining(maxSteps); });
+    connect(m_checker, &DataChecker::checked, this, [this] {
+        if (m_checker->state() == DataChecker::State::Checked && m_checker->mismatches().empty())
+            m_dashboard->dropStartRefusal();
+    });
+    m_checkAct =
+        new QAction(style()->standardIcon(QStyle::SP_DialogApplyButton), tr("&Check Data Against Graph"), this);
+    m_checkAct->setIconText(tr("Check"));
+    m_checkAct->setShortcut(QKeySequence(tr("Ctrl+K")));
+    m_checkAct->setToolTip(tr("Compare the data's sample shape, classes and vocabulary with the graph (Ctrl+K)"));
+    connect(m_checkAct, &QAction::triggered, this, [this] {
+        showProblems();
+        m_checker->check();
+    });
+    for (QAction* menu : menuBar()->actions())
+        if (menu->menu() && menu->text() == tr("&Train")) menu->menu()->insertAction(m_pauseAct, m_checkAct);
+    if (auto* bar = findChild<QToolBar*>(QStringLiteral("mainToolBar"))) {
+        const QList<QAction*> actions = bar->actions();
+        const qsizetype stop = actions.indexOf(m_stopAct);
+        bar->insertAction(stop + 1 < actions.size() ? actions[stop + 1] : nullptr, m_checkAct);
+    }
+}
+
+void MainWindow::showProblems() {
+    if (QDockWidget* problems = dockNamed(QStringLiteral("problemsDock"))) {
+        problems->show();
+        problems->raise();
+    }
+}
+
+void MainWindow::showStartRefusal(const QString& reason) {
+    // Where the user is looking: the status bar, and the dashboard's banner brought to the front (F5 pressed
+    // with the Dataset tab in front said nothing).
+    statusBar()->showMessage(tr("Not started: %1").arg(reason), 20000);
+    if (QDockWidget* dash = dockNamed(QStringLiteral("dashboardDock"))) {
+        dash->show();
+        dash->raise();
+    }
+}
+
+void MainWindow::setUpKeyboard() {
+    // Export, Start, Pause, Stop and Profile work with the focus in any field (WorkbenchInput), and from a
+    // floating dock too.
+    for (QAction* a : {m_exportAct, m_trainAct, m_pauseAct, m_stopAct, m_profileAct})
+        a->setShortcutContext(Qt::ApplicationShortcut);
+    WorkbenchInput::instance()->addGlobalShortcuts({m_exportAct, m_trainAct, m_pauseAct, m_stopAct, m_profileAct});
+    // The toolbar's buttons take Tab like any button (Qt leaves them out of the focus chain), so Start is a
+    // few Tabs from the first one.
+    if (auto* bar = findChild<QToolBar*>(QStringLiteral("mainToolBar")))
+        for (QAction* a : bar->actions())
+            if (QWidget* button = bar->widgetForAction(a); button && !a->isSeparator())
+                button->setFocusPolicy(Qt::TabFocus);
 }
 
 QDockWidget* MainWindow::dockNamed(const QString& objectName) const {

@@ -25,6 +25,7 @@ class ProjectDocument;
 class PropertyPanel;
 class TrainingDashboard;
 class DevicePicker;
+class DataChecker;
 class DatasetPanel;
 class TrainingSettingsPanel;
 class ExportDialog;
@@ -58,6 +59,8 @@ public:
     // Train > Profile Layers and the runner behind it (ui/ProfileOverlay).
     QAction* profileAction() const { return m_profileAct; }
     ProfileRunner* profiler() const { return m_profiler; }
+    // The Check: the data against the graph (Train > Check Data Against Graph, and Start).
+    DataChecker* dataChecker() const { return m_checker; }
     // The File > Export Model dialog; null until first shown.
     ExportDialog* exportDialog() const { return m_exportDialog; }
     // "paletteDock", "propertiesDock", "problemsDock", "datasetDock", "trainingSettingsDock",
@@ -105,13 +108,25 @@ public slots:
 
 protected:
     void closeEvent(QCloseEvent* event) override;
+    // The first show sizes the docks for the window (fitDocksToWindow).
+    void showEvent(QShowEvent* event) override;
     // Remembers the dock layout for the open project file (restored when it is opened again).
     void saveLayout();
 
 private:
     void createDocks();
+    // Wraps each dock's panel in a scroll area, so that none holds the window above a small screen.
+    void keepPanelsWithinSmallScreens();
+    // Dock sizes in proportion to the window (1280 x 720 as usable as 1600 x 1000).
+    void fitDocksToWindow();
     void createActions();
     void createMenus();
+    // Global shortcuts (WorkbenchInput) and a Tab stop on each toolbar button.
+    void setUpKeyboard();
+    // What one panel learns that another shows (sample counts, refusals).
+    void connectPanelState();
+    void showStartRefusal(const QString& reason);
+    void showProblems();
     void updateTitle();
     void addRecentFile(const QString& path);
     void rebuildRecentMenu();
@@ -132,6 +147,8 @@ private:
     RunsPanel* m_runs = nullptr;
     SweepPanel* m_sweep = nullptr;
     ExportDialog* m_exportDialog = nullptr;
+    DataChecker* m_checker = nullptr;  // the Check (Problems panel, Start)
+    QAction* m_checkAct = nullptr;
     QList<QDockWidget*> m_docks;
 
     QMenu* m_recentMenu = nullptr;
@@ -163,6 +180,7 @@ private:
     ProfileRunner* m_profiler = nullptr;
     QAction* m_aboutAct = nullptr;
 
+    bool m_docksFitted = false;
     QString m_lastError;
     std::function<SaveChoice(const QString&)> m_savePrompt;
     std::function<void(const QString&, const QString&)> m_reportError;

@@ -109,6 +109,8 @@ PropertyPanel::PropertyPanel(ProjectDocument* doc, GraphScene* scene, QWidget* p
         onSelectionChanged();
         refreshGraphSummary();
     });
+    // Another project: a batch refused in the last one's estimate is not this one's.
+    connect(doc, &ProjectDocument::projectReset, this, [this] { setFieldError(m_batch, QString()); });
     connect(doc, &ProjectDocument::settingsChanged, this, [this] {
         if (fieldError(m_batch).isEmpty()) m_batch->setValue(std::max(1, m_doc->project().training.batchSize));
         refreshGraphSummary();  // the device or the optimizer may have changed

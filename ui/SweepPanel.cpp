@@ -2,6 +2,7 @@
 #include "ui/SweepPanel.h"
 
 #include <QComboBox>
+#include <QDialog>
 #include <QFile>
 #include <QHBoxLayout>
 #include <QHeaderView>
@@ -11,6 +12,7 @@
 #include <QTableWidget>
 #include <QThread>
 #include <QVBoxLayout>
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <set>
@@ -23,6 +25,7 @@
 #include "core/train/Trainer.h"
 #include "qcustomplot.h"
 #include "ui/FieldError.h"
+#include "ui/SweepEditor.h"
 #include "ui/base/ProjectDocument.h"
 
 namespace strata::ui {
@@ -42,10 +45,18 @@ double plotValue(const Json& v, std::vector<std::string>& choices) {
 }  // namespace
 
 SweepPanel::SweepPanel(ProjectDocument* doc, QWidget* parent) : QWidget(parent), m_doc(doc) {
+    m_editButton = new QPushButton(tr("Edit sweep..."), this);
+    m_editButton->setObjectName(QStringLiteral("editSweep"));
+    m_editButton->setToolTip(tr("Define the settings to vary, their values or ranges and the metric"));
     m_runButton = new QPushButton(tr("Run sweep"), this);
     m_stopButton = new QPushButton(tr("Stop"), this);
     m_stopButton->setEnabled(false);
-    m_status = new QLabel(tr("The project's \"sweep\" definition runs here; see README."), this);
+    m_applyBest = new QPushButton(tr("Apply best trial"), this);
+    m_applyBest->setObjectName(QStringLiteral("applyBestTrial"));
+    m_applyBest->setToolTip(tr("Give the project the best finished trial's values (undoable)"));
+    m_applyBest->setEnabled(false);
+    m_status = new QLabel(this);
+    m_status->setWordWrap(true);
     // Any number typed stays; one out of range is refused with the reason under it (checkParallel).
     auto* parallel = new NumberSpinBox(this);
     parallel->setSizeRange(1, 999);
@@ -66,6 +77,7 @@ SweepPanel::SweepPanel(ProjectDocument* doc, QWidget* parent) : QWidget(parent),
     m_plot->setMinimumHeight(200);
 
     auto* top = new QHBoxLayout;
+    top->addWidget(m_editButton, 0, Qt::AlignTop);
     top->addWidget(m_runButton, 0, Qt::AlignTop);
     top->addWidget(m_stopButton, 0, Qt::AlignTop);
     top->addWidget(new QLabel(tr("Parallel:"), this), 0, Qt::AlignTop);
@@ -73,6 +85,7 @@ SweepPanel::SweepPanel(ProjectDocument* doc, QWidget* parent) : QWidget(parent),
     top->addWidget(m_status, 1, Qt::AlignTop);
     top->addWidget(new QLabel(tr("Plot:"), this), 0, Qt::AlignTop);
     top->addWidget(m_parameter, 0, Qt::AlignTop);
+    top->addWidget(m_applyBest, 0, Qt::AlignTop);
     auto* body = new QHBoxLayout;
     body->addWidget(m_table, 1);
     body->addWidget(m_plot, 1);
@@ -81,6 +94,19 @@ SweepPanel::SweepPanel(ProjectDocument* doc, QWidget* parent) : QWidget(parent),
     layout->addLayout(top);
     layout->addLayout(body, 1);
 
+    connect(m_editButton, &QPushButton::clicked, this, [this] { editSweep(); });
+    connect(m_applyBest, &QPushButton::clicked, this, [this] { applyBestTrial(); });
+    connect(m_doc, &ProjectDocument::sweepChanged, this, [this] {
+        if (!isRunning()) describeSweep();
+    });
+    // Another project: its sweep, not the last one's verdict ("no sweep definition" stayed on a project with one).
+    connect(m_doc, &ProjectDocument::projectReset, this, [this] {
+        m_results.clear();
+        m_table->clearContents();
+        m_table->setRowCount(0);
+        m_applyBest->setEnabled(false);
+        if (!isRunning()) describeSweep();
+    });
     connect(m_runButton, &QPushButton::clicked, this, [this] { start(); });
     connect(m_stopButton, &QPushButton::clicked, this, &SweepPanel::stop);
     connect(m_parameter, &QComboBox::currentIndexChanged, this, [this] { replot(); });
@@ -94,6 +120,66 @@ SweepPanel::SweepPanel(ProjectDocument* doc, QWidget* parent) : QWidget(parent),
                                           : tr("Sweep failed: %1").arg(error));
         emit sweepFinished();
     });
+    describeSweep();
+}
+
+void SweepPanel::describeSweep() {
+    const Json& sweep = m_doc->project().sweep;
+    if (sweep.is_null()) {
+        m_status->setText(tr("This project has no sweep yet: Edit sweep defines one."));
+        return;
+    }
+    try {
+        const history::SweepDefinition d = history::parseSweep(sweep);
+        QStringList settings;
+        for (const history::SweepParameter& p : d.parameters) settings << QString::fromStdString(p.setting);
+        const auto trials = int(history::sweepAssignments(d).size());
+        m_status->setText(tr("%n trial(s), %1 over %2; best by %3.", nullptr, trials)
+                              .arg(QString::fromStdString(d.method), settings.join(QStringLiteral(", ")),
+                                   QString::fromStdString(d.metric)) +
+                          (m_doc->filePath().isEmpty() ? tr(" Save the project to run it.") : QString()));
+    } catch (const std::exception& e) {
+        m_status->setText(tr("The project's sweep does not check: %1").arg(QString::fromStdString(e.what())));
+    }
+}
+
+SweepEditor* SweepPanel::editor() const { return m_editor; }
+
+SweepEditor* SweepPanel::editSweep() {
+    if (!m_editor) {
+        m_editor = new SweepEditor(m_doc->project(), this);
+        m_editor->setAttribute(Qt::WA_DeleteOnClose);
+        SweepEditor* editor = m_editor;
+        connect(editor, &QDialog::accepted, this, [this, editor] { m_doc->setSweep(editor->definition(nullptr)); });
+    }
+    m_editor->show();
+    m_editor->raise();
+    m_editor->activateWindow();
+    return m_editor;
+}
+
+bool SweepPanel::applyBestTrial() {
+    // setResults sorts the longest-trained rung first, then by the metric: the first finished trial is the best.
+    for (const history::TrialResult& r : m_results) {
+        if (r.status != "done" || !std::isfinite(r.metric)) continue;
+        QString error;
+        try {
+            const Project best = history::applyAssignment(m_doc->project(), r.assignment);
+            if (m_doc->setProjectSettings(best, tr("Apply sweep trial %1").arg(r.trial + 1), &error)) {
+                m_status->setText(tr("The project now has trial %1's values (%2 %3); Undo takes them back.")
+                                      .arg(r.trial + 1)
+                                      .arg(m_metric)
+                                      .arg(r.metric, 0, 'f', 4));
+                return true;
+            }
+        } catch (const std::exception& e) {
+            error = QString::fromStdString(e.what());
+        }
+        m_status->setText(tr("Trial %1's values not applied: %2").arg(r.trial + 1).arg(error));
+        return false;
+    }
+    m_status->setText(tr("No trial has finished yet: run the sweep first."));
+    return false;
 }
 
 SweepPanel::~SweepPanel() {
@@ -126,7 +212,7 @@ bool SweepPanel::start() {
     }
     const Project project = m_doc->project();
     if (project.sweep.is_null()) {
-        m_status->setText(tr("The project has no \"sweep\" definition."));
+        m_status->setText(tr("The project has no sweep yet: Edit sweep defines one."));
         return false;
     }
     if (!checkParallel()) {
@@ -200,6 +286,8 @@ bool SweepPanel::loadResults() {
 void SweepPanel::setResults(const std::vector<history::TrialResult>& resultsIn, const QString& metric, bool maximize) {
     m_results = resultsIn;
     m_metric = metric;
+    m_applyBest->setEnabled(std::any_of(m_results.begin(), m_results.end(),
+                                        [](const auto& r) { return r.status == "done" && std::isfinite(r.metric); }));
     std::stable_sort(m_results.begin(), m_results.end(), [&](const auto& a, const auto& b) {
         if (a.rung != b.rung) return a.rung > b.rung;
         if (!std::isfinite(a.metric)) return false;

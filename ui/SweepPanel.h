@@ -1,11 +1,13 @@
-// SweepPanel: the project's hyperparameter sweep (core/history/Sweep) in the workbench: "Run sweep" runs or
-// resumes it on a worker thread, "Parallel" trials at once (each trial a run in the run history, so the Runs
-// view lists them; Stop stops the running trials), the
-// trial table lists every trial sorted by the metric, and a scatter plot (QCustomPlot) shows the chosen
-// parameter against the metric (a log axis when the values span more than a factor of 10).
+// SweepPanel: the project's hyperparameter sweep (core/history/Sweep) in the workbench: "Edit sweep" defines it
+// (SweepEditor), "Run sweep" runs or resumes it on a worker thread, "Parallel" trials at once (each trial a run
+// in the run history, so the Runs view lists them; Stop stops the running trials), the trial table lists every
+// trial sorted by the metric, a scatter plot (QCustomPlot) shows the chosen parameter against the metric (a log
+// axis when the values span more than a factor of 10), and "Apply best trial" gives the project the best
+// trial's values (one undoable edit). The status line describes the open project's sweep.
 #pragma once
 
 #include <QFutureWatcher>
+#include <QPointer>
 #include <QWidget>
 #include <atomic>
 #include <mutex>
@@ -23,6 +25,7 @@ class QTableWidget;
 namespace strata::ui {
 
 class ProjectDocument;
+class SweepEditor;
 
 class SweepPanel : public QWidget {
     Q_OBJECT
@@ -42,6 +45,13 @@ public:
     // no further one.
     void stop();
     bool isRunning() const { return m_watcher.isRunning(); }
+    // Opens the sweep editor on the project's sweep (non-modal); OK writes its definition to the project.
+    SweepEditor* editSweep();
+    SweepEditor* editor() const;
+    // Sets the project's settings to the best finished trial's values (one undoable edit); false, with the
+    // reason in the status line, when no trial has finished.
+    bool applyBestTrial();
+    QPushButton* applyBestButton() const { return m_applyBest; }
     void waitForFinished() { m_watcher.waitForFinished(); }
 
     QTableWidget* table() const { return m_table; }
@@ -60,10 +70,13 @@ signals:
 
 private:
     void replot();
+    // The status line for the open project's sweep (none defined, its trials, a definition that does not check).
+    void describeSweep();
 
     ProjectDocument* m_doc;
     QString m_database;
-    QPushButton *m_runButton, *m_stopButton;
+    QPushButton *m_editButton, *m_runButton, *m_stopButton, *m_applyBest;
+    QPointer<SweepEditor> m_editor;
     QLabel* m_status;
     QSpinBox* m_parallel;
     QTableWidget* m_table;

@@ -72,6 +72,10 @@ TrainingDashboard::TrainingDashboard(ProjectDocument* doc, QWidget* parent) : QW
     connect(m_worker, &EngineWorker::logMessage, this, &TrainingDashboard::onLog);
     connect(m_worker, &EngineWorker::runEnded, this, &TrainingDashboard::onRunEnded);
     m_thread->start();
+    // A refusal or a failed run is about the project it was shown for: another project starts clean.
+    connect(m_doc, &ProjectDocument::projectReset, this, [this] {
+        if (m_state == State::Idle) clearError();
+    });
 
     m_flushTimer = new QTimer(this);
     m_flushTimer->setInterval(150);
@@ -185,7 +189,29 @@ void TrainingDashboard::buildUi() {
     root->addWidget(m_log);
 }
 
-void TrainingDashboard::setDevicePicker(DevicePicker* picker) { m_picker = picker; }
+void TrainingDashboard::setDevicePicker(DevicePicker* picker) {
+    m_picker = picker;
+    // "Tick a device" goes once one is ticked.
+    connect(picker, &DevicePicker::selectionChanged, this, [this] {
+        if (m_picker && m_picker->selectionError().isEmpty()) dropBannerIf(BannerCause::Devices);
+    });
+}
+
+void TrainingDashboard::recordRun() {
+    if (!m_toRecord || !m_history) return;
+    const PendingRecord r = *std::exchange(m_toRecord, std::nullopt);
+    m_runId = m_history->beginRun(r.project, r.path, r.device, r.runFolder);
+}
+
+void TrainingDashboard::refuseStart(const QString& reason, BannerCause cause) {
+    showError(reason);
+    m_bannerCause = cause;
+    emit startRefused(reason);
+}
+
+void TrainingDashboard::dropBannerIf(BannerCause cause) {
+    if (m_bannerCause == cause) clearError();
+}
 
 void TrainingDashboard::setRefreshIntervalMs(int ms) { m_flushTimer->setInterval(ms); }
 
@@ -208,6 +234,7 @@ void TrainingDashboard::showError(const QString& message) {
 }
 
 void TrainingDashboard::clearError() {
+    m_bannerCause = BannerCause::None;
     m_bannerText->clear();
     m_banner->setVisible(false);
 }
@@ -237,19 +264,30 @@ void TrainingDashboard::updateButtons() {
 
 void TrainingDashboard::startTraining(qint64 maxSteps) {
     if (m_state != State::Idle) {
-        showError(tr("A training run is already active; stop it before starting another."));
+        refuseStart(tr("A training run is already active; stop it before starting another."), BannerCause::RunActive);
         return;
     }
     QString device;
     if (m_picker) {
         const QString problem = m_picker->selectionError();
         if (!problem.isEmpty()) {
-            showError(problem);
+            refuseStart(problem, BannerCause::Devices);
             return;
         }
         device = m_picker->runDevice();
     } else {
         device = QString::fromStdString(m_doc->project().training.device);
+    }
+    if (m_startCheck) {
+        const StartVerdict verdict = m_startCheck(maxSteps);
+        if (!verdict.refusal.isEmpty()) {
+            refuseStart(verdict.refusal, BannerCause::Refused);
+            return;
+        }
+        if (!verdict.waiting.isEmpty()) {
+            m_status->setText(verdict.waiting);
+            return;
+        }
     }
     if (device.isEmpty()) device = QStringLiteral("cpu");
 
@@ -271,7 +309,9 @@ void TrainingDashboard::startTraining(qint64 maxSteps) {
         checkpointFolderForRun(project, path.toStdString(), userData.toStdString(), std::chrono::system_clock::now()));
     const QString runFolder = project.training.checkpointDir.empty() ? m_runFolder : QString();
     m_doc->setLastRunFolder(m_runFolder);
-    m_runId = m_history ? m_history->beginRun(project, path, device, m_runFolder) : 0;
+    // Recorded from its first step (recordRun): a run refused before it (memory, data, resume) is no failed run.
+    m_runId = 0;
+    m_toRecord = m_history ? std::optional<PendingRecord>({project, path, device, m_runFolder}) : std::nullopt;
     m_clock.start();
     m_pausedMs = 0;
     m_pausedSince = -1;
@@ -378,6 +418,7 @@ void TrainingDashboard::onError(const QString& message) {
     m_runFailed = true;
     m_errorMessage = message;
     showError(tr("Training stopped on an error: %1").arg(message));
+    m_bannerCause = BannerCause::RunError;
 }
 
 void TrainingDashboard::onLog(const QString& message) { m_log->setText(message); }
@@ -391,6 +432,8 @@ void TrainingDashboard::onRunEnded(bool ok) {
         m_status->setText(m_finalStatus.isEmpty() ? tr("Finished") : m_finalStatus);
     m_status->setToolTip(m_status->text());  // the label may be narrower than the summary
     m_eta->clear();
+    if (ok && !m_runFailed) recordRun();  // finished or stopped, with or without a step
+    m_toRecord.reset();
     if (m_history && m_runId > 0) {
         const bool failed = !ok || m_runFailed;
         const QString status = failed                     ? QStringLiteral("failed")
@@ -398,6 +441,7 @@ void TrainingDashboard::onRunEnded(bool ok) {
                                                           : QStringLiteral("finished");
         m_history->finishRun(m_runId, status, failed ? m_errorMessage : m_finalStatus, m_finished);
     }
+    dropBannerIf(BannerCause::RunActive);  // the run it was about has ended
     setState(State::Idle);
     emit trainingFinished();
 }
@@ -444,7 +488,8 @@ void TrainingDashboard::flush() {
         m_charts["accuracy"]->append("train_acc_batch", x, acc);
         m_charts["lr"]->append("lr", x, lr);
         m_charts["throughput"]->append("samples_per_s", x, rate);
-        if (m_history) m_history->addSteps(m_runId, m_pendingSteps);
+        recordRun();
+        if (m_history && m_runId > 0) m_history->addSteps(m_runId, m_pendingSteps);
         m_lastStep = m_pendingSteps.last();
         m_haveStep = true;
         m_pendingSteps.clear();
@@ -453,7 +498,7 @@ void TrainingDashboard::flush() {
 
     for (const EpochPoint& p : std::as_const(m_pendingEpochs)) {
         const EpochEvent& e = p.event;
-        if (m_history) m_history->addEpoch(m_runId, e);
+        if (m_history && m_runId > 0) m_history->addEpoch(m_runId, e);
         const QVector<double> x{p.x};
         m_charts["accuracy"]->append("train_acc_epoch", x, {e.trainAccuracy});
         if (e.hasValidation) {

@@ -12,7 +12,10 @@
 #include <QString>
 #include <QVector>
 #include <QWidget>
+#include <functional>
+#include <optional>
 
+#include "core/graph/Project.h"
 #include "core/train/TrainingObserver.h"
 
 class QLabel;
@@ -41,7 +44,8 @@ public:
     void setDevicePicker(DevicePicker* picker);
     // Where runs and their metrics are recorded (not owned; nullptr: not recorded).
     void setRunHistory(RunHistory* history) { m_history = history; }
-    // The history id of the current or last run (0: none recorded).
+    // The history id of the current or last run (0: none recorded). A run is recorded from its first step, or
+    // at its end when it finished or was stopped before one: a run refused before its first step is not listed.
     qint64 runId() const { return m_runId; }
     // The checkpoint folder of the current or last run: the project's checkpoint folder, else a run folder
     // of its own (RunFolder.h) under the project's folder or, unsaved, under the per-user data folder (the
@@ -78,6 +82,16 @@ public:
     // How often buffered events reach the charts (default 150 ms).
     void setRefreshIntervalMs(int ms);
 
+    // Asked by startTraining once the device selection is valid (the workbench's data check): `refusal` refuses
+    // the run (banner, startRefused); `waiting` puts it off, saying why in the status line (the check calls
+    // startTraining again when it has its answer); both empty: the run starts.
+    struct StartVerdict {
+        QString refusal, waiting;
+    };
+    void setStartCheck(std::function<StartVerdict(qint64 maxSteps)> check) { m_startCheck = std::move(check); }
+    // The check's refusal goes when what it was about has been fixed.
+    void dropStartRefusal() { dropBannerIf(BannerCause::Refused); }
+
 public slots:
     // Starts a run of the document's project (a copy: edits during the run do not change it).
     // maxSteps > 0 stops after that many steps. Refused (with a message in the banner) while a run
@@ -90,6 +104,8 @@ public slots:
     bool exportCharts(const QString& folder);
 
 signals:
+    // Start was refused (a run is active, the device selection, the data check): `reason` is in the banner too.
+    void startRefused(const QString& reason);
     // Emitted when a run has ended, whether it finished, was stopped or failed.
     void trainingFinished();
     void trainingStarted();
@@ -101,6 +117,10 @@ private:
     void updateButtons();
     void showError(const QString& message);
     void clearError();
+    // What the banner is about, so that it goes when that does (issue 34: no stale refusals).
+    enum class BannerCause { None, RunActive, Devices, Refused, RunError };
+    void refuseStart(const QString& reason, BannerCause cause);
+    void dropBannerIf(BannerCause cause);
     void flush();
     void updateTimes();
     void clearCharts();
@@ -132,6 +152,15 @@ private:
     QLabel* m_comm = nullptr;  // data parallel: replicas, all-reduce time, hidden share (hidden otherwise)
     QFrame* m_banner = nullptr;
     QLabel* m_bannerText = nullptr;
+    BannerCause m_bannerCause = BannerCause::None;
+    // The run to record once it has a step (recordRun).
+    struct PendingRecord {
+        Project project;
+        QString path, device, runFolder;
+    };
+    std::optional<PendingRecord> m_toRecord;
+    void recordRun();
+    std::function<StartVerdict(qint64)> m_startCheck;
     QHash<QString, ChartPanel*> m_charts;       // by chart name
     QHash<QString, ChartPanel*> m_seriesChart;  // by series name
     QTimer* m_flushTimer = nullptr;

@@ -6,6 +6,7 @@
 #include <QDoubleSpinBox>
 #include <QFileDialog>
 #include <QFormLayout>
+#include <QGridLayout>
 #include <QGroupBox>
 #include <QHBoxLayout>
 #include <QLabel>
@@ -49,7 +50,9 @@ void TrainingSettingsPanel::buildUi() {
     root->addWidget(scroll);
     auto* body = new QWidget(scroll);
     scroll->setWidget(body);
-    auto* layout = new QVBoxLayout(body);
+    // The groups flow into columns as the panel widens (arrangeGroups): docked beside the dashboard it is
+    // short and wide.
+    m_groups = new QGridLayout(body);
 
     // Ranges, choices, labels and tooltips come from the settings table (core/graph/Settings.cpp);
     // the decimals shown and the step sizes are this panel's.
@@ -86,7 +89,7 @@ void TrainingSettingsPanel::buildUi() {
     row(optForm, "eps", m_eps);
     m_loss = m_editors.add<QComboBox>("loss", optBox);
     row(optForm, "loss", m_loss);
-    layout->addWidget(optBox);
+    m_groupBoxes << optBox;
 
     auto* schedBox = new QGroupBox(tr("Learning-rate schedule"), body);
     auto* schedForm = new QFormLayout(schedBox);
@@ -116,7 +119,7 @@ void TrainingSettingsPanel::buildUi() {
     m_lrNote->setWordWrap(true);
     m_lrNote->setStyleSheet(QStringLiteral("color: palette(dark);"));
     schedForm->addRow(m_lrNote);
-    layout->addWidget(schedBox);
+    m_groupBoxes << schedBox;
 
     auto* runBox = new QGroupBox(tr("Run"), body);
     auto* runForm = new QFormLayout(runBox);
@@ -135,7 +138,7 @@ void TrainingSettingsPanel::buildUi() {
     row(runForm, "threads", m_threads);
     // Read by strata-train under mpirun only; the workbench trains in one process.
     row(runForm, "dist_mode", m_editors.add<QLineEdit>("dist_mode", runBox));
-    layout->addWidget(runBox);
+    m_groupBoxes << runBox;
 
     auto* stopBox = new QGroupBox(tr("Early stopping, clipping, checkpoints"), body);
     auto* stopForm = new QFormLayout(stopBox);
@@ -164,10 +167,26 @@ void TrainingSettingsPanel::buildUi() {
         commit();
     });
     stopForm->addRow(settingLabel(m_editors.find("checkpoint_dir")), withFieldError(dirRow, m_checkpointDir));
-    layout->addWidget(stopBox);
-    layout->addStretch(1);
+    m_groupBoxes << stopBox;
+    arrangeGroups();
 
     m_editors.connectAll(this, [this] { commit(); });
+}
+
+void TrainingSettingsPanel::arrangeGroups() {
+    const int columns = std::clamp(width() / 420, 1, int(m_groupBoxes.size()));
+    if (columns == m_groupColumns) return;
+    m_groupColumns = columns;
+    for (QGroupBox* box : std::as_const(m_groupBoxes)) m_groups->removeWidget(box);
+    for (int i = 0; i < m_groupBoxes.size(); ++i)
+        m_groups->addWidget(m_groupBoxes[i], i / columns, i % columns, Qt::AlignTop);
+    for (int c = 0; c < int(m_groupBoxes.size()); ++c) m_groups->setColumnStretch(c, c < columns ? 1 : 0);
+    m_groups->setRowStretch(int((m_groupBoxes.size() + columns - 1) / columns), 1);
+}
+
+void TrainingSettingsPanel::resizeEvent(QResizeEvent* event) {
+    QWidget::resizeEvent(event);
+    arrangeGroups();
 }
 
 void TrainingSettingsPanel::syncFromDocument() {
@@ -208,11 +227,13 @@ void TrainingSettingsPanel::updateEnabled() {
 
 void TrainingSettingsPanel::setTrainSampleCount(qint64 count) {
     m_knownTrainSamples = count;
+    m_countFor = m_doc->project().dataset;
     updatePreview();
 }
 
 qint64 TrainingSettingsPanel::trainSamplesEstimate() const {
-    if (m_knownTrainSamples > 0) return m_knownTrainSamples;
+    // A count of other data settings (a limit changed since, another project) says nothing.
+    if (m_knownTrainSamples > 0 && m_doc->project().dataset == m_countFor) return m_knownTrainSamples;
     const DatasetSettings& d = m_doc->project().dataset;
     if (d.kind == DatasetKind::Synthetic) {
         qint64 n = qint64(double(d.syntheticSamples) * (1.0 - d.validationSplit));
@@ -227,6 +248,8 @@ qint64 TrainingSettingsPanel::previewStepsPerEpoch() const {
     const qint64 batch = std::max(1, m_batch->value());
     return samples > 0 ? (samples + batch - 1) / batch : kAssumedStepsPerEpoch;
 }
+
+QString TrainingSettingsPanel::previewNote() const { return m_lrNote->text(); }
 
 int TrainingSettingsPanel::previewPointCount() const { return m_lrPlot->graph(0)->data()->size(); }
 

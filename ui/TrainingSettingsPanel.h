@@ -14,6 +14,8 @@ class QCheckBox;
 class QComboBox;
 class QCustomPlot;
 class QDoubleSpinBox;
+class QGridLayout;
+class QGroupBox;
 class QLabel;
 class QLineEdit;
 class QSpinBox;
@@ -36,11 +38,19 @@ public:
 
 public slots:
     void syncFromDocument();
-    // The training-set size, e.g. from a dataset preview; 0: estimate from the dataset settings.
+    // The training-set size of the project's data as it is set now, e.g. from a dataset preview or the data
+    // check; 0: estimate from the dataset settings. Forgotten when the data settings change.
     void setTrainSampleCount(qint64 count);
+    // The LR plot's note: "938 steps per epoch (60000 training samples, batch 64)..." or "Assuming 100...".
+    QString previewNote() const;
+
+protected:
+    void resizeEvent(QResizeEvent* event) override;
 
 private:
     void buildUi();
+    // One column of groups per 420 px of width.
+    void arrangeGroups();
     void commit();
     void updateEnabled();
     void updatePreview();
@@ -49,6 +59,7 @@ private:
     ProjectDocument* m_doc;
     bool m_updating = false;
     qint64 m_knownTrainSamples = 0;
+    DatasetSettings m_countFor;  // the data settings m_knownTrainSamples was counted with
     SettingEditors<TrainingSettings> m_editors{trainingSettingSpecs()};
 
     QComboBox* m_optimizer = nullptr;
@@ -70,6 +81,9 @@ private:
     QLineEdit* m_checkpointDir = nullptr;
     QSpinBox* m_threads = nullptr;
     QCustomPlot* m_lrPlot = nullptr;
+    QGridLayout* m_groups = nullptr;
+    QList<QGroupBox*> m_groupBoxes;
+    int m_groupColumns = 0;
     QLabel* m_lrNote = nullptr;
 };
 

@@ -25,6 +25,7 @@
 #include "core/train/BatchStager.h"
 #include "core/train/Checkpoint.h"
 #include "core/train/CheckpointPolicy.h"
+#include "core/train/DataCheck.h"
 #include "core/train/Divergence.h"
 #include "core/train/DynamicLossScale.h"
 #include "core/train/GradientBuckets.h"
@@ -384,26 +385,19 @@ struct Trainer::Impl {
         return n ? "'" + n->name + "' (" + n->type + ")" : "#" + std::to_string(id);
     }
 
+    // Every way the data and the graph disagree (shape, classes, an Embedding smaller than the vocabulary),
+    // listed at once before anything is allocated for the model: the run is refused before its first step.
+    void checkData() const {
+        const std::vector<DataMismatch> mismatches = checkDataAgainstGraph(project.graph, dataFactsOf(data));
+        if (!mismatches.empty()) throw std::invalid_argument(dataMismatchText(mismatches));
+    }
+
     void validateSetup() {
         const TrainingSettings& s = ts();
         if (s.batchSize < 1) throw std::invalid_argument("training.batch_size must be at least 1");
         if (s.epochs < 1) throw std::invalid_argument("training.epochs must be at least 1");
         if (data.train.count == 0) throw std::invalid_argument("the training split is empty");
-        if (data.train.sampleShape != model->inputShape()) {
-            std::string inputName;
-            for (const Node* n : project.graph.nodes())
-                if (n->type == "Input") inputName = n->name;
-            throw std::invalid_argument("the data's samples are " + data.train.sampleShape.toString() + " but Input '" +
-                                        inputName + "' expects " + model->inputShape().toString());
-        }
-        numClasses = data.numClasses;
-        if (model->outputShape().rank() != 1 || model->outputShape()[0] != numClasses) {
-            const std::vector<int> order = model->order();
-            throw std::invalid_argument("the model's output " + nodeLabel(order.back()) + " is " +
-                                        model->outputShape().toString() + " but the data has " +
-                                        std::to_string(numClasses) + " classes: make it [" +
-                                        std::to_string(numClasses) + "]");
-        }
+        numClasses = data.numClasses;  // the data against the graph: checkData, before the model was built
     }
 
     // The loss and output-gradient buffers, for a whole batch at once (see BatchStager on why).
@@ -960,6 +954,7 @@ struct Trainer::Impl {
                 comm->setTimeout(opt.collectiveTimeoutSeconds);
             }
         }
+        checkData();
         model = compile(project.graph, backend, ts().seed);
         // Stop ends even a long step between two layers; data parallel, only between steps, where the ranks
         // agree on it (a rank leaving mid-step would leave the others in a collective).

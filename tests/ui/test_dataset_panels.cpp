@@ -8,11 +8,13 @@
 #include <QDoubleSpinBox>
 #include <QFile>
 #include <QImage>
+#include <QLabel>
 #include <QLineEdit>
 #include <QSignalSpy>
 #include <QSpinBox>
 #include <QTemporaryDir>
 #include <QTest>
+#include <QToolButton>
 #include <QUndoStack>
 #include <fstream>
 
@@ -253,6 +255,52 @@ private slots:
         DatasetPanel::rememberPickedFile(dir.filePath("fashion/train-images-idx3-ubyte.gz"));
         QCOMPARE(QDir(panel.pickerStartPath(QString())).canonicalPath(), QDir(dir.filePath("fashion")).canonicalPath());
         QCOMPARE(panel.pickerStartPath(dir.filePath("other/x.gz")), dir.filePath("other/x.gz"));
+    }
+
+    // Issue 34: image_folder's paths are folders: labelled so, with a folder in the placeholder, and their
+    // button opens a folder picker (a file picker could not pick one); the CSV page's keep a file picker.
+    void imageFolderFieldsPickFolders() {
+        QTemporaryDir dir;
+        QDir().mkpath(dir.filePath("images/cat"));
+        ProjectDocument doc;
+        Project p = imageProject();
+        p.dataset = DatasetSettings{};
+        p.dataset.kind = DatasetKind::ImageFolder;
+        doc.newProject(p);
+        DatasetPanel panel(&doc);
+        QList<bool> folders;
+        QStringList captions;
+        panel.setPathPicker([&](const QString& caption, const QString&, bool folder) {
+            captions << caption;
+            folders << folder;
+            return folder ? dir.filePath("images") : dir.filePath("train.csv");
+        });
+        auto rowLabelled = [&](const QString& text) -> QWidget* {
+            for (QLabel* label : panel.findChildren<QLabel*>())
+                if (label->text() == text && label->buddy()) return label->buddy();
+            return nullptr;
+        };
+        for (const QString& label : {QStringLiteral("Training folder"), QStringLiteral("Validation folder")}) {
+            QWidget* row = rowLabelled(label);
+            QVERIFY2(row, qPrintable(label));
+            auto* edit = row->findChild<QLineEdit*>();
+            auto* browse = row->findChild<QToolButton*>();
+            QVERIFY(edit && browse);
+            QVERIFY2(edit->placeholderText().contains("folder"), qPrintable(edit->placeholderText()));
+            QCOMPARE(browse->property("pickKind").toString(), QStringLiteral("folder"));
+            browse->click();
+            QCOMPARE(folders.back(), true);
+            QCOMPARE(captions.back(), label);
+            QCOMPARE(edit->text(), dir.filePath("images"));
+        }
+        QCOMPARE(doc.project().dataset.trainPath, dir.filePath("images").toStdString());
+        QCOMPARE(doc.project().dataset.validationPath, dir.filePath("images").toStdString());
+        // The CSV page's training file is a file.
+        QWidget* csvRow = rowLabelled(QStringLiteral("Training file"));
+        QVERIFY(csvRow);
+        QCOMPARE(csvRow->findChild<QToolButton*>()->property("pickKind").toString(), QStringLiteral("file"));
+        csvRow->findChild<QToolButton*>()->click();
+        QCOMPARE(folders.back(), false);
     }
 
     void flatPreviewShowsRows() {

@@ -128,7 +128,8 @@ private slots:
         QVERIFY(dlg.tensorText().contains("dense1.weight [32, 16] F32"));
         QVERIFY(dlg.errorText().isEmpty());
 
-        // GGUF: every precision; the output keeps the user's name with the new extension.
+        // GGUF: every precision; the output keeps the user's name with the new extension (and the precision's tag,
+        // so a quantized file never replaces the float one).
         dlg.setOutputPath(dir.filePath("mine.onnx"));
         dlg.setFormat(ExportFormat::Gguf);
         QCOMPARE(dlg.outputPath(), dir.filePath("mine.gguf"));
@@ -137,6 +138,7 @@ private slots:
         auto* items = qobject_cast<QStandardItemModel*>(dlg.precisionCombo()->model());
         QVERIFY(items->item(2)->isEnabled());
         dlg.setPrecision(ExportPrecision::Q8_0);
+        QCOMPARE(dlg.outputPath(), dir.filePath("mine-q8_0.gguf"));
         dlg.startExport();
         QVERIFY(waitFor(done));
         QVERIFY2(done.takeFirst().at(0).toBool(), qPrintable(dlg.errorText()));
@@ -146,7 +148,7 @@ private slots:
         QVERIFY(dlg.tensorText().contains("dense1.weight [32, 16] F16   (fallback from Q8_0)"));
         QVERIFY(dlg.tensorText().contains("dense2.weight [4, 32] Q8_0"));
         QVERIFY(dlg.resultText().contains("Stored as F16 instead of Q8_0"));
-        QVERIFY(dlg.resultText().contains("mine.gguf"));
+        QVERIFY(dlg.resultText().contains("mine-q8_0.gguf"));
 
         // safetensors has no Q8_0: the item is disabled and the choice falls back to F32.
         dlg.setFormat(ExportFormat::Safetensors);

@@ -390,6 +390,22 @@ void ProjectDocument::setTrainingSettings(const strata::TrainingSettings& settin
     m_undo->push(new TrainingSettingsCommand(this, m_project.training, settings));
 }
 
+void ProjectDocument::setSweep(const strata::Json& sweep) {
+    if (sweep == m_project.sweep) return;
+    strata::Project after = m_project;
+    after.sweep = sweep;
+    setProjectSettings(after, sweep.is_null() ? tr("Remove the sweep") : tr("Change the sweep"));
+}
+
+bool ProjectDocument::setProjectSettings(const strata::Project& after, const QString& text, QString* error) {
+    if (!(after.graph == m_project.graph) && refuseWhenLocked(error)) return false;
+    if (after.graph == m_project.graph && after.dataset == m_project.dataset && after.training == m_project.training &&
+        after.sweep == m_project.sweep)
+        return true;
+    m_undo->push(new ProjectSettingsCommand(this, m_project, after, text));
+    return true;
+}
+
 std::vector<strata::Problem> ProjectDocument::problemsOf(int id) const {
     std::vector<strata::Problem> out;
     for (const strata::Problem& p : m_analysis.problems)
@@ -456,6 +472,22 @@ void ProjectDocument::applyDatasetSettings(const strata::DatasetSettings& settin
 void ProjectDocument::applyTrainingSettings(const strata::TrainingSettings& settings) {
     m_project.training = settings;
     emit settingsChanged();
+}
+
+void ProjectDocument::applyProjectSettings(const strata::Project& project) {
+    const bool graph = !(project.graph == m_project.graph), sweep = project.sweep != m_project.sweep;
+    const bool settings = !(project.dataset == m_project.dataset) || !(project.training == m_project.training);
+    m_project.graph = project.graph;
+    m_project.dataset = project.dataset;
+    m_project.training = project.training;
+    m_project.sweep = project.sweep;
+    if (graph) {
+        reanalyze();
+        emit graphChanged();
+        emit analysisChanged();
+    }
+    if (settings) emit settingsChanged();
+    if (sweep) emit sweepChanged();
 }
 
 void ProjectDocument::setGraphLocked(const QString& reason) {

@@ -84,6 +84,11 @@ public:
     QList<int> insertBlock(const QString& id, const QPointF& pos, int from, QString* error = nullptr);
     void setDatasetSettings(const strata::DatasetSettings& settings);
     void setTrainingSettings(const strata::TrainingSettings& settings);
+    // The project's "sweep" definition (null: none), as the sweep editor writes it.
+    void setSweep(const strata::Json& sweep);
+    // The graph's parameters, the data and training settings and the sweep of `after` as one edit titled
+    // `text` ("apply the best trial"). Refused, with `error`, while the graph is locked and its graph differs.
+    bool setProjectSettings(const strata::Project& after, const QString& text, QString* error = nullptr);
 
     // Problems that concern a node (node-level and port-level).
     std::vector<strata::Problem> problemsOf(int id) const;
@@ -99,11 +104,13 @@ public:
     void applyName(int id, const std::string& name);
     void applyDatasetSettings(const strata::DatasetSettings& settings);
     void applyTrainingSettings(const strata::TrainingSettings& settings);
+    void applyProjectSettings(const strata::Project& project);
 
 signals:
     void graphChanged();  // structure, names or params
     void nodeMoved(int id);
     void settingsChanged();  // dataset or training settings
+    void sweepChanged();
     void analysisChanged();
     void fileChanged();  // path or modified flag
     // The whole project was replaced (new, load): views rebuild from scratch.

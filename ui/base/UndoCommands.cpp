@@ -56,4 +56,11 @@ TrainingSettingsCommand::TrainingSettingsCommand(ProjectDocument* doc, strata::T
 void TrainingSettingsCommand::undo() { m_doc->applyTrainingSettings(m_before); }
 void TrainingSettingsCommand::redo() { m_doc->applyTrainingSettings(m_after); }
 
+ProjectSettingsCommand::ProjectSettingsCommand(ProjectDocument* doc, strata::Project before, strata::Project after,
+                                               const QString& text)
+    : QUndoCommand(text), m_doc(doc), m_before(std::move(before)), m_after(std::move(after)) {}
+
+void ProjectSettingsCommand::undo() { m_doc->applyProjectSettings(m_before); }
+void ProjectSettingsCommand::redo() { m_doc->applyProjectSettings(m_after); }
+
 }  // namespace strata::ui

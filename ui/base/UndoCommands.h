@@ -83,4 +83,16 @@ private:
     strata::TrainingSettings m_before, m_after;
 };
 
+// The graph, the data and training settings and the sweep together (the sweep editor, "apply the best trial").
+class ProjectSettingsCommand : public QUndoCommand {
+public:
+    ProjectSettingsCommand(ProjectDocument* doc, strata::Project before, strata::Project after, const QString& text);
+    void undo() override;
+    void redo() override;
+
+private:
+    ProjectDocument* m_doc;
+    strata::Project m_before, m_after;
+};
+
 }  // namespace strata::ui
