@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <stdexcept>
@@ -131,5 +132,8 @@ DatasetBundle loadDataset(const DatasetSettings& settings, const std::string& pr
 // letters and digits. Both lowercase (ASCII, Latin-1 and Latin Extended-A). SentencePiece needs its model:
 // TextEncoder (core/data/TextEncoder.h) tokenizes with any of the three.
 std::vector<std::string> tokenizeText(const std::string& text, Tokenizer tokenizer);
+// The same tokens one at a time, without a vector of them: `fn` gets each in turn (valid during the call) and
+// returns false to stop. Returns how many tokens `fn` was given.
+size_t forEachToken(const std::string& text, Tokenizer tokenizer, const std::function<bool(const std::string&)>& fn);
 
 }  // namespace strata

@@ -3,6 +3,7 @@
 // scope where ONNX's protobuf lives (SentencePieceShim.h).
 #include "core/data/SubwordTokenizer.h"
 
+#include <algorithm>
 #include <climits>
 #include <cstdlib>
 #include <filesystem>
@@ -161,6 +162,57 @@ std::vector<int32_t> SubwordTokenizer::encode(const std::string& text) const {
     }
     ids.resize(static_cast<size_t>(n));
     return ids;
+}
+
+namespace {
+
+bool isAsciiSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
+
+// Where to end a chunk of text that starts at `from` and may be `limit` bytes long: before the last ASCII whitespace
+// in its second half, else (a "word" that long) at a UTF-8 character boundary; the end of the text when it is nearer.
+size_t chunkEnd(const std::string& text, size_t from, size_t limit) {
+    if (text.size() - from <= limit) return text.size();
+    const size_t end = from + limit;
+    for (size_t p = end; p > from + limit / 2; --p)
+        if (isAsciiSpace(text[p])) return p;
+    size_t p = end;
+    while (p > from + 1 && (static_cast<unsigned char>(text[p]) & 0xC0) == 0x80) --p;
+    return p;
+}
+
+}  // namespace
+
+std::vector<int32_t> SubwordTokenizer::encodeFirst(const std::string& text, size_t count) const {
+    if (!m_sp || count == 0) return {};
+    const Shim& sh = shim();
+    std::vector<int32_t> ids(count);
+    const size_t want = count + kFirstPiecesMargin;
+    // A piece covers at most a few characters: start with 64 bytes an id, and grow when whitespace runs or
+    // characters SentencePiece drops made the prefix give too few.
+    for (size_t limit = std::max<size_t>(4096, want * 64);; limit *= 4) {
+        const size_t end = chunkEnd(text, 0, limit);
+        const int n = sh.encode(m_sp.get(), text.data(), end, ids.data(), static_cast<int>(count));
+        if (n < 0) throw std::runtime_error(std::string("SentencePiece could not encode a text: ") + sh.error());
+        if (end == text.size() || static_cast<size_t>(n) >= want) {
+            ids.resize(std::min(count, static_cast<size_t>(n)));
+            return ids;
+        }
+    }
+}
+
+int64_t SubwordTokenizer::countPieces(const std::string& text) const {
+    if (!m_sp) return 0;
+    const Shim& sh = shim();
+    int64_t total = 0;
+    int32_t unused = 0;
+    for (size_t from = 0; from < text.size();) {
+        const size_t end = chunkEnd(text, from, kCountChunkBytes);
+        const int n = sh.encode(m_sp.get(), text.data() + from, end - from, &unused, 0);
+        if (n < 0) throw std::runtime_error(std::string("SentencePiece could not encode a text: ") + sh.error());
+        total += n;
+        from = end;
+    }
+    return total;
 }
 
 std::vector<std::string> SubwordTokenizer::pieces(const std::string& text) const {
