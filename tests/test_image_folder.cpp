@@ -17,7 +17,10 @@
 #include <vector>
 
 #include <png.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <turbojpeg.h>
+#include <unistd.h>
 
 #include "core/backend/CpuBackend.h"
 #include "core/data/DataLoader.h"
@@ -124,6 +127,47 @@ std::string dataErrorOf(const std::function<void()>& f) {
     }
     return {};
 }
+
+// The error readImageFile gives in a child process whose address space is limited to what it holds now plus
+// `headroomMb`: an image decoder that allocates from a header's claim before checking it fails there (or dies),
+// one that checks first gives its own error. "(child died)" when the child did not report.
+std::string problemUnderMemoryLimit(const std::string& file, int64_t headroomMb) {
+    int fds[2];
+    if (::pipe(fds) != 0) return "(no pipe)";
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+        ::close(fds[0]);
+        std::ifstream status("/proc/self/status");
+        std::string line;
+        int64_t vmKb = 0;
+        while (std::getline(status, line))
+            if (line.starts_with("VmSize:")) vmKb = std::stoll(line.substr(7));
+        const rlim_t limit = static_cast<rlim_t>((vmKb << 10) + (headroomMb << 20));
+        const struct rlimit rl { limit, limit };
+        ::setrlimit(RLIMIT_AS, &rl);
+        std::string message;
+        try {
+            data::readImageFile(file);
+            message = "(decoded)";
+        } catch (const FormatError& e) {
+            message = e.what();
+        } catch (const std::exception& e) {
+            message = std::string("not a FormatError: ") + e.what();
+        }
+        const ssize_t n = ::write(fds[1], message.data(), message.size());
+        ::_exit(n >= 0 ? 0 : 1);
+    }
+    ::close(fds[1]);
+    std::string message;
+    char buf[512];
+    for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;) message.append(buf, size_t(n));
+    ::close(fds[0]);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    return message.empty() ? "(child died)" : message;
+}
+
+std::vector<uint8_t> le32(uint32_t v) { return {uint8_t(v), uint8_t(v >> 8), uint8_t(v >> 16), uint8_t(v >> 24)}; }
 
 }  // namespace
 
@@ -233,6 +277,78 @@ private slots:
         const std::vector<uint8_t> bmp = readBytes(path("c.bmp"));
         writeBytes(path("cut.bmp"), {bmp.begin(), bmp.begin() + long(bmp.size() / 2)});
         QVERIFY(!problemOf([&] { data::readImageFile(path("cut.bmp")); }).empty());
+    }
+
+    // Every decoder checks the pixel count its header claims against the limit (2^24 pixels, 4096 x 4096) before
+    // anything the size of the image is allocated, and names the file, the size and the limit: a 54-byte BMP
+    // claiming 60000x60000 (TurboJPEG's tjLoadImage asked for 10.8 GB before reading a pixel), a JPEG whose frame
+    // header says 60000x60000, and PGM/PPM headers whose pixels the file cannot hold, all decoded in a child
+    // process limited to 256 MiB more address space than it holds.
+    void pixelLimitFromTheHeader() {
+        std::vector<uint8_t> bmp = {'B', 'M'};
+        for (uint32_t v : {54u, 0u, 54u, 40u, 60000u, 60000u}) {
+            const std::vector<uint8_t> w = le32(v);
+            bmp.insert(bmp.end(), w.begin(), w.end());
+        }
+        bmp[2] = 54;  // file size
+        const std::vector<uint8_t> rest = {1, 0, 24, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                                           0, 0, 0,  0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+        bmp.insert(bmp.end(), rest.begin(), rest.end());
+        QCOMPARE(bmp.size(), size_t(54));
+        writeBytes(path("huge.bmp"), bmp);
+        std::string e = problemUnderMemoryLimit(path("huge.bmp"), 256);
+        QVERIFY2(e.find("huge.bmp") != std::string::npos &&
+                     e.find("BMP header claims 60000x60000 pixels") != std::string::npos &&
+                     e.find("16777216 (4096 x 4096)") != std::string::npos,
+                 e.c_str());
+        // Within the limit but more pixels than the file holds: refused from the header too.
+        for (size_t at : {18u, 22u}) {
+            const std::vector<uint8_t> v = le32(4000);
+            std::copy(v.begin(), v.end(), bmp.begin() + long(at));
+        }
+        writeBytes(path("short.bmp"), bmp);
+        e = problemUnderMemoryLimit(path("short.bmp"), 256);
+        QVERIFY2(e.find("short.bmp") != std::string::npos &&
+                     e.find("4000x4000 pixels of 24 bits") != std::string::npos &&
+                     e.find("the file holds 0") != std::string::npos,
+                 e.c_str());
+
+        // A real JPEG with its frame header's height and width rewritten.
+        QVERIFY(writeJpeg(path("small.jpg"), pattern(16, 16, 3)));
+        std::vector<uint8_t> jpg = readBytes(path("small.jpg"));
+        size_t sof = 0;
+        for (size_t i = 2; i + 9 < jpg.size(); ++i)
+            if (jpg[i] == 0xff && (jpg[i + 1] == 0xc0 || jpg[i + 1] == 0xc1 || jpg[i + 1] == 0xc2)) {
+                sof = i;
+                break;
+            }
+        QVERIFY(sof > 0);
+        for (size_t at : {sof + 5, sof + 7}) {
+            jpg[at] = 60000 >> 8;
+            jpg[at + 1] = 60000 & 0xff;
+        }
+        writeBytes(path("huge.jpg"), jpg);
+        e = problemUnderMemoryLimit(path("huge.jpg"), 256);
+        QVERIFY2(e.find("huge.jpg") != std::string::npos &&
+                     e.find("JPEG header claims 60000x60000 pixels") != std::string::npos &&
+                     e.find("16777216") != std::string::npos,
+                 e.c_str());
+
+        // PGM/PPM: past the limit, and an ASCII header whose 4096x4096 samples cannot fit in the bytes that follow
+        // (its floats were allocated, 200 MB, before the first sample was read).
+        writeBytes(path("huge.pgm"),
+                   {'P', '5', ' ', '6', '0', '0', '0', '0', ' ', '6', '0', '0', '0', '0', ' ', '2', '5', '5', '\n'});
+        e = problemUnderMemoryLimit(path("huge.pgm"), 256);
+        QVERIFY2(e.find("PGM header claims 60000x60000 pixels") != std::string::npos, e.c_str());
+        const std::string p3 = "P3 4096 4096 255\n1 2 3\n";
+        writeBytes(path("ascii.ppm"), {p3.begin(), p3.end()});
+        e = problemUnderMemoryLimit(path("ascii.ppm"), 128);
+        QVERIFY2(
+            e.find("ascii.ppm") != std::string::npos && e.find("cannot hold the 50331648 samples") != std::string::npos,
+            e.c_str());
+        // The limit itself decodes (a flat 4096x4096 gray PNG).
+        QVERIFY(writePng(path("limit.png"), flat(4096, 4096, 1, 7)));
+        QCOMPARE(data::readImageFile(path("limit.png")).width, int64_t(4096));
     }
 
     // TurboJPEG's DCT scaling: a 64x64 JPEG asked for 16x16 decodes at 16x16 (1/4), close to decoding it
