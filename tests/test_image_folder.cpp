@@ -573,6 +573,71 @@ private slots:
         QVERIFY2(e.find("dataset.image_shape") != std::string::npos, e.c_str());
     }
 
+    // Entries that cannot be listed are skipped and named like bad files, in memory and streamed loading alike:
+    // a symbolic link loop (which ended the listing with a raw filesystem_error), a link to nothing (which was
+    // ignored without a word), a link to a folder inside a class folder (not followed: it could lead back up),
+    // at the top and inside class folders; strict mode stops at the first, naming it. An unreadable folder
+    // (which skip_permission_denied dropped silently) too, where the test does not run as root.
+    void unreadableEntriesSkipped() {
+        const std::string root = makeFolder("links", 4);
+        fs::create_symlink("loop", path("links/cat/loop"));
+        fs::create_symlink("ping.png", path("links/cat/pong.png"));
+        fs::create_symlink("pong.png", path("links/cat/ping.png"));
+        fs::create_symlink("gone.png", path("links/dog/dangling.png"));
+        fs::create_symlink("..", path("links/emu/up"));
+        fs::create_symlink("toploop", path("links/toploop"));
+        fs::create_symlink("img0.png", path("links/cat/alias.png"));  // a link to a file is a file
+        DatasetSettings s = folderSettings(root);
+        for (ImageLoading loading : {ImageLoading::Memory, ImageLoading::Stream}) {
+            s.imageLoading = loading;
+            const DatasetBundle b = loadDataset(s, "", Streaming::Allowed);
+            QCOMPARE(b.train.count, int64_t(13));
+            QCOMPARE(b.classNames, (std::vector<std::string>{"cat", "dog", "emu"}));
+            auto reasonOf = [&](const std::string& tail) -> std::string {
+                for (const SkippedFile& f : b.skipped)
+                    if (f.path == path("links/" + tail)) return f.reason;
+                return "(not skipped)";
+            };
+            QCOMPARE(b.skipped.size(), size_t(6));
+            QVERIFY2(reasonOf("cat/loop").find("a symbolic link loop (-> loop)") != std::string::npos,
+                     reasonOf("cat/loop").c_str());
+            QVERIFY2(reasonOf("cat/ping.png").find("symbolic link loop") != std::string::npos,
+                     reasonOf("cat/ping.png").c_str());
+            QVERIFY2(reasonOf("cat/pong.png").find("symbolic link loop") != std::string::npos,
+                     reasonOf("cat/pong.png").c_str());
+            QVERIFY2(reasonOf("dog/dangling.png").find("a symbolic link to nothing (-> gone.png)") != std::string::npos,
+                     reasonOf("dog/dangling.png").c_str());
+            QVERIFY2(
+                reasonOf("emu/up").find("link to a folder inside a class folder: not followed") != std::string::npos,
+                reasonOf("emu/up").c_str());
+            QVERIFY2(reasonOf("toploop").find("symbolic link loop") != std::string::npos, reasonOf("toploop").c_str());
+            QVERIFY2(b.description.find("6 skipped") != std::string::npos, b.description.c_str());
+        }
+        s.strictImages = true;
+        const std::string e = dataErrorOf([&] { loadDataset(s, ""); });
+        QVERIFY2(e.find("toploop") != std::string::npos && e.find("symbolic link loop") != std::string::npos &&
+                     e.find("strict_images") != std::string::npos,
+                 e.c_str());
+        // The source itself a loop: said, not a filesystem_error.
+        fs::create_symlink("rootloop", path("rootloop"));
+        const std::string r = dataErrorOf([&] { loadDataset(folderSettings(path("rootloop")), ""); });
+        QVERIFY2(r.find("rootloop") != std::string::npos && r.find("symbolic link loop") != std::string::npos,
+                 r.c_str());
+
+        if (::geteuid() == 0) return;  // root reads every folder: the permission case cannot be made here
+        fs::create_directories(path("links/cat/closed"));
+        writePng(path("links/cat/closed/a.png"), flat(8, 8, 1, 0));
+        fs::permissions(path("links/cat/closed"), fs::perms::none);
+        s.strictImages = false;
+        const DatasetBundle b = loadDataset(s, "");
+        fs::permissions(path("links/cat/closed"), fs::perms::owner_all);
+        bool named = false;
+        for (const SkippedFile& f : b.skipped)
+            named = named || (f.path == path("links/cat/closed") &&
+                              f.reason.find("cannot list the folder") != std::string::npos);
+        QVERIFY(named);
+    }
+
     // The augmentation warp: identity, 180 degrees (both axes reversed), four quarter turns, a crop of the
     // left half resized back (a linear ramp stays linear), edges kept when a crop is enlarged.
     void warpIsExact() {
