@@ -7,6 +7,7 @@
 #include <QTemporaryDir>
 #include <QtTest>
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -896,6 +897,114 @@ private slots:
         QCOMPARE(epochSamples(inMemory.train, 1), int64_t(18));
         QCOMPARE(epochSamples(inMemory.train, 2), int64_t(18));
         QCOMPARE(stream4->decodedCount(), int64_t(18));
+    }
+
+    // The file cache carries an XXH3 checksum of every stored image and its file's size and time: a byte flipped in
+    // the stored pixels, in a slot's state or in the header is found when the next run opens the file (which used to
+    // take the damaged bytes, changing the losses), and a source file changed in size or only in time has its image
+    // decoded again; each is said in a line of the description naming the file, and what is read afterwards equals
+    // a fresh decode.
+    void cacheChecksumAndSources() {
+        const std::string root = makeFolder("checked", 4);
+        fs::create_directories(path("cproj"));
+        const std::string project = path("cproj/p.strata");
+        DatasetSettings s = folderSettings(root);
+        s.imageLoading = ImageLoading::Cache;
+        s.cacheMemoryMb = 0;
+        s.decodeThreads = 1;
+        auto readAll = [](const DatasetBundle& b) {
+            const int64_t n = b.train.sampleShape.numel();
+            std::vector<float> all(size_t(b.train.count * n));
+            for (int64_t i = 0; i < b.train.count; ++i) {
+                std::string why;
+                if (!b.train.source->read(i, all.data() + i * n, why)) qWarning("%s", why.c_str());
+            }
+            return all;
+        };
+        auto streamOf = [](const DatasetBundle& b) {
+            return dynamic_cast<const data::ImageStream*>(b.train.source.get());
+        };
+        DatasetSettings fresh = s;
+        fresh.imageLoading = ImageLoading::Stream;
+        const std::vector<float> truth = readAll(loadDataset(fresh, project, Streaming::Allowed));
+
+        DatasetBundle first = loadDataset(s, project, Streaming::Allowed);
+        QCOMPARE(readAll(first), truth);
+        const std::string file = streamOf(first)->cache()->path();
+        const int64_t count = first.train.count;
+        const std::vector<std::string> names = [&] {
+            std::vector<std::string> n;
+            for (int64_t i = 0; i < count; ++i) n.push_back(first.train.source->sampleName(i));
+            return n;
+        }();
+        first = DatasetBundle{};  // unmapped
+
+        auto flipByte = [&](int64_t offset) {
+            std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+            f.seekg(offset < 0 ? offset : 0, offset < 0 ? std::ios::end : std::ios::beg);
+            if (offset >= 0) f.seekg(offset);
+            const std::streamoff at = f.tellg();
+            char c = 0;
+            f.read(&c, 1);
+            c = static_cast<char>(c ^ 0x10);
+            f.seekp(at);
+            f.write(&c, 1);
+        };
+
+        // A pixel of the last image.
+        flipByte(-1);
+        DatasetBundle again = loadDataset(s, project, Streaming::Allowed);
+        QVERIFY2(again.description.find("train image cache " + file + ": 1 of the stored images decoded again") !=
+                         std::string::npos &&
+                     again.description.find("failed their checksum (the cache file is damaged): " + names.back()) !=
+                         std::string::npos,
+                 again.description.c_str());
+        QVERIFY2(again.description.find("reused: " + std::to_string(count - 1) + " images") != std::string::npos,
+                 again.description.c_str());
+        QCOMPARE(readAll(again), truth);
+        QCOMPARE(streamOf(again)->decodedCount(), int64_t(1));
+        again = DatasetBundle{};
+
+        // The state byte of the first image (after the 64-byte header).
+        flipByte(64);
+        again = loadDataset(s, project, Streaming::Allowed);
+        QVERIFY2(again.description.find("failed their checksum (the cache file is damaged): " + names.front()) !=
+                     std::string::npos,
+                 again.description.c_str());
+        QCOMPARE(readAll(again), truth);
+        again = DatasetBundle{};
+
+        // A source file of another size, then one touched only in time: decoded again, named, and read as it is now.
+        const std::string changed = names[1], touched = names[5];
+        writePng(changed, flat(12, 12, 1, 201));
+        fs::last_write_time(touched, fs::last_write_time(touched) + std::chrono::seconds(3));
+        fresh.imageLoading = ImageLoading::Stream;
+        const std::vector<float> truth2 = readAll(loadDataset(fresh, project, Streaming::Allowed));
+        QVERIFY(truth2 != truth);
+        again = loadDataset(s, project, Streaming::Allowed);
+        QVERIFY2(again.description.find("2 of the stored images decoded again; their files changed: " + changed +
+                                        " changed (size ") != std::string::npos &&
+                     again.description.find(touched + " changed (modified since it was decoded)") != std::string::npos,
+                 again.description.c_str());
+        QCOMPARE(streamOf(again)->cache()->path(), file);  // the same file, two images decoded again
+        QCOMPARE(readAll(again), truth2);
+        QCOMPARE(streamOf(again)->decodedCount(), int64_t(2));
+        again = DatasetBundle{};
+
+        // The header: the whole file is rebuilt.
+        flipByte(20);
+        again = loadDataset(s, project, Streaming::Allowed);
+        QVERIFY2(again.description.find("train image cache " + file + ": rebuilt: its header failed its checksum") !=
+                     std::string::npos,
+                 again.description.c_str());
+        QCOMPARE(readAll(again), truth2);
+        QCOMPARE(streamOf(again)->decodedCount(), count);
+        again = DatasetBundle{};
+        // And a clean reuse says nothing more than that.
+        again = loadDataset(s, project, Streaming::Allowed);
+        QVERIFY2(again.description.find("image cache " + file + ":") == std::string::npos, again.description.c_str());
+        QCOMPARE(readAll(again), truth2);
+        QCOMPARE(streamOf(again)->decodedCount(), int64_t(0));
     }
 
     // A file that turns bad after the listing: left out of its batch (labels stay with their images) and

@@ -19,6 +19,7 @@
 #include "core/data/ImageStream.h"
 #include "core/data/SubwordTokenizer.h"
 #include "core/data/TextEncoder.h"
+#include "core/io/FileIo.h"
 
 namespace strata {
 
@@ -854,12 +855,15 @@ void standardizePerChannel(RawSplit& train, RawSplit& validation, Normalization&
 constexpr int64_t kStreamStatsImages = 2000;
 
 // Where a split's decoded bytes go (image_loading cache): memory while `memoryLeft` allows, else a file in
-// .strata-cache beside the project, named after the folder, the split and the fingerprint (earlier files of
-// the same folder and split, for other files or shapes, are removed).
+// .strata-cache beside the project, named after the folder, the split and the layout key (the paths, shape and
+// resize; earlier files of the same folder and split, for other files or shapes, are removed, and so are
+// temporaries of runs that died while creating one). What reusing a file found (images decoded again, a rebuild)
+// goes to `notes`, one line each.
 std::unique_ptr<data::DecodedCache> makeImageCache(const DatasetSettings& s, const std::string& projectPath,
                                                    const std::string& folder, const std::string& splitName,
-                                                   const data::ImageList& list, const Shape& shape, uint64_t fp,
-                                                   int64_t& memoryLeft, std::string& where) {
+                                                   const data::ImageList& list, const Shape& shape,
+                                                   const std::vector<data::SourceStamp>& stamps, int64_t& memoryLeft,
+                                                   std::string& where, std::string& notes) {
     namespace fs = std::filesystem;
     const auto count = static_cast<int64_t>(list.paths.size());
     const int64_t bytes = count * shape.numel();
@@ -874,8 +878,9 @@ std::unique_ptr<data::DecodedCache> makeImageCache(const DatasetSettings& s, con
     for (char& c : base)
         if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_') c = '_';
     const std::string prefix = base + "-" + splitName + "-";
+    const uint64_t key = data::imageListLayoutKey(list.paths, shape, data::resizePolicyFor(s));
     char hex[17];
-    std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(fp));
+    std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(key));
     const fs::path dir = resolveDatasetPath(projectPath, ".strata-cache");
     const fs::path file = dir / (prefix + hex + ".u8");
     std::error_code ec;
@@ -883,9 +888,11 @@ std::unique_ptr<data::DecodedCache> makeImageCache(const DatasetSettings& s, con
         const std::string name = it->path().filename().string();
         if (name.starts_with(prefix) && name.ends_with(".u8") && it->path() != file) fs::remove(it->path(), ec);
     }
-    auto cache = data::DecodedCache::inFile(file.string(), fp, count, shape.numel());
+    if (fs::is_directory(dir, ec)) removeOrphanedTemporaryFiles(dir.string());
+    auto cache = data::DecodedCache::inFile(file.string(), key, list.paths, stamps, shape.numel());
     where += (where.empty() ? "" : ", ") + splitName + " cache in " + file.string() +
              (cache->reused() ? " (reused: " + std::to_string(cache->readyCount()) + " images decoded before)" : "");
+    if (!cache->report().empty()) notes += "\n" + splitName + " image cache " + file.string() + ": " + cache->report();
     return cache;
 }
 
@@ -950,17 +957,22 @@ DatasetBundle streamImageFolder(const DatasetSettings& s, const std::string& pro
     normalizeImages(s, sample, none, trainList, b);
     int64_t memoryLeft = s.cacheMemoryMb << 20;
     std::string where;
-    // One stat() of every file: the fingerprint names the cache file and goes into the stream's own.
-    const uint64_t trainFp = data::imageListFingerprint(trainList.paths, shape, data::resizePolicyFor(s));
-    const uint64_t valFp = data::imageListFingerprint(valList.paths, shape, data::resizePolicyFor(s));
-    auto trainCache = makeImageCache(s, projectPath, trainPath, "train", trainList, shape, trainFp, memoryLeft, where);
-    auto valCache = makeImageCache(s, projectPath, trainPath, "validation", valList, shape, valFp, memoryLeft, where);
+    // One stat() of every file: the stamps go into the stream's fingerprint and into the cache's slots.
+    const std::vector<data::SourceStamp> trainStamps = data::stampFiles(trainList.paths);
+    const std::vector<data::SourceStamp> valStamps = data::stampFiles(valList.paths);
+    const uint64_t trainFp = data::imageListFingerprint(trainList.paths, trainStamps, shape, data::resizePolicyFor(s));
+    const uint64_t valFp = data::imageListFingerprint(valList.paths, valStamps, shape, data::resizePolicyFor(s));
+    std::string notes;
+    auto trainCache =
+        makeImageCache(s, projectPath, trainPath, "train", trainList, shape, trainStamps, memoryLeft, where, notes);
+    auto valCache =
+        makeImageCache(s, projectPath, trainPath, "validation", valList, shape, valStamps, memoryLeft, where, notes);
     b.train = streamSplit(trainList, shape, s, b.normalization, trainFp, std::move(trainCache));
     b.validation = streamSplit(valList, shape, s, b.normalization, valFp, std::move(valCache));
     b.description = imageFolderDescription(s, trainPath, shape, b.train.count, b.validation.count, b) + "; streamed (" +
                     settingName(s.imageLoading) + ": " + (where.empty() ? std::string("decoded every epoch") : where) +
                     "), " + std::to_string(s.loaderBatches) + " batches held ready, statistics from " +
-                    std::to_string(sample.count()) + " sampled images";
+                    std::to_string(sample.count()) + " sampled images" + notes;
     return b;
 }
 
