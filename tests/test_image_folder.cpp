@@ -1091,6 +1091,58 @@ private slots:
         QCOMPARE(log.count("training: skipped " + path("trainstream/cat/bad.png") + ": "), 1);
         QVERIFY(log.epochs[1].valAccuracy >= 0.0);
     }
+
+    // Memory mode names the files it skipped as streamed loading does (it said only "26 skipped"): the same
+    // lines, "training: skipped PATH: REASON" for the first 20 and "training: and N more files skipped", once
+    // each, validation files under "validation".
+    void trainerListsSkippedFilesInEveryMode() {
+        const std::string root = makeFolder("trainskip", 4);
+        for (int i = 0; i < 24; ++i) writeBytes(path("trainskip/cat/zero" + std::to_string(10 + i) + ".png"), {});
+        fs::create_symlink("nowhere.png", path("trainskip/dog/dangling.png"));
+        const std::string val = makeFolder("trainskip_val", 2);
+        writeBytes(path("trainskip_val/emu/bad.png"), {'x'});
+        Project p = test::blobsMlpProject("skip", 64, 3);
+        p.graph = Graph();
+        test::addChain(p.graph, {{"Input", "input", Json{{"shape", {1, 8, 8}}}},
+                                 {"Flatten", "flat"},
+                                 {"Dense", "out", Json{{"units", 3}}}});
+        p.dataset = folderSettings(root);
+        p.dataset.validationPath = val;
+        p.dataset.normalization = NormalizationMode::Scale;
+        p.training.batchSize = 4;
+        p.training.epochs = 2;
+        struct Log : TrainingObserver {
+            std::vector<std::string> skipped, errors;
+            void onLog(const std::string& m) override {
+                if (m.find("skipped") != std::string::npos && m.find("Image folder") == std::string::npos)
+                    skipped.push_back(m);
+            }
+            void onError(const std::string& m) override { errors.push_back(m); }
+        };
+        std::map<ImageLoading, std::vector<std::string>> lines;
+        for (ImageLoading loading : {ImageLoading::Memory, ImageLoading::Stream, ImageLoading::Cache}) {
+            p.dataset.imageLoading = loading;
+            Log log;
+            CpuBackend backend;
+            TrainerOptions options;
+            options.projectPath = path("trainskip.strata");
+            Trainer trainer(p, backend, &log, options);
+            QVERIFY(trainer.run());
+            QVERIFY(log.errors.empty());
+            lines[loading] = log.skipped;
+        }
+        const std::vector<std::string>& memory = lines[ImageLoading::Memory];
+        QCOMPARE(memory.size(), size_t(22));
+        QVERIFY2(memory[0].starts_with("training: skipped " + path("trainskip/dog/dangling.png") +
+                                       ": a symbolic link to nothing"),
+                 memory[0].c_str());
+        QCOMPARE(memory[1], "training: skipped " + path("trainskip/cat/zero10.png") + ": the file is empty (0 bytes)");
+        QVERIFY2(memory[20] == "training: and 5 more files skipped", memory[20].c_str());
+        QVERIFY2(memory[21].starts_with("validation: skipped " + path("trainskip_val/emu/bad.png") + ": "),
+                 memory[21].c_str());
+        QCOMPARE(lines[ImageLoading::Stream], memory);
+        QCOMPARE(lines[ImageLoading::Cache], memory);
+    }
 };
 
 QTEST_GUILESS_MAIN(TestImageFolder)

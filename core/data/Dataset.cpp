@@ -804,7 +804,15 @@ std::pair<std::vector<int64_t>, std::vector<int64_t>> stratifiedHoldOut(const da
     return {train, val};
 }
 
-RawSplit decodeSplit(const data::ImageList& list, const Shape& shape, const DatasetSettings& s,
+// Skipped files marked with the split they were left out of, appended to `to`.
+void addSkipped(std::vector<SkippedFile>& to, std::vector<SkippedFile> files, const char* split) {
+    for (SkippedFile& f : files) {
+        f.split = split;
+        to.push_back(std::move(f));
+    }
+}
+
+RawSplit decodeSplit(const data::ImageList& list, const Shape& shape, const DatasetSettings& s, const char* split,
                      std::vector<SkippedFile>& skipped, std::map<std::pair<int64_t, int64_t>, int64_t>& sizes) {
     data::DecodedImages d =
         data::decodeImages(list.paths, shape, data::resizePolicyFor(s), s.decodeThreads, s.strictImages);
@@ -812,7 +820,7 @@ RawSplit decodeSplit(const data::ImageList& list, const Shape& shape, const Data
     raw.shape = shape;
     raw.values = std::move(d.values);
     for (int64_t k : d.kept) raw.labels.push_back(list.labels[static_cast<size_t>(k)]);
-    skipped.insert(skipped.end(), d.skipped.begin(), d.skipped.end());
+    addSkipped(skipped, std::move(d.skipped), split);
     for (const auto& size : d.sizes) ++sizes[size];
     return raw;
 }
@@ -949,7 +957,7 @@ DatasetBundle streamImageFolder(const DatasetSettings& s, const std::string& pro
                                 DatasetBundle b) {
     const data::ImageList sampleList =
         pickImages(trainList, randomSubset(static_cast<int64_t>(trainList.paths.size()), kStreamStatsImages, 3));
-    RawSplit sample = decodeSplit(sampleList, shape, s, b.skipped, b.imageSizes);
+    RawSplit sample = decodeSplit(sampleList, shape, s, "training", b.skipped, b.imageSizes);
     if (sample.count() == 0) throw noImageDecoded(trainPath, b.skipped);
     for (float& v : sample.values) v = std::clamp(std::round(v), 0.0f, 255.0f);
     RawSplit none;
@@ -987,13 +995,13 @@ DatasetBundle loadImageFolder(const DatasetSettings& s, const std::string& proje
     const std::string trainPath = resolveDatasetPath(projectPath, s.trainPath);
     DatasetBundle b;
     data::ImageList trainList = data::listImages(trainPath, s.classNames, s.strictImages);
-    b.skipped = trainList.skipped;
+    addSkipped(b.skipped, trainList.skipped, "training");
     data::ImageList valList;
     const bool haveValidation = !s.validationPath.empty();
     if (haveValidation) {
         valList =
             data::listImages(resolveDatasetPath(projectPath, s.validationPath), trainList.classNames, s.strictImages);
-        b.skipped.insert(b.skipped.end(), valList.skipped.begin(), valList.skipped.end());
+        addSkipped(b.skipped, valList.skipped, "validation");
     } else if (s.validationSplit > 0.0) {
         auto [trainRows, valRows] = stratifiedHoldOut(trainList, s.validationSplit);
         valList = pickImages(trainList, valRows);
@@ -1007,8 +1015,8 @@ DatasetBundle loadImageFolder(const DatasetSettings& s, const std::string& proje
     valList.classNames = trainList.classNames;
     if (stream) return streamImageFolder(s, projectPath, trainPath, shape, trainList, valList, std::move(b));
 
-    RawSplit train = decodeSplit(trainList, shape, s, b.skipped, b.imageSizes);
-    RawSplit validation = decodeSplit(valList, shape, s, b.skipped, b.imageSizes);
+    RawSplit train = decodeSplit(trainList, shape, s, "training", b.skipped, b.imageSizes);
+    RawSplit validation = decodeSplit(valList, shape, s, "validation", b.skipped, b.imageSizes);
     if (train.count() == 0) throw noImageDecoded(trainPath, b.skipped);
     normalizeImages(s, train, validation, trainList, b);
     b.description = imageFolderDescription(s, trainPath, shape, train.count(), validation.count(), b);
@@ -1018,6 +1026,16 @@ DatasetBundle loadImageFolder(const DatasetSettings& s, const std::string& proje
 }
 
 }  // namespace
+
+std::vector<std::string> skippedFileLines(const std::vector<SkippedFile>& files, const std::string& split) {
+    std::vector<std::string> lines;
+    for (size_t i = 0; i < files.size() && i < kListedSkippedFiles; ++i)
+        lines.push_back((files[i].split.empty() ? split : files[i].split) + ": skipped " + files[i].path + ": " +
+                        files[i].reason);
+    if (files.size() > kListedSkippedFiles)
+        lines.push_back(split + ": and " + std::to_string(files.size() - kListedSkippedFiles) + " more files skipped");
+    return lines;
+}
 
 DatasetBundle loadDataset(const DatasetSettings& settings, const std::string& projectPath, Streaming streaming) {
     if (settings.trainLimit < 0 || settings.validationLimit < 0)
