@@ -31,6 +31,7 @@
 #include "core/data/ImageStream.h"
 #include "core/io/FormatError.h"
 #include "core/train/Trainer.h"
+#include "tests/support/TestBackends.h"
 #include "tests/support/TestProjects.h"
 
 using namespace strata;
@@ -350,6 +351,21 @@ private slots:
         // The limit itself decodes (a flat 4096x4096 gray PNG).
         QVERIFY(writePng(path("limit.png"), flat(4096, 4096, 1, 7)));
         QCOMPARE(data::readImageFile(path("limit.png")).width, int64_t(4096));
+    }
+
+    // The png fuzz target's seeds (tests/fuzz/corpus/png: PNG, JPEG baseline and progressive, BMP 8 and 24 bits,
+    // binary and ASCII PGM/PPM) are images that decode, each under a .png name as the target writes them, so the
+    // fuzzer starts inside every decoder.
+    void fuzzSeedsDecode() {
+        int seeds = 0;
+        for (const auto& e : fs::directory_iterator(test::sourcePath("tests/fuzz/corpus/png"))) {
+            if (e.path().filename().string().starts_with("crash-")) continue;
+            writeBytes(path("seed.png"), readBytes(e.path().string()));
+            const data::Image img = data::readImageFile(path("seed.png"));
+            QVERIFY2(img.width > 0 && img.height > 0, e.path().c_str());
+            ++seeds;
+        }
+        QVERIFY(seeds >= 11);
     }
 
     // TurboJPEG's DCT scaling: a 64x64 JPEG asked for 16x16 decodes at 16x16 (1/4), close to decoding it

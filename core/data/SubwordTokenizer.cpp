@@ -1,6 +1,7 @@
 // SubwordTokenizer through libstrata_sentencepiece.so, opened with dlopen(RTLD_LOCAL | RTLD_DEEPBIND): the
 // shim's libsentencepiece then binds to its own embedded protobuf, and none of its symbols enter the global
-// scope where ONNX's protobuf lives (SentencePieceShim.h).
+// scope where ONNX's protobuf lives (SentencePieceShim.h). Under AddressSanitizer, which refuses RTLD_DEEPBIND,
+// it opens without it, and only in a process that holds no other protobuf (the SentencePiece fuzz target).
 #include "core/data/SubwordTokenizer.h"
 
 #include <algorithm>
@@ -13,13 +14,39 @@
 #include <stdexcept>
 
 #include <dlfcn.h>
+#include <link.h>
 #include <unistd.h>
 
 #include "core/data/sentencepiece_shim/SentencePieceShim.h"
 
+// AddressSanitizer refuses dlopen's RTLD_DEEPBIND (it would bind the library's malloc past the sanitizer's).
+#if defined(__SANITIZE_ADDRESS__)
+#define STRATA_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define STRATA_ASAN 1
+#endif
+#endif
+
 namespace strata {
 
 namespace {
+
+#ifdef STRATA_ASAN
+// The first loaded object whose name holds "libprotobuf" (empty: none).
+std::string loadedProtobuf() {
+    std::string found;
+    dl_iterate_phdr(
+        [](dl_phdr_info* info, size_t, void* out) {
+            auto& name = *static_cast<std::string*>(out);
+            if (info->dlpi_name && std::string(info->dlpi_name).find("libprotobuf") != std::string::npos)
+                name = info->dlpi_name;
+            return name.empty() ? 0 : 1;
+        },
+        &found);
+    return found;
+}
+#endif
 
 struct Shim {
     decltype(&strata_spm_train) train = nullptr;
@@ -57,6 +84,21 @@ const Shim& shim() {
 #ifdef STRATA_SENTENCEPIECE_SHIM
         candidates.emplace_back(STRATA_SENTENCEPIECE_SHIM);  // where the build put it
 #endif
+#ifdef STRATA_ASAN
+        // Without RTLD_DEEPBIND, libsentencepiece's embedded protobuf must be the only one in the process (the
+        // SentencePiece fuzz target, which links no ONNX): with the system one also loaded, protobuf's version
+        // check would end the process.
+        constexpr int kFlags = RTLD_NOW | RTLD_LOCAL;
+        if (const std::string other = loadedProtobuf(); !other.empty()) {
+            s.problem =
+                "SentencePiece cannot be used in this sanitizer build: AddressSanitizer refuses "
+                "RTLD_DEEPBIND, and without it libsentencepiece's own protobuf would meet " +
+                other + " in one process";
+            return;
+        }
+#else
+        constexpr int kFlags = RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND;
+#endif
         void* handle = nullptr;
         std::string tried;
         for (const std::string& c : candidates) {
@@ -64,7 +106,7 @@ const Shim& shim() {
                 tried += (tried.empty() ? "" : ", ") + c;
                 continue;
             }
-            handle = dlopen(c.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
+            handle = dlopen(c.c_str(), kFlags);
             if (handle) break;
             tried += (tried.empty() ? "" : ", ") + c + " (" + dlerror() + ")";
         }
