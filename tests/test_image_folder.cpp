@@ -146,7 +146,11 @@ std::string problemUnderMemoryLimit(const std::string& file, int64_t headroomMb)
             if (line.starts_with("VmSize:")) vmKb = std::stoll(line.substr(7));
         const rlim_t limit = static_cast<rlim_t>((vmKb << 10) + (headroomMb << 20));
         const struct rlimit rl { limit, limit };
+#ifndef __SANITIZE_ADDRESS__  // AddressSanitizer's shadow memory needs address space past any such limit
         ::setrlimit(RLIMIT_AS, &rl);
+#else
+        (void)rl;
+#endif
         std::string message;
         try {
             data::readImageFile(file);
