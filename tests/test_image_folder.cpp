@@ -7,6 +7,7 @@
 #include <QTemporaryDir>
 #include <QtTest>
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -17,7 +18,10 @@
 #include <vector>
 
 #include <png.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <turbojpeg.h>
+#include <unistd.h>
 
 #include "core/backend/CpuBackend.h"
 #include "core/data/DataLoader.h"
@@ -27,6 +31,7 @@
 #include "core/data/ImageStream.h"
 #include "core/io/FormatError.h"
 #include "core/train/Trainer.h"
+#include "tests/support/TestBackends.h"
 #include "tests/support/TestProjects.h"
 
 using namespace strata;
@@ -124,6 +129,51 @@ std::string dataErrorOf(const std::function<void()>& f) {
     }
     return {};
 }
+
+// The error readImageFile gives in a child process whose address space is limited to what it holds now plus
+// `headroomMb`: an image decoder that allocates from a header's claim before checking it fails there (or dies),
+// one that checks first gives its own error. "(child died)" when the child did not report.
+std::string problemUnderMemoryLimit(const std::string& file, int64_t headroomMb) {
+    int fds[2];
+    if (::pipe(fds) != 0) return "(no pipe)";
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+        ::close(fds[0]);
+        std::ifstream status("/proc/self/status");
+        std::string line;
+        int64_t vmKb = 0;
+        while (std::getline(status, line))
+            if (line.starts_with("VmSize:")) vmKb = std::stoll(line.substr(7));
+        const rlim_t limit = static_cast<rlim_t>((vmKb << 10) + (headroomMb << 20));
+        const struct rlimit rl { limit, limit };
+#ifndef __SANITIZE_ADDRESS__  // AddressSanitizer's shadow memory needs address space past any such limit
+        ::setrlimit(RLIMIT_AS, &rl);
+#else
+        (void)rl;
+#endif
+        std::string message;
+        try {
+            data::readImageFile(file);
+            message = "(decoded)";
+        } catch (const FormatError& e) {
+            message = e.what();
+        } catch (const std::exception& e) {
+            message = std::string("not a FormatError: ") + e.what();
+        }
+        const ssize_t n = ::write(fds[1], message.data(), message.size());
+        ::_exit(n >= 0 ? 0 : 1);
+    }
+    ::close(fds[1]);
+    std::string message;
+    char buf[512];
+    for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;) message.append(buf, size_t(n));
+    ::close(fds[0]);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    return message.empty() ? "(child died)" : message;
+}
+
+std::vector<uint8_t> le32(uint32_t v) { return {uint8_t(v), uint8_t(v >> 8), uint8_t(v >> 16), uint8_t(v >> 24)}; }
 
 }  // namespace
 
@@ -233,6 +283,93 @@ private slots:
         const std::vector<uint8_t> bmp = readBytes(path("c.bmp"));
         writeBytes(path("cut.bmp"), {bmp.begin(), bmp.begin() + long(bmp.size() / 2)});
         QVERIFY(!problemOf([&] { data::readImageFile(path("cut.bmp")); }).empty());
+    }
+
+    // Every decoder checks the pixel count its header claims against the limit (2^24 pixels, 4096 x 4096) before
+    // anything the size of the image is allocated, and names the file, the size and the limit: a 54-byte BMP
+    // claiming 60000x60000 (TurboJPEG's tjLoadImage asked for 10.8 GB before reading a pixel), a JPEG whose frame
+    // header says 60000x60000, and PGM/PPM headers whose pixels the file cannot hold, all decoded in a child
+    // process limited to 256 MiB more address space than it holds.
+    void pixelLimitFromTheHeader() {
+        std::vector<uint8_t> bmp = {'B', 'M'};
+        for (uint32_t v : {54u, 0u, 54u, 40u, 60000u, 60000u}) {
+            const std::vector<uint8_t> w = le32(v);
+            bmp.insert(bmp.end(), w.begin(), w.end());
+        }
+        bmp[2] = 54;  // file size
+        const std::vector<uint8_t> rest = {1, 0, 24, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                                           0, 0, 0,  0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+        bmp.insert(bmp.end(), rest.begin(), rest.end());
+        QCOMPARE(bmp.size(), size_t(54));
+        writeBytes(path("huge.bmp"), bmp);
+        std::string e = problemUnderMemoryLimit(path("huge.bmp"), 256);
+        QVERIFY2(e.find("huge.bmp") != std::string::npos &&
+                     e.find("BMP header claims 60000x60000 pixels") != std::string::npos &&
+                     e.find("16777216 (4096 x 4096)") != std::string::npos,
+                 e.c_str());
+        // Within the limit but more pixels than the file holds: refused from the header too.
+        for (size_t at : {18u, 22u}) {
+            const std::vector<uint8_t> v = le32(4000);
+            std::copy(v.begin(), v.end(), bmp.begin() + long(at));
+        }
+        writeBytes(path("short.bmp"), bmp);
+        e = problemUnderMemoryLimit(path("short.bmp"), 256);
+        QVERIFY2(e.find("short.bmp") != std::string::npos &&
+                     e.find("4000x4000 pixels of 24 bits") != std::string::npos &&
+                     e.find("the file holds 0") != std::string::npos,
+                 e.c_str());
+
+        // A real JPEG with its frame header's height and width rewritten.
+        QVERIFY(writeJpeg(path("small.jpg"), pattern(16, 16, 3)));
+        std::vector<uint8_t> jpg = readBytes(path("small.jpg"));
+        size_t sof = 0;
+        for (size_t i = 2; i + 9 < jpg.size(); ++i)
+            if (jpg[i] == 0xff && (jpg[i + 1] == 0xc0 || jpg[i + 1] == 0xc1 || jpg[i + 1] == 0xc2)) {
+                sof = i;
+                break;
+            }
+        QVERIFY(sof > 0);
+        for (size_t at : {sof + 5, sof + 7}) {
+            jpg[at] = 60000 >> 8;
+            jpg[at + 1] = 60000 & 0xff;
+        }
+        writeBytes(path("huge.jpg"), jpg);
+        e = problemUnderMemoryLimit(path("huge.jpg"), 256);
+        QVERIFY2(e.find("huge.jpg") != std::string::npos &&
+                     e.find("JPEG header claims 60000x60000 pixels") != std::string::npos &&
+                     e.find("16777216") != std::string::npos,
+                 e.c_str());
+
+        // PGM/PPM: past the limit, and an ASCII header whose 4096x4096 samples cannot fit in the bytes that follow
+        // (its floats were allocated, 200 MB, before the first sample was read).
+        writeBytes(path("huge.pgm"),
+                   {'P', '5', ' ', '6', '0', '0', '0', '0', ' ', '6', '0', '0', '0', '0', ' ', '2', '5', '5', '\n'});
+        e = problemUnderMemoryLimit(path("huge.pgm"), 256);
+        QVERIFY2(e.find("PGM header claims 60000x60000 pixels") != std::string::npos, e.c_str());
+        const std::string p3 = "P3 4096 4096 255\n1 2 3\n";
+        writeBytes(path("ascii.ppm"), {p3.begin(), p3.end()});
+        e = problemUnderMemoryLimit(path("ascii.ppm"), 128);
+        QVERIFY2(
+            e.find("ascii.ppm") != std::string::npos && e.find("cannot hold the 50331648 samples") != std::string::npos,
+            e.c_str());
+        // The limit itself decodes (a flat 4096x4096 gray PNG).
+        QVERIFY(writePng(path("limit.png"), flat(4096, 4096, 1, 7)));
+        QCOMPARE(data::readImageFile(path("limit.png")).width, int64_t(4096));
+    }
+
+    // The png fuzz target's seeds (tests/fuzz/corpus/png: PNG, JPEG baseline and progressive, BMP 8 and 24 bits,
+    // binary and ASCII PGM/PPM) are images that decode, each under a .png name as the target writes them, so the
+    // fuzzer starts inside every decoder.
+    void fuzzSeedsDecode() {
+        int seeds = 0;
+        for (const auto& e : fs::directory_iterator(test::sourcePath("tests/fuzz/corpus/png"))) {
+            if (e.path().filename().string().starts_with("crash-")) continue;
+            writeBytes(path("seed.png"), readBytes(e.path().string()));
+            const data::Image img = data::readImageFile(path("seed.png"));
+            QVERIFY2(img.width > 0 && img.height > 0, e.path().c_str());
+            ++seeds;
+        }
+        QVERIFY(seeds >= 11);
     }
 
     // TurboJPEG's DCT scaling: a 64x64 JPEG asked for 16x16 decodes at 16x16 (1/4), close to decoding it
@@ -455,6 +592,71 @@ private slots:
         noShape.imageShape = {};
         e = dataErrorOf([&] { loadDataset(noShape, ""); });
         QVERIFY2(e.find("dataset.image_shape") != std::string::npos, e.c_str());
+    }
+
+    // Entries that cannot be listed are skipped and named like bad files, in memory and streamed loading alike:
+    // a symbolic link loop (which ended the listing with a raw filesystem_error), a link to nothing (which was
+    // ignored without a word), a link to a folder inside a class folder (not followed: it could lead back up),
+    // at the top and inside class folders; strict mode stops at the first, naming it. An unreadable folder
+    // (which skip_permission_denied dropped silently) too, where the test does not run as root.
+    void unreadableEntriesSkipped() {
+        const std::string root = makeFolder("links", 4);
+        fs::create_symlink("loop", path("links/cat/loop"));
+        fs::create_symlink("ping.png", path("links/cat/pong.png"));
+        fs::create_symlink("pong.png", path("links/cat/ping.png"));
+        fs::create_symlink("gone.png", path("links/dog/dangling.png"));
+        fs::create_symlink("..", path("links/emu/up"));
+        fs::create_symlink("toploop", path("links/toploop"));
+        fs::create_symlink("img0.png", path("links/cat/alias.png"));  // a link to a file is a file
+        DatasetSettings s = folderSettings(root);
+        for (ImageLoading loading : {ImageLoading::Memory, ImageLoading::Stream}) {
+            s.imageLoading = loading;
+            const DatasetBundle b = loadDataset(s, "", Streaming::Allowed);
+            QCOMPARE(b.train.count, int64_t(13));
+            QCOMPARE(b.classNames, (std::vector<std::string>{"cat", "dog", "emu"}));
+            auto reasonOf = [&](const std::string& tail) -> std::string {
+                for (const SkippedFile& f : b.skipped)
+                    if (f.path == path("links/" + tail)) return f.reason;
+                return "(not skipped)";
+            };
+            QCOMPARE(b.skipped.size(), size_t(6));
+            QVERIFY2(reasonOf("cat/loop").find("a symbolic link loop (-> loop)") != std::string::npos,
+                     reasonOf("cat/loop").c_str());
+            QVERIFY2(reasonOf("cat/ping.png").find("symbolic link loop") != std::string::npos,
+                     reasonOf("cat/ping.png").c_str());
+            QVERIFY2(reasonOf("cat/pong.png").find("symbolic link loop") != std::string::npos,
+                     reasonOf("cat/pong.png").c_str());
+            QVERIFY2(reasonOf("dog/dangling.png").find("a symbolic link to nothing (-> gone.png)") != std::string::npos,
+                     reasonOf("dog/dangling.png").c_str());
+            QVERIFY2(
+                reasonOf("emu/up").find("link to a folder inside a class folder: not followed") != std::string::npos,
+                reasonOf("emu/up").c_str());
+            QVERIFY2(reasonOf("toploop").find("symbolic link loop") != std::string::npos, reasonOf("toploop").c_str());
+            QVERIFY2(b.description.find("6 skipped") != std::string::npos, b.description.c_str());
+        }
+        s.strictImages = true;
+        const std::string e = dataErrorOf([&] { loadDataset(s, ""); });
+        QVERIFY2(e.find("toploop") != std::string::npos && e.find("symbolic link loop") != std::string::npos &&
+                     e.find("strict_images") != std::string::npos,
+                 e.c_str());
+        // The source itself a loop: said, not a filesystem_error.
+        fs::create_symlink("rootloop", path("rootloop"));
+        const std::string r = dataErrorOf([&] { loadDataset(folderSettings(path("rootloop")), ""); });
+        QVERIFY2(r.find("rootloop") != std::string::npos && r.find("symbolic link loop") != std::string::npos,
+                 r.c_str());
+
+        if (::geteuid() == 0) return;  // root reads every folder: the permission case cannot be made here
+        fs::create_directories(path("links/cat/closed"));
+        writePng(path("links/cat/closed/a.png"), flat(8, 8, 1, 0));
+        fs::permissions(path("links/cat/closed"), fs::perms::none);
+        s.strictImages = false;
+        const DatasetBundle b = loadDataset(s, "");
+        fs::permissions(path("links/cat/closed"), fs::perms::owner_all);
+        bool named = false;
+        for (const SkippedFile& f : b.skipped)
+            named = named || (f.path == path("links/cat/closed") &&
+                              f.reason.find("cannot list the folder") != std::string::npos);
+        QVERIFY(named);
     }
 
     // The augmentation warp: identity, 180 degrees (both axes reversed), four quarter turns, a crop of the
@@ -717,6 +919,114 @@ private slots:
         QCOMPARE(stream4->decodedCount(), int64_t(18));
     }
 
+    // The file cache carries an XXH3 checksum of every stored image and its file's size and time: a byte flipped in
+    // the stored pixels, in a slot's state or in the header is found when the next run opens the file (which used to
+    // take the damaged bytes, changing the losses), and a source file changed in size or only in time has its image
+    // decoded again; each is said in a line of the description naming the file, and what is read afterwards equals
+    // a fresh decode.
+    void cacheChecksumAndSources() {
+        const std::string root = makeFolder("checked", 4);
+        fs::create_directories(path("cproj"));
+        const std::string project = path("cproj/p.strata");
+        DatasetSettings s = folderSettings(root);
+        s.imageLoading = ImageLoading::Cache;
+        s.cacheMemoryMb = 0;
+        s.decodeThreads = 1;
+        auto readAll = [](const DatasetBundle& b) {
+            const int64_t n = b.train.sampleShape.numel();
+            std::vector<float> all(size_t(b.train.count * n));
+            for (int64_t i = 0; i < b.train.count; ++i) {
+                std::string why;
+                if (!b.train.source->read(i, all.data() + i * n, why)) qWarning("%s", why.c_str());
+            }
+            return all;
+        };
+        auto streamOf = [](const DatasetBundle& b) {
+            return dynamic_cast<const data::ImageStream*>(b.train.source.get());
+        };
+        DatasetSettings fresh = s;
+        fresh.imageLoading = ImageLoading::Stream;
+        const std::vector<float> truth = readAll(loadDataset(fresh, project, Streaming::Allowed));
+
+        DatasetBundle first = loadDataset(s, project, Streaming::Allowed);
+        QCOMPARE(readAll(first), truth);
+        const std::string file = streamOf(first)->cache()->path();
+        const int64_t count = first.train.count;
+        const std::vector<std::string> names = [&] {
+            std::vector<std::string> n;
+            for (int64_t i = 0; i < count; ++i) n.push_back(first.train.source->sampleName(i));
+            return n;
+        }();
+        first = DatasetBundle{};  // unmapped
+
+        auto flipByte = [&](int64_t offset) {
+            std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+            f.seekg(offset < 0 ? offset : 0, offset < 0 ? std::ios::end : std::ios::beg);
+            if (offset >= 0) f.seekg(offset);
+            const std::streamoff at = f.tellg();
+            char c = 0;
+            f.read(&c, 1);
+            c = static_cast<char>(c ^ 0x10);
+            f.seekp(at);
+            f.write(&c, 1);
+        };
+
+        // A pixel of the last image.
+        flipByte(-1);
+        DatasetBundle again = loadDataset(s, project, Streaming::Allowed);
+        QVERIFY2(again.description.find("train image cache " + file + ": 1 of the stored images decoded again") !=
+                         std::string::npos &&
+                     again.description.find("failed their checksum (the cache file is damaged): " + names.back()) !=
+                         std::string::npos,
+                 again.description.c_str());
+        QVERIFY2(again.description.find("reused: " + std::to_string(count - 1) + " images") != std::string::npos,
+                 again.description.c_str());
+        QCOMPARE(readAll(again), truth);
+        QCOMPARE(streamOf(again)->decodedCount(), int64_t(1));
+        again = DatasetBundle{};
+
+        // The state byte of the first image (after the 64-byte header).
+        flipByte(64);
+        again = loadDataset(s, project, Streaming::Allowed);
+        QVERIFY2(again.description.find("failed their checksum (the cache file is damaged): " + names.front()) !=
+                     std::string::npos,
+                 again.description.c_str());
+        QCOMPARE(readAll(again), truth);
+        again = DatasetBundle{};
+
+        // A source file of another size, then one touched only in time: decoded again, named, and read as it is now.
+        const std::string changed = names[1], touched = names[5];
+        writePng(changed, flat(12, 12, 1, 201));
+        fs::last_write_time(touched, fs::last_write_time(touched) + std::chrono::seconds(3));
+        fresh.imageLoading = ImageLoading::Stream;
+        const std::vector<float> truth2 = readAll(loadDataset(fresh, project, Streaming::Allowed));
+        QVERIFY(truth2 != truth);
+        again = loadDataset(s, project, Streaming::Allowed);
+        QVERIFY2(again.description.find("2 of the stored images decoded again; their files changed: " + changed +
+                                        " changed (size ") != std::string::npos &&
+                     again.description.find(touched + " changed (modified since it was decoded)") != std::string::npos,
+                 again.description.c_str());
+        QCOMPARE(streamOf(again)->cache()->path(), file);  // the same file, two images decoded again
+        QCOMPARE(readAll(again), truth2);
+        QCOMPARE(streamOf(again)->decodedCount(), int64_t(2));
+        again = DatasetBundle{};
+
+        // The header: the whole file is rebuilt.
+        flipByte(20);
+        again = loadDataset(s, project, Streaming::Allowed);
+        QVERIFY2(again.description.find("train image cache " + file + ": rebuilt: its header failed its checksum") !=
+                     std::string::npos,
+                 again.description.c_str());
+        QCOMPARE(readAll(again), truth2);
+        QCOMPARE(streamOf(again)->decodedCount(), count);
+        again = DatasetBundle{};
+        // And a clean reuse says nothing more than that.
+        again = loadDataset(s, project, Streaming::Allowed);
+        QVERIFY2(again.description.find("image cache " + file + ":") == std::string::npos, again.description.c_str());
+        QCOMPARE(readAll(again), truth2);
+        QCOMPARE(streamOf(again)->decodedCount(), int64_t(0));
+    }
+
     // A file that turns bad after the listing: left out of its batch (labels stay with their images) and
     // reported once with its reason; strict, the loader's next() throws naming it.
     void streamedBadFile() {
@@ -800,6 +1110,58 @@ private slots:
         QCOMPARE(log.count("streamed (cache: train cache in memory"), 1);
         QCOMPARE(log.count("training: skipped " + path("trainstream/cat/bad.png") + ": "), 1);
         QVERIFY(log.epochs[1].valAccuracy >= 0.0);
+    }
+
+    // Memory mode names the files it skipped as streamed loading does (it said only "26 skipped"): the same
+    // lines, "training: skipped PATH: REASON" for the first 20 and "training: and N more files skipped", once
+    // each, validation files under "validation".
+    void trainerListsSkippedFilesInEveryMode() {
+        const std::string root = makeFolder("trainskip", 4);
+        for (int i = 0; i < 24; ++i) writeBytes(path("trainskip/cat/zero" + std::to_string(10 + i) + ".png"), {});
+        fs::create_symlink("nowhere.png", path("trainskip/dog/dangling.png"));
+        const std::string val = makeFolder("trainskip_val", 2);
+        writeBytes(path("trainskip_val/emu/bad.png"), {'x'});
+        Project p = test::blobsMlpProject("skip", 64, 3);
+        p.graph = Graph();
+        test::addChain(p.graph, {{"Input", "input", Json{{"shape", {1, 8, 8}}}},
+                                 {"Flatten", "flat"},
+                                 {"Dense", "out", Json{{"units", 3}}}});
+        p.dataset = folderSettings(root);
+        p.dataset.validationPath = val;
+        p.dataset.normalization = NormalizationMode::Scale;
+        p.training.batchSize = 4;
+        p.training.epochs = 2;
+        struct Log : TrainingObserver {
+            std::vector<std::string> skipped, errors;
+            void onLog(const std::string& m) override {
+                if (m.find("skipped") != std::string::npos && m.find("Image folder") == std::string::npos)
+                    skipped.push_back(m);
+            }
+            void onError(const std::string& m) override { errors.push_back(m); }
+        };
+        std::map<ImageLoading, std::vector<std::string>> lines;
+        for (ImageLoading loading : {ImageLoading::Memory, ImageLoading::Stream, ImageLoading::Cache}) {
+            p.dataset.imageLoading = loading;
+            Log log;
+            CpuBackend backend;
+            TrainerOptions options;
+            options.projectPath = path("trainskip.strata");
+            Trainer trainer(p, backend, &log, options);
+            QVERIFY(trainer.run());
+            QVERIFY(log.errors.empty());
+            lines[loading] = log.skipped;
+        }
+        const std::vector<std::string>& memory = lines[ImageLoading::Memory];
+        QCOMPARE(memory.size(), size_t(22));
+        QVERIFY2(memory[0].starts_with("training: skipped " + path("trainskip/dog/dangling.png") +
+                                       ": a symbolic link to nothing"),
+                 memory[0].c_str());
+        QCOMPARE(memory[1], "training: skipped " + path("trainskip/cat/zero10.png") + ": the file is empty (0 bytes)");
+        QVERIFY2(memory[20] == "training: and 5 more files skipped", memory[20].c_str());
+        QVERIFY2(memory[21].starts_with("validation: skipped " + path("trainskip_val/emu/bad.png") + ": "),
+                 memory[21].c_str());
+        QCOMPARE(lines[ImageLoading::Stream], memory);
+        QCOMPARE(lines[ImageLoading::Cache], memory);
     }
 };
 

@@ -55,7 +55,7 @@ std::vector<CsvRecord> parseCsv(const std::string& text, const std::string& path
                 while (i < n && text[i] != ',' && text[i] != '\n' && text[i] != '\r') ++i;
                 field.assign(text, start, i - start);
             }
-            rec.fields.push_back(field);
+            rec.fields.push_back(std::move(field));  // a long field is not copied
             if (i >= n) {
                 endOfRecord = true;
             } else if (text[i] == ',') {

@@ -19,6 +19,7 @@
 #include "core/data/ImageStream.h"
 #include "core/data/SubwordTokenizer.h"
 #include "core/data/TextEncoder.h"
+#include "core/io/FileIo.h"
 
 namespace strata {
 
@@ -473,6 +474,7 @@ struct TextRows {
     std::vector<std::string> texts;
     std::vector<LabelText> labels;
     std::string warning;  // invalid UTF-8: how many lines, the first one
+    std::string column;   // the text column as errors name it: "column 'text'", or "column 2" without a header
 };
 
 // Strict UTF-8 (no overlong forms, surrogates or code points past U+10FFFF).
@@ -505,15 +507,16 @@ TextRows readTextRows(const std::string& path, const std::string& labelColumn) {
     if (head.size() == 2 && (lower(trim(head[0])) == "label" || trim(head[0]) == labelColumn) &&
         lower(trim(head[1])) == "text")
         first = 1;
+    rows.column = first == 1 ? "column '" + trim(head[1]) + "'" : std::string("column 2 (the text)");
     for (size_t r = first; r < records.size(); ++r) {
-        const data::CsvRecord& rec = records[r];
+        data::CsvRecord& rec = records[r];
         if (rec.fields.size() != 2)
             throw DataError::atLine(
                 path, rec.line,
                 fieldCount(rec.fields.size()) + ", expected 2 (label,text; quote text that contains commas)");
         rows.labels.push_back({path, rec.line, trim(rec.fields[0])});
-        rows.texts.push_back(rec.fields[1]);
-        if (!validUtf8(rec.fields[1])) {
+        rows.texts.push_back(std::move(rec.fields[1]));  // moved: a long text is held once, not twice
+        if (!validUtf8(rows.texts.back())) {
             if (rows.warning.empty()) rows.warning = "line " + std::to_string(rec.line);
             ++invalid;
         }
@@ -527,11 +530,57 @@ TextRows readTextRows(const std::string& path, const std::string& labelColumn) {
 
 TextRows gatherText(const TextRows& src, const std::vector<int64_t>& rows) {
     TextRows out;
+    out.column = src.column;
     for (int64_t r : rows) {
         out.texts.push_back(src.texts[static_cast<size_t>(r)]);
         out.labels.push_back(src.labels[static_cast<size_t>(r)]);
     }
     return out;
+}
+
+// True for a text SentencePiece's normalization (nmt_nfkc) leaves empty: nothing but whitespace (ASCII, no-break and
+// the Unicode spaces), control characters, zero-width characters, its own space mark U+2581, and bytes that are not
+// UTF-8 (read as U+FFFD, which it turns into a space). Erring towards "blank" is safe, as only a split whose every
+// text is blank is refused; the other way is not: libsentencepiece 0.1.97 ends the process (a failed CHECK,
+// "required_chars_.empty()") when its normalization leaves no character at all.
+bool blankText(const std::string& text) {
+    size_t i = 0;
+    while (i < text.size()) {
+        const auto b = static_cast<unsigned char>(text[i]);
+        if (b <= 0x20 || b == 0x7f) {
+            ++i;
+            continue;
+        }
+        if (b < 0x80) return false;
+        const int len = (b & 0xE0) == 0xC0 ? 2 : (b & 0xF0) == 0xE0 ? 3 : (b & 0xF8) == 0xF0 ? 4 : 0;
+        bool valid = len > 0 && i + static_cast<size_t>(len) <= text.size();
+        uint32_t cp = b & (0x7F >> len);
+        for (int k = 1; valid && k < len; ++k) {
+            const auto c = static_cast<unsigned char>(text[i + static_cast<size_t>(k)]);
+            valid = (c & 0xC0) == 0x80;
+            cp = cp << 6 | (c & 0x3F);
+        }
+        if (!valid) {  // U+FFFD to SentencePiece
+            ++i;
+            continue;
+        }
+        const bool blank = (cp >= 0x80 && cp <= 0xA0) || cp == 0xAD || cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200F) ||
+                           (cp >= 0x2028 && cp <= 0x202F) || (cp >= 0x205F && cp <= 0x206F) || cp == 0x2581 ||
+                           cp == 0x3000 || cp == 0xFEFF || cp == 0xFFFD;
+        if (!blank) return false;
+        i += static_cast<size_t>(len);
+    }
+    return true;
+}
+
+// A training split whose every text is empty leaves nothing to learn a vocabulary (or pieces) from, and a model
+// that would see padding only: said before SentencePiece is asked (whose own words are "Internal:
+// trainer_interface.cc(428)").
+[[noreturn]] void noTextToLearn(const std::string& trainPath, const TextRows& train, const std::string& what) {
+    throw DataError::inFile(trainPath, train.column + ": every one of the " + std::to_string(train.texts.size()) +
+                                           " training texts " + what +
+                                           ": there is nothing to learn a vocabulary from (is the text in the second "
+                                           "column, label,text?)");
 }
 
 DatasetBundle loadText(const DatasetSettings& s, const std::string& projectPath) {
@@ -565,12 +614,13 @@ DatasetBundle loadText(const DatasetSettings& s, const std::string& projectPath)
         validation =
             gatherText(validation, firstRows(static_cast<int64_t>(validation.texts.size()), s.validationLimit));
 
-    // Vocabulary from the training split only, so validation measures unseen text honestly.
+    // Vocabulary from the training split only, so validation measures unseen text honestly. No text is held as a
+    // list of tokens: the vocabulary counts them one at a time, and encoding makes only the first max_tokens.
     DatasetBundle b;
-    std::vector<std::vector<std::string>> trainTokens;
-    trainTokens.reserve(train.texts.size());
     std::unique_ptr<TextEncoder> encoder;
     if (s.tokenizer == Tokenizer::SentencePiece) {
+        if (s.tokenizerModel.empty() && std::all_of(train.texts.begin(), train.texts.end(), blankText))
+            noTextToLearn(trainPath, train, "is empty or only whitespace and control characters");
         SubwordTokenizer subword;
         try {
             subword = s.tokenizerModel.empty()
@@ -584,13 +634,19 @@ DatasetBundle loadText(const DatasetSettings& s, const std::string& projectPath)
         b.vocabulary = subword.vocabulary();
         b.tokenizerModel = subword.serialized();
         encoder = std::make_unique<TextEncoder>(subword, s.maxTokens);
-        for (const std::string& t : train.texts) trainTokens.push_back(subword.pieces(t));
+        b.textLengths.reserve(train.texts.size());
+        for (const std::string& t : train.texts) b.textLengths.push_back(encoder->countTokens(t));
     } else {
         std::unordered_map<std::string, int64_t> counts;
-        for (const std::string& t : train.texts) {
-            trainTokens.push_back(tokenizeText(t, s.tokenizer));
-            for (const std::string& tok : trainTokens.back()) ++counts[tok];
-        }
+        b.textLengths.reserve(train.texts.size());
+        for (const std::string& t : train.texts)
+            b.textLengths.push_back(static_cast<int64_t>(forEachToken(t, s.tokenizer, [&](const std::string& tok) {
+                ++counts[tok];
+                return true;
+            })));
+        if (counts.empty())
+            noTextToLearn(trainPath, train,
+                          s.tokenizer == Tokenizer::Word ? "holds no word (letters or digits)" : "is empty");
         std::vector<std::pair<std::string, int64_t>> byCount(counts.begin(), counts.end());
         std::sort(byCount.begin(), byCount.end(), [](const auto& a, const auto& c) {
             return a.second != c.second ? a.second > c.second : a.first < c.first;
@@ -619,16 +675,14 @@ DatasetBundle loadText(const DatasetSettings& s, const std::string& projectPath)
     b.train = encode(train);
     b.validation = encode(validation);
     int64_t cut = 0, longest = 0;
-    b.textLengths.reserve(trainTokens.size());
-    for (const std::vector<std::string>& t : trainTokens) {
-        b.textLengths.push_back(static_cast<int64_t>(t.size()));
-        cut += static_cast<int64_t>(t.size()) > s.maxTokens ? 1 : 0;
-        longest = std::max(longest, static_cast<int64_t>(t.size()));
+    for (const int64_t length : b.textLengths) {
+        cut += length > s.maxTokens ? 1 : 0;
+        longest = std::max(longest, length);
     }
-    if (!trainTokens.empty() && cut * 10 > static_cast<int64_t>(trainTokens.size()))
-        warnings += "\nwarning: " + std::to_string(cut) + " of " + std::to_string(trainTokens.size()) +
-                    " training texts (" + std::to_string(cut * 100 / static_cast<int64_t>(trainTokens.size())) +
-                    "%) have more than max_tokens " + std::to_string(s.maxTokens) +
+    const auto texts = static_cast<int64_t>(b.textLengths.size());
+    if (texts > 0 && cut * 10 > texts)
+        warnings += "\nwarning: " + std::to_string(cut) + " of " + std::to_string(texts) + " training texts (" +
+                    std::to_string(cut * 100 / texts) + "%) have more than max_tokens " + std::to_string(s.maxTokens) +
                     " tokens and are cut (the longest has " + std::to_string(longest) +
                     "); a larger max_tokens keeps more of them";
     b.classNames = mapper.names();
@@ -750,7 +804,15 @@ std::pair<std::vector<int64_t>, std::vector<int64_t>> stratifiedHoldOut(const da
     return {train, val};
 }
 
-RawSplit decodeSplit(const data::ImageList& list, const Shape& shape, const DatasetSettings& s,
+// Skipped files marked with the split they were left out of, appended to `to`.
+void addSkipped(std::vector<SkippedFile>& to, std::vector<SkippedFile> files, const char* split) {
+    for (SkippedFile& f : files) {
+        f.split = split;
+        to.push_back(std::move(f));
+    }
+}
+
+RawSplit decodeSplit(const data::ImageList& list, const Shape& shape, const DatasetSettings& s, const char* split,
                      std::vector<SkippedFile>& skipped, std::map<std::pair<int64_t, int64_t>, int64_t>& sizes) {
     data::DecodedImages d =
         data::decodeImages(list.paths, shape, data::resizePolicyFor(s), s.decodeThreads, s.strictImages);
@@ -758,7 +820,7 @@ RawSplit decodeSplit(const data::ImageList& list, const Shape& shape, const Data
     raw.shape = shape;
     raw.values = std::move(d.values);
     for (int64_t k : d.kept) raw.labels.push_back(list.labels[static_cast<size_t>(k)]);
-    skipped.insert(skipped.end(), d.skipped.begin(), d.skipped.end());
+    addSkipped(skipped, std::move(d.skipped), split);
     for (const auto& size : d.sizes) ++sizes[size];
     return raw;
 }
@@ -801,12 +863,15 @@ void standardizePerChannel(RawSplit& train, RawSplit& validation, Normalization&
 constexpr int64_t kStreamStatsImages = 2000;
 
 // Where a split's decoded bytes go (image_loading cache): memory while `memoryLeft` allows, else a file in
-// .strata-cache beside the project, named after the folder, the split and the fingerprint (earlier files of
-// the same folder and split, for other files or shapes, are removed).
+// .strata-cache beside the project, named after the folder, the split and the layout key (the paths, shape and
+// resize; earlier files of the same folder and split, for other files or shapes, are removed, and so are
+// temporaries of runs that died while creating one). What reusing a file found (images decoded again, a rebuild)
+// goes to `notes`, one line each.
 std::unique_ptr<data::DecodedCache> makeImageCache(const DatasetSettings& s, const std::string& projectPath,
                                                    const std::string& folder, const std::string& splitName,
-                                                   const data::ImageList& list, const Shape& shape, uint64_t fp,
-                                                   int64_t& memoryLeft, std::string& where) {
+                                                   const data::ImageList& list, const Shape& shape,
+                                                   const std::vector<data::SourceStamp>& stamps, int64_t& memoryLeft,
+                                                   std::string& where, std::string& notes) {
     namespace fs = std::filesystem;
     const auto count = static_cast<int64_t>(list.paths.size());
     const int64_t bytes = count * shape.numel();
@@ -821,8 +886,9 @@ std::unique_ptr<data::DecodedCache> makeImageCache(const DatasetSettings& s, con
     for (char& c : base)
         if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_') c = '_';
     const std::string prefix = base + "-" + splitName + "-";
+    const uint64_t key = data::imageListLayoutKey(list.paths, shape, data::resizePolicyFor(s));
     char hex[17];
-    std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(fp));
+    std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(key));
     const fs::path dir = resolveDatasetPath(projectPath, ".strata-cache");
     const fs::path file = dir / (prefix + hex + ".u8");
     std::error_code ec;
@@ -830,9 +896,11 @@ std::unique_ptr<data::DecodedCache> makeImageCache(const DatasetSettings& s, con
         const std::string name = it->path().filename().string();
         if (name.starts_with(prefix) && name.ends_with(".u8") && it->path() != file) fs::remove(it->path(), ec);
     }
-    auto cache = data::DecodedCache::inFile(file.string(), fp, count, shape.numel());
+    if (fs::is_directory(dir, ec)) removeOrphanedTemporaryFiles(dir.string());
+    auto cache = data::DecodedCache::inFile(file.string(), key, list.paths, stamps, shape.numel());
     where += (where.empty() ? "" : ", ") + splitName + " cache in " + file.string() +
              (cache->reused() ? " (reused: " + std::to_string(cache->readyCount()) + " images decoded before)" : "");
+    if (!cache->report().empty()) notes += "\n" + splitName + " image cache " + file.string() + ": " + cache->report();
     return cache;
 }
 
@@ -889,7 +957,7 @@ DatasetBundle streamImageFolder(const DatasetSettings& s, const std::string& pro
                                 DatasetBundle b) {
     const data::ImageList sampleList =
         pickImages(trainList, randomSubset(static_cast<int64_t>(trainList.paths.size()), kStreamStatsImages, 3));
-    RawSplit sample = decodeSplit(sampleList, shape, s, b.skipped, b.imageSizes);
+    RawSplit sample = decodeSplit(sampleList, shape, s, "training", b.skipped, b.imageSizes);
     if (sample.count() == 0) throw noImageDecoded(trainPath, b.skipped);
     for (float& v : sample.values) v = std::clamp(std::round(v), 0.0f, 255.0f);
     RawSplit none;
@@ -897,17 +965,22 @@ DatasetBundle streamImageFolder(const DatasetSettings& s, const std::string& pro
     normalizeImages(s, sample, none, trainList, b);
     int64_t memoryLeft = s.cacheMemoryMb << 20;
     std::string where;
-    // One stat() of every file: the fingerprint names the cache file and goes into the stream's own.
-    const uint64_t trainFp = data::imageListFingerprint(trainList.paths, shape, data::resizePolicyFor(s));
-    const uint64_t valFp = data::imageListFingerprint(valList.paths, shape, data::resizePolicyFor(s));
-    auto trainCache = makeImageCache(s, projectPath, trainPath, "train", trainList, shape, trainFp, memoryLeft, where);
-    auto valCache = makeImageCache(s, projectPath, trainPath, "validation", valList, shape, valFp, memoryLeft, where);
+    // One stat() of every file: the stamps go into the stream's fingerprint and into the cache's slots.
+    const std::vector<data::SourceStamp> trainStamps = data::stampFiles(trainList.paths);
+    const std::vector<data::SourceStamp> valStamps = data::stampFiles(valList.paths);
+    const uint64_t trainFp = data::imageListFingerprint(trainList.paths, trainStamps, shape, data::resizePolicyFor(s));
+    const uint64_t valFp = data::imageListFingerprint(valList.paths, valStamps, shape, data::resizePolicyFor(s));
+    std::string notes;
+    auto trainCache =
+        makeImageCache(s, projectPath, trainPath, "train", trainList, shape, trainStamps, memoryLeft, where, notes);
+    auto valCache =
+        makeImageCache(s, projectPath, trainPath, "validation", valList, shape, valStamps, memoryLeft, where, notes);
     b.train = streamSplit(trainList, shape, s, b.normalization, trainFp, std::move(trainCache));
     b.validation = streamSplit(valList, shape, s, b.normalization, valFp, std::move(valCache));
     b.description = imageFolderDescription(s, trainPath, shape, b.train.count, b.validation.count, b) + "; streamed (" +
                     settingName(s.imageLoading) + ": " + (where.empty() ? std::string("decoded every epoch") : where) +
                     "), " + std::to_string(s.loaderBatches) + " batches held ready, statistics from " +
-                    std::to_string(sample.count()) + " sampled images";
+                    std::to_string(sample.count()) + " sampled images" + notes;
     return b;
 }
 
@@ -922,13 +995,13 @@ DatasetBundle loadImageFolder(const DatasetSettings& s, const std::string& proje
     const std::string trainPath = resolveDatasetPath(projectPath, s.trainPath);
     DatasetBundle b;
     data::ImageList trainList = data::listImages(trainPath, s.classNames, s.strictImages);
-    b.skipped = trainList.skipped;
+    addSkipped(b.skipped, trainList.skipped, "training");
     data::ImageList valList;
     const bool haveValidation = !s.validationPath.empty();
     if (haveValidation) {
         valList =
             data::listImages(resolveDatasetPath(projectPath, s.validationPath), trainList.classNames, s.strictImages);
-        b.skipped.insert(b.skipped.end(), valList.skipped.begin(), valList.skipped.end());
+        addSkipped(b.skipped, valList.skipped, "validation");
     } else if (s.validationSplit > 0.0) {
         auto [trainRows, valRows] = stratifiedHoldOut(trainList, s.validationSplit);
         valList = pickImages(trainList, valRows);
@@ -942,8 +1015,8 @@ DatasetBundle loadImageFolder(const DatasetSettings& s, const std::string& proje
     valList.classNames = trainList.classNames;
     if (stream) return streamImageFolder(s, projectPath, trainPath, shape, trainList, valList, std::move(b));
 
-    RawSplit train = decodeSplit(trainList, shape, s, b.skipped, b.imageSizes);
-    RawSplit validation = decodeSplit(valList, shape, s, b.skipped, b.imageSizes);
+    RawSplit train = decodeSplit(trainList, shape, s, "training", b.skipped, b.imageSizes);
+    RawSplit validation = decodeSplit(valList, shape, s, "validation", b.skipped, b.imageSizes);
     if (train.count() == 0) throw noImageDecoded(trainPath, b.skipped);
     normalizeImages(s, train, validation, trainList, b);
     b.description = imageFolderDescription(s, trainPath, shape, train.count(), validation.count(), b);
@@ -953,6 +1026,16 @@ DatasetBundle loadImageFolder(const DatasetSettings& s, const std::string& proje
 }
 
 }  // namespace
+
+std::vector<std::string> skippedFileLines(const std::vector<SkippedFile>& files, const std::string& split) {
+    std::vector<std::string> lines;
+    for (size_t i = 0; i < files.size() && i < kListedSkippedFiles; ++i)
+        lines.push_back((files[i].split.empty() ? split : files[i].split) + ": skipped " + files[i].path + ": " +
+                        files[i].reason);
+    if (files.size() > kListedSkippedFiles)
+        lines.push_back(split + ": and " + std::to_string(files.size() - kListedSkippedFiles) + " more files skipped");
+    return lines;
+}
 
 DatasetBundle loadDataset(const DatasetSettings& settings, const std::string& projectPath, Streaming streaming) {
     if (settings.trainLimit < 0 || settings.validationLimit < 0)

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <stdexcept>
@@ -77,8 +78,15 @@ struct Normalization {
 struct SkippedFile {
     std::string path;
     std::string reason;
+    std::string split = {};  // "training" or "validation" (the folder or split it was in); empty: not known
     bool operator==(const SkippedFile&) const = default;
 };
+
+// How the log names skipped files, the same for files left out while loading (image_loading memory, the listing,
+// the streamed statistics sample) and while training (streamed): "training: skipped PATH: REASON" for the first
+// kListedSkippedFiles, then "training: and N more files skipped". `split` is used for files whose own is empty.
+constexpr size_t kListedSkippedFiles = 20;
+std::vector<std::string> skippedFileLines(const std::vector<SkippedFile>& files, const std::string& split);
 
 // x' = (x*scale - mean)/std, or per feature (x - featureMean)/featureStd, on `samples` samples of `n` values.
 void applyNormalization(const Normalization& norm, float* values, int64_t samples, int64_t n);
@@ -131,5 +139,8 @@ DatasetBundle loadDataset(const DatasetSettings& settings, const std::string& pr
 // letters and digits. Both lowercase (ASCII, Latin-1 and Latin Extended-A). SentencePiece needs its model:
 // TextEncoder (core/data/TextEncoder.h) tokenizes with any of the three.
 std::vector<std::string> tokenizeText(const std::string& text, Tokenizer tokenizer);
+// The same tokens one at a time, without a vector of them: `fn` gets each in turn (valid during the call) and
+// returns false to stop. Returns how many tokens `fn` was given.
+size_t forEachToken(const std::string& text, Tokenizer tokenizer, const std::function<bool(const std::string&)>& fn);
 
 }  // namespace strata

@@ -235,6 +235,22 @@ tjhandle threadDecompressor(const std::string& name) {
     throw FormatError(name, message);
 }
 
+constexpr int64_t kMaxSide = 4096;  // as a square, for the messages
+static_assert(kMaxSide * kMaxSide == kPngMaxPixels);
+
+// "WxH pixels" and the limit, for the errors of every decoder's size check.
+std::string tooManyPixels(const char* format, int64_t width, int64_t height) {
+    return std::string(format) + " header claims " + std::to_string(width) + "x" + std::to_string(height) +
+           " pixels, more than the " + std::to_string(kPngMaxPixels) + " (" + std::to_string(kMaxSide) + " x " +
+           std::to_string(kMaxSide) + ") an image may have";
+}
+
+uint32_t littleEndian(const std::vector<uint8_t>& b, size_t at, int bytes) {
+    uint32_t v = 0;
+    for (int k = bytes - 1; k >= 0; --k) v = (v << 8) | b[at + size_t(k)];
+    return v;
+}
+
 // The full-size dimensions an image needs before the resize `hint` asks for (0: none asked).
 void neededSize(int64_t h, int64_t w, const DecodeHint& hint, int64_t& needH, int64_t& needW) {
     needH = h;
@@ -257,9 +273,11 @@ Image decodeJpeg(const std::vector<uint8_t>& bytes, const std::string& name, con
     if (tjDecompressHeader3(tj, bytes.data(), static_cast<unsigned long>(bytes.size()), &width, &height, &subsamp,
                             &colorspace) != 0)
         jpegFailed(tj, name, "JPEG header: ");
-    if (width < 1 || height < 1 || int64_t(width) * int64_t(height) > kPngMaxPixels)
-        throw FormatError(name, std::to_string(width) + "x" + std::to_string(height) +
-                                    " pixels is out of range (1 to " + std::to_string(kPngMaxPixels) + ")");
+    // From the header, before anything the size of the image is allocated (here or in TurboJPEG).
+    if (width < 1 || height < 1)
+        throw FormatError(name, "JPEG header claims " + std::to_string(width) + "x" + std::to_string(height) +
+                                    " pixels (zero width or height)");
+    if (int64_t(width) * int64_t(height) > kPngMaxPixels) throw FormatError(name, tooManyPixels("JPEG", width, height));
     // The smallest DCT scaling that still covers what the resize needs (1/8, 1/4, 3/8, 1/2, ... 1).
     int64_t needH = 0, needW = 0;
     neededSize(height, width, hint, needH, needW);
@@ -298,7 +316,52 @@ Image decodeJpeg(const std::vector<uint8_t>& bytes, const std::string& name, con
     return img;
 }
 
-Image decodeBmp(const std::string& path) {
+// The BMP's own header, read before tjLoadImage: it allocates the whole image from the header's width and height
+// before reading a pixel, so a 54-byte file claiming 60000x60000 would ask for 10.8 GB. Refuses a header too
+// short, a size of zero or past kPngMaxPixels, and (uncompressed) pixel rows the file is too short to hold.
+void checkBmpHeader(const std::vector<uint8_t>& b, const std::string& path) {
+    constexpr size_t kFileHeader = 14;
+    if (b.size() < kFileHeader + 4)
+        throw FormatError(path, int64_t(b.size()), "BMP header is truncated (" + std::to_string(b.size()) + " bytes)");
+    const uint32_t infoSize = littleEndian(b, kFileHeader, 4);
+    const bool core = infoSize == 12;  // OS/2 BITMAPCOREHEADER: 16-bit sizes
+    if (!core && infoSize < 40)
+        throw FormatError(path, int64_t(kFileHeader),
+                          "BMP info header of " + std::to_string(infoSize) + " bytes (12 or at least 40 expected)");
+    if (b.size() < kFileHeader + (core ? 12 : 40))
+        throw FormatError(path, int64_t(b.size()), "BMP header is truncated (" + std::to_string(b.size()) + " bytes)");
+    int64_t width = 0, height = 0, bits = 0, compression = 0;
+    if (core) {
+        width = littleEndian(b, 18, 2);
+        height = littleEndian(b, 20, 2);
+        bits = littleEndian(b, 24, 2);
+    } else {
+        width = static_cast<int32_t>(littleEndian(b, 18, 4));
+        height = static_cast<int32_t>(littleEndian(b, 22, 4));  // negative: rows stored top-down
+        bits = littleEndian(b, 28, 2);
+        compression = littleEndian(b, 30, 4);
+    }
+    height = height < 0 ? -height : height;
+    if (width < 1 || height < 1)
+        throw FormatError(path, 18,
+                          "BMP header claims " + std::to_string(width) + "x" + std::to_string(height) +
+                              " pixels (zero or negative width or height)");
+    if (width * height > kPngMaxPixels) throw FormatError(path, 18, tooManyPixels("BMP", width, height));
+    // Uncompressed rows (BI_RGB, BI_BITFIELDS) are padded to 4 bytes; the pixels follow both headers.
+    if (compression == 0 || compression == 3) {
+        const int64_t rowBytes = (bits * width + 31) / 32 * 4;
+        const int64_t have = int64_t(b.size()) - int64_t(kFileHeader) - int64_t(infoSize);
+        if (rowBytes * height > have)
+            throw FormatError(path, int64_t(b.size()),
+                              "BMP header claims " + std::to_string(width) + "x" + std::to_string(height) +
+                                  " pixels of " + std::to_string(bits) + " bits, " + std::to_string(rowBytes * height) +
+                                  " bytes of pixel data; the file holds " + std::to_string(std::max<int64_t>(have, 0)) +
+                                  " (truncated?)");
+    }
+}
+
+Image decodeBmp(const std::vector<uint8_t>& bytes, const std::string& path) {
+    checkBmpHeader(bytes, path);
     int width = 0, height = 0, format = TJPF_RGB;
     // tjLoadImage reads the file itself (libjpeg-turbo's rdbmp: 8-bit palette, 24- and 32-bit BMP).
     std::unique_ptr<unsigned char, void (*)(unsigned char*)> buf(
@@ -337,7 +400,7 @@ Image readImageFile(const std::string& path, const DecodeHint& hint) {
             return img;
         }
         case Content::Jpeg: return decodeJpeg(bytes, path, hint);
-        case Content::Bmp: return decodeBmp(path);
+        case Content::Bmp: return decodeBmp(bytes, path);
         case Content::Netpbm: return readNetpbm(path);
         case Content::Unknown: break;
     }
@@ -379,12 +442,19 @@ Image readNetpbm(const std::string& path) {
     if (maxval < 1 || maxval > 65535)
         throw FormatError(path, static_cast<int64_t>(pos), "maximum value out of 1..65535");
     if (w * h > kPngMaxPixels)
-        throw FormatError(path, static_cast<int64_t>(pos),
-                          std::to_string(w) + "x" + std::to_string(h) + " pixels is more than the " +
-                              std::to_string(kPngMaxPixels) + " an image may have");
+        throw FormatError(path, static_cast<int64_t>(pos), tooManyPixels(channels == 1 ? "PGM" : "PPM", w, h));
     const size_t n = static_cast<size_t>(w * h * channels);
-    std::vector<float> interleaved(n);
+    // The pixels must fit in what is left of the file before their buffer is allocated: an ASCII sample takes
+    // at least a digit and a separator, a binary one 1 or 2 bytes.
+    const size_t left = pos < b.size() ? b.size() - pos : 0;
+    if (ascii && n > (left + 1) / 2)
+        throw FormatError(path, static_cast<int64_t>(pos),
+                          "ASCII pixel data of " + std::to_string(left) + " bytes cannot hold the " +
+                              std::to_string(n) + " samples of " + std::to_string(w) + "x" + std::to_string(h) +
+                              " pixels (truncated?)");
+    std::vector<float> interleaved;
     if (ascii) {
+        interleaved.resize(n);
         for (size_t i = 0; i < n; ++i) interleaved[i] = static_cast<float>(number("a sample value"));
     } else {
         if (pos >= b.size() || !std::isspace(b[pos]))
@@ -395,6 +465,7 @@ Image readNetpbm(const std::string& path) {
             throw FormatError(path, static_cast<int64_t>(pos),
                               "pixel data is " + std::to_string(b.size() - pos) + " bytes, " + std::to_string(w) + "x" +
                                   std::to_string(h) + " needs " + std::to_string(n * bytesPer));
+        interleaved.resize(n);
         for (size_t i = 0; i < n; ++i)
             interleaved[i] =
                 bytesPer == 1 ? b[pos + i] : static_cast<float>((b[pos + 2 * i] << 8) | b[pos + 2 * i + 1]);

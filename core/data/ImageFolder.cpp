@@ -39,20 +39,103 @@ void skip(ImageList& list, bool strict, const std::string& path, const std::stri
     list.skipped.push_back({path, reason});
 }
 
-// Every regular file under `dir`, sorted by path (so the listing is the same on every file system).
-std::vector<fs::path> filesUnder(const fs::path& dir) {
-    std::vector<fs::path> files;
-    std::error_code ec;
-    for (fs::recursive_directory_iterator it(dir, fs::directory_options::skip_permission_denied, ec), end;
-         !ec && it != end; it.increment(ec)) {
-        if (it->path().filename().string().starts_with(".")) {  // hidden: .DS_Store, .ipynb_checkpoints
-            if (it->is_directory()) it.disable_recursion_pending();
-            continue;
-        }
-        if (it->is_regular_file()) files.push_back(it->path());
+// One entry of a folder as the listing sees it: a file (or a link to one) to list, a folder to enter, or a
+// problem that skips it (a link loop, a link to nothing, a folder that cannot be read).
+struct Entry {
+    fs::path path;
+    enum Kind { File, Folder, Problem } kind = Problem;
+    std::string problem;
+    bool missing = false;  // no such path at all
+
+    static Entry failed(fs::path path, std::string why) {
+        Entry e;
+        e.path = std::move(path);
+        e.problem = std::move(why);
+        return e;
     }
-    std::sort(files.begin(), files.end());
-    return files;
+};
+
+// What `path` is, by lstat and then (for a link) stat, never throwing: a symbolic link loop or a link whose target
+// is gone is a problem naming the link, not a filesystem_error that ends the listing.
+Entry classify(const fs::path& path) {
+    Entry e;
+    e.path = path;
+    std::error_code ec;
+    const fs::file_status own = fs::symlink_status(path, ec);
+    if (ec) {
+        e.missing = own.type() == fs::file_type::not_found;
+        e.problem = e.missing ? "does not exist" : "cannot be read: " + ec.message();
+        return e;
+    }
+    const bool link = fs::is_symlink(own);
+    const fs::file_status target = link ? fs::status(path, ec) : own;
+    if (link && ec) {
+        // ELOOP: a link that leads back to itself; ENOENT: its target is gone; EACCES: a folder on the way is closed.
+        std::error_code readEc;
+        const fs::path to = fs::read_symlink(path, readEc);
+        const std::string where = readEc ? std::string() : " (-> " + to.string() + ")";
+        e.problem = ec == std::errc::too_many_symbolic_link_levels
+                        ? "a symbolic link loop" + where + ": " + ec.message()
+                    : ec == std::errc::no_such_file_or_directory
+                        ? "a symbolic link to nothing" + where + ": its target does not exist"
+                        : "a symbolic link that cannot be followed" + where + ": " + ec.message();
+        return e;
+    }
+    if (link && target.type() == fs::file_type::not_found) {
+        e.problem = "a symbolic link to nothing: its target does not exist";
+        return e;
+    }
+    if (fs::is_directory(target)) {
+        e.kind = Entry::Folder;
+    } else if (fs::is_regular_file(target)) {
+        e.kind = Entry::File;
+    } else {
+        e.problem = "not a regular file (a device, pipe or socket)";
+    }
+    return e;
+}
+
+// The entries of one folder, hidden ones (.DS_Store, .ipynb_checkpoints) left out, sorted by path (so the
+// listing is the same on every file system). False with `why` when the folder cannot be read.
+bool entriesOf(const fs::path& dir, std::vector<Entry>& out, std::string& why) {
+    std::error_code ec;
+    fs::directory_iterator it(dir, ec);
+    for (const fs::directory_iterator end; !ec && it != end; it.increment(ec)) {
+        if (it->path().filename().string().starts_with(".")) continue;
+        out.push_back(classify(it->path()));
+    }
+    if (ec) {
+        why = "cannot list the folder: " + ec.message();
+        return false;
+    }
+    std::sort(out.begin(), out.end(), [](const Entry& a, const Entry& b) { return a.path < b.path; });
+    return true;
+}
+
+// Every file under `dir`, and every entry that cannot be listed, in path order. Folders inside are entered
+// unless they are links: a link to a folder inside a class folder is not followed (it could lead back up, or
+// anywhere), and is reported as a skipped entry rather than ignored.
+void filesUnder(const fs::path& dir, std::vector<Entry>& out) {
+    std::vector<Entry> entries;
+    std::string why;
+    if (!entriesOf(dir, entries, why)) {
+        out.push_back(Entry::failed(dir, why));
+        return;
+    }
+    for (Entry& e : entries) {
+        if (e.kind == Entry::Folder) {
+            std::error_code ec;
+            if (fs::is_symlink(fs::symlink_status(e.path, ec))) {
+                out.push_back(Entry::failed(e.path,
+                                            "a symbolic link to a folder inside a class folder: not followed (link "
+                                            "the class folder itself, or copy the files in)"));
+            } else {
+                filesUnder(e.path, out);
+            }
+        } else {
+            out.push_back(std::move(e));
+        }
+    }
 }
 
 void addFile(ImageList& list, bool strict, const fs::path& file, int32_t label) {
@@ -67,19 +150,17 @@ void addFile(ImageList& list, bool strict, const fs::path& file, int32_t label) 
 
 ImageList listFolder(const fs::path& root, const std::vector<std::string>& givenNames, bool strict) {
     ImageList list;
+    std::vector<Entry> top;
+    std::string why;
+    if (!entriesOf(root, top, why)) throw DataError::inFile(root.string(), why);
     std::vector<fs::path> classDirs;
-    std::error_code ec;
-    for (const fs::directory_entry& e : fs::directory_iterator(root, ec)) {
-        const std::string name = e.path().filename().string();
-        if (name.starts_with(".")) continue;
-        if (e.is_directory()) {
-            classDirs.push_back(e.path());
+    for (const Entry& e : top) {
+        if (e.kind == Entry::Folder) {
+            classDirs.push_back(e.path);  // a link to a folder is a class folder too (train/cat -> /data/cats)
         } else {
-            skip(list, strict, e.path().string(), "not inside a class folder");
+            skip(list, strict, e.path.string(), e.kind == Entry::File ? "not inside a class folder" : e.problem);
         }
     }
-    if (ec) throw DataError::inFile(root.string(), "cannot list the folder: " + ec.message());
-    std::sort(classDirs.begin(), classDirs.end());
     std::map<std::string, int32_t> index;
     for (size_t i = 0; i < givenNames.size(); ++i) index[givenNames[i]] = static_cast<int32_t>(i);
     list.classNames = givenNames;
@@ -89,9 +170,15 @@ ImageList listFolder(const fs::path& root, const std::vector<std::string>& given
             skip(list, strict, dir.string(), "class folder skipped: " + problem);
             continue;
         }
-        const std::vector<fs::path> files = filesUnder(dir);
-        const bool anyImage =
-            std::any_of(files.begin(), files.end(), [](const fs::path& f) { return isImageFileName(f.string()); });
+        std::vector<Entry> files;
+        filesUnder(dir, files);
+        if (!files.empty() && files.front().kind == Entry::Problem && files.front().path == dir) {
+            skip(list, strict, dir.string(), "class folder skipped: " + files.front().problem);
+            continue;
+        }
+        const bool anyImage = std::any_of(files.begin(), files.end(), [](const Entry& f) {
+            return f.kind == Entry::File && isImageFileName(f.path.string());
+        });
         int32_t label = 0;
         if (!givenNames.empty()) {
             auto it = index.find(name);
@@ -112,7 +199,13 @@ ImageList listFolder(const fs::path& root, const std::vector<std::string>& given
             label = static_cast<int32_t>(list.classNames.size());
             list.classNames.push_back(name);
         }
-        for (const fs::path& f : files) addFile(list, strict, f, label);
+        for (const Entry& f : files) {
+            if (f.kind == Entry::Problem) {
+                skip(list, strict, f.path.string(), f.problem);
+            } else {
+                addFile(list, strict, f.path, label);
+            }
+        }
     }
     return list;
 }
@@ -173,15 +266,16 @@ ImageList listCsv(const fs::path& csv, const std::vector<std::string>& givenName
 }  // namespace
 
 ImageList listImages(const std::string& source, const std::vector<std::string>& classNames, bool strict) {
-    const fs::path p(source);
-    std::error_code ec;
+    const Entry root = classify(fs::path(source));
     ImageList list;
-    if (fs::is_directory(p, ec)) {
-        list = listFolder(p, classNames, strict);
-    } else if (fs::is_regular_file(p, ec)) {
-        list = listCsv(p, classNames, strict);
-    } else {
+    if (root.kind == Entry::Folder) {
+        list = listFolder(root.path, classNames, strict);
+    } else if (root.kind == Entry::File) {
+        list = listCsv(root.path, classNames, strict);
+    } else if (root.missing) {
         throw DataError::inFile(source, "no such folder or CSV file");
+    } else {
+        throw DataError::inFile(source, "not a folder or CSV file that can be read: " + root.problem);
     }
     if (list.paths.empty())
         throw DataError::inFile(

@@ -1,8 +1,10 @@
 // SubwordTokenizer through libstrata_sentencepiece.so, opened with dlopen(RTLD_LOCAL | RTLD_DEEPBIND): the
 // shim's libsentencepiece then binds to its own embedded protobuf, and none of its symbols enter the global
-// scope where ONNX's protobuf lives (SentencePieceShim.h).
+// scope where ONNX's protobuf lives (SentencePieceShim.h). Under AddressSanitizer, which refuses RTLD_DEEPBIND,
+// it opens without it, and only in a process that holds no other protobuf (the SentencePiece fuzz target).
 #include "core/data/SubwordTokenizer.h"
 
+#include <algorithm>
 #include <climits>
 #include <cstdlib>
 #include <filesystem>
@@ -12,15 +14,41 @@
 #include <stdexcept>
 
 #include <dlfcn.h>
+#include <link.h>
 #include <unistd.h>
 
 #include "core/data/sentencepiece_shim/SentencePieceShim.h"
 #include "core/io/InputFile.h"
 #include "core/io/InputLimits.h"
 
+// AddressSanitizer refuses dlopen's RTLD_DEEPBIND (it would bind the library's malloc past the sanitizer's).
+#if defined(__SANITIZE_ADDRESS__)
+#define STRATA_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define STRATA_ASAN 1
+#endif
+#endif
+
 namespace strata {
 
 namespace {
+
+#ifdef STRATA_ASAN
+// The first loaded object whose name holds "libprotobuf" (empty: none).
+std::string loadedProtobuf() {
+    std::string found;
+    dl_iterate_phdr(
+        [](dl_phdr_info* info, size_t, void* out) {
+            auto& name = *static_cast<std::string*>(out);
+            if (info->dlpi_name && std::string(info->dlpi_name).find("libprotobuf") != std::string::npos)
+                name = info->dlpi_name;
+            return name.empty() ? 0 : 1;
+        },
+        &found);
+    return found;
+}
+#endif
 
 struct Shim {
     decltype(&strata_spm_train) train = nullptr;
@@ -58,6 +86,21 @@ const Shim& shim() {
 #ifdef STRATA_SENTENCEPIECE_SHIM
         candidates.emplace_back(STRATA_SENTENCEPIECE_SHIM);  // where the build put it
 #endif
+#ifdef STRATA_ASAN
+        // Without RTLD_DEEPBIND, libsentencepiece's embedded protobuf must be the only one in the process (the
+        // SentencePiece fuzz target, which links no ONNX): with the system one also loaded, protobuf's version
+        // check would end the process.
+        constexpr int kFlags = RTLD_NOW | RTLD_LOCAL;
+        if (const std::string other = loadedProtobuf(); !other.empty()) {
+            s.problem =
+                "SentencePiece cannot be used in this sanitizer build: AddressSanitizer refuses "
+                "RTLD_DEEPBIND, and without it libsentencepiece's own protobuf would meet " +
+                other + " in one process";
+            return;
+        }
+#else
+        constexpr int kFlags = RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND;
+#endif
         void* handle = nullptr;
         std::string tried;
         for (const std::string& c : candidates) {
@@ -65,7 +108,7 @@ const Shim& shim() {
                 tried += (tried.empty() ? "" : ", ") + c;
                 continue;
             }
-            handle = dlopen(c.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
+            handle = dlopen(c.c_str(), kFlags);
             if (handle) break;
             tried += (tried.empty() ? "" : ", ") + c + " (" + dlerror() + ")";
         }
@@ -160,6 +203,57 @@ std::vector<int32_t> SubwordTokenizer::encode(const std::string& text) const {
     }
     ids.resize(static_cast<size_t>(n));
     return ids;
+}
+
+namespace {
+
+bool isAsciiSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
+
+// Where to end a chunk of text that starts at `from` and may be `limit` bytes long: before the last ASCII whitespace
+// in its second half, else (a "word" that long) at a UTF-8 character boundary; the end of the text when it is nearer.
+size_t chunkEnd(const std::string& text, size_t from, size_t limit) {
+    if (text.size() - from <= limit) return text.size();
+    const size_t end = from + limit;
+    for (size_t p = end; p > from + limit / 2; --p)
+        if (isAsciiSpace(text[p])) return p;
+    size_t p = end;
+    while (p > from + 1 && (static_cast<unsigned char>(text[p]) & 0xC0) == 0x80) --p;
+    return p;
+}
+
+}  // namespace
+
+std::vector<int32_t> SubwordTokenizer::encodeFirst(const std::string& text, size_t count) const {
+    if (!m_sp || count == 0) return {};
+    const Shim& sh = shim();
+    std::vector<int32_t> ids(count);
+    const size_t want = count + kFirstPiecesMargin;
+    // A piece covers at most a few characters: start with 64 bytes an id, and grow when whitespace runs or
+    // characters SentencePiece drops made the prefix give too few.
+    for (size_t limit = std::max<size_t>(4096, want * 64);; limit *= 4) {
+        const size_t end = chunkEnd(text, 0, limit);
+        const int n = sh.encode(m_sp.get(), text.data(), end, ids.data(), static_cast<int>(count));
+        if (n < 0) throw std::runtime_error(std::string("SentencePiece could not encode a text: ") + sh.error());
+        if (end == text.size() || static_cast<size_t>(n) >= want) {
+            ids.resize(std::min(count, static_cast<size_t>(n)));
+            return ids;
+        }
+    }
+}
+
+int64_t SubwordTokenizer::countPieces(const std::string& text) const {
+    if (!m_sp) return 0;
+    const Shim& sh = shim();
+    int64_t total = 0;
+    int32_t unused = 0;
+    for (size_t from = 0; from < text.size();) {
+        const size_t end = chunkEnd(text, from, kCountChunkBytes);
+        const int n = sh.encode(m_sp.get(), text.data() + from, end - from, &unused, 0);
+        if (n < 0) throw std::runtime_error(std::string("SentencePiece could not encode a text: ") + sh.error());
+        total += n;
+        from = end;
+    }
+    return total;
 }
 
 std::vector<std::string> SubwordTokenizer::pieces(const std::string& text) const {

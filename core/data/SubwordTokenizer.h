@@ -32,6 +32,16 @@ public:
     bool loaded() const { return m_sp != nullptr; }
     // The ids of a text, all of them (the caller cuts to max_tokens); unknown characters give 1.
     std::vector<int32_t> encode(const std::string& text) const;
+    // The first `count` ids of a text (fewer when it has fewer), found by encoding a prefix cut at whitespace that
+    // holds them and kFirstPiecesMargin more: SentencePiece's pieces do not span whitespace, so they are the first
+    // ids of the whole text, while memory follows the prefix (SentencePiece's lattice takes ~200 bytes a byte of
+    // text: a 10 MB text encoded whole needs over 2 GB).
+    std::vector<int32_t> encodeFirst(const std::string& text, size_t count) const;
+    // How many ids encode() would give, counted over chunks of kCountChunkBytes cut at whitespace, so memory stays
+    // bounded whatever the text's length.
+    int64_t countPieces(const std::string& text) const;
+    static constexpr size_t kFirstPiecesMargin = 16;
+    static constexpr size_t kCountChunkBytes = size_t{1} << 16;
     // The pieces of a text, as encode splits it ("▁word" marks a piece that starts a word).
     std::vector<std::string> pieces(const std::string& text) const;
     // Every piece by id, and its score (the unigram log probability; 0 for padding and unknown).

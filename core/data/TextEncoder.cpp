@@ -40,9 +40,24 @@ std::vector<int32_t> TextEncoder::ids(const std::string& text) const {
 
 std::vector<float> TextEncoder::encode(const std::string& text) const {
     std::vector<float> sample(static_cast<size_t>(m_maxTokens), 0.0f);
-    const std::vector<int32_t> all = ids(text);
-    for (size_t k = 0; k < all.size() && k < sample.size(); ++k) sample[k] = static_cast<float>(all[k]);
+    if (m_maxTokens < 1) return sample;
+    if (m_tokenizer == Tokenizer::SentencePiece) {
+        const std::vector<int32_t> first = m_subword.encodeFirst(text, sample.size());
+        for (size_t k = 0; k < first.size(); ++k) sample[k] = static_cast<float>(first[k]);
+        return sample;
+    }
+    size_t k = 0;
+    forEachToken(text, m_tokenizer, [&](const std::string& t) {
+        auto it = m_ids.find(t);
+        sample[k++] = static_cast<float>(it == m_ids.end() ? 1 : it->second);
+        return k < sample.size();
+    });
     return sample;
+}
+
+int64_t TextEncoder::countTokens(const std::string& text) const {
+    if (m_tokenizer == Tokenizer::SentencePiece) return m_subword.countPieces(text);
+    return static_cast<int64_t>(forEachToken(text, m_tokenizer, [](const std::string&) { return true; }));
 }
 
 }  // namespace strata

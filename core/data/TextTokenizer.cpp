@@ -3,6 +3,7 @@
 // Latin Extended-A, basic Greek and Cyrillic: enough for the European word
 // lists the examples use, without pulling in an ICU dependency.
 #include <cstdint>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -108,27 +109,41 @@ bool isWordChar(uint32_t c) {
 
 }  // namespace
 
-std::vector<std::string> tokenizeText(const std::string& text, Tokenizer tokenizer) {
+size_t forEachToken(const std::string& text, Tokenizer tokenizer, const std::function<bool(const std::string&)>& fn) {
     if (tokenizer == Tokenizer::SentencePiece)
-        throw std::invalid_argument("tokenizeText: SentencePiece tokenizes through its model (TextEncoder)");
-    std::vector<std::string> tokens;
+        throw std::invalid_argument("forEachToken: SentencePiece tokenizes through its model (TextEncoder)");
+    // One buffer for every token: a long text costs its tokens one at a time, not a string each.
     const bool words = tokenizer == Tokenizer::Word;
-    std::string word;
-    size_t i = 0;
+    std::string token;
+    size_t count = 0, i = 0;
     while (i < text.size()) {
-        uint32_t cp = toLower(decodeUtf8(text, i));
+        const uint32_t cp = toLower(decodeUtf8(text, i));
         if (!words) {
-            std::string t;
-            appendUtf8(t, cp);
-            tokens.push_back(std::move(t));
+            token.clear();
+            appendUtf8(token, cp);
+            ++count;
+            if (!fn(token)) return count;
         } else if (isWordChar(cp)) {
-            appendUtf8(word, cp);
-        } else if (!word.empty()) {
-            tokens.push_back(std::move(word));
-            word.clear();
+            appendUtf8(token, cp);
+        } else if (!token.empty()) {
+            ++count;
+            if (!fn(token)) return count;
+            token.clear();
         }
     }
-    if (!word.empty()) tokens.push_back(std::move(word));
+    if (words && !token.empty()) {
+        ++count;
+        fn(token);
+    }
+    return count;
+}
+
+std::vector<std::string> tokenizeText(const std::string& text, Tokenizer tokenizer) {
+    std::vector<std::string> tokens;
+    forEachToken(text, tokenizer, [&](const std::string& t) {
+        tokens.push_back(t);
+        return true;
+    });
     return tokens;
 }
 

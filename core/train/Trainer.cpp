@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <limits>
 #include <new>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -548,15 +549,16 @@ struct Trainer::Impl {
                                      "shape that the checkpoint holds");
     }
 
-    // Files a streamed split left out (bad images found while training), said once each; rank 0 alone.
+    // Files a split left out (bad images found while loading, or while training when streamed), said once each
+    // (a file the streamed statistics sample found bad is not named again when training meets it); rank 0 alone.
     void logSkipped(const std::vector<SkippedFile>& files, const std::string& split) {
         if (files.empty() || rank != 0) return;
-        constexpr size_t kListed = 20;
-        for (size_t i = 0; i < files.size() && i < kListed; ++i)
-            obs->onLog(split + ": skipped " + files[i].path + ": " + files[i].reason);
-        if (files.size() > kListed)
-            obs->onLog(split + ": and " + std::to_string(files.size() - kListed) + " more files skipped");
+        std::vector<SkippedFile> fresh;
+        for (const SkippedFile& f : files)
+            if (skippedLogged.insert(f.path).second) fresh.push_back(f);
+        for (const std::string& line : skippedFileLines(fresh, split)) obs->onLog(line);
     }
+    std::set<std::string> skippedLogged;
 
     // Returns {loss, accuracy} over a split in evaluation mode.
     // Data parallel: each rank evaluates its shard of every batch, and the sums are reduced.
@@ -943,6 +945,12 @@ struct Trainer::Impl {
             throw std::runtime_error(dataName + ": the data set is too large to hold in memory (" + e.what() + ")");
         }
         obs->onLog(data.description);
+        for (const char* split : {"training", "validation"}) {
+            std::vector<SkippedFile> files;
+            for (const SkippedFile& f : data.skipped)
+                if (f.split == split || (f.split.empty() && split == std::string("training"))) files.push_back(f);
+            logSkipped(files, split);
+        }
         if (dp) {
             checkRanksAgree();
             // A GPU's gradients are summed where they live: NCCL over this communicator (gpu/), made by

@@ -3,6 +3,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <unordered_map>
@@ -81,14 +82,16 @@ void strata_spm_free_bytes(char* bytes) { std::free(bytes); }
 
 strata_spm* strata_spm_load(const char* model, size_t size) {
     try {
-        auto* s = new strata_spm;
+        // Owned until returned: the loader can throw as well as fail (darts' "failed to insert key: zero-length
+        // key" for a model with an empty piece), and the processor must not leak either way (the fuzz target's
+        // finding).
+        auto s = std::make_unique<strata_spm>();
         const sentencepiece::util::Status st = s->sp.LoadFromSerializedProto(std::string(model, size));
         if (!st.ok()) {
-            delete s;
             fail(st.ToString());
             return nullptr;
         }
-        return s;
+        return s.release();
     } catch (const std::exception& e) {
         fail(e.what());
         return nullptr;
