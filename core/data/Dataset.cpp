@@ -149,23 +149,6 @@ void splitAndLimit(RawSplit& train, RawSplit& validation, bool haveValidation, c
 }
 
 // Fills `norm` from the training split and applies it to both splits in place.
-}  // namespace
-
-void applyNormalization(const Normalization& norm, float* values, int64_t samples, int64_t n) {
-    if (!norm.featureMean.empty()) {
-        for (int64_t r = 0; r < samples; ++r)
-            for (int64_t j = 0; j < n; ++j) {
-                float& x = values[r * n + j];
-                x = (x - norm.featureMean[static_cast<size_t>(j)]) / norm.featureStd[static_cast<size_t>(j)];
-            }
-    } else {
-        const float scale = norm.scale, mean = norm.mean, inv = 1.0f / norm.std;
-        for (int64_t i = 0; i < samples * n; ++i) values[i] = (values[i] * scale - mean) * inv;
-    }
-}
-
-namespace {
-
 void normalize(RawSplit& train, RawSplit& validation, NormalizationMode mode, bool images, Normalization& norm) {
     norm = Normalization{};
     norm.mode = settingName(mode);
