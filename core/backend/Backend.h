@@ -425,11 +425,8 @@ protected:
                                         int batch, int len, int dim, PoolMode mode) = 0;
 
     virtual void doActivationForward(float* y, const float* x, int64_t n, Activation act, float alpha) = 0;
-    // activationBackward writing dx; the default zeroes dx and runs doActivationBackward.
-    virtual void doActivationBackwardOverwrite(float* dx, const float* dy, const float* x, const float* y, int64_t n,
-                                               Activation act, float alpha);
     virtual void doActivationBackward(float* dx, const float* dy, const float* x, const float* y, int64_t n,
-                                      Activation act, float alpha) = 0;
+                                      Activation act, float alpha, bool overwriteDx) = 0;
     virtual void doSoftmaxForward(float* y, const float* x, int rows, int cols) = 0;
     virtual void doSoftmaxBackward(float* dx, const float* dy, const float* y, int rows, int cols) = 0;
     virtual void doMaskedSoftmaxForward(float* y, const float* x, const float* keep, int groups, int rowsPerGroup,

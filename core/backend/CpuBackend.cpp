@@ -138,14 +138,12 @@ void CpuBackend::doSequencePoolBackward(float* dx, const float* dy, const float*
 void CpuBackend::doActivationForward(float* y, const float* x, int64_t n, Activation act, float alpha) {
     cpu::activationForward(threads(), y, x, n, act, alpha);
 }
+// Overwriting dx: ReLU writes in its own pass; the others zero dx first.
 void CpuBackend::doActivationBackward(float* dx, const float* dy, const float* x, const float* y, int64_t n,
-                                      Activation act, float alpha) {
+                                      Activation act, float alpha, bool overwriteDx) {
+    if (overwriteDx && act == Activation::ReLU) return cpu::reluBackwardWrite(threads(), dx, dy, x ? x : y, n);
+    if (overwriteDx && n > 0) doZero(dx, static_cast<size_t>(n) * sizeof(float));
     cpu::activationBackward(threads(), dx, dy, x, y, n, act, alpha);
-}
-void CpuBackend::doActivationBackwardOverwrite(float* dx, const float* dy, const float* x, const float* y, int64_t n,
-                                               Activation act, float alpha) {
-    if (act != Activation::ReLU) return Backend::doActivationBackwardOverwrite(dx, dy, x, y, n, act, alpha);
-    cpu::reluBackwardWrite(threads(), dx, dy, x ? x : y, n);
 }
 void CpuBackend::doSoftmaxForward(float* y, const float* x, int rows, int cols) {
     cpu::softmaxForward(threads(), y, x, rows, cols);

@@ -82,7 +82,8 @@ void CpuReferenceBackend::doActivationForward(float* y, const float* x, int64_t 
     cpuref::activationForward(y, x, n, act, alpha);
 }
 void CpuReferenceBackend::doActivationBackward(float* dx, const float* dy, const float* x, const float* y, int64_t n,
-                                               Activation act, float alpha) {
+                                               Activation act, float alpha, bool overwriteDx) {
+    if (overwriteDx) std::fill_n(dx, n, 0.0f);
     cpuref::activationBackward(dx, dy, x, y, n, act, alpha);
 }
 void CpuReferenceBackend::doSoftmaxForward(float* y, const float* x, int rows, int cols) {

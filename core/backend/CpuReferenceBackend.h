@@ -48,7 +48,7 @@ protected:
 
     void doActivationForward(float* y, const float* x, int64_t n, Activation act, float alpha) override;
     void doActivationBackward(float* dx, const float* dy, const float* x, const float* y, int64_t n, Activation act,
-                              float alpha) override;
+                              float alpha, bool overwriteDx) override;
     void doSoftmaxForward(float* y, const float* x, int rows, int cols) override;
     void doSoftmaxBackward(float* dx, const float* dy, const float* y, int rows, int cols) override;
     void doMaskedSoftmaxForward(float* y, const float* x, const float* keep, int groups, int rowsPerGroup,
