@@ -3,6 +3,7 @@
 #include "core/backend/CpuBackend.h"
 
 #include <cstdlib>
+#include <cstring>
 #include <string>
 
 #include "core/backend/CpuFast.h"
@@ -44,6 +45,9 @@ int CpuBackend::activationBlock() const { return computePrecision() == ComputePr
 // ---- element-wise ---------------------------------------------------------
 
 void CpuBackend::doFill(float* y, float value, int64_t n) { cpu::fill(threads(), y, value, n); }
+void CpuBackend::doZero(void* y, size_t bytes) {
+    if (bytes) std::memset(y, 0, bytes);
+}
 void CpuBackend::doScale(float* y, float alpha, int64_t n) { cpu::scale(threads(), y, alpha, n); }
 void CpuBackend::doAxpy(float* y, float alpha, const float* x, int64_t n) { cpu::axpy(threads(), y, alpha, x, n); }
 void CpuBackend::doAdd(float* y, const float* a, const float* b, int64_t n) { cpu::add(threads(), y, a, b, n); }

@@ -57,10 +57,6 @@ void CpuMemoryBackend::copy(void* dst, const void* src, size_t bytes) {
     if (bytes && dst != src) std::memmove(dst, src, bytes);
 }
 
-void CpuMemoryBackend::doZero(void* y, size_t bytes) {
-    if (bytes) std::memset(y, 0, bytes);
-}
-
 const float* CpuMemoryBackend::rounded(int slot, const float* src, int64_t count) {
     if (computePrecision() == ComputePrecision::F32) return src;
     return cpu::roundedCopy(m_rounded[slot], src, count, computePrecision(), m_threads);

@@ -2,7 +2,8 @@
 // memory, 64-byte aligned, with the bytes in use and the peak tracked; the
 // bf16 / fp16 compute precision rounds gemm and convolution inputs into
 // scratch copies here (CpuPrecision.h). Its ops are CpuReferenceBackend's
-// (the plain loops) and CpuBackend's (the fast paths).
+// (the plain loops) and CpuBackend's (the fast paths), each declaring them
+// with BackendOpOverrides.def.
 #pragma once
 
 #include <atomic>
@@ -35,8 +36,6 @@ protected:
     CpuMemoryBackend(const std::string& name, const BackendOptions& options, int threads);
     // For a CPU backend with other traits than the two above (a test's float32-only one).
     CpuMemoryBackend(const Traits& traits, const BackendOptions& options, int threads);
-
-    void doZero(void* y, size_t bytes) override;
 
     // The operand `count` floats at src, rounded to computePrecision() into scratch slot 0 or 1 (two
     // operands per op); src itself in F32. Valid until the slot's next use.

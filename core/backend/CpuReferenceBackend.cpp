@@ -2,6 +2,7 @@
 #include "core/backend/CpuReferenceBackend.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "core/backend/CpuReference.h"
 
@@ -14,6 +15,9 @@ CpuReferenceBackend::CpuReferenceBackend(const Traits& traits, const BackendOpti
     : CpuMemoryBackend(traits, options, 1) {}
 
 void CpuReferenceBackend::doFill(float* y, float value, int64_t n) { cpuref::fill(y, value, n); }
+void CpuReferenceBackend::doZero(void* y, size_t bytes) {
+    if (bytes) std::memset(y, 0, bytes);
+}
 void CpuReferenceBackend::doScale(float* y, float alpha, int64_t n) { cpuref::scale(y, alpha, n); }
 void CpuReferenceBackend::doAxpy(float* y, float alpha, const float* x, int64_t n) { cpuref::axpy(y, alpha, x, n); }
 void CpuReferenceBackend::doAdd(float* y, const float* a, const float* b, int64_t n) { cpuref::add(y, a, b, n); }
