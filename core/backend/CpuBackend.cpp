@@ -232,10 +232,6 @@ void CpuBackend::doReblock(float* dst, int dstBlock, const float* src, int srcBl
                            bool accumulate) {
     cpu::reblock(threads(), dst, dstBlock, src, srcBlock, n, c, inner, accumulate);
 }
-void CpuBackend::doGatherRows(void* dst, const void* src, int64_t, const int32_t* indices, int64_t count,
-                              int64_t rowWords) {
-    cpuref::gatherRows(dst, src, indices, count, rowWords);
-}
 
 // ---- reductions -----------------------------------------------------------------
 

@@ -41,7 +41,7 @@ protected:
     // Every op of BackendOps.def without a default: `Ret doName(parameters) override;`.
 #include "core/backend/BackendOpOverrides.def"
 
-    // The ops with a default in Backend that the CPU runs its own way.
+    // The ops with a default in Backend that the CPU runs its own way (gatherRows: CpuMemoryBackend's).
     // Fused with float32 compute; bf16 / fp16 run Backend's composition (rounded operands).
     void doConv2dForwardFused(float* y, const float* x, const float* w, const float* bias, bool relu,
                               const ConvDesc& d) override;
@@ -50,9 +50,6 @@ protected:
     // One pass for 2x2 stride-2 windows without padding; Backend's composition for other shapes.
     void doMaxPool2dReLUBackward(float* dx, const float* dy, const float* x, const float* y, const PoolDesc& d,
                                  bool overwriteDx) override;
-    // The indices were checked by the seam (host memory): each row copied directly, no read-back.
-    void doGatherRows(void* dst, const void* src, int64_t srcRows, const int32_t* indices, int64_t count,
-                      int64_t rowWords) override;
 
 private:
     std::unique_ptr<cpu::Workspace> m_workspace;

@@ -173,10 +173,6 @@ void CpuReferenceBackend::doReblock(float* dst, int dstBlock, const float* src, 
                                     int64_t inner, bool accumulate) {
     cpuref::reblock(dst, dstBlock, src, srcBlock, n, c, inner, accumulate);
 }
-void CpuReferenceBackend::doGatherRows(void* dst, const void* src, int64_t, const int32_t* indices, int64_t count,
-                                       int64_t rowWords) {
-    cpuref::gatherRows(dst, src, indices, count, rowWords);
-}
 
 double CpuReferenceBackend::doSum(const float* x, int64_t n) { return cpuref::sum(x, n); }
 double CpuReferenceBackend::doSumSquares(const float* x, int64_t n) { return cpuref::sumSquares(x, n); }

@@ -17,11 +17,9 @@ protected:
     // The same loops with other traits (a test's backend without reduced precision).
     CpuReferenceBackend(const Traits& traits, const BackendOptions& options);
 
-    // Every op of BackendOps.def without a default: `Ret doName(parameters) override;`.
+    // Every op of BackendOps.def without a default: `Ret doName(parameters) override;`. The ops with a
+    // default run Backend's composition (gatherRows: CpuMemoryBackend's).
 #include "core/backend/BackendOpOverrides.def"
-    // The one op with a default replaced here: the indices were checked by the seam (host memory).
-    void doGatherRows(void* dst, const void* src, int64_t srcRows, const int32_t* indices, int64_t count,
-                      int64_t rowWords) override;
 };
 
 }  // namespace strata
