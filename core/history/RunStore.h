@@ -84,6 +84,13 @@ public:
     bool deleteRun(int64_t run);
     bool renameRun(int64_t run, const std::string& name);
     bool setNotes(int64_t run, const std::string& notes);
+    // --- The runs of one project (issue 34). A run belongs to the project whose id it recorded; a run recorded
+    // without an id (a project file from before ids, or an older Strata) to the project file at its path.
+    // The condition on `runs`, shared with the workbench's RunHistory; four placeholders: the project id twice,
+    // then its path twice (either may be empty: it then matches nothing).
+    static const char* projectRunsWhereSql();
+    // Their ids, newest first.
+    std::vector<int64_t> runIdsOfProject(const std::string& projectId, const std::string& projectPath) const;
     // SQLite's integrity check: "ok", or what is damaged (bench/: the database after a writer is killed).
     std::string integrityCheck() const;
 
