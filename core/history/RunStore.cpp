@@ -407,7 +407,8 @@ void diffInto(const Json* a, const Json* b, const std::string& path,
         for (auto it = b->begin(); it != b->end(); ++it)
             if (!a->contains(it.key())) keys.push_back(it.key());
         for (const std::string& k : keys) {
-            if (k == "position") continue;  // where a node sits on the canvas is not a setting
+            if (k == "position") continue;            // where a node sits on the canvas is not a setting
+            if (path.empty() && k == "id") continue;  // the project's id says which project, not how it trained
             const Json* ca = a->contains(k) ? &(*a)[k] : nullptr;
             const Json* cb = b->contains(k) ? &(*b)[k] : nullptr;
             diffInto(ca, cb, path.empty() ? k : path + "." + k, out);

@@ -103,8 +103,8 @@ private:
 
 // The settings that differ between two runs' project JSON, as dotted key paths ("training.learning_rate",
 // "graph.nodes[2].params.units") with each side's value as JSON text ("(absent)" when a side lacks the key).
-// Objects are compared key by key, arrays element by element; canvas positions are not settings and are
-// skipped.
+// Objects are compared key by key, arrays element by element; canvas positions and the project's id are not
+// settings and are skipped.
 std::vector<std::pair<std::string, std::pair<std::string, std::string>>> settingsDiff(const Json& a, const Json& b);
 
 // A run's metrics as CSV: kind,step,epoch,loss,accuracy,learning_rate,samples_per_second,val_loss,
