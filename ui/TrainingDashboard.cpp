@@ -346,6 +346,10 @@ void TrainingDashboard::clearCharts() {
     m_pendingSteps.clear();
     m_pendingEpochs.clear();
     m_pendingTelemetry.clear();
+    // Device series belong to the run that sampled them: the next run adds its own (ensureDeviceSeries).
+    for (const QString& series : m_seriesChart.keys())
+        if (series.startsWith(QLatin1String("util:")) || series.startsWith(QLatin1String("mem:")))
+            m_seriesChart.take(series)->removeSeries(series);
     for (ChartPanel* chart : std::as_const(m_charts)) chart->clear();
 }
 
