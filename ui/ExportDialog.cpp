@@ -269,9 +269,10 @@ void ExportDialog::useProjectCheckpoint(bool newest) {
     else if (run->id == 0)
         m_sourceNote->setText(tr("The project's checkpoint folder: %1.").arg(QFileInfo(run->checkpoint).fileName()));
     else
-        m_sourceNote->setText(tr("Run %1 of %2: %3 (%4).")
+        m_sourceNote->setText(tr("Run %1 of %2: its %3 in %4.")
                                   .arg(run->id)
-                                  .arg(m_doc->displayName(), QFileInfo(run->checkpoint).fileName(), run->label()));
+                                  .arg(m_doc->displayName(), QFileInfo(run->checkpoint).fileName(),
+                                       QDir::toNativeSeparators(run->folder)));
     if (!m_outputEdited) m_output->setText(defaultOutputPath());
 }
 

@@ -800,8 +800,8 @@ void PredictPanel::projectChanged() {
 void PredictPanel::showNoModel() {
     m_source->setToolTip(QString());
     const std::optional<ProjectRun> run = m_runPicker->chosen();
-    if (!run)
-        m_source->setText(tr("No model loaded. %1").arg(m_runPicker->whyNone().toHtmlEscaped()));
+    if (!run)  // the picker says there is no run; Load run says what to do
+        m_source->setText(tr("No model loaded."));
     else
         m_source->setText(
             tr("No model loaded: \"Load run\" loads %1.")

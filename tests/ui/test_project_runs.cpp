@@ -29,6 +29,8 @@
 #include <QTimer>
 #include <functional>
 
+#include <qcustomplot.h>
+
 #include "core/export/ExportModel.h"
 #include "core/infer/Compression.h"
 #include "tests/support/TestProjects.h"
@@ -174,6 +176,10 @@ private slots:
         QVERIFY2(w.dashboard()->statusText().contains("no run of this project"),
                  qPrintable(w.dashboard()->statusText()));
         QCOMPARE(overlays(), 0);
+        // Nor A's axes or devices: an empty chart's range, and no device series until B runs.
+        QVERIFY2(w.dashboard()->chart("loss")->plot()->xAxis->range().upper <= 5.0,
+                 qPrintable(QString::number(w.dashboard()->chart("loss")->plot()->xAxis->range().upper)));
+        QVERIFY(w.dashboard()->chart("utilization")->seriesNames().isEmpty());
         QCOMPARE(w.runsPanel()->model()->rowCount(), 0);
         w.runsPanel()->allProjectsCheck()->setChecked(true);
         QCOMPARE(w.runsPanel()->model()->rowCount(), 1);

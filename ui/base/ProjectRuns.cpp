@@ -58,7 +58,8 @@ QString ProjectRun::label() const {
     parts << (name.isEmpty() ? ProjectDocument::tr("run %1").arg(id)
                              : ProjectDocument::tr("run %1 \"%2\"").arg(id).arg(name));
     if (started.isValid()) parts << started.toLocalTime().toString(QStringLiteral("yyyy-MM-dd HH:mm"));
-    parts << ProjectDocument::tr("%n epoch(s)", nullptr, epochs);
+    parts << (epochs > 0 || steps <= 0 ? ProjectDocument::tr("%n epoch(s)", nullptr, epochs)
+                                       : ProjectDocument::tr("%n step(s)", nullptr, int(steps)));
     if (std::isfinite(valAccuracy) && valAccuracy > 0)
         parts << ProjectDocument::tr("%1% validation accuracy").arg(valAccuracy * 100.0, 0, 'f', 2);
     if (!status.isEmpty()) parts << status;
@@ -87,6 +88,7 @@ QVector<ProjectRun> projectRuns(const ProjectDocument& doc) {
         run.started = r.started;
         run.status = r.status;
         run.epochs = r.epochsCompleted;
+        run.steps = r.steps;
         if (r.bestEpoch > 0) run.valAccuracy = r.bestValAccuracy;
         run.folder = absoluteFolder(r.runFolder, r.projectPath);
         const FolderCheckpoint& c = folders[run.folder];

@@ -22,12 +22,14 @@ struct ProjectRun {
     QDateTime started;
     QString status;  // running | finished | stopped | failed | interrupted ("" for the folder)
     int epochs = 0;
+    qint64 steps = 0;
     double valAccuracy = std::numeric_limits<double>::quiet_NaN();  // best validation accuracy; NaN: none
     QString folder;                                                 // where its checkpoints are
     QString checkpoint;   // the file Export, Predict and Optimize load; empty: none (see unavailable)
     QString unavailable;  // why there is no checkpoint ("kept no weights", "overwritten by run 7")
     bool usable() const { return !checkpoint.isEmpty(); }
-    // One line naming it: "run 12 "baseline", 2026-12-04 13:05, 3 epochs, 88.67% validation accuracy, stopped".
+    // One line naming it: "run 12 "baseline", 2026-12-04 13:05, 3 epochs, 88.67% validation accuracy, stopped"
+    // (a run stopped within its first epoch: "141 steps").
     QString label() const;
 };
 

@@ -179,7 +179,8 @@ QVector<RunHistory::RunSummary> RunHistory::selectRuns(const QString& where, con
     QSqlQuery q(QSqlDatabase::database(m_connection));
     q.prepare(
         "SELECT id, started, project_name, project_path, device, status, message, epochs_completed,"
-        " best_epoch, best_val_loss, best_val_acc, seconds, run_folder, project_id, name FROM runs" +
+        " best_epoch, best_val_loss, best_val_acc, seconds, run_folder, project_id, name, (SELECT MAX(m.step) FROM"
+        " metrics m WHERE m.run_id = runs.id AND m.kind = 'step') FROM runs" +
         (where.isEmpty() ? QString() : QStringLiteral(" WHERE ") + where) + " ORDER BY id DESC");
     for (const QVariant& v : values) q.addBindValue(v);
     if (!q.exec()) return out;
@@ -200,6 +201,7 @@ QVector<RunHistory::RunSummary> RunHistory::selectRuns(const QString& where, con
         r.runFolder = q.value(12).toString();
         r.projectId = q.value(13).toString();
         r.name = q.value(14).toString();
+        r.steps = q.value(15).toLongLong();
         out.append(r);
     }
     return out;

@@ -26,6 +26,7 @@ public:
         QString runFolder;  // where the run's checkpoints went (empty: none)
         QString message;    // error message or finish summary
         int epochsCompleted = 0, bestEpoch = 0;
+        qint64 steps = 0;  // the last step it recorded
         double bestValLoss = 0, bestValAccuracy = 0, seconds = 0;
     };
 
