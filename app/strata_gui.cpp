@@ -242,19 +242,23 @@ int main(int argc, char** argv) {
     QFile style(QStringLiteral(":/strata.qss"));
     if (style.open(QIODevice::ReadOnly)) app.setStyleSheet(QString::fromUtf8(style.readAll()));
 
-    // Interactive runs are recorded in the per-user run history (screenshots are not). Declared
+    // Interactive runs are recorded in the per-user run history (screenshots' in a scratch one). Declared
     // before the window so it outlives the dashboard that writes to it.
     std::unique_ptr<strata::ui::RunHistory> history;
+    std::unique_ptr<QTemporaryDir> shotHistory;  // screenshots that train: a history of their own, removed on exit
     if (!shots) {
         history = std::make_unique<strata::ui::RunHistory>();
         history->markInterruptedRuns();  // runs of a workbench that was killed or crashed
+    } else if (needModel) {
+        shotHistory = std::make_unique<QTemporaryDir>();
+        history = std::make_unique<strata::ui::RunHistory>(shotHistory->filePath(QStringLiteral("runs.sqlite")));
     }
     strata::ui::MainWindow window;
     if (shots)
         window.setErrorReporter(
             [](const QString&, const QString& text) { std::fprintf(stderr, "strata: %s\n", qPrintable(text)); });
     // The run history first: opening a project shows its last run and offers its runs from there.
-    if (!shots) {
+    if (history) {
         if (history->isOpen()) {
             window.dashboard()->setRunHistory(history.get());
             window.runsPanel()->setDatabase(history->path());

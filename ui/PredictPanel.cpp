@@ -204,6 +204,7 @@ void PredictPanel::buildUi() {
     // Which of the project's runs "Load run" loads (the newest with weights unless another is picked).
     m_runPicker = new RunPicker(m_doc, false, this);
     m_runPicker->setObjectName(QStringLiteral("predictRunPicker"));
+    m_runPicker->setMinimumContentsLength(44);  // the run's date, epochs and accuracy stay readable
     m_loadProject = new QPushButton(tr("Load run"), this);
     m_loadProject->setObjectName(QStringLiteral("predictLoadRun"));
     m_loadProject->setToolTip(tr("Load the best (else latest) checkpoint of the run picked beside it"));
