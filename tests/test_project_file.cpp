@@ -179,7 +179,7 @@ void TestProjectFile::roundTripIsLossless() {
 
     // The file is 2-space indented JSON, and no temporary file is left behind.
     const std::string text = readText(path);
-    QVERIFY(contains(text, "{\n  \"format_version\": 2,\n  \"name\": "));
+    QVERIFY(contains(text, "{\n  \"format_version\": 1,\n  \"name\": "));  // no id: format 1
     QVERIFY(contains(text, "\"noise_std\": 0.1,"));
     QVERIFY(contains(text, "\"seed\": 18446744073709551557,"));
     for (const auto& entry : std::filesystem::directory_iterator(m_tmp.path().toStdString()))
@@ -696,17 +696,19 @@ void TestProjectFile::projectIdRoundTrips() {
     QVERIFY(p.id != newProjectId());
     const std::string path = m_tmp.filePath("with-id.strata").toStdString();
     writeProject(p, path);
-    QVERIFY(contains(readText(path), "\"id\": \"" + p.id + "\""));
+    QVERIFY(contains(readText(path), "{\n  \"format_version\": 2,\n  \"id\": \"" + p.id + "\","));
     const Project q = readProject(path);
     QCOMPARE(q.id, p.id);
     QVERIFY(q == p);
     QVERIFY(!(q == richProject()));  // another id: another project
 
-    // Format 1: no id; written back as format 2, still without one (the workbench gives it one when saving).
+    // Format 1: no id; written back as format 1, which older builds read (the workbench gives it an id when it
+    // saves it, and then it is format 2).
     Project old = parseProject(R"({"format_version": 1, "name": "old"})");
     QVERIFY(old.id.empty());
     QCOMPARE(old.formatVersion, kProjectFormatVersion);
     QVERIFY(!projectToJson(old).contains("id"));
+    QCOMPARE(projectToJson(old).at("format_version").get<int>(), 1);
 
     CHECK_ERROR(expectError(std::string(R"({"format_version": 2, "id": "no spaces allowed"})")), "/id",
                 "is not a project id");

@@ -1,6 +1,6 @@
 // The *.strata project file: JSON <-> Project (see Project.h).
 //
-// Layout (format_version 2; format 1 is the same without "id"):
+// Layout (format_version 2; format 1 is the same without "id", and is what a project without one is written as):
 //   {"format_version": 2, "id": "3f0c...", "name": "...",
 //    "graph": {"nodes": [{"id": 1, "type": "Dense", "name": "dense1", "params": {...}, "position": [x, y]}],
 //              "edges": [{"from": {"node": 1, "port": "out"}, "to": {"node": 2, "port": "in"}}]},
@@ -467,7 +467,8 @@ bool isValidProjectId(const std::string& id) {
 
 Json projectToJson(const Project& project) {
     Json j = Json::object();
-    j["format_version"] = kProjectFormatVersion;
+    // The oldest format that holds the project: one without an id is a format 1 file, which older builds read.
+    j["format_version"] = project.id.empty() ? 1 : kProjectFormatVersion;
     if (!project.id.empty()) j["id"] = project.id;
     j["name"] = project.name;
     j["graph"] = graphToJson(project.graph);

@@ -1,5 +1,6 @@
 // Project: what a *.strata file holds: its id, the graph (with canvas positions),
-// the dataset and the training settings. JSON, format_version 2 (1: the same without the id).
+// the dataset and the training settings. JSON, format_version 2; a project without an id is written as
+// format 1, as older builds wrote it.
 // Reading is strict: a newer format_version, a truncated file, a wrong type or
 // an unknown layer type is a ProjectError naming the JSON path ("/graph/nodes/3/params/units").
 #pragma once
