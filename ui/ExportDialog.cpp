@@ -57,7 +57,8 @@ ExportDialog::ExportDialog(ProjectDocument* doc, QWidget* parent) : QDialog(pare
     m_watcher = new QFutureWatcher<ExportOutcome>(this);
     connect(m_watcher, &QFutureWatcherBase::finished, this, [this] {
         setBusy(false);
-        showOutcome(m_watcher->result());
+        // An export started for the previous project finishes (its file is written) but is not shown as this one's.
+        if (m_exportGeneration == m_generation) showOutcome(m_watcher->result());
     });
     buildUi();
     updateOptions();
@@ -279,7 +280,7 @@ void ExportDialog::useProjectCheckpoint(bool newest) {
 void ExportDialog::projectChanged() {
     // Another project: nothing of the previous one stays (its run as source, its file name as output, the
     // result of its last export).
-    if (isBusy()) m_watcher->waitForFinished();
+    ++m_generation;
     m_outputEdited = false;
     m_outcome = ExportOutcome{};
     showError({});
@@ -412,6 +413,7 @@ void ExportDialog::startExport() {
         return;
     }
     setBusy(true);
+    m_exportGeneration = m_generation;
     m_watcher->setFuture(QtConcurrent::run([job] { return runExport(job); }));
 }
 

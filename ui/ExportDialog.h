@@ -129,8 +129,9 @@ private:
     QLabel* m_method = nullptr;
     QPlainTextEdit* m_tensors = nullptr;
     bool m_outputEdited = false;
-    bool m_sourceFromProject = false;  // the source is the project's checkpoint: refreshed on show
-    qint64 m_sourceRun = -1;           // which run of the project it is (0: its checkpoint folder)
+    bool m_sourceFromProject = false;                  // the source is the project's checkpoint: refreshed on show
+    qint64 m_sourceRun = -1;                           // which run of the project it is (0: its checkpoint folder)
+    quint64 m_generation = 0, m_exportGeneration = 0;  // another project bumps m_generation
     ExportOutcome m_outcome;
     QFutureWatcher<ExportOutcome>* m_watcher = nullptr;
 };

@@ -556,7 +556,7 @@ bool MainWindow::saveAs(const QString& path) {
         return false;
     }
     addRecentFile(m_doc->filePath());
-    if (!oldPath.isEmpty() && !oldId.isEmpty() && oldId != m_doc->projectId())
+    if (!oldPath.isEmpty() && oldPath != m_doc->filePath() && oldId != m_doc->projectId())
         statusBar()->showMessage(tr("Saved a copy as %1: a project of its own; the runs so far stay with %2")
                                      .arg(m_doc->filePath(), oldPath),
                                  15000);
