@@ -6,8 +6,12 @@
 // after a GGUF Q8_0 export, or the Predict panel with a confusion matrix, or the Optimize panel after a
 // study (80% and 90% sparse, structured 50%, int8; one fine-tuning epoch each).
 //
+// --state-file FILE keeps FILE up to date with what the views show (ui/WorkbenchState: tools/gui-review.sh reads
+// it to assert on the real GUI).
+//
 //   strata [PROJECT] [--screenshot FILE.png] [--window-size WxH] [--train-steps N] [--select NODE]
 //          [--screenshot-export FILE.png] [--screenshot-predict FILE.png] [--screenshot-optimize FILE.png]
+//          [--state-file FILE.json]
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QDir>
@@ -39,6 +43,7 @@
 #include "ui/RunsPanel.h"
 #include "ui/SweepPanel.h"
 #include "ui/TrainingDashboard.h"
+#include "ui/WorkbenchState.h"
 #include "ui/base/ProjectDocument.h"
 #include "ui/base/RunHistory.h"
 #include "ui/base/Templates.h"
@@ -211,6 +216,12 @@ int main(int argc, char** argv) {
                                      QStringLiteral("With --screenshot: the window's size (default 1600x1000)."),
                                      QStringLiteral("WxH"));
     parser.addOption(sizeOpt);
+    const QCommandLineOption stateOpt(
+        QStringLiteral("state-file"),
+        QStringLiteral("Keep FILE (JSON) up to date with what the views show: the "
+                       "project, the runs each view uses, errors (for scripted reviews)."),
+        QStringLiteral("FILE"));
+    parser.addOption(stateOpt);
     parser.addOption(optimizeShotOpt);
     parser.addOption(screenshotOpt);
     parser.addOption(exportShotOpt);
@@ -235,17 +246,30 @@ int main(int argc, char** argv) {
     QFile style(QStringLiteral(":/strata.qss"));
     if (style.open(QIODevice::ReadOnly)) app.setStyleSheet(QString::fromUtf8(style.readAll()));
 
-    // Interactive runs are recorded in the per-user run history (screenshots are not). Declared
+    // Interactive runs are recorded in the per-user run history (screenshots' in a scratch one). Declared
     // before the window so it outlives the dashboard that writes to it.
     std::unique_ptr<strata::ui::RunHistory> history;
+    std::unique_ptr<QTemporaryDir> shotHistory;  // screenshots that train: a history of their own, removed on exit
     if (!shots) {
         history = std::make_unique<strata::ui::RunHistory>();
         history->markInterruptedRuns();  // runs of a workbench that was killed or crashed
+    } else if (needModel) {
+        shotHistory = std::make_unique<QTemporaryDir>();
+        history = std::make_unique<strata::ui::RunHistory>(shotHistory->filePath(QStringLiteral("runs.sqlite")));
     }
     strata::ui::MainWindow window;
     if (shots)
         window.setErrorReporter(
             [](const QString&, const QString& text) { std::fprintf(stderr, "strata: %s\n", qPrintable(text)); });
+    // The run history first: opening a project shows its last run and offers its runs from there.
+    if (history) {
+        if (history->isOpen()) {
+            window.dashboard()->setRunHistory(history.get());
+            window.runsPanel()->setDatabase(history->path());
+            window.sweepPanel()->setDatabase(history->path());
+        } else
+            std::fprintf(stderr, "strata: run history unavailable: %s\n", qPrintable(history->lastError()));
+    }
     const QStringList args = parser.positionalArguments();
     if (!args.isEmpty()) {
         if (!window.openFile(args.front()) && shots) return 1;
@@ -262,13 +286,8 @@ int main(int argc, char** argv) {
         window.scene()->selectNodes({node->id});
     }
 
+    if (parser.isSet(stateOpt)) new strata::ui::StateWriter(&window, parser.value(stateOpt));
     if (!shots) {
-        if (history->isOpen()) {
-            window.dashboard()->setRunHistory(history.get());
-            window.runsPanel()->setDatabase(history->path());
-            window.sweepPanel()->setDatabase(history->path());
-        } else
-            std::fprintf(stderr, "strata: run history unavailable: %s\n", qPrintable(history->lastError()));
         // 1600 x 1000 where the screen has room, and never larger than the screen's free area.
         QSize size(1600, 1000);
         if (const QScreen* screen = QGuiApplication::primaryScreen())

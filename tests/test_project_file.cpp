@@ -150,6 +150,7 @@ private slots:
     void resolvesDatasetPaths();
     void fuzzOnlyProjectErrors();
     void examplesLoadAndAnalyze();
+    void projectIdRoundTrips();
 
 private:
     QTemporaryDir m_tmp;
@@ -178,7 +179,7 @@ void TestProjectFile::roundTripIsLossless() {
 
     // The file is 2-space indented JSON, and no temporary file is left behind.
     const std::string text = readText(path);
-    QVERIFY(contains(text, "{\n  \"format_version\": 1,\n  \"name\": "));
+    QVERIFY(contains(text, "{\n  \"format_version\": 1,\n  \"name\": "));  // no id: format 1
     QVERIFY(contains(text, "\"noise_std\": 0.1,"));
     QVERIFY(contains(text, "\"seed\": 18446744073709551557,"));
     for (const auto& entry : std::filesystem::directory_iterator(m_tmp.path().toStdString()))
@@ -230,7 +231,7 @@ void TestProjectFile::missingSettingsTakeDefaults() {
 void TestProjectFile::newerFormatVersion() {
     Json j = validJson();
     j["format_version"] = 7;
-    CHECK_ERROR(expectError(j), "/format_version", "written by a newer Strata (format 7); this build reads format 1");
+    CHECK_ERROR(expectError(j), "/format_version", "written by a newer Strata (format 7); this build reads format 2");
     j["format_version"] = 0;
     CHECK_ERROR(expectError(j), "/format_version", "format 0");
     j["format_version"] = "1";
@@ -238,8 +239,8 @@ void TestProjectFile::newerFormatVersion() {
     j.erase("format_version");
     CHECK_ERROR(expectError(j), "/format_version", "missing");
     // Checked before anything else: a newer file with new kinds of content still says "newer".
-    CHECK_ERROR(expectError(std::string(R"({"format_version": 2, "graph": {"nodes": [{"id": "x"}]}, "new_key": 1})")),
-                "/format_version", "newer Strata (format 2)");
+    CHECK_ERROR(expectError(std::string(R"({"format_version": 3, "graph": {"nodes": [{"id": "x"}]}, "new_key": 1})")),
+                "/format_version", "newer Strata (format 3)");
 }
 
 void TestProjectFile::invalidJsonReportsLineAndColumn() {
@@ -502,7 +503,7 @@ void TestProjectFile::badFilesOnDisk() {
         const char* fragment;
     };
     const std::vector<Case> cases = {
-        {"newer_version.strata", "/format_version", "written by a newer Strata (format 7); this build reads format 1"},
+        {"newer_version.strata", "/format_version", "written by a newer Strata (format 7); this build reads format 2"},
         {"truncated.strata", "", "line 12, column 24: invalid JSON"},
         {"wrong_type.strata", "/graph/nodes/2/id", "expected an integer, got string"},
         {"unknown_layer.strata", "/graph/nodes/3/type", "unknown layer type 'Conv3D'"},
@@ -683,6 +684,36 @@ void TestProjectFile::examplesLoadAndAnalyze() {
     QCOMPARE(*ba.shapeOf(bn.graph.topologicalOrder().back()), (Shape{10}));
     QCOMPARE(bn.training.epochs, 10);
     QCOMPARE(bn.dataset.normalization, NormalizationMode::Standardize);
+}
+
+// Issue 34: the project id travels with the file (format 2); a format 1 file reads without one; a bad id is
+// refused at /id with what to do; every new id differs.
+void TestProjectFile::projectIdRoundTrips() {
+    Project p = richProject();
+    p.id = newProjectId();
+    QCOMPARE(p.id.size(), size_t(32));
+    QVERIFY(isValidProjectId(p.id));
+    QVERIFY(p.id != newProjectId());
+    const std::string path = m_tmp.filePath("with-id.strata").toStdString();
+    writeProject(p, path);
+    QVERIFY(contains(readText(path), "{\n  \"format_version\": 2,\n  \"id\": \"" + p.id + "\","));
+    const Project q = readProject(path);
+    QCOMPARE(q.id, p.id);
+    QVERIFY(q == p);
+    QVERIFY(!(q == richProject()));  // another id: another project
+
+    // Format 1: no id; written back as format 1, which older builds read (the workbench gives it an id when it
+    // saves it, and then it is format 2).
+    Project old = parseProject(R"({"format_version": 1, "name": "old"})");
+    QVERIFY(old.id.empty());
+    QCOMPARE(old.formatVersion, kProjectFormatVersion);
+    QVERIFY(!projectToJson(old).contains("id"));
+    QCOMPARE(projectToJson(old).at("format_version").get<int>(), 1);
+
+    CHECK_ERROR(expectError(std::string(R"({"format_version": 2, "id": "no spaces allowed"})")), "/id",
+                "is not a project id");
+    CHECK_ERROR(expectError(std::string(R"({"format_version": 2, "id": ""})")), "/id", "remove the line");
+    CHECK_ERROR(expectError(std::string(R"({"format_version": 2, "id": 7})")), "/id", "expected a string");
 }
 
 QTEST_APPLESS_MAIN(TestProjectFile)

@@ -400,6 +400,7 @@ private slots:
     void pruneCommandEndToEnd() {
         QTemporaryDir dir;
         Project p = smallCnn();
+        p.id = newProjectId();
         p.training.epochs = 1;
         p.training.checkpointDir = (dir.path() + "/dense").toStdString();
         {
@@ -419,6 +420,9 @@ private slots:
         // An ordinary project and checkpoint folder: the project reads, and its best checkpoint is pruned.
         const Project pruned = readProject(out + "/small_cnn-pruned.strata");
         QCOMPARE(pruned.training.epochs, 2);
+        // Another model, another project (issue 34): its runs are not the dense model's.
+        QVERIFY(isValidProjectId(pruned.id));
+        QVERIFY(pruned.id != p.id);
         const Checkpoint c = loadCheckpoint(out);
         QCOMPARE(c.epoch, 2);
         QVERIFY(std::abs(overallSparsity(weightSparsity(c.project.graph, c.weights)) - 0.6) < 1e-3);

@@ -6,6 +6,7 @@
 #   bench: also python3-pil and python3-numpy (tools/make_image_folder.py and the image benchmarks)
 #   test, ci: also the tests' PyPI packages in a venv (tools/setup-test-venv.sh)
 #   ci: test's, plus shellcheck, clang-format, clang-tidy and xz-utils (.ci/run's lint, style and GPU bundle steps)
+#       and gui-review's (.ci/run drives the real GUI with tools/gui-review.sh)
 set -euo pipefail
 
 packages=(
@@ -19,7 +20,7 @@ packages=(
 )
 case "${1:-build}" in
   test) packages+=(python3-onnx python3-venv) ;;
-  ci) packages+=(python3-onnx python3-venv shellcheck xz-utils clang-format clang-tidy) ;;
+  ci) packages+=(python3-onnx python3-venv shellcheck xz-utils clang-format clang-tidy xvfb xdotool imagemagick) ;;
   gui-review) packages+=(xvfb xdotool imagemagick) ;;
   fuzz) packages+=(clang libclang-rt-14-dev) ;;
   bench) packages+=(python3-pil python3-numpy python3-venv) ;;

@@ -218,7 +218,12 @@ void ChartPanel::rescaleToData() {
         target = any ? QCPRange(std::min(target.lower, v.lower), std::max(target.upper, v.upper)) : v;
         any = true;
     }
-    if (!anyKey) return;
+    if (!anyKey) {  // no data (cleared for another run or project): the empty chart's axes, not the last run's
+        m_plot->xAxis->setRange(0, 5);
+        m_plot->yAxis->setRange(m_fixedUpper > m_fixedLower ? QCPRange(m_fixedLower, m_fixedUpper) : QCPRange(0, 5));
+        if (m_hasRightAxis) m_plot->yAxis2->setRange(0, 5);
+        return;
+    }
     m_plot->xAxis->setRange(keys.size() > 0 ? keys : QCPRange(keys.lower - 1, keys.upper + 1));
     if (m_fixedUpper > m_fixedLower)
         m_plot->yAxis->setRange(m_fixedLower, m_fixedUpper);

@@ -28,8 +28,9 @@
 #include "core/train/Checkpoint.h"
 #include "core/train/RunFolder.h"
 #include "ui/FieldError.h"
+#include "ui/RunPicker.h"
 #include "ui/base/ProjectDocument.h"
-#include "ui/base/RunHistory.h"
+#include "ui/base/ProjectRuns.h"
 
 namespace strata::ui {
 
@@ -56,10 +57,12 @@ ExportDialog::ExportDialog(ProjectDocument* doc, QWidget* parent) : QDialog(pare
     m_watcher = new QFutureWatcher<ExportOutcome>(this);
     connect(m_watcher, &QFutureWatcherBase::finished, this, [this] {
         setBusy(false);
-        showOutcome(m_watcher->result());
+        // An export started for the previous project finishes (its file is written) but is not shown as this one's.
+        if (m_exportGeneration == m_generation) showOutcome(m_watcher->result());
     });
     buildUi();
     updateOptions();
+    connect(m_doc, &ProjectDocument::identityChanged, this, &ExportDialog::projectChanged);
 }
 
 ExportDialog::~ExportDialog() { m_watcher->waitForFinished(); }
@@ -69,26 +72,30 @@ void ExportDialog::buildUi() {
     auto* form = new QFormLayout;
     form->setFieldGrowthPolicy(QFormLayout::ExpandingFieldsGrow);
 
+    // Which of the project's runs (RunPicker), or another checkpoint or model file; the path below, and a note
+    // naming what it is.
     auto* sourceRow = new QWidget(this);
     auto* sourceLayout = new QHBoxLayout(sourceRow);
     sourceLayout->setContentsMargins(0, 0, 0, 0);
-    m_source = new QLineEdit(sourceRow);
+    m_runPicker = new RunPicker(m_doc, true, sourceRow);
+    m_runPicker->setObjectName(QStringLiteral("exportRunPicker"));
+    m_source = new QLineEdit(this);
     m_source->setObjectName(QStringLiteral("exportSource"));
     m_source->setPlaceholderText(tr("checkpoint file or folder"));
-    auto* projectButton = new QToolButton(sourceRow);
-    projectButton->setText(tr("Project"));
-    projectButton->setToolTip(
-        tr("The best (else latest) checkpoint of the project's checkpoint folder, or of "
-           "its latest run's folder"));
     auto* fileButton = new QToolButton(sourceRow);
     fileButton->setText(tr("File..."));
     auto* folderButton = new QToolButton(sourceRow);
     folderButton->setText(tr("Folder..."));
-    sourceLayout->addWidget(m_source, 1);
-    sourceLayout->addWidget(projectButton);
+    sourceLayout->addWidget(m_runPicker, 1);
     sourceLayout->addWidget(fileButton);
     sourceLayout->addWidget(folderButton);
-    connect(projectButton, &QToolButton::clicked, this, &ExportDialog::useProjectCheckpoint);
+    connect(m_runPicker, &RunPicker::runChosen, this, [this] {
+        if (m_sourceFromProject || !m_runPicker->otherSelected()) useProjectCheckpoint(false);
+    });
+    connect(m_runPicker, &RunPicker::otherChosen, this, [this] {
+        m_sourceFromProject = false;
+        m_sourceNote->setText(tr("Type a checkpoint file or folder, or pick one with File... or Folder..."));
+    });
     connect(fileButton, &QToolButton::clicked, this, [this] {
         const QString f = QFileDialog::getOpenFileName(this, tr("Checkpoint or model file"), m_source->text(),
                                                        tr("Checkpoints and exports (*.safetensors *.gguf *.onnx);;"
@@ -105,7 +112,9 @@ void ExportDialog::buildUi() {
     sourceBoxLayout->setContentsMargins(0, 0, 0, 0);
     sourceBoxLayout->setSpacing(2);
     sourceRow->setParent(sourceBox);
+    m_source->setParent(sourceBox);
     sourceBoxLayout->addWidget(sourceRow);
+    sourceBoxLayout->addWidget(m_source);
     m_sourceNote = new QLabel(sourceBox);
     m_sourceNote->setWordWrap(true);
     m_sourceNote->setObjectName(QStringLiteral("exportSourceNote"));
@@ -148,7 +157,11 @@ void ExportDialog::buildUi() {
     outLayout->addWidget(m_output, 1);
     outLayout->addWidget(browse);
     connect(m_output, &QLineEdit::textEdited, this, [this] { m_outputEdited = true; });
-    connect(m_source, &QLineEdit::textEdited, this, [this] { m_sourceFromProject = false; });
+    connect(m_source, &QLineEdit::textEdited, this, [this] {
+        m_sourceFromProject = false;
+        m_runPicker->chooseOther();
+        m_sourceNote->clear();
+    });
     connect(browse, &QToolButton::clicked, this, [this] {
         const QString f = QFileDialog::getSaveFileName(this, tr("Export to"), outputPath());
         if (!f.isEmpty()) setOutputPath(f);
@@ -242,49 +255,52 @@ bool ExportDialog::checkFields() {
 }
 
 QString ExportDialog::projectCheckpoint(const ProjectDocument* doc, QString* error) {
-    const std::string& dir = doc->project().training.checkpointDir;
-    std::string folder;
-    if (!dir.empty()) {
-        folder = resolveDatasetPath(doc->filePath().toStdString(), dir);
-    } else {
-        // No configured folder: the latest run's own folder (RunFolder.h), this session's or one found beside
-        // the project.
-        folder = doc->lastRunFolder().toStdString();
-        if (folder.empty() || !QFileInfo(q(folder)).isDir())
-            folder = latestRunFolder(doc->filePath().toStdString(), doc->project().name,
-                                     RunHistory::defaultDataDir().toStdString());
-        if (folder.empty()) {
-            *error =
-                tr("No run of this project has kept weights yet: train it first, or pick a checkpoint file "
-                   "or folder.");
-            return {};
-        }
-    }
-    try {
-        const std::string file = resolveCheckpointPath(folder);
-        if (!QFileInfo::exists(q(file))) {
-            *error = tr("No checkpoint yet in %1: train the project first.").arg(q(folder));
-            return {};
-        }
-        return q(file);
-    } catch (const std::exception& e) {
-        *error = tr("No checkpoint yet in %1: %2").arg(q(folder), q(e.what()));
-        return {};
-    }
+    const std::optional<ProjectRun> run = latestUsableRun(projectRuns(*doc), *doc, error);
+    return run ? run->checkpoint : QString();
 }
 
-void ExportDialog::useProjectCheckpoint() {
-    QString error;
-    const QString file = projectCheckpoint(m_doc, &error);
-    m_source->setText(file);
+void ExportDialog::useProjectCheckpoint(bool newest) {
+    if (newest) m_runPicker->refresh(true);
+    const std::optional<ProjectRun> run = m_runPicker->chosen();
+    m_source->setText(run ? run->checkpoint : QString());
     m_sourceFromProject = true;
-    m_sourceNote->setText(file.isEmpty() ? error : tr("The project's best (else latest) checkpoint."));
+    m_sourceRun = run ? run->id : -1;
+    if (!run)
+        m_sourceNote->setText(m_runPicker->whyNone());
+    else if (run->id == 0)
+        m_sourceNote->setText(tr("The project's checkpoint folder: %1.").arg(QFileInfo(run->checkpoint).fileName()));
+    else
+        m_sourceNote->setText(tr("Run %1 of %2: its %3 in %4.")
+                                  .arg(run->id)
+                                  .arg(m_doc->displayName(), QFileInfo(run->checkpoint).fileName(),
+                                       QDir::toNativeSeparators(run->folder)));
     if (!m_outputEdited) m_output->setText(defaultOutputPath());
+}
+
+void ExportDialog::projectChanged() {
+    // Another project: nothing of the previous one stays (its run as source, its file name as output, the
+    // result of its last export).
+    ++m_generation;
+    m_outputEdited = false;
+    m_outcome = ExportOutcome{};
+    showError({});
+    m_result->clear();
+    m_method->clear();
+    m_tensors->clear();
+    useProjectCheckpoint(true);
+}
+
+QString ExportDialog::sourceRunText() const {
+    const std::optional<ProjectRun> run =
+        m_sourceFromProject ? runWithId(m_runPicker->runs(), m_sourceRun) : std::nullopt;
+    return run ? run->label() : QString();
 }
 
 void ExportDialog::setSource(const QString& path) {
     m_source->setText(path);
     m_sourceFromProject = false;
+    m_sourceRun = -1;
+    m_runPicker->chooseOther();
     m_sourceNote->setText(QFileInfo(path).isDir() ? tr("A folder: its best (else latest) checkpoint.") : QString());
 }
 
@@ -361,7 +377,7 @@ void ExportDialog::updateOptions() {
 }
 
 void ExportDialog::showEvent(QShowEvent* event) {
-    if (m_source->text().isEmpty() || m_sourceFromProject) useProjectCheckpoint();
+    if (m_source->text().isEmpty() || m_sourceFromProject) useProjectCheckpoint(false);
     if (!m_outputEdited) m_output->setText(defaultOutputPath());
     QDialog::showEvent(event);
 }
@@ -419,6 +435,7 @@ void ExportDialog::startExport() {
         return;
     }
     setBusy(true);
+    m_exportGeneration = m_generation;
     m_watcher->setFuture(QtConcurrent::run([job] { return runExport(job); }));
 }
 
@@ -518,6 +535,10 @@ void ExportDialog::showOutcome(const ExportOutcome& o) {
 }
 
 QString ExportDialog::errorText() const { return m_error->text(); }
+
+QString ExportDialog::sourceText() const { return m_source->text(); }
+
+QString ExportDialog::sourceNoteText() const { return m_sourceNote->text(); }
 
 QString ExportDialog::resultText() const { return m_result->text(); }
 

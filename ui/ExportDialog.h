@@ -1,5 +1,7 @@
-// ExportDialog: File > Export Model. Writes the project's best (else latest)
-// checkpoint, or a checkpoint file or folder picked by the user, as ONNX,
+// ExportDialog: File > Export Model. Writes the best (else latest) checkpoint
+// of one of the project's runs (the newest with weights unless another is
+// picked: RunPicker; the note under it names the run), or a checkpoint file
+// or folder picked by the user, as ONNX,
 // GGUF or safetensors, then checks the written file (core/infer/ExportCheck):
 // loads it back, runs it and the live model on validation samples on the CPU
 // and shows the file size, the tensors as stored (and which fell back from
@@ -25,6 +27,7 @@ class QSpinBox;
 namespace strata::ui {
 
 class ProjectDocument;
+class RunPicker;
 
 // One export as the worker runs it.
 struct ExportJob {
@@ -52,14 +55,20 @@ public:
     explicit ExportDialog(ProjectDocument* doc, QWidget* parent = nullptr);
     ~ExportDialog() override;
 
-    // The checkpoint file of the project's checkpoint folder (best, else latest); empty with `error` set
-    // when the project has no folder or the folder holds no checkpoint.
+    // The checkpoint file of the project's newest run with weights (ProjectRuns.h); empty with `error` set
+    // when no run of the project kept any.
     static QString projectCheckpoint(const ProjectDocument* doc, QString* error);
     // The worker task (public for tests): never throws.
     static ExportOutcome runExport(const ExportJob& job);
 
-    // Re-reads the project's checkpoint into the source field (also done when the dialog is shown).
-    void useProjectCheckpoint();
+    // The picked run's checkpoint as the source (newest: the project's newest run with weights, the runs listed
+    // again); also when the dialog is shown.
+    void useProjectCheckpoint(bool newest = true);
+    RunPicker* runPicker() const { return m_runPicker; }
+    // The run the source is ("run 12, 2026-12-04 13:05, 3 epochs, ..."); empty when the source is another file.
+    QString sourceRunText() const;
+    QString sourceText() const;
+    QString sourceNoteText() const;
     void setSource(const QString& path);
     void setFormat(ExportFormat format);
     void setPrecision(ExportPrecision precision);
@@ -96,6 +105,8 @@ protected:
 private:
     void buildUi();
     void updateOptions();
+    // Another project was opened (or saved as a copy): its runs, its name, no result of the previous one.
+    void projectChanged();
     // An edit: the last attempt's error goes, and the numbers are checked again.
     void fieldsEdited();
     // Whether the opset (for ONNX) and the sample count are in range; if not, the line under each says why.
@@ -105,6 +116,7 @@ private:
     void setBusy(bool busy);
 
     ProjectDocument* m_doc;
+    RunPicker* m_runPicker = nullptr;
     QLineEdit* m_source = nullptr;
     QLabel* m_sourceNote = nullptr;
     QComboBox* m_format = nullptr;
@@ -120,7 +132,9 @@ private:
     QLabel* m_method = nullptr;
     QPlainTextEdit* m_tensors = nullptr;
     bool m_outputEdited = false;
-    bool m_sourceFromProject = false;  // the source is the project's checkpoint: refreshed on show
+    bool m_sourceFromProject = false;                  // the source is the project's checkpoint: refreshed on show
+    qint64 m_sourceRun = -1;                           // which run of the project it is (0: its checkpoint folder)
+    quint64 m_generation = 0, m_exportGeneration = 0;  // another project bumps m_generation
     ExportOutcome m_outcome;
     QFutureWatcher<ExportOutcome>* m_watcher = nullptr;
 };

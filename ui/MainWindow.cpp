@@ -8,6 +8,7 @@
 #include <QDialog>
 #include <QDialogButtonBox>
 #include <QDockWidget>
+#include <QEventLoop>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QLabel>
@@ -15,6 +16,7 @@
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QMimeData>
+#include <QPushButton>
 #include <QScrollArea>
 #include <QSettings>
 #include <QStatusBar>
@@ -161,6 +163,7 @@ void MainWindow::createDocks() {
     // The Runs view: its selection overlays curves in the dashboard's charts.
     m_runs = new RunsPanel(this);
     m_runs->setDashboard(m_dashboard);
+    m_runs->setDocument(m_doc);  // the open project's runs; its overlays go when another opens
     QDockWidget* runsDock = dock(tr("Runs"), QStringLiteral("runsDock"), m_runs, Qt::BottomDockWidgetArea);
     tabifyDockWidget(optimizeDock, runsDock);
     connect(m_dashboard, &TrainingDashboard::trainingStarted, m_runs, &RunsPanel::clearOverlay);
@@ -173,8 +176,11 @@ void MainWindow::createDocks() {
     tabifyDockWidget(datasetDock, settingsDock);
     connect(m_sweep, &SweepPanel::sweepFinished, m_runs, &RunsPanel::reload);
     connect(m_doc, &ProjectDocument::projectReset, m_sweep, [this] { m_sweep->loadResults(); });
-    connect(m_runs, &RunsPanel::openProjectRequested, this,
-            [this](const strata::Project& project, const QString&) { newProject(project); });
+    // A run's project opens as a new, unsaved project of its own: its runs would otherwise be the run's project's.
+    connect(m_runs, &RunsPanel::openProjectRequested, this, [this](strata::Project project, const QString&) {
+        project.id.clear();
+        newProject(project);
+    });
     connect(m_optimize, &OptimizePanel::exportRequested, this, [this](const QString& checkpoint, bool int8) {
         showExportDialog();
         m_exportDialog->setSource(checkpoint);
@@ -542,7 +548,38 @@ void MainWindow::setGraphLocked(bool locked) {
     m_redoAct->setEnabled(!locked && m_doc->undoStack()->canRedo());
 }
 
+bool MainWindow::maybeStopRun(const QString& action) {
+    if (m_stoppingRun) return false;  // already waiting for the run to stop
+    if (!m_dashboard || !m_dashboard->isRunning()) return true;
+    QMessageBox box(QMessageBox::Question, tr("Training is running"),
+                    tr("A training run of %1 is active. Stop it before %2?\n\nThe run keeps the weights it has and "
+                       "is recorded as stopped, with the epochs it finished and its curves.")
+                        .arg(m_doc->displayName(), action),
+                    QMessageBox::NoButton, this);
+    box.setObjectName(QStringLiteral("activeRunPrompt"));
+    QPushButton* stop = box.addButton(tr("Stop and keep weights"), QMessageBox::AcceptRole);
+    stop->setObjectName(QStringLiteral("stopRunButton"));
+    box.addButton(QMessageBox::Cancel);
+    box.setDefaultButton(stop);
+    box.exec();
+    if (box.clickedButton() != stop) return false;
+    if (!m_dashboard->isRunning()) return true;  // it ended while the question was open
+    // The run ends on the engine thread (a checkpoint of the weights it had, then its last events): wait for it,
+    // so the history records it as stopped with what it did, not as interrupted by a vanished workbench.
+    m_stoppingRun = true;
+    setEnabled(false);
+    statusBar()->showMessage(tr("Stopping the run and keeping its weights..."));
+    QEventLoop wait;
+    connect(m_dashboard, &TrainingDashboard::trainingFinished, &wait, &QEventLoop::quit);
+    m_dashboard->stopTraining();
+    if (m_dashboard->isRunning()) wait.exec();
+    setEnabled(true);
+    m_stoppingRun = false;
+    return true;
+}
+
 void MainWindow::newProject(const strata::Project& project) {
+    if (!maybeStopRun(tr("starting a new project"))) return;
     if (!maybeSave()) return;
     m_doc->newProject(project);
     m_view->showReadable();
@@ -551,6 +588,7 @@ void MainWindow::newProject(const strata::Project& project) {
 bool MainWindow::newFromTemplate(const QString& templateId) {
     for (const ProjectTemplate& t : projectTemplates()) {
         if (t.id != templateId) continue;
+        if (!maybeStopRun(tr("starting a new project"))) return false;
         if (!maybeSave()) return false;
         m_doc->newProject(t.make());
         m_view->showReadable();
@@ -589,6 +627,7 @@ void MainWindow::showTemplateDialog() {
 }
 
 void MainWindow::open() {
+    if (!maybeStopRun(tr("opening another project"))) return;
     if (!maybeSave()) return;
     const QString dir = m_doc->filePath().isEmpty() ? QString() : QFileInfo(m_doc->filePath()).absolutePath();
     const QString path = QFileDialog::getOpenFileName(this, tr("Open project"), dir, tr(kFileFilter));
@@ -596,6 +635,7 @@ void MainWindow::open() {
 }
 
 bool MainWindow::openFile(const QString& path) {
+    if (!maybeStopRun(tr("opening another project"))) return false;
     if (!maybeSave()) return false;
     saveLayout();  // the project being left keeps its dock layout
     QString error;
@@ -607,7 +647,6 @@ bool MainWindow::openFile(const QString& path) {
     // The dock layout the project had when it was last closed.
     if (const QByteArray state = QSettings().value(layoutKey(m_doc->filePath())).toByteArray(); !state.isEmpty())
         restoreState(state);
-    m_dashboard->showLastRunOf(m_doc->filePath());  // where the project stood when last trained
     m_view->showReadable();
     statusBar()->showMessage(tr("Opened %1").arg(m_doc->filePath()), 5000);
     return true;
@@ -629,13 +668,29 @@ bool MainWindow::saveAsDialog() {
 }
 
 bool MainWindow::saveAs(const QString& path) {
+    const QString oldPath = m_doc->filePath(), oldId = m_doc->projectId();
+    // Save As of a saved project writes a copy with an id of its own (ProjectDocument::save); the active run
+    // belongs to the project it started with, so the copy waits until it ends.
+    if (m_dashboard && m_dashboard->isRunning() && !oldPath.isEmpty() &&
+        QFileInfo(path).absoluteFilePath() != oldPath) {
+        reportError(tr("Cannot save a copy now"),
+                    tr("A run of %1 is active: Save As would write a copy of its own, which the run does not belong "
+                       "to. Stop the run first, or use Save.")
+                        .arg(m_doc->displayName()));
+        return false;
+    }
     QString error;
     if (!m_doc->save(path, &error)) {
         reportError(tr("Cannot save project"), tr("Cannot save %1:\n%2").arg(path, error));
         return false;
     }
     addRecentFile(m_doc->filePath());
-    statusBar()->showMessage(tr("Saved %1").arg(m_doc->filePath()), 5000);
+    if (!oldPath.isEmpty() && oldPath != m_doc->filePath() && oldId != m_doc->projectId())
+        statusBar()->showMessage(tr("Saved a copy as %1: a project of its own; the runs so far stay with %2")
+                                     .arg(m_doc->filePath(), oldPath),
+                                 15000);
+    else
+        statusBar()->showMessage(tr("Saved %1").arg(m_doc->filePath()), 5000);
     return true;
 }
 
@@ -709,14 +764,14 @@ void MainWindow::showNode(int id) {
 
 void MainWindow::showExportDialog() {
     if (!m_exportDialog) m_exportDialog = new ExportDialog(m_doc, this);
-    m_exportDialog->useProjectCheckpoint();
+    m_exportDialog->useProjectCheckpoint(false);  // the run picked (by default the newest with weights)
     m_exportDialog->show();
     m_exportDialog->raise();
     m_exportDialog->activateWindow();
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {
-    if (maybeSave()) {
+    if (maybeStopRun(tr("closing the window")) && maybeSave()) {
         saveLayout();
         event->accept();
     } else {

@@ -80,6 +80,10 @@ public:
     bool saveAs(const QString& path);
     // Asks Save/Discard/Cancel when there are unsaved edits; true when it is fine to go on.
     bool maybeSave();
+    // While a run is active, asks (a QMessageBox "activeRunPrompt": "Stop and keep weights" / Cancel) before
+    // `action` ("closing the window", "opening another project"); on Stop, waits until the run has ended and is
+    // recorded as stopped with its epochs and curves. True when no run is active or it was stopped.
+    bool maybeStopRun(const QString& action);
 
     QStringList recentFiles() const;
     // The last error shown to the user (load/save failures), for tests and the status bar.
@@ -182,6 +186,7 @@ private:
 
     bool m_docksFitted = false;
     QString m_lastError;
+    bool m_stoppingRun = false;  // maybeStopRun is waiting for the run to end
     std::function<SaveChoice(const QString&)> m_savePrompt;
     std::function<void(const QString&, const QString&)> m_reportError;
     std::function<QString()> m_saveAsPrompt;

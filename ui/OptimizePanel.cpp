@@ -26,6 +26,7 @@
 
 #include "ui/ExportDialog.h"
 #include "ui/FieldError.h"
+#include "ui/RunPicker.h"
 #include "ui/base/OptimizeWorker.h"
 #include "ui/base/ProjectDocument.h"
 
@@ -101,14 +102,24 @@ OptimizePanel::OptimizePanel(ProjectDocument* doc, QWidget* parent) : QWidget(pa
     m_worker = new OptimizeWorker;
     m_worker->moveToThread(m_thread);
     connect(m_thread, &QThread::finished, m_worker, &QObject::deleteLater);
+    // A study of a project that is no longer open (m_studyGeneration behind) reports to nobody.
     connect(m_worker, &OptimizeWorker::progress, this, [this](const QString& stage, double fraction) {
+        if (m_studyGeneration != m_generation) return;
         m_status->setText(stage);
         m_progress->setValue(int(std::lround(fraction * 1000)));
     });
-    connect(m_worker, &OptimizeWorker::variantMeasured, this, &OptimizePanel::addVariant);
-    connect(m_worker, &OptimizeWorker::logMessage, this, [this](const QString& line) { m_log->appendPlainText(line); });
+    connect(m_worker, &OptimizeWorker::variantMeasured, this, [this](const CompressionVariant& v) {
+        if (m_studyGeneration == m_generation) addVariant(v);
+    });
+    connect(m_worker, &OptimizeWorker::logMessage, this, [this](const QString& line) {
+        if (m_studyGeneration == m_generation) m_log->appendPlainText(line);
+    });
     connect(m_worker, &OptimizeWorker::finished, this, [this](bool ok, bool stopped, const QString& error) {
         setBusy(false);
+        if (m_studyGeneration != m_generation) {
+            showReadyText();
+            return;
+        }
         m_progress->setValue(ok && !stopped ? 1000 : m_progress->value());
         m_status->setText(!ok       ? tr("Failed.")
                           : stopped ? tr("Stopped; the variants measured so far are shown.")
@@ -118,6 +129,36 @@ OptimizePanel::OptimizePanel(ProjectDocument* doc, QWidget* parent) : QWidget(pa
     });
     m_thread->start();
     buildUi();
+    updateButtons();
+    showReadyText();
+    connect(m_doc, &ProjectDocument::identityChanged, this, &OptimizePanel::projectChanged);
+}
+
+void OptimizePanel::showReadyText() {
+    const std::optional<ProjectRun> run = m_runPicker->chosen();
+    if (!run) {
+        m_status->setText(tr("Nothing to start from yet: %1").arg(m_runPicker->whyNone()));
+        return;
+    }
+    m_status->setText(tr("Pick targets and press Optimize: it starts from %1, and the variants go to %2.")
+                          .arg(run->id == 0 ? tr("the project's checkpoint folder") : run->label(),
+                               QDir::toNativeSeparators(outputFolder())));
+}
+
+void OptimizePanel::projectChanged() {
+    // Another project: the previous one's study stops (the variants it measured stay in that run's folder) and
+    // none of its results stay on screen.
+    if (m_worker->isRunning()) m_worker->stop();
+    ++m_generation;
+    m_variants.clear();
+    m_table->setRowCount(0);
+    m_layers->setRowCount(0);
+    m_log->clear();
+    m_note->clear();
+    showError({});
+    redrawCharts();
+    m_progress->setValue(0);
+    showReadyText();
     updateButtons();
 }
 
@@ -209,9 +250,21 @@ void OptimizePanel::buildUi() {
     row2->addWidget(m_stop, 0, Qt::AlignTop);
     row2->addWidget(m_progress, 1, Qt::AlignVCenter);
     l->addLayout(row2);
-    m_status = new QLabel(tr("Pick targets and press Optimize: it starts from the project's best checkpoint."), left);
+    // Which run the study starts from: the project's newest with weights unless another is picked; its variants
+    // go into that run's folder.
+    auto* row3 = new QHBoxLayout;
+    row3->addWidget(new QLabel(tr("Start from:"), left));
+    m_runPicker = new RunPicker(m_doc, false, left);
+    m_runPicker->setObjectName(QStringLiteral("optimizeRunPicker"));
+    row3->addWidget(m_runPicker, 1);
+    l->addLayout(row3);
+    m_status = new QLabel(left);
+    m_status->setObjectName(QStringLiteral("optimizeStatus"));
     m_status->setWordWrap(true);
     l->addWidget(m_status);
+    connect(m_runPicker, &RunPicker::runChosen, this, [this] {
+        if (!isBusy()) showReadyText();
+    });
     m_error = new QLabel(left);
     m_error->setWordWrap(true);
     m_error->setTextInteractionFlags(Qt::TextSelectableByMouse);
@@ -347,10 +400,14 @@ bool OptimizePanel::parseSparsities(const QString& text, std::vector<double>* ou
 
 QString OptimizePanel::outputFolder() const {
     if (!m_outputOverride.isEmpty()) return m_outputOverride;
-    const std::string& dir = m_doc->project().training.checkpointDir;
-    if (dir.empty()) return {};
-    const QString folder = q(resolveDatasetPath(m_doc->filePath().toStdString(), dir));
-    return QDir::cleanPath(folder) + QStringLiteral("-optimized");
+    const std::optional<ProjectRun> run = m_runPicker->chosen();
+    if (!run) return {};
+    return QDir(QDir::cleanPath(run->folder)).filePath(QStringLiteral("optimized"));
+}
+
+QString OptimizePanel::sourceRunText() const {
+    const std::optional<ProjectRun> run = m_runPicker->chosen();
+    return run ? run->label() : QString();
 }
 
 bool OptimizePanel::buildRequest(CompressionRequest* request, QString* error) const {
@@ -358,14 +415,13 @@ bool OptimizePanel::buildRequest(CompressionRequest* request, QString* error) co
         *error = tr("A field above is not applied; the line under it says why.");
         return false;
     }
-    QString why;
-    const QString checkpoint = ExportDialog::projectCheckpoint(m_doc, &why);
-    if (checkpoint.isEmpty()) {
-        *error = why;
+    const std::optional<ProjectRun> run = m_runPicker->chosen();
+    if (!run) {
+        *error = m_runPicker->whyNone();
         return false;
     }
     CompressionRequest r;
-    r.checkpoint = checkpoint.toStdString();
+    r.checkpoint = run->checkpoint.toStdString();
     r.projectPath = m_doc->filePath().toStdString();
     r.outputDir = outputFolder().toStdString();
     if (m_sparse->isChecked() && !parseSparsities(m_sparsities->text(), &r.sparsities)) {
@@ -428,6 +484,7 @@ void OptimizePanel::optimize() {
     redrawCharts();
     m_progress->setValue(0);
     m_status->setText(tr("Starting: the variants go to %1").arg(q(request.outputDir)));
+    m_studyGeneration = m_generation;
     setBusy(true);
     QMetaObject::invokeMethod(m_worker, "start", Qt::QueuedConnection, Q_ARG(strata::CompressionRequest, request));
 }

@@ -4,7 +4,9 @@
 // each variant appears as it is measured: a table (accuracy and its change, non-zero parameters, the ONNX
 // file as written and compressed, forward time at batch 1 and 256 and the speed-up over the original), two
 // QCustomPlot charts of accuracy against compressed size and against batch-256 time, and the layer-by-layer
-// sparsity of the selected variant. The selected variant can be exported (the Export dialog, its checkpoint
+// sparsity of the selected variant. The study starts from one of the project's runs (RunPicker: the newest with
+// weights unless another is picked) and writes its variants into that run's folder, <run folder>/optimized.
+// The selected variant can be exported (the Export dialog, its checkpoint
 // as source; int8 preset for an int8 variant) or opened as a project (pruned variants).
 #pragma once
 
@@ -30,6 +32,7 @@ namespace strata::ui {
 
 class OptimizeWorker;
 class ProjectDocument;
+class RunPicker;
 
 class OptimizePanel : public QWidget {
     Q_OBJECT
@@ -43,8 +46,8 @@ public:
     static constexpr int kMaxMeasureSamples = 100000000;
     // Shows under each field why its content is not applied (cleared when it is); true when all are.
     bool checkFields() const;
-    // The request the controls describe for the project's best checkpoint; false with `error` set when the
-    // project has no checkpoint yet or a field is refused (checkFields).
+    // The request the controls describe for the picked run's best checkpoint; false with `error` set when no
+    // run of the project has weights or a field is refused (checkFields).
     bool buildRequest(CompressionRequest* request, QString* error) const;
     // Parses "50, 80 90%" into fractions; false on anything else.
     static bool parseSparsities(const QString& text, std::vector<double>* out);
@@ -68,8 +71,11 @@ public:
     QSpinBox* samplesSpin() const { return m_samples; }
     QPushButton* exportButton() const { return m_export; }
     QPushButton* openButton() const { return m_open; }
-    // Where the variants go: "<checkpoint folder>-optimized" beside the project's checkpoint folder.
+    // Where the variants go: <the picked run's folder>/optimized (setOutputFolder: elsewhere); empty when no run.
     QString outputFolder() const;
+    RunPicker* runPicker() const { return m_runPicker; }
+    // The run the study starts from ("run 12, 2026-12-04 13:05, 3 epochs, ..."); empty when none.
+    QString sourceRunText() const;
     void setOutputFolder(const QString& folder) { m_outputOverride = folder; }
     void setThreads(int threads) { m_threads = threads; }
     void selectVariant(int row);
@@ -92,8 +98,14 @@ private:
     void showLayers(int row);
     void updateButtons();
     void showError(const QString& text);
+    // The status line before a study: which run it starts from and where the variants go.
+    void showReadyText();
+    // Another project: the study stops, and none of the previous project's results stay.
+    void projectChanged();
 
     ProjectDocument* m_doc;
+    RunPicker* m_runPicker = nullptr;
+    quint64 m_generation = 0, m_studyGeneration = 0;
     QThread* m_thread = nullptr;
     OptimizeWorker* m_worker = nullptr;
     QVector<CompressionVariant> m_variants;

@@ -36,6 +36,7 @@
 #include "core/infer/Predict.h"
 #include "ui/ExportDialog.h"
 #include "ui/FieldError.h"
+#include "ui/RunPicker.h"
 #include "ui/base/ProjectDocument.h"
 
 namespace strata::ui {
@@ -151,6 +152,7 @@ QString attentionStrip(const Model& model, const float* ids, const std::vector<s
 // The loaded model and data; used by one worker job at a time.
 struct PredictSession {
     QString source;
+    QString runLabel;  // the project's run it came from ("run 12, ..."); empty: a file the user opened
     ExportModel model;
     std::unique_ptr<Backend> backend;
     std::unique_ptr<Model> compiled;
@@ -184,6 +186,8 @@ PredictPanel::PredictPanel(ProjectDocument* doc, QWidget* parent) : QWidget(pare
     connect(m_watcher, &QFutureWatcherBase::finished, this, &PredictPanel::finishJob);
     buildUi();
     setBusy(false);
+    connect(m_doc, &ProjectDocument::identityChanged, this, &PredictPanel::projectChanged);
+    showNoModel();
 }
 
 PredictPanel::~PredictPanel() {
@@ -195,18 +199,26 @@ void PredictPanel::buildUi() {
     auto* layout = new QVBoxLayout(this);
     auto* top = new QHBoxLayout;
     m_source = new QLabel(tr("No model loaded."), this);
+    m_source->setObjectName(QStringLiteral("predictSource"));
     m_source->setWordWrap(true);
-    m_loadProject = new QPushButton(tr("Load project checkpoint"), this);
-    m_loadProject->setToolTip(
-        tr("The best (else latest) checkpoint of the project's checkpoint folder, or of "
-           "its latest run's folder"));
+    // Which of the project's runs "Load run" loads (the newest with weights unless another is picked).
+    m_runPicker = new RunPicker(m_doc, false, this);
+    m_runPicker->setObjectName(QStringLiteral("predictRunPicker"));
+    m_runPicker->setMinimumContentsLength(44);  // the run's date, epochs and accuracy stay readable
+    m_loadProject = new QPushButton(tr("Load run"), this);
+    m_loadProject->setObjectName(QStringLiteral("predictLoadRun"));
+    m_loadProject->setToolTip(tr("Load the best (else latest) checkpoint of the run picked beside it"));
     m_openModel = new QPushButton(tr("Open model file..."), this);
     m_openModel->setToolTip(tr("A checkpoint, or a .safetensors, .gguf or .onnx export written by Strata"));
     top->addWidget(m_source, 1);
+    top->addWidget(m_runPicker);
     top->addWidget(m_loadProject);
     top->addWidget(m_openModel);
     layout->addLayout(top);
     connect(m_loadProject, &QPushButton::clicked, this, [this] { loadModel(); });
+    connect(m_runPicker, &RunPicker::runChosen, this, [this] {
+        if (!m_session && !isBusy()) showNoModel();
+    });
     connect(m_openModel, &QPushButton::clicked, this, [this] {
         const QString f = QFileDialog::getOpenFileName(this, tr("Model file"), QString(),
                                                        tr("Models (*.safetensors *.gguf *.onnx);;All files (*)"));
@@ -443,6 +455,7 @@ void PredictPanel::setBusy(bool busy) {
 void PredictPanel::start(std::function<JobResult()> job) {
     auto result = std::make_shared<JobResult>();
     m_result = result;
+    m_jobGeneration = m_generation;
     setBusy(true);
     m_watcher->setFuture(QtConcurrent::run([job = std::move(job), result] {
         try {
@@ -460,21 +473,24 @@ void PredictPanel::loadModel(const QString& path) {
     showError({});
     QString source = path;
     m_fromProject = path.isEmpty();
+    m_loadingRun.clear();
     if (m_fromProject) {
-        QString error;
-        source = ExportDialog::projectCheckpoint(m_doc, &error);
-        if (source.isEmpty()) {
-            showError(error);
+        const std::optional<ProjectRun> run = m_runPicker->chosen();
+        if (!run) {
+            showError(m_runPicker->whyNone());
             emit modelLoaded(false);
             return;
         }
+        source = run->checkpoint;
+        m_loadingRun = run->id == 0 ? tr("the project's checkpoint folder") : run->label();
     }
     const QString projectPath = m_doc->filePath();
     m_status->setText(tr("Loading %1...").arg(QFileInfo(source).fileName()));
-    start([source, projectPath] {
+    start([source, projectPath, runLabel = m_loadingRun] {
         JobResult r;
         r.kind = JobResult::Load;
         auto s = std::make_shared<PredictSession>();
+        s->runLabel = runLabel;
         std::string file = source.toStdString();
         try {
             if (QFileInfo(source).isDir()) file = resolveCheckpointPath(file);
@@ -728,10 +744,11 @@ void PredictPanel::runConfusionMatrix() {
 }
 
 void PredictPanel::projectTrained() {
-    // The project's weights (the latest run's, ExportDialog::projectCheckpoint) are what the dock offers by
+    // The project's weights (its newest run with weights, or the run picked) are what the dock offers by
     // default: loaded after a run when nothing else is loaded, reloaded when they were showing, and tried
     // again when loading them failed (the error they left is gone once a run has kept weights).
     // A hidden dock loads them when it is first shown (no work for a dock nobody looks at).
+    m_runPicker->refresh();
     if (isBusy()) return;
     if (m_session && m_fromProject)
         loadModel();
@@ -740,6 +757,59 @@ void PredictPanel::projectTrained() {
     else if (!m_session)
         m_loadWhenShown = true;
 }
+
+void PredictPanel::projectChanged() {
+    // Another project (opened, new, or saved as a copy): nothing of the previous one stays: its model, its
+    // predictions and confusion matrix, a load or evaluation still running.
+    ++m_generation;
+    if (m_cancel) *m_cancel = true;
+    m_session.reset();
+    m_fromProject = false;
+    m_loadWhenShown = false;
+    m_pendingIndex = -1;
+    m_textPending = false;
+    m_cellIndices.clear();
+    m_confusionPredicted.clear();
+    m_cellSamples->clear();
+    m_cellTitle->clear();
+    m_thumbs->clear();
+    m_text->blockSignals(true);
+    m_text->clear();
+    m_text->blockSignals(false);
+    m_tokens->clear();
+    m_attention->clear();
+    m_attention->hide();
+    m_probabilities.clear();
+    m_predicted = -1;
+    m_predictionText.clear();
+    m_probTable->setRowCount(0);
+    m_predictedLabel->clear();
+    m_inputView->clear();
+    m_confusion = ConfusionMatrix{};
+    m_confusionTable->clear();
+    m_confusionTable->setRowCount(0);
+    m_confusionTable->setColumnCount(0);
+    m_accuracy->clear();
+    m_progress->setValue(0);
+    m_status->clear();
+    showError({});
+    setFieldError(m_index, QString());
+    setBusy(isBusy());
+    showNoModel();
+}
+
+void PredictPanel::showNoModel() {
+    m_source->setToolTip(QString());
+    const std::optional<ProjectRun> run = m_runPicker->chosen();
+    if (!run)  // the picker says there is no run; Load run says what to do
+        m_source->setText(tr("No model loaded."));
+    else
+        m_source->setText(
+            tr("No model loaded: \"Load run\" loads %1.")
+                .arg(run->id == 0 ? tr("the project's checkpoint folder") : run->label().toHtmlEscaped()));
+}
+
+QString PredictPanel::modelRunText() const { return m_session ? m_session->runLabel : QString(); }
 
 void PredictPanel::showEvent(QShowEvent* event) {
     QWidget::showEvent(event);
@@ -753,7 +823,7 @@ void PredictPanel::finishJob() {
     const std::shared_ptr<JobResult> r = m_result;
     m_result.reset();
     m_status->clear();
-    if (!r) {
+    if (!r || m_jobGeneration != m_generation) {  // none, or the previous project's
         setBusy(false);
         return;
     }
@@ -809,6 +879,7 @@ void PredictPanel::showModel() {
              : tr("<b>%1</b> (%2)").arg(QFileInfo(s.source).fileName().toHtmlEscaped(), name.toHtmlEscaped())) +
         tr(": input %1, %2 classes").arg(q(s.inputShape.toString())).arg(s.classes);
     if (s.samples.count > 0) text += tr("; %1 %2 samples").arg(s.samples.count).arg(s.splitName);
+    if (!s.runLabel.isEmpty()) text = tr("From %1: %2").arg(s.runLabel.toHtmlEscaped(), text);
     m_source->setText(text);
     m_source->setToolTip(s.source);
     if (!s.dataError.isEmpty()) showError(s.dataError);

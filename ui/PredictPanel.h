@@ -1,5 +1,6 @@
-// PredictPanel: inference in the workbench. Loads a model (the project's best
-// checkpoint, or any checkpoint or export file) and the project's validation
+// PredictPanel: inference in the workbench. Loads a model (the best checkpoint
+// of one of the project's runs, picked in a RunPicker and named in the header,
+// or any checkpoint or export file) and the project's validation
 // split; shows, for a validation sample picked by index or thumbnail or for an
 // image file (PNG/PGM/PPM decoded by core, other formats by QImage, and fitted
 // to the model's input by core/data/ImageFile as `strata-train predict` does),
@@ -37,6 +38,7 @@ class QTableWidget;
 namespace strata::ui {
 
 class ProjectDocument;
+class RunPicker;
 struct PredictSession;
 
 class PredictPanel : public QWidget {
@@ -57,6 +59,11 @@ public:
     bool isBusy() const;
     bool hasModel() const;
     QString modelSource() const;  // the file the loaded model came from
+    // The project's run the loaded model came from ("run 12, 2026-12-04 13:05, 3 epochs, ..."); empty when none
+    // is loaded or it came from a file the user opened.
+    QString modelRunText() const;
+    RunPicker* runPicker() const { return m_runPicker; }
+    QPushButton* loadRunButton() const { return m_loadProject; }
     int classCount() const;
     qint64 validationCount() const;
     QStringList classNames() const;
@@ -86,7 +93,7 @@ public:
     QString attentionText() const;
 
 public slots:
-    // Loads a model file, or with an empty path the project's best checkpoint, plus the validation split.
+    // Loads a model file, or with an empty path the picked run's best checkpoint, plus the validation split.
     void loadModel(const QString& path = {});
     // Predicts validation sample `index` (0-based).
     void selectSample(int index);
@@ -96,7 +103,7 @@ public slots:
     void runConfusionMatrix();
     // Lists the samples of one confusion cell (true class row, predicted class column) with thumbnails.
     void showCellSamples(int trueClass, int predictedClass);
-    // After a training run: reloads when the model came from the project's checkpoint folder.
+    // After a training run: reloads when the model came from the project's runs.
     void projectTrained();
 
 signals:
@@ -111,6 +118,10 @@ private:
     struct JobResult;
     void showEvent(QShowEvent* event) override;
     void buildUi();
+    // Another project: the model and every view of it go.
+    void projectChanged();
+    // The header without a model: which run "Load run" loads, or why there is none.
+    void showNoModel();
     void start(std::function<JobResult()> job);
     void finishJob();
     void showError(const QString& text);
@@ -126,12 +137,16 @@ private:
     ProjectDocument* m_doc;
     std::shared_ptr<PredictSession> m_session;
     bool m_fromProject = false;
+    QString m_loadingRun;      // the label of the run being loaded
+    quint64 m_generation = 0;  // bumped by another project: a job of the previous one is dropped when it ends
+    quint64 m_jobGeneration = 0;
     bool m_loadWhenShown = false;  // a run kept weights while the dock was hidden and had no model
     int m_pendingIndex = -1;
     bool m_textPending = false;  // the typed text changed while a job ran
     std::shared_ptr<std::atomic<bool>> m_cancel;
 
     QLabel* m_source = nullptr;
+    RunPicker* m_runPicker = nullptr;
     QPushButton* m_loadProject = nullptr;
     QPushButton* m_openModel = nullptr;
     QTabWidget* m_tabs = nullptr;

@@ -1,6 +1,7 @@
 // RunsPanel: see RunsPanel.h.
 #include "ui/RunsPanel.h"
 
+#include <QCheckBox>
 #include <QDialog>
 #include <QDialogButtonBox>
 #include <QFutureWatcher>
@@ -24,6 +25,7 @@
 #include "core/io/JsonInput.h"
 #include "ui/ChartPanel.h"
 #include "ui/TrainingDashboard.h"
+#include "ui/base/ProjectDocument.h"
 
 namespace strata::ui {
 
@@ -133,6 +135,11 @@ RunsPanel::RunsPanel(QWidget* parent) : QWidget(parent) {
     m_filter->setPlaceholderText(tr("Filter runs (project, name, device, status, notes...)"));
     m_filter->setClearButtonEnabled(true);
     connect(m_filter, &QLineEdit::textChanged, this, [this](const QString& t) { m_proxy->setFilterFixedString(t); });
+    m_allProjects = new QCheckBox(tr("All projects"), this);
+    m_allProjects->setObjectName(QStringLiteral("runsAllProjects"));
+    m_allProjects->setToolTip(tr("List the runs of every project, not only the open one's"));
+    m_allProjects->setEnabled(false);  // until there is an open project to limit the list to
+    connect(m_allProjects, &QCheckBox::toggled, this, &RunsPanel::reload);
 
     m_table = new QTableView(this);
     m_table->setModel(m_proxy);
@@ -168,7 +175,10 @@ RunsPanel::RunsPanel(QWidget* parent) : QWidget(parent) {
     buttons->addWidget(m_status);
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(4, 4, 4, 4);
-    layout->addWidget(m_filter);
+    auto* filterRow = new QHBoxLayout;
+    filterRow->addWidget(m_filter, 1);
+    filterRow->addWidget(m_allProjects);
+    layout->addLayout(filterRow);
     layout->addWidget(m_table, 1);
     layout->addLayout(buttons);
 
@@ -213,6 +223,21 @@ RunsPanel::RunsPanel(QWidget* parent) : QWidget(parent) {
 
 RunsPanel::~RunsPanel() = default;
 
+void RunsPanel::setDocument(ProjectDocument* doc) {
+    m_doc = doc;
+    m_allProjects->setEnabled(doc != nullptr);
+    if (!doc) return;
+    // Another project: the previous one's overlays go, and its runs with them (unless all are listed).
+    connect(doc, &ProjectDocument::identityChanged, this, [this] {
+        ++m_overlayGeneration;  // a load of the previous project's curves still running is stale
+        clearOverlay();
+        m_table->clearSelection();
+        reload();
+    });
+    connect(doc, &ProjectDocument::runsChanged, this, &RunsPanel::reload);
+    reload();
+}
+
 bool RunsPanel::setDatabase(const QString& path) {
     m_store.reset();
     if (!path.isEmpty()) {
@@ -236,8 +261,20 @@ void RunsPanel::reload() {
     }
     const QList<qint64> selected = selectedRuns();
     try {
-        m_model->setRuns(m_store->runs());
-        m_status->setText(tr("%n run(s)", nullptr, m_model->rowCount()));
+        std::vector<history::RunRecord> runs = m_store->runs();
+        const size_t all = runs.size();
+        if (m_doc && !m_allProjects->isChecked()) {
+            const std::vector<int64_t> ids =
+                m_store->runIdsOfProject(m_doc->projectId().toStdString(), m_doc->filePath().toStdString());
+            const std::set<int64_t> mine(ids.begin(), ids.end());
+            std::erase_if(runs, [&](const history::RunRecord& r) { return !mine.count(r.id); });
+            m_model->setRuns(std::move(runs));
+            m_status->setText(tr("%1 of %n run(s)", nullptr, int(all)).arg(m_model->rowCount()) + QLatin1Char(' ') +
+                              tr("(this project's)"));
+        } else {
+            m_model->setRuns(std::move(runs));
+            m_status->setText(tr("%n run(s)", nullptr, m_model->rowCount()));
+        }
     } catch (const std::exception& e) {
         m_status->setText(str(e.what()));
     }

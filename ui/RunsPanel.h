@@ -3,7 +3,9 @@
 // run, no widget per cell, so 1,000 runs load and sort in milliseconds). Selecting runs overlays their
 // curves in the dashboard's loss and accuracy charts, one colour per run, each legend entry naming the
 // settings that differ between the selected runs; two selected runs can be diffed; a run can be renamed,
-// annotated, deleted, and its project opened exactly as it ran.
+// annotated, deleted, and its project opened exactly as it ran. With a document, the view lists the open
+// project's runs (by its id, or its path for runs recorded without one) unless "All projects" is ticked, and
+// another project's overlays go when another project opens.
 #pragma once
 
 #include <QAbstractTableModel>
@@ -15,6 +17,7 @@
 
 #include "core/history/RunStore.h"
 
+class QCheckBox;
 class QLineEdit;
 class QLabel;
 class QPushButton;
@@ -23,6 +26,7 @@ class QTableView;
 
 namespace strata::ui {
 
+class ProjectDocument;
 class TrainingDashboard;
 
 class RunsModel : public QAbstractTableModel {
@@ -70,6 +74,9 @@ public:
     bool setDatabase(const QString& path);
     QString databasePath() const;
     void setDashboard(TrainingDashboard* dashboard) { m_dashboard = dashboard; }
+    // The open project: the view lists its runs only (unless allProjectsCheck is ticked) and follows it.
+    void setDocument(ProjectDocument* doc);
+    QCheckBox* allProjectsCheck() const { return m_allProjects; }
 
     RunsModel* model() const { return m_model; }
     QSortFilterProxyModel* proxy() const { return m_proxy; }
@@ -118,6 +125,8 @@ private:
     QSortFilterProxyModel* m_proxy;
     QTableView* m_table;
     QLineEdit* m_filter;
+    QCheckBox* m_allProjects;
+    ProjectDocument* m_doc = nullptr;
     QLabel* m_status;
     QPushButton *m_overlayButton, *m_diffButton, *m_renameButton, *m_notesButton, *m_deleteButton, *m_openButton;
     TrainingDashboard* m_dashboard = nullptr;

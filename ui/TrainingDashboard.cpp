@@ -81,6 +81,29 @@ TrainingDashboard::TrainingDashboard(ProjectDocument* doc, QWidget* parent) : QW
     m_flushTimer->setInterval(150);
     connect(m_flushTimer, &QTimer::timeout, this, &TrainingDashboard::flush);
     updateButtons();
+    connect(m_doc, &ProjectDocument::identityChanged, this, &TrainingDashboard::projectChanged);
+}
+
+void TrainingDashboard::setRunHistory(RunHistory* history) { m_doc->setRunHistory(history); }
+
+void TrainingDashboard::projectChanged() {
+    // A run still active belongs to the project it started with; MainWindow asks to stop it before another
+    // project opens, so this is the first save during a run (its run keeps showing).
+    if (m_state != State::Idle) return;
+    RunHistory* history = m_doc->runHistory();
+    if (m_runId > 0 && history) {
+        for (const RunHistory::RunSummary& r : history->runsOfProject(m_doc->projectId(), m_doc->filePath()))
+            if (r.id == m_runId) return;  // still this project's run (first save: adopted)
+    }
+    clearCharts();
+    clearError();
+    m_runId = 0;
+    m_runFolder.clear();
+    m_log->clear();
+    m_elapsed->clear();
+    m_eta->clear();
+    m_status->setToolTip(QString());
+    if (!showLastRun()) m_status->setText(tr("Idle: no run of this project yet"));
 }
 
 TrainingDashboard::~TrainingDashboard() {
@@ -198,9 +221,9 @@ void TrainingDashboard::setDevicePicker(DevicePicker* picker) {
 }
 
 void TrainingDashboard::recordRun() {
-    if (!m_toRecord || !m_history) return;
+    if (!m_toRecord || !m_recording) return;
     const PendingRecord r = *std::exchange(m_toRecord, std::nullopt);
-    m_runId = m_history->beginRun(r.project, r.path, r.device, r.runFolder);
+    m_runId = m_recording->beginRun(r.project, r.path, r.device, r.runFolder, r.started);
 }
 
 void TrainingDashboard::refuseStart(const QString& reason, BannerCause cause) {
@@ -304,14 +327,18 @@ void TrainingDashboard::startTraining(qint64 maxSteps) {
     m_runFailed = false;
     m_finished = FinishedEvent{};
     m_errorMessage.clear();
-    const QString userData = m_history ? QFileInfo(m_history->path()).absolutePath() : RunHistory::defaultDataDir();
+    m_recording = m_doc->runHistory();
+    const QString userData = m_recording ? QFileInfo(m_recording->path()).absolutePath() : RunHistory::defaultDataDir();
     m_runFolder = QString::fromStdString(
         checkpointFolderForRun(project, path.toStdString(), userData.toStdString(), std::chrono::system_clock::now()));
     const QString runFolder = project.training.checkpointDir.empty() ? m_runFolder : QString();
-    m_doc->setLastRunFolder(m_runFolder);
-    // Recorded from its first step (recordRun): a run refused before it (memory, data, resume) is no failed run.
+    // Recorded from its first step (recordRun), with the project's id and path (Export, Predict and Optimize
+    // find it by them): a run refused before its first step (memory, data, resume) is no failed run.
     m_runId = 0;
-    m_toRecord = m_history ? std::optional<PendingRecord>({project, path, device, m_runFolder}) : std::nullopt;
+    m_toRecord =
+        m_recording
+            ? std::optional<PendingRecord>({project, path, device, m_runFolder, QDateTime::currentDateTimeUtc()})
+            : std::nullopt;
     m_clock.start();
     m_pausedMs = 0;
     m_pausedSince = -1;
@@ -362,6 +389,10 @@ void TrainingDashboard::clearCharts() {
     m_pendingSteps.clear();
     m_pendingEpochs.clear();
     m_pendingTelemetry.clear();
+    // Device series belong to the run that sampled them: the next run adds its own (ensureDeviceSeries).
+    for (const QString& series : m_seriesChart.keys())
+        if (series.startsWith(QLatin1String("util:")) || series.startsWith(QLatin1String("mem:")))
+            m_seriesChart.take(series)->removeSeries(series);
     for (ChartPanel* chart : std::as_const(m_charts)) chart->clear();
 }
 
@@ -434,38 +465,42 @@ void TrainingDashboard::onRunEnded(bool ok) {
     m_eta->clear();
     if (ok && !m_runFailed) recordRun();  // finished or stopped, with or without a step
     m_toRecord.reset();
-    if (m_history && m_runId > 0) {
+    if (m_recording && m_runId > 0) {
         const bool failed = !ok || m_runFailed;
         const QString status = failed                     ? QStringLiteral("failed")
                                : m_finished.stoppedByUser ? QStringLiteral("stopped")
                                                           : QStringLiteral("finished");
-        m_history->finishRun(m_runId, status, failed ? m_errorMessage : m_finalStatus, m_finished);
+        m_recording->finishRun(m_runId, status, failed ? m_errorMessage : m_finalStatus, m_finished);
     }
     dropBannerIf(BannerCause::RunActive);  // the run it was about has ended
+    m_recording = nullptr;
     setState(State::Idle);
+    m_doc->notifyRunsChanged();
     emit trainingFinished();
 }
 
-bool TrainingDashboard::showLastRunOf(const QString& projectPath) {
-    if (!m_history || m_state != State::Idle) return false;
-    const qint64 run = m_history->lastRunOf(projectPath);
+bool TrainingDashboard::showLastRun() {
+    RunHistory* history = m_doc->runHistory();
+    if (!history || m_state != State::Idle) return false;
+    const qint64 run = history->lastRunOf(m_doc->projectId(), m_doc->filePath());
     if (run <= 0) return false;
-    const QVector<StepEvent> steps = m_history->stepsOf(run);
+    const QVector<StepEvent> steps = history->stepsOf(run);
     if (steps.isEmpty()) return false;
     clearCharts();
     m_pendingSteps = steps;
-    for (const auto& [event, x] : m_history->epochsOf(run)) m_pendingEpochs.append({event, double(x)});
-    // The points come from the history: flush must not record them again.
-    RunHistory* history = std::exchange(m_history, nullptr);
+    for (const auto& [event, x] : history->epochsOf(run)) m_pendingEpochs.append({event, double(x)});
+    m_recording = nullptr;  // the points come from the history: flush must not record them again
     flush();
-    m_history = history;
-    QString when, status;
-    for (const RunHistory::RunSummary& r : m_history->runs())
+    m_runId = run;
+    QString when, status, folder;
+    for (const RunHistory::RunSummary& r : history->runs())
         if (r.id == run) {
             when = QLocale().toString(r.started.toLocalTime(), QLocale::ShortFormat);
             status = r.status;
+            folder = r.runFolder;
         }
-    m_status->setText(tr("Last run: %1 (%2)").arg(when, status));
+    m_runFolder = folder;
+    m_status->setText(tr("Last run: run %1, %2 (%3)").arg(run).arg(when, status));
     return true;
 }
 
@@ -489,7 +524,7 @@ void TrainingDashboard::flush() {
         m_charts["lr"]->append("lr", x, lr);
         m_charts["throughput"]->append("samples_per_s", x, rate);
         recordRun();
-        if (m_history && m_runId > 0) m_history->addSteps(m_runId, m_pendingSteps);
+        if (m_recording && m_runId > 0) m_recording->addSteps(m_runId, m_pendingSteps);
         m_lastStep = m_pendingSteps.last();
         m_haveStep = true;
         m_pendingSteps.clear();
@@ -498,7 +533,7 @@ void TrainingDashboard::flush() {
 
     for (const EpochPoint& p : std::as_const(m_pendingEpochs)) {
         const EpochEvent& e = p.event;
-        if (m_history && m_runId > 0) m_history->addEpoch(m_runId, e);
+        if (m_recording && m_runId > 0) m_recording->addEpoch(m_runId, e);
         const QVector<double> x{p.x};
         m_charts["accuracy"]->append("train_acc_epoch", x, {e.trainAccuracy});
         if (e.hasValidation) {

@@ -6,6 +6,7 @@
 // engine never waits for painting. Every point is kept.
 #pragma once
 
+#include <QDateTime>
 #include <QElapsedTimer>
 #include <QHash>
 #include <QPointer>
@@ -42,18 +43,21 @@ public:
 
     // The picker whose ticked device a run uses; without one the project's training.device is used.
     void setDevicePicker(DevicePicker* picker);
-    // Where runs and their metrics are recorded (not owned; nullptr: not recorded).
-    void setRunHistory(RunHistory* history) { m_history = history; }
-    // The history id of the current or last run (0: none recorded). A run is recorded from its first step, or
-    // at its end when it finished or was stopped before one: a run refused before its first step is not listed.
+    // Where runs and their metrics are recorded (not owned; nullptr: not recorded): the document's run history
+    // (ProjectDocument::setRunHistory), where Export, Predict and Optimize find the project's runs too.
+    void setRunHistory(RunHistory* history);
+    // The history id of the run shown: the current or last run, or the one showLastRun read back (0: none). A
+    // run is recorded from its first step, or at its end when it finished or was stopped before one: a run
+    // refused before its first step is not listed.
     qint64 runId() const { return m_runId; }
     // The checkpoint folder of the current or last run: the project's checkpoint folder, else a run folder
     // of its own (RunFolder.h) under the project's folder or, unsaved, under the per-user data folder (the
     // run history's folder when one is set).
     QString runFolder() const { return m_runFolder; }
-    // Shows the curves of the project file's last recorded run (from the run history), when idle: a
-    // reopened project shows where it stood. False when there is none.
-    bool showLastRunOf(const QString& projectPath);
+    // Shows the curves of the open project's last recorded run (from the run history), when idle: a
+    // reopened project shows where it stood. False when there is none (the charts are then empty). Done by
+    // itself when another project is opened or the project is saved as a copy.
+    bool showLastRun();
 
     State state() const { return m_state; }
     bool isRunning() const { return m_state != State::Idle; }
@@ -124,6 +128,8 @@ private:
     void flush();
     void updateTimes();
     void clearCharts();
+    // Another project (or a copy): when idle, the previous project's curves and status go, and its last run shows.
+    void projectChanged();
     void ensureDeviceSeries(const QString& device);
 
     void onRunStarted(const QString& device);
@@ -138,7 +144,7 @@ private:
 
     ProjectDocument* m_doc;
     QPointer<DevicePicker> m_picker;
-    RunHistory* m_history = nullptr;
+    RunHistory* m_recording = nullptr;  // where the active run's points go (the document's history at its start)
     qint64 m_runId = 0;
     QString m_runFolder;
     FinishedEvent m_finished;
@@ -157,6 +163,7 @@ private:
     struct PendingRecord {
         Project project;
         QString path, device, runFolder;
+        QDateTime started;
     };
     std::optional<PendingRecord> m_toRecord;
     void recordRun();

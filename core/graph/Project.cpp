@@ -1,7 +1,7 @@
 // The *.strata project file: JSON <-> Project (see Project.h).
 //
-// Layout (format_version 1):
-//   {"format_version": 1, "name": "...",
+// Layout (format_version 2; format 1 is the same without "id", and is what a project without one is written as):
+//   {"format_version": 2, "id": "3f0c...", "name": "...",
 //    "graph": {"nodes": [{"id": 1, "type": "Dense", "name": "dense1", "params": {...}, "position": [x, y]}],
 //              "edges": [{"from": {"node": 1, "port": "out"}, "to": {"node": 2, "port": "in"}}]},
 //    "dataset": {snake_case DatasetSettings fields}, "training": {snake_case TrainingSettings fields}}
@@ -14,15 +14,18 @@
 // its origin, leaves as a ProjectError.
 #include "core/graph/Project.h"
 
+#include <cctype>
 #include <cerrno>
 #include <charconv>
 #include <climits>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <limits>
 #include <map>
+#include <random>
 #include <set>
 #include <sstream>
 
@@ -458,9 +461,29 @@ Json checkSettingValue(const SettingInfo& spec, const Json& v, const std::string
     fail(path, "unknown kind of setting");
 }
 
+std::string newProjectId() {
+    std::random_device source;
+    std::string id;
+    for (int i = 0; i < 4; ++i) {
+        char part[9];
+        std::snprintf(part, sizeof part, "%08x", static_cast<unsigned>(source()));
+        id += part;
+    }
+    return id;
+}
+
+bool isValidProjectId(const std::string& id) {
+    if (id.empty() || id.size() > 64) return false;
+    for (const char c : id)
+        if (std::isalnum(static_cast<unsigned char>(c)) == 0 && c != '-' && c != '_') return false;
+    return true;
+}
+
 Json projectToJson(const Project& project) {
     Json j = Json::object();
-    j["format_version"] = kProjectFormatVersion;
+    // The oldest format that holds the project: one without an id is a format 1 file, which older builds read.
+    j["format_version"] = project.id.empty() ? 1 : kProjectFormatVersion;
+    if (!project.id.empty()) j["id"] = project.id;
     j["name"] = project.name;
     j["graph"] = graphToJson(project.graph);
     j["dataset"] = settingsToJson(project.dataset, datasetSettingSpecs());
@@ -483,7 +506,15 @@ Project projectFromJson(const Json& json) {
             fail("/format_version", "format " + version.dump() +
                                         " is not a Strata project format (this build reads format " +
                                         std::to_string(kProjectFormatVersion) + ")");
-        p.formatVersion = static_cast<int>(version.get<int64_t>());
+        // Read as the current format: a format 1 file is a project without an id, and is written back as format 2.
+        p.formatVersion = kProjectFormatVersion;
+        if (const Json* id = r.find("id")) {
+            p.id = ObjectReader::asString(*id, "/id", false);
+            if (!isValidProjectId(p.id))
+                fail("/id", "'" + p.id.substr(0, 80) +
+                                "' is not a project id (1 to 64 letters, digits, '-' or '_'); remove the line and the "
+                                "workbench gives the project a new one when it is saved");
+        }
         if (const Json* name = r.find("name"))
             p.name = ObjectReader::asString(*name, "/name", false, kMaxProjectNameBytes, "a project name");
         if (const Json* g = r.find("graph")) p.graph = readGraph(*g, "/graph");

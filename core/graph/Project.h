@@ -1,5 +1,6 @@
-// Project: what a *.strata file holds: the graph (with canvas positions),
-// the dataset and the training settings. JSON, format_version 1.
+// Project: what a *.strata file holds: its id, the graph (with canvas positions),
+// the dataset and the training settings. JSON, format_version 2; a project without an id is written as
+// format 1, as older builds wrote it.
 // Reading is strict: a newer format_version, a truncated file, a wrong type or
 // an unknown layer type is a ProjectError naming the JSON path ("/graph/nodes/3/params/units").
 #pragma once
@@ -14,7 +15,8 @@
 
 namespace strata {
 
-constexpr int kProjectFormatVersion = 1;
+// 2 added "id"; format 1 files read as projects without one.
+constexpr int kProjectFormatVersion = 2;
 
 class ProjectError : public std::runtime_error {
 public:
@@ -37,6 +39,10 @@ private:
 
 struct Project {
     int formatVersion = kProjectFormatVersion;
+    // Who the project is, whatever its file is called: the run history records it with every run, so a moved or
+    // renamed file keeps its runs. Empty for a file written before ids existed (its runs are matched by path);
+    // the workbench gives a project one when it is created or first saved (newProjectId). Not a setting.
+    std::string id;
     std::string name;
     Graph graph;
     DatasetSettings dataset;
@@ -45,10 +51,15 @@ struct Project {
     // written; core/history/Sweep reads and checks it when a sweep runs.
     Json sweep;
     bool operator==(const Project& o) const {
-        return formatVersion == o.formatVersion && name == o.name && graph == o.graph && dataset == o.dataset &&
-               training == o.training && sweep == o.sweep;
+        return formatVersion == o.formatVersion && id == o.id && name == o.name && graph == o.graph &&
+               dataset == o.dataset && training == o.training && sweep == o.sweep;
     }
 };
+
+// A new random project id: 32 lowercase hex digits (128 bits from the system's random source).
+std::string newProjectId();
+// Whether `id` can be a project id: 1 to 64 characters, ASCII letters, digits, '-' and '_'.
+bool isValidProjectId(const std::string& id);
 
 Json projectToJson(const Project& project);
 // `source` names the file in messages. Throws ProjectError.

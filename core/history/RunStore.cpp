@@ -45,6 +45,7 @@ const std::vector<std::pair<const char*, const char*>> kAddedRunColumns = {
     {"run_folder", "TEXT"},  // where the run's checkpoints are (the workbench's and strata-train's default)
     {"pid", "INTEGER"},      // the recording process: a 'running' row whose process is gone was interrupted
     {"host", "TEXT"},        // the recording process's host: only there can recover() tell whether it is gone
+    {"project_id", "TEXT"},  // Project::id: a run belongs to the project, wherever its file has moved since
 };
 
 // The tables as the first release created them (ui/base/RunHistory); never edited, only added to.
@@ -147,6 +148,15 @@ void execOn(sqlite3* db, const std::string& sql, const std::string& path) {
     }
 }
 
+// The workbench lists the open project's runs on every open and after every run: by project id, or by path for
+// runs recorded without one.
+void ensureProjectIndex(sqlite3* db, const std::string& path) {
+    execOn(db,
+           "CREATE INDEX IF NOT EXISTS runs_project_id ON runs(project_id);"
+           "CREATE INDEX IF NOT EXISTS runs_project_path ON runs(project_path);",
+           path);
+}
+
 void ensureSchemaOn(sqlite3* db, const std::string& path) {
     execOn(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;", path);
     execOn(db, kCreateSql, path);
@@ -157,6 +167,7 @@ void ensureSchemaOn(sqlite3* db, const std::string& path) {
     }
     for (const auto& [column, type] : kAddedRunColumns)
         if (!have.count(column)) execOn(db, std::string("ALTER TABLE runs ADD COLUMN ") + column + " " + type, path);
+    ensureProjectIndex(db, path);
 }
 
 std::string nowIso() {
@@ -404,10 +415,10 @@ int64_t RunStore::beginRun(const Project& project, const std::string& projectPat
                            const std::string& source, const std::string& runFolder) {
     Statement q(m_db,
                 "INSERT INTO runs (started, project_name, project_path, device, project_json, status, source,"
-                " run_folder, pid, host) VALUES (?, ?, ?, ?, ?, 'running', ?, ?, ?, ?)");
+                " run_folder, pid, host, project_id) VALUES (?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?)");
     q.bind(1, nowIso()).bind(2, project.name).bind(3, projectPath).bind(4, device);
     q.bind(5, projectToJson(project).dump()).bind(6, source).bind(7, runFolder);
-    q.bind(8, static_cast<int64_t>(::getpid())).bind(9, hostName());
+    q.bind(8, static_cast<int64_t>(::getpid())).bind(9, hostName()).bind(10, project.id);
     q.run();
     return sqlite3_last_insert_rowid(m_db);
 }
@@ -744,6 +755,18 @@ bool RunStore::setNotes(int64_t run, const std::string& notes) {
     return sqlite3_changes(m_db) > 0;
 }
 
+const char* RunStore::projectRunsWhereSql() {
+    return "((? <> '' AND project_id = ?) OR (COALESCE(project_id, '') = '' AND ? <> '' AND project_path = ?))";
+}
+
+std::vector<int64_t> RunStore::runIdsOfProject(const std::string& projectId, const std::string& projectPath) const {
+    std::vector<int64_t> out;
+    Statement q(m_db, std::string("SELECT id FROM runs WHERE ") + projectRunsWhereSql() + " ORDER BY id DESC");
+    q.bind(1, projectId).bind(2, projectId).bind(3, projectPath).bind(4, projectPath);
+    while (q.step()) out.push_back(q.integer(0));
+    return out;
+}
+
 std::string RunStore::integrityCheck() const {
     Statement q(m_db, "PRAGMA integrity_check");
     std::string out;
@@ -762,7 +785,8 @@ void diffInto(const Json* a, const Json* b, const std::string& path,
         for (auto it = b->begin(); it != b->end(); ++it)
             if (!a->contains(it.key())) keys.push_back(it.key());
         for (const std::string& k : keys) {
-            if (k == "position") continue;  // where a node sits on the canvas is not a setting
+            if (k == "position") continue;            // where a node sits on the canvas is not a setting
+            if (path.empty() && k == "id") continue;  // the project's id says which project, not how it trained
             const Json* ca = a->contains(k) ? &(*a)[k] : nullptr;
             const Json* cb = b->contains(k) ? &(*b)[k] : nullptr;
             diffInto(ca, cb, path.empty() ? k : path + "." + k, out);

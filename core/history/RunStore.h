@@ -127,6 +127,13 @@ public:
     bool deleteRun(int64_t run);
     bool renameRun(int64_t run, const std::string& name);
     bool setNotes(int64_t run, const std::string& notes);
+    // --- The runs of one project (issue 34). A run belongs to the project whose id it recorded; a run recorded
+    // without an id (a project file from before ids, or an older Strata) to the project file at its path.
+    // The condition on `runs`, shared with the workbench's RunHistory; four placeholders: the project id twice,
+    // then its path twice (either may be empty: it then matches nothing).
+    static const char* projectRunsWhereSql();
+    // Their ids, newest first.
+    std::vector<int64_t> runIdsOfProject(const std::string& projectId, const std::string& projectPath) const;
     // SQLite's integrity check: "ok", or what is damaged (bench/: the database after a writer is killed).
     std::string integrityCheck() const;
 
@@ -139,8 +146,8 @@ private:
 
 // The settings that differ between two runs' project JSON, as dotted key paths ("training.learning_rate",
 // "graph.nodes[2].params.units") with each side's value as JSON text ("(absent)" when a side lacks the key).
-// Objects are compared key by key, arrays element by element; canvas positions are not settings and are
-// skipped.
+// Objects are compared key by key, arrays element by element; canvas positions and the project's id are not
+// settings and are skipped.
 std::vector<std::pair<std::string, std::pair<std::string, std::string>>> settingsDiff(const Json& a, const Json& b);
 
 // A run's metrics as CSV: kind,step,epoch,loss,accuracy,learning_rate,samples_per_second,val_loss,

@@ -46,6 +46,7 @@ PrunePlan planPruning(const Checkpoint& source, const std::string& projectPath, 
         throw std::invalid_argument("the learning rate must be positive, got " + std::to_string(options.learningRate));
     PrunePlan plan;
     plan.project = source.project;
+    plan.project.id = newProjectId();  // another model: a project of its own, with runs of its own
     makeDatasetPathsAbsolute(plan.project, projectPath);
     const std::string suffix = options.structured ? "-pruned-structured" : "-pruned";
     plan.project.name = (source.project.name.empty() ? "model" : source.project.name) + " (" +

@@ -107,7 +107,7 @@ private slots:
         QCOMPARE(r.sparsities, (std::vector<double>{0.5, 0.8, 0.9}));
         QCOMPARE(r.structuredFraction, 0.5);
         QVERIFY(r.int8);
-        QCOMPARE(QString::fromStdString(r.outputDir), QDir::cleanPath(dir.filePath("ckpt")) + "-optimized");
+        QCOMPARE(QString::fromStdString(r.outputDir), QDir::cleanPath(dir.filePath("ckpt")) + "/optimized");
         panel.sparsityEdit()->setText("80, 120");
         QVERIFY(!panel.buildRequest(&r, &error));
         QVERIFY2(fieldError(panel.sparsityEdit()).contains("\"80, 120\" is not applied"),

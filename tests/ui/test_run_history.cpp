@@ -78,6 +78,7 @@ private slots:
 
         // The headless run: the strata-train program, with no --history flag (the default database).
         Project cliProject = tinyProject("from-cli");
+        cliProject.id = newProjectId();
         cliProject.training.learningRate = 0.02;
         const QString projectFile = m_home.filePath("cli.strata");
         writeProject(cliProject, projectFile.toStdString());
@@ -112,7 +113,14 @@ private slots:
             QVERIFY(r.bestEpoch >= 1);
         }
         QCOMPARE(parseProject(store.projectJson(c.id)), cliProject);
-        QCOMPARE(parseProject(store.projectJson(g.id)), project);
+        QCOMPARE(parseProject(store.projectJson(g.id)), doc.project());
+        // Issue 34: each run belongs to its project by the id both writers recorded (the GUI's project got one
+        // when it was created), whatever path either has.
+        QVERIFY(!doc.projectId().isEmpty());
+        QCOMPARE(store.runIdsOfProject(cliProject.id, "/elsewhere/moved.strata"), std::vector<int64_t>{c.id});
+        QCOMPARE(store.runIdsOfProject(doc.projectId().toStdString(), ""), std::vector<int64_t>{g.id});
+        QCOMPARE(gui.runsOfProject(QString::fromStdString(cliProject.id), {}).size(), 1);
+        QCOMPARE(gui.runsOfProject(QString::fromStdString(cliProject.id), {}).front().id, c.id);
         // The GUI's reader sees the CLI's run too.
         QCOMPARE(gui.runs().size(), 2);
         QCOMPARE(gui.metricCount(c.id, "step"), 58);
@@ -201,6 +209,24 @@ private slots:
         RunHistory gui(path);
         QVERIFY2(gui.isOpen(), qPrintable(gui.lastError()));
         QCOMPARE(gui.runs().size(), 1);
+        // Issue 34: the project id column is added; the old run has none, so it is matched by its path.
+        QVERIFY(gui.runs().front().projectId.isEmpty());
+        QVERIFY(store.runIdsOfProject("some-id", "").empty());
+        {
+            QSqlDatabase db = QSqlDatabase::addDatabase("QSQLITE", "migrated");
+            db.setDatabaseName(path);
+            QVERIFY(db.open());
+            QSqlQuery q(db);
+            QVERIFY(q.exec("UPDATE runs SET project_path = '/p/old.strata'"));
+            QVERIFY(q.exec("SELECT COUNT(*) FROM pragma_index_list('runs') WHERE name = 'runs_project_id'"));
+            QVERIFY(q.next());
+            QCOMPARE(q.value(0).toInt(), 1);
+            db.close();
+        }
+        QSqlDatabase::removeDatabase("migrated");
+        QCOMPARE(store.runIdsOfProject("", "/p/old.strata"), std::vector<int64_t>{runs[0].id});
+        QCOMPARE(store.runIdsOfProject("any-id", "/p/old.strata"), std::vector<int64_t>{runs[0].id});
+        QVERIFY(store.runIdsOfProject("", "/p/other.strata").empty());
     }
 };
 

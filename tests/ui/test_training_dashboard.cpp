@@ -73,7 +73,6 @@ private slots:
         const QString folder = dash.runFolder();
         QVERIFY2(folder.startsWith(historyDir.filePath("runs/dashboard-test-")), qPrintable(folder));
         QVERIFY(QFile::exists(folder + "/latest.safetensors"));
-        QCOMPARE(doc.lastRunFolder(), folder);
         const QString checkpoint = ExportDialog::projectCheckpoint(&doc, &error);
         QVERIFY2(checkpoint.startsWith(folder + "/"), qPrintable(checkpoint + " " + error));
         QCOMPARE(history.runs().front().runFolder, folder);
@@ -109,7 +108,7 @@ private slots:
         {
             TrainingDashboard dash(&doc);
             dash.setRunHistory(&history);
-            QVERIFY(!dash.showLastRunOf(doc.filePath()));  // none yet
+            QVERIFY(!dash.showLastRun());  // none yet
             QSignalSpy finished(&dash, &TrainingDashboard::trainingFinished);
             dash.startTraining(40);  // 24 steps an epoch: epoch 1 and 16 steps of epoch 2
             QVERIFY(finished.wait(60000));
@@ -118,13 +117,17 @@ private slots:
         TrainingDashboard reopened(&doc);
         reopened.setRunHistory(&history);
         QCOMPARE(reopened.pointCount("train_loss"), 0);
-        QVERIFY(reopened.showLastRunOf(doc.filePath()));
+        QVERIFY(reopened.showLastRun());
         QCOMPARE(reopened.pointCount("train_loss"), 40);
         QCOMPARE(reopened.pointCount("val_loss"), 1);
         QCOMPARE(reopened.chart("loss")->markerX(), 24.0);  // the best epoch, at its last step
         QVERIFY2(reopened.statusText().startsWith("Last run:"), qPrintable(reopened.statusText()));
-        QCOMPARE(history.metricCount(history.lastRunOf(doc.filePath()), "step"), 40);  // not recorded twice
-        QVERIFY(!reopened.showLastRunOf(dir.filePath("other.strata")));
+        QCOMPARE(history.metricCount(history.lastRunOf(doc.projectId(), doc.filePath()), "step"), 40);  // once
+        ProjectDocument other;
+        other.newProject(syntheticProject(2));
+        TrainingDashboard otherDash(&other);
+        otherDash.setRunHistory(&history);
+        QVERIFY(!otherDash.showLastRun());
     }
 
     void shortRunFillsCharts() {

@@ -10,6 +10,7 @@
 #include <map>
 
 #include "core/layers/LayerRegistry.h"
+#include "ui/base/RunHistory.h"
 #include "ui/base/Templates.h"
 #include "ui/base/UndoCommands.h"
 
@@ -49,7 +50,14 @@ std::string uniqueName(const strata::Graph& g, const std::string& base) {
 
 ProjectDocument::ProjectDocument(QObject* parent) : QObject(parent), m_undo(new QUndoStack(this)) {
     connect(m_undo, &QUndoStack::cleanChanged, this, &ProjectDocument::fileChanged);
+    m_project.id = strata::newProjectId();  // even the empty project's runs belong to it
     reanalyze();
+}
+
+void ProjectDocument::setRunHistory(RunHistory* history) {
+    if (m_history == history) return;
+    m_history = history;
+    emit runsChanged();
 }
 
 ProjectDocument::~ProjectDocument() = default;
@@ -74,6 +82,7 @@ bool ProjectDocument::load(const QString& path, QString* error) {
     m_undo->setClean();
     reanalyze();
     emit projectReset();
+    emit identityChanged();
     emit graphChanged();
     emit settingsChanged();
     emit analysisChanged();
@@ -81,26 +90,59 @@ bool ProjectDocument::load(const QString& path, QString* error) {
     return true;
 }
 
-bool ProjectDocument::save(const QString& path, QString* error) {
+namespace {
+
+// Whether the project file at `path` is there and holds the project `id` (a file without one: id "").
+bool fileHoldsProject(const QString& path, const std::string& id) {
     try {
-        strata::writeProject(m_project, path.toStdString());
+        return strata::readProject(path.toStdString()).id == id;
+    } catch (const std::exception&) {
+        return false;  // gone, or no longer this project's file
+    }
+}
+
+}  // namespace
+
+bool ProjectDocument::save(const QString& pathIn, QString* error) {
+    const QString path = QFileInfo(pathIn).absoluteFilePath();
+    const bool unsaved = m_path.isEmpty();
+    // A copy when the file it came from still holds it: two files with one id would each claim the runs of the
+    // other, and export would offer weights of a graph the copy may no longer have. When that file is gone, Save
+    // As is a move and the project stays itself.
+    const bool copy = !unsaved && path != m_path && fileHoldsProject(m_path, m_project.id);
+    strata::Project written = m_project;
+    if (copy || written.id.empty()) written.id = strata::newProjectId();
+    try {
+        strata::writeProject(written, path.toStdString());
     } catch (const std::exception& e) {
         if (error) *error = QString::fromStdString(e.what());
         return false;
     }
-    m_path = QFileInfo(path).absoluteFilePath();
+    const std::string oldId = m_project.id;
+    const QString oldPath = m_path;
+    m_project.id = written.id;
+    m_path = path;
     m_undo->setClean();
+    if (m_history) {
+        if (unsaved)
+            m_history->adoptUnsavedRuns(projectId(), m_path);
+        else if (!copy && oldId.empty())
+            m_history->adoptRunsOfFile(oldPath, projectId());
+    }
     emit fileChanged();
+    if (oldPath != m_path || oldId != m_project.id) emit identityChanged();
     return true;
 }
 
 void ProjectDocument::newProject(const strata::Project& project) {
     m_project = project;
+    if (m_project.id.empty()) m_project.id = strata::newProjectId();
     m_path.clear();
     m_undo->clear();
     m_undo->setClean();
     reanalyze();
     emit projectReset();
+    emit identityChanged();
     emit graphChanged();
     emit settingsChanged();
     emit analysisChanged();

@@ -1,8 +1,11 @@
 // ProjectDocument: the open project in the workbench. It owns the one
-// strata::Project (graph, dataset and training settings), its analysis
+// strata::Project (id, graph, dataset and training settings), its analysis
 // (shapes and problems from analyzeGraph, recomputed after every change) and
 // the undo stack. Every edit goes through an undoable method here; the canvas,
 // panels and dashboard only observe the document through its signals.
+// It also knows where runs are recorded (RunHistory): a run belongs to the
+// project by its id (or, for a file from before ids, by its path), and
+// ProjectRuns.h lists the open project's runs from there.
 #pragma once
 
 #include <QList>
@@ -19,6 +22,8 @@ class QUndoStack;
 
 namespace strata::ui {
 
+class RunHistory;
+
 class ProjectDocument : public QObject {
     Q_OBJECT
 public:
@@ -31,6 +36,8 @@ public:
     QUndoStack* undoStack() const { return m_undo; }
 
     QString filePath() const { return m_path; }
+    // Project::id: empty only for a file written before ids existed, until it is saved.
+    QString projectId() const { return QString::fromStdString(m_project.id); }
     // "untitled" when the project was never saved.
     QString displayName() const;
     // True when the undo stack is away from its clean state.
@@ -42,14 +49,20 @@ public:
     bool graphLocked() const { return !m_lockReason.isEmpty(); }
     QString graphLockReason() const { return m_lockReason; }
 
-    // The checkpoint folder of this session's latest run (RunFolder.h); empty before one. Not saved.
-    QString lastRunFolder() const { return m_lastRunFolder; }
-    void setLastRunFolder(const QString& folder) { m_lastRunFolder = folder; }
+    // Where runs are recorded (not owned; nullptr: nowhere, and the project's runs are unknown).
+    void setRunHistory(RunHistory* history);
+    RunHistory* runHistory() const { return m_history; }
+    // Said by whoever starts or ends a run of this project (the dashboard): views of its runs refresh.
+    void notifyRunsChanged() { emit runsChanged(); }
 
     // On failure nothing changes and `error` holds the loader's message (with the JSON path).
     bool load(const QString& path, QString* error);
+    // Writes the project to `path`. Its identity: a project saved for the first time keeps its id, and the runs it
+    // made unsaved take the path (adopted); a file without an id gets one, and its runs (by path) take it; Save As
+    // to another path while the file it was opened from still holds it writes a copy with an id of its own (the
+    // runs so far stay with that file, whose graph they trained). Nothing changes when writing fails.
     bool save(const QString& path, QString* error);
-    // Replaces the project; clears the undo stack and the file path.
+    // Replaces the project; clears the undo stack and the file path. A project without an id gets a new one.
     void newProject(const strata::Project& project);
 
     // --- Undoable edits. Each pushes one QUndoCommand; invalid edits push nothing,
@@ -115,6 +128,10 @@ signals:
     void fileChanged();  // path or modified flag
     // The whole project was replaced (new, load): views rebuild from scratch.
     void projectReset();
+    // The project's id or file changed (new, load, first save, Save As): views of its runs list them again.
+    void identityChanged();
+    // A run of the project started or ended, or the run history changed (notifyRunsChanged, setRunHistory).
+    void runsChanged();
     void graphLockChanged(bool locked);
 
 private:
@@ -129,7 +146,7 @@ private:
     strata::GraphAnalysis m_analysis;
     QUndoStack* m_undo;
     QString m_path;
-    QString m_lastRunFolder;
+    RunHistory* m_history = nullptr;
     QString m_lockReason;
     bool refuseWhenLocked(QString* error) const;
 };

@@ -63,8 +63,11 @@ int RunHistory::markInterruptedRuns() {
                                        QFileInfo::exists(QStringLiteral("/proc/%1").arg(pid)));
         if (!alive) ended << q.value(0).toLongLong();
     }
+    // The epochs it finished are the epoch rows it wrote: the row said 0 until now (issue 34).
     QSqlQuery u(db);
-    u.prepare("UPDATE runs SET status = 'interrupted', message = ? WHERE id = ?");
+    u.prepare(
+        "UPDATE runs SET status = 'interrupted', message = ?, epochs_completed = (SELECT COUNT(*) FROM metrics m"
+        " WHERE m.run_id = runs.id AND m.kind = 'epoch') WHERE id = ?");
     for (const qint64 id : std::as_const(ended)) {
         u.addBindValue(QStringLiteral("The workbench ended before the run did."));
         u.addBindValue(id);
@@ -89,19 +92,20 @@ bool RunHistory::exec(const QString& sql) {
 }
 
 qint64 RunHistory::beginRun(const Project& project, const QString& projectPath, const QString& device,
-                            const QString& runFolder) {
+                            const QString& runFolder, const QDateTime& started) {
     if (!m_open) return 0;
     QSqlQuery q(QSqlDatabase::database(m_connection));
     q.prepare(
-        "INSERT INTO runs (started, project_name, project_path, device, project_json, status, run_folder, pid) "
-        "VALUES (?, ?, ?, ?, ?, 'running', ?, ?)");
-    q.addBindValue(QDateTime::currentDateTimeUtc().toString(Qt::ISODateWithMs));
+        "INSERT INTO runs (started, project_name, project_path, device, project_json, status, run_folder, pid,"
+        " project_id) VALUES (?, ?, ?, ?, ?, 'running', ?, ?, ?)");
+    q.addBindValue((started.isValid() ? started.toUTC() : QDateTime::currentDateTimeUtc()).toString(Qt::ISODateWithMs));
     q.addBindValue(QString::fromStdString(project.name));
     q.addBindValue(projectPath);
     q.addBindValue(device);
     q.addBindValue(QString::fromStdString(projectToJson(project).dump()));
     q.addBindValue(runFolder);
     q.addBindValue(QCoreApplication::applicationPid());
+    q.addBindValue(QString::fromStdString(project.id));
     if (!q.exec()) {
         m_error = q.lastError().text();
         return 0;
@@ -169,13 +173,17 @@ void RunHistory::finishRun(qint64 run, const QString& status, const QString& mes
     if (!summary.exec()) m_error = summary.lastError().text();
 }
 
-QVector<RunHistory::RunSummary> RunHistory::runs() const {
+QVector<RunHistory::RunSummary> RunHistory::selectRuns(const QString& where, const QVariantList& values) const {
     QVector<RunSummary> out;
     if (!m_open) return out;
     QSqlQuery q(QSqlDatabase::database(m_connection));
-    if (!q.exec("SELECT id, started, project_name, project_path, device, status, message, epochs_completed,"
-                " best_epoch, best_val_loss, best_val_acc, seconds, run_folder FROM runs ORDER BY id DESC"))
-        return out;
+    q.prepare(
+        "SELECT id, started, project_name, project_path, device, status, message, epochs_completed,"
+        " best_epoch, best_val_loss, best_val_acc, seconds, run_folder, project_id, name, (SELECT MAX(m.step) FROM"
+        " metrics m WHERE m.run_id = runs.id AND m.kind = 'step') FROM runs" +
+        (where.isEmpty() ? QString() : QStringLiteral(" WHERE ") + where) + " ORDER BY id DESC");
+    for (const QVariant& v : values) q.addBindValue(v);
+    if (!q.exec()) return out;
     while (q.next()) {
         RunSummary r;
         r.id = q.value(0).toLongLong();
@@ -191,9 +199,47 @@ QVector<RunHistory::RunSummary> RunHistory::runs() const {
         r.bestValAccuracy = q.value(10).toDouble();
         r.seconds = q.value(11).toDouble();
         r.runFolder = q.value(12).toString();
+        r.projectId = q.value(13).toString();
+        r.name = q.value(14).toString();
+        r.steps = q.value(15).toLongLong();
         out.append(r);
     }
     return out;
+}
+
+QVector<RunHistory::RunSummary> RunHistory::runs() const { return selectRuns({}, {}); }
+
+QVector<RunHistory::RunSummary> RunHistory::runsOfProject(const QString& projectId, const QString& projectPath) const {
+    // Bound as strings, never NULL: the condition compares them with ''.
+    const QString id = projectId.isNull() ? QStringLiteral("") : projectId;
+    const QString path = projectPath.isNull() ? QStringLiteral("") : projectPath;
+    return selectRuns(QString::fromLatin1(history::RunStore::projectRunsWhereSql()), {id, id, path, path});
+}
+
+int RunHistory::adoptUnsavedRuns(const QString& projectId, const QString& projectPath) {
+    if (!m_open || projectId.isEmpty() || projectPath.isEmpty()) return 0;
+    QSqlQuery q(QSqlDatabase::database(m_connection));
+    q.prepare("UPDATE runs SET project_path = ? WHERE project_id = ? AND COALESCE(project_path, '') = ''");
+    q.addBindValue(projectPath);
+    q.addBindValue(projectId);
+    if (!q.exec()) {
+        m_error = q.lastError().text();
+        return 0;
+    }
+    return q.numRowsAffected();
+}
+
+int RunHistory::adoptRunsOfFile(const QString& projectPath, const QString& projectId) {
+    if (!m_open || projectId.isEmpty() || projectPath.isEmpty()) return 0;
+    QSqlQuery q(QSqlDatabase::database(m_connection));
+    q.prepare("UPDATE runs SET project_id = ? WHERE project_path = ? AND COALESCE(project_id, '') = ''");
+    q.addBindValue(projectId);
+    q.addBindValue(projectPath);
+    if (!q.exec()) {
+        m_error = q.lastError().text();
+        return 0;
+    }
+    return q.numRowsAffected();
 }
 
 int RunHistory::metricCount(qint64 run, const QString& kind) const {
@@ -215,13 +261,16 @@ QString RunHistory::projectJson(qint64 run) const {
     return q.value(0).toString();
 }
 
-qint64 RunHistory::lastRunOf(const QString& projectPath) const {
-    if (!m_open || projectPath.isEmpty()) return 0;
+qint64 RunHistory::lastRunOf(const QString& projectId, const QString& projectPath) const {
+    if (!m_open) return 0;
+    const QString id = projectId.isNull() ? QStringLiteral("") : projectId;
+    const QString path = projectPath.isNull() ? QStringLiteral("") : projectPath;
     QSqlQuery q(QSqlDatabase::database(m_connection));
-    q.prepare(
-        "SELECT r.id FROM runs r WHERE r.project_path = ? AND EXISTS (SELECT 1 FROM metrics m WHERE m.run_id = r.id"
-        " AND m.kind = 'step') ORDER BY r.id DESC LIMIT 1");
-    q.addBindValue(projectPath);
+    q.prepare(QStringLiteral("SELECT r.id FROM runs r WHERE ") +
+              QString::fromLatin1(history::RunStore::projectRunsWhereSql()) +
+              " AND EXISTS (SELECT 1 FROM metrics m WHERE m.run_id = r.id AND m.kind = 'step') ORDER BY r.id DESC"
+              " LIMIT 1");
+    for (const QString& v : {id, id, path, path}) q.addBindValue(v);
     return q.exec() && q.next() ? q.value(0).toLongLong() : 0;
 }
 
