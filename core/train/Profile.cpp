@@ -17,6 +17,7 @@
 #include "core/graph/Model.h"
 #include "core/io/InputFile.h"
 #include "core/io/JsonInput.h"
+#include "core/train/BatchLoss.h"
 #include "core/train/BatchStager.h"
 #include "core/train/Optimizer.h"
 
@@ -199,11 +200,7 @@ ProfileReport profileProject(const Project& projectIn, const std::string& projec
     BatchStager stager(backend, model->inputShape(), ts.batchSize);
     stager.setUpTraining(data.train, trainingAugmentation(project.dataset, data.normalization), ts.seed,
                          ResidentData::Auto, int64_t(4) << 30, [](const std::string&) {});
-    const int cols = static_cast<int>(model->outputShape().numel());
-    Tensor lossBuf = backend.empty(Shape{ts.batchSize});
-    Tensor dlogits = backend.empty(model->outputShape().withBatch(ts.batchSize));
-    Tensor target = backend.empty(model->outputShape().withBatch(ts.batchSize));
-    std::vector<float> targetHost;
+    BatchLoss batchLoss(backend, ts.loss, model->outputShape(), ts.batchSize, data.numClasses);
 
     int epoch = 1;
     stager.startTrainEpoch(epoch);
@@ -217,22 +214,6 @@ ProfileReport profileProject(const Project& projectIn, const std::string& projec
         backend.synchronize();
         return s;
     };
-    auto loss = [&](const Tensor& logits, const BatchStager::Staged& s) {
-        const int rows = static_cast<int>(batch.size);
-        const float scale = 1.0f / static_cast<float>(batch.size);
-        if (ts.loss == LossKind::CrossEntropy) {
-            backend.softmaxCrossEntropy(lossBuf.f32(), dlogits.f32(), logits.f32(), s.labels.i32(), rows, cols, scale);
-            return;
-        }
-        targetHost.assign(size_t(rows) * size_t(cols), 0.0f);
-        for (int r = 0; r < rows; ++r) targetHost[size_t(r) * size_t(cols) + size_t(batch.labels[size_t(r)])] = 1;
-        backend.copyFromHost(target.raw(), targetHost.data(), targetHost.size() * sizeof(float));
-        if (ts.loss == LossKind::Mse)
-            backend.mseLoss(lossBuf.f32(), dlogits.f32(), logits.f32(), target.f32(), rows, cols, scale);
-        else
-            backend.bceWithLogits(lossBuf.f32(), dlogits.f32(), logits.f32(), target.f32(), rows, cols, scale);
-    };
-
     // Layer times of the current timed step, by node.
     std::map<int, double> fwd, bwd;
     Clock::time_point layerStart;
@@ -264,10 +245,10 @@ ProfileReport profileProject(const Project& projectIn, const std::string& projec
         if (timed) backend.synchronize();
         const double forwardTotal = msSince(t1);
         const auto tl = Clock::now();
-        loss(logits, s);
+        batchLoss.compute(logits, batch, s.labels, true);
         if (timed) backend.synchronize();
         const double lossTime = msSince(tl);
-        const Tensor dOut = dlogits.view(model->outputShape().withBatch(batch.size));
+        const Tensor dOut = batchLoss.gradient(batch.size);
         const auto tz = Clock::now();
         model->zeroGrad();
         if (timed) backend.synchronize();

@@ -23,6 +23,7 @@
 #include "core/dist/DeviceCommunicator.h"
 #include "core/graph/Model.h"
 #include "core/train/BackendOptionsFor.h"
+#include "core/train/BatchLoss.h"
 #include "core/train/BatchStager.h"
 #include "core/train/Checkpoint.h"
 #include "core/train/CheckpointPolicy.h"
@@ -180,7 +181,7 @@ struct Trainer::Impl {
     std::unique_ptr<Model> model;
     std::unique_ptr<Optimizer> optimizer;
     std::unique_ptr<BatchStager> stager;
-    Tensor lossBuf, dlogitsBuf;  // for a whole batch
+    std::unique_ptr<BatchLoss> batchLoss;
     int numClasses = 0;
     ComputePrecision precision = ComputePrecision::F32;
     std::unique_ptr<DynamicLossScale> lossScaler;  // fp16 only
@@ -341,46 +342,6 @@ struct Trainer::Impl {
 
     const TrainingSettings& ts() const { return project.training; }
 
-    // Fills lossBuf (and dlogits, times gradScale, when `withGrad`). Nothing is read back here: the
-    // loss sum comes with the step's other metrics (batchMetrics), once the step's work is called.
-    void computeLoss(const Tensor& logits, const Batch& batch, const Tensor& labels, bool withGrad,
-                     float gradScale = 1.0f) {
-        const int64_t n = batch.size;
-        const int rows = static_cast<int>(n);
-        const int cols = static_cast<int>(model->outputShape().numel());
-        const float scale = gradScale / static_cast<float>(n);
-        float* dl = withGrad ? dlogitsBuf.f32() : nullptr;
-        const LossKind loss = ts().loss;
-        if (loss == LossKind::CrossEntropy) {
-            backend.softmaxCrossEntropy(lossBuf.f32(), dl, logits.f32(), labels.i32(), rows, cols, scale);
-        } else {
-            // MSE and BCE train against one-hot targets of the class labels.
-            oneHot(batch, cols);
-            if (loss == LossKind::Mse)
-                backend.mseLoss(lossBuf.f32(), dl, logits.f32(), targetBuf.f32(), rows, cols, scale);
-            else
-                backend.bceWithLogits(lossBuf.f32(), dl, logits.f32(), targetBuf.f32(), rows, cols, scale);
-        }
-    }
-
-    // The batch's loss sum (of lossBuf) and correct predictions: the one point per step where the host
-    // waits for the device.
-    Backend::StepMetrics batchMetrics(const Tensor& logits, const Batch& batch, const Tensor& labels) {
-        return backend.stepMetrics(lossBuf.f32(), logits.f32(), labels.i32(), static_cast<int>(batch.size), numClasses);
-    }
-
-    Tensor targetBuf;
-    std::vector<float> targetHost;
-    // One-hot targets from the batch's host labels (no device round trip).
-    void oneHot(const Batch& batch, int cols) {
-        const int64_t n = batch.size;
-        if (!targetBuf.defined() || targetBuf.numel() < n * cols) targetBuf = backend.empty(Shape{n, cols});
-        targetHost.assign(static_cast<size_t>(n * cols), 0.0f);
-        for (int64_t r = 0; r < n; ++r)
-            targetHost[static_cast<size_t>(r * cols + batch.labels[static_cast<size_t>(r)])] = 1.0f;
-        backend.copyFromHost(targetBuf.raw(), targetHost.data(), targetHost.size() * sizeof(float));
-    }
-
     std::string nodeLabel(int id) const {
         const Node* n = project.graph.node(id);
         return n ? "'" + n->name + "' (" + n->type + ")" : "#" + std::to_string(id);
@@ -399,17 +360,6 @@ struct Trainer::Impl {
         if (s.epochs < 1) throw std::invalid_argument("training.epochs must be at least 1");
         if (data.train.count == 0) throw std::invalid_argument("the training split is empty");
         numClasses = data.numClasses;  // the data against the graph: checkData, before the model was built
-    }
-
-    // The loss and output-gradient buffers, for a whole batch at once (see BatchStager on why).
-    void allocateLossBuffers() {
-        const int64_t batch = ts().batchSize;
-        try {
-            lossBuf = backend.empty(Shape{batch});
-            dlogitsBuf = backend.empty(model->outputShape().withBatch(batch));
-        } catch (const OutOfMemoryError& e) {
-            throw OutOfMemoryError("the loss buffers for batch " + std::to_string(batch) + ": " + e.what(), e.bytes());
-        }
     }
 
     // The run's compute precision (the backend's, checked by checkBackendFor), and the loss scaler
@@ -578,8 +528,8 @@ struct Trainer::Impl {
             const Staged cur = staged;
             if (b.size > 0) {
                 const Tensor& logits = model->forward(cur.input, false);
-                computeLoss(logits, b, cur.labels, false);
-                const Backend::StepMetrics m = batchMetrics(logits, b, cur.labels);
+                batchLoss->compute(logits, b, cur.labels, false);
+                const Backend::StepMetrics m = batchLoss->metrics(logits, b, cur.labels);
                 lossSum += m.lossSum;
                 correct += m.correct;
                 seen += b.size;
@@ -706,12 +656,12 @@ struct Trainer::Impl {
             const float share = dp && !localSgd()
                                     ? static_cast<float>(static_cast<double>(batch.size) / static_cast<double>(globalN))
                                     : 1.0f;
-            if (!empty) computeLoss(*logits, batch, cur.labels, true, lossScale * share);
+            if (!empty) batchLoss->compute(*logits, batch, cur.labels, true, lossScale * share);
             if (asyncMode()) localSamplesSinceAverage += static_cast<double>(batch.size);
             model->zeroGrad();
             if (buckets) buckets->beginStep();
             if (!empty)
-                model->backward(dlogitsBuf.view(model->outputShape().withBatch(batch.size)));
+                model->backward(batchLoss->gradient(batch.size));
             else if (!localSgd())
                 model->idleStep(seed);
             // Every op reading this step's input has been called: the next batch may upload now.
@@ -742,7 +692,7 @@ struct Trainer::Impl {
             // loss therefore stops the run after its update, but the layer outputs examined are
             // still this step's (the backward pass and the update do not write them).
             Backend::StepMetrics metrics;
-            if (!empty) metrics = batchMetrics(*logits, batch, cur.labels);
+            if (!empty) metrics = batchLoss->metrics(*logits, batch, cur.labels);
             if (dp) {
                 at("the sums of the step's loss and accuracy");
                 double sums[2] = {metrics.lossSum, static_cast<double>(metrics.correct)};
@@ -987,7 +937,8 @@ struct Trainer::Impl {
         else if (!opt.initialWeights.empty())
             applyWeights(*model, opt.initialWeights);
         if (dp) setUpDataParallel();
-        allocateLossBuffers();
+        // For a whole batch at once (see BatchStager on why).
+        batchLoss = std::make_unique<BatchLoss>(backend, ts().loss, model->outputShape(), ts().batchSize, numClasses);
         stager = std::make_unique<BatchStager>(backend, model->inputShape(), ts().batchSize);
         if (dp) stager->setShard(rank, ranks);
         stager->setUpTraining(data.train, trainingAugmentation(project.dataset, data.normalization), ts().seed,
