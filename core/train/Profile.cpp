@@ -2,6 +2,7 @@
 #include "core/train/Profile.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -19,7 +20,11 @@
 #include "core/io/JsonInput.h"
 #include "core/train/BatchLoss.h"
 #include "core/train/BatchStager.h"
+#include "core/train/DataParallel.h"
 #include "core/train/Optimizer.h"
+#include "core/train/Precision.h"
+#include "core/train/Trainer.h"
+#include "core/train/TrainingStep.h"
 
 namespace strata {
 
@@ -200,7 +205,12 @@ ProfileReport profileProject(const Project& projectIn, const std::string& projec
     BatchStager stager(backend, model->inputShape(), ts.batchSize);
     stager.setUpTraining(data.train, trainingAugmentation(project.dataset, data.normalization), ts.seed,
                          ResidentData::Auto, int64_t(4) << 30, [](const std::string&) {});
+    // The Trainer's step, with the run's loss, precision and optimizer; one process.
     BatchLoss batchLoss(backend, ts.loss, model->outputShape(), ts.batchSize, data.numClasses);
+    const TrainerOptions defaults;
+    Precision precision(backend, defaults.initialLossScale, defaults.lossScaleGrowthInterval);
+    DataParallel alone;
+    TrainingStep step(*model, optimizer, batchLoss, precision, alone, ts.clipNorm);
 
     int epoch = 1;
     stager.startTrainEpoch(epoch);
@@ -226,12 +236,26 @@ ProfileReport profileProject(const Project& projectIn, const std::string& projec
         (backward ? bwd : fwd)[node] += msSince(layerStart);
     };
 
+    // Milliseconds from the step's start to the end of each of its phases; on a timed step, once the device has
+    // done the phase's work.
+    bool timed = false;
+    Clock::time_point stepStart;
+    std::array<double, kStepPhases> phaseEnd{};
+    step.setPhaseHook([&](StepPhase p) {
+        if (timed) backend.synchronize();
+        phaseEnd[static_cast<size_t>(p)] = msSince(stepStart);
+    });
+    auto phaseMs = [&](StepPhase p) {
+        const size_t i = static_cast<size_t>(p);
+        return phaseEnd[i] - (i > 0 ? phaseEnd[i - 1] : 0.0);
+    };
+
     std::vector<double> stepMs, dataMs, plainComputeMs, lossMs, optMs, computeMs, betweenMs, layersMs;
     std::map<int, std::vector<double>> fwdSteps, bwdSteps;
     uint64_t stepSeed = ts.seed;
     // Warm-up steps (plain), then timed and plain steps in turn so both see the same machine load.
     for (int i = 0; i < options.warmupSteps + 2 * options.steps; ++i) {
-        const bool timed = i >= options.warmupSteps && (i - options.warmupSteps) % 2 == 0;
+        timed = i >= options.warmupSteps && (i - options.warmupSteps) % 2 == 0;
         const bool measured = i >= options.warmupSteps;
         model->setLayerHook(timed ? Model::LayerHook(hook) : Model::LayerHook());
         fwd.clear();
@@ -240,28 +264,23 @@ ProfileReport profileProject(const Project& projectIn, const std::string& projec
         const auto t0 = Clock::now();
         const BatchStager::Staged s = nextBatch();
         const double data = msSince(t0);
-        const auto t1 = Clock::now();
-        const Tensor& logits = model->forward(s.input, true, ++stepSeed);
-        if (timed) backend.synchronize();
-        const double forwardTotal = msSince(t1);
-        const auto tl = Clock::now();
-        batchLoss.compute(logits, batch, s.labels, true);
-        if (timed) backend.synchronize();
-        const double lossTime = msSince(tl);
-        const Tensor dOut = batchLoss.gradient(batch.size);
-        const auto tz = Clock::now();
-        model->zeroGrad();
-        if (timed) backend.synchronize();
-        const double zeroTime = msSince(tz);
-        const auto tb = Clock::now();
-        model->backward(dOut);
-        if (timed) backend.synchronize();
-        const double backwardTotal = msSince(tb);
-        const auto to = Clock::now();
-        optimizer.step(ts.learningRate);
+        stepStart = Clock::now();
+        step.run(StepInput{.batch = batch,
+                           .input = s.input,
+                           .labels = s.labels,
+                           .index = i,
+                           .epoch = epoch,
+                           .learningRate = ts.learningRate,
+                           .seed = ++stepSeed});
         backend.synchronize();
-        const double optTime = msSince(to) + zeroTime;
-        const double compute = msSince(t1);
+        const double compute = msSince(stepStart);
+        const double forwardTotal = phaseMs(StepPhase::Forward);
+        const double backwardTotal = phaseMs(StepPhase::Backward);
+        // The loss row: its forward and gradient, and the read-back of the step's loss sum and accuracy.
+        const double lossTime = phaseMs(StepPhase::Loss) + phaseMs(StepPhase::Metrics);
+        // The optimizer row: zeroing the gradients, and the update (with fp16's unscaling, and clipping, where
+        // the run has them).
+        const double optTime = phaseMs(StepPhase::ZeroGrad) + phaseMs(StepPhase::Update);
         if (!measured) continue;
         if (timed) {
             // What forward and backward did besides their layers' calls (Model's zeroing of the activation

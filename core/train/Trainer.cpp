@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <limits>
@@ -27,16 +26,16 @@
 #include "core/train/CheckpointPolicy.h"
 #include "core/train/DataCheck.h"
 #include "core/train/DataParallel.h"
-#include "core/train/Divergence.h"
 #include "core/train/LrSchedule.h"
 #include "core/train/MemoryEstimate.h"
 #include "core/train/Optimizer.h"
 #include "core/train/Precision.h"
 #include "core/train/ProjectFingerprint.h"
-#include "core/train/Pruning.h"
 #include "core/train/RankGroup.h"
 #include "core/train/RunAgreement.h"
+#include "core/train/StepHooks.h"
 #include "core/train/TelemetrySampler.h"
+#include "core/train/TrainingStep.h"
 
 namespace strata {
 
@@ -103,8 +102,9 @@ struct Trainer::Impl {
     std::unique_ptr<BatchStager> stager;
     std::unique_ptr<BatchLoss> batchLoss;
     std::unique_ptr<Precision> precision;
-    std::unique_ptr<PruningMasks> pruner;  // a pruning run only
-    std::unique_ptr<DivergenceMonitor> divergence;
+    std::unique_ptr<PruningHook> pruning;  // a pruning run only
+    std::unique_ptr<DivergenceHook> divergence;
+    std::unique_ptr<TrainingStep> step;
 
     RunProgress progress;  // saved in checkpoints
     CheckpointPolicy checkpoints{""};
@@ -163,11 +163,6 @@ struct Trainer::Impl {
 
     const TrainingSettings& ts() const { return project.training; }
 
-    std::string nodeLabel(int id) const {
-        const Node* n = project.graph.node(id);
-        return n ? "'" + n->name + "' (" + n->type + ")" : "#" + std::to_string(id);
-    }
-
     // Every way the data and the graph disagree (shape, classes, an Embedding smaller than the vocabulary),
     // listed at once before anything is allocated for the model: the run is refused before its first step.
     void checkData() const {
@@ -187,8 +182,9 @@ struct Trainer::Impl {
         progress.writeState(j);
         j["optimizer_steps"] = optimizer->steps();
         precision->writeState(j);
-        if (pruner) j["pruning"] = pruner->state();
-        if (divergence && divergence->startLoss() > 0) j["divergence_start_loss"] = divergence->startLoss();
+        if (pruning) j["pruning"] = pruning->masks().state();
+        if (divergence && divergence->monitor().startLoss() > 0)
+            j["divergence_start_loss"] = divergence->monitor().startLoss();
         return j;
     }
 
@@ -214,7 +210,7 @@ struct Trainer::Impl {
         c.trainerState = trainerState();
         c.weights = modelWeights(*model);
         c.optimizerState = optimizer->state();
-        if (pruner) c.masks = pruner->masks();
+        if (pruning) c.masks = pruning->masks().masks();
         const std::string file = checkpoints.save(c, best, midEpoch);
         obs->onCheckpoint({file, progress.epochsDone, progress.globalStep, best});
     }
@@ -259,11 +255,11 @@ struct Trainer::Impl {
         progress.stepInEpoch = c.stepInEpoch;
         progress.readState(st);
         if (st.contains("divergence_start_loss") && st["divergence_start_loss"].is_number())
-            divergence->setReferenceLoss(st["divergence_start_loss"].get<double>());
+            divergence->monitor().setReferenceLoss(st["divergence_start_loss"].get<double>());
         precision->readState(st);
         if (st.contains("pruning")) {
-            if (!pruner) pruner = std::make_unique<PruningMasks>(*model, pruningSettingsFromJson(st["pruning"]));
-            pruner->restore(c.masks, st["pruning"]);
+            if (!pruning) pruning = makePruning(pruningSettingsFromJson(st["pruning"]));
+            pruning->masks().restore(c.masks, st["pruning"]);
         }
         obs->onLog("resumed from " + point.file + " at epoch " + std::to_string(progress.epochsDone) + ", step " +
                    std::to_string(progress.globalStep));
@@ -345,41 +341,6 @@ struct Trainer::Impl {
         return !stopRequested;
     }
 
-    // A non-finite loss ends the run, naming the step, the first layer whose output is not finite and the
-    // last good checkpoint.
-    [[noreturn]] void reportNonFiniteLoss(double loss, int epoch) {
-        const int bad = model->firstNonFiniteNode();
-        std::ostringstream msg;
-        msg << "step " << (progress.globalStep + 1) << " (epoch " << epoch << "): the loss is "
-            << (std::isnan(loss) ? "NaN" : "infinite");
-        msg << (bad >= 0 ? "; the first layer whose output is not finite is " + nodeLabel(bad)
-                         : "; every layer output is finite, so the loss itself overflowed");
-        if (!checkpoints.lastSaved().empty()) msg << "; the last good checkpoint is " << checkpoints.lastSaved();
-        throw std::runtime_error(msg.str());
-    }
-
-    // A diverging run ends like a NaN one: the step, why, the layer with the largest gradient (the one the
-    // explosion runs through) and what to change.
-    [[noreturn]] void reportDivergence(const std::string& why, int epoch, double lr) {
-        std::ostringstream msg;
-        msg << "step " << (progress.globalStep + 1) << " (epoch " << epoch << "): " << why;
-        double worst = -1;
-        std::string where;
-        for (const auto& np : model->namedParameters()) {
-            if (!np.param->grad.defined()) continue;
-            const double norm = std::sqrt(backend.sumSquares(np.param->grad.f32(), np.param->grad.numel()));
-            if (!(norm <= worst)) {
-                worst = norm;
-                where = nodeLabel(np.node) + " (parameter '" + np.param->name + "', gradient norm " +
-                        std::to_string(norm) + ")";
-            }
-        }
-        if (!where.empty()) msg << "; the largest gradient is in layer " << where;
-        msg << "; lower the learning rate (now " << lr << ") or set a gradient clip norm";
-        if (!checkpoints.lastSaved().empty()) msg << "; the last good checkpoint is " << checkpoints.lastSaved();
-        throw std::runtime_error(msg.str());
-    }
-
     // Sums over an epoch's training steps.
     struct EpochTotals {
         double lossSum = 0;
@@ -425,68 +386,34 @@ struct Trainer::Impl {
                 continue;
             }
             const auto stepStart = Clock::now();
-            // Data parallel: this rank's shard of a global batch of globalN samples (possibly none).
-            const int64_t globalN = parallel->globalSamples(batch);
-            const bool empty = batch.size == 0;
-            const double lr = learningRateAt(ts(), progress.globalStep, stepsPerEpoch);
-            const uint64_t seed = mixSeed(ts().seed, static_cast<uint64_t>(progress.globalStep));
-            const Tensor* logits = empty ? nullptr : &model->forward(cur.input, true, seed, batch.first);
-            const float lossScale = precision->lossScale();
-            // Sync: each rank's loss gradient is scaled by its share of the global batch, so the sum over the
-            // ranks is the gradient of the global batch's mean loss.
-            const float share = parallel->lossShare(batch);
-            if (!empty) batchLoss->compute(*logits, batch, cur.labels, true, lossScale * share);
-            model->zeroGrad();
-            parallel->beginBackward(batch);
-            if (!empty)
-                model->backward(batchLoss->gradient(batch.size));
-            else if (parallel->idlesOnEmptyShard())
-                model->idleStep(seed);
-            // Every op reading this step's input has been called: the next batch may upload now.
-            havePending = stager->nextTrainBatch(pending);
-            if (havePending && pending.size > 0) staged = stager->stageTrain(pending);
-            parallel->finishBackward();
-            double stepLr = lr;
-            const bool haveGradients = parallel->exchange(lr, stepLr);
-            const bool apply = haveGradients && precision->unscaleGradients(*model, lossScale);
-            // The global gradient norm, for the divergence check, where clipping measures it anyway: measuring it
-            // otherwise would add a second device wait to every step (the loss check covers those runs).
-            double gradNorm = std::numeric_limits<double>::quiet_NaN();
-            if (apply && (!empty || parallel->updatesOnEmptyShard())) {
-                if (ts().clipNorm > 0) gradNorm = optimizer->clipGradNorm(ts().clipNorm);
-                optimizer->step(stepLr);
-            }
-            parallel->afterUpdate(progress.globalStep, batch);
-            if (pruner && pruner->afterStep(progress.globalStep) &&
-                progress.globalStep == pruner->settings().schedule.endStep)
-                obs->onLog("pruning: the masks reached the final sparsity at step " +
-                           std::to_string(progress.globalStep + 1));
-            // The step's whole work has been called; now its metrics are read back. A non-finite
-            // loss therefore stops the run after its update, but the layer outputs examined are
-            // still this step's (the backward pass and the update do not write them).
-            Backend::StepMetrics metrics;
-            if (!empty) metrics = batchLoss->metrics(*logits, batch, cur.labels);
-            parallel->reduceMetrics(metrics);
-            const double loss = metrics.lossSum / static_cast<double>(globalN);
-            if (!std::isfinite(loss)) reportNonFiniteLoss(loss, epoch);
-            if (std::string why = divergence->addLoss(loss); !why.empty()) reportDivergence(why, epoch, lr);
-            if (std::isfinite(gradNorm))
-                if (std::string why = divergence->addGradNorm(gradNorm); !why.empty()) reportDivergence(why, epoch, lr);
-            if (!apply && haveGradients) obs->onLog(precision->skippedStepLine(progress.globalStep + 1, lossScale));
+            const StepInput in{.batch = batch,
+                               .input = cur.input,
+                               .labels = cur.labels,
+                               .index = progress.globalStep,
+                               .epoch = epoch,
+                               .learningRate = learningRateAt(ts(), progress.globalStep, stepsPerEpoch),
+                               .seed = mixSeed(ts().seed, static_cast<uint64_t>(progress.globalStep))};
+            // Once every op reading this step's input has been called, the next batch may upload.
+            const StepOutcome out = step->run(in, [&] {
+                havePending = stager->nextTrainBatch(pending);
+                if (havePending && pending.size > 0) staged = stager->stageTrain(pending);
+            });
+            if (!out.applied && out.haveGradients)
+                obs->onLog(precision->skippedStepLine(progress.globalStep + 1, out.lossScale));
             ++progress.globalStep;
             ++progress.stepInEpoch;
-            totals.lossSum += loss * static_cast<double>(globalN);
-            totals.correct += metrics.correct;
-            totals.seen += globalN;
+            totals.lossSum += out.loss * static_cast<double>(out.samples);
+            totals.correct += out.metrics.correct;
+            totals.seen += out.samples;
             StepEvent ev;
             ev.epoch = epoch;
             ev.step = progress.globalStep;
             ev.stepInEpoch = progress.stepInEpoch;
             ev.stepsPerEpoch = stepsPerEpoch;
-            ev.loss = loss;
-            ev.accuracy = static_cast<double>(metrics.correct) / static_cast<double>(globalN);
-            ev.learningRate = lr;
-            ev.samplesPerSecond = rate.add(globalN);
+            ev.loss = out.loss;
+            ev.accuracy = static_cast<double>(out.metrics.correct) / static_cast<double>(out.samples);
+            ev.learningRate = in.learningRate;
+            ev.samplesPerSecond = rate.add(out.samples);
             ev.ranks = ranks.size();
             if (const GradientBuckets::StepTimes* t = parallel->communication()) {
                 ev.commSeconds = t->windowSeconds;
@@ -495,7 +422,7 @@ struct Trainer::Impl {
             }
             ev.computeSeconds = secondsSince(stepStart) - ev.exposedCommSeconds;
             ev.elapsedSeconds = secondsSince(runStart);
-            precision->describeStep(ev, lossScale, apply);
+            precision->describeStep(ev, out.lossScale, out.applied);
             obs->onStep(ev);
             if (checkpointRequested.exchange(false)) checkpoint(false, true);
         }
@@ -527,7 +454,7 @@ struct Trainer::Impl {
         progress.lastHasValidation = ev.hasValidation;
         progress.lastValLoss = ev.valLoss;
         progress.lastValAccuracy = ev.valAccuracy;
-        if (ev.hasValidation && (!pruner || pruner->reachedFinalSparsity()))
+        if (ev.hasValidation && (!pruning || pruning->masks().reachedFinalSparsity()))
             ev.best = progress.recordValidation(epoch, ev.valLoss, ev.valAccuracy,
                                                 ts().earlyStoppingMetric == EarlyStoppingMetric::ValAcc);
         ev.seconds = secondsSince(epochStart);
@@ -605,7 +532,7 @@ struct Trainer::Impl {
         s.globalBatch = ts().batchSize;
         s.clipNorm = ts().clipNorm;
         s.scalesLoss = precision->scalesLoss();
-        s.prunes = opt.pruning || pruner;
+        s.prunes = opt.pruning || pruning;
         parallel = makeDataParallel(ranks, *model, *optimizer, s);
         if (dp) obs->onLog(parallel->description());
     }
@@ -655,7 +582,8 @@ struct Trainer::Impl {
                                                           : resolveDatasetPath(opt.projectPath, ts().checkpointDir));
         if (checkpoints.enabled()) obs->onLog("checkpoints go to " + checkpoints.folder());
         for (const std::string& line : checkpoints.prepare()) obs->onLog(line);
-        divergence = std::make_unique<DivergenceMonitor>(data.numClasses);
+        divergence = std::make_unique<DivergenceHook>(*model, project.graph, data.numClasses,
+                                                      [this] { return checkpoints.lastSaved(); });
         if (!opt.resumeFrom.empty() && !opt.initFrom.empty())
             throw std::invalid_argument("--init-from starts a new run and --resume continues one: give one of them");
         if (!opt.resumeFrom.empty())
@@ -678,14 +606,21 @@ struct Trainer::Impl {
             throw std::runtime_error("the checkpoint was saved at step " + std::to_string(progress.stepInEpoch) +
                                      " of an epoch, but an epoch of this data set has " +
                                      std::to_string(stepsPerEpoch) + " steps");
-        if (opt.pruning && !pruner) {
+        if (opt.pruning && !pruning) {
             const PruningSettings s = pruningForRun(*opt.pruning, stepsPerEpoch * ts().epochs);
-            pruner = std::make_unique<PruningMasks>(*model, s);
+            pruning = makePruning(s);
             obs->onLog(std::string("pruning: ") + pruningScopeName(s.scope) + " magnitude pruning to sparsity " +
                        formatScale(s.schedule.finalSparsity) + " over steps " + std::to_string(s.schedule.beginStep) +
                        " to " + std::to_string(s.schedule.endStep) + ", every " + std::to_string(s.schedule.frequency) +
                        " steps");
         }
+        step = std::make_unique<TrainingStep>(*model, *optimizer, *batchLoss, *precision, *parallel, ts().clipNorm);
+        if (pruning) step->addHook(pruning.get());
+        step->addHook(divergence.get());
+    }
+
+    std::unique_ptr<PruningHook> makePruning(const PruningSettings& s) {
+        return std::make_unique<PruningHook>(*model, s, [this](const std::string& line) { obs->onLog(line); });
     }
 
     bool run() {
