@@ -75,8 +75,8 @@ struct DataParallelSettings {
     bool prunes = false;      // refused with async
 };
 
-// The strategy for `ranks`: a run of one process gets the base class, which does nothing; data parallel, rank 0's weights
-// (and BatchNorm statistics) are broadcast to every rank first, then the mode is set up on `model` (its
+// The strategy for `ranks`: a run of one process gets the base class, which does nothing; data parallel, rank 0's
+// weights (and BatchNorm statistics) are broadcast to every rank first, then the mode is set up on `model` (its
 // gradients-ready hook, BatchNorm's cross-replica sums). Throws std::invalid_argument for a mode that cannot
 // run with the settings (async with fp16 or pruning).
 std::unique_ptr<DataParallel> makeDataParallel(RankGroup& ranks, Model& model, Optimizer& optimizer,

@@ -21,6 +21,7 @@
 #include "core/train/BatchLoss.h"
 #include "core/train/BatchStager.h"
 #include "core/train/DataParallel.h"
+#include "core/train/LrSchedule.h"
 #include "core/train/Optimizer.h"
 #include "core/train/Precision.h"
 #include "core/train/Trainer.h"
@@ -252,7 +253,6 @@ ProfileReport profileProject(const Project& projectIn, const std::string& projec
 
     std::vector<double> stepMs, dataMs, plainComputeMs, lossMs, optMs, computeMs, betweenMs, layersMs;
     std::map<int, std::vector<double>> fwdSteps, bwdSteps;
-    uint64_t stepSeed = ts.seed;
     // Warm-up steps (plain), then timed and plain steps in turn so both see the same machine load.
     for (int i = 0; i < options.warmupSteps + 2 * options.steps; ++i) {
         timed = i >= options.warmupSteps && (i - options.warmupSteps) % 2 == 0;
@@ -265,15 +265,16 @@ ProfileReport profileProject(const Project& projectIn, const std::string& projec
         const BatchStager::Staged s = nextBatch();
         const double data = msSince(t0);
         stepStart = Clock::now();
-        step.run(StepInput{.batch = batch,
-                           .input = s.input,
-                           .labels = s.labels,
-                           .index = i,
-                           .epoch = epoch,
-                           .learningRate = ts.learningRate,
-                           .seed = ++stepSeed});
+        const StepOutcome out = step.run(StepInput{.batch = batch,
+                                                   .input = s.input,
+                                                   .labels = s.labels,
+                                                   .index = i,
+                                                   .epoch = epoch,
+                                                   .learningRate = learningRateAt(ts, i, stager.trainBatchesPerEpoch()),
+                                                   .seed = stepSeed(ts.seed, i)});
         backend.synchronize();
         const double compute = msSince(stepStart);
+        report.losses.push_back(out.loss);
         const double forwardTotal = phaseMs(StepPhase::Forward);
         const double backwardTotal = phaseMs(StepPhase::Backward);
         // The loss row: its forward and gradient, and the read-back of the step's loss sum and accuracy.

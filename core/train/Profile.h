@@ -60,6 +60,9 @@ struct ProfileOptions {
 struct ProfileReport {
     std::string device, deviceName;
     int batch = 0, steps = 0;
+    // Every step's training loss, warm-up included: the same steps as a training run's first ones (the same
+    // batches, dropout seeds and learning rates), so the same numbers.
+    std::vector<double> losses;
     std::vector<LayerProfile> layers;    // topological order, Input left out
     double lossMs = 0, optimizerMs = 0;  // the loss (and its read-back) and the optimizer (zero, unscale, update)
     double betweenLayersMs = 0;          // forward and backward besides their layers' calls

@@ -1,12 +1,10 @@
-// Trainer: epochs of steps, validation, checkpoints, early stopping and the
-// requests a GUI or a signal handler makes between steps. Batches come from a
-// BatchStager, checkpoint files and run progress from CheckpointPolicy.
+// Trainer: the start-up (data, model, the ranks' agreement, resume), epochs of steps, validation, events,
+// checkpoints, early stopping and the requests a GUI or a signal handler makes between steps. One step is
+// TrainingStep's; batches come from a BatchStager, checkpoint files and run progress from CheckpointPolicy.
 #include "core/train/Trainer.h"
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
-#include <filesystem>
 #include <limits>
 #include <new>
 #include <set>
@@ -46,8 +44,6 @@ namespace {
 
 double secondsSince(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-uint64_t mixSeed(uint64_t seed, uint64_t step) { return dropoutHash(seed, step); }
-
 std::string formatScale(double scale) {
     std::ostringstream s;
     s << scale;
@@ -82,6 +78,60 @@ private:
     double m_rate = 0;
 };
 
+// The requests a GUI or a signal handler makes, from any thread; the loop checks them between steps.
+class Requests {
+public:
+    void pause() {
+        std::lock_guard lock(m_mutex);
+        m_pause = true;
+    }
+    void resume() {
+        {
+            std::lock_guard lock(m_mutex);
+            m_pause = false;
+        }
+        m_cv.notify_all();
+    }
+    void stop() {
+        {
+            // Under the lock, so a thread about to wait in waitWhilePaused cannot miss the wake-up.
+            std::lock_guard lock(m_mutex);
+            m_stop = true;
+        }
+        m_cv.notify_all();
+    }
+    void checkpoint() { m_checkpoint = true; }
+
+    bool paused() const {
+        std::lock_guard lock(m_mutex);
+        return m_pause;
+    }
+    // Also the model's interrupt flag, and set when another rank stops (RankGroup::agreeOnStop).
+    std::atomic<bool>& stopFlag() { return m_stop; }
+    bool stopped() const { return m_stop; }
+    // Whether a checkpoint was asked for since the last call.
+    bool takeCheckpoint() { return m_checkpoint.exchange(false); }
+
+    // Blocks while paused; returns false when a stop was requested. `pausing` is told when a wait starts and
+    // ends (data parallel: the other ranks' waits for this one do not time out meanwhile).
+    template <typename F>
+    bool waitWhilePaused(F pausing) {
+        std::unique_lock lock(m_mutex);
+        const bool waits = m_pause && !m_stop;
+        if (waits) pausing(true);
+        m_cv.wait(lock, [this] { return !m_pause || m_stop; });
+        if (waits) pausing(false);
+        return !m_stop;
+    }
+
+private:
+    std::atomic<bool> m_stop{false};
+    std::atomic<bool> m_checkpoint{false};
+    mutable std::mutex m_mutex;
+    std::condition_variable m_cv;
+    bool m_pause = false;
+};
+
 }  // namespace
 
 struct Trainer::Impl {
@@ -90,11 +140,7 @@ struct Trainer::Impl {
     TrainingObserver* obs;
     TrainerOptions opt;
 
-    std::atomic<bool> stopRequested{false};
-    std::atomic<bool> checkpointRequested{false};
-    mutable std::mutex pauseMutex;
-    std::condition_variable pauseCv;
-    bool pauseRequested = false;
+    Requests requests;
 
     DatasetBundle data;
     std::unique_ptr<Model> model;
@@ -113,7 +159,6 @@ struct Trainer::Impl {
     Clock::time_point runStart;
 
     RankGroup ranks;  // this process's place in a data-parallel job (rank 0 of 1 alone)
-    bool dp = false;  // ranks.dataParallel()
     std::unique_ptr<DataParallel> parallel;
 
     Impl(Project p, Backend& b, TrainingObserver* o, TrainerOptions op)
@@ -121,8 +166,9 @@ struct Trainer::Impl {
           backend(b),
           obs(o ? o : &g_nullObserver),
           opt(std::move(op)),
-          ranks(opt.communicator, opt.dataParallelWithOneRank, opt.collectiveTimeoutSeconds),
-          dp(ranks.dataParallel()) {}
+          ranks(opt.communicator, opt.dataParallelWithOneRank, opt.collectiveTimeoutSeconds) {}
+
+    bool dp() const { return ranks.dataParallel(); }
 
     // Data parallel: every rank compares what shapes its run (RunAgreement.h) before the first collective that
     // depends on it; a difference stops every rank here, naming the rank, the setting and both values.
@@ -134,7 +180,7 @@ struct Trainer::Impl {
 
     // Whether the run stops here: a request on this process, or data parallel on any rank (RankGroup).
     bool stopAgreed() {
-        return ranks.agreeOnStop(stopRequested, opt.gatherTelemetry && opt.telemetryIntervalMs > 0, *obs);
+        return ranks.agreeOnStop(requests.stopFlag(), opt.gatherTelemetry && opt.telemetryIntervalMs > 0, *obs);
     }
 
     // Data parallel: every rank must train on the same data (the project and options were compared before,
@@ -220,7 +266,7 @@ struct Trainer::Impl {
         // others read the file it chose (every rank must see it: a shared file system).
         std::string file = path;
         bool best = opt.resumeBest;
-        if (dp) {
+        if (dp()) {
             if (ranks.rank() == 0) file = findResumePoint(path, opt.resumeBest).file;
             ranks.at("the broadcast of the checkpoint rank 0 resumes from");
             ranks.comm().broadcast(file, 0);
@@ -229,7 +275,7 @@ struct Trainer::Impl {
         ResumePoint point = findResumePoint(file, best, WeightLoadOptions{false, ""});
         // Every rank read the file rank 0 chose; its copy must hold the same progress and state (a file system
         // that is not shared, or a file replaced meanwhile, would give another one).
-        if (dp) {
+        if (dp()) {
             ranks.at("the comparison of the ranks' resume points");
             const std::string difference = compareAcrossRanks(ranks.comm(), resumeAgreementFields(point.checkpoint));
             if (!difference.empty())
@@ -295,7 +341,7 @@ struct Trainer::Impl {
     // Data parallel: each rank evaluates its shard of every batch, and the sums are reduced.
     std::pair<double, double> evaluate(const DataSplit& split) {
         DataLoader loader(split, ts().batchSize, false, ts().seed);
-        if (dp) loader.setShard(ranks.rank(), ranks.size());
+        if (dp()) loader.setShard(ranks.rank(), ranks.size());
         loader.startEpoch(0);
         Batch b, pending;
         Staged staged;
@@ -304,7 +350,7 @@ struct Trainer::Impl {
         double lossSum = 0;
         int64_t correct = 0, seen = 0;
         while (havePending) {
-            if (stopRequested && !dp) break;  // data parallel: the ranks agree on stopping after validation
+            if (requests.stopped() && !dp()) break;  // data parallel: the ranks agree on stopping after validation
             std::swap(b, pending);
             const Staged cur = staged;
             if (b.size > 0) {
@@ -319,7 +365,7 @@ struct Trainer::Impl {
             if (havePending && pending.size > 0) staged = stager->stage(pending);
         }
         logSkipped(loader.takeSkipped(), "validation");
-        if (dp) {
+        if (dp()) {
             double sums[3] = {lossSum, static_cast<double>(correct), static_cast<double>(seen)};
             ranks.sum(sums, 3, "the validation sums");
             lossSum = sums[0];
@@ -333,12 +379,7 @@ struct Trainer::Impl {
     // Blocks while paused; returns false when a stop was requested. Data parallel, the other ranks' waits for
     // this one do not time out meanwhile (Communicator::setPaused).
     bool waitWhilePaused() {
-        std::unique_lock lock(pauseMutex);
-        const bool pausing = dp && pauseRequested && !stopRequested;
-        if (pausing) ranks.setPaused(true);
-        pauseCv.wait(lock, [this] { return !pauseRequested || stopRequested; });
-        if (pausing) ranks.setPaused(false);
-        return !stopRequested;
+        return requests.waitWhilePaused([this](bool paused) { ranks.setPaused(paused); });
     }
 
     // Sums over an epoch's training steps.
@@ -361,12 +402,12 @@ struct Trainer::Impl {
         if (havePending && pending.size > 0) staged = stager->stageTrain(pending);
         RateMeter rate;
         while (true) {
-            if (dp) ranks.atStep(progress.globalStep + 1);
+            if (dp()) ranks.atStep(progress.globalStep + 1);
             if (stopAgreed()) break;
             // Data parallel, a stop that wakes a paused rank is agreed at the next step's start (every rank
             // takes this step, then stops together); a rank that is not paused meanwhile waits in the step's
             // first collective, so pausing one rank pauses the job.
-            if (dp)
+            if (dp())
                 (void)waitWhilePaused();
             else if (!waitWhilePaused())
                 break;
@@ -378,7 +419,7 @@ struct Trainer::Impl {
             ranks.injectTestFaults(progress.globalStep + 1);
             std::swap(batch, pending);
             const Staged cur = staged;
-            if (!dp && batch.size == 0) {
+            if (!dp() && batch.size == 0) {
                 // A streamed batch whose every file was bad: no step (the epoch still counts it).
                 ++progress.stepInEpoch;
                 havePending = stager->nextTrainBatch(pending);
@@ -392,7 +433,7 @@ struct Trainer::Impl {
                                .index = progress.globalStep,
                                .epoch = epoch,
                                .learningRate = learningRateAt(ts(), progress.globalStep, stepsPerEpoch),
-                               .seed = mixSeed(ts().seed, static_cast<uint64_t>(progress.globalStep))};
+                               .seed = stepSeed(ts().seed, progress.globalStep)};
             // Once every op reading this step's input has been called, the next batch may upload.
             const StepOutcome out = step->run(in, [&] {
                 havePending = stager->nextTrainBatch(pending);
@@ -424,7 +465,7 @@ struct Trainer::Impl {
             ev.elapsedSeconds = secondsSince(runStart);
             precision->describeStep(ev, out.lossScale, out.applied);
             obs->onStep(ev);
-            if (checkpointRequested.exchange(false)) checkpoint(false, true);
+            if (requests.takeCheckpoint()) checkpoint(false, true);
         }
         // Async: the last step's gradients; local SGD and async: the replicas' average.
         parallel->endEpoch();
@@ -460,7 +501,7 @@ struct Trainer::Impl {
         ev.seconds = secondsSince(epochStart);
         obs->onEpoch(ev);
         checkpoint(ev.best, false);
-        if (checkpointRequested.exchange(false) && !checkpoints.enabled()) checkpoint(false, true);
+        if (requests.takeCheckpoint() && !checkpoints.enabled()) checkpoint(false, true);
         if (ts().earlyStoppingPatience > 0 && progress.epochsWithoutImprovement >= ts().earlyStoppingPatience) {
             obs->onLog("early stopping: no improvement in " + settingName(ts().earlyStoppingMetric) + " for " +
                        std::to_string(progress.epochsWithoutImprovement) + " epochs; best epoch " +
@@ -504,11 +545,11 @@ struct Trainer::Impl {
         const uint64_t available = availableMemory();
         if (available == 0) return;  // unknown: nothing to compare with
         TrainingSettings local = ts();
-        if (dp) local.batchSize = (ts().batchSize + ranks.size() - 1) / ranks.size();
-        const std::string share = dp ? "rank " + std::to_string(ranks.rank()) + "'s share of the global batch " +
-                                           std::to_string(ts().batchSize) + " over " + std::to_string(ranks.size()) +
-                                           " ranks, " + std::to_string(local.batchSize) + ": "
-                                     : std::string();
+        if (dp()) local.batchSize = (ts().batchSize + ranks.size() - 1) / ranks.size();
+        const std::string share = dp() ? "rank " + std::to_string(ranks.rank()) + "'s share of the global batch " +
+                                             std::to_string(ts().batchSize) + " over " + std::to_string(ranks.size()) +
+                                             " ranks, " + std::to_string(local.batchSize) + ": "
+                                       : std::string();
         try {
             const MemoryEstimate e = checkTrainingFits(project.graph, local, backend.device().toString(), available);
             obs->onLog("memory: " + share + "about " +
@@ -517,7 +558,7 @@ struct Trainer::Impl {
         } catch (const GraphError&) {
             // compile names the problem with its node and port.
         } catch (const std::runtime_error& e) {
-            if (!dp) throw;
+            if (!dp()) throw;
             throw std::runtime_error(share + e.what());
         }
     }
@@ -534,7 +575,7 @@ struct Trainer::Impl {
         s.scalesLoss = precision->scalesLoss();
         s.prunes = opt.pruning || pruning;
         parallel = makeDataParallel(ranks, *model, *optimizer, s);
-        if (dp) obs->onLog(parallel->description());
+        if (dp()) obs->onLog(parallel->description());
     }
 
     // Data, model, optimizer and batches, in that order; resumes when asked.
@@ -562,7 +603,7 @@ struct Trainer::Impl {
                 if (f.split == split || (f.split.empty() && split == std::string("training"))) files.push_back(f);
             logSkipped(files, split);
         }
-        if (dp) {
+        if (dp()) {
             checkRanksAgree();
             if (!backend.device().isCpu()) ranks.useDeviceCommunicator(backend);
         }
@@ -570,7 +611,7 @@ struct Trainer::Impl {
         model = compile(project.graph, backend, ts().seed);
         // Stop ends even a long step between two layers; data parallel, only between steps, where the ranks
         // agree on it (a rank leaving mid-step would leave the others in a collective).
-        if (!dp) model->setInterruptFlag(&stopRequested);
+        if (!dp()) model->setInterruptFlag(&requests.stopFlag());
         validateSetup();
         precision = std::make_unique<Precision>(backend, opt.initialLossScale, opt.lossScaleGrowthInterval);
         if (const std::string line = precision->description(); !line.empty()) obs->onLog(line);
@@ -597,7 +638,7 @@ struct Trainer::Impl {
         batchLoss =
             std::make_unique<BatchLoss>(backend, ts().loss, model->outputShape(), ts().batchSize, data.numClasses);
         stager = std::make_unique<BatchStager>(backend, model->inputShape(), ts().batchSize);
-        if (dp) stager->setShard(ranks.rank(), ranks.size());
+        if (dp()) stager->setShard(ranks.rank(), ranks.size());
         stager->setUpTraining(data.train, trainingAugmentation(project.dataset, data.normalization), ts().seed,
                               opt.residentData, opt.residentDataMaxBytes,
                               [this](const std::string& line) { obs->onLog(line); });
@@ -626,7 +667,7 @@ struct Trainer::Impl {
     bool run() {
         runStart = Clock::now();
         try {
-            if (dp) agreeOnRun();
+            if (dp()) agreeOnRun();
             checkBackendFor(backend, ts());
             checkMemory();
             setUp();
@@ -652,7 +693,7 @@ struct Trainer::Impl {
             // A run stopped mid-epoch (Stop, the step limit) keeps the weights it has as it ends.
             if (checkpoints.enabled() && progress.stepInEpoch > 0) checkpoint(false, true);
             FinishedEvent fin;
-            fin.stoppedByUser = stopRequested;
+            fin.stoppedByUser = requests.stopped();
             fin.earlyStopped = earlyStopped;
             fin.epochsCompleted = progress.epochsDone;
             fin.bestEpoch = progress.bestEpoch;
@@ -712,33 +753,10 @@ Trainer::~Trainer() = default;
 
 bool Trainer::run() { return m_impl->run(); }
 
-void Trainer::requestPause() {
-    std::lock_guard lock(m_impl->pauseMutex);
-    m_impl->pauseRequested = true;
-}
-
-void Trainer::requestResume() {
-    {
-        std::lock_guard lock(m_impl->pauseMutex);
-        m_impl->pauseRequested = false;
-    }
-    m_impl->pauseCv.notify_all();
-}
-
-void Trainer::requestStop() {
-    {
-        // Under the lock, so a thread about to wait in waitWhilePaused cannot miss the wake-up.
-        std::lock_guard lock(m_impl->pauseMutex);
-        m_impl->stopRequested = true;
-    }
-    m_impl->pauseCv.notify_all();
-}
-
-void Trainer::requestCheckpoint() { m_impl->checkpointRequested = true; }
-
-bool Trainer::paused() const {
-    std::lock_guard lock(m_impl->pauseMutex);
-    return m_impl->pauseRequested;
-}
+void Trainer::requestPause() { m_impl->requests.pause(); }
+void Trainer::requestResume() { m_impl->requests.resume(); }
+void Trainer::requestStop() { m_impl->requests.stop(); }
+void Trainer::requestCheckpoint() { m_impl->requests.checkpoint(); }
+bool Trainer::paused() const { return m_impl->requests.paused(); }
 
 }  // namespace strata

@@ -53,6 +53,10 @@ public:
     virtual void afterMetrics(const StepInput&, const StepOutcome&) {}
 };
 
+// Dropout's seed for step `index` (0-based) of a run seeded `runSeed`, so that the same step of a run draws the
+// same masks whoever runs it.
+inline uint64_t stepSeed(uint64_t runSeed, int64_t index) { return dropoutHash(runSeed, static_cast<uint64_t>(index)); }
+
 // A step's phases in the order they run, for a phase hook (Profile times them).
 enum class StepPhase { Forward, Loss, ZeroGrad, Backward, Update, Metrics };
 constexpr size_t kStepPhases = 6;
