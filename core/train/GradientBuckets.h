@@ -9,8 +9,9 @@
 // progresses them; finish() waits for what is left. Every rank cuts the same buckets and starts them in the
 // same order, as MPI requires.
 //
-// The sum is the global gradient because the Trainer scales each rank's loss gradient by its share of the
-// global batch (local count / global count): one process on the global batch gets the same numbers.
+// The sum is the global gradient because the step scales each rank's loss gradient by its share of the
+// global batch (DataParallel::lossShare, local count / global count): one process on the global batch gets the
+// same numbers.
 //
 // Times per step: the communication window (from the first bucket's start to the moment the last one was
 // seen complete: between layers, or in finish), the part of it spent waiting in finish (not hidden behind

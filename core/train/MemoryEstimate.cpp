@@ -1,5 +1,5 @@
 // MemoryEstimate: see MemoryEstimate.h. Every count here follows an allocation in Model.cpp (compile,
-// packParameters, allocateFor), Optimizer.cpp, BatchStager.cpp or Trainer.cpp; change them together.
+// packParameters, allocateFor), Optimizer.cpp, BatchStager.cpp or BatchLoss.cpp; change them together.
 #include "core/train/MemoryEstimate.h"
 
 #include <algorithm>
@@ -177,7 +177,7 @@ MemoryEstimate estimateTrainingMemory(const Graph& graph, const TrainingSettings
     const StepInfo& inputStep = steps.front();
     const int64_t inputNumel = inputStep.out.numel();
     const int64_t outputNumel = steps.back().out.numel();
-    // BatchStager: two input and two label buffers; Trainer: loss per sample, dlogits, one-hot targets
+    // BatchStager: two input and two label buffers; BatchLoss: loss per sample, dlogits, one-hot targets
     // (MSE, BCE).
     uint64_t buffers = 2 * allocation(static_cast<uint64_t>(inputNumel * batch) * kFloat) +
                        2 * allocation(static_cast<uint64_t>(batch) * 4) +

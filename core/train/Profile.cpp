@@ -2,6 +2,7 @@
 #include "core/train/Profile.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -17,8 +18,14 @@
 #include "core/graph/Model.h"
 #include "core/io/InputFile.h"
 #include "core/io/JsonInput.h"
+#include "core/train/BatchLoss.h"
 #include "core/train/BatchStager.h"
+#include "core/train/DataParallel.h"
+#include "core/train/LrSchedule.h"
 #include "core/train/Optimizer.h"
+#include "core/train/Precision.h"
+#include "core/train/Trainer.h"
+#include "core/train/TrainingStep.h"
 
 namespace strata {
 
@@ -199,11 +206,12 @@ ProfileReport profileProject(const Project& projectIn, const std::string& projec
     BatchStager stager(backend, model->inputShape(), ts.batchSize);
     stager.setUpTraining(data.train, trainingAugmentation(project.dataset, data.normalization), ts.seed,
                          ResidentData::Auto, int64_t(4) << 30, [](const std::string&) {});
-    const int cols = static_cast<int>(model->outputShape().numel());
-    Tensor lossBuf = backend.empty(Shape{ts.batchSize});
-    Tensor dlogits = backend.empty(model->outputShape().withBatch(ts.batchSize));
-    Tensor target = backend.empty(model->outputShape().withBatch(ts.batchSize));
-    std::vector<float> targetHost;
+    // The Trainer's step, with the run's loss, precision and optimizer; one process.
+    BatchLoss batchLoss(backend, ts.loss, model->outputShape(), ts.batchSize, data.numClasses);
+    const TrainerOptions defaults;
+    Precision precision(backend, defaults.initialLossScale, defaults.lossScaleGrowthInterval);
+    DataParallel alone;
+    TrainingStep step(*model, optimizer, batchLoss, precision, alone, ts.clipNorm);
 
     int epoch = 1;
     stager.startTrainEpoch(epoch);
@@ -217,22 +225,6 @@ ProfileReport profileProject(const Project& projectIn, const std::string& projec
         backend.synchronize();
         return s;
     };
-    auto loss = [&](const Tensor& logits, const BatchStager::Staged& s) {
-        const int rows = static_cast<int>(batch.size);
-        const float scale = 1.0f / static_cast<float>(batch.size);
-        if (ts.loss == LossKind::CrossEntropy) {
-            backend.softmaxCrossEntropy(lossBuf.f32(), dlogits.f32(), logits.f32(), s.labels.i32(), rows, cols, scale);
-            return;
-        }
-        targetHost.assign(size_t(rows) * size_t(cols), 0.0f);
-        for (int r = 0; r < rows; ++r) targetHost[size_t(r) * size_t(cols) + size_t(batch.labels[size_t(r)])] = 1;
-        backend.copyFromHost(target.raw(), targetHost.data(), targetHost.size() * sizeof(float));
-        if (ts.loss == LossKind::Mse)
-            backend.mseLoss(lossBuf.f32(), dlogits.f32(), logits.f32(), target.f32(), rows, cols, scale);
-        else
-            backend.bceWithLogits(lossBuf.f32(), dlogits.f32(), logits.f32(), target.f32(), rows, cols, scale);
-    };
-
     // Layer times of the current timed step, by node.
     std::map<int, double> fwd, bwd;
     Clock::time_point layerStart;
@@ -245,12 +237,25 @@ ProfileReport profileProject(const Project& projectIn, const std::string& projec
         (backward ? bwd : fwd)[node] += msSince(layerStart);
     };
 
+    // Milliseconds from the step's start to the end of each of its phases; on a timed step, once the device has
+    // done the phase's work.
+    bool timed = false;
+    Clock::time_point stepStart;
+    std::array<double, kStepPhases> phaseEnd{};
+    step.setPhaseHook([&](StepPhase p) {
+        if (timed) backend.synchronize();
+        phaseEnd[static_cast<size_t>(p)] = msSince(stepStart);
+    });
+    auto phaseMs = [&](StepPhase p) {
+        const size_t i = static_cast<size_t>(p);
+        return phaseEnd[i] - (i > 0 ? phaseEnd[i - 1] : 0.0);
+    };
+
     std::vector<double> stepMs, dataMs, plainComputeMs, lossMs, optMs, computeMs, betweenMs, layersMs;
     std::map<int, std::vector<double>> fwdSteps, bwdSteps;
-    uint64_t stepSeed = ts.seed;
     // Warm-up steps (plain), then timed and plain steps in turn so both see the same machine load.
     for (int i = 0; i < options.warmupSteps + 2 * options.steps; ++i) {
-        const bool timed = i >= options.warmupSteps && (i - options.warmupSteps) % 2 == 0;
+        timed = i >= options.warmupSteps && (i - options.warmupSteps) % 2 == 0;
         const bool measured = i >= options.warmupSteps;
         model->setLayerHook(timed ? Model::LayerHook(hook) : Model::LayerHook());
         fwd.clear();
@@ -259,28 +264,24 @@ ProfileReport profileProject(const Project& projectIn, const std::string& projec
         const auto t0 = Clock::now();
         const BatchStager::Staged s = nextBatch();
         const double data = msSince(t0);
-        const auto t1 = Clock::now();
-        const Tensor& logits = model->forward(s.input, true, ++stepSeed);
-        if (timed) backend.synchronize();
-        const double forwardTotal = msSince(t1);
-        const auto tl = Clock::now();
-        loss(logits, s);
-        if (timed) backend.synchronize();
-        const double lossTime = msSince(tl);
-        const Tensor dOut = dlogits.view(model->outputShape().withBatch(batch.size));
-        const auto tz = Clock::now();
-        model->zeroGrad();
-        if (timed) backend.synchronize();
-        const double zeroTime = msSince(tz);
-        const auto tb = Clock::now();
-        model->backward(dOut);
-        if (timed) backend.synchronize();
-        const double backwardTotal = msSince(tb);
-        const auto to = Clock::now();
-        optimizer.step(ts.learningRate);
+        stepStart = Clock::now();
+        const StepOutcome out = step.run(StepInput{.batch = batch,
+                                                   .input = s.input,
+                                                   .labels = s.labels,
+                                                   .index = i,
+                                                   .epoch = epoch,
+                                                   .learningRate = learningRateAt(ts, i, stager.trainBatchesPerEpoch()),
+                                                   .seed = stepSeed(ts.seed, i)});
         backend.synchronize();
-        const double optTime = msSince(to) + zeroTime;
-        const double compute = msSince(t1);
+        const double compute = msSince(stepStart);
+        report.losses.push_back(out.loss);
+        const double forwardTotal = phaseMs(StepPhase::Forward);
+        const double backwardTotal = phaseMs(StepPhase::Backward);
+        // The loss row: its forward and gradient, and the read-back of the step's loss sum and accuracy.
+        const double lossTime = phaseMs(StepPhase::Loss) + phaseMs(StepPhase::Metrics);
+        // The optimizer row: zeroing the gradients, and the update (with fp16's unscaling, and clipping, where
+        // the run has them).
+        const double optTime = phaseMs(StepPhase::ZeroGrad) + phaseMs(StepPhase::Update);
         if (!measured) continue;
         if (timed) {
             // What forward and backward did besides their layers' calls (Model's zeroing of the activation

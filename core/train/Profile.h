@@ -1,12 +1,13 @@
 // Profile: where a training step's time goes, layer by layer (strata-train profile, the workbench's Profile
-// action). Runs real training steps of a project on a backend (its data, model, loss and optimizer) and
-// reports, for every layer, forward and backward time, an estimate of FLOPs and bytes moved, the achieved
-// GFLOP/s and GB/s, and the device's roofline: peak FLOP/s (a large GEMM) and bandwidth (a large copy),
-// measured once per device and cached.
+// action). Runs real training steps of a project on a backend (the Trainer's TrainingStep with the project's
+// data, model, loss, precision and optimizer) and reports, for every layer, forward and backward time, an
+// estimate of FLOPs and bytes moved, the achieved GFLOP/s and GB/s, and the device's roofline: peak FLOP/s (a
+// large GEMM) and bandwidth (a large copy), measured once per device and cached.
 //
 // Timing: steps alternate between timed steps, where Model's layer hook synchronizes the backend around
-// each layer call (so a layer's time is its own on an asynchronous GPU), and plain steps as the Trainer runs
-// them. Medians over the steps. The plain step splits into data wait (next batch and its upload), compute
+// each layer call (so a layer's time is its own on an asynchronous GPU) and the step's phase hook after each
+// of its phases, and plain steps as the Trainer runs them.
+// Medians over the steps. The plain step splits into data wait (next batch and its upload), compute
 // (the layers, loss and optimizer, as the timed steps measured them) and framework overhead (the rest: the
 // loop, launches, what the synchronizations hid). FLOPs and bytes are estimates from the shapes: matmul and
 // convolution layers 2 multiply-adds per weight use, pooling one op per window element, other layers one
@@ -59,8 +60,11 @@ struct ProfileOptions {
 struct ProfileReport {
     std::string device, deviceName;
     int batch = 0, steps = 0;
+    // Every step's training loss, warm-up included: the same steps as a training run's first ones (the same
+    // batches, dropout seeds and learning rates), so the same numbers.
+    std::vector<double> losses;
     std::vector<LayerProfile> layers;    // topological order, Input left out
-    double lossMs = 0, optimizerMs = 0;  // the loss (forward and gradient) and the optimizer (zero, update)
+    double lossMs = 0, optimizerMs = 0;  // the loss (and its read-back) and the optimizer (zero, unscale, update)
     double betweenLayersMs = 0;          // forward and backward besides their layers' calls
     double layersMs = 0;                 // the layers' calls alone
     double computeMs = 0;                // the layers, between them, loss and optimizer

@@ -1,7 +1,7 @@
 // Magnitude pruning while a model fine-tunes: the sparsity schedule (TF Model Optimization's
 // PolynomialDecay) and PruningMasks, which hold a 0/1 mask per pruned weight in backend memory, recompute
 // them from the weights' magnitudes on the schedule and multiply them into the weights after every
-// optimizer step (Backend::mul), so pruned weights stay exactly zero. The Trainer calls afterStep; its
+// optimizer step (Backend::mul), so pruned weights stay exactly zero. The Trainer's PruningHook calls afterStep; its
 // checkpoints carry the masks ("mask.<param>") and state() (the schedule and where it stands), so a
 // resumed run continues the same schedule.
 //

@@ -2,9 +2,10 @@
 // reports goes through a TrainingObserver. Pause, resume, stop and
 // save-now are requests (thread-safe) checked between steps.
 //
-// The loop is Trainer.cpp; where batches come from and how they reach the device is BatchStager; which
-// checkpoint files are written and what a run's progress is, CheckpointPolicy; device telemetry,
-// TelemetrySampler.
+// The epoch loop is Trainer.cpp; one step, TrainingStep (with its parts: BatchLoss, Precision, the DataParallel
+// mode and the step hooks); a rank's place in its job, RankGroup; where batches come from and how they reach the
+// device is BatchStager; which checkpoint files are written and what a run's progress is, CheckpointPolicy;
+// device telemetry, TelemetrySampler.
 #pragma once
 
 #include <atomic>
