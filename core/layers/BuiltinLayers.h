@@ -82,6 +82,18 @@ int toInt(int64_t v, const std::string& port, const std::string& what);
 // Ports "in0".."in{n-1}" for layers with a variable number of inputs.
 std::vector<std::string> numberedPorts(const Json& params);
 
+// ---- facts -------------------------------------------------------------------
+// A cost with these FLOPs per sample and the bytes every layer moves: forward reads its inputs and writes its
+// output, backward reads the output gradient and the inputs and writes the input gradients (4 bytes a value).
+LayerCost streamingCost(const std::vector<Shape>& inputs, const Shape& output, double forwardFlops,
+                        double backwardFlops);
+// One operation per output element, forward and backward (activations, normalization, Add).
+LayerCost elementwiseCost(const std::vector<Shape>& inputs, const Shape& output);
+// Channel facts of a layer whose output channel c depends on its input channel c alone.
+ChannelFacts perChannelFacts(std::vector<std::string> perChannelParams = {});
+// Channel facts of a layer that combines its input's channels (the conservative answer).
+inline ChannelFacts mixingFacts() { return {}; }
+
 // ---- runtime helpers ----------------------------------------------------------
 // Makes `buf` hold at least shape.numel() floats on this backend, allocating only when it is
 // smaller (its shape is then `shape`; otherwise it keeps its own). Layers call it in forward and
