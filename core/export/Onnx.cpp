@@ -344,7 +344,7 @@ float OnnxNodeInfo::floatAttr(const std::string& key, float fallback) const {
     return it == floatAttributes.end() ? fallback : it->second;
 }
 
-std::vector<int64_t> OnnxNodeInfo::intsAttr(const std::string& key, std::vector<int64_t> fallback) const {
+std::vector<int64_t> OnnxNodeInfo::intsAttr(const std::string& key, const std::vector<int64_t>& fallback) const {
     const auto it = intsAttributes.find(key);
     return it == intsAttributes.end() ? fallback : it->second;
 }

@@ -80,7 +80,7 @@ struct OnnxNodeInfo {
     // An attribute's value, or `fallback` when the node has none of that name and kind.
     int64_t intAttr(const std::string& key, int64_t fallback) const;
     float floatAttr(const std::string& key, float fallback) const;
-    std::vector<int64_t> intsAttr(const std::string& key, std::vector<int64_t> fallback = {}) const;
+    std::vector<int64_t> intsAttr(const std::string& key, const std::vector<int64_t>& fallback = {}) const;
     bool operator==(const OnnxNodeInfo&) const = default;
 };
 
