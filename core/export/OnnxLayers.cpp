@@ -228,7 +228,7 @@ Read single(const View& g, int first, const std::string& op, const std::string& 
 void writeInput(Writer& w) {
     const std::string& y = w.name;
     std::string v = y;
-    if (const CheckpointNormalization* norm = w.normalization) {
+    if (const Normalization* norm = w.normalization) {
         if (!norm->featureMean.empty()) {
             // Per-feature statistics as constants of the sample's shape ([F] for CSV), broadcast over N.
             w.node("Sub", y + "/norm_mean", {v, w.floats(y + "/norm_feature_mean", w.outputShape, norm->featureMean)},

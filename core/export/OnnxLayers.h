@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "core/data/Normalization.h"
 #include "core/export/Onnx.h"
 
 namespace strata {
@@ -42,7 +43,7 @@ public:
     int opset = kOnnxDefaultOpset;
     bool graphOutput = false;  // its output is the graph's output
     // The graph input's normalization when the graph includes it (the Input's writer adds it); else null.
-    const CheckpointNormalization* normalization = nullptr;
+    const Normalization* normalization = nullptr;
 
     // The value that carries the node's output when it is not `name` (set by a writer that adds no node of its
     // own: Dropout passes its input on; the Input its normalized value).
