@@ -214,7 +214,7 @@ int pruneCommand(const std::vector<std::string>& args, std::ostream& out) {
         for (const PrunedLayer& l : plan.structured.layers) {
             out << "  " << l.node << " (" << l.type << "): ";
             if (l.skipped.empty())
-                out << l.before << " -> " << l.after << (l.type == "Conv2D" ? " filters\n" : " units\n");
+                out << l.before << " -> " << l.after << " " << l.unit << "\n";
             else
                 out << "kept " << l.before << ": " << l.skipped << "\n";
         }

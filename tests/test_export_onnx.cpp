@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <random>
 #include <set>
@@ -20,6 +21,7 @@
 #include "core/data/Dataset.h"
 #include "core/export/ExportModel.h"
 #include "core/export/Onnx.h"
+#include "core/export/OnnxLayers.h"
 #include "core/graph/Model.h"
 #include "core/infer/ExportCheck.h"
 #include "core/infer/OnnxRunner.h"
@@ -467,6 +469,8 @@ private:
             QVERIFY2(std::memcmp(recordToFloats(*t).data(), values.data(), values.size() * 4) == 0, name.c_str());
         }
         for (const OnnxNodeInfo& n : info.nodes) QVERIFY2(n.opType != "Dropout", "Dropout must be removed");
+        checkImport(m, info, opset);
+        if (QTest::currentTestFailed()) return;
         // The exported file loads back into a runnable model with identical weights.
         const ExportModel back = loadModelFile(file);
         QVERIFY(back.weights == m.weights);
@@ -535,6 +539,108 @@ private:
                                                .arg(worst)));
     }
 
+    // (4) Every layer reads back through its type's mapping (OnnxLayers.h), taking every node of the file: its
+    // type; params that give the same output shape and parameters; its weights bit for bit; its inputs the values
+    // of the layers before it; and nodes and constants that its writer, given what was read, makes again exactly.
+    void checkImport(const ExportModel& m, const OnnxModelInfo& info, int opset) {
+        const OnnxLayerImports imports = importOnnxLayers(info);
+        std::string unread;
+        for (int i : imports.unread) unread += " " + info.nodes[static_cast<size_t>(i)].name;
+        QVERIFY2(unread.empty(), ("nodes no layer reads:" + unread).c_str());
+        std::map<std::string, const OnnxLayerImport*> byName;
+        for (const OnnxLayerImport& r : imports.layers) byName[r.name] = &r;
+        const Graph& graph = m.project.graph;
+        const GraphAnalysis analysis = analyzeGraph(graph);
+        QVERIFY(analysis.ok());
+        std::set<int> hasConsumer;
+        for (const Edge& e : graph.edges()) hasConsumer.insert(e.from.node);
+        // The ONNX value that carries a node's output, as read back (the identity at inference has none).
+        std::function<std::string(int)> valueOf = [&](int id) -> std::string {
+            const Node& n = *graph.node(id);
+            if (const auto it = byName.find(n.name); it != byName.end()) return it->second->output;
+            return valueOf(graph.edgeInto({id, graph.inputPorts(id).front()})->from.node);
+        };
+        size_t layers = 0;
+        for (int id : graph.topologicalOrder()) {
+            const Node& n = *graph.node(id);
+            const LayerType& type = *graph.layerType(id);
+            const bool output = !hasConsumer.count(id);
+            if (type.identityAtInference() && !output) {
+                QVERIFY2(!byName.count(n.name), (n.name + ": read back, but inference passes its input on").c_str());
+                continue;
+            }
+            const auto it = byName.find(n.name);
+            QVERIFY2(it != byName.end(), (n.name + " (" + n.type + "): not read back").c_str());
+            const OnnxLayerImport& r = *it->second;
+            ++layers;
+            const std::string where = n.name + " opset " + std::to_string(opset) + ": ";
+            QVERIFY2(r.type == n.type, (where + "read back as " + r.type).c_str());
+            Json params;
+            try {
+                params = type.normalizeParams(r.params);
+            } catch (const std::exception& e) {
+                QFAIL((where + "params " + r.params.dump() + ": " + e.what()).c_str());
+            }
+            std::vector<Shape> inShapes;
+            const std::vector<std::string> ports = graph.inputPorts(id);
+            QCOMPARE(r.inputs.size(), ports.size());
+            for (size_t k = 0; k < ports.size(); ++k) {
+                const int from = graph.edgeInto({id, ports[k]})->from.node;
+                inShapes.push_back(analysis.outputShapes.at(from));
+                QVERIFY2(r.inputs[k] == valueOf(from), (where + "input " + ports[k] + " reads " + r.inputs[k]).c_str());
+            }
+            QCOMPARE(type.inferShape(params, inShapes), analysis.outputShapes.at(id));
+            const auto specs = type.parameterSpecs(params, inShapes);
+            const auto originalSpecs = type.parameterSpecs(analysis.params.at(id), inShapes);
+            QCOMPARE(specs.size(), originalSpecs.size());
+            QCOMPARE(r.weights.size(), specs.size());
+            for (size_t k = 0; k < specs.size(); ++k) {
+                QCOMPARE(specs[k].name, originalSpecs[k].name);
+                QCOMPARE(specs[k].shape, originalSpecs[k].shape);
+                const auto w = r.weights.find(specs[k].name);
+                QVERIFY2(w != r.weights.end(), (where + "no weights for " + specs[k].name).c_str());
+                const std::vector<float>& want = m.weights.at(n.name + "." + specs[k].name);
+                QVERIFY2(w->second.size() == want.size() &&
+                             std::memcmp(w->second.data(), want.data(), want.size() * sizeof(float)) == 0,
+                         (where + specs[k].name + " differs").c_str());
+            }
+            // Written again from what was read: the same nodes and constants.
+            OnnxLayerWriter again;
+            again.name = n.name;
+            again.params = params;
+            again.inputs = r.inputs;
+            again.inputShapes = inShapes;
+            again.outputShape = analysis.outputShapes.at(id);
+            again.opset = opset;
+            again.graphOutput = output;
+            if (type.isGraphInput() && m.normalization.mode != "none") again.normalization = &m.normalization;
+            again.weight = [&](const std::string& param) { return n.name + "." + param; };
+            again.compressibleWeights = [&] {
+                const CompressibleWeight cw = type.compressibleWeight();
+                std::vector<std::string> names{n.name + "." + cw.weight};
+                if (r.weights.count(cw.bias)) names.push_back(n.name + "." + cw.bias);
+                return names;
+            };
+            onnxLayerMapping(n.type)->write(again);
+            std::vector<OnnxNodeInfo> file;
+            for (int i : r.nodes) file.push_back(info.nodes[static_cast<size_t>(i)]);
+            const std::vector<OnnxNodeInfo> written(again.nodes.begin(), again.nodes.end());
+            QVERIFY2(written == file, (where + "its nodes, written again from what was read, differ").c_str());
+            QCOMPARE(again.output.empty() ? n.name : again.output, r.output);
+            for (const OnnxInitializer& i : again.initializers) {
+                if (i.type == OnnxInitializer::Type::Int64) {
+                    QVERIFY2(info.int64Initializers.count(i.name) && info.int64Initializers.at(i.name) == i.ints,
+                             (where + i.name).c_str());
+                } else {
+                    const TensorRecord* t = info.initializer(i.name);
+                    QVERIFY2(t && recordToFloats(*t) == i.floats && t->shape.dims() == i.dims,
+                             (where + i.name).c_str());
+                }
+            }
+        }
+        QCOMPARE(imports.layers.size(), layers);
+    }
+
 private slots:
     void initTestCase() {
 #ifdef STRATA_HAVE_OPENCV_DNN
@@ -548,6 +654,55 @@ private slots:
             for (const Node* n : c.project.graph.nodes()) covered.insert(n->type);
         for (const std::string& type : layerRegistry().names())
             QVERIFY2(covered.count(type), ("no ONNX export case for layer type " + type).c_str());
+    }
+
+    // Each layer type has its ONNX mapping both ways, and the table maps no type that does not exist.
+    void everyRegisteredTypeHasAnOnnxMapping() {
+        for (const std::string& type : layerRegistry().names()) {
+            const OnnxLayerMapping* m = onnxLayerMapping(type);
+            QVERIFY2(m && m->write && m->read, ("no ONNX mapping for layer type " + type).c_str());
+        }
+        for (const OnnxLayerMapping& m : onnxLayerTable())
+            QVERIFY2(layerRegistry().find(m.type), ("the ONNX table maps an unknown type " + m.type).c_str());
+        QCOMPARE(onnxLayerTable().size(), layerRegistry().names().size());
+    }
+
+    // Forms other exporters write: ONNX's Dropout with its ratio; Adds that are not one layer's chain stay two.
+    void importReadsOtherForms() {
+        OnnxModelInfo info;
+        info.inputName = "x";
+        info.inputDims = {-1, 4};
+        info.initializers.push_back(makeF32Record("ratio", Shape{}, {0.25f}));
+        OnnxNodeInfo drop;
+        drop.name = "drop";
+        drop.opType = "Dropout";
+        drop.inputs = {"x", "ratio"};
+        drop.outputs = {"d", "mask"};
+        OnnxNodeInfo add1{"a1", "Add", {"d", "x"}, {"s1"}, {}, {}, {}};
+        OnnxNodeInfo add2{"a2", "Add", {"s1", "x"}, {"s2"}, {}, {}, {}};
+        info.nodes = {drop, add1, add2};
+        OnnxLayerImports r = importOnnxLayers(info);
+        QVERIFY(r.unread.empty());
+        QCOMPARE(r.layers.size(), size_t(4));
+        QCOMPARE(r.layers[0].type, std::string("Input"));
+        QCOMPARE(r.layers[0].params, Json({{"shape", {4}}}));
+        QCOMPARE(r.layers[1].type, std::string("Dropout"));
+        QCOMPARE(r.layers[1].params.at("rate").get<double>(), 0.25);
+        QCOMPARE(r.layers[1].output, std::string("d"));
+        QCOMPARE(r.layers[2].params.at("inputs").get<int>(), 2);
+        QCOMPARE(r.layers[3].inputs, (std::vector<std::string>{"s1", "x"}));
+        // Named as Strata names a three-input Add's partial sum, the two are one layer.
+        info.nodes[1].outputs = {"s2/sum1"};
+        info.nodes[2].inputs = {"s2/sum1", "x"};
+        r = importOnnxLayers(info);
+        QCOMPARE(r.layers.size(), size_t(3));
+        QCOMPARE(r.layers[2].params.at("inputs").get<int>(), 3);
+        QCOMPARE(r.layers[2].inputs, (std::vector<std::string>{"d", "x", "x"}));
+        // A Gemm without transB = 1 is not a Dense as Strata writes it: left unread, never misread.
+        info.initializers.push_back(makeF32Record("w", Shape{4, 3}, std::vector<float>(12, 1.f)));
+        info.nodes = {OnnxNodeInfo{"g", "Gemm", {"x", "w"}, {"y"}, {}, {}, {}}};
+        r = importOnnxLayers(info);
+        QCOMPARE(r.unread, std::vector<int>{0});
     }
 
     void layers_data() {

@@ -16,9 +16,11 @@
 // The table maps each layer type name to its cases; the test walks the
 // registry, and a registered type without a case fails.
 #include <QtTest>
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <map>
+#include <optional>
 #include <random>
 #include <sstream>
 
@@ -573,6 +575,235 @@ private:
     float m_error;
 };
 
+// ---- the facts each layer type states (LayerType::cost, compressibleWeight, channelFacts, roles) -----------
+
+const ParameterSpec* findSpec(const std::vector<ParameterSpec>& specs, const std::string& name) {
+    for (const ParameterSpec& p : specs)
+        if (p.name == name) return &p;
+    return nullptr;
+}
+
+// FLOPs per sample (forward, backward), counted from the parameters' shapes (a weight's rows are its output
+// units) rather than from the layer's params: the count each type's cost() must agree with.
+using FlopCount = std::function<std::pair<double, double>(const Json& params, const std::vector<Shape>& in,
+                                                          const Shape& out, const std::vector<ParameterSpec>& specs)>;
+
+std::map<std::string, FlopCount> referenceFlops() {
+    const auto numel = [](const std::vector<Shape>& in) {
+        double n = 0;
+        for (const Shape& s : in) n += static_cast<double>(s.numel());
+        return n;
+    };
+    const FlopCount none = [](const Json&, const std::vector<Shape>&, const Shape&, const std::vector<ParameterSpec>&) {
+        return std::pair{0.0, 0.0};
+    };
+    const FlopCount perOutput = [](const Json&, const std::vector<Shape>&, const Shape& out,
+                                   const std::vector<ParameterSpec>&) {
+        const auto n = static_cast<double>(out.numel());
+        return std::pair{n, n};
+    };
+    const FlopCount perInput = [numel](const Json&, const std::vector<Shape>& in, const Shape&,
+                                       const std::vector<ParameterSpec>&) {
+        return std::pair{numel(in), numel(in)};
+    };
+    // A matrix product: 2 FLOPs for each value of a weight row, per output value; backward twice that.
+    const auto matmul = [](int rowAxis) -> FlopCount {
+        return [rowAxis](const Json&, const std::vector<Shape>&, const Shape& out,
+                         const std::vector<ParameterSpec>& specs) {
+            const Shape& w = findSpec(specs, "weight")->shape;
+            const double f = 2.0 * static_cast<double>(out.numel()) * static_cast<double>(w.numel() / w[rowAxis]);
+            return std::pair{f, 2 * f};
+        };
+    };
+    const FlopCount window = [](const Json& params, const std::vector<Shape>&, const Shape& out,
+                                const std::vector<ParameterSpec>&) {
+        const std::vector<int64_t> k = params.at("kernel").get<std::vector<int64_t>>();
+        const double f = static_cast<double>(out.numel()) * static_cast<double>(k.at(0) * k.at(k.size() - 1));
+        return std::pair{f, f};
+    };
+    std::map<std::string, FlopCount> t;
+    for (const char* type : {"Input", "Flatten", "Reshape"}) t[type] = none;
+    for (const char* type : {"ReLU", "LeakyReLU", "GELU", "Sigmoid", "Tanh", "Softmax", "BatchNorm", "LayerNorm",
+                             "Dropout", "Add", "Concat"})
+        t[type] = perOutput;
+    for (const char* type : {"GlobalAvgPool", "SequenceMeanPool", "SequenceMaxPool", "PositionalEmbedding"})
+        t[type] = perInput;
+    t["MaxPool2D"] = t["AvgPool2D"] = window;
+    t["Dense"] = t["Conv2D"] = matmul(0);
+    t["Conv1D"] = matmul(1);  // [kernel, filters, channels]
+    t["Embedding"] = [](const Json&, const std::vector<Shape>&, const Shape& out, const std::vector<ParameterSpec>&) {
+        return std::pair{0.0, static_cast<double>(out.numel())};
+    };
+    // Q, K, V and output projections 8 T D^2, scores and weighted sum 4 T^2 D (in_weight is [3 D, D]).
+    t["MultiHeadSelfAttention"] = [](const Json&, const std::vector<Shape>&, const Shape& out,
+                                     const std::vector<ParameterSpec>& specs) {
+        const double d = static_cast<double>(findSpec(specs, "in_weight")->shape[0]) / 3.0,
+                     len = static_cast<double>(out.numel()) / d;
+        const double f = 8.0 * len * d * d + 4.0 * len * len * d;
+        return std::pair{f, 2 * f};
+    };
+    return t;
+}
+
+// A forward pass of a layer at inference on random inputs, with random parameters: the inputs and the output.
+struct ForwardRun {
+    std::vector<std::vector<float>> inputs;
+    std::vector<float> output;
+    std::map<std::string, std::vector<float>> params;
+};
+
+ForwardRun runForward(Backend& b, const LayerType& type, const Setup& s, uint64_t seed) {
+    Rng rng(seed);
+    ForwardRun run;
+    const Json params = type.normalizeParams(s.params);
+    const Shape out = type.inferShape(params, s.inputs);
+    auto layer = type.create(params, s.inputs, out);
+    for (const ParameterSpec& spec : type.parameterSpecs(params, s.inputs)) {
+        std::vector<float> v = makeInput(rng, spec.shape.numel(), InputKind::Uniform, 0);
+        if (spec.name == "running_var")
+            for (float& x : v) x = 0.5f + std::fabs(x);
+        Parameter p;
+        p.name = spec.name;
+        p.trainable = spec.trainable;
+        p.value = b.fromHost(spec.shape, v.data());
+        layer->parameters().push_back(std::move(p));
+        run.params[spec.name] = v;
+    }
+    std::vector<Tensor> inputs;
+    std::vector<const Tensor*> ptrs;
+    for (size_t i = 0; i < s.inputs.size(); ++i) {
+        const Shape batched = s.inputs[i].withBatch(s.batch);
+        run.inputs.push_back(makeInput(rng, batched.numel(), i < s.kinds.size() ? s.kinds[i] : s.kind, s.vocab));
+        inputs.push_back(b.fromHost(batched, run.inputs.back().data()));
+    }
+    for (const Tensor& t : inputs) ptrs.push_back(&t);
+    Tensor y = b.empty(out.withBatch(s.batch));
+    LayerContext ctx{b, false, 0};
+    layer->forward(ctx, ptrs, y);
+    run.output.resize(static_cast<size_t>(y.numel()));
+    b.toHost(y, run.output.data());
+    return run;
+}
+
+double activationOf(Activation a, double x, double alpha) {
+    switch (a) {
+        case Activation::ReLU: return std::max(x, 0.0);
+        case Activation::LeakyReLU: return x > 0 ? x : alpha * x;
+        case Activation::GELU: return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
+        case Activation::Sigmoid: return 1 / (1 + std::exp(-x));
+        case Activation::Tanh: return std::tanh(x);
+    }
+    return NAN;
+}
+
+// Checks one setup of a type against every fact it states; returns the first disagreement ("" when none).
+std::string checkFacts(Backend& b, const LayerType& lt, const Setup& s, const FlopCount& reference, uint64_t seed) {
+    const Json params = lt.normalizeParams(s.params);
+    const Shape out = lt.inferShape(params, s.inputs);
+    const std::vector<ParameterSpec> specs = lt.parameterSpecs(params, s.inputs);
+    const auto near = [](double a, double b) { return std::fabs(a - b) <= 1e-9 * std::max(1.0, std::fabs(b)); };
+
+    const LayerCost cost = lt.cost(params, s.inputs, out);
+    for (double v : {cost.forwardFlops, cost.backwardFlops, cost.forwardBytes, cost.backwardBytes})
+        if (!std::isfinite(v) || v < 0) return "cost: a negative or non-finite value";
+    for (const auto* list : {&cost.scratchFloats, &cost.inputGradientScratchFloats})
+        for (int64_t n : *list)
+            if (n <= 0) return "cost: a scratch buffer of " + std::to_string(n) + " floats";
+    const auto [fwd, bwd] = reference(params, s.inputs, out, specs);
+    if (!near(cost.forwardFlops, fwd) || !near(cost.backwardFlops, bwd))
+        return "cost: " + std::to_string(cost.forwardFlops) + " / " + std::to_string(cost.backwardFlops) +
+               " FLOPs per sample, the reference count is " + std::to_string(fwd) + " / " + std::to_string(bwd);
+    double in = 0;
+    for (const Shape& sh : s.inputs) in += static_cast<double>(sh.numel());
+    if (!near(cost.forwardBytes, 4 * (in + static_cast<double>(out.numel()))))
+        return "cost: forward bytes are not its inputs and output";
+
+    const CompressibleWeight cw = lt.compressibleWeight();
+    if (!cw.weight.empty()) {
+        const ParameterSpec* w = findSpec(specs, cw.weight);
+        if (!w || cw.axis < 0 || cw.axis >= w->shape.rank()) return "compressibleWeight: no such weight or axis";
+        const ParameterSpec* bias = findSpec(specs, cw.bias);
+        if (bias && bias->shape != Shape{w->shape[cw.axis]}) return "compressibleWeight: the bias does not match";
+    }
+
+    const ChannelFacts cf = lt.channelFacts(params, s.inputs, out);
+    const ParameterSpec* weight = findSpec(specs, cf.weight);
+    if (!cf.countParam.empty()) {
+        if (!params.contains(cf.countParam) || cf.unitName.empty() || !weight)
+            return "channelFacts: no count parameter, unit name or weight";
+        const int64_t count = params.at(cf.countParam).get<int64_t>();
+        if (weight->shape[0] != count) return "channelFacts: the weight's rows are not the " + cf.unitName;
+        const ParameterSpec* bias = findSpec(specs, cf.bias);
+        if (!cf.bias.empty() && (!bias || bias->shape != Shape{count}))
+            return "channelFacts: the bias is not one value per output channel";
+        if (cf.bias.empty() && findSpec(specs, "bias")) return "channelFacts: a bias left out";
+        if (cf.takesFoldedNormalization && out[0] != count)
+            return "channelFacts: a folded normalization's channels are not its output's first axis";
+    }
+    const Shape& first = s.inputs.empty() ? out : s.inputs[0];
+    switch (cf.input) {
+        case ChannelFacts::Input::Mixes: break;
+        case ChannelFacts::Input::Weighs: {
+            if (!weight) return "channelFacts: weighs its input channels without a weight";
+            const int64_t channels = first.rank() == 2 ? first[1] : first[0];  // [length, features]: the features
+            if (weight->shape.numel() / weight->shape[0] != cf.inputBlock * channels)
+                return "channelFacts: a weight row is not inputBlock values per input channel";
+            break;
+        }
+        case ChannelFacts::Input::PerChannel:
+            if (out[0] != first[0]) return "channelFacts: per channel, but the channel count changes";
+            for (const std::string& p : cf.perChannel) {
+                const ParameterSpec* ps = findSpec(specs, p);
+                if (!ps || ps->shape != Shape{first[0]})
+                    return "channelFacts: '" + p + "' is not one value per channel";
+            }
+            break;
+        case ChannelFacts::Input::Flattens:
+            if (out.rank() != 1 || out.numel() != first.numel()) return "channelFacts: does not flatten";
+            break;
+    }
+
+    // The roles, against what the layer computes.
+    if (lt.isGraphInput() != lt.inputPorts(params).empty()) return "isGraphInput: not the type without inputs";
+    if (!lt.vocabularyParam().empty() && (!params.contains(lt.vocabularyParam()) || lt.inputDifferentiable(0)))
+        return "vocabularyParam: no such parameter, or the ids are differentiated";
+    const bool claims = lt.activation() || lt.identityAtInference() || lt.keepsInputValues() ||
+                        lt.outputsProbabilities() || lt.foldableNormalization();
+    if (!claims || s.inputs.empty()) return {};
+    const ForwardRun run = runForward(b, lt, s, seed);
+    const std::vector<float>& x = run.inputs.at(0);
+    const std::vector<float>& y = run.output;
+    if (const std::optional<Activation> a = lt.activation()) {
+        const double alpha = params.contains("alpha") ? params.at("alpha").get<double>() : 0.0;
+        for (size_t i = 0; i < y.size(); ++i)
+            if (std::fabs(y[i] - activationOf(*a, x[i], alpha)) > 1e-5) return "activation: not what it computes";
+    }
+    if (lt.identityAtInference() && y != x) return "identityAtInference: the output is not the input";
+    if (lt.keepsInputValues())
+        for (float v : y)
+            if (std::find(x.begin(), x.end(), v) == x.end()) return "keepsInputValues: a value not in its input";
+    if (lt.outputsProbabilities()) {
+        const auto row = static_cast<size_t>(out[out.rank() - 1]);
+        for (size_t r = 0; r < y.size(); r += row) {
+            double sum = 0;
+            for (size_t i = r; i < r + row; ++i) sum += y[i] >= 0 ? y[i] : -1e9;
+            if (std::fabs(sum - 1) > 1e-5) return "outputsProbabilities: a row is not a distribution";
+        }
+    }
+    if (lt.foldableNormalization()) {
+        const auto channels = static_cast<size_t>(first[0]), per = static_cast<size_t>(first.numel()) / channels;
+        const double eps = params.at("eps").get<double>();
+        for (size_t i = 0; i < y.size(); ++i) {
+            const size_t c = i / per % channels;
+            const double want = (x[i] - run.params.at("running_mean")[c]) /
+                                    std::sqrt(run.params.at("running_var")[c] + eps) * run.params.at("gamma")[c] +
+                                run.params.at("beta")[c];
+            if (std::fabs(y[i] - want) > 1e-4) return "foldableNormalization: not a per-channel affine map";
+        }
+    }
+    return {};
+}
+
 }  // namespace
 
 class TestGradCheck : public QObject {
@@ -624,6 +855,105 @@ private slots:
         if (name != "Input") QVERIFY2(values > 0, ("no values checked for " + name).c_str());
         qInfo("%s: %d gradient values checked, worst scaled error %.2e (tolerance %.0e)", name.c_str(), values, worst,
               kTolerance);
+    }
+
+    // Every type states every fact (cost, compressible weight, channel facts, roles), and each agrees with an
+    // independent count (FLOPs from the parameter shapes) or with what its forward computes.
+    void layerFacts_data() {
+        QTest::addColumn<QString>("type");
+        for (const std::string& name : layerRegistry().names())
+            QTest::newRow(name.c_str()) << QString::fromStdString(name);
+    }
+
+    void layerFacts() {
+        QFETCH(QString, type);
+        const std::string name = type.toStdString();
+        const LayerType* lt = layerRegistry().find(name);
+        const auto references = referenceFlops();
+        const auto ref = references.find(name);
+        QVERIFY2(ref != references.end(), ("no reference FLOP count for layer type " + name).c_str());
+        std::vector<Setup> setups;
+        if (lt->isGraphInput()) {
+            Setup s;
+            s.params = {{"shape", {3, 4}}};
+            setups.push_back(s);
+        }
+        const auto table = caseTable();
+        uint64_t seed = std::hash<std::string>{}(name)&0xffff;
+        for (const Case& c : table.at(name))
+            for (int draw = 0; draw < 4; ++draw) {
+                Rng rng(++seed);
+                setups.push_back(c.make(rng));
+            }
+        QVERIFY(!setups.empty());
+        for (const Setup& s : setups) {
+            std::string where = name + " params " + s.params.dump() + " inputs";
+            for (const Shape& sh : s.inputs) where += " " + sh.toString();
+            std::string wrong;
+            try {
+                wrong = checkFacts(*m_backend, *lt, s, ref->second, ++seed);
+            } catch (const std::exception& e) {
+                wrong = std::string("threw ") + e.what();
+            }
+            QVERIFY2(wrong.empty(), (where + ": " + wrong).c_str());
+        }
+        qInfo("%s: facts checked on %d setups", name.c_str(), static_cast<int>(setups.size()));
+    }
+
+    // The fact checks must catch a wrong fact, or their passes mean nothing.
+    void layerFactsCatchWrongFacts() {
+        const auto references = referenceFlops();
+        Setup dense;
+        dense.params = {{"units", 4}};
+        dense.inputs = {Shape{5}};
+        // Dense's FLOPs against the count of a matrix with one column fewer.
+        const FlopCount off = [](const Json&, const std::vector<Shape>&, const Shape& out,
+                                 const std::vector<ParameterSpec>&) {
+            const double f = 2.0 * static_cast<double>(out.numel()) * 4;
+            return std::pair{f, 2 * f};
+        };
+        const LayerType* dt = layerRegistry().find("Dense");
+        QVERIFY(checkFacts(*m_backend, *dt, dense, references.at("Dense"), 1).empty());
+        QVERIFY(checkFacts(*m_backend, *dt, dense, off, 1).find("reference count") != std::string::npos);
+        // A Sigmoid that claims to be a ReLU, and a ReLU that claims to keep its input at inference.
+        class Claims : public LayerType {
+        public:
+            Claims(const LayerType& inner, bool relu, bool identity) : m_inner(inner), m_relu(relu), m_id(identity) {}
+            std::string name() const override { return m_inner.name(); }
+            std::string category() const override { return m_inner.category(); }
+            std::string description() const override { return {}; }
+            std::vector<ParamSpec> paramSpecs() const override { return m_inner.paramSpecs(); }
+            Shape inferShape(const Json& p, const std::vector<Shape>& in) const override {
+                return m_inner.inferShape(p, in);
+            }
+            std::unique_ptr<Layer> create(const Json& p, const std::vector<Shape>& in, const Shape& o) const override {
+                return m_inner.create(p, in, o);
+            }
+            LayerCost cost(const Json& p, const std::vector<Shape>& in, const Shape& o) const override {
+                return m_inner.cost(p, in, o);
+            }
+            CompressibleWeight compressibleWeight() const override { return {}; }
+            ChannelFacts channelFacts(const Json& p, const std::vector<Shape>& in, const Shape& o) const override {
+                return m_inner.channelFacts(p, in, o);
+            }
+            std::optional<Activation> activation() const override {
+                return m_relu ? std::optional(Activation::ReLU) : m_inner.activation();
+            }
+            bool identityAtInference() const override { return m_id; }
+
+        private:
+            const LayerType& m_inner;
+            bool m_relu, m_id;
+        };
+        Setup x;
+        x.inputs = {Shape{3, 4}};
+        const LayerType& sigmoid = *layerRegistry().find("Sigmoid");
+        const LayerType& relu = *layerRegistry().find("ReLU");
+        QVERIFY(checkFacts(*m_backend, Claims(sigmoid, false, false), x, references.at("Sigmoid"), 2).empty());
+        QVERIFY(checkFacts(*m_backend, Claims(sigmoid, true, false), x, references.at("Sigmoid"), 2)
+                    .rfind("activation", 0) == 0);
+        QVERIFY(checkFacts(*m_backend, Claims(relu, false, true), x, references.at("ReLU"), 2)
+                    .rfind("identityAtInference", 0) == 0);
     }
 
     // Input has nothing to differentiate; its forward must hand the batch on unchanged.

@@ -189,6 +189,11 @@ private slots:
             std::unique_ptr<Layer> create(const Json&, const std::vector<Shape>&, const Shape&) const override {
                 return nullptr;
             }
+            LayerCost cost(const Json&, const std::vector<Shape>&, const Shape&) const override { return {}; }
+            CompressibleWeight compressibleWeight() const override { return {}; }
+            ChannelFacts channelFacts(const Json&, const std::vector<Shape>&, const Shape&) const override {
+                return {};
+            }
         };
         r.add(std::make_unique<Dummy>());
         QVERIFY_THROWS_EXCEPTION(std::logic_error, r.add(std::make_unique<Dummy>()));

@@ -522,7 +522,7 @@ bool DatasetPanel::applyImageShapeToInput() {
     if (shape.size() != 3) return refuse(tr("Set the image shape first (C,H,W, e.g. 3,64,64)."));
     int input = -1, inputs = 0;
     for (const Node* n : m_doc->graph().nodes())
-        if (n->type == "Input") {
+        if (const strata::LayerType* type = m_doc->graph().layerType(n->id); type && type->isGraphInput()) {
             input = n->id;
             ++inputs;
         }

@@ -333,7 +333,7 @@ void checkNormalization(const Normalization& norm, const Graph& graph) {
     const GraphAnalysis analysis = analyzeGraph(graph);
     if (!analysis.ok()) throw std::runtime_error("the graph is invalid: " + analysis.problems.front().message);
     for (const Node* n : graph.nodes()) {
-        if (n->type != "Input") continue;
+        if (!graph.layerType(n->id)->isGraphInput()) continue;  // analyzed: every type is known
         const Shape& shape = analysis.outputShapes.at(n->id);
         if (static_cast<int64_t>(norm.featureMean.size()) != shape.numel())
             throw std::runtime_error("per-feature normalization has " + std::to_string(norm.featureMean.size()) +

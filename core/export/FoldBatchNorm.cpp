@@ -25,27 +25,28 @@ ExportModel foldBatchNorm(const ExportModel& model, std::vector<FoldedBatchNorm>
     if (!analysis.ok()) return out;  // nothing is folded in a graph that does not analyze; compile names why
     Graph& graph = out.project.graph;
     for (const Node* bnNode : model.project.graph.nodes()) {
-        if (bnNode->type != "BatchNorm") continue;
         const int bn = bnNode->id;
+        const LayerType* bnType = graph.layerType(bn);
+        if (!bnType || !bnType->foldableNormalization()) continue;
         const std::vector<std::string> ports = graph.inputPorts(bn);
         if (ports.size() != 1) continue;
         const auto in = graph.edgeInto({bn, ports.front()});
         if (!in) continue;
         const int layer = in->from.node;
         const Node* layerNode = graph.node(layer);
-        if (!layerNode || (layerNode->type != "Conv2D" && layerNode->type != "Dense")) continue;
-        // A Dense over a sequence has its units on the last axis; the BatchNorm's channels are the first.
-        if (layerNode->type == "Dense" && analysis.outputShapes.at(layer).rank() != 1) continue;
+        if (!layerNode) continue;
+        // Its output channels rows of its weight (not a Dense over a sequence, whose units are the last axis).
+        const ChannelFacts facts = channelFactsOf(model.project.graph, analysis, layer);
+        if (!facts.takesFoldedNormalization) continue;
         if (graph.edgesFrom(layer).size() != 1) continue;  // its raw output is used elsewhere too
 
-        const Json& layerParams = analysis.params.at(layer);
         const double eps = analysis.params.at(bn).at("eps").get<double>();
         const std::string bnName = bnNode->name, layerName = layerNode->name;
         const std::vector<float>& gamma = weightsOf(out, bnName + ".gamma");
         const std::vector<float>& beta = weightsOf(out, bnName + ".beta");
         const std::vector<float>& mean = weightsOf(out, bnName + ".running_mean");
         const std::vector<float>& var = weightsOf(out, bnName + ".running_var");
-        std::vector<float>& w = out.weights.at(layerName + ".weight");
+        std::vector<float>& w = out.weights.at(layerName + "." + facts.weight);
         const size_t channels = gamma.size();
         if (channels == 0 || w.size() % channels != 0 || beta.size() != channels || mean.size() != channels ||
             var.size() != channels)
@@ -53,8 +54,9 @@ ExportModel foldBatchNorm(const ExportModel& model, std::vector<FoldedBatchNorm>
                                      " channels, which do not divide " + layerName + "'s " + std::to_string(w.size()) +
                                      " weights");
         const size_t per = w.size() / channels;
-        const bool hadBias = layerParams.at("use_bias").get<bool>();
-        std::vector<float> bias = hadBias ? weightsOf(out, layerName + ".bias") : std::vector<float>(channels, 0.0f);
+        const bool hadBias = !facts.bias.empty();
+        const std::string biasName = layerName + "." + (hadBias ? facts.bias : std::string("bias"));
+        std::vector<float> bias = hadBias ? weightsOf(out, biasName) : std::vector<float>(channels, 0.0f);
         if (bias.size() != channels)
             throw std::runtime_error("fold BatchNorm: " + layerName + " has " + std::to_string(bias.size()) +
                                      " biases for " + std::to_string(channels) + " channels of " + bnName);
@@ -63,7 +65,7 @@ ExportModel foldBatchNorm(const ExportModel& model, std::vector<FoldedBatchNorm>
             for (size_t i = 0; i < per; ++i) w[k * per + i] = static_cast<float>(double(w[k * per + i]) * s);
             bias[k] = static_cast<float>((double(bias[k]) - double(mean[k])) * s + double(beta[k]));
         }
-        out.weights[layerName + ".bias"] = std::move(bias);
+        out.weights[biasName] = std::move(bias);
         for (const char* p : {".gamma", ".beta", ".running_mean", ".running_var"}) out.weights.erase(bnName + p);
 
         // The BatchNorm's consumers now read the layer; the layer gets a bias.
@@ -71,7 +73,7 @@ ExportModel foldBatchNorm(const ExportModel& model, std::vector<FoldedBatchNorm>
         graph.removeNode(bn);
         for (const Edge& e : consumers) graph.connect({layer, in->from.port}, e.to);
         Json params = graph.node(layer)->params;
-        params["use_bias"] = true;
+        params["use_bias"] = true;  // the parameter of Conv2D and Dense that gives them a bias
         graph.setParams(layer, params);
         if (folded) folded->push_back({bnName, layerName});
     }

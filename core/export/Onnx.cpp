@@ -12,11 +12,11 @@
 #include <onnx/onnx_pb.h>
 #include <unistd.h>
 
+#include "core/export/OnnxLayers.h"
 #include "core/io/Base64.h"
 #include "core/io/FileIo.h"
 #include "core/io/InputFile.h"
 #include "core/io/InputLimits.h"
-#include "core/layers/LayerRegistry.h"
 
 namespace strata {
 
@@ -95,6 +95,24 @@ public:
         return name;
     }
 
+    // What a layer's writer added (OnnxLayers.h): its initializers, then its nodes in order.
+    void add(const OnnxLayerWriter& w) {
+        for (const OnnxInitializer& i : w.initializers) {
+            if (i.type == OnnxInitializer::Type::Int64) {
+                int64Init(i.name, i.ints);
+            } else {
+                floatInit(i.name, Shape(i.dims), i.floats);
+            }
+        }
+        for (const OnnxNodeInfo& n : w.nodes) {
+            onnx::NodeProto& proto = node(n.opType, n.name, n.inputs, n.outputs.at(0));
+            for (size_t k = 1; k < n.outputs.size(); ++k) proto.add_output(n.outputs[k]);
+            for (const auto& [key, v] : n.intAttributes) attr(proto, key, v);
+            for (const auto& [key, v] : n.floatAttributes) attr(proto, key, v);
+            for (const auto& [key, v] : n.intsAttributes) attr(proto, key, v);
+        }
+    }
+
     void valueInfo(onnx::ValueInfoProto* vi, const std::string& name, const Shape& perSample) {
         vi->set_name(name);
         onnx::TypeProto_Tensor* tt = vi->mutable_type()->mutable_tensor_type();
@@ -108,25 +126,6 @@ private:
     onnx::GraphProto& m_graph;
     int m_opset;
 };
-
-// 1 where a token id is not 0 and 0 at padding (Sign(Abs(ids))), reshaped to `dims` for broadcasting; the
-// padding mask of the sequence layers' "mask" input.
-std::string keepMask(OnnxBuilder& b, const std::string& node, const std::string& ids,
-                     const std::vector<int64_t>& dims) {
-    b.node("Abs", node + "/ids_abs", {ids}, node + "/ids_abs");
-    b.node("Sign", node + "/keep_flat", {node + "/ids_abs"}, node + "/keep_flat");
-    b.node("Reshape", node + "/keep_shape", {node + "/keep_flat", b.int64Init(node + "/keep_dims", dims)},
-           node + "/keep");
-    return node + "/keep";
-}
-
-std::pair<int64_t, int64_t> pairOf(const Json& params, const char* key, std::pair<int64_t, int64_t> fallback) {
-    if (!params.contains(key)) return fallback;
-    const std::vector<int64_t> v = params.at(key).get<std::vector<int64_t>>();
-    if (v.empty()) return fallback;
-    if (v.size() == 1) return {v[0], v[0]};
-    return {v[0], v[1]};
-}
 
 std::string jsonArray(const std::vector<std::string>& items) { return nlohmann::json(items).dump(); }
 
@@ -207,7 +206,7 @@ void writeOnnx(const std::string& path, const ExportModel& model, const OnnxExpo
     for (const Edge& e : graph.edges()) hasConsumer.insert(e.from.node);
     int outputNode = -1;
     for (int id : order)
-        if (!hasConsumer.count(id) && graph.node(id)->type != "Input") outputNode = id;
+        if (!hasConsumer.count(id) && !(graph.layerType(id) && graph.layerType(id)->isGraphInput())) outputNode = id;
 
     // The activation quantization of each node's output value as its consumers read it (int8 only).
     std::map<int, ActivationQuant> quantOf;
@@ -217,16 +216,18 @@ void writeOnnx(const std::string& path, const ExportModel& model, const OnnxExpo
             throw OnnxExportError(n.name + ": the int8 calibration has no range for its output");
         return it->second;
     };
-    // The int8 weight and int32 bias of a Conv2D or Dense whose input is quantized, behind DequantizeLinear.
-    auto quantizedWeights = [&](const Node& n, bool useBias, const ActivationQuant& input) {
+    // The int8 weight and int32 bias of a layer's compressible weight (a Conv2D's or a Dense's) whose input is
+    // quantized, behind DequantizeLinear.
+    auto quantizedWeights = [&](const Node& n, const CompressibleWeight& cw, bool useBias,
+                                const ActivationQuant& input) {
         std::vector<std::string> names;
-        const std::string w = n.name + ".weight";
+        const std::string w = n.name + "." + cw.weight;
         const ExportParameter* spec = nullptr;
         for (const ExportParameter& p : params)
             if (p.name == w) spec = &p;
-        if (!spec) throw OnnxExportError(n.name + ": parameter 'weight' is missing");
+        if (!spec) throw OnnxExportError(n.name + ": parameter '" + cw.weight + "' is missing");
         const int64_t channels = spec->shape[0];
-        const ChannelQuantized q = quantizeWeightPerChannel(model.weights.at(w), channels);
+        const ChannelQuantized q = quantizeWeightPerChannel(model.weights.at(w), channels);  // axis 0
         const std::vector<int8_t> zeros(static_cast<size_t>(channels), 0);
         b.intInit(w + "/int8", onnx::TensorProto::INT8, spec->shape.dims(), q.values);
         b.floatInit(w + "/scale", Shape{channels}, q.scales);
@@ -236,7 +237,7 @@ void writeOnnx(const std::string& path, const ExportModel& model, const OnnxExpo
             int64_t{0});
         names.push_back(w);
         if (useBias) {
-            const std::string bias = n.name + ".bias";
+            const std::string bias = n.name + "." + cw.bias;
             std::vector<float> scales(q.scales.size());
             for (size_t c = 0; c < scales.size(); ++c) scales[c] = input.scale * q.scales[c];
             b.intInit(bias + "/int32", onnx::TensorProto::INT32, {channels},
@@ -256,7 +257,7 @@ void writeOnnx(const std::string& path, const ExportModel& model, const OnnxExpo
         const auto ports = graph.inputPorts(id);
         if (ports.empty()) return nullptr;
         int from = graph.edgeInto({id, ports.front()})->from.node;
-        while (graph.node(from)->type == "Dropout")
+        while (graph.layerType(from)->identityAtInference())
             from = graph.edgeInto({from, graph.inputPorts(from).front()})->from.node;
         auto it = quantOf.find(from);
         return it == quantOf.end() ? nullptr : &it->second;
@@ -272,281 +273,51 @@ void writeOnnx(const std::string& path, const ExportModel& model, const OnnxExpo
         throw OnnxExportError(n.name + ": parameter '" + param + "' is missing");
     };
 
+    auto hasParameter = [&](const std::string& name) {
+        for (const ExportParameter& p : params)
+            if (p.name == name) return true;
+        return false;
+    };
+
+    // Each node through its type's writer (OnnxLayers.cpp), then the quantization of its output (int8).
     for (int id : order) {
         const Node& n = *graph.node(id);
-        const Json& p = analysis.params.at(id);
-        const std::string& y = n.name;
-        std::vector<std::string> x;
+        const LayerType* type = graph.layerType(id);
+        const OnnxLayerMapping* mapping = onnxLayerMapping(n.type);
+        if (!type || !mapping) throw OnnxExportError(n.name + ": layer type '" + n.type + "' has no ONNX mapping");
+        OnnxLayerWriter w;
+        w.name = n.name;
+        w.params = analysis.params.at(id);
         for (const std::string& port : graph.inputPorts(id)) {
             const auto e = graph.edgeInto({id, port});
             if (!e) throw OnnxExportError(n.name + ": input port '" + port + "' is not connected");
-            x.push_back(valueOf.at(e->from.node));
+            w.inputs.push_back(valueOf.at(e->from.node));
+            w.inputShapes.push_back(analysis.outputShapes.at(e->from.node));
         }
-        const Shape& outShape = analysis.outputShapes.at(id);
-        const std::string& t = n.type;
-
-        if (t == "Input") {
-            b.valueInfo(g.add_input(), n.name, outShape);
-            std::string v = n.name;
-            const Normalization& norm = model.normalization;
-            if (options.includeNormalization && norm.mode != "none" && !norm.featureMean.empty()) {
-                // Per-feature statistics as constants of the sample's shape ([F] for CSV), broadcast over N.
-                b.floatInit(y + "/norm_feature_mean", outShape, norm.featureMean);
-                b.floatInit(y + "/norm_feature_std", outShape, norm.featureStd);
-                b.node("Sub", y + "/norm_mean", {v, y + "/norm_feature_mean"}, y + "/centered");
-                b.node("Div", y + "/norm_std", {y + "/centered", y + "/norm_feature_std"}, y + "/normalized");
-                v = y + "/normalized";
-            } else if (options.includeNormalization && norm.mode != "none") {
-                if (norm.scale != 1.f) {
-                    b.node("Mul", y + "/norm_scale", {v, b.scalar(y + "/norm_scale_value", norm.scale)}, y + "/scaled");
-                    v = y + "/scaled";
-                }
-                if (norm.mean != 0.f) {
-                    b.node("Sub", y + "/norm_mean", {v, b.scalar(y + "/norm_mean_value", norm.mean)}, y + "/centered");
-                    v = y + "/centered";
-                }
-                if (norm.std != 1.f) {
-                    b.node("Div", y + "/norm_std", {v, b.scalar(y + "/norm_std_value", norm.std)}, y + "/normalized");
-                    v = y + "/normalized";
-                }
-            }
-            if (quantized.count(id)) {
-                quantOf[id] = activationOf(n);
-                v = addQdq(b, v, quantOf[id], n.name);
-            }
-            valueOf[id] = v;
-            continue;
-        }
-        if (t == "Dropout") {
-            // Inference ignores dropout; an Identity keeps the output's name when it ends the graph.
-            valueOf[id] = x[0];
-            if (id == outputNode) {
-                b.node("Identity", y, x, y);
-                valueOf[id] = y;
-            }
-            continue;
+        w.outputShape = analysis.outputShapes.at(id);
+        w.opset = options.opset;
+        w.graphOutput = id == outputNode;
+        if (type->isGraphInput()) {
+            b.valueInfo(g.add_input(), n.name, w.outputShape);
+            if (options.includeNormalization && model.normalization.mode != "none")
+                w.normalization = &model.normalization;
         }
         const ActivationQuant* inQuant = int8 ? inputQuant(id) : nullptr;
-        if (t == "Dense") {
-            std::vector<std::string> in{x[0]};
-            if (inQuant) {
-                for (const std::string& w : quantizedWeights(n, p.at("use_bias").get<bool>(), *inQuant))
-                    in.push_back(w);
-            } else {
-                in.push_back(weightOf(n, "weight"));
-                if (p.at("use_bias").get<bool>()) in.push_back(weightOf(n, "bias"));
-            }
-            if (outShape.rank() == 1) {
-                auto& node = b.node("Gemm", y, in, y);
-                OnnxBuilder::attr(node, "transB", int64_t{1});
-            } else {
-                // Over a sequence [N, T, F]: Gemm takes matrices only, so x W^T (+ b) as MatMul (+ Add).
-                OnnxBuilder::attr(b.node("Transpose", y + "/transpose", {in[1]}, y + "/weight_t"), "perm",
-                                  std::vector<int64_t>{1, 0});
-                const bool bias = in.size() > 2;
-                b.node("MatMul", y + "/matmul", {x[0], y + "/weight_t"}, bias ? y + "/product" : y);
-                if (bias) b.node("Add", y + "/bias", {y + "/product", in[2]}, y);
-            }
-        } else if (t == "Conv2D") {
-            std::vector<std::string> in{x[0]};
-            if (inQuant) {
-                for (const std::string& w : quantizedWeights(n, p.at("use_bias").get<bool>(), *inQuant))
-                    in.push_back(w);
-            } else {
-                in.push_back(weightOf(n, "weight"));
-                if (p.at("use_bias").get<bool>()) in.push_back(weightOf(n, "bias"));
-            }
-            auto& node = b.node("Conv", y, in, y);
-            const auto [kh, kw] = pairOf(p, "kernel", {1, 1});
-            const auto [sh, sw] = pairOf(p, "stride", {1, 1});
-            const auto [ph, pw] = pairOf(p, "padding", {0, 0});
-            const auto [dh, dw] = pairOf(p, "dilation", {1, 1});
-            OnnxBuilder::attr(node, "kernel_shape", std::vector<int64_t>{kh, kw});
-            OnnxBuilder::attr(node, "strides", std::vector<int64_t>{sh, sw});
-            OnnxBuilder::attr(node, "pads", std::vector<int64_t>{ph, pw, ph, pw});
-            OnnxBuilder::attr(node, "dilations", std::vector<int64_t>{dh, dw});
-            OnnxBuilder::attr(node, "group", p.at("groups").get<int64_t>());
-        } else if (t == "MaxPool2D" || t == "AvgPool2D") {
-            auto& node = b.node(t == "MaxPool2D" ? "MaxPool" : "AveragePool", y, x, y);
-            const auto [kh, kw] = pairOf(p, "kernel", {1, 1});
-            const auto [sh, sw] = pairOf(p, "stride", {kh, kw});
-            const auto [ph, pw] = pairOf(p, "padding", {0, 0});
-            OnnxBuilder::attr(node, "kernel_shape", std::vector<int64_t>{kh, kw});
-            OnnxBuilder::attr(node, "strides", std::vector<int64_t>{sh, sw});
-            OnnxBuilder::attr(node, "pads", std::vector<int64_t>{ph, pw, ph, pw});
-            if (t == "AvgPool2D") OnnxBuilder::attr(node, "count_include_pad", int64_t{0});
-        } else if (t == "GlobalAvgPool") {
-            b.node("GlobalAveragePool", y + "/pool", x, y + "/pooled");
-            OnnxBuilder::attr(b.node("Flatten", y, {y + "/pooled"}, y), "axis", int64_t{1});
-        } else if (t == "Flatten") {
-            OnnxBuilder::attr(b.node("Flatten", y, x, y), "axis", int64_t{1});
-        } else if (t == "Reshape") {
-            std::vector<int64_t> dims{-1};
-            dims.insert(dims.end(), outShape.dims().begin(), outShape.dims().end());
-            b.node("Reshape", y, {x[0], b.int64Init(y + "/shape", dims)}, y);
-        } else if (t == "ReLU") {
-            b.node("Relu", y, x, y);
-        } else if (t == "LeakyReLU") {
-            OnnxBuilder::attr(b.node("LeakyRelu", y, x, y), "alpha", p.at("alpha").get<float>());
-        } else if (t == "Sigmoid") {
-            b.node("Sigmoid", y, x, y);
-        } else if (t == "Tanh") {
-            b.node("Tanh", y, x, y);
-        } else if (t == "GELU") {
-            // Gelu is an ONNX op only from opset 20; this is its exact (erf) definition, as our backends compute it.
-            b.node("Div", y + "/div", {x[0], b.scalar(y + "/sqrt2", static_cast<float>(std::sqrt(2.0)))},
-                   y + "/scaled");
-            b.node("Erf", y + "/erf", {y + "/scaled"}, y + "/erf");
-            b.node("Add", y + "/add", {y + "/erf", b.scalar(y + "/one", 1.f)}, y + "/cdf2");
-            b.node("Mul", y + "/mul", {x[0], y + "/cdf2"}, y + "/xcdf2");
-            b.node("Mul", y, {y + "/xcdf2", b.scalar(y + "/half", 0.5f)}, y);
-        } else if (t == "Softmax") {
-            OnnxBuilder::attr(b.node("Softmax", y, x, y), "axis", int64_t{-1});
-        } else if (t == "BatchNorm") {
-            auto& node = b.node("BatchNormalization", y,
-                                {x[0], weightOf(n, "gamma"), weightOf(n, "beta"), weightOf(n, "running_mean"),
-                                 weightOf(n, "running_var")},
-                                y);
-            OnnxBuilder::attr(node, "epsilon", p.at("eps").get<float>());
-        } else if (t == "LayerNorm") {
-            const float eps = p.at("eps").get<float>();
-            const std::string gamma = weightOf(n, "gamma"), beta = weightOf(n, "beta");
-            if (options.opset >= 17) {
-                auto& node = b.node("LayerNormalization", y, {x[0], gamma, beta}, y);
-                OnnxBuilder::attr(node, "axis", int64_t{-1});
-                OnnxBuilder::attr(node, "epsilon", eps);
-            } else {
-                // A positive axis: OpenCV 4.6 mis-sizes ReduceMean with axes = [-1].
-                const std::vector<int64_t> last{outShape.rank()};
-                OnnxBuilder::attr(b.node("ReduceMean", y + "/mean", x, y + "/mean"), "axes", last);
-                b.node("Sub", y + "/center", {x[0], y + "/mean"}, y + "/centered");
-                b.node("Mul", y + "/square", {y + "/centered", y + "/centered"}, y + "/squared");
-                OnnxBuilder::attr(b.node("ReduceMean", y + "/var", {y + "/squared"}, y + "/var"), "axes", last);
-                b.node("Add", y + "/var_eps", {y + "/var", b.scalar(y + "/eps", eps)}, y + "/var_eps");
-                b.node("Sqrt", y + "/std", {y + "/var_eps"}, y + "/std");
-                b.node("Div", y + "/normalize", {y + "/centered", y + "/std"}, y + "/normalized");
-                b.node("Mul", y + "/gamma", {y + "/normalized", gamma}, y + "/scaled");
-                b.node("Add", y, {y + "/scaled", beta}, y);
-            }
-        } else if (t == "Add") {
-            std::string acc = x[0];
-            for (size_t i = 1; i < x.size(); ++i) {
-                const std::string out = i + 1 == x.size() ? y : y + "/sum" + std::to_string(i);
-                b.node("Add", out, {acc, x[i]}, out);
-                acc = out;
-            }
-        } else if (t == "Concat") {
-            OnnxBuilder::attr(b.node("Concat", y, x, y), "axis", p.at("axis").get<int64_t>() + 1);
-        } else if (t == "Embedding") {
-            // Ids travel as float32 like every Strata input; Gather needs integers.
-            OnnxBuilder::attr(b.node("Cast", y + "/ids", x, y + "/ids"), "to", int64_t{onnx::TensorProto::INT64});
-            OnnxBuilder::attr(b.node("Gather", y, {weightOf(n, "weight"), y + "/ids"}, y), "axis", int64_t{0});
-        } else if (t == "Conv1D") {
-            // ONNX convolves [N, C, T] with a [F, C, K] weight; Strata keeps [N, T, C] and [K, F, C].
-            OnnxBuilder::attr(b.node("Transpose", y + "/to_nct", x, y + "/nct"), "perm", std::vector<int64_t>{0, 2, 1});
-            OnnxBuilder::attr(b.node("Transpose", y + "/weight_fck", {weightOf(n, "weight")}, y + "/weight_fck"),
-                              "perm", std::vector<int64_t>{1, 2, 0});
-            std::vector<std::string> in{y + "/nct", y + "/weight_fck"};
-            if (p.at("use_bias").get<bool>()) in.push_back(weightOf(n, "bias"));
-            auto& conv = b.node("Conv", y + "/conv", in, y + "/nft");
-            const int64_t k = p.at("kernel").get<int64_t>(), pad = p.at("padding").get<int64_t>();
-            OnnxBuilder::attr(conv, "kernel_shape", std::vector<int64_t>{k});
-            OnnxBuilder::attr(conv, "strides", std::vector<int64_t>{p.at("stride").get<int64_t>()});
-            OnnxBuilder::attr(conv, "pads", std::vector<int64_t>{pad, pad});
-            OnnxBuilder::attr(conv, "dilations", std::vector<int64_t>{p.at("dilation").get<int64_t>()});
-            OnnxBuilder::attr(b.node("Transpose", y, {y + "/nft"}, y), "perm", std::vector<int64_t>{0, 2, 1});
-        } else if (t == "PositionalEmbedding") {
-            b.node("Add", y, {x[0], weightOf(n, "weight")}, y);  // [N, T, D] + [T, D], broadcast over the batch
-        } else if (t == "SequenceMeanPool" || t == "SequenceMaxPool") {
-            const bool mean = t == "SequenceMeanPool";
-            const int64_t len = analysis.outputShapes.at(graph.edgeInto({id, "in"})->from.node)[0];
-            auto reduce = [&](const std::string& in, const std::string& out) {
-                auto& node = b.node(mean ? "ReduceMean" : "ReduceMax", out, {in}, out);
-                OnnxBuilder::attr(node, "axes", std::vector<int64_t>{1});
-                OnnxBuilder::attr(node, "keepdims", int64_t{0});
-            };
-            if (x.size() < 2) {
-                reduce(x[0], y);
-            } else {
-                // keep [N, T, 1]: 1 at real tokens, 0 at padding (id 0).
-                const std::string keep = keepMask(b, y, x[1], {-1, len, 1});
-                b.node("Mul", y + "/mask", {x[0], keep}, y + "/kept");
-                if (mean) {
-                    // sum over the kept / count, as ReduceMean(x * keep) / ReduceMean(keep); a sample without a
-                    // real token has a zero sum, divided by the floor 0.5 / T instead of 0.
-                    reduce(y + "/kept", y + "/kept_mean");
-                    reduce(keep, y + "/kept_share");
-                    b.node("Max", y + "/share_floor",
-                           {y + "/kept_share", b.scalar(y + "/floor", 0.5f / static_cast<float>(len))},
-                           y + "/kept_share_floor");
-                    b.node("Div", y, {y + "/kept_mean", y + "/kept_share_floor"}, y);
-                } else {
-                    // Padding pushed to -1e30 so that it never wins; 0 for a sample without a real token.
-                    b.node("Sub", y + "/pad", {keep, b.scalar(y + "/one", 1.f)}, y + "/pad");
-                    b.node("Mul", y + "/pad_low", {y + "/pad", b.scalar(y + "/big", 1e30f)}, y + "/pad_low");
-                    b.node("Add", y + "/masked", {y + "/kept", y + "/pad_low"}, y + "/masked");
-                    reduce(y + "/masked", y + "/max");
-                    reduce(keep, y + "/any");
-                    b.node("Mul", y, {y + "/max", y + "/any"}, y);
-                }
-            }
-        } else if (t == "MultiHeadSelfAttention") {
-            const int64_t len = outShape[0], width = outShape[1], heads = p.at("heads").get<int64_t>(),
-                          dh = width / heads;
-            const bool bias = p.at("use_bias").get<bool>();
-            // x W^T (+ b) over [N, T, D], as Dense over a sequence.
-            auto project = [&](const std::string& in, const std::string& param, const std::string& out) {
-                OnnxBuilder::attr(
-                    b.node("Transpose", out + "_transpose", {weightOf(n, param + "_weight")}, out + "_weight_t"),
-                    "perm", std::vector<int64_t>{1, 0});
-                b.node("MatMul", out + "_matmul", {in, out + "_weight_t"}, bias ? out + "_product" : out);
-                if (bias) b.node("Add", out + "_bias", {out + "_product", weightOf(n, param + "_bias")}, out);
-            };
-            project(x[0], "in", y + "/qkv");
-            auto& split = b.node("Split", y + "/split",
-                                 {y + "/qkv", b.int64Init(y + "/split_sizes", {width, width, width})}, y + "/q");
-            split.add_output(y + "/k");
-            split.add_output(y + "/v");
-            OnnxBuilder::attr(split, "axis", int64_t{2});
-            // [N, T, D] -> [N, T, H, dh] -> heads first: Q and V [N, H, T, dh], K transposed [N, H, dh, T].
-            const std::string headShape = b.int64Init(y + "/head_shape", {0, 0, heads, dh});
-            for (const char* part : {"q", "k", "v"}) {
-                const std::string v = y + "/" + part;
-                b.node("Reshape", v + "_split_heads", {v, headShape}, v + "_heads");
-                OnnxBuilder::attr(b.node("Transpose", v + "_heads_first", {v + "_heads"}, v + "_by_head"), "perm",
-                                  part[0] == 'k' ? std::vector<int64_t>{0, 2, 3, 1} : std::vector<int64_t>{0, 2, 1, 3});
-            }
-            b.node("MatMul", y + "/scores", {y + "/q_by_head", y + "/k_by_head"}, y + "/scores");
-            b.node("Mul", y + "/scale",
-                   {y + "/scores", b.scalar(y + "/scale_value", 1.f / std::sqrt(static_cast<float>(dh)))},
-                   y + "/scaled");
-            std::string probs = y + "/probs";
-            if (x.size() < 2) {
-                OnnxBuilder::attr(b.node("Softmax", probs, {y + "/scaled"}, probs), "axis", int64_t{-1});
-            } else {
-                // Padding keys: -1e30 added before the softmax, and weight 0 after it (also where a sample has no
-                // real token, which attends to nothing).
-                const std::string keep = keepMask(b, y, x[1], {-1, 1, 1, len});
-                b.node("Sub", y + "/pad", {keep, b.scalar(y + "/one", 1.f)}, y + "/pad");
-                b.node("Mul", y + "/pad_low", {y + "/pad", b.scalar(y + "/big", 1e30f)}, y + "/pad_low");
-                b.node("Add", y + "/masked", {y + "/scaled", y + "/pad_low"}, y + "/masked");
-                OnnxBuilder::attr(b.node("Softmax", y + "/softmax", {y + "/masked"}, y + "/softmax"), "axis",
-                                  int64_t{-1});
-                b.node("Mul", probs, {y + "/softmax", keep}, probs);
-            }
-            b.node("MatMul", y + "/context", {probs, y + "/v_by_head"}, y + "/context");
-            OnnxBuilder::attr(b.node("Transpose", y + "/heads_last", {y + "/context"}, y + "/context_t"), "perm",
-                              std::vector<int64_t>{0, 2, 1, 3});
-            b.node("Reshape", y + "/merge_heads", {y + "/context_t", b.int64Init(y + "/merged_shape", {0, 0, width})},
-                   y + "/merged");
-            project(y + "/merged", "out", y);
-        } else {
-            throw OnnxExportError(n.name + ": layer type '" + t + "' has no ONNX mapping");
-        }
-        valueOf[id] = y;
+        w.weight = [&](const std::string& param) { return weightOf(n, param); };
+        w.compressibleWeights = [&]() {
+            const CompressibleWeight cw = type->compressibleWeight();
+            const bool bias = !cw.bias.empty() && hasParameter(n.name + "." + cw.bias);
+            if (inQuant) return quantizedWeights(n, cw, bias, *inQuant);
+            std::vector<std::string> names{weightOf(n, cw.weight)};
+            if (bias) names.push_back(weightOf(n, cw.bias));
+            return names;
+        };
+        mapping->write(w);
+        b.add(w);
+        valueOf[id] = w.output.empty() ? n.name : w.output;
         if (quantized.count(id)) {
             quantOf[id] = activationOf(n);
-            valueOf[id] = addQdq(b, y, quantOf[id], n.name);
+            valueOf[id] = addQdq(b, valueOf[id], quantOf[id], n.name);
         }
     }
     if (outputNode < 0) throw OnnxExportError("the graph has no output node");
@@ -561,6 +332,21 @@ void writeOnnx(const std::string& path, const ExportModel& model, const OnnxExpo
     writeFileAtomically(path, [&proto](std::ostream& out) {
         if (!proto.SerializeToOstream(&out)) out.setstate(std::ios::failbit);
     });
+}
+
+int64_t OnnxNodeInfo::intAttr(const std::string& key, int64_t fallback) const {
+    const auto it = intAttributes.find(key);
+    return it == intAttributes.end() ? fallback : it->second;
+}
+
+float OnnxNodeInfo::floatAttr(const std::string& key, float fallback) const {
+    const auto it = floatAttributes.find(key);
+    return it == floatAttributes.end() ? fallback : it->second;
+}
+
+std::vector<int64_t> OnnxNodeInfo::intsAttr(const std::string& key, const std::vector<int64_t>& fallback) const {
+    const auto it = intsAttributes.find(key);
+    return it == intsAttributes.end() ? fallback : it->second;
 }
 
 const TensorRecord* OnnxModelInfo::initializer(const std::string& name) const {
@@ -777,8 +563,12 @@ OnnxModelInfo infoFromProto(const std::string& path, const onnx::ModelProto& pro
         ni.opType = n.op_type();
         ni.inputs.assign(n.input().begin(), n.input().end());
         ni.outputs.assign(n.output().begin(), n.output().end());
-        for (const auto& a : n.attribute())
+        for (const auto& a : n.attribute()) {
             if (a.type() == onnx::AttributeProto::INT) ni.intAttributes[a.name()] = a.i();
+            if (a.type() == onnx::AttributeProto::FLOAT) ni.floatAttributes[a.name()] = a.f();
+            if (a.type() == onnx::AttributeProto::INTS)
+                ni.intsAttributes[a.name()].assign(a.ints().begin(), a.ints().end());
+        }
         info.nodes.push_back(std::move(ni));
     }
     for (const auto& t : g.initializer()) {

@@ -8,18 +8,15 @@
 // ("N"). Graph input and output are named after the Input node and the output
 // node; weights are initializers named "<node>.<param>".
 //
-// Layer mapping: Dense -> Gemm (transB=1); Conv2D -> Conv; MaxPool2D -> MaxPool;
-// AvgPool2D -> AveragePool (count_include_pad=0); GlobalAvgPool ->
-// GlobalAveragePool + Flatten; Flatten -> Flatten(axis 1); Reshape -> Reshape
-// (batch -1); activations -> Relu, LeakyRelu, Sigmoid, Tanh; GELU -> the exact
-// erf form 0.5*x*(1+erf(x/sqrt 2)) (ONNX Gelu needs opset 20); Softmax ->
-// Softmax(axis -1); BatchNorm -> BatchNormalization (inference); LayerNorm ->
-// LayerNormalization at opset >= 17, else ReduceMean/Sub/Mul/Sqrt/Div;
-// Dropout -> removed; Add -> Add (chained); Concat -> Concat(axis+1);
-// Embedding -> Cast(int64) + Gather; SequenceMeanPool / SequenceMaxPool -> ReduceMean / ReduceMax (axis 1),
-// masked: with the padding mask Sign(Abs(ids)); MultiHeadSelfAttention -> MatMul (projections), Split,
-// Reshape + Transpose (heads), MatMul, Mul (scale), Softmax (masked: -1e30 added at padding keys and the
-// weights multiplied by the mask), MatMul, Transpose + Reshape, MatMul (output projection).
+// Layer mapping (each type's writer and reader in OnnxLayers.cpp): Dense -> Gemm (transB=1); Conv2D -> Conv; MaxPool2D
+// -> MaxPool; AvgPool2D -> AveragePool (count_include_pad=0); GlobalAvgPool -> GlobalAveragePool + Flatten; Flatten ->
+// Flatten(axis 1); Reshape -> Reshape (batch -1); activations -> Relu, LeakyRelu, Sigmoid, Tanh; GELU -> the exact erf
+// form 0.5*x*(1+erf(x/sqrt 2)) (ONNX Gelu needs opset 20); Softmax -> Softmax(axis -1); BatchNorm -> BatchNormalization
+// (inference); LayerNorm -> LayerNormalization at opset >= 17, else ReduceMean/Sub/Mul/Sqrt/Div; Dropout -> removed;
+// Add -> Add (chained); Concat -> Concat(axis+1); Embedding -> Cast(int64) + Gather; SequenceMeanPool / SequenceMaxPool
+// -> ReduceMean / ReduceMax (axis 1), masked: with the padding mask Sign(Abs(ids)); MultiHeadSelfAttention -> MatMul
+// (projections), Split, Reshape + Transpose (heads), MatMul, Mul (scale), Softmax (masked: -1e30 added at padding keys
+// and the weights multiplied by the mask), MatMul, Transpose + Reshape, MatMul (output projection).
 //
 // Int8 (OnnxExportOptions::int8): a QDQ graph. A quantized weight "<node>.weight" is the output of
 // DequantizeLinear "<node>.weight/dequantize" (axis 0) of the int8 initializer "<node>.weight/int8" with
@@ -60,10 +57,31 @@ public:
 // Builds, checks (onnx::checker) and writes the model ("<path>.tmp-<pid>" renamed over path).
 void writeOnnx(const std::string& path, const ExportModel& model, const OnnxExportOptions& options = {});
 
+// A node: what readOnnx finds, and what a layer's writer adds (OnnxLayers.h).
 struct OnnxNodeInfo {
     std::string name, opType;
     std::vector<std::string> inputs, outputs;
-    std::map<std::string, int64_t> intAttributes;  // INT attributes ("axis")
+    std::map<std::string, int64_t> intAttributes;                // INT attributes ("axis")
+    std::map<std::string, float> floatAttributes;                // FLOAT ("epsilon")
+    std::map<std::string, std::vector<int64_t>> intsAttributes;  // INTS ("kernel_shape")
+
+    OnnxNodeInfo& attr(const std::string& key, int64_t v) {
+        intAttributes[key] = v;
+        return *this;
+    }
+    OnnxNodeInfo& attr(const std::string& key, float v) {
+        floatAttributes[key] = v;
+        return *this;
+    }
+    OnnxNodeInfo& attr(const std::string& key, std::vector<int64_t> v) {
+        intsAttributes[key] = std::move(v);
+        return *this;
+    }
+    // An attribute's value, or `fallback` when the node has none of that name and kind.
+    int64_t intAttr(const std::string& key, int64_t fallback) const;
+    float floatAttr(const std::string& key, float fallback) const;
+    std::vector<int64_t> intsAttr(const std::string& key, const std::vector<int64_t>& fallback = {}) const;
+    bool operator==(const OnnxNodeInfo&) const = default;
 };
 
 // An INT8, UINT8 or INT32 initializer (quantized weights, zero points), values widened.

@@ -14,9 +14,16 @@ namespace strata {
 
 namespace {
 
-// Layers whose output is a subset of their input's values (max, copy, reshape): they take the input's
-// parameters, so onnxruntime runs them on the uint8 values directly.
-bool keepsValues(const std::string& type) { return type == "MaxPool2D" || type == "Flatten" || type == "Reshape"; }
+// A fact of a node's type; false for a node of an unknown type.
+template <class Fact>
+bool typeSays(const Graph& graph, int node, Fact fact) {
+    const LayerType* type = graph.layerType(node);
+    return type && fact(*type);
+}
+
+bool isDropout(const Graph& graph, int node) {  // the identity at inference
+    return typeSays(graph, node, [](const LayerType& t) { return t.identityAtInference(); });
+}
 
 int producerOf(const Graph& graph, int node) {
     const std::vector<std::string> ports = graph.inputPorts(node);
@@ -27,8 +34,18 @@ int producerOf(const Graph& graph, int node) {
 
 // The node whose output a consumer of `node` really reads: Dropout passes its input on.
 int valueSource(const Graph& graph, int node) {
-    while (node >= 0 && graph.node(node)->type == "Dropout") node = producerOf(graph, node);
+    while (node >= 0 && isDropout(graph, node)) node = producerOf(graph, node);
     return node;
+}
+
+// Whether the edge's consumer reads token ids on that port (an Embedding; LayerType::inputDifferentiable).
+bool readsIds(const Graph& graph, const Edge& e) {
+    const LayerType* type = graph.layerType(e.to.node);
+    if (!type) return false;
+    const std::vector<std::string> ports = graph.inputPorts(e.to.node);
+    for (size_t k = 0; k < ports.size(); ++k)
+        if (ports[k] == e.to.port) return !type->inputDifferentiable(static_cast<int>(k));
+    return false;
 }
 
 // Per-tensor statistics over the calibration samples.
@@ -149,15 +166,14 @@ std::set<int> quantizedOutputs(const Graph& graph) {
     std::set<int> out, hasConsumer;
     for (const Edge& e : graph.edges()) hasConsumer.insert(e.from.node);
     for (const Node* n : graph.nodes()) {
-        if (!hasConsumer.count(n->id) || n->type == "Dropout") continue;
+        if (!hasConsumer.count(n->id) || isDropout(graph, n->id)) continue;
         bool feedsIds = false;
         for (const Edge& e : graph.edgesFrom(n->id)) {
             const int consumer = e.to.node;
-            feedsIds = feedsIds || graph.node(consumer)->type == "Embedding";
+            feedsIds = feedsIds || readsIds(graph, e);
             // Through a Dropout to an Embedding.
-            if (graph.node(consumer)->type == "Dropout")
-                for (const Edge& d : graph.edgesFrom(consumer))
-                    feedsIds = feedsIds || graph.node(d.to.node)->type == "Embedding";
+            if (isDropout(graph, consumer))
+                for (const Edge& d : graph.edgesFrom(consumer)) feedsIds = feedsIds || readsIds(graph, d);
         }
         if (!feedsIds) out.insert(n->id);
     }
@@ -181,7 +197,7 @@ Int8Calibration calibrateInt8(const ExportModel& model, const DataSplit& data, c
     const std::set<int> quantized = quantizedOutputs(graph);
     int inputNode = -1;
     for (const Node* n : graph.nodes())
-        if (n->type == "Input") inputNode = n->id;
+        if (typeSays(graph, n->id, [](const LayerType& t) { return t.isGraphInput(); })) inputNode = n->id;
 
     const int64_t n = std::min(options.calibrationSamples, data.count);
     const int64_t per = data.sampleShape.numel();
@@ -231,12 +247,16 @@ Int8Calibration calibrateInt8(const ExportModel& model, const DataSplit& data, c
     const std::vector<int> order = graph.topologicalOrder();
     // A layer feeding only a ReLU quantizes onto the ReLU's range: its QuantizeLinear does the ReLU.
     for (int id : order) {
-        if (graph.node(id)->type != "ReLU" || !params.count(id)) continue;
+        const bool relu = typeSays(graph, id, [](const LayerType& t) { return t.activation() == Activation::ReLU; });
+        if (!relu || !params.count(id)) continue;
         const int from = producerOf(graph, id);
         if (from >= 0 && params.count(from) && graph.edgesFrom(from).size() == 1) params[from] = params[id];
     }
     for (int id : order) {
-        if (!keepsValues(graph.node(id)->type) || !params.count(id)) continue;
+        // Its output a subset of its input's values (max, copy, reshape): it takes its input's parameters, so
+        // onnxruntime runs it on the uint8 values directly.
+        if (!typeSays(graph, id, [](const LayerType& t) { return t.keepsInputValues(); }) || !params.count(id))
+            continue;
         const int from = valueSource(graph, producerOf(graph, id));
         if (from >= 0 && params.count(from)) params[id] = params[from];
     }
@@ -258,7 +278,7 @@ std::vector<float> simulateInt8(const ExportModel& model, const std::map<std::st
         auto it = activations.find(n->name);
         if (it == activations.end()) continue;
         byNode[n->id] = it->second;
-        if (n->type == "Input") inputQuant = &it->second;
+        if (typeSays(graph, n->id, [](const LayerType& t) { return t.isGraphInput(); })) inputQuant = &it->second;
     }
     std::vector<float> host;
     m->setForwardHook([&](int node, Tensor& out) {

@@ -7,10 +7,11 @@
 //
 // Which tensors are quantized, the same in the writer, the calibration and the simulation (quantizedOutputs):
 // the normalized input, and the output of every node except the graph's output (logits stay float32), Dropout
-// (inference passes its input on) and ids that feed an Embedding. A node whose only consumer is a ReLU takes
-// the ReLU's range, so its QuantizeLinear already clamps at zero and onnxruntime drops the ReLU. Conv2D and
-// Dense weights are quantized when their input is; other parameters (BatchNorm, LayerNorm, Embedding) stay
-// float32.
+// (inference passes its input on) and ids that feed an Embedding or a padding mask. A node whose only consumer
+// is a ReLU takes the ReLU's range, so its QuantizeLinear already clamps at zero and onnxruntime drops the
+// ReLU. Each layer's compressible weight (LayerType::compressibleWeight: Conv2D's and Dense's) is quantized
+// when its input is; other parameters (BatchNorm, LayerNorm, Embedding) stay float32. Which layer is which is
+// its type's fact (LayerType), never its name.
 //
 // simulateInt8 runs exactly that arithmetic in Strata (weights as the file dequantizes them, activations
 // rounded to their uint8 grid after each layer): the accuracy the export reports, and the Export dialog's

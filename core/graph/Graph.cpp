@@ -182,6 +182,11 @@ std::vector<Edge> Graph::edgesFrom(int id) const {
     return out;
 }
 
+const LayerType* Graph::layerType(int id) const {
+    const Node* n = node(id);
+    return n ? layerRegistry().find(n->type) : nullptr;
+}
+
 std::vector<std::string> Graph::inputPorts(int id) const {
     const Node* n = node(id);
     if (!n) return {};

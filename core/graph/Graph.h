@@ -83,6 +83,8 @@ public:
     std::optional<Edge> edgeInto(const PortRef& to) const;
     // Edges leaving a node's output.
     std::vector<Edge> edgesFrom(int node) const;
+    // A node's layer type, for its facts (LayerType::isGraphInput ...); null for an unknown type or node.
+    const LayerType* layerType(int node) const;
     // Input port names of a node (from its type and params); empty for unknown types.
     std::vector<std::string> inputPorts(int node) const;
 
@@ -132,8 +134,14 @@ struct GraphAnalysis {
     std::vector<Problem> problems;
     bool ok() const { return problems.empty(); }
     const Shape* shapeOf(int node) const;
+    // The per-sample shapes feeding a node's input ports, in port order; nothing when one is not known.
+    std::optional<std::vector<Shape>> inputShapesOf(const Graph& graph, int node) const;
     int64_t parameterCount = 0;  // learnable scalars in nodes with known shapes
 };
+
+// A node's channel facts (LayerType::channelFacts) for its analyzed params and shapes; the conservative
+// answer (mixes channels, has none of its own) when its type, params or shapes are not known.
+ChannelFacts channelFactsOf(const Graph& graph, const GraphAnalysis& analysis, int node);
 
 // Shape inference and validation through the whole graph. Never throws; every problem
 // (unknown type, bad parameter with its allowed range, unconnected input, cycle,

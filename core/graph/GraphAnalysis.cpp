@@ -105,6 +105,26 @@ const Shape* GraphAnalysis::shapeOf(int node) const {
     return it == outputShapes.end() ? nullptr : &it->second;
 }
 
+std::optional<std::vector<Shape>> GraphAnalysis::inputShapesOf(const Graph& graph, int node) const {
+    std::vector<Shape> shapes;
+    for (const std::string& port : graph.inputPorts(node)) {
+        const std::optional<Edge> in = graph.edgeInto({node, port});
+        const Shape* s = in ? shapeOf(in->from.node) : nullptr;
+        if (!s) return std::nullopt;
+        shapes.push_back(*s);
+    }
+    return shapes;
+}
+
+ChannelFacts channelFactsOf(const Graph& graph, const GraphAnalysis& analysis, int node) {
+    const LayerType* type = graph.layerType(node);
+    const auto params = analysis.params.find(node);
+    const Shape* out = analysis.shapeOf(node);
+    const std::optional<std::vector<Shape>> in = analysis.inputShapesOf(graph, node);
+    if (!type || params == analysis.params.end() || !out || !in) return {};
+    return type->channelFacts(params->second, *in, *out);
+}
+
 GraphAnalysis analyzeGraph(const Graph& graph) {
     GraphAnalysis a;
     auto problem = [&](int node, std::string port, std::string message) {
@@ -223,7 +243,7 @@ GraphAnalysis analyzeGraph(const Graph& graph) {
         std::vector<const Node*> inputs;
         std::vector<std::string> sinks;
         for (const Node* n : graph.nodes()) {
-            if (n->type == "Input") inputs.push_back(n);
+            if (const auto t = types.find(n->id); t != types.end() && t->second->isGraphInput()) inputs.push_back(n);
             if (graph.edgesFrom(n->id).empty()) sinks.push_back(n->name);
         }
         if (inputs.empty()) problem(-1, {}, "the graph has no Input node");

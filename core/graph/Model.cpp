@@ -155,7 +155,7 @@ std::unique_ptr<Model> compile(const Graph& graph, Backend& backend, uint64_t se
     model->m_outputShape = model->m_steps.back()->outShape;
     if (fuse) {
         for (auto& step : model->m_steps) {
-            if (step->isInput || step->inputs.size() != 1 || step->type->name() != "ReLU") continue;
+            if (step->isInput || step->inputs.size() != 1 || step->type->activation() != Activation::ReLU) continue;
             const int producer = step->inputs[0];
             Model::Step& from = *model->m_steps[static_cast<size_t>(producer)];
             if (from.isInput || consumers[static_cast<size_t>(producer)] != 1) continue;
@@ -165,7 +165,9 @@ std::unique_ptr<Model> compile(const Graph& graph, Backend& backend, uint64_t se
             if (step->isInput || step->inputs.size() != 1) continue;
             const int reluIndex = step->inputs[0];
             Model::Step& relu = *model->m_steps[static_cast<size_t>(reluIndex)];
-            if (relu.isInput || relu.type->name() != "ReLU" || consumers[static_cast<size_t>(reluIndex)] != 1) continue;
+            if (relu.isInput || relu.type->activation() != Activation::ReLU ||
+                consumers[static_cast<size_t>(reluIndex)] != 1)
+                continue;
             if (step->layer->absorbReLUBackward()) relu.reluAbsorbed = true;
         }
         // A fused ReLU whose backward no consumer took: its producer may do it (never the last step's, whose

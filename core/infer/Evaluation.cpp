@@ -13,7 +13,10 @@ namespace strata {
 
 bool graphEndsInSoftmax(const Graph& graph) {
     for (const Node* n : graph.nodes())
-        if (graph.edgesFrom(n->id).empty()) return n->type == "Softmax";
+        if (graph.edgesFrom(n->id).empty()) {
+            const LayerType* type = graph.layerType(n->id);
+            return type && type->outputsProbabilities();
+        }
     return false;
 }
 

@@ -22,7 +22,8 @@ class Model;
 struct DataSplit;
 struct Normalization;
 
-// True when the graph's output node (the one no edge leaves) is a Softmax: its outputs are probabilities already.
+// True when the graph's output node (the one no edge leaves) gives probabilities already (a Softmax:
+// LayerType::outputsProbabilities).
 bool graphEndsInSoftmax(const Graph& graph);
 
 // Softmax of each row of `values` [rows, cols] (computed in double, max-shifted).

@@ -280,6 +280,14 @@ public:
         return std::make_unique<BatchNormLayer>(static_cast<int>(s[0]), static_cast<int>(s.product(1, s.rank())),
                                                 params.at("momentum").get<float>(), params.at("eps").get<float>());
     }
+    LayerCost cost(const Json&, const std::vector<Shape>& inputs, const Shape& output) const override {
+        return elementwiseCost(inputs, output);
+    }
+    CompressibleWeight compressibleWeight() const override { return {}; }
+    ChannelFacts channelFacts(const Json&, const std::vector<Shape>&, const Shape&) const override {
+        return perChannelFacts({"gamma", "beta", "running_mean", "running_var"});
+    }
+    bool foldableNormalization() const override { return true; }
 };
 
 }  // namespace

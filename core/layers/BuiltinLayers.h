@@ -1,7 +1,5 @@
-// Internal to core/layers: the factory of every built-in layer type (one per
-// file, listed by registerBuiltinLayers in LayerRegistry.cpp) and the small
-// helpers those files share (parameter spec builders, shape errors, reusable
-// executable layers). Nothing outside core/layers includes this header.
+// Internal to core/layers: the small helpers the layer type files share (parameter spec builders, shape
+// errors, facts, reusable executable layers). Nothing outside core/layers includes this header.
 #pragma once
 
 #include <memory>
@@ -13,32 +11,8 @@
 
 namespace strata::layers {
 
-// ---- factories (one per file, same name as the type) ------------------------
-std::unique_ptr<LayerType> makeInput();
-std::unique_ptr<LayerType> makeDense();
-std::unique_ptr<LayerType> makeConv2D();
-std::unique_ptr<LayerType> makeMaxPool2D();
-std::unique_ptr<LayerType> makeAvgPool2D();
-std::unique_ptr<LayerType> makeGlobalAvgPool();
-std::unique_ptr<LayerType> makeFlatten();
-std::unique_ptr<LayerType> makeReshape();
-std::unique_ptr<LayerType> makeReLU();
-std::unique_ptr<LayerType> makeLeakyReLU();
-std::unique_ptr<LayerType> makeGELU();
-std::unique_ptr<LayerType> makeSigmoid();
-std::unique_ptr<LayerType> makeTanh();
-std::unique_ptr<LayerType> makeSoftmax();
-std::unique_ptr<LayerType> makeBatchNorm();
-std::unique_ptr<LayerType> makeLayerNorm();
-std::unique_ptr<LayerType> makeDropout();
-std::unique_ptr<LayerType> makeAdd();
-std::unique_ptr<LayerType> makeConcat();
-std::unique_ptr<LayerType> makeEmbedding();
-std::unique_ptr<LayerType> makeSequenceMeanPool();
-std::unique_ptr<LayerType> makePositionalEmbedding();
-std::unique_ptr<LayerType> makeConv1D();
-std::unique_ptr<LayerType> makeSequenceMaxPool();
-std::unique_ptr<LayerType> makeMultiHeadSelfAttention();
+// ---- factories ---------------------------------------------------------------------------------------------
+// Each type's file defines layers::make<Type>(), listed (and declared) in LayerRegistry.cpp.
 // MaxPool2D and AvgPool2D share one implementation (Pool2D.cpp).
 std::unique_ptr<LayerType> makePool2DType(PoolMode mode, const std::string& name, const std::string& description);
 
@@ -81,6 +55,18 @@ const Shape& expectMaskedSequence(const std::string& layer, const Json& params, 
 int toInt(int64_t v, const std::string& port, const std::string& what);
 // Ports "in0".."in{n-1}" for layers with a variable number of inputs.
 std::vector<std::string> numberedPorts(const Json& params);
+
+// ---- facts -------------------------------------------------------------------
+// A cost with these FLOPs per sample and the bytes every layer moves: forward reads its inputs and writes its
+// output, backward reads the output gradient and the inputs and writes the input gradients (4 bytes a value).
+LayerCost streamingCost(const std::vector<Shape>& inputs, const Shape& output, double forwardFlops,
+                        double backwardFlops);
+// One operation per output element, forward and backward (activations, normalization, Add).
+LayerCost elementwiseCost(const std::vector<Shape>& inputs, const Shape& output);
+// Channel facts of a layer whose output channel c depends on its input channel c alone.
+ChannelFacts perChannelFacts(std::vector<std::string> perChannelParams = {});
+// Channel facts of a layer that combines its input's channels (the conservative answer).
+inline ChannelFacts mixingFacts() { return {}; }
 
 // ---- runtime helpers ----------------------------------------------------------
 // Makes `buf` hold at least shape.numel() floats on this backend, allocating only when it is

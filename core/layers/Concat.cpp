@@ -84,6 +84,13 @@ public:
     std::unique_ptr<Layer> create(const Json& params, const std::vector<Shape>& inputs, const Shape&) const override {
         return std::make_unique<ConcatLayer>(inputs, params.at("axis").get<int>());
     }
+    LayerCost cost(const Json&, const std::vector<Shape>& inputs, const Shape& output) const override {
+        return elementwiseCost(inputs, output);
+    }
+    CompressibleWeight compressibleWeight() const override { return {}; }
+    ChannelFacts channelFacts(const Json&, const std::vector<Shape>&, const Shape&) const override {
+        return mixingFacts();
+    }
 };
 
 }  // namespace

@@ -208,6 +208,25 @@ public:
     std::unique_ptr<Layer> create(const Json& params, const std::vector<Shape>& inputs, const Shape&) const override {
         return std::make_unique<Conv1DLayer>(geometryOf(params, inputs.at(0)), params.at("use_bias").get<bool>());
     }
+    // A dot product over kernel x channels per output value; backward twice the forward. Stride 1 runs in a
+    // padded layout [length + 2 padding, channels or filters]: its output and output gradient, its input when
+    // padded, and its input gradient (Conv1DLayer's m_outPad, m_dOutPad, m_inPad, m_dInPad).
+    LayerCost cost(const Json& params, const std::vector<Shape>& inputs, const Shape& output) const override {
+        const Conv1DGeometry g = geometryOf(params, inputs.at(0));
+        const double f = 2.0 * static_cast<double>(output.numel()) * static_cast<double>(g.kernel * g.channels);
+        LayerCost c = streamingCost(inputs, output, f, 2.0 * f);
+        if (g.stride == 1) {
+            const int64_t rows = g.length + 2 * g.padding;
+            c.scratchFloats = {rows * g.filters, rows * g.filters};
+            if (g.padding > 0) c.scratchFloats.push_back(rows * g.channels);
+            c.inputGradientScratchFloats = {rows * g.channels};
+        }
+        return c;
+    }
+    CompressibleWeight compressibleWeight() const override { return {}; }
+    ChannelFacts channelFacts(const Json&, const std::vector<Shape>&, const Shape&) const override {
+        return mixingFacts();
+    }
 };
 
 }  // namespace

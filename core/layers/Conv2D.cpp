@@ -136,6 +136,33 @@ public:
     std::unique_ptr<Layer> create(const Json& params, const std::vector<Shape>& inputs, const Shape&) const override {
         return std::make_unique<Conv2DLayer>(geometry(params, inputs.at(0)), params.at("use_bias").get<bool>());
     }
+    // A dot product over (channels / groups) x kernel area per output value; backward computes the input and
+    // weight gradients, twice the forward.
+    LayerCost cost(const Json& params, const std::vector<Shape>& inputs, const Shape& output) const override {
+        const ConvGeometry g = geometry(params, inputs.at(0));
+        const double f = 2.0 * static_cast<double>(output.numel()) * static_cast<double>(g.c / g.groups) * g.r * g.s;
+        LayerCost c = streamingCost(inputs, output, f, 2.0 * f);
+        c.convolution = true;
+        return c;
+    }
+    CompressibleWeight compressibleWeight() const override { return {"weight", 0, "bias"}; }
+    ChannelFacts channelFacts(const Json& params, const std::vector<Shape>&, const Shape&) const override {
+        ChannelFacts f;
+        f.countParam = f.unitName = "filters";
+        f.weight = "weight";
+        if (params.at("use_bias").get<bool>()) f.bias = "bias";
+        f.takesFoldedNormalization = true;  // grouped or not, filter k is row k of the weight
+        const int64_t groups = params.at("groups").get<int64_t>();
+        if (groups != 1) {
+            f.fixed = "a grouped convolution (groups " + std::to_string(groups) + ")";
+            return f;  // and its input channels are mixed within each group
+        }
+        // [filters, channels, kernel height, kernel width]: each input channel a kernel-sized block of a row.
+        f.input = ChannelFacts::Input::Weighs;
+        const auto [kh, kw] = pairParam(params, "kernel");
+        f.inputBlock = int64_t{kh} * kw;
+        return f;
+    }
 };
 
 }  // namespace

@@ -79,6 +79,24 @@ public:
         return std::make_unique<DenseLayer>(static_cast<int>(in.dims().back()), params.at("units").get<int>(),
                                             params.at("use_bias").get<bool>(), in.rank() == 2 ? in[0] : 1);
     }
+    // A dot product over the features per output value; backward computes the input and weight gradients,
+    // twice the forward.
+    LayerCost cost(const Json&, const std::vector<Shape>& inputs, const Shape& output) const override {
+        const double f = 2.0 * static_cast<double>(output.numel()) * static_cast<double>(inputs.at(0).dims().back());
+        return streamingCost(inputs, output, f, 2.0 * f);
+    }
+    CompressibleWeight compressibleWeight() const override { return {"weight", 0, "bias"}; }
+    ChannelFacts channelFacts(const Json& params, const std::vector<Shape>&, const Shape& output) const override {
+        ChannelFacts f;
+        f.countParam = f.unitName = "units";
+        f.weight = "weight";
+        if (params.at("use_bias").get<bool>()) f.bias = "bias";
+        if (output.rank() != 1)
+            f.fixed = "a Dense over a sequence (its units are the last axis of " + output.toString() + ")";
+        f.takesFoldedNormalization = output.rank() == 1;
+        f.input = ChannelFacts::Input::Weighs;  // a row of [units, features] per unit
+        return f;
+    }
 };
 
 }  // namespace

@@ -57,6 +57,14 @@ public:
     std::unique_ptr<Layer> create(const Json& params, const std::vector<Shape>&, const Shape&) const override {
         return std::make_unique<DropoutLayer>(params.at("rate").get<float>());
     }
+    LayerCost cost(const Json&, const std::vector<Shape>& inputs, const Shape& output) const override {
+        return elementwiseCost(inputs, output);
+    }
+    CompressibleWeight compressibleWeight() const override { return {}; }
+    ChannelFacts channelFacts(const Json&, const std::vector<Shape>&, const Shape&) const override {
+        return perChannelFacts();
+    }
+    bool identityAtInference() const override { return true; }
 };
 
 }  // namespace

@@ -48,6 +48,15 @@ public:
     std::unique_ptr<Layer> create(const Json& params, const std::vector<Shape>&, const Shape&) const override {
         return std::make_unique<EmbeddingLayer>(params.at("vocab").get<int>(), params.at("dim").get<int>());
     }
+    // Forward gathers rows (no arithmetic); backward adds each output gradient into its row.
+    LayerCost cost(const Json&, const std::vector<Shape>& inputs, const Shape& output) const override {
+        return streamingCost(inputs, output, 0, static_cast<double>(output.numel()));
+    }
+    CompressibleWeight compressibleWeight() const override { return {}; }
+    ChannelFacts channelFacts(const Json&, const std::vector<Shape>&, const Shape&) const override {
+        return mixingFacts();
+    }
+    std::string vocabularyParam() const override { return "vocab"; }
 };
 
 }  // namespace

@@ -46,6 +46,17 @@ public:
     std::unique_ptr<Layer> create(const Json&, const std::vector<Shape>& inputs, const Shape&) const override {
         return std::make_unique<FlattenLayer>(inputs.at(0));
     }
+    // A view: no arithmetic.
+    LayerCost cost(const Json&, const std::vector<Shape>& inputs, const Shape& output) const override {
+        return streamingCost(inputs, output, 0, 0);
+    }
+    CompressibleWeight compressibleWeight() const override { return {}; }
+    ChannelFacts channelFacts(const Json&, const std::vector<Shape>&, const Shape&) const override {
+        ChannelFacts f;
+        f.input = ChannelFacts::Input::Flattens;
+        return f;
+    }
+    bool keepsInputValues() const override { return true; }
 };
 
 }  // namespace

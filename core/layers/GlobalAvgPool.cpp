@@ -45,6 +45,15 @@ public:
     std::unique_ptr<Layer> create(const Json&, const std::vector<Shape>& inputs, const Shape&) const override {
         return std::make_unique<GlobalAvgPoolLayer>(inputs.at(0));
     }
+    // One addition per input value, forward and backward.
+    LayerCost cost(const Json&, const std::vector<Shape>& inputs, const Shape& output) const override {
+        const auto in = static_cast<double>(inputs.at(0).numel());
+        return streamingCost(inputs, output, in, in);
+    }
+    CompressibleWeight compressibleWeight() const override { return {}; }
+    ChannelFacts channelFacts(const Json&, const std::vector<Shape>&, const Shape&) const override {
+        return perChannelFacts();
+    }
 };
 
 }  // namespace

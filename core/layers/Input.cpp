@@ -46,6 +46,15 @@ public:
     std::unique_ptr<Layer> create(const Json&, const std::vector<Shape>&, const Shape&) const override {
         return std::make_unique<InputLayer>();
     }
+    // A copy of the batch: no arithmetic.
+    LayerCost cost(const Json&, const std::vector<Shape>& inputs, const Shape& output) const override {
+        return streamingCost(inputs, output, 0, 0);
+    }
+    CompressibleWeight compressibleWeight() const override { return {}; }
+    ChannelFacts channelFacts(const Json&, const std::vector<Shape>&, const Shape&) const override {
+        return mixingFacts();
+    }
+    bool isGraphInput() const override { return true; }
 };
 
 }  // namespace

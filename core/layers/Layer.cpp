@@ -319,6 +319,31 @@ std::vector<std::string> numberedPorts(const Json& params) {
     return ports;
 }
 
+LayerCost streamingCost(const std::vector<Shape>& inputs, const Shape& output, double forwardFlops,
+                        double backwardFlops) {
+    double in = 0;
+    for (const Shape& s : inputs) in += static_cast<double>(s.numel());
+    const double out = static_cast<double>(output.numel());
+    LayerCost c;
+    c.forwardFlops = forwardFlops;
+    c.backwardFlops = backwardFlops;
+    c.forwardBytes = 4.0 * (in + out);
+    c.backwardBytes = 4.0 * (out + 2.0 * in);
+    return c;
+}
+
+LayerCost elementwiseCost(const std::vector<Shape>& inputs, const Shape& output) {
+    const double out = static_cast<double>(output.numel());
+    return streamingCost(inputs, output, out, out);
+}
+
+ChannelFacts perChannelFacts(std::vector<std::string> perChannelParams) {
+    ChannelFacts f;
+    f.input = ChannelFacts::Input::PerChannel;
+    f.perChannel = std::move(perChannelParams);
+    return f;
+}
+
 void ensureBuffer(Backend& backend, Tensor& buf, const Shape& shape) {
     // Only grows: a smaller last batch of an epoch reuses the larger buffer.
     if (buf.defined() && buf.numel() >= shape.numel() && buf.backend() == &backend) return;

@@ -2,8 +2,12 @@
 //
 // A LayerType is the static description of one kind of layer: its
 // parameters (with allowed ranges), its input ports, its shape rule, its
-// learnable tensors and a factory for executable Layers. One file per layer
-// type in this folder; all types are listed in LayerRegistry.cpp.
+// learnable tensors, a factory for executable Layers, and the facts other
+// folders ask of it (its cost, what pruning and quantization may do to it, its
+// role in a graph), so that no code outside this folder compares type names.
+// One file per layer type in this folder; all types are listed in
+// LayerRegistry.cpp. Its ONNX mapping is the one fact kept elsewhere, in
+// core/export/OnnxLayers.cpp (it builds on the export's types).
 //
 // Shapes given to and returned by a LayerType are per sample (no batch
 // dimension). Tensors passed to Layer::forward/backward carry the batch as
@@ -11,6 +15,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -177,6 +182,56 @@ protected:
     std::vector<Parameter> m_params;
 };
 
+// The work and memory traffic of a layer, estimated from its shapes (Profile, MemoryEstimate).
+struct LayerCost {
+    // Per sample: floating-point operations (a multiply-add counts 2) of forward, and of backward (input and
+    // parameter gradients).
+    double forwardFlops = 0, backwardFlops = 0;
+    // Per sample: bytes of activations forward reads and writes (inputs, output), and backward (the output
+    // gradient, the inputs, the input gradients). Parameters come on top, once per call whatever the batch.
+    double forwardBytes = 0, backwardBytes = 0;
+    // Buffers the layer allocates for itself in training, beyond its output and its gradients (which the
+    // Model allocates): the floats per sample of each (a batch of N allocates N times that). The second list
+    // only when its input's gradient is computed.
+    std::vector<int64_t> scratchFloats, inputGradientScratchFloats;
+    // It runs the backend's 2-D convolutions (for which cuDNN takes a workspace).
+    bool convolution = false;
+};
+
+// The one weight of a layer type that magnitude pruning thins (core/train/Pruning) and int8 export stores as
+// int8 with one scale per slice along `axis` (core/export/Quantize: its output channels), its bias as int32;
+// an empty `weight`: the layer has none, its parameters stay float32 and whole.
+struct CompressibleWeight {
+    std::string weight;  // "weight"
+    int axis = 0;
+    std::string bias;  // "bias" (quantized when the layer has it)
+};
+
+// How a layer treats channels, for structured pruning (core/train/StructuredPruning): the first axis of a
+// per-sample [channels, height, width], or the features of a [features].
+struct ChannelFacts {
+    // Its own output channels, which structured pruning may remove: the parameter that counts them
+    // ("filters", "units"; empty: it has none), what messages call them, the weight whose rows (axis 0) they
+    // are and the bias with one value each (empty: no bias).
+    std::string countParam, unitName, weight, bias;
+    // Why they cannot be removed with these parameters ("a grouped convolution (groups 2)"); empty: they can.
+    std::string fixed;
+    // They are the first axis of its output (the channels a BatchNorm normalizes), each computed by its row of
+    // `weight` and its entry of `bias` alone, so a BatchNorm after it folds into them (core/export/FoldBatchNorm).
+    bool takesFoldedNormalization = false;
+    // What it does with its input's channels.
+    enum class Input {
+        Mixes,       // combines them (Add, Concat, Reshape, LayerNorm, Softmax): a pruned layer may not feed it
+        PerChannel,  // output channel c depends on input channel c alone (activations, pooling, BatchNorm)
+        Flattens,    // as PerChannel, each channel becoming a block of consecutive values of a flat output
+        Weighs,      // weighs them in `weight`: `inputBlock` consecutive values of each row per input channel
+    };
+    Input input = Input::Mixes;
+    int64_t inputBlock = 1;
+    // PerChannel: parameters with one value per channel, removed with it (BatchNorm's gamma, beta, statistics).
+    std::vector<std::string> perChannel;
+};
+
 class LayerType {
 public:
     virtual ~LayerType() = default;
@@ -197,6 +252,30 @@ public:
     }
     virtual std::unique_ptr<Layer> create(const Json& params, const std::vector<Shape>& inputs,
                                           const Shape& output) const = 0;
+
+    // ---- facts (params have passed normalizeParams; shapes per sample, as inferShape takes them) ----
+    virtual LayerCost cost(const Json& params, const std::vector<Shape>& inputs, const Shape& output) const = 0;
+    virtual CompressibleWeight compressibleWeight() const = 0;
+    virtual ChannelFacts channelFacts(const Json& params, const std::vector<Shape>& inputs,
+                                      const Shape& output) const = 0;
+    // Roles in a graph, false (none) for most types:
+    // where the data enters (Input: the graph's input, normalized by the exporters);
+    virtual bool isGraphInput() const { return false; }
+    // the identity at inference (Dropout: exporters and int8 calibration pass its input on);
+    virtual bool identityAtInference() const { return false; }
+    // an element-wise activation, which the Model fuses into its producer (ReLU) and int8 quantizes onto
+    // its producer's output;
+    virtual std::optional<Activation> activation() const { return std::nullopt; }
+    // its output values a subset of its input's (max pooling, Flatten, Reshape: int8 gives them its input's
+    // grid);
+    virtual bool keepsInputValues() const { return false; }
+    // at inference a per-channel affine map, (x - running_mean) / sqrt(running_var + eps) * gamma + beta
+    // (BatchNorm: export may fold it into the layer before it, ChannelFacts::takesFoldedNormalization);
+    virtual bool foldableNormalization() const { return false; }
+    // its output a probability distribution (Softmax: evaluation reads it as probabilities, not logits);
+    virtual bool outputsProbabilities() const { return false; }
+    // the parameter that bounds the token ids it reads (Embedding's "vocab"); empty: it reads none.
+    virtual std::string vocabularyParam() const { return {}; }
 
     // Fills defaults and checks every value against paramSpecs(); throws ParamError.
     // Unknown keys are an error too.

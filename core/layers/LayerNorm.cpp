@@ -69,6 +69,13 @@ public:
         const Shape& s = inputs.at(0);
         return std::make_unique<LayerNormLayer>(static_cast<int>(s[s.rank() - 1]), params.at("eps").get<float>());
     }
+    LayerCost cost(const Json&, const std::vector<Shape>& inputs, const Shape& output) const override {
+        return elementwiseCost(inputs, output);
+    }
+    CompressibleWeight compressibleWeight() const override { return {}; }
+    ChannelFacts channelFacts(const Json&, const std::vector<Shape>&, const Shape&) const override {
+        return mixingFacts();
+    }
 };
 
 }  // namespace

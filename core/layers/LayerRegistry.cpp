@@ -3,8 +3,6 @@
 
 #include <stdexcept>
 
-#include "core/layers/BuiltinLayers.h"
-
 namespace strata {
 
 void LayerRegistry::add(std::unique_ptr<LayerType> type) {
@@ -26,36 +24,47 @@ std::vector<std::string> LayerRegistry::names() const {
     return out;
 }
 
+// Every built-in type, in palette order: a new layer type adds one line here, X(Name) for the factory
+// layers::makeName() that its own file defines.
+#define STRATA_BUILTIN_LAYERS(X) \
+    X(Input)                     \
+    X(Dense)                     \
+    X(Flatten)                   \
+    X(Reshape)                   \
+    X(Add)                       \
+    X(Concat)                    \
+    X(Conv2D)                    \
+    X(MaxPool2D)                 \
+    X(AvgPool2D)                 \
+    X(GlobalAvgPool)             \
+    X(ReLU)                      \
+    X(LeakyReLU)                 \
+    X(GELU)                      \
+    X(Sigmoid)                   \
+    X(Tanh)                      \
+    X(Softmax)                   \
+    X(BatchNorm)                 \
+    X(LayerNorm)                 \
+    X(Dropout)                   \
+    X(Embedding)                 \
+    X(SequenceMeanPool)          \
+    X(PositionalEmbedding)       \
+    X(Conv1D)                    \
+    X(SequenceMaxPool)           \
+    X(MultiHeadSelfAttention)
+
+namespace layers {
+#define STRATA_DECLARE_LAYER(name) std::unique_ptr<LayerType> make##name();
+STRATA_BUILTIN_LAYERS(STRATA_DECLARE_LAYER)
+#undef STRATA_DECLARE_LAYER
+}  // namespace layers
+
 namespace {
 
-// Every built-in type, in palette order. A new layer type adds one line here.
 void registerBuiltinLayers(LayerRegistry& r) {
-    using namespace layers;
-    r.add(makeInput());
-    r.add(makeDense());
-    r.add(makeFlatten());
-    r.add(makeReshape());
-    r.add(makeAdd());
-    r.add(makeConcat());
-    r.add(makeConv2D());
-    r.add(makeMaxPool2D());
-    r.add(makeAvgPool2D());
-    r.add(makeGlobalAvgPool());
-    r.add(makeReLU());
-    r.add(makeLeakyReLU());
-    r.add(makeGELU());
-    r.add(makeSigmoid());
-    r.add(makeTanh());
-    r.add(makeSoftmax());
-    r.add(makeBatchNorm());
-    r.add(makeLayerNorm());
-    r.add(makeDropout());
-    r.add(makeEmbedding());
-    r.add(makeSequenceMeanPool());
-    r.add(makePositionalEmbedding());
-    r.add(makeConv1D());
-    r.add(makeSequenceMaxPool());
-    r.add(makeMultiHeadSelfAttention());
+#define STRATA_REGISTER_LAYER(name) r.add(layers::make##name());
+    STRATA_BUILTIN_LAYERS(STRATA_REGISTER_LAYER)
+#undef STRATA_REGISTER_LAYER
 }
 
 }  // namespace

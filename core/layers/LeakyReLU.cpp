@@ -21,6 +21,14 @@ public:
     std::unique_ptr<Layer> create(const Json& params, const std::vector<Shape>&, const Shape&) const override {
         return makeActivationLayer(Activation::LeakyReLU, params.at("alpha").get<float>());
     }
+    LayerCost cost(const Json&, const std::vector<Shape>& inputs, const Shape& output) const override {
+        return elementwiseCost(inputs, output);
+    }
+    CompressibleWeight compressibleWeight() const override { return {}; }
+    ChannelFacts channelFacts(const Json&, const std::vector<Shape>&, const Shape&) const override {
+        return perChannelFacts();
+    }
+    std::optional<Activation> activation() const override { return Activation::LeakyReLU; }
 };
 
 }  // namespace

@@ -179,6 +179,23 @@ public:
                                                 params.at("dropout").get<float>(), params.at("masked").get<bool>(),
                                                 params.at("use_bias").get<bool>());
     }
+    // The projections 8 T D^2 (Q, K and V, and the output), scores and weighted sum 4 T^2 D; backward twice
+    // that. Kept per training step: qkv [T, 3D], scores and probabilities [H, T, T] (and the dropped ones
+    // with attention dropout), the context [T, D], and in backward dContext, dAttention and dQkv.
+    LayerCost cost(const Json& params, const std::vector<Shape>& inputs, const Shape& output) const override {
+        const int64_t t = output[0], d = output[1], h = params.at("heads").get<int64_t>();
+        const auto td = static_cast<double>(t), dd = static_cast<double>(d);
+        const double f = 8.0 * td * dd * dd + 4.0 * td * td * dd;
+        LayerCost c = streamingCost(inputs, output, f, 2.0 * f);
+        const int64_t weights = h * t * t;
+        c.scratchFloats = {t * 3 * d, weights, weights, t * d, t * d, weights, t * 3 * d};
+        if (params.at("dropout").get<double>() > 0) c.scratchFloats.push_back(weights);
+        return c;
+    }
+    CompressibleWeight compressibleWeight() const override { return {}; }
+    ChannelFacts channelFacts(const Json&, const std::vector<Shape>&, const Shape&) const override {
+        return mixingFacts();
+    }
 };
 
 }  // namespace

@@ -94,6 +94,18 @@ public:
     std::unique_ptr<Layer> create(const Json& params, const std::vector<Shape>& inputs, const Shape&) const override {
         return std::make_unique<Pool2DLayer>(m_mode, params, inputs.at(0));
     }
+    // One operation per window element of each output, forward and backward.
+    LayerCost cost(const Json& params, const std::vector<Shape>& inputs, const Shape& output) const override {
+        const auto [kh, kw] = pairParam(params, "kernel");
+        const double flops = static_cast<double>(output.numel()) * kh * kw;
+        return streamingCost(inputs, output, flops, flops);
+    }
+    CompressibleWeight compressibleWeight() const override { return {}; }
+    ChannelFacts channelFacts(const Json&, const std::vector<Shape>&, const Shape&) const override {
+        return perChannelFacts();
+    }
+    // The maximum of a window is one of its values; the average is not.
+    bool keepsInputValues() const override { return m_mode == PoolMode::Max; }
 
 private:
     PoolMode m_mode;

@@ -54,6 +54,15 @@ public:
     std::unique_ptr<Layer> create(const Json&, const std::vector<Shape>&, const Shape&) const override {
         return makeCopyLayer();
     }
+    // A view: no arithmetic.
+    LayerCost cost(const Json&, const std::vector<Shape>& inputs, const Shape& output) const override {
+        return streamingCost(inputs, output, 0, 0);
+    }
+    CompressibleWeight compressibleWeight() const override { return {}; }
+    ChannelFacts channelFacts(const Json&, const std::vector<Shape>&, const Shape&) const override {
+        return mixingFacts();
+    }
+    bool keepsInputValues() const override { return true; }
 };
 
 }  // namespace

@@ -55,6 +55,16 @@ public:
     std::unique_ptr<Layer> create(const Json& params, const std::vector<Shape>& inputs, const Shape&) const override {
         return std::make_unique<SequencePoolLayer>(inputs.at(0), m_mode, params.at("masked").get<bool>());
     }
+    // One operation per input value (the mask's included), forward and backward.
+    LayerCost cost(const Json&, const std::vector<Shape>& inputs, const Shape& output) const override {
+        double in = 0;
+        for (const Shape& s : inputs) in += static_cast<double>(s.numel());
+        return streamingCost(inputs, output, in, in);
+    }
+    CompressibleWeight compressibleWeight() const override { return {}; }
+    ChannelFacts channelFacts(const Json&, const std::vector<Shape>&, const Shape&) const override {
+        return mixingFacts();
+    }
 
 private:
     PoolMode m_mode;

@@ -19,6 +19,14 @@ public:
     std::unique_ptr<Layer> create(const Json&, const std::vector<Shape>&, const Shape&) const override {
         return makeActivationLayer(Activation::Sigmoid, 0.0f);
     }
+    LayerCost cost(const Json&, const std::vector<Shape>& inputs, const Shape& output) const override {
+        return elementwiseCost(inputs, output);
+    }
+    CompressibleWeight compressibleWeight() const override { return {}; }
+    ChannelFacts channelFacts(const Json&, const std::vector<Shape>&, const Shape&) const override {
+        return perChannelFacts();
+    }
+    std::optional<Activation> activation() const override { return Activation::Sigmoid; }
 };
 
 }  // namespace

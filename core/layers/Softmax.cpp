@@ -40,6 +40,14 @@ public:
     std::unique_ptr<Layer> create(const Json&, const std::vector<Shape>& inputs, const Shape&) const override {
         return std::make_unique<SoftmaxLayer>(inputs.at(0)[inputs.at(0).rank() - 1]);
     }
+    LayerCost cost(const Json&, const std::vector<Shape>& inputs, const Shape& output) const override {
+        return elementwiseCost(inputs, output);
+    }
+    CompressibleWeight compressibleWeight() const override { return {}; }
+    ChannelFacts channelFacts(const Json&, const std::vector<Shape>&, const Shape&) const override {
+        return mixingFacts();
+    }
+    bool outputsProbabilities() const override { return true; }
 };
 
 }  // namespace

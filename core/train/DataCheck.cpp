@@ -11,11 +11,17 @@ namespace {
 
 std::string label(const Node& n) { return "'" + n.name + "' (" + n.type + ")"; }
 
+// The parameter that sets a node's output size (a Dense's "units": ChannelFacts::countParam); empty for none.
+std::string sizeParam(const Graph& graph, const GraphAnalysis& a, const Node& n) {
+    return channelFactsOf(graph, a, n.id).countParam;
+}
+
 // The node a classifier's size is set on: from the output back through nodes that keep their input's shape
-// (Softmax, Dropout, activations), the first Dense. Null when there is none on that path.
-const Node* lastDense(const Graph& graph, const GraphAnalysis& a, const Node* output) {
+// (Softmax, Dropout, activations), the first with a size parameter (a Dense). Null when there is none on
+// that path.
+const Node* sizedLayer(const Graph& graph, const GraphAnalysis& a, const Node* output) {
     const Node* n = output;
-    while (n && n->type != "Dense") {
+    while (n && sizeParam(graph, a, *n).empty()) {
         const std::vector<std::string> ports = graph.inputPorts(n->id);
         if (ports.size() != 1) return nullptr;
         const std::optional<Edge> in = graph.edgeInto({n->id, ports[0]});
@@ -72,7 +78,8 @@ std::vector<DataMismatch> checkDataAgainstGraph(const Graph& graph, const DataFa
         if (graph.edgesFrom(n->id).empty()) sinks.push_back(n);
 
     for (const Node* n : graph.nodes()) {
-        if (n->type != "Input") continue;
+        const LayerType* type = graph.layerType(n->id);
+        if (!type || !type->isGraphInput()) continue;
         const Shape* takes = a.shapeOf(n->id);
         if (!takes || *takes == facts.sampleShape) continue;
         DataMismatch m;
@@ -86,19 +93,20 @@ std::vector<DataMismatch> checkDataAgainstGraph(const Graph& graph, const DataFa
     // Token ids run up to the vocabulary's size - 1; an Embedding must have a row for each.
     if (facts.vocabularySize > 0)
         for (const Node* n : graph.nodes()) {
-            if (n->type != "Embedding") continue;
+            const LayerType* type = graph.layerType(n->id);
+            const std::string param = type ? type->vocabularyParam() : std::string();
             const auto params = a.params.find(n->id);
-            if (params == a.params.end()) continue;
-            const int64_t vocab = params->second.at("vocab").get<int64_t>();
+            if (param.empty() || params == a.params.end()) continue;
+            const int64_t vocab = params->second.at(param).get<int64_t>();
             if (vocab >= facts.vocabularySize) continue;
             DataMismatch m;
             m.node = n->id;
-            m.message = "Embedding '" + n->name + "' has a vocabulary of " + std::to_string(vocab) +
+            m.message = n->type + " '" + n->name + "' has a vocabulary of " + std::to_string(vocab) +
                         " but the data's has " + std::to_string(facts.vocabularySize) + " tokens (ids 0 to " +
                         std::to_string(facts.vocabularySize - 1) + "): ids from " + std::to_string(vocab) +
                         " up have no row";
-            m.fix = {n->id, "vocab", Json(facts.vocabularySize),
-                     "set its vocab to " + std::to_string(facts.vocabularySize)};
+            m.fix = {n->id, param, Json(facts.vocabularySize),
+                     "set its " + param + " to " + std::to_string(facts.vocabularySize)};
             out.push_back(std::move(m));
         }
 
@@ -111,13 +119,14 @@ std::vector<DataMismatch> checkDataAgainstGraph(const Graph& graph, const DataFa
         m.node = output->id;
         m.message = "the model's output " + label(*output) + " is " + gives->toString() + " but the data has " +
                     std::to_string(facts.numClasses) + " classes";
-        const Node* dense = lastDense(graph, a, output);
-        const Shape* denseShape = dense ? a.shapeOf(dense->id) : nullptr;
-        if (dense && denseShape && denseShape->rank() == 1) {
-            m.node = dense->id;
-            m.message += dense == output ? std::string() : " (from " + label(*dense) + ")";
-            m.fix = {dense->id, "units", Json(int64_t{facts.numClasses}),
-                     "set its units to " + std::to_string(facts.numClasses)};
+        const Node* sized = sizedLayer(graph, a, output);
+        const Shape* sizedShape = sized ? a.shapeOf(sized->id) : nullptr;
+        if (sized && sizedShape && sizedShape->rank() == 1) {
+            const std::string param = sizeParam(graph, a, *sized);
+            m.node = sized->id;
+            m.message += sized == output ? std::string() : " (from " + label(*sized) + ")";
+            m.fix = {sized->id, param, Json(int64_t{facts.numClasses}),
+                     "set its " + param + " to " + std::to_string(facts.numClasses)};
         } else {
             m.message +=
                 ": make it " + want.toString() +

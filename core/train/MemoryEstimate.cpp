@@ -27,6 +27,7 @@ bool isCudaDevice(const std::string& device) { return device.rfind("cuda", 0) ==
 
 struct StepInfo {
     const LayerType* type = nullptr;
+    LayerCost cost;
     std::unique_ptr<Layer> layer;
     std::vector<int> inputs;  // indices into the steps
     Shape out;
@@ -63,7 +64,6 @@ MemoryEstimate estimateTrainingMemory(const Graph& graph, const TrainingSettings
         const int id = order[i];
         StepInfo& s = steps[i];
         s.type = layerRegistry().find(graph.node(id)->type);
-        convolution = convolution || s.type->name() == "Conv2D";
         const Json& params = analysis.params.at(id);
         std::vector<Shape> inShapes;
         for (const std::string& port : s.type->inputPorts(params)) {
@@ -77,6 +77,8 @@ MemoryEstimate estimateTrainingMemory(const Graph& graph, const TrainingSettings
         s.out = *analysis.shapeOf(id);
         s.isInput = s.inputs.empty();
         s.layer = s.type->create(params, inShapes, s.out);
+        s.cost = s.type->cost(params, inShapes, s.out);
+        convolution = convolution || s.cost.convolution;
         bool trainable = false;
         uint64_t layerBytes = 0;
         for (const ParameterSpec& spec : s.type->parameterSpecs(params, inShapes)) {
@@ -101,14 +103,16 @@ MemoryEstimate estimateTrainingMemory(const Graph& graph, const TrainingSettings
     }
     // compile's fusion (fuse = true, what the Trainer uses).
     for (StepInfo& s : steps) {
-        if (s.isInput || s.inputs.size() != 1 || s.type->name() != "ReLU") continue;
+        if (s.isInput || s.inputs.size() != 1 || s.type->activation() != Activation::ReLU) continue;
         StepInfo& from = steps[static_cast<size_t>(s.inputs[0])];
         if (!from.isInput && consumers[static_cast<size_t>(s.inputs[0])] == 1 && from.layer->fuseReLU()) s.fused = true;
     }
     for (StepInfo& s : steps) {
         if (s.isInput || s.inputs.size() != 1) continue;
         StepInfo& relu = steps[static_cast<size_t>(s.inputs[0])];
-        if (relu.isInput || relu.type->name() != "ReLU" || consumers[static_cast<size_t>(s.inputs[0])] != 1) continue;
+        if (relu.isInput || relu.type->activation() != Activation::ReLU ||
+            consumers[static_cast<size_t>(s.inputs[0])] != 1)
+            continue;
         if (s.layer->absorbReLUBackward()) relu.reluAbsorbed = true;
     }
     for (size_t i = 0; i + 1 < steps.size(); ++i) {
@@ -185,35 +189,15 @@ MemoryEstimate estimateTrainingMemory(const Graph& graph, const TrainingSettings
                        allocation(static_cast<uint64_t>(outputNumel * batch) * kFloat);
     if (training.loss != LossKind::CrossEntropy)
         buffers += allocation(static_cast<uint64_t>(outputNumel * batch) * kFloat);
-    // Scratch a layer allocates itself: attention keeps, per training step, qkv [N, T, 3D], scores and
-    // probabilities [N, H, T, T] (and the dropped ones with attention dropout), the context [N, T, D], and in
-    // backward dContext, dAttention and dQkv (core/layers/MultiHeadSelfAttention.cpp). A Conv1D of stride 1
-    // keeps its input (when padded), output and their gradients in the padded layout [N, length + 2 padding,
-    // channels or filters] (core/layers/Conv1D.cpp). The other layers' own buffers are per-row statistics,
-    // too small to count.
-    for (size_t i = 0; i < steps.size(); ++i) {
-        const StepInfo& s = steps[i];
+    // Scratch a layer allocates itself (LayerCost: attention's scores and probabilities, a Conv1D's padded
+    // layout); the other layers' own buffers are per-row statistics, too small to count.
+    for (const StepInfo& s : steps) {
         if (s.isInput) continue;
-        if (s.type->name() == "Conv1D") {
-            const Json& params = analysis.params.at(order[i]);
-            if (params.at("stride").get<int64_t>() != 1 || s.inputs.empty()) continue;
-            const int64_t padding = params.at("padding").get<int64_t>();
-            const Shape& in = steps[static_cast<size_t>(s.inputs[0])].out;  // [length, channels]
-            const int64_t rows = batch * (in[0] + 2 * padding), channels = in[1], filters = s.out[1];
-            std::vector<int64_t> floats{rows * filters, rows * filters};
-            if (padding > 0) floats.push_back(rows * channels);
-            if (steps[static_cast<size_t>(s.inputs[0])].needsGrad) floats.push_back(rows * channels);
-            for (int64_t n : floats) buffers += allocation(static_cast<uint64_t>(n) * kFloat);
-            continue;
-        }
-        if (s.type->name() != "MultiHeadSelfAttention") continue;
-        const Json& params = analysis.params.at(order[i]);
-        const int64_t t = s.out[0], d = s.out[1], h = params.at("heads").get<int64_t>();
-        const int64_t weights = batch * h * t * t;
-        std::vector<int64_t> floats{batch * t * 3 * d, weights, weights,          batch * t * d,
-                                    batch * t * d,     weights, batch * t * 3 * d};
-        if (params.at("dropout").get<double>() > 0) floats.push_back(weights);
-        for (int64_t n : floats) buffers += allocation(static_cast<uint64_t>(n) * kFloat);
+        std::vector<int64_t> floats = s.cost.scratchFloats;
+        if (steps[static_cast<size_t>(s.inputs[0])].needsGrad)
+            floats.insert(floats.end(), s.cost.inputGradientScratchFloats.begin(),
+                          s.cost.inputGradientScratchFloats.end());
+        for (int64_t n : floats) buffers += allocation(static_cast<uint64_t>(n * batch) * kFloat);
     }
     e.buffers = buffers;
     // cuDNN's convolution workspace: at most CudaBackend's limit; the algorithm, and so the size, is chosen on

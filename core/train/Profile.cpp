@@ -18,6 +18,7 @@
 #include "core/graph/Model.h"
 #include "core/io/InputFile.h"
 #include "core/io/JsonInput.h"
+#include "core/layers/LayerRegistry.h"
 #include "core/train/BatchLoss.h"
 #include "core/train/BatchStager.h"
 #include "core/train/DataParallel.h"
@@ -46,59 +47,6 @@ std::string deviceName(const Backend& backend) {
     for (const DeviceInfo& d : backendRegistry().devices())
         if (d.device == backend.device()) return d.name;
     return backend.device().toString();
-}
-
-// FLOPs and bytes of one layer for one step (see Profile.h: estimates from the shapes).
-struct Cost {
-    double fwdFlop = 0, bwdFlop = 0, fwdBytes = 0, bwdBytes = 0;
-};
-
-int64_t kernelArea(const Json& params) {
-    const Json* k = params.contains("kernel") ? &params["kernel"] : nullptr;
-    if (!k) return 1;
-    if (k->is_number_integer()) return k->get<int64_t>() * k->get<int64_t>();
-    if (k->is_array() && k->size() == 1) return (*k)[0].get<int64_t>() * (*k)[0].get<int64_t>();
-    if (k->is_array() && k->size() == 2) return (*k)[0].get<int64_t>() * (*k)[1].get<int64_t>();
-    return 1;
-}
-
-Cost layerCost(const std::string& type, const Json& params, int64_t batch, const std::vector<int64_t>& inputNumel,
-               int64_t outNumel, int64_t weightNumel, int64_t weightRows, int64_t paramNumel) {
-    Cost c;
-    const double n = static_cast<double>(batch);
-    double in = 0;
-    for (int64_t i : inputNumel) in += static_cast<double>(i);
-    const double out = static_cast<double>(outNumel);
-    if ((type == "Dense" || type == "Conv2D" || type == "Conv1D") && weightRows > 0) {
-        // Each output element is a dot product over weight / rows inputs: 2 FLOPs per multiply-add;
-        // backward computes the input gradient and the weight gradient, twice the forward.
-        c.fwdFlop = 2.0 * n * out * static_cast<double>(weightNumel / weightRows);
-        c.bwdFlop = 2.0 * c.fwdFlop;
-    } else if (type == "MultiHeadSelfAttention" && weightRows > 0) {
-        // Projections 8 T D^2 (Q, K, V and the output), scores and weighted sum 4 T^2 D; backward twice that.
-        const double d = static_cast<double>(weightRows) / 3.0, t = out / d;
-        c.fwdFlop = n * (8.0 * t * d * d + 4.0 * t * t * d);
-        c.bwdFlop = 2.0 * c.fwdFlop;
-    } else if (type == "MaxPool2D" || type == "AvgPool2D") {
-        c.fwdFlop = n * out * static_cast<double>(kernelArea(params));
-        c.bwdFlop = c.fwdFlop;
-    } else if (type == "GlobalAvgPool" || type == "SequenceMeanPool" || type == "SequenceMaxPool" ||
-               type == "PositionalEmbedding") {
-        c.fwdFlop = n * in;
-        c.bwdFlop = n * in;
-    } else if (type == "Embedding" || type == "Flatten" || type == "Reshape" || type == "Input") {
-        c.fwdFlop = 0;  // a gather or a view
-        c.bwdFlop = type == "Embedding" ? n * out : 0;
-    } else {
-        c.fwdFlop = n * out;
-        c.bwdFlop = n * out;
-    }
-    const double param = static_cast<double>(paramNumel);
-    // Forward reads the inputs and parameters and writes the output; backward reads the output gradient,
-    // inputs and parameters and writes input and parameter gradients.
-    c.fwdBytes = 4.0 * (n * in + n * out + param);
-    c.bwdBytes = 4.0 * (n * out + 2 * n * in + 2 * param);
-    return c;
 }
 
 Json readCache(const std::string& path) {
@@ -321,48 +269,38 @@ ProfileReport profileProject(const Project& projectIn, const std::string& projec
     report.fastestPlainComputeMs = *std::min_element(plainComputeMs.begin(), plainComputeMs.end());
     report.overheadMs = std::max(0.0, report.stepMs - report.dataWaitMs - report.computeMs);
 
-    // Parameters by node: the weight (its first dimension is the output channels or units) and the total.
-    std::map<int, int64_t> weightNumel, weightRows, paramNumel;
-    for (const Model::NamedParameter& p : model->namedParameters()) {
-        paramNumel[p.node] += p.param->value.numel();
-        const std::string suffix = ".weight";
-        if (p.name.size() > suffix.size() &&
-            p.name.compare(p.name.size() - suffix.size(), suffix.size(), suffix) == 0) {
-            weightNumel[p.node] = p.param->value.numel();
-            // One row per output unit: a Conv1D's weight is [kernel, filters, channels].
-            const Shape& ws = p.param->value.shape();
-            weightRows[p.node] = ws.rank() == 3 && model->graph().node(p.node)->type == "Conv1D" ? ws[1] : ws[0];
-        } else if (p.name.size() > 10 && p.name.compare(p.name.size() - 10, 10, ".in_weight") == 0) {
-            weightRows[p.node] = p.param->value.shape()[0];  // attention's [3 D, D] input projection
-        }
-    }
+    // Parameter values by node (read once forward; read and their gradients written backward).
+    std::map<int, int64_t> paramNumel;
+    for (const Model::NamedParameter& p : model->namedParameters()) paramNumel[p.node] += p.param->value.numel();
     const Graph& g = model->graph();
     for (int id : model->order()) {
         const Node* node = g.node(id);
-        if (!node || node->type == "Input") continue;
+        const LayerType* type = node ? layerRegistry().find(node->type) : nullptr;
+        if (!type || type->isGraphInput()) continue;
         LayerProfile lp;
         lp.node = id;
         lp.name = node->name;
         lp.type = node->type;
         const Tensor* out = model->nodeOutput(id);
-        const int64_t outNumel = out ? out->shape().dropFirst().numel() : 0;
+        const Shape outShape = out ? out->shape().dropFirst() : Shape();
         lp.outputShape = out ? out->shape().dropFirst().toString() : "?";
         lp.fused = !fwdSteps.count(id);
         lp.outputBlock = model->outputBlock(id);
-        std::vector<int64_t> inNumel;
+        std::vector<Shape> inShapes;
         for (const std::string& port : g.inputPorts(id))
             if (const auto e = g.edgeInto({id, port}))
-                if (const Tensor* t = model->nodeOutput(e->from.node))
-                    inNumel.push_back(t->shape().dropFirst().numel());
-        const Cost c = layerCost(node->type, node->params, ts.batchSize, inNumel, outNumel, weightNumel[id],
-                                 weightRows[id], paramNumel[id]);
+                if (const Tensor* t = model->nodeOutput(e->from.node)) inShapes.push_back(t->shape().dropFirst());
+        // The layer's own estimate per sample, times the batch; its parameters once per call.
+        const LayerCost cost = type->cost(type->normalizeParams(node->params), inShapes, outShape);
+        const double n = static_cast<double>(ts.batchSize), param = 4.0 * static_cast<double>(paramNumel[id]);
         lp.absorbed = !bwdSteps.count(id);
         lp.forwardMs = median(fwdSteps[id]);
         lp.backwardMs = median(bwdSteps[id]);
         // Work done inside another layer's call is counted there.
-        lp.forwardGflop = lp.fused ? 0 : c.fwdFlop / 1e9;
-        lp.backwardGflop = lp.absorbed ? 0 : c.bwdFlop / 1e9;
-        lp.bytesMoved = (lp.fused ? 0 : c.fwdBytes) + (lp.absorbed ? 0 : c.bwdBytes);
+        lp.forwardGflop = lp.fused ? 0 : n * cost.forwardFlops / 1e9;
+        lp.backwardGflop = lp.absorbed ? 0 : n * cost.backwardFlops / 1e9;
+        lp.bytesMoved =
+            (lp.fused ? 0 : n * cost.forwardBytes + param) + (lp.absorbed ? 0 : n * cost.backwardBytes + 2 * param);
         const double s = (lp.forwardMs + lp.backwardMs) * 1e-3;
         if (s > 0) {
             lp.gflops = (lp.forwardGflop + lp.backwardGflop) / s;

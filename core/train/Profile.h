@@ -9,10 +9,10 @@
 // of its phases, and plain steps as the Trainer runs them.
 // Medians over the steps. The plain step splits into data wait (next batch and its upload), compute
 // (the layers, loss and optimizer, as the timed steps measured them) and framework overhead (the rest: the
-// loop, launches, what the synchronizations hid). FLOPs and bytes are estimates from the shapes: matmul and
-// convolution layers 2 multiply-adds per weight use, pooling one op per window element, other layers one
-// per output element; bytes count each input, output and parameter once (forward) and gradients once more
-// (backward), so achieved bandwidth is a lower bound.
+// loop, launches, what the synchronizations hid). FLOPs and bytes are each layer type's estimate from the
+// shapes (LayerType::cost: matmul and convolution layers 2 FLOPs per multiply-add, pooling one op per window
+// element, most others one per output element); bytes count each input, output and parameter once (forward)
+// and gradients once more (backward), so achieved bandwidth is a lower bound.
 #pragma once
 
 #include <cstdint>

@@ -11,9 +11,6 @@ namespace strata {
 
 namespace {
 
-// The layer types whose weight magnitude pruning applies to.
-bool prunableType(const std::string& type) { return type == "Conv2D" || type == "Dense"; }
-
 // How many of `count` values a sparsity zeroes.
 int64_t prunedCount(int64_t count, double sparsity) {
     return std::clamp<int64_t>(std::llround(static_cast<double>(count) * sparsity), 0, count);
@@ -108,8 +105,9 @@ PruningSettings pruningSettingsFromJson(const Json& j) {
 std::vector<std::string> prunableWeights(const Graph& graph) {
     std::vector<std::string> names;
     for (int id : graph.topologicalOrder()) {
-        const Node& n = *graph.node(id);
-        if (prunableType(n.type)) names.push_back(n.name + ".weight");
+        const LayerType* type = graph.layerType(id);
+        const std::string weight = type ? type->compressibleWeight().weight : std::string();
+        if (!weight.empty()) names.push_back(graph.node(id)->name + "." + weight);
     }
     return names;
 }

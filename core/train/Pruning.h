@@ -5,8 +5,9 @@
 // checkpoints carry the masks ("mask.<param>") and state() (the schedule and where it stands), so a
 // resumed run continues the same schedule.
 //
-// What is pruned: the weight of every Conv2D and Dense node (biases, norms and embeddings are not), each to
-// the target on its own (per layer) or all together under one magnitude threshold (global).
+// What is pruned: each layer's compressible weight (LayerType::compressibleWeight: a Conv2D's or a Dense's
+// weight; biases, norms and embeddings are not), each to the target on its own (per layer) or all together
+// under one magnitude threshold (global).
 #pragma once
 
 #include <cstdint>

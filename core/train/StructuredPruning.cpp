@@ -14,14 +14,6 @@ namespace {
 
 using Weights = std::map<std::string, std::vector<float>>;
 
-// Layers whose output channel c depends only on input channel c (so a removed channel is simply gone).
-bool keepsChannelsApart(const std::string& type) {
-    static const std::set<std::string> types{"ReLU",          "LeakyReLU", "GELU",      "Sigmoid",
-                                             "Tanh",          "Dropout",   "MaxPool2D", "AvgPool2D",
-                                             "GlobalAvgPool", "BatchNorm", "Flatten"};
-    return types.count(type) > 0;
-}
-
 // A layer that takes the pruned channels as its input: `group` inputs per channel (height x width after a Flatten).
 struct Consumer {
     int node = -1;
@@ -30,8 +22,8 @@ struct Consumer {
 
 struct Fanout {
     std::vector<Consumer> consumers;
-    std::vector<int> norms;  // BatchNorm nodes on the way
-    std::string blocker;     // why the layer cannot be pruned; empty when it can
+    std::vector<int> perChannel;  // nodes on the way with per-channel parameters (BatchNorm)
+    std::string blocker;          // why the layer cannot be pruned; empty when it can
 };
 
 class Pruner {
@@ -50,19 +42,15 @@ public:
         bool any = false;
         for (int id : m_graph.topologicalOrder()) {
             const Node& n = *m_graph.node(id);
-            if (n.type != "Conv2D" && n.type != "Dense") continue;
+            const ChannelFacts channels = facts(id);
+            if (channels.countParam.empty()) continue;
             PrunedLayer layer;
             layer.node = n.name;
             layer.type = n.type;
+            layer.unit = channels.unitName;
             layer.before = layer.after = outputs(id);
             const Fanout f = fanout(id);
-            if (n.type == "Conv2D" && param(id, "groups") != 1)
-                layer.skipped = "a grouped convolution (groups " + std::to_string(param(id, "groups")) + ")";
-            else if (n.type == "Dense" && m_analysis.outputShapes.at(id).rank() != 1)
-                layer.skipped = "a Dense over a sequence (its units are the last axis of " +
-                                m_analysis.outputShapes.at(id).toString() + ")";
-            else
-                layer.skipped = f.blocker;
+            layer.skipped = channels.fixed.empty() ? f.blocker : channels.fixed;
             if (layer.skipped.empty()) {
                 const int64_t keep =
                     std::max<int64_t>(1, std::llround(static_cast<double>(layer.before) * (1.0 - options.fraction)));
@@ -72,7 +60,7 @@ public:
                     layer.after = keep;
                     any = true;
                 } else {
-                    layer.skipped = "too few " + unitName(id) + " to remove any";
+                    layer.skipped = "too few " + channels.unitName + " to remove any";
                 }
             }
             result.layers.push_back(layer);
@@ -80,7 +68,7 @@ public:
         if (!any) {
             std::string why;
             for (const PrunedLayer& l : result.layers) why += "; " + l.node + ": " + l.skipped;
-            throw std::invalid_argument("structured pruning: no Conv2D or Dense layer can be pruned" + why);
+            throw std::invalid_argument("structured pruning: no layer's filters or units can be pruned" + why);
         }
         const GraphAnalysis after = analyzeGraph(m_graph);
         if (!after.ok())
@@ -94,15 +82,16 @@ public:
     }
 
 private:
-    int64_t param(int id, const char* key) const { return m_analysis.params.at(id).at(key).get<int64_t>(); }
-    bool hasBias(int id) const { return m_analysis.params.at(id).at("use_bias").get<bool>(); }
-    std::string unitName(int id) const { return m_graph.node(id)->type == "Conv2D" ? "filters" : "units"; }
     const std::string& name(int id) const { return m_graph.node(id)->name; }
+
+    // What the layer's type says about its channels, for the graph as it was analyzed (pruning changes only
+    // counts, which no fact depends on).
+    ChannelFacts facts(int id) const { return channelFactsOf(m_graph, m_analysis, id); }
 
     // The filters or units a layer has now.
     int64_t outputs(int id) const {
-        return m_graph.node(id)->params.value(m_graph.node(id)->type == "Conv2D" ? "filters" : "units",
-                                              param(id, m_graph.node(id)->type == "Conv2D" ? "filters" : "units"));
+        const std::string& count = facts(id).countParam;
+        return m_graph.node(id)->params.value(count, m_analysis.params.at(id).at(count).get<int64_t>());
     }
 
     std::vector<float>& tensor(int id, const std::string& p) { return m_weights.at(name(id) + "." + p); }
@@ -151,19 +140,19 @@ private:
             }
             for (const Edge& e : out) {
                 const int to = e.to.node;
-                const std::string& type = m_graph.node(to)->type;
-                if (type == "Dense" || (type == "Conv2D" && param(to, "groups") == 1 && group == 1)) {
+                const ChannelFacts c = facts(to);
+                if (c.input == ChannelFacts::Input::Weighs) {
                     f.consumers.push_back({to, group});
-                } else if (keepsChannelsApart(type)) {
+                } else if (c.input == ChannelFacts::Input::PerChannel || c.input == ChannelFacts::Input::Flattens) {
                     int64_t g = group;
-                    if (type == "Flatten") {
+                    if (c.input == ChannelFacts::Input::Flattens) {
                         const Shape& in = m_analysis.outputShapes.at(from);
                         g *= in.rank() > 1 ? in.numel() / in[0] : 1;
                     }
-                    if (type == "BatchNorm") f.norms.push_back(to);
+                    if (!c.perChannel.empty()) f.perChannel.push_back(to);
                     todo.emplace_back(to, g);
                 } else {
-                    f.blocker = "it feeds '" + name(to) + "' (" + type + "), which mixes channels";
+                    f.blocker = "it feeds '" + name(to) + "' (" + m_graph.node(to)->type + "), which mixes channels";
                     break;
                 }
             }
@@ -173,7 +162,7 @@ private:
 
     // Indices of the `keep` filters or units with the largest norm, in their original order.
     std::vector<int64_t> strongest(int id, int64_t keep, FilterNorm norm) {
-        const std::vector<float>& w = tensor(id, "weight");
+        const std::vector<float>& w = tensor(id, facts(id).weight);
         const int64_t count = outputs(id), row = static_cast<int64_t>(w.size()) / count;
         std::vector<double> score(static_cast<size_t>(count), 0.0);
         for (int64_t k = 0; k < count; ++k) {
@@ -218,26 +207,18 @@ private:
 
     void prune(int id, const std::vector<int64_t>& kept, const Fanout& f) {
         const int64_t count = outputs(id);
-        std::vector<float>& w = tensor(id, "weight");
+        const ChannelFacts own = facts(id);
+        std::vector<float>& w = tensor(id, own.weight);
         keepRows(w, kept, static_cast<int64_t>(w.size()) / count);
-        if (hasBias(id)) keepRows(tensor(id, "bias"), kept, 1);
-        Node& n = *m_graph.node(id);
-        n.params[n.type == "Conv2D" ? "filters" : "units"] = static_cast<int64_t>(kept.size());
-        for (int bn : f.norms)
-            for (const char* p : {"gamma", "beta", "running_mean", "running_var"}) keepRows(tensor(bn, p), kept, 1);
+        if (!own.bias.empty()) keepRows(tensor(id, own.bias), kept, 1);
+        m_graph.node(id)->params[own.countParam] = static_cast<int64_t>(kept.size());
+        for (int node : f.perChannel)
+            for (const std::string& p : facts(node).perChannel) keepRows(tensor(node, p), kept, 1);
         for (const Consumer& c : f.consumers) {
-            std::vector<float>& cw = tensor(c.node, "weight");
-            const Node& cn = *m_graph.node(c.node);
-            if (cn.type == "Conv2D") {
-                // [K, C, R, S]: the input channels sit inside each filter.
-                const std::vector<int64_t> kernel =
-                    m_analysis.params.at(c.node).at("kernel").get<std::vector<int64_t>>();
-                const int64_t window = kernel.size() == 1 ? kernel[0] * kernel[0] : kernel.at(0) * kernel.at(1);
-                keepInner(cw, kept, count, window);
-            } else {
-                // Dense [U, F]: each channel is `group` consecutive input columns.
-                keepInner(cw, kept, count, c.group);
-            }
+            // Each row of the consumer's weight holds inputBlock values per input channel (a Conv2D's
+            // [K, C, R, S]: R x S), and each channel stands for `group` inputs after a Flatten.
+            const ChannelFacts in = facts(c.node);
+            keepInner(tensor(c.node, in.weight), kept, count, in.inputBlock * c.group);
         }
     }
 

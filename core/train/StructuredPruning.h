@@ -7,7 +7,8 @@
 // A layer is pruned when each path from its output reaches Conv2D or Dense layers through layers that keep
 // channels apart (activations, Dropout, pooling, BatchNorm, GlobalAvgPool, Flatten). Others are left as they
 // are and the result says why: the graph's output layer (its size is the number of classes), grouped
-// convolutions, and layers feeding Add, Concat, Reshape, LayerNorm, Softmax or the graph's output.
+// convolutions, and layers feeding Add, Concat, Reshape, LayerNorm, Softmax or the graph's output. Which
+// layer does what with channels is its type's fact (LayerType::channelFacts), never its name.
 #pragma once
 
 #include <cstdint>
@@ -30,6 +31,7 @@ struct StructuredPruneOptions {
 
 struct PrunedLayer {
     std::string node, type;         // "conv1", "Conv2D"
+    std::string unit;               // what its channels are called: "filters", "units"
     int64_t before = 0, after = 0;  // filters or units
     std::string skipped;            // why the layer was left as it is; empty when pruned
 };
@@ -37,7 +39,7 @@ struct PrunedLayer {
 struct StructuredPruneResult {
     Project project;                                    // the graph with the smaller layer sizes
     std::map<std::string, std::vector<float>> weights;  // every parameter, sliced to the new sizes
-    std::vector<PrunedLayer> layers;                    // every Conv2D and Dense, pruned or not
+    std::vector<PrunedLayer> layers;                    // every layer with filters or units, pruned or not
     int64_t parametersBefore = 0, parametersAfter = 0;  // values of every parameter and state tensor
 };
 

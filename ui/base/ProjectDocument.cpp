@@ -400,13 +400,15 @@ QList<int> ProjectDocument::insertBlock(const QString& id, const QPointF& pos, i
         width = static_cast<int>((*fromShape)[1]);
     else
         from = -1;
-    int mask = -1;  // the token ids: an Input of rank 1 that feeds an Embedding
+    int mask = -1;  // the token ids: an Input of rank 1 that feeds a layer reading ids (an Embedding)
     for (const strata::Node* n : g.nodes()) {
-        if (n->type != "Input" || mask >= 0) continue;
+        const strata::LayerType* type = g.layerType(n->id);
+        if (!type || !type->isGraphInput() || mask >= 0) continue;
         const strata::Shape* s = m_analysis.shapeOf(n->id);
         if (!s || s->rank() != 1) continue;
         for (const strata::Edge& e : g.edgesFrom(n->id))
-            if (const strata::Node* to = g.node(e.to.node); to && to->type == "Embedding") mask = n->id;
+            if (const strata::LayerType* to = g.layerType(e.to.node); to && !to->vocabularyParam().empty())
+                mask = n->id;
     }
     strata::Graph after = m_project.graph;
     std::string prefix;
