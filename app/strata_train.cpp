@@ -367,12 +367,13 @@ int main(int argc, char** argv) {
         };
         try {
             if (const strata::SettingInfo* setting = strata::settingForFlag(a)) {
-                strata::Json v =
-                    strata::parseSettingFlag(*setting, setting->kind == strata::SettingKind::Bool ? "" : value(a));
-                // A path typed on the command line is relative to the working directory, as its user expects.
-                if (setting->kind == strata::SettingKind::Path && !v.get<std::string>().empty())
-                    v = std::filesystem::absolute(v.get<std::string>()).string();
-                overrides.emplace_back(setting, std::move(v));
+                for (strata::SettingValue& v :
+                     strata::parseSettingFlag(*setting, setting->kind == strata::SettingKind::Bool ? "" : value(a))) {
+                    // A path typed on the command line is relative to the working directory, as its user expects.
+                    if (v.setting->kind == strata::SettingKind::Path && !v.value.get<std::string>().empty())
+                        v.value = std::filesystem::absolute(v.value.get<std::string>()).string();
+                    overrides.emplace_back(v.setting, std::move(v.value));
+                }
             } else if (a == "--max-steps") {
                 const std::string text = value(a);
                 if (!parseInt(text, maxSteps) || maxSteps < 1)
@@ -480,13 +481,8 @@ int main(int argc, char** argv) {
     options.communicator = comm.get();
     options.bucketBytes = bucketMb > 0 ? std::max<int64_t>(1, static_cast<int64_t>(bucketMb * 1048576.0)) : 0;
     options.collectiveTimeoutSeconds = collectiveTimeout;
-    try {
-        const strata::DistMode mode = strata::parseDistMode(ts.distMode);
-        options.localSgdSteps = mode.localSgdSteps;
-        options.asyncUpdates = mode.async;
-    } catch (const std::exception& e) {
-        return failRank(e.what());
-    }
+    options.distMode = ts.distMode;
+    options.localSgdSteps = ts.localSgdSteps;
     // Every run keeps its weights: without --checkpoint-dir, in a run folder beside the project file (rank 0's).
     if (ts.checkpointDir.empty() && rank == 0) {
         options.runFolder = strata::newRunFolder(projectPath, project.name, {}, std::chrono::system_clock::now());

@@ -250,8 +250,8 @@ struct Trainer::Impl {
         if (!difference.empty()) throw CollectiveError("data parallel: " + difference);
     }
 
-    bool localSgd() const { return dp && opt.localSgdSteps > 0; }
-    bool asyncMode() const { return dp && opt.asyncUpdates; }
+    bool localSgd() const { return dp && opt.distMode == DistMode::LocalSgd; }
+    bool asyncMode() const { return dp && opt.distMode == DistMode::Async; }
 
     // Whether the run stops here: a request on this process, or data parallel on any rank. An all-reduce,
     // called at the same points on every rank, so that every rank takes the same branch.
@@ -898,6 +898,9 @@ struct Trainer::Impl {
         msg << "data parallel: rank " << rank << " of " << ranks << " (" << comm->name() << "), global batch "
             << ts().batchSize << ", ";
         if (localSgd()) {
+            if (opt.localSgdSteps < 1)
+                throw std::invalid_argument("training.local_sgd_steps: " + std::to_string(opt.localSgdSteps) +
+                                            " (local SGD averages every K >= 1 steps)");
             msg << "local SGD: parameters averaged every " << opt.localSgdSteps << " step(s) and at each epoch's end";
         } else if (asyncMode()) {
             if (lossScaler)
@@ -1076,20 +1079,6 @@ struct Trainer::Impl {
 
 int64_t autoBucketBytes(int64_t gradientBytes) {
     return std::clamp<int64_t>(gradientBytes / 8, int64_t(256) << 10, int64_t(25) << 20);
-}
-
-DistMode parseDistMode(const std::string& mode) {
-    if (mode == "sync") return {};
-    if (mode == "async") return {0, true};
-    if (mode.rfind("local-sgd:", 0) == 0) {
-        const std::string k = mode.substr(10);
-        if (!k.empty() && k.size() <= 9 && k.find_first_not_of("0123456789") == std::string::npos) {
-            const int steps = std::stoi(k);
-            if (steps >= 1) return {steps, false};
-        }
-    }
-    throw std::invalid_argument("training.dist_mode: '" + mode.substr(0, 40) +
-                                "' (must be sync, async, or local-sgd:K with K >= 1, e.g. local-sgd:8)");
 }
 
 Trainer::Trainer(Project project, Backend& backend, TrainingObserver* observer, TrainerOptions options)
