@@ -1,12 +1,7 @@
-// strata-train's `export` and `predict` commands. app/strata_train.cpp passes the arguments after the command
-// word; output goes to `out`, errors to `err`. The work is done by core (export/, infer/); these parse the
-// options and print.
+// strata-train's commands, run in-process (the tests call them so): `args` are the arguments after the command
+// word; results go to `out`, notes and errors to `err`. A command declared on the command line's tree
+// (app/Cli.h) runs through strata::cli::runCommandLine, with the program's parsing, messages and exit statuses.
 //
-//   export PROJECT_OR_CHECKPOINT --format onnx|gguf|safetensors [--quantize q8_0|f16]
-//          [--opset N] [--no-normalization] [--untrained] -o FILE
-//     A checkpoint file, or a checkpoint folder (its best checkpoint), or a project
-//     file (its training.checkpointDir's best checkpoint, refused when it belongs to another project; with
-//     --untrained, the seeded initial weights). --allow-non-finite loads weights holding NaN or inf.
 //   predict MODEL_FILE INPUT [--top K] [--count N] [--labels IDX_LABELS] [--quiet] [--runtime strata|opencv]
 //          [--allow-non-finite]
 //     MODEL_FILE: checkpoint file or folder, .safetensors / .gguf / .onnx export (core/infer/Predict.h says
