@@ -214,6 +214,7 @@ bool looksLikeProjectFile(const std::string& path) {
 const std::vector<Command>& commands() {
     static const std::vector<Command> list = {
         {"export", "Write a trained model as ONNX, GGUF or safetensors.", &declareExport},
+        {"predict", "Run a model or export on images, CSV rows or texts.", &declarePredict},
     };
     return list;
 }
@@ -288,6 +289,10 @@ int runNamed(const char* command, const std::vector<std::string>& args, std::ost
 
 int runExportCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
     return runNamed("export", args, out, err);
+}
+
+int runPredictCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+    return runNamed("predict", args, out, err);
 }
 
 }  // namespace strata

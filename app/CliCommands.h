@@ -2,17 +2,6 @@
 // word; results go to `out`, notes and errors to `err`. A command declared on the command line's tree
 // (app/Cli.h) runs through strata::cli::runCommandLine, with the program's parsing, messages and exit statuses.
 //
-//   predict MODEL_FILE INPUT [--top K] [--count N] [--labels IDX_LABELS] [--quiet] [--runtime strata|opencv]
-//          [--allow-non-finite]
-//     MODEL_FILE: checkpoint file or folder, .safetensors / .gguf / .onnx export (core/infer/Predict.h says
-//     which runtime runs an .onnx file), or a project file (its checkpoint folder's best checkpoint, refused
-//     when it belongs to another project: core/train/ProjectFingerprint.h). INPUT: IDX images (gzipped or raw; the
-//     first N), a CSV file (header row; the project's label column, when present, is shown and not fed to the model;
-//     text projects tokenize the text column), or a PNG / PGM / PPM image, fitted to the model's input as the Predict
-//     dock does (core/data/ImageFile.h: channels converted, size resized, each said in a line). Raw values are
-//     normalized as in training; prints the top K classes with probabilities, and "accuracy X% on N
-//     samples" when labels are known (the CSV's label column, or --labels with an IDX label file for IDX
-//     images). --quiet prints only that summary.
 //   prune PROJECT_OR_CHECKPOINT --sparsity S -o DIR [--structured] [--fine-tune-epochs N] [schedule options]
 //     Magnitude pruning to sparsity S on a polynomial schedule while fine-tuning (or, --structured, removing
 //     the fraction S of Conv2D filters and Dense units and fine-tuning the smaller graph); writes a project
