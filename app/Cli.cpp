@@ -109,9 +109,9 @@ CLI::Option* addSettingOption(CLI::App& app, const SettingInfo& setting, std::ve
                               const std::string& flag, const std::string& note) {
     const std::string name = flag.empty() ? setting.flag : flag;
     std::string help = setting.help;
+    if (!note.empty()) help += " " + note;
     if (setting.isInteger() || setting.isNumber() || setting.kind == SettingKind::UInt64)
         help += " (" + setting.rangeText() + ")";
-    if (!note.empty()) help += " " + note;
     help += " [" + setting.dottedName() + "]";
     auto take = [&values, &setting, name](const std::string& text) {
         std::vector<SettingValue> parsed;
@@ -215,6 +215,7 @@ const std::vector<Command>& commands() {
     static const std::vector<Command> list = {
         {"export", "Write a trained model as ONNX, GGUF or safetensors.", &declareExport},
         {"predict", "Run a model or export on images, CSV rows or texts.", &declarePredict},
+        {"prune", "Prune a trained model while fine-tuning it.", &declarePrune},
     };
     return list;
 }
@@ -293,6 +294,10 @@ int runExportCommand(const std::vector<std::string>& args, std::ostream& out, st
 
 int runPredictCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
     return runNamed("predict", args, out, err);
+}
+
+int runPruneCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+    return runNamed("prune", args, out, err);
 }
 
 }  // namespace strata

@@ -2,11 +2,6 @@
 // word; results go to `out`, notes and errors to `err`. A command declared on the command line's tree
 // (app/Cli.h) runs through strata::cli::runCommandLine, with the program's parsing, messages and exit statuses.
 //
-//   prune PROJECT_OR_CHECKPOINT --sparsity S -o DIR [--structured] [--fine-tune-epochs N] [schedule options]
-//     Magnitude pruning to sparsity S on a polynomial schedule while fine-tuning (or, --structured, removing
-//     the fraction S of Conv2D filters and Dense units and fine-tuning the smaller graph); writes a project
-//     file and its checkpoints into DIR and prints the validation accuracy before and after and each layer's
-//     sparsity (core/train/PruneRun.h).
 //   runs list | show ID | export ID --csv [-o FILE] | diff A B | rename ID NAME | note ID TEXT | delete ID
 //        [--history DB]
 //     The run history that the workbench and training runs of strata-train write (core/history/RunStore).

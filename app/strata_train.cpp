@@ -397,7 +397,6 @@ int main(int argc, char** argv) {
         if (args[0] == "profile") return strata::runProfileCommand(rest, std::cout, std::cerr);
         if (args[0] == "sweep") return strata::runSweepCommand(rest, std::cout, std::cerr);
         if (args[0] == "runs") return strata::runRunsCommand(rest, std::cout, std::cerr);
-        if (args[0] == "prune") return strata::runPruneCommand(rest, std::cout, std::cerr);
     }
     return strata::cli::runCommandLine(args, train, std::cout, std::cerr);
 }
