@@ -216,6 +216,7 @@ const std::vector<Command>& commands() {
         {"export", "Write a trained model as ONNX, GGUF or safetensors.", &declareExport},
         {"predict", "Run a model or export on images, CSV rows or texts.", &declarePredict},
         {"prune", "Prune a trained model while fine-tuning it.", &declarePrune},
+        {"profile", "Time every layer of a project's training step.", &declareProfile},
     };
     return list;
 }
@@ -298,6 +299,10 @@ int runPredictCommand(const std::vector<std::string>& args, std::ostream& out, s
 
 int runPruneCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
     return runNamed("prune", args, out, err);
+}
+
+int runProfileCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+    return runNamed("profile", args, out, err);
 }
 
 }  // namespace strata

@@ -5,9 +5,6 @@
 //   runs list | show ID | export ID --csv [-o FILE] | diff A B | rename ID NAME | note ID TEXT | delete ID
 //        [--history DB]
 //     The run history that the workbench and training runs of strata-train write (core/history/RunStore).
-//   profile PROJECT [--device D] [--batch B] [--steps N] [--json FILE] [--roofline-cache FILE] [--refresh-roofline]
-//     Per-layer forward and backward times, FLOPs, bytes, achieved rates against the device roofline, and the
-//     step split into compute, data wait and overhead (core/train/Profile.h).
 //   sweep PROJECT [--history DB|off] [--state FILE] [--quiet]
 //     The project's hyperparameter sweep, each trial a recorded run, resumable (core/history/Sweep.h).
 #pragma once
