@@ -217,6 +217,7 @@ const std::vector<Command>& commands() {
         {"predict", "Run a model or export on images, CSV rows or texts.", &declarePredict},
         {"prune", "Prune a trained model while fine-tuning it.", &declarePrune},
         {"profile", "Time every layer of a project's training step.", &declareProfile},
+        {"sweep", "Run (or resume) the project's hyperparameter sweep.", &declareSweep},
     };
     return list;
 }
@@ -303,6 +304,10 @@ int runPruneCommand(const std::vector<std::string>& args, std::ostream& out, std
 
 int runProfileCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
     return runNamed("profile", args, out, err);
+}
+
+int runSweepCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+    return runNamed("sweep", args, out, err);
 }
 
 }  // namespace strata

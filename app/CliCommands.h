@@ -5,8 +5,6 @@
 //   runs list | show ID | export ID --csv [-o FILE] | diff A B | rename ID NAME | note ID TEXT | delete ID
 //        [--history DB]
 //     The run history that the workbench and training runs of strata-train write (core/history/RunStore).
-//   sweep PROJECT [--history DB|off] [--state FILE] [--quiet]
-//     The project's hyperparameter sweep, each trial a recorded run, resumable (core/history/Sweep.h).
 #pragma once
 
 #include <ostream>
