@@ -218,6 +218,7 @@ const std::vector<Command>& commands() {
         {"prune", "Prune a trained model while fine-tuning it.", &declarePrune},
         {"profile", "Time every layer of a project's training step.", &declareProfile},
         {"sweep", "Run (or resume) the project's hyperparameter sweep.", &declareSweep},
+        {"runs", "The run history: list, show, export, diff, rename, note, delete.", &declareRuns},
     };
     return list;
 }
@@ -308,6 +309,10 @@ int runProfileCommand(const std::vector<std::string>& args, std::ostream& out, s
 
 int runSweepCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
     return runNamed("sweep", args, out, err);
+}
+
+int runRunsCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+    return runNamed("runs", args, out, err);
 }
 
 }  // namespace strata

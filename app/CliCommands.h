@@ -2,9 +2,6 @@
 // word; results go to `out`, notes and errors to `err`. A command declared on the command line's tree
 // (app/Cli.h) runs through strata::cli::runCommandLine, with the program's parsing, messages and exit statuses.
 //
-//   runs list | show ID | export ID --csv [-o FILE] | diff A B | rename ID NAME | note ID TEXT | delete ID
-//        [--history DB]
-//     The run history that the workbench and training runs of strata-train write (core/history/RunStore).
 #pragma once
 
 #include <ostream>

@@ -394,7 +394,6 @@ int main(int argc, char** argv) {
     // The commands not yet declared on the command line's tree keep their own parsing.
     if (!args.empty()) {
         const std::vector<std::string> rest(args.begin() + 1, args.end());
-        if (args[0] == "runs") return strata::runRunsCommand(rest, std::cout, std::cerr);
     }
     return strata::cli::runCommandLine(args, train, std::cout, std::cerr);
 }
