@@ -1,7 +1,7 @@
 // strata-train's commands, run in-process (the tests call them so): `args` are the arguments after the command
-// word; results go to `out`, notes and errors to `err`. A command declared on the command line's tree
-// (app/Cli.h) runs through strata::cli::runCommandLine, with the program's parsing, messages and exit statuses.
-//
+// word; results go to `out`, notes and errors to `err`. Each is strata::cli::runCommandLine (app/Cli.h) on
+// the command word and `args`: the program's parsing, messages and exit statuses; `COMMAND --help` says what
+// each does.
 #pragma once
 
 #include <ostream>

@@ -19,13 +19,11 @@
 #include <unistd.h>
 
 #include "app/Cli.h"
-#include "app/CliCommands.h"
 #include "app/OpenMpWaitPolicy.h"
 #include "core/backend/BackendRegistry.h"
 #include "core/dist/MpiCommunicator.h"
 #include "core/graph/Project.h"
 #include "core/history/RunRecorder.h"
-#include "core/io/InputLimits.h"
 #include "core/train/BackendOptionsFor.h"
 #include "core/train/ReplicaRun.h"
 #include "core/train/RunFolder.h"
@@ -390,10 +388,5 @@ int main(int argc, char** argv) {
 #ifdef STRATA_HAVE_CUDA
     strata::gpu::registerCudaProvider(strata::backendRegistry());
 #endif
-    std::vector<std::string> args(argv + 1, argv + argc);
-    // The commands not yet declared on the command line's tree keep their own parsing.
-    if (!args.empty()) {
-        const std::vector<std::string> rest(args.begin() + 1, args.end());
-    }
-    return strata::cli::runCommandLine(args, train, std::cout, std::cerr);
+    return strata::cli::runCommandLine({argv + 1, argv + argc}, train, std::cout, std::cerr);
 }
