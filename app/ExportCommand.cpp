@@ -25,9 +25,6 @@ namespace strata {
 namespace {
 
 namespace fs = std::filesystem;
-using cli::addIntegerOption;
-using cli::addNumberOption;
-using cli::addParsedOption;
 using cli::looksLikeProjectFile;
 using cli::UsageError;
 

@@ -17,8 +17,6 @@ namespace strata {
 
 namespace {
 
-using cli::addChoiceOption;
-using cli::addIntegerOption;
 using cli::looksLikeProjectFile;
 using cli::UsageError;
 

@@ -24,11 +24,6 @@ namespace strata {
 namespace {
 
 namespace fs = std::filesystem;
-using cli::addChoiceOption;
-using cli::addIntegerOption;
-using cli::addNumberOption;
-using cli::addParsedOption;
-using cli::addSettingOption;
 using cli::looksLikeProjectFile;
 using cli::UsageError;
 

@@ -19,7 +19,6 @@ namespace strata {
 
 namespace {
 
-using cli::addIntegerOption;
 using cli::UsageError;
 
 constexpr int kMaxSlots = 64;
