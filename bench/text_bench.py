@@ -26,7 +26,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
 
-# ---- data: the tokenizer and vocabulary of core/data (TextTokenizer.cpp, Dataset.cpp) ----------------------
+# ---- data: the tokenizer and vocabulary of core/data (TextTokenizer.cpp, TextDataset.cpp) ------------------
 
 def is_word_char(c):
     o = ord(c)

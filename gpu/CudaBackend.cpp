@@ -459,8 +459,9 @@ void CudaBackend::doActivationForward(float* y, const float* x, int64_t n, Activ
 }
 
 void CudaBackend::doActivationBackward(float* dx, const float* dy, const float* x, const float* y, int64_t n,
-                                       Activation act, float alpha) {
+                                       Activation act, float alpha, bool overwriteDx) {
     activate();
+    if (overwriteDx && n > 0) doZero(dx, static_cast<size_t>(n) * sizeof(float));
     launchActivationBackward(m_stream, dx, dy, x, y, n, static_cast<int>(act), alpha);
 }
 

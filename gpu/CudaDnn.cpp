@@ -493,7 +493,8 @@ void CudaBackend::doBatchNormBackward(float* dx, float* dgamma, float* dbeta, co
             // The fused ReLU's backward first: dy gated by its output, into scratch (dy itself is left alone).
             float* masked = orScratch(nullptr, xBytes);
             doZero(masked, xBytes);
-            doActivationBackward(masked, dy, nullptr, reluOutput, int64_t(n) * c * inner, Activation::ReLU, 0.0f);
+            doActivationBackward(masked, dy, nullptr, reluOutput, int64_t(n) * c * inner, Activation::ReLU, 0.0f,
+                                 false);
             dy = masked;
         }
         TensorDesc xd(n, c, inner, 1), pd(1, c, 1, 1);

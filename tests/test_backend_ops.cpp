@@ -2,7 +2,7 @@
 // fast backend (the CPU fast path, each CUDA GPU) against the CPU reference,
 // on random shapes including odd sizes. The reference itself is pinned by
 // hand-computed values and by finite differences of its own forward ops.
-// The tolerance table has one line per op of the registry (BackendOps.h),
+// The tolerance table has one line per op of the registry (BackendOps.def),
 // and every op must be compared at least once: an op added to Backend
 // without a conformance test fails this suite.
 #include <QtTest>
@@ -291,7 +291,7 @@ private slots:
         for (const std::string& op : registry)
             QVERIFY2(table.count(op), ("op " + op + " has no tolerance and no conformance test here").c_str());
         for (const std::string& op : table)
-            QVERIFY2(registry.count(op), ("tolerance for " + op + ", which is not an op of BackendOps.h").c_str());
+            QVERIFY2(registry.count(op), ("tolerance for " + op + ", which is not an op of BackendOps.def").c_str());
         for (BackendOp op : backendOps()) QVERIFY(registry.count(backendOpName(op)));
     }
 

@@ -181,15 +181,15 @@ private slots:
 
     void fingerprintDifferencesSayWhat() {
         const Project a = project("a", {"x", "y", "z"});
-        CheckpointNormalization scale;
+        Normalization scale;
         scale.mode = "scale";
         scale.scale = 1.f / 255;
         const ProjectFingerprint fa = projectFingerprint(a, {"x", "y", "z"}, scale, {});
         QVERIFY(fingerprintDifferences(fa, fa).empty());
-        CheckpointNormalization near = scale;
+        Normalization near = scale;
         near.scale *= 1.0001f;  // a data set that grew a little: within 1e-3
         QVERIFY(fingerprintDifferences(fa, projectFingerprint(a, {"x", "y", "z"}, near, {})).empty());
-        CheckpointNormalization doubled = scale;
+        Normalization doubled = scale;
         doubled.scale *= 2;
         const std::vector<std::string> d =
             fingerprintDifferences(fa, projectFingerprint(a, {"x", "y", "z"}, doubled, {}));

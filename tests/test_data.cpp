@@ -22,6 +22,7 @@
 
 #include "core/data/DataLoader.h"
 #include "core/data/Dataset.h"
+#include "core/data/DatasetLoader.h"
 #include "core/data/ImageFile.h"
 #include "core/data/SubwordTokenizer.h"
 #include "core/data/TextEncoder.h"
@@ -726,6 +727,30 @@ private slots:
         QVERIFY(maxId < float(vocab));
         QVERIFY(b.vocabulary.size() > 30);  // letters of five languages
         QCOMPARE(analyzeGraph(project.graph).problems.size(), size_t(0));
+    }
+
+    // ------------------------------------------------------------ the loader table
+    // Every dataset kind the settings table offers loads through exactly one registered loader (DatasetLoader.h);
+    // loadDataset dispatches through the table and refuses a kind without one by name.
+    void everyDatasetKindHasOneLoader() {
+        const SettingInfo& kind = datasetSetting("kind");
+        QCOMPARE(data::datasetLoaders().size(), kind.choices.size());
+        for (const SettingChoice& c : kind.choices) {
+            const data::DatasetLoader* loader = data::findDatasetLoader(static_cast<DatasetKind>(c.value));
+            QVERIFY2(loader != nullptr, ("no loader for dataset kind " + c.name).c_str());
+            QCOMPARE(static_cast<int>(loader->kind), c.value);
+            const auto& all = data::datasetLoaders();
+            QCOMPARE(std::count_if(all.begin(), all.end(), [&](const auto& l) { return l.kind == loader->kind; }), 1);
+        }
+        DatasetSettings s;
+        s.kind = DatasetKind::Synthetic;
+        s.syntheticSamples = 40;
+        const DatasetBundle direct = data::findDatasetLoader(s.kind)->load(s, "", Streaming::Off);
+        const DatasetBundle loaded = loadDataset(s, "");
+        QCOMPARE(loaded.description, direct.description);
+        QCOMPARE(loaded.train.inputs, direct.train.inputs);
+        s.kind = static_cast<DatasetKind>(99);
+        expectDataError([&] { loadDataset(s, ""); }, {"dataset.kind", "unknown kind 99", "image_folder"});
     }
 
     // ------------------------------------------------------------ splits, synthetic, normalization

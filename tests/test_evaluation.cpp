@@ -179,7 +179,7 @@ private slots:
     }
 
     void normalizationRoundTrip() {
-        CheckpointNormalization n;
+        Normalization n;
         n.mode = "standardize";
         n.scale = 1.f / 255.f;
         n.mean = 0.3f;
@@ -189,7 +189,7 @@ private slots:
         QVERIFY(std::fabs(v[1] - (0.2f - 0.3f) / 0.25f) < 1e-6);
         undoNormalization(v, n);
         QVERIFY(std::fabs(v[2] - 255.f) < 1e-3);
-        CheckpointNormalization f;
+        Normalization f;
         f.mode = "standardize";
         f.featureMean = {1, 2};
         f.featureStd = {2, 4};
@@ -229,7 +229,7 @@ private slots:
         const Project p = tinyProject(16);
         const Checkpoint c = trainTiny(p, dir.filePath("ckpt"));
         const DatasetBundle data = loadDataset(p.dataset, "");
-        const CheckpointNormalization norm = checkpointNormalizationOf(data.normalization);
+        const Normalization norm = data.normalization;
         const ExportModel live = exportModelFromCheckpoint(c);
 
         struct Case {
@@ -303,7 +303,7 @@ private slots:
         ExportModel live = exportModelFromCheckpoint(c);
         // Pretend the data was standardized: the check maps inputs back to raw and through the file's
         // normalization, which is the same here, so the outputs still agree.
-        CheckpointNormalization std1;
+        Normalization std1;
         std1.mode = "standardize";
         std1.mean = 0.5f;
         std1.std = 2.f;

@@ -475,7 +475,7 @@ private slots:
         p.dataset.tokenizer = Tokenizer::SentencePiece;
         p.dataset.maxTokens = 6;
         ExportModel m = randomExport(p, 5);
-        m.normalization = CheckpointNormalization{};  // token ids: no scaling
+        m.normalization = Normalization{};  // token ids: no scaling
         m.normalization.mode = "none";
         m.vocabulary = sp.vocabulary();
         m.tokenizerModel = sp.serialized();

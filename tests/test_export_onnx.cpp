@@ -39,7 +39,7 @@ namespace {
 struct Case {
     std::string name;
     Project project;
-    CheckpointNormalization norm;
+    Normalization norm;
     bool ids = false;  // the input holds token ids (0..vocab-1) instead of pixel values
     int64_t vocab = 0;
 };
@@ -55,8 +55,8 @@ struct GraphBuilder {
     }
 };
 
-CheckpointNormalization imageNorm() {
-    CheckpointNormalization n;
+Normalization imageNorm() {
+    Normalization n;
     n.mode = "standardize";
     n.scale = 1.f / 255.f;
     n.mean = 0.286f;
@@ -141,7 +141,7 @@ std::vector<Case> layerCases() {
         const int in = g.add("Input", "tokens", {{"shape", {5}}});
         g.add("Embedding", "embed", {{"vocab", 11}, {"dim", 4}}, {in});
         g.p.name = "Embedding";
-        cases.push_back({"Embedding", g.p, CheckpointNormalization{}, true, 11});
+        cases.push_back({"Embedding", g.p, Normalization{}, true, 11});
     }
     {
         GraphBuilder g;
@@ -150,7 +150,7 @@ std::vector<Case> layerCases() {
         const int m = g.add("SequenceMeanPool", "pool", Json::object(), {e});
         g.add("Dense", "fc", {{"units", 3}}, {m});
         g.p.name = "SequenceMeanPool";
-        cases.push_back({"SequenceMeanPool", g.p, CheckpointNormalization{}, true, 9});
+        cases.push_back({"SequenceMeanPool", g.p, Normalization{}, true, 9});
     }
     {
         GraphBuilder g;  // Dense over a sequence (MatMul with the transposed weight, with and without a bias), and
@@ -167,7 +167,7 @@ std::vector<Case> layerCases() {
         const int m = g.add("SequenceMeanPool", "pool", Json::object(), {d2});
         g.add("Dense", "fc", {{"units", 3}}, {m});
         g.p.name = "Dense_sequence";
-        cases.push_back({"Dense_sequence", g.p, CheckpointNormalization{}, true, 12});
+        cases.push_back({"Dense_sequence", g.p, Normalization{}, true, 12});
     }
     {
         GraphBuilder g;  // masked and unmasked pooling over the sequence
@@ -179,7 +179,7 @@ std::vector<Case> layerCases() {
         const int a = g.add("Add", "sum", {{"inputs", 3}}, {mx, mean, plain}, {"in0", "in1", "in2"});
         g.add("Dense", "fc", {{"units", 3}}, {a});
         g.p.name = "SequencePool_masked";
-        cases.push_back({"SequencePool_masked", g.p, CheckpointNormalization{}, true, 6});
+        cases.push_back({"SequencePool_masked", g.p, Normalization{}, true, 6});
     }
     {
         GraphBuilder g;  // attention with the padding mask (vocab 4: many padding ids), and without it, no bias
@@ -191,7 +191,7 @@ std::vector<Case> layerCases() {
         const int m = g.add("SequenceMeanPool", "pool", {{"masked", true}}, {att2, in}, {"in", "mask"});
         g.add("Dense", "fc", {{"units", 3}}, {m});
         g.p.name = "MultiHeadSelfAttention";
-        cases.push_back({"MultiHeadSelfAttention", g.p, CheckpointNormalization{}, true, 4});
+        cases.push_back({"MultiHeadSelfAttention", g.p, Normalization{}, true, 4});
     }
     return cases;
 }
@@ -254,7 +254,7 @@ std::vector<Case> networkCases() {
         const int t = g.add("Tanh", "tanh", Json::object(), {d});
         g.add("Dense", "out", {{"units", 4}}, {t});
         g.p.name = "text";
-        cases.push_back({"net_text", g.p, CheckpointNormalization{}, true, 50});
+        cases.push_back({"net_text", g.p, Normalization{}, true, 50});
     }
     // The example projects, when the tree has them.
     const std::filesystem::path examples = test::sourcePath("examples");

@@ -64,7 +64,7 @@ private slots:
         const Project project = test::blobsMlpProject("roundtrip", 2048, 4);
         const ExportModel model = untrainedExportModel(project, "");
         const DatasetBundle data = loadDataset(project.dataset, "");
-        const CheckpointNormalization norm = checkpointNormalizationOf(data.normalization);
+        const Normalization norm = data.normalization;
         constexpr int64_t kSamples = 64;
 
         // The largest output difference from the live model, relative to its largest output, each format and

@@ -326,8 +326,7 @@ private slots:
         QVERIFY(sameArgmax(simulated, floats, n, 3) >= n * 97 / 100);
 
         // The export check runs the file's int8 arithmetic (OpenCV 4.6 cannot import QDQ) and says so.
-        const ExportCheckResult c = checkExport(t.model, path("q.onnx"), t.data.validation,
-                                                checkpointNormalizationOf(t.data.normalization), 100);
+        const ExportCheckResult c = checkExport(t.model, path("q.onnx"), t.data.validation, t.data.normalization, 100);
         QCOMPARE(c.runtime, std::string("Strata CPU backend (int8 simulated)"));
         QVERIFY2(c.method.find("uint8 scale and zero point") != std::string::npos, c.method.c_str());
         QVERIFY(std::abs(c.fileAccuracy - c.liveAccuracy) <= 0.03);

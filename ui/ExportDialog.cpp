@@ -461,7 +461,7 @@ ExportOutcome ExportDialog::runExport(const ExportJob& job) {
         const bool hasValidation = data.validation.count > 0;
         out.checkSplit = hasValidation ? QStringLiteral("validation") : QStringLiteral("training");
         out.check = checkExport(live, job.output.toStdString(), hasValidation ? data.validation : data.train,
-                                checkpointNormalizationOf(data.normalization), job.samples);
+                                data.normalization, job.samples);
         out.checked = true;
     } catch (const std::exception& e) {
         out.checkError = tr("Written, but the check failed: %1").arg(q(e.what()));

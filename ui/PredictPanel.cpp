@@ -159,7 +159,7 @@ struct PredictSession {
     QStringList classNames;
     DataSplit samples;  // the validation split (the training split when there is none)
     QString splitName;
-    CheckpointNormalization dataNormalization;
+    Normalization dataNormalization;
     QString dataError;  // non-empty: no samples (the model still predicts image files)
     QVector<QImage> thumbnails;
 };
@@ -495,7 +495,7 @@ void PredictPanel::loadModel(const QString& path) {
                                   : tr("class %1").arg(k));
         try {
             DatasetBundle data = loadDataset(s->model.project.dataset, projectPath.toStdString());
-            s->dataNormalization = checkpointNormalizationOf(data.normalization);
+            s->dataNormalization = data.normalization;
             const bool validation = data.validation.count > 0;
             s->samples = validation ? std::move(data.validation) : std::move(data.train);
             s->splitName = validation ? tr("validation") : tr("training");

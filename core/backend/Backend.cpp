@@ -444,16 +444,7 @@ void Backend::activationBackward(float* dx, const float* dy, const float* x, con
         pointer(op, "dx", dx);
         pointer(op, "dy", dy);
     }
-    if (overwriteDx)
-        doActivationBackwardOverwrite(dx, dy, x, y, n, act, alpha);
-    else
-        doActivationBackward(dx, dy, x, y, n, act, alpha);
-}
-
-void Backend::doActivationBackwardOverwrite(float* dx, const float* dy, const float* x, const float* y, int64_t n,
-                                            Activation act, float alpha) {
-    if (n > 0) doZero(dx, static_cast<size_t>(n) * sizeof(float));
-    doActivationBackward(dx, dy, x, y, n, act, alpha);
+    doActivationBackward(dx, dy, x, y, n, act, alpha, overwriteDx);
 }
 
 void Backend::maskedSoftmaxForward(float* y, const float* x, const float* keep, int groups, int rowsPerGroup,
@@ -827,7 +818,7 @@ void Backend::doMaxPool2dReLUBackward(float* dx, const float* dy, const float* x
     if (overwriteDx) doZero(dx, static_cast<size_t>(n) * sizeof(float));
     Tensor routed = zeros(Shape{n});
     doPool2dBackward(routed.f32(), dy, x, y, d, false);
-    doActivationBackward(dx, routed.f32(), x, nullptr, n, Activation::ReLU, 0.0f);
+    doActivationBackward(dx, routed.f32(), x, nullptr, n, Activation::ReLU, 0.0f, false);
 }
 
 Backend::StepMetrics Backend::doStepMetrics(const float* losses, const float* logits, const int32_t* labels, int rows,

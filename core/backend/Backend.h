@@ -17,7 +17,9 @@
 // (Backend.cpp: sizes, descriptors, pointers, and labels and ids wherever the
 // backend's memory is host memory), then calls the backend's protected
 // virtual of the same name with a "do" prefix (gemm -> doGemm), which may
-// assume valid arguments. Every op is listed in BackendOps.h.
+// assume valid arguments. Every op is declared once, with its documentation,
+// in BackendOps.def: the public op, its do* virtual, the registry of
+// BackendOps.h and each backend's overrides are expanded from that list.
 #pragma once
 
 #include <cstddef>
@@ -190,185 +192,19 @@ public:
     Tensor fromHost(const Shape& shape, const float* hostData);
     void toHost(const Tensor& t, float* hostDst);
 
-    // ---- element-wise -----------------------------------------------------
-    void fill(float* y, float value, int64_t n);
-    void zero(void* y, size_t bytes);
-    void scale(float* y, float alpha, int64_t n);                   // y *= alpha
-    void axpy(float* y, float alpha, const float* x, int64_t n);    // y += alpha * x
-    void add(float* y, const float* a, const float* b, int64_t n);  // y = a + b
-    // y = a * b element by element; y may be a or b (a pruning mask applied in place).
-    void mul(float* y, const float* a, const float* b, int64_t n);
-
-    // ---- linear algebra ---------------------------------------------------
-    // C[M,N] = alpha * op(A) * op(B) + beta * C, row-major; op(A) is [M,K], op(B) is [K,N]. Each leading
-    // dimension is at least the length of the stored rows (and 1). With beta == 0, C is not read.
-    void gemm(bool transA, bool transB, int m, int n, int k, float alpha, const float* a, int lda, const float* b,
-              int ldb, float beta, float* c, int ldc);
-    // `count` independent products, each as gemm: C_i = alpha * op(A_i) * op(B_i) + beta * C_i with
-    // A_i = a + i * strideA, B_i = b + i * strideB, C_i = c + i * strideC (cuBLAS's strided-batched GEMM).
-    // Strides are >= 0; the C_i must not overlap. Multi-head attention makes one call per head over the batch.
-    void gemmStridedBatched(bool transA, bool transB, int m, int n, int k, float alpha, const float* a, int lda,
-                            int64_t strideA, const float* b, int ldb, int64_t strideB, float beta, float* c, int ldc,
-                            int64_t strideC, int count);
-    // y[r, c] += bias[c] for a [rows, cols] matrix.
-    void addBiasRows(float* y, const float* bias, int rows, int cols);
-    // dbias[c] += sum_r dy[r, c].
-    void sumRows(float* dbias, const float* dy, int rows, int cols);
-    // y[n, c, i] += bias[c] for y of [n, c, inner].
-    void addBiasChannels(float* y, const float* bias, int n, int c, int inner);
-    // dbias[c] += sum_{n,i} dy[n, c, i].
-    void sumChannels(float* dbias, const float* dy, int n, int c, int inner);
-
-    // ---- convolution and pooling -------------------------------------------
-    void conv2dForward(float* y, const float* x, const float* w, const ConvDesc& d);
-    void conv2dBackwardData(float* dx, const float* dy, const float* w, const ConvDesc& d);
-    void conv2dBackwardFilter(float* dw, const float* dy, const float* x, const ConvDesc& d);
-    // A convolution layer's forward in one call: y = conv(x, w), plus bias[k] (bias may be null), then
-    // ReLU in place when relu is true. The default runs conv2dForward, addBiasChannels and
-    // activationForward; a backend may fuse them (the CPU does: bias and ReLU applied while the
-    // output is still in cache). Results may differ from the separate ops by float rounding only.
-    void conv2dForwardFused(float* y, const float* x, const float* w, const float* bias, bool relu, const ConvDesc& d);
-    // A convolution layer's backward from one dy: dx += ..., dw += ..., dbias[k] += sum of dy over
-    // n, h, w; any of the three may be null. The default runs conv2dBackwardData,
-    // conv2dBackwardFilter and sumChannels; a backend may share work between them. overwriteDx: dx is
-    // written (dx = ...), its old contents ignored, so it need not be zeroed first (the default zeroes it).
-    void conv2dBackwardFused(float* dx, float* dw, float* dbias, const float* dy, const float* x, const float* w,
-                             const ConvDesc& d, bool overwriteDx = false);
-    void pool2dForward(float* y, const float* x, const PoolDesc& d);
-    // Max pooling routes each output gradient to the first maximal input of its window. y, the forward
-    // output, is required for average pooling (cuDNN's backward reads it) and ignored for max pooling.
-    // overwriteDx (here and in maxPool2dReLUBackward): dx is written, every element (those no window routes a
-    // gradient to get 0), its old contents ignored, so it need not be zeroed first.
-    void pool2dBackward(float* dx, const float* dy, const float* x, const float* y, const PoolDesc& d,
-                        bool overwriteDx = false);
-    // Max pooling's backward followed by the backward of the ReLU that produced x: dx += routed dy
-    // where x > 0 (y is the pooling's forward output), which is what pool2dBackward into a zeroed buffer
-    // and then activationBackward (ReLU, gate x) into dx compute, in one pass. Max pooling only. The
-    // default runs exactly those two ops through a temporary buffer; a backend may fuse them (the CPU
-    // does for 2x2 windows).
-    void maxPool2dReLUBackward(float* dx, const float* dy, const float* x, const float* y, const PoolDesc& d,
-                               bool overwriteDx = false);
-    // y[o, i] = mean_l x[o, l, i] for x of [outer, len, inner] (global average pool, sequence mean).
-    void meanPoolForward(float* y, const float* x, int outer, int len, int inner);
-    void meanPoolBackward(float* dx, const float* dy, int outer, int len, int inner);
-    // Pooling over the sequence axis of x [batch, len, dim] to y [batch, dim] that counts only the positions
-    // with keep[b * len + t] != 0 (a padding mask; token ids serve as one, id 0 being padding); keep may be
-    // null: every position counts. Average: the mean of the counted positions; Max: their maximum. A sample
-    // without a counted position gives 0 (and no gradient).
-    void sequencePoolForward(float* y, const float* x, const float* keep, int batch, int len, int dim, PoolMode mode);
-    // dx += y's gradient: spread evenly over the counted positions (Average), or routed to the first counted
-    // position whose x equals y (Max; x and y required, and y must be sequencePoolForward's output).
-    void sequencePoolBackward(float* dx, const float* dy, const float* x, const float* y, const float* keep, int batch,
-                              int len, int dim, PoolMode mode);
-
-    // ---- activations and softmax -------------------------------------------
-    // alpha is the negative slope for LeakyReLU and ignored otherwise. GELU is the exact (erf) form.
-    void activationForward(float* y, const float* x, int64_t n, Activation act, float alpha);
-    // Reads x for ReLU/LeakyReLU/GELU and y for Sigmoid/Tanh; either may be null when the other one
-    // determines the derivative (ReLU from y, Sigmoid/Tanh from x). overwriteDx: dx = ..., its old
-    // contents ignored (else dx += ...).
-    void activationBackward(float* dx, const float* dy, const float* x, const float* y, int64_t n, Activation act,
-                            float alpha, bool overwriteDx = false);
-    // Softmax over the last axis of [rows, cols].
-    void softmaxForward(float* y, const float* x, int rows, int cols);
-    void softmaxBackward(float* dx, const float* dy, const float* y, int rows, int cols);
-    // Softmax over the last axis of [groups * rowsPerGroup, cols] in which column j of every row of group g
-    // takes part only where keep[g * cols + j] != 0 (attention's padding mask over the keys, one group per
-    // sample); the other columns get probability exactly 0, and a row without a kept column is all zeros.
-    // Its backward is softmaxBackward: the masked columns have y == 0, so their gradient is 0.
-    void maskedSoftmaxForward(float* y, const float* x, const float* keep, int groups, int rowsPerGroup, int cols);
-
-    // ---- losses (fused; dlogits/dpred are WRITTEN, not accumulated; losses and gradients may be null) ----
-    // losses[r] = -log softmax(logits[r])[labels[r]]; dlogits = (softmax - onehot) * gradScale.
-    // labels is an int32 array in backend memory; a label outside [0, cols) throws BackendError naming
-    // the row (when, eagerIndexChecks() says).
-    void softmaxCrossEntropy(float* losses, float* dlogits, const float* logits, const int32_t* labels, int rows,
-                             int cols, float gradScale);
-    // losses[r] = sum_c (pred - target)^2 / cols; dpred = 2 (pred - target) / cols * gradScale.
-    void mseLoss(float* losses, float* dpred, const float* pred, const float* target, int rows, int cols,
-                 float gradScale);
-    // Binary cross-entropy with logits, numerically stable; per element max(x,0) - x*t + log1p(exp(-|x|)),
-    // losses[r] = mean over cols; dlogits = (sigmoid(x) - t) / cols * gradScale.
-    void bceWithLogits(float* losses, float* dlogits, const float* logits, const float* target, int rows, int cols,
-                       float gradScale);
-    // Host result: rows whose argmax equals labels[r] (ties: first maximal index).
-    int64_t countCorrect(const float* logits, const int32_t* labels, int rows, int cols);
-    // A training step's metrics in one host result: lossSum = sum(losses[0..rows)) (as sum()) and
-    // correct = countCorrect(logits, labels, rows, cols), or 0 when labels is null. Waiting for the
-    // device once per step, after the step's other work has been called, lets an asynchronous
-    // device run the whole step without stalls. The default calls sum and countCorrect.
+    // A training step's metrics in one host result: stepMetrics (BackendOps.def).
     struct StepMetrics {
         double lossSum = 0;
         int64_t correct = 0;
     };
-    StepMetrics stepMetrics(const float* losses, const float* logits, const int32_t* labels, int rows, int cols);
 
-    // ---- normalization ------------------------------------------------------
-    // Batch norm over x of [n, c, inner] per channel c. Training: uses batch statistics, writes
-    // saveMean/saveInvStd [c], and updates running stats: r = (1-momentum) r + momentum * batch
-    // (running variance uses the unbiased batch variance). gamma/beta may be null (1 and 0); the
-    // running stats may be null together (not updated), and saveMean/saveInvStd together. Training
-    // needs n*inner > 1 (the unbiased variance is undefined otherwise), as in PyTorch. relu: y = max(y, 0)
-    // in the same pass (a ReLU fused after the normalization; y may then be x's own ReLU'd copy only).
-    // block (all three ops): x, y, dy and dx stored blocked, [n, c/B, inner, B] (ConvDesc::srcBlock), in the
-    // backend's activationBlock and with c % B == 0; a backend without a block refuses it.
-    void batchNormForwardTraining(float* y, float* saveMean, float* saveInvStd, float* runningMean, float* runningVar,
-                                  const float* x, const float* gamma, const float* beta, int n, int c, int inner,
-                                  float momentum, float eps, bool relu = false, int block = 0);
-    void batchNormForwardInference(float* y, const float* x, const float* gamma, const float* beta,
-                                   const float* runningMean, const float* runningVar, int n, int c, int inner,
-                                   float eps, bool relu = false, int block = 0);
-    // Needs saveMean and saveInvStd; dx, dgamma and dbeta may be null. reluOutput (null: none): the output of
-    // a ReLU fused after the normalization, dy being that ReLU's output gradient; dy is then taken as
-    // dy * (reluOutput > 0), the ReLU's backward done in the same passes. overwriteDx: dx is written, its
-    // old contents ignored (else added to).
-    void batchNormBackward(float* dx, float* dgamma, float* dbeta, const float* dy, const float* x, const float* gamma,
-                           const float* saveMean, const float* saveInvStd, int n, int c, int inner,
-                           const float* reluOutput = nullptr, bool overwriteDx = false, int block = 0);
-    // Layer norm over the last axis of [rows, cols]; mean/rstd are [rows] (may be null in the forward).
-    void layerNormForward(float* y, float* mean, float* rstd, const float* x, const float* gamma, const float* beta,
-                          int rows, int cols, float eps);
-    void layerNormBackward(float* dx, float* dgamma, float* dbeta, const float* dy, const float* x, const float* gamma,
-                           const float* mean, const float* rstd, int rows, int cols);
-
-    // ---- dropout (counter-based RNG: element i is kept iff dropoutKeep(seed, first + i, p)) ----
-    // `first`: the counter of element 0, so that a slice of a batch (one rank's shard of a data-parallel
-    // step) draws the same mask as the whole batch would there.
-    void dropoutForward(float* y, const float* x, int64_t n, float p, uint64_t seed, uint64_t first = 0);
-    void dropoutBackward(float* dx, const float* dy, int64_t n, float p, uint64_t seed, uint64_t first = 0);
-
-    // ---- embedding (indices are float32 holding integer ids in [0, vocab)) ----
-    // A bad id throws BackendError naming it and the vocabulary size; on the CPU before anything is written.
-    void embeddingForward(float* y, const float* table, const float* ids, int64_t count, int dim, int vocab);
-    void embeddingBackward(float* dtable, const float* dy, const float* ids, int64_t count, int dim, int vocab);
-
-    // ---- data movement ---------------------------------------------------------
-    // For o < count, j < blockLen: dst[o*dstStride + j] (+)= src[o*srcStride + j]. Concat and its backward.
-    void copyBlocks(float* dst, int64_t dstStride, const float* src, int64_t srcStride, int64_t blockLen, int64_t count,
-                    bool accumulate);
-    // dst (+)= src for an [n, c, inner] tensor between layouts: block 0 is NCHW, a block B > 0 "nChwBc" ([n, c/B,
-    // inner, B], ConvDesc::srcBlock); c % B == 0. A layer that reads NCHW after a blocked one (Flatten) and its
-    // backward. Any blocks on every backend (the blocked ops themselves take only activationBlock's).
-    void reblock(float* dst, int dstBlock, const float* src, int srcBlock, int n, int c, int64_t inner,
-                 bool accumulate);
-    // Rows by index (a batch from a dataset held in backend memory): for i < count, row i of dst is row
-    // indices[i] of src, rows of rowWords 4-byte words (float32 or int32 data alike). indices is int32 in
-    // backend memory; each must be in [0, srcRows), else BackendError names it (a device backend may
-    // report it as eagerIndexChecks says). The default copies row by row with copy().
-    void gatherRows(void* dst, const void* src, int64_t srcRows, const int32_t* indices, int64_t count,
-                    int64_t rowWords);
-
-    // ---- reductions (host results) -------------------------------------------
-    double sum(const float* x, int64_t n);
-    double sumSquares(const float* x, int64_t n);  // NaN/Inf propagate
-    bool allFinite(const float* x, int64_t n);
-
-    // ---- fused optimizer updates ------------------------------------------------
-    // SGD as in PyTorch: g' = g + wd*w; v = momentum*v + g'; step = nesterov ? g' + momentum*v : v;
-    // w -= lr * step. velocity may be null when momentum == 0.
-    void sgdUpdate(float* w, float* velocity, const float* grad, int64_t n, const SgdParams& p);
-    // Adam / AdamW as in PyTorch.
-    void adamUpdate(float* w, float* m, float* v, const float* grad, int64_t n, const AdamParams& p);
+    // ---- the ops ------------------------------------------------------------------------------------------
+    // Every op, declared and documented in BackendOps.def (element-wise, linear algebra, convolution and
+    // pooling, activations and softmax, losses, normalization, dropout, embedding, data movement, reductions,
+    // optimizer updates): `Ret name(parameters);` here, checked in Backend.cpp.
+#define STRATA_DEFAULT(value) = value
+#define STRATA_BACKEND_OP(Name, Ret, name, params) Ret name params;
+#include "core/backend/BackendOps.def"
 
 protected:
     // What a backend is, given by each one to this constructor.
@@ -383,108 +219,14 @@ protected:
     // Throws BackendError when options.precision is reduced and traits.reducedPrecision is false.
     Backend(const Traits& traits, const BackendOptions& options);
 
-    // The ops, called by the public ones above after their checks, with the same arguments (so they may
-    // assume: sizes >= 0, valid descriptors, required pointers present, and on a host-memory backend
-    // indices in range). Ops with a default compose other ops' do* functions.
-    virtual void doFill(float* y, float value, int64_t n) = 0;
-    virtual void doZero(void* y, size_t bytes) = 0;
-    virtual void doScale(float* y, float alpha, int64_t n) = 0;
-    virtual void doAxpy(float* y, float alpha, const float* x, int64_t n) = 0;
-    virtual void doAdd(float* y, const float* a, const float* b, int64_t n) = 0;
-    virtual void doMul(float* y, const float* a, const float* b, int64_t n) = 0;
-
-    // Called only with m > 0 and n > 0.
-    virtual void doGemm(bool transA, bool transB, int m, int n, int k, float alpha, const float* a, int lda,
-                        const float* b, int ldb, float beta, float* c, int ldc) = 0;
-    virtual void doGemmStridedBatched(bool transA, bool transB, int m, int n, int k, float alpha, const float* a,
-                                      int lda, int64_t strideA, const float* b, int ldb, int64_t strideB, float beta,
-                                      float* c, int ldc, int64_t strideC, int count) = 0;
-    virtual void doAddBiasRows(float* y, const float* bias, int rows, int cols) = 0;
-    virtual void doSumRows(float* dbias, const float* dy, int rows, int cols) = 0;
-    virtual void doAddBiasChannels(float* y, const float* bias, int n, int c, int inner) = 0;
-    virtual void doSumChannels(float* dbias, const float* dy, int n, int c, int inner) = 0;
-
-    virtual void doConv2dForward(float* y, const float* x, const float* w, const ConvDesc& d) = 0;
-    virtual void doConv2dBackwardData(float* dx, const float* dy, const float* w, const ConvDesc& d) = 0;
-    virtual void doConv2dBackwardFilter(float* dw, const float* dy, const float* x, const ConvDesc& d) = 0;
-    virtual void doConv2dForwardFused(float* y, const float* x, const float* w, const float* bias, bool relu,
-                                      const ConvDesc& d);
-    virtual void doConv2dBackwardFused(float* dx, float* dw, float* dbias, const float* dy, const float* x,
-                                       const float* w, const ConvDesc& d, bool overwriteDx);
-    virtual void doPool2dForward(float* y, const float* x, const PoolDesc& d) = 0;
-    virtual void doPool2dBackward(float* dx, const float* dy, const float* x, const float* y, const PoolDesc& d,
-                                  bool overwriteDx) = 0;
-    // Called only with max pooling.
-    virtual void doMaxPool2dReLUBackward(float* dx, const float* dy, const float* x, const float* y, const PoolDesc& d,
-                                         bool overwriteDx);
-    virtual void doMeanPoolForward(float* y, const float* x, int outer, int len, int inner) = 0;
-    virtual void doMeanPoolBackward(float* dx, const float* dy, int outer, int len, int inner) = 0;
-    virtual void doSequencePoolForward(float* y, const float* x, const float* keep, int batch, int len, int dim,
-                                       PoolMode mode) = 0;
-    virtual void doSequencePoolBackward(float* dx, const float* dy, const float* x, const float* y, const float* keep,
-                                        int batch, int len, int dim, PoolMode mode) = 0;
-
-    virtual void doActivationForward(float* y, const float* x, int64_t n, Activation act, float alpha) = 0;
-    // activationBackward writing dx; the default zeroes dx and runs doActivationBackward.
-    virtual void doActivationBackwardOverwrite(float* dx, const float* dy, const float* x, const float* y, int64_t n,
-                                               Activation act, float alpha);
-    virtual void doActivationBackward(float* dx, const float* dy, const float* x, const float* y, int64_t n,
-                                      Activation act, float alpha) = 0;
-    virtual void doSoftmaxForward(float* y, const float* x, int rows, int cols) = 0;
-    virtual void doSoftmaxBackward(float* dx, const float* dy, const float* y, int rows, int cols) = 0;
-    virtual void doMaskedSoftmaxForward(float* y, const float* x, const float* keep, int groups, int rowsPerGroup,
-                                        int cols) = 0;
-
-    virtual void doSoftmaxCrossEntropy(float* losses, float* dlogits, const float* logits, const int32_t* labels,
-                                       int rows, int cols, float gradScale) = 0;
-    virtual void doMseLoss(float* losses, float* dpred, const float* pred, const float* target, int rows, int cols,
-                           float gradScale) = 0;
-    virtual void doBceWithLogits(float* losses, float* dlogits, const float* logits, const float* target, int rows,
-                                 int cols, float gradScale) = 0;
-    // Called only with rows > 0.
-    virtual int64_t doCountCorrect(const float* logits, const int32_t* labels, int rows, int cols) = 0;
-    // Called only with rows > 0.
-    virtual StepMetrics doStepMetrics(const float* losses, const float* logits, const int32_t* labels, int rows,
-                                      int cols);
-
-    virtual void doBatchNormForwardTraining(float* y, float* saveMean, float* saveInvStd, float* runningMean,
-                                            float* runningVar, const float* x, const float* gamma, const float* beta,
-                                            int n, int c, int inner, float momentum, float eps, bool relu,
-                                            int block) = 0;
-    virtual void doBatchNormForwardInference(float* y, const float* x, const float* gamma, const float* beta,
-                                             const float* runningMean, const float* runningVar, int n, int c, int inner,
-                                             float eps, bool relu, int block) = 0;
-    virtual void doBatchNormBackward(float* dx, float* dgamma, float* dbeta, const float* dy, const float* x,
-                                     const float* gamma, const float* saveMean, const float* saveInvStd, int n, int c,
-                                     int inner, const float* reluOutput, bool overwriteDx, int block) = 0;
-    virtual void doLayerNormForward(float* y, float* mean, float* rstd, const float* x, const float* gamma,
-                                    const float* beta, int rows, int cols, float eps) = 0;
-    virtual void doLayerNormBackward(float* dx, float* dgamma, float* dbeta, const float* dy, const float* x,
-                                     const float* gamma, const float* mean, const float* rstd, int rows, int cols) = 0;
-
-    virtual void doDropoutForward(float* y, const float* x, int64_t n, float p, uint64_t seed, uint64_t first) = 0;
-    virtual void doDropoutBackward(float* dx, const float* dy, int64_t n, float p, uint64_t seed, uint64_t first) = 0;
-
-    virtual void doEmbeddingForward(float* y, const float* table, const float* ids, int64_t count, int dim,
-                                    int vocab) = 0;
-    virtual void doEmbeddingBackward(float* dtable, const float* dy, const float* ids, int64_t count, int dim,
-                                     int vocab) = 0;
-
-    virtual void doCopyBlocks(float* dst, int64_t dstStride, const float* src, int64_t srcStride, int64_t blockLen,
-                              int64_t count, bool accumulate) = 0;
-    virtual void doReblock(float* dst, int dstBlock, const float* src, int srcBlock, int n, int c, int64_t inner,
-                           bool accumulate) = 0;
-    // Called only with count > 0 and rowWords > 0. The default reads the indices back, checks them and
-    // copies row by row.
-    virtual void doGatherRows(void* dst, const void* src, int64_t srcRows, const int32_t* indices, int64_t count,
-                              int64_t rowWords);
-
-    virtual double doSum(const float* x, int64_t n) = 0;
-    virtual double doSumSquares(const float* x, int64_t n) = 0;
-    virtual bool doAllFinite(const float* x, int64_t n) = 0;
-
-    virtual void doSgdUpdate(float* w, float* velocity, const float* grad, int64_t n, const SgdParams& p) = 0;
-    virtual void doAdamUpdate(float* w, float* m, float* v, const float* grad, int64_t n, const AdamParams& p) = 0;
+    // The ops, called by the public ones above after their checks, with the same arguments (so they may assume:
+    // sizes >= 0, valid descriptors, required pointers present, on a host-memory backend indices in range); pure
+    // but for the composed ops' defaults (Backend.cpp). A backend declares its overrides: BackendOpOverrides.def.
+    // NOLINTBEGIN(bugprone-macro-parentheses): Ret is a type, which parentheses would not parse as
+#define STRATA_BACKEND_OP(Name, Ret, name, params) virtual Ret do##Name params = 0;
+#define STRATA_BACKEND_COMPOSED_OP(Name, Ret, name, params) virtual Ret do##Name params;
+    // NOLINTEND(bugprone-macro-parentheses)
+#include "core/backend/BackendOps.def"
 
 private:
     std::string m_name;

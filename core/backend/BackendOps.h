@@ -1,7 +1,7 @@
-// The registry of Backend's ops: one entry per public op of Backend.h (memory and transfers are not
-// ops). Error messages of the seam start with these names, and tests/test_backend_ops.cpp checks its
-// tolerance table against this list both ways, so an op added to Backend without a conformance test
-// fails the suite. A new op: its entry here (in Backend.h's order), then its check in Backend.cpp.
+// The registry of Backend's ops: one entry per op of BackendOps.def (memory and transfers are not ops),
+// in its order. Error messages of the seam start with these names, and tests/test_backend_ops.cpp checks
+// its tolerance table against this list both ways, so an op added to Backend without a conformance test
+// fails the suite.
 #pragma once
 
 #include <string_view>
@@ -10,57 +10,8 @@
 namespace strata {
 
 enum class BackendOp {
-    Fill,
-    Zero,
-    Scale,
-    Axpy,
-    Add,
-    Mul,
-    Gemm,
-    GemmStridedBatched,
-    AddBiasRows,
-    SumRows,
-    AddBiasChannels,
-    SumChannels,
-    Conv2dForward,
-    Conv2dBackwardData,
-    Conv2dBackwardFilter,
-    Conv2dForwardFused,
-    Conv2dBackwardFused,
-    Pool2dForward,
-    Pool2dBackward,
-    MaxPool2dReLUBackward,
-    MeanPoolForward,
-    MeanPoolBackward,
-    SequencePoolForward,
-    SequencePoolBackward,
-    ActivationForward,
-    ActivationBackward,
-    SoftmaxForward,
-    SoftmaxBackward,
-    MaskedSoftmaxForward,
-    SoftmaxCrossEntropy,
-    MseLoss,
-    BceWithLogits,
-    CountCorrect,
-    StepMetrics,
-    BatchNormForwardTraining,
-    BatchNormForwardInference,
-    BatchNormBackward,
-    LayerNormForward,
-    LayerNormBackward,
-    DropoutForward,
-    DropoutBackward,
-    EmbeddingForward,
-    EmbeddingBackward,
-    CopyBlocks,
-    Reblock,
-    GatherRows,
-    Sum,
-    SumSquares,
-    AllFinite,
-    SgdUpdate,
-    AdamUpdate,
+#define STRATA_BACKEND_OP(Name, Ret, name, params) Name,
+#include "core/backend/BackendOps.def"
 };
 
 // The op's name as Backend.h spells the function: "gemm", "conv2dForwardFused".

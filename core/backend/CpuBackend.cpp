@@ -3,6 +3,7 @@
 #include "core/backend/CpuBackend.h"
 
 #include <cstdlib>
+#include <cstring>
 #include <string>
 
 #include "core/backend/CpuFast.h"
@@ -44,6 +45,9 @@ int CpuBackend::activationBlock() const { return computePrecision() == ComputePr
 // ---- element-wise ---------------------------------------------------------
 
 void CpuBackend::doFill(float* y, float value, int64_t n) { cpu::fill(threads(), y, value, n); }
+void CpuBackend::doZero(void* y, size_t bytes) {
+    if (bytes) std::memset(y, 0, bytes);
+}
 void CpuBackend::doScale(float* y, float alpha, int64_t n) { cpu::scale(threads(), y, alpha, n); }
 void CpuBackend::doAxpy(float* y, float alpha, const float* x, int64_t n) { cpu::axpy(threads(), y, alpha, x, n); }
 void CpuBackend::doAdd(float* y, const float* a, const float* b, int64_t n) { cpu::add(threads(), y, a, b, n); }
@@ -138,14 +142,12 @@ void CpuBackend::doSequencePoolBackward(float* dx, const float* dy, const float*
 void CpuBackend::doActivationForward(float* y, const float* x, int64_t n, Activation act, float alpha) {
     cpu::activationForward(threads(), y, x, n, act, alpha);
 }
+// Overwriting dx: ReLU writes in its own pass; the others zero dx first.
 void CpuBackend::doActivationBackward(float* dx, const float* dy, const float* x, const float* y, int64_t n,
-                                      Activation act, float alpha) {
+                                      Activation act, float alpha, bool overwriteDx) {
+    if (overwriteDx && act == Activation::ReLU) return cpu::reluBackwardWrite(threads(), dx, dy, x ? x : y, n);
+    if (overwriteDx && n > 0) doZero(dx, static_cast<size_t>(n) * sizeof(float));
     cpu::activationBackward(threads(), dx, dy, x, y, n, act, alpha);
-}
-void CpuBackend::doActivationBackwardOverwrite(float* dx, const float* dy, const float* x, const float* y, int64_t n,
-                                               Activation act, float alpha) {
-    if (act != Activation::ReLU) return Backend::doActivationBackwardOverwrite(dx, dy, x, y, n, act, alpha);
-    cpu::reluBackwardWrite(threads(), dx, dy, x ? x : y, n);
 }
 void CpuBackend::doSoftmaxForward(float* y, const float* x, int rows, int cols) {
     cpu::softmaxForward(threads(), y, x, rows, cols);
@@ -229,10 +231,6 @@ void CpuBackend::doCopyBlocks(float* dst, int64_t dstStride, const float* src, i
 void CpuBackend::doReblock(float* dst, int dstBlock, const float* src, int srcBlock, int n, int c, int64_t inner,
                            bool accumulate) {
     cpu::reblock(threads(), dst, dstBlock, src, srcBlock, n, c, inner, accumulate);
-}
-void CpuBackend::doGatherRows(void* dst, const void* src, int64_t, const int32_t* indices, int64_t count,
-                              int64_t rowWords) {
-    cpuref::gatherRows(dst, src, indices, count, rowWords);
 }
 
 // ---- reductions -----------------------------------------------------------------

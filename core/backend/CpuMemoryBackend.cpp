@@ -1,4 +1,5 @@
-// CpuMemoryBackend: aligned host memory with usage tracking, and the rounded operands of bf16 / fp16.
+// CpuMemoryBackend: aligned host memory with usage tracking, the rounded operands of bf16 / fp16, and
+// gatherRows.
 #include "core/backend/CpuMemoryBackend.h"
 
 #include <cstdlib>
@@ -6,6 +7,7 @@
 #include <thread>
 
 #include "core/backend/CpuPrecision.h"
+#include "core/backend/CpuReference.h"
 
 namespace strata {
 
@@ -57,8 +59,9 @@ void CpuMemoryBackend::copy(void* dst, const void* src, size_t bytes) {
     if (bytes && dst != src) std::memmove(dst, src, bytes);
 }
 
-void CpuMemoryBackend::doZero(void* y, size_t bytes) {
-    if (bytes) std::memset(y, 0, bytes);
+void CpuMemoryBackend::doGatherRows(void* dst, const void* src, int64_t, const int32_t* indices, int64_t count,
+                                    int64_t rowWords) {
+    cpuref::gatherRows(dst, src, indices, count, rowWords);
 }
 
 const float* CpuMemoryBackend::rounded(int slot, const float* src, int64_t count) {

@@ -1,8 +1,10 @@
 // CpuMemoryBackend: what the two CPU backends share. Memory is ordinary host
 // memory, 64-byte aligned, with the bytes in use and the peak tracked; the
 // bf16 / fp16 compute precision rounds gemm and convolution inputs into
-// scratch copies here (CpuPrecision.h). Its ops are CpuReferenceBackend's
-// (the plain loops) and CpuBackend's (the fast paths).
+// scratch copies here (CpuPrecision.h); and gatherRows, whose default both
+// replace the same way (rows copied straight from host memory). The other
+// ops are CpuReferenceBackend's (the plain loops) and CpuBackend's (the fast
+// paths), each declaring them with BackendOpOverrides.def.
 #pragma once
 
 #include <atomic>
@@ -36,7 +38,9 @@ protected:
     // For a CPU backend with other traits than the two above (a test's float32-only one).
     CpuMemoryBackend(const Traits& traits, const BackendOptions& options, int threads);
 
-    void doZero(void* y, size_t bytes) override;
+    // The indices were checked by the seam (host memory): each row copied directly, no read-back.
+    void doGatherRows(void* dst, const void* src, int64_t srcRows, const int32_t* indices, int64_t count,
+                      int64_t rowWords) override;
 
     // The operand `count` floats at src, rounded to computePrecision() into scratch slot 0 or 1 (two
     // operands per op); src itself in F32. Valid until the slot's next use.

@@ -2,6 +2,7 @@
 #include "core/backend/CpuReferenceBackend.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "core/backend/CpuReference.h"
 
@@ -14,6 +15,9 @@ CpuReferenceBackend::CpuReferenceBackend(const Traits& traits, const BackendOpti
     : CpuMemoryBackend(traits, options, 1) {}
 
 void CpuReferenceBackend::doFill(float* y, float value, int64_t n) { cpuref::fill(y, value, n); }
+void CpuReferenceBackend::doZero(void* y, size_t bytes) {
+    if (bytes) std::memset(y, 0, bytes);
+}
 void CpuReferenceBackend::doScale(float* y, float alpha, int64_t n) { cpuref::scale(y, alpha, n); }
 void CpuReferenceBackend::doAxpy(float* y, float alpha, const float* x, int64_t n) { cpuref::axpy(y, alpha, x, n); }
 void CpuReferenceBackend::doAdd(float* y, const float* a, const float* b, int64_t n) { cpuref::add(y, a, b, n); }
@@ -82,7 +86,8 @@ void CpuReferenceBackend::doActivationForward(float* y, const float* x, int64_t 
     cpuref::activationForward(y, x, n, act, alpha);
 }
 void CpuReferenceBackend::doActivationBackward(float* dx, const float* dy, const float* x, const float* y, int64_t n,
-                                               Activation act, float alpha) {
+                                               Activation act, float alpha, bool overwriteDx) {
+    if (overwriteDx) std::fill_n(dx, n, 0.0f);
     cpuref::activationBackward(dx, dy, x, y, n, act, alpha);
 }
 void CpuReferenceBackend::doSoftmaxForward(float* y, const float* x, int rows, int cols) {
@@ -167,10 +172,6 @@ void CpuReferenceBackend::doCopyBlocks(float* dst, int64_t dstStride, const floa
 void CpuReferenceBackend::doReblock(float* dst, int dstBlock, const float* src, int srcBlock, int n, int c,
                                     int64_t inner, bool accumulate) {
     cpuref::reblock(dst, dstBlock, src, srcBlock, n, c, inner, accumulate);
-}
-void CpuReferenceBackend::doGatherRows(void* dst, const void* src, int64_t, const int32_t* indices, int64_t count,
-                                       int64_t rowWords) {
-    cpuref::gatherRows(dst, src, indices, count, rowWords);
 }
 
 double CpuReferenceBackend::doSum(const float* x, int64_t n) { return cpuref::sum(x, n); }

@@ -1,7 +1,7 @@
-// Dataset: loads a project's dataset (IDX images, CSV tabular, CSV text or a
-// synthetic set) into memory as ready-to-train float inputs and class labels,
-// split into training and validation. Every format error is a DataError that
-// names the file and the byte offset (binary) or line (text) at fault.
+// Dataset: loads a project's dataset (IDX images, CSV tabular, CSV text, an image folder or a
+// synthetic set) as ready-to-train float inputs and class labels, split into training and validation.
+// Each kind has its own loader (DatasetLoader.h: one file per kind, registered in one table). Every format
+// error is a DataError that names the file and the byte offset (binary) or line (text) at fault.
 #pragma once
 
 #include <cstdint>
@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "core/data/Normalization.h"
 #include "core/graph/Project.h"
 #include "core/tensor/Shape.h"
 
@@ -64,16 +65,6 @@ struct DataSplit {
     bool streamed() const { return source != nullptr; }
 };
 
-// How raw inputs became model inputs: x' = (x*scale - mean)/std.
-// For CSV "standardize" the statistics are per feature (featureMean/featureStd,
-// one entry per column, in sample order) and mean = 0, std = 1.
-struct Normalization {
-    // The NormalizationMode's spelling (settingName): checkpoints and exports hold it as text.
-    std::string mode = "none";
-    float scale = 1.f, mean = 0.f, std = 1.f;
-    std::vector<float> featureMean, featureStd;  // empty unless per-feature
-};
-
 // A file an image_folder dataset left out, and why ("truncated: ...", "empty class folder").
 struct SkippedFile {
     std::string path;
@@ -87,9 +78,6 @@ struct SkippedFile {
 // kListedSkippedFiles, then "training: and N more files skipped". `split` is used for files whose own is empty.
 constexpr size_t kListedSkippedFiles = 20;
 std::vector<std::string> skippedFileLines(const std::vector<SkippedFile>& files, const std::string& split);
-
-// x' = (x*scale - mean)/std, or per feature (x - featureMean)/featureStd, on `samples` samples of `n` values.
-void applyNormalization(const Normalization& norm, float* values, int64_t samples, int64_t n);
 
 struct DatasetBundle {
     DataSplit train, validation;  // validation.count == 0 when none

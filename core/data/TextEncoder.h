@@ -1,6 +1,6 @@
 // TextEncoder: a text as a text model's input, exactly as training made it: the project's tokenizer
 // (characters, words, or SentencePiece pieces) and the model's vocabulary (id 0 padding, 1 unknown), cut to
-// max_tokens and padded with 0; tokens past max_tokens are never made. Training (Dataset.cpp), `predict`, and the
+// max_tokens and padded with 0; tokens past max_tokens are never made. Training (TextDataset.cpp), `predict`, and the
 // Predict dock all go through it.
 #pragma once
 

@@ -29,7 +29,7 @@ constexpr const char* kMetaNormalization = "strata.normalization";
 constexpr const char* kGgufFeatureMean = "strata.normalization.feature_mean";
 constexpr const char* kGgufFeatureStd = "strata.normalization.feature_std";
 
-Json normalizationJson(const CheckpointNormalization& n) {
+Json normalizationJson(const Normalization& n) {
     Json j{{"mode", n.mode}, {"scale", n.scale}, {"mean", n.mean}, {"std", n.std}};
     if (!n.featureMean.empty()) {
         j["feature_mean"] = n.featureMean;
@@ -38,8 +38,8 @@ Json normalizationJson(const CheckpointNormalization& n) {
     return j;
 }
 
-CheckpointNormalization normalizationFromJson(const Json& j) {
-    CheckpointNormalization n;
+Normalization normalizationFromJson(const Json& j) {
+    Normalization n;
     n.mode = j.at("mode").get<std::string>();
     n.scale = j.at("scale").get<float>();
     n.mean = j.at("mean").get<float>();
@@ -301,7 +301,7 @@ ExportModel untrainedExportModel(const Project& project, const std::string& proj
     auto model = compile(project.graph, *backend, project.training.seed);
     m.weights = modelWeights(*model);
     const DatasetBundle data = loadDataset(project.dataset, projectPath);
-    m.normalization = checkpointNormalizationOf(data.normalization);
+    m.normalization = data.normalization;
     m.classNames = data.classNames;
     m.vocabulary = data.vocabulary;
     m.tokenizerModel = data.tokenizerModel;
@@ -320,7 +320,7 @@ ExportModel exportModelFromCheckpoint(const Checkpoint& c) {
     return m;
 }
 
-void checkNormalization(const CheckpointNormalization& norm, const Graph& graph) {
+void checkNormalization(const Normalization& norm, const Graph& graph) {
     try {
         checkNormalizationValues(norm);
     } catch (const std::invalid_argument& e) {

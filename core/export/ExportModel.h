@@ -19,7 +19,7 @@ namespace strata {
 struct ExportModel {
     Project project;
     std::map<std::string, std::vector<float>> weights;  // flat values by Model::namedParameters name
-    CheckpointNormalization normalization;
+    Normalization normalization;
     std::vector<std::string> classNames;
     std::vector<std::string> vocabulary;
     std::string tokenizerModel;  // text, sentencepiece: the serialized SentencePiece model
@@ -51,7 +51,7 @@ ExportModel untrainedExportModel(const Project& project, const std::string& proj
 // The normalization's values must be usable (checkNormalizationValues: no std of 0, NaN or inf, as checkpoints
 // refuse it) and per-feature statistics (CSV 'standardize') must hold one mean and one std per input value of the
 // graph; throws std::runtime_error naming the field, the sizes or the feature otherwise. Writers and loaders check.
-void checkNormalization(const CheckpointNormalization& norm, const Graph& graph);
+void checkNormalization(const Normalization& norm, const Graph& graph);
 
 // Metadata keys shared by the formats.
 inline constexpr const char* kMetaProject = "strata.project";

@@ -288,7 +288,7 @@ void writeOnnx(const std::string& path, const ExportModel& model, const OnnxExpo
         if (t == "Input") {
             b.valueInfo(g.add_input(), n.name, outShape);
             std::string v = n.name;
-            const CheckpointNormalization& norm = model.normalization;
+            const Normalization& norm = model.normalization;
             if (options.includeNormalization && norm.mode != "none" && !norm.featureMean.empty()) {
                 // Per-feature statistics as constants of the sample's shape ([F] for CSV), broadcast over N.
                 b.floatInit(y + "/norm_feature_mean", outShape, norm.featureMean);

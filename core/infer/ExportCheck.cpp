@@ -175,8 +175,7 @@ std::unique_ptr<Model> compileExportModel(const ExportModel& model, Backend& bac
 }
 
 ExportCheckResult checkExport(const ExportModel& live, const std::string& exportedPath, const DataSplit& data,
-                              const CheckpointNormalization& dataNormalization, int64_t limit,
-                              const WeightLoadOptions& options) {
+                              const Normalization& dataNormalization, int64_t limit, const WeightLoadOptions& options) {
     ExportCheckResult r;
     r.path = exportedPath;
     const ExportFormat format = formatOfFile(exportedPath);

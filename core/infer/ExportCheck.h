@@ -84,7 +84,7 @@ struct ExportCheckResult {
 // Throws (naming the file) when the file cannot be loaded (weights holding NaN or inf included, unless `options`
 // allow them) or does not fit the data.
 ExportCheckResult checkExport(const ExportModel& live, const std::string& exportedPath, const DataSplit& data,
-                              const CheckpointNormalization& dataNormalization, int64_t limit = 256,
+                              const Normalization& dataNormalization, int64_t limit = 256,
                               const WeightLoadOptions& options = {});
 
 }  // namespace strata

@@ -7,7 +7,6 @@
 #include <set>
 #include <stdexcept>
 
-#include "core/data/Dataset.h"
 #include "core/graph/Model.h"
 #include "core/io/Base64.h"
 #include "core/io/Checksum.h"
@@ -94,21 +93,6 @@ void checkMetadataChecksum(const std::string& path, const std::map<std::string, 
 }
 
 }  // namespace
-
-void checkNormalizationValues(const CheckpointNormalization& n) {
-    auto bad = [](const std::string& what) { throw std::invalid_argument(what); };
-    if (n.mode != "none") {
-        if (!(n.std > 0) || !std::isfinite(n.std))
-            bad("normalization std " + std::to_string(n.std) + " is not positive");
-        if (!std::isfinite(n.scale) || !std::isfinite(n.mean)) bad("normalization scale or mean is not finite");
-    }
-    if (n.featureStd.size() != n.featureMean.size())
-        bad(std::to_string(n.featureMean.size()) + " feature means but " + std::to_string(n.featureStd.size()) +
-            " standard deviations");
-    for (size_t i = 0; i < n.featureStd.size(); ++i)
-        if (!(n.featureStd[i] > 0) || !std::isfinite(n.featureStd[i]) || !std::isfinite(n.featureMean[i]))
-            bad("feature " + std::to_string(i) + ": std " + std::to_string(n.featureStd[i]) + " is not positive");
-}
 
 std::map<std::string, std::vector<float>> modelWeights(Model& model) {
     std::map<std::string, std::vector<float>> out;
@@ -350,55 +334,6 @@ Checkpoint loadCheckpoint(const std::string& pathIn, const WeightLoadOptions& op
                 throw FormatError(path, problem);
     }
     return c;
-}
-
-namespace {
-
-void checkFeatureCount(const std::vector<float>& values, const CheckpointNormalization& n) {
-    if (n.featureStd.size() != n.featureMean.size())
-        throw std::invalid_argument("normalization: " + std::to_string(n.featureMean.size()) + " feature means but " +
-                                    std::to_string(n.featureStd.size()) + " standard deviations");
-    if (values.size() % n.featureMean.size() != 0)
-        throw std::invalid_argument("normalization: " + std::to_string(values.size()) +
-                                    " values are not whole samples of " + std::to_string(n.featureMean.size()) +
-                                    " features");
-}
-
-}  // namespace
-
-CheckpointNormalization checkpointNormalizationOf(const Normalization& n) {
-    CheckpointNormalization c;
-    c.mode = n.mode;
-    c.scale = n.scale;
-    c.mean = n.mean;
-    c.std = n.std;
-    c.featureMean = n.featureMean;
-    c.featureStd = n.featureStd;
-    return c;
-}
-
-void applyNormalization(std::vector<float>& values, const CheckpointNormalization& n) {
-    if (n.mode == "none") return;
-    if (!n.featureMean.empty()) {
-        checkFeatureCount(values, n);
-        const size_t f = n.featureMean.size();
-        for (size_t i = 0; i < values.size(); ++i) values[i] = (values[i] - n.featureMean[i % f]) / n.featureStd[i % f];
-        return;
-    }
-    // The same float expression as loadDataset, so both give identical inputs.
-    const float inv = 1.0f / n.std;
-    for (float& x : values) x = (x * n.scale - n.mean) * inv;
-}
-
-void undoNormalization(std::vector<float>& values, const CheckpointNormalization& n) {
-    if (n.mode == "none") return;
-    if (!n.featureMean.empty()) {
-        checkFeatureCount(values, n);
-        const size_t f = n.featureMean.size();
-        for (size_t i = 0; i < values.size(); ++i) values[i] = values[i] * n.featureStd[i % f] + n.featureMean[i % f];
-        return;
-    }
-    for (float& x : values) x = (x * n.std + n.mean) / n.scale;
 }
 
 }  // namespace strata

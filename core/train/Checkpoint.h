@@ -13,31 +13,13 @@
 #include <string>
 #include <vector>
 
+#include "core/data/Normalization.h"
 #include "core/graph/Project.h"
 #include "core/io/NonFinite.h"
 
 namespace strata {
 
 class Model;
-struct Normalization;
-
-struct CheckpointNormalization {
-    std::string mode = "none";  // x' = (x*scale - mean)/std applied to raw data-file values
-    float scale = 1.f, mean = 0.f, std = 1.f;
-    // Per-feature statistics (CSV tabular data, 'standardize'); empty for images and text.
-    std::vector<float> featureMean, featureStd;
-    bool operator==(const CheckpointNormalization&) const = default;
-};
-
-// The dataset's Normalization in the form checkpoints and exports store it (per-feature statistics kept).
-CheckpointNormalization checkpointNormalizationOf(const Normalization& n);
-
-// Raw data-file values -> model inputs: x' = (x*scale - mean)/std (the float expression
-// loadDataset uses, so both give identical inputs), or (x - featureMean[j])/featureStd[j] for
-// feature j of each sample when per-feature statistics are present. Mode "none" changes nothing.
-void applyNormalization(std::vector<float>& values, const CheckpointNormalization& n);
-// The inverse: model inputs -> raw data-file values (e.g. 0..255 pixels for thumbnails).
-void undoNormalization(std::vector<float>& values, const CheckpointNormalization& n);
 
 struct Checkpoint {
     Project project;
@@ -47,7 +29,7 @@ struct Checkpoint {
     bool hasValidation = false;
     double valLoss = 0, valAccuracy = 0;
     bool best = false;
-    CheckpointNormalization normalization;
+    Normalization normalization;  // the dataset's, as loadDataset measured it
     std::vector<std::string> classNames;
     std::vector<std::string> vocabulary;                // text data sets
     std::string tokenizerModel;                         // text, sentencepiece: the serialized SentencePiece model
@@ -72,12 +54,6 @@ struct InitFromReport {
     std::vector<std::string> unused;   // "head.weight [10, 32]"
 };
 InitFromReport initFromCheckpoint(Model& model, const Checkpoint& checkpoint);
-
-// Normalization values no input could be normalized with: a std of 0, NaN or inf (in any mode but "none"), a
-// non-finite scale or mean, per-feature arrays of different lengths or with such a std. Throws
-// std::invalid_argument naming the field ("normalization std 0 is not positive"). Checkpoints and every export
-// loader check what they read with it.
-void checkNormalizationValues(const CheckpointNormalization& normalization);
 
 // Writes the metadata with its checksum (the key "strata.checkpoint.xxh3_64": XXH3 of the metadata text and of
 // each of its fields), so that an edit after writing is refused on load.

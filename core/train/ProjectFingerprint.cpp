@@ -70,7 +70,7 @@ std::string number(float v) {
     return s.str();
 }
 
-std::string normalizationText(const CheckpointNormalization& n, bool dataKnown) {
+std::string normalizationText(const Normalization& n, bool dataKnown) {
     if (n.mode == "none" || !dataKnown) return n.mode;
     if (!n.featureMean.empty())
         return n.mode + " (" + std::to_string(n.featureMean.size()) + " per-feature means and deviations)";
@@ -83,7 +83,7 @@ bool near(float a, float b) {
     return std::fabs(a - b) <= 1e-3f * std::max({std::fabs(a), std::fabs(b), 1e-6f});
 }
 
-bool sameStatistics(const CheckpointNormalization& a, const CheckpointNormalization& b) {
+bool sameStatistics(const Normalization& a, const Normalization& b) {
     if (!near(a.scale, b.scale) || !near(a.mean, b.mean) || !near(a.std, b.std)) return false;
     if (a.featureMean.size() != b.featureMean.size() || a.featureStd.size() != b.featureStd.size()) return false;
     for (size_t i = 0; i < a.featureMean.size(); ++i)
@@ -96,8 +96,7 @@ bool sameStatistics(const CheckpointNormalization& a, const CheckpointNormalizat
 }  // namespace
 
 ProjectFingerprint projectFingerprint(const Project& project, const std::vector<std::string>& classNames,
-                                      const CheckpointNormalization& normalization,
-                                      const std::vector<std::string>& vocabulary) {
+                                      const Normalization& normalization, const std::vector<std::string>& vocabulary) {
     ProjectFingerprint f = modelPart(project);
     f.classNames = classNames;
     f.normalization = normalization;

@@ -31,7 +31,7 @@ struct ProjectFingerprint {
     // class_names the project lists (empty: not known), the normalization only its mode, the vocabulary unknown.
     bool dataKnown = true;
     std::vector<std::string> classNames;
-    CheckpointNormalization normalization;
+    Normalization normalization;
     std::vector<std::string> vocabulary;
 };
 
@@ -41,8 +41,7 @@ std::map<std::string, Shape> graphParameterShapes(const Graph& graph);
 // The fingerprint of a project trained on data with these classes, normalization and vocabulary (as a
 // checkpoint stores them, or as loadDataset found them).
 ProjectFingerprint projectFingerprint(const Project& project, const std::vector<std::string>& classNames,
-                                      const CheckpointNormalization& normalization,
-                                      const std::vector<std::string>& vocabulary);
+                                      const Normalization& normalization, const std::vector<std::string>& vocabulary);
 ProjectFingerprint checkpointFingerprint(const Checkpoint& checkpoint);
 // From the project file alone (dataKnown false): for export and predict, which do not load the data set.
 ProjectFingerprint projectSettingsFingerprint(const Project& project);

@@ -469,7 +469,7 @@ struct Trainer::Impl {
         c.valLoss = progress.lastValLoss;
         c.valAccuracy = progress.lastValAccuracy;
         c.best = best;
-        c.normalization = checkpointNormalizationOf(data.normalization);
+        c.normalization = data.normalization;
         c.classNames = data.classNames;
         c.vocabulary = data.vocabulary;
         c.tokenizerModel = data.tokenizerModel;
@@ -506,8 +506,7 @@ struct Trainer::Impl {
         // Another project's checkpoint of the same shapes would load and train on the wrong classes or inputs;
         // refused before anything is moved aside.
         checkBelongsToProject(point.file, point.checkpoint.project.name, checkpointFingerprint(point.checkpoint),
-                              projectFingerprint(project, data.classNames,
-                                                 checkpointNormalizationOf(data.normalization), data.vocabulary),
+                              projectFingerprint(project, data.classNames, data.normalization, data.vocabulary),
                               "To start a new run from its weights, use --init-from " + point.file +
                                   " (copies every tensor whose name and shape match)");
         for (const std::string& moved : checkpoints.setAsideLaterThan(point.checkpoint, point.file))
