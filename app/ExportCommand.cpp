@@ -1,12 +1,12 @@
-// strata-train export: options parsed and results printed here; the writers are core/export's.
+// strata-train export: options declared and results printed here; the writers are core/export's.
 #include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
+#include <memory>
 #include <sstream>
 
-#include "app/CliArgs.h"
-#include "app/CliCommands.h"
+#include "app/Cli.h"
 #include "core/backend/BackendRegistry.h"
 #include "core/data/Dataset.h"
 #include "core/export/ExportModel.h"
@@ -27,13 +27,6 @@ namespace {
 namespace fs = std::filesystem;
 using cli::looksLikeProjectFile;
 using cli::UsageError;
-
-const char* kExportUsage =
-    "usage: strata-train export PROJECT_OR_CHECKPOINT --format onnx|gguf|safetensors\n"
-    "                           [--quantize f16|q8_0|q4_0 (gguf, safetensors f16) | int8 (onnx)]\n"
-    "                           [--calibration-samples N] [--calibration minmax|percentile] [--percentile P]\n"
-    "                           [--opset N] [--no-normalization] [--untrained] [--allow-non-finite] -o FILE\n"
-    "  --allow-non-finite   load a checkpoint whose weights hold NaN or inf (refused otherwise, naming the tensor)\n";
 
 std::string pct(double fraction) {
     std::ostringstream s;
@@ -96,61 +89,21 @@ ExportModel modelFromProject(const std::string& path, bool untrained, const Weig
     return exportModelFromCheckpoint(c);
 }
 
-int exportCommand(const std::vector<std::string>& args, std::ostream& out) {
+struct ExportArgs {
     std::string source, format, output, quantize = "f32";
     int opset = kOnnxDefaultOpset;
     QuantizationOptions quantization;
     bool calibrationGiven = false;
-    bool untrained = false, normalization = true;
+    bool untrained = false, noNormalization = false;
     WeightLoadOptions loadOptions;
-    for (size_t i = 0; i < args.size(); ++i) {
-        const std::string& a = args[i];
-        auto value = [&]() -> const std::string& {
-            if (i + 1 >= args.size()) throw UsageError(a + " needs a value");
-            return args[++i];
-        };
-        if (a == "--format")
-            format = value();
-        else if (a == "--quantize")
-            quantize = value();
-        else if (a == "--calibration-samples") {
-            quantization.calibrationSamples = cli::parseInteger(a, value(), 1, 100000000);
-            calibrationGiven = true;
-        } else if (a == "--calibration") {
-            try {
-                quantization.method = parseCalibrationMethod(value());
-            } catch (const std::invalid_argument& e) {
-                throw UsageError(std::string("--calibration: ") + e.what());
-            }
-            calibrationGiven = true;
-        } else if (a == "--percentile") {
-            const std::string& text = value();
-            try {
-                size_t used = 0;
-                quantization.percentile = std::stod(text, &used);
-                if (used != text.size() || !(quantization.percentile > 50 && quantization.percentile <= 100))
-                    throw std::invalid_argument(text);
-            } catch (const std::exception&) {
-                throw UsageError("--percentile: '" + text + "' is not a number above 50 and at most 100");
-            }
-            calibrationGiven = true;
-        } else if (a == "--opset")
-            opset = cli::parseInt(a, value(), kOnnxMinOpset, kOnnxMaxOpset);
-        else if (a == "-o" || a == "--output")
-            output = value();
-        else if (a == "--untrained")
-            untrained = true;
-        else if (a == "--no-normalization")
-            normalization = false;
-        else if (a == "--allow-non-finite")
-            loadOptions.allowNonFinite = true;
-        else if (!a.empty() && a[0] == '-')
-            throw UsageError("unknown option " + a);
-        else if (source.empty())
-            source = a;
-        else
-            throw UsageError("unexpected argument '" + a + "'");
-    }
+};
+
+int exportCommand(const ExportArgs& a, std::ostream& out) {
+    const std::string &source = a.source, &format = a.format, &output = a.output, &quantize = a.quantize;
+    const int opset = a.opset;
+    const QuantizationOptions& quantization = a.quantization;
+    const bool calibrationGiven = a.calibrationGiven, untrained = a.untrained, normalization = !a.noNormalization;
+    const WeightLoadOptions& loadOptions = a.loadOptions;
     if (source.empty()) throw UsageError("no project or checkpoint given");
     if (output.empty()) throw UsageError("no output file given (-o FILE)");
     if (format != "onnx" && format != "gguf" && format != "safetensors")
@@ -232,16 +185,40 @@ int exportCommand(const std::vector<std::string>& args, std::ostream& out) {
 
 }  // namespace
 
-int runExportCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-    try {
-        return exportCommand(args, out);
-    } catch (const UsageError& e) {
-        err << "strata-train export: " << e.what() << "\n" << kExportUsage;
-        return 2;
-    } catch (const std::exception& e) {
-        err << "strata-train export: " << e.what() << "\n";
-        return 1;
-    }
+cli::CommandRun cli::declareExport(CLI::App& app) {
+    auto a = std::make_shared<ExportArgs>();
+    app.footer(
+        "SOURCE: a checkpoint file, a checkpoint folder (its best checkpoint), or a project file (its checkpoint "
+        "folder's best checkpoint, refused when it belongs to another project; with --untrained, the seeded "
+        "initial weights).");
+    app.add_option("source", a->source, "The checkpoint (file or folder) or project to export.")
+        ->type_name("PROJECT_OR_CHECKPOINT");
+    app.add_option("--format", a->format, "The file format.")->type_name("onnx|gguf|safetensors");
+    app.add_option("-o,--output", a->output, "The file to write.")->type_name("FILE");
+    app.add_option("--quantize", a->quantize,
+                   "Weights as f16, q8_0 or q4_0 (gguf; safetensors f16), or int8 (onnx: a QDQ graph); default f32.")
+        ->type_name("f16|q8_0|q4_0|int8");
+    CLI::Option* samples = addIntegerOption(app, "--calibration-samples", a->quantization.calibrationSamples, 1,
+                                            100000000, "--quantize int8: training samples to calibrate on.");
+    CLI::Option* method = addParsedOption<CalibrationMethod>(
+        app, "--calibration", a->quantization.method, parseCalibrationMethod,
+        "--quantize int8: how activation ranges are found: minmax (default) or percentile.");
+    method->type_name("minmax|percentile");
+    CLI::Option* percentile =
+        addNumberOption(app, "--percentile", a->quantization.percentile,
+                        {50, 100, true, false, "above 50 and at most 100"},
+                        "--calibration percentile: the percentile of each range's ends (default 99.999).")
+            ->type_name("P");
+    addIntegerOption(app, "--opset", a->opset, kOnnxMinOpset, kOnnxMaxOpset, "onnx: the opset (default 13).");
+    app.add_flag("--no-normalization", a->noNormalization,
+                 "onnx: leave the input normalization out of the graph (feed normalized inputs).");
+    app.add_flag("--untrained", a->untrained, "A project's seeded initial weights, not a checkpoint's.");
+    app.add_flag("--allow-non-finite", a->loadOptions.allowNonFinite,
+                 "Load a checkpoint whose weights hold NaN or inf (refused otherwise, naming the tensor).");
+    return [a, samples, method, percentile](std::ostream& out, std::ostream&) {
+        a->calibrationGiven = samples->count() + method->count() + percentile->count() > 0;
+        return exportCommand(*a, out);
+    };
 }
 
 }  // namespace strata

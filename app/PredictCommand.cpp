@@ -1,13 +1,13 @@
-// strata-train predict: options parsed and results printed here; reading the inputs and running the model is
+// strata-train predict: options declared and results printed here; reading the inputs and running the model is
 // core/infer/Predict's.
 #include <algorithm>
 #include <filesystem>
 #include <iomanip>
+#include <memory>
 #include <numeric>
 #include <optional>
 
-#include "app/CliArgs.h"
-#include "app/CliCommands.h"
+#include "app/Cli.h"
 #include "core/graph/Project.h"
 #include "core/infer/Predict.h"
 #include "core/io/InputLimits.h"
@@ -20,55 +20,25 @@ namespace {
 using cli::looksLikeProjectFile;
 using cli::UsageError;
 
-const char* kPredictUsage =
-    "usage: strata-train predict MODEL_FILE INPUT [--top K] [--count N] [--labels IDX_LABELS] [--quiet]\n"
-    "                            [--runtime strata|opencv] [--allow-non-finite]\n"
-    "       strata-train predict MODEL_FILE --text \"TEXT\" [--text \"TEXT\" ...] | --text-file FILE [options]\n"
-    "       (text models: each --text, or each line of FILE, is one sample, tokenized as in training)\n"
-    "  MODEL_FILE: a checkpoint (file or folder), an export (.onnx, .gguf, .safetensors) or a project file (its\n"
-    "  checkpoint folder's best checkpoint, refused when it belongs to another project)\n"
-    "  --allow-non-finite   load weights that hold NaN or inf (refused otherwise, naming the tensor)\n";
-
 // Samples per forward pass: bounds the activations (a CNN on 10,000 images at once would need gigabytes).
 constexpr int kPredictBatch = 256;
 
-int predictCommand(const std::vector<std::string>& args, std::ostream& out) {
+struct PredictArgs {
     std::string modelPath, inputPath, labelsPath, runtimeName, textFile;
     std::vector<std::string> texts;
     int top = 3, count = 5;
     bool quiet = false;
     WeightLoadOptions loadOptions;
-    for (size_t i = 0; i < args.size(); ++i) {
-        const std::string& a = args[i];
-        auto value = [&]() -> const std::string& {
-            if (i + 1 >= args.size()) throw UsageError(a + " needs a value");
-            return args[++i];
-        };
-        if (a == "--top")
-            top = cli::parseInt(a, value(), 1, 1000000);
-        else if (a == "--count")
-            count = cli::parseInt(a, value(), 1, 100000000);
-        else if (a == "--labels")
-            labelsPath = value();
-        else if (a == "--quiet")
-            quiet = true;
-        else if (a == "--allow-non-finite")
-            loadOptions.allowNonFinite = true;
-        else if (a == "--runtime")
-            runtimeName = value();
-        else if (a == "--text")
-            texts.push_back(value());
-        else if (a == "--text-file")
-            textFile = value();
-        else if (!a.empty() && a[0] == '-')
-            throw UsageError("unknown option " + a);
-        else if (modelPath.empty())
-            modelPath = a;
-        else if (inputPath.empty())
-            inputPath = a;
-        else
-            throw UsageError("unexpected argument '" + a + "'");
-    }
+};
+
+int predictCommand(PredictArgs& a, std::ostream& out) {
+    const std::string &modelPath = a.modelPath, &labelsPath = a.labelsPath, &runtimeName = a.runtimeName,
+                      &textFile = a.textFile;
+    std::string& inputPath = a.inputPath;
+    std::vector<std::string>& texts = a.texts;
+    const int top = a.top, count = a.count;
+    const bool quiet = a.quiet;
+    const WeightLoadOptions& loadOptions = a.loadOptions;
     const bool textInput = !texts.empty() || !textFile.empty();
     if (textInput && (!inputPath.empty() || (!texts.empty() && !textFile.empty())))
         throw UsageError("give one input: INPUT, --text or --text-file");
@@ -76,13 +46,9 @@ int predictCommand(const std::vector<std::string>& args, std::ostream& out) {
     if (modelPath.empty() || (inputPath.empty() && !textInput))
         throw UsageError("predict needs MODEL_FILE and INPUT (or --text / --text-file)");
     if (textInput) inputPath = textFile.empty() ? std::string("--text") : textFile;
-    PredictRuntime runtime = PredictRuntime::Auto;
-    if (runtimeName == "strata")
-        runtime = PredictRuntime::Strata;
-    else if (runtimeName == "opencv")
-        runtime = PredictRuntime::OpenCv;
-    else if (!runtimeName.empty())
-        throw UsageError("--runtime: '" + runtimeName + "' is not strata or opencv");
+    const PredictRuntime runtime = runtimeName == "strata"   ? PredictRuntime::Strata
+                                   : runtimeName == "opencv" ? PredictRuntime::OpenCv
+                                                             : PredictRuntime::Auto;
     // A project file stands for its checkpoint, which must belong to it (not another project's of the same shapes).
     std::string modelFile = modelPath;
     std::optional<Project> project;
@@ -172,16 +138,34 @@ int predictCommand(const std::vector<std::string>& args, std::ostream& out) {
 
 }  // namespace
 
-int runPredictCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-    try {
-        return predictCommand(args, out);
-    } catch (const UsageError& e) {
-        err << "strata-train predict: " << e.what() << "\n" << kPredictUsage;
-        return 2;
-    } catch (const std::exception& e) {
-        err << "strata-train predict: " << e.what() << "\n";
-        return 1;
-    }
+cli::CommandRun cli::declarePredict(CLI::App& app) {
+    auto a = std::make_shared<PredictArgs>();
+    app.footer(
+        "Runs a model on inputs and prints the top classes of each sample, and the accuracy when labels are known.\n"
+        "MODEL_FILE: a checkpoint (file or folder), an export (.onnx, .gguf, .safetensors) or a project file (its "
+        "checkpoint folder's best checkpoint, refused when it belongs to another project).\n"
+        "INPUT: IDX images (gzipped or raw; the first N), a CSV file (header row; the project's label column, when "
+        "present, is shown and not fed to the model; text models tokenize the text column), or a PNG, PGM or PPM "
+        "image, fitted to the model's input (channels converted, size resized, each said in a line). Text models "
+        "also take --text or --text-file: each text, or each line, one sample, tokenized as in training. Raw "
+        "values are normalized as in training.");
+    app.add_option("model", a->modelPath, "The model: checkpoint, export or project file.")->type_name("MODEL_FILE");
+    app.add_option("input", a->inputPath, "The samples: IDX images, a CSV file or an image.")->type_name("INPUT");
+    addIntegerOption(app, "--top", a->top, 1, 1000000, "Classes shown per sample (default 3).")->type_name("K");
+    addIntegerOption(app, "--count", a->count, 1, 100000000, "Samples read from INPUT (default 5).");
+    app.add_option("--labels", a->labelsPath, "IDX images: their labels (an IDX label file), for the accuracy.")
+        ->type_name("IDX_LABELS");
+    app.add_flag("--quiet", a->quiet, "Print only the accuracy line.");
+    addChoiceOption(app, "--runtime", a->runtimeName, {"strata", "opencv"},
+                    "What runs the model (default: Strata; an .onnx file: OpenCV DNN).");
+    app.add_option("--text", a->texts, "A text model: one sample (give --text again for more).")
+        ->type_name("TEXT")
+        ->expected(1)
+        ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+    app.add_option("--text-file", a->textFile, "A text model: each line of FILE one sample.")->type_name("FILE");
+    app.add_flag("--allow-non-finite", a->loadOptions.allowNonFinite,
+                 "Load weights that hold NaN or inf (refused otherwise, naming the tensor).");
+    return [a](std::ostream& out, std::ostream&) { return predictCommand(*a, out); };
 }
 
 }  // namespace strata

@@ -1,8 +1,8 @@
-// strata-train profile: options parsed and the table printed here; the measuring is core/train/Profile's.
+// strata-train profile: options declared and the table printed here; the measuring is core/train/Profile's.
 #include <fstream>
+#include <memory>
 
-#include "app/CliArgs.h"
-#include "app/CliCommands.h"
+#include "app/Cli.h"
 #include "core/backend/BackendRegistry.h"
 #include "core/train/BackendOptionsFor.h"
 #include "core/train/Profile.h"
@@ -11,47 +11,19 @@ namespace strata {
 
 namespace {
 
-using cli::UsageError;
-
-const char* kProfileUsage =
-    "usage: strata-train profile PROJECT.strata [--device D] [--batch B] [--steps N] [--json FILE]\n"
-    "                            [--roofline-cache FILE] [--refresh-roofline]\n"
-    "  Times every layer's forward and backward over N training steps (default 10), with FLOPs, bytes moved,\n"
-    "  achieved GFLOP/s and GB/s against the device's roofline (measured once per device, cached), and splits\n"
-    "  the step into compute, data wait and framework overhead.\n";
-
-int profileCommand(const std::vector<std::string>& args, std::ostream& out) {
-    std::string projectPath, device, jsonPath, cachePath;
+struct ProfileArgs {
+    std::string projectPath, jsonPath, cachePath;
     ProfileOptions options;
     bool refresh = false;
-    for (size_t i = 0; i < args.size(); ++i) {
-        const std::string& a = args[i];
-        auto value = [&]() -> const std::string& {
-            if (i + 1 >= args.size()) throw UsageError(a + " needs a value");
-            return args[++i];
-        };
-        if (a == "--device")
-            device = value();
-        else if (a == "--batch")
-            options.batch = cli::parseInt(a, value(), 1, 1 << 24);
-        else if (a == "--steps")
-            options.steps = cli::parseInt(a, value(), 1, 100000);
-        else if (a == "--json")
-            jsonPath = value();
-        else if (a == "--roofline-cache")
-            cachePath = value();
-        else if (a == "--refresh-roofline")
-            refresh = true;
-        else if (!a.empty() && a[0] == '-')
-            throw UsageError("unknown option " + a);
-        else if (projectPath.empty())
-            projectPath = a;
-        else
-            throw UsageError("unexpected argument '" + a + "'");
-    }
-    if (projectPath.empty()) throw UsageError("profile needs a project file");
+    std::vector<SettingValue> settings;  // --device, --batch: from the settings table
+};
+
+int profileCommand(ProfileArgs& a, std::ostream& out) {
+    const std::string &projectPath = a.projectPath, &jsonPath = a.jsonPath, &cachePath = a.cachePath;
+    ProfileOptions& options = a.options;
+    const bool refresh = a.refresh;
     Project project = readProject(projectPath);
-    if (!device.empty()) project.training.device = device;
+    for (const SettingValue& v : a.settings) applySetting(project.dataset, project.training, *v.setting, v.value);
     std::unique_ptr<Backend> backend =
         backendRegistry().create(Device::parseFirst(project.training.device), backendOptionsFor(project.training));
     options.rooflineCache = cachePath;
@@ -68,16 +40,25 @@ int profileCommand(const std::vector<std::string>& args, std::ostream& out) {
 
 }  // namespace
 
-int runProfileCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-    try {
-        return profileCommand(args, out);
-    } catch (const UsageError& e) {
-        err << "strata-train profile: " << e.what() << "\n" << kProfileUsage;
-        return 2;
-    } catch (const std::exception& e) {
-        err << "strata-train profile: " << e.what() << "\n";
-        return 1;
-    }
+cli::CommandRun cli::declareProfile(CLI::App& app) {
+    auto a = std::make_shared<ProfileArgs>();
+    app.footer(
+        "Times every layer's forward and backward over N training steps, with FLOPs, bytes moved, achieved GFLOP/s "
+        "and GB/s against the device's roofline (measured once per device, cached), and splits the step into "
+        "compute, data wait and framework overhead.");
+    app.add_option("project", a->projectPath, "The project to profile.")->type_name("PROJECT.strata");
+    cli::addSettingOption(app, trainingSetting("device"), a->settings, {}, "Default: the project's.");
+    cli::addSettingOption(app, trainingSetting("batch_size"), a->settings, {}, "Default: the project's.");
+    cli::addIntegerOption(app, "--steps", a->options.steps, 1, 100000,
+                          "Timed steps, and as many plain ones (default 10).");
+    app.add_option("--json", a->jsonPath, "Also write the report as JSON.")->type_name("FILE");
+    app.add_option("--roofline-cache", a->cachePath, "Where the device's measured roofline is cached.")
+        ->type_name("FILE");
+    app.add_flag("--refresh-roofline", a->refresh, "Measure the roofline again.");
+    return [a](std::ostream& out, std::ostream&) {
+        if (a->projectPath.empty()) throw cli::UsageError("profile needs a project file");
+        return profileCommand(*a, out);
+    };
 }
 
 }  // namespace strata

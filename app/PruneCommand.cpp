@@ -1,4 +1,4 @@
-// strata-train prune: options parsed and results printed here; the pruning and fine-tuning are core/train's
+// strata-train prune: options declared and results printed here; the pruning and fine-tuning are core/train's
 // (PruneRun, Pruning, StructuredPruning, Trainer) and the before/after measurement core/infer's.
 #include <atomic>
 #include <csignal>
@@ -6,10 +6,10 @@
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
+#include <memory>
 #include <sstream>
 
-#include "app/CliArgs.h"
-#include "app/CliCommands.h"
+#include "app/Cli.h"
 #include "core/backend/BackendRegistry.h"
 #include "core/data/Dataset.h"
 #include "core/export/ExportModel.h"
@@ -27,44 +27,10 @@ namespace fs = std::filesystem;
 using cli::looksLikeProjectFile;
 using cli::UsageError;
 
-const char* kPruneUsage =
-    "usage: strata-train prune PROJECT_OR_CHECKPOINT --sparsity S -o DIR [--structured] [--fine-tune-epochs N]\n"
-    "         [--schedule polynomial] [--scope per-layer|global] [--initial-sparsity S] [--begin-step N]\n"
-    "         [--end-step N] [--frequency N] [--power P] [--norm l1|l2] [--lr X] [--device D] [--threads N]\n"
-    "         [--quiet]\n";
-
-const char* kPruneHelp =
-    "Fine-tunes a trained model while pruning it, and writes DIR/<name>-pruned.strata with its checkpoints in DIR.\n"
-    "  --sparsity S           unstructured: final fraction of zero weights in each Conv2D and Dense weight;\n"
-    "                         --structured: fraction of Conv2D filters and Dense units removed (0 to 1)\n"
-    "  --structured           remove whole filters and units (smallest --norm) and shrink the graph\n"
-    "  --fine-tune-epochs N   epochs of fine-tuning (default 2)\n"
-    "  --schedule polynomial  PolynomialDecay from --initial-sparsity (0) to S between --begin-step (0) and\n"
-    "                         --end-step (default: 3/4 of the fine-tuning steps), masks recomputed every\n"
-    "                         --frequency steps (100) with exponent --power (3)\n"
-    "  --scope per-layer|global  each weight to S on its own (default), or one threshold over all of them\n"
-    "  --norm l1|l2           how --structured ranks filters (default l1)\n"
-    "  --lr X                 learning rate of the fine-tuning (default: the project's)\n"
-    "  --device D, --threads N  where it trains (default: the project's settings)\n"
-    "A stopped run continues with `strata-train DIR/<name>-pruned.strata --resume DIR`.\n";
-
 std::atomic<Trainer*> g_pruneTrainer{nullptr};
 
 void onPruneSignal(int) {
     if (Trainer* t = g_pruneTrainer.load()) t->requestStop();
-}
-
-double parseNumber(const std::string& flag, const std::string& text, double min, double max, bool maxOpen) {
-    try {
-        size_t used = 0;
-        const double v = std::stod(text, &used);
-        if (used == text.size() && v >= min && (maxOpen ? v < max : v <= max)) return v;
-    } catch (const std::exception&) {
-        // Reported below with the limits.
-    }
-    std::ostringstream s;
-    s << flag << ": '" << text << "' is not a number from " << min << " to " << max << (maxOpen ? " (excluded)" : "");
-    throw UsageError(s.str());
 }
 
 std::string pct(double fraction, int decimals = 1) {
@@ -108,73 +74,22 @@ double validationAccuracy(const ExportModel& model, const DataSplit& validation)
     return evaluateSplit(*compiled, validation).confusion.accuracy();
 }
 
-int pruneCommand(const std::vector<std::string>& args, std::ostream& out) {
-    std::string source, output, device, schedule = "polynomial";
-    PruneOptions o;
+struct PruneArgs {
+    std::string source, output, schedule = "polynomial";
+    PruneOptions options;
     bool haveSparsity = false, quiet = false;
-    int threads = -1;
-    for (size_t i = 0; i < args.size(); ++i) {
-        const std::string& a = args[i];
-        auto value = [&]() -> const std::string& {
-            if (i + 1 >= args.size()) throw UsageError(a + " needs a value");
-            return args[++i];
-        };
-        if (a == "--help" || a == "-h") {
-            out << kPruneUsage << kPruneHelp;
-            return 0;
-        }
-        if (a == "--sparsity") {
-            o.sparsity = parseNumber(a, value(), 0.0, 1.0, true);
-            haveSparsity = true;
-        } else if (a == "--structured") {
-            o.structured = true;
-        } else if (a == "--fine-tune-epochs") {
-            o.fineTuneEpochs = cli::parseInt(a, value(), 1, 100000);
-        } else if (a == "--schedule") {
-            schedule = value();
-        } else if (a == "--scope") {
-            try {
-                o.scope = parsePruningScope(value());
-            } catch (const std::invalid_argument& e) {
-                throw UsageError(std::string("--scope: ") + e.what());
-            }
-        } else if (a == "--initial-sparsity") {
-            o.initialSparsity = parseNumber(a, value(), 0.0, 1.0, true);
-        } else if (a == "--begin-step") {
-            o.beginStep = cli::parseInteger(a, value(), 0, int64_t(1) << 40);
-        } else if (a == "--end-step") {
-            o.endStep = cli::parseInteger(a, value(), 0, int64_t(1) << 40);
-        } else if (a == "--frequency") {
-            o.frequency = cli::parseInteger(a, value(), 1, int64_t(1) << 40);
-        } else if (a == "--power") {
-            o.power = parseNumber(a, value(), 1e-6, 100.0, false);
-        } else if (a == "--norm") {
-            try {
-                o.norm = parseFilterNorm(value());
-            } catch (const std::invalid_argument& e) {
-                throw UsageError(std::string("--norm: ") + e.what());
-            }
-        } else if (a == "--lr") {
-            o.learningRate = parseNumber(a, value(), 1e-12, 1e6, false);
-        } else if (a == "--device") {
-            device = value();
-        } else if (a == "--threads") {
-            threads = cli::parseInt(a, value(), 0, 4096);
-        } else if (a == "--quiet") {
-            quiet = true;
-        } else if (a == "-o" || a == "--output") {
-            output = value();
-        } else if (!a.empty() && a[0] == '-') {
-            throw UsageError("unknown option " + a);
-        } else if (source.empty()) {
-            source = a;
-        } else {
-            throw UsageError("unexpected argument '" + a + "'");
-        }
-    }
+    // --fine-tune-epochs, --lr, --device, --threads: settings of the pruned project, from the settings table.
+    std::vector<SettingValue> settings;
+};
+
+int pruneCommand(PruneArgs& a, std::ostream& out) {
+    const std::string &source = a.source, &output = a.output, &schedule = a.schedule;
+    PruneOptions& o = a.options;
+    for (const SettingValue& v : a.settings)
+        if (v.setting == &trainingSetting("epochs")) o.fineTuneEpochs = v.value.get<int>();
     if (source.empty()) throw UsageError("no project or checkpoint given");
     if (output.empty()) throw UsageError("no output folder given (-o DIR)");
-    if (!haveSparsity)
+    if (!a.haveSparsity)
         throw UsageError(
             "no --sparsity given (the fraction of weights, or with --structured of "
             "filters and units, to remove, e.g. 0.8)");
@@ -206,8 +121,8 @@ int pruneCommand(const std::vector<std::string>& args, std::ostream& out) {
     out << "pruning " << checkpointFile << " (epoch " << checkpoint.epoch << ")\n";
 
     PrunePlan plan = planPruning(checkpoint, projectPath, o, output);
-    if (!device.empty()) plan.project.training.device = device;
-    if (threads >= 0) plan.project.training.threads = threads;
+    for (const SettingValue& v : a.settings)
+        applySetting(plan.project.dataset, plan.project.training, *v.setting, v.value);
     if (o.structured) {
         out << "structured pruning (" << filterNormName(o.norm) << " norm): " << plan.structured.parametersBefore
             << " -> " << plan.structured.parametersAfter << " parameters\n";
@@ -223,7 +138,7 @@ int pruneCommand(const std::vector<std::string>& args, std::ostream& out) {
 
     auto backend = backendRegistry().create(Device::parseFirst(plan.project.training.device),
                                             backendOptionsFor(plan.project.training));
-    PruneObserver observer(out, quiet);
+    PruneObserver observer(out, a.quiet);
     TrainerOptions trainerOptions = plan.trainer;
     trainerOptions.projectPath = plan.projectFile;
     trainerOptions.telemetryIntervalMs = 0;
@@ -264,16 +179,52 @@ int pruneCommand(const std::vector<std::string>& args, std::ostream& out) {
 
 }  // namespace
 
-int runPruneCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-    try {
-        return pruneCommand(args, out);
-    } catch (const UsageError& e) {
-        err << "strata-train prune: " << e.what() << "\n" << kPruneUsage;
-        return 2;
-    } catch (const std::exception& e) {
-        err << "strata-train prune: " << e.what() << "\n";
-        return 1;
-    }
+cli::CommandRun cli::declarePrune(CLI::App& app) {
+    auto a = std::make_shared<PruneArgs>();
+    PruneOptions& o = a->options;
+    app.footer(
+        "Fine-tunes a trained model while pruning it, and writes DIR/<name>-pruned.strata with its checkpoints in "
+        "DIR; prints the validation accuracy before and after, and each layer's sparsity."
+        "\nA stopped run continues with `strata-train DIR/<name>-pruned.strata --resume DIR`.");
+    app.add_option("source", a->source, "The trained model: a checkpoint (file or folder) or its project file.")
+        ->type_name("PROJECT_OR_CHECKPOINT");
+    app.add_option("-o,--output", a->output, "The folder of the pruned project and its checkpoints.")->type_name("DIR");
+    CLI::Option* sparsity = addNumberOption(app, "--sparsity", o.sparsity, {0, 1, false, true, {}},
+                                            "Unstructured: the final fraction of zero weights in each Conv2D and "
+                                            "Dense weight; --structured: the fraction of Conv2D filters and Dense "
+                                            "units removed.")
+                                ->type_name("S");
+    app.add_flag("--structured", o.structured,
+                 "Remove whole filters and units (smallest --norm) and shrink the graph.");
+    addSettingOption(app, trainingSetting("epochs"), a->settings, "--fine-tune-epochs",
+                     "Of the fine-tuning (default 2).");
+    addChoiceOption(app, "--schedule", a->schedule, {"polynomial"},
+                    "PolynomialDecay from --initial-sparsity to S between --begin-step and --end-step, masks "
+                    "recomputed every --frequency steps with exponent --power.");
+    addParsedOption<PruningScope>(app, "--scope", o.scope, parsePruningScope,
+                                  "Each weight to S on its own (per-layer, the default), or one threshold over all "
+                                  "of them (global).")
+        ->type_name("per-layer|global");
+    addNumberOption(app, "--initial-sparsity", o.initialSparsity, {0, 1, false, true, {}},
+                    "The schedule's start (default 0).")
+        ->type_name("S");
+    addIntegerOption(app, "--begin-step", o.beginStep, 0, int64_t(1) << 40, "The schedule's first step (default 0).");
+    addIntegerOption(app, "--end-step", o.endStep, 0, int64_t(1) << 40,
+                     "The schedule's last step (default: 3/4 of the fine-tuning steps).");
+    addIntegerOption(app, "--frequency", o.frequency, 1, int64_t(1) << 40, "Steps between mask updates (default 100).");
+    addNumberOption(app, "--power", o.power, {1e-6, 100, false, false, {}}, "The schedule's exponent (default 3).")
+        ->type_name("P");
+    addParsedOption<FilterNorm>(app, "--norm", o.norm, parseFilterNorm, "How --structured ranks filters (default l1).")
+        ->type_name("l1|l2");
+    addSettingOption(app, trainingSetting("learning_rate"), a->settings, "--lr",
+                     "Of the fine-tuning (default: the project's).");
+    addSettingOption(app, trainingSetting("device"), a->settings, {}, "Where it fine-tunes (default: the project's).");
+    addSettingOption(app, trainingSetting("threads"), a->settings, {}, "Default: the project's.");
+    app.add_flag("--quiet", a->quiet, "No per-epoch lines.");
+    return [a, sparsity](std::ostream& out, std::ostream&) {
+        a->haveSparsity = sparsity->count() > 0;
+        return pruneCommand(*a, out);
+    };
 }
 
 }  // namespace strata

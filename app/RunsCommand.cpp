@@ -1,12 +1,14 @@
 // strata-train runs: the run history (core/history/RunStore) headless: list, show, export, diff, and the
 // edits the Runs view offers (rename, note, delete).
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iomanip>
+#include <memory>
 
-#include "app/CliArgs.h"
-#include "app/CliCommands.h"
+#include "app/Cli.h"
 #include "core/history/RunStore.h"
 #include "core/io/JsonInput.h"
 
@@ -15,14 +17,6 @@ namespace strata {
 namespace {
 
 using cli::UsageError;
-
-const char* kRunsUsage =
-    "usage: strata-train runs list [--history DB]\n"
-    "       strata-train runs show ID [--history DB]\n"
-    "       strata-train runs export ID --csv [-o FILE] [--history DB]\n"
-    "       strata-train runs diff ID_A ID_B [--history DB]\n"
-    "       strata-train runs rename ID NAME | note ID TEXT | delete ID [--history DB]\n"
-    "  DB: the run history database (default: the workbench's, $XDG_DATA_HOME/Strata/Strata/runs.sqlite)\n";
 
 std::string num(double v, int precision) {
     if (!std::isfinite(v)) return "-";
@@ -33,36 +27,31 @@ std::string num(double v, int precision) {
 
 std::string pct(double v) { return std::isfinite(v) ? num(100 * v, 2) + "%" : "-"; }
 
-int64_t parseId(const std::string& text) { return cli::parseInteger("run ID", text, 1, INT64_MAX); }
+// The run IDs of the subcommands, refused like any whole-number option.
+int64_t parseId(const std::string& text) {
+    errno = 0;
+    char* end = nullptr;
+    const long long v = std::strtoll(text.c_str(), &end, 10);
+    if (text.empty() || end != text.c_str() + text.size() || errno == ERANGE || v < 1)
+        throw UsageError("run ID: '" + cutForMessage(text, 40) + "' is not a whole number from 1 to " +
+                         std::to_string(INT64_MAX));
+    return v;
+}
 
-int runsCommand(const std::vector<std::string>& argsIn, std::ostream& out, std::ostream& err) {
-    std::vector<std::string> args;
+struct RunsArgs {
+    std::string sub;                // list, show, export, diff, rename, note, delete
+    std::vector<std::string> args;  // its positionals: IDs, a name, a text
     std::string dbPath = history::RunStore::defaultPath(), outPath;
     bool csv = false;
-    for (size_t i = 0; i < argsIn.size(); ++i) {
-        const std::string& a = argsIn[i];
-        auto value = [&]() -> const std::string& {
-            if (i + 1 >= argsIn.size()) throw UsageError(a + " needs a value");
-            return argsIn[++i];
-        };
-        if (a == "--history") {
-            dbPath = value();
-            if (dbPath == "off") throw UsageError("runs needs a history database, not --history off");
-        } else if (a == "--csv") {
-            csv = true;
-        } else if (a == "-o") {
-            outPath = value();
-        } else if (a.size() > 1 && a[0] == '-') {
-            throw UsageError("unknown option " + a);
-        } else {
-            args.push_back(a);
-        }
-    }
-    if (args.empty()) throw UsageError("runs needs a subcommand");
+};
+
+int runsCommand(const RunsArgs& given, std::ostream& out, std::ostream& err) {
+    const std::string &dbPath = given.dbPath, &outPath = given.outPath;
+    const bool csv = given.csv;
+    if (dbPath == "off") throw UsageError("runs needs a history database, not --history off");
+    std::vector<std::string> args{given.sub};
+    args.insert(args.end(), given.args.begin(), given.args.end());
     const std::string& sub = args[0];
-    auto want = [&](size_t n) {
-        if (args.size() != n + 1) throw UsageError("runs " + sub + " takes " + std::to_string(n) + " argument(s)");
-    };
     history::RunStore store(dbPath);
     // What a run whose process died (or that found the database locked at its end) left unrecorded, before the
     // runs are shown.
@@ -75,7 +64,6 @@ int runsCommand(const std::vector<std::string>& argsIn, std::ostream& out, std::
     };
 
     if (sub == "list") {
-        want(0);
         out << std::left << std::setw(6) << "ID" << std::setw(21) << "STARTED (UTC)" << std::setw(7) << "FROM"
             << std::setw(20) << "PROJECT" << std::setw(8) << "DEVICE" << std::setw(12) << "STATUS" << std::setw(7)
             << "EPOCHS" << std::setw(10) << "BEST ACC" << std::setw(10) << "VAL ACC" << std::setw(10) << "VAL LOSS"
@@ -90,7 +78,6 @@ int runsCommand(const std::vector<std::string>& argsIn, std::ostream& out, std::
         return 0;
     }
     if (sub == "show") {
-        want(1);
         const history::RunRecord r = get(args[1]);
         out << "run " << r.id << (r.name.empty() ? "" : " (" + r.name + ")") << "\n"
             << "  started          " << r.started << "\n"
@@ -122,7 +109,6 @@ int runsCommand(const std::vector<std::string>& argsIn, std::ostream& out, std::
         return 0;
     }
     if (sub == "export") {
-        want(1);
         if (!csv) throw UsageError("runs export needs --csv (the one format it writes)");
         const history::RunRecord r = get(args[1]);
         std::vector<history::MetricRow> rows = store.metrics(r.id, "step");
@@ -138,7 +124,6 @@ int runsCommand(const std::vector<std::string>& argsIn, std::ostream& out, std::
         return 0;
     }
     if (sub == "diff") {
-        want(2);
         const history::RunRecord a = get(args[1]), b = get(args[2]);
         const auto diff = history::settingsDiff(
             parseJson<Json>(store.projectJson(a.id), "run " + std::to_string(a.id) + "'s project"),
@@ -148,14 +133,12 @@ int runsCommand(const std::vector<std::string>& argsIn, std::ostream& out, std::
         return 0;
     }
     if (sub == "rename" || sub == "note") {
-        want(2);
         const int64_t id = parseId(args[1]);
         if (!(sub == "rename" ? store.renameRun(id, args[2]) : store.setNotes(id, args[2])))
             throw std::runtime_error("no run " + args[1] + " in " + dbPath);
         return 0;
     }
     if (sub == "delete") {
-        want(1);
         if (!store.deleteRun(parseId(args[1]))) throw std::runtime_error("no run " + args[1] + " in " + dbPath);
         return 0;
     }
@@ -164,16 +147,55 @@ int runsCommand(const std::vector<std::string>& argsIn, std::ostream& out, std::
 
 }  // namespace
 
-int runRunsCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-    try {
-        return runsCommand(args, out, err);
-    } catch (const UsageError& e) {
-        err << "strata-train runs: " << e.what() << "\n" << kRunsUsage;
-        return 2;
-    } catch (const std::exception& e) {
-        err << "strata-train runs: " << e.what() << "\n";
-        return 1;
+cli::CommandRun cli::declareRuns(CLI::App& app) {
+    auto a = std::make_shared<RunsArgs>();
+    app.footer(
+        "The run history that the workbench and strata-train's training runs write: list, show, export, diff, and "
+        "the edits the Runs view offers.");
+    app.add_option("--history", a->dbPath,
+                   "The run history database (default: the workbench's, $XDG_DATA_HOME/Strata/Strata/runs.sqlite).")
+        ->type_name("DB");
+    // Each subcommand with its positionals, in the order given; --history may follow them (fallthrough).
+    struct Positional {
+        const char* name;
+        const char* help;
+    };
+    struct Sub {
+        const char* name;
+        const char* help;
+        std::vector<Positional> positionals;
+    };
+    const Positional id{"ID", "The run's ID (runs list shows them)."};
+    const std::vector<Sub> subs = {
+        {"list", "Every run, newest last.", {}},
+        {"show", "One run: its settings, curves and epochs.", {id}},
+        {"export", "One run's step and epoch metrics as CSV (--csv), on stdout or -o FILE.", {id}},
+        {"diff", "The settings two runs differ in.", {{"ID_A", "The first run."}, {"ID_B", "The second run."}}},
+        {"rename", "Names a run.", {id, {"NAME", "Its new name."}}},
+        {"note", "Sets a run's notes.", {id, {"TEXT", "Its notes."}}},
+        {"delete", "Deletes a run and its metrics.", {id}},
+    };
+    for (const Sub& s : subs) {
+        CLI::App* sub = app.add_subcommand(s.name, s.help);
+        sub->fallthrough();
+        sub->footer("");
+        for (const Positional& p : s.positionals)
+            sub->add_option_function<std::string>(
+                   p.name, [a](const std::string& v) { a->args.push_back(v); }, p.help)
+                ->type_name("")
+                ->required();
+        if (std::string(s.name) == "export") {
+            sub->add_flag("--csv", a->csv, "Write CSV (the one format it writes).");
+            sub->add_option("-o", a->outPath, "The file to write (default: stdout).")->type_name("FILE");
+        }
+        sub->callback([a, sub] { a->sub = sub->get_name(); });
     }
+    app.require_subcommand(0, 1);
+    return [a](std::ostream& out, std::ostream& err) {
+        if (a->sub.empty())
+            throw UsageError("runs needs a subcommand: list, show, export, diff, rename, note or delete");
+        return runsCommand(*a, out, err);
+    };
 }
 
 }  // namespace strata

@@ -8,10 +8,10 @@
 #include <cstdio>
 #include <filesystem>
 #include <iomanip>
+#include <memory>
 #include <sstream>
 
-#include "app/CliArgs.h"
-#include "app/CliCommands.h"
+#include "app/Cli.h"
 #include "core/history/Sweep.h"
 #include "core/train/Trainer.h"
 
@@ -20,14 +20,6 @@ namespace strata {
 namespace {
 
 using cli::UsageError;
-
-const char* kSweepUsage =
-    "usage: strata-train sweep PROJECT.strata [--history DB|off] [--state FILE] [--parallel N]\n"
-    "                          [--devices cpu,cuda:0,...] [--quiet]\n"
-    "  Runs the project's \"sweep\" (grid or random search, optional successive halving), each trial a run in\n"
-    "  the run history; interrupted (Ctrl+C, a crash), it resumes from the state file (default\n"
-    "  PROJECT.strata.sweep-state.json) without redoing finished trials. --parallel N runs N trials at once\n"
-    "  (CPU trials split the cores); --devices runs one trial per listed device at once.\n";
 
 constexpr int kMaxSlots = 64;
 
@@ -40,47 +32,18 @@ void onSweepSignal(int) {
         if (Trainer* t = slot.load()) t->requestStop();
 }
 
-int sweepCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+struct SweepArgs {
     std::string projectPath, historyPath = history::RunStore::defaultPath(), statePath;
     bool quiet = false;
     int parallel = 1;
     std::vector<std::string> devices;
-    for (size_t i = 0; i < args.size(); ++i) {
-        const std::string& a = args[i];
-        auto value = [&]() -> const std::string& {
-            if (i + 1 >= args.size()) throw UsageError(a + " needs a value");
-            return args[++i];
-        };
-        if (a == "--history")
-            historyPath = value();
-        else if (a == "--state")
-            statePath = value();
-        else if (a == "--parallel") {
-            const std::string& v = value();
-            try {
-                size_t used = 0;
-                parallel = std::stoi(v, &used);
-                if (used != v.size()) throw std::invalid_argument(v);
-            } catch (const std::exception&) {
-                throw UsageError("--parallel expects a number, got '" + v + "'");
-            }
-            if (parallel < 1 || parallel > kMaxSlots)
-                throw UsageError("--parallel expects 1 to " + std::to_string(kMaxSlots));
-        } else if (a == "--devices") {
-            std::stringstream list(value());
-            for (std::string dev; std::getline(list, dev, ',');)
-                if (!dev.empty()) devices.push_back(dev);
-            if (devices.empty() || devices.size() > size_t(kMaxSlots))
-                throw UsageError("--devices expects 1 to " + std::to_string(kMaxSlots) + " devices, e.g. cpu,cuda:0");
-        } else if (a == "--quiet")
-            quiet = true;
-        else if (!a.empty() && a[0] == '-')
-            throw UsageError("unknown option " + a);
-        else if (projectPath.empty())
-            projectPath = a;
-        else
-            throw UsageError("unexpected argument '" + a + "'");
-    }
+};
+
+int sweepCommand(const SweepArgs& a, std::ostream& out, std::ostream& err) {
+    const std::string &projectPath = a.projectPath, &historyPath = a.historyPath, &statePath = a.statePath;
+    const bool quiet = a.quiet;
+    const int parallel = a.parallel;
+    const std::vector<std::string>& devices = a.devices;
     if (projectPath.empty()) throw UsageError("sweep needs a project file");
     const Project project = readProject(projectPath);
     std::unique_ptr<history::RunStore> store;
@@ -134,16 +97,34 @@ int sweepCommand(const std::vector<std::string>& args, std::ostream& out, std::o
 
 }  // namespace
 
-int runSweepCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-    try {
-        return sweepCommand(args, out, err);
-    } catch (const UsageError& e) {
-        err << "strata-train sweep: " << e.what() << "\n" << kSweepUsage;
-        return 2;
-    } catch (const std::exception& e) {
-        err << "strata-train sweep: " << e.what() << "\n";
-        return 1;
-    }
+cli::CommandRun cli::declareSweep(CLI::App& app) {
+    auto a = std::make_shared<SweepArgs>();
+    app.footer(
+        "Runs the project's \"sweep\" (grid or random search, optional successive halving), each trial a run in "
+        "the run history; interrupted (Ctrl+C, a crash), it resumes from the state file without redoing finished "
+        "trials.");
+    app.add_option("project", a->projectPath, "The project whose sweep runs.")->type_name("PROJECT.strata");
+    app.add_option("--history", a->historyPath,
+                   "The run history the trials are recorded in (default: the workbench's database); off: none.")
+        ->type_name("DB|off");
+    app.add_option("--state", a->statePath, "The state file (default PROJECT.strata.sweep-state.json).")
+        ->type_name("FILE");
+    addIntegerOption(app, "--parallel", a->parallel, 1, kMaxSlots, "Trials at once (CPU trials split the cores).");
+    app.add_option_function<std::string>(
+           "--devices",
+           [a](const std::string& list) {
+               std::stringstream in(list);
+               a->devices.clear();
+               for (std::string dev; std::getline(in, dev, ',');)
+                   if (!dev.empty()) a->devices.push_back(dev);
+               if (a->devices.empty() || a->devices.size() > size_t(kMaxSlots))
+                   throw CLI::ValidationError(
+                       "--devices", "expects 1 to " + std::to_string(kMaxSlots) + " devices, e.g. cpu,cuda:0");
+           },
+           "One trial per listed device at once.")
+        ->type_name("cpu,cuda:0,...");
+    app.add_flag("--quiet", a->quiet, "No per-trial progress.");
+    return [a](std::ostream& out, std::ostream& err) { return sweepCommand(*a, out, err); };
 }
 
 }  // namespace strata

@@ -12,18 +12,18 @@
 #include <iostream>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include <unistd.h>
 
-#include "app/CliCommands.h"
+#include "app/Cli.h"
 #include "app/OpenMpWaitPolicy.h"
 #include "core/backend/BackendRegistry.h"
 #include "core/dist/MpiCommunicator.h"
 #include "core/graph/Project.h"
 #include "core/history/RunRecorder.h"
-#include "core/io/InputLimits.h"
 #include "core/train/BackendOptionsFor.h"
 #include "core/train/ReplicaRun.h"
 #include "core/train/RunFolder.h"
@@ -33,58 +33,6 @@
 #endif
 
 namespace {
-
-// The option lines of the settings a flag overrides come from the settings table (core/graph/Settings.cpp),
-// with their limits.
-std::string usage() {
-    std::string text =
-        "usage: strata-train PROJECT.strata [options]\n"
-        "       strata-train --list-devices\n"
-        "       strata-train export PROJECT_OR_CHECKPOINT --format onnx|gguf|safetensors [--quantize q8_0|f16]\n"
-        "                    [--opset 13..17] [--no-normalization] [--untrained] -o FILE\n"
-        "       strata-train predict MODEL_FILE IDX|CSV|PNG|PGM|PPM [--top K] [--count N] [--labels IDX_LABELS]\n"
-        "                    [--quiet] [--runtime strata|opencv]  (.onnx: OpenCV DNN runs the graph by default)\n"
-        "       strata-train prune PROJECT_OR_CHECKPOINT --sparsity S -o DIR [--structured] [--fine-tune-epochs N]\n"
-        "                    [--schedule polynomial] [--scope per-layer|global] [--end-step N] [--frequency N] ...\n"
-        "                    (strata-train prune --help for every option)\n"
-        "       strata-train profile PROJECT.strata [--device D] [--batch B] [--steps N] [--json FILE]\n"
-        "       strata-train sweep PROJECT.strata [--history DB|off] [--state FILE]\n"
-        "       strata-train runs list|show ID|export ID --csv|diff A B|rename|note|delete [--history DB]\n"
-        "options (each overrides the project's setting named in brackets):\n";
-    auto line = [&text](const std::string& option, const std::string& help) {
-        char buf[64];
-        std::snprintf(buf, sizeof buf, "  %-26s ", option.c_str());
-        text += buf + help + "\n";
-    };
-    for (const strata::SettingInfo* s : strata::settingsWithFlags()) {
-        std::string help = s->help;
-        if (s->isInteger() || s->isNumber() || s->kind == strata::SettingKind::UInt64)
-            help += " (" + s->rangeText() + ")";
-        line(s->flag + (s->flagValue.empty() ? "" : " " + s->flagValue), help + " [" + s->dottedName() + "]");
-    }
-    line("--metrics-out FILE.jsonl", "one JSON object per step, epoch and event");
-    line("--resume CKPT", "continue from a checkpoint file, or a folder's newest checkpoint that loads");
-    line("--resume-from WHICH", "latest (default) or best: which checkpoint of a --resume folder");
-    line("--init-from CKPT",
-         "a new run from a checkpoint's weights (any project's): tensors whose name and shape match are copied");
-    line("--max-steps N", "stop after N steps");
-    line("--resident-data auto|on|off", "keep the training split in device memory and gather batches there");
-    text += "                             (auto: on a GPU when it fits and there is no augmentation)\n";
-    line("--history DB|off", "record the run in this run history (default: the workbench's database)");
-    line("--quiet", "no progress bar");
-    line("--bucket-mb MB",
-         "data parallel, sync: gradient all-reduce bucket size (default: an eighth of the "
-         "gradients, 0.25 to 25; 0.001 = 1 KiB)");
-    line("--collective-timeout S",
-         "data parallel: end the job when a rank waits longer than S seconds in one collective (0 to 604800; "
-         "0: never; default 600)");
-    text +=
-        "Under mpirun (mpirun -np N strata-train PROJECT --device cpu) the batch size is the global batch,\n"
-        "split over the N ranks; rank 0 alone prints progress and writes checkpoints, metrics and history.\n"
-        "At the start every rank compares the project and these options with rank 0's and stops, naming the\n"
-        "rank and the setting, when they differ.\n";
-    return text;
-}
 
 std::atomic<strata::Trainer*> g_trainer{nullptr};
 std::atomic<strata::ReplicaRun*> g_replicas{nullptr};
@@ -273,10 +221,9 @@ private:
     std::string m_error;
 };
 
-int fail(const std::string& reason) {
-    std::fprintf(stderr, "strata-train: %s\n", reason.c_str());
-    return 1;
-}
+// A failure of the run: strata::cli::runCommandLine prints it as "strata-train: reason" and exits 1. It
+// returns int so that `return fail(...)` reads as the exit it is.
+[[noreturn]] int fail(const std::string& reason) { throw std::runtime_error(reason); }
 
 int listDevices() {
     auto& reg = strata::backendRegistry();
@@ -298,39 +245,11 @@ int listDevices() {
     return 0;
 }
 
-bool parseInt(const std::string& text, long long& out) {
-    try {
-        size_t used = 0;
-        out = std::stoll(text, &used);
-        return used == text.size();
-    } catch (...) {
-        return false;
-    }
-}
-
 }  // namespace
 
-int main(int argc, char** argv) {
-    strata::app::ensurePassiveOpenMpWait(argv, /*headless=*/true);
-#ifdef STRATA_HAVE_CUDA
-    strata::gpu::registerCudaProvider(strata::backendRegistry());
-#endif
-    std::vector<std::string> args(argv + 1, argv + argc);
-    if (args.empty()) {
-        std::fputs(usage().c_str(), stderr);
-        return 2;
-    }
-    if (args[0] == "--help" || args[0] == "-h") {
-        std::fputs(usage().c_str(), stdout);
-        return 0;
-    }
-    if (args[0] == "--list-devices") return listDevices();
-    if (args[0] == "export") return strata::runExportCommand({args.begin() + 1, args.end()}, std::cout, std::cerr);
-    if (args[0] == "predict") return strata::runPredictCommand({args.begin() + 1, args.end()}, std::cout, std::cerr);
-    if (args[0] == "profile") return strata::runProfileCommand({args.begin() + 1, args.end()}, std::cout, std::cerr);
-    if (args[0] == "sweep") return strata::runSweepCommand({args.begin() + 1, args.end()}, std::cout, std::cerr);
-    if (args[0] == "runs") return strata::runRunsCommand({args.begin() + 1, args.end()}, std::cout, std::cerr);
-    if (args[0] == "prune") return strata::runPruneCommand({args.begin() + 1, args.end()}, std::cout, std::cerr);
+// The training command, once its command line has parsed (app/Cli.cpp declares its options).
+int train(const strata::cli::TrainArgs& args) {
+    if (args.listDevices) return listDevices();
 
     // Under an MPI launcher (mpirun, srun): one rank of a data-parallel job. MPI starts first, so that a
     // failure below can still end the whole job.
@@ -350,79 +269,10 @@ int main(int argc, char** argv) {
                          : fail(reason);
     };
 
-    std::string projectPath, metricsPath, resume, initFrom, residentData = "auto";
-    double bucketMb = 0;  // automatic
-    double collectiveTimeout = strata::kDefaultCollectiveTimeoutSeconds;
-    std::string historyPath = strata::history::RunStore::defaultPath();
-    bool resumeBest = false;
-    long long maxSteps = 0;
-    bool quiet = false;
-    // Settings overrides, checked here against the settings table (the project file's own limits).
-    std::vector<std::pair<const strata::SettingInfo*, strata::Json>> overrides;
-    for (size_t i = 0; i < args.size(); ++i) {
-        const std::string& a = args[i];
-        auto value = [&](const std::string& name) -> std::string {
-            if (i + 1 >= args.size()) throw std::invalid_argument(name + " needs a value");
-            return args[++i];
-        };
-        try {
-            if (const strata::SettingInfo* setting = strata::settingForFlag(a)) {
-                strata::Json v =
-                    strata::parseSettingFlag(*setting, setting->kind == strata::SettingKind::Bool ? "" : value(a));
-                // A path typed on the command line is relative to the working directory, as its user expects.
-                if (setting->kind == strata::SettingKind::Path && !v.get<std::string>().empty())
-                    v = std::filesystem::absolute(v.get<std::string>()).string();
-                overrides.emplace_back(setting, std::move(v));
-            } else if (a == "--max-steps") {
-                const std::string text = value(a);
-                if (!parseInt(text, maxSteps) || maxSteps < 1)
-                    throw std::invalid_argument("--max-steps needs an integer >= 1, got '" + text + "'");
-            } else if (a == "--metrics-out") {
-                metricsPath = value(a);
-            } else if (a == "--resume") {
-                resume = value(a);
-            } else if (a == "--init-from") {
-                initFrom = value(a);
-            } else if (a == "--history") {
-                historyPath = value(a);
-            } else if (a == "--resume-from") {
-                const std::string which = value(a);
-                if (which != "latest" && which != "best")
-                    throw std::invalid_argument("--resume-from needs latest or best, got '" +
-                                                strata::cutForMessage(which) + "'");
-                resumeBest = which == "best";
-            } else if (a == "--quiet") {
-                quiet = true;
-            } else if (a == "--bucket-mb") {
-                const std::string text = value(a);
-                char* end = nullptr;
-                bucketMb = std::strtod(text.c_str(), &end);
-                if (end == text.c_str() || *end || !(bucketMb * 1048576.0 >= 1.0) || bucketMb > 65536)
-                    throw std::invalid_argument("--bucket-mb needs a size in MiB from 1 byte to 65536, got '" +
-                                                strata::cutForMessage(text) + "'");
-            } else if (a == "--collective-timeout") {
-                const std::string text = value(a);
-                char* end = nullptr;
-                collectiveTimeout = std::strtod(text.c_str(), &end);
-                if (end == text.c_str() || *end || !(collectiveTimeout >= 0) || collectiveTimeout > 604800)
-                    throw std::invalid_argument("--collective-timeout needs seconds from 0 (never) to 604800, got '" +
-                                                strata::cutForMessage(text) + "'");
-            } else if (a == "--resident-data") {
-                residentData = value(a);
-                if (residentData != "auto" && residentData != "on" && residentData != "off")
-                    throw std::invalid_argument("--resident-data needs auto, on or off, got '" + residentData + "'");
-            } else if (!a.empty() && a[0] == '-') {
-                return fail("unknown option '" + a + "' (see --help)");
-            } else if (projectPath.empty()) {
-                projectPath = a;
-            } else {
-                return fail("unexpected argument '" + a + "' (one project file expected)");
-            }
-        } catch (const std::exception& e) {
-            return failRank(e.what());
-        }
-    }
-    if (projectPath.empty()) return failRank("no project file given (see --help)");
+    const std::string& projectPath = args.project;
+    const std::string &resume = args.resume, &initFrom = args.initFrom;
+    std::string metricsPath = args.metricsPath, historyPath = args.history;
+    bool quiet = args.quiet;
     if (!resume.empty() && !initFrom.empty())
         return failRank("--init-from starts a new run and --resume continues one: give one of them");
     // Rank 0 alone prints progress and writes metrics, checkpoints and history; every rank samples its device
@@ -441,7 +291,13 @@ int main(int argc, char** argv) {
         if (ranks > 1) comm->abortJob(e.what());  // the others would wait for this rank at the start
         return fail(e.what());
     }
-    for (const auto& [setting, v] : overrides) strata::applySetting(project.dataset, project.training, *setting, v);
+    for (const strata::SettingValue& v : args.settings)
+        strata::applySetting(project.dataset, project.training, *v.setting, v.value);
+    // A flag whose setting has no effect with the others is warned about, not refused: the run is what was asked.
+    if (rank == 0)
+        for (const std::string& w :
+             strata::cli::inapplicableFlags(args.settings, project.dataset, project.training, ranks))
+            std::fprintf(stderr, "strata-train: warning: %s\n", w.c_str());
     const strata::TrainingSettings& ts = project.training;
 
     // One device, or several of this process (one engine thread each: ReplicaRun). Under mpirun each rank
@@ -470,23 +326,18 @@ int main(int argc, char** argv) {
     strata::TrainerOptions options;
     options.projectPath = projectPath;
     options.resumeFrom = resume;
-    options.resumeBest = resumeBest;
+    options.resumeBest = args.resumeBest;
     options.initFrom = initFrom;
-    options.maxSteps = maxSteps;
-    options.residentData = residentData == "on"    ? strata::TrainerOptions::ResidentData::On
-                           : residentData == "off" ? strata::TrainerOptions::ResidentData::Off
-                                                   : strata::TrainerOptions::ResidentData::Auto;
+    options.maxSteps = args.maxSteps;
+    options.residentData = args.residentData == "on"    ? strata::TrainerOptions::ResidentData::On
+                           : args.residentData == "off" ? strata::TrainerOptions::ResidentData::Off
+                                                        : strata::TrainerOptions::ResidentData::Auto;
     options.telemetryIntervalMs = telemetryIntervalMs;
     options.communicator = comm.get();
-    options.bucketBytes = bucketMb > 0 ? std::max<int64_t>(1, static_cast<int64_t>(bucketMb * 1048576.0)) : 0;
-    options.collectiveTimeoutSeconds = collectiveTimeout;
-    try {
-        const strata::DistMode mode = strata::parseDistMode(ts.distMode);
-        options.localSgdSteps = mode.localSgdSteps;
-        options.asyncUpdates = mode.async;
-    } catch (const std::exception& e) {
-        return failRank(e.what());
-    }
+    options.bucketBytes = args.bucketMb > 0 ? std::max<int64_t>(1, static_cast<int64_t>(args.bucketMb * 1048576.0)) : 0;
+    options.collectiveTimeoutSeconds = args.collectiveTimeout;
+    options.distMode = ts.distMode;
+    options.localSgdSteps = ts.localSgdSteps;
     // Every run keeps its weights: without --checkpoint-dir, in a run folder beside the project file (rank 0's).
     if (ts.checkpointDir.empty() && rank == 0) {
         options.runFolder = strata::newRunFolder(projectPath, project.name, {}, std::chrono::system_clock::now());
@@ -530,4 +381,12 @@ int main(int argc, char** argv) {
     if (recorder) recorder->finishIfOpen("failed", observer.error());
     if (!ok) return failRank(observer.error());
     return 0;
+}
+
+int main(int argc, char** argv) {
+    strata::app::ensurePassiveOpenMpWait(argv, /*headless=*/true);
+#ifdef STRATA_HAVE_CUDA
+    strata::gpu::registerCudaProvider(strata::backendRegistry());
+#endif
+    return strata::cli::runCommandLine({argv + 1, argv + argc}, train, std::cout, std::cerr);
 }

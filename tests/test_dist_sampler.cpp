@@ -258,19 +258,61 @@ private slots:
         QCOMPARE(autoBucketBytes(int64_t(1) << 30), int64_t(25) << 20);      // at most PyTorch DDP's 25 MiB
     }
 
+    // training.dist_mode is a choice of the settings table, parsed once where it comes in (file, flag); the
+    // Trainer gets the enum. The one string "local-sgd:K" that files and --dist-mode took before still reads,
+    // as dist_mode local-sgd and local_sgd_steps K.
     void distModesParse() {
-        QCOMPARE(parseDistMode("sync").localSgdSteps, 0);
-        QVERIFY(!parseDistMode("sync").async);
-        QVERIFY(parseDistMode("async").async);
-        QCOMPARE(parseDistMode("local-sgd:8").localSgdSteps, 8);
-        QVERIFY(!parseDistMode("local-sgd:8").async);
-        for (const char* bad : {"", "Async", "local-sgd:0", "local-sgd:", "local-sgd:x", "async:2"}) {
+        auto read = [](const Json& mode) {
+            Json j = projectToJson(Project{});
+            j["training"].erase("local_sgd_steps");
+            j["training"]["dist_mode"] = mode;
+            return projectFromJson(j).training;
+        };
+        QVERIFY(read("sync").distMode == DistMode::Sync);
+        QVERIFY(read("async").distMode == DistMode::Async);
+        QVERIFY(read("local-sgd").distMode == DistMode::LocalSgd);
+        QCOMPARE(read("local-sgd").localSgdSteps, 8);  // the table's default
+        const TrainingSettings local = read("local-sgd:5");
+        QVERIFY(local.distMode == DistMode::LocalSgd);
+        QCOMPARE(local.localSgdSteps, 5);
+        for (const char* bad : {"", "Async", "local-sgd:0", "local-sgd:", "local-sgd:x", "async:2", "sync:1"}) {
             try {
-                parseDistMode(bad);
+                read(bad);
                 QFAIL(bad);
-            } catch (const std::invalid_argument& e) {
-                QVERIFY(std::string(e.what()).find("training.dist_mode") != std::string::npos);
+            } catch (const ProjectError& e) {
+                QVERIFY2(std::string(e.what()).find("/training/dist_mode") != std::string::npos, e.what());
             }
+        }
+        // Both forms in one file must agree.
+        Json j = projectToJson(Project{});
+        j["training"]["dist_mode"] = "local-sgd:4";
+        j["training"]["local_sgd_steps"] = 4;
+        QCOMPARE(projectFromJson(j).training.localSgdSteps, 4);
+        j["training"]["local_sgd_steps"] = 6;
+        QVERIFY_THROWS_EXCEPTION(ProjectError, projectFromJson(j));
+        // Written back as the choice's name and the steps.
+        Project p;
+        p.training.distMode = DistMode::LocalSgd;
+        p.training.localSgdSteps = 3;
+        QCOMPARE(projectToJson(p)["training"]["dist_mode"].get<std::string>(), std::string("local-sgd"));
+        QCOMPARE(projectToJson(p)["training"]["local_sgd_steps"].get<int>(), 3);
+        // The flag: "local-sgd:K" sets both settings; K is checked against local_sgd_steps' range.
+        const SettingInfo* flag = settingForFlag("--dist-mode");
+        QVERIFY(flag);
+        const std::vector<SettingValue> values = parseSettingFlag(*flag, "local-sgd:3");
+        QCOMPARE(values.size(), size_t(2));
+        QCOMPARE(values[0].value.get<int>(), int(DistMode::LocalSgd));
+        QCOMPARE(values[1].setting->key, std::string("local_sgd_steps"));
+        QCOMPARE(values[1].value.get<int>(), 3);
+        QCOMPARE(parseSettingFlag(*flag, "async").size(), size_t(1));
+        try {
+            parseSettingFlag(*flag, "local-sgd:0");
+            QFAIL("local-sgd:0");
+        } catch (const std::invalid_argument& e) {
+            QVERIFY2(
+                std::string(e.what()).find(
+                    "--dist-mode: local-sgd:0: training.local_sgd_steps 0 is out of range (1 to ") != std::string::npos,
+                e.what());
         }
     }
 
@@ -411,7 +453,7 @@ private slots:
             {[](TrainerOptions& o) { o.bucketBytes = 4096; },
              "rank 1 of 2 differs from rank 0 in bucket_size (--bucket-mb): rank 0 has automatic, rank 1 has 4096 "
              "bytes"},
-            {[](TrainerOptions& o) { o.asyncUpdates = true; },
+            {[](TrainerOptions& o) { o.distMode = DistMode::Async; },
              "in dist_mode (--dist-mode): rank 0 has sync, rank 1 has async"},
             {[](TrainerOptions& o) { o.resumeFrom = "/nonexistent/run"; },
              "in resume (--resume): rank 0 has none, rank 1 has /nonexistent/run (latest)"},
@@ -596,7 +638,7 @@ private slots:
             TrainerOptions o;
             o.telemetryIntervalMs = 0;
             o.bucketBytes = 256;
-            o.asyncUpdates = async;
+            o.distMode = async ? DistMode::Async : DistMode::Sync;
             test::RecordedRun out;
             ReplicaRun run(p, list, &out, o);
             if (!run.run()) QTest::qFail(out.error.c_str(), __FILE__, __LINE__);

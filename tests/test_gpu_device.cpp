@@ -1411,7 +1411,10 @@ private slots:
             std::unique_ptr<Communicator> single = makeSingleRankCommunicator();
             TrainerOptions o = dp ? test::oneRankDataParallel(*single, 1024, async) : TrainerOptions{};
             o.telemetryIntervalMs = 0;
-            o.localSgdSteps = dp ? localSgd : 0;
+            if (dp && localSgd > 0) {
+                o.distMode = DistMode::LocalSgd;
+                o.localSgdSteps = localSgd;
+            }
             Trainer t(p, be, &out, o);
             if (!t.run()) QTest::qFail(out.error.c_str(), __FILE__, __LINE__);
             return out;

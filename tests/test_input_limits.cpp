@@ -22,7 +22,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "app/CliArgs.h"
+#include "app/Cli.h"
 #include "core/data/CsvReader.h"
 #include "core/data/Dataset.h"
 #include "core/data/IdxReader.h"

@@ -2,8 +2,10 @@
 // project file; every value outside its range or choices is refused with its JSON path and its
 // limit; every choice parses and prints back; each entry writes its own member; strata-train's
 // flags refuse what the file refuses, naming the flag and the limit; and the project files in the
-// repository read and write back byte for byte. (The panels' ranges: tests/ui/test_setting_widgets.)
+// repository read and write back byte for byte. Each setting says when it applies (momentum with SGD only):
+// every condition is walked. (The panels' ranges and enabling: tests/ui/test_setting_widgets.)
 #include <QtTest>
+#include <algorithm>
 #include <cfloat>
 #include <climits>
 #include <cmath>
@@ -155,6 +157,7 @@ std::string nameViaEnum(const SettingInfo& s, int v) {
     if (key == "schedule") return settingName(ScheduleKind(v));
     if (key == "early_stopping_metric") return settingName(EarlyStoppingMetric(v));
     if (key == "precision") return settingName(ComputePrecision(v));
+    if (key == "dist_mode") return settingName(DistMode(v));
     qFatal("no settingName overload for the choice setting %s: add one (Settings.h)", s.dottedName().c_str());
 }
 
@@ -315,7 +318,7 @@ private slots:
         };
         for (const auto& s : datasetSettingSpecs()) walk(s);
         for (const auto& s : trainingSettingSpecs()) walk(s);
-        QCOMPARE(choices, 5 + 3 + 2 + 3 + 3 + 3 + 3 + 4 + 3 + 2);
+        QCOMPARE(choices, 5 + 3 + 2 + 3 + 3 + 3 + 3 + 4 + 3 + 2 + 3);
         // The precision spellings are the backend's.
         for (ComputePrecision p : {ComputePrecision::F32, ComputePrecision::BF16, ComputePrecision::F16})
             QCOMPARE(settingName(p), std::string(computePrecisionName(p)));
@@ -355,7 +358,7 @@ private slots:
                 std::string text = value.is_string() ? value.get<std::string>() : value.dump();
                 if (s->kind == SettingKind::Choice) text = s->choiceName(value.get<int>());
                 if (s->nonEmpty && text.empty()) continue;
-                const Json parsed = parseSettingFlag(*s, s->kind == SettingKind::Bool ? "" : text);
+                const Json parsed = parseSettingFlag(*s, s->kind == SettingKind::Bool ? "" : text).front().value;
                 Project p;
                 applySetting(p.dataset, p.training, *s, parsed);
                 const Json got = s->group == SettingGroup::Dataset ? datasetSetting(s->key).get(p.dataset)
@@ -371,6 +374,128 @@ private slots:
         } catch (const std::invalid_argument& e) {
             QVERIFY2(contains(e.what(), "--train-limit: 99999999999999999999 is out of range (0 to "), e.what());
         }
+    }
+
+    // Each condition names a setting of its own group: a Choice and some of its values, or a number.
+    void conditionsAreWellFormed() {
+        int conditions = 0;
+        auto check = [&](const SettingInfo& s, auto find) {
+            for (const SettingCondition& c : s.appliesWhen) {
+                ++conditions;
+                if (c.kind == SettingCondition::Kind::DataParallel) {
+                    QCOMPARE(s.group, SettingGroup::Training);
+                    continue;
+                }
+                QVERIFY2(c.key != s.key, s.key.c_str());
+                const SettingInfo& other = find(c.key);  // throws for a key the table does not have
+                if (c.kind == SettingCondition::Kind::Positive) {
+                    QVERIFY2(other.isInteger() || other.isNumber(), c.key.c_str());
+                    continue;
+                }
+                QCOMPARE(other.kind, SettingKind::Choice);
+                QVERIFY2(!c.values.empty() && c.values.size() < other.choices.size(), s.key.c_str());
+                for (int v : c.values) QVERIFY2(!other.choiceName(v).empty(), s.key.c_str());
+            }
+            for (const SettingChoice& c : s.choices)
+                if (!c.argumentKey.empty()) QVERIFY2(find(c.argumentKey).isInteger(), c.argumentKey.c_str());
+        };
+        for (const auto& s : datasetSettingSpecs())
+            check(s, [](const std::string& k) -> const SettingInfo& { return datasetSetting(k); });
+        for (const auto& s : trainingSettingSpecs())
+            check(s, [](const std::string& k) -> const SettingInfo& { return trainingSetting(k); });
+        QVERIFY(conditions >= 30);
+    }
+
+    // Walked: with every condition of a setting met it applies; breaking any one of them (each other choice of
+    // a OneOf, 0 for a Positive, one process on one device for DataParallel) makes it not apply, and the
+    // reason names what broke it.
+    void everyConditionDecides() {
+        int decided = 0;
+        auto walk = [&](const SettingInfo& s) {
+            if (s.appliesWhen.empty()) {
+                QVERIFY(settingApplies(s, DatasetSettings{}, TrainingSettings{}, 1));
+                return;
+            }
+            Project p;
+            auto setOther = [&p, &s](const std::string& key, const Json& v) {
+                applySetting(p.dataset, p.training,
+                             s.group == SettingGroup::Dataset ? static_cast<const SettingInfo&>(datasetSetting(key))
+                                                              : static_cast<const SettingInfo&>(trainingSetting(key)),
+                             v);
+            };
+            auto meetAll = [&] {
+                p = Project{};
+                for (const SettingCondition& c : s.appliesWhen) {
+                    if (c.kind == SettingCondition::Kind::OneOf) setOther(c.key, c.values.front());
+                    if (c.kind == SettingCondition::Kind::Positive) setOther(c.key, 1);
+                }
+            };
+            meetAll();
+            QVERIFY2(settingApplies(s, p.dataset, p.training, 2), s.dottedName().c_str());
+            QVERIFY(settingInapplicableReason(s, p.dataset, p.training, 2).empty());
+            for (const SettingCondition& c : s.appliesWhen) {
+                std::vector<std::pair<Json, int>> breaking;  // (value of c.key, ranks)
+                if (c.kind == SettingCondition::Kind::DataParallel) breaking.push_back({Json(), 1});
+                if (c.kind == SettingCondition::Kind::Positive) breaking.push_back({0, 2});
+                if (c.kind == SettingCondition::Kind::OneOf) {
+                    const SettingInfo& other = s.group == SettingGroup::Dataset
+                                                   ? static_cast<const SettingInfo&>(datasetSetting(c.key))
+                                                   : static_cast<const SettingInfo&>(trainingSetting(c.key));
+                    for (const SettingChoice& choice : other.choices) {
+                        const bool listed = std::find(c.values.begin(), c.values.end(), choice.value) != c.values.end();
+                        meetAll();
+                        setOther(c.key, choice.value);
+                        QCOMPARE(settingApplies(s, p.dataset, p.training, 2), listed);
+                        if (!listed) breaking.push_back({choice.value, 2});
+                    }
+                }
+                for (const auto& [value, ranks] : breaking) {
+                    meetAll();
+                    if (!value.is_null()) setOther(c.key, value);
+                    QVERIFY2(!settingApplies(s, p.dataset, p.training, ranks), s.dottedName().c_str());
+                    const std::string why = settingInapplicableReason(s, p.dataset, p.training, ranks);
+                    QVERIFY2(c.kind == SettingCondition::Kind::DataParallel ? contains(why, "data-parallel")
+                                                                            : contains(why, c.key),
+                             (s.dottedName() + ": " + why).c_str());
+                    ++decided;
+                }
+            }
+        };
+        for (const auto& s : datasetSettingSpecs()) walk(s);
+        for (const auto& s : trainingSettingSpecs()) walk(s);
+        QVERIFY(decided >= 40);
+
+        // The rules the training panel held (issue 36), now the table's.
+        TrainingSettings t;
+        const DatasetSettings d;
+        t.optimizer = OptimizerKind::Adam;
+        QVERIFY(!settingApplies(trainingSetting("momentum"), d, t, 1));
+        QCOMPARE(settingInapplicableReason(trainingSetting("momentum"), d, t, 1),
+                 std::string("with training.optimizer adam (it applies with sgd)"));
+        QVERIFY(settingApplies(trainingSetting("beta2"), d, t, 1));
+        t.schedule = ScheduleKind::Cosine;
+        QVERIFY(settingApplies(trainingSetting("min_learning_rate"), d, t, 1));
+        QVERIFY(!settingApplies(trainingSetting("step_gamma"), d, t, 1));
+        QVERIFY(!settingApplies(trainingSetting("early_stopping_metric"), d, t, 1));
+        t.earlyStoppingPatience = 3;
+        QVERIFY(settingApplies(trainingSetting("early_stopping_metric"), d, t, 1));
+        // Data parallel: several ranks, several devices, or not known (the workbench).
+        const SettingInfo& dist = trainingSetting("dist_mode");
+        QVERIFY(!settingApplies(dist, d, t, 1));
+        QVERIFY(settingApplies(dist, d, t, 2));
+        QVERIFY(settingApplies(dist, d, t, 0));
+        t.device = "cpu,cpu";
+        QVERIFY(settingApplies(dist, d, t, 1));
+        QVERIFY(!settingApplies(trainingSetting("local_sgd_steps"), d, t, 1));  // sync
+        t.distMode = DistMode::LocalSgd;
+        QVERIFY(settingApplies(trainingSetting("local_sgd_steps"), d, t, 1));
+        DatasetSettings folder;
+        QCOMPARE(settingInapplicableReason(datasetSetting("decode_threads"), folder, t, 1),
+                 std::string("with dataset.kind idx (it applies with image_folder)"));
+        folder.kind = DatasetKind::ImageFolder;
+        QVERIFY(!settingApplies(datasetSetting("cache_memory_mb"), folder, t, 1));  // loading: memory
+        folder.imageLoading = ImageLoading::Cache;
+        QVERIFY(settingApplies(datasetSetting("cache_memory_mb"), folder, t, 1));
     }
 
     void repositoryFilesWriteBackUnchanged() {

@@ -334,6 +334,7 @@ else
         2>/dev/null)" ]]; }
     have_header cblas.h || missing+=("cblas.h (libopenblas-dev)")
     have_header json.hpp || missing+=("nlohmann/json.hpp (nlohmann-json3-dev)")
+    have_header CLI.hpp || missing+=("CLI/CLI.hpp (libcli11-dev)")
     have_header zlib.h || missing+=("zlib.h (zlib1g-dev)")
     have_header QtTest || missing+=("QtTest (qt6-base-dev)")
     have_header cudnn.h || missing+=("cudnn.h (cuDNN 9 in the CUDA toolkit)")

@@ -13,7 +13,7 @@ packages=(
   cmake g++ make ccache pkg-config zlib1g-dev
   libsqlite3-dev qt6-base-dev libqt6sql6-sqlite libqcustomplot-dev libqcustomplot2.1-qt6 xvfb xauth
   libopenblas-dev libdnnl-dev nlohmann-json3-dev libprotobuf-dev protobuf-compiler libonnx-dev libopencv-dnn-dev
-  libxxhash-dev
+  libxxhash-dev libcli11-dev
   libopenmpi-dev openmpi-bin
   libpng-dev libturbojpeg0-dev libsentencepiece-dev
   dataset-fashion-mnist

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <QString>
+#include <QWidget>
 #include <functional>
 #include <stdexcept>
 #include <string>
@@ -17,7 +18,6 @@
 class QDoubleSpinBox;
 class QObject;
 class QSpinBox;
-class QWidget;
 
 namespace strata::ui {
 
@@ -80,6 +80,12 @@ public:
     // Drops every refusal (a project opened, an undo): the editors show the settings again.
     void clearRefusals() const {
         for (const auto& e : m_editors) setFieldError(e.widget, QString());
+    }
+    // Enables each editor whose setting applies with these settings (SettingInfo::appliesWhen) and disables
+    // the others. The workbench does not know whether a project will run under mpirun: data-parallel settings
+    // count as applying.
+    void enableApplicable(const DatasetSettings& dataset, const TrainingSettings& training) const {
+        for (const auto& e : m_editors) e.widget->setEnabled(settingApplies(*e.spec, dataset, training, 0));
     }
     void connectAll(QObject* context, const std::function<void()>& edited) const {
         for (const auto& e : m_editors) connectSettingEditor(e.widget, context, edited);

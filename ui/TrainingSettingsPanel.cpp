@@ -136,8 +136,11 @@ void TrainingSettingsPanel::buildUi() {
     m_threads = m_editors.add<QSpinBox>("threads", runBox);
     showZeroAs(m_threads, tr("all cores"));
     row(runForm, "threads", m_threads);
-    // Read by strata-train under mpirun only; the workbench trains in one process.
-    row(runForm, "dist_mode", m_editors.add<QLineEdit>("dist_mode", runBox));
+    // Data parallel: strata-train under mpirun, or several devices in training.device.
+    row(runForm, "dist_mode", m_editors.add<QComboBox>("dist_mode", runBox));
+    auto* localSteps = m_editors.add<QSpinBox>("local_sgd_steps", runBox);
+    localSteps->setSuffix(tr(" steps"));
+    row(runForm, "local_sgd_steps", localSteps);
     m_groupBoxes << runBox;
 
     auto* stopBox = new QGroupBox(tr("Early stopping, clipping, checkpoints"), body);
@@ -212,17 +215,9 @@ void TrainingSettingsPanel::commit() {
 }
 
 void TrainingSettingsPanel::updateEnabled() {
-    const bool sgd = OptimizerKind(m_optimizer->currentData().toInt()) == OptimizerKind::Sgd;
-    m_momentum->setEnabled(sgd);
-    m_nesterov->setEnabled(sgd);
-    m_beta1->setEnabled(!sgd);
-    m_beta2->setEnabled(!sgd);
-    m_eps->setEnabled(!sgd);
-    const auto schedule = ScheduleKind(m_schedule->currentData().toInt());
-    m_stepEpochs->setEnabled(schedule == ScheduleKind::Step);
-    m_stepGamma->setEnabled(schedule == ScheduleKind::Step);
-    m_minLr->setEnabled(schedule == ScheduleKind::Cosine);
-    m_metric->setEnabled(m_patience->value() > 0);
+    // Which settings apply when (momentum with SGD only) is the settings table's, read here with the values
+    // the widgets hold.
+    m_editors.enableApplicable(m_doc->project().dataset, settingsFromWidgets());
 }
 
 void TrainingSettingsPanel::setTrainSampleCount(qint64 count) {

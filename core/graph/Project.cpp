@@ -391,8 +391,33 @@ template <class S>
 S readSettings(const Json& json, const std::string& path, const std::vector<SettingSpec<S>>& specs) {
     ObjectReader r(json, path);
     S settings;
-    for (const SettingSpec<S>& spec : specs)
-        if (const Json* v = r.find(spec.key)) spec.set(settings, checkSettingValue(spec, *v, r.pathOf(spec.key)));
+    for (const SettingSpec<S>& spec : specs) {
+        const Json* v = r.find(spec.key);
+        if (!v) continue;
+        // A choice with its argument ("dist_mode": "local-sgd:8"): the argument's setting is set too, unless the
+        // file gives that setting as well, which must then agree.
+        const std::optional<ChoiceArgument> split =
+            v->is_string() ? splitChoiceArgument(spec, v->get<std::string>()) : std::nullopt;
+        if (!split) {
+            spec.set(settings, checkSettingValue(spec, *v, r.pathOf(spec.key)));
+            continue;
+        }
+        spec.set(settings, Json(split->value));
+        const SettingSpec<S>* argument = nullptr;
+        for (const SettingSpec<S>& a : specs)
+            if (a.key == split->argument->key) argument = &a;
+        Json value;
+        try {
+            value =
+                checkSettingValue(*argument, settingJsonFromText(*argument, split->argumentText), r.pathOf(spec.key));
+        } catch (const std::invalid_argument& e) {
+            fail(r.pathOf(spec.key), e.what());
+        }
+        if (auto given = json.find(argument->key); given != json.end() && *given != value)
+            fail(r.pathOf(spec.key), "'" + v->get<std::string>() + "' disagrees with " + argument->key + " " +
+                                         given->dump() + " (give one of them)");
+        argument->set(settings, value);
+    }
     r.finish();
     return settings;
 }

@@ -12,6 +12,7 @@
 // 3.4028235e+38, which reads back above FLT_MAX).
 #include "core/graph/Settings.h"
 
+#include <algorithm>
 #include <cfloat>
 #include <charconv>
 #include <climits>
@@ -23,6 +24,7 @@
 
 #include "core/graph/Project.h"  // checkSettingValue, ProjectError
 #include "core/io/InputLimits.h"
+#include "core/tensor/Device.h"
 
 namespace strata {
 
@@ -124,12 +126,34 @@ public:
     }
     // (spelling, enum value, widget label, tooltip)
     Entry& choice(std::string name, T value, std::string label, std::string help = {}) {
-        m_spec.choices.push_back({std::move(name), static_cast<int>(value), std::move(label), std::move(help)});
+        m_spec.choices.push_back({std::move(name), static_cast<int>(value), std::move(label), std::move(help), {}});
+        return *this;
+    }
+    // The last choice added may also be written "name:V", V being the value of the setting `key`.
+    Entry& choiceArgument(const std::string& key) {
+        m_spec.choices.back().argumentKey = key;
         return *this;
     }
     Entry& flag(const std::string& flag, const std::string& value = {}) {
         m_spec.flag = flag;
         m_spec.flagValue = value;
+        return *this;
+    }
+    // Applies only when the Choice setting `key` (of the same group) is one of `values`.
+    template <class E>
+    Entry& when(const std::string& key, std::initializer_list<E> values) {
+        SettingCondition c{SettingCondition::Kind::OneOf, key, {}};
+        for (E v : values) c.values.push_back(static_cast<int>(v));
+        m_spec.appliesWhen.push_back(std::move(c));
+        return *this;
+    }
+    // Applies only when the number `key` (of the same group) is above 0.
+    Entry& whenPositive(const std::string& key) {
+        m_spec.appliesWhen.push_back({SettingCondition::Kind::Positive, key, {}});
+        return *this;
+    }
+    Entry& whenDataParallel() {
+        m_spec.appliesWhen.push_back({SettingCondition::Kind::DataParallel, {}, {}});
         return *this;
     }
     operator SettingSpec<S>() const { return m_spec; }
@@ -154,24 +178,35 @@ std::vector<SettingSpec<DS>> makeDatasetSpecs() {
                     "Gaussian blobs, one per class: no files needed.")
             .choice("image_folder", DatasetKind::ImageFolder, "Image folder (one subfolder per class)",
                     "PNG, JPEG, BMP, PGM or PPM files in one subfolder per class, or listed in a CSV of path,label."),
-        Entry<&DS::trainImages>("train_images", "Training images", "idx: the training images file.").path(),
-        Entry<&DS::trainLabels>("train_labels", "Training labels", "idx: the training labels file.").path(),
+        Entry<&DS::trainImages>("train_images", "Training images", "idx: the training images file.")
+            .when("kind", {DatasetKind::Idx})
+            .path(),
+        Entry<&DS::trainLabels>("train_labels", "Training labels", "idx: the training labels file.")
+            .when("kind", {DatasetKind::Idx})
+            .path(),
         Entry<&DS::validationImages>("validation_images", "Validation images",
                                      "idx: the validation images file (optional).")
+            .when("kind", {DatasetKind::Idx})
             .path(),
         Entry<&DS::validationLabels>("validation_labels", "Validation labels",
                                      "idx: the validation labels file (optional).")
+            .when("kind", {DatasetKind::Idx})
             .path(),
         Entry<&DS::trainPath>("train_path", "Training file",
                               "csv and text: the training CSV file; image_folder: the folder of class folders, or a "
                               "CSV of path,label.")
+            .when("kind", {DatasetKind::Csv, DatasetKind::Text, DatasetKind::ImageFolder})
             .path(),
         Entry<&DS::validationPath>("validation_path", "Validation file",
                                    "csv and text: the validation CSV file; image_folder: the validation folder or CSV "
                                    "(all optional).")
+            .when("kind", {DatasetKind::Csv, DatasetKind::Text, DatasetKind::ImageFolder})
             .path(),
-        Entry<&DS::labelColumn>("label_column", "Label column", "csv: the name of the column that holds the class."),
+        Entry<&DS::labelColumn>("label_column", "Label column",
+                                "csv and text: the name of the column that holds the class.")
+            .when("kind", {DatasetKind::Csv, DatasetKind::Text}),
         Entry<&DS::tokenizer>("tokenizer", "Tokenizer", "text: how a text becomes tokens.")
+            .when("kind", {DatasetKind::Text})
             .choice("char", Tokenizer::Char, "characters", "One token per character (code point).")
             .choice("word", Tokenizer::Word, "words", "One token per run of letters and digits.")
             .choice("sentencepiece", Tokenizer::SentencePiece, "subwords (SentencePiece)",
@@ -179,14 +214,18 @@ std::vector<SettingSpec<DS>> makeDatasetSpecs() {
                     "no word is unknown."),
         Entry<&DS::maxTokens>("max_tokens", "Sequence length",
                               "text: tokens per sample; longer texts are truncated, shorter ones padded.")
+            .when("kind", {DatasetKind::Text})
             .intRange(1, int64_t(1) << 20),
         Entry<&DS::maxVocab>("max_vocab", "Vocabulary size",
                              "text: the most frequent training tokens kept, padding and unknown included "
                              "(sentencepiece: at most this many pieces).")
+            .when("kind", {DatasetKind::Text})
             .intRange(3, kIntMax),
         Entry<&DS::tokenizerModel>("tokenizer_model", "SentencePiece model",
                                    "text, sentencepiece: a trained .model file (padding id 0, unknown id 1); empty: "
                                    "a model is trained on the training split when the data loads.")
+            .when("kind", {DatasetKind::Text})
+            .when("tokenizer", {Tokenizer::SentencePiece})
             .path(),
         Entry<&DS::validationSplit>("validation_split", "Validation split",
                                     "Fraction of the training file held out when there is no validation file.")
@@ -227,31 +266,39 @@ std::vector<SettingSpec<DS>> makeDatasetSpecs() {
         Entry<&DS::classNames>("class_names", "Class names",
                                "Names of the classes in label order; empty: from the data."),
         Entry<&DS::syntheticSamples>("synthetic_samples", "Samples", "synthetic: samples to generate.")
+            .when("kind", {DatasetKind::Synthetic})
             .intRange(2, INT64_MAX),
         Entry<&DS::syntheticClasses>("synthetic_classes", "Classes", "synthetic: classes (one blob each).")
+            .when("kind", {DatasetKind::Synthetic})
             .intRange(2, kIntMax),
         Entry<&DS::syntheticShape>("synthetic_shape", "Sample shape",
                                    "synthetic: per-sample shape, e.g. 16 or 1,28,28.")
+            .when("kind", {DatasetKind::Synthetic})
             .items(1, 8)
             .intRange(1, kIntMax),
         Entry<&DS::imageShape>("image_shape", "Image shape",
                                "image_folder: channels (1 gray or 3 RGB), height and width every image becomes; "
                                "the Input node's shape.")
+            .when("kind", {DatasetKind::ImageFolder})
             .items(0, 3)
             .intRange(1, 1 << 14),
         Entry<&DS::imageResize>("image_resize", "Resize", "image_folder: how an image of another size is fitted.")
+            .when("kind", {DatasetKind::ImageFolder})
             .choice("stretch", ImageResize::Stretch, "stretch", "Each axis scaled on its own (aspect ratio not kept).")
             .choice("center_crop", ImageResize::CenterCrop, "shorter side, centre crop",
                     "The shorter side fits; the longer one is cut evenly at both ends."),
         Entry<&DS::strictImages>("strict_images", "Stop at a bad image",
-                                 "image_folder: stop with the file's path instead of skipping and counting it."),
+                                 "image_folder: stop with the file's path instead of skipping and counting it.")
+            .when("kind", {DatasetKind::ImageFolder}),
         Entry<&DS::decodeThreads>("decode_threads", "Decode threads",
                                   "image_folder: threads decoding images; 0: one per core.")
+            .when("kind", {DatasetKind::ImageFolder})
             .intRange(0, 256)
             .flag("--decode-threads", "N"),
         Entry<&DS::imageLoading>("image_loading", "Loading",
                                  "image_folder: decode every image into memory at the start, or stream batches from "
                                  "disk while training (a folder larger than memory trains).")
+            .when("kind", {DatasetKind::ImageFolder})
             .choice("memory", ImageLoading::Memory, "all in memory", "Decode every image once at the start.")
             .choice("stream", ImageLoading::Stream, "stream, decode every epoch",
                     "Worker threads decode each batch from disk; only loader_batches batches are held.")
@@ -262,10 +309,14 @@ std::vector<SettingSpec<DS>> makeDatasetSpecs() {
         Entry<&DS::loaderBatches>("loader_batches", "Batches held ready",
                                   "image_folder, streamed: decoded batches the loader may hold ahead of training "
                                   "(its memory budget).")
+            .when("kind", {DatasetKind::ImageFolder})
+            .when("image_loading", {ImageLoading::Stream, ImageLoading::Cache})
             .intRange(1, 64),
         Entry<&DS::cacheMemoryMb>("cache_memory_mb", "Cache in memory up to (MB)",
                                   "image_folder, cache: a decoded cache up to this size stays in memory; a larger one "
                                   "is a memory-mapped file in .strata-cache beside the project; 0: always a file.")
+            .when("kind", {DatasetKind::ImageFolder})
+            .when("image_loading", {ImageLoading::Cache})
             .intRange(0, int64_t(1) << 30),
     };
 }
@@ -279,15 +330,21 @@ std::vector<SettingSpec<TS>> makeTrainingSpecs() {
         Entry<&TS::learningRate>("learning_rate", "Learning rate", "The step size (before schedule and warm-up).")
             .numberRange(0.0, kHuge),
         Entry<&TS::momentum>("momentum", "Momentum", "SGD: fraction of the previous update kept.")
-            .numberRange(0.0, 1.0, true),
-        Entry<&TS::nesterov>("nesterov", "Nesterov momentum", "SGD: look ahead along the momentum."),
+            .numberRange(0.0, 1.0, true)
+            .when("optimizer", {OptimizerKind::Sgd}),
+        Entry<&TS::nesterov>("nesterov", "Nesterov momentum", "SGD: look ahead along the momentum.")
+            .when("optimizer", {OptimizerKind::Sgd}),
         Entry<&TS::weightDecay>("weight_decay", "Weight decay", "Pulls every weight towards zero by this factor.")
             .numberRange(0.0, kHuge),
         Entry<&TS::beta1>("beta1", "Adam \u03b21", "Adam: decay of the gradient's running mean.")
-            .numberRange(0.0, 1.0, true),
+            .numberRange(0.0, 1.0, true)
+            .when("optimizer", {OptimizerKind::Adam, OptimizerKind::AdamW}),
         Entry<&TS::beta2>("beta2", "Adam \u03b22", "Adam: decay of the squared gradient's running mean.")
-            .numberRange(0.0, 1.0, true),
-        Entry<&TS::eps>("eps", "Adam \u03b5", "Adam: added to the denominator.").numberRange(0.0, kHuge),
+            .numberRange(0.0, 1.0, true)
+            .when("optimizer", {OptimizerKind::Adam, OptimizerKind::AdamW}),
+        Entry<&TS::eps>("eps", "Adam \u03b5", "Adam: added to the denominator.")
+            .numberRange(0.0, kHuge)
+            .when("optimizer", {OptimizerKind::Adam, OptimizerKind::AdamW}),
         Entry<&TS::loss>("loss", "Loss", "What training minimizes.")
             .choice("cross_entropy", LossKind::CrossEntropy, "cross-entropy", "Softmax cross-entropy over the classes.")
             .choice("mse", LossKind::Mse, "mean squared error", "Against one-hot targets.")
@@ -299,14 +356,18 @@ std::vector<SettingSpec<TS>> makeTrainingSpecs() {
             .choice("cosine", ScheduleKind::Cosine, "cosine", "A half cosine from the learning rate to the floor.")
             .choice("one_cycle", ScheduleKind::OneCycle, "one-cycle",
                     "Up to the learning rate over the first 30% of the run, then down to 1/10000 of it."),
-        Entry<&TS::stepEpochs>("step_epochs", "Decay every", "step: epochs between decays.").intRange(1, kIntMax),
+        Entry<&TS::stepEpochs>("step_epochs", "Decay every", "step: epochs between decays.")
+            .intRange(1, kIntMax)
+            .when("schedule", {ScheduleKind::Step}),
         Entry<&TS::stepGamma>("step_gamma", "Decay factor", "step: the learning rate is multiplied by this.")
-            .numberRange(0.0, kHuge),
+            .numberRange(0.0, kHuge)
+            .when("schedule", {ScheduleKind::Step}),
         Entry<&TS::warmupSteps>("warmup_steps", "Linear warm-up",
                                 "Steps over which the learning rate rises linearly from zero (with any schedule).")
             .intRange(0, kIntMax),
         Entry<&TS::minLearningRate>("min_learning_rate", "Cosine floor", "cosine: the learning rate at the end.")
-            .numberRange(0.0, kHuge),
+            .numberRange(0.0, kHuge)
+            .when("schedule", {ScheduleKind::Cosine}),
         Entry<&TS::epochs>("epochs", "Epochs", "Passes over the training split.")
             .intRange(1, kIntMax)
             .flag("--epochs", "N"),
@@ -335,7 +396,8 @@ std::vector<SettingSpec<TS>> makeTrainingSpecs() {
             .intRange(0, kIntMax),
         Entry<&TS::earlyStoppingMetric>("early_stopping_metric", "Metric", "What early stopping watches.")
             .choice("val_loss", EarlyStoppingMetric::ValLoss, "validation loss")
-            .choice("val_acc", EarlyStoppingMetric::ValAcc, "validation accuracy"),
+            .choice("val_acc", EarlyStoppingMetric::ValAcc, "validation accuracy")
+            .whenPositive("early_stopping_patience"),
         Entry<&TS::checkpointDir>("checkpoint_dir", "Checkpoint folder", "Where checkpoints are written; empty: none.")
             .path()
             .flag("--checkpoint-dir", "DIR"),
@@ -346,11 +408,22 @@ std::vector<SettingSpec<TS>> makeTrainingSpecs() {
             .intRange(0, 4096)
             .flag("--threads", "N"),
         Entry<&TS::distMode>("dist_mode", "Data-parallel mode",
-                             "Under mpirun: sync (equals one process on the global batch), local-sgd:K (each "
-                             "rank steps on its own shard, parameters averaged every K steps) or async (each step "
-                             "applies the previous step's gradients, summed while it computed).")
-            .nonEmpty()
-            .flag("--dist-mode", "sync|local-sgd:K|async"),
+                             "Under mpirun or on several devices: how the ranks combine their work.")
+            .choice("sync", DistMode::Sync, "sync",
+                    "Gradients summed every step: equals one process training on the global batch.")
+            .choice("local-sgd", DistMode::LocalSgd, "local SGD",
+                    "Each rank steps on its own shard; parameters averaged every local_sgd_steps steps (written "
+                    "local-sgd:K, K those steps).")
+            .choiceArgument("local_sgd_steps")
+            .choice("async", DistMode::Async, "async",
+                    "Each step applies the previous step's gradients, summed while it computed (one step stale).")
+            .whenDataParallel()
+            .flag("--dist-mode", "sync|local-sgd[:K]|async"),
+        Entry<&TS::localSgdSteps>("local_sgd_steps", "Average every",
+                                  "local-sgd: steps between the averages of the ranks' parameters.")
+            .intRange(1, kIntMax)
+            .whenDataParallel()
+            .when("dist_mode", {DistMode::LocalSgd}),
     };
 }
 
@@ -359,6 +432,47 @@ const SettingSpec<S>& findSpec(const std::vector<SettingSpec<S>>& specs, const s
     for (const auto& s : specs)
         if (s.key == key) return s;
     throw std::invalid_argument("no setting '" + key + "' in the settings table");
+}
+
+// The setting `key` of a group, as the conditions and choice arguments name it.
+const SettingInfo& settingOfGroup(SettingGroup group, const std::string& key) {
+    if (group == SettingGroup::Dataset) return findSpec(datasetSettingSpecs(), key);
+    return findSpec(trainingSettingSpecs(), key);
+}
+
+Json valueOf(const SettingInfo& setting, const DatasetSettings& dataset, const TrainingSettings& training) {
+    if (setting.group == SettingGroup::Dataset) return findSpec(datasetSettingSpecs(), setting.key).get(dataset);
+    return findSpec(trainingSettingSpecs(), setting.key).get(training);
+}
+
+bool dataParallel(const TrainingSettings& training, int ranks) {
+    if (ranks != 1) return true;
+    try {
+        return Device::parseList(training.device).size() > 1;
+    } catch (const std::exception&) {
+        return false;  // a device that does not parse is refused where it is opened
+    }
+}
+
+// The first condition of `setting` that does not hold, or nullptr.
+const SettingCondition* failedCondition(const SettingInfo& setting, const DatasetSettings& dataset,
+                                        const TrainingSettings& training, int ranks) {
+    for (const SettingCondition& c : setting.appliesWhen) {
+        bool holds = true;
+        switch (c.kind) {
+            case SettingCondition::Kind::OneOf: {
+                const int v = valueOf(settingOfGroup(setting.group, c.key), dataset, training).get<int>();
+                holds = std::find(c.values.begin(), c.values.end(), v) != c.values.end();
+                break;
+            }
+            case SettingCondition::Kind::Positive:
+                holds = valueOf(settingOfGroup(setting.group, c.key), dataset, training).get<double>() > 0;
+                break;
+            case SettingCondition::Kind::DataParallel: holds = dataParallel(training, ranks); break;
+        }
+        if (!holds) return &c;
+    }
+    return nullptr;
 }
 
 std::string joined(const std::vector<SettingChoice>& choices) {
@@ -451,6 +565,31 @@ const std::string& settingName(EarlyStoppingMetric v) {
     return nameIn(trainingSetting("early_stopping_metric"), static_cast<int>(v));
 }
 const std::string& settingName(ComputePrecision v) { return nameIn(trainingSetting("precision"), static_cast<int>(v)); }
+const std::string& settingName(DistMode v) { return nameIn(trainingSetting("dist_mode"), static_cast<int>(v)); }
+
+// ---- when a setting applies ----
+
+bool settingApplies(const SettingInfo& setting, const DatasetSettings& dataset, const TrainingSettings& training,
+                    int ranks) {
+    return failedCondition(setting, dataset, training, ranks) == nullptr;
+}
+
+std::string settingInapplicableReason(const SettingInfo& setting, const DatasetSettings& dataset,
+                                      const TrainingSettings& training, int ranks) {
+    const SettingCondition* c = failedCondition(setting, dataset, training, ranks);
+    if (!c) return {};
+    if (c->kind == SettingCondition::Kind::DataParallel)
+        return "in a run of one process on one device (it applies to data-parallel runs: under mpirun, or on "
+               "several devices in training.device)";
+    const SettingInfo& other = settingOfGroup(setting.group, c->key);
+    const Json v = valueOf(other, dataset, training);
+    if (c->kind == SettingCondition::Kind::Positive)
+        return "with " + other.dottedName() + " " + v.dump() + " (it applies when that is above 0)";
+    std::string wanted;
+    for (size_t i = 0; i < c->values.size(); ++i)
+        wanted += (i == 0 ? "" : i + 1 == c->values.size() ? " or " : ", ") + other.choiceName(c->values[i]);
+    return "with " + other.dottedName() + " " + other.choiceName(v.get<int>()) + " (it applies with " + wanted + ")";
+}
 
 // ---- strata-train ----
 
@@ -469,36 +608,62 @@ const SettingInfo* settingForFlag(const std::string& flag) {
     return nullptr;
 }
 
-Json parseSettingFlag(const SettingInfo& setting, const std::string& text) {
-    // The text becomes the JSON value a file would hold, then passes the file's own checks, so a flag
-    // and the file refuse the same values with the same words.
-    Json value(text);
-    if (setting.kind == SettingKind::Bool) {
-        value = true;
-    } else if (setting.isInteger() || setting.kind == SettingKind::UInt64) {
+Json settingJsonFromText(const SettingInfo& setting, const std::string& text) {
+    if (setting.kind == SettingKind::Bool) return true;
+    if (setting.isInteger() || setting.kind == SettingKind::UInt64) {
         int64_t i = 0;
         uint64_t u = 0;
         const char* end = text.data() + text.size();
         const auto r = std::from_chars(text.data(), end, i);
         const auto r2 = std::from_chars(text.data(), end, u);
         // Non-negative numbers as unsigned, as a JSON parser reads them.
-        if (r2.ec == std::errc() && r2.ptr == end)
-            value = u;
-        else if (r.ec == std::errc() && r.ptr == end)
-            value = i;
-        else if ((r.ec == std::errc::result_out_of_range && r.ptr == end) ||
-                 (r2.ec == std::errc::result_out_of_range && r2.ptr == end))
-            throw std::invalid_argument(setting.flag + ": " + cutForMessage(text) + " is out of range (" +
-                                        setting.rangeText() + ")");
+        if (r2.ec == std::errc() && r2.ptr == end) return u;
+        if (r.ec == std::errc() && r.ptr == end) return i;
+        if ((r.ec == std::errc::result_out_of_range && r.ptr == end) ||
+            (r2.ec == std::errc::result_out_of_range && r2.ptr == end))
+            throw std::invalid_argument(cutForMessage(text) + " is out of range (" + setting.rangeText() + ")");
     } else if (setting.isNumber()) {
         char* used = nullptr;
         const double d = std::strtod(text.c_str(), &used);
-        if (!text.empty() && used == text.c_str() + text.size() && std::isfinite(d)) value = d;
+        if (!text.empty() && used == text.c_str() + text.size() && std::isfinite(d)) return d;
     }
+    return text;  // the checks say what is wrong with it
+}
+
+std::optional<ChoiceArgument> splitChoiceArgument(const SettingInfo& choice, const std::string& text) {
+    const size_t colon = text.find(':');
+    if (choice.kind != SettingKind::Choice || colon == std::string::npos) return std::nullopt;
+    for (const SettingChoice& c : choice.choices)
+        if (!c.argumentKey.empty() && text.compare(0, colon, c.name) == 0 && colon == c.name.size()) {
+            const SettingInfo& argument = settingOfGroup(choice.group, c.argumentKey);
+            return ChoiceArgument{c.value, &argument, text.substr(colon + 1)};
+        }
+    return std::nullopt;
+}
+
+std::vector<SettingValue> parseSettingFlag(const SettingInfo& setting, const std::string& text,
+                                           const std::string& flagName) {
+    const std::string& flag = flagName.empty() ? setting.flag : flagName;
+    // The text becomes the JSON value a file would hold, then passes the file's own checks, so a flag
+    // and the file refuse the same values with the same words.
     try {
-        return checkSettingValue(setting, value, setting.flag);
+        if (const std::optional<ChoiceArgument> split = splitChoiceArgument(setting, text)) {
+            const SettingInfo& argument = *split->argument;
+            try {
+                return {{&setting, Json(split->value)},
+                        {&argument, checkSettingValue(argument, settingJsonFromText(argument, split->argumentText),
+                                                      argument.dottedName())}};
+            } catch (const std::exception& e) {
+                const auto* p = dynamic_cast<const ProjectError*>(&e);
+                throw std::invalid_argument(cutForMessage(text) + ": " + argument.dottedName() + " " +
+                                            (p ? p->message() : std::string(e.what())));
+            }
+        }
+        return {{&setting, checkSettingValue(setting, settingJsonFromText(setting, text), flag)}};
     } catch (const ProjectError& e) {
-        throw std::invalid_argument(setting.flag + ": " + e.message());
+        throw std::invalid_argument(flag + ": " + e.message());
+    } catch (const std::invalid_argument& e) {
+        throw std::invalid_argument(flag + ": " + e.what());
     }
 }
 

@@ -5,11 +5,14 @@
 // strata-train flag that overrides it. The project file (Project.cpp), the dataset and training
 // panels (ui/SettingWidgets) and strata-train's overrides take their limits from there, so they
 // cannot drift apart. Choices are enums; their spellings ("adamw", "cross_entropy") live only in
-// the table and are parsed once, where a value comes in (file, command line, widget).
+// the table and are parsed once, where a value comes in (file, command line, widget). The table also
+// says when a setting has an effect (momentum with SGD only): the panels enable an editor by it and
+// strata-train warns about a flag whose setting has none.
 // The defaults are the member initializers below.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,6 +38,8 @@ enum class OptimizerKind { Sgd, Adam, AdamW };
 enum class LossKind { CrossEntropy, Mse, BceLogits };
 enum class ScheduleKind { Constant, Step, Cosine, OneCycle };
 enum class EarlyStoppingMetric { ValLoss, ValAcc };
+// Data parallel (mpirun, or several devices): how the ranks combine their work (core/train/Trainer.h).
+enum class DistMode { Sync, LocalSgd, Async };
 
 struct DatasetSettings {
     DatasetKind kind = DatasetKind::Idx;
@@ -102,8 +107,10 @@ struct TrainingSettings {
     std::string checkpointDir;
     std::string device = "cpu";
     int threads = 0;  // 0: all cores
-    // Under mpirun: "sync", "local-sgd:K" or "async" (core/train/Trainer.h, parseDistMode). One process ignores it.
-    std::string distMode = "sync";
+    // Data parallel only (one process on one device ignores them): sync, local SGD averaging every
+    // localSgdSteps steps, or async.
+    DistMode distMode = DistMode::Sync;
+    int localSgdSteps = 8;
     bool operator==(const TrainingSettings&) const = default;
 };
 
@@ -118,6 +125,7 @@ const std::string& settingName(LossKind v);
 const std::string& settingName(ScheduleKind v);
 const std::string& settingName(EarlyStoppingMetric v);
 const std::string& settingName(ComputePrecision v);
+const std::string& settingName(DistMode v);
 
 // ---- the table -------------------------------------------------------------------------------
 
@@ -143,6 +151,21 @@ struct SettingChoice {
     int value = 0;      // the enum's value
     std::string label;  // in a widget: "cross-entropy"
     std::string help;   // tooltip; may be empty
+    // Non-empty: the choice may also be written "name:V", V being the value of this setting (of the same
+    // group): "local-sgd:8" is dist_mode local-sgd with local_sgd_steps 8, as files and flags wrote it before.
+    std::string argumentKey;
+};
+
+// One condition for a setting to have an effect (SettingInfo::appliesWhen).
+struct SettingCondition {
+    enum class Kind {
+        OneOf,         // the setting `key` (same group) is one of `values`, a Choice's enum values
+        Positive,      // the setting `key` (same group) is above 0
+        DataParallel,  // the run is data parallel: several ranks (mpirun), or several devices in training.device
+    };
+    Kind kind = Kind::OneOf;
+    std::string key;
+    std::vector<int> values;
 };
 
 // What a setting is, without the struct it lives in (widgets, messages and tests need only this).
@@ -160,6 +183,8 @@ struct SettingInfo {
     std::string help;                    // one sentence: tooltip and --help
     std::string flag;                    // strata-train's override ("--batch"); empty: none
     std::string flagValue;               // the flag's value in --help ("N"); empty for a Bool flag (no value)
+    // When the setting has an effect: all must hold; empty: always.
+    std::vector<SettingCondition> appliesWhen;
 
     const char* groupKey() const { return group == SettingGroup::Dataset ? "dataset" : "training"; }
     std::string jsonPath() const { return std::string("/") + groupKey() + "/" + key; }  // "/training/batch_size"
@@ -194,16 +219,49 @@ const SettingSpec<TrainingSettings>& trainingSetting(const std::string& key);
 std::string integerRangeText(int64_t min, int64_t max);
 std::string numberRangeText(double min, double max, bool maxOpen);
 
+// ---- when a setting applies ------------------------------------------------------------------
+
+// Whether `setting` has an effect with these settings: every condition of its appliesWhen holds. `ranks`: the
+// processes of the job; 0 when not known (the workbench edits a project that mpirun may run), which counts as
+// data parallel.
+bool settingApplies(const SettingInfo& setting, const DatasetSettings& dataset, const TrainingSettings& training,
+                    int ranks);
+// Why it has none, for a message after "--decode-threads has no effect ": "with dataset.kind idx (it applies
+// with image_folder)", "in a run of one process on one device (...)"; empty when it applies.
+std::string settingInapplicableReason(const SettingInfo& setting, const DatasetSettings& dataset,
+                                      const TrainingSettings& training, int ranks);
+
+// A choice written with its argument ("local-sgd:8", SettingChoice::argumentKey): the choice's value, and the
+// argument's setting and text. Nullopt when `text` is not of that form.
+struct ChoiceArgument {
+    int value = 0;
+    const SettingInfo* argument = nullptr;
+    std::string argumentText;
+};
+std::optional<ChoiceArgument> splitChoiceArgument(const SettingInfo& choice, const std::string& text);
+// The JSON value a file would hold for a value typed as text (a number as a number, a choice's name as a
+// string, "" for a Bool flag as true); unchecked: checkSettingValue (Project.h) checks it. Throws
+// std::invalid_argument "N is out of range (...)" for a whole number beyond every integer type.
+Json settingJsonFromText(const SettingInfo& setting, const std::string& text);
+
 // ---- strata-train's overrides ----------------------------------------------------------------
 
 // The setting a command-line flag overrides ("--batch"), or nullptr.
 const SettingInfo* settingForFlag(const std::string& flag);
 // Every setting with a flag, in table order (for --help).
 std::vector<const SettingInfo*> settingsWithFlags();
+// A checked value of a setting, as SettingSpec::set takes it.
+struct SettingValue {
+    const SettingInfo* setting = nullptr;
+    Json value;
+};
 // Reads the text given after the setting's flag (a Bool flag takes none: pass "") and checks it as the
 // project file does. Throws std::invalid_argument naming the flag and the limit:
-// "--batch: 0 is out of range (1 to 16777216)".
-Json parseSettingFlag(const SettingInfo& setting, const std::string& text);
+// "--batch: 0 is out of range (1 to 16777216)". The first value is the flag's setting's; a choice written
+// with its argument ("--dist-mode local-sgd:8") adds its argument's setting and value after it. `flag`: the
+// flag's name where a command names it otherwise (prune's --lr); empty: the table's.
+std::vector<SettingValue> parseSettingFlag(const SettingInfo& setting, const std::string& text,
+                                           const std::string& flag = {});
 // Stores a checked value (from parseSettingFlag or checkSettingValue) into the settings.
 void applySetting(DatasetSettings& dataset, TrainingSettings& training, const SettingInfo& setting, const Json& value);
 

@@ -66,8 +66,8 @@ public:
 };
 
 struct DataParallelSettings {
-    int localSgdSteps = 0;    // > 0: local SGD (TrainerOptions::localSgdSteps)
-    bool async = false;       // TrainerOptions::asyncUpdates
+    int localSgdSteps = 0;    // > 0: local SGD (TrainerOptions::distMode LocalSgd, its localSgdSteps)
+    bool async = false;       // TrainerOptions::distMode Async
     int64_t bucketBytes = 0;  // sync; 0: autoBucketBytes
     int64_t globalBatch = 0;  // training.batch_size, for the log
     double clipNorm = 0;      // training.clip_norm, for async's last update of an epoch

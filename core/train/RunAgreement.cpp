@@ -71,10 +71,10 @@ std::vector<AgreementField> runAgreementFields(const Project& project, const Tra
         plain("max_steps (--max-steps)", options.maxSteps > 0 ? std::to_string(options.maxSteps) : "none"));
     fields.push_back(plain("bucket_size (--bucket-mb)",
                            options.bucketBytes > 0 ? std::to_string(options.bucketBytes) + " bytes" : "automatic"));
-    fields.push_back(plain("dist_mode (--dist-mode)", options.asyncUpdates ? std::string("async")
-                                                      : options.localSgdSteps > 0
-                                                          ? "local-sgd:" + std::to_string(options.localSgdSteps)
-                                                          : std::string("sync")));
+    fields.push_back(plain("dist_mode (--dist-mode)",
+                           options.distMode == DistMode::LocalSgd
+                               ? settingName(options.distMode) + ":" + std::to_string(options.localSgdSteps)
+                               : settingName(options.distMode)));
     std::string resume = "none";
     if (!options.resumeFrom.empty()) {
         std::error_code ec;

@@ -565,9 +565,12 @@ struct Trainer::Impl {
     // Rank 0's weights everywhere (fresh or resumed), then the mode (DataParallel.h); a run of one process gets
     // the strategy that does nothing.
     void setUpDataParallel() {
+        if (dp() && opt.distMode == DistMode::LocalSgd && opt.localSgdSteps < 1)
+            throw std::invalid_argument("training.local_sgd_steps: " + std::to_string(opt.localSgdSteps) +
+                                        " (local SGD averages every K >= 1 steps)");
         DataParallelSettings s;
-        s.localSgdSteps = opt.localSgdSteps;
-        s.async = opt.asyncUpdates;
+        s.localSgdSteps = opt.distMode == DistMode::LocalSgd ? opt.localSgdSteps : 0;
+        s.async = opt.distMode == DistMode::Async;
         s.bucketBytes = opt.bucketBytes;
         s.globalBatch = ts().batchSize;
         s.clipNorm = ts().clipNorm;
@@ -729,20 +732,6 @@ struct Trainer::Impl {
 
 int64_t autoBucketBytes(int64_t gradientBytes) {
     return std::clamp<int64_t>(gradientBytes / 8, int64_t(256) << 10, int64_t(25) << 20);
-}
-
-DistMode parseDistMode(const std::string& mode) {
-    if (mode == "sync") return {};
-    if (mode == "async") return {0, true};
-    if (mode.rfind("local-sgd:", 0) == 0) {
-        const std::string k = mode.substr(10);
-        if (!k.empty() && k.size() <= 9 && k.find_first_not_of("0123456789") == std::string::npos) {
-            const int steps = std::stoi(k);
-            if (steps >= 1) return {steps, false};
-        }
-    }
-    throw std::invalid_argument("training.dist_mode: '" + mode.substr(0, 40) +
-                                "' (must be sync, async, or local-sgd:K with K >= 1, e.g. local-sgd:8)");
 }
 
 Trainer::Trainer(Project project, Backend& backend, TrainingObserver* observer, TrainerOptions options)

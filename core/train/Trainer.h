@@ -68,14 +68,15 @@ struct TrainerOptions {
     // sync: gradients summed in buckets of this size while backward runs (GradientBuckets.h). 0: automatic,
     // autoBucketBytes of the model's gradient bytes.
     int64_t bucketBytes = 0;
-    // 0: sync, which equals one process on the global batch. K > 0: local SGD, each rank steps on its own
-    // shard and the parameters (and BatchNorm running statistics) are averaged every K steps, weighted by the
-    // samples each rank saw; BatchNorm then uses each rank's own batch statistics.
-    int localSgdSteps = 0;
-    // async: each step applies the previous step's summed gradients while its own are summed behind the next
-    // step's compute (AsyncGradients in GradientBuckets.h): staleness one step. BatchNorm uses each rank's own
-    // batch statistics; running statistics are averaged at each epoch's end.
-    bool asyncUpdates = false;
+    // training.dist_mode, from the project (strata-train copies it; tests set it). Sync equals one process on
+    // the global batch. LocalSgd: each rank steps on its own shard and the parameters (and BatchNorm running
+    // statistics) are averaged every localSgdSteps steps, weighted by the samples each rank saw; BatchNorm then
+    // uses each rank's own batch statistics. Async: each step applies the previous step's summed gradients
+    // while its own are summed behind the next step's compute (AsyncGradients in GradientBuckets.h): staleness
+    // one step. BatchNorm uses each rank's own batch statistics; running statistics are averaged at each
+    // epoch's end.
+    DistMode distMode = DistMode::Sync;
+    int localSgdSteps = 8;  // LocalSgd only; at least 1
     // Data parallel: every rank samples its device (telemetryIntervalMs) and rank 0 reports the other ranks'
     // samples too, as "<device> (rank R)" (they travel with the per-step stop vote). ReplicaRun turns it off:
     // its ranks hand their samples to the observer directly.
@@ -89,14 +90,6 @@ struct TrainerOptions {
     // run's (sync, local SGD) or be one step stale (async). This is how one GPU exercises NCCL in training.
     bool dataParallelWithOneRank = false;
 };
-
-// training.dist_mode: "sync" (the default), "local-sgd:K" (K >= 1) or "async"; anything else throws
-// std::invalid_argument naming the setting.
-struct DistMode {
-    int localSgdSteps = 0;  // TrainerOptions::localSgdSteps
-    bool async = false;     // TrainerOptions::asyncUpdates
-};
-DistMode parseDistMode(const std::string& mode);
 
 // The automatic gradient bucket size: an eighth of the gradients, at least 256 KiB and at most 25 MiB
 // (PyTorch DDP's bucket). A model whose gradients fit one 25 MiB bucket would start its only all-reduce when

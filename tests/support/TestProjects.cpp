@@ -72,7 +72,7 @@ TrainerOptions oneRankDataParallel(Communicator& single, int64_t bucketBytes, bo
     o.communicator = &single;
     o.dataParallelWithOneRank = true;
     o.bucketBytes = bucketBytes;
-    o.asyncUpdates = async;
+    o.distMode = async ? DistMode::Async : DistMode::Sync;
     return o;
 }
 

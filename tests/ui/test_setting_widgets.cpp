@@ -2,7 +2,8 @@
 // every setting they edit has an editor named after its key with the table's range, choices,
 // label and tooltip; editing it changes that setting in the document; a value beyond what a
 // spin box can show survives edits of other settings; and a value outside the table's range is
-// kept as typed, not applied, and explained under its field until it is fixed (issue 17).
+// kept as typed, not applied, and explained under its field until it is fixed (issue 17). The training
+// panel enables an editor exactly when the table says its setting applies (issue 36).
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDoubleSpinBox>
@@ -322,6 +323,46 @@ private slots:
         editEach<TrainingSettings>(&training, doc, trainingSettingSpecs(),
                                    [&]() -> const TrainingSettings& { return doc.project().training; });
         QVERIFY(doc.undoStack()->count() > 20);
+    }
+
+    // Momentum with SGD only, the Adam betas with Adam, the decay with a step schedule...: for each value of
+    // every setting a condition looks at, each editor is enabled exactly when the table says its setting
+    // applies (the panel holds no rule of its own).
+    void trainingPanelEnablesByTheTable() {
+        std::vector<Project> variants{Project{}};
+        std::set<std::string> looked;
+        for (const auto& spec : trainingSettingSpecs())
+            for (const SettingCondition& c : spec.appliesWhen)
+                if (!c.key.empty()) looked.insert(c.key);
+        QVERIFY(looked.count("optimizer") && looked.count("schedule") && looked.count("dist_mode"));
+        for (const std::string& key : looked) {
+            const SettingSpec<TrainingSettings>& other = trainingSetting(key);
+            std::vector<Json> values;
+            for (const SettingChoice& c : other.choices) values.push_back(c.value);
+            if (other.isInteger()) values = {0, 3};
+            for (const Json& v : values) {
+                Project p;
+                other.set(p.training, v);
+                variants.push_back(p);
+            }
+        }
+        ProjectDocument doc;
+        doc.newProject(Project{});
+        TrainingSettingsPanel training(&doc);
+        int disabled = 0;
+        for (const Project& p : variants) {
+            doc.setTrainingSettings(p.training);
+            for (const auto& spec : trainingSettingSpecs()) {
+                QWidget* w = training.findChild<QWidget*>(QString::fromStdString(spec.key));
+                if (!w) continue;
+                const bool applies = settingApplies(spec, p.dataset, p.training, 0);
+                QVERIFY2(w->isEnabled() == applies, (spec.dottedName() + (applies ? " disabled" : " enabled") +
+                                                     " with " + projectToJson(p)["training"].dump())
+                                                        .c_str());
+                disabled += applies ? 0 : 1;
+            }
+        }
+        QVERIFY(disabled > 20);
     }
 
     void valuesBeyondASpinBoxSurvive() {

@@ -151,6 +151,8 @@ void EngineWorker::start(const strata::Project& project, const QString& projectP
         options.maxSteps = maxSteps;
         options.runFolder = runFolder.toStdString();
         options.telemetryIntervalMs = m_telemetryIntervalMs.load();
+        options.distMode = run.training.distMode;  // several devices: data parallel, as strata-train runs them
+        options.localSgdSteps = run.training.localSgdSteps;
         for (const Device& d : devices) reportUnsampledDevice(d);
         if (backends.size() == 1) {
             Trainer trainer(std::move(run), *backends[0], this, options);
