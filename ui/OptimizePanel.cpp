@@ -88,7 +88,7 @@ QTableWidgetItem* cell(const QString& text, bool number = true) {
 void styleChart(QCustomPlot* plot, const QString& x) {
     plot->xAxis->setLabel(x);
     plot->yAxis->setLabel(QObject::tr("accuracy (%)"));
-    plot->setMinimumSize(260, 150);
+    plot->setMinimumSize(220, 150);
     plot->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
     plot->axisRect()->setupFullAxesBox(true);
 }
@@ -178,7 +178,8 @@ void OptimizePanel::buildUi() {
     auto* left = new QWidget(split);
     auto* l = new QVBoxLayout(left);
     l->setContentsMargins(0, 0, 0, 0);
-    // Two compact rows of targets, so the results table keeps the height of a bottom dock.
+    // Short rows of targets and options, each narrower than a third of a 1024 px window: the panel sits beside two
+    // charts and the layers table in a bottom dock, and a row of every control held the window 1337 px wide.
     auto* row1 = new QHBoxLayout;
     m_sparse = new QCheckBox(tr("Prune to"), left);
     m_sparse->setChecked(true);
@@ -208,12 +209,14 @@ void OptimizePanel::buildUi() {
     row1->addWidget(withFieldError(m_sparsities), 0, Qt::AlignTop);
     row1->addWidget(new QLabel(tr("% sparse"), left), 0, Qt::AlignTop);
     row1->addWidget(m_scope, 0, Qt::AlignTop);
-    row1->addSpacing(12);
-    row1->addWidget(m_structured, 0, Qt::AlignTop);
-    row1->addWidget(withFieldError(m_structuredPercent), 0, Qt::AlignTop);
-    row1->addWidget(new QLabel(tr("of filters and units"), left), 0, Qt::AlignTop);
     row1->addStretch(1);
     l->addLayout(row1);
+    auto* rowStructured = new QHBoxLayout;
+    rowStructured->addWidget(m_structured, 0, Qt::AlignTop);
+    rowStructured->addWidget(withFieldError(m_structuredPercent), 0, Qt::AlignTop);
+    rowStructured->addWidget(new QLabel(tr("of filters and units"), left), 0, Qt::AlignTop);
+    rowStructured->addStretch(1);
+    l->addLayout(rowStructured);
 
     auto* row2 = new QHBoxLayout;
     m_int8 = new QCheckBox(tr("Int8 ONNX of each"), left);
@@ -243,12 +246,10 @@ void OptimizePanel::buildUi() {
     m_progress->setRange(0, 1000);
     m_progress->setTextVisible(false);
     m_progress->setMaximumHeight(14);
+    m_progress->setMinimumWidth(40);  // its share of the row is what the buttons leave
     row2->addWidget(m_int8, 0, Qt::AlignTop);
     row2->addWidget(withFieldError(m_epochs), 0, Qt::AlignTop);
-    row2->addWidget(withFieldError(m_samples), 0, Qt::AlignTop);
-    row2->addWidget(m_run, 0, Qt::AlignTop);
-    row2->addWidget(m_stop, 0, Qt::AlignTop);
-    row2->addWidget(m_progress, 1, Qt::AlignVCenter);
+    row2->addStretch(1);
     l->addLayout(row2);
     // Which run the study starts from: the project's newest with weights unless another is picked; its variants
     // go into that run's folder.
@@ -258,6 +259,12 @@ void OptimizePanel::buildUi() {
     m_runPicker->setObjectName(QStringLiteral("optimizeRunPicker"));
     row3->addWidget(m_runPicker, 1);
     l->addLayout(row3);
+    auto* row4 = new QHBoxLayout;
+    row4->addWidget(withFieldError(m_samples), 0, Qt::AlignTop);
+    row4->addWidget(m_run, 0, Qt::AlignTop);
+    row4->addWidget(m_stop, 0, Qt::AlignTop);
+    row4->addWidget(m_progress, 1, Qt::AlignVCenter);
+    l->addLayout(row4);
     m_status = new QLabel(left);
     m_status->setObjectName(QStringLiteral("optimizeStatus"));
     m_status->setWordWrap(true);

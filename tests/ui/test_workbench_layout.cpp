@@ -32,6 +32,7 @@
 #include "ui/GraphView.h"
 #include "ui/LayerPalette.h"
 #include "ui/MainWindow.h"
+#include "ui/OptimizePanel.h"
 #include "ui/TrainingDashboard.h"
 #include "ui/TrainingSettingsPanel.h"
 #include "ui/WorkbenchInput.h"
@@ -179,6 +180,11 @@ private slots:
             const QStringList squeezed = docksUnderMinimum(w);
             QVERIFY2(squeezed.isEmpty(), qPrintable(squeezed.join(QStringLiteral("; "))));
         }
+        // The Optimize panel fits across the window: a row of all its controls needed 1337 px, so at these sizes
+        // it scrolled sideways and its charts and layers table were out of view.
+        const int optimizeMin = w.optimizePanel()->minimumSizeHint().width();
+        QVERIFY2(optimizeMin <= screen.width() - 40,
+                 qPrintable(QStringLiteral("Optimize panel %1 px").arg(optimizeMin)));
         // The canvas keeps a useful share of the window, and the dashboard its six charts in view.
         QVERIFY2(w.view()->width() >= screen.width() / 3 && w.view()->height() >= screen.height() / 3,
                  qPrintable(QStringLiteral("canvas %1x%2").arg(w.view()->width()).arg(w.view()->height())));
