@@ -777,20 +777,7 @@ void PredictPanel::projectChanged() {
     m_text->clear();
     m_text->blockSignals(false);
     m_tokens->clear();
-    m_attention->clear();
-    m_attention->hide();
-    m_probabilities.clear();
-    m_predicted = -1;
-    m_predictionText.clear();
-    m_probTable->setRowCount(0);
-    m_predictedLabel->clear();
-    m_inputView->clear();
-    m_confusion = ConfusionMatrix{};
-    m_confusionTable->clear();
-    m_confusionTable->setRowCount(0);
-    m_confusionTable->setColumnCount(0);
-    m_accuracy->clear();
-    m_progress->setValue(0);
+    clearResults();
     m_status->clear();
     showError({});
     setFieldError(m_index, QString());
@@ -901,11 +888,17 @@ void PredictPanel::showModel() {
     m_text->setVisible(isTextModel());
     m_tokens->setVisible(isTextModel());
     m_tokens->clear();
+    m_inputView->setVisible(!isTextModel());
+    clearResults();
+}
+
+// What a prediction or an evaluation showed: gone with the model or the samples it was about.
+void PredictPanel::clearResults() {
     m_attention->clear();
     m_attention->hide();
-    m_inputView->setVisible(!isTextModel());
     m_probabilities.clear();
     m_predicted = -1;
+    m_predictionText.clear();
     m_probTable->setRowCount(0);
     m_predictedLabel->clear();
     m_inputView->clear();

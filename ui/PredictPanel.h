@@ -113,6 +113,7 @@ signals:
     void failed(const QString& message);
 
 private:
+    void clearResults();
     static std::vector<float> fitToInput(const data::Image& image, const Shape& inputShape, QString* error,
                                          data::ResizePolicy policy);
     struct JobResult;
