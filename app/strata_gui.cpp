@@ -252,7 +252,9 @@ int main(int argc, char** argv) {
     std::unique_ptr<QTemporaryDir> shotHistory;  // screenshots that train: a history of their own, removed on exit
     if (!shots) {
         history = std::make_unique<strata::ui::RunHistory>();
-        history->markInterruptedRuns();  // runs of a workbench that was killed or crashed
+        // Runs of a workbench or strata-train of this host that was killed or crashed, and writes a locked
+        // database left pending: said on stderr, nothing on screen.
+        for (const QString& line : history->recover()) std::fprintf(stderr, "strata: %s\n", qPrintable(line));
     } else if (needModel) {
         shotHistory = std::make_unique<QTemporaryDir>();
         history = std::make_unique<strata::ui::RunHistory>(shotHistory->filePath(QStringLiteral("runs.sqlite")));

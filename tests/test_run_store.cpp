@@ -25,6 +25,7 @@
 #include "core/train/BackendOptionsFor.h"
 #include "core/train/Trainer.h"
 #include "tests/support/TestBackends.h"
+#include "tests/support/TestDatabase.h"
 #include "tests/support/TestProjects.h"
 
 using namespace strata;
@@ -32,31 +33,7 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-// A second connection that holds the database's write lock (BEGIN EXCLUSIVE) until released, as another
-// program (a backup, an sqlite3 shell with an open transaction) would.
-class WriteLock {
-public:
-    explicit WriteLock(const std::string& path) {
-        if (sqlite3_open(path.c_str(), &m_db) != SQLITE_OK) throw std::runtime_error("cannot open " + path);
-        sqlite3_busy_timeout(m_db, 10000);
-        char* err = nullptr;
-        if (sqlite3_exec(m_db, "BEGIN EXCLUSIVE", nullptr, nullptr, &err) != SQLITE_OK) {
-            const std::string why = err ? err : "?";
-            sqlite3_free(err);
-            throw std::runtime_error("BEGIN EXCLUSIVE: " + why);
-        }
-    }
-    ~WriteLock() { release(); }
-    void release() {
-        if (!m_db) return;
-        sqlite3_exec(m_db, "COMMIT", nullptr, nullptr, nullptr);
-        sqlite3_close(m_db);
-        m_db = nullptr;
-    }
-
-private:
-    sqlite3* m_db = nullptr;
-};
+using test::WriteLock;
 
 // Passes every event on, each step after `stepMs` (a slower run, so that a lock can start and end inside it),
 // and calls `atStep` once at step `when`.

@@ -11,7 +11,7 @@ set -euo pipefail
 
 packages=(
   cmake g++ make ccache pkg-config zlib1g-dev
-  libsqlite3-dev qt6-base-dev libqt6sql6-sqlite libqcustomplot-dev libqcustomplot2.1-qt6 xvfb xauth
+  libsqlite3-dev qt6-base-dev libqcustomplot-dev libqcustomplot2.1-qt6 xvfb xauth
   libopenblas-dev libdnnl-dev nlohmann-json3-dev libprotobuf-dev protobuf-compiler libonnx-dev libopencv-dnn-dev
   libxxhash-dev libcli11-dev
   libopenmpi-dev openmpi-bin

@@ -12,8 +12,8 @@ constexpr size_t kStepBatch = 256;
 
 RunRecorder::RunRecorder(RunStore& store, TrainingObserver* next, const Project& project,
                          const std::string& projectPath, const std::string& device, const std::string& source,
-                         const std::string& runFolder)
-    : m_store(store), m_next(next), m_run(store.beginRun(project, projectPath, device, source, runFolder)) {
+                         const std::string& runFolder, const std::string& started)
+    : m_store(store), m_next(next), m_run(store.beginRun(project, projectPath, device, source, runFolder, started)) {
     m_steps.reserve(kStepBatch);
     m_pendingFile = RunStore::pendingFilePath(store.path(), m_run);
 }
@@ -186,6 +186,35 @@ void RunRecorder::onLog(const std::string& message) {
 void RunRecorder::finishIfOpen(const std::string& status, const std::string& message) {
     std::lock_guard lock(m_mutex);
     finish(status, message, FinishedEvent{});
+}
+
+void RunRecorder::addSteps(const std::vector<StepEvent>& steps) {
+    if (steps.empty()) return;
+    std::lock_guard lock(m_mutex);
+    if (!m_open) return;
+    queueSteps();
+    PendingWrite w;
+    w.kind = PendingWrite::Kind::Steps;
+    w.steps = steps;
+    m_queuedSteps += static_cast<int64_t>(steps.size());
+    m_queue.push_back(std::move(w));
+    m_lastElapsed = steps.back().elapsedSeconds;
+    flush(false);
+}
+
+void RunRecorder::finishRun(const std::string& status, const std::string& message, const FinishedEvent& e) {
+    std::lock_guard lock(m_mutex);
+    m_started = true;  // the caller names the status: "failed" stays failed
+    finish(status, message, e);
+}
+
+void RunRecorder::leaveRunning() {
+    std::lock_guard lock(m_mutex);
+    if (!m_open) return;
+    m_open = false;
+    queueSteps();
+    flush(true);
+    if (!m_queue.empty()) spill();
 }
 
 std::string RunRecorder::pendingFile() const {

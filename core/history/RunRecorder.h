@@ -2,7 +2,9 @@
 // passes every event on to another observer (the CLI's printer). Steps are
 // buffered and written in one transaction per 256 steps or per epoch, so the
 // engine thread pays a few milliseconds per batch of points, not one
-// transaction per step.
+// transaction per step. The workbench records through it too (RunHistory),
+// handing over the points of each UI tick (addSteps) and its own ending
+// (finishRun), so a GUI run gets the same queue, retries and pending file.
 //
 // A write that fails (another program holds the database locked, a full disk) never stops the training, and
 // nothing is dropped: the writes queue in order and are retried every two seconds, each try waiting at most
@@ -29,9 +31,10 @@ namespace strata::history {
 
 class RunRecorder : public TrainingObserver {
 public:
-    // Starts the run's row now (status running). Throws when the store cannot.
+    // Starts the run's row now (status running; started: as RunStore::beginRun). Throws when the store cannot.
     RunRecorder(RunStore& store, TrainingObserver* next, const Project& project, const std::string& projectPath,
-                const std::string& device, const std::string& source, const std::string& runFolder = {});
+                const std::string& device, const std::string& source, const std::string& runFolder = {},
+                const std::string& started = {});
     ~RunRecorder() override;
     RunRecorder(const RunRecorder&) = delete;
     RunRecorder& operator=(const RunRecorder&) = delete;
@@ -42,6 +45,16 @@ public:
     // Once the run has ended: the pending file holding the writes the database did not take, or empty when
     // every write reached it.
     std::string pendingFile() const;
+
+    // For a caller that batches the points itself (the workbench, once per UI tick): the steps are queued as one
+    // write and written now unless the database is being retried.
+    void addSteps(const std::vector<StepEvent>& steps);
+    // Ends the run with the status the caller decided (finished | stopped | failed), as onFinished would.
+    void finishRun(const std::string& status, const std::string& message, const FinishedEvent& e);
+    // The program goes away while the run goes on (the workbench closed mid-run): what is queued is written (or
+    // kept in the pending file) and the row stays 'running', for recover() to mark 'interrupted' once this
+    // process is gone, not 'failed' as the destructor would.
+    void leaveRunning();
 
     void onStep(const StepEvent& e) override;
     void onEpoch(const EpochEvent& e) override;

@@ -64,7 +64,29 @@ const char* kCreateSql =
 const char* kRunColumns =
     "id, started, project_name, project_path, device, COALESCE(source, 'gui'), status, message, name, notes,"
     " epochs_completed, best_epoch, best_val_loss, best_val_acc, final_train_loss, final_train_acc,"
-    " final_val_loss, final_val_acc, samples_per_second, seconds";
+    " final_val_loss, final_val_acc, samples_per_second, seconds, project_id, run_folder, host,"
+    " (SELECT MAX(m.step) FROM metrics m WHERE m.run_id = runs.id AND m.kind = 'step')";
+
+// The runs of one project (RunStore::runsOfProject); four placeholders: the project id twice, then its path
+// twice. Either may be empty: it then matches nothing.
+const char* kProjectRunsWhere =
+    "((? <> '' AND project_id = ?) OR (COALESCE(project_id, '') = '' AND ? <> '' AND project_path = ?))";
+
+// Fills a finished (or interrupted) run's final metrics and mean throughput from its epoch rows; one
+// placeholder, the run id.
+const char* kSummarizeSql =
+    "UPDATE runs SET"
+    " final_train_loss = (SELECT loss FROM metrics m WHERE m.run_id = runs.id AND m.kind = 'epoch'"
+    "  ORDER BY m.epoch DESC LIMIT 1),"
+    " final_train_acc = (SELECT accuracy FROM metrics m WHERE m.run_id = runs.id AND m.kind = 'epoch'"
+    "  ORDER BY m.epoch DESC LIMIT 1),"
+    " final_val_loss = (SELECT val_loss FROM metrics m WHERE m.run_id = runs.id AND m.kind = 'epoch'"
+    "  ORDER BY m.epoch DESC LIMIT 1),"
+    " final_val_acc = (SELECT val_accuracy FROM metrics m WHERE m.run_id = runs.id AND m.kind = 'epoch'"
+    "  ORDER BY m.epoch DESC LIMIT 1),"
+    " samples_per_second = (SELECT AVG(samples_per_second) FROM metrics m WHERE m.run_id = runs.id"
+    "  AND m.kind = 'epoch')"
+    " WHERE id = ?";
 
 // A prepared statement, finalized on scope exit; errors throw with the database's message.
 class Statement {
@@ -358,6 +380,10 @@ RunRecord readRun(const Statement& q) {
     r.finalValAccuracy = q.real(17);
     r.samplesPerSecond = q.real(18);
     r.seconds = q.real(19);
+    r.projectId = q.text(20);
+    r.runFolder = q.text(21);
+    r.host = q.text(22);
+    r.lastStep = q.integer(23);
     return r;
 }
 
@@ -394,29 +420,14 @@ std::string RunStore::ensureSchema(const std::string& path) {
     return {};
 }
 
-const char* RunStore::summarizeSql() {
-    return "UPDATE runs SET"
-           " final_train_loss = (SELECT loss FROM metrics m WHERE m.run_id = runs.id AND m.kind = 'epoch'"
-           "  ORDER BY m.epoch DESC LIMIT 1),"
-           " final_train_acc = (SELECT accuracy FROM metrics m WHERE m.run_id = runs.id AND m.kind = 'epoch'"
-           "  ORDER BY m.epoch DESC LIMIT 1),"
-           " final_val_loss = (SELECT val_loss FROM metrics m WHERE m.run_id = runs.id AND m.kind = 'epoch'"
-           "  ORDER BY m.epoch DESC LIMIT 1),"
-           " final_val_acc = (SELECT val_accuracy FROM metrics m WHERE m.run_id = runs.id AND m.kind = 'epoch'"
-           "  ORDER BY m.epoch DESC LIMIT 1),"
-           " samples_per_second = (SELECT AVG(samples_per_second) FROM metrics m WHERE m.run_id = runs.id"
-           "  AND m.kind = 'epoch')"
-           " WHERE id = ?";
-}
-
 void RunStore::exec(const std::string& sql) { execOn(m_db, sql, m_path); }
 
 int64_t RunStore::beginRun(const Project& project, const std::string& projectPath, const std::string& device,
-                           const std::string& source, const std::string& runFolder) {
+                           const std::string& source, const std::string& runFolder, const std::string& started) {
     Statement q(m_db,
                 "INSERT INTO runs (started, project_name, project_path, device, project_json, status, source,"
                 " run_folder, pid, host, project_id) VALUES (?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?)");
-    q.bind(1, nowIso()).bind(2, project.name).bind(3, projectPath).bind(4, device);
+    q.bind(1, started.empty() ? nowIso() : started).bind(2, project.name).bind(3, projectPath).bind(4, device);
     q.bind(5, projectToJson(project).dump()).bind(6, source).bind(7, runFolder);
     q.bind(8, static_cast<int64_t>(::getpid())).bind(9, hostName()).bind(10, project.id);
     q.run();
@@ -456,7 +467,7 @@ void updateFinished(sqlite3* db, int64_t run, const std::string& status, const s
     q.bind(5, f.bestEpoch > 0 ? f.bestValLoss : kNaN).bind(6, f.bestEpoch > 0 ? f.bestValAccuracy : kNaN);
     q.bind(7, f.seconds).bind(8, run);
     q.run();
-    Statement s(db, RunStore::summarizeSql());
+    Statement s(db, kSummarizeSql);
     s.bind(1, run);
     s.run();
 }
@@ -652,7 +663,7 @@ std::vector<std::string> RunStore::recover() {
                             " WHERE id = ? AND status = 'running'");
                 u.bind(1, o.id);
                 u.run();
-                Statement s(m_db, summarizeSql());
+                Statement s(m_db, kSummarizeSql);
                 s.bind(1, o.id);
                 s.run();
                 Statement e(m_db, "SELECT epochs_completed FROM runs WHERE id = ?");
@@ -717,6 +728,56 @@ std::vector<MetricRow> RunStore::metrics(int64_t run, const std::string& kind) c
     return out;
 }
 
+int64_t RunStore::metricCount(int64_t run, const std::string& kind) const {
+    Statement q(m_db, "SELECT COUNT(*) FROM metrics WHERE run_id = ? AND kind = ?");
+    q.bind(1, run).bind(2, kind);
+    return q.step() ? q.integer(0) : 0;
+}
+
+std::vector<StepEvent> RunStore::stepEvents(int64_t run) const {
+    std::vector<StepEvent> out;
+    Statement q(m_db,
+                "SELECT step, epoch, loss, accuracy, learning_rate, samples_per_second, elapsed_seconds FROM metrics"
+                " WHERE run_id = ? AND kind = 'step' ORDER BY step");
+    q.bind(1, run);
+    while (q.step()) {
+        StepEvent s;
+        s.step = q.integer(0);
+        s.epoch = static_cast<int>(q.integer(1));
+        s.loss = q.real(2);
+        s.accuracy = q.real(3);
+        s.learningRate = q.real(4);
+        s.samplesPerSecond = q.real(5);
+        s.elapsedSeconds = q.real(6);
+        out.push_back(s);
+    }
+    return out;
+}
+
+std::vector<std::pair<EpochEvent, int64_t>> RunStore::epochEvents(int64_t run) const {
+    std::vector<std::pair<EpochEvent, int64_t>> out;
+    Statement q(m_db,
+                "SELECT e.epoch, e.loss, e.accuracy, e.samples_per_second, e.val_loss, e.val_accuracy,"
+                " e.elapsed_seconds, (SELECT MAX(s.step) FROM metrics s WHERE s.run_id = e.run_id AND s.kind = 'step'"
+                " AND s.epoch <= e.epoch), (SELECT best_epoch FROM runs WHERE id = e.run_id)"
+                " FROM metrics e WHERE e.run_id = ? AND e.kind = 'epoch' ORDER BY e.epoch");
+    q.bind(1, run);
+    while (q.step()) {
+        EpochEvent e;
+        e.epoch = static_cast<int>(q.integer(0));
+        e.trainLoss = q.real(1);
+        e.trainAccuracy = q.real(2);
+        e.samplesPerSecond = q.real(3);
+        e.hasValidation = !std::isnan(q.real(4));
+        e.valLoss = q.real(4);
+        e.valAccuracy = q.real(5);
+        e.seconds = q.real(6);
+        e.best = e.epoch == q.integer(8);
+        out.emplace_back(e, q.integer(7));
+    }
+    return out;
+}
+
 std::string RunStore::projectJson(int64_t run) const {
     Statement q(m_db, "SELECT project_json FROM runs WHERE id = ?");
     q.bind(1, run);
@@ -755,16 +816,45 @@ bool RunStore::setNotes(int64_t run, const std::string& notes) {
     return sqlite3_changes(m_db) > 0;
 }
 
-const char* RunStore::projectRunsWhereSql() {
-    return "((? <> '' AND project_id = ?) OR (COALESCE(project_id, '') = '' AND ? <> '' AND project_path = ?))";
-}
-
 std::vector<int64_t> RunStore::runIdsOfProject(const std::string& projectId, const std::string& projectPath) const {
     std::vector<int64_t> out;
-    Statement q(m_db, std::string("SELECT id FROM runs WHERE ") + projectRunsWhereSql() + " ORDER BY id DESC");
+    Statement q(m_db, std::string("SELECT id FROM runs WHERE ") + kProjectRunsWhere + " ORDER BY id DESC");
     q.bind(1, projectId).bind(2, projectId).bind(3, projectPath).bind(4, projectPath);
     while (q.step()) out.push_back(q.integer(0));
     return out;
+}
+
+std::vector<RunRecord> RunStore::runsOfProject(const std::string& projectId, const std::string& projectPath) const {
+    std::vector<RunRecord> out;
+    Statement q(m_db,
+                std::string("SELECT ") + kRunColumns + " FROM runs WHERE " + kProjectRunsWhere + " ORDER BY id DESC");
+    q.bind(1, projectId).bind(2, projectId).bind(3, projectPath).bind(4, projectPath);
+    while (q.step()) out.push_back(readRun(q));
+    return out;
+}
+
+int64_t RunStore::lastRunOf(const std::string& projectId, const std::string& projectPath) const {
+    Statement q(m_db, std::string("SELECT id FROM runs WHERE ") + kProjectRunsWhere +
+                          " AND EXISTS (SELECT 1 FROM metrics m WHERE m.run_id = runs.id AND m.kind = 'step')"
+                          " ORDER BY id DESC LIMIT 1");
+    q.bind(1, projectId).bind(2, projectId).bind(3, projectPath).bind(4, projectPath);
+    return q.step() ? q.integer(0) : 0;
+}
+
+int64_t RunStore::adoptUnsavedRuns(const std::string& projectId, const std::string& projectPath) {
+    if (projectId.empty() || projectPath.empty()) return 0;
+    Statement q(m_db, "UPDATE runs SET project_path = ? WHERE project_id = ? AND COALESCE(project_path, '') = ''");
+    q.bind(1, projectPath).bind(2, projectId);
+    q.run();
+    return sqlite3_changes(m_db);
+}
+
+int64_t RunStore::adoptRunsOfFile(const std::string& projectPath, const std::string& projectId) {
+    if (projectId.empty() || projectPath.empty()) return 0;
+    Statement q(m_db, "UPDATE runs SET project_id = ? WHERE project_path = ? AND COALESCE(project_id, '') = ''");
+    q.bind(1, projectId).bind(2, projectPath);
+    q.run();
+    return sqlite3_changes(m_db);
 }
 
 std::string RunStore::integrityCheck() const {

@@ -1,24 +1,25 @@
 // RunStore: the per-user run history (one SQLite database, WAL mode) on
-// SQLite's C API, so the headless trainer records its runs without Qt. The
-// workbench's ui/base/RunHistory writes the same database through Qt SQL and
-// takes its schema from here (ensureSchema), so runs from either land in one
-// place: runs (one row per run: project, settings as the full project JSON,
-// device, source, status, best and final metrics, notes) and metrics (every
-// step and epoch point: the curves).
+// SQLite's C API, so the headless trainer records its runs without Qt. It is
+// the history's only writer and reader: strata-train records through it
+// (RunRecorder), and the workbench's ui/base/RunHistory is a Qt model over it
+// (QString in, QString out, no SQL of its own), so a new column is added here
+// alone. Tables: runs (one row per run: project, settings as the full project
+// JSON, device, source, host and pid, status, best and final metrics, notes)
+// and metrics (every step and epoch point: the curves).
 //
 // Schema changes are additive: a new column is added by ensureSchema to an
 // older database (ALTER TABLE ... ADD COLUMN), never renamed or dropped, so a
 // database written by an older Strata opens in a newer one and the reverse.
 //
-// Nothing of a run is lost to a locked database or a dead process:
+// Nothing of a run is lost to a locked database or a dead process, whichever program records it:
 // - Writes another connection keeps locked out are queued by the recorder (RunRecorder.h) and retried; what is
 //   still unwritten when the run ends goes to a pending file beside the database
 //   ("runs.sqlite.pending-<host>-<pid>-<run>.jsonl", PendingWrite lines), which recover() replays.
 // - A run whose process died (SIGKILL, a crash, an MPI rank killed by a signal) stays 'running' until recover()
 //   finds its process gone: it becomes 'interrupted', with the last epoch it finished and its curves as far as
-//   they were written.
+//   they were written. Only the host that recorded a run can tell: a run of another host is left alone.
 // recover() is for the start of every program that opens the history (strata-train's train, runs and sweep
-// commands call it; the workbench should call it when it opens the history).
+// commands call it; the workbench calls it through RunHistory::recover at start-up).
 #pragma once
 
 #include <cstdint>
@@ -40,6 +41,8 @@ struct RunRecord {
     int64_t id = 0;
     std::string started;  // ISO 8601, UTC
     std::string projectName, projectPath, device, source, status, message, name, notes;
+    std::string projectId, runFolder, host;  // empty: not recorded (a run of an older Strata)
+    int64_t lastStep = 0;                    // the last step it recorded; 0: none
     int epochsCompleted = 0, bestEpoch = 0;
     double bestValLoss = 0, bestValAccuracy = 0;
     double finalTrainLoss = 0, finalTrainAccuracy = 0, finalValLoss = 0, finalValAccuracy = 0;
@@ -81,16 +84,14 @@ public:
     // Creates the tables and adds the columns a database written by an older Strata lacks. Returns an
     // empty string, or the error.
     static std::string ensureSchema(const std::string& path);
-    // Fills a finished run's final metrics and mean throughput from its epoch rows; one placeholder, the run
-    // id. Shared with RunHistory so both writers summarize a run the same way.
-    static const char* summarizeSql();
 
     const std::string& path() const { return m_path; }
 
-    // source: "gui", "cli" or "sweep"; runFolder: where the run's checkpoints go. Records this process's id, so
-    // a 'running' row whose process is gone is known to be interrupted. Returns the new run's id.
+    // source: "gui", "cli" or "sweep"; runFolder: where the run's checkpoints go; started: when the run started
+    // (ISO 8601 UTC; empty: now). Records this process's id and host, so a 'running' row whose process is gone
+    // is known to be interrupted. Returns the new run's id.
     int64_t beginRun(const Project& project, const std::string& projectPath, const std::string& device,
-                     const std::string& source, const std::string& runFolder = {});
+                     const std::string& source, const std::string& runFolder = {}, const std::string& started = {});
     void addSteps(int64_t run, const std::vector<StepEvent>& steps);  // one transaction
     void addEpoch(int64_t run, const EpochEvent& epoch);
     // status: finished | stopped | failed | refused (the run stopped before its first step: bad data, the memory
@@ -122,6 +123,13 @@ public:
     std::vector<RunRecord> runs() const;  // newest first
     std::optional<RunRecord> run(int64_t id) const;
     std::vector<MetricRow> metrics(int64_t run, const std::string& kind) const;  // in step (epoch) order
+    // Rows of one kind ("step" or "epoch") a run has.
+    int64_t metricCount(int64_t run, const std::string& kind) const;
+    // A run's points as the trainer reported them, for a view that replays them: its steps in order, and its
+    // epochs in order, each with the last step at or before it (where a chart over steps plots it) and `best`
+    // set on the run's best epoch.
+    std::vector<StepEvent> stepEvents(int64_t run) const;
+    std::vector<std::pair<EpochEvent, int64_t>> epochEvents(int64_t run) const;
     std::string projectJson(int64_t run) const;
     // Each returns false when no run has that id.
     bool deleteRun(int64_t run);
@@ -129,11 +137,16 @@ public:
     bool setNotes(int64_t run, const std::string& notes);
     // --- The runs of one project (issue 34). A run belongs to the project whose id it recorded; a run recorded
     // without an id (a project file from before ids, or an older Strata) to the project file at its path.
-    // The condition on `runs`, shared with the workbench's RunHistory; four placeholders: the project id twice,
-    // then its path twice (either may be empty: it then matches nothing).
-    static const char* projectRunsWhereSql();
-    // Their ids, newest first.
+    // An empty id or path matches nothing. Newest first.
+    std::vector<RunRecord> runsOfProject(const std::string& projectId, const std::string& projectPath) const;
     std::vector<int64_t> runIdsOfProject(const std::string& projectId, const std::string& projectPath) const;
+    // The newest of them that recorded a step; 0 when none.
+    int64_t lastRunOf(const std::string& projectId, const std::string& projectPath) const;
+    // A project trained before its first save: its runs (its id, no path) take the path it was saved to.
+    // Returns how many; nothing when either is empty.
+    int64_t adoptUnsavedRuns(const std::string& projectId, const std::string& projectPath);
+    // A project file from before ids, given one when saved where it was: its runs (that path, no id) take it.
+    int64_t adoptRunsOfFile(const std::string& projectPath, const std::string& projectId);
     // SQLite's integrity check: "ok", or what is damaged (bench/: the database after a writer is killed).
     std::string integrityCheck() const;
 

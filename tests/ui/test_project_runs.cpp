@@ -21,8 +21,6 @@
 #include <QMessageBox>
 #include <QSettings>
 #include <QSignalSpy>
-#include <QSqlDatabase>
-#include <QSqlQuery>
 #include <QStandardPaths>
 #include <QTemporaryDir>
 #include <QTest>
@@ -33,6 +31,7 @@
 
 #include "core/export/ExportModel.h"
 #include "core/infer/Compression.h"
+#include "tests/support/TestDatabase.h"
 #include "tests/support/TestProjects.h"
 #include "ui/ChartPanel.h"
 #include "ui/ExportDialog.h"
@@ -467,16 +466,10 @@ private slots:
             e.epoch = epoch;
             history.addEpoch(run, e);
         }
-        {
-            QSqlDatabase db = QSqlDatabase::addDatabase("QSQLITE", "crash-test");
-            db.setDatabaseName(history.path());
-            QVERIFY(db.open());
-            QSqlQuery q(db);
-            QVERIFY(q.exec(QStringLiteral("UPDATE runs SET pid = 2147483647 WHERE id = %1").arg(run)));
-            db.close();
-        }
-        QSqlDatabase::removeDatabase("crash-test");
-        QCOMPARE(history.markInterruptedRuns(), 1);
+        QCOMPARE(test::execSql(history.path().toStdString(),
+                               "UPDATE runs SET pid = 2147483647 WHERE id = " + std::to_string(run)),
+                 std::string());
+        QCOMPARE(history.recover().size(), 1);
         QCOMPARE(summary(history, run).status, QString("interrupted"));
         QCOMPARE(summary(history, run).epochsCompleted, 3);
     }

@@ -5,17 +5,20 @@
 #include <QDir>
 #include <QProcess>
 #include <QSignalSpy>
-#include <QSqlDatabase>
-#include <QSqlQuery>
 #include <QStandardPaths>
 #include <QTemporaryDir>
 #include <QTest>
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <sstream>
+#include <thread>
 
 #include "app/CliCommands.h"
 #include "core/history/RunStore.h"
+#include "tests/support/TestDatabase.h"
 #include "tests/support/TestProjects.h"
 #include "ui/TrainingDashboard.h"
 #include "ui/base/ProjectDocument.h"
@@ -183,22 +186,14 @@ private slots:
     void olderDatabaseIsMigrated() {
         // The first release's schema with one GUI run in it.
         const QString path = m_home.filePath("old.sqlite");
-        {
-            QSqlDatabase db = QSqlDatabase::addDatabase("QSQLITE", "old");
-            db.setDatabaseName(path);
-            QVERIFY(db.open());
-            QSqlQuery q(db);
-            QVERIFY(
-                q.exec("CREATE TABLE runs (id INTEGER PRIMARY KEY AUTOINCREMENT, started TEXT NOT NULL,"
-                       " project_name TEXT, project_path TEXT, device TEXT, project_json TEXT, status TEXT,"
-                       " message TEXT, epochs_completed INTEGER, best_epoch INTEGER, best_val_loss REAL,"
-                       " best_val_acc REAL, seconds REAL)"));
-            QVERIFY(
-                q.exec("INSERT INTO runs (started, project_name, status) VALUES ('2026-11-30T10:00:00Z',"
-                       " 'old', 'finished')"));
-            db.close();
-        }
-        QSqlDatabase::removeDatabase("old");
+        QCOMPARE(test::execSql(path.toStdString(),
+                               "CREATE TABLE runs (id INTEGER PRIMARY KEY AUTOINCREMENT, started TEXT NOT NULL,"
+                               " project_name TEXT, project_path TEXT, device TEXT, project_json TEXT, status TEXT,"
+                               " message TEXT, epochs_completed INTEGER, best_epoch INTEGER, best_val_loss REAL,"
+                               " best_val_acc REAL, seconds REAL);"
+                               "INSERT INTO runs (started, project_name, status) VALUES ('2026-11-30T10:00:00Z',"
+                               " 'old', 'finished')"),
+                 std::string());
         history::RunStore store(path.toStdString());
         const auto runs = store.runs();
         QCOMPARE(runs.size(), size_t(1));
@@ -212,21 +207,101 @@ private slots:
         // Issue 34: the project id column is added; the old run has none, so it is matched by its path.
         QVERIFY(gui.runs().front().projectId.isEmpty());
         QVERIFY(store.runIdsOfProject("some-id", "").empty());
-        {
-            QSqlDatabase db = QSqlDatabase::addDatabase("QSQLITE", "migrated");
-            db.setDatabaseName(path);
-            QVERIFY(db.open());
-            QSqlQuery q(db);
-            QVERIFY(q.exec("UPDATE runs SET project_path = '/p/old.strata'"));
-            QVERIFY(q.exec("SELECT COUNT(*) FROM pragma_index_list('runs') WHERE name = 'runs_project_id'"));
-            QVERIFY(q.next());
-            QCOMPARE(q.value(0).toInt(), 1);
-            db.close();
-        }
-        QSqlDatabase::removeDatabase("migrated");
+        QCOMPARE(test::execSql(path.toStdString(), "UPDATE runs SET project_path = '/p/old.strata'"), std::string());
+        QCOMPARE(test::queryInt(path.toStdString(),
+                                "SELECT COUNT(*) FROM pragma_index_list('runs') WHERE name = 'runs_project_id'"),
+                 int64_t(1));
         QCOMPARE(store.runIdsOfProject("", "/p/old.strata"), std::vector<int64_t>{runs[0].id});
         QCOMPARE(store.runIdsOfProject("any-id", "/p/old.strata"), std::vector<int64_t>{runs[0].id});
         QVERIFY(store.runIdsOfProject("", "/p/other.strata").empty());
+    }
+
+    // Issue 36: the dashboard records through core's RunRecorder, as strata-train does. Another program holding
+    // the database's write lock for longer than a write waits (7 s; SQLite's busy timeout was 5 s) in the
+    // middle of a run costs no point: the writes queue and are retried, and the run ends with every step and
+    // epoch the dashboard charted, its status, source "gui" and this host.
+    void guiRunLockedMidRunLosesNothing() {
+        QTemporaryDir dir;
+        const QString path = dir.filePath("runs.sqlite");
+        RunHistory history(path);
+        QVERIFY2(history.isOpen(), qPrintable(history.lastError()));
+        ProjectDocument doc;
+        Project project = tinyProject("locked");
+        project.training.epochs = 1000000;  // runs until stopped
+        doc.newProject(project);
+        TrainingDashboard dash(&doc);
+        dash.setRunHistory(&history);
+        QSignalSpy finished(&dash, &TrainingDashboard::trainingFinished);
+        dash.startTraining(0);
+        QTRY_VERIFY_WITH_TIMEOUT(dash.runId() > 0 && history.metricCount(dash.runId(), "epoch") >= 1, 60000);
+        const qint64 run = dash.runId();
+
+        std::atomic<bool> locked{false}, released{false};
+        std::thread holder([&] {
+            try {
+                test::WriteLock lock(path.toStdString());
+                locked = true;
+                std::this_thread::sleep_for(std::chrono::seconds(7));
+            } catch (const std::exception& e) {
+                qWarning("%s", e.what());
+            }
+            released = true;
+        });
+        QTRY_VERIFY_WITH_TIMEOUT(locked || released, 20000);
+        QVERIFY(locked);
+        const int before = dash.pointCount("train_loss");
+        QTRY_VERIFY_WITH_TIMEOUT(released.load(), 30000);
+        holder.join();
+        const int duringLock = dash.pointCount("train_loss") - before;
+        QVERIFY2(duringLock > 0, "no step was charted while the database was locked");
+        QTest::qWait(500);
+        dash.stopTraining();
+        QVERIFY(finished.wait(60000));
+
+        const int steps = dash.pointCount("train_loss"), epochs = dash.pointCount("train_acc_epoch");
+        QVERIFY(epochs >= 1);
+        QCOMPARE(history.metricCount(run, "step"), steps);
+        QCOMPARE(history.metricCount(run, "epoch"), epochs);
+        history::RunStore store(path.toStdString());
+        const std::optional<history::RunRecord> r = store.run(run);
+        QVERIFY(r);
+        QCOMPARE(r->status, std::string("stopped"));
+        QCOMPARE(r->source, std::string("gui"));
+        QVERIFY(!r->host.empty());
+        QCOMPARE(r->lastStep, store.metrics(run, "step").back().step);
+        // Nothing left for the next start: every write reached the database.
+        for (const auto& entry : std::filesystem::directory_iterator(dir.path().toStdString()))
+            QVERIFY2(entry.path().filename().string().find(".pending-") == std::string::npos, entry.path().c_str());
+    }
+
+    // Issue 36: the workbench's start-up (RunHistory::recover, as strata_gui calls it) marks the runs of this
+    // host whose process is gone 'interrupted', and leaves a 'running' run of another host alone: its process
+    // may well be training there, and only that host can tell.
+    void startUpLeavesAnotherHostsRunAlone() {
+        QTemporaryDir dir;
+        const QString path = dir.filePath("runs.sqlite");
+        qint64 here = 0, there = 0;
+        {
+            RunHistory before(path);  // a workbench that goes away with both runs under way
+            here = before.beginRun(tinyProject("here"), {}, "cpu");
+            there = before.beginRun(tinyProject("there"), {}, "cpu");
+            QVERIFY(here > 0 && there > 0);
+            EpochEvent e;
+            e.epoch = 1;
+            before.addEpoch(here, e);
+        }
+        const std::string db = path.toStdString();
+        QCOMPARE(test::execSql(db, "UPDATE runs SET pid = 2147483647"), std::string());  // no such process here
+        QCOMPARE(test::execSql(db, "UPDATE runs SET host = 'another-host' WHERE id = " + std::to_string(there)),
+                 std::string());
+        RunHistory history(path);
+        QCOMPARE(history.recover().size(), 1);
+        QHash<qint64, RunHistory::RunSummary> runs;
+        for (const RunHistory::RunSummary& r : history.runs()) runs[r.id] = r;
+        QCOMPARE(runs.value(here).status, QString("interrupted"));
+        QCOMPARE(runs.value(here).epochsCompleted, 1);
+        QCOMPARE(runs.value(there).status, QString("running"));
+        QVERIFY(history.recover().isEmpty());  // nothing new to say on the next start
     }
 };
 

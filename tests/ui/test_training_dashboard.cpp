@@ -8,13 +8,12 @@
 #include <QFile>
 #include <QPushButton>
 #include <QSignalSpy>
-#include <QSqlDatabase>
-#include <QSqlQuery>
 #include <QTemporaryDir>
 #include <QTest>
 
 #include <qcustomplot.h>
 
+#include "tests/support/TestDatabase.h"
 #include "tests/support/TestProjects.h"
 #include "ui/ChartPanel.h"
 #include "ui/ExportDialog.h"
@@ -80,16 +79,10 @@ private slots:
         // The run ended; one whose process is gone is marked interrupted, one of this process is not.
         const qint64 dead = history.beginRun(doc.project(), {}, "cpu");
         const qint64 live = history.beginRun(doc.project(), {}, "cpu");
-        {
-            QSqlDatabase db = QSqlDatabase::addDatabase("QSQLITE", "interrupt-test");
-            db.setDatabaseName(history.path());
-            QVERIFY(db.open());
-            QSqlQuery q(db);
-            QVERIFY(q.exec(QStringLiteral("UPDATE runs SET pid = 2147483647 WHERE id = %1").arg(dead)));
-            db.close();
-        }
-        QSqlDatabase::removeDatabase("interrupt-test");
-        QCOMPARE(history.markInterruptedRuns(), 1);
+        QCOMPARE(test::execSql(history.path().toStdString(),
+                               "UPDATE runs SET pid = 2147483647 WHERE id = " + std::to_string(dead)),
+                 std::string());
+        QCOMPARE(history.recover().size(), 1);
         QHash<qint64, QString> status;
         for (const RunHistory::RunSummary& r : history.runs()) status[r.id] = r.status;
         QCOMPARE(status.value(dead), QString("interrupted"));

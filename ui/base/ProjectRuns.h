@@ -1,6 +1,6 @@
 // ProjectRuns: the open project's runs as Export, Predict, Optimize and the dashboard offer them. A run
 // belongs to a project by the project id it recorded (or, recorded without one, by its project file's path:
-// RunStore::projectRunsWhereSql), so another project's weights are never offered, whatever folder they are in.
+// RunStore::runsOfProject), so another project's weights are never offered, whatever folder they are in.
 // Each run comes with the checkpoint it kept (best, else latest, in its folder) or the reason it has none; when
 // the project's checkpoint folder holds weights that no recorded run wrote (trained with the history off, or
 // before there was one), the folder is offered too. No widgets.

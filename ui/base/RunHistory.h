@@ -1,17 +1,26 @@
-// RunHistory: one SQLite database per user recording every training run
-// started from the workbench: when, which project and device, the full
-// project JSON (graph, dataset and training settings) so a run can be
-// repeated, how it ended, and its metrics (per step and per epoch).
-// Writes are batched: the dashboard hands over the points of each UI tick in
-// one transaction.
+// RunHistory: the workbench's view of the per-user run history, a thin Qt model over core's RunStore (the one
+// reader and writer of the database, shared with strata-train): QString and QDateTime in and out, no SQL here.
+// Every run started from the workbench is recorded: when, which project and device, the full project JSON
+// (graph, dataset and training settings) so a run can be repeated, how it ended, and its metrics (per step and
+// per epoch). The dashboard hands over the points of each UI tick; they are written through a RunRecorder, as
+// strata-train's are, so a database another program keeps locked mid-run loses nothing (queued, retried, kept
+// in a pending file at the end) and the run records source "gui", this host and this process.
 #pragma once
 
 #include <QDateTime>
 #include <QString>
+#include <QStringList>
 #include <QVector>
+#include <map>
+#include <memory>
 
 #include "core/graph/Project.h"
 #include "core/train/TrainingObserver.h"
+
+namespace strata::history {
+class RunStore;
+class RunRecorder;
+}  // namespace strata::history
 
 namespace strata::ui {
 
@@ -26,13 +35,15 @@ public:
         QString runFolder;  // where the run's checkpoints went (empty: none)
         QString message;    // error message or finish summary
         int epochsCompleted = 0, bestEpoch = 0;
-        qint64 steps = 0;  // the last step it recorded
-        double bestValLoss = 0, bestValAccuracy = 0, seconds = 0;
+        qint64 steps = 0;                                          // the last step it recorded
+        double bestValLoss = 0, bestValAccuracy = 0, seconds = 0;  // 0: not recorded
     };
 
     // Opens or creates the database; an empty path means the per-user default
     // (<AppDataLocation>/runs.sqlite). isOpen() says whether it worked.
     explicit RunHistory(const QString& path = {});
+    // A run still being recorded stays 'running' (its queued points written): the next start marks it
+    // interrupted.
     ~RunHistory();
     RunHistory(const RunHistory&) = delete;
     RunHistory& operator=(const RunHistory&) = delete;
@@ -40,31 +51,34 @@ public:
     static QString defaultPath();
     // The per-user data folder (the default database's folder; unsaved projects' runs go under it).
     static QString defaultDataDir();
-    bool isOpen() const { return m_open; }
+    bool isOpen() const { return m_store != nullptr; }
     QString lastError() const { return m_error; }
     QString path() const { return m_path; }
+
+    // For the workbench's start: RunStore::recover (replays the pending files of processes that are gone, marks
+    // the runs of this host whose process is gone 'interrupted' with the epochs they recorded; a run of another
+    // host is left alone). Returns what it did, one line each; empty when there was nothing to do.
+    QStringList recover();
 
     // Returns the new run's id, or 0 on failure. started: when the run started (default: now); a run recorded
     // at its first step gives the time it started, which ProjectRuns compares with its checkpoint's.
     qint64 beginRun(const Project& project, const QString& projectPath, const QString& device,
                     const QString& runFolder = {}, const QDateTime& started = {});
-    // Marks runs still "running" whose workbench process is gone as "interrupted", with the epochs their
-    // metrics recorded (call at start-up); returns how many.
-    int markInterruptedRuns();
+    // The writes of a run begun here; they never block for long: a locked database queues them.
     void addSteps(qint64 run, const QVector<StepEvent>& steps);
     void addEpoch(qint64 run, const EpochEvent& epoch);
     void finishRun(qint64 run, const QString& status, const QString& message, const FinishedEvent& finished);
 
     QVector<RunSummary> runs() const;  // newest first
     // The runs of one project, newest first: those that recorded its id, and those recorded without an id at
-    // its path (RunStore::projectRunsWhereSql).
+    // its path (RunStore::runsOfProject).
     QVector<RunSummary> runsOfProject(const QString& projectId, const QString& projectPath) const;
     // A project trained before its first save: its runs (its id, no path) take the path it was saved to.
     // Returns how many.
     int adoptUnsavedRuns(const QString& projectId, const QString& projectPath);
     // A project file from before ids, given one when saved where it was: its runs (that path, no id) take it.
     int adoptRunsOfFile(const QString& projectPath, const QString& projectId);
-    // Rows in the metrics table for a run: kind "step" or "epoch".
+    // Rows in the metrics table for a run: kind "step" or "epoch"; -1 when the history cannot be read.
     int metricCount(qint64 run, const QString& kind) const;
     QString projectJson(qint64 run) const;
     // The newest run of the project (as runsOfProject) that recorded a step; 0 when none.
@@ -75,11 +89,16 @@ public:
     QVector<QPair<EpochEvent, qint64>> epochsOf(qint64 run) const;
 
 private:
-    bool exec(const QString& sql);
-    QVector<RunSummary> selectRuns(const QString& where, const QVariantList& values) const;
+    // Runs `f` on the store; an exception becomes lastError() and `fallback` the result.
+    template <typename T, typename F>
+    T attempt(T fallback, F&& f) const;
+    history::RunRecorder* recorder(qint64 run);
 
-    QString m_connection, m_path, m_error;
-    bool m_open = false;
+    QString m_path;
+    mutable QString m_error;
+    std::unique_ptr<history::RunStore> m_store;
+    std::unique_ptr<TrainingObserver> m_log;                              // the recorders' messages, to stderr
+    std::map<qint64, std::unique_ptr<history::RunRecorder>> m_recorders;  // the runs being recorded
 };
 
 }  // namespace strata::ui
