@@ -736,19 +736,15 @@ int64_t RunStore::metricCount(int64_t run, const std::string& kind) const {
 
 std::vector<StepEvent> RunStore::stepEvents(int64_t run) const {
     std::vector<StepEvent> out;
-    Statement q(m_db,
-                "SELECT step, epoch, loss, accuracy, learning_rate, samples_per_second, elapsed_seconds FROM metrics"
-                " WHERE run_id = ? AND kind = 'step' ORDER BY step");
-    q.bind(1, run);
-    while (q.step()) {
+    for (const MetricRow& m : metrics(run, "step")) {
         StepEvent s;
-        s.step = q.integer(0);
-        s.epoch = static_cast<int>(q.integer(1));
-        s.loss = q.real(2);
-        s.accuracy = q.real(3);
-        s.learningRate = q.real(4);
-        s.samplesPerSecond = q.real(5);
-        s.elapsedSeconds = q.real(6);
+        s.step = m.step;
+        s.epoch = m.epoch;
+        s.loss = m.loss;
+        s.accuracy = m.accuracy;
+        s.learningRate = m.learningRate;
+        s.samplesPerSecond = m.samplesPerSecond;
+        s.elapsedSeconds = m.elapsedSeconds;
         out.push_back(s);
     }
     return out;
