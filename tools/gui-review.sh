@@ -55,22 +55,26 @@ for _ in $(seq 100); do [[ -s "$scratch/display" ]] && break; sleep 0.1; done
 DISPLAY=":$(head -1 "$scratch/display")"
 export DISPLAY
 export HOME="$scratch/home" XDG_DATA_HOME="$scratch/data" XDG_CONFIG_HOME="$scratch/config"
-mkdir -p "$HOME" "$scratch/a" "$scratch/b" "$scratch/saved"
+mkdir -p "$HOME" "$scratch/a" "$scratch/b" "$scratch/c" "$scratch/saved"
 state="$scratch/state.json"
 export GUI_REVIEW_STATE=$state GUI_REVIEW_DB="$XDG_DATA_HOME/Strata/Strata/runs.sqlite"
 
-# Two projects on Fashion-MNIST: A the MLP, B the CNN; a few thousand samples each, so an epoch takes a second.
+# Projects on Fashion-MNIST: A the MLP, B the CNN, a few thousand samples each (an MLP epoch takes tens of
+# milliseconds, a CNN's about a second); C the MLP with epochs enough to be still running when the window closes
+# (A's 60 epochs can end in two seconds, before the close prompt is answered).
 python3 - "$examples" "$scratch" <<'EOF'
 import json, sys
 examples, scratch = sys.argv[1], sys.argv[2]
-for src, dst in (("fashion_mlp.strata", "a/mlp.strata"), ("fashion_cnn.strata", "b/cnn.strata")):
+for src, dst, epochs in (("fashion_mlp.strata", "a/mlp.strata", 60), ("fashion_cnn.strata", "b/cnn.strata", 60),
+                         ("fashion_mlp.strata", "c/long.strata", 100000)):
     p = json.load(open(f"{examples}/{src}"))
     p["dataset"]["train_limit"] = 3000
     p["dataset"]["validation_limit"] = 500
-    p["training"]["epochs"] = 60
+    p["training"]["epochs"] = epochs
     json.dump(p, open(f"{scratch}/{dst}", "w"), indent=2)
 EOF
-project_a="$scratch/a/mlp.strata" project_b="$scratch/b/cnn.strata" saved="$scratch/saved/tt.strata"
+project_a="$scratch/a/mlp.strata" project_b="$scratch/b/cnn.strata" project_c="$scratch/c/long.strata"
+saved="$scratch/saved/tt.strata"
 
 # q.py: evaluates a Python expression over the state file (s), the run history (sql(...)) and files.
 cat >"$scratch/q.py" <<'EOF'
@@ -312,7 +316,7 @@ close_export
 quit_app
 
 # ---- 3. Closing the window mid-run asks, and the run is recorded as stopped --------------------------------
-launch "$project_a"
+launch "$project_c"
 click "tool:Start Training"
 wait_for "s['dashboard']['run'] > 0" 60 || true
 run3=$(q "s['dashboard']['run']")
