@@ -48,7 +48,9 @@
 #include "ui/base/RunHistory.h"
 #include "ui/base/Templates.h"
 
-#ifdef STRATA_HAVE_CUDA
+#ifdef STRATA_CUDA_PLUGIN
+#include "core/backend/CudaPlugin.h"
+#elif defined(STRATA_HAVE_CUDA)
 #include "gpu/CudaProvider.h"
 #endif
 
@@ -181,7 +183,9 @@ int main(int argc, char** argv) {
     QApplication::setApplicationName(QStringLiteral("Strata"));
     QApplication::setApplicationVersion(QStringLiteral("0.1.0"));
 
-#ifdef STRATA_HAVE_CUDA
+#ifdef STRATA_CUDA_PLUGIN
+    strata::loadCudaPlugin(strata::backendRegistry());  // or a "cuda" provider that says what is missing
+#elif defined(STRATA_HAVE_CUDA)
     strata::gpu::registerCudaProvider(strata::backendRegistry());
 #endif
 

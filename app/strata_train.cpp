@@ -28,7 +28,9 @@
 #include "core/train/ReplicaRun.h"
 #include "core/train/RunFolder.h"
 #include "core/train/Trainer.h"
-#ifdef STRATA_HAVE_CUDA
+#ifdef STRATA_CUDA_PLUGIN
+#include "core/backend/CudaPlugin.h"
+#elif defined(STRATA_HAVE_CUDA)
 #include "gpu/CudaProvider.h"
 #endif
 
@@ -385,7 +387,9 @@ int train(const strata::cli::TrainArgs& args) {
 
 int main(int argc, char** argv) {
     strata::app::ensurePassiveOpenMpWait(argv, /*headless=*/true);
-#ifdef STRATA_HAVE_CUDA
+#ifdef STRATA_CUDA_PLUGIN
+    strata::loadCudaPlugin(strata::backendRegistry());  // or a "cuda" provider that says what is missing
+#elif defined(STRATA_HAVE_CUDA)
     strata::gpu::registerCudaProvider(strata::backendRegistry());
 #endif
     return strata::cli::runCommandLine({argv + 1, argv + argc}, train, std::cout, std::cerr);

@@ -57,8 +57,9 @@ mkdir -p "$BUILD"
 # Release, STRATA_WERROR and CUDAToolkit_ROOT as ./test.sh sets them, so the objects both builds share
 # (core/, gpu/, strata-train) hit ccache. OpenCV off keeps its libraries out of the bundle; it only adds a -D
 # and an -isystem to core/, which ccache's preprocessor mode still matches for the files that do not use them.
+# STRATA_CUDA_PLUGIN=OFF links the CUDA backend into strata-train (no libstrata_cuda.so to carry and find).
 cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DSTRATA_WERROR="$WERROR" -DCUDAToolkit_ROOT="$CUDA" \
-    -DSTRATA_CUDA=ON -DSTRATA_GUI=OFF -DSTRATA_BENCH=OFF -DSTRATA_ONEDNN=ON -DSTRATA_OPENCV=OFF -DSTRATA_MPI=OFF \
+    -DSTRATA_CUDA=ON -DSTRATA_CUDA_PLUGIN=OFF -DSTRATA_GUI=OFF -DSTRATA_BENCH=OFF -DSTRATA_ONEDNN=ON -DSTRATA_OPENCV=OFF -DSTRATA_MPI=OFF \
     -DCMAKE_CUDA_ARCHITECTURES="90-real;90-virtual" \
     >"$BUILD/gpu-bundle-configure.log" 2>&1 || die "configure failed: $(tail -5 "$BUILD/gpu-bundle-configure.log")"
 ARCHS=$(sed -n 's/^CMAKE_CUDA_ARCHITECTURES:[A-Z]*=//p' "$BUILD/CMakeCache.txt")
