@@ -182,6 +182,8 @@ int main(int argc, char** argv) {
     QApplication::setOrganizationName(QStringLiteral("Strata"));
     QApplication::setApplicationName(QStringLiteral("Strata"));
     QApplication::setApplicationVersion(QStringLiteral("0.1.0"));
+    // The desktop entry (resources/desktop): Wayland compositors match the window to it, and so its icon and name.
+    QGuiApplication::setDesktopFileName(QStringLiteral("org.strata.Strata"));
 
 #ifdef STRATA_CUDA_PLUGIN
     strata::loadCudaPlugin(strata::backendRegistry());  // or a "cuda" provider that says what is missing

@@ -82,6 +82,7 @@ const Shim& shim() {
         if (!dir.empty()) {
             candidates.push_back(dir + "/" + kName);
             candidates.push_back(dir + "/../lib/" + kName);
+            candidates.push_back(dir + "/../lib/strata/" + kName);  // installed (the .deb: /usr/lib/strata)
         }
 #ifdef STRATA_SENTENCEPIECE_SHIM
         candidates.emplace_back(STRATA_SENTENCEPIECE_SHIM);  // where the build put it
