@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages Strata needs, only those missing.
-# Usage: tools/install-deps.sh [build|test|run|ci|gui-review|fuzz|bench]  (all sets include the build tools)
+# Usage: tools/install-deps.sh [build|test|run|ci|gui-review|fuzz|bench|deb]  (all sets include the build tools)
+#   deb: also the packaging tools: help2man and rsvg-convert (man pages, icons), dpkg-dev and file (CPack's
+#       dpkg-shlibdeps), lintian, debootstrap and zstd (tools/make-deb.sh, tools/check-deb.sh), and the desktop
+#       entry's and metainfo's validators (desktop-file-utils, appstream: tests/test_desktop_integration)
 #   gui-review: also Xvfb, xdotool and ImageMagick (tools/gui-review.sh drives the real GUI with them)
 #   fuzz: also clang and libFuzzer/sanitizer runtimes (tools/fuzz.sh, tools/sanitize.sh)
 #   bench: also python3-pil and python3-numpy (tools/make_image_folder.py and the image benchmarks)
 #   test, ci: also the tests' PyPI packages in a venv (tools/setup-test-venv.sh)
 #   ci: test's, plus shellcheck, clang-format, clang-tidy and xz-utils (.ci/run's lint, style and GPU bundle steps)
-#       and gui-review's (.ci/run drives the real GUI with tools/gui-review.sh)
+#       and gui-review's (.ci/run drives the real GUI with tools/gui-review.sh), and deb's (.ci/run packages)
 set -euo pipefail
 
 packages=(
@@ -18,9 +21,12 @@ packages=(
   libpng-dev libturbojpeg0-dev libsentencepiece-dev
   dataset-fashion-mnist
 )
+deb_packages=(help2man librsvg2-bin dpkg-dev file lintian debootstrap zstd desktop-file-utils appstream)
 case "${1:-build}" in
   test) packages+=(python3-onnx python3-venv) ;;
-  ci) packages+=(python3-onnx python3-venv shellcheck xz-utils clang-format clang-tidy xvfb xdotool imagemagick) ;;
+  ci) packages+=(python3-onnx python3-venv shellcheck xz-utils clang-format clang-tidy xvfb xdotool imagemagick
+      "${deb_packages[@]}") ;;
+  deb) packages+=("${deb_packages[@]}") ;;
   gui-review) packages+=(xvfb xdotool imagemagick) ;;
   fuzz) packages+=(clang libclang-rt-14-dev) ;;
   bench) packages+=(python3-pil python3-numpy python3-venv) ;;
