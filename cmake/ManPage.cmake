@@ -11,9 +11,11 @@ if(NOT rc EQUAL 0)
   message(FATAL_ERROR "${PROGRAM} --help failed (${rc}): ${err}")
 endif()
 
-# roff: a backslash is \e, and a line starting with . or ' needs \& before it.
+# roff: a backslash is \e, a minus \- (an ASCII hyphen, so that options copied from the page work), and a line
+# starting with . or ' needs \& before it.
 function(to_roff text out)
   string(REPLACE "\\" "\\e" text "${text}")
+  string(REPLACE "-" "\\-" text "${text}")
   string(REGEX REPLACE "(^|\n)([.'])" "\\1\\\\&\\2" text "${text}")
   set(${out} "${text}" PARENT_SCOPE)
 endfunction()

@@ -51,6 +51,8 @@ else
   rm -rf "$BUILD"
   mkdir -p "$BUILD"
   git -C "$ROOT" worktree add --detach --quiet "$src" HEAD
+  # The worktree goes when the packages are made (the logs stay in $BUILD): nothing is left registered with git.
+  trap 'git -C "$ROOT" worktree remove --force "$src" 2>/dev/null || true' EXIT
   build=$src/build
   cuda_args=()
   if [[ -x /usr/local/cuda/bin/nvcc ]]; then cuda_args=(-DCUDAToolkit_ROOT=/usr/local/cuda); fi
