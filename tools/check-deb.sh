@@ -6,7 +6,9 @@
 #      and then, as an ordinary user: strata-train --version (CUDA "not installed", no CUDA library needed),
 #      --device cuda refused with that reason, a short training run of an installed example (langid_text: its data
 #      ships in the package), the same with SentencePiece subwords (the shim in /usr/lib/strata), and the
-#      workbench under Xvfb: strata --help, and `strata FILE.strata` opening a file (a screenshot of it).
+#      workbench under Xvfb: strata --help, and `strata FILE.strata` opening a file (a screenshot of it); and, with
+#      the desktop's MIME and desktop-entry databases installed, that a .strata file is application/x-strata-project
+#      and opens with org.strata.Strata.desktop.
 #
 # Usage: tools/check-deb.sh [--debs DIR] [--keep]
 #   --debs DIR  where the packages are (default: out/deb)
@@ -154,6 +156,19 @@ in_user sh -c 'cd && xvfb-run -a -s "-screen 0 1280x800x24" strata /usr/share/st
   --screenshot ~/opened.png --window-size 1280x800' | tee "$WORK/gui-open.txt"
 [[ -s "$CH/home/alice/opened.png" ]] || fail "strata FILE.strata under Xvfb wrote no screenshot"
 cp "$CH/home/alice/opened.png" "$DEBS/chroot-opened.png"
+
+# What a desktop does on a double-click: the file's type from the shared MIME database, and the type's default
+# application from the desktop entries (both databases made by the triggers of the packages that read them).
+say "a double-click on a .strata file: its MIME type and the application that opens it"
+in_root sh -c 'DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends shared-mime-info \
+  desktop-file-utils libglib2.0-bin' >"$WORK/apt-mime.log" 2>&1 || die "apt-get install shared-mime-info failed: $(tail -5 "$WORK/apt-mime.log")"
+in_user sh -c 'cp /usr/share/strata/examples/langid_text.strata ~/double-click.strata &&
+  gio info -a standard::content-type ~/double-click.strata && gio mime application/x-strata-project' 2>&1 |
+  tee "$WORK/mime.txt"
+grep -q 'standard::content-type: application/x-strata-project' "$WORK/mime.txt" ||
+  fail "a .strata file is not of type application/x-strata-project"
+grep -q 'Default application for .application/x-strata-project.: org.strata.Strata.desktop' "$WORK/mime.txt" ||
+  fail "the workbench does not open application/x-strata-project"
 
 say "installed files: desktop entry, MIME type, icons, metainfo, man pages"
 for f in /usr/share/applications/org.strata.Strata.desktop /usr/share/mime/packages/strata.xml \
