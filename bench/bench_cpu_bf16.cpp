@@ -83,7 +83,7 @@ int main(int argc, char** argv) {
     struct Shape4 {
         int c, k, hw;
     };
-    for (const Shape4& s : {Shape4{32, 32, 28}, Shape4{32, 64, 14}, Shape4{64, 64, 14}}) {
+    for (const Shape4& s : {Shape4{16, 16, 28}, Shape4{32, 32, 28}, Shape4{32, 64, 14}, Shape4{64, 64, 14}}) {
         ConvDesc d;
         d.n = 128, d.c = s.c, d.k = s.k, d.h = d.w = s.hw, d.r = d.s = 3, d.padH = d.padW = 1;
         d.srcBlock = d.dstBlock = block;

@@ -38,10 +38,11 @@ public:
     // oneDNN's block (cpu::dnnlPreferredBlock) in float32 and bf16, unless STRATA_BLOCKED_LAYOUT=0; the same with
     // oneDNN switched off (setOneDnn), whose im2col path takes blocked tensors through NCHW copies.
     int activationBlock() const override;
-    // How many GEMM products and convolution calls ran as oneDNN bf16 primitives (the rest of a bf16 backend's
-    // GEMMs and convolutions ran on rounded float32 copies).
+    // How many GEMM products and convolution calls ran as oneDNN bf16 primitives, and how many convolution backward
+    // calls ran by Winograd on rounded copies (the rest of a bf16 backend's GEMMs and convolutions ran on rounded
+    // float32 copies too).
     struct Bf16Runs {
-        int64_t gemms = 0, convolutions = 0;
+        int64_t gemms = 0, convolutions = 0, winogradBackward = 0;
     };
     Bf16Runs bf16Runs() const;
 

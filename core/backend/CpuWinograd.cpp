@@ -212,7 +212,7 @@ bool winogradAvailable(int block) { return cpuRuns(block); }
 
 bool winogradApplies(const Workspace& ws, const ConvDesc& d) {
     const int block = d.srcBlock;
-    return ws.useWinograd && !ws.bf16 && cpuRuns(block) && d.r == 3 && d.s == 3 && d.strideH == 1 && d.strideW == 1 &&
+    return ws.useWinograd && cpuRuns(block) && d.r == 3 && d.s == 3 && d.strideH == 1 && d.strideW == 1 &&
            d.dilationH == 1 && d.dilationW == 1 && d.groups == 1 && d.srcBlock == block && d.dstBlock == block &&
            d.c % block == 0 && d.k % block == 0 && d.padH >= 0 && d.padH <= 2 && d.padW >= 0 && d.padW <= 2 &&
            d.outH() >= 1 && d.outW() >= 1 &&
