@@ -102,6 +102,9 @@ def main():
                     help="cosine: from --lr to 0 over all steps, per step (Strata's cosine)")
     ap.add_argument("--normalization", choices=["scale", "standardize"], default="scale",
                     help="standardize: minus the training images' mean, over their std (after /255)")
+    ap.add_argument("--autocast-bf16", action="store_true",
+                    help="forward and loss under torch.autocast('cpu', bfloat16) (bench/bf16_bench.py)")
+    ap.add_argument("--train-limit", type=int, default=0, help="only the first N training images (0: all)")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(a.seed)
@@ -110,6 +113,8 @@ def main():
     ytr = torch.from_numpy(read_idx(d + "/train-labels-idx1-ubyte.gz").astype(np.int64))
     xva = torch.from_numpy(read_idx(d + "/t10k-images-idx3-ubyte.gz").astype(np.float32) / 255.0).unsqueeze(1)
     yva = torch.from_numpy(read_idx(d + "/t10k-labels-idx1-ubyte.gz").astype(np.int64))
+    if a.train_limit > 0:
+        xtr, ytr = xtr[:a.train_limit], ytr[:a.train_limit]
     if a.normalization == "standardize":
         mean, std = xtr.mean(), xtr.std(unbiased=False)
         xtr, xva = (xtr - mean) / std, (xva - mean) / std
@@ -141,7 +146,8 @@ def main():
                 flip = torch.rand(len(idx), generator=g) < 0.5
                 xb = torch.where(flip[:, None, None, None], xb.flip(3), xb)
             opt.zero_grad(set_to_none=True)
-            loss = loss_fn(model(xb), yb)
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=a.autocast_bf16):
+                loss = loss_fn(model(xb), yb)
             loss.backward()
             opt.step()
             if sched:
@@ -152,7 +158,9 @@ def main():
     correct = 0
     with torch.no_grad():
         for i in range(0, len(xva), 1000):
-            correct += (model(xva[i:i + 1000]).argmax(1) == yva[i:i + 1000]).sum().item()
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=a.autocast_bf16):
+                logits = model(xva[i:i + 1000])
+            correct += (logits.argmax(1) == yva[i:i + 1000]).sum().item()
     print(json.dumps({"torch": torch.__version__, "samples_per_s": samples / train_seconds,
                       "val_acc": correct / len(xva),
                       "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <string>
 
+#include "core/backend/CpuBf16.h"
 #include "core/backend/CpuFast.h"
 #include "core/backend/CpuReference.h"
 
@@ -29,6 +30,14 @@ CpuBackend::CpuBackend(const BackendOptions& options)
     m_workspace->useOneDnn = cpu::oneDnnAvailable();
     const char* winograd = std::getenv("STRATA_WINOGRAD");
     m_workspace->useWinograd = !(winograd && std::string(winograd) == "0");
+    // bf16 runs natively or not at all: rounding copies for a float32 GEMM would be slower than fp32 itself.
+    if (options.precision == ComputePrecision::BF16) {
+        const std::string why = cpu::bf16Unavailable();
+        if (!why.empty())
+            throw BackendError("cpu: precision bf16 needs a CPU that computes bf16 natively, and " + why +
+                               "; use precision fp32 here, or bf16 on a GPU");
+        m_workspace->bf16 = true;
+    }
 }
 
 CpuBackend::~CpuBackend() = default;
@@ -40,7 +49,9 @@ bool CpuBackend::winogradAvailable() { return f32Block() != 0 && cpu::winogradAv
 void CpuBackend::setWinograd(bool on) { m_workspace->useWinograd = on; }
 bool CpuBackend::winogradRuns(const ConvDesc& d) const { return cpu::winogradApplies(*m_workspace, d); }
 
-int CpuBackend::activationBlock() const { return computePrecision() == ComputePrecision::F32 ? f32Block() : 0; }
+int CpuBackend::activationBlock() const {
+    return computePrecision() == ComputePrecision::F32 || m_workspace->bf16 ? f32Block() : 0;
+}
 
 // ---- element-wise ---------------------------------------------------------
 
@@ -57,12 +68,18 @@ void CpuBackend::doMul(float* y, const float* a, const float* b, int64_t n) { cp
 
 void CpuBackend::doGemm(bool transA, bool transB, int m, int n, int k, float alpha, const float* a, int lda,
                         const float* b, int ldb, float beta, float* c, int ldc) {
+    if (m_workspace->bf16 && cpu::bf16Gemm(threads(), *m_workspace, transA, transB, m, n, k, alpha, a, lda, 0, b, ldb,
+                                           0, beta, c, ldc, 0, 1))
+        return;
     roundGemmOperands(transA, transB, m, n, k, a, lda, b, ldb);
     cpu::gemm(threads(), m_workspace->useOneDnn, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 void CpuBackend::doGemmStridedBatched(bool transA, bool transB, int m, int n, int k, float alpha, const float* a,
                                       int lda, int64_t strideA, const float* b, int ldb, int64_t strideB, float beta,
                                       float* c, int ldc, int64_t strideC, int count) {
+    if (m_workspace->bf16 && cpu::bf16Gemm(threads(), *m_workspace, transA, transB, m, n, k, alpha, a, lda, strideA, b,
+                                           ldb, strideB, beta, c, ldc, strideC, count))
+        return;
     if (computePrecision() != ComputePrecision::F32) {  // each product's operands rounded as gemm rounds them
         for (int i = 0; i < count; ++i)
             doGemm(transA, transB, m, n, k, alpha, a + i * strideA, lda, b + i * strideB, ldb, beta, c + i * strideC,
@@ -87,24 +104,65 @@ void CpuBackend::doSumChannels(float* dbias, const float* dy, int n, int c, int 
 
 // ---- convolution and pooling ------------------------------------------------
 
+// Native bf16 hands the float32 operands to oneDNN's bf16 primitives, which convert them; shapes oneDNN does not
+// take run the float32 path on rounded copies, the same definition.
+bool CpuBackend::bf16Dnnl() const { return m_workspace->bf16 && m_workspace->useOneDnn; }
+void CpuBackend::countBf16Conv() { ++m_workspace->bf16Convs; }
+CpuBackend::Bf16Runs CpuBackend::bf16Runs() const {
+    return {m_workspace->bf16Gemms, m_workspace->bf16Convs, m_workspace->bf16WinogradBackward};
+}
+
 void CpuBackend::doConv2dForward(float* y, const float* x, const float* w, const ConvDesc& d) {
+    if (bf16Dnnl() && cpu::dnnlConv2dForward(threads(), *m_workspace, y, x, w, d)) return countBf16Conv();
     cpu::conv2dForward(threads(), *m_workspace, y, rounded(0, x, d.inputSize()), rounded(1, w, d.weightSize()), d);
 }
 void CpuBackend::doConv2dBackwardData(float* dx, const float* dy, const float* w, const ConvDesc& d) {
+    if (bf16Dnnl() && cpu::dnnlConv2dBackwardData(threads(), *m_workspace, dx, dy, w, d)) return countBf16Conv();
     cpu::conv2dBackwardData(threads(), *m_workspace, dx, rounded(0, dy, d.outputSize()), rounded(1, w, d.weightSize()),
                             d);
 }
 void CpuBackend::doConv2dBackwardFilter(float* dw, const float* dy, const float* x, const ConvDesc& d) {
+    if (bf16Dnnl() && cpu::dnnlConv2dBackwardFilter(threads(), *m_workspace, dw, dy, x, d)) return countBf16Conv();
     cpu::conv2dBackwardFilter(threads(), *m_workspace, dw, rounded(0, dy, d.outputSize()), rounded(1, x, d.inputSize()),
                               d);
 }
 void CpuBackend::doConv2dForwardFused(float* y, const float* x, const float* w, const float* bias, bool relu,
                                       const ConvDesc& d) {
+    if (m_workspace->bf16) {
+        if (bf16Dnnl() && cpu::dnnlConv2dForwardFused(threads(), *m_workspace, y, x, w, bias, relu, d))
+            return countBf16Conv();
+        return cpu::conv2dForwardFused(threads(), *m_workspace, y, rounded(0, x, d.inputSize()),
+                                       rounded(1, w, d.weightSize()), bias, relu, d);
+    }
     if (computePrecision() != ComputePrecision::F32) return Backend::doConv2dForwardFused(y, x, w, bias, relu, d);
     cpu::conv2dForwardFused(threads(), *m_workspace, y, x, w, bias, relu, d);
 }
 void CpuBackend::doConv2dBackwardFused(float* dx, float* dw, float* dbias, const float* dy, const float* x,
                                        const float* w, const ConvDesc& d, bool overwriteDx) {
+    if (m_workspace->bf16) {
+        // The gradients by Winograd on rounded copies where it runs: the same definition, and faster than oneDNN's
+        // bf16 direct ones on this project's machines (bench_cpu_bf16, bench/RESULTS.md); the bias's as below.
+        if ((dx || dw) && cpu::winogradApplies(*m_workspace, d)) {
+            const float* roundedDy = rounded(0, dy, d.outputSize());
+            if (dw)
+                cpu::winogradBackwardFilter(threads(), *m_workspace, dw, nullptr, roundedDy,
+                                            rounded(1, x, d.inputSize()), d);
+            if (dx)
+                cpu::winogradBackwardData(threads(), *m_workspace, dx, roundedDy, rounded(2, w, d.weightSize()), d,
+                                          overwriteDx);
+            ++m_workspace->bf16WinogradBackward;
+            if (!dbias) return;
+            dx = dw = nullptr;
+        }
+        if (bf16Dnnl() &&
+            cpu::dnnlConv2dBackwardFused(threads(), *m_workspace, dx, dw, dbias, dy, x, w, d, overwriteDx)) {
+            if (dx || dw) countBf16Conv();
+            return;
+        }
+        return cpu::conv2dBackwardFused(threads(), *m_workspace, dx, dw, dbias, rounded(0, dy, d.outputSize()),
+                                        dw ? rounded(1, x, d.inputSize()) : x, dx ? rounded(2, w, d.weightSize()) : w,
+                                        d, overwriteDx);
+    }
     if (computePrecision() != ComputePrecision::F32)
         return Backend::doConv2dBackwardFused(dx, dw, dbias, dy, x, w, d, overwriteDx);
     cpu::conv2dBackwardFused(threads(), *m_workspace, dx, dw, dbias, dy, x, w, d, overwriteDx);

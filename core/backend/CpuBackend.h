@@ -5,6 +5,7 @@
 // registry. Memory and the bf16 / fp16 rounding: CpuMemoryBackend.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 
 #include "core/backend/CpuMemoryBackend.h"
@@ -33,16 +34,24 @@ public:
     static bool winogradAvailable();
     void setWinograd(bool on);
     bool winogradRuns(const ConvDesc& d) const;
-    // oneDNN's block (cpu::dnnlPreferredBlock) in float32, unless STRATA_BLOCKED_LAYOUT=0; the same with
+    // Precision bf16 is native (CpuBf16.h): made only on a CPU with AVX512-BF16 or AMX, else BackendError.
+    // oneDNN's block (cpu::dnnlPreferredBlock) in float32 and bf16, unless STRATA_BLOCKED_LAYOUT=0; the same with
     // oneDNN switched off (setOneDnn), whose im2col path takes blocked tensors through NCHW copies.
     int activationBlock() const override;
+    // How many GEMM products and convolution calls ran as oneDNN bf16 primitives, and how many convolution backward
+    // calls ran by Winograd on rounded copies (the rest of a bf16 backend's GEMMs and convolutions ran on rounded
+    // float32 copies too).
+    struct Bf16Runs {
+        int64_t gemms = 0, convolutions = 0, winogradBackward = 0;
+    };
+    Bf16Runs bf16Runs() const;
 
 protected:
     // Every op of BackendOps.def without a default: `Ret doName(parameters) override;`.
 #include "core/backend/BackendOpOverrides.def"
 
     // The ops with a default in Backend that the CPU runs its own way (gatherRows: CpuMemoryBackend's).
-    // Fused with float32 compute; bf16 / fp16 run Backend's composition (rounded operands).
+    // Fused with float32 compute and native bf16; fp16 runs Backend's composition (rounded operands).
     void doConv2dForwardFused(float* y, const float* x, const float* w, const float* bias, bool relu,
                               const ConvDesc& d) override;
     void doConv2dBackwardFused(float* dx, float* dw, float* dbias, const float* dy, const float* x, const float* w,
@@ -52,6 +61,9 @@ protected:
                                  bool overwriteDx) override;
 
 private:
+    bool bf16Dnnl() const;  // convolutions through oneDNN's bf16 primitives
+    void countBf16Conv();
+
     std::unique_ptr<cpu::Workspace> m_workspace;
 };
 

@@ -49,6 +49,9 @@ Tag activationTag(int block) {
 
 struct ConvPlan {
     memory::desc userX, userW, userY;
+    // The type of the primitives' inputs (src, weights, diff_dst): f32, or bf16 with Workspace::bf16. Results
+    // (dst, diff_src, diff_weights, diff_bias) are float32 either way: float32 accumulation.
+    DType in = DType::f32;
     dnnl::convolution_forward::primitive_desc fwdPd;
     dnnl::convolution_forward fwd;
     dnnl::convolution_backward_data::primitive_desc dataPd;
@@ -142,8 +145,11 @@ ConvPlan* planFor(Workspace& ws, const ConvDesc& d) {
         plan->userX = memory::desc(xDims, DType::f32, activationTag(d.srcBlock));
         plan->userY = memory::desc(yDims, DType::f32, activationTag(d.dstBlock));
         plan->userW = memory::desc(wDims, DType::f32, d.groups == 1 ? Tag::oihw : Tag::goihw);
-        const memory::desc anyX(xDims, DType::f32, Tag::any), anyY(yDims, DType::f32, Tag::any),
-            anyW(wDims, DType::f32, Tag::any);
+        plan->in = ws.bf16 ? DType::bf16 : DType::f32;
+        // Inputs in plan->in, results in float32 (the same descriptors in float32).
+        const memory::desc anyX(xDims, plan->in, Tag::any), anyY(yDims, plan->in, Tag::any),
+            anyW(wDims, plan->in, Tag::any), outX(xDims, DType::f32, Tag::any), outY(yDims, DType::f32, Tag::any),
+            outW(wDims, DType::f32, Tag::any);
         const memory::dims strides{d.strideH, d.strideW}, dilates{d.dilationH - 1, d.dilationW - 1},
             padL{d.padH, d.padW}, padRight{padB, padR};
         plan->strides = strides;
@@ -152,14 +158,14 @@ ConvPlan* planFor(Workspace& ws, const ConvDesc& d) {
         plan->padR = padRight;
         plan->biasDesc = memory::desc({d.k}, DType::f32, Tag::a);
         const auto algo = dnnl::algorithm::convolution_direct;
-        dnnl::convolution_forward::desc fwdDesc(dnnl::prop_kind::forward_training, algo, anyX, anyW, anyY, strides,
+        dnnl::convolution_forward::desc fwdDesc(dnnl::prop_kind::forward_training, algo, anyX, anyW, outY, strides,
                                                 dilates, padL, padRight);
         plan->fwdPd = dnnl::convolution_forward::primitive_desc(fwdDesc, cache.engine);
         plan->fwd = dnnl::convolution_forward(plan->fwdPd);
-        dnnl::convolution_backward_data::desc dataDesc(algo, anyX, anyW, anyY, strides, dilates, padL, padRight);
+        dnnl::convolution_backward_data::desc dataDesc(algo, outX, anyW, anyY, strides, dilates, padL, padRight);
         plan->dataPd = dnnl::convolution_backward_data::primitive_desc(dataDesc, cache.engine, plan->fwdPd);
         plan->bwdData = dnnl::convolution_backward_data(plan->dataPd);
-        dnnl::convolution_backward_weights::desc weightsDesc(algo, anyX, anyW, anyY, strides, dilates, padL, padRight);
+        dnnl::convolution_backward_weights::desc weightsDesc(algo, anyX, outW, anyY, strides, dilates, padL, padRight);
         plan->weightsPd = dnnl::convolution_backward_weights::primitive_desc(weightsDesc, cache.engine, plan->fwdPd);
         plan->bwdWeights = dnnl::convolution_backward_weights(plan->weightsPd);
         ConvPlan* raw = plan.get();
@@ -247,8 +253,8 @@ ConvPlan::Fused& fusedFor(DnnlCache& cache, ConvPlan& plan, bool bias, bool relu
     const int variant = (bias ? 1 : 0) | (relu ? 2 : 0);
     auto it = plan.fused.find(variant);
     if (it != plan.fused.end()) return it->second;
-    const memory::desc anyX(plan.userX.dims(), DType::f32, Tag::any), anyY(plan.userY.dims(), DType::f32, Tag::any),
-        anyW(plan.userW.dims(), DType::f32, Tag::any);
+    const memory::desc anyX(plan.userX.dims(), plan.in, Tag::any), anyY(plan.userY.dims(), DType::f32, Tag::any),
+        anyW(plan.userW.dims(), plan.in, Tag::any);
     const auto algo = dnnl::algorithm::convolution_direct;
     dnnl::primitive_attr attr;
     if (relu) {
@@ -269,7 +275,7 @@ ConvPlan::Fused& fusedFor(DnnlCache& cache, ConvPlan& plan, bool bias, bool relu
 
 void ensureWeightsBias(DnnlCache& cache, ConvPlan& plan) {
     if (plan.haveWeightsBias) return;
-    const memory::desc anyX(plan.userX.dims(), DType::f32, Tag::any), anyY(plan.userY.dims(), DType::f32, Tag::any),
+    const memory::desc anyX(plan.userX.dims(), plan.in, Tag::any), anyY(plan.userY.dims(), plan.in, Tag::any),
         anyW(plan.userW.dims(), DType::f32, Tag::any);
     const auto algo = dnnl::algorithm::convolution_direct;
     ConvPlan::Fused& hint = fusedFor(cache, plan, true, false);
@@ -397,9 +403,11 @@ bool dnnlConv2dBackwardFused(int threads, Workspace& ws, float* dx, float* dw, f
                     accumulateInto(threads, cache, diffSrc, dxm);
             }
         }
+        // In bf16 the primitive would sum the rounded dy; the bias gradient is no product, so it sums dy in float32.
+        float* dnnlBias = plan->in == DType::f32 ? dbias : nullptr;
         if (dw) {
-            if (dbias) ensureWeightsBias(cache, *plan);
-            const auto& pd = dbias ? plan->weightsBiasPd : plan->weightsPd;
+            if (dnnlBias) ensureWeightsBias(cache, *plan);
+            const auto& pd = dnnlBias ? plan->weightsBiasPd : plan->weightsPd;
             memory xm(plan->userX, cache.engine, const_cast<float*>(x)), dwm(plan->userW, cache.engine, dw);
             memory diffDst = diffDstData && diffDstData.get_desc() == pd.diff_dst_desc()
                                  ? diffDstData
@@ -409,33 +417,34 @@ bool dnnlConv2dBackwardFused(int threads, Workspace& ws, float* dx, float* dw, f
             std::unordered_map<int, memory> args{
                 {DNNL_ARG_DIFF_DST, diffDst}, {DNNL_ARG_SRC, src}, {DNNL_ARG_DIFF_WEIGHTS, diffW}};
             memory diffB;
-            if (dbias) {
+            if (dnnlBias) {
                 diffB = scratchFor(cache, *plan, kDiffBias, plan->biasDesc);
                 args.emplace(DNNL_ARG_DIFF_BIAS, diffB);
             }
-            (dbias ? plan->bwdWeightsBias : plan->bwdWeights).execute(cache.stream, args);
+            (dnnlBias ? plan->bwdWeightsBias : plan->bwdWeights).execute(cache.stream, args);
             accumulateInto(threads, cache, diffW, dwm);
             cache.stream.wait();
-            if (dbias) {
+            if (dnnlBias) {
                 const float* db = static_cast<const float*>(diffB.get_data_handle());
                 for (int ch = 0; ch < d.k; ++ch) dbias[ch] += db[ch];
             }
-        } else if (dbias) {
+        }
+        if (dbias && (!dw || !dnnlBias)) {
             cache.stream.wait();
             const int64_t ohw = int64_t(d.outH()) * d.outW();
             if (d.dstBlock == 0) {
                 sumChannels(threads, dbias, dy, d.n, d.k, ohw);
             } else {
-                // dy blocked: [n, k / B, oh * ow, B] (a frozen kernel with a trained bias; rare, so plain loops).
+                // dy blocked: [n, k / B, oh * ow, B] (a frozen kernel with a trained bias, or bf16): the B channels
+                // of a block summed side by side, in double as sumChannels does.
                 const int b = d.dstBlock;
                 for (int i = 0; i < d.n; ++i)
                     for (int kb = 0; kb < d.k / b; ++kb) {
                         const float* p = dy + (static_cast<size_t>(i) * (d.k / b) + kb) * ohw * b;
-                        for (int l = 0; l < b; ++l) {
-                            double sum = 0;
-                            for (int64_t q = 0; q < ohw; ++q) sum += p[q * b + l];
-                            dbias[kb * b + l] += static_cast<float>(sum);
-                        }
+                        double sums[16] = {};
+                        for (int64_t q = 0; q < ohw; ++q)
+                            for (int l = 0; l < b; ++l) sums[l] += p[q * b + l];
+                        for (int l = 0; l < b; ++l) dbias[kb * b + l] += static_cast<float>(sums[l]);
                     }
             }
         }

@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "core/backend/CpuBf16.h"
 #include "core/backend/CpuParallel.h"
 #include "core/backend/CpuReference.h"
 
@@ -305,6 +306,7 @@ void softmaxRows(float* y, const float* x, const float* keep, int64_t r0, int64_
 Workspace::~Workspace() {
     for (Block& b : m_blocks) std::free(b.ptr);
     destroyDnnlCache(dnnl);
+    destroyBf16Cache(bf16Cache);
 }
 
 void Workspace::prepare(int first, int count, size_t floats) {

@@ -40,6 +40,12 @@ public:
     // oneDNN convolution plans (CpuDnnl.cpp), created on first use; null without oneDNN.
     bool useOneDnn = false;
     struct DnnlCache* dnnl = nullptr;
+    // Native bf16 (CpuBf16.h): oneDNN's convolutions take bf16 inputs and give float32 results, and GEMMs run
+    // bf16 matmuls kept in bf16Cache.
+    bool bf16 = false;
+    struct Bf16Cache* bf16Cache = nullptr;
+    // Calls that ran as bf16 oneDNN primitives (GEMM products, convolutions), for the tests to see them run.
+    int64_t bf16Gemms = 0, bf16Convs = 0, bf16WinogradBackward = 0;
     // NCHW copies of blocked tensors for the convolutions' im2col path (CpuConv.cpp), by role.
     std::vector<float> plain[3];
     // Winograd convolutions (CpuWinograd.cpp): on where the CPU runs them; the transformed weights of this
@@ -106,7 +112,7 @@ bool dnnlConv2dBackwardFilter(int threads, Workspace& ws, float* dw, const float
 void conv2dForward(int threads, Workspace& ws, float* y, const float* x, const float* w, const ConvDesc& d);
 // Winograd F(4x4, 3x3) (CpuWinograd.cpp): 3x3 stride-1 convolutions without groups or dilation, padding 0 to 2,
 // channel counts in whole blocks, input and output in 16-channel blocks with AVX-512 or 8-channel ones with AVX2
-// and FMA (winogradApplies).
+// and FMA (winogradApplies). In bf16 (Workspace::bf16) CpuBackend calls them on rounded copies only.
 // The forward writes y (with bias and ReLU when given); the backward adds the gradient to dx or overwrites it.
 bool winogradAvailable(int block);  // whether this CPU runs the kernels for this block (16: AVX-512; 8: AVX2)
 bool winogradApplies(const Workspace& ws, const ConvDesc& d);

@@ -42,8 +42,8 @@ protected:
     void doGatherRows(void* dst, const void* src, int64_t srcRows, const int32_t* indices, int64_t count,
                       int64_t rowWords) override;
 
-    // The operand `count` floats at src, rounded to computePrecision() into scratch slot 0 or 1 (two
-    // operands per op); src itself in F32. Valid until the slot's next use.
+    // The operand `count` floats at src, rounded to computePrecision() into scratch slot 0, 1 or 2 (up to
+    // three operands per op); src itself in F32. Valid until the slot's next use.
     const float* rounded(int slot, const float* src, int64_t count);
     // gemm's A and B, rounded as above: a and b are replaced by the rounded copies.
     void roundGemmOperands(bool transA, bool transB, int m, int n, int k, const float*& a, int lda, const float*& b,
@@ -53,7 +53,7 @@ private:
     int m_threads = 1;
     std::atomic<size_t> m_bytesInUse{0};
     std::atomic<size_t> m_peakBytes{0};
-    std::vector<float> m_rounded[2];
+    std::vector<float> m_rounded[3];
 };
 
 }  // namespace strata

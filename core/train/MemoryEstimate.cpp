@@ -205,6 +205,22 @@ MemoryEstimate estimateTrainingMemory(const Graph& graph, const TrainingSettings
     e.workspace = cuda && convolution ? kCudaConvWorkspaceLimit : 0;
     e.trainingPeak = e.parameters + e.gradients + e.optimizerState + e.activations + e.buffers + e.workspace;
     e.deviceBytes = std::max(e.compilePeak, e.trainingPeak);
+    // CPU bf16 (core/backend/CpuBf16.h), host memory beside the Backend's: oneDNN keeps per convolution bf16
+    // copies of its input and of its output gradient in two roles each (forward and backward data; backward
+    // weights), GEMMs convert op(A) and op(B) into two bf16 buffers as large as the largest operand, and the
+    // weights are converted on every use (at most all of them at once).
+    if (!cuda && training.precision == ComputePrecision::BF16) {
+        constexpr uint64_t kBf16 = 2;
+        uint64_t convolutionCopies = 0, largest = 0;
+        for (const StepInfo& s : steps) {
+            if (s.isInput) continue;
+            const auto in = static_cast<uint64_t>(steps[static_cast<size_t>(s.inputs[0])].out.numel() * batch);
+            const auto out = static_cast<uint64_t>(s.out.numel() * batch);
+            if (s.cost.convolution) convolutionCopies += 2 * kBf16 * (in + out);
+            largest = std::max({largest, in, out});
+        }
+        e.lowPrecisionHostBytes = convolutionCopies + 2 * kBf16 * largest + e.parameters / 2;
+    }
     // DataLoader: three batches on its thread and the consumer's (input floats and labels).
     e.loaderHostBytes = 4 * static_cast<uint64_t>(batch) * (static_cast<uint64_t>(inputNumel) * kFloat + 4);
 
@@ -239,13 +255,15 @@ MemoryEstimate checkTrainingFits(const Graph& graph, const TrainingSettings& tra
     MemoryEstimate e = estimateTrainingMemory(graph, training, training.batchSize);
     const uint64_t need = e.totalOn(cpu);
     if (availableBytes == 0 || need <= availableBytes) return e;
-    std::string msg = "the run does not fit on " + device + ": training with batch " + std::to_string(e.batch) +
-                      " needs about " + formatBytes(need) + " (parameters " + formatBytes(e.parameters) +
-                      ", gradients " + formatBytes(e.gradients) + ", optimizer state " + formatBytes(e.optimizerState) +
-                      ", activations " + formatBytes(e.activations) + ", buffers " + formatBytes(e.buffers) +
-                      (e.workspace > 0 ? ", cuDNN workspace up to " + formatBytes(e.workspace) : std::string()) +
-                      (cpu ? ", loader " + formatBytes(e.loaderHostBytes) : std::string()) + ") and " +
-                      formatBytes(availableBytes) + " is available";
+    std::string msg =
+        "the run does not fit on " + device + ": training with batch " + std::to_string(e.batch) + " needs about " +
+        formatBytes(need) + " (parameters " + formatBytes(e.parameters) + ", gradients " + formatBytes(e.gradients) +
+        ", optimizer state " + formatBytes(e.optimizerState) + ", activations " + formatBytes(e.activations) +
+        ", buffers " + formatBytes(e.buffers) +
+        (e.workspace > 0 ? ", cuDNN workspace up to " + formatBytes(e.workspace) : std::string()) +
+        (cpu ? ", loader " + formatBytes(e.loaderHostBytes) : std::string()) +
+        (cpu && e.lowPrecisionHostBytes > 0 ? ", bf16 copies " + formatBytes(e.lowPrecisionHostBytes) : std::string()) +
+        ") and " + formatBytes(availableBytes) + " is available";
     const int64_t fits = largestBatchThatFits(graph, training, availableBytes, cpu, e.batch);
     if (fits > 0)
         msg += "; batch size " + std::to_string(fits) + " fits";

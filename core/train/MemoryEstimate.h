@@ -7,7 +7,8 @@
 // gradients, optimizer state (SGD with momentum: one slot; Adam/AdamW: two), every layer's output and
 // output gradient for the batch (a ReLU fused into its producer shares its buffer; one absorbed by the max
 // pooling after it has no gradient), the two staged input and label buffers and the loss buffers. Storage
-// is float32 in every precision (bf16/fp16 round copies of gemm inputs, outside the Backend's memory).
+// is float32 in every precision (bf16/fp16 round copies of gemm inputs, outside the Backend's memory; the CPU's
+// native bf16 counts its copies in lowPrecisionHostBytes).
 // tests/test_memory_estimate compares it with the CPU backend's measured peak on the example projects.
 // For a CUDA device (training.device "cuda:N") every allocation is sized as CudaAllocator's size classes
 // size it (up to 25% more for large blocks), and a graph with a convolution adds cuDNN's workspace bound;
@@ -38,6 +39,8 @@ struct MemoryEstimate {
     uint64_t trainingPeak = 0;     // during a step
     uint64_t deviceBytes = 0;      // the device's peak: max(compilePeak, trainingPeak)
     uint64_t loaderHostBytes = 0;  // the loader's batches in host memory
+    // CPU bf16: the bf16 copies of GEMM and convolution inputs, host memory outside the Backend's (0 otherwise).
+    uint64_t lowPrecisionHostBytes = 0;
     // The layer with the largest output for the batch (what to shrink), and its output bytes.
     std::string largestLayer;
     uint64_t largestLayerBytes = 0;
@@ -47,8 +50,9 @@ struct MemoryEstimate {
     // Bytes per sample of the batch-dependent part and the fixed part, on the device (for largestBatch).
     uint64_t perSampleBytes = 0, fixedBytes = 0;
 
-    // deviceBytes plus the loader's host memory when the device is the CPU (they share one memory).
-    uint64_t totalOn(bool cpu) const { return deviceBytes + (cpu ? loaderHostBytes : 0); }
+    // deviceBytes plus the loader's host memory and the bf16 copies when the device is the CPU (they share one
+    // memory).
+    uint64_t totalOn(bool cpu) const { return deviceBytes + (cpu ? loaderHostBytes + lowPrecisionHostBytes : 0); }
 };
 
 // Throws GraphError (naming the node) when the graph is not valid. `batch` >= 1.

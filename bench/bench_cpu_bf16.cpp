@@ -1,0 +1,109 @@
+// bench_cpu_bf16: CpuBackend's bf16 ops (oneDNN's bf16 matmul and convolutions, CpuBf16.h) against its float32
+// ones, op by op, on the shapes of fashion_cnn_bn at batch 128 in the blocked layout training uses: float32 with
+// Winograd (the default for 3x3), float32 direct (oneDNN), bf16 (oneDNN, conversions included).
+//
+// Usage: bench_cpu_bf16 [threads=2]
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <random>
+#include <vector>
+
+#include "app/OpenMpWaitPolicy.h"
+#include "core/backend/CpuBackend.h"
+
+using namespace strata;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Best-of-5 mean milliseconds per call over `reps` calls, after a warm-up call.
+double msPerCall(int reps, const std::function<void()>& fn) {
+    fn();
+    double best = 1e30;
+    for (int round = 0; round < 5; ++round) {
+        const auto t0 = Clock::now();
+        for (int i = 0; i < reps; ++i) fn();
+        best = std::min(best, std::chrono::duration<double, std::milli>(Clock::now() - t0).count() / reps);
+    }
+    return best;
+}
+
+Tensor randomTensor(Backend& be, int64_t n, std::mt19937& rng) {
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    std::vector<float> h(static_cast<size_t>(n));
+    for (float& v : h) v = u(rng);
+    return be.fromHost(Shape{n}, h.data());
+}
+
+struct Times {
+    double fwd = 0, data = 0, filter = 0;
+};
+
+Times timeConv(CpuBackend& be, const ConvDesc& d) {
+    std::mt19937 rng(1);
+    Tensor x = randomTensor(be, d.inputSize(), rng), w = randomTensor(be, d.weightSize(), rng),
+           y = randomTensor(be, d.outputSize(), rng), dx = randomTensor(be, d.inputSize(), rng),
+           dw = randomTensor(be, d.weightSize(), rng);
+    Times t;
+    t.fwd = msPerCall(5, [&] { be.conv2dForwardFused(y.f32(), x.f32(), w.f32(), nullptr, true, d); });
+    t.data =
+        msPerCall(5, [&] { be.conv2dBackwardFused(dx.f32(), nullptr, nullptr, y.f32(), x.f32(), w.f32(), d, true); });
+    t.filter = msPerCall(5, [&] { be.conv2dBackwardFused(nullptr, dw.f32(), nullptr, y.f32(), x.f32(), w.f32(), d); });
+    return t;
+}
+
+double timeGemm(CpuBackend& be, bool ta, bool tb, int m, int n, int k) {
+    std::mt19937 rng(2);
+    Tensor a = randomTensor(be, int64_t(m) * k, rng), b = randomTensor(be, int64_t(k) * n, rng),
+           c = randomTensor(be, int64_t(m) * n, rng);
+    return msPerCall(
+        10, [&] { be.gemm(ta, tb, m, n, k, 1.0f, a.f32(), ta ? m : k, b.f32(), tb ? k : n, 0.0f, c.f32(), n); });
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    strata::app::ensurePassiveOpenMpWait(argv, /*headless=*/true);  // as strata-train does
+    BackendOptions f32Options;
+    f32Options.threads = argc > 1 ? std::atoi(argv[1]) : 2;
+    BackendOptions bf16Options = f32Options;
+    bf16Options.precision = ComputePrecision::BF16;
+    CpuBackend winograd(f32Options), direct(f32Options), bf16(bf16Options);
+    direct.setWinograd(false);
+    const int block = bf16.activationBlock();
+    std::printf(
+        "%d threads, activations blocked by %d; ms per call (forward with ReLU, backward data, backward "
+        "weights)\n\n",
+        f32Options.threads, block);
+    std::printf("%-34s %-22s %-22s %-22s %s\n", "convolution, batch 128", "fp32 Winograd", "fp32 direct", "bf16",
+                "bf16 / best fp32");
+    struct Shape4 {
+        int c, k, hw;
+    };
+    for (const Shape4& s : {Shape4{16, 16, 28}, Shape4{32, 32, 28}, Shape4{32, 64, 14}, Shape4{64, 64, 14}}) {
+        ConvDesc d;
+        d.n = 128, d.c = s.c, d.k = s.k, d.h = d.w = s.hw, d.r = d.s = 3, d.padH = d.padW = 1;
+        d.srcBlock = d.dstBlock = block;
+        const Times a = timeConv(winograd, d), b = timeConv(direct, d), c = timeConv(bf16, d);
+        const double best = std::min(a.fwd + a.data + a.filter, b.fwd + b.data + b.filter);
+        std::printf(
+            "%3d->%-3d 3x3 on %2dx%-2d %12s %6.2f %6.2f %6.2f   %6.2f %6.2f %6.2f   %6.2f %6.2f %6.2f   %.2fx\n", s.c,
+            s.k, s.hw, s.hw, "", a.fwd, a.data, a.filter, b.fwd, b.data, b.filter, c.fwd, c.data, c.filter,
+            best / (c.fwd + c.data + c.filter));
+    }
+    std::printf("\n%-34s %10s %10s %s\n", "GEMM (m x n x k)", "fp32", "bf16", "speed-up");
+    struct G {
+        bool ta, tb;
+        int m, n, k;
+        const char* what;
+    };
+    for (const G& g : {G{false, true, 128, 256, 3136, "fc1 forward"}, G{true, false, 256, 3136, 128, "fc1 weights"},
+                       G{false, false, 128, 3136, 256, "fc1 data"}, G{false, false, 1024, 1024, 1024, "square 1024"}}) {
+        const double a = timeGemm(winograd, g.ta, g.tb, g.m, g.n, g.k), b = timeGemm(bf16, g.ta, g.tb, g.m, g.n, g.k);
+        std::printf("%-12s %5d x %5d x %5d %8.2f ms %7.2f ms %6.2fx\n", g.what, g.m, g.n, g.k, a, b, a / b);
+    }
+    return 0;
+}
