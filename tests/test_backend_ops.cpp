@@ -647,6 +647,9 @@ private slots:
         add(3, 5, 7, 7, 3, 1, 1, 1, 0, 1, 1);   // 1x1
         add(1, 3, 33, 17, 4, 5, 5, 3, 2, 1, 1);
         add(2, 8, 6, 5, 4, 4, 3, 2, 0, 1, 2);
+        add(2, 32, 9, 9, 32, 3, 3, 1, 1, 1, 32);  // depthwise, channels = groups = 32 (MobileNet's 3x3)
+        add(2, 32, 10, 10, 32, 3, 3, 2, 1, 1, 32);
+        add(2, 16, 7, 7, 32, 3, 3, 1, 1, 1, 4);  // 4 groups: 4 input and 8 output channels each
         {
             ConvDesc d;  // asymmetric stride, padding and dilation
             d.n = 2, d.c = 2, d.h = 10, d.w = 9, d.k = 3, d.r = 3, d.s = 2;
@@ -733,13 +736,23 @@ private slots:
         // unless the weights are frozen (then their transform is kept): the small cases freeze theirs. The last
         // has more than 256 x 256 channel pairs: the direct convolution's.
         const std::vector<Case> cases{
-            {2, 16, 9, 9, 16, 1, 1, 1, true, true, 1, true},   {2, 32, 8, 8, 32, 2, 1, 1, true, true, 0, false},
-            {3, 16, 7, 7, 32, 1, 1, 1, true, false, 0, false}, {2, 32, 6, 6, 16, 1, 1, 1, false, true, 0, false},
-            {2, 32, 7, 7, 32, 1, 2, 1, true, true, 0, false},  {2, 1, 10, 10, 16, 1, 1, 1, false, true, 0, false},
-            {3, 16, 7, 5, 16, 1, 1, 0, true, true, 2, true},   {2, 32, 13, 6, 48, 1, 1, 2, true, true, 3, true},
-            {2, 48, 28, 28, 16, 1, 1, 1, true, true, 0, true}, {1, 32, 28, 28, 32, 1, 1, 1, true, true, 0, false},
-            {4, 16, 14, 13, 16, 1, 1, 1, true, true, 0, true}, {5, 16, 3, 4, 32, 1, 1, 1, true, true, 4, true},
-            {1, 272, 4, 4, 256, 1, 1, 1, true, true, 5, false}};
+            {2, 16, 9, 9, 16, 1, 1, 1, true, true, 1, true},
+            {2, 32, 8, 8, 32, 2, 1, 1, true, true, 0, false},
+            {3, 16, 7, 7, 32, 1, 1, 1, true, false, 0, false},
+            {2, 32, 6, 6, 16, 1, 1, 1, false, true, 0, false},
+            {2, 32, 7, 7, 32, 1, 2, 1, true, true, 0, false},
+            {2, 1, 10, 10, 16, 1, 1, 1, false, true, 0, false},
+            {3, 16, 7, 5, 16, 1, 1, 0, true, true, 2, true},
+            {2, 32, 13, 6, 48, 1, 1, 2, true, true, 3, true},
+            {2, 48, 28, 28, 16, 1, 1, 1, true, true, 0, true},
+            {1, 32, 28, 28, 32, 1, 1, 1, true, true, 0, false},
+            {4, 16, 14, 13, 16, 1, 1, 1, true, true, 0, true},
+            {5, 16, 3, 4, 32, 1, 1, 1, true, true, 4, true},
+            {1, 272, 4, 4, 256, 1, 1, 1, true, true, 5, false},
+            // Depthwise (MobileNet's: channels = groups = 32, stride 1 and 2) and 4 groups of 8, blocked both ways.
+            {2, 32, 9, 9, 32, 1, 32, 1, true, true, 0, false},
+            {2, 32, 10, 10, 32, 2, 32, 1, true, true, 6, false},
+            {2, 32, 8, 8, 64, 1, 4, 1, true, true, 0, false}};
         std::mt19937 rng(17);
         int winograd = 0;
         for (const Case& cs : cases) {
