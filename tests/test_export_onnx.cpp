@@ -729,6 +729,64 @@ private slots:
         QCOMPARE(r.unread, std::vector<int>{0});
     }
 
+    // The image layers' other spellings: Resize as PyTorch writes nn.Upsample (roi an empty input, attributes it
+    // leaves at their defaults) and ONNX's own defaults for nearest; HardSigmoid's Mul with its operands swapped;
+    // Clip without a max; and what must stay unread: Resize by a fraction, nearest with half-pixel coordinates
+    // and floor rounding (which is not floor(dst / scale)), ConvTranspose with an explicit output_shape.
+    void importReadsOtherImageForms() {
+        auto model = [](std::vector<OnnxNodeInfo> nodes) {
+            OnnxModelInfo info;
+            info.inputName = "x";
+            info.inputDims = {-1, 2, 3, 4};
+            info.initializers.push_back(makeF32Record("scales", Shape{4}, {1, 1, 2, 3}));
+            info.initializers.push_back(makeF32Record("half", Shape{4}, {1, 1, 1.5f, 2}));
+            info.initializers.push_back(makeF32Record("hi", Shape{}, {2.5f}));
+            info.initializers.push_back(makeF32Record("w", Shape{2, 3, 2, 2}, std::vector<float>(24, 1.f)));
+            info.nodes = std::move(nodes);
+            return importOnnxLayers(info);
+        };
+        OnnxNodeInfo resize{"up", "Resize", {"x", "", "scales"}, {"y"}, {}, {}, {}, {}};
+        resize.attr("mode", "linear").attr("coordinate_transformation_mode", "half_pixel");
+        OnnxLayerImports r = model({resize});
+        QVERIFY(r.unread.empty());
+        QCOMPARE(r.layers.at(1).type, std::string("Upsample2D"));
+        QCOMPARE(r.layers[1].params, Json({{"scale", {2, 3}}, {"mode", "bilinear"}, {"align_corners", false}}));
+        resize.stringAttributes = {{"mode", "nearest"}};  // half_pixel and round_prefer_floor: the defaults
+        resize.attr("cubic_coeff_a", -0.75f);
+        r = model({resize});
+        QVERIFY(r.unread.empty());
+        QCOMPARE(r.layers.at(1).params, Json({{"scale", {2, 3}}, {"mode", "nearest"}}));
+        resize.attr("nearest_mode", "floor");
+        QCOMPARE(model({resize}).unread, std::vector<int>{0});
+        resize.stringAttributes = {{"mode", "nearest"}};
+        resize.inputs[2] = "half";
+        QCOMPARE(model({resize}).unread, std::vector<int>{0});
+
+        OnnxNodeInfo gate{"g", "HardSigmoid", {"x"}, {"gate"}, {}, {}, {}, {}};
+        gate.attr("alpha", 1.f / 6).attr("beta", 0.5f);
+        r = model({gate, OnnxNodeInfo{"m", "Mul", {"gate", "x"}, {"y"}, {}, {}, {}, {}}});
+        QVERIFY(r.unread.empty());
+        QCOMPARE(r.layers.size(), size_t(2));
+        QCOMPARE(r.layers[1].type, std::string("HardSwish"));
+        QCOMPARE(r.layers[1].nodes, (std::vector<int>{0, 1}));
+        gate.attr("alpha", 0.2f);  // ONNX's default HardSigmoid is not HardSwish's
+        QCOMPARE(model({gate, OnnxNodeInfo{"m", "Mul", {"gate", "x"}, {"y"}, {}, {}, {}, {}}}).unread,
+                 (std::vector<int>{0, 1}));
+
+        r = model({OnnxNodeInfo{"c", "Clip", {"x", "", "hi"}, {"y"}, {}, {}, {}, {}}});
+        QVERIFY(r.unread.empty());
+        QCOMPARE(r.layers.at(1).params.at("min").get<double>(), -1e30);
+        QCOMPARE(r.layers[1].params.at("max").get<double>(), 2.5);
+
+        OnnxNodeInfo deconv{"d", "ConvTranspose", {"x", "w"}, {"y"}, {}, {}, {}, {}};
+        deconv.attr("strides", std::vector<int64_t>{2, 2}).attr("group", int64_t{1});
+        r = model({deconv});
+        QVERIFY(r.unread.empty());
+        QCOMPARE(r.layers.at(1).params.at("filters").get<int>(), 3);
+        deconv.attr("output_shape", std::vector<int64_t>{6, 8});
+        QCOMPARE(model({deconv}).unread, std::vector<int>{0});
+    }
+
     void layers_data() {
         QTest::addColumn<int>("index");
         QTest::addColumn<int>("opset");
