@@ -137,6 +137,23 @@ Graph mobileGraph() {
     return g;
 }
 
+// A decoder (issue 37's upsampling layers, as an image-to-image network has them): Input [16, 4, 4] ->
+// ConvTranspose2D 16 4x4 stride 2 -> ReLU -> Upsample2D bilinear -> Conv2D 8 (groups 2) -> Upsample2D nearest 2x3
+// with align_corners ignored -> ConvTranspose2D 4 3x3 dilation 2 output padding 1 stride 2 groups 4 -> Flatten ->
+// Dense 5.
+Graph decoderGraph() {
+    Graph g;
+    int x = g.addNode("Input", {}, {{"shape", {16, 4, 4}}});
+    x = chain(g, x, "ConvTranspose2D", {{"filters", 16}, {"kernel", 4}, {"stride", 2}, {"padding", 1}});
+    x = chain(g, chain(g, x, "ReLU"), "Upsample2D", {{"mode", "bilinear"}});
+    x = chain(g, x, "Conv2D", {{"filters", 8}, {"kernel", 3}, {"padding", 1}, {"groups", 2}});
+    x = chain(g, x, "Upsample2D", {{"scale", {2, 3}}, {"align_corners", true}});
+    x = chain(g, x, "ConvTranspose2D",
+              {{"filters", 4}, {"kernel", 3}, {"stride", 2}, {"dilation", 2}, {"output_padding", 1}, {"groups", 4}});
+    chain(g, chain(g, x, "Flatten"), "Dense", {{"units", 5}});
+    return g;
+}
+
 // BatchNorm in the blocked layout: Input [1, 8, 8] -> Conv2D 16 -> BatchNorm -> ReLU (r0) -> Conv2D 16 (no bias) ->
 // BatchNorm -> Add(r0, .) -> ReLU -> MaxPool 2x2 -> Conv2D 16 -> BatchNorm (no ReLU after it) -> Flatten -> Dense 5.
 // Blocked: every layer from the first Conv2D to the last BatchNorm (10).
@@ -459,19 +476,22 @@ private slots:
         }
     }
 
-    // The inverted residual block on every fast backend, fused and blocked where the backend does so, against the
-    // reference: outputs and every gradient; and its BatchNorms folded into the convolutions (the depthwise one
-    // included) for inference give the unfolded outputs.
-    void mobileBlockMatchesTheReference() {
+    // The inverted residual block and the decoder on every fast backend (the GPU bundle runs this test), fused and
+    // blocked where the backend does so, against the reference: outputs and every gradient; and the block's BatchNorms
+    // folded into the convolutions (the depthwise one included) for inference give the unfolded outputs.
+    void mobileAndDecoderBlocksMatchTheReference() {
         const Graph g = mobileGraph();
         auto ref = test::makeReferenceBackend();
         const Result want = run(*ref, g, false, nullptr);
+        const Result wantDecoder = run(*ref, decoderGraph(), false, nullptr);
         for (auto& nb : test::fastBackends()) {
             const Result got = run(*nb.backend, g, true, nullptr);
             const std::string err = mismatch(got, want);
             QVERIFY2(err.empty(), (nb.name + ": " + err).c_str());
             qInfo("%s: %d of the block's outputs blocked", nb.name.c_str(),
                   compile(g, *nb.backend, 7)->blockedOutputCount());
+            const std::string decoderErr = mismatch(run(*nb.backend, decoderGraph(), true, nullptr), wantDecoder);
+            QVERIFY2(decoderErr.empty(), (nb.name + ", the decoder: " + decoderErr).c_str());
         }
         ExportModel m;
         m.project.graph = g;
