@@ -1,5 +1,5 @@
 // Upsample2D: enlarges per-sample [C, H, W] images by whole factors, nearest or bilinear, with PyTorch's
-// definitions (torch.nn.Upsample, align_corners for bilinear); no parameters.
+// definitions (torch.nn.Upsample, align_corners for bilinear); nothing to learn.
 #include <tuple>
 
 #include "core/layers/BuiltinLayers.h"
