@@ -761,6 +761,18 @@ private slots:
         resize.stringAttributes = {{"mode", "nearest"}};
         resize.inputs[2] = "half";
         QCOMPARE(model({resize}).unread, std::vector<int>{0});
+        // Sizes of the graph's input [2, 3, 4] tripled and doubled; a size that is no whole multiple stays unread.
+        resize.inputs = {"x", "", "", "sizes"};
+        OnnxModelInfo sized;
+        sized.inputName = "x";
+        sized.inputDims = {-1, 2, 3, 4};
+        sized.int64Initializers["sizes"] = {1, 2, 9, 8};
+        sized.nodes = {resize};
+        r = importOnnxLayers(sized);
+        QVERIFY(r.unread.empty());
+        QCOMPARE(r.layers.at(1).params, Json({{"scale", {3, 2}}, {"mode", "nearest"}}));
+        sized.int64Initializers["sizes"] = {1, 2, 9, 7};
+        QCOMPARE(importOnnxLayers(sized).unread, std::vector<int>{0});
 
         OnnxNodeInfo gate{"g", "HardSigmoid", {"x"}, {"gate"}, {}, {}, {}, {}};
         gate.attr("alpha", 1.f / 6).attr("beta", 0.5f);

@@ -434,20 +434,34 @@ void writeUpsample2D(Writer& w) {
 }
 
 // Also the other spellings of the same arithmetic at whole factors: half_pixel for pytorch_half_pixel (they differ
-// only for an output of one pixel), and nearest with half-pixel coordinates and any rounding (a source
-// coordinate is then never halfway between pixels). Scales given as sizes are left to the importer, which knows
-// the input's shape.
+// only for an output of one pixel), nearest with half-pixel coordinates and any rounding (a source coordinate is
+// then never halfway between pixels), and sizes for the graph's input.
 Read readUpsample2D(const View& g, int first) {
     const OnnxNodeInfo& n = g.node(first);
-    if (n.opType != "Resize" || n.inputs.size() != 3 || g.isInitializer(n.inputs[0])) return std::nullopt;
+    if (n.opType != "Resize" || n.inputs.size() < 3 || n.inputs.size() > 4 || g.isInitializer(n.inputs[0]))
+        return std::nullopt;
     if (!n.inputs[1].empty()) {  // roi: only an empty tensor (it matters for tf_crop_and_resize alone)
         const TensorRecord* roi = g.floatInitializer(n.inputs[1]);
         if (!roi || roi->shape.numel() != 0) return std::nullopt;
     }
     std::vector<float> scales;
     Shape ss;
-    if (!tensorOf(g, n.inputs[2], 1, scales, ss) || scales.size() != 4 || scales[0] != 1.f || scales[1] != 1.f)
-        return std::nullopt;
+    if (n.inputs.size() == 3 && !tensorOf(g, n.inputs[2], 1, scales, ss)) return std::nullopt;
+    if (n.inputs.size() == 4) {
+        // Sizes instead of scales (F.interpolate(size=...)): whole factors of the input's height and width, known
+        // here when the input is the graph's; for other inputs the importer, which knows their shapes, decides.
+        const std::vector<int64_t>* sizes = g.int64Initializer(n.inputs[3]);
+        const std::vector<int64_t>& dims = g.info().inputDims;
+        if (!in(n, 2).empty() || !sizes || sizes->size() != 4 || n.inputs[0] != g.info().inputName ||
+            dims.size() != 4 || dims[2] < 1 || dims[3] < 1 || (*sizes)[1] != dims[1])
+            return std::nullopt;
+        scales = {1.f, 1.f};
+        for (size_t k = 2; k < 4; ++k) {
+            if ((*sizes)[k] % dims[k] != 0) return std::nullopt;
+            scales.push_back(static_cast<float>((*sizes)[k] / dims[k]));
+        }
+    }
+    if (scales.size() != 4 || scales[0] != 1.f || scales[1] != 1.f) return std::nullopt;
     Ints scale;
     for (size_t k = 2; k < 4; ++k) {
         if (!(scales[k] >= 1.f && scales[k] <= 64.f) || scales[k] != std::floor(scales[k])) return std::nullopt;
