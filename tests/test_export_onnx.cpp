@@ -87,6 +87,24 @@ std::vector<Case> layerCases() {
             {"dilation", {2, 1}},
             {"groups", 2},
             {"use_bias", false}});
+    single("Conv2D_depthwise", {32, 6, 5}, "Conv2D",
+           {{"filters", 32}, {"kernel", {3, 3}}, {"padding", {1, 1}}, {"groups", 32}});
+    single("Conv2D_groups4", {8, 6, 6}, "Conv2D", {{"filters", 12}, {"kernel", {3, 3}}, {"groups", 4}});
+    single("ConvTranspose2D", {3, 5, 4}, "ConvTranspose2D",
+           {{"filters", 4}, {"kernel", {4, 4}}, {"stride", {2, 2}}, {"padding", {1, 1}}});
+    single("ConvTranspose2D_grouped_dilated", {4, 5, 6}, "ConvTranspose2D",
+           {{"filters", 6},
+            {"kernel", {3, 2}},
+            {"stride", {2, 3}},
+            {"padding", {1, 0}},
+            {"output_padding", {1, 2}},
+            {"dilation", {1, 2}},
+            {"groups", 2},
+            {"use_bias", false}});
+    single("Upsample2D_nearest", {2, 3, 4}, "Upsample2D", Json::object());
+    single("Upsample2D_bilinear", {2, 3, 4}, "Upsample2D", {{"scale", {2, 3}}, {"mode", "bilinear"}});
+    single("Upsample2D_bilinear_corners", {2, 3, 4}, "Upsample2D",
+           {{"scale", {3}}, {"mode", "bilinear"}, {"align_corners", true}});
     single("MaxPool2D", {2, 7, 7}, "MaxPool2D", {{"kernel", {3, 3}}, {"stride", {2, 2}}, {"padding", {1, 1}}});
     single("MaxPool2D_default", {2, 8, 6}, "MaxPool2D", Json::object());
     single("AvgPool2D", {2, 7, 7}, "AvgPool2D", {{"kernel", {3, 3}}, {"stride", {2, 2}}, {"padding", {1, 1}}});
@@ -98,6 +116,9 @@ std::vector<Case> layerCases() {
     single("GELU", {10}, "GELU", Json::object());
     single("Sigmoid", {10}, "Sigmoid", Json::object());
     single("Tanh", {10}, "Tanh", Json::object());
+    single("Clip_relu6", {2, 4, 4}, "Clip", Json::object());
+    single("Clip_narrow", {10}, "Clip", {{"min", -0.25}, {"max", 0.5}});
+    single("HardSwish", {3, 4, 4}, "HardSwish", Json::object());
     single("Softmax", {3, 7}, "Softmax", Json::object());
     single("BatchNorm_image", {4, 5, 5}, "BatchNorm", {{"eps", 1e-3}});
     single("BatchNorm_flat", {6}, "BatchNorm", Json::object());
@@ -383,6 +404,9 @@ bool hasType(const Case& c, const std::string& type) {
 std::string openCvCannotImport(const Case& c, int opset) {
     for (const Node* n : c.project.graph.nodes()) {
         if (n->type == "Embedding") return "Gather with runtime indices (Embedding)";
+        if (n->type == "Clip") return "Clip with its bounds as inputs (OpenCV 4.6 reads opset 6's attributes only)";
+        if (n->type == "ConvTranspose2D" && n->params.value("groups", 1) != 1)
+            return "ConvTranspose with groups, dilation and output padding (OpenCV 4.6 gives another output size)";
         if (n->type == "LayerNorm")
             return opset >= 17 ? "LayerNormalization"
                                : "broadcasting between computed tensors, as in Sub([N, T, D], [N, T, 1])";
@@ -678,8 +702,8 @@ private slots:
         drop.opType = "Dropout";
         drop.inputs = {"x", "ratio"};
         drop.outputs = {"d", "mask"};
-        OnnxNodeInfo add1{"a1", "Add", {"d", "x"}, {"s1"}, {}, {}, {}};
-        OnnxNodeInfo add2{"a2", "Add", {"s1", "x"}, {"s2"}, {}, {}, {}};
+        OnnxNodeInfo add1{"a1", "Add", {"d", "x"}, {"s1"}, {}, {}, {}, {}};
+        OnnxNodeInfo add2{"a2", "Add", {"s1", "x"}, {"s2"}, {}, {}, {}, {}};
         info.nodes = {drop, add1, add2};
         OnnxLayerImports r = importOnnxLayers(info);
         QVERIFY(r.unread.empty());
@@ -700,9 +724,79 @@ private slots:
         QCOMPARE(r.layers[2].inputs, (std::vector<std::string>{"d", "x", "x"}));
         // A Gemm without transB = 1 is not a Dense as Strata writes it: left unread, never misread.
         info.initializers.push_back(makeF32Record("w", Shape{4, 3}, std::vector<float>(12, 1.f)));
-        info.nodes = {OnnxNodeInfo{"g", "Gemm", {"x", "w"}, {"y"}, {}, {}, {}}};
+        info.nodes = {OnnxNodeInfo{"g", "Gemm", {"x", "w"}, {"y"}, {}, {}, {}, {}}};
         r = importOnnxLayers(info);
         QCOMPARE(r.unread, std::vector<int>{0});
+    }
+
+    // The image layers' other spellings: Resize as PyTorch writes nn.Upsample (roi an empty input, attributes it
+    // leaves at their defaults) and ONNX's own defaults for nearest; HardSigmoid's Mul with its operands swapped;
+    // Clip without a max; and what must stay unread: Resize by a fraction, nearest with half-pixel coordinates
+    // and floor rounding (which is not floor(dst / scale)), ConvTranspose with an explicit output_shape.
+    void importReadsOtherImageForms() {
+        auto model = [](std::vector<OnnxNodeInfo> nodes) {
+            OnnxModelInfo info;
+            info.inputName = "x";
+            info.inputDims = {-1, 2, 3, 4};
+            info.initializers.push_back(makeF32Record("scales", Shape{4}, {1, 1, 2, 3}));
+            info.initializers.push_back(makeF32Record("half", Shape{4}, {1, 1, 1.5f, 2}));
+            info.initializers.push_back(makeF32Record("hi", Shape{}, {2.5f}));
+            info.initializers.push_back(makeF32Record("w", Shape{2, 3, 2, 2}, std::vector<float>(24, 1.f)));
+            info.nodes = std::move(nodes);
+            return importOnnxLayers(info);
+        };
+        OnnxNodeInfo resize{"up", "Resize", {"x", "", "scales"}, {"y"}, {}, {}, {}, {}};
+        resize.attr("mode", "linear").attr("coordinate_transformation_mode", "half_pixel");
+        OnnxLayerImports r = model({resize});
+        QVERIFY(r.unread.empty());
+        QCOMPARE(r.layers.at(1).type, std::string("Upsample2D"));
+        QCOMPARE(r.layers[1].params, Json({{"scale", {2, 3}}, {"mode", "bilinear"}, {"align_corners", false}}));
+        resize.stringAttributes = {{"mode", "nearest"}};  // half_pixel and round_prefer_floor: the defaults
+        resize.attr("cubic_coeff_a", -0.75f);
+        r = model({resize});
+        QVERIFY(r.unread.empty());
+        QCOMPARE(r.layers.at(1).params, Json({{"scale", {2, 3}}, {"mode", "nearest"}}));
+        resize.attr("nearest_mode", "floor");
+        QCOMPARE(model({resize}).unread, std::vector<int>{0});
+        resize.stringAttributes = {{"mode", "nearest"}};
+        resize.inputs[2] = "half";
+        QCOMPARE(model({resize}).unread, std::vector<int>{0});
+        // Sizes of the graph's input [2, 3, 4] tripled and doubled; a size that is no whole multiple stays unread.
+        resize.inputs = {"x", "", "", "sizes"};
+        OnnxModelInfo sized;
+        sized.inputName = "x";
+        sized.inputDims = {-1, 2, 3, 4};
+        sized.int64Initializers["sizes"] = {1, 2, 9, 8};
+        sized.nodes = {resize};
+        r = importOnnxLayers(sized);
+        QVERIFY(r.unread.empty());
+        QCOMPARE(r.layers.at(1).params, Json({{"scale", {3, 2}}, {"mode", "nearest"}}));
+        sized.int64Initializers["sizes"] = {1, 2, 9, 7};
+        QCOMPARE(importOnnxLayers(sized).unread, std::vector<int>{0});
+
+        OnnxNodeInfo gate{"g", "HardSigmoid", {"x"}, {"gate"}, {}, {}, {}, {}};
+        gate.attr("alpha", 1.f / 6).attr("beta", 0.5f);
+        r = model({gate, OnnxNodeInfo{"m", "Mul", {"gate", "x"}, {"y"}, {}, {}, {}, {}}});
+        QVERIFY(r.unread.empty());
+        QCOMPARE(r.layers.size(), size_t(2));
+        QCOMPARE(r.layers[1].type, std::string("HardSwish"));
+        QCOMPARE(r.layers[1].nodes, (std::vector<int>{0, 1}));
+        gate.attr("alpha", 0.2f);  // ONNX's default HardSigmoid is not HardSwish's
+        QCOMPARE(model({gate, OnnxNodeInfo{"m", "Mul", {"gate", "x"}, {"y"}, {}, {}, {}, {}}}).unread,
+                 (std::vector<int>{0, 1}));
+
+        r = model({OnnxNodeInfo{"c", "Clip", {"x", "", "hi"}, {"y"}, {}, {}, {}, {}}});
+        QVERIFY(r.unread.empty());
+        QCOMPARE(r.layers.at(1).params.at("min").get<double>(), -1e30);
+        QCOMPARE(r.layers[1].params.at("max").get<double>(), 2.5);
+
+        OnnxNodeInfo deconv{"d", "ConvTranspose", {"x", "w"}, {"y"}, {}, {}, {}, {}};
+        deconv.attr("strides", std::vector<int64_t>{2, 2}).attr("group", int64_t{1});
+        r = model({deconv});
+        QVERIFY(r.unread.empty());
+        QCOMPARE(r.layers.at(1).params.at("filters").get<int>(), 3);
+        deconv.attr("output_shape", std::vector<int64_t>{6, 8});
+        QCOMPARE(model({deconv}).unread, std::vector<int>{0});
     }
 
     void layers_data() {

@@ -613,6 +613,9 @@ private slots:
         const QStringList all = palette.visibleTypes();
         QVERIFY(all.contains(QStringLiteral("Conv2D")));
         QVERIFY(all.contains(QStringLiteral("Dense")));
+        // Issue 37's image layers, from the registry like every type.
+        for (const char* t : {"ConvTranspose2D", "Upsample2D", "Clip", "HardSwish"})
+            QVERIFY2(all.contains(QString::fromLatin1(t)), t);
         palette.filterEdit()->setText(QStringLiteral("pool"));
         const QStringList pools = palette.visibleTypes();
         QVERIFY(pools.contains(QStringLiteral("MaxPool2D")));
