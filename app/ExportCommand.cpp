@@ -76,7 +76,7 @@ ExportModel modelFromProject(const std::string& path, bool untrained, const Weig
         out << "exporting untrained weights (seed " << project.training.seed << ")\n";
         return m;
     }
-    if (project.training.checkpointDir.empty() && latestRunFolder(path, project.name, {}).empty())
+    if (project.training.checkpointDir.empty() && latestRunFolder(project, path, {}).empty())
         throw std::runtime_error(path +
                                  ": the project names no checkpoint folder (training.checkpointDir) and has no "
                                  "run folder with a checkpoint; pass a checkpoint, or --untrained to export the "

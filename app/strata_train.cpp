@@ -340,10 +340,23 @@ int train(const strata::cli::TrainArgs& args) {
     options.collectiveTimeoutSeconds = args.collectiveTimeout;
     options.distMode = ts.distMode;
     options.localSgdSteps = ts.localSgdSteps;
-    // Every run keeps its weights: without --checkpoint-dir, in a run folder beside the project file (rank 0's).
+    // Every run keeps its weights: without --checkpoint-dir, in a run folder beside the project file (rank 0's),
+    // or in the per-user data folder, where the workbench looks too, when the project's folder is read-only (an
+    // installed example).
     if (ts.checkpointDir.empty() && rank == 0) {
-        options.runFolder = strata::newRunFolder(projectPath, project.name, {}, std::chrono::system_clock::now());
-        std::fprintf(stderr, "checkpoints: %s (no --checkpoint-dir given)\n", options.runFolder.c_str());
+        const strata::RunsPlace place = strata::runsPlace(project, projectPath, {});
+        options.runFolder = strata::newRunFolder(project, projectPath, {}, std::chrono::system_clock::now());
+        std::fprintf(stderr, "checkpoints: %s (%s)\n", options.runFolder.c_str(),
+                     place.perUser ? "the project's folder is not writable" : "no --checkpoint-dir given");
+    } else if (rank == 0) {
+        if (std::string problem = strata::checkpointFolderProblem(project, projectPath); !problem.empty()) {
+            problem +=
+                "; give --checkpoint-dir with the absolute path of a folder you can write, or an empty "
+                "checkpoint_dir to keep the run in " +
+                strata::runsPlace(project, projectPath, {}).folder;
+            if (ranks > 1) comm->abortJob(problem);  // the others would wait for rank 0
+            return fail(problem);
+        }
     }
     // The run history: the same database the workbench writes, so `runs list` and the Runs view show both.
     std::unique_ptr<strata::history::RunStore> store;

@@ -270,7 +270,7 @@ private slots:
         {
             TrainerOptions o;
             o.projectPath = path("proj/r.strata");
-            o.runFolder = newRunFolder(o.projectPath, r.name, {}, std::chrono::system_clock::now());
+            o.runFolder = newRunFolder(r, o.projectPath, {}, std::chrono::system_clock::now());
             test::RecordedRun rec;
             QVERIFY2(train(r, rec, o), rec.error.c_str());
         }

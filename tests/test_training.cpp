@@ -626,9 +626,9 @@ private slots:
         p.name = "my model";
         QVERIFY(p.training.checkpointDir.empty());
         const auto now = std::chrono::system_clock::now();
-        const std::string folder = newRunFolder(projectPath, p.name, {}, now);
+        const std::string folder = newRunFolder(p, projectPath, {}, now);
         QVERIFY2(folder.starts_with((dir.path() + "/runs/my_model-").toStdString()), folder.c_str());
-        QCOMPARE(latestRunFolder(projectPath, p.name, {}), std::string());
+        QCOMPARE(latestRunFolder(p, projectPath, {}), std::string());
         auto backend = test::makeCpuBackend();
         Recorder rec;
         TrainerOptions o;
@@ -645,9 +645,9 @@ private slots:
         const Checkpoint c = loadCheckpoint(folder);
         QCOMPARE(c.step, int64_t(7));
         QCOMPARE(c.stepInEpoch, int64_t(7));
-        QCOMPARE(latestRunFolder(projectPath, p.name, {}), folder);
+        QCOMPARE(latestRunFolder(p, projectPath, {}), folder);
         // A second run started in the same second gets its own folder, and is then the latest.
-        const std::string second = newRunFolder(projectPath, p.name, {}, now);
+        const std::string second = newRunFolder(p, projectPath, {}, now);
         QCOMPARE(second, folder + "-2");
         o.runFolder = second;
         Recorder rec2;
@@ -655,10 +655,12 @@ private slots:
             Trainer t(p, *backend, &rec2, o);
             QVERIFY(t.run());
         }
-        QCOMPARE(latestRunFolder(projectPath, p.name, {}), second);
-        QCOMPARE(latestRunFolder(projectPath, "other", {}), std::string());
+        QCOMPARE(latestRunFolder(p, projectPath, {}), second);
+        Project other = p;
+        other.name = "other";
+        QCOMPARE(latestRunFolder(other, projectPath, {}), std::string());
         // An unsaved project's runs go under the per-user folder given.
-        QCOMPARE(runsFolder({}, "/data/strata"), std::string("/data/strata/runs"));
+        QCOMPARE(runsPlace(p, {}, "/data/strata").folder, std::string("/data/strata/runs"));
         // The configured folder wins over a run folder.
         p.training.checkpointDir = "ck";
         QCOMPARE(checkpointFolderForRun(p, projectPath, {}, now), (dir.path() + "/ck").toStdString());

@@ -4,11 +4,12 @@
 #   2. a fresh Debian 12 (bookworm) system in a chroot made with debootstrap (minbase), where
 #        apt-get install ./strata_<version>_amd64.deb            (apt resolves the dependencies)
 #      and then, as an ordinary user: strata-train --version (CUDA "not installed", no CUDA library needed),
-#      --device cuda refused with that reason, a short training run of an installed example (langid_text: its data
-#      ships in the package), the same with SentencePiece subwords (the shim in /usr/lib/strata), and the
-#      workbench under Xvfb: strata --help, and `strata FILE.strata` opening a file (a screenshot of it); and, with
-#      the desktop's MIME and desktop-entry databases installed, that a .strata file is application/x-strata-project
-#      and opens with org.strata.Strata.desktop.
+#      --device cuda refused with that reason, a short training run of an installed example as it is (langid_text:
+#      its data ships in the package; its run goes to ~/.local/share/Strata/Strata/runs, and export finds it),
+#      the same with SentencePiece subwords (the shim in /usr/lib/strata), and the workbench under Xvfb:
+#      strata --help, and `strata FILE.strata` opening a file (a screenshot of it); and, with the desktop's MIME
+#      and desktop-entry databases installed, that a .strata file is application/x-strata-project and opens with
+#      org.strata.Strata.desktop.
 #
 # Usage: tools/check-deb.sh [--debs DIR] [--keep]
 #   --debs DIR  where the packages are (default: out/deb)
@@ -131,12 +132,21 @@ fi
 cat "$WORK/cuda.txt"
 grep -q 'CUDA backend not installed' "$WORK/cuda.txt" || fail "the refusal does not say the CUDA backend is not installed"
 
-# The README's second command, as the user types it.
-say "strata-train /usr/share/strata/examples/langid_text.strata --epochs 1 --checkpoint-dir ~/langid"
-in_user sh -c 'cd && strata-train /usr/share/strata/examples/langid_text.strata --epochs 1 --checkpoint-dir ~/langid' 2>&1 |
+# The README's second command, as the user types it: the example's folder is read-only, so the run goes to the
+# user's data folder, and export finds it there.
+say "strata-train /usr/share/strata/examples/langid_text.strata --epochs 1"
+in_user sh -c 'cd && strata-train /usr/share/strata/examples/langid_text.strata --epochs 1' 2>&1 |
   tee "$WORK/train.txt"
 grep -qE 'epoch 1: .*val loss [0-9.]+ acc 0\.[5-9]' "$WORK/train.txt" || fail "the example did not train (validation accuracy <= 50%)"
-[[ -s "$CH/home/alice/langid/best.safetensors" ]] || fail "no checkpoint in ~/langid"
+runs=/home/alice/.local/share/Strata/Strata/runs
+ck=$(sed -n "s#^checkpoints: \($runs/[^ ]*\) (the project's folder is not writable)\$#\1#p" "$WORK/train.txt")
+[[ -n "$ck" ]] || fail "strata-train did not say that the checkpoints go to $runs (the project's folder is not writable)"
+[[ -s "$CH$ck/best.safetensors" ]] || fail "no checkpoint in $ck"
+say "strata-train export of the installed example finds its run"
+in_user sh -c 'cd && strata-train export /usr/share/strata/examples/langid_text.strata --format onnx -o ~/langid.onnx' 2>&1 |
+  tee "$WORK/export.txt"
+grep -qF "using checkpoint $ck/" "$WORK/export.txt" || fail "export did not use the run's checkpoint in $ck"
+[[ -s "$CH/home/alice/langid.onnx" ]] || fail "no ~/langid.onnx"
 
 say "SentencePiece subwords (the shim in /usr/lib/strata)"
 in_user sh -c 'sed -e "s/\"tokenizer\": \"char\"/\"tokenizer\": \"sentencepiece\"/" \

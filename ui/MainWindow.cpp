@@ -7,6 +7,7 @@
 #include <QCloseEvent>
 #include <QDialog>
 #include <QDialogButtonBox>
+#include <QDir>
 #include <QDockWidget>
 #include <QEventLoop>
 #include <QFileDialog>
@@ -44,6 +45,7 @@
 #include "ui/TrainingDashboard.h"
 #include "ui/TrainingSettingsPanel.h"
 #include "ui/WorkbenchInput.h"
+#include "ui/base/Examples.h"
 #include "ui/base/ProjectDocument.h"
 #include "ui/base/Templates.h"
 
@@ -261,6 +263,7 @@ void MainWindow::createActions() {
                          s->standardIcon(QStyle::SP_FileDialogNewFolder));
     m_openAct =
         make(tr("&Open..."), QKeySequence::Open, &MainWindow::open, s->standardIcon(QStyle::SP_DialogOpenButton));
+    m_openExampleAct = make(tr("Open &Example..."), QKeySequence(), &MainWindow::openExample);
     m_saveAct = make(
         tr("&Save"), QKeySequence::Save, [this] { save(); }, s->standardIcon(QStyle::SP_DialogSaveButton));
     m_saveAsAct = make(tr("Save &As..."), QKeySequence::SaveAs, [this] { saveAsDialog(); });
@@ -343,7 +346,7 @@ void MainWindow::createActions() {
 
 void MainWindow::createMenus() {
     QMenu* file = menuBar()->addMenu(tr("&File"));
-    file->addActions({m_newAct, m_templateAct, m_openAct});
+    file->addActions({m_newAct, m_templateAct, m_openAct, m_openExampleAct});
     m_recentMenu = file->addMenu(tr("Open &Recent"));
     m_recentMenu->setObjectName(QStringLiteral("recentMenu"));
     file->addSeparator();
@@ -634,6 +637,33 @@ void MainWindow::open() {
     if (!path.isEmpty()) openFile(path);
 }
 
+void MainWindow::setWritableCheck(strata::WritableCheck writable) {
+    m_writable = std::move(writable);
+    if (m_dashboard) m_dashboard->setWritableCheck(m_writable);
+}
+
+bool MainWindow::openExample() {
+    const QString folder = examplesFolder(QCoreApplication::applicationDirPath());
+    if (folder.isEmpty()) {
+        reportError(tr("No examples found"),
+                    tr("No example projects were found (looked in %1 and in a source tree above it; "
+                       "STRATA_EXAMPLES_DIR names another folder).")
+                        .arg(QDir::cleanPath(QCoreApplication::applicationDirPath() +
+                                             QStringLiteral("/../share/strata/examples"))));
+        return false;
+    }
+    const QString path = m_openExamplePrompt
+                             ? m_openExamplePrompt(folder)
+                             : QFileDialog::getOpenFileName(this, tr("Open example"), folder, tr(kFileFilter));
+    if (path.isEmpty() || !openFile(path)) return false;
+    if (!savesInPlace(m_doc->filePath(), m_writable))
+        statusBar()->showMessage(tr("%1 is read-only: Start keeps its runs in your data folder; Save makes a copy "
+                                    "of your own")
+                                     .arg(QDir::toNativeSeparators(m_doc->filePath())),
+                                 15000);
+    return true;
+}
+
 bool MainWindow::openFile(const QString& path) {
     if (!maybeStopRun(tr("opening another project"))) return false;
     if (!maybeSave()) return false;
@@ -654,13 +684,23 @@ bool MainWindow::openFile(const QString& path) {
 
 bool MainWindow::save() {
     if (m_doc->filePath().isEmpty()) return saveAsDialog();
+    // An installed example (or any read-only file) cannot be written where it is: a copy of the user's own.
+    if (!savesInPlace(m_doc->filePath(), m_writable)) {
+        statusBar()->showMessage(
+            tr("%1 is read-only: save a copy of your own").arg(QDir::toNativeSeparators(m_doc->filePath())), 15000);
+        return saveAsDialog();
+    }
     return saveAs(m_doc->filePath());
 }
 
 bool MainWindow::saveAsDialog() {
-    const QString path =
-        m_saveAsPrompt ? m_saveAsPrompt()
-                       : QFileDialog::getSaveFileName(this, tr("Save project"), m_doc->filePath(), tr(kFileFilter));
+    const QString path = m_saveAsPrompt ? m_saveAsPrompt()
+                                        : QFileDialog::getSaveFileName(
+                                              this, tr("Save project"),
+                                              savesInPlace(m_doc->filePath(), m_writable) || m_doc->filePath().isEmpty()
+                                                  ? m_doc->filePath()
+                                                  : copySuggestion(m_doc->filePath(), QDir::homePath()),
+                                              tr(kFileFilter));
     if (path.isEmpty()) return false;
     return saveAs(path.endsWith(QStringLiteral(".strata")) || QFileInfo(path).suffix().size() > 0
                       ? path

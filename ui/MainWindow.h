@@ -10,6 +10,7 @@
 #include <functional>
 
 #include "core/graph/Project.h"
+#include "core/train/RunFolder.h"
 
 class QAction;
 class QDockWidget;
@@ -95,9 +96,17 @@ public:
         m_reportError = std::move(report);
     }
     void setSaveAsPrompt(std::function<QString()> prompt) { m_saveAsPrompt = std::move(prompt); }
+    // File > Open Example's file dialog, given the examples folder; and whether a folder or file can be written
+    // (root may write anywhere, so tests tell which folders are read-only).
+    void setOpenExamplePrompt(std::function<QString(const QString& folder)> prompt) {
+        m_openExamplePrompt = std::move(prompt);
+    }
+    void setWritableCheck(strata::WritableCheck writable);
 
 public slots:
     void open();
+    // The installed examples (or the source tree's, run from a build); false when cancelled or none found.
+    bool openExample();
     void showTemplateDialog();
     bool saveAsDialog();
     void copy();
@@ -190,6 +199,9 @@ private:
     std::function<SaveChoice(const QString&)> m_savePrompt;
     std::function<void(const QString&, const QString&)> m_reportError;
     std::function<QString()> m_saveAsPrompt;
+    std::function<QString(const QString&)> m_openExamplePrompt;
+    strata::WritableCheck m_writable = strata::folderWritable;
+    QAction* m_openExampleAct = nullptr;
 };
 
 }  // namespace strata::ui

@@ -313,6 +313,15 @@ void TrainingDashboard::startTraining(qint64 maxSteps) {
         }
     }
     if (device.isEmpty()) device = QStringLiteral("cpu");
+    if (const std::string problem =
+            checkpointFolderProblem(m_doc->project(), m_doc->filePath().toStdString(), m_writable);
+        !problem.empty()) {
+        refuseStart(tr("%1. Set Checkpoint folder in the training settings to a folder you can write, or empty it to "
+                       "keep the run in your data folder; or save the project somewhere writable (File > Save As).")
+                        .arg(QString::fromStdString(problem)),
+                    BannerCause::Refused);
+        return;
+    }
 
     clearError();
     clearCharts();
@@ -329,8 +338,12 @@ void TrainingDashboard::startTraining(qint64 maxSteps) {
     m_errorMessage.clear();
     m_recording = m_doc->runHistory();
     const QString userData = m_recording ? QFileInfo(m_recording->path()).absolutePath() : RunHistory::defaultDataDir();
-    m_runFolder = QString::fromStdString(
-        checkpointFolderForRun(project, path.toStdString(), userData.toStdString(), std::chrono::system_clock::now()));
+    // A read-only project (an installed example) keeps its runs in the per-user data folder, where strata-train
+    // puts them too.
+    const bool perUser = project.training.checkpointDir.empty() &&
+                         runsPlace(project, path.toStdString(), userData.toStdString(), m_writable).perUser;
+    m_runFolder = QString::fromStdString(checkpointFolderForRun(project, path.toStdString(), userData.toStdString(),
+                                                                std::chrono::system_clock::now(), m_writable));
     const QString runFolder = project.training.checkpointDir.empty() ? m_runFolder : QString();
     // Recorded from its first step (recordRun), with the project's id and path (Export, Predict and Optimize
     // find it by them): a run refused before its first step (memory, data, resume) is no failed run.
@@ -344,6 +357,9 @@ void TrainingDashboard::startTraining(qint64 maxSteps) {
     m_pausedSince = -1;
     m_status->setText(tr("Starting on %1...").arg(device));
     m_log->clear();
+    if (perUser)
+        m_log->setText(
+            tr("Checkpoints: %1 (the project's folder is not writable)").arg(QDir::toNativeSeparators(m_runFolder)));
     setState(State::Starting);
     m_flushTimer->start();
     updateTimes();

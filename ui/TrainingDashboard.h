@@ -15,8 +15,10 @@
 #include <QWidget>
 #include <functional>
 #include <optional>
+#include <utility>
 
 #include "core/graph/Project.h"
+#include "core/train/RunFolder.h"
 #include "core/train/TrainingObserver.h"
 
 class QLabel;
@@ -54,6 +56,9 @@ public:
     // of its own (RunFolder.h) under the project's folder or, unsaved, under the per-user data folder (the
     // run history's folder when one is set).
     QString runFolder() const { return m_runFolder; }
+    // Whether a folder can be written, which decides where a run of a read-only project goes (tests run as root,
+    // who may write anywhere, and say which folders are read-only).
+    void setWritableCheck(WritableCheck writable) { m_writable = std::move(writable); }
     // Shows the curves of the open project's last recorded run (from the run history), when idle: a
     // reopened project shows where it stood. False when there is none (the charts are then empty). Done by
     // itself when another project is opened or the project is saved as a copy.
@@ -147,6 +152,7 @@ private:
     RunHistory* m_recording = nullptr;  // where the active run's points go (the document's history at its start)
     qint64 m_runId = 0;
     QString m_runFolder;
+    WritableCheck m_writable = folderWritable;
     FinishedEvent m_finished;
     QString m_errorMessage;
     QThread* m_thread = nullptr;

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "core/io/JsonInput.h"
+#include "core/train/RunFolder.h"
 
 namespace strata::history {
 
@@ -400,16 +401,8 @@ RunStore::RunStore(const std::string& path) : m_path(path), m_db(openDatabase(pa
 
 RunStore::~RunStore() { sqlite3_close(m_db); }
 
-std::string RunStore::defaultPath() {
-    std::string base;
-    if (const char* xdg = std::getenv("XDG_DATA_HOME"); xdg && xdg[0] == '/')
-        base = xdg;
-    else if (const char* home = std::getenv("HOME"); home && home[0])
-        base = std::string(home) + "/.local/share";
-    else
-        base = ".";
-    return base + "/Strata/Strata/runs.sqlite";
-}
+// The per-user data folder is RunFolder's, where runs of read-only projects go: one folder for all of a user's runs.
+std::string RunStore::defaultPath() { return defaultUserDataDir() + "/runs.sqlite"; }
 
 std::string RunStore::ensureSchema(const std::string& path) {
     try {

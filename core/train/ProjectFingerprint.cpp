@@ -182,11 +182,12 @@ std::vector<std::string> fingerprintDifferences(const ProjectFingerprint& saved,
 std::string projectCheckpointFile(const Project& project, const std::string& projectPath) {
     if (!project.training.checkpointDir.empty())
         return resolveCheckpointPath(resolveDatasetPath(projectPath, project.training.checkpointDir));
-    const std::string runs = latestRunFolder(projectPath, project.name, {});
+    const std::string runs = latestRunFolder(project, projectPath, {});
     if (runs.empty())
         throw std::runtime_error(projectPath +
                                  ": the project names no checkpoint folder (training.checkpointDir) and has no run "
-                                 "folder with a checkpoint beside it (runs/); give a checkpoint instead");
+                                 "folder with a checkpoint (runs/ beside it, or in " +
+                                 perUserRunsFolder(project, projectPath, {}) + "); give a checkpoint instead");
     return resolveCheckpointPath(runs);
 }
 

@@ -13,6 +13,7 @@
 #include <QSettings>
 #include <QSignalSpy>
 #include <QStandardPaths>
+#include <QStatusBar>
 #include <QTemporaryDir>
 #include <QTest>
 #include <QToolBar>
@@ -30,6 +31,7 @@
 #include "ui/ProblemsPanel.h"
 #include "ui/PropertyPanel.h"
 #include "ui/TrainingDashboard.h"
+#include "ui/base/Examples.h"
 #include "ui/base/ProjectDocument.h"
 #include "ui/base/Templates.h"
 
@@ -323,6 +325,65 @@ private slots:
         QVERIFY(w.isVisible());
         answer = MainWindow::SaveChoice::Discard;
         QVERIFY(w.close());
+        QVERIFY(errors.isEmpty());
+    }
+
+    // File > Open Example: the examples folder (the source tree's from a build, the installed one beside the
+    // program, STRATA_EXAMPLES_DIR); an installed example is read-only, so Save writes a copy of the user's own
+    // and leaves the example as it was. Writability is injected: the tests run as root.
+    void openExampleAndSaveACopy() {
+        const QString source = examplesFolder(QCoreApplication::applicationDirPath());
+        QVERIFY2(QFileInfo::exists(source + QStringLiteral("/fashion_mlp.strata")), qPrintable(source));
+        QVERIFY(exampleFiles(source).contains(source + QStringLiteral("/fashion_mlp.strata")));
+        QTemporaryDir dir;
+        const QString installed = dir.filePath(QStringLiteral("share/strata/examples"));
+        const QString example = installed + QStringLiteral("/fashion_mlp.strata");
+        QVERIFY(QDir().mkpath(installed) && QDir().mkpath(dir.filePath(QStringLiteral("bin"))));
+        QVERIFY(QFile::copy(source + QStringLiteral("/fashion_mlp.strata"), example));
+        QCOMPARE(examplesFolder(dir.filePath(QStringLiteral("bin"))), installed);
+        QVERIFY(!savesInPlace(example, [&](const std::string& f) { return !f.starts_with(installed.toStdString()); }));
+        QVERIFY(savesInPlace(example));
+        QCOMPARE(copySuggestion(example, QStringLiteral("/home/u")), QStringLiteral("/home/u/fashion_mlp.strata"));
+
+        qputenv("STRATA_EXAMPLES_DIR", installed.toUtf8());
+        QFile f(example);
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        const QByteArray original = f.readAll();
+        f.close();
+        MainWindow w;
+        QVERIFY(findAction(&w, QStringLiteral("Open Example")));
+        QStringList errors;
+        w.setErrorReporter([&](const QString&, const QString& text) { errors << text; });
+        w.setWritableCheck([&](const std::string& folder) { return !folder.starts_with(installed.toStdString()); });
+        QString offered;
+        w.setOpenExamplePrompt([&](const QString& folder) {
+            offered = folder;
+            return example;
+        });
+        QVERIFY(w.openExample());
+        qunsetenv("STRATA_EXAMPLES_DIR");
+        QCOMPARE(offered, installed);
+        QCOMPARE(w.document()->filePath(), QFileInfo(example).absoluteFilePath());
+        QVERIFY2(w.statusBar()->currentMessage().contains(QStringLiteral("read-only")),
+                 qPrintable(w.statusBar()->currentMessage()));
+
+        const QString copy = dir.filePath(QStringLiteral("mine.strata"));
+        int asked = 0;
+        w.setSaveAsPrompt([&] {
+            ++asked;
+            return copy;
+        });
+        w.document()->addNode(QStringLiteral("ReLU"), {0, 0});
+        QVERIFY(w.save());
+        QCOMPARE(asked, 1);
+        QCOMPARE(w.document()->filePath(), QFileInfo(copy).absoluteFilePath());
+        QVERIFY(QFile::exists(copy));
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        QCOMPARE(f.readAll(), original);  // the example is as it was
+        f.close();
+        // The copy is the user's: Save writes it in place.
+        QVERIFY(w.save());
+        QCOMPARE(asked, 1);
         QVERIFY(errors.isEmpty());
     }
 

@@ -6,6 +6,7 @@
 // export to PNG and CSV.
 #include <QDir>
 #include <QFile>
+#include <QFileInfo>
 #include <QPushButton>
 #include <QSignalSpy>
 #include <QTemporaryDir>
@@ -13,6 +14,7 @@
 
 #include <qcustomplot.h>
 
+#include "core/train/RunFolder.h"
 #include "tests/support/TestDatabase.h"
 #include "tests/support/TestProjects.h"
 #include "ui/ChartPanel.h"
@@ -88,6 +90,53 @@ private slots:
         QCOMPARE(status.value(dead), QString("interrupted"));
         QCOMPARE(status.value(live), QString("running"));
         QCOMPARE(status.value(dash.runId()), QString("finished"));
+    }
+
+    // A saved project in a folder the user cannot write (an installed example) trains as it is: its run goes to
+    // the per-user data folder (the history's), under a folder of its own, where export (the dialog, and
+    // strata-train's latestRunFolder) finds it; nothing is written beside the project. A relative checkpoint
+    // folder in it is refused before the run, naming the folder. Writability is injected: the tests run as root.
+    void readOnlyProjectRunsInTheUserFolder() {
+        QTemporaryDir dir, historyDir;
+        const QString ro = dir.filePath("examples");
+        QVERIFY(QDir().mkpath(ro));
+        const QString file = ro + "/example.strata";
+        writeProject(syntheticProject(3), file.toStdString());
+        ProjectDocument doc;
+        QString error;
+        QVERIFY2(doc.load(file, &error), qPrintable(error));
+        RunHistory history(historyDir.filePath("runs.sqlite"));
+        QVERIFY2(history.isOpen(), qPrintable(history.lastError()));
+        TrainingDashboard dash(&doc);
+        dash.setRunHistory(&history);
+        dash.setWritableCheck([&](const std::string& f) { return !f.starts_with(ro.toStdString()); });
+        QSignalSpy finished(&dash, &TrainingDashboard::trainingFinished);
+        dash.startTraining(10);
+        const QString perUser = QString::fromStdString(
+            perUserRunsFolder(doc.project(), file.toStdString(), historyDir.path().toStdString()));
+        QVERIFY2(perUser.startsWith(historyDir.filePath("runs/dashboard-test-")), qPrintable(perUser));
+        QVERIFY(finished.wait(60000));
+        QVERIFY2(!dash.errorVisible(), qPrintable(dash.errorText()));
+        const QString folder = dash.runFolder();
+        QVERIFY2(folder.startsWith(perUser + "/dashboard-test-"), qPrintable(folder));
+        QVERIFY(QFile::exists(folder + "/latest.safetensors"));
+        QVERIFY(!QFileInfo::exists(ro + "/runs"));
+        const QString checkpoint = ExportDialog::projectCheckpoint(&doc, &error);
+        QVERIFY2(checkpoint.startsWith(folder + "/"), qPrintable(checkpoint + " " + error));
+        QCOMPARE(
+            QString::fromStdString(latestRunFolder(doc.project(), file.toStdString(), historyDir.path().toStdString())),
+            folder);
+
+        Project withFolder = doc.project();
+        withFolder.training.checkpointDir = "ck";
+        writeProject(withFolder, file.toStdString());
+        QVERIFY2(doc.load(file, &error), qPrintable(error));
+        QSignalSpy refused(&dash, &TrainingDashboard::startRefused);
+        dash.startTraining(10);
+        QCOMPARE(refused.size(), 1);
+        QVERIFY2(dash.errorText().contains("cannot write checkpoints to " + ro + "/ck"), qPrintable(dash.errorText()));
+        QVERIFY2(dash.errorText().contains("Checkpoint folder"), qPrintable(dash.errorText()));
+        QVERIFY(!QFileInfo::exists(ro + "/ck"));
     }
 
     // Issue 17: a reopened project shows its last run's curves, read back from the run history.
