@@ -34,6 +34,7 @@
 #include "ui/GraphScene.h"
 #include "ui/GraphView.h"
 #include "ui/LayerPalette.h"
+#include "ui/LrFinderDialog.h"
 #include "ui/OptimizePanel.h"
 #include "ui/PredictPanel.h"
 #include "ui/ProblemsPanel.h"
@@ -368,6 +369,16 @@ void MainWindow::createMenus() {
 
     QMenu* train = menuBar()->addMenu(tr("&Train"));
     train->addActions({m_trainAct, m_pauseAct, m_stopAct, m_checkpointAct, m_profileAct});
+    // The learning-rate range test, in its own window (LrFinderDialog): one at a time, kept for its last curve.
+    QAction* lrFind = train->addAction(tr("Find &Learning Rate..."));
+    lrFind->setObjectName(QStringLiteral("findLearningRateAction"));
+    connect(lrFind, &QAction::triggered, this, [this] {
+        auto* dialog = findChild<LrFinderDialog*>();
+        if (!dialog) dialog = new LrFinderDialog(m_doc, this);
+        dialog->show();
+        dialog->raise();
+        if (!dialog->isRunning()) dialog->start();
+    });
 
     QMenu* help = menuBar()->addMenu(tr("&Help"));
     help->setObjectName(QStringLiteral("helpMenu"));
