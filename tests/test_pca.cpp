@@ -1,9 +1,14 @@
-// PCA (core/infer/Pca, the embedding projector's): against a decomposition known by construction, and its
-// refusals.
+// The embedding projector's core: PCA (core/infer/Pca) against a decomposition known by construction, and its
+// refusals; the penultimate layer's activations (core/infer/Embedding) of a hand-weighted model, by hand.
 #include <QTest>
 #include <cmath>
 
+#include "core/backend/BackendRegistry.h"
+#include "core/graph/Model.h"
+#include "core/infer/Embedding.h"
 #include "core/infer/Pca.h"
+#include "core/train/Checkpoint.h"
+#include "tests/support/TestProjects.h"
 
 using namespace strata;
 
@@ -54,6 +59,29 @@ private slots:
         QVERIFY(std::abs(r.axes[1] - 1) < 1e-6);
         QVERIFY(std::abs(r.axes[3] - 1) < 1e-6);
         QVERIFY(std::abs(r.axes[8] - 1) < 1e-6);
+    }
+
+    // Input [3] -> Dense "hidden" 2 (W = [[1, 0, 2], [0, -1, 1]], b = (0.5, 0)) -> Dense "out" 2 (identity): the
+    // embeddings are hidden's outputs, (7.5, 1), (2.5, 1), (0.5, 3), read in batches of 2 (the second batch holds
+    // one sample, fewer than the model's buffers), and the predictions their argmax (0, 0, 1).
+    void penultimateActivationsByHand() {
+        Graph g;
+        test::addChain(g, {{"Input", "input", Json{{"shape", {3}}}},
+                           {"Dense", "hidden", Json{{"units", 2}}},
+                           {"Dense", "out", Json{{"units", 2}}}});
+        QCOMPARE(g.node(penultimateNode(g))->name, std::string("hidden"));
+        auto backend = backendRegistry().create(Device::parse("cpu"), BackendOptions{});
+        std::unique_ptr<Model> m = compile(g, *backend, 1);
+        applyWeights(*m, {{"hidden.weight", {1, 0, 2, 0, -1, 1}},
+                          {"hidden.bias", {0.5f, 0}},
+                          {"out.weight", {1, 0, 0, 1}},
+                          {"out.bias", {0, 0}}});
+        const std::vector<float> x{1, 2, 3, 0, 0, 1, 0, -3, 0};
+        const Embeddings e = embedSamples(*m, x.data(), 3, 2);
+        QCOMPARE(e.layer, std::string("hidden"));
+        QCOMPARE(e.dim, int64_t(2));
+        QCOMPARE(e.rows, (std::vector<float>{7.5f, 1, 2.5f, 1, 0.5f, 3}));
+        QCOMPARE(e.predictions.predicted, (std::vector<int32_t>{0, 0, 1}));
     }
 
     void refusals() {
