@@ -217,6 +217,7 @@ const std::vector<Command>& commands() {
         {"predict", "Run a model or export on images, CSV rows or texts.", &declarePredict},
         {"prune", "Prune a trained model while fine-tuning it.", &declarePrune},
         {"profile", "Time every layer of a project's training step.", &declareProfile},
+        {"lr-find", "Sweep the learning rate on a copy of the model and suggest one.", &declareLrFind},
         {"sweep", "Run (or resume) the project's hyperparameter sweep.", &declareSweep},
         {"runs", "The run history: list, show, export, diff, rename, note, delete.", &declareRuns},
     };
@@ -305,6 +306,10 @@ int runPruneCommand(const std::vector<std::string>& args, std::ostream& out, std
 
 int runProfileCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
     return runNamed("profile", args, out, err);
+}
+
+int runLrFindCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+    return runNamed("lr-find", args, out, err);
 }
 
 int runSweepCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {

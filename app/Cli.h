@@ -1,5 +1,5 @@
 // strata-train's command line, on CLI11: the training options belong to the program itself and each command
-// (export, predict, prune, profile, sweep, runs) is a subcommand that its own file declares once. A flag that
+// (export, predict, prune, profile, lr-find, sweep, runs) is a subcommand that its own file declares once. A flag that
 // sets a project setting takes its name, value, help and limits from the settings table
 // (core/graph/Settings.cpp); --help is generated from the declarations. runCommandLine is the one place that
 // turns a wrong command line or an exception into "strata-train[ COMMAND]: message" and the exit status.
@@ -46,6 +46,7 @@ CommandRun declareExport(CLI::App& app);
 CommandRun declarePredict(CLI::App& app);
 CommandRun declarePrune(CLI::App& app);
 CommandRun declareProfile(CLI::App& app);
+CommandRun declareLrFind(CLI::App& app);
 CommandRun declareSweep(CLI::App& app);
 CommandRun declareRuns(CLI::App& app);
 

@@ -13,6 +13,7 @@ namespace strata {
 int runExportCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int runPruneCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int runProfileCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int runLrFindCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int runSweepCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int runRunsCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int runPredictCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);

@@ -34,7 +34,10 @@
 #include "ui/ExportDialog.h"
 #include "ui/GraphScene.h"
 #include "ui/GraphView.h"
+#include "ui/HistogramPanel.h"
+#include "ui/LayerHealthOverlay.h"
 #include "ui/LayerPalette.h"
+#include "ui/LrFinderDialog.h"
 #include "ui/OptimizePanel.h"
 #include "ui/PredictPanel.h"
 #include "ui/ProblemsPanel.h"
@@ -45,6 +48,7 @@
 #include "ui/TrainingDashboard.h"
 #include "ui/TrainingSettingsPanel.h"
 #include "ui/WorkbenchInput.h"
+#include "ui/base/EngineWorker.h"
 #include "ui/base/Examples.h"
 #include "ui/base/ProjectDocument.h"
 #include "ui/base/Templates.h"
@@ -176,6 +180,18 @@ void MainWindow::createDocks() {
     tabifyDockWidget(runsDock, sweepDock);
     tabifyDockWidget(sweepDock, datasetDock);
     tabifyDockWidget(datasetDock, settingsDock);
+    // Weight and gradient histograms of the run under way; their verdicts as badges on the canvas.
+    auto* histograms = new HistogramPanel(this);
+    QDockWidget* histogramsDock =
+        dock(tr("Histograms"), QStringLiteral("histogramsDock"), histograms, Qt::BottomDockWidgetArea);
+    tabifyDockWidget(settingsDock, histogramsDock);
+    connect(m_dashboard->worker(), &EngineWorker::histogramsReported, histograms, &HistogramPanel::addReport);
+    connect(m_dashboard, &TrainingDashboard::trainingStarted, this, [this, histograms] {
+        histograms->clear();
+        clearLayerHealth(m_scene);
+    });
+    connect(histograms, &HistogramPanel::healthChanged, this,
+            [this](const std::vector<strata::LayerHealth>& health) { applyLayerHealth(m_scene, health); });
     connect(m_sweep, &SweepPanel::sweepFinished, m_runs, &RunsPanel::reload);
     connect(m_doc, &ProjectDocument::projectReset, m_sweep, [this] { m_sweep->loadResults(); });
     // A run's project opens as a new, unsaved project of its own: its runs would otherwise be the run's project's.
@@ -371,6 +387,16 @@ void MainWindow::createMenus() {
 
     QMenu* train = menuBar()->addMenu(tr("&Train"));
     train->addActions({m_trainAct, m_pauseAct, m_stopAct, m_checkpointAct, m_profileAct});
+    // The learning-rate range test, in its own window (LrFinderDialog): one at a time, kept for its last curve.
+    QAction* lrFind = train->addAction(tr("Find &Learning Rate..."));
+    lrFind->setObjectName(QStringLiteral("findLearningRateAction"));
+    connect(lrFind, &QAction::triggered, this, [this] {
+        auto* dialog = findChild<LrFinderDialog*>();
+        if (!dialog) dialog = new LrFinderDialog(m_doc, this);
+        dialog->show();
+        dialog->raise();
+        if (!dialog->isRunning()) dialog->start();
+    });
 
     QMenu* help = menuBar()->addMenu(tr("&Help"));
     help->setObjectName(QStringLiteral("helpMenu"));

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <fstream>
 #include <limits>
 #include <new>
 #include <set>
@@ -27,6 +28,7 @@
 #include "core/train/LrSchedule.h"
 #include "core/train/MemoryEstimate.h"
 #include "core/train/Optimizer.h"
+#include "core/train/ParameterHistograms.h"
 #include "core/train/Precision.h"
 #include "core/train/ProjectFingerprint.h"
 #include "core/train/RankGroup.h"
@@ -150,6 +152,8 @@ struct Trainer::Impl {
     std::unique_ptr<Precision> precision;
     std::unique_ptr<PruningHook> pruning;  // a pruning run only
     std::unique_ptr<DivergenceHook> divergence;
+    std::unique_ptr<HistogramHook> histograms;  // with opt.histogramEvery, rank 0
+    std::unique_ptr<std::ofstream> histogramFile;
     std::unique_ptr<TrainingStep> step;
 
     RunProgress progress;  // saved in checkpoints
@@ -660,6 +664,26 @@ struct Trainer::Impl {
         step = std::make_unique<TrainingStep>(*model, *optimizer, *batchLoss, *precision, *parallel, ts().clipNorm);
         if (pruning) step->addHook(pruning.get());
         step->addHook(divergence.get());
+        if (opt.histogramEvery > 0 && ranks.rank() == 0) setUpHistograms();
+    }
+
+    // After the divergence check's hook, so a step that ends the run is not sampled. A line per sample is
+    // appended and flushed: a crash loses at most the line being written (readHistogramFile skips it).
+    void setUpHistograms() {
+        if (checkpoints.enabled()) {
+            const std::string path = checkpoints.folder() + "/" + kHistogramFileName;
+            histogramFile = std::make_unique<std::ofstream>(path, std::ios::app);
+            if (!*histogramFile) {
+                obs->onLog("histograms: cannot write " + path + "; they go to the workbench only");
+                histogramFile.reset();
+            }
+        }
+        histograms = std::make_unique<HistogramHook>(
+            *model, project.graph, opt.histogramEvery, opt.histogramBins, [this](const HistogramSample& s) {
+                if (histogramFile) *histogramFile << histogramSampleToJson(s).dump() << "\n" << std::flush;
+                obs->onHistograms(s);
+            });
+        step->addHook(histograms.get());
     }
 
     std::unique_ptr<PruningHook> makePruning(const PruningSettings& s) {

@@ -56,6 +56,10 @@ struct TrainerOptions {
     // Fine-tuning: a fresh run (epoch 0, a new optimizer) that starts from these weights, by
     // Model::namedParameters name, instead of the seeded initial ones. Not used when resuming.
     std::map<std::string, std::vector<float>> initialWeights;
+    // Weight and gradient histograms (ParameterHistograms.h) every this many steps, to the observer and, with a
+    // checkpoint folder, to its histograms.jsonl; 0: none. Rank 0 only.
+    int histogramEvery = 0;
+    int histogramBins = 32;
     // Magnitude pruning while training (Pruning.h). A run resumed from a pruning run's checkpoint continues
     // its schedule and masks without this. While the masks are below the final sparsity, no epoch is the best.
     std::optional<PruningSettings> pruning;

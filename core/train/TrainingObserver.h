@@ -10,6 +10,8 @@
 
 namespace strata {
 
+struct HistogramSample;
+
 struct StepEvent {
     int epoch = 0;            // 1-based
     int64_t step = 0;         // global step, 1-based
@@ -75,6 +77,8 @@ public:
     // The run stopped on an error (bad data, NaN loss, out of memory); `message` is one line.
     virtual void onError(const std::string&) {}
     virtual void onLog(const std::string&) {}
+    // Every TrainerOptions::histogramEvery steps (ParameterHistograms.h), on the engine thread.
+    virtual void onHistograms(const HistogramSample&) {}
 };
 
 }  // namespace strata

@@ -20,6 +20,7 @@ void registerEngineMetaTypes() {
         qRegisterMetaType<strata::CheckpointEvent>("strata::CheckpointEvent");
         qRegisterMetaType<strata::FinishedEvent>("strata::FinishedEvent");
         qRegisterMetaType<strata::Project>("strata::Project");
+        qRegisterMetaType<std::shared_ptr<const strata::HistogramReport>>();
         return true;
     }();
     (void)once;
@@ -151,6 +152,7 @@ void EngineWorker::start(const strata::Project& project, const QString& projectP
         options.maxSteps = maxSteps;
         options.runFolder = runFolder.toStdString();
         options.telemetryIntervalMs = m_telemetryIntervalMs.load();
+        options.histogramEvery = m_histogramEvery.load();
         options.distMode = run.training.distMode;  // several devices: data parallel, as strata-train runs them
         options.localSgdSteps = run.training.localSgdSteps;
         for (const Device& d : devices) reportUnsampledDevice(d);
@@ -181,6 +183,10 @@ void EngineWorker::onEpoch(const EpochEvent& e) { emit epochReported(e); }
 void EngineWorker::onTelemetry(const TelemetryEvent& e) { emit telemetryReported(e); }
 void EngineWorker::onCheckpoint(const CheckpointEvent& e) { emit checkpointSaved(e); }
 void EngineWorker::onFinished(const FinishedEvent& e) { emit finished(e); }
+// Assessed here, on the engine thread, so the GUI thread only draws the verdicts.
+void EngineWorker::onHistograms(const HistogramSample& s) {
+    emit histogramsReported(std::make_shared<const HistogramReport>(HistogramReport{s, assessLayers(s)}));
+}
 void EngineWorker::onError(const std::string& message) { reportError(QString::fromStdString(message)); }
 void EngineWorker::onLog(const std::string& message) { emit logMessage(QString::fromStdString(message)); }
 

@@ -15,6 +15,7 @@
 
 #include "core/graph/Project.h"
 #include "core/tensor/Device.h"
+#include "core/train/ParameterHistograms.h"
 #include "core/train/TrainingObserver.h"
 
 Q_DECLARE_METATYPE(strata::StepEvent)
@@ -23,6 +24,7 @@ Q_DECLARE_METATYPE(strata::TelemetryEvent)
 Q_DECLARE_METATYPE(strata::CheckpointEvent)
 Q_DECLARE_METATYPE(strata::FinishedEvent)
 Q_DECLARE_METATYPE(strata::Project)
+Q_DECLARE_METATYPE(std::shared_ptr<const strata::HistogramReport>)
 
 namespace strata {
 class ReplicaRun;
@@ -51,6 +53,9 @@ public:
 
     // Telemetry poll interval of the Trainer's sampler (default 250 ms; 0: off).
     void setTelemetryIntervalMs(int ms) { m_telemetryIntervalMs = ms; }
+    // Weight and gradient histograms every this many steps (TrainerOptions::histogramEvery; default 100, which
+    // costs under 2% of samples/s: bench/RESULTS.md); 0: off. Applies from the next run.
+    void setHistogramEvery(int steps) { m_histogramEvery = steps; }
 
 public slots:
     // Runs a whole training run and returns when it ends; call it queued (the worker lives on
@@ -68,6 +73,7 @@ signals:
     void telemetryReported(const strata::TelemetryEvent& event);
     void checkpointSaved(const strata::CheckpointEvent& event);
     void finished(const strata::FinishedEvent& event);
+    void histogramsReported(std::shared_ptr<const strata::HistogramReport> report);
     void errorOccurred(const QString& message);
     void logMessage(const QString& message);
     void pausedChanged(bool paused);
@@ -82,6 +88,7 @@ private:
     void onFinished(const FinishedEvent& e) override;
     void onError(const std::string& message) override;
     void onLog(const std::string& message) override;
+    void onHistograms(const HistogramSample& sample) override;
 
     void reportError(const QString& message);
     void reportUnsampledDevice(const Device& device);
@@ -97,6 +104,7 @@ private:
     bool m_errorReported = false;  // engine thread only
 
     std::atomic<int> m_telemetryIntervalMs{250};
+    std::atomic<int> m_histogramEvery{100};
 };
 
 }  // namespace strata::ui
