@@ -62,6 +62,12 @@ public:
         a->set_type(onnx::AttributeProto::INTS);
         for (int64_t x : v) a->add_ints(x);
     }
+    static void attr(onnx::NodeProto& n, const std::string& name, const std::string& v) {
+        onnx::AttributeProto* a = n.add_attribute();
+        a->set_name(name);
+        a->set_type(onnx::AttributeProto::STRING);
+        a->set_s(v);
+    }
 
     void floatInit(const std::string& name, const Shape& shape, const std::vector<float>& values) {
         onnx::TensorProto* t = m_graph.add_initializer();
@@ -110,6 +116,7 @@ public:
             for (const auto& [key, v] : n.intAttributes) attr(proto, key, v);
             for (const auto& [key, v] : n.floatAttributes) attr(proto, key, v);
             for (const auto& [key, v] : n.intsAttributes) attr(proto, key, v);
+            for (const auto& [key, v] : n.stringAttributes) attr(proto, key, v);
         }
     }
 
@@ -342,6 +349,11 @@ int64_t OnnxNodeInfo::intAttr(const std::string& key, int64_t fallback) const {
 float OnnxNodeInfo::floatAttr(const std::string& key, float fallback) const {
     const auto it = floatAttributes.find(key);
     return it == floatAttributes.end() ? fallback : it->second;
+}
+
+std::string OnnxNodeInfo::stringAttr(const std::string& key, const std::string& fallback) const {
+    const auto it = stringAttributes.find(key);
+    return it == stringAttributes.end() ? fallback : it->second;
 }
 
 std::vector<int64_t> OnnxNodeInfo::intsAttr(const std::string& key, const std::vector<int64_t>& fallback) const {
@@ -639,6 +651,7 @@ OnnxModelInfo infoFromProto(const std::string& path, const onnx::ModelProto& pro
             if (a.type() == onnx::AttributeProto::FLOAT) ni.floatAttributes[a.name()] = a.f();
             if (a.type() == onnx::AttributeProto::INTS)
                 ni.intsAttributes[a.name()].assign(a.ints().begin(), a.ints().end());
+            if (a.type() == onnx::AttributeProto::STRING) ni.stringAttributes[a.name()] = a.s();
         }
         info.nodes.push_back(std::move(ni));
     }

@@ -366,6 +366,118 @@ Read readConv2D(const View& g, int first) {
     return r;
 }
 
+// ---- ConvTranspose2D: ConvTranspose ---------------------------------------------------------------------------
+
+void writeConvTranspose2D(Writer& w) {
+    const Json& p = w.params;
+    std::vector<std::string> in{w.inputs[0], w.weight("weight")};
+    if (p.at("use_bias").get<bool>()) in.push_back(w.weight("bias"));
+    const auto [kh, kw] = pairOf(p, "kernel", {1, 1});
+    const auto [sh, sw] = pairOf(p, "stride", {1, 1});
+    const auto [ph, pw] = pairOf(p, "padding", {0, 0});
+    const auto [oh, ow] = pairOf(p, "output_padding", {0, 0});
+    const auto [dh, dw] = pairOf(p, "dilation", {1, 1});
+    w.node("ConvTranspose", w.name, in, w.name)
+        .attr("kernel_shape", Ints{kh, kw})
+        .attr("strides", Ints{sh, sw})
+        .attr("pads", Ints{ph, pw, ph, pw})
+        .attr("output_padding", Ints{oh, ow})
+        .attr("dilations", Ints{dh, dw})
+        .attr("group", p.at("groups").get<int64_t>());
+}
+
+// Explicit output_shape and auto_pad other than NOTSET are not read: the padding they imply depends on the input's
+// size, which a layer's params do not carry.
+Read readConvTranspose2D(const View& g, int first) {
+    const OnnxNodeInfo& n = g.node(first);
+    std::vector<float> weight, bias;
+    Shape ws, bs;
+    if (n.opType != "ConvTranspose" || n.inputs.size() < 2 || !tensorOf(g, n.inputs[1], 4, weight, ws) ||
+        n.intsAttributes.count("output_shape") || n.stringAttr("auto_pad", "NOTSET") != "NOTSET")
+        return std::nullopt;
+    const int64_t groups = n.intAttr("group", 1);
+    const Ints kernel = n.intsAttr("kernel_shape", {ws[2], ws[3]}), strides = n.intsAttr("strides", {1, 1}),
+               pads = n.intsAttr("pads", {0, 0, 0, 0}), dilations = n.intsAttr("dilations", {1, 1}),
+               outPads = n.intsAttr("output_padding", {0, 0});
+    if (groups < 1 || kernel != Ints{ws[2], ws[3]} || strides.size() != 2 || dilations.size() != 2 ||
+        pads.size() != 4 || outPads.size() != 2 || pads[0] != pads[2] || pads[1] != pads[3])
+        return std::nullopt;
+    const int64_t filters = ws[1] * groups;
+    const bool hasBias = n.inputs.size() > 2 && !n.inputs[2].empty();
+    if (hasBias && (!tensorOf(g, n.inputs[2], 1, bias, bs) || bs[0] != filters)) return std::nullopt;
+    OnnxLayerImport r = layerFrom(g, "ConvTranspose2D", {first}, {n.inputs[0]});
+    r.params = {
+        {"filters", filters},        {"kernel", kernel},      {"stride", strides}, {"padding", Ints{pads[0], pads[1]}},
+        {"output_padding", outPads}, {"dilation", dilations}, {"groups", groups},  {"use_bias", hasBias}};
+    r.weights["weight"] = std::move(weight);
+    if (hasBias) r.weights["bias"] = std::move(bias);
+    return r;
+}
+
+// ---- Upsample2D: Resize by scales --------------------------------------------------------------------------------
+
+// As PyTorch exports nn.Upsample: nearest with asymmetric coordinates and floor, bilinear as linear with
+// pytorch_half_pixel or align_corners coordinates.
+void writeUpsample2D(Writer& w) {
+    const std::string& y = w.name;
+    const auto [sh, sw] = pairOf(w.params, "scale", {2, 2});
+    const std::string scales =
+        w.floats(y + "/scales", Shape{4}, {1.f, 1.f, static_cast<float>(sh), static_cast<float>(sw)});
+    OnnxNodeInfo& n = w.node("Resize", y, {w.inputs[0], "", scales}, y);
+    if (w.params.at("mode").get<std::string>() == "nearest") {
+        n.attr("mode", "nearest").attr("coordinate_transformation_mode", "asymmetric").attr("nearest_mode", "floor");
+    } else {
+        n.attr("mode", "linear")
+            .attr("coordinate_transformation_mode",
+                  w.params.at("align_corners").get<bool>() ? "align_corners" : "pytorch_half_pixel");
+    }
+}
+
+// Also the other spellings of the same arithmetic at whole factors: half_pixel for pytorch_half_pixel (they differ
+// only for an output of one pixel), and nearest with half-pixel coordinates and any rounding (a source
+// coordinate is then never halfway between pixels). Scales given as sizes are left to the importer, which knows
+// the input's shape.
+Read readUpsample2D(const View& g, int first) {
+    const OnnxNodeInfo& n = g.node(first);
+    if (n.opType != "Resize" || n.inputs.size() != 3 || g.isInitializer(n.inputs[0])) return std::nullopt;
+    if (!n.inputs[1].empty()) {  // roi: only an empty tensor (it matters for tf_crop_and_resize alone)
+        const TensorRecord* roi = g.floatInitializer(n.inputs[1]);
+        if (!roi || roi->shape.numel() != 0) return std::nullopt;
+    }
+    std::vector<float> scales;
+    Shape ss;
+    if (!tensorOf(g, n.inputs[2], 1, scales, ss) || scales.size() != 4 || scales[0] != 1.f || scales[1] != 1.f)
+        return std::nullopt;
+    Ints scale;
+    for (size_t k = 2; k < 4; ++k) {
+        if (!(scales[k] >= 1.f && scales[k] <= 64.f) || scales[k] != std::floor(scales[k])) return std::nullopt;
+        scale.push_back(static_cast<int64_t>(scales[k]));
+    }
+    if (n.intAttr("exclude_outside", 0) != 0 || n.intAttr("antialias", 0) != 0 || n.intsAttributes.count("axes") ||
+        n.stringAttr("keep_aspect_ratio_policy", "stretch") != "stretch")
+        return std::nullopt;
+    const std::string mode = n.stringAttr("mode", "nearest");
+    const std::string coords = n.stringAttr("coordinate_transformation_mode", "half_pixel");
+    Json params{{"scale", scale}};
+    if (mode == "nearest") {
+        const std::string rounding = n.stringAttr("nearest_mode", "round_prefer_floor");
+        const bool floorAsymmetric = coords == "asymmetric" && rounding == "floor";
+        const bool halfPixel =
+            (coords == "half_pixel" || coords == "pytorch_half_pixel") && rounding != "floor" && rounding != "ceil";
+        if (!floorAsymmetric && !halfPixel) return std::nullopt;
+        params["mode"] = "nearest";
+    } else if (mode == "linear") {
+        if (coords != "half_pixel" && coords != "pytorch_half_pixel" && coords != "align_corners") return std::nullopt;
+        params["mode"] = "bilinear";
+        params["align_corners"] = coords == "align_corners";
+    } else {
+        return std::nullopt;
+    }
+    OnnxLayerImport r = layerFrom(g, "Upsample2D", {first}, {n.inputs[0]});
+    r.params = std::move(params);
+    return r;
+}
+
 // ---- MaxPool2D, AvgPool2D: MaxPool, AveragePool (count_include_pad 0) -----------------------------------------
 
 void writePool(Writer& w, bool max) {
@@ -460,6 +572,55 @@ Read readSigmoid(const View& g, int first) { return single(g, first, "Sigmoid", 
 
 void writeTanh(Writer& w) { w.node("Tanh", w.name, w.inputs, w.name); }
 Read readTanh(const View& g, int first) { return single(g, first, "Tanh", "Tanh"); }
+
+// Clip with its bounds as inputs (opset 11 on); a missing bound reads as the layer's widest (1e30).
+void writeClip(Writer& w) {
+    const std::string& y = w.name;
+    w.node("Clip", y,
+           {w.inputs[0], w.scalar(y + "/min", w.params.at("min").get<float>()),
+            w.scalar(y + "/max", w.params.at("max").get<float>())},
+           y);
+}
+Read readClip(const View& g, int first) {
+    const OnnxNodeInfo& n = g.node(first);
+    if (n.opType != "Clip" || n.inputs.empty() || n.inputs.size() > 3 || g.isInitializer(n.inputs[0]))
+        return std::nullopt;
+    std::optional<float> lo = -1e30f, hi = 1e30f;
+    if (!in(n, 1).empty()) lo = g.scalar(in(n, 1));
+    if (!in(n, 2).empty()) hi = g.scalar(in(n, 2));
+    if (!lo || !hi || !(*lo <= *hi)) return std::nullopt;
+    OnnxLayerImport r = layerFrom(g, "Clip", {first}, {n.inputs[0]});
+    r.params = {{"min", decimalOf(*lo)}, {"max", decimalOf(*hi)}};
+    return r;
+}
+
+// HardSwish is an operator from opset 14; at 13 it is x * HardSigmoid(x) with alpha 1/6 and beta 1/2, which is
+// what the reader also takes (the Mul's operands in either order).
+void writeHardSwish(Writer& w) {
+    const std::string& y = w.name;
+    const std::string& x = w.inputs[0];
+    if (w.opset >= 14) {
+        w.node("HardSwish", y, {x}, y);
+        return;
+    }
+    w.node("HardSigmoid", y + "/gate", {x}, y + "/gate").attr("alpha", 1.0f / 6.0f).attr("beta", 0.5f);
+    w.node("Mul", y, {x, y + "/gate"}, y);
+}
+Read readHardSwish(const View& g, int first) {
+    const OnnxNodeInfo& n = g.node(first);
+    if (n.opType == "HardSwish") return single(g, first, "HardSwish", "HardSwish");
+    if (!takesOneValue(g, n, "HardSigmoid") || !near(n.floatAttr("alpha", 0.2f), 1.0 / 6.0) ||
+        !near(n.floatAttr("beta", 0.5f), 0.5))
+        return std::nullopt;
+    const int mul = g.onlyConsumer(out0(n), "Mul");
+    if (mul < 0) return std::nullopt;
+    const OnnxNodeInfo& m = g.node(mul);
+    const std::string& x = n.inputs[0];
+    if (m.inputs.size() != 2 ||
+        !((m.inputs[0] == x && m.inputs[1] == out0(n)) || (m.inputs[1] == x && m.inputs[0] == out0(n))))
+        return std::nullopt;
+    return layerFrom(g, "HardSwish", {first, mul}, {x});
+}
 
 // Gelu is an ONNX operator only from opset 20: its exact (erf) definition, as our backends compute it,
 // 0.5 x (1 + erf(x / sqrt 2)).
@@ -1112,6 +1273,8 @@ const std::vector<OnnxLayerMapping>& onnxLayerTable() {
         {"Add", writeAdd, readAdd},
         {"Concat", writeConcat, readConcat},
         {"Conv2D", writeConv2D, readConv2D},
+        {"ConvTranspose2D", writeConvTranspose2D, readConvTranspose2D},
+        {"Upsample2D", writeUpsample2D, readUpsample2D},
         {"MaxPool2D", writeMaxPool2D, readMaxPool2D},
         {"AvgPool2D", writeAvgPool2D, readAvgPool2D},
         {"GlobalAvgPool", writeGlobalAvgPool, readGlobalAvgPool},
@@ -1120,6 +1283,8 @@ const std::vector<OnnxLayerMapping>& onnxLayerTable() {
         {"GELU", writeGELU, readGELU},
         {"Sigmoid", writeSigmoid, readSigmoid},
         {"Tanh", writeTanh, readTanh},
+        {"Clip", writeClip, readClip},
+        {"HardSwish", writeHardSwish, readHardSwish},
         {"Softmax", writeSoftmax, readSoftmax},
         {"BatchNorm", writeBatchNorm, readBatchNorm},
         {"LayerNorm", writeLayerNorm, readLayerNorm},
