@@ -16,7 +16,9 @@
 #include "core/export/OnnxImport.h"
 #include "core/graph/Project.h"
 #include "core/io/FormatError.h"
+#include "core/train/Trainer.h"
 #include "tests/support/OnnxRuntime.h"
+#include "tests/support/TestBackends.h"
 
 using namespace strata;
 namespace fs = std::filesystem;
@@ -183,6 +185,39 @@ private slots:
         const Run r = run(runImportCommand, {junk, "-o", path("junk.strata")});
         QCOMPARE(r.code, 1);
         QVERIFY2(r.err.find(junk) != std::string::npos, r.err.c_str());
+    }
+
+    // training.init_from: a new run of the imported project starts from the imported weights (without --init-from
+    // or --resume), in strata-train and the workbench alike (the Trainer reads it); the path is relative to the
+    // project file, whatever the working folder.
+    void trainingStartsFromImportedWeights() {
+        const std::string onnx = path("mlp.onnx"), project = path("mlp.strata");
+        QCOMPARE(run(runExportCommand,
+                     {STRATA_SOURCE_DIR "/examples/fashion_mlp.strata", "--untrained", "--format", "onnx", "-o", onnx})
+                     .code,
+                 0);
+        QCOMPARE(run(runImportCommand, {onnx, "-o", project}).code, 0);
+        Project p = readProject(project);
+        QCOMPARE(p.training.initFrom, std::string("mlp.imported.safetensors"));
+        p.training.epochs = 1;
+        p.dataset.syntheticSamples = 64;
+        struct Logs : TrainingObserver {
+            std::vector<std::string> lines, errors;
+            void onLog(const std::string& l) override { lines.push_back(l); }
+            void onError(const std::string& e) override { errors.push_back(e); }
+        } logs;
+        auto backend = test::makeReferenceBackend();
+        TrainerOptions options;
+        options.projectPath = project;
+        options.maxSteps = 1;
+        options.telemetryIntervalMs = 0;
+        Trainer trainer(p, *backend, &logs, options);
+        QVERIFY2(trainer.run(), logs.errors.empty() ? "" : logs.errors[0].c_str());
+        std::string started;
+        for (const std::string& l : logs.lines)
+            if (l.rfind("init-from ", 0) == 0) started = l;
+        QVERIFY2(started.find("mlp.imported.safetensors: copied 4 tensor(s), skipped 0") != std::string::npos,
+                 started.c_str());
     }
 
     // Every example project: exported (untrained weights, normalization included), imported, exported again:

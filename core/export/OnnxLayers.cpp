@@ -1113,6 +1113,11 @@ Read readTorchSelfAttention(const View& g, int first) {
     for (int c : g.consumers(inProj->output))
         if (g.node(c).opType == "Slice" && in(g.node(c), 0) == inProj->output) slices.push_back(c);
     if (slices.size() != 3) return std::nullopt;
+    // Each slices the last axis of [T, N, 3D] (its bounds are computed; its axis is a constant).
+    for (int sl : slices) {
+        const Ints* axes = g.int64Initializer(in(g.node(sl), 3));
+        if (!axes || (*axes != Ints{2} && *axes != Ints{-1})) return std::nullopt;
+    }
     std::string parts[3];
     for (size_t k = 0; k < 3; ++k) {
         const std::string sliced = out0(g.node(slices[k]));
