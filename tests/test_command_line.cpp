@@ -67,7 +67,7 @@ private slots:
             const Result sub = run({c.name, "--help"});
             QVERIFY2(sub.rc == 0 && contains(sub.out, std::string("strata-train ") + c.name), sub.err.c_str());
         }
-        QCOMPARE(int(cli::commands().size()), 7);
+        QCOMPARE(int(cli::commands().size()), 8);  // export, import, predict, prune, profile, sweep, runs, lr-find
         // The table's help and limits in the commands that set a setting.
         const Result profile = run({"profile", "--help"});
         QVERIFY2(contains(profile.out, "--batch") && contains(profile.out, "(1 to 16777216)") &&

@@ -98,6 +98,7 @@ Project richProject() {
     t.earlyStoppingPatience = 3;
     t.earlyStoppingMetric = EarlyStoppingMetric::ValAcc;
     t.checkpointDir = "checkpoints/run";
+    t.initFrom = "weights/imported.safetensors";
     t.device = "cuda:0";
     t.threads = 2;
     return p;

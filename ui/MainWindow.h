@@ -15,6 +15,7 @@
 class QAction;
 class QDockWidget;
 class QMenu;
+class QProgressDialog;
 
 namespace strata::ui {
 
@@ -30,6 +31,7 @@ class DataChecker;
 class DatasetPanel;
 class TrainingSettingsPanel;
 class ExportDialog;
+class ModelImporter;
 class PredictPanel;
 class OptimizePanel;
 class ProfileRunner;
@@ -102,6 +104,10 @@ public:
         m_openExamplePrompt = std::move(prompt);
     }
     void setWritableCheck(strata::WritableCheck writable);
+    // File > Import Model's two file dialogs (the ONNX file, then the project to write); an empty path cancels.
+    void setImportPrompt(std::function<std::pair<QString, QString>()> prompt) { m_importPrompt = std::move(prompt); }
+    // The import worker (File > Import Model); null until the first import.
+    ModelImporter* modelImporter() const { return m_importer; }
 
 public slots:
     void open();
@@ -118,6 +124,8 @@ public slots:
     void showNode(int id);
     // Opens (non-modal) the Export dialog for the current project.
     void showExportDialog();
+    // File > Import Model: an ONNX file imported off the GUI thread into a new project, which is then opened.
+    void importModel();
 
 protected:
     void closeEvent(QCloseEvent* event) override;
@@ -172,6 +180,7 @@ private:
     QAction* m_saveAct = nullptr;
     QAction* m_saveAsAct = nullptr;
     QAction* m_exportAct = nullptr;
+    QAction* m_importAct = nullptr;
     QAction* m_quitAct = nullptr;
     QAction* m_undoAct = nullptr;
     QAction* m_redoAct = nullptr;
@@ -202,6 +211,9 @@ private:
     std::function<QString(const QString&)> m_openExamplePrompt;
     strata::WritableCheck m_writable = strata::folderWritable;
     QAction* m_openExampleAct = nullptr;
+    std::function<std::pair<QString, QString>()> m_importPrompt;
+    ModelImporter* m_importer = nullptr;
+    QProgressDialog* m_importProgress = nullptr;
 };
 
 }  // namespace strata::ui

@@ -170,6 +170,10 @@ void TrainingSettingsPanel::buildUi() {
         commit();
     });
     stopForm->addRow(settingLabel(m_editors.find("checkpoint_dir")), withFieldError(dirRow, m_checkpointDir));
+    // The checkpoint a new run starts from (an imported model's weights, `strata-train import`).
+    auto* initFrom = m_editors.add<QLineEdit>("init_from", stopBox);
+    initFrom->setPlaceholderText(tr("(seeded initial weights)"));
+    row(stopForm, "init_from", initFrom);
     m_groupBoxes << stopBox;
     arrangeGroups();
 

@@ -109,6 +109,9 @@ struct OnnxModelInfo {
     std::map<std::string, std::vector<int64_t>> int64Initializers;  // shapes, axes
     std::map<std::string, OnnxIntegerTensor> integerInitializers;   // INT8, UINT8 and INT32 (quantized data)
     std::map<std::string, std::string> metadata;
+    // Constant nodes with a float, int64, int32, int8 or uint8 tensor value: read as initializers named after their
+    // output, not as nodes (exporters write shapes and bounds so).
+    int constantNodes = 0;
     const TensorRecord* initializer(const std::string& name) const;
 };
 

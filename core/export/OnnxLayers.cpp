@@ -742,9 +742,18 @@ Read readLayerNorm(const View& g, int first) {
     if (sub < 0 || g.node(sub).inputs != std::vector<std::string>{x, out0(n)}) return std::nullopt;
     const std::string centered = out0(g.node(sub));
     const std::vector<int>& uses = g.consumers(centered);
-    const int square = g.consumer(centered, "Mul"), div = g.consumer(centered, "Div");
-    if (uses.size() != 3 || square < 0 || div < 0 || g.node(square).inputs != std::vector{centered, centered})
-        return std::nullopt;
+    int square = g.consumer(centered, "Mul");
+    const int div = g.consumer(centered, "Div");
+    if (square >= 0) {
+        if (uses.size() != 3 || div < 0 || g.node(square).inputs != std::vector{centered, centered})
+            return std::nullopt;
+    } else {
+        // Pow(centered, 2), as PyTorch's exporter writes it.
+        square = g.consumer(centered, "Pow");
+        if (square < 0 || uses.size() != 2 || div < 0 || in(g.node(square), 0) != centered ||
+            g.scalar(in(g.node(square), 1)) != 2.f)
+            return std::nullopt;
+    }
     const int var = g.onlyConsumer(out0(g.node(square)), "ReduceMean");
     if (var < 0 || g.node(var).intsAttr("axes") != axes || g.node(var).intAttr("keepdims", 1) != 1) return std::nullopt;
     const int addEps = g.onlyConsumer(out0(g.node(var)), "Add");
@@ -1082,7 +1091,105 @@ void writeMultiHeadSelfAttention(Writer& w) {
     project(y + "/merged", "out", y);
 }
 
+// PyTorch's nn.MultiheadAttention (self-attention, batch_first, no mask) as torch.onnx.export writes it, with
+// the importer's rewrite of its [in, out] MatMul weight (OnnxImport.cpp): Transpose to [T, N, D], the packed
+// projection (Transpose + MatMul + Add), three Slices into Q, K, V, each Reshaped to [T, N*H, dh] and transposed
+// (K to [N*H, dh, T]), Q divided by sqrt(dh), MatMul, Softmax, MatMul, Transpose + Reshape to [T*N, D], the output
+// projection's Gemm, Reshape to [T, N, D] and Transpose back. The Slices' bounds and the Reshapes' shapes are
+// computed at run time from the input's shape (Shape, Gather, Concat ...): the structure fixes them, and the
+// importer absorbs that arithmetic once the block is read.
+// The one reader of `value` of type `op`, when every other reader is a Shape node (PyTorch's exporter reads the
+// shapes of the values it reshapes); -1 otherwise.
+int dataConsumer(const View& g, const std::string& value, const std::string& op) {
+    int found = -1;
+    for (int c : g.consumers(value)) {
+        if (g.node(c).opType == "Shape") continue;
+        if (g.node(c).opType != op || found >= 0) return -1;
+        found = c;
+    }
+    return found;
+}
+
+Read readTorchSelfAttention(const View& g, int first) {
+    const OnnxNodeInfo& t0 = g.node(first);
+    if (!takesOneValue(g, t0, "Transpose") || t0.intsAttr("perm") != Ints{1, 0, 2}) return std::nullopt;
+    const int mm = dataConsumer(g, out0(t0), "MatMul");
+    if (mm < 0 || in(g.node(mm), 0) != out0(t0)) return std::nullopt;
+    const int wt = g.producer(in(g.node(mm), 1));
+    const std::optional<Projection> inProj = wt < 0 ? std::nullopt : readProjection(g, wt);
+    if (!inProj || inProj->input != out0(t0) || inProj->weightShape[0] != 3 * inProj->weightShape[1] ||
+        inProj->bias.empty())
+        return std::nullopt;
+    const int64_t width = inProj->weightShape[1];
+    std::vector<int> nodes{first};
+    nodes.insert(nodes.end(), inProj->nodes.begin(), inProj->nodes.end());
+    std::vector<int> slices;
+    for (int c : g.consumers(inProj->output))
+        if (g.node(c).opType == "Slice" && in(g.node(c), 0) == inProj->output) slices.push_back(c);
+    if (slices.size() != 3) return std::nullopt;
+    // Each slices the last axis of [T, N, 3D] (its bounds are computed; its axis is a constant).
+    for (int sl : slices) {
+        const Ints* axes = g.int64Initializer(in(g.node(sl), 3));
+        if (!axes || (*axes != Ints{2} && *axes != Ints{-1})) return std::nullopt;
+    }
+    std::string parts[3];
+    for (size_t k = 0; k < 3; ++k) {
+        const std::string sliced = out0(g.node(slices[k]));
+        const int reshape = dataConsumer(g, sliced, "Reshape");
+        if (reshape < 0 || in(g.node(reshape), 0) != sliced) return std::nullopt;
+        const int t = dataConsumer(g, out0(g.node(reshape)), "Transpose");
+        if (t < 0 || g.node(t).intsAttr("perm") != (k == 1 ? Ints{1, 2, 0} : Ints{1, 0, 2})) return std::nullopt;
+        parts[k] = out0(g.node(t));
+        nodes.insert(nodes.end(), {slices[k], reshape, t});
+    }
+    // Q / sqrt(dh), or Q * (1 / sqrt(dh)).
+    const bool divides = dataConsumer(g, parts[0], "Div") >= 0;
+    const int scale = divides ? dataConsumer(g, parts[0], "Div") : dataConsumer(g, parts[0], "Mul");
+    if (scale < 0 || in(g.node(scale), 0) != parts[0]) return std::nullopt;
+    const float by = g.scalar(in(g.node(scale), 1)).value_or(0.f);
+    if (!(by > 0.f)) return std::nullopt;
+    const double factor = divides ? 1.0 / static_cast<double>(by) : static_cast<double>(by);
+    const double dh = std::round(1.0 / (factor * factor));
+    if (dh < 1 || std::fabs(factor * std::sqrt(dh) - 1.0) > 1e-5 || width % static_cast<int64_t>(dh) != 0)
+        return std::nullopt;
+    const int64_t heads = width / static_cast<int64_t>(dh);
+    const int scores = dataConsumer(g, out0(g.node(scale)), "MatMul");
+    if (scores < 0 || g.node(scores).inputs != std::vector{out0(g.node(scale)), parts[1]}) return std::nullopt;
+    const int softmax = dataConsumer(g, out0(g.node(scores)), "Softmax");
+    if (softmax < 0 || g.node(softmax).intAttr("axis", -1) != -1) return std::nullopt;
+    const int context = dataConsumer(g, out0(g.node(softmax)), "MatMul");
+    if (context < 0 || g.node(context).inputs != std::vector{out0(g.node(softmax)), parts[2]}) return std::nullopt;
+    const int back = dataConsumer(g, out0(g.node(context)), "Transpose");
+    if (back < 0 || g.node(back).intsAttr("perm") != Ints{1, 0, 2}) return std::nullopt;
+    const int merge = dataConsumer(g, out0(g.node(back)), "Reshape");
+    if (merge < 0 || in(g.node(merge), 0) != out0(g.node(back))) return std::nullopt;
+    const int gemm = dataConsumer(g, out0(g.node(merge)), "Gemm");
+    if (gemm < 0) return std::nullopt;
+    const OnnxNodeInfo& o = g.node(gemm);
+    std::vector<float> outWeight, outBias;
+    Shape ows, obs;
+    if (in(o, 0) != out0(g.node(merge)) || o.intAttr("transA", 0) != 0 || o.intAttr("transB", 0) != 1 ||
+        o.floatAttr("alpha", 1.f) != 1.f || o.floatAttr("beta", 1.f) != 1.f ||
+        !tensorOf(g, in(o, 1), 2, outWeight, ows) || ows != Shape{width, width} ||
+        !tensorOf(g, in(o, 2), 1, outBias, obs) || obs[0] != width)
+        return std::nullopt;
+    const int unmerge = dataConsumer(g, out0(o), "Reshape");
+    if (unmerge < 0 || in(g.node(unmerge), 0) != out0(o)) return std::nullopt;
+    const int batchFirst = dataConsumer(g, out0(g.node(unmerge)), "Transpose");
+    if (batchFirst < 0 || g.node(batchFirst).intsAttr("perm") != Ints{1, 0, 2}) return std::nullopt;
+    nodes.insert(nodes.end(), {scale, scores, softmax, context, back, merge, gemm, unmerge, batchFirst});
+    OnnxLayerImport r = layerFrom(g, "MultiHeadSelfAttention", nodes, {t0.inputs[0]});
+    r.params = {{"heads", heads}, {"masked", false}, {"use_bias", true}};
+    r.weights["in_weight"] = inProj->weight;
+    r.weights["in_bias"] = inProj->bias;
+    r.weights["out_weight"] = std::move(outWeight);
+    r.weights["out_bias"] = std::move(outBias);
+    return r;
+}
+
 Read readMultiHeadSelfAttention(const View& g, int first) {
+    if (g.node(first).opType == "Transpose" && g.node(first).intsAttr("perm") == Ints{1, 0, 2})
+        return readTorchSelfAttention(g, first);
     const std::optional<Projection> inProj = readProjection(g, first);
     if (!inProj || inProj->weightShape[0] != 3 * inProj->weightShape[1]) return std::nullopt;
     const int64_t width = inProj->weightShape[1];
