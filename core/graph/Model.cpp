@@ -139,12 +139,19 @@ std::unique_ptr<Model> compile(const Graph& graph, Backend& backend, uint64_t se
         step->isInput = step->inputs.empty();
         step->layer = step->type->create(params, inShapes, step->outShape);
         bool trainable = false;
-        for (const ParameterSpec& spec : step->type->parameterSpecs(params, inShapes)) {
+        for (ParameterSpec spec : step->type->parameterSpecs(params, inShapes)) {
+            // A frozen node's weights become state: no gradient tensor, not packed, so the optimizer never
+            // sees them and the layer's backward skips their gradient (gradOf is null). Its initial values
+            // draw from rng as a trainable node's would, so freezing changes no other node's weights.
+            const bool frozen = !node->trainable && spec.trainable;
+            if (frozen) spec.trainable = false;
             Parameter p;
             forLayer(graph, id, ("parameter " + spec.name).c_str(), [&] { initParameter(backend, p, spec, rng); });
+            p.frozen = frozen;
             trainable = trainable || spec.trainable;
             step->layer->parameters().push_back(std::move(p));
         }
+        // Nothing at or before this step learns: backward skips it whole, its input gradient too.
         step->needsGrad = trainable;
         for (int in : step->inputs)
             step->needsGrad = step->needsGrad || model->m_steps[static_cast<size_t>(in)]->needsGrad;
@@ -454,6 +461,14 @@ std::vector<Model::NamedParameter> Model::namedParameters() {
     return out;
 }
 
+int64_t Model::frozenParameterCount() const {
+    int64_t n = 0;
+    for (const auto& s : m_steps)
+        for (const Parameter& p : s->layer->parameters())
+            if (p.frozen) n += p.value.numel();
+    return n;
+}
+
 int64_t Model::parameterCount() const {
     int64_t n = 0;
     for (const auto& s : m_steps)
@@ -494,6 +509,12 @@ int Model::absorbedReLUCount() const {
 
 int Model::reluBackwardsInProducers() const {
     return countSteps(m_steps, [](const Step& s) { return s.reluBackwardInProducer; });
+}
+
+int Model::backwardLayerCount() const {
+    return countSteps(m_steps, [](const Step& s) {
+        return !s.isInput && s.needsGrad && !s.reluAbsorbed && !s.reluBackwardInProducer;
+    });
 }
 
 int Model::overwrittenGradCount() const {
