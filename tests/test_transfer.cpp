@@ -44,12 +44,13 @@ public:
     }
 };
 
-// Input [1, 8, 8] -> conv1 -> ReLU -> conv2 -> ReLU -> Flatten -> head (Dense 3): a backbone and a head.
+// Input [1, 8, 8] -> conv1 -> bn1 -> ReLU -> conv2 -> ReLU -> Flatten -> head (Dense 3): a backbone and a head.
 Project backboneProject() {
     Project p;
     p.name = "backbone";
     test::addChain(p.graph, {{"Input", "input", Json{{"shape", {1, 8, 8}}}},
                              {"Conv2D", "conv1", Json{{"filters", 4}, {"kernel", {3, 3}}, {"padding", {1, 1}}}},
+                             {"BatchNorm", "bn1"},
                              {"ReLU", "relu1"},
                              {"Conv2D", "conv2", Json{{"filters", 4}, {"kernel", {3, 3}}, {"padding", {1, 1}}}},
                              {"ReLU", "relu2"},
@@ -119,7 +120,7 @@ private slots:
         for (const OptimizerKind kind : {OptimizerKind::Sgd, OptimizerKind::AdamW}) {
             QTemporaryDir dir;
             Project p = backboneProject();
-            freeze(p, {"conv1", "conv2"});
+            freeze(p, {"conv1", "bn1", "conv2"});
             p.training.optimizer = kind;
             p.training.weightDecay = 0.01;
             p.training.learningRate = kind == OptimizerKind::Sgd ? 0.05 : 0.01;
@@ -133,7 +134,9 @@ private slots:
             Trainer trainer(p, *backend, &rec, o);
             QVERIFY2(trainer.run(), rec.error.c_str());
             const Checkpoint c = loadCheckpoint(p.training.checkpointDir + "/latest.safetensors");
-            for (const char* name : {"conv1.weight", "conv1.bias", "conv2.weight", "conv2.bias"})
+            // bn1's running statistics too: a frozen BatchNorm normalizes as at inference.
+            for (const char* name : {"conv1.weight", "conv1.bias", "bn1.gamma", "bn1.beta", "bn1.running_mean",
+                                     "bn1.running_var", "conv2.weight", "conv2.bias"})
                 QVERIFY2(c.weights.at(name) == initial.at(name), name);
             for (const char* name : {"head.weight", "head.bias"})
                 QVERIFY2(c.weights.at(name) != initial.at(name), name);
@@ -147,15 +150,15 @@ private slots:
         Project p = backboneProject();
         auto backend = test::makeCpuBackend();
         const auto all = compile(p.graph, *backend, 1);
-        freeze(p, {"conv1", "conv2"});
+        freeze(p, {"conv1", "bn1", "conv2"});
         const auto frozen = compile(p.graph, *backend, 1);
         QCOMPARE(frozen->parameterCount(), int64_t(3 * 256 + 3));
         QCOMPARE(frozen->frozenParameterCount(), all->parameterCount() - frozen->parameterCount());
         for (const auto& np : frozen->namedParameters()) {
-            const bool conv = contains(np.name, "conv");
-            QCOMPARE(np.param->frozen, conv);
-            QCOMPARE(np.param->grad.defined(), !conv);
-            QCOMPARE(frozen->packedOffset(*np.param) >= 0, !conv);
+            const bool backbone = !contains(np.name, "head"), state = contains(np.name, "running_");
+            QCOMPARE(np.param->frozen, backbone && !state);  // running statistics were never weights
+            QCOMPARE(np.param->grad.defined(), !backbone);
+            QCOMPARE(frozen->packedOffset(*np.param) >= 0, !backbone);
         }
         QVERIFY(frozen->packedValues().numel() < all->packedValues().numel());
         // Same seed, same initial values: freezing draws no other numbers.
@@ -191,7 +194,7 @@ private slots:
         {
             // The whole backbone frozen: no convolution backward at all, the head's alone.
             Project q = p;
-            freeze(q, {"conv1", "conv2"});
+            freeze(q, {"conv1", "bn1", "conv2"});
             counter.filterGradients = counter.dataGradients = counter.weightGemms = 0;
             const auto model = compile(q.graph, counter, 1);
             oneBackward(*model);
@@ -348,7 +351,7 @@ private slots:
         QVERIFY(got.replaceHead);
 
         Project p = backboneProject();
-        QCOMPARE(freezeUntil(p.graph, "relu2"), (std::vector<std::string>{"conv1", "conv2"}));
+        QCOMPARE(freezeUntil(p.graph, "relu2"), (std::vector<std::string>{"conv1", "bn1", "conv2"}));
         QVERIFY(!p.graph.nodeByName("relu2")->trainable);
         QVERIFY(p.graph.nodeByName("flatten")->trainable);
         QVERIFY(p.graph.nodeByName("head")->trainable);
@@ -358,7 +361,7 @@ private slots:
             QFAIL("an unknown node was frozen");
         } catch (const GraphError& e) {
             QCOMPARE(std::string(e.what()),
-                     std::string("--freeze: no node is named 'cnv2' (nodes with weights: conv1, conv2, head)"));
+                     std::string("--freeze: no node is named 'cnv2' (nodes with weights: conv1, bn1, conv2, head)"));
         }
         QVERIFY(q.graph.nodeByName("conv1")->trainable);  // nothing changed
     }
