@@ -230,6 +230,8 @@ bool looksLikeProjectFile(const std::string& path) {
 const std::vector<Command>& commands() {
     static const std::vector<Command> list = {
         {"export", "Write a trained model as ONNX, GGUF or safetensors.", &declareExport},
+        {"import", "Make a project of an ONNX model (PyTorch's torch.onnx.export, or Strata's), weights kept.",
+         &declareImport},
         {"predict", "Run a model or export on images, CSV rows or texts.", &declarePredict},
         {"prune", "Prune a trained model while fine-tuning it.", &declarePrune},
         {"profile", "Time every layer of a project's training step.", &declareProfile},
@@ -309,6 +311,10 @@ int runNamed(const char* command, const std::vector<std::string>& args, std::ost
 
 int runExportCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
     return runNamed("export", args, out, err);
+}
+
+int runImportCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+    return runNamed("import", args, out, err);
 }
 
 int runPredictCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {

@@ -43,6 +43,7 @@ const std::vector<Command>& commands();
 
 // Declared by the command files (app/*Command.cpp).
 CommandRun declareExport(CLI::App& app);
+CommandRun declareImport(CLI::App& app);
 CommandRun declarePredict(CLI::App& app);
 CommandRun declarePrune(CLI::App& app);
 CommandRun declareProfile(CLI::App& app);

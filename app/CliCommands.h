@@ -11,6 +11,7 @@
 namespace strata {
 
 int runExportCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int runImportCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int runPruneCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int runProfileCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int runSweepCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);

@@ -76,6 +76,16 @@ ExportModel modelFromProject(const std::string& path, bool untrained, const Weig
         out << "exporting untrained weights (seed " << project.training.seed << ")\n";
         return m;
     }
+    if (project.training.checkpointDir.empty() && latestRunFolder(path, project.name, {}).empty() &&
+        !project.training.initFrom.empty()) {
+        // Not trained yet: the weights it starts from (an imported model's, `strata-train import`).
+        const std::string file = resolveCheckpointPath(resolveDatasetPath(path, project.training.initFrom));
+        out << "using training.init_from " << file << " (the project has no checkpoint of its own yet)\n";
+        const Checkpoint c = loadCheckpoint(file, options);
+        checkBelongsToProject(file, c.project.name, checkpointFingerprint(c), projectSettingsFingerprint(project),
+                              "Train the project first, or export the checkpoint itself");
+        return exportModelFromCheckpoint(c);
+    }
     if (project.training.checkpointDir.empty() && latestRunFolder(path, project.name, {}).empty())
         throw std::runtime_error(path +
                                  ": the project names no checkpoint folder (training.checkpointDir) and has no "

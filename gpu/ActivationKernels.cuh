@@ -1,5 +1,5 @@
 // Activation kernels (host launchers only). act: 0 ReLU, 1 LeakyReLU, 2 GELU (exact erf), 3 Sigmoid, 4 Tanh,
-// the order of strata::Activation.
+// 5 HardSwish, the order of strata::Activation.
 #pragma once
 
 #include <cstdint>
@@ -9,8 +9,12 @@
 namespace strata::gpu {
 
 void launchActivationForward(cudaStream_t s, float* y, const float* x, int64_t n, int act, float alpha);
-// dx += dy * f'(.); uses x (ReLU, LeakyReLU, GELU) or y (Sigmoid, Tanh), whichever is given.
+// dx += dy * f'(.); uses x (ReLU, LeakyReLU, GELU, HardSwish) or y (Sigmoid, Tanh), whichever is given.
 void launchActivationBackward(cudaStream_t s, float* dx, const float* dy, const float* x, const float* y, int64_t n,
                               int act, float alpha);
+
+// y = min(max(x, lo), hi); its backward dx += dy where lo < x < hi.
+void launchClipForward(cudaStream_t s, float* y, const float* x, int64_t n, float lo, float hi);
+void launchClipBackward(cudaStream_t s, float* dx, const float* dy, const float* x, int64_t n, float lo, float hi);
 
 }  // namespace strata::gpu

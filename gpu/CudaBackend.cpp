@@ -27,6 +27,7 @@
 #include "gpu/PoolingKernels.cuh"
 #include "gpu/ReduceKernels.cuh"
 #include "gpu/SequenceKernels.cuh"
+#include "gpu/UpsampleKernels.cuh"
 
 namespace strata::gpu {
 
@@ -463,6 +464,31 @@ void CudaBackend::doActivationBackward(float* dx, const float* dy, const float* 
     activate();
     if (overwriteDx && n > 0) doZero(dx, static_cast<size_t>(n) * sizeof(float));
     launchActivationBackward(m_stream, dx, dy, x, y, n, static_cast<int>(act), alpha);
+}
+
+void CudaBackend::doClipForward(float* y, const float* x, int64_t n, float lo, float hi) {
+    activate();
+    launchClipForward(m_stream, y, x, n, lo, hi);
+}
+
+void CudaBackend::doClipBackward(float* dx, const float* dy, const float* x, int64_t n, float lo, float hi,
+                                 bool overwriteDx) {
+    activate();
+    if (overwriteDx && n > 0) doZero(dx, static_cast<size_t>(n) * sizeof(float));
+    launchClipBackward(m_stream, dx, dy, x, n, lo, hi);
+}
+
+// ---- upsampling -----------------------------------------------------------------------------
+
+void CudaBackend::doUpsample2dForward(float* y, const float* x, const UpsampleDesc& d) {
+    activate();
+    launchUpsample2dForward(m_stream, y, x, d);
+}
+
+void CudaBackend::doUpsample2dBackward(float* dx, const float* dy, const UpsampleDesc& d, bool overwriteDx) {
+    activate();
+    if (overwriteDx) doZero(dx, static_cast<size_t>(d.inputSize()) * sizeof(float));
+    launchUpsample2dBackward(m_stream, dx, dy, d);
 }
 
 // ---- losses ---------------------------------------------------------------------------------

@@ -67,6 +67,10 @@ const Tolerance kTolerances[] = {
     {"sequencePoolBackward", 1e-6, 1e-5},
     {"activationForward", 1e-6, 1e-5},
     {"activationBackward", 1e-6, 1e-5},
+    {"clipForward", 0, 0},
+    {"clipBackward", 0, 0},
+    {"upsample2dForward", 1e-6, 1e-5},
+    {"upsample2dBackward", 1e-6, 1e-5},
     {"softmaxForward", 1e-6, 1e-5},
     {"softmaxBackward", 1e-6, 1e-5},
     {"maskedSoftmaxForward", 1e-6, 1e-5},
@@ -643,6 +647,9 @@ private slots:
         add(3, 5, 7, 7, 3, 1, 1, 1, 0, 1, 1);   // 1x1
         add(1, 3, 33, 17, 4, 5, 5, 3, 2, 1, 1);
         add(2, 8, 6, 5, 4, 4, 3, 2, 0, 1, 2);
+        add(2, 32, 9, 9, 32, 3, 3, 1, 1, 1, 32);  // depthwise, channels = groups = 32 (MobileNet's 3x3)
+        add(2, 32, 10, 10, 32, 3, 3, 2, 1, 1, 32);
+        add(2, 16, 7, 7, 32, 3, 3, 1, 1, 1, 4);  // 4 groups: 4 input and 8 output channels each
         {
             ConvDesc d;  // asymmetric stride, padding and dilation
             d.n = 2, d.c = 2, d.h = 10, d.w = 9, d.k = 3, d.r = 3, d.s = 2;
@@ -729,13 +736,23 @@ private slots:
         // unless the weights are frozen (then their transform is kept): the small cases freeze theirs. The last
         // has more than 256 x 256 channel pairs: the direct convolution's.
         const std::vector<Case> cases{
-            {2, 16, 9, 9, 16, 1, 1, 1, true, true, 1, true},   {2, 32, 8, 8, 32, 2, 1, 1, true, true, 0, false},
-            {3, 16, 7, 7, 32, 1, 1, 1, true, false, 0, false}, {2, 32, 6, 6, 16, 1, 1, 1, false, true, 0, false},
-            {2, 32, 7, 7, 32, 1, 2, 1, true, true, 0, false},  {2, 1, 10, 10, 16, 1, 1, 1, false, true, 0, false},
-            {3, 16, 7, 5, 16, 1, 1, 0, true, true, 2, true},   {2, 32, 13, 6, 48, 1, 1, 2, true, true, 3, true},
-            {2, 48, 28, 28, 16, 1, 1, 1, true, true, 0, true}, {1, 32, 28, 28, 32, 1, 1, 1, true, true, 0, false},
-            {4, 16, 14, 13, 16, 1, 1, 1, true, true, 0, true}, {5, 16, 3, 4, 32, 1, 1, 1, true, true, 4, true},
-            {1, 272, 4, 4, 256, 1, 1, 1, true, true, 5, false}};
+            {2, 16, 9, 9, 16, 1, 1, 1, true, true, 1, true},
+            {2, 32, 8, 8, 32, 2, 1, 1, true, true, 0, false},
+            {3, 16, 7, 7, 32, 1, 1, 1, true, false, 0, false},
+            {2, 32, 6, 6, 16, 1, 1, 1, false, true, 0, false},
+            {2, 32, 7, 7, 32, 1, 2, 1, true, true, 0, false},
+            {2, 1, 10, 10, 16, 1, 1, 1, false, true, 0, false},
+            {3, 16, 7, 5, 16, 1, 1, 0, true, true, 2, true},
+            {2, 32, 13, 6, 48, 1, 1, 2, true, true, 3, true},
+            {2, 48, 28, 28, 16, 1, 1, 1, true, true, 0, true},
+            {1, 32, 28, 28, 32, 1, 1, 1, true, true, 0, false},
+            {4, 16, 14, 13, 16, 1, 1, 1, true, true, 0, true},
+            {5, 16, 3, 4, 32, 1, 1, 1, true, true, 4, true},
+            {1, 272, 4, 4, 256, 1, 1, 1, true, true, 5, false},
+            // Depthwise (MobileNet's: channels = groups = 32, stride 1 and 2) and 4 groups of 8, blocked both ways.
+            {2, 32, 9, 9, 32, 1, 32, 1, true, true, 0, false},
+            {2, 32, 10, 10, 32, 2, 32, 1, true, true, 6, false},
+            {2, 32, 8, 8, 64, 1, 4, 1, true, true, 0, false}};
         std::mt19937 rng(17);
         int winograd = 0;
         for (const Case& cs : cases) {
@@ -1055,11 +1072,10 @@ private slots:
 
     void activations() {
         std::mt19937 rng(9);
-        const std::pair<Activation, const char*> acts[] = {{Activation::ReLU, "relu"},
-                                                           {Activation::LeakyReLU, "leaky_relu"},
-                                                           {Activation::GELU, "gelu"},
-                                                           {Activation::Sigmoid, "sigmoid"},
-                                                           {Activation::Tanh, "tanh"}};
+        const std::pair<Activation, const char*> acts[] = {
+            {Activation::ReLU, "relu"}, {Activation::LeakyReLU, "leaky_relu"},
+            {Activation::GELU, "gelu"}, {Activation::Sigmoid, "sigmoid"},
+            {Activation::Tanh, "tanh"}, {Activation::HardSwish, "hardswish"}};
         for (auto [act, name] : acts)
             for (int n : {1, 3, 17, 33, 5000}) {
                 Vec x = randomVec(rng, n, -6.0f, 6.0f);
@@ -1084,6 +1100,114 @@ private slots:
                         }))
                         return;
             }
+    }
+
+    // Clip with the bounds ReLU6 uses, a narrow and a degenerate range; values on the bounds themselves included.
+    void clip() {
+        std::mt19937 rng(31);
+        for (auto [lo, hi] : {std::pair{0.0f, 6.0f}, std::pair{-0.5f, 0.25f}, std::pair{1.0f, 1.0f}})
+            for (int n : {1, 17, 5000}) {
+                Vec x = randomVec(rng, n, -8.0f, 8.0f);
+                x[0] = lo;
+                if (n > 1) x[1] = hi;
+                const Vec dy = randomVec(rng, n), dx0 = randomVec(rng, n);
+                const std::string ctx =
+                    "[" + std::to_string(lo) + ", " + std::to_string(hi) + "] n=" + std::to_string(n);
+                if (!compareAll("clipForward", ctx, [&](Backend& be) {
+                        Tensor X = up(be, x), Y = be.empty(Shape{n});
+                        be.clipForward(Y.f32(), X.f32(), n, lo, hi);
+                        return Outputs{down(be, Y)};
+                    }))
+                    return;
+                for (bool overwrite : {false, true})
+                    if (!compareAll("clipBackward", ctx + (overwrite ? " overwrite" : ""), [&](Backend& be) {
+                            Tensor X = up(be, x), DY = up(be, dy);
+                            Tensor DX =
+                                up(be, overwrite ? Vec(dx0.size(), std::numeric_limits<float>::quiet_NaN()) : dx0);
+                            be.clipBackward(DX.f32(), DY.f32(), X.f32(), n, lo, hi, overwrite);
+                            return Outputs{down(be, DX)};
+                        }))
+                        return;
+            }
+    }
+
+    // Nearest and bilinear (both corner conventions), square and unequal factors, one-pixel planes (bilinear's
+    // align_corners then has no span), and planes larger than a thread's share.
+    void upsample2d() {
+        std::vector<UpsampleDesc> cases;
+        auto add = [&](int n, int c, int h, int w, int sh, int sw) {
+            for (int mode = 0; mode < 3; ++mode) {
+                UpsampleDesc d;
+                d.n = n, d.c = c, d.h = h, d.w = w, d.scaleH = sh, d.scaleW = sw;
+                d.bilinear = mode > 0;
+                d.alignCorners = mode == 2;
+                cases.push_back(d);
+            }
+        };
+        add(2, 3, 4, 5, 2, 2);
+        add(1, 1, 1, 1, 3, 2);
+        add(3, 2, 7, 3, 1, 4);
+        add(1, 5, 1, 6, 2, 3);
+        add(2, 8, 33, 17, 2, 2);
+        add(1, 2, 2, 2, 5, 5);
+        std::mt19937 rng(32);
+        for (const UpsampleDesc& d : cases) {
+            const auto xs = static_cast<size_t>(d.inputSize()), ys = static_cast<size_t>(d.outputSize());
+            const Vec x = randomVec(rng, xs), dy = randomVec(rng, ys), dx0 = randomVec(rng, xs);
+            std::ostringstream desc;
+            desc << (d.bilinear ? (d.alignCorners ? "bilinear align_corners" : "bilinear") : "nearest") << " n" << d.n
+                 << " c" << d.c << " " << d.h << "x" << d.w << " scale " << d.scaleH << "x" << d.scaleW;
+            if (!compareAll("upsample2dForward", desc.str(), [&](Backend& be) {
+                    Tensor X = up(be, x), Y = up(be, Vec(ys, std::numeric_limits<float>::quiet_NaN()));
+                    be.upsample2dForward(Y.f32(), X.f32(), d);
+                    return Outputs{down(be, Y)};
+                }))
+                return;
+            for (bool overwrite : {false, true})
+                if (!compareAll("upsample2dBackward", desc.str() + (overwrite ? " overwrite" : ""), [&](Backend& be) {
+                        Tensor DY = up(be, dy);
+                        Tensor DX = up(be, overwrite ? Vec(xs, std::numeric_limits<float>::quiet_NaN()) : dx0);
+                        be.upsample2dBackward(DX.f32(), DY.f32(), d, overwrite);
+                        return Outputs{down(be, DX)};
+                    }))
+                    return;
+        }
+    }
+
+    // The reference against what torch.nn.Upsample gives for [[1, 2], [3, 4]] doubled (printed by PyTorch 2.15).
+    void referenceUpsampleByHand() {
+        Backend& be = *m_ref;
+        UpsampleDesc d;
+        d.h = d.w = 2;
+        Tensor X = up(be, {1, 2, 3, 4}), Y = be.empty(Shape{16});
+        be.upsample2dForward(Y.f32(), X.f32(), d);
+        CHECK_VEC(down(be, Y), (Vec{1, 1, 2, 2, 1, 1, 2, 2, 3, 3, 4, 4, 3, 3, 4, 4}));
+        d.bilinear = true;
+        be.upsample2dForward(Y.f32(), X.f32(), d);
+        CHECK_VEC(down(be, Y),
+                  (Vec{1, 1.25f, 1.75f, 2, 1.5f, 1.75f, 2.25f, 2.5f, 2.5f, 2.75f, 3.25f, 3.5f, 3, 3.25f, 3.75f, 4}));
+        d.alignCorners = true;
+        be.upsample2dForward(Y.f32(), X.f32(), d);
+        const float t = 1.0f / 3, u = 2.0f / 3;
+        CHECK_VEC(down(be, Y),
+                  (Vec{1, 1 + t, 1 + u, 2, 1 + u, 2, 2 + t, 2 + u, 2 + t, 2 + u, 3, 3 + t, 3, 3 + t, 3 + u, 4}));
+        // Backward of the nearest doubling: each input gets the sum of its 2x2 block.
+        d.bilinear = d.alignCorners = false;
+        Vec g(16);
+        for (size_t i = 0; i < 16; ++i) g[i] = static_cast<float>(i);
+        Tensor G = up(be, g), DX = be.zeros(Shape{4});
+        be.upsample2dBackward(DX.f32(), G.f32(), d);
+        CHECK_VEC(down(be, DX), (Vec{0 + 1 + 4 + 5, 2 + 3 + 6 + 7, 8 + 9 + 12 + 13, 10 + 11 + 14 + 15}));
+        // Clip: ReLU6's values, and no gradient on or beyond the bounds.
+        Tensor C = up(be, {-1, 0, 3, 6, 7}), CY = be.empty(Shape{5}), CD = be.zeros(Shape{5}), One = up(be, Vec(5, 1));
+        be.clipForward(CY.f32(), C.f32(), 5, 0, 6);
+        CHECK_VEC(down(be, CY), (Vec{0, 0, 3, 6, 6}));
+        be.clipBackward(CD.f32(), One.f32(), C.f32(), 5, 0, 6);
+        CHECK_VEC(down(be, CD), (Vec{0, 0, 1, 0, 0}));
+        // HardSwish at -4, -3, -1, 0, 2, 3, 5: x (x + 3) / 6 between -3 and 3.
+        Tensor H = up(be, {-4, -3, -1, 0, 2, 3, 5}), HY = be.empty(Shape{7});
+        be.activationForward(HY.f32(), H.f32(), 7, Activation::HardSwish, 0);
+        CHECK_VEC(down(be, HY), (Vec{0, 0, -1.0f / 3, 0, 10.0f / 6, 3, 5}));
     }
 
     void softmax() {
@@ -1911,10 +2035,11 @@ private slots:
             };
             if (!gradCheck(mode == PoolMode::Max ? "maxpool" : "avgpool", x, down(be, DX), fwd, r)) return;
         }
-        for (Activation act : {Activation::LeakyReLU, Activation::GELU, Activation::Sigmoid, Activation::Tanh}) {
-            Vec x = randomVec(rng, 50, -3.0f, 3.0f);
-            for (float& v : x)
-                if (std::fabs(v) < 0.05f) v = 0.5f;  // keep away from the LeakyReLU kink
+        for (Activation act :
+             {Activation::LeakyReLU, Activation::GELU, Activation::Sigmoid, Activation::Tanh, Activation::HardSwish}) {
+            Vec x = randomVec(rng, 50, -4.0f, 4.0f);
+            for (float& v : x)  // keep away from the LeakyReLU kink at 0 and HardSwish's at -3 and 3
+                if (std::fabs(v) < 0.05f || std::fabs(std::fabs(v) - 3.0f) < 0.05f) v = 0.5f;
             const Vec r = randomVec(rng, 50);
             Tensor X = up(be, x), Y = be.empty(Shape{50}), R = up(be, r), DX = be.zeros(Shape{50});
             be.activationForward(Y.f32(), X.f32(), 50, act, 0.2f);
@@ -1926,6 +2051,36 @@ private slots:
             };
             if (!gradCheck("activation " + std::to_string(static_cast<int>(act)), x, down(be, DX), fwd, r, 1e-3))
                 return;
+        }
+        {
+            Vec x = randomVec(rng, 50, -1.0f, 7.0f);
+            for (float& v : x)  // away from the bounds
+                if (std::fabs(v) < 0.05f || std::fabs(v - 6.0f) < 0.05f) v = 0.5f;
+            const Vec r = randomVec(rng, 50);
+            Tensor X = up(be, x), R = up(be, r), DX = be.zeros(Shape{50});
+            be.clipBackward(DX.f32(), R.f32(), X.f32(), 50, 0.0f, 6.0f);
+            auto fwd = [&](const Vec& v) {
+                Tensor XX = up(be, v), YY = be.empty(Shape{50});
+                be.clipForward(YY.f32(), XX.f32(), 50, 0.0f, 6.0f);
+                return down(be, YY);
+            };
+            if (!gradCheck("clip", x, down(be, DX), fwd, r, 1e-3)) return;
+        }
+        for (int mode = 0; mode < 3; ++mode) {
+            UpsampleDesc d;
+            d.n = 2, d.c = 2, d.h = 3, d.w = 4, d.scaleH = 2, d.scaleW = 3;
+            d.bilinear = mode > 0;
+            d.alignCorners = mode == 2;
+            const auto xs = static_cast<size_t>(d.inputSize()), ys = static_cast<size_t>(d.outputSize());
+            const Vec x = randomVec(rng, xs), r = randomVec(rng, ys);
+            Tensor R = up(be, r), DX = be.zeros(Shape{static_cast<int64_t>(xs)});
+            be.upsample2dBackward(DX.f32(), R.f32(), d);
+            auto fwd = [&](const Vec& v) {
+                Tensor XX = up(be, v), YY = be.empty(Shape{static_cast<int64_t>(ys)});
+                be.upsample2dForward(YY.f32(), XX.f32(), d);
+                return down(be, YY);
+            };
+            if (!gradCheck("upsample2d mode " + std::to_string(mode), x, down(be, DX), fwd, r, 1e-2, 1e-3)) return;
         }
         {
             const int rows = 3, cols = 7;

@@ -314,7 +314,57 @@ std::map<std::string, std::vector<Case>> caseTable() {
              s.inputs = {Shape{4, randInt(rng, 2, 4), randInt(rng, 2, 4)}};
              return s;
          }},
+        {"groups 4, two filters a group",
+         [](Rng& rng) {
+             Setup s;
+             s.params = {{"filters", 8}, {"kernel", 3}, {"padding", 1}, {"groups", 4}};
+             s.inputs = {Shape{8, randInt(rng, 2, 4), randInt(rng, 2, 4)}};
+             s.batch = 1;
+             return s;
+         }},
+        {"depthwise 3x3, 32 channels",
+         [](Rng& rng) {
+             Setup s;
+             s.params = {
+                 {"filters", 32}, {"kernel", 3}, {"padding", 1}, {"groups", 32}, {"stride", randInt(rng, 1, 2)}};
+             s.inputs = {Shape{32, 3, 3}};
+             s.batch = 1;
+             return s;
+         }},
     };
+    t["ConvTranspose2D"] = {
+        {"4x4 stride 2 pad 1 (doubles)",
+         [](Rng& rng) {
+             Setup s;
+             s.params = {{"filters", randInt(rng, 1, 3)}, {"kernel", 4}, {"stride", 2}, {"padding", 1}};
+             s.inputs = {Shape{randInt(rng, 1, 3), randInt(rng, 2, 3), randInt(rng, 2, 3)}};
+             return s;
+         }},
+        {"3x2 stride 2x3 output padding 1x2 dilation 1x2 groups 2, no bias",
+         [](Rng& rng) {
+             Setup s;
+             s.params = {{"filters", 4},      {"kernel", {3, 2}},         {"stride", {2, 3}},
+                         {"padding", {1, 0}}, {"output_padding", {1, 2}}, {"dilation", {1, 2}},
+                         {"groups", 2},       {"use_bias", false}};
+             s.inputs = {Shape{2, randInt(rng, 2, 3), randInt(rng, 1, 3)}};
+             s.batch = 1;
+             return s;
+         }},
+    };
+    auto upsample = [](Json params) {
+        return [params](Rng& rng) {
+            Setup s;
+            s.params = params;
+            s.inputs = {Shape{randInt(rng, 1, 2), randInt(rng, 1, 3), randInt(rng, 1, 4)}};
+            s.batch = randInt(rng, 1, 2);
+            return s;
+        };
+    };
+    t["Upsample2D"] = {
+        {"nearest 2x", upsample(Json::object())},
+        {"nearest 3x2", upsample({{"scale", {3, 2}}})},
+        {"bilinear 2x", upsample({{"mode", "bilinear"}})},
+        {"bilinear 2x3 align_corners", upsample({{"scale", {2, 3}}, {"mode", "bilinear"}, {"align_corners", true}})}};
     t["MaxPool2D"] = {
         {"2x2", simple(InputKind::Distinct, {{"kernel", 2}})},
         {"3x3 stride 2 pad 1 (overlapping)",
@@ -350,6 +400,12 @@ std::map<std::string, std::vector<Case>> caseTable() {
     t["GELU"] = {{"any", simple(InputKind::Uniform)}};
     t["Sigmoid"] = {{"any", simple(InputKind::Uniform)}};
     t["Tanh"] = {{"any", simple(InputKind::Uniform)}};
+    // Distinct's inputs lie on a grid of multiples of 5 steps: bounds halfway between grid points keep every input
+    // 2.5 steps from a kink, with values below, between and above the bounds.
+    t["Clip"] = {{"[-0.5, 0.5]", simple(InputKind::Distinct, {{"min", -0.475}, {"max", 0.525}})},
+                 {"ReLU6 defaults", simple(InputKind::AwayFromZero)}};
+    // The kinks at -3 and 3 are outside these inputs; test_backend_ops checks the backward on [-4, 4].
+    t["HardSwish"] = {{"middle", simple(InputKind::Uniform)}};
     t["Softmax"] = {{"rank 1",
                      [](Rng& rng) {
                          Setup s;
@@ -623,14 +679,27 @@ std::map<std::string, FlopCount> referenceFlops() {
     };
     std::map<std::string, FlopCount> t;
     for (const char* type : {"Input", "Flatten", "Reshape"}) t[type] = none;
-    for (const char* type : {"ReLU", "LeakyReLU", "GELU", "Sigmoid", "Tanh", "Softmax", "BatchNorm", "LayerNorm",
-                             "Dropout", "Add", "Concat"})
+    for (const char* type : {"ReLU", "LeakyReLU", "GELU", "Sigmoid", "Tanh", "Clip", "HardSwish", "Softmax",
+                             "BatchNorm", "LayerNorm", "Dropout", "Add", "Concat"})
         t[type] = perOutput;
     for (const char* type : {"GlobalAvgPool", "SequenceMeanPool", "SequenceMaxPool", "PositionalEmbedding"})
         t[type] = perInput;
     t["MaxPool2D"] = t["AvgPool2D"] = window;
     t["Dense"] = t["Conv2D"] = matmul(0);
     t["Conv1D"] = matmul(1);  // [kernel, filters, channels]
+    // Each input value meets a weight row ([channels, filters / groups, kh, kw]: a row per input channel).
+    t["ConvTranspose2D"] = [](const Json&, const std::vector<Shape>& in, const Shape&,
+                              const std::vector<ParameterSpec>& specs) {
+        const Shape& w = findSpec(specs, "weight")->shape;
+        const double f = 2.0 * static_cast<double>(in.at(0).numel()) * static_cast<double>(w.numel() / w[0]);
+        return std::pair{f, 2 * f};
+    };
+    // Four taps a bilinear output (7 operations forward, 8 back); nearest only copies.
+    t["Upsample2D"] = [](const Json& params, const std::vector<Shape>&, const Shape& out,
+                         const std::vector<ParameterSpec>&) {
+        const double n = params.at("mode") == "bilinear" ? static_cast<double>(out.numel()) : 0.0;
+        return std::pair{7 * n, 8 * n};
+    };
     t["Embedding"] = [](const Json&, const std::vector<Shape>&, const Shape& out, const std::vector<ParameterSpec>&) {
         return std::pair{0.0, static_cast<double>(out.numel())};
     };
@@ -692,6 +761,7 @@ double activationOf(Activation a, double x, double alpha) {
         case Activation::GELU: return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
         case Activation::Sigmoid: return 1 / (1 + std::exp(-x));
         case Activation::Tanh: return std::tanh(x);
+        case Activation::HardSwish: return x * std::min(std::max(x + 3, 0.0), 6.0) / 6;
     }
     return NAN;
 }

@@ -109,6 +109,50 @@ void expectNear(const std::vector<float>& got, const std::vector<float>& want, f
                 .c_str());
 }
 
+// A layer's forward and backward on one backend: the output, the input gradient added to a random one and
+// written over NaN (LayerContext::overwriteInputGrads), and every parameter gradient.
+std::vector<std::vector<float>> forwardBackward(Backend& b, const std::string& name, const Json& rawParams,
+                                                const Shape& inShape, int batch, uint64_t seed) {
+    const LayerType& t = type(name);
+    const Json params = t.normalizeParams(rawParams);
+    const Shape outShape = t.inferShape(params, {inShape});
+    auto layer = t.create(params, {inShape}, outShape);
+    std::mt19937 rng(static_cast<unsigned>(seed));
+    std::uniform_real_distribution<float> u(-4.0f, 4.0f);
+    auto random = [&](int64_t n) {
+        std::vector<float> v(static_cast<size_t>(n));
+        for (float& x : v) x = u(rng);
+        return v;
+    };
+    for (const ParameterSpec& spec : t.parameterSpecs(params, {inShape})) {
+        Parameter p;
+        p.name = spec.name;
+        p.value = b.fromHost(spec.shape, random(spec.shape.numel()).data());
+        p.grad = b.zeros(spec.shape);
+        layer->parameters().push_back(std::move(p));
+    }
+    const Shape inBatched = inShape.withBatch(batch), outBatched = outShape.withBatch(batch);
+    Tensor x = b.fromHost(inBatched, random(inBatched.numel()).data());
+    Tensor y = b.empty(outBatched), dy = b.fromHost(outBatched, random(outBatched.numel()).data());
+    Tensor dxAdd = b.fromHost(inBatched, random(inBatched.numel()).data());
+    Tensor dxWrite =
+        b.fromHost(inBatched, std::vector<float>(static_cast<size_t>(inBatched.numel()), std::nanf("")).data());
+    LayerContext ctx{b, true, 0};
+    layer->forward(ctx, {&x}, y);
+    layer->backward(ctx, {&x}, y, dy, {&dxAdd});
+    ctx.overwriteInputGrads = 1;
+    layer->backward(ctx, {&x}, y, dy, {&dxWrite});
+    auto down = [&](const Tensor& t) {
+        std::vector<float> v(static_cast<size_t>(t.numel()));
+        b.synchronize();
+        b.toHost(t, v.data());
+        return v;
+    };
+    std::vector<std::vector<float>> out{down(y), down(dxAdd), down(dxWrite)};
+    for (const Parameter& p : layer->parameters()) out.push_back(down(p.grad));  // two backward passes' worth
+    return out;
+}
+
 }  // namespace
 
 class TestLayers : public QObject {
@@ -130,6 +174,8 @@ private slots:
             {"Add", "Core"},
             {"Concat", "Core"},
             {"Conv2D", "Convolution"},
+            {"ConvTranspose2D", "Convolution"},
+            {"Upsample2D", "Convolution"},
             {"MaxPool2D", "Convolution"},
             {"AvgPool2D", "Convolution"},
             {"GlobalAvgPool", "Convolution"},
@@ -138,6 +184,8 @@ private slots:
             {"GELU", "Activation"},
             {"Sigmoid", "Activation"},
             {"Tanh", "Activation"},
+            {"Clip", "Activation"},
+            {"HardSwish", "Activation"},
             {"Softmax", "Activation"},
             {"BatchNorm", "Normalization"},
             {"LayerNorm", "Normalization"},
@@ -327,6 +375,16 @@ private slots:
         QVERIFY2(contains(e, "rank 3 [channels, height, width], got [784]") && contains(e, "Reshape"), e.c_str());
         e = shapeError("Conv2D", {{"groups", 2}, {"filters", 4}}, {Shape{3, 8, 8}}, &port);
         QVERIFY2(contains(e, "in: Conv2D expects a channel count divisible by groups = 2, got [3, 8, 8]"), e.c_str());
+        QVERIFY_THROWS_EXCEPTION(
+            ParamError,
+            layerRegistry()
+                .find("ConvTranspose2D")
+                ->inferShape(
+                    layerRegistry().find("ConvTranspose2D")->normalizeParams({{"stride", 2}, {"output_padding", 2}}),
+                    {Shape{1, 4, 4}}));
+        QVERIFY_THROWS_EXCEPTION(
+            ParamError, layerRegistry().find("Clip")->inferShape(
+                            layerRegistry().find("Clip")->normalizeParams({{"min", 1}, {"max", 0}}), {Shape{4}}));
         e = shapeError("Conv2D", {{"kernel", 5}}, {Shape{1, 4, 4}});
         QVERIFY2(contains(e, "got [1, 4, 4]") && contains(e, "5 x 5"), e.c_str());
         e = shapeError("Conv2D", {{"kernel", 3}, {"dilation", 3}}, {Shape{1, 6, 6}});
@@ -461,6 +519,106 @@ private slots:
         // (-1,-1): x00*4 = 4; (-1,1): x01*3 + x02*4 = 6 + 12 = 18; (1,-1): x10*2 + x20*4 = 8 + 28 = 36;
         // (1,1): x11*1 + x12*2 + x21*3 + x22*4 = 5 + 12 + 24 + 36 = 77. Filter 1 picks the bottom-right tap.
         expectNear(r.out, {4, 18, 36, 77, 1, 3, 7, 9});
+    }
+
+    void convTranspose2dForward() {
+        // 2x2 image [[1, 2], [3, 4]], 2x2 kernel [[1, 2], [3, 4]], stride 1: every input value adds its scaled
+        // kernel at its position (y[i + a][j + b] += x[i][j] w[a][b]), plus the bias 0.5.
+        Run r = forward(*m_backend, "ConvTranspose2D", {{"filters", 1}, {"kernel", 2}}, {Shape{1, 2, 2}}, 1,
+                        {{1, 2, 3, 4}}, {{1, 2, 3, 4}, {0.5f}});
+        QCOMPARE(r.outShape, (Shape{1, 3, 3}));
+        expectNear(r.out, {1.5f, 4.5f, 4.5f, 6.5f, 20.5f, 16.5f, 9.5f, 24.5f, 16.5f});
+        // Stride 2 with a 2x2 kernel of ones: each value becomes a 2x2 block.
+        r = forward(*m_backend, "ConvTranspose2D", {{"filters", 1}, {"kernel", 2}, {"stride", 2}, {"use_bias", false}},
+                    {Shape{1, 2, 2}}, 1, {{1, 2, 3, 4}}, {{1, 1, 1, 1}});
+        QCOMPARE(r.outShape, (Shape{1, 4, 4}));
+        expectNear(r.out, {1, 1, 2, 2, 1, 1, 2, 2, 3, 3, 4, 4, 3, 3, 4, 4});
+        // Padding 1 crops the blocks' first row and column; output padding 1 keeps a last row and column
+        // (PyTorch: [[1, 2, 2], [3, 4, 4], [3, 4, 4]]).
+        r = forward(
+            *m_backend, "ConvTranspose2D",
+            {{"filters", 1}, {"kernel", 2}, {"stride", 2}, {"padding", 1}, {"output_padding", 1}, {"use_bias", false}},
+            {Shape{1, 2, 2}}, 1, {{1, 2, 3, 4}}, {{1, 1, 1, 1}});
+        QCOMPARE(r.outShape, (Shape{1, 3, 3}));
+        expectNear(r.out, {1, 2, 2, 3, 4, 4, 3, 4, 4});
+        // A 1x1 kernel at stride 2 leaves gaps; output padding adds a row and a column that no tap reaches.
+        r = forward(*m_backend, "ConvTranspose2D",
+                    {{"filters", 1}, {"kernel", 1}, {"stride", 2}, {"output_padding", 1}, {"use_bias", false}},
+                    {Shape{1, 2, 2}}, 1, {{1, 2, 3, 4}}, {{1}});
+        QCOMPARE(r.outShape, (Shape{1, 4, 4}));
+        expectNear(r.out, {1, 0, 2, 0, 0, 0, 0, 0, 3, 0, 4, 0, 0, 0, 0, 0});
+        // Two groups of one channel each, two filters a group: weight [2, 2, 1, 1].
+        r = forward(*m_backend, "ConvTranspose2D", {{"filters", 4}, {"kernel", 1}, {"groups", 2}, {"use_bias", false}},
+                    {Shape{2, 1, 1}}, 1, {{2, 3}}, {{1, 10, 100, 1000}});
+        expectNear(r.out, {2, 20, 300, 3000});
+    }
+
+    void upsampleClipHardSwishForward() {
+        expectNear(forward(*m_backend, "Upsample2D", {{"scale", {1, 3}}}, {Shape{1, 1, 2}}, 1, {{1, 2}}, {}).out,
+                   {1, 1, 1, 2, 2, 2});
+        // Bilinear doubling of [1, 3] along the width: PyTorch gives 1, 1.5, 2.5, 3.
+        expectNear(forward(*m_backend, "Upsample2D", {{"scale", {1, 2}}, {"mode", "bilinear"}}, {Shape{1, 1, 2}}, 1,
+                           {{1, 3}}, {})
+                       .out,
+                   {1, 1.5f, 2.5f, 3});
+        expectNear(forward(*m_backend, "Clip", {}, {Shape{4}}, 1, {{-1, 2, 6, 9}}, {}).out, {0, 2, 6, 6});
+        expectNear(forward(*m_backend, "Clip", {{"min", -0.5}, {"max", 0.5}}, {Shape{3}}, 1, {{-1, 0.25f, 9}}, {}).out,
+                   {-0.5f, 0.25f, 0.5f});
+        expectNear(forward(*m_backend, "HardSwish", {}, {Shape{4}}, 1, {{-4, -1, 1, 4}}, {}).out,
+                   {0, -1.0f / 3, 2.0f / 3, 4});
+    }
+
+    // The image layers of issue 37 run on the fast CPU path (and each GPU) as on the reference: output, both
+    // ways of giving the input gradient, parameter gradients. ConvTranspose2D reaches the backends' convolutions
+    // in another order (backward-data forward, with no input tensor x), where a path could read what it need not.
+    void newImageLayersOnEveryBackend_data() {
+        QTest::addColumn<QString>("name");
+        QTest::addColumn<QString>("params");
+        QTest::addColumn<QString>("shape");
+        auto row = [](const char* tag, const char* name, const char* params, const char* shape) {
+            QTest::newRow(tag) << QString(name) << QString(params) << QString(shape);
+        };
+        row("convT 4x4 s2", "ConvTranspose2D", R"({"filters": 5, "kernel": 4, "stride": 2, "padding": 1})",
+            "[3, 7, 6]");
+        row("convT 3x3 s1 (Winograd-sized)", "ConvTranspose2D", R"({"filters": 16, "kernel": 3, "padding": 1})",
+            "[16, 9, 9]");
+        row("convT grouped dilated", "ConvTranspose2D",
+            R"({"filters": 6, "kernel": [3, 2], "stride": [2, 3], "padding": [1, 0], "output_padding": [1, 2],
+                "dilation": [1, 2], "groups": 2, "use_bias": false})",
+            "[4, 5, 6]");
+        row("convT depthwise", "ConvTranspose2D", R"({"filters": 32, "kernel": 3, "stride": 2, "groups": 32})",
+            "[32, 4, 4]");
+        row("upsample nearest", "Upsample2D", R"({"scale": [2, 3]})", "[3, 5, 4]");
+        row("upsample bilinear", "Upsample2D", R"({"mode": "bilinear"})", "[3, 5, 4]");
+        row("upsample bilinear corners", "Upsample2D", R"({"mode": "bilinear", "align_corners": true, "scale": 3})",
+            "[2, 4, 5]");
+        row("clip", "Clip", R"({"min": -1, "max": 2.5})", "[3, 5, 4]");
+        row("hardswish", "HardSwish", "{}", "[3, 5, 4]");
+        row("depthwise conv 32", "Conv2D", R"({"filters": 32, "kernel": 3, "padding": 1, "groups": 32})", "[32, 6, 6]");
+        row("grouped conv 4", "Conv2D", R"({"filters": 12, "kernel": 3, "groups": 4})", "[8, 6, 6]");
+    }
+    void newImageLayersOnEveryBackend() {
+        QFETCH(QString, name);
+        QFETCH(QString, params);
+        QFETCH(QString, shape);
+        const Shape in(Json::parse(shape.toStdString()).get<std::vector<int64_t>>());
+        const Json p = Json::parse(params.toStdString());
+        const auto want = forwardBackward(*m_backend, name.toStdString(), p, in, 3, 7);
+        for (test::NamedBackend& nb : test::fastBackends()) {
+            const auto got = forwardBackward(*nb.backend, name.toStdString(), p, in, 3, 7);
+            QCOMPARE(got.size(), want.size());
+            for (size_t k = 0; k < want.size(); ++k) {
+                double scale = 1;
+                for (float v : want[k]) scale = std::max(scale, static_cast<double>(std::fabs(v)));
+                for (size_t i = 0; i < want[k].size(); ++i)
+                    QVERIFY2(std::fabs(got[k][i] - want[k][i]) <= 1e-4 * scale,
+                             (nb.name + " output " + std::to_string(k) + " element " + std::to_string(i) + ": got " +
+                              std::to_string(got[k][i]) + ", reference " + std::to_string(want[k][i]))
+                                 .c_str());
+            }
+        }
+        if (const std::string why = test::gpuUnavailableReason(); !why.empty())
+            qInfo("checked on the CPU fast path only; no GPU: %s", why.c_str());
     }
 
     void maxPoolForward() {

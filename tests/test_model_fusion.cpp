@@ -117,6 +117,26 @@ Graph pooledGraph() {
     return g;
 }
 
+// MobileNet's inverted residual (issue 37): Input [16, 8, 8] -> Conv2D 32 1x1 -> BatchNorm -> Clip (ReLU6) ->
+// depthwise Conv2D 32 3x3 (groups 32) -> BatchNorm -> HardSwish -> Conv2D 16 1x1 (no bias) -> BatchNorm ->
+// Add(input) -> Conv2D 16 3x3 stride 2 groups 4 -> GlobalAvgPool -> Dense 5. Channels are multiples of 16, so the
+// layout pass may keep it blocked (the element-wise Clip and HardSwish included).
+Graph mobileGraph() {
+    Graph g;
+    const int in = g.addNode("Input", {}, {{"shape", {16, 8, 8}}});
+    int x = chain(g, chain(g, in, "Conv2D", {{"filters", 32}, {"kernel", 1}}), "BatchNorm");
+    x = chain(g, x, "Clip");
+    x = chain(g, x, "Conv2D", {{"filters", 32}, {"kernel", 3}, {"padding", 1}, {"groups", 32}});
+    x = chain(g, chain(g, x, "BatchNorm"), "HardSwish");
+    x = chain(g, chain(g, x, "Conv2D", {{"filters", 16}, {"kernel", 1}, {"use_bias", false}}), "BatchNorm");
+    const int sum = g.addNode("Add");
+    g.connect(in, sum, "in0");
+    g.connect(x, sum, "in1");
+    x = chain(g, sum, "Conv2D", {{"filters", 16}, {"kernel", 3}, {"stride", 2}, {"padding", 1}, {"groups", 4}});
+    chain(g, chain(g, x, "GlobalAvgPool"), "Dense", {{"units", 5}});
+    return g;
+}
+
 // BatchNorm in the blocked layout: Input [1, 8, 8] -> Conv2D 16 -> BatchNorm -> ReLU (r0) -> Conv2D 16 (no bias) ->
 // BatchNorm -> Add(r0, .) -> ReLU -> MaxPool 2x2 -> Conv2D 16 -> BatchNorm (no ReLU after it) -> Flatten -> Dense 5.
 // Blocked: every layer from the first Conv2D to the last BatchNorm (10).
@@ -436,6 +456,43 @@ private slots:
                     qInfo("%s: blocked and NCHW outputs differ by %.3g", ctx.c_str(), diff);
                     QVERIFY2(diff < (winograd ? 5e-5 : 1e-5), (ctx + ": blocked and NCHW outputs differ").c_str());
                 }
+        }
+    }
+
+    // The inverted residual block on every fast backend, fused and blocked where the backend does so, against the
+    // reference: outputs and every gradient; and its BatchNorms folded into the convolutions (the depthwise one
+    // included) for inference give the unfolded outputs.
+    void mobileBlockMatchesTheReference() {
+        const Graph g = mobileGraph();
+        auto ref = test::makeReferenceBackend();
+        const Result want = run(*ref, g, false, nullptr);
+        for (auto& nb : test::fastBackends()) {
+            const Result got = run(*nb.backend, g, true, nullptr);
+            const std::string err = mismatch(got, want);
+            QVERIFY2(err.empty(), (nb.name + ": " + err).c_str());
+            qInfo("%s: %d of the block's outputs blocked", nb.name.c_str(),
+                  compile(g, *nb.backend, 7)->blockedOutputCount());
+        }
+        ExportModel m;
+        m.project.graph = g;
+        m.weights = modelWeights(*compile(g, *ref, 11));
+        std::mt19937 rng(9);
+        std::uniform_real_distribution<float> positive(0.3f, 3.0f);
+        std::normal_distribution<float> normal(0.0f, 1.0f);
+        for (auto& [name, values] : m.weights)
+            if (name.find("batchnorm") == 0)
+                for (float& v : values) v = name.ends_with(".running_var") ? positive(rng) : normal(rng);
+        std::vector<FoldedBatchNorm> folded;
+        const ExportModel f = foldBatchNorm(m, &folded);
+        QCOMPARE(folded.size(), size_t(3));
+        QCOMPARE(folded[1].into, std::string("conv2d2"));  // the depthwise convolution
+        const std::vector<float> unfolded = evaluate(*ref, m, nullptr);
+        double scale = 0;
+        for (float v : unfolded) scale = std::max(scale, std::fabs(double(v)));
+        QVERIFY(scale > 0.1);
+        for (auto& nb : test::fastBackends()) {
+            const double d = maxDiff(evaluate(*nb.backend, f, nullptr), unfolded);
+            QVERIFY2(d <= 1e-4 * std::max(1.0, scale), (nb.name + ": folded differs by " + std::to_string(d)).c_str());
         }
     }
 

@@ -4,7 +4,8 @@
 #   gui-review: also Xvfb, xdotool and ImageMagick (tools/gui-review.sh drives the real GUI with them)
 #   fuzz: also clang and libFuzzer/sanitizer runtimes (tools/fuzz.sh, tools/sanitize.sh)
 #   bench: also python3-pil and python3-numpy (tools/make_image_folder.py and the image benchmarks)
-#   test, ci: also the tests' PyPI packages in a venv (tools/setup-test-venv.sh)
+#   test, ci: also the tests' PyPI packages in a venv (tools/setup-test-venv.sh); python3-torch and
+#     python3-torchvision (tools/make_import_fixtures.py: the ONNX import tests' PyTorch models)
 #   ci: test's, plus shellcheck, clang-format, clang-tidy and xz-utils (.ci/run's lint, style and GPU bundle steps)
 #       and gui-review's (.ci/run drives the real GUI with tools/gui-review.sh)
 set -euo pipefail
@@ -19,11 +20,11 @@ packages=(
   dataset-fashion-mnist
 )
 case "${1:-build}" in
-  test) packages+=(python3-onnx python3-venv) ;;
-  ci) packages+=(python3-onnx python3-venv shellcheck xz-utils clang-format clang-tidy xvfb xdotool imagemagick) ;;
+  test) packages+=(python3-onnx python3-venv python3-torch python3-torchvision) ;;
+  ci) packages+=(python3-onnx python3-venv python3-torch python3-torchvision shellcheck xz-utils clang-format clang-tidy xvfb xdotool imagemagick) ;;
   gui-review) packages+=(xvfb xdotool imagemagick) ;;
   fuzz) packages+=(clang libclang-rt-14-dev) ;;
-  bench) packages+=(python3-pil python3-numpy python3-venv) ;;
+  bench) packages+=(python3-pil python3-numpy python3-venv python3-torch python3-torchvision) ;;
 esac
 set_name=${1:-build}
 

@@ -2,7 +2,8 @@
 """A small NumPy interpreter for the ONNX operators Strata exports, written from the
 ONNX operator specification. Tests use it as a second, independent runtime for the
 graphs OpenCV's DNN module (4.6) cannot run (Gather with runtime indices,
-LayerNormalization, broadcasting between computed tensors).
+LayerNormalization, broadcasting between computed tensors, Clip with its bounds as
+inputs, ConvTranspose with groups, dilation and output padding).
 
 usage: /usr/bin/python3 tools/run_onnx_numpy.py MODEL.onnx INPUT.f32 OUTPUT.f32 DIM [DIM ...]
 INPUT.f32 holds raw little-endian float32 values of the given shape (batch first);
@@ -74,6 +75,32 @@ def conv(x, w, b, a):
     return y
 
 
+def conv_transpose(x, w, b, a):
+    # Each input value adds its kernel, scaled, at stride steps into a full output, which the pads then crop.
+    n, c, h, wd = x.shape
+    _, kg, r, s = w.shape
+    group = a.get("group", 1)
+    sh, sw = a.get("strides", [1, 1])
+    dh, dw = a.get("dilations", [1, 1])
+    pt, pl, pb, pr = a.get("pads", [0, 0, 0, 0])
+    oph, opw = a.get("output_padding", [0, 0])
+    fh = sh * (h - 1) + dh * (r - 1) + 1 + oph
+    fw = sw * (wd - 1) + dw * (s - 1) + 1 + opw
+    full = np.zeros((n, kg * group, fh, fw))
+    cg = c // group
+    for g in range(group):
+        xs = x[:, g * cg:(g + 1) * cg]
+        ws = w[g * cg:(g + 1) * cg]
+        for i in range(r):
+            for j in range(s):
+                full[:, g * kg:(g + 1) * kg, i * dh:i * dh + sh * (h - 1) + 1:sh,
+                     j * dw:j * dw + sw * (wd - 1) + 1:sw] += np.einsum("nchw,ck->nkhw", xs, ws[:, :, i, j])
+    y = full[:, :, pt:fh - pb, pl:fw - pr]
+    if b is not None:
+        y = y + b.reshape(1, -1, 1, 1)
+    return y
+
+
 def run(model, x):
     v = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
     inputs = [i.name for i in model.graph.input if i.name not in v]
@@ -99,6 +126,12 @@ def run(model, x):
             y = conv(i[0][:, :, None, :], i[1][:, :, None, :], i[2] if len(i) > 2 else None, a1)[:, :, 0, :]
         elif op == "Conv":
             y = conv(i[0], i[1], i[2] if len(i) > 2 else None, a)
+        elif op == "ConvTranspose":
+            y = conv_transpose(i[0], i[1], i[2] if len(i) > 2 else None, a)
+        elif op == "Clip":
+            lo = i[1] if len(i) > 1 and i[1] is not None else -np.inf
+            hi = i[2] if len(i) > 2 and i[2] is not None else np.inf
+            y = np.minimum(np.maximum(i[0], lo), hi)
         elif op in ("MaxPool", "AveragePool"):
             y = pool(i[0], a["kernel_shape"], a.get("strides", [1, 1]), a.get("pads", [0, 0, 0, 0]),
                      "max" if op == "MaxPool" else "avg", a.get("count_include_pad", 0))

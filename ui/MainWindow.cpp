@@ -7,6 +7,7 @@
 #include <QCloseEvent>
 #include <QDialog>
 #include <QDialogButtonBox>
+#include <QDir>
 #include <QDockWidget>
 #include <QEventLoop>
 #include <QFileDialog>
@@ -16,6 +17,7 @@
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QMimeData>
+#include <QProgressDialog>
 #include <QPushButton>
 #include <QScrollArea>
 #include <QSettings>
@@ -34,6 +36,7 @@
 #include "ui/GraphScene.h"
 #include "ui/GraphView.h"
 #include "ui/LayerPalette.h"
+#include "ui/ModelImporter.h"
 #include "ui/OptimizePanel.h"
 #include "ui/PredictPanel.h"
 #include "ui/ProblemsPanel.h"
@@ -265,6 +268,8 @@ void MainWindow::createActions() {
         tr("&Save"), QKeySequence::Save, [this] { save(); }, s->standardIcon(QStyle::SP_DialogSaveButton));
     m_saveAsAct = make(tr("Save &As..."), QKeySequence::SaveAs, [this] { saveAsDialog(); });
     m_exportAct = make(tr("&Export Model..."), QKeySequence(tr("Ctrl+E")), &MainWindow::showExportDialog);
+    m_importAct = make(tr("&Import Model..."), QKeySequence(tr("Ctrl+I")), &MainWindow::importModel);
+    m_importAct->setObjectName(QStringLiteral("importModelAction"));
     m_quitAct = make(tr("&Quit"), QKeySequence::Quit, [this] { close(); });
 
     m_undoAct = m_doc->undoStack()->createUndoAction(this, tr("&Undo"));
@@ -349,6 +354,7 @@ void MainWindow::createMenus() {
     file->addSeparator();
     file->addActions({m_saveAct, m_saveAsAct});
     file->addSeparator();
+    file->addAction(m_importAct);
     file->addAction(m_exportAct);
     file->addSeparator();
     file->addAction(m_quitAct);
@@ -650,6 +656,60 @@ bool MainWindow::openFile(const QString& path) {
     m_view->showReadable();
     statusBar()->showMessage(tr("Opened %1").arg(m_doc->filePath()), 5000);
     return true;
+}
+
+void MainWindow::importModel() {
+    if (m_importer && m_importer->running()) return;
+    if (!maybeStopRun(tr("importing a model"))) return;
+    if (!maybeSave()) return;
+    QString onnx, project;
+    if (m_importPrompt) {
+        std::tie(onnx, project) = m_importPrompt();
+    } else {
+        onnx = QFileDialog::getOpenFileName(this, tr("Import model"), QString(), tr("ONNX models (*.onnx)"));
+        if (onnx.isEmpty()) return;
+        const QFileInfo info(onnx);
+        project = QFileDialog::getSaveFileName(this, tr("Save the imported project as"),
+                                               info.absoluteDir().filePath(info.completeBaseName() + ".strata"),
+                                               tr(kFileFilter));
+    }
+    if (onnx.isEmpty() || project.isEmpty()) return;
+    if (QFileInfo(project).suffix().isEmpty()) project += QStringLiteral(".strata");
+    if (!m_importer) {
+        m_importer = new ModelImporter(this);
+        m_importProgress = new QProgressDialog(this);
+        m_importProgress->setObjectName(QStringLiteral("importProgress"));
+        m_importProgress->setWindowTitle(tr("Import Model"));
+        m_importProgress->setRange(0, 100);
+        m_importProgress->setCancelButton(nullptr);  // the readers are not interruptible; big models take seconds
+        m_importProgress->setMinimumDuration(300);
+        m_importProgress->reset();
+        connect(m_importer, &ModelImporter::progress, this, [this](double f, const QString& stage) {
+            m_importProgress->setLabelText(stage);
+            m_importProgress->setValue(static_cast<int>(f * 100));
+        });
+        connect(m_importer, &ModelImporter::finished, this, [this](const ModelImporter::Outcome& o) {
+            m_importProgress->reset();
+            m_importAct->setEnabled(true);
+            const QString list = o.issues.isEmpty() ? QString() : QStringLiteral("\n\n") + o.issues.join('\n');
+            if (!o.ok) {
+                reportError(tr("Cannot import model"), o.error.section('\n', 0, 0) + list);
+                return;
+            }
+            if (!openFile(o.projectPath)) return;
+            statusBar()->showMessage(tr("Imported %1 layers into %2").arg(o.layers).arg(o.projectPath), 10000);
+            if (!o.issues.isEmpty())
+                reportError(tr("Model imported in part"),
+                            tr("%1 node(s) could not be mapped to Strata layers; the layers after them are left "
+                               "unconnected (see Problems):")
+                                    .arg(o.issues.size()) +
+                                list);
+        });
+    }
+    m_importProgress->setLabelText(tr("Importing %1").arg(QFileInfo(onnx).fileName()));
+    m_importProgress->setValue(0);
+    m_importAct->setEnabled(false);
+    m_importer->start(onnx, project);
 }
 
 bool MainWindow::save() {

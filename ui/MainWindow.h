@@ -14,6 +14,7 @@
 class QAction;
 class QDockWidget;
 class QMenu;
+class QProgressDialog;
 
 namespace strata::ui {
 
@@ -29,6 +30,7 @@ class DataChecker;
 class DatasetPanel;
 class TrainingSettingsPanel;
 class ExportDialog;
+class ModelImporter;
 class PredictPanel;
 class OptimizePanel;
 class ProfileRunner;
@@ -95,6 +97,10 @@ public:
         m_reportError = std::move(report);
     }
     void setSaveAsPrompt(std::function<QString()> prompt) { m_saveAsPrompt = std::move(prompt); }
+    // File > Import Model's two file dialogs (the ONNX file, then the project to write); an empty path cancels.
+    void setImportPrompt(std::function<std::pair<QString, QString>()> prompt) { m_importPrompt = std::move(prompt); }
+    // The import worker (File > Import Model); null until the first import.
+    ModelImporter* modelImporter() const { return m_importer; }
 
 public slots:
     void open();
@@ -109,6 +115,8 @@ public slots:
     void showNode(int id);
     // Opens (non-modal) the Export dialog for the current project.
     void showExportDialog();
+    // File > Import Model: an ONNX file imported off the GUI thread into a new project, which is then opened.
+    void importModel();
 
 protected:
     void closeEvent(QCloseEvent* event) override;
@@ -163,6 +171,7 @@ private:
     QAction* m_saveAct = nullptr;
     QAction* m_saveAsAct = nullptr;
     QAction* m_exportAct = nullptr;
+    QAction* m_importAct = nullptr;
     QAction* m_quitAct = nullptr;
     QAction* m_undoAct = nullptr;
     QAction* m_redoAct = nullptr;
@@ -190,6 +199,9 @@ private:
     std::function<SaveChoice(const QString&)> m_savePrompt;
     std::function<void(const QString&, const QString&)> m_reportError;
     std::function<QString()> m_saveAsPrompt;
+    std::function<std::pair<QString, QString>()> m_importPrompt;
+    ModelImporter* m_importer = nullptr;
+    QProgressDialog* m_importProgress = nullptr;
 };
 
 }  // namespace strata::ui

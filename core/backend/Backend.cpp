@@ -3,6 +3,7 @@
 // descriptors, plus the host index checks of host-memory backends (O(rows), as before).
 #include "core/backend/Backend.h"
 
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -80,6 +81,22 @@ void checkPool(BackendOp op, const PoolDesc& d, int block) {
     if (d.outH() < 1 || d.outW() < 1) [[unlikely]]
         fail(op, "a " + std::to_string(d.kernelH) + "x" + std::to_string(d.kernelW) + " window does not fit a " +
                      std::to_string(d.h) + "x" + std::to_string(d.w) + " input");
+}
+
+void checkClipBounds(BackendOp op, float lo, float hi) {
+    if (!(lo <= hi)) [[unlikely]]
+        fail(op, "bounds " + std::to_string(lo) + " and " + std::to_string(hi) +
+                     " are not in order (lo must be <= hi, neither NaN)");
+}
+
+void checkUpsample(BackendOp op, const UpsampleDesc& d) {
+    if (d.n < 1 || d.c < 1 || d.h < 1 || d.w < 1 || d.scaleH < 1 || d.scaleW < 1) [[unlikely]]
+        fail(op, "invalid descriptor (sizes and scales must be >= 1)");
+    constexpr int64_t kMaxSide = std::numeric_limits<int>::max();
+    if (int64_t(d.h) * d.scaleH > kMaxSide || int64_t(d.w) * d.scaleW > kMaxSide) [[unlikely]]
+        fail(op, "the output's height or width does not fit an int");
+    if (d.alignCorners && !d.bilinear) [[unlikely]]
+        fail(op, "alignCorners applies to bilinear upsampling only");
 }
 
 // A row-major operand stored as `rows` rows of `cols` used elements needs ld >= max(1, cols).
@@ -345,6 +362,22 @@ void Backend::conv2dBackwardFused(float* dx, float* dw, float* dbias, const floa
     doConv2dBackwardFused(dx, dw, dbias, dy, x, w, d, overwriteDx);
 }
 
+void Backend::upsample2dForward(float* y, const float* x, const UpsampleDesc& d) {
+    constexpr BackendOp op = BackendOp::Upsample2dForward;
+    checkUpsample(op, d);
+    pointer(op, "y", y);
+    pointer(op, "x", x);
+    doUpsample2dForward(y, x, d);
+}
+
+void Backend::upsample2dBackward(float* dx, const float* dy, const UpsampleDesc& d, bool overwriteDx) {
+    constexpr BackendOp op = BackendOp::Upsample2dBackward;
+    checkUpsample(op, d);
+    pointer(op, "dx", dx);
+    pointer(op, "dy", dy);
+    doUpsample2dBackward(dx, dy, d, overwriteDx);
+}
+
 void Backend::pool2dForward(float* y, const float* x, const PoolDesc& d) {
     constexpr BackendOp op = BackendOp::Pool2dForward;
     checkPool(op, d, activationBlock());
@@ -436,7 +469,8 @@ void Backend::activationForward(float* y, const float* x, int64_t n, Activation 
 void Backend::activationBackward(float* dx, const float* dy, const float* x, const float* y, int64_t n, Activation act,
                                  float alpha, bool overwriteDx) {
     constexpr BackendOp op = BackendOp::ActivationBackward;
-    const bool needsX = act == Activation::LeakyReLU || act == Activation::GELU || (act == Activation::ReLU && !y);
+    const bool needsX = act == Activation::LeakyReLU || act == Activation::GELU || act == Activation::HardSwish ||
+                        (act == Activation::ReLU && !y);
     if ((needsX && !x) || (!x && !y)) [[unlikely]]
         fail(op, "this activation needs its input x");
     size(op, "n", n);
@@ -445,6 +479,30 @@ void Backend::activationBackward(float* dx, const float* dy, const float* x, con
         pointer(op, "dy", dy);
     }
     doActivationBackward(dx, dy, x, y, n, act, alpha, overwriteDx);
+}
+
+void Backend::clipForward(float* y, const float* x, int64_t n, float lo, float hi) {
+    constexpr BackendOp op = BackendOp::ClipForward;
+    checkClipBounds(op, lo, hi);
+    size(op, "n", n);
+    if (n > 0) {
+        pointer(op, "y", y);
+        pointer(op, "x", x);
+    }
+    doClipForward(y, x, n, lo, hi);
+}
+
+void Backend::clipBackward(float* dx, const float* dy, const float* x, int64_t n, float lo, float hi,
+                           bool overwriteDx) {
+    constexpr BackendOp op = BackendOp::ClipBackward;
+    checkClipBounds(op, lo, hi);
+    size(op, "n", n);
+    if (n > 0) {
+        pointer(op, "dx", dx);
+        pointer(op, "dy", dy);
+        pointer(op, "x", x);
+    }
+    doClipBackward(dx, dy, x, n, lo, hi, overwriteDx);
 }
 
 void Backend::maskedSoftmaxForward(float* y, const float* x, const float* keep, int groups, int rowsPerGroup,

@@ -47,7 +47,8 @@ private:
     size_t m_bytes;
 };
 
-enum class Activation { ReLU, LeakyReLU, GELU, Sigmoid, Tanh };
+// HardSwish: x * min(max(x + 3, 0), 6) / 6 (MobileNetV3's; no parameter).
+enum class Activation { ReLU, LeakyReLU, GELU, Sigmoid, Tanh, HardSwish };
 
 // Arithmetic precision of the matrix products, the same definition on every backend. Storage,
 // activations and master weights stay float32. In BF16 / F16, gemm and the three convolutions (forward,
@@ -104,6 +105,21 @@ struct PoolDesc {
         return mode == PoolMode::Max && kernelH == 2 && kernelW == 2 && strideH == 2 && strideW == 2 && padH == 0 &&
                padW == 0;
     }
+};
+
+// 2-D upsampling of NCHW [N, C, H, W] by whole factors to [N, C, H * scaleH, W * scaleW], with PyTorch's
+// definitions (torch.nn.Upsample): nearest takes source pixel floor(dst / scale); bilinear reads source
+// coordinate (dst + 0.5) / scale - 0.5 (clamped at 0), or dst * (in - 1) / (out - 1) with alignCorners, and
+// mixes the two neighbours on each axis (the last one repeated at the edge).
+struct UpsampleDesc {
+    int n = 1, c = 1, h = 1, w = 1;
+    int scaleH = 2, scaleW = 2;
+    bool bilinear = false;
+    bool alignCorners = false;  // bilinear only
+    int outH() const { return h * scaleH; }
+    int outW() const { return w * scaleW; }
+    int64_t inputSize() const { return int64_t(n) * c * h * w; }
+    int64_t outputSize() const { return int64_t(n) * c * outH() * outW(); }
 };
 
 struct SgdParams {

@@ -149,6 +149,21 @@ void CpuBackend::doActivationBackward(float* dx, const float* dy, const float* x
     if (overwriteDx && n > 0) doZero(dx, static_cast<size_t>(n) * sizeof(float));
     cpu::activationBackward(threads(), dx, dy, x, y, n, act, alpha);
 }
+void CpuBackend::doClipForward(float* y, const float* x, int64_t n, float lo, float hi) {
+    cpu::clipForward(threads(), y, x, n, lo, hi);
+}
+void CpuBackend::doClipBackward(float* dx, const float* dy, const float* x, int64_t n, float lo, float hi,
+                                bool overwriteDx) {
+    if (overwriteDx && n > 0) doZero(dx, static_cast<size_t>(n) * sizeof(float));
+    cpu::clipBackward(threads(), dx, dy, x, n, lo, hi);
+}
+void CpuBackend::doUpsample2dForward(float* y, const float* x, const UpsampleDesc& d) {
+    cpu::upsample2dForward(threads(), y, x, d);
+}
+void CpuBackend::doUpsample2dBackward(float* dx, const float* dy, const UpsampleDesc& d, bool overwriteDx) {
+    if (overwriteDx) doZero(dx, static_cast<size_t>(d.inputSize()) * sizeof(float));
+    cpu::upsample2dBackward(threads(), dx, dy, d);
+}
 void CpuBackend::doSoftmaxForward(float* y, const float* x, int rows, int cols) {
     cpu::softmaxForward(threads(), y, x, rows, cols);
 }

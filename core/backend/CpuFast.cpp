@@ -985,6 +985,8 @@ void activationForward(int threads, float* y, const float* x, int64_t n, Activat
             for (int64_t i = b; i < e; ++i) y[i] = x[i] > 0.0f ? x[i] : alpha * x[i];
         } else if (act == Activation::GELU) {
             geluForwardRange(y + b, x + b, e - b);
+        } else if (act == Activation::HardSwish) {
+            for (int64_t i = b; i < e; ++i) y[i] = x[i] * std::min(std::max(x[i] + 3.0f, 0.0f), 6.0f) * (1.0f / 6.0f);
         } else {
             cpuref::activationForward(y + b, x + b, e - b, act, alpha);
         }
@@ -1019,8 +1021,109 @@ void activationBackward(int threads, float* dx, const float* dy, const float* x,
             }
         } else if (act == Activation::GELU) {
             geluBackwardRange(dx + b, dy + b, x + b, e - b);
+        } else if (act == Activation::HardSwish) {
+            for (int64_t i = b; i < e; ++i) {
+                const float v = x[i];
+                dx[i] += dy[i] * (v < -3.0f ? 0.0f : v <= 3.0f ? v * (1.0f / 3.0f) + 0.5f : 1.0f);
+            }
         } else {
             cpuref::activationBackward(dx + b, dy + b, x ? x + b : nullptr, y ? y + b : nullptr, e - b, act, alpha);
+        }
+    });
+}
+
+void clipForward(int threads, float* y, const float* x, int64_t n, float lo, float hi) {
+    parallelFor(threads, n, kElementGrain, [&](int64_t b, int64_t e, int) {
+        for (int64_t i = b; i < e; ++i) y[i] = std::min(std::max(x[i], lo), hi);
+    });
+}
+
+void clipBackward(int threads, float* dx, const float* dy, const float* x, int64_t n, float lo, float hi) {
+    parallelFor(threads, n, kElementGrain, [&](int64_t b, int64_t e, int) {
+        for (int64_t i = b; i < e; ++i) {
+            const float g = dy[i];
+            dx[i] += x[i] > lo && x[i] < hi ? g : 0.0f;
+        }
+    });
+}
+
+// ---- upsampling: one plane (image and channel) per task; the column taps computed once per call -------------
+
+namespace {
+
+std::vector<cpuref::UpsampleTap> upsampleTaps(int in, int out, int scale, const UpsampleDesc& d) {
+    std::vector<cpuref::UpsampleTap> taps(static_cast<size_t>(out));
+    for (int j = 0; j < out; ++j)
+        taps[static_cast<size_t>(j)] = cpuref::upsampleTap(j, in, out, scale, d.bilinear, d.alignCorners);
+    return taps;
+}
+
+int64_t planeGrain(const UpsampleDesc& d) {
+    return std::max<int64_t>(1, kElementGrain / std::max<int64_t>(1, int64_t(d.outH()) * d.outW()));
+}
+
+}  // namespace
+
+void upsample2dForward(int threads, float* y, const float* x, const UpsampleDesc& d) {
+    const int oh = d.outH(), ow = d.outW();
+    const std::vector<cpuref::UpsampleTap> rows = upsampleTaps(d.h, oh, d.scaleH, d),
+                                           cols = upsampleTaps(d.w, ow, d.scaleW, d);
+    parallelFor(threads, int64_t(d.n) * d.c, planeGrain(d), [&](int64_t b, int64_t e, int) {
+        for (int64_t p = b; p < e; ++p) {
+            const float* xp = x + p * d.h * d.w;
+            float* yp = y + p * oh * ow;
+            for (int i = 0; i < oh; ++i) {
+                const cpuref::UpsampleTap& ty = rows[static_cast<size_t>(i)];
+                float* yr = yp + static_cast<int64_t>(i) * ow;
+                if (!d.bilinear) {
+                    // Nearest: a row is its source row with each value repeated; the repeats of a row are copies.
+                    if (i % d.scaleH != 0) {
+                        std::copy_n(yr - ow, ow, yr);
+                        continue;
+                    }
+                    const float* xr = xp + static_cast<int64_t>(ty.i0) * d.w;
+                    for (int j = 0; j < ow; ++j) yr[j] = xr[j / d.scaleW];
+                    continue;
+                }
+                const float* r0 = xp + static_cast<int64_t>(ty.i0) * d.w;
+                const float* r1 = xp + static_cast<int64_t>(ty.i1) * d.w;
+                for (int j = 0; j < ow; ++j) {
+                    const cpuref::UpsampleTap& tx = cols[static_cast<size_t>(j)];
+                    const float top = (1.0f - tx.frac) * r0[tx.i0] + tx.frac * r0[tx.i1];
+                    const float bottom = (1.0f - tx.frac) * r1[tx.i0] + tx.frac * r1[tx.i1];
+                    yr[j] = (1.0f - ty.frac) * top + ty.frac * bottom;
+                }
+            }
+        }
+    });
+}
+
+void upsample2dBackward(int threads, float* dx, const float* dy, const UpsampleDesc& d) {
+    const int oh = d.outH(), ow = d.outW();
+    const std::vector<cpuref::UpsampleTap> rows = upsampleTaps(d.h, oh, d.scaleH, d),
+                                           cols = upsampleTaps(d.w, ow, d.scaleW, d);
+    parallelFor(threads, int64_t(d.n) * d.c, planeGrain(d), [&](int64_t b, int64_t e, int) {
+        for (int64_t p = b; p < e; ++p) {
+            float* dxp = dx + p * d.h * d.w;
+            const float* dyp = dy + p * oh * ow;
+            for (int i = 0; i < oh; ++i) {
+                const cpuref::UpsampleTap& ty = rows[static_cast<size_t>(i)];
+                const float* gr = dyp + static_cast<int64_t>(i) * ow;
+                float* r0 = dxp + static_cast<int64_t>(ty.i0) * d.w;
+                float* r1 = dxp + static_cast<int64_t>(ty.i1) * d.w;
+                if (!d.bilinear) {
+                    for (int j = 0; j < ow; ++j) r0[j / d.scaleW] += gr[j];
+                    continue;
+                }
+                for (int j = 0; j < ow; ++j) {
+                    const cpuref::UpsampleTap& tx = cols[static_cast<size_t>(j)];
+                    const float top = (1.0f - ty.frac) * gr[j], bottom = ty.frac * gr[j];
+                    r0[tx.i0] += (1.0f - tx.frac) * top;
+                    r0[tx.i1] += tx.frac * top;
+                    r1[tx.i0] += (1.0f - tx.frac) * bottom;
+                    r1[tx.i1] += tx.frac * bottom;
+                }
+            }
         }
     });
 }

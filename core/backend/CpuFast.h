@@ -149,6 +149,10 @@ void activationForward(int threads, float* y, const float* x, int64_t n, Activat
 void reluBackwardWrite(int threads, float* dx, const float* dy, const float* gate, int64_t n);
 void activationBackward(int threads, float* dx, const float* dy, const float* x, const float* y, int64_t n,
                         Activation act, float alpha);
+void clipForward(int threads, float* y, const float* x, int64_t n, float lo, float hi);
+void clipBackward(int threads, float* dx, const float* dy, const float* x, int64_t n, float lo, float hi);
+void upsample2dForward(int threads, float* y, const float* x, const UpsampleDesc& d);
+void upsample2dBackward(int threads, float* dx, const float* dy, const UpsampleDesc& d);
 void softmaxForward(int threads, float* y, const float* x, int rows, int cols);
 void softmaxBackward(int threads, float* dx, const float* dy, const float* y, int rows, int cols);
 void maskedSoftmaxForward(int threads, float* y, const float* x, const float* keep, int groups, int rowsPerGroup,

@@ -321,6 +321,7 @@ void activationForward(float* y, const float* x, int64_t n, Activation act, floa
             case Activation::GELU: y[i] = geluForward(v); break;
             case Activation::Sigmoid: y[i] = static_cast<float>(1.0 / (1.0 + std::exp(-static_cast<double>(v)))); break;
             case Activation::Tanh: y[i] = std::tanh(v); break;
+            case Activation::HardSwish: y[i] = v * std::min(std::max(v + 3.0f, 0.0f), 6.0f) / 6.0f; break;
         }
     }
 }
@@ -343,12 +344,71 @@ void activationBackward(float* dx, const float* dy, const float* x, const float*
                 deriv = 1.0f - t * t;
                 break;
             }
+            // PyTorch's hardswish_backward: x / 3 + 1 / 2 on [-3, 3].
+            case Activation::HardSwish: deriv = x[i] < -3.0f ? 0.0f : x[i] <= 3.0f ? x[i] / 3.0f + 0.5f : 1.0f; break;
         }
         dx[i] += dy[i] * deriv;
     }
 }
 
 // ---- softmax and losses -----------------------------------------------------
+
+void clipForward(float* y, const float* x, int64_t n, float lo, float hi) {
+    for (int64_t i = 0; i < n; ++i) y[i] = std::min(std::max(x[i], lo), hi);
+}
+
+void clipBackward(float* dx, const float* dy, const float* x, int64_t n, float lo, float hi) {
+    for (int64_t i = 0; i < n; ++i)
+        if (x[i] > lo && x[i] < hi) dx[i] += dy[i];
+}
+
+UpsampleTap upsampleTap(int dst, int in, int out, int scale, bool bilinear, bool alignCorners) {
+    if (!bilinear) return {dst / scale, dst / scale, 0.0f};
+    float src = 0.0f;
+    if (alignCorners)
+        src = out > 1 ? static_cast<float>(dst) * static_cast<float>(in - 1) / static_cast<float>(out - 1) : 0.0f;
+    else
+        src = std::max((static_cast<float>(dst) + 0.5f) / static_cast<float>(scale) - 0.5f, 0.0f);
+    const int i0 = std::min(static_cast<int>(src), in - 1);
+    return {i0, std::min(i0 + 1, in - 1), src - static_cast<float>(i0)};
+}
+
+// Each output pixel from its (up to) four taps: the plain loop both directions of upsampling are checked against.
+void upsample2dForward(float* y, const float* x, const UpsampleDesc& d) {
+    const int oh = d.outH(), ow = d.outW();
+    for (int64_t p = 0; p < int64_t(d.n) * d.c; ++p) {
+        const float* xp = x + p * d.h * d.w;
+        float* yp = y + p * oh * ow;
+        for (int i = 0; i < oh; ++i) {
+            const UpsampleTap ty = upsampleTap(i, d.h, oh, d.scaleH, d.bilinear, d.alignCorners);
+            for (int j = 0; j < ow; ++j) {
+                const UpsampleTap tx = upsampleTap(j, d.w, ow, d.scaleW, d.bilinear, d.alignCorners);
+                const float top = (1.0f - tx.frac) * xp[ty.i0 * d.w + tx.i0] + tx.frac * xp[ty.i0 * d.w + tx.i1];
+                const float bottom = (1.0f - tx.frac) * xp[ty.i1 * d.w + tx.i0] + tx.frac * xp[ty.i1 * d.w + tx.i1];
+                yp[i * ow + j] = (1.0f - ty.frac) * top + ty.frac * bottom;
+            }
+        }
+    }
+}
+
+void upsample2dBackward(float* dx, const float* dy, const UpsampleDesc& d) {
+    const int oh = d.outH(), ow = d.outW();
+    for (int64_t p = 0; p < int64_t(d.n) * d.c; ++p) {
+        float* dxp = dx + p * d.h * d.w;
+        const float* dyp = dy + p * oh * ow;
+        for (int i = 0; i < oh; ++i) {
+            const UpsampleTap ty = upsampleTap(i, d.h, oh, d.scaleH, d.bilinear, d.alignCorners);
+            for (int j = 0; j < ow; ++j) {
+                const UpsampleTap tx = upsampleTap(j, d.w, ow, d.scaleW, d.bilinear, d.alignCorners);
+                const float g = dyp[i * ow + j];
+                dxp[ty.i0 * d.w + tx.i0] += (1.0f - ty.frac) * (1.0f - tx.frac) * g;
+                dxp[ty.i0 * d.w + tx.i1] += (1.0f - ty.frac) * tx.frac * g;
+                dxp[ty.i1 * d.w + tx.i0] += ty.frac * (1.0f - tx.frac) * g;
+                dxp[ty.i1 * d.w + tx.i1] += ty.frac * tx.frac * g;
+            }
+        }
+    }
+}
 
 void softmaxForward(float* y, const float* x, int rows, int cols) {
     for (int r = 0; r < rows; ++r) {

@@ -39,6 +39,17 @@ void sequencePoolBackward(float* dx, const float* dy, const float* x, const floa
 void activationForward(float* y, const float* x, int64_t n, Activation act, float alpha);
 void activationBackward(float* dx, const float* dy, const float* x, const float* y, int64_t n, Activation act,
                         float alpha);
+void clipForward(float* y, const float* x, int64_t n, float lo, float hi);
+void clipBackward(float* dx, const float* dy, const float* x, int64_t n, float lo, float hi);
+// Where output index dst of an upsampled axis (in -> out, by `scale`) reads: source i0 with weight 1 - frac and
+// i1 with weight frac (nearest: i0 == i1, frac 0). Shared by the CPU paths.
+struct UpsampleTap {
+    int i0, i1;
+    float frac;
+};
+UpsampleTap upsampleTap(int dst, int in, int out, int scale, bool bilinear, bool alignCorners);
+void upsample2dForward(float* y, const float* x, const UpsampleDesc& d);
+void upsample2dBackward(float* dx, const float* dy, const UpsampleDesc& d);
 void softmaxForward(float* y, const float* x, int rows, int cols);
 void softmaxBackward(float* dx, const float* dy, const float* y, int rows, int cols);
 void maskedSoftmaxForward(float* y, const float* x, const float* keep, int groups, int rowsPerGroup, int cols);

@@ -90,6 +90,21 @@ void CpuReferenceBackend::doActivationBackward(float* dx, const float* dy, const
     if (overwriteDx) std::fill_n(dx, n, 0.0f);
     cpuref::activationBackward(dx, dy, x, y, n, act, alpha);
 }
+void CpuReferenceBackend::doClipForward(float* y, const float* x, int64_t n, float lo, float hi) {
+    cpuref::clipForward(y, x, n, lo, hi);
+}
+void CpuReferenceBackend::doClipBackward(float* dx, const float* dy, const float* x, int64_t n, float lo, float hi,
+                                         bool overwriteDx) {
+    if (overwriteDx) std::fill_n(dx, n, 0.0f);
+    cpuref::clipBackward(dx, dy, x, n, lo, hi);
+}
+void CpuReferenceBackend::doUpsample2dForward(float* y, const float* x, const UpsampleDesc& d) {
+    cpuref::upsample2dForward(y, x, d);
+}
+void CpuReferenceBackend::doUpsample2dBackward(float* dx, const float* dy, const UpsampleDesc& d, bool overwriteDx) {
+    if (overwriteDx) std::fill_n(dx, d.inputSize(), 0.0f);
+    cpuref::upsample2dBackward(dx, dy, d);
+}
 void CpuReferenceBackend::doSoftmaxForward(float* y, const float* x, int rows, int cols) {
     cpuref::softmaxForward(y, x, rows, cols);
 }

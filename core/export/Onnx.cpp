@@ -62,6 +62,12 @@ public:
         a->set_type(onnx::AttributeProto::INTS);
         for (int64_t x : v) a->add_ints(x);
     }
+    static void attr(onnx::NodeProto& n, const std::string& name, const std::string& v) {
+        onnx::AttributeProto* a = n.add_attribute();
+        a->set_name(name);
+        a->set_type(onnx::AttributeProto::STRING);
+        a->set_s(v);
+    }
 
     void floatInit(const std::string& name, const Shape& shape, const std::vector<float>& values) {
         onnx::TensorProto* t = m_graph.add_initializer();
@@ -110,6 +116,7 @@ public:
             for (const auto& [key, v] : n.intAttributes) attr(proto, key, v);
             for (const auto& [key, v] : n.floatAttributes) attr(proto, key, v);
             for (const auto& [key, v] : n.intsAttributes) attr(proto, key, v);
+            for (const auto& [key, v] : n.stringAttributes) attr(proto, key, v);
         }
     }
 
@@ -344,6 +351,11 @@ float OnnxNodeInfo::floatAttr(const std::string& key, float fallback) const {
     return it == floatAttributes.end() ? fallback : it->second;
 }
 
+std::string OnnxNodeInfo::stringAttr(const std::string& key, const std::string& fallback) const {
+    const auto it = stringAttributes.find(key);
+    return it == stringAttributes.end() ? fallback : it->second;
+}
+
 std::vector<int64_t> OnnxNodeInfo::intsAttr(const std::string& key, const std::vector<int64_t>& fallback) const {
     const auto it = intsAttributes.find(key);
     return it == intsAttributes.end() ? fallback : it->second;
@@ -557,25 +569,12 @@ OnnxModelInfo infoFromProto(const std::string& path, const onnx::ModelProto& pro
     info.inputDims = dimsOf(*inputs[0]);
     info.outputName = g.output(0).name();
     info.outputDims = dimsOf(g.output(0));
-    for (const auto& n : g.node()) {
-        OnnxNodeInfo ni;
-        ni.name = n.name();
-        ni.opType = n.op_type();
-        ni.inputs.assign(n.input().begin(), n.input().end());
-        ni.outputs.assign(n.output().begin(), n.output().end());
-        for (const auto& a : n.attribute()) {
-            if (a.type() == onnx::AttributeProto::INT) ni.intAttributes[a.name()] = a.i();
-            if (a.type() == onnx::AttributeProto::FLOAT) ni.floatAttributes[a.name()] = a.f();
-            if (a.type() == onnx::AttributeProto::INTS)
-                ni.intsAttributes[a.name()].assign(a.ints().begin(), a.ints().end());
-        }
-        info.nodes.push_back(std::move(ni));
-    }
-    for (const auto& t : g.initializer()) {
+    // An initializer, or a Constant node's value under its output's name; other data types are left out.
+    auto addInitializer = [&](const onnx::TensorProto& t, const std::string& name) {
         std::vector<int64_t> dims(t.dims().begin(), t.dims().end());
         int64_t numel = 1;
         for (int64_t d : dims) numel *= d;  // validateOnnxModel checked: no negative dims, no overflow
-        const std::string where = "initializer '" + t.name() + "': ";
+        const std::string where = "initializer '" + name + "': ";
         if (t.data_type() == onnx::TensorProto::FLOAT) {
             std::vector<float> values;
             if (t.has_raw_data()) {
@@ -588,7 +587,7 @@ OnnxModelInfo infoFromProto(const std::string& path, const onnx::ModelProto& pro
                 if (t.float_data_size() != numel) throw FormatError(path, where + "float_data does not match dims");
                 values.assign(t.float_data().begin(), t.float_data().end());
             }
-            info.initializers.push_back(makeF32Record(t.name(), Shape(dims), values));
+            info.initializers.push_back(makeF32Record(name, Shape(dims), values));
         } else if (t.data_type() == onnx::TensorProto::INT64) {
             std::vector<int64_t> values;
             if (t.has_raw_data()) {
@@ -600,7 +599,7 @@ OnnxModelInfo infoFromProto(const std::string& path, const onnx::ModelProto& pro
                 if (t.int64_data_size() != numel) throw FormatError(path, where + "int64_data does not match dims");
                 values.assign(t.int64_data().begin(), t.int64_data().end());
             }
-            info.int64Initializers[t.name()] = std::move(values);
+            info.int64Initializers[name] = std::move(values);
         } else if (t.data_type() == onnx::TensorProto::INT8 || t.data_type() == onnx::TensorProto::UINT8 ||
                    t.data_type() == onnx::TensorProto::INT32) {
             const bool wide = t.data_type() == onnx::TensorProto::INT32;
@@ -621,11 +620,40 @@ OnnxModelInfo infoFromProto(const std::string& path, const onnx::ModelProto& pro
                 if (t.int32_data_size() != numel) throw FormatError(path, where + "int32_data does not match dims");
                 values.assign(t.int32_data().begin(), t.int32_data().end());
             }
-            OnnxIntegerTensor& it = info.integerInitializers[t.name()];
+            OnnxIntegerTensor& it = info.integerInitializers[name];
             it.type = wide ? "INT32" : t.data_type() == onnx::TensorProto::INT8 ? "INT8" : "UINT8";
             it.dims = dims;
             it.values = std::move(values);
         }
+    };
+    for (const auto& t : g.initializer()) addInitializer(t, t.name());
+    for (const auto& n : g.node()) {
+        // Exporters (torch.onnx.export) write constants as Constant nodes: read as the initializers they stand
+        // for, so that readers find a Reshape's shape or a Clip's bounds the same either way.
+        if (n.op_type() == "Constant" && n.output_size() == 1 && n.attribute_size() == 1 &&
+            n.attribute(0).name() == "value" && n.attribute(0).has_t() &&
+            (n.attribute(0).t().data_type() == onnx::TensorProto::FLOAT ||
+             n.attribute(0).t().data_type() == onnx::TensorProto::INT64 ||
+             n.attribute(0).t().data_type() == onnx::TensorProto::INT32 ||
+             n.attribute(0).t().data_type() == onnx::TensorProto::INT8 ||
+             n.attribute(0).t().data_type() == onnx::TensorProto::UINT8)) {
+            addInitializer(n.attribute(0).t(), n.output(0));
+            ++info.constantNodes;
+            continue;
+        }
+        OnnxNodeInfo ni;
+        ni.name = n.name();
+        ni.opType = n.op_type();
+        ni.inputs.assign(n.input().begin(), n.input().end());
+        ni.outputs.assign(n.output().begin(), n.output().end());
+        for (const auto& a : n.attribute()) {
+            if (a.type() == onnx::AttributeProto::INT) ni.intAttributes[a.name()] = a.i();
+            if (a.type() == onnx::AttributeProto::FLOAT) ni.floatAttributes[a.name()] = a.f();
+            if (a.type() == onnx::AttributeProto::INTS)
+                ni.intsAttributes[a.name()].assign(a.ints().begin(), a.ints().end());
+            if (a.type() == onnx::AttributeProto::STRING) ni.stringAttributes[a.name()] = a.s();
+        }
+        info.nodes.push_back(std::move(ni));
     }
     return info;
 }

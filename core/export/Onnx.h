@@ -64,6 +64,7 @@ struct OnnxNodeInfo {
     std::map<std::string, int64_t> intAttributes;                // INT attributes ("axis")
     std::map<std::string, float> floatAttributes;                // FLOAT ("epsilon")
     std::map<std::string, std::vector<int64_t>> intsAttributes;  // INTS ("kernel_shape")
+    std::map<std::string, std::string> stringAttributes;         // STRING ("mode")
 
     OnnxNodeInfo& attr(const std::string& key, int64_t v) {
         intAttributes[key] = v;
@@ -77,10 +78,15 @@ struct OnnxNodeInfo {
         intsAttributes[key] = std::move(v);
         return *this;
     }
+    OnnxNodeInfo& attr(const std::string& key, const char* v) {
+        stringAttributes[key] = v;
+        return *this;
+    }
     // An attribute's value, or `fallback` when the node has none of that name and kind.
     int64_t intAttr(const std::string& key, int64_t fallback) const;
     float floatAttr(const std::string& key, float fallback) const;
     std::vector<int64_t> intsAttr(const std::string& key, const std::vector<int64_t>& fallback = {}) const;
+    std::string stringAttr(const std::string& key, const std::string& fallback) const;
     bool operator==(const OnnxNodeInfo&) const = default;
 };
 
@@ -103,6 +109,9 @@ struct OnnxModelInfo {
     std::map<std::string, std::vector<int64_t>> int64Initializers;  // shapes, axes
     std::map<std::string, OnnxIntegerTensor> integerInitializers;   // INT8, UINT8 and INT32 (quantized data)
     std::map<std::string, std::string> metadata;
+    // Constant nodes with a float, int64, int32, int8 or uint8 tensor value: read as initializers named after their
+    // output, not as nodes (exporters write shapes and bounds so).
+    int constantNodes = 0;
     const TensorRecord* initializer(const std::string& name) const;
 };
 

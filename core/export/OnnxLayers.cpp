@@ -366,6 +366,118 @@ Read readConv2D(const View& g, int first) {
     return r;
 }
 
+// ---- ConvTranspose2D: ConvTranspose ---------------------------------------------------------------------------
+
+void writeConvTranspose2D(Writer& w) {
+    const Json& p = w.params;
+    std::vector<std::string> in{w.inputs[0], w.weight("weight")};
+    if (p.at("use_bias").get<bool>()) in.push_back(w.weight("bias"));
+    const auto [kh, kw] = pairOf(p, "kernel", {1, 1});
+    const auto [sh, sw] = pairOf(p, "stride", {1, 1});
+    const auto [ph, pw] = pairOf(p, "padding", {0, 0});
+    const auto [oh, ow] = pairOf(p, "output_padding", {0, 0});
+    const auto [dh, dw] = pairOf(p, "dilation", {1, 1});
+    w.node("ConvTranspose", w.name, in, w.name)
+        .attr("kernel_shape", Ints{kh, kw})
+        .attr("strides", Ints{sh, sw})
+        .attr("pads", Ints{ph, pw, ph, pw})
+        .attr("output_padding", Ints{oh, ow})
+        .attr("dilations", Ints{dh, dw})
+        .attr("group", p.at("groups").get<int64_t>());
+}
+
+// Explicit output_shape and auto_pad other than NOTSET are not read: the padding they imply depends on the input's
+// size, which a layer's params do not carry.
+Read readConvTranspose2D(const View& g, int first) {
+    const OnnxNodeInfo& n = g.node(first);
+    std::vector<float> weight, bias;
+    Shape ws, bs;
+    if (n.opType != "ConvTranspose" || n.inputs.size() < 2 || !tensorOf(g, n.inputs[1], 4, weight, ws) ||
+        n.intsAttributes.count("output_shape") || n.stringAttr("auto_pad", "NOTSET") != "NOTSET")
+        return std::nullopt;
+    const int64_t groups = n.intAttr("group", 1);
+    const Ints kernel = n.intsAttr("kernel_shape", {ws[2], ws[3]}), strides = n.intsAttr("strides", {1, 1}),
+               pads = n.intsAttr("pads", {0, 0, 0, 0}), dilations = n.intsAttr("dilations", {1, 1}),
+               outPads = n.intsAttr("output_padding", {0, 0});
+    if (groups < 1 || kernel != Ints{ws[2], ws[3]} || strides.size() != 2 || dilations.size() != 2 ||
+        pads.size() != 4 || outPads.size() != 2 || pads[0] != pads[2] || pads[1] != pads[3])
+        return std::nullopt;
+    const int64_t filters = ws[1] * groups;
+    const bool hasBias = n.inputs.size() > 2 && !n.inputs[2].empty();
+    if (hasBias && (!tensorOf(g, n.inputs[2], 1, bias, bs) || bs[0] != filters)) return std::nullopt;
+    OnnxLayerImport r = layerFrom(g, "ConvTranspose2D", {first}, {n.inputs[0]});
+    r.params = {
+        {"filters", filters},        {"kernel", kernel},      {"stride", strides}, {"padding", Ints{pads[0], pads[1]}},
+        {"output_padding", outPads}, {"dilation", dilations}, {"groups", groups},  {"use_bias", hasBias}};
+    r.weights["weight"] = std::move(weight);
+    if (hasBias) r.weights["bias"] = std::move(bias);
+    return r;
+}
+
+// ---- Upsample2D: Resize by scales --------------------------------------------------------------------------------
+
+// As PyTorch exports nn.Upsample: nearest with asymmetric coordinates and floor, bilinear as linear with
+// pytorch_half_pixel or align_corners coordinates.
+void writeUpsample2D(Writer& w) {
+    const std::string& y = w.name;
+    const auto [sh, sw] = pairOf(w.params, "scale", {2, 2});
+    const std::string scales =
+        w.floats(y + "/scales", Shape{4}, {1.f, 1.f, static_cast<float>(sh), static_cast<float>(sw)});
+    OnnxNodeInfo& n = w.node("Resize", y, {w.inputs[0], "", scales}, y);
+    if (w.params.at("mode").get<std::string>() == "nearest") {
+        n.attr("mode", "nearest").attr("coordinate_transformation_mode", "asymmetric").attr("nearest_mode", "floor");
+    } else {
+        n.attr("mode", "linear")
+            .attr("coordinate_transformation_mode",
+                  w.params.at("align_corners").get<bool>() ? "align_corners" : "pytorch_half_pixel");
+    }
+}
+
+// Also the other spellings of the same arithmetic at whole factors: half_pixel for pytorch_half_pixel (they differ
+// only for an output of one pixel), and nearest with half-pixel coordinates and any rounding (a source
+// coordinate is then never halfway between pixels). Scales given as sizes are left to the importer, which knows
+// the input's shape.
+Read readUpsample2D(const View& g, int first) {
+    const OnnxNodeInfo& n = g.node(first);
+    if (n.opType != "Resize" || n.inputs.size() != 3 || g.isInitializer(n.inputs[0])) return std::nullopt;
+    if (!n.inputs[1].empty()) {  // roi: only an empty tensor (it matters for tf_crop_and_resize alone)
+        const TensorRecord* roi = g.floatInitializer(n.inputs[1]);
+        if (!roi || roi->shape.numel() != 0) return std::nullopt;
+    }
+    std::vector<float> scales;
+    Shape ss;
+    if (!tensorOf(g, n.inputs[2], 1, scales, ss) || scales.size() != 4 || scales[0] != 1.f || scales[1] != 1.f)
+        return std::nullopt;
+    Ints scale;
+    for (size_t k = 2; k < 4; ++k) {
+        if (!(scales[k] >= 1.f && scales[k] <= 64.f) || scales[k] != std::floor(scales[k])) return std::nullopt;
+        scale.push_back(static_cast<int64_t>(scales[k]));
+    }
+    if (n.intAttr("exclude_outside", 0) != 0 || n.intAttr("antialias", 0) != 0 || n.intsAttributes.count("axes") ||
+        n.stringAttr("keep_aspect_ratio_policy", "stretch") != "stretch")
+        return std::nullopt;
+    const std::string mode = n.stringAttr("mode", "nearest");
+    const std::string coords = n.stringAttr("coordinate_transformation_mode", "half_pixel");
+    Json params{{"scale", scale}};
+    if (mode == "nearest") {
+        const std::string rounding = n.stringAttr("nearest_mode", "round_prefer_floor");
+        const bool floorAsymmetric = coords == "asymmetric" && rounding == "floor";
+        const bool halfPixel =
+            (coords == "half_pixel" || coords == "pytorch_half_pixel") && rounding != "floor" && rounding != "ceil";
+        if (!floorAsymmetric && !halfPixel) return std::nullopt;
+        params["mode"] = "nearest";
+    } else if (mode == "linear") {
+        if (coords != "half_pixel" && coords != "pytorch_half_pixel" && coords != "align_corners") return std::nullopt;
+        params["mode"] = "bilinear";
+        params["align_corners"] = coords == "align_corners";
+    } else {
+        return std::nullopt;
+    }
+    OnnxLayerImport r = layerFrom(g, "Upsample2D", {first}, {n.inputs[0]});
+    r.params = std::move(params);
+    return r;
+}
+
 // ---- MaxPool2D, AvgPool2D: MaxPool, AveragePool (count_include_pad 0) -----------------------------------------
 
 void writePool(Writer& w, bool max) {
@@ -460,6 +572,55 @@ Read readSigmoid(const View& g, int first) { return single(g, first, "Sigmoid", 
 
 void writeTanh(Writer& w) { w.node("Tanh", w.name, w.inputs, w.name); }
 Read readTanh(const View& g, int first) { return single(g, first, "Tanh", "Tanh"); }
+
+// Clip with its bounds as inputs (opset 11 on); a missing bound reads as the layer's widest (1e30).
+void writeClip(Writer& w) {
+    const std::string& y = w.name;
+    w.node("Clip", y,
+           {w.inputs[0], w.scalar(y + "/min", w.params.at("min").get<float>()),
+            w.scalar(y + "/max", w.params.at("max").get<float>())},
+           y);
+}
+Read readClip(const View& g, int first) {
+    const OnnxNodeInfo& n = g.node(first);
+    if (n.opType != "Clip" || n.inputs.empty() || n.inputs.size() > 3 || g.isInitializer(n.inputs[0]))
+        return std::nullopt;
+    std::optional<float> lo = -1e30f, hi = 1e30f;
+    if (!in(n, 1).empty()) lo = g.scalar(in(n, 1));
+    if (!in(n, 2).empty()) hi = g.scalar(in(n, 2));
+    if (!lo || !hi || !(*lo <= *hi)) return std::nullopt;
+    OnnxLayerImport r = layerFrom(g, "Clip", {first}, {n.inputs[0]});
+    r.params = {{"min", decimalOf(*lo)}, {"max", decimalOf(*hi)}};
+    return r;
+}
+
+// HardSwish is an operator from opset 14; at 13 it is x * HardSigmoid(x) with alpha 1/6 and beta 1/2, which is
+// what the reader also takes (the Mul's operands in either order).
+void writeHardSwish(Writer& w) {
+    const std::string& y = w.name;
+    const std::string& x = w.inputs[0];
+    if (w.opset >= 14) {
+        w.node("HardSwish", y, {x}, y);
+        return;
+    }
+    w.node("HardSigmoid", y + "/gate", {x}, y + "/gate").attr("alpha", 1.0f / 6.0f).attr("beta", 0.5f);
+    w.node("Mul", y, {x, y + "/gate"}, y);
+}
+Read readHardSwish(const View& g, int first) {
+    const OnnxNodeInfo& n = g.node(first);
+    if (n.opType == "HardSwish") return single(g, first, "HardSwish", "HardSwish");
+    if (!takesOneValue(g, n, "HardSigmoid") || !near(n.floatAttr("alpha", 0.2f), 1.0 / 6.0) ||
+        !near(n.floatAttr("beta", 0.5f), 0.5))
+        return std::nullopt;
+    const int mul = g.onlyConsumer(out0(n), "Mul");
+    if (mul < 0) return std::nullopt;
+    const OnnxNodeInfo& m = g.node(mul);
+    const std::string& x = n.inputs[0];
+    if (m.inputs.size() != 2 ||
+        !((m.inputs[0] == x && m.inputs[1] == out0(n)) || (m.inputs[1] == x && m.inputs[0] == out0(n))))
+        return std::nullopt;
+    return layerFrom(g, "HardSwish", {first, mul}, {x});
+}
 
 // Gelu is an ONNX operator only from opset 20: its exact (erf) definition, as our backends compute it,
 // 0.5 x (1 + erf(x / sqrt 2)).
@@ -567,9 +728,18 @@ Read readLayerNorm(const View& g, int first) {
     if (sub < 0 || g.node(sub).inputs != std::vector<std::string>{x, out0(n)}) return std::nullopt;
     const std::string centered = out0(g.node(sub));
     const std::vector<int>& uses = g.consumers(centered);
-    const int square = g.consumer(centered, "Mul"), div = g.consumer(centered, "Div");
-    if (uses.size() != 3 || square < 0 || div < 0 || g.node(square).inputs != std::vector{centered, centered})
-        return std::nullopt;
+    int square = g.consumer(centered, "Mul");
+    const int div = g.consumer(centered, "Div");
+    if (square >= 0) {
+        if (uses.size() != 3 || div < 0 || g.node(square).inputs != std::vector{centered, centered})
+            return std::nullopt;
+    } else {
+        // Pow(centered, 2), as PyTorch's exporter writes it.
+        square = g.consumer(centered, "Pow");
+        if (square < 0 || uses.size() != 2 || div < 0 || in(g.node(square), 0) != centered ||
+            g.scalar(in(g.node(square), 1)) != 2.f)
+            return std::nullopt;
+    }
     const int var = g.onlyConsumer(out0(g.node(square)), "ReduceMean");
     if (var < 0 || g.node(var).intsAttr("axes") != axes || g.node(var).intAttr("keepdims", 1) != 1) return std::nullopt;
     const int addEps = g.onlyConsumer(out0(g.node(var)), "Add");
@@ -907,7 +1077,100 @@ void writeMultiHeadSelfAttention(Writer& w) {
     project(y + "/merged", "out", y);
 }
 
+// PyTorch's nn.MultiheadAttention (self-attention, batch_first, no mask) as torch.onnx.export writes it, with
+// the importer's rewrite of its [in, out] MatMul weight (OnnxImport.cpp): Transpose to [T, N, D], the packed
+// projection (Transpose + MatMul + Add), three Slices into Q, K, V, each Reshaped to [T, N*H, dh] and transposed
+// (K to [N*H, dh, T]), Q divided by sqrt(dh), MatMul, Softmax, MatMul, Transpose + Reshape to [T*N, D], the output
+// projection's Gemm, Reshape to [T, N, D] and Transpose back. The Slices' bounds and the Reshapes' shapes are
+// computed at run time from the input's shape (Shape, Gather, Concat ...): the structure fixes them, and the
+// importer absorbs that arithmetic once the block is read.
+// The one reader of `value` of type `op`, when every other reader is a Shape node (PyTorch's exporter reads the
+// shapes of the values it reshapes); -1 otherwise.
+int dataConsumer(const View& g, const std::string& value, const std::string& op) {
+    int found = -1;
+    for (int c : g.consumers(value)) {
+        if (g.node(c).opType == "Shape") continue;
+        if (g.node(c).opType != op || found >= 0) return -1;
+        found = c;
+    }
+    return found;
+}
+
+Read readTorchSelfAttention(const View& g, int first) {
+    const OnnxNodeInfo& t0 = g.node(first);
+    if (!takesOneValue(g, t0, "Transpose") || t0.intsAttr("perm") != Ints{1, 0, 2}) return std::nullopt;
+    const int mm = dataConsumer(g, out0(t0), "MatMul");
+    if (mm < 0 || in(g.node(mm), 0) != out0(t0)) return std::nullopt;
+    const int wt = g.producer(in(g.node(mm), 1));
+    const std::optional<Projection> inProj = wt < 0 ? std::nullopt : readProjection(g, wt);
+    if (!inProj || inProj->input != out0(t0) || inProj->weightShape[0] != 3 * inProj->weightShape[1] ||
+        inProj->bias.empty())
+        return std::nullopt;
+    const int64_t width = inProj->weightShape[1];
+    std::vector<int> nodes{first};
+    nodes.insert(nodes.end(), inProj->nodes.begin(), inProj->nodes.end());
+    std::vector<int> slices;
+    for (int c : g.consumers(inProj->output))
+        if (g.node(c).opType == "Slice" && in(g.node(c), 0) == inProj->output) slices.push_back(c);
+    if (slices.size() != 3) return std::nullopt;
+    std::string parts[3];
+    for (size_t k = 0; k < 3; ++k) {
+        const std::string sliced = out0(g.node(slices[k]));
+        const int reshape = dataConsumer(g, sliced, "Reshape");
+        if (reshape < 0 || in(g.node(reshape), 0) != sliced) return std::nullopt;
+        const int t = dataConsumer(g, out0(g.node(reshape)), "Transpose");
+        if (t < 0 || g.node(t).intsAttr("perm") != (k == 1 ? Ints{1, 2, 0} : Ints{1, 0, 2})) return std::nullopt;
+        parts[k] = out0(g.node(t));
+        nodes.insert(nodes.end(), {slices[k], reshape, t});
+    }
+    // Q / sqrt(dh), or Q * (1 / sqrt(dh)).
+    const bool divides = dataConsumer(g, parts[0], "Div") >= 0;
+    const int scale = divides ? dataConsumer(g, parts[0], "Div") : dataConsumer(g, parts[0], "Mul");
+    if (scale < 0 || in(g.node(scale), 0) != parts[0]) return std::nullopt;
+    const float by = g.scalar(in(g.node(scale), 1)).value_or(0.f);
+    if (!(by > 0.f)) return std::nullopt;
+    const double factor = divides ? 1.0 / static_cast<double>(by) : static_cast<double>(by);
+    const double dh = std::round(1.0 / (factor * factor));
+    if (dh < 1 || std::fabs(factor * std::sqrt(dh) - 1.0) > 1e-5 || width % static_cast<int64_t>(dh) != 0)
+        return std::nullopt;
+    const int64_t heads = width / static_cast<int64_t>(dh);
+    const int scores = dataConsumer(g, out0(g.node(scale)), "MatMul");
+    if (scores < 0 || g.node(scores).inputs != std::vector{out0(g.node(scale)), parts[1]}) return std::nullopt;
+    const int softmax = dataConsumer(g, out0(g.node(scores)), "Softmax");
+    if (softmax < 0 || g.node(softmax).intAttr("axis", -1) != -1) return std::nullopt;
+    const int context = dataConsumer(g, out0(g.node(softmax)), "MatMul");
+    if (context < 0 || g.node(context).inputs != std::vector{out0(g.node(softmax)), parts[2]}) return std::nullopt;
+    const int back = dataConsumer(g, out0(g.node(context)), "Transpose");
+    if (back < 0 || g.node(back).intsAttr("perm") != Ints{1, 0, 2}) return std::nullopt;
+    const int merge = dataConsumer(g, out0(g.node(back)), "Reshape");
+    if (merge < 0 || in(g.node(merge), 0) != out0(g.node(back))) return std::nullopt;
+    const int gemm = dataConsumer(g, out0(g.node(merge)), "Gemm");
+    if (gemm < 0) return std::nullopt;
+    const OnnxNodeInfo& o = g.node(gemm);
+    std::vector<float> outWeight, outBias;
+    Shape ows, obs;
+    if (in(o, 0) != out0(g.node(merge)) || o.intAttr("transA", 0) != 0 || o.intAttr("transB", 0) != 1 ||
+        o.floatAttr("alpha", 1.f) != 1.f || o.floatAttr("beta", 1.f) != 1.f ||
+        !tensorOf(g, in(o, 1), 2, outWeight, ows) || ows != Shape{width, width} ||
+        !tensorOf(g, in(o, 2), 1, outBias, obs) || obs[0] != width)
+        return std::nullopt;
+    const int unmerge = dataConsumer(g, out0(o), "Reshape");
+    if (unmerge < 0 || in(g.node(unmerge), 0) != out0(o)) return std::nullopt;
+    const int batchFirst = dataConsumer(g, out0(g.node(unmerge)), "Transpose");
+    if (batchFirst < 0 || g.node(batchFirst).intsAttr("perm") != Ints{1, 0, 2}) return std::nullopt;
+    nodes.insert(nodes.end(), {scale, scores, softmax, context, back, merge, gemm, unmerge, batchFirst});
+    OnnxLayerImport r = layerFrom(g, "MultiHeadSelfAttention", nodes, {t0.inputs[0]});
+    r.params = {{"heads", heads}, {"masked", false}, {"use_bias", true}};
+    r.weights["in_weight"] = inProj->weight;
+    r.weights["in_bias"] = inProj->bias;
+    r.weights["out_weight"] = std::move(outWeight);
+    r.weights["out_bias"] = std::move(outBias);
+    return r;
+}
+
 Read readMultiHeadSelfAttention(const View& g, int first) {
+    if (g.node(first).opType == "Transpose" && g.node(first).intsAttr("perm") == Ints{1, 0, 2})
+        return readTorchSelfAttention(g, first);
     const std::optional<Projection> inProj = readProjection(g, first);
     if (!inProj || inProj->weightShape[0] != 3 * inProj->weightShape[1]) return std::nullopt;
     const int64_t width = inProj->weightShape[1];
@@ -1010,6 +1273,8 @@ const std::vector<OnnxLayerMapping>& onnxLayerTable() {
         {"Add", writeAdd, readAdd},
         {"Concat", writeConcat, readConcat},
         {"Conv2D", writeConv2D, readConv2D},
+        {"ConvTranspose2D", writeConvTranspose2D, readConvTranspose2D},
+        {"Upsample2D", writeUpsample2D, readUpsample2D},
         {"MaxPool2D", writeMaxPool2D, readMaxPool2D},
         {"AvgPool2D", writeAvgPool2D, readAvgPool2D},
         {"GlobalAvgPool", writeGlobalAvgPool, readGlobalAvgPool},
@@ -1018,6 +1283,8 @@ const std::vector<OnnxLayerMapping>& onnxLayerTable() {
         {"GELU", writeGELU, readGELU},
         {"Sigmoid", writeSigmoid, readSigmoid},
         {"Tanh", writeTanh, readTanh},
+        {"Clip", writeClip, readClip},
+        {"HardSwish", writeHardSwish, readHardSwish},
         {"Softmax", writeSoftmax, readSoftmax},
         {"BatchNorm", writeBatchNorm, readBatchNorm},
         {"LayerNorm", writeLayerNorm, readLayerNorm},

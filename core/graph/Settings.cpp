@@ -401,6 +401,10 @@ std::vector<SettingSpec<TS>> makeTrainingSpecs() {
         Entry<&TS::checkpointDir>("checkpoint_dir", "Checkpoint folder", "Where checkpoints are written; empty: none.")
             .path()
             .flag("--checkpoint-dir", "DIR"),
+        Entry<&TS::initFrom>("init_from", "Start from weights",
+                             "A checkpoint a new run starts from (tensors matched by name and shape) unless "
+                             "--init-from or --resume is given; empty: the seeded initial weights.")
+            .path(),
         Entry<&TS::device>("device", "Device", "Where to train: cpu, cuda or cuda:N; several GPUs: cuda:0,cuda:1.")
             .nonEmpty()
             .flag("--device", "cpu|cuda|cuda:N"),

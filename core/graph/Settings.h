@@ -105,6 +105,9 @@ struct TrainingSettings {
     int earlyStoppingPatience = 0;  // 0: off
     EarlyStoppingMetric earlyStoppingMetric = EarlyStoppingMetric::ValLoss;
     std::string checkpointDir;
+    // A checkpoint whose weights a new run starts from (by name and shape, as --init-from) when neither
+    // --init-from nor --resume is given; relative to the project file's folder. The ONNX importer sets it.
+    std::string initFrom;
     std::string device = "cpu";
     int threads = 0;  // 0: all cores
     // Data parallel only (one process on one device ignores them): sync, local SGD averaging every

@@ -29,6 +29,10 @@ inline constexpr int64_t kMaxProjectFileBytes = 64 * kMiB;
 inline constexpr int64_t kMaxModelFileBytes = 16 * kGiB;
 // An ONNX file (protobuf cannot parse more than 2 GiB).
 inline constexpr int64_t kMaxOnnxFileBytes = 2 * kGiB;
+// An ONNX graph given to the importer (`strata-train import`, File > Import Model): at most this many nodes
+// (resnet50 has about 180, a 24-layer transformer a few thousand with its shape arithmetic); the graph's depth
+// is bounded by it too, and every pass over it is iterative.
+inline constexpr int64_t kMaxOnnxImportNodes = 200'000;
 // A data file: CSV table, CSV text, IDX (before decompression), a text file of inputs for `predict`.
 inline constexpr int64_t kMaxDataFileBytes = 16 * kGiB;
 // One image file (an image-folder entry, an image-list CSV entry, a PNG/PGM/PPM given to `predict`).

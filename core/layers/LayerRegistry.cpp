@@ -34,6 +34,8 @@ std::vector<std::string> LayerRegistry::names() const {
     X(Add)                       \
     X(Concat)                    \
     X(Conv2D)                    \
+    X(ConvTranspose2D)           \
+    X(Upsample2D)                \
     X(MaxPool2D)                 \
     X(AvgPool2D)                 \
     X(GlobalAvgPool)             \
@@ -42,6 +44,8 @@ std::vector<std::string> LayerRegistry::names() const {
     X(GELU)                      \
     X(Sigmoid)                   \
     X(Tanh)                      \
+    X(Clip)                      \
+    X(HardSwish)                 \
     X(Softmax)                   \
     X(BatchNorm)                 \
     X(LayerNorm)                 \

@@ -659,6 +659,8 @@ struct Trainer::Impl {
             initFrom(opt.initFrom);
         else if (!opt.initialWeights.empty())
             applyWeights(*model, opt.initialWeights);
+        else if (!ts().initFrom.empty())
+            initFrom(resolveDatasetPath(opt.projectPath, ts().initFrom));  // the project's training.init_from
         setUpDataParallel();
         // For a whole batch at once (see BatchStager on why).
         batchLoss =

@@ -16,6 +16,7 @@
 #include "core/data/ImageFolder.h"
 #include "core/export/Gguf.h"
 #include "core/export/Onnx.h"
+#include "core/export/OnnxImport.h"
 #include "core/graph/Project.h"
 #include "core/io/Safetensors.h"
 #include "core/train/Checkpoint.h"
@@ -243,6 +244,16 @@ void onnx(const uint8_t* d, size_t n) {
     guarded([&] { readOnnxBytes("fuzz.onnx", d, n); });
 }
 
+// The importer on whatever readOnnx accepts: rewrites, the mapping table's readers, the graph built and laid out
+// (partial, so that graphs with unmapped nodes go all the way through).
+void onnxImport(const uint8_t* d, size_t n) {
+    guarded([&] {
+        OnnxImportOptions options;
+        options.partial = true;
+        importOnnxModel(readOnnxBytes("fuzz.onnx", d, n), "fuzz.onnx", options);
+    });
+}
+
 }  // namespace
 
 const std::vector<Target>& targets() {
@@ -256,6 +267,7 @@ const std::vector<Target>& targets() {
         {"safetensors", safetensors},
         {"gguf", gguf},
         {"onnx", onnx},
+        {"onnx_import", onnxImport},
         {"image_folder", imageFolder},
         {"sentencepiece_model", sentencePieceModel},
     };

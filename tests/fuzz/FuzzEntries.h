@@ -1,7 +1,7 @@
 // The fuzz targets' entry functions: one per reader of untrusted input (project file, IDX, CSV, text CSV,
-// images, image folders, checkpoint, safetensors, GGUF, ONNX import, SentencePiece model). Each takes the bytes of one
-// input, runs the reader on them and swallows the errors a reader is allowed to throw (std::exception): anything else
-// (a crash, an ASan/UBSan report, a hang, an allocation past libFuzzer's limit) is a finding.
+// images, image folders, checkpoint, safetensors, GGUF, ONNX, the ONNX importer, SentencePiece model). Each takes the
+// bytes of one input, runs the reader on them and swallows the errors a reader is allowed to throw (std::exception):
+// anything else (a crash, an ASan/UBSan report, a hang, an allocation past libFuzzer's limit) is a finding.
 //
 // The libFuzzer executables (tests/fuzz/FuzzMain.cpp, CMake option STRATA_FUZZ, tools/fuzz.sh) and the
 // corpus replay test of the normal build (test_fuzz_corpus) call the same functions, so the seeds in
