@@ -305,11 +305,18 @@ int train(const strata::cli::TrainArgs& args) {
         if (!args.freeze.empty()) strata::freezeNodes(project.graph, args.freeze);
         std::vector<std::string> frozen;
         if (!args.freezeUntil.empty()) frozen = strata::freezeUntil(project.graph, args.freezeUntil);
-        if (rank == 0 && !quiet && (!args.freeze.empty() || !args.freezeUntil.empty())) {
+        if (rank == 0 && (!args.freeze.empty() || !args.freezeUntil.empty())) {
             for (const std::string& n : args.freeze) frozen.push_back(n);
+            // A backbone has dozens: its count, the first few and the last.
             std::string list;
-            for (const std::string& n : frozen) list += (list.empty() ? "" : ", ") + n;
-            std::fprintf(stderr, "frozen: %s\n", list.empty() ? "(no node with weights)" : list.c_str());
+            for (size_t i = 0; i < frozen.size(); ++i)
+                if (frozen.size() <= 8 || i < 4 || i + 1 == frozen.size())
+                    list += (list.empty()                                  ? ""
+                             : i + 1 == frozen.size() && frozen.size() > 8 ? ", ..., "
+                                                                           : ", ") +
+                            frozen[i];
+            std::fprintf(stderr, "frozen: %zu node(s)%s%s\n", frozen.size(), list.empty() ? "" : ": ",
+                         list.c_str());
         }
     } catch (const std::exception& e) {
         return failRank(e.what());
