@@ -65,10 +65,26 @@ void declareTrain(CLI::App& app, TrainArgs& a) {
         ->type_name("latest|best")
         ->group(run);
     app.add_option("--init-from", a.initFrom,
-                   "A new run from a checkpoint's weights (any project's): tensors whose name and shape match are "
-                   "copied.")
-        ->type_name("CKPT")
+                   "A new run from a checkpoint's weights (any project's) or an ONNX file Strata wrote "
+                   "(initializers <node>.<param>): tensors whose name and shape match are copied, the others "
+                   "listed.")
+        ->type_name("CKPT|MODEL.onnx")
         ->group(run);
+    const std::string transfer = "Transfer learning";
+    app.add_option("--freeze", a.freeze,
+                   "Freeze these nodes: their weights keep their values and get no gradient (the project's "
+                   "trainable flags, plus these).")
+        ->delimiter(',')
+        ->type_name("NODE[,NODE...]")
+        ->group(transfer);
+    app.add_option("--freeze-until", a.freezeUntil,
+                   "Freeze every node from the input up to and including NODE (the backbone below a head).")
+        ->type_name("NODE")
+        ->group(transfer);
+    app.add_flag("--replace-head", a.replaceHead,
+                 "Set the last Dense layer's units to the data set's number of classes and give it new initial "
+                 "weights (it is renamed <name>_new, so --init-from loads nothing into it).")
+        ->group(transfer);
     addIntegerOption(app, "--max-steps", a.maxSteps, 1, INT64_MAX, "Stop after N steps.")->group(run);
     addChoiceOption(app, "--resident-data", a.residentData, {"auto", "on", "off"},
                     "Keep the training split in device memory and gather batches there (auto: on a GPU when it "

@@ -116,6 +116,11 @@ struct TrainArgs {
     std::string project;
     std::vector<SettingValue> settings;  // the settings' flags given
     std::string metricsPath, resume, initFrom, residentData = "auto", history;
+    // Transfer learning: nodes to freeze (--freeze, comma-separated or repeated), every node up to one
+    // (--freeze-until), and the head replaced for the data set's classes (--replace-head).
+    std::vector<std::string> freeze;
+    std::string freezeUntil;
+    bool replaceHead = false;
     bool resumeBest = false, quiet = false, listDevices = false;
     int64_t maxSteps = 0;
     double bucketMb = 0;  // 0: automatic

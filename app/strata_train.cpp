@@ -22,7 +22,9 @@
 #include "app/OpenMpWaitPolicy.h"
 #include "core/backend/BackendRegistry.h"
 #include "core/dist/MpiCommunicator.h"
+#include "core/export/OnnxWeights.h"
 #include "core/graph/Project.h"
+#include "core/graph/Transfer.h"
 #include "core/history/RunRecorder.h"
 #include "core/train/BackendOptionsFor.h"
 #include "core/train/ReplicaRun.h"
@@ -300,6 +302,29 @@ int train(const strata::cli::TrainArgs& args) {
         for (const std::string& w :
              strata::cli::inapplicableFlags(args.settings, project.dataset, project.training, ranks))
             std::fprintf(stderr, "strata-train: warning: %s\n", w.c_str());
+    // Transfer learning: frozen nodes on top of the project's own trainable flags.
+    try {
+        if (!args.freeze.empty()) strata::freezeNodes(project.graph, args.freeze);
+        std::vector<std::string> frozen;
+        if (!args.freezeUntil.empty()) frozen = strata::freezeUntil(project.graph, args.freezeUntil);
+        if (rank == 0 && (!args.freeze.empty() || !args.freezeUntil.empty())) {
+            for (const std::string& n : args.freeze) frozen.push_back(n);
+            // A backbone has dozens: its count, the first few and the last.
+            std::string list;
+            for (size_t i = 0; i < frozen.size(); ++i)
+                if (frozen.size() <= 8 || i < 4 || i + 1 == frozen.size())
+                    list += (list.empty()                                  ? ""
+                             : i + 1 == frozen.size() && frozen.size() > 8 ? ", ..., "
+                                                                           : ", ") +
+                            frozen[i];
+            std::fprintf(stderr, "frozen: %zu node(s)%s%s\n", frozen.size(), list.empty() ? "" : ": ",
+                         list.c_str());
+        }
+    } catch (const std::exception& e) {
+        return failRank(e.what());
+    }
+    if (args.replaceHead && !resume.empty())
+        return failRank("--replace-head starts from a new head; --resume continues a run: give one of them");
     const strata::TrainingSettings& ts = project.training;
 
     // One device, or several of this process (one engine thread each: ReplicaRun). Under mpirun each rank
@@ -330,6 +355,8 @@ int train(const strata::cli::TrainArgs& args) {
     options.resumeFrom = resume;
     options.resumeBest = args.resumeBest;
     options.initFrom = initFrom;
+    options.replaceHead = args.replaceHead;
+    options.readModelWeights = strata::onnxWeightSource;
     options.maxSteps = args.maxSteps;
     options.residentData = args.residentData == "on"    ? strata::TrainerOptions::ResidentData::On
                            : args.residentData == "off" ? strata::TrainerOptions::ResidentData::Off

@@ -90,6 +90,7 @@ void GraphScene::sync() {
         view.shapeText = m_doc->shapeText(n->id);
         view.parameterCount = m_doc->parameterCountOf(n->id);
         view.inputPorts = g.inputPorts(n->id);
+        view.frozen = !n->trainable;
         QStringList portErrors;
         for (const strata::Problem& p : m_doc->problemsOf(n->id)) {
             view.problems << QString::fromStdString(p.message);

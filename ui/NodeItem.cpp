@@ -29,6 +29,8 @@ QString countText(qint64 n) {
 
 QColor errorColor() { return QColor(0xd6, 0x3b, 0x3b); }
 
+QColor frozenColor() { return QColor(0x6f, 0x86, 0x9c); }
+
 QColor categoryColor(const QString& category) {
     static const QList<QPair<QString, QColor>> known = {
         {"Input", QColor(0x3f, 0x8f, 0x5a)},          {"Core", QColor(0x3a, 0x6e, 0xa5)},
@@ -106,6 +108,7 @@ std::optional<PortHit> NodeItem::portAt(const QPointF& scenePos) const {
 void NodeItem::updateToolTip() {
     QString tip = QStringLiteral("<b>%1</b> (%2)").arg(m_view.name.toHtmlEscaped(), m_view.type.toHtmlEscaped());
     if (!m_view.shapeText.isEmpty()) tip += QStringLiteral("<br>output %1").arg(m_view.shapeText.toHtmlEscaped());
+    if (m_view.frozen) tip += tr("<br>frozen: its weights are not trained");
     for (const QString& p : m_view.problems)
         tip += QStringLiteral("<br><span style='color:#d63b3b'>%1</span>").arg(p.toHtmlEscaped());
     if (!m_profileFigures.isEmpty()) tip += QStringLiteral("<hr>") + m_profileFigures;
@@ -128,10 +131,14 @@ void NodeItem::paint(QPainter* painter, const QStyleOptionGraphicsItem* option, 
         const double t = std::sqrt(std::clamp(m_profileShare, 0.0, 1.0));
         fill = QColor::fromRgbF(1.0, 1.0 - 0.62 * t, 1.0 - 0.70 * t);
     }
+    if (m_view.frozen && m_profileShare < 0) fill = frozenColor().lighter(185);
     painter->fillPath(outline, fill);
+    // Frozen weights: a hatched body and a grey-blue header, so a frozen backbone reads at a glance.
+    if (m_view.frozen) painter->fillPath(outline, QBrush(frozenColor().lighter(150), Qt::BDiagPattern));
     painter->save();
     painter->setClipPath(outline);
-    painter->fillRect(QRectF(body.left(), body.top(), body.width(), kHeader), error ? errorColor() : accent);
+    painter->fillRect(QRectF(body.left(), body.top(), body.width(), kHeader),
+                      error ? errorColor() : (m_view.frozen ? frozenColor() : accent));
     painter->restore();
 
     QPen border(error ? errorColor() : (selected ? QColor(0x1e, 0x90, 0xff) : QColor(0x9a, 0xa0, 0xa8)));
@@ -159,7 +166,8 @@ void NodeItem::paint(QPainter* painter, const QStyleOptionGraphicsItem* option, 
     painter->setFont(bold);
     const QRectF headerText(textLeft, body.top(), textWidth, kHeader);
     // A long type name ("MultiHeadSelfAttention") is elided before the count instead of running under it.
-    const QString count = countText(m_view.parameterCount);
+    QString count = countText(m_view.parameterCount);
+    if (m_view.frozen) count = count.isEmpty() ? tr("frozen") : tr("frozen \u00b7 %1").arg(count);
     const double countWidth = count.isEmpty() ? 0.0 : QFontMetricsF(small).horizontalAdvance(count) + 6;
     painter->drawText(headerText, Qt::AlignLeft | Qt::AlignVCenter,
                       QFontMetricsF(bold).elidedText(m_view.type, Qt::ElideRight, textWidth - countWidth));

@@ -1,6 +1,6 @@
 // NodeItem: one graph node on the canvas. It draws what the document says
 // about the node (type, name, key parameters, parameter count, output shape,
-// error state) and knows where its ports are; it owns no graph state.
+// error state, frozen weights) and knows where its ports are; it owns no graph state.
 // Input ports sit on the top edge, the output port at the bottom centre.
 // The item's position is the node's (x, y): the centre of its top edge.
 #pragma once
@@ -21,6 +21,7 @@ struct NodeView {
     qint64 parameterCount = -1;  // -1: unknown
     std::vector<std::string> inputPorts;
     QStringList problems;  // empty: valid
+    bool frozen = false;   // Node::trainable false: drawn iced (hatched body, grey header, "frozen" in it)
 };
 
 struct PortHit {
@@ -79,5 +80,6 @@ private:
 // Colours shared by the canvas items.
 QColor categoryColor(const QString& category);
 QColor errorColor();
+QColor frozenColor();  // the header of a frozen node
 
 }  // namespace strata::ui

@@ -6,15 +6,18 @@
 #include <QDoubleSpinBox>
 #include <QFormLayout>
 #include <QGroupBox>
+#include <QHBoxLayout>
 #include <QLabel>
 #include <QLineEdit>
 #include <QLocale>
+#include <QPushButton>
 #include <QRegularExpression>
 #include <QSpinBox>
 #include <QVBoxLayout>
 #include <climits>
 
 #include "core/backend/BackendRegistry.h"
+#include "core/graph/Transfer.h"
 #include "core/layers/LayerRegistry.h"
 #include "core/train/MemoryEstimate.h"
 #include "ui/FieldError.h"
@@ -62,10 +65,31 @@ PropertyPanel::PropertyPanel(ProjectDocument* doc, GraphScene* scene, QWidget* p
     m_title->setWordWrap(true);
     m_title->setTextFormat(Qt::RichText);
     nodeLayout->addWidget(m_title);
-    auto* top = new QFormLayout;
+    auto* top = m_topForm = new QFormLayout;
     m_name = new QLineEdit(m_nodeBox);
     m_name->setObjectName(QStringLiteral("nodeName"));
     top->addRow(tr("Name"), m_name);
+    m_trainable = new QCheckBox(tr("Train its weights"), m_nodeBox);
+    m_trainable->setObjectName(QStringLiteral("nodeTrainable"));
+    m_trainable->setToolTip(
+        tr("Unchecked: the node is frozen. Its weights keep their values (initial, or from "
+           "--init-from) and get no gradient, which saves their backward work."));
+    top->addRow(tr("Trainable"), m_trainable);
+    m_headRow = new QWidget(m_nodeBox);
+    auto* headLayout = new QHBoxLayout(m_headRow);
+    headLayout->setContentsMargins(0, 0, 0, 0);
+    m_headClasses = new QSpinBox(m_headRow);
+    m_headClasses->setObjectName(QStringLiteral("headClasses"));
+    m_headClasses->setRange(1, 1000000);
+    m_headClasses->setSuffix(tr(" classes"));
+    m_replaceHead = new QPushButton(tr("Replace head"), m_headRow);
+    m_replaceHead->setObjectName(QStringLiteral("replaceHead"));
+    m_replaceHead->setToolTip(
+        tr("Set this last Dense layer's units to the number of classes and give it new "
+           "initial weights (it is renamed <name>_new, so weights loaded by name skip it)."));
+    headLayout->addWidget(m_headClasses, 1);
+    headLayout->addWidget(m_replaceHead);
+    top->addRow(tr("Head"), m_headRow);
     nodeLayout->addLayout(top);
     m_paramsHost = new QWidget(m_nodeBox);
     m_paramsForm = new QFormLayout(m_paramsHost);
@@ -103,6 +127,13 @@ PropertyPanel::PropertyPanel(ProjectDocument* doc, GraphScene* scene, QWidget* p
     layout->addStretch(1);
 
     connect(m_name, &QLineEdit::editingFinished, this, &PropertyPanel::commitName);
+    connect(m_trainable, &QCheckBox::toggled, this, [this](bool on) {
+        if (m_node >= 0) m_doc->setTrainable(m_node, on);
+    });
+    connect(m_replaceHead, &QPushButton::clicked, this, [this] {
+        QString error;
+        if (!m_doc->replaceHead(m_headClasses->value(), &error) && !error.isEmpty()) m_problems->setText(error);
+    });
     connect(m_batch, &QSpinBox::valueChanged, this, &PropertyPanel::refreshGraphSummary);
     connect(scene, &QGraphicsScene::selectionChanged, this, &PropertyPanel::onSelectionChanged);
     connect(doc, &ProjectDocument::analysisChanged, this, [this] {
@@ -243,6 +274,18 @@ void PropertyPanel::refreshValues() {
     const strata::Node* node = m_doc->graph().node(m_node);
     if (!node) return;
     if (!m_name->hasFocus() || m_name->text().isEmpty()) m_name->setText(QString::fromStdString(node->name));
+    {
+        const QSignalBlocker block(m_trainable);
+        m_trainable->setChecked(node->trainable);
+    }
+    const bool head = strata::headNode(m_doc->graph()) == m_node;
+    m_topForm->setRowVisible(m_headRow, head);
+    if (head) {
+        // The data set's classes when the settings tell them; else the head's units, for the user to change.
+        const int known = m_doc->knownClassCount();
+        const QSignalBlocker block(m_headClasses);
+        m_headClasses->setValue(known > 0 ? known : node->params.value("units", 1));
+    }
     for (const strata::ParamSpec& spec : m_specs) {
         QWidget* editor = m_editors.value(QString::fromStdString(spec.name));
         if (!editor) continue;

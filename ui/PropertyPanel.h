@@ -2,9 +2,10 @@
 // made from its layer type's ParamSpecs (spin boxes that keep what was typed and
 // say under the box why a value outside the allowed range is not applied, check
 // boxes, choice boxes, a validated line edit for integer lists); each committed
-// change is one undo command. Shows the node's output shape and parameter count,
-// and for the whole graph the parameter total and the training run's predicted
-// peak memory on the project's device (MemoryEstimate) for a batch size.
+// change is one undo command. A node's weights can be frozen (its Trainable box) and
+// the head replaced for another number of classes (transfer learning). Shows the node's output shape and parameter
+// count, and for the whole graph the parameter total and the training run's predicted peak memory on the project's
+// device (MemoryEstimate) for a batch size.
 #pragma once
 
 #include <QMap>
@@ -13,7 +14,9 @@
 
 #include "core/layers/Layer.h"
 
+class QCheckBox;
 class QGroupBox;
+class QPushButton;
 class QLabel;
 class QLineEdit;
 class QFormLayout;
@@ -34,6 +37,11 @@ public:
     // The editor of a parameter (QSpinBox, QDoubleSpinBox, QCheckBox, QComboBox or QLineEdit), or null.
     QWidget* editor(const QString& param) const { return m_editors.value(param); }
     QLineEdit* nameEdit() const { return m_name; }
+    // Transfer learning: the node's "Trainable" box (unchecked: frozen), and the head's "Replace head" row (the
+    // class count and its button), shown on the last Dense layer only.
+    QCheckBox* trainableBox() const { return m_trainable; }
+    QSpinBox* headClassesBox() const { return m_headClasses; }
+    QPushButton* replaceHeadButton() const { return m_replaceHead; }
     QSpinBox* batchSizeBox() const { return m_batch; }
     QString shapeText() const;
     QString parameterCountText() const;
@@ -61,6 +69,11 @@ private:
     QLabel* m_placeholder;
     QLabel* m_title;
     QLineEdit* m_name;
+    QFormLayout* m_topForm;
+    QCheckBox* m_trainable;
+    QWidget* m_headRow;
+    QSpinBox* m_headClasses;
+    QPushButton* m_replaceHead;
     QWidget* m_paramsHost;
     QFormLayout* m_paramsForm;
     QLabel* m_shape;

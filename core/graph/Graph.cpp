@@ -233,6 +233,12 @@ void Graph::setPosition(int id, double x, double y) {
     n->y = y;
 }
 
+void Graph::setTrainable(int id, bool trainable) {
+    Node* n = node(id);
+    if (!n) throw GraphError(id, {}, "no node with id " + std::to_string(id));
+    n->trainable = trainable;
+}
+
 void Graph::rename(int id, const std::string& name) {
     Node* n = node(id);
     if (!n) throw GraphError(id, {}, "no node with id " + std::to_string(id));

@@ -34,8 +34,12 @@ struct Node {
     std::string name;  // unique, user-visible ("conv1")
     Json params = Json::object();
     double x = 0, y = 0;  // canvas position
+    // False: the node's weights are frozen (transfer learning): compile makes them non-trainable state, so the
+    // optimizer never sees them and backward computes no gradient for them (Model::frozenParameterCount).
+    bool trainable = true;
     bool operator==(const Node& o) const {
-        return id == o.id && type == o.type && name == o.name && params == o.params && x == o.x && y == o.y;
+        return id == o.id && type == o.type && name == o.name && params == o.params && x == o.x && y == o.y &&
+               trainable == o.trainable;
     }
 };
 
@@ -93,6 +97,7 @@ public:
     // that needs those edges reads edgeInto() for each port first.
     void setParams(int id, const Json& params);
     void setPosition(int id, double x, double y);
+    void setTrainable(int id, bool trainable);     // Node::trainable
     void rename(int id, const std::string& name);  // throws if taken, empty or too long
     int nextId() const { return m_nextId; }
     bool empty() const { return m_nodes.empty(); }

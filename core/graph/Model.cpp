@@ -19,6 +19,7 @@ struct Model::Step {
     Shape outShape;                       // per sample
     std::vector<int> inputs;              // indices into m_steps, in port order
     bool needsGrad = false;               // some trainable parameter at or before this step
+    bool frozenStatistics = false;        // a frozen normalization: runs as at inference, even in training
     int fusedFrom = -1;                   // a ReLU computed by this step of m_steps: output shares its memory
     bool reluAbsorbed = false;            // a ReLU whose backward its single consumer does (no grad of its own)
     int reluBackwardFrom = -1;            // its fused ReLU (index), whose backward this step does with its own
@@ -139,12 +140,23 @@ std::unique_ptr<Model> compile(const Graph& graph, Backend& backend, uint64_t se
         step->isInput = step->inputs.empty();
         step->layer = step->type->create(params, inShapes, step->outShape);
         bool trainable = false;
-        for (const ParameterSpec& spec : step->type->parameterSpecs(params, inShapes)) {
+        for (ParameterSpec spec : step->type->parameterSpecs(params, inShapes)) {
+            // A frozen node's weights become state: no gradient tensor, not packed, so the optimizer never
+            // sees them and the layer's backward skips their gradient (gradOf is null). Its initial values
+            // draw from rng as a trainable node's would, so freezing changes no other node's weights.
+            const bool frozen = !node->trainable && spec.trainable;
+            if (frozen) spec.trainable = false;
             Parameter p;
             forLayer(graph, id, ("parameter " + spec.name).c_str(), [&] { initParameter(backend, p, spec, rng); });
+            p.frozen = frozen;
             trainable = trainable || spec.trainable;
             step->layer->parameters().push_back(std::move(p));
         }
+        // A frozen BatchNorm normalizes with its running statistics and leaves them as they are (as Keras does
+        // for a non-trainable BatchNormalization): a frozen backbone then computes what it computed where it
+        // was trained, whatever the new data's batches hold.
+        step->frozenStatistics = !node->trainable && step->type->foldableNormalization();
+        // Nothing at or before this step learns: backward skips it whole, its input gradient too.
         step->needsGrad = trainable;
         for (int in : step->inputs)
             step->needsGrad = step->needsGrad || model->m_steps[static_cast<size_t>(in)]->needsGrad;
@@ -326,8 +338,8 @@ const Tensor& Model::forward(const Tensor& input, bool training, uint64_t seed, 
         if (m_interrupt && m_interrupt->load(std::memory_order_relaxed)) throw ModelInterrupted();
         ins.clear();
         for (int i : s->inputs) ins.push_back(&m_steps[static_cast<size_t>(i)]->output);
-        LayerContext ctx{*m_backend, training, seed ^ (0x9E3779B97F4A7C15ull * static_cast<uint64_t>(s->node)),
-                         firstSample, m_replicas};
+        LayerContext ctx{*m_backend, training && !s->frozenStatistics,
+                         seed ^ (0x9E3779B97F4A7C15ull * static_cast<uint64_t>(s->node)), firstSample, m_replicas};
         if (m_frozenWeights != 0) ctx.weightsVersion = m_frozenWeights + static_cast<uint64_t>(&s - m_steps.data());
         if (m_layerHook) m_layerHook(s->node, false, true);
         forLayer(m_graph, s->node, "forward", [&] { s->layer->forward(ctx, ins, s->output); });
@@ -360,9 +372,12 @@ void Model::backward(const Tensor& dOutput) {
             const bool wanted = target.needsGrad && s.type->inputDifferentiable(static_cast<int>(k));
             dins.push_back(wanted ? &target.grad : nullptr);
         }
-        LayerContext ctx{
-            *m_backend,        m_lastTraining, m_lastSeed ^ (0x9E3779B97F4A7C15ull * static_cast<uint64_t>(s.node)),
-            m_lastFirstSample, m_replicas,     s.overwriteInputs};
+        LayerContext ctx{*m_backend,
+                         m_lastTraining && !s.frozenStatistics,
+                         m_lastSeed ^ (0x9E3779B97F4A7C15ull * static_cast<uint64_t>(s.node)),
+                         m_lastFirstSample,
+                         m_replicas,
+                         s.overwriteInputs};
         if (m_layerHook) m_layerHook(s.node, true, true);
         forLayer(m_graph, s.node, "backward",
                  [&] { s.layer->backward(ctx, ins, s.output, outputGrad(s, dOutput), dins); });
@@ -389,16 +404,16 @@ void Model::idleStep(uint64_t seed) {
     for (auto& s : m_steps) {
         if (s->isInput || s->fusedFrom >= 0) continue;
         if (m_interrupt && m_interrupt->load(std::memory_order_relaxed)) throw ModelInterrupted();
-        LayerContext ctx{*m_backend, true, seed ^ (0x9E3779B97F4A7C15ull * static_cast<uint64_t>(s->node)), 0,
-                         m_replicas};
+        LayerContext ctx{*m_backend, !s->frozenStatistics,
+                         seed ^ (0x9E3779B97F4A7C15ull * static_cast<uint64_t>(s->node)), 0, m_replicas};
         forLayer(m_graph, s->node, "forward", [&] { s->layer->idleForward(ctx); });
     }
     for (auto it = m_steps.rbegin(); it != m_steps.rend(); ++it) {
         Step& s = **it;
         if (s.isInput || !s.needsGrad || s.reluAbsorbed || s.reluBackwardInProducer) continue;
         if (m_interrupt && m_interrupt->load(std::memory_order_relaxed)) throw ModelInterrupted();
-        LayerContext ctx{*m_backend, true, seed ^ (0x9E3779B97F4A7C15ull * static_cast<uint64_t>(s.node)), 0,
-                         m_replicas};
+        LayerContext ctx{*m_backend, !s.frozenStatistics,
+                         seed ^ (0x9E3779B97F4A7C15ull * static_cast<uint64_t>(s.node)), 0, m_replicas};
         forLayer(m_graph, s.node, "backward", [&] { s.layer->idleBackward(ctx); });
         gradientsReadyAfter(s);
     }
@@ -454,6 +469,14 @@ std::vector<Model::NamedParameter> Model::namedParameters() {
     return out;
 }
 
+int64_t Model::frozenParameterCount() const {
+    int64_t n = 0;
+    for (const auto& s : m_steps)
+        for (const Parameter& p : s->layer->parameters())
+            if (p.frozen) n += p.value.numel();
+    return n;
+}
+
 int64_t Model::parameterCount() const {
     int64_t n = 0;
     for (const auto& s : m_steps)
@@ -494,6 +517,12 @@ int Model::absorbedReLUCount() const {
 
 int Model::reluBackwardsInProducers() const {
     return countSteps(m_steps, [](const Step& s) { return s.reluBackwardInProducer; });
+}
+
+int Model::backwardLayerCount() const {
+    return countSteps(m_steps, [](const Step& s) {
+        return !s.isInput && s.needsGrad && !s.reluAbsorbed && !s.reluBackwardInProducer;
+    });
 }
 
 int Model::overwrittenGradCount() const {

@@ -79,7 +79,10 @@ public:
         Parameter* param;
     };
     std::vector<NamedParameter> namedParameters();
-    int64_t parameterCount() const;  // trainable scalars
+    int64_t parameterCount() const;        // trainable scalars
+    int64_t frozenParameterCount() const;  // scalars of frozen nodes' weights (Node::trainable)
+    // Layers whose backward runs: a layer with nothing trainable at or before it has none.
+    int backwardLayerCount() const;
 
     // Inference: the caller promises that the parameters keep their values until thawWeights() or the next
     // freezeWeights() (call it again after changing them; applyWeights does for a frozen model). Layers may

@@ -3,6 +3,8 @@
 // Layout (format_version 2; format 1 is the same without "id", and is what a project without one is written as):
 //   {"format_version": 2, "id": "3f0c...", "name": "...",
 //    "graph": {"nodes": [{"id": 1, "type": "Dense", "name": "dense1", "params": {...}, "position": [x, y]}],
+//              (a frozen node adds "trainable": false; the key is never written for a trainable one, so files
+//              with nothing frozen are as they were)
 //              "edges": [{"from": {"node": 1, "port": "out"}, "to": {"node": 2, "port": "in"}}]},
 //    "dataset": {snake_case DatasetSettings fields}, "training": {snake_case TrainingSettings fields}}
 //
@@ -280,6 +282,11 @@ Graph readGraph(const Json& json, const std::string& path) {
                 node.x = ObjectReader::asNumber((*pos)[0], pp + "/0", -kHuge, kHuge, false);
                 node.y = ObjectReader::asNumber((*pos)[1], pp + "/1", -kHuge, kHuge, false);
             }
+            if (const Json* trainable = n.find("trainable")) {
+                if (!trainable->is_boolean())
+                    fail(n.pathOf("trainable"), "expected a boolean, got " + describe(*trainable));
+                node.trainable = trainable->get<bool>();
+            }
             n.finish();
             if (node.name.empty())
                 unnamed.push_back(std::move(node));
@@ -355,6 +362,7 @@ Json graphToJson(const Graph& graph) {
         j["name"] = n->name;
         j["params"] = n->params.is_null() ? Json::object() : n->params;
         j["position"] = Json::array({n->x, n->y});
+        if (!n->trainable) j["trainable"] = false;
         nodes.push_back(std::move(j));
     }
     Json edges = Json::array();

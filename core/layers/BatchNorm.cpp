@@ -93,10 +93,11 @@ public:
         // invstd = (1 - 0) / sqrt(running_var + eps) * 1 + 0 (one value per channel: no layout)
         b.batchNormForwardInference(m_invStd.f32(), m_ones.f32(), m_ones.f32(), m_zeros.f32(), m_zeros.f32(), p(3), 1,
                                     m_c, 1, m_eps);
-        // dgamma, dbeta (its dx, the batch-statistics one, is discarded).
+        // dgamma, dbeta (its dx, the batch-statistics one, is discarded); none for a frozen layer (Node::trainable).
         float* discard = scratch(b, m_dxScratch, dOut.shape());
-        b.batchNormBackward(discard, dgamma, dbeta, dOut.f32(), in[0]->f32(), p(0), p(2), m_invStd.f32(), n, m_c,
-                            m_inner, nullptr, false, m_block);
+        if (gradOf(m_params[0]) || gradOf(m_params[1]))
+            b.batchNormBackward(discard, dgamma, dbeta, dOut.f32(), in[0]->f32(), p(0), p(2), m_invStd.f32(), n, m_c,
+                                m_inner, nullptr, false, m_block);
         if (dIn[0]) {
             // dx += (dy - 0) / sqrt(running_var + eps) * gamma + 0
             b.batchNormForwardInference(discard, dOut.f32(), p(0), m_zeros.f32(), m_zeros.f32(), p(3), n, m_c, m_inner,

@@ -82,6 +82,9 @@ struct Parameter {
     Tensor value;
     Tensor grad;  // undefined for non-trainable state
     bool trainable = true;
+    // A learnable weight of a frozen node (Node::trainable false): not trainable, and never changed by anything
+    // (data-parallel averaging of state included); checkpoints and exports keep it like any weight.
+    bool frozen = false;
 };
 
 // Data-parallel training (core/dist, the Trainer): sums values over every replica's copy of the layer, an

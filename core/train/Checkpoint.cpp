@@ -117,40 +117,71 @@ void applyWeights(Model& model, const std::map<std::string, std::vector<float>>&
     if (model.weightsFrozen()) model.freezeWeights();  // new values, new ids
 }
 
-InitFromReport initFromCheckpoint(Model& model, const Checkpoint& checkpoint) {
+std::string InitFromReport::summary(const std::string& file) const {
+    const size_t total = copied.size() + skipped.size();
+    std::string s = "initialized " + std::to_string(copied.size()) + " of " + std::to_string(total) + " tensor" +
+                    (total == 1 ? "" : "s") + " from " + file;
+    if (skipped.empty()) return s + "; all matched";
+    s += "; not matched: ";
+    constexpr size_t kShown = 8;  // the rest follow one per line
+    for (size_t i = 0; i < skipped.size() && i < kShown; ++i) {
+        // "dense2.weight [4, 32]: the checkpoint's is [10, 32]" -> "dense2.weight [4, 32] (the checkpoint's is ...)"
+        const std::string& line = skipped[i];
+        const size_t colon = line.find(": ");
+        s += (i ? ", " : "") +
+             (colon == std::string::npos ? line : line.substr(0, colon) + " (" + line.substr(colon + 2) + ")");
+    }
+    if (skipped.size() > kShown) s += ", and " + std::to_string(skipped.size() - kShown) + " more";
+    return s;
+}
+
+WeightSource checkpointWeightSource(const Checkpoint& checkpoint, const std::string& file) {
+    WeightSource source;
+    source.file = file;
+    source.kind = "checkpoint";
+    source.values = checkpoint.weights;
+    source.shapes = graphParameterShapes(checkpoint.project.graph);
+    return source;
+}
+
+InitFromReport initFromWeights(Model& model, const WeightSource& source) {
     InitFromReport report;
-    const std::map<std::string, Shape> shapes = graphParameterShapes(checkpoint.project.graph);
     std::set<std::string> taken;
     for (const auto& np : model.namedParameters()) {
         const Shape& shape = np.param->value.shape();
         const std::string line = np.name + " " + shape.toString();
-        auto w = checkpoint.weights.find(np.name);
-        auto s = shapes.find(np.name);
-        if (w == checkpoint.weights.end()) {
-            report.skipped.push_back(line + ": not in the checkpoint");
+        auto w = source.values.find(np.name);
+        auto s = source.shapes.find(np.name);
+        if (w == source.values.end()) {
+            report.skipped.push_back(line + ": not in the " + source.kind);
             continue;
         }
         taken.insert(np.name);
-        if (s == shapes.end() || static_cast<int64_t>(w->second.size()) != s->second.numel()) {
-            report.skipped.push_back(line + ": the checkpoint's graph gives it no shape that fits its " +
+        if (s == source.shapes.end() || static_cast<int64_t>(w->second.size()) != s->second.numel()) {
+            report.skipped.push_back(line + ": the " + source.kind + "'s graph gives it no shape that fits its " +
                                      std::to_string(w->second.size()) + " values");
             continue;
         }
         if (s->second != shape) {
-            report.skipped.push_back(line + ": the checkpoint's is " + s->second.toString());
+            report.skipped.push_back(line + ": the " + source.kind + "'s is " + s->second.toString());
             continue;
         }
         model.backend().copyFromHost(np.param->value.raw(), w->second.data(), np.param->value.bytes());
         report.copied.push_back(line);
     }
-    for (const auto& [name, values] : checkpoint.weights)
+    for (const auto& [name, values] : source.values)
         if (!taken.count(name)) {
-            auto s = shapes.find(name);
+            auto s = source.shapes.find(name);
             report.unused.push_back(
-                name + " " + (s != shapes.end() ? s->second.toString() : std::to_string(values.size()) + " values"));
+                name + " " +
+                (s != source.shapes.end() ? s->second.toString() : std::to_string(values.size()) + " values"));
         }
     if (model.weightsFrozen()) model.freezeWeights();  // new values, new ids
     return report;
+}
+
+InitFromReport initFromCheckpoint(Model& model, const Checkpoint& checkpoint) {
+    return initFromWeights(model, checkpointWeightSource(checkpoint, {}));
 }
 
 void saveCheckpoint(const Checkpoint& c, const std::string& path) {

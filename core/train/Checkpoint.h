@@ -44,15 +44,31 @@ std::map<std::string, std::vector<float>> modelWeights(Model& model);
 // Loads weights into a compiled model; throws std::runtime_error naming a missing or mis-sized tensor.
 void applyWeights(Model& model, const std::map<std::string, std::vector<float>>& weights);
 
-// --init-from (transfer learning): a new run that starts from another checkpoint's weights. Every parameter and
-// state tensor of the model whose name and shape match one of the checkpoint's is copied; the others keep their
-// initial values. The report says which were copied, which skipped and why, and which of the checkpoint's tensors
-// no parameter took. Step, epoch and optimizer state are the caller's (a new run: 0 and fresh).
+// --init-from (transfer learning): a new run that starts from another checkpoint's weights, or an ONNX file's
+// initializers. Every parameter and state tensor of the model whose name and shape match one of the source's is
+// copied; the others keep their initial values. The report says which were copied, which skipped and why, and
+// which of the source's tensors no parameter took. Step, epoch and optimizer state are the caller's (a new run:
+// 0 and fresh).
 struct InitFromReport {
     std::vector<std::string> copied;   // "dense1.weight [32, 16]"
     std::vector<std::string> skipped;  // "dense2.weight [4, 32]: the checkpoint's is [10, 32]"
     std::vector<std::string> unused;   // "head.weight [10, 32]"
+    // "initialized 2 of 4 tensors from FILE; not matched: dense2.weight [4, 32] (the checkpoint's is [10, 32]),
+    // ..." (the first few; "all matched" when none is left out).
+    std::string summary(const std::string& file) const;
 };
+
+// Named tensors with their shapes: what --init-from reads from a checkpoint or a model file.
+struct WeightSource {
+    std::string file;
+    std::string kind = "checkpoint";  // what messages call it: "checkpoint", "ONNX file"
+    std::map<std::string, std::vector<float>> values;
+    std::map<std::string, Shape> shapes;  // the shape of each of `values` that has a known one
+    // Said when no tensor matched (a file from another tool: "import it first with ...").
+    std::string noMatchHint;
+};
+WeightSource checkpointWeightSource(const Checkpoint& checkpoint, const std::string& file);
+InitFromReport initFromWeights(Model& model, const WeightSource& source);
 InitFromReport initFromCheckpoint(Model& model, const Checkpoint& checkpoint);
 
 // Writes the metadata with its checksum (the key "strata.checkpoint.xxh3_64": XXH3 of the metadata text and of

@@ -69,7 +69,7 @@ protected:
         };
         if (!statisticsOnly) average(m_model.packedValues());
         for (const auto& np : m_model.namedParameters())
-            if (!np.param->trainable) average(np.param->value);
+            if (!np.param->trainable && !np.param->frozen) average(np.param->value);  // frozen: equal everywhere
     }
 
     float share(const Batch& batch) const {

@@ -85,7 +85,7 @@ MemoryEstimate estimateTrainingMemory(const Graph& graph, const TrainingSettings
             const auto n = static_cast<uint64_t>(spec.shape.numel());
             layerBytes += n * kFloat;
             individualValues += allocation(n * kFloat);
-            if (spec.trainable) {
+            if (spec.trainable && graph.node(id)->trainable) {  // a frozen node's weights: no gradient
                 individualGrads += allocation(n * kFloat);
                 packed = alignUp(packed) + spec.shape.numel();
                 trainable = true;

@@ -107,7 +107,8 @@ std::vector<std::string> prunableWeights(const Graph& graph) {
     for (int id : graph.topologicalOrder()) {
         const LayerType* type = graph.layerType(id);
         const std::string weight = type ? type->compressibleWeight().weight : std::string();
-        if (!weight.empty()) names.push_back(graph.node(id)->name + "." + weight);
+        // A frozen node's weights are kept as they are (Node::trainable), pruning's masks included.
+        if (!weight.empty() && graph.node(id)->trainable) names.push_back(graph.node(id)->name + "." + weight);
     }
     return names;
 }

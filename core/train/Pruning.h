@@ -62,7 +62,8 @@ Json pruningSettingsToJson(const PruningSettings& settings);
 // Throws std::invalid_argument naming the field.
 PruningSettings pruningSettingsFromJson(const Json& json);
 
-// The names ("conv1.weight") of the weights magnitude pruning applies to, in topological order.
+// The names ("conv1.weight") of the weights magnitude pruning applies to, in topological order (not a frozen
+// node's: Node::trainable).
 std::vector<std::string> prunableWeights(const Graph& graph);
 
 // Zeros among the values of each prunable weight, from host weights (a checkpoint's, an export's).

@@ -4,6 +4,7 @@
 #include "core/train/Trainer.h"
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <fstream>
 #include <limits>
@@ -18,6 +19,7 @@
 #include "core/data/Dataset.h"
 #include "core/dist/Communicator.h"
 #include "core/graph/Model.h"
+#include "core/graph/Transfer.h"
 #include "core/train/BackendOptionsFor.h"
 #include "core/train/BatchLoss.h"
 #include "core/train/BatchStager.h"
@@ -314,19 +316,36 @@ struct Trainer::Impl {
                    std::to_string(progress.globalStep));
     }
 
-    // A new run from another checkpoint's weights, where name and shape match (transfer learning).
+    // A new run from another checkpoint's or an ONNX file's weights, where name and shape match (transfer
+    // learning). What did not match is listed, in the summary line and one per line after it.
     void initFrom(const std::string& path) {
-        const std::string file = resolveCheckpointPath(path);
-        const InitFromReport r = initFromCheckpoint(*model, loadCheckpoint(file, WeightLoadOptions{false, ""}));
-        obs->onLog("init-from " + file + ": copied " + std::to_string(r.copied.size()) + " tensor(s), skipped " +
-                   std::to_string(r.skipped.size()) + "; a new run from step 0 with a fresh optimizer");
+        WeightSource source;
+        if (isOnnxPath(path)) {
+            if (!opt.readModelWeights)
+                throw std::runtime_error(path +
+                                         ": --init-from an ONNX file needs the ONNX reader, which strata-train and "
+                                         "the workbench pass in (TrainerOptions::readModelWeights)");
+            source = opt.readModelWeights(path);
+        } else {
+            const std::string file = resolveCheckpointPath(path);
+            source = checkpointWeightSource(loadCheckpoint(file, WeightLoadOptions{false, ""}), file);
+        }
+        const InitFromReport r = initFromWeights(*model, source);
+        obs->onLog("init-from " + source.file + ": " + r.summary(source.file) +
+                   "; a new run from step 0 with a fresh optimizer");
         for (const std::string& t : r.copied) obs->onLog("  copied " + t);
-        for (const std::string& t : r.skipped) obs->onLog("  skipped " + t);
+        for (const std::string& t : r.skipped) obs->onLog("  not matched " + t);
         for (const std::string& t : r.unused) obs->onLog("  not used (no parameter of that name) " + t);
         if (r.copied.empty())
-            throw std::runtime_error(file +
-                                     ": --init-from copied no tensor: no parameter of this model has a name and "
-                                     "shape that the checkpoint holds");
+            throw std::runtime_error(source.file + ": --init-from copied no tensor: no parameter of this model has a " +
+                                     "name and shape that the " + source.kind + " holds" +
+                                     (source.noMatchHint.empty() ? std::string() : "; " + source.noMatchHint));
+    }
+
+    static bool isOnnxPath(const std::string& path) {
+        std::string lower;
+        for (char c : path) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        return lower.size() > 5 && lower.compare(lower.size() - 5, 5, ".onnx") == 0;
     }
 
     // Files a split left out (bad images found while loading, or while training when streamed), said once each
@@ -612,6 +631,11 @@ struct Trainer::Impl {
         if (dp()) {
             checkRanksAgree();
             if (!backend.device().isCpu()) ranks.useDeviceCommunicator(backend);
+        }
+        if (opt.replaceHead) {
+            if (!opt.resumeFrom.empty())
+                throw std::invalid_argument("--replace-head starts from a new head; --resume continues a run");
+            obs->onLog(replaceHead(project.graph, data.numClasses).summary());
         }
         checkData();
         model = compile(project.graph, backend, ts().seed);

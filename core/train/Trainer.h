@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -19,6 +20,7 @@
 
 #include "core/dist/Communicator.h"
 #include "core/graph/Project.h"
+#include "core/train/Checkpoint.h"
 #include "core/train/Pruning.h"
 #include "core/train/ResidentData.h"
 #include "core/train/TrainingObserver.h"
@@ -53,6 +55,12 @@ struct TrainerOptions {
     // folder's where name and shape match (initFromCheckpoint, Checkpoint.h), logging what was copied and skipped;
     // the checkpoint may be another project's. Not together with resumeFrom.
     std::string initFrom;
+    // Reads an --init-from file that is not a checkpoint: a MODEL.onnx (core/export's onnxWeightSource, which the
+    // callers above core/train pass in: strata-train, the workbench). Null: such a file is refused, saying so.
+    std::function<WeightSource(const std::string& path)> readModelWeights;
+    // --replace-head: before compiling, the last Dense layer's units become the data set's number of classes and
+    // it is renamed (core/graph/Transfer.h replaceHead), so it starts from new initial weights. A new run only.
+    bool replaceHead = false;
     // Fine-tuning: a fresh run (epoch 0, a new optimizer) that starts from these weights, by
     // Model::namedParameters name, instead of the seeded initial ones. Not used when resuming.
     std::map<std::string, std::vector<float>> initialWeights;

@@ -6,6 +6,7 @@
 
 #include "core/backend/Backend.h"
 #include "core/backend/BackendRegistry.h"
+#include "core/export/OnnxWeights.h"
 #include "core/train/BackendOptionsFor.h"
 #include "core/train/ReplicaRun.h"
 #include "core/train/Trainer.h"
@@ -155,6 +156,7 @@ void EngineWorker::start(const strata::Project& project, const QString& projectP
         options.histogramEvery = m_histogramEvery.load();
         options.distMode = run.training.distMode;  // several devices: data parallel, as strata-train runs them
         options.localSgdSteps = run.training.localSgdSteps;
+        options.readModelWeights = onnxWeightSource;  // a run that starts from an ONNX file's weights
         for (const Device& d : devices) reportUnsampledDevice(d);
         if (backends.size() == 1) {
             Trainer trainer(std::move(run), *backends[0], this, options);

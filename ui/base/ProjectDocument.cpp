@@ -9,6 +9,7 @@
 #include <exception>
 #include <map>
 
+#include "core/graph/Transfer.h"
 #include "core/layers/LayerRegistry.h"
 #include "ui/base/RunHistory.h"
 #include "ui/base/Templates.h"
@@ -342,6 +343,37 @@ bool ProjectDocument::setParam(int id, const QString& name, const strata::Json& 
     pushParams(id, params,
                tr("Set %1.%2 to %3").arg(QString::fromStdString(n->name), name, QString::fromStdString(value.dump())));
     return true;
+}
+
+bool ProjectDocument::setTrainable(int id, bool trainable) {
+    if (refuseWhenLocked(nullptr)) return false;
+    const strata::Node* n = graph().node(id);
+    if (!n || n->trainable == trainable) return false;
+    strata::Graph after = m_project.graph;
+    after.setTrainable(id, trainable);
+    pushGraph(after, trainable ? tr("Unfreeze %1").arg(QString::fromStdString(n->name))
+                               : tr("Freeze %1").arg(QString::fromStdString(n->name)));
+    return true;
+}
+
+bool ProjectDocument::replaceHead(int classes, QString* error) {
+    if (refuseWhenLocked(error)) return false;
+    strata::Graph after = m_project.graph;
+    try {
+        const strata::HeadReplacement r = strata::replaceHead(after, classes);
+        pushGraph(after, tr("Replace head %1 (%2 classes)").arg(QString::fromStdString(r.oldName)).arg(classes));
+    } catch (const std::exception& e) {
+        if (error) *error = QString::fromStdString(e.what());
+        return false;
+    }
+    return true;
+}
+
+int ProjectDocument::knownClassCount() const {
+    const strata::DatasetSettings& d = m_project.dataset;
+    if (!d.classNames.empty()) return int(d.classNames.size());
+    if (d.kind == strata::DatasetKind::Synthetic) return d.syntheticClasses;
+    return -1;
 }
 
 bool ProjectDocument::rename(int id, const QString& name, QString* error) {

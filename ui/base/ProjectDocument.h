@@ -86,6 +86,14 @@ public:
     // Sets one parameter of a node, keeping the others.
     bool setParam(int id, const QString& name, const strata::Json& value);
     bool rename(int id, const QString& name, QString* error = nullptr);
+    // Transfer learning. Freezes (false) or unfreezes a node's weights (Node::trainable); one undoable edit.
+    bool setTrainable(int id, bool trainable);
+    // Replaces the head (core/graph/Transfer.h: the last Dense takes `classes` units and a new name, so it starts
+    // from new initial weights); one undoable edit. Refused, with `error`, when the graph has no Dense layer.
+    bool replaceHead(int classes, QString* error = nullptr);
+    // The data set's number of classes when the settings say it without reading data (its class names, the
+    // synthetic data set's classes); -1 when only the data would tell.
+    int knownClassCount() const;
     // Adds copies of nodes (their ids and names are replaced; names stay unique) and of the
     // edges among them, shifted by `offset`. Returns the new ids in the order of `nodes`.
     QList<int> paste(const std::vector<strata::Node>& nodes, const std::vector<strata::Edge>& edges,

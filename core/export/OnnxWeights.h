@@ -1,0 +1,18 @@
+// The weights of an ONNX file as --init-from reads them (TrainerOptions::readModelWeights): its float
+// initializers by name, which in a file Strata wrote are "<node>.<param>" (Onnx.h), so they match the
+// parameters of a project with the same node names and shapes.
+#pragma once
+
+#include <string>
+
+#include "core/train/Checkpoint.h"
+
+namespace strata {
+
+// Reads and checks the file (readOnnx); the graph's own constants (the normalization's "<input>/norm_...", an
+// int8 file's "/scale" and "/zero_point", all with a '/') are not weights and are left out. The source's
+// noMatchHint says how to bring in a file from another tool (import it first). Throws FormatError naming the
+// file.
+WeightSource onnxWeightSource(const std::string& path);
+
+}  // namespace strata
