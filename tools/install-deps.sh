@@ -3,7 +3,8 @@
 # Usage: tools/install-deps.sh [build|test|run|ci|gui-review|fuzz|bench]  (all sets include the build tools)
 #   gui-review: also Xvfb, xdotool and ImageMagick (tools/gui-review.sh drives the real GUI with them)
 #   fuzz: also clang and libFuzzer/sanitizer runtimes (tools/fuzz.sh, tools/sanitize.sh)
-#   bench: also python3-pil and python3-numpy (tools/make_image_folder.py and the image benchmarks)
+#   bench: also python3-pil, python3-numpy (tools/make_image_folder.py and the image benchmarks) and
+#       python3-vega-datasets (the Auto MPG cars of tools/make_auto_mpg_dataset.py)
 #   test, ci: also the tests' PyPI packages in a venv (tools/setup-test-venv.sh)
 #   ci: test's, plus shellcheck, clang-format, clang-tidy and xz-utils (.ci/run's lint, style and GPU bundle steps)
 #       and gui-review's (.ci/run drives the real GUI with tools/gui-review.sh)
@@ -23,7 +24,7 @@ case "${1:-build}" in
   ci) packages+=(python3-onnx python3-venv shellcheck xz-utils clang-format clang-tidy xvfb xdotool imagemagick) ;;
   gui-review) packages+=(xvfb xdotool imagemagick) ;;
   fuzz) packages+=(clang libclang-rt-14-dev) ;;
-  bench) packages+=(python3-pil python3-numpy python3-venv) ;;
+  bench) packages+=(python3-pil python3-numpy python3-venv python3-vega-datasets) ;;
 esac
 set_name=${1:-build}
 
