@@ -9,7 +9,7 @@ economy in miles per gallon; the features are the numeric columns plus the origi
 Rules: cars without MPG or horsepower are left out (14 of 406); the year is the model year (70 to 82);
 split into train.csv and validation.csv by a hash of the car's name and year (the same car always lands in
 the same split), about a fifth held out. Standard library only (the JSON file is read directly, so pandas is
-not imported); run with /usr/bin/python3 once python3-vega-datasets is installed (tools/install-deps.sh):
+not imported); run with /usr/bin/python3 once python3-vega-datasets is installed (tools/install-deps.sh bench):
 
     /usr/bin/python3 tools/make_auto_mpg_dataset.py [--out examples/data/auto_mpg]
 """
@@ -30,7 +30,7 @@ def find_cars():
     for path in glob.glob("/usr/lib/python3/dist-packages/vega_datasets/_data/cars.json"):
         return path
     sys.exit("cars.json of python3-vega-datasets not found: apt-get install python3-vega-datasets "
-             "(tools/install-deps.sh installs it)")
+             "(tools/install-deps.sh bench installs it)")
 
 
 def main():
