@@ -190,6 +190,46 @@ private slots:
         QVERIFY(prob >= 0 && prob <= 1);
     }
 
+    // A real denoising run's epochs in the view: the strip shows four validation images, the target row the clean
+    // image the engine trained against, the input row the noisy one.
+    void stripFromARun() {
+        if (!QFile::exists("/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz"))
+            QSKIP("Fashion-MNIST is not installed");
+        Project p = makeTemplate("denoising_autoencoder");
+        p.dataset.trainLimit = 256;
+        p.dataset.validationLimit = 64;
+        p.training.epochs = 2;
+        p.training.threads = 2;
+        struct Epochs : TrainingObserver {
+            std::vector<EpochEvent> events;
+            void onEpoch(const EpochEvent& e) override { events.push_back(e); }
+        } seen;
+        auto backend = test::makeCpuBackend();
+        Trainer t(p, *backend, &seen);
+        QVERIFY(t.run());
+        QCOMPARE(static_cast<int>(seen.events.size()), 2);
+        TaskMetricsView view;
+        view.resize(900, 260);
+        view.setTask(TaskKind::ImageToImage);
+        for (const EpochEvent& e : seen.events) view.addEpoch(e, e.epoch);
+        QCOMPARE(view.stripColumns(), 4);
+        QCOMPARE(view.chart()->pointCount("psnr"), 2);
+        const QImage input = view.stripImage(0, 0), target = view.stripImage(2, 0);
+        QCOMPARE(target.size(), QSize(28, 28));
+        QVERIFY(input != target);  // noise on the input only
+        // The target row is the clean validation image: Fashion-MNIST's first test image, pixel for pixel.
+        const ImageStrip& strip = seen.events.back().strip;
+        QCOMPARE(strip.targets.size(), size_t(4 * 784));
+        int same = 0;
+        for (int i = 0; i < 784; ++i) same += qGray(target.pixel(i % 28, i / 28)) == int(strip.targets[size_t(i)] + 0.5f);
+        QCOMPARE(same, 784);
+        if (qEnvironmentVariableIsSet("STRATA_SCREENSHOTS")) {
+            view.show();
+            QTest::qWait(300);  // the layout and the chart's queued repaint
+            view.grab().save(qEnvironmentVariable("STRATA_SCREENSHOTS") + "/task_strip.png");
+        }
+    }
+
     void taskTemplatesFitTheirTasks() {
         for (const QString& id :
              {QString("tabular_regression"), QString("multi_label_text"), QString("denoising_autoencoder")}) {
