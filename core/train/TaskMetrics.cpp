@@ -41,7 +41,7 @@ double pixelPeak(const Normalization& norm) {
 }
 
 TaskMetrics::TaskMetrics(TaskKind task, int64_t outputs, std::vector<std::string> names,
-                         Normalization targetNormalization, double threshold, Normalization inputNormalization)
+                         Normalization targetNormalization, double threshold, const Normalization& inputNormalization)
     : m_task(task),
       m_outputs(outputs),
       m_names(std::move(names)),

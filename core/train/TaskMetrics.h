@@ -50,7 +50,8 @@ public:
     // outputs: values per sample (targets per sample, labels, or pixels). targetNormalization: regression's
     // (per target statistics, or mode none). threshold: multi-label's. inputNormalization: image to image's pixels.
     TaskMetrics(TaskKind task, int64_t outputs, std::vector<std::string> names = {},
-                Normalization targetNormalization = {}, double threshold = 0.5, Normalization inputNormalization = {});
+                Normalization targetNormalization = {}, double threshold = 0.5,
+                const Normalization& inputNormalization = {});
 
     // `rows` samples of model outputs (logits for multi-label) and their targets (training targets: standardized
     // for regression), `outputs` values each.
