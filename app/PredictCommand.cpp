@@ -12,6 +12,7 @@
 #include "core/infer/Predict.h"
 #include "core/io/InputLimits.h"
 #include "core/train/ProjectFingerprint.h"
+#include "core/train/TaskMetrics.h"
 
 namespace strata {
 
@@ -30,6 +31,68 @@ struct PredictArgs {
     bool quiet = false;
     WeightLoadOptions loadOptions;
 };
+
+// Tasks other than classification: regression values in the data's units (and MAE, RMSE, R^2 when the file holds
+// the targets), multi-label probabilities per label and the labels at the threshold (and micro/macro F1 when known),
+// image to image the PSNR of each output against its input.
+int printTaskPredictions(std::ostream& out, const Predictor& predictor, const Predictions& p, const PredictInputs& in,
+                         bool quiet) {
+    const DatasetSettings& ds = predictor.model().project.dataset;
+    const auto k = static_cast<size_t>(p.classes);
+    out << std::fixed << std::setprecision(4);
+    if (ds.task == TaskKind::Regression) {
+        const std::vector<float> values = predictor.regressionValues(p);
+        const bool known = in.targets.size() == values.size();
+        for (int64_t s = 0; s < p.count && !quiet; ++s) {
+            out << "sample " << s << ":";
+            for (size_t j = 0; j < k; ++j) {
+                out << (j ? ", " : " ") << predictor.className(j) << " " << values[static_cast<size_t>(s) * k + j];
+                if (known) out << " (actual " << in.targets[static_cast<size_t>(s) * k + j] << ")";
+            }
+            out << "\n";
+        }
+        if (known) {
+            TaskMetrics m(TaskKind::Regression, p.classes, predictor.model().classNames);
+            m.add(values.data(), in.targets.data(), p.count);
+            const std::vector<RegressionTargetMetrics> r = m.regression();
+            for (size_t j = 0; j < k; ++j)
+                out << predictor.className(j) << ": MAE " << r[j].mae << ", RMSE " << r[j].rmse << ", R2 " << r[j].r2
+                    << " on " << p.count << " samples\n";
+        }
+        return 0;
+    }
+    if (ds.task == TaskKind::MultiLabel) {
+        const std::vector<float> prob = Predictor::labelProbabilities(p);
+        for (int64_t s = 0; s < p.count && !quiet; ++s) {
+            out << "sample " << s << ":";
+            std::string chosen;
+            for (size_t j = 0; j < k; ++j) {
+                const float q = prob[static_cast<size_t>(s) * k + j];
+                out << (j ? ", " : " ") << predictor.className(j) << " " << q;
+                if (q >= ds.threshold) chosen += (chosen.empty() ? "" : ", ") + predictor.className(j);
+            }
+            out << " | labels at " << ds.threshold << ": " << (chosen.empty() ? std::string("none") : chosen) << "\n";
+        }
+        if (in.targets.size() == prob.size()) {
+            TaskMetrics m(TaskKind::MultiLabel, p.classes, predictor.model().classNames, {}, ds.threshold);
+            m.add(p.outputs.data(), in.targets.data(), p.count);
+            out << "micro F1 " << m.microF1() << ", macro F1 " << m.macroF1() << " on " << p.count << " samples\n";
+        }
+        return 0;
+    }
+    // Image to image: each output against its (normalized) input, the autoencoder's target.
+    std::vector<float> inputs = in.values;
+    applyNormalization(inputs, predictor.model().normalization);
+    for (int64_t s = 0; s < p.count; ++s) {
+        TaskMetrics m(TaskKind::ImageToImage, p.classes, {}, {}, 0.5, predictor.model().normalization);
+        if (inputs.size() == p.outputs.size())
+            m.add(p.outputs.data() + s * p.classes, inputs.data() + s * p.classes, 1);
+        if (!quiet)
+            out << "sample " << s << ": output " << predictor.outputShape().toString() << ", PSNR against the input "
+                << std::setprecision(2) << m.psnr() << " dB\n";
+    }
+    return 0;
+}
 
 int predictCommand(PredictArgs& a, std::ostream& out) {
     const std::string &modelPath = a.modelPath, &labelsPath = a.labelsPath, &runtimeName = a.runtimeName,
@@ -101,10 +164,11 @@ int predictCommand(PredictArgs& a, std::ostream& out) {
                                  std::to_string(per) + " values) do not fit the model input " + inShape.toString());
     if (in.count == 0) throw std::runtime_error(inputPath + ": no samples");
 
-    const Predictions p = predictor->run(std::move(in.values), in.count, kPredictBatch);
+    const Predictions p = predictor->run(in.values, in.count, kPredictBatch);  // image to image compares with them
     out << "model " << modelPath << " (" << predictor->model().project.name << "), input " << inputPath << ": "
         << in.count << " sample(s)\n";
     out << predictor->runtimeDescription() << "\n";
+    if (predictor->task() != TaskKind::Classification) return printTaskPredictions(out, *predictor, p, in, quiet);
     const size_t classes = static_cast<size_t>(p.classes);
     int64_t labelled = 0, correct = 0;
     std::vector<size_t> idx(classes);

@@ -145,11 +145,26 @@ public:
             j["samples_per_s"] = e.samplesPerSecond;
             j["best"] = e.best;
             j["ranks"] = e.ranks;
+            for (const strata::NamedMetric& m : e.valMetrics) j["val_" + m.name] = m.value;
             *m_metrics << metricsLine(j) << std::endl;
         }
         if (m_quiet) return;
         if (m_tty) std::fputs("\n", stderr);
-        if (e.hasValidation)
+        if (!e.valMetrics.empty()) {
+            // Tasks other than classification: the task's metrics in place of accuracy; per target or label ones
+            // ("r2[price]") only when they are few (--metrics-out has them all).
+            std::string metrics;
+            const bool few = e.valMetrics.size() <= 6;
+            for (const strata::NamedMetric& m : e.valMetrics)
+                if (few || m.name.find('[') == std::string::npos)
+                    metrics += " " + m.name + " " + strata::formatMetric(m.value);
+            std::fprintf(stderr, "epoch %d: train loss %.4f | val loss %.4f%s%s | %.1f s, %.0f samples/s\n", e.epoch,
+                         e.trainLoss, e.valLoss, metrics.c_str(), e.best ? " (best)" : "", e.seconds,
+                         e.samplesPerSecond);
+        } else if (std::isnan(e.trainAccuracy)) {
+            std::fprintf(stderr, "epoch %d: train loss %.4f | %.1f s, %.0f samples/s\n", e.epoch, e.trainLoss,
+                         e.seconds, e.samplesPerSecond);
+        } else if (e.hasValidation)
             std::fprintf(stderr,
                          "epoch %d: train loss %.4f acc %.4f | val loss %.4f acc %.4f%s | %.1f s, %.0f samples/s\n",
                          e.epoch, e.trainLoss, e.trainAccuracy, e.valLoss, e.valAccuracy, e.best ? " (best)" : "",

@@ -513,6 +513,12 @@ void CudaBackend::doMseLoss(float* losses, float* dpred, const float* pred, cons
     launchMseLoss(m_stream, losses, dpred, pred, target, rows, cols, gradScale);
 }
 
+void CudaBackend::doRobustLoss(float* losses, float* dpred, const float* pred, const float* target, int rows, int cols,
+                               float delta, float gradScale) {
+    activate();
+    launchRobustLoss(m_stream, losses, dpred, pred, target, rows, cols, delta, gradScale);
+}
+
 void CudaBackend::doBceWithLogits(float* losses, float* dlogits, const float* logits, const float* target, int rows,
                                   int cols, float gradScale) {
     activate();

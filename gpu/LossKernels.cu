@@ -62,6 +62,35 @@ __global__ void mseKernel(float* losses, float* dpred, const float* pred, const 
     if (losses && lane == 0) losses[row] = acc / cols;
 }
 
+__global__ void robustKernel(float* losses, float* dpred, const float* pred, const float* target, int rows, int cols,
+                             float delta, float gradScale) {
+    const int row = blockIdx.x * kRowsPerBlock + (threadIdx.x >> 5);
+    const int lane = threadIdx.x & 31;
+    if (row >= rows) return;
+    const int64_t base = int64_t(row) * cols;
+    float acc = 0.0f;
+    const float k = gradScale / cols;
+    for (int c = lane; c < cols; c += 32) {
+        const float d = pred[base + c] - target[base + c];
+        const float a = fabsf(d);
+        const float sign = d > 0.0f ? 1.0f : (d < 0.0f ? -1.0f : 0.0f);
+        float g;
+        if (delta <= 0.0f) {
+            acc += a;
+            g = sign;
+        } else if (a <= delta) {
+            acc += 0.5f * d * d;
+            g = d;
+        } else {
+            acc += delta * (a - 0.5f * delta);
+            g = delta * sign;
+        }
+        if (dpred) dpred[base + c] = g * k;
+    }
+    acc = detail::warpSum(acc);
+    if (losses && lane == 0) losses[row] = acc / cols;
+}
+
 __global__ void bceKernel(float* losses, float* dlogits, const float* logits, const float* target, int rows, int cols,
                           float gradScale) {
     const int row = blockIdx.x * kRowsPerBlock + (threadIdx.x >> 5);
@@ -113,6 +142,14 @@ void launchMseLoss(cudaStream_t s, float* losses, float* dpred, const float* pre
                    int cols, float gradScale) {
     if (rows <= 0) return;
     mseKernel<<<rowBlocks(rows), kRowsPerBlock * 32, 0, s>>>(losses, dpred, pred, target, rows, cols, gradScale);
+    CUDA_CHECK_LAUNCH();
+}
+
+void launchRobustLoss(cudaStream_t s, float* losses, float* dpred, const float* pred, const float* target, int rows,
+                      int cols, float delta, float gradScale) {
+    if (rows <= 0) return;
+    robustKernel<<<rowBlocks(rows), kRowsPerBlock * 32, 0, s>>>(losses, dpred, pred, target, rows, cols, delta,
+                                                                gradScale);
     CUDA_CHECK_LAUNCH();
 }
 

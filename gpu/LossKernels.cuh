@@ -12,6 +12,9 @@ void launchSoftmaxCrossEntropy(cudaStream_t s, float* losses, float* dlogits, co
                                const int32_t* labels, int rows, int cols, float gradScale, int* errorFlag);
 void launchMseLoss(cudaStream_t s, float* losses, float* dpred, const float* pred, const float* target, int rows,
                    int cols, float gradScale);
+// delta 0: mean absolute error; delta > 0: Huber.
+void launchRobustLoss(cudaStream_t s, float* losses, float* dpred, const float* pred, const float* target, int rows,
+                      int cols, float delta, float gradScale);
 void launchBceWithLogits(cudaStream_t s, float* losses, float* dlogits, const float* logits, const float* target,
                          int rows, int cols, float gradScale);
 // Writes the number of rows whose first maximal column equals the label into *count (device int64).

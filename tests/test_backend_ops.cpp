@@ -77,6 +77,7 @@ const Tolerance kTolerances[] = {
     {"softmaxCrossEntropy", 1e-6, 1e-5},
     {"mseLoss", 1e-6, 1e-5},
     {"bceWithLogits", 1e-6, 1e-5},
+    {"robustLoss", 1e-6, 1e-5},
     {"countCorrect", 0, 0},
     {"stepMetrics", 0, 1e-6},
     {"batchNormForwardTraining", 1e-5, 1e-4},
@@ -1321,6 +1322,14 @@ private slots:
                     return Outputs{down(be, loss), down(be, dp)};
                 }))
                 return;
+            for (const float delta : {0.0f, 0.5f})
+                if (!compareAll("robustLoss", ctx + " delta " + std::to_string(delta), [&](Backend& be) {
+                        Tensor P = up(be, logits), T = up(be, target), loss = be.empty(Shape{rows}),
+                               dp = be.empty(Shape{static_cast<int64_t>(sz)});
+                        be.robustLoss(loss.f32(), dp.f32(), P.f32(), T.f32(), rows, cols, delta, gradScale);
+                        return Outputs{down(be, loss), down(be, dp)};
+                    }))
+                    return;
             if (!compareAll("bceWithLogits", ctx, [&](Backend& be) {
                     Tensor P = up(be, logits), T = up(be, target), loss = be.empty(Shape{rows}),
                            dp = be.empty(Shape{static_cast<int64_t>(sz)});

@@ -1078,7 +1078,9 @@ private slots:
     void losses_data() {
         QTest::addColumn<QString>("loss");
         QTest::addColumn<float>("gradScale");
-        for (const char* l : {"softmaxCrossEntropy", "mseLoss", "bceWithLogits"}) {
+        // maeLoss and hubersLoss are robustLoss with delta 0 and 0.5 (the targets are 0..1 and the logits
+        // spread enough that both Huber branches are taken).
+        for (const char* l : {"softmaxCrossEntropy", "mseLoss", "bceWithLogits", "maeLoss", "huberLoss"}) {
             QTest::newRow((std::string(l) + " scale 1").c_str()) << QString(l) << 1.0f;
             QTest::newRow((std::string(l) + " scale 0.25").c_str()) << QString(l) << 0.25f;
         }
@@ -1093,6 +1095,14 @@ private slots:
         const auto logitsHost = makeInput(rng, rows * cols, InputKind::Uniform, 0);
         std::vector<float> target(rows * cols);
         for (auto& t : target) t = static_cast<float>(uniform(rng, 0, 1));
+        // A finite difference across a kink (|d| = 0, |d| = delta) is no derivative: keep every d a few steps away.
+        if (loss == "maeLoss" || loss == "huberLoss")
+            for (size_t i = 0; i < target.size(); ++i)
+                for (const double kink : {0.0, 0.5}) {
+                    const double d = double(logitsHost[i]) - target[i];
+                    if (std::fabs(std::fabs(d) - kink) < 3 * kStep)
+                        target[i] += static_cast<float>(d >= 0 ? -6 * kStep : 6 * kStep);
+                }
         std::vector<int32_t> labels(rows);
         for (auto& l : labels) l = randInt(rng, 0, cols - 1);
 
@@ -1108,6 +1118,10 @@ private slots:
                 b.softmaxCrossEntropy(losses.f32(), grad, logits.f32(), labelsT.i32(), rows, cols, gradScale);
             else if (loss == "mseLoss")
                 b.mseLoss(losses.f32(), grad, logits.f32(), targetT.f32(), rows, cols, gradScale);
+            else if (loss == "maeLoss")
+                b.robustLoss(losses.f32(), grad, logits.f32(), targetT.f32(), rows, cols, 0.0f, gradScale);
+            else if (loss == "huberLoss")
+                b.robustLoss(losses.f32(), grad, logits.f32(), targetT.f32(), rows, cols, 0.5f, gradScale);
             else
                 b.bceWithLogits(losses.f32(), grad, logits.f32(), targetT.f32(), rows, cols, gradScale);
             std::vector<float> l(rows);

@@ -6,7 +6,8 @@
 #       entry's and metainfo's validators (desktop-file-utils, appstream: tests/test_desktop_integration)
 #   gui-review: also Xvfb, xdotool and ImageMagick (tools/gui-review.sh drives the real GUI with them)
 #   fuzz: also clang and libFuzzer/sanitizer runtimes (tools/fuzz.sh, tools/sanitize.sh)
-#   bench: also python3-pil and python3-numpy (tools/make_image_folder.py and the image benchmarks)
+#   bench: also python3-pil, python3-numpy (tools/make_image_folder.py and the image benchmarks) and
+#       python3-vega-datasets (the Auto MPG cars of tools/make_auto_mpg_dataset.py)
 #   test, ci: also the tests' PyPI packages in a venv (tools/setup-test-venv.sh); python3-torch and
 #     python3-torchvision (tools/make_import_fixtures.py: the ONNX import tests' PyTorch models)
 #   ci: test's, plus shellcheck, clang-format, clang-tidy and xz-utils (.ci/run's lint, style and GPU bundle steps)
@@ -30,7 +31,7 @@ case "${1:-build}" in
   deb) packages+=("${deb_packages[@]}") ;;
   gui-review) packages+=(xvfb xdotool imagemagick) ;;
   fuzz) packages+=(clang libclang-rt-14-dev) ;;
-  bench) packages+=(python3-pil python3-numpy python3-venv python3-torch python3-torchvision) ;;
+  bench) packages+=(python3-pil python3-numpy python3-venv python3-torch python3-torchvision python3-vega-datasets) ;;
 esac
 set_name=${1:-build}
 

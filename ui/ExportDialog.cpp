@@ -505,7 +505,16 @@ void ExportDialog::showOutcome(const ExportOutcome& o) {
         text += tr("<br>Stored as F16 instead of %1 (innermost dimension not a multiple of 32): %2.")
                     .arg(q(exportPrecisionName(o.precision)), names.join(QStringLiteral(", ")));
     }
-    if (o.checked) {
+    if (o.checked && !o.check.scoreName.empty()) {
+        // Tasks other than classification: the task's score of each instead of accuracy (ExportCheck.h).
+        const ExportCheckResult& c = o.check;
+        text += tr("<br><b>Largest output difference:</b> %1 (outputs up to %2) on %3 %4 samples."
+                   "<br><b>%5:</b> live model %6, exported file %7.")
+                    .arg(QString::number(c.maxAbsDiff, 'g', 3), QString::number(c.maxAbsOutput, 'g', 3))
+                    .arg(c.samples)
+                    .arg(o.checkSplit, q(c.scoreName), QString::number(c.liveScore, 'g', 5),
+                         QString::number(c.fileScore, 'g', 5));
+    } else if (o.checked) {
         const ExportCheckResult& c = o.check;
         text += tr("<br><b>Largest output difference:</b> %1 (outputs up to %2) on %3 %4 samples."
                    "<br><b>Accuracy:</b> live model %5, exported file %6; same class predicted for %7 of %3.")
@@ -513,6 +522,9 @@ void ExportDialog::showOutcome(const ExportOutcome& o) {
                     .arg(c.samples)
                     .arg(o.checkSplit, percent(c.liveAccuracy), percent(c.fileAccuracy))
                     .arg(c.samePrediction);
+    }
+    if (o.checked) {
+        const ExportCheckResult& c = o.check;
         QString method = q(c.method);
         if (!method.isEmpty()) method[0] = method[0].toUpper();
         m_method->setText(tr("How the file was run: %1").arg(method));

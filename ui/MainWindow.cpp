@@ -47,6 +47,7 @@
 #include "ui/PropertyPanel.h"
 #include "ui/RunsPanel.h"
 #include "ui/SweepPanel.h"
+#include "ui/TaskPredictView.h"
 #include "ui/TrainingDashboard.h"
 #include "ui/TrainingSettingsPanel.h"
 #include "ui/WorkbenchInput.h"
@@ -162,6 +163,15 @@ void MainWindow::createDocks() {
     QDockWidget* dashDock =
         dock(tr("Training dashboard"), QStringLiteral("dashboardDock"), scroll, Qt::BottomDockWidgetArea);
     m_predict = new PredictPanel(m_doc, this);
+    // Tasks other than classification: their own tab in the Predict panel, evaluated whenever it loads a model.
+    m_taskPredict = new TaskPredictView(m_predict);
+    m_predict->tabs()->addTab(m_taskPredict, tr("Task"));
+    connect(m_predict, &PredictPanel::modelLoaded, this, [this](bool ok) {
+        if (ok)
+            m_taskPredict->setModel(m_predict->modelSource(), m_doc->filePath());
+        else
+            m_taskPredict->clear();
+    });
     QDockWidget* predictDock = dock(tr("Predict"), QStringLiteral("predictDock"), m_predict, Qt::BottomDockWidgetArea);
     tabifyDockWidget(dashDock, predictDock);
     m_optimize = new OptimizePanel(m_doc, this);

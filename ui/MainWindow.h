@@ -33,6 +33,7 @@ class TrainingSettingsPanel;
 class ExportDialog;
 class ModelImporter;
 class PredictPanel;
+class TaskPredictView;
 class OptimizePanel;
 class ProfileRunner;
 class RunsPanel;
@@ -55,6 +56,7 @@ public:
     // Null in a build without the training widgets.
     TrainingDashboard* dashboard() const { return m_dashboard; }
     PredictPanel* predictPanel() const { return m_predict; }
+    TaskPredictView* taskPredictView() const { return m_taskPredict; }
     OptimizePanel* optimizePanel() const { return m_optimize; }
     // The Runs view (dock "runsDock"); strata_gui points it at the run history's database.
     RunsPanel* runsPanel() const { return m_runs; }
@@ -164,6 +166,7 @@ private:
     DatasetPanel* m_dataset = nullptr;
     TrainingSettingsPanel* m_trainingSettings = nullptr;
     PredictPanel* m_predict = nullptr;
+    TaskPredictView* m_taskPredict = nullptr;
     OptimizePanel* m_optimize = nullptr;
     RunsPanel* m_runs = nullptr;
     SweepPanel* m_sweep = nullptr;

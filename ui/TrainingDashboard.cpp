@@ -18,9 +18,11 @@
 #include <cmath>
 #include <utility>
 
+#include "core/graph/Task.h"
 #include "core/train/RunFolder.h"
 #include "ui/ChartPanel.h"
 #include "ui/DevicePicker.h"
+#include "ui/TaskMetricsView.h"
 #include "ui/base/EngineWorker.h"
 #include "ui/base/ProjectDocument.h"
 #include "ui/base/RunHistory.h"
@@ -204,6 +206,8 @@ void TrainingDashboard::buildUi() {
     for (ChartPanel* chart : std::as_const(m_charts))
         for (const QString& series : chart->seriesNames()) m_seriesChart.insert(series, chart);
     root->addLayout(grid, 1);
+    m_taskView = new TaskMetricsView(this);
+    root->addWidget(m_taskView, 1);
 
     m_log = new QLabel(this);
     m_log->setTextInteractionFlags(Qt::TextSelectableByMouse);
@@ -326,6 +330,7 @@ void TrainingDashboard::startTraining(qint64 maxSteps) {
     clearError();
     clearCharts();
     const Project project = m_doc->project();  // the run's own copy
+    m_taskView->setTask(project.dataset.task);
     const QString path = m_doc->filePath();
     m_maxSteps = maxSteps;
     m_epochs = project.training.epochs;
@@ -400,6 +405,7 @@ void TrainingDashboard::saveCheckpointNow() {
 }
 
 void TrainingDashboard::clearCharts() {
+    m_taskView->clear();
     m_comm->clear();
     m_comm->hide();
     m_pendingSteps.clear();
@@ -550,6 +556,7 @@ void TrainingDashboard::flush() {
     for (const EpochPoint& p : std::as_const(m_pendingEpochs)) {
         const EpochEvent& e = p.event;
         if (m_recording && m_runId > 0) m_recording->addEpoch(m_runId, e);
+        m_taskView->addEpoch(e, p.x);
         const QVector<double> x{p.x};
         m_charts["accuracy"]->append("train_acc_epoch", x, {e.trainAccuracy});
         if (e.hasValidation) {
@@ -560,6 +567,20 @@ void TrainingDashboard::flush() {
             const QString label = tr("best: epoch %1").arg(e.epoch);
             m_charts["loss"]->setMarker(p.x, label);
             m_charts["accuracy"]->setMarker(p.x, label);
+        }
+        if (m_taskView->task() != TaskKind::Classification) {
+            // No accuracy: the task's score, named (R2, micro F1, PSNR).
+            m_log->setText(tr("Epoch %1: train loss %2%3 (%4 samples/s)")
+                               .arg(e.epoch)
+                               .arg(e.trainLoss, 0, 'g', 4)
+                               .arg(e.hasValidation
+                                        ? tr("; validation loss %1, %2 %3")
+                                              .arg(e.valLoss, 0, 'g', 4)
+                                              .arg(QString::fromStdString(taskScoreName(m_taskView->task())))
+                                              .arg(e.valAccuracy, 0, 'g', 4)
+                                        : QString())
+                               .arg(e.samplesPerSecond, 0, 'f', 0));
+            continue;
         }
         m_log->setText(
             tr("Epoch %1: train loss %2, accuracy %3%4 (%5 samples/s)")

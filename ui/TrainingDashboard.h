@@ -31,6 +31,7 @@ namespace strata::ui {
 
 class ChartPanel;
 class DevicePicker;
+class TaskMetricsView;
 class EngineWorker;
 class ProjectDocument;
 class RunHistory;
@@ -72,6 +73,8 @@ public:
     int pointCount(const QString& series) const;
     // The chart by name: loss, accuracy, lr, throughput, utilization, memory.
     ChartPanel* chart(const QString& name) const;
+    // Tasks other than classification: their metrics and image strip (TaskMetricsView.h), under the charts.
+    TaskMetricsView* taskView() const { return m_taskView; }
     QString errorText() const;
     bool errorVisible() const;
     QString statusText() const;
@@ -174,6 +177,7 @@ private:
     std::optional<PendingRecord> m_toRecord;
     void recordRun();
     std::function<StartVerdict(qint64)> m_startCheck;
+    TaskMetricsView* m_taskView = nullptr;
     QHash<QString, ChartPanel*> m_charts;       // by chart name
     QHash<QString, ChartPanel*> m_seriesChart;  // by series name
     QTimer* m_flushTimer = nullptr;

@@ -3,6 +3,7 @@
 // descriptors, plus the host index checks of host-memory backends (O(rows), as before).
 #include "core/backend/Backend.h"
 
+#include <cmath>
 #include <limits>
 #include <string>
 #include <vector>
@@ -567,6 +568,20 @@ void Backend::mseLoss(float* losses, float* dpred, const float* pred, const floa
         pointer(op, "target", target);
     }
     doMseLoss(losses, dpred, pred, target, rows, cols, gradScale);
+}
+
+void Backend::robustLoss(float* losses, float* dpred, const float* pred, const float* target, int rows, int cols,
+                         float delta, float gradScale) {
+    constexpr BackendOp op = BackendOp::RobustLoss;
+    atLeastOneColumn(op, cols);
+    size(op, "rows", rows);
+    if (!(delta >= 0.0f) || !std::isfinite(delta))
+        fail(op, "delta " + std::to_string(delta) + " must be finite and 0 (mean absolute error) or above (Huber)");
+    if (rows > 0) {
+        pointer(op, "pred", pred);
+        pointer(op, "target", target);
+    }
+    doRobustLoss(losses, dpred, pred, target, rows, cols, delta, gradScale);
 }
 
 void Backend::bceWithLogits(float* losses, float* dlogits, const float* logits, const float* target, int rows, int cols,

@@ -243,6 +243,10 @@ void CpuBackend::doMseLoss(float* losses, float* dpred, const float* pred, const
                            float gradScale) {
     cpu::mseLoss(threads(), losses, dpred, pred, target, rows, cols, gradScale);
 }
+void CpuBackend::doRobustLoss(float* losses, float* dpred, const float* pred, const float* target, int rows, int cols,
+                              float delta, float gradScale) {
+    cpu::robustLoss(threads(), losses, dpred, pred, target, rows, cols, delta, gradScale);
+}
 void CpuBackend::doBceWithLogits(float* losses, float* dlogits, const float* logits, const float* target, int rows,
                                  int cols, float gradScale) {
     cpu::bceWithLogits(threads(), losses, dlogits, logits, target, rows, cols, gradScale);

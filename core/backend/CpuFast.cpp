@@ -1175,6 +1175,14 @@ void mseLoss(int threads, float* losses, float* dpred, const float* pred, const 
     });
 }
 
+void robustLoss(int threads, float* losses, float* dpred, const float* pred, const float* target, int rows, int cols,
+                float delta, float gradScale) {
+    parallelFor(threads, rows, rowGrain(cols), [&](int64_t b, int64_t e, int) {
+        cpuref::robustLoss(losses ? losses + b : nullptr, dpred ? dpred + b * cols : nullptr, pred + b * cols,
+                           target + b * cols, static_cast<int>(e - b), cols, delta, gradScale);
+    });
+}
+
 void bceWithLogits(int threads, float* losses, float* dlogits, const float* logits, const float* target, int rows,
                    int cols, float gradScale) {
     parallelFor(threads, rows, rowGrain(cols) / 8 + 1, [&](int64_t b, int64_t e, int) {

@@ -167,6 +167,8 @@ void softmaxCrossEntropy(int threads, float* losses, float* dlogits, const float
                          int rows, int cols, float gradScale);
 void mseLoss(int threads, float* losses, float* dpred, const float* pred, const float* target, int rows, int cols,
              float gradScale);
+void robustLoss(int threads, float* losses, float* dpred, const float* pred, const float* target, int rows, int cols,
+                float delta, float gradScale);
 void bceWithLogits(int threads, float* losses, float* dlogits, const float* logits, const float* target, int rows,
                    int cols, float gradScale);
 

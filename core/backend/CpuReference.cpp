@@ -486,6 +486,32 @@ void mseLoss(float* losses, float* dpred, const float* pred, const float* target
     }
 }
 
+void robustLoss(float* losses, float* dpred, const float* pred, const float* target, int rows, int cols, float delta,
+                float gradScale) {
+    for (int r = 0; r < rows; ++r) {
+        const size_t o = static_cast<size_t>(r) * cols;
+        double acc = 0.0;
+        for (int c = 0; c < cols; ++c) {
+            const double d = static_cast<double>(pred[o + c]) - target[o + c];
+            const double a = std::fabs(d);
+            const double sign = d > 0.0 ? 1.0 : (d < 0.0 ? -1.0 : 0.0);
+            double g = 0.0;
+            if (delta <= 0.0f) {
+                acc += a;
+                g = sign;
+            } else if (a <= delta) {
+                acc += 0.5 * d * d;
+                g = d;
+            } else {
+                acc += delta * (a - 0.5 * delta);
+                g = delta * sign;
+            }
+            if (dpred) dpred[o + c] = static_cast<float>(g / cols * gradScale);
+        }
+        if (losses) losses[r] = static_cast<float>(acc / cols);
+    }
+}
+
 void bceWithLogits(float* losses, float* dlogits, const float* logits, const float* target, int rows, int cols,
                    float gradScale) {
     for (int r = 0; r < rows; ++r) {

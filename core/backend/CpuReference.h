@@ -57,6 +57,8 @@ void maskedSoftmaxForward(float* y, const float* x, const float* keep, int group
 void softmaxCrossEntropy(float* losses, float* dlogits, const float* logits, const int32_t* labels, int rows, int cols,
                          float gradScale);
 void mseLoss(float* losses, float* dpred, const float* pred, const float* target, int rows, int cols, float gradScale);
+void robustLoss(float* losses, float* dpred, const float* pred, const float* target, int rows, int cols, float delta,
+                float gradScale);
 void bceWithLogits(float* losses, float* dlogits, const float* logits, const float* target, int rows, int cols,
                    float gradScale);
 int64_t countCorrect(const float* logits, const int32_t* labels, int rows, int cols);

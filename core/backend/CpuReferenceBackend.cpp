@@ -124,6 +124,10 @@ void CpuReferenceBackend::doMseLoss(float* losses, float* dpred, const float* pr
                                     int cols, float gradScale) {
     cpuref::mseLoss(losses, dpred, pred, target, rows, cols, gradScale);
 }
+void CpuReferenceBackend::doRobustLoss(float* losses, float* dpred, const float* pred, const float* target, int rows,
+                                       int cols, float delta, float gradScale) {
+    cpuref::robustLoss(losses, dpred, pred, target, rows, cols, delta, gradScale);
+}
 void CpuReferenceBackend::doBceWithLogits(float* losses, float* dlogits, const float* logits, const float* target,
                                           int rows, int cols, float gradScale) {
     cpuref::bceWithLogits(losses, dlogits, logits, target, rows, cols, gradScale);

@@ -35,6 +35,18 @@ Augmentation trainingAugmentation(const DatasetSettings& settings, const Normali
         aug.featurePixelUnit.resize(norm.featureStd.size());
         for (size_t j = 0; j < norm.featureStd.size(); ++j) aug.featurePixelUnit[j] = 1.f / norm.featureStd[j];
     }
+    if (settings.task == TaskKind::ImageToImage && settings.imageTarget == ImageTarget::Denoise)
+        aug.maskFraction = static_cast<float>(settings.maskingFraction);
+    return aug;
+}
+
+Augmentation validationAugmentation(const DatasetSettings& settings, const Normalization& norm) {
+    if (settings.task != TaskKind::ImageToImage || settings.imageTarget != ImageTarget::Denoise) return {};
+    const Augmentation train = trainingAugmentation(settings, norm);
+    Augmentation aug;
+    aug.noiseStd = train.noiseStd;
+    aug.maskFraction = train.maskFraction;
+    aug.padValue = train.padValue;
     return aug;
 }
 
@@ -196,6 +208,7 @@ bool DataLoader::next(Batch& out) {
     Batch& b = m_slots[static_cast<size_t>(slot)];
     std::swap(out.inputs, b.inputs);
     std::swap(out.labels, b.labels);
+    std::swap(out.targets, b.targets);
     out.size = b.size;
     out.first = b.first;
     out.globalSize = b.globalSize;
@@ -269,6 +282,8 @@ void DataLoader::fillBatch(Batch& batch, const std::vector<int64_t>& order, int 
     // resize() within capacity does not allocate: the buffers circulate between worker and consumer.
     batch.inputs.resize(static_cast<size_t>(size * m_sampleSize));
     batch.labels.resize(static_cast<size_t>(size));
+    const int64_t targetSize = m_split.targetSize();
+    batch.targets.resize(static_cast<size_t>(size * targetSize));
     // Augmentation draws from a stream keyed by (seed, epoch, batch, sample's index in the batch): independent
     // of thread timing, and of how a data-parallel job splits the batch.
     const uint64_t batchRng =
@@ -284,6 +299,8 @@ void DataLoader::fillBatch(Batch& batch, const std::vector<int64_t>& order, int 
         float* dst = batch.inputs.data() + i * m_sampleSize;
         std::memcpy(dst, m_split.inputs.data() + src * m_sampleSize, static_cast<size_t>(m_sampleSize) * sizeof(float));
         batch.labels[static_cast<size_t>(i)] = m_split.labels[static_cast<size_t>(src)];
+        // Before augmentation: a denoising target is the clean input.
+        if (targetSize > 0) m_split.copyTargets(src, batch.targets.data() + i * targetSize);
         if (augment) {
             uint64_t rng = data::mixSeed(batchRng, static_cast<uint64_t>(shard.begin + i));
             augmentSample(dst, rng);
@@ -382,6 +399,9 @@ void DataLoader::readStreamed(Batch& batch, const int64_t* indices, uint64_t bat
         batch.inputs.resize(static_cast<size_t>(kept * m_sampleSize));
         batch.labels.resize(static_cast<size_t>(kept));
     }
+    // An autoencoder's targets are the inputs as read (Task.h allows no augmentation with them, and denoising is
+    // refused for streamed images); streamed splits hold no other targets.
+    if (m_split.targetsAreInputs) batch.targets = batch.inputs;
 }
 
 void DataLoader::augmentSample(float* sample, uint64_t& rng) const {
@@ -441,6 +461,9 @@ void DataLoader::augmentSample(float* sample, uint64_t& rng) const {
             sample[j] = static_cast<float>(mean + factor * (double(sample[j]) - mean) + shift * unit);
         }
     }
+    if (m_aug.maskFraction > 0.f)
+        for (int64_t j = 0; j < m_sampleSize; ++j)
+            if (data::randomUnit(rng) < m_aug.maskFraction) sample[j] = m_aug.padValue;
     if (m_aug.noiseStd > 0.f)
         for (int64_t j = 0; j < m_sampleSize; ++j)
             sample[j] += m_aug.noiseStd * static_cast<float>(data::randomNormal(rng));

@@ -37,10 +37,15 @@ struct Augmentation {
     float brightness = 0.f, contrast = 0.f;
     float pixelUnit = 1.f;
     std::vector<float> featurePixelUnit;
+    // Masking noise (denoising): each value becomes padValue (a raw zero) with this probability, after the
+    // Gaussian noise.
+    float maskFraction = 0.f;
     bool geometric() const {
         return cropPadding > 0 || horizontalFlip || resizedCropMinArea > 0.f || rotationDegrees > 0.f;
     }
-    bool active() const { return geometric() || noiseStd > 0.f || brightness > 0.f || contrast > 0.f; }
+    bool active() const {
+        return geometric() || noiseStd > 0.f || brightness > 0.f || contrast > 0.f || maskFraction > 0.f;
+    }
 };
 
 // One random resized crop and rotation: output pixel centres map into the crop (top, left, height, width,
@@ -57,6 +62,9 @@ void warpImage(const float* src, float* dst, int64_t channels, int64_t height, i
 // The training split's augmentation from the project's dataset settings; the crop border
 // is a raw zero pixel mapped through `norm`.
 Augmentation trainingAugmentation(const DatasetSettings& settings, const Normalization& norm);
+// The validation split's: none, except the noise of image_to_image denoise (drawn from the validation loader's
+// seed and epoch 0, so every evaluation sees the same noisy inputs).
+Augmentation validationAugmentation(const DatasetSettings& settings, const Normalization& norm);
 
 // The sample order of an epoch: 0..count-1, shuffled by a function of (seed, epoch) only when `shuffle`.
 // DataLoader batches follow it; so does the Trainer when the data lives in device memory.
@@ -78,6 +86,7 @@ struct Batch {
     int64_t globalSize = 0;
     std::vector<float> inputs;    // size * sampleShape.numel()
     std::vector<int32_t> labels;  // size
+    std::vector<float> targets;   // size * the split's targetSize() (tasks with targets; clean inputs before noise)
 };
 
 // A streamed split (DataSplit::source) is read by `source->threads()` decode threads, the worker among

@@ -1,8 +1,20 @@
 #include "core/data/Dataset.h"
 
+#include <algorithm>
+#include <cstring>
+
 #include "core/data/DatasetLoader.h"
+#include "core/graph/Task.h"
 
 namespace strata {
+
+void DataSplit::copyTargets(int64_t i, float* dst) const {
+    const int64_t n = targetSize();
+    if (targetsAreInputs)
+        std::memcpy(dst, inputs.data() + i * n, static_cast<size_t>(n) * sizeof(float));
+    else
+        std::memcpy(dst, targets.data() + i * n, static_cast<size_t>(n) * sizeof(float));
+}
 
 DataError DataError::inFile(const std::string& path, const std::string& what) {
     return DataError(path, -1, -1, data::fileName(path) + ": " + what);
@@ -51,8 +63,33 @@ const DatasetLoader* findDatasetLoader(DatasetKind kind) {
 DatasetBundle loadDataset(const DatasetSettings& settings, const std::string& projectPath, Streaming streaming) {
     if (settings.trainLimit < 0 || settings.validationLimit < 0)
         throw DataError("dataset.train_limit and validation_limit must not be negative");
-    if (const data::DatasetLoader* loader = data::findDatasetLoader(settings.kind))
-        return loader->load(settings, projectPath, streaming);
+    if (settings.task != TaskKind::Classification) {
+        // The data's side of the task's settings (the loss is the Trainer's to check).
+        TrainingSettings training;
+        training.loss = taskLosses(settings.task)[0];
+        const std::string problem = taskSettingsProblem(settings, training);
+        if (!problem.empty()) throw DataError(problem);
+    }
+    if (settings.task == TaskKind::ImageToImage && settings.imageTarget == ImageTarget::Folder)
+        throw DataError("dataset.image_target folder (targets from a second image folder) is not available in this "
+                        "build yet; use input (autoencoder) or denoise");
+    if (const data::DatasetLoader* loader = data::findDatasetLoader(settings.kind)) {
+        DatasetBundle b = loader->load(settings, projectPath, streaming);
+        b.task = settings.task;
+        if (settings.task == TaskKind::ImageToImage && settings.imageTarget != ImageTarget::Folder) {
+            // The target is the clean input: nothing to hold twice. A streamed split reads its inputs batch by
+            // batch; the loader copies them before any noise (DataLoader).
+            for (DataSplit* s : {&b.train, &b.validation}) {
+                s->targetShape = s->sampleShape;
+                s->targetsAreInputs = true;
+            }
+            b.numClasses = 0;
+            b.classNames.clear();
+            b.description += std::string(", target: ") +
+                             (settings.imageTarget == ImageTarget::Input ? "the input" : "the clean input (denoising)");
+        }
+        return b;
+    }
     throw DataError("dataset.kind: unknown kind " + std::to_string(static_cast<int>(settings.kind)) + " (" +
                     datasetSetting("kind").rangeText() + ")");
 }

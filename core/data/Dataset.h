@@ -63,6 +63,17 @@ struct DataSplit {
     std::vector<int32_t> labels;                 // count (class index)
     std::shared_ptr<const SampleSource> source;  // streamed: the samples come from here, inputs is empty
     bool streamed() const { return source != nullptr; }
+    // Tasks other than classification (core/graph/Task.h): float targets of targetShape per sample (regression:
+    // standardized values; multi-label: 0/1 per label), or, when targetsAreInputs (image_to_image input and
+    // denoise), each sample's own clean input, which the loader copies before any noise is added. labels then
+    // hold zeros. targetShape is empty (rank 0) for classification.
+    Shape targetShape;
+    std::vector<float> targets;  // count * targetShape.numel(); empty when targetsAreInputs
+    bool targetsAreInputs = false;
+    bool hasTargets() const { return targetShape.rank() > 0; }
+    int64_t targetSize() const { return hasTargets() ? targetShape.numel() : 0; }
+    // Sample i's targets into dst (targetSize() floats); from the inputs when targetsAreInputs (not streamed).
+    void copyTargets(int64_t i, float* dst) const;
 };
 
 // A file an image_folder dataset left out, and why ("truncated: ...", "empty class folder").
@@ -81,8 +92,13 @@ std::vector<std::string> skippedFileLines(const std::vector<SkippedFile>& files,
 
 struct DatasetBundle {
     DataSplit train, validation;  // validation.count == 0 when none
+    TaskKind task = TaskKind::Classification;
+    // Classification: the classes. Regression: the target columns; multi-label: the labels (one output each).
     int numClasses = 0;
     std::vector<std::string> classNames;
+    // Regression: how data-unit targets became training targets, per target (featureMean/featureStd), measured on
+    // the training split; predictions are turned back with undoNormalization. Mode "none" otherwise.
+    Normalization targetNormalization;
     Normalization normalization;          // how raw inputs were turned into model inputs (export needs it)
     std::vector<std::string> vocabulary;  // text: id -> token (0 = padding, 1 = unknown)
     std::string tokenizerModel;           // text, sentencepiece: the serialized SentencePiece model

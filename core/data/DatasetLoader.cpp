@@ -49,9 +49,13 @@ RawSplit gather(const RawSplit& src, const std::vector<int64_t>& rows) {
     const int64_t n = src.shape.numel();
     out.values.resize(static_cast<size_t>(n) * rows.size());
     out.labels.resize(rows.size());
+    out.targetSize = src.targetSize;
+    const int64_t t = src.targetSize;
+    out.targets.resize(static_cast<size_t>(t) * rows.size());
     for (size_t i = 0; i < rows.size(); ++i) {
         std::copy_n(src.values.begin() + rows[i] * n, n, out.values.begin() + static_cast<int64_t>(i) * n);
         out.labels[i] = src.labels[static_cast<size_t>(rows[i])];
+        if (t > 0) std::copy_n(src.targets.begin() + rows[i] * t, t, out.targets.begin() + static_cast<int64_t>(i) * t);
     }
     return out;
 }
@@ -99,6 +103,7 @@ void splitAndLimit(RawSplit& train, RawSplit& validation, bool haveValidation, c
     if (s.validationLimit > 0 && s.validationLimit < validation.count())
         validation = gather(validation, firstRows(validation.count(), s.validationLimit));
     if (validation.shape.empty()) validation.shape = train.shape;
+    validation.targetSize = train.targetSize;
 }
 
 void normalize(RawSplit& train, RawSplit& validation, NormalizationMode mode, bool images, Normalization& norm) {
@@ -149,7 +154,77 @@ DataSplit toSplit(RawSplit&& raw) {
     s.count = raw.count();
     s.inputs = std::move(raw.values);
     s.labels = std::move(raw.labels);
+    if (raw.targetSize > 0) {
+        s.targetShape = Shape{raw.targetSize};
+        s.targets = std::move(raw.targets);
+    }
     return s;
+}
+
+void standardizeTargets(RawSplit& train, RawSplit& validation, bool standardize, Normalization& norm) {
+    // The targets as splits of their own, so that they are standardized exactly as tabular features are.
+    auto asSplit = [](RawSplit& s) {
+        RawSplit t;
+        t.shape = Shape{s.targetSize};
+        t.values = std::move(s.targets);
+        t.labels.assign(s.labels.size(), 0);
+        return t;
+    };
+    RawSplit t = asSplit(train), v = asSplit(validation);
+    normalize(t, v, standardize ? NormalizationMode::Standardize : NormalizationMode::None, false, norm);
+    train.targets = std::move(t.values);
+    validation.targets = std::move(v.values);
+}
+
+MultiLabelTargets multiLabelTargets(const std::vector<LabelText>& train, const std::vector<LabelText>& validation,
+                                    const std::string& separator, const std::vector<std::string>& names) {
+    if (separator.empty()) throw DataError("dataset.label_separator is empty");
+    MultiLabelTargets out;
+    std::unordered_map<std::string, size_t> index;
+    for (const std::string& n : names) index.emplace(n, index.size());
+    out.names = names;
+    auto split = [&](const LabelText& l) {
+        std::vector<std::string> parts;
+        size_t from = 0;
+        while (from <= l.text.size()) {
+            size_t at = l.text.find(separator, from);
+            if (at == std::string::npos) at = l.text.size();
+            const std::string part = trim(l.text.substr(from, at - from));
+            if (!part.empty()) parts.push_back(part);
+            from = at + separator.size();
+        }
+        return parts;
+    };
+    const bool learn = names.empty();
+    for (const LabelText& l : train)
+        for (const std::string& p : split(l))
+            if (learn && index.emplace(p, index.size()).second) out.names.push_back(p);
+    if (out.names.empty())
+        throw DataError(train.empty() ? "no training rows"
+                                      : DataError::inFile(train.front().path,
+                                                          "no label in any row "
+                                                          "of the label column (separated by '" +
+                                                              separator + "')")
+                                            .what());
+    const size_t k = out.names.size();
+    auto encode = [&](const std::vector<LabelText>& rows, bool validationRows) {
+        std::vector<float> t(rows.size() * k, 0.0f);
+        for (size_t r = 0; r < rows.size(); ++r)
+            for (const std::string& p : split(rows[r])) {
+                auto it = index.find(p);
+                if (it == index.end())
+                    throw DataError::atLine(rows[r].path, rows[r].line,
+                                            "label '" + p + "' is not one of the " +
+                                                (validationRows && learn ? std::string("training split's labels")
+                                                                         : std::string("dataset.class_names")) +
+                                                " (" + joinNames(out.names) + ")");
+                t[r * k + it->second] = 1.0f;
+            }
+        return t;
+    };
+    out.train = encode(train, false);
+    out.validation = encode(validation, true);
+    return out;
 }
 
 std::string splitCounts(int64_t train, int64_t validation, int classes) {

@@ -58,6 +58,9 @@ struct RawSplit {
     Shape shape;
     std::vector<float> values;
     std::vector<int32_t> labels;
+    // Float targets (regression, multi-label), targetSize per row; empty for classification.
+    int64_t targetSize = 0;
+    std::vector<float> targets;
     int64_t count() const { return static_cast<int64_t>(labels.size()); }
 };
 
@@ -78,6 +81,10 @@ void splitAndLimit(RawSplit& train, RawSplit& validation, bool haveValidation, c
 void normalize(RawSplit& train, RawSplit& validation, NormalizationMode mode, bool images, Normalization& norm);
 
 DataSplit toSplit(RawSplit&& raw);
+
+// Regression: standardizes both splits' targets per target with the training split's statistics (mode
+// "standardize") or leaves them (mode "none"), recording it in `norm`.
+void standardizeTargets(RawSplit& train, RawSplit& validation, bool standardize, Normalization& norm);
 
 // "60000 train, 10000 validation, 10 classes": the counts every description line gives.
 std::string splitCounts(int64_t train, int64_t validation, int classes);
@@ -107,5 +114,16 @@ private:
     std::unordered_map<std::string, int32_t> m_index;
     bool m_acceptIntegers = false;
 };
+
+// Multi-label: each row's labels (texts separated by `separator`, blanks ignored) as 0/1 targets over the label
+// names: `names` when given, else every label of the training rows in order of first appearance. A row without a
+// label is a sample with none (all zeros). Throws DataError naming the file and line of a label `names` lacks, or
+// of a validation label the training rows never had.
+struct MultiLabelTargets {
+    std::vector<std::string> names;
+    std::vector<float> train, validation;  // rows * names.size()
+};
+MultiLabelTargets multiLabelTargets(const std::vector<LabelText>& train, const std::vector<LabelText>& validation,
+                                    const std::string& separator, const std::vector<std::string>& names);
 
 }  // namespace strata::data

@@ -3,6 +3,7 @@
 // or read from tokenizer_model), padded or cut to max_tokens: the inputs are token ids.
 #include <algorithm>
 #include <memory>
+#include <optional>
 #include <unordered_map>
 
 #include "core/data/CsvReader.h"
@@ -142,7 +143,10 @@ DatasetBundle loadTextDataset(const DatasetSettings& s, const std::string& proje
     const std::string trainPath = resolveDatasetPath(projectPath, s.trainPath);
     TextRows train = readTextRows(trainPath, s.labelColumn);
     std::string warnings = train.warning.empty() ? "" : "\n" + train.warning;
-    LabelMapper mapper(train.labels, s.classNames);
+    const bool multiLabel = s.task == TaskKind::MultiLabel;
+    // Multi-label rows list their labels in the label column; the classes are then never mapped.
+    std::optional<LabelMapper> mapper;
+    if (!multiLabel) mapper.emplace(train.labels, s.classNames);
     TextRows validation;
     const bool haveValidation = !s.validationPath.empty();
     if (haveValidation) {
@@ -205,21 +209,27 @@ DatasetBundle loadTextDataset(const DatasetSettings& s, const std::string& proje
         encoder = std::make_unique<TextEncoder>(s.tokenizer, s.maxTokens, b.vocabulary, std::string());
     }
 
-    auto encode = [&](const TextRows& rows) {
+    MultiLabelTargets multi;
+    if (multiLabel) multi = multiLabelTargets(train.labels, validation.labels, s.labelSeparator, s.classNames);
+    auto encode = [&](const TextRows& rows, std::vector<float>* targets) {
         DataSplit split;
         split.sampleShape = Shape{s.maxTokens};
         split.count = static_cast<int64_t>(rows.texts.size());
         split.inputs.reserve(static_cast<size_t>(split.count) * static_cast<size_t>(s.maxTokens));
         split.labels.reserve(rows.texts.size());
         for (size_t r = 0; r < rows.texts.size(); ++r) {
-            split.labels.push_back(mapper.map(rows.labels[r]));
+            split.labels.push_back(mapper ? mapper->map(rows.labels[r]) : 0);
             const std::vector<float> ids = encoder->encode(rows.texts[r]);
             split.inputs.insert(split.inputs.end(), ids.begin(), ids.end());
         }
+        if (targets) {
+            split.targetShape = Shape{static_cast<int64_t>(multi.names.size())};
+            split.targets = std::move(*targets);
+        }
         return split;
     };
-    b.train = encode(train);
-    b.validation = encode(validation);
+    b.train = encode(train, multiLabel ? &multi.train : nullptr);
+    b.validation = encode(validation, multiLabel ? &multi.validation : nullptr);
     int64_t cut = 0, longest = 0;
     for (const int64_t length : b.textLengths) {
         cut += length > s.maxTokens ? 1 : 0;
@@ -231,7 +241,7 @@ DatasetBundle loadTextDataset(const DatasetSettings& s, const std::string& proje
                     std::to_string(cut * 100 / texts) + "%) have more than max_tokens " + std::to_string(s.maxTokens) +
                     " tokens and are cut (the longest has " + std::to_string(longest) +
                     "); a larger max_tokens keeps more of them";
-    b.classNames = mapper.names();
+    b.classNames = mapper ? mapper->names() : multi.names;
     b.numClasses = static_cast<int>(b.classNames.size());
     b.normalization.mode = "none";  // token ids go to an Embedding untouched
     b.description = "Text " + fileName(trainPath) + " (" + settingName(s.tokenizer) + ", " +

@@ -124,6 +124,7 @@ ExportModel loadSafetensorsExport(const std::string& path, const SafetensorsCont
     if (const std::string* s = meta(kMetaClassLabels)) m.classNames = stringArray(*s, path, kMetaClassLabels);
     if (const std::string* s = meta(kMetaVocabulary)) m.vocabulary = stringArray(*s, path, kMetaVocabulary);
     if (const std::string* s = meta(kMetaTokenizerModel)) m.tokenizerModel = decodedModel(*s, path);
+    if (const std::string* s = meta(kMetaTargetNormalization)) readTargetNormalization(m, *s, path);
     if (const std::string* s = meta(kMetaNormalization)) {
         try {
             m.normalization = normalizationFromJson(parseJson<Json>(*s, path));
@@ -155,6 +156,7 @@ ExportModel loadGgufExport(const std::string& path, const WeightLoadOptions& opt
         else if (g.find(kMetaVocabulary))
             m.vocabulary = g.getStringArray(kMetaVocabulary);
         if (g.find(kMetaTokenizerModel)) m.tokenizerModel = decodedModel(g.getString(kMetaTokenizerModel), path);
+        if (g.find(kMetaTargetNormalization)) readTargetNormalization(m, g.getString(kMetaTargetNormalization), path);
         if (g.find("strata.normalization.mode")) {
             m.normalization.mode = g.getString("strata.normalization.mode");
             m.normalization.scale = g.getFloat32("strata.normalization.scale");
@@ -217,6 +219,8 @@ ExportModel loadOnnxExport(const std::string& path, const WeightLoadOptions& opt
         m.vocabulary = stringArray(v->second, path, kMetaVocabulary);
     if (auto t = info.metadata.find(kMetaTokenizerModel); t != info.metadata.end())
         m.tokenizerModel = decodedModel(t->second, path);
+    if (auto t = info.metadata.find(kMetaTargetNormalization); t != info.metadata.end())
+        readTargetNormalization(m, t->second, path);
     if (auto n = info.metadata.find(kMetaNormalization); n != info.metadata.end()) {
         try {
             m.normalization = normalizationFromJson(parseJson<Json>(n->second, path));
@@ -261,6 +265,20 @@ ExportModel loadOnnxExport(const std::string& path, const WeightLoadOptions& opt
 
 }  // namespace
 
+std::string targetNormalizationText(const ExportModel& model) {
+    return model.targetNormalization.mode == "none" ? std::string()
+                                                    : normalizationJson(model.targetNormalization).dump();
+}
+
+void readTargetNormalization(ExportModel& model, const std::string& text, const std::string& path) {
+    try {
+        model.targetNormalization = normalizationFromJson(parseJson<Json>(text, path));
+        checkNormalizationValues(model.targetNormalization);
+    } catch (const std::exception& e) {
+        throw FormatError(path, std::string(kMetaTargetNormalization) + " is invalid: " + e.what());
+    }
+}
+
 std::vector<ExportParameter> exportParameters(const Graph& graph) {
     const GraphAnalysis analysis = analyzeGraph(graph);
     if (!analysis.ok()) throw std::runtime_error("the graph is invalid: " + analysis.problems.front().message);
@@ -302,6 +320,7 @@ ExportModel untrainedExportModel(const Project& project, const std::string& proj
     m.weights = modelWeights(*model);
     const DatasetBundle data = loadDataset(project.dataset, projectPath);
     m.normalization = data.normalization;
+    m.targetNormalization = data.targetNormalization;
     m.classNames = data.classNames;
     m.vocabulary = data.vocabulary;
     m.tokenizerModel = data.tokenizerModel;
@@ -314,6 +333,7 @@ ExportModel exportModelFromCheckpoint(const Checkpoint& c) {
     m.project = c.project;
     m.weights = c.weights;
     m.normalization = c.normalization;
+    m.targetNormalization = c.targetNormalization;
     m.classNames = c.classNames;
     m.vocabulary = c.vocabulary;
     m.tokenizerModel = c.tokenizerModel;
@@ -389,6 +409,7 @@ ExportSummary writeSafetensorsExport(const std::string& path, const ExportModel&
         {kMetaNormalization, normalizationJson(model.normalization).dump()},
     };
     if (!model.tokenizerModel.empty()) meta[kMetaTokenizerModel] = base64Encode(model.tokenizerModel);
+    if (const std::string t = targetNormalizationText(model); !t.empty()) meta[kMetaTargetNormalization] = t;
     writeSafetensors(path, records, meta);
     summary.bytes = fileSize(path);
     return summary;
@@ -411,6 +432,7 @@ ExportSummary writeGgufExport(const std::string& path, const ExportModel& model,
                                                                           : 7u);
     g.setString(kMetaProject, projectToJson(model.project).dump());
     g.setStringArray(kMetaClassLabels, model.classNames);
+    if (const std::string t = targetNormalizationText(model); !t.empty()) g.setString(kMetaTargetNormalization, t);
     if (!model.vocabulary.empty()) {
         // The tokenizer, in the keys llama.cpp reads a model's tokenizer from.
         // SentencePiece as llama.cpp keeps it ("llama": unigram pieces with their scores); ours, by name.

@@ -20,6 +20,9 @@ struct ExportModel {
     Project project;
     std::map<std::string, std::vector<float>> weights;  // flat values by Model::namedParameters name
     Normalization normalization;
+    // Regression: the targets' standardization, undone on the outputs (Checkpoint::targetNormalization). Every format
+    // stores it as JSON text under kMetaTargetNormalization, only when its mode is not "none".
+    Normalization targetNormalization;
     std::vector<std::string> classNames;
     std::vector<std::string> vocabulary;
     std::string tokenizerModel;  // text, sentencepiece: the serialized SentencePiece model
@@ -56,6 +59,11 @@ void checkNormalization(const Normalization& norm, const Graph& graph);
 // Metadata keys shared by the formats.
 inline constexpr const char* kMetaProject = "strata.project";
 inline constexpr const char* kMetaClassLabels = "strata.class_labels";
+inline constexpr const char* kMetaTargetNormalization = "strata.target_normalization";
+// The metadata text of model.targetNormalization; empty when its mode is "none" (nothing is written).
+std::string targetNormalizationText(const ExportModel& model);
+// Reads that text back into model.targetNormalization; throws FormatError naming `path` when it is malformed.
+void readTargetNormalization(ExportModel& model, const std::string& text, const std::string& path);
 inline constexpr const char* kMetaVocabulary = "strata.vocabulary";
 // text, sentencepiece: the SentencePiece model, base64 (safetensors, ONNX and GGUF metadata alike).
 inline constexpr const char* kMetaTokenizerModel = "strata.tokenizer_model";

@@ -176,6 +176,7 @@ void writeOnnx(const std::string& path, const ExportModel& model, const OnnxExpo
     meta(kMetaClassLabels, jsonArray(model.classNames));
     if (!model.vocabulary.empty()) meta(kMetaVocabulary, jsonArray(model.vocabulary));
     if (!model.tokenizerModel.empty()) meta(kMetaTokenizerModel, base64Encode(model.tokenizerModel));
+    if (const std::string t = targetNormalizationText(model); !t.empty()) meta(kMetaTargetNormalization, t);
     checkNormalization(model.normalization, graph);
     nlohmann::json normMeta{{"mode", model.normalization.mode},
                             {"scale", model.normalization.scale},

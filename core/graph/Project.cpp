@@ -383,8 +383,10 @@ Json graphToJson(const Graph& graph) {
 template <class S>
 Json settingsToJson(const S& settings, const std::vector<SettingSpec<S>>& specs) {
     Json j = Json::object();
+    static const S defaults{};
     for (const SettingSpec<S>& spec : specs) {
         const Json v = spec.get(settings);
+        if (spec.omittedWhenDefault && v == spec.get(defaults)) continue;
         if (spec.kind == SettingKind::Choice)
             j[spec.key] = spec.choiceName(v.get<int>());
         else if (spec.kind == SettingKind::Float)

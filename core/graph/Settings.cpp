@@ -152,6 +152,10 @@ public:
         m_spec.appliesWhen.push_back({SettingCondition::Kind::Positive, key, {}});
         return *this;
     }
+    Entry& omittedWhenDefault() {
+        m_spec.omittedWhenDefault = true;
+        return *this;
+    }
     Entry& whenDataParallel() {
         m_spec.appliesWhen.push_back({SettingCondition::Kind::DataParallel, {}, {}});
         return *this;
@@ -167,6 +171,17 @@ using TS = TrainingSettings;
 
 std::vector<SettingSpec<DS>> makeDatasetSpecs() {
     return {
+        Entry<&DS::task>("task", "Task", "What the network learns from the data.")
+            .choice("classification", TaskKind::Classification, "classification",
+                    "One class per sample: softmax over the classes; accuracy and a confusion matrix.")
+            .choice("regression", TaskKind::Regression, "regression",
+                    "Numbers: the CSV target columns, standardized; MAE, RMSE and R\u00b2 per target.")
+            .choice("multi_label", TaskKind::MultiLabel, "multi-label",
+                    "Several labels per sample: a sigmoid per label; F1, precision and recall at a threshold.")
+            .choice("image_to_image", TaskKind::ImageToImage, "image to image",
+                    "An image from an image (autoencoder, denoising, paired folders); PSNR.")
+            .omittedWhenDefault()
+            .flag("--task", "classification|regression|multi_label|image_to_image"),
         Entry<&DS::kind>("kind", "Kind", "Where the samples come from.")
             .choice("idx", DatasetKind::Idx, "IDX images (MNIST format)",
                     "Image and label files in the IDX format, gzipped or raw (MNIST, Fashion-MNIST).")
@@ -318,6 +333,56 @@ std::vector<SettingSpec<DS>> makeDatasetSpecs() {
             .when("kind", {DatasetKind::ImageFolder})
             .when("image_loading", {ImageLoading::Cache})
             .intRange(0, int64_t(1) << 30),
+        Entry<&DS::targetColumns>("target_columns", "Target columns",
+                                  "csv regression: the columns predicted (one or several); multi_label: one 0/1 "
+                                  "column per label (empty: the label column lists the labels).")
+            .when("task", {TaskKind::Regression, TaskKind::MultiLabel})
+            .omittedWhenDefault(),
+        Entry<&DS::standardizeTargets>("standardize_targets", "Standardize targets",
+                                       "regression: train on (target - mean) / std of the training split; "
+                                       "predictions are turned back into the data's units.")
+            .when("task", {TaskKind::Regression})
+            .omittedWhenDefault(),
+        Entry<&DS::labelSeparator>("label_separator", "Label separator",
+                                   "multi_label without target columns: what separates a sample's labels in the "
+                                   "label column.")
+            .when("task", {TaskKind::MultiLabel})
+            .nonEmpty()
+            .omittedWhenDefault(),
+        Entry<&DS::threshold>("threshold", "Decision threshold",
+                              "multi_label: a label is predicted when its probability is at least this.")
+            .when("task", {TaskKind::MultiLabel})
+            .numberRange(0.0, 1.0)
+            .omittedWhenDefault()
+            .flag("--threshold", "P"),
+        Entry<&DS::imageTarget>("image_target", "Target image", "image_to_image: what the output should be.")
+            .when("task", {TaskKind::ImageToImage})
+            .choice("input", ImageTarget::Input, "the input (autoencoder)", "Reconstruct the input image.")
+            .choice("denoise", ImageTarget::Denoise, "the clean input (denoising)",
+                    "The input gets Gaussian noise (noise_std) and masking (masking_fraction) on the fly; the "
+                    "target is the clean image.")
+            .choice("folder", ImageTarget::Folder, "an image of the same name (paired folders)",
+                    "target_path holds an image named like each input image.")
+            .omittedWhenDefault(),
+        Entry<&DS::maskingFraction>("masking_fraction", "Masking noise",
+                                    "image_to_image, denoise: the fraction of input pixels set to zero at random.")
+            .when("task", {TaskKind::ImageToImage})
+            .when("image_target", {ImageTarget::Denoise})
+            .numberRange(0.0, 1.0, true)
+            .omittedWhenDefault(),
+        Entry<&DS::targetPath>("target_path", "Target images",
+                               "image_to_image, folder: the folder of target images, named like the training "
+                               "images.")
+            .when("task", {TaskKind::ImageToImage})
+            .when("image_target", {ImageTarget::Folder})
+            .path()
+            .omittedWhenDefault(),
+        Entry<&DS::validationTargetPath>("validation_target_path", "Validation target images",
+                                         "image_to_image, folder: the target images of the validation folder.")
+            .when("task", {TaskKind::ImageToImage})
+            .when("image_target", {ImageTarget::Folder})
+            .path()
+            .omittedWhenDefault(),
     };
 }
 
@@ -347,9 +412,19 @@ std::vector<SettingSpec<TS>> makeTrainingSpecs() {
             .when("optimizer", {OptimizerKind::Adam, OptimizerKind::AdamW}),
         Entry<&TS::loss>("loss", "Loss", "What training minimizes.")
             .choice("cross_entropy", LossKind::CrossEntropy, "cross-entropy", "Softmax cross-entropy over the classes.")
-            .choice("mse", LossKind::Mse, "mean squared error", "Against one-hot targets.")
-            .choice("bce_logits", LossKind::BceLogits, "binary cross-entropy (logits)",
-                    "Sigmoid and binary cross-entropy per output, against one-hot targets."),
+            .choice("mse", LossKind::Mse, "mean squared error",
+                    "Classification: against one-hot targets; regression and image to image: against the targets.")
+            .choice(
+                "bce_logits", LossKind::BceLogits, "binary cross-entropy (logits)",
+                "Sigmoid and binary cross-entropy per output: against one-hot targets, or each label (multi-label).")
+            .choice("mae", LossKind::Mae, "mean absolute error (L1)", "Regression and image to image.")
+            .choice("huber", LossKind::Huber, "Huber",
+                    "Regression: squared near the target, linear beyond huber_delta."),
+        Entry<&TS::huberDelta>("huber_delta", "Huber delta",
+                               "huber: the error (in standardized target units) where the loss turns linear.")
+            .numberRange(1e-6, 1e6)
+            .when("loss", {LossKind::Huber})
+            .omittedWhenDefault(),
         Entry<&TS::schedule>("schedule", "Schedule", "How the learning rate changes over the run.")
             .choice("constant", ScheduleKind::Constant, "constant")
             .choice("step", ScheduleKind::Step, "step decay", "Multiplied by the decay factor every few epochs.")
@@ -555,6 +630,8 @@ const SettingSpec<TrainingSettings>& trainingSetting(const std::string& key) {
     return findSpec(trainingSettingSpecs(), key);
 }
 
+const std::string& settingName(TaskKind v) { return nameIn(datasetSetting("task"), static_cast<int>(v)); }
+const std::string& settingName(ImageTarget v) { return nameIn(datasetSetting("image_target"), static_cast<int>(v)); }
 const std::string& settingName(DatasetKind v) { return nameIn(datasetSetting("kind"), static_cast<int>(v)); }
 const std::string& settingName(Tokenizer v) { return nameIn(datasetSetting("tokenizer"), static_cast<int>(v)); }
 const std::string& settingName(ImageResize v) { return nameIn(datasetSetting("image_resize"), static_cast<int>(v)); }

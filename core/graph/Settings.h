@@ -35,13 +35,21 @@ enum class Tokenizer { Char, Word, SentencePiece };
 // How a dataset's inputs are normalized (the statistics a run found are core/data's Normalization).
 enum class NormalizationMode { None, Scale, Standardize };
 enum class OptimizerKind { Sgd, Adam, AdamW };
-enum class LossKind { CrossEntropy, Mse, BceLogits };
+// What the network learns (core/graph/Task.h: the losses, metrics and targets of each): one class per sample, numbers
+// (CSV target columns), several labels at once (sigmoid per label), or an image from an image.
+enum class TaskKind { Classification, Regression, MultiLabel, ImageToImage };
+// image_to_image: the target of an input image: the image itself (autoencoder), the clean image while the input gets
+// noise on the fly (denoising), or the image of the same name in a second folder.
+enum class ImageTarget { Input, Denoise, Folder };
+// Mae (L1) and Huber: robustLoss (BackendOps.def).
+enum class LossKind { CrossEntropy, Mse, BceLogits, Mae, Huber };
 enum class ScheduleKind { Constant, Step, Cosine, OneCycle };
 enum class EarlyStoppingMetric { ValLoss, ValAcc };
 // Data parallel (mpirun, or several devices): how the ranks combine their work (core/train/Trainer.h).
 enum class DistMode { Sync, LocalSgd, Async };
 
 struct DatasetSettings {
+    TaskKind task = TaskKind::Classification;
     DatasetKind kind = DatasetKind::Idx;
     // idx: image and label files; csv/text: trainPath (+ validationPath); image_folder: trainPath is a
     // folder with one subfolder per class or a CSV of path,label (+ validationPath, the same). Relative
@@ -80,6 +88,20 @@ struct DatasetSettings {
     ImageLoading imageLoading = ImageLoading::Memory;
     int loaderBatches = 4;
     int64_t cacheMemoryMb = 2048;
+    // Tasks other than classification (Task.h). regression: the CSV columns predicted (the other columns but the
+    // label column are features), standardized with the training split's statistics unless standardizeTargets is
+    // off; multi_label: one 0/1 column per label, or, when empty, labelColumn holds a sample's labels separated by
+    // labelSeparator. threshold: multi_label's decision threshold on each label's probability.
+    std::vector<std::string> targetColumns;
+    bool standardizeTargets = true;
+    std::string labelSeparator = ";";
+    double threshold = 0.5;
+    // image_to_image: where targets come from; denoise adds noise_std Gaussian noise and sets maskingFraction of
+    // the pixels to zero, on the fly, in both splits (validation with a fixed seed); folder: targetPath (and
+    // validationTargetPath) hold an image of the same file name for every input image.
+    ImageTarget imageTarget = ImageTarget::Input;
+    double maskingFraction = 0.0;
+    std::string targetPath, validationTargetPath;
     bool operator==(const DatasetSettings&) const = default;
 };
 
@@ -91,6 +113,7 @@ struct TrainingSettings {
     double weightDecay = 0.0;
     double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
     LossKind loss = LossKind::CrossEntropy;
+    double huberDelta = 1.0;  // huber: where the loss turns from squared to linear (in standardized target units)
     ScheduleKind schedule = ScheduleKind::Constant;
     int stepEpochs = 1;  // step: decay every N epochs
     double stepGamma = 0.1;
@@ -118,6 +141,8 @@ struct TrainingSettings {
 };
 
 // A choice's spelling in the project file and on the command line ("adamw"), from the table.
+const std::string& settingName(TaskKind v);
+const std::string& settingName(ImageTarget v);
 const std::string& settingName(DatasetKind v);
 const std::string& settingName(Tokenizer v);
 const std::string& settingName(ImageResize v);
@@ -188,6 +213,9 @@ struct SettingInfo {
     std::string flagValue;               // the flag's value in --help ("N"); empty for a Bool flag (no value)
     // When the setting has an effect: all must hold; empty: always.
     std::vector<SettingCondition> appliesWhen;
+    // Left out of the project file while it holds its default: settings added after files existed, so that a file
+    // without them loads and saves byte for byte as before (the task's settings).
+    bool omittedWhenDefault = false;
 
     const char* groupKey() const { return group == SettingGroup::Dataset ? "dataset" : "training"; }
     std::string jsonPath() const { return std::string("/") + groupKey() + "/" + key; }  // "/training/batch_size"

@@ -51,10 +51,9 @@ Predictions predictSamples(Model& model, const float* inputs, int64_t count, int
     if (count < 0) throw std::invalid_argument("predictSamples: negative sample count");
     if (batchSize < 1) throw std::invalid_argument("predictSamples: batch size must be at least 1");
     const int64_t inSize = model.inputShape().numel();
+    // Every value of the output per sample: a class's score, a regression target, a label's logit, or a pixel
+    // (image to image, whose probabilities and argmax mean nothing: its callers read the outputs).
     const int64_t classes = model.outputShape().numel();
-    if (model.outputShape().rank() != 1)
-        throw std::invalid_argument("the model's output " + model.outputShape().toString() +
-                                    " is not one score per class");
     Predictions p;
     p.count = count;
     p.classes = static_cast<int>(classes);

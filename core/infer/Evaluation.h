@@ -54,7 +54,8 @@ Predictions predictionsFromOutputs(std::vector<float> outputs, int64_t count, in
                                    bool outputsAreProbabilities);
 
 // Runs `count` samples (in the model's input layout, already normalized) through the model in inference mode,
-// `batchSize` at a time. Throws std::invalid_argument when count, batchSize or the model's output do not fit.
+// `batchSize` at a time; classes is the output's value count per sample, whatever its shape. Throws
+// std::invalid_argument when count or batchSize do not fit.
 Predictions predictSamples(Model& model, const float* inputs, int64_t count, int batchSize = 256,
                            const EvaluationProgress& progress = {});
 

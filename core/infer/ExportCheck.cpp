@@ -10,8 +10,10 @@
 #include "core/export/Gguf.h"
 #include "core/export/Onnx.h"
 #include "core/graph/Model.h"
+#include "core/graph/Task.h"
 #include "core/infer/Evaluation.h"
 #include "core/infer/OnnxRunner.h"
+#include "core/train/TaskMetrics.h"
 
 namespace strata {
 
@@ -231,15 +233,39 @@ ExportCheckResult checkExport(const ExportModel& live, const std::string& export
         throw std::runtime_error(exportedPath + ": " + std::to_string(fileOutputs.size()) + " outputs for " +
                                  std::to_string(count) + " samples, the live model gives " +
                                  std::to_string(a.outputs.size()));
-    const std::vector<int32_t> filePredicted = argmaxRows(fileOutputs.data(), count, a.classes);
     r.samples = count;
-    r.classes = a.classes;
     for (size_t i = 0; i < a.outputs.size(); ++i) {
         r.maxAbsOutput = std::max(r.maxAbsOutput, std::fabs(double(a.outputs[i])));
         const double d = std::fabs(double(a.outputs[i]) - double(fileOutputs[i]));
         // NaN must not hide as "no difference".
         if (!(d <= r.maxAbsDiff)) r.maxAbsDiff = std::isnan(d) ? d : std::max(r.maxAbsDiff, d);
     }
+    const TaskKind task = live.project.dataset.task;
+    if (!taskHasClasses(task)) {
+        if (data.targetSize() != a.classes)
+            throw std::runtime_error(exportedPath + ": the data has " + std::to_string(data.targetSize()) +
+                                     " targets per sample, the model " + std::to_string(a.classes) + " outputs");
+        std::vector<float> targets(static_cast<size_t>(count * a.classes));
+        for (int64_t s = 0; s < count; ++s) data.copyTargets(s, targets.data() + s * a.classes);
+        std::vector<float> liveOut = a.outputs;
+        // Regression: everything in the data's units, each model's outputs by its own statistics.
+        if (task == TaskKind::Regression) {
+            undoNormalization(targets, live.targetNormalization);
+            undoNormalization(liveOut, live.targetNormalization);
+            undoNormalization(fileOutputs, loaded.targetNormalization);
+        }
+        auto score = [&](const std::vector<float>& outputs) {
+            TaskMetrics m(task, a.classes, live.classNames, {}, live.project.dataset.threshold, dataNormalization);
+            m.add(outputs.data(), targets.data(), count);
+            return m.score();
+        };
+        r.scoreName = taskScoreName(task);
+        r.liveScore = score(liveOut);
+        r.fileScore = score(fileOutputs);
+        return r;
+    }
+    const std::vector<int32_t> filePredicted = argmaxRows(fileOutputs.data(), count, a.classes);
+    r.classes = a.classes;
     int64_t liveCorrect = 0, fileCorrect = 0;
     for (int64_t s = 0; s < count; ++s) {
         const size_t i = static_cast<size_t>(s);

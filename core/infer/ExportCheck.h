@@ -72,8 +72,13 @@ struct ExportCheckResult {
     int classes = 0;
     double maxAbsDiff = 0;                      // largest |live output - file output| over every sample and output
     double maxAbsOutput = 0;                    // largest |live output|, the scale maxAbsDiff is measured against
-    double liveAccuracy = 0, fileAccuracy = 0;  // 0..1 on those samples
-    int64_t samePrediction = 0;                 // samples where both predict the same class
+    double liveAccuracy = 0, fileAccuracy = 0;  // 0..1 on those samples (classification)
+    int64_t samePrediction = 0;                 // samples where both predict the same class (classification)
+    // Tasks other than classification (Task.h): the task's score (taskScoreName: R2, micro F1, PSNR) of each on
+    // those samples, each in the data's units as its own file says (a regression file's target standardization
+    // is applied to its outputs, so a wrong one shows up here); classes, accuracies and samePrediction are 0.
+    std::string scoreName;
+    double liveScore = 0, fileScore = 0;
 };
 
 // Loads `exportedPath` with loadModelFile, compiles it and `live` on the CPU backend and runs both on the first
@@ -81,6 +86,7 @@ struct ExportCheckResult {
 // live model takes them as they are; the file gets them turned back into raw values and normalized the way the
 // file says (inside an ONNX graph, else with the normalization the file stores), so a wrong normalization in
 // the file shows up as a difference. An ONNX file runs in OpenCV DNN when it can (see above).
+// Tasks other than classification compare the task's score instead of accuracy (ExportCheckResult::scoreName).
 // Throws (naming the file) when the file cannot be loaded (weights holding NaN or inf included, unless `options`
 // allow them) or does not fit the data.
 ExportCheckResult checkExport(const ExportModel& live, const std::string& exportedPath, const DataSplit& data,

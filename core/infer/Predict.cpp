@@ -1,6 +1,7 @@
 #include "core/infer/Predict.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -75,10 +76,29 @@ PredictInputs readCsvInputs(const std::string& path, const ExportModel& model, i
     if (ds.kind == DatasetKind::Text) return readTextCsv(rows, model, limit);
     const std::vector<std::string>& header = rows.front().fields;
     int labelCol = -1;
-    for (size_t i = 0; i < header.size(); ++i)
-        if (header[i] == ds.labelColumn) labelCol = static_cast<int>(i);
+    // Regression and multi-label columns are targets, kept apart like a class label (and a regression has no
+    // label column).
+    const bool targetColumns = ds.task != TaskKind::Classification && !ds.targetColumns.empty();
+    std::vector<int> targetIndex(header.size(), -1);
+    int targets = 0;
+    for (size_t i = 0; i < header.size(); ++i) {
+        if (header[i] == ds.labelColumn && ds.task != TaskKind::Regression && !targetColumns)
+            labelCol = static_cast<int>(i);
+        if (targetColumns)
+            for (size_t k = 0; k < ds.targetColumns.size(); ++k)
+                if (header[i] == ds.targetColumns[k]) {
+                    targetIndex[i] = static_cast<int>(k);
+                    ++targets;
+                }
+    }
+    const bool withTargets = targetColumns && targets == static_cast<int>(ds.targetColumns.size());
+    if (targetColumns && targets > 0 && !withTargets)
+        throw std::runtime_error(path + ": line " + std::to_string(rows.front().line) + ": holds " +
+                                 std::to_string(targets) + " of the model's " +
+                                 std::to_string(ds.targetColumns.size()) +
+                                 " target columns; give all of them (to compare) or none (to predict)");
     PredictInputs in;
-    in.sampleDims = {static_cast<int64_t>(header.size()) - (labelCol >= 0 ? 1 : 0)};
+    in.sampleDims = {static_cast<int64_t>(header.size()) - (labelCol >= 0 ? 1 : 0) - targets};
     for (size_t r = 1; r < rows.size() && in.count < limit; ++r) {
         const data::CsvRecord& row = rows[r];
         if (row.fields.size() != header.size())
@@ -91,6 +111,17 @@ PredictInputs readCsvInputs(const std::string& path, const ExportModel& model, i
                 continue;
             }
             const std::string& f = row.fields[c];
+            if (targetIndex[c] >= 0) {
+                if (in.targets.size() < static_cast<size_t>((in.count + 1) * targets))
+                    in.targets.resize(static_cast<size_t>((in.count + 1) * targets));
+                char* end = nullptr;
+                const float v = std::strtof(f.c_str(), &end);
+                if (f.empty() || end != f.c_str() + f.size())
+                    throw std::runtime_error(path + ": line " + std::to_string(row.line) + ": target column '" +
+                                             header[c] + "' holds '" + f + "', not a number");
+                in.targets[static_cast<size_t>(in.count * targets + targetIndex[c])] = v;
+                continue;
+            }
             char* end = nullptr;
             const float v = std::strtof(f.c_str(), &end);
             if (f.empty() || end != f.c_str() + f.size())
@@ -216,6 +247,7 @@ Predictor::Predictor(const std::string& modelPath, PredictRuntime runtime, const
 Predictor::~Predictor() = default;
 
 const Shape& Predictor::inputShape() const { return m_model->inputShape(); }
+const Shape& Predictor::outputShape() const { return m_model->outputShape(); }
 int Predictor::classes() const { return static_cast<int>(m_model->outputShape().numel()); }
 
 std::string Predictor::className(size_t k) const {
@@ -225,6 +257,18 @@ std::string Predictor::className(size_t k) const {
 
 bool Predictor::labelIsClass(const std::string& label, size_t k) const {
     return label == std::to_string(k) || (k < m_file.classNames.size() && label == m_file.classNames[k]);
+}
+
+std::vector<float> Predictor::regressionValues(const Predictions& p) const {
+    std::vector<float> v = p.outputs;
+    undoNormalization(v, m_file.targetNormalization);
+    return v;
+}
+
+std::vector<float> Predictor::labelProbabilities(const Predictions& p) {
+    std::vector<float> v(p.outputs.size());
+    for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(1.0 / (1.0 + std::exp(-double(p.outputs[i]))));
+    return v;
 }
 
 Predictions Predictor::run(std::vector<float> raw, int64_t count, int batchSize) {

@@ -27,7 +27,10 @@ struct PredictInputs {
     int64_t count = 0;
     std::vector<float> values;        // count * prod(sampleDims)
     std::vector<std::string> labels;  // true labels when the file has them (CSV), else empty
-    std::vector<std::string> notes;   // what was done to fit the file to the model (image resized, ...)
+    // Regression and multi-label 0/1 columns: the target columns' values when the CSV has them (data units), count *
+    // targets; else empty.
+    std::vector<float> targets;
+    std::vector<std::string> notes;  // what was done to fit the file to the model (image resized, ...)
 };
 
 // The first `limit` samples of `path` for `model` (input shape `inputShape`): an image file by its extension
@@ -63,6 +66,7 @@ public:
 
     const ExportModel& model() const { return m_file; }
     const Shape& inputShape() const;
+    const Shape& outputShape() const;
     int classes() const;
     // The class's name from the file, else "class K".
     std::string className(size_t k) const;
@@ -70,6 +74,12 @@ public:
     bool labelIsClass(const std::string& label, size_t k) const;
     // "runtime: ..." in words: what runs the model, and why not OpenCV where it does not.
     const std::string& runtimeDescription() const { return m_runtimeLine; }
+
+    TaskKind task() const { return m_file.project.dataset.task; }
+    // Regression: the predictions in the data's units (the target standardization undone), count * targets.
+    std::vector<float> regressionValues(const Predictions& p) const;
+    // Multi-label: each label's probability (the sigmoid of its output), count * labels.
+    static std::vector<float> labelProbabilities(const Predictions& p);
 
     // Normalizes `raw` (count samples of the model's input size, data-file scale) as the file says and runs
     // them, `batchSize` at a time. Probabilities are the outputs when the graph ends in a Softmax.

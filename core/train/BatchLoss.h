@@ -3,7 +3,9 @@
 // of the loss: the Trainer's steps and validation and Profile's steps use it.
 //
 // Cross-entropy reads the labels on the device; MSE and BCE train against one-hot targets of the labels,
-// made from the batch's host labels (no device round trip). Buffers are allocated once, for a whole batch.
+// made from the batch's host labels (no device round trip). Tasks other than classification (Task.h) train against
+// the batch's float targets (Batch::targets), uploaded here; their metrics count no correct predictions (the task's
+// own metrics are TaskMetrics', over a whole split). Buffers are allocated once, for a whole batch.
 #pragma once
 
 #include <cstdint>
@@ -21,7 +23,9 @@ class BatchLoss {
 public:
     // For batches of up to maxBatch samples whose logits are outputShape each (per sample); numClasses: the
     // columns the metrics compare. Throws OutOfMemoryError naming the loss buffers.
-    BatchLoss(Backend& backend, LossKind kind, const Shape& outputShape, int64_t maxBatch, int numClasses);
+    // huberDelta: the Huber loss's.
+    BatchLoss(Backend& backend, LossKind kind, const Shape& outputShape, int64_t maxBatch, int numClasses,
+              TaskKind task = TaskKind::Classification, float huberDelta = 1.0f);
 
     // Fills the per-sample losses (and, when withGrad, the logits' gradient, times gradScale / batch size).
     // Nothing is read back here: the loss sum comes with metrics(), once the step's work is called.
@@ -34,9 +38,12 @@ public:
 
 private:
     void oneHot(const Batch& batch, int cols);
+    void uploadTargets(const Batch& batch, int cols);
 
     Backend& m_backend;
     LossKind m_kind;
+    TaskKind m_task;
+    float m_huberDelta;
     Shape m_outputShape;
     int m_numClasses;
     Tensor m_losses, m_dlogits;

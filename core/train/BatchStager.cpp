@@ -126,6 +126,11 @@ bool BatchStager::nextTrainBatch(Batch& b) {
     for (int64_t i = 0; i < b.size; ++i)
         b.labels[static_cast<size_t>(i)] =
             m_train->labels[static_cast<size_t>(m_resident->hostOrder[static_cast<size_t>(begin + i)])];
+    // Float targets (tasks other than classification) go up with the loss (BatchLoss), from the host.
+    const int64_t t = m_train->targetSize();
+    b.targets.resize(static_cast<size_t>(b.size * t));
+    for (int64_t i = 0; t > 0 && i < b.size; ++i)
+        m_train->copyTargets(m_resident->hostOrder[static_cast<size_t>(begin + i)], b.targets.data() + i * t);
     m_resident->begin = begin;
     return true;
 }

@@ -39,9 +39,33 @@ void checkCheckpointFields(const std::string& path, const Checkpoint& c) {
             ")");
     try {
         checkNormalizationValues(c.normalization);
+        checkNormalizationValues(c.targetNormalization);
     } catch (const std::invalid_argument& e) {
         bad(e.what());
     }
+    if (!c.targetNormalization.featureStd.empty() && c.targetNormalization.featureStd.size() != c.classNames.size())
+        bad("target_normalization has " + std::to_string(c.targetNormalization.featureStd.size()) +
+            " targets' statistics for " + std::to_string(c.classNames.size()) + " targets");
+}
+
+Json normalizationJson(const Normalization& n) {
+    return {{"mode", n.mode},
+            {"scale", n.scale},
+            {"mean", n.mean},
+            {"std", n.std},
+            {"feature_mean", n.featureMean},
+            {"feature_std", n.featureStd}};
+}
+
+Normalization normalizationFromJson(const Json& n) {
+    Normalization out;
+    out.mode = n.at("mode").get<std::string>();
+    out.scale = n.at("scale").get<float>();
+    out.mean = n.at("mean").get<float>();
+    out.std = n.at("std").get<float>();
+    out.featureMean = n.value("feature_mean", std::vector<float>{});
+    out.featureStd = n.value("feature_std", std::vector<float>{});
+    return out;
 }
 
 // The metadata's checksum: XXH3 of the metadata text as written, and of each top-level field's canonical JSON
@@ -194,12 +218,8 @@ void saveCheckpoint(const Checkpoint& c, const std::string& path) {
     meta["val_loss"] = c.valLoss;
     meta["val_accuracy"] = c.valAccuracy;
     meta["best"] = c.best;
-    meta["normalization"] = {{"mode", c.normalization.mode},
-                             {"scale", c.normalization.scale},
-                             {"mean", c.normalization.mean},
-                             {"std", c.normalization.std},
-                             {"feature_mean", c.normalization.featureMean},
-                             {"feature_std", c.normalization.featureStd}};
+    meta["normalization"] = normalizationJson(c.normalization);
+    if (c.targetNormalization.mode != "none") meta["target_normalization"] = normalizationJson(c.targetNormalization);
     meta["class_names"] = c.classNames;
     meta["vocabulary"] = c.vocabulary;
     if (!c.tokenizerModel.empty()) meta["tokenizer_model"] = base64Encode(c.tokenizerModel);
@@ -328,13 +348,9 @@ Checkpoint loadCheckpoint(const std::string& pathIn, const WeightLoadOptions& op
         c.valLoss = metric("val_loss");
         c.valAccuracy = metric("val_accuracy");
         c.best = meta.value("best", false);
-        const Json& n = meta.at("normalization");
-        c.normalization.mode = n.at("mode").get<std::string>();
-        c.normalization.scale = n.at("scale").get<float>();
-        c.normalization.mean = n.at("mean").get<float>();
-        c.normalization.std = n.at("std").get<float>();
-        c.normalization.featureMean = n.value("feature_mean", std::vector<float>{});
-        c.normalization.featureStd = n.value("feature_std", std::vector<float>{});
+        c.normalization = normalizationFromJson(meta.at("normalization"));
+        if (meta.contains("target_normalization"))
+            c.targetNormalization = normalizationFromJson(meta.at("target_normalization"));
         c.classNames = meta.at("class_names").get<std::vector<std::string>>();
         c.vocabulary = meta.value("vocabulary", std::vector<std::string>{});
         try {

@@ -30,7 +30,10 @@ struct Checkpoint {
     double valLoss = 0, valAccuracy = 0;
     bool best = false;
     Normalization normalization;  // the dataset's, as loadDataset measured it
-    std::vector<std::string> classNames;
+    // Regression: the targets' standardization (DatasetBundle::targetNormalization), which predict undoes; stored
+    // only when its mode is not "none", so checkpoints of the other tasks are as before.
+    Normalization targetNormalization;
+    std::vector<std::string> classNames;                // regression: the target columns; multi-label: the labels
     std::vector<std::string> vocabulary;                // text data sets
     std::string tokenizerModel;                         // text, sentencepiece: the serialized SentencePiece model
     Json trainerState = Json::object();                 // RNG, scheduler and early-stopping state (Trainer-private)

@@ -41,6 +41,8 @@ DataFacts dataFactsOf(const DatasetBundle& data) {
     f.numClasses = data.numClasses;
     f.vocabularySize = static_cast<int64_t>(data.vocabulary.size());
     f.trainCount = data.train.count;
+    f.task = data.task;
+    f.targetShape = data.train.targetShape;
     return f;
 }
 
@@ -62,6 +64,11 @@ DataFacts readDataFacts(const DatasetSettings& settings, const std::string& proj
             (settings.imageShape[0] != 1 && settings.imageShape[0] != 3))
             return dataFactsOf(loadDataset(settings, projectPath, Streaming::Allowed));  // its error says why
         f.sampleShape = Shape(settings.imageShape);
+        if (settings.task == TaskKind::ImageToImage) {
+            f.task = settings.task;
+            f.targetShape = f.sampleShape;
+            return f;
+        }
         f.numClasses = static_cast<int>(
             data::listImages(resolveDatasetPath(projectPath, settings.trainPath), settings.classNames, false)
                 .classNames.size());
@@ -113,20 +120,27 @@ std::vector<DataMismatch> checkDataAgainstGraph(const Graph& graph, const DataFa
     // The engine trains one output (the analysis lists more as a problem of the graph).
     const Node* output = sinks.size() == 1 ? sinks.front() : nullptr;
     const Shape* gives = output ? a.shapeOf(output->id) : nullptr;
-    const Shape want{facts.numClasses};
+    const bool classes = facts.task == TaskKind::Classification;
+    const Shape want = classes ? Shape{facts.numClasses} : facts.targetShape;
     if (gives && *gives != want) {
         DataMismatch m;
         m.node = output->id;
+        const std::string what = facts.task == TaskKind::Regression   ? " targets"
+                                 : facts.task == TaskKind::MultiLabel ? " labels"
+                                                                      : " classes";
         m.message = "the model's output " + label(*output) + " is " + gives->toString() + " but the data has " +
-                    std::to_string(facts.numClasses) + " classes";
+                    (facts.task == TaskKind::ImageToImage ? "target images of " + want.toString()
+                                                          : std::to_string(want.numel()) + what);
         const Node* sized = sizedLayer(graph, a, output);
         const Shape* sizedShape = sized ? a.shapeOf(sized->id) : nullptr;
-        if (sized && sizedShape && sizedShape->rank() == 1) {
+        if (sized && sizedShape && sizedShape->rank() == 1 && want.rank() == 1) {
             const std::string param = sizeParam(graph, a, *sized);
             m.node = sized->id;
             m.message += sized == output ? std::string() : " (from " + label(*sized) + ")";
-            m.fix = {sized->id, param, Json(int64_t{facts.numClasses}),
-                     "set its " + param + " to " + std::to_string(facts.numClasses)};
+            m.fix = {sized->id, param, Json(want[0]), "set its " + param + " to " + std::to_string(want[0])};
+        } else if (facts.task == TaskKind::ImageToImage) {
+            m.message += ": make the output the input image's shape " + want.toString() +
+                         " (a last convolution with as many filters as the image has channels)";
         } else {
             m.message +=
                 ": make it " + want.toString() +

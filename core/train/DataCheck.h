@@ -21,6 +21,10 @@ struct DataFacts {
     int numClasses = 0;
     int64_t vocabularySize = 0;  // text: token ids run from 0 to vocabularySize - 1; 0 for other data
     int64_t trainCount = 0;      // training samples; 0 when not counted (readDataFacts of an image folder)
+    // Tasks other than classification: the output must have the targets' shape (regression: [targets],
+    // multi-label: [labels], image to image: the image's).
+    TaskKind task = TaskKind::Classification;
+    Shape targetShape;
 };
 DataFacts dataFactsOf(const DatasetBundle& data);
 // The facts of the data `settings` describe, read as cheaply as they can be: a synthetic set from its settings,

@@ -146,7 +146,11 @@ ProfileReport profileProject(const Project& projectIn, const std::string& projec
 
     const DatasetBundle data = loadDataset(project.dataset, projectPath);
     std::unique_ptr<Model> model = compile(project.graph, backend, ts.seed);
-    if (model->outputShape().rank() != 1 || model->outputShape()[0] != data.numClasses)
+    const bool classes = data.task == TaskKind::Classification;
+    if (!classes && model->outputShape() != data.train.targetShape)
+        throw std::invalid_argument("the model's output is " + model->outputShape().toString() +
+                                    " but the data's targets are " + data.train.targetShape.toString());
+    if (classes && (model->outputShape().rank() != 1 || model->outputShape()[0] != data.numClasses))
         throw std::invalid_argument("the model's output is " + model->outputShape().toString() + " but the data has " +
                                     std::to_string(data.numClasses) + " classes: make it [" +
                                     std::to_string(data.numClasses) + "]");
@@ -155,7 +159,8 @@ ProfileReport profileProject(const Project& projectIn, const std::string& projec
     stager.setUpTraining(data.train, trainingAugmentation(project.dataset, data.normalization), ts.seed,
                          ResidentData::Auto, int64_t(4) << 30, [](const std::string&) {});
     // The Trainer's step, with the run's loss, precision and optimizer; one process.
-    BatchLoss batchLoss(backend, ts.loss, model->outputShape(), ts.batchSize, data.numClasses);
+    BatchLoss batchLoss(backend, ts.loss, model->outputShape(), ts.batchSize, data.numClasses, data.task,
+                        static_cast<float>(ts.huberDelta));
     const TrainerOptions defaults;
     Precision precision(backend, defaults.initialLossScale, defaults.lossScaleGrowthInterval);
     DataParallel alone;

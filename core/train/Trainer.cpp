@@ -9,6 +9,7 @@
 #include <fstream>
 #include <limits>
 #include <new>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -19,6 +20,7 @@
 #include "core/data/Dataset.h"
 #include "core/dist/Communicator.h"
 #include "core/graph/Model.h"
+#include "core/graph/Task.h"
 #include "core/graph/Transfer.h"
 #include "core/train/BackendOptionsFor.h"
 #include "core/train/BatchLoss.h"
@@ -36,6 +38,7 @@
 #include "core/train/RankGroup.h"
 #include "core/train/RunAgreement.h"
 #include "core/train/StepHooks.h"
+#include "core/train/TaskMetrics.h"
 #include "core/train/TelemetrySampler.h"
 #include "core/train/TrainingStep.h"
 
@@ -227,6 +230,12 @@ struct Trainer::Impl {
         if (s.batchSize < 1) throw std::invalid_argument("training.batch_size must be at least 1");
         if (s.epochs < 1) throw std::invalid_argument("training.epochs must be at least 1");
         if (data.train.count == 0) throw std::invalid_argument("the training split is empty");
+        checkTaskSettings(project.dataset, s);
+        // The task's metrics are gathered over a whole split on one process; ranks would each see a shard.
+        if (dp() && !classes())
+            throw std::invalid_argument("dataset.task " + settingName(project.dataset.task) +
+                                        ": data-parallel training supports classification only so far; train it in "
+                                        "one process on one device");
     }
 
     Json trainerState() const {
@@ -256,6 +265,7 @@ struct Trainer::Impl {
         c.valAccuracy = progress.lastValAccuracy;
         c.best = best;
         c.normalization = data.normalization;
+        c.targetNormalization = data.targetNormalization;
         c.classNames = data.classNames;
         c.vocabulary = data.vocabulary;
         c.tokenizerModel = data.tokenizerModel;
@@ -359,10 +369,20 @@ struct Trainer::Impl {
     }
     std::set<std::string> skippedLogged;
 
-    // Returns {loss, accuracy} over a split in evaluation mode.
+    bool classes() const { return taskHasClasses(project.dataset.task); }
+
+    // Returns {loss, accuracy} over a split in evaluation mode; tasks other than classification: {loss, the task's
+    // score}, and every metric of the task in `metrics`.
     // Data parallel: each rank evaluates its shard of every batch, and the sums are reduced.
-    std::pair<double, double> evaluate(const DataSplit& split) {
-        DataLoader loader(split, ts().batchSize, false, ts().seed);
+    std::pair<double, double> evaluate(const DataSplit& split, std::vector<NamedMetric>* metrics = nullptr,
+                                       ImageStrip* strip = nullptr) {
+        DataLoader loader(split, ts().batchSize, false, ts().seed,
+                          validationAugmentation(project.dataset, data.normalization));
+        std::optional<TaskMetrics> task;
+        std::vector<float> outputs;
+        if (!classes())
+            task.emplace(project.dataset.task, model->outputShape().numel(), data.classNames, data.targetNormalization,
+                         project.dataset.threshold, data.normalization);
         if (dp()) loader.setShard(ranks.rank(), ranks.size());
         loader.startEpoch(0);
         Batch b, pending;
@@ -379,6 +399,12 @@ struct Trainer::Impl {
                 const Tensor& logits = model->forward(cur.input, false);
                 batchLoss->compute(logits, b, cur.labels, false);
                 const Backend::StepMetrics m = batchLoss->metrics(logits, b, cur.labels);
+                if (task) {
+                    outputs.resize(static_cast<size_t>(b.size * model->outputShape().numel()));
+                    backend.copyToHost(outputs.data(), logits.raw(), outputs.size() * sizeof(float));
+                    task->add(outputs.data(), b.targets.data(), b.size);
+                    if (strip && project.dataset.task == TaskKind::ImageToImage) addToStrip(*strip, b, outputs);
+                }
                 lossSum += m.lossSum;
                 correct += m.correct;
                 seen += b.size;
@@ -395,6 +421,10 @@ struct Trainer::Impl {
             seen = static_cast<int64_t>(sums[2]);
         }
         if (seen == 0) return {0, 0};
+        if (task) {
+            if (metrics) *metrics = task->all();
+            return {lossSum / static_cast<double>(seen), task->score()};
+        }
         return {lossSum / static_cast<double>(seen), static_cast<double>(correct) / static_cast<double>(seen)};
     }
 
@@ -402,6 +432,25 @@ struct Trainer::Impl {
     // this one do not time out meanwhile (Communicator::setPaused).
     bool waitWhilePaused() {
         return requests.waitWhilePaused([this](bool paused) { ranks.setPaused(paused); });
+    }
+
+    // The strip's images from a validation batch, until it holds kStripImages, as raw pixels.
+    void addToStrip(ImageStrip& strip, const Batch& b, const std::vector<float>& outputs) const {
+        constexpr int kStripImages = 4;
+        const Shape& shape = model->outputShape();
+        const int64_t per = shape.numel();
+        if (strip.count == 0) strip.dims = shape.dims();
+        const int64_t take = std::min<int64_t>(kStripImages - strip.count, b.size);
+        if (take <= 0 || static_cast<int64_t>(b.inputs.size()) < take * per) return;
+        auto append = [&](std::vector<float>& to, const float* from) {
+            std::vector<float> v(from, from + take * per);
+            undoNormalization(v, data.normalization);
+            to.insert(to.end(), v.begin(), v.end());
+        };
+        append(strip.inputs, b.inputs.data());
+        append(strip.outputs, outputs.data());
+        append(strip.targets, b.targets.data());
+        strip.count += static_cast<int>(take);
     }
 
     // Sums over an epoch's training steps.
@@ -474,7 +523,8 @@ struct Trainer::Impl {
             ev.stepInEpoch = progress.stepInEpoch;
             ev.stepsPerEpoch = stepsPerEpoch;
             ev.loss = out.loss;
-            ev.accuracy = static_cast<double>(out.metrics.correct) / static_cast<double>(out.samples);
+            ev.accuracy = classes() ? static_cast<double>(out.metrics.correct) / static_cast<double>(out.samples)
+                                    : std::numeric_limits<double>::quiet_NaN();
             ev.learningRate = in.learningRate;
             ev.samplesPerSecond = rate.add(out.samples);
             ev.ranks = ranks.size();
@@ -502,12 +552,14 @@ struct Trainer::Impl {
         EpochEvent ev;
         ev.epoch = epoch;
         ev.trainLoss = totals.seen ? totals.lossSum / static_cast<double>(totals.seen) : 0;
-        ev.trainAccuracy = totals.seen ? static_cast<double>(totals.correct) / static_cast<double>(totals.seen) : 0;
+        ev.trainAccuracy = !classes()    ? std::numeric_limits<double>::quiet_NaN()
+                           : totals.seen ? static_cast<double>(totals.correct) / static_cast<double>(totals.seen)
+                                         : 0;
         ev.samplesPerSecond = totals.seen / std::max(trainSeconds, 1e-9);
         ev.hasValidation = data.validation.count > 0;
         ev.ranks = ranks.size();
         if (ev.hasValidation) {
-            std::tie(ev.valLoss, ev.valAccuracy) = evaluate(data.validation);
+            std::tie(ev.valLoss, ev.valAccuracy) = evaluate(data.validation, &ev.valMetrics, &ev.strip);
             if (stopAgreed()) return false;
         } else {
             ev.valLoss = ev.valAccuracy = std::numeric_limits<double>::quiet_NaN();
@@ -668,7 +720,8 @@ struct Trainer::Impl {
         setUpDataParallel();
         // For a whole batch at once (see BatchStager on why).
         batchLoss =
-            std::make_unique<BatchLoss>(backend, ts().loss, model->outputShape(), ts().batchSize, data.numClasses);
+            std::make_unique<BatchLoss>(backend, ts().loss, model->outputShape(), ts().batchSize, data.numClasses,
+                                        project.dataset.task, static_cast<float>(ts().huberDelta));
         stager = std::make_unique<BatchStager>(backend, model->inputShape(), ts().batchSize);
         if (dp()) stager->setShard(ranks.rank(), ranks.size());
         stager->setUpTraining(data.train, trainingAugmentation(project.dataset, data.normalization), ts().seed,

@@ -5,8 +5,10 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/backend/Telemetry.h"
+#include "core/train/TaskMetrics.h"
 
 namespace strata {
 
@@ -18,7 +20,7 @@ struct StepEvent {
     int64_t stepInEpoch = 0;  // 1-based
     int64_t stepsPerEpoch = 0;
     double loss = 0;      // this batch
-    double accuracy = 0;  // this batch, 0..1 (classification)
+    double accuracy = 0;  // this batch, 0..1 (classification; NaN for other tasks)
     double learningRate = 0;
     double samplesPerSecond = 0;  // recent throughput
     double elapsedSeconds = 0;
@@ -36,11 +38,23 @@ struct StepEvent {
     double computeSeconds = 0, commSeconds = 0, exposedCommSeconds = 0, hiddenFraction = 1;
 };
 
+// Image to image: the first few validation images each epoch, as raw pixels (the input normalization undone,
+// 0..255): what the dashboard's strip shows. Each vector holds `count` images of `dims` ([C, H, W]).
+struct ImageStrip {
+    std::vector<int64_t> dims;
+    int count = 0;
+    std::vector<float> inputs, outputs, targets;
+};
+
 struct EpochEvent {
     int epoch = 0;
     double trainLoss = 0, trainAccuracy = 0;
-    double valLoss = 0, valAccuracy = 0;  // NaN when there is no validation split
+    // NaN when there is no validation split. Tasks other than classification (Task.h): valAccuracy is the task's
+    // score (taskScoreName: R2, micro F1, PSNR), trainAccuracy NaN, and valMetrics every metric of the task.
+    double valLoss = 0, valAccuracy = 0;
     bool hasValidation = false;
+    std::vector<NamedMetric> valMetrics;
+    ImageStrip strip;  // image to image with validation; empty (count 0) otherwise
     double seconds = 0;
     double samplesPerSecond = 0;
     bool best = false;  // best epoch so far by the early-stopping metric

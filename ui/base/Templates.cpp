@@ -278,6 +278,79 @@ strata::Project textTransformerTemplate() {
     return p;
 }
 
+strata::Project tabularRegressionTemplate() {
+    strata::Project p;
+    p.name = "Tabular regression";
+    Builder b(p.graph);
+    int n = b.add("Input", "features", {{"shape", {9}}});
+    n = b.chain(n, "Dense", "fc1", dense(64));
+    n = b.chain(n, "ReLU", "relu1");
+    n = b.chain(n, "Dense", "fc2", dense(32));
+    n = b.chain(n, "ReLU", "relu2");
+    b.chain(n, "Dense", "value", dense(1));
+    p.dataset.task = strata::TaskKind::Regression;
+    p.dataset.kind = strata::DatasetKind::Csv;
+    p.dataset.trainPath = "data/auto_mpg/train.csv";
+    p.dataset.validationPath = "data/auto_mpg/validation.csv";
+    p.dataset.targetColumns = {"mpg"};
+    p.dataset.normalization = strata::NormalizationMode::Standardize;
+    p.training = sgd(60);
+    p.training.optimizer = strata::OptimizerKind::Adam;
+    p.training.learningRate = 0.003;
+    p.training.batchSize = 32;
+    p.training.loss = strata::LossKind::Mse;
+    return p;
+}
+
+strata::Project multiLabelTextTemplate() {
+    strata::Project p;
+    p.name = "Multi-label text";
+    Builder b(p.graph);
+    int n = b.add("Input", "tokens", {{"shape", {64}}});
+    n = b.chain(n, "Embedding", "embed", {{"vocab", 20000}, {"dim", 64}});
+    n = b.chain(n, "SequenceMeanPool", "mean");
+    n = b.chain(n, "Dense", "fc1", dense(128));
+    n = b.chain(n, "ReLU", "relu1");
+    b.chain(n, "Dense", "labels", dense(16));
+    p.dataset.task = strata::TaskKind::MultiLabel;
+    p.dataset.kind = strata::DatasetKind::Text;
+    p.dataset.trainPath = "data/debian_tags/train.csv";
+    p.dataset.validationPath = "data/debian_tags/validation.csv";
+    p.dataset.labelColumn = "tags";
+    p.dataset.labelSeparator = ";";
+    p.dataset.tokenizer = strata::Tokenizer::Word;
+    p.dataset.maxTokens = 64;
+    p.dataset.maxVocab = 20000;
+    p.dataset.normalization = strata::NormalizationMode::None;
+    p.training = sgd(4);
+    p.training.optimizer = strata::OptimizerKind::Adam;
+    p.training.learningRate = 0.01;
+    p.training.loss = strata::LossKind::BceLogits;
+    return p;
+}
+
+strata::Project denoisingAutoencoderTemplate() {
+    strata::Project p;
+    p.name = "Denoising autoencoder";
+    Builder b(p.graph);
+    int n = b.add("Input", "image", imageInput());
+    n = b.chain(n, "Conv2D", "enc1", conv(32, 3, 1));
+    n = b.chain(n, "ReLU", "relu1");
+    n = b.chain(n, "Conv2D", "enc2", conv(32, 3, 1));
+    n = b.chain(n, "ReLU", "relu2");
+    b.chain(n, "Conv2D", "decode", conv(1, 3, 1));
+    p.dataset = fashionMnist();
+    p.dataset.task = strata::TaskKind::ImageToImage;
+    p.dataset.imageTarget = strata::ImageTarget::Denoise;
+    p.dataset.noiseStd = 0.3f;
+    p.dataset.maskingFraction = 0.1;
+    p.training = sgd(3);
+    p.training.optimizer = strata::OptimizerKind::Adam;
+    p.training.learningRate = 0.002;
+    p.training.loss = strata::LossKind::Mse;
+    return p;
+}
+
 QList<ProjectTemplate> projectTemplates() {
     return {
         {QStringLiteral("fashion_cnn"), QObject::tr("Fashion-MNIST CNN"),
@@ -308,6 +381,19 @@ QList<ProjectTemplate> projectTemplates() {
          QObject::tr("128 word ids -> Embedding 128 + learned positions -> two Transformer encoder blocks (4 heads, "
                      "padding masked) -> mean of the real tokens -> Dense. Choose a text CSV in the dataset panel."),
          textTransformerTemplate},
+        {QStringLiteral("tabular_regression"), QObject::tr("Tabular regression"),
+         QObject::tr("9 numeric columns -> Dense 64 -> Dense 32 -> one value: predicts a CSV column (MSE on the "
+                     "standardized target; MAE, RMSE and R\u00b2 in its units). Set up for the Auto MPG cars "
+                     "(tools/make_auto_mpg_dataset.py)."),
+         tabularRegressionTemplate},
+        {QStringLiteral("multi_label_text"), QObject::tr("Multi-label text"),
+         QObject::tr("64 word ids -> Embedding -> mean -> Dense 128 -> 16 labels, a sigmoid each: several tags per "
+                     "text (F1 at a threshold). Set up for Debian packages' tags (tools/make_debian_tags_dataset.py)."),
+         multiLabelTextTemplate},
+        {QStringLiteral("denoising_autoencoder"), QObject::tr("Denoising autoencoder"),
+         QObject::tr("Fashion-MNIST images with Gaussian and masking noise in, the clean images out: three 3x3 "
+                     "convolutions, MSE, PSNR; the dashboard shows input, output and target each epoch."),
+         denoisingAutoencoderTemplate},
     };
 }
 

@@ -34,6 +34,15 @@ strata::Project textCnnTemplate();
 // Input [128] word ids -> Embedding 128 -> PositionalEmbedding -> 2 Transformer encoder blocks (4 heads, masked by
 // the ids) -> masked mean over the sequence -> Dropout -> Dense.
 strata::Project textTransformerTemplate();
+// Tasks beyond classification (core/graph/Task.h). Input [9] -> Dense 64 -> ReLU -> Dense 32 -> ReLU -> Dense 1:
+// regression of a CSV's target column (set up for examples/data/auto_mpg, made by tools/make_auto_mpg_dataset.py).
+strata::Project tabularRegressionTemplate();
+// Input [64] word ids -> Embedding 64 -> SequenceMeanPool -> Dense 128 -> ReLU -> Dense 16: multi-label text,
+// sigmoid and binary cross-entropy per label (set up for examples/data/debian_tags).
+strata::Project multiLabelTextTemplate();
+// A convolutional denoising autoencoder on Fashion-MNIST: the input gets Gaussian and masking noise on the fly, the
+// target is the clean image; stride-1 convolutions 1 -> 32 -> 32 -> 1 (3x3, padded), MSE, PSNR.
+strata::Project denoisingAutoencoderTemplate();
 
 // Blocks: groups of wired layers that the palette's "Blocks" group drops onto the canvas as one edit.
 struct BlockTemplate {
