@@ -867,7 +867,7 @@ private slots:
             Batch b;
             int64_t seen = 0;
             while (loader.next(b)) {
-                checkLabelsMatchPixels(DataSplit{split.sampleShape, b.size, b.inputs, b.labels, nullptr});
+                checkLabelsMatchPixels(DataSplit{split.sampleShape, b.size, b.inputs, b.labels, nullptr, {}, {}});
                 seen += b.size;
             }
             return seen;
@@ -1042,7 +1042,8 @@ private slots:
             Batch batch;
             int64_t seen = 0;
             while (loader.next(batch)) {
-                checkLabelsMatchPixels(DataSplit{b.train.sampleShape, batch.size, batch.inputs, batch.labels, nullptr});
+                checkLabelsMatchPixels(
+                    DataSplit{b.train.sampleShape, batch.size, batch.inputs, batch.labels, nullptr, {}, {}});
                 QCOMPARE(batch.globalSize, batch.size);
                 seen += batch.size;
             }
