@@ -264,6 +264,11 @@ def strata_train(prep, work, tag, seed, lr=None, max_steps=0, quiet=True):
     if run.returncode != 0:
         raise RuntimeError("strata-train failed (rc %d): %s" % (run.returncode, run.stderr[-4000:]))
     log = [l for l in run.stderr.splitlines() if "init-from" in l or "frozen" in l or "replaced" in l]
+    # Every tensor but the new head's weight and bias comes from the imported weights (the log says so unless
+    # --quiet).
+    loaded = [re.search(r"initialized (\d+) of (\d+) tensors", l) for l in log if l.startswith("init-from")]
+    if not quiet and (not loaded or not loaded[0] or int(loaded[0].group(1)) != int(loaded[0].group(2)) - 2):
+        raise RuntimeError("the imported weights did not all load into the backbone: %s" % log)
     events = [json.loads(l) for l in open(metrics)]
     return events, log, checkpoints
 
@@ -279,10 +284,6 @@ def strata_initial_head(prep, work, seed):
     files = sorted((os.path.getmtime(os.path.join(checkpoints, f)), f) for f in os.listdir(checkpoints)
                    if f.endswith(".safetensors"))
     w = read_safetensors(os.path.join(checkpoints, files[-1][1]))
-    # Every tensor but the new head's weight and bias comes from the imported weights.
-    loaded = [re.search(r"initialized (\d+) of (\d+) tensors", l) for l in log if l.startswith("init-from")]
-    if not loaded or not loaded[0] or int(loaded[0].group(1)) != int(loaded[0].group(2)) - 2:
-        raise RuntimeError("the imported weights did not all load into the backbone: %s" % log)
     if names[0] + ".weight" not in w or names[0] + ".bias" not in w:
         raise RuntimeError("no weight and bias of %s in the checkpoint: %s" % (names[0], sorted(w)))
     bias = w[names[0] + ".bias"]  # checkpoints hold tensors flat: the weight is [units, features] row-major
@@ -290,7 +291,7 @@ def strata_initial_head(prep, work, seed):
 
 
 def strata_finetune(prep, work, seed):
-    events, log, _ = strata_train(prep, work, "finetune-s%d" % seed, seed)
+    events, log, _ = strata_train(prep, work, "finetune-s%d" % seed, seed, quiet=False)
     epochs = [e for e in events if e.get("event") == "epoch"]
     steps = [e["loss"] for e in events if e.get("event") == "step"]
     return {"samples_per_s": sum(e["samples_per_s"] for e in epochs) / len(epochs), "val_acc": epochs[-1]["val_acc"],
