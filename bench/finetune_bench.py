@@ -5,21 +5,26 @@ A resnet18 (torchvision's layout: 7x7 stem, max pooling, four stages of two basi
 one input channel) is trained by PyTorch on half of Fashion-MNIST's classes (A: 0-4) and exported to ONNX. Then
 the other half (B: 5-9, labels 0-4) is learnt with the backbone frozen and a new head, twice:
   - PyTorch: the backbone frozen (requires_grad False, eval mode), fc replaced by a new Linear(512, 5);
-  - Strata:  strata-train import MODEL.onnx -o PROJECT.strata, then strata-train PROJECT.strata
-             --freeze-until <the head's input> --replace-head (--init-from MODEL.onnx when the imported project
-             does not start from its weights by itself).
-Same data (inputs x/255), batch, optimizer (SGD, momentum 0.9, constant learning rate), epochs and threads.
-Prints samples/s and validation accuracy on B's test images of each, and the ratios.
+  - Strata:  strata-train import MODEL.onnx -o PROJECT.strata (which writes the weights beside it, named by
+             training.init_from), then strata-train PROJECT.strata --freeze-until <the head's input> --replace-head
+             --init-from <those weights>.
+Same data (inputs x/255), batch, optimizer (SGD, momentum 0.9, constant learning rate), epochs and threads. By
+default (--head-init strata) PyTorch's new head starts from Strata's initial head for the seed (one strata-train
+step at learning rate 0 writes it to a checkpoint) and PyTorch visits the samples in Strata's order for that seed
+(strata_epoch_order), so the two runs differ only in arithmetic; --head-init own gives each its own head
+initialization and order. Prints samples/s, validation accuracy on B's test images and the first losses of each
+side (equal in the same-start mode when both compute the same thing), and the ratios; --seeds runs several.
 
 The class subsets are IDX files this script writes (gzipped, like the originals) into --work: Strata's IDX
 loader reads them as any Fashion-MNIST file, so no dataset option is needed for a class subset.
 
   /work/venv-bench/bin/python bench/finetune_bench.py [--build build] [--threads 2] [--pretrain-epochs 2]
-      [--epochs 2] [--batch 128] [--lr 0.05] [--work DIR] [--json OUT.json]
+      [--epochs 2] [--batch 128] [--lr 0.05] [--seeds 1,2,3] [--head-init strata|own] [--work DIR [--reuse]]
+      [--limit N] [--json OUT.json]
 
 Needs torch (and nothing else: the ONNX file is written by torch.onnx.export's TorchScript exporter) and numpy.
 """
-import argparse, gzip, json, os, struct, subprocess, sys, tempfile, time
+import argparse, gzip, json, os, re, shutil, struct, subprocess, sys, tempfile, time
 
 import numpy as np
 
@@ -128,17 +133,21 @@ def accuracy(torch, model, x, y, batch=1000):
     return correct / len(x)
 
 
-def torch_train(torch, model, params, x, y, epochs, batch, lr, seed, frozen_backbone=None):
-    """SGD (momentum 0.9, constant lr) over shuffled batches; returns the mean samples/s of the epochs."""
+def torch_train(torch, model, params, x, y, epochs, batch, lr, seed, frozen_backbone=None, strata_order=False,
+                losses=None):
+    """SGD (momentum 0.9, constant lr) over shuffled batches; returns the mean samples/s of the epochs. With
+    strata_order, each epoch's batches are Strata's for that seed (strata_epoch_order); `losses`, when a list,
+    gets each step's loss."""
     opt = torch.optim.SGD(params, lr=lr, momentum=0.9)
     loss_fn = torch.nn.CrossEntropyLoss()
     g = torch.Generator().manual_seed(seed)
     rates = []
-    for _ in range(epochs):
+    for epoch in range(epochs):
         model.train()
         if frozen_backbone is not None:
             frozen_backbone.eval()  # a frozen backbone's BatchNorm uses its running statistics, as exported
-        order = torch.randperm(len(x), generator=g)
+        order = (torch.tensor(strata_epoch_order(len(x), seed, epoch + 1)) if strata_order
+                 else torch.randperm(len(x), generator=g))
         start, seen = time.perf_counter(), 0
         for i in range(0, len(x), batch):
             idx = order[i:i + batch]
@@ -147,14 +156,55 @@ def torch_train(torch, model, params, x, y, epochs, batch, lr, seed, frozen_back
             loss.backward()
             opt.step()
             seen += len(idx)
+            if losses is not None:
+                losses.append(loss.item())
         rates.append(seen / (time.perf_counter() - start))
     return sum(rates) / len(rates)
 
 
 # ---- Strata -----------------------------------------------------------------------------------------------------
 
-def strata_finetune(build, onnx_path, data, work, args):
-    exe = args.exe or os.path.join(build, "bin", "strata-train")
+M64 = (1 << 64) - 1
+
+
+def _splitmix(state):
+    """core/data/DataRandom.h nextRandom: (new state, 64 random bits)."""
+    state = (state + 0x9E3779B97F4A7C15) & M64
+    z = ((state ^ (state >> 30)) * 0xBF58476D1CE4E5B9) & M64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & M64
+    return state, z ^ (z >> 31)
+
+
+def strata_epoch_order(count, seed, epoch):
+    """The order in which strata-train visits the training samples in `epoch` (1-based) for `seed`: core/data/
+    DataLoader.cpp epochOrder, a Fisher-Yates shuffle driven by SplitMix64 (mixSeed(seed, epoch))."""
+    a = seed & M64
+    _, rng = _splitmix(a ^ ((epoch + 0x9E3779B97F4A7C15 + ((a << 6) & M64) + (a >> 2)) & M64))
+    order = list(range(count))
+    for i in range(count - 1, 0, -1):
+        rng, z = _splitmix(rng)
+        j = z % (i + 1)
+        order[i], order[j] = order[j], order[i]
+    return order
+
+
+def read_safetensors(path):
+    """name -> float32 array, for the F32 tensors of a .safetensors file (a Strata checkpoint)."""
+    with open(path, "rb") as f:
+        n = int.from_bytes(f.read(8), "little")
+        header = json.loads(f.read(n))
+        data = f.read()
+    out = {}
+    for name, t in header.items():
+        if name != "__metadata__" and t["dtype"] == "F32":
+            a, b = t["data_offsets"]
+            out[name] = np.frombuffer(data[a:b], dtype="<f4").reshape(t["shape"]).copy()
+    return out
+
+
+def strata_prepare(onnx_path, data, work, args):
+    """Imports the ONNX file and sets the project's data and training; returns what the runs need."""
+    exe = args.exe or os.path.join(args.build, "bin", "strata-train")
     project = os.path.join(work, "imported.strata")
     imp = subprocess.run([args.import_exe or exe, "import", onnx_path, "-o", project, "--force"], capture_output=True,
                          text=True)
@@ -179,20 +229,74 @@ def strata_finetune(build, onnx_path, data, work, args):
               "schedule": "constant", "warmup_steps": 0, "epochs": args.epochs, "batch_size": args.batch,
               "seed": args.seed, "threads": args.threads, "device": "cpu"})
     # The imported weights (training.init_from, a checkpoint beside the project) given as --init-from, which
-    # says the same and lets a strata-train without that setting run the recipe too.
+    # says the same. Not the ONNX file itself: --init-from matches tensors by name, and the names of a PyTorch
+    # export's folded initializers ("onnx::Conv_193") are not the imported layers' ("conv1.Conv.weight"), so
+    # nothing would load and the frozen backbone would stay random.
     init_from = t.pop("init_from", None)
-    init_from = os.path.join(work, init_from) if init_from else onnx_path
+    if not init_from:
+        raise RuntimeError("strata-train import wrote no training.init_from (the imported weights' checkpoint)")
+    init_from = os.path.join(work, init_from)
     json.dump(p, open(project, "w"), indent=1)
-    metrics = os.path.join(work, "strata-metrics.jsonl")
-    cmd = [exe, project, "--freeze-until", backbone_end, "--replace-head", "--init-from", init_from, "--quiet",
-           "--metrics-out", metrics, "--checkpoint-dir", os.path.join(work, "strata-checkpoints"), "--history", "off"]
+    return {"exe": exe, "project": p, "head": head["name"], "frozen_until": backbone_end, "init_from": init_from}
+
+
+def strata_train(prep, work, tag, seed, lr=None, max_steps=0, quiet=True):
+    """One strata-train run of the recipe (seed; lr overrides the project's); returns its metrics events, the
+    log lines about the transfer, and the checkpoint folder."""
+    p = json.loads(json.dumps(prep["project"]))
+    p["training"]["seed"] = seed
+    if lr is not None:
+        p["training"]["learning_rate"] = lr
+    project = os.path.join(work, "%s.strata" % tag)
+    json.dump(p, open(project, "w"), indent=1)
+    metrics, checkpoints = os.path.join(work, "%s-metrics.jsonl" % tag), os.path.join(work, "%s-checkpoints" % tag)
+    # A fresh metrics file and checkpoint folder for each run (a rerun in the same --work folder).
+    if os.path.exists(metrics):
+        os.remove(metrics)
+    shutil.rmtree(checkpoints, ignore_errors=True)
+    cmd = [prep["exe"], project, "--freeze-until", prep["frozen_until"], "--replace-head", "--init-from",
+           prep["init_from"], "--metrics-out", metrics, "--checkpoint-dir", checkpoints, "--history", "off"]
+    if quiet:
+        cmd.append("--quiet")
+    if max_steps:
+        cmd += ["--max-steps", str(max_steps)]
     run = subprocess.run(cmd, capture_output=True, text=True)
     if run.returncode != 0:
         raise RuntimeError("strata-train failed (rc %d): %s" % (run.returncode, run.stderr[-4000:]))
     log = [l for l in run.stderr.splitlines() if "init-from" in l or "frozen" in l or "replaced" in l]
-    epochs = [json.loads(l) for l in open(metrics) if '"event":"epoch"' in l]
+    # Every tensor but the new head's weight and bias comes from the imported weights (the log says so unless
+    # --quiet).
+    loaded = [re.search(r"initialized (\d+) of (\d+) tensors", l) for l in log if l.startswith("init-from")]
+    if not quiet and (not loaded or not loaded[0] or int(loaded[0].group(1)) != int(loaded[0].group(2)) - 2):
+        raise RuntimeError("the imported weights did not all load into the backbone: %s" % log)
+    events = [json.loads(l) for l in open(metrics)]
+    return events, log, checkpoints
+
+
+def strata_initial_head(prep, work, seed):
+    """The replaced head's initial weights in strata-train for `seed`: one step at learning rate 0 (SGD then moves
+    nothing) writes them to a checkpoint. Returns (weight [classes, features], bias [classes]) and the head's new
+    name."""
+    _, log, checkpoints = strata_train(prep, work, "init-s%d" % seed, seed, lr=0.0, max_steps=1, quiet=False)
+    names = [l.split(" replaced by ")[1].split(" ")[0] for l in log if " replaced by " in l]
+    if not names:
+        raise RuntimeError("strata-train did not say which head it replaced: %s" % log)
+    files = sorted((os.path.getmtime(os.path.join(checkpoints, f)), f) for f in os.listdir(checkpoints)
+                   if f.endswith(".safetensors"))
+    w = read_safetensors(os.path.join(checkpoints, files[-1][1]))
+    if names[0] + ".weight" not in w or names[0] + ".bias" not in w:
+        raise RuntimeError("no weight and bias of %s in the checkpoint: %s" % (names[0], sorted(w)))
+    bias = w[names[0] + ".bias"]  # checkpoints hold tensors flat: the weight is [units, features] row-major
+    return w[names[0] + ".weight"].reshape(len(bias), -1), bias, names[0]
+
+
+def strata_finetune(prep, work, seed):
+    events, log, _ = strata_train(prep, work, "finetune-s%d" % seed, seed, quiet=False)
+    epochs = [e for e in events if e.get("event") == "epoch"]
+    steps = [e["loss"] for e in events if e.get("event") == "step"]
     return {"samples_per_s": sum(e["samples_per_s"] for e in epochs) / len(epochs), "val_acc": epochs[-1]["val_acc"],
-            "frozen_until": backbone_end, "head": head["name"], "log": log}
+            "frozen_until": prep["frozen_until"], "head": prep["head"], "log": log, "first_losses": steps[:5],
+            "last_loss": steps[-1] if steps else None}
 
 
 # ---- the run ----------------------------------------------------------------------------------------------------
@@ -206,12 +310,18 @@ def main():
     ap.add_argument("--batch", type=int, default=128)
     ap.add_argument("--lr", type=float, default=0.05)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--seeds", default="", help="comma-separated seeds, a fine-tune on each side for each")
+    ap.add_argument("--head-init", choices=("strata", "own"), default="strata",
+                    help="strata (default): PyTorch's new head starts from Strata's initial head for the seed (one "
+                         "step at learning rate 0) and visits the samples in Strata's order; own: each its own")
     ap.add_argument("--import-exe", default=None,
                     help="a strata-train whose import command to use (default: the build's)")
     ap.add_argument("--exe", default=None, help="the strata-train that fine-tunes (default: the build's)")
     ap.add_argument("--limit", type=int, default=0, help="use the first N samples of each split (a smoke test)")
     ap.add_argument("--work", default=None, help="keep the subsets, the ONNX file and the project here")
     ap.add_argument("--json", default=None, help="write the results here too")
+    ap.add_argument("--reuse", action="store_true",
+                    help="reuse the pretrained model of an earlier run in --work (resnet18_A.onnx and .pt)")
     args = ap.parse_args()
 
     # Passive OpenMP waits: spinning workers on a shared machine slow PyTorch down by orders of magnitude
@@ -224,50 +334,71 @@ def main():
     os.makedirs(work, exist_ok=True)
     a, b = class_subset(work, "A", SPLIT_A, args.limit), class_subset(work, "B", SPLIT_B, args.limit)
 
-    # Pretraining on A, then the export.
+    # Pretraining on A, then the export (or both from an earlier run in the same --work folder, with --reuse).
     model = resnet18(torch, len(SPLIT_A))
-    xa, ya = tensors(torch, a["train"])
-    start = time.perf_counter()
-    torch_train(torch, model, model.parameters(), xa, ya, args.pretrain_epochs, args.batch, args.lr, args.seed)
-    pretrain_s = time.perf_counter() - start
-    acc_a = accuracy(torch, model, *tensors(torch, a["validation"]))
-    print("pretrained on classes 0-4 in %.0f s: accuracy %.4f" % (pretrain_s, acc_a), flush=True)
-    onnx_path = os.path.join(work, "resnet18_A.onnx")
-    model.eval()
-    torch.onnx.export(model, torch.zeros(1, 1, 28, 28), onnx_path, opset_version=13, input_names=["input"],
-                      output_names=["logits"], dynamic_axes={"input": {0: "N"}, "logits": {0: "N"}}, dynamo=False)
+    onnx_path, state_path = os.path.join(work, "resnet18_A.onnx"), os.path.join(work, "resnet18_A.pt")
+    if args.reuse and os.path.exists(onnx_path) and os.path.exists(state_path):
+        model.load_state_dict(torch.load(state_path))
+        acc_a = accuracy(torch, model, *tensors(torch, a["validation"]))
+        print("pretrained model reused from %s: accuracy %.4f" % (state_path, acc_a), flush=True)
+    else:
+        xa, ya = tensors(torch, a["train"])
+        start = time.perf_counter()
+        torch_train(torch, model, model.parameters(), xa, ya, args.pretrain_epochs, args.batch, args.lr, args.seed)
+        pretrain_s = time.perf_counter() - start
+        acc_a = accuracy(torch, model, *tensors(torch, a["validation"]))
+        print("pretrained on classes 0-4 in %.0f s: accuracy %.4f" % (pretrain_s, acc_a), flush=True)
+        model.eval()
+        torch.onnx.export(model, torch.zeros(1, 1, 28, 28), onnx_path, opset_version=13, input_names=["input"],
+                          output_names=["logits"], dynamic_axes={"input": {0: "N"}, "logits": {0: "N"}},
+                          dynamo=False)
+        torch.save(model.state_dict(), state_path)
     state = {k: v.clone() for k, v in model.state_dict().items()}
 
-    # PyTorch fine-tunes a copy: backbone frozen, a new head.
-    ft = resnet18(torch, len(SPLIT_A))
-    ft.load_state_dict(state)
-    for p in ft.parameters():
-        p.requires_grad_(False)
-    ft.fc = torch.nn.Linear(512, len(SPLIT_B))
-    backbone = torch.nn.ModuleList([m for n, m in ft.named_children() if n != "fc"])
     xb, yb = tensors(torch, b["train"])
-    torch_sps = torch_train(torch, ft, ft.fc.parameters(), xb, yb, args.epochs, args.batch, args.lr, args.seed,
-                            frozen_backbone=backbone)
-    torch_acc = accuracy(torch, ft, *tensors(torch, b["validation"]))
-    print("pytorch %s: fine-tuned on classes 5-9: %.0f samples/s, accuracy %.4f" % (torch.__version__, torch_sps,
-                                                                                  torch_acc), flush=True)
-
+    xv, yv = tensors(torch, b["validation"])
+    prep = strata_prepare(onnx_path, b, work, args)
     result = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "threads": args.threads,
               "epochs": args.epochs, "pretrain_epochs": args.pretrain_epochs, "batch": args.batch, "lr": args.lr,
-              "pretrain_accuracy_A": acc_a, "torch": {"version": torch.__version__, "samples_per_s": torch_sps,
-                                                       "val_acc": torch_acc}}
-    try:
-        s = strata_finetune(args.build, onnx_path, b, work, args)
-        result["strata"] = s
-        print("strata: fine-tuned on classes 5-9 (frozen up to %s, head %s replaced): %.0f samples/s, accuracy %.4f"
-              % (s["frozen_until"], s["head"], s["samples_per_s"], s["val_acc"]))
-        for line in s["log"]:
-            print("  " + line)
-        print("ratio strata/pytorch: samples/s %.2fx, accuracy %+.2f points"
-              % (s["samples_per_s"] / torch_sps, 100 * (s["val_acc"] - torch_acc)))
-    except (RuntimeError, FileNotFoundError) as e:
-        result["strata_error"] = str(e)
-        print("strata: not run: %s" % e)
+              "train_images": len(xb), "test_images": len(xv), "head_init": args.head_init,
+              "pretrain_accuracy_A": acc_a, "torch_version": torch.__version__, "runs": []}
+    for seed in [int(v) for v in args.seeds.split(",")] if args.seeds else [args.seed]:
+        run = {"seed": seed}
+        # PyTorch fine-tunes a copy: backbone frozen, a new head (Strata's initial one with --head-init strata,
+        # and then Strata's sample order too).
+        ft = resnet18(torch, len(SPLIT_A))
+        ft.load_state_dict(state)
+        for p in ft.parameters():
+            p.requires_grad_(False)
+        ft.fc = torch.nn.Linear(512, len(SPLIT_B))
+        if args.head_init == "strata":
+            w, bias, _ = strata_initial_head(prep, work, seed)
+            with torch.no_grad():
+                ft.fc.weight.copy_(torch.from_numpy(w))
+                ft.fc.bias.copy_(torch.from_numpy(bias))
+        backbone = torch.nn.ModuleList([m for n, m in ft.named_children() if n != "fc"])
+        losses = []
+        torch_sps = torch_train(torch, ft, ft.fc.parameters(), xb, yb, args.epochs, args.batch, args.lr, seed,
+                                frozen_backbone=backbone, strata_order=args.head_init == "strata", losses=losses)
+        torch_acc = accuracy(torch, ft, xv, yv)
+        run["torch"] = {"samples_per_s": torch_sps, "val_acc": torch_acc, "first_losses": losses[:5],
+                        "last_loss": losses[-1]}
+        print("seed %d: pytorch %s: fine-tuned on classes 5-9: %.0f samples/s, accuracy %.4f (first losses %s)"
+              % (seed, torch.__version__, torch_sps, torch_acc, " ".join("%.4f" % v for v in losses[:3])), flush=True)
+        try:
+            s = strata_finetune(prep, work, seed)
+            run["strata"] = s
+            print("seed %d: strata: fine-tuned on classes 5-9 (frozen up to %s, head %s replaced): %.0f samples/s, "
+                  "accuracy %.4f (first losses %s)" % (seed, s["frozen_until"], s["head"], s["samples_per_s"],
+                                                       s["val_acc"], " ".join("%.4f" % v for v in s["first_losses"][:3])))
+            for line in s["log"]:
+                print("  " + line)
+            print("seed %d: ratio strata/pytorch: samples/s %.2fx, accuracy %+.2f points"
+                  % (seed, s["samples_per_s"] / torch_sps, 100 * (s["val_acc"] - torch_acc)), flush=True)
+        except (RuntimeError, FileNotFoundError) as e:
+            run["strata_error"] = str(e)
+            print("strata: not run: %s" % e)
+        result["runs"].append(run)
     if args.json:
         json.dump(result, open(args.json, "w"), indent=1)
     print("work folder: " + work)
