@@ -29,7 +29,10 @@
 #include "core/data/ImageFile.h"
 #include "core/data/ImageFolder.h"
 #include "core/data/ImageStream.h"
+#include "core/export/ExportModel.h"
+#include "core/infer/ExportCheck.h"
 #include "core/io/FormatError.h"
+#include "core/train/Checkpoint.h"
 #include "core/train/DataCheck.h"
 #include "core/train/Trainer.h"
 #include "tests/support/TestBackends.h"
@@ -1286,7 +1289,8 @@ private slots:
         QVERIFY2(e.starts_with("k2.png: "), e.c_str());
     }
 
-    // A 1x1 convolution learns the inversion from the paired folders: the loss falls tenfold in a short run.
+    // A 1x1 convolution learns the inversion from the paired folders: the loss falls tenfold in a short run, and the
+    // export check scores the files on the paired targets.
     void pairedFolderTrains() {
         makePairs("pairtrain", 16);
         Project p = test::blobsMlpProject("pairs", 64, 3);
@@ -1300,6 +1304,7 @@ private slots:
         p.training.learningRate = 0.05;
         p.training.batchSize = 4;
         p.training.epochs = 12;
+        p.training.checkpointDir = path("pairtrain_ck");
         struct Log : TrainingObserver {
             std::vector<EpochEvent> epochs;
             std::vector<std::string> errors;
@@ -1317,6 +1322,17 @@ private slots:
         QVERIFY2(last < first / 10, (std::to_string(first) + " -> " + std::to_string(last)).c_str());
         QVERIFY2(log.epochs.back().valAccuracy > 20.0,
                  std::to_string(log.epochs.back().valAccuracy).c_str());  // PSNR, dB
+        // Every export format scores the paired validation images as the live model does (the export check).
+        const ExportModel live = exportModelFromCheckpoint(loadCheckpoint(path("pairtrain_ck")));
+        const DatasetBundle data = loadDataset(p.dataset, "");
+        for (ExportFormat f : exportFormats()) {
+            const std::string file = path(std::string("pairtrain") + exportFormatExtension(f));
+            writeExport(file, live, ExportRequest{f, ExportPrecision::F32, 13});
+            const ExportCheckResult e = checkExport(live, file, data.validation, data.normalization);
+            QCOMPARE(e.scoreName, std::string("PSNR"));
+            QVERIFY2(std::fabs(e.liveScore - e.fileScore) < 1e-3 && e.liveScore > 20.0,
+                     (file + ": " + std::to_string(e.liveScore) + " vs " + std::to_string(e.fileScore)).c_str());
+        }
     }
 };
 
