@@ -3,7 +3,8 @@
 thread count and initial weights, in one run each: regression (examples/auto_mpg_regression.strata: MLP on the
 Auto MPG cars, metric R^2 in the data's units), multi-label text (examples/debian_tags_multilabel.strata:
 Embedding + mean + MLP on the Debian tags corpus, metric micro F1 at 0.5) and denoising (examples/
-fashion_denoising.strata: three 3x3 convolutions on Fashion-MNIST, Gaussian + masking noise, metric PSNR).
+fashion_denoising.strata: an encoder-decoder, stride-2 convolutions down and transposed convolutions up, on
+Fashion-MNIST, Gaussian + masking noise, metric PSNR).
 
 For each: Strata's initial weights (one step at learning rate 0, bench/text_bench.py) are loaded into the PyTorch
 modules; strata-train trains the project and reports samples/s and the metric (its --metrics-out lines); PyTorch
@@ -134,13 +135,43 @@ def torch_half(example, threads, epochs, init_npz, seed, train_limit=0):
             m.bias.copy_(torch.from_numpy(w[name + ".bias"].reshape(m.bias.shape)))
         return m
 
-    def conv(name, cin):
-        prm = next(n for n in nodes if n["name"] == name)["params"]
-        m = nn.Conv2d(cin, prm["filters"], prm["kernel"][0], padding=prm["padding"][0])
-        with torch.no_grad():
-            m.weight.copy_(torch.from_numpy(w[name + ".weight"].reshape(m.weight.shape)))
-            m.bias.copy_(torch.from_numpy(w[name + ".bias"].reshape(m.bias.shape)))
-        return m
+    def image_chain(cin):
+        # The graph is a chain Input -> ... (edges in node order): each node as its PyTorch module, the weights
+        # copied. Strata's ConvTranspose2D weight is [in, out, kh, kw], PyTorch's ConvTranspose2d's layout too.
+        def pair(v):
+            return tuple(v * 2 if len(v) == 1 else v)
+
+        ids = [n["id"] for n in nodes]
+        if sorted((e["from"]["node"], e["to"]["node"]) for e in p["graph"]["edges"]) != list(zip(ids, ids[1:])):
+            sys.exit("task_bench.py: %s is not a chain of its nodes in order" % example)
+        layers = []
+        for n in nodes[1:]:
+            prm, name = n["params"], n["name"]
+            if n["type"] in ("Conv2D", "ConvTranspose2D"):
+                if prm.get("groups", 1) != 1 or pair(prm.get("dilation", [1])) != (1, 1):
+                    sys.exit("task_bench.py: %s '%s': groups and dilation are not mapped" % (n["type"], name))
+                args = dict(stride=pair(prm.get("stride", [1])), padding=pair(prm.get("padding", [0])),
+                            bias=prm.get("use_bias", True))
+                if n["type"] == "Conv2D":
+                    m = nn.Conv2d(cin, prm["filters"], pair(prm["kernel"]), **args)
+                else:
+                    m = nn.ConvTranspose2d(cin, prm["filters"], pair(prm["kernel"]),
+                                           output_padding=pair(prm.get("output_padding", [0])), **args)
+                with torch.no_grad():
+                    m.weight.copy_(torch.from_numpy(w[name + ".weight"].reshape(m.weight.shape)))
+                    if m.bias is not None:
+                        m.bias.copy_(torch.from_numpy(w[name + ".bias"].reshape(m.bias.shape)))
+                cin = prm["filters"]
+            elif n["type"] == "Upsample2D":
+                mode = prm.get("mode", "nearest")
+                m = nn.Upsample(scale_factor=tuple(float(f) for f in pair(prm.get("scale", [2]))), mode=mode,
+                                align_corners=prm.get("align_corners", False) if mode == "bilinear" else None)
+            elif n["type"] == "ReLU":
+                m = nn.ReLU()
+            else:
+                sys.exit("task_bench.py: no PyTorch mapping for %s '%s'" % (n["type"], name))
+            layers.append(m)
+        return nn.Sequential(*layers)
 
     if example == "auto_mpg_regression":
         xtr, ytr, xva, yva, (ymean, ystd) = load_regression(p_path, p)
@@ -165,7 +196,7 @@ def torch_half(example, threads, epochs, init_npz, seed, train_limit=0):
         xtr = read_idx(d["train_images"]).astype(np.float32)[:, None] / 255.0
         xva = read_idx(d["validation_images"]).astype(np.float32)[:, None] / 255.0
         ytr, yva = xtr, xva
-        model = nn.Sequential(conv("enc1", 1), nn.ReLU(), conv("enc2", 32), nn.ReLU(), conv("decode", 32))
+        model = image_chain(1)
         loss_fn = nn.MSELoss()
         noise = (d["noise_std"], d["masking_fraction"])
     if train_limit:

@@ -29,7 +29,11 @@
 #include "core/data/ImageFile.h"
 #include "core/data/ImageFolder.h"
 #include "core/data/ImageStream.h"
+#include "core/export/ExportModel.h"
+#include "core/infer/ExportCheck.h"
 #include "core/io/FormatError.h"
+#include "core/train/Checkpoint.h"
+#include "core/train/DataCheck.h"
 #include "core/train/Trainer.h"
 #include "tests/support/TestBackends.h"
 #include "tests/support/TestProjects.h"
@@ -205,6 +209,45 @@ private:
             }
         }
         return path(root);
+    }
+
+    // Paired folders for image_target folder: ROOT/in/{a,b}/kK.png, gray 8x8 with a seeded pattern, and
+    // ROOT/out/{a,b}/kK.png, the same image inverted (255 - v), so that every target tells its input.
+    void makePairs(const std::string& root, int perClass) {
+        uint32_t state = 7;
+        for (const std::string& cls : {std::string("a"), std::string("b")}) {
+            fs::create_directories(path(root + "/in/" + cls));
+            fs::create_directories(path(root + "/out/" + cls));
+            for (int k = 0; k < perClass; ++k) {
+                Pixels in = flat(8, 8, 1, 0);
+                for (uint8_t& v : in.bytes) {
+                    state = state * 1664525u + 1013904223u;
+                    v = static_cast<uint8_t>(state >> 24);
+                }
+                Pixels out = in;
+                for (uint8_t& v : out.bytes) v = static_cast<uint8_t>(255 - v);
+                const std::string name = "/" + cls + "/k" + std::to_string(k) + ".png";
+                QVERIFY(writePng(path(root + "/in" + name), in));
+                QVERIFY(writePng(path(root + "/out" + name), out));
+            }
+        }
+    }
+
+    DatasetSettings pairedSettings(const std::string& root) {
+        DatasetSettings s = folderSettings(path(root + "/in"));
+        s.task = TaskKind::ImageToImage;
+        s.imageTarget = ImageTarget::Folder;
+        s.targetPath = path(root + "/out");
+        s.normalization = NormalizationMode::Scale;
+        return s;
+    }
+
+    // Each sample's target is its own input inverted (scaled to 0..1: 1 - x).
+    static void checkInverted(const DataSplit& split) {
+        QCOMPARE(split.targetShape, (Shape{1, 8, 8}));
+        QCOMPARE(split.targets.size(), split.inputs.size());
+        for (size_t i = 0; i < split.inputs.size(); ++i)
+            QVERIFY2(std::fabs(split.targets[i] - (1.0f - split.inputs[i])) < 1e-6f, std::to_string(i).c_str());
     }
 
     DatasetSettings folderSettings(const std::string& root) {
@@ -1163,6 +1206,133 @@ private slots:
                  memory[21].c_str());
         QCOMPARE(lines[ImageLoading::Stream], memory);
         QCOMPARE(lines[ImageLoading::Cache], memory);
+    }
+
+    // ---- image_to_image, image_target folder (issue 38) ----
+
+    // The targets are the second folder's images of the same relative names, normalized as the inputs are; the
+    // hold-out, the limits and a validation folder keep each pair together; the class folders are only a layout.
+    void pairedFolderTargets() {
+        makePairs("pairs", 6);
+        DatasetSettings s = pairedSettings("pairs");
+        s.validationSplit = 0.25;
+        DatasetBundle b = loadDataset(s, "");
+        QCOMPARE(b.train.count + b.validation.count, int64_t(12));
+        QVERIFY(b.validation.count > 0);
+        QCOMPARE(b.numClasses, 0);
+        QVERIFY2(b.description.find("target: the images of out") != std::string::npos, b.description.c_str());
+        checkInverted(b.train);
+        checkInverted(b.validation);
+        // A batch carries them (the loader's generic target path).
+        DataLoader loader(b.train, 4, true, 3);
+        loader.startEpoch(0);
+        Batch batch;
+        QVERIFY(loader.next(batch));
+        for (size_t i = 0; i < batch.inputs.size(); ++i)
+            QVERIFY(std::fabs(batch.targets[i] - (1 - batch.inputs[i])) < 1e-6f);
+        s.trainLimit = 5;
+        checkInverted(loadDataset(s, "").train);
+        // A validation folder pairs with validation_target_path.
+        makePairs("pairs_val", 2);
+        s.validationPath = path("pairs_val/in");
+        s.validationTargetPath = path("pairs_val/out");
+        b = loadDataset(s, "");
+        QCOMPARE(b.validation.count, int64_t(4));
+        checkInverted(b.validation);
+        QCOMPARE(readDataFacts(s, "").targetShape, (Shape{1, 8, 8}));
+    }
+
+    // A missing target, an extra one, a validation folder without targets and streamed loading are refused, naming
+    // the file or the setting; the data check finds the missing one without decoding. A target that cannot be read
+    // leaves its pair out with the reason (strict_images stops at it).
+    void pairedFolderMismatches() {
+        makePairs("mis", 3);
+        const DatasetSettings s = pairedSettings("mis");
+        fs::remove(path("mis/out/b/k1.png"));
+        std::string e = dataErrorOf([&] { loadDataset(s, ""); });
+        QVERIFY2(
+            e.find(path("mis/in/b/k1.png") + " has no target image " + path("mis/out/b/k1.png")) != std::string::npos,
+            e.c_str());
+        e = dataErrorOf([&] { readDataFacts(s, ""); });
+        QVERIFY2(e.find("mis/out/b/k1.png") != std::string::npos, e.c_str());
+        fs::remove(path("mis/in/b/k1.png"));
+        QCOMPARE(loadDataset(s, "").train.count, int64_t(5));
+        QVERIFY(writePng(path("mis/out/a/extra.png"), flat(8, 8, 1, 9)));
+        e = dataErrorOf([&] { loadDataset(s, ""); });
+        QVERIFY2(e.starts_with("extra.png: ") &&
+                     e.find("target image without an input image " + path("mis/in/a/extra.png")) != std::string::npos,
+                 e.c_str());
+        fs::remove(path("mis/out/a/extra.png"));
+
+        DatasetSettings v = s;
+        v.validationPath = path("mis/in");
+        e = dataErrorOf([&] { loadDataset(v, ""); });
+        QVERIFY2(e.find("dataset.validation_target_path is empty") != std::string::npos, e.c_str());
+        for (ImageLoading loading : {ImageLoading::Stream, ImageLoading::Cache}) {
+            v = s;
+            v.imageLoading = loading;
+            e = dataErrorOf([&] { loadDataset(v, "", Streaming::Allowed); });
+            QVERIFY2(e.find("dataset.image_loading") != std::string::npos && e.find("use memory") != std::string::npos,
+                     e.c_str());
+        }
+
+        writeBytes(path("mis/out/a/k2.png"), {'x'});
+        DatasetBundle b = loadDataset(s, "");
+        QCOMPARE(b.train.count, int64_t(4));
+        checkInverted(b.train);
+        QCOMPARE(b.skipped.size(), size_t(1));
+        QCOMPARE(b.skipped[0].path, path("mis/out/a/k2.png"));
+        QVERIFY2(b.skipped[0].reason.starts_with("target image: "), b.skipped[0].reason.c_str());
+        v = s;
+        v.strictImages = true;
+        e = dataErrorOf([&] { loadDataset(v, ""); });
+        QVERIFY2(e.starts_with("k2.png: "), e.c_str());
+    }
+
+    // A 1x1 convolution learns the inversion from the paired folders: the loss falls tenfold in a short run, and the
+    // export check scores the files on the paired targets.
+    void pairedFolderTrains() {
+        makePairs("pairtrain", 16);
+        Project p = test::blobsMlpProject("pairs", 64, 3);
+        p.graph = Graph();
+        test::addChain(p.graph, {{"Input", "input", Json{{"shape", {1, 8, 8}}}},
+                                 {"Conv2D", "conv", Json{{"filters", 1}, {"kernel", {1, 1}}}}});
+        p.dataset = pairedSettings("pairtrain");
+        p.dataset.validationSplit = 0.25;
+        p.training.loss = LossKind::Mse;
+        p.training.optimizer = OptimizerKind::Adam;
+        p.training.learningRate = 0.05;
+        p.training.batchSize = 4;
+        p.training.epochs = 12;
+        p.training.checkpointDir = path("pairtrain_ck");
+        struct Log : TrainingObserver {
+            std::vector<EpochEvent> epochs;
+            std::vector<std::string> errors;
+            void onEpoch(const EpochEvent& e) override { epochs.push_back(e); }
+            void onError(const std::string& m) override { errors.push_back(m); }
+        } log;
+        CpuBackend backend;
+        TrainerOptions options;
+        options.projectPath = path("pairtrain.strata");
+        Trainer trainer(p, backend, &log, options);
+        QVERIFY(trainer.run());
+        QVERIFY2(log.errors.empty(), log.errors.empty() ? "" : log.errors[0].c_str());
+        QCOMPARE(log.epochs.size(), size_t(12));
+        const double first = log.epochs.front().trainLoss, last = log.epochs.back().trainLoss;
+        QVERIFY2(last < first / 10, (std::to_string(first) + " -> " + std::to_string(last)).c_str());
+        QVERIFY2(log.epochs.back().valAccuracy > 20.0,
+                 std::to_string(log.epochs.back().valAccuracy).c_str());  // PSNR, dB
+        // Every export format scores the paired validation images as the live model does (the export check).
+        const ExportModel live = exportModelFromCheckpoint(loadCheckpoint(path("pairtrain_ck")));
+        const DatasetBundle data = loadDataset(p.dataset, "");
+        for (ExportFormat f : exportFormats()) {
+            const std::string file = path(std::string("pairtrain") + exportFormatExtension(f));
+            writeExport(file, live, ExportRequest{f, ExportPrecision::F32, 13});
+            const ExportCheckResult e = checkExport(live, file, data.validation, data.normalization);
+            QCOMPARE(e.scoreName, std::string("PSNR"));
+            QVERIFY2(std::fabs(e.liveScore - e.fileScore) < 1e-3 && e.liveScore > 20.0,
+                     (file + ": " + std::to_string(e.liveScore) + " vs " + std::to_string(e.fileScore)).c_str());
+        }
     }
 };
 

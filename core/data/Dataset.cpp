@@ -70,9 +70,6 @@ DatasetBundle loadDataset(const DatasetSettings& settings, const std::string& pr
         const std::string problem = taskSettingsProblem(settings, training);
         if (!problem.empty()) throw DataError(problem);
     }
-    if (settings.task == TaskKind::ImageToImage && settings.imageTarget == ImageTarget::Folder)
-        throw DataError("dataset.image_target folder (targets from a second image folder) is not available in this "
-                        "build yet; use input (autoencoder) or denoise");
     if (const data::DatasetLoader* loader = data::findDatasetLoader(settings.kind)) {
         DatasetBundle b = loader->load(settings, projectPath, streaming);
         b.task = settings.task;
@@ -87,6 +84,12 @@ DatasetBundle loadDataset(const DatasetSettings& settings, const std::string& pr
             b.classNames.clear();
             b.description += std::string(", target: ") +
                              (settings.imageTarget == ImageTarget::Input ? "the input" : "the clean input (denoising)");
+        } else if (settings.task == TaskKind::ImageToImage) {
+            // The loader paired every image with its target (ImageFolderDataset); the class folders are only a
+            // layout.
+            b.numClasses = 0;
+            b.classNames.clear();
+            b.description += ", target: the images of " + data::fileName(settings.targetPath) + " of the same names";
         }
         return b;
     }

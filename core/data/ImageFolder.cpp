@@ -4,6 +4,7 @@
 #include <atomic>
 #include <filesystem>
 #include <map>
+#include <set>
 #include <thread>
 
 #include "core/data/CsvReader.h"
@@ -284,6 +285,64 @@ ImageList listImages(const std::string& source, const std::vector<std::string>& 
                                                          : "; skipped: " + list.skipped.front().path + ": " +
                                                                list.skipped.front().reason));
     return list;
+}
+
+std::vector<std::string> pairTargetImages(const ImageList& list, const std::string& source,
+                                          const std::string& targetRoot) {
+    std::error_code ec;
+    const bool listedFolder = fs::is_directory(source, ec);
+    const std::string inputRoot = listedFolder ? source : fs::path(source).parent_path().string();
+    const fs::path in = fs::path(inputRoot).lexically_normal();
+    const fs::path out = fs::path(targetRoot).lexically_normal();
+    if (!fs::is_directory(out, ec))
+        throw DataError::inFile(targetRoot,
+                                "no such folder of target images (dataset.target_path or "
+                                "validation_target_path)");
+    auto relativeName = [&](const std::string& path) {
+        const fs::path rel = fs::path(path).lexically_normal().lexically_relative(in);
+        return rel.empty() || *rel.begin() == ".." ? fs::path() : rel;
+    };
+    std::vector<std::string> targets;
+    std::string firstMissing;
+    size_t missing = 0;
+    for (const std::string& path : list.paths) {
+        const fs::path rel = relativeName(path);
+        if (rel.empty())
+            throw DataError::inFile(
+                path, "is not inside " + inputRoot + ": image_target folder pairs images by their path relative to it");
+        const fs::path target = out / rel;
+        if (!fs::is_regular_file(target, ec) && missing++ == 0)
+            firstMissing = path + " has no target image " + target.string();
+        targets.push_back(target.string());
+    }
+    if (missing > 0)
+        throw DataError::inFile(
+            targetRoot,
+            firstMissing +
+                (missing > 1 ? " (and " + std::to_string(missing - 1) + " more images without one)" : std::string()) +
+                "; every image needs a target of the same relative name");
+    if (!listedFolder) return targets;
+    // A target without an image is a sign the folders do not correspond (a renamed or missing file); the images
+    // the listing skipped (and the files in a skipped folder) keep theirs.
+    std::set<fs::path> known;
+    for (const std::string& path : list.paths) known.insert(relativeName(path));
+    for (const SkippedFile& f : list.skipped) known.insert(relativeName(f.path));
+    for (fs::recursive_directory_iterator it(out, ec), end; !ec && it != end; it.increment(ec)) {
+        if (it->path().filename().string().starts_with(".")) {
+            if (it->is_directory(ec)) it.disable_recursion_pending();
+            continue;
+        }
+        if (!it->is_regular_file(ec) || !isImageFileName(it->path().string())) continue;
+        const fs::path rel = it->path().lexically_relative(out);
+        bool matched = false;
+        for (fs::path p = rel; !p.empty() && !matched; p = p.parent_path()) matched = known.count(p) > 0;
+        if (!matched)
+            throw DataError::inFile(it->path().string(),
+                                    "is a target image without an input image " + (in / rel).string() +
+                                        "; remove it or add its input (the folders must hold the same names)");
+    }
+    if (ec) throw DataError::inFile(targetRoot, "cannot list the folder of target images: " + ec.message());
+    return targets;
 }
 
 std::pair<int64_t, int64_t> decodeFitted(const std::string& path, const Shape& shape, ResizePolicy policy, float* out) {

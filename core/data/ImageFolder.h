@@ -25,6 +25,8 @@ struct ImageList {
     std::vector<int32_t> labels;          // index into classNames, one per path
     std::vector<std::string> classNames;  // the label order
     std::vector<SkippedFile> skipped;
+    // image_to_image with image_target folder: each path's target image (pairTargetImages); empty otherwise.
+    std::vector<std::string> targets;
 };
 
 // Lists `source`: a folder of class folders, or a .csv file of path,label rows (paths relative to the
@@ -33,6 +35,14 @@ struct ImageList {
 // sorted. Throws DataError when `source` does not exist or holds no image at all, and in strict mode at
 // the first bad entry.
 ImageList listImages(const std::string& source, const std::vector<std::string>& classNames, bool strict);
+
+// image_to_image with image_target folder: the target of each listed image, the file with the same path under
+// `targetRoot` as it has under `source` (the folder listImages was given, or the folder of the CSV it was given).
+// Throws DataError naming the first image without a target (and how many more lack one), an image outside that
+// folder, and, for a folder (not a CSV's choice of files), the first image under `targetRoot` that matches no
+// listed or skipped entry.
+std::vector<std::string> pairTargetImages(const ImageList& list, const std::string& source,
+                                          const std::string& targetRoot);
 
 struct DecodedImages {
     std::vector<float> values;  // kept.size() * shape.numel(), 0..255, in list order

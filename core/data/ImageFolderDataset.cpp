@@ -39,6 +39,7 @@ ImageList pickImages(const ImageList& list, const std::vector<int64_t>& rows) {
     for (int64_t r : rows) {
         out.paths.push_back(list.paths[static_cast<size_t>(r)]);
         out.labels.push_back(list.labels[static_cast<size_t>(r)]);
+        if (!list.targets.empty()) out.targets.push_back(list.targets[static_cast<size_t>(r)]);
     }
     return out;
 }
@@ -73,10 +74,30 @@ RawSplit decodeSplit(const ImageList& list, const Shape& shape, const DatasetSet
     DecodedImages d = decodeImages(list.paths, shape, resizePolicyFor(s), s.decodeThreads, s.strictImages);
     RawSplit raw;
     raw.shape = shape;
-    raw.values = std::move(d.values);
-    for (int64_t k : d.kept) raw.labels.push_back(list.labels[static_cast<size_t>(k)]);
     addSkipped(skipped, std::move(d.skipped), split);
     for (const auto& size : d.sizes) ++sizes[size];
+    if (list.targets.empty()) {
+        raw.values = std::move(d.values);
+        for (int64_t k : d.kept) raw.labels.push_back(list.labels[static_cast<size_t>(k)]);
+        return raw;
+    }
+    // Paired target images: decoded to the same shape; an image whose target cannot be read is left out with it.
+    std::vector<std::string> targetPaths;
+    for (int64_t k : d.kept) targetPaths.push_back(list.targets[static_cast<size_t>(k)]);
+    DecodedImages t = decodeImages(targetPaths, shape, resizePolicyFor(s), s.decodeThreads, s.strictImages);
+    const int64_t n = shape.numel();
+    raw.values.resize(t.kept.size() * static_cast<size_t>(n));
+    for (size_t j = 0; j < t.kept.size(); ++j) {
+        const auto row = static_cast<size_t>(t.kept[j]);
+        std::copy_n(d.values.begin() + static_cast<int64_t>(row) * n, n,
+                    raw.values.begin() + static_cast<int64_t>(j) * n);
+        raw.labels.push_back(list.labels[static_cast<size_t>(d.kept[row])]);
+    }
+    std::vector<SkippedFile> badTargets;
+    for (SkippedFile& f : t.skipped) badTargets.push_back({f.path, "target image: " + f.reason});
+    addSkipped(skipped, std::move(badTargets), split);
+    raw.targetSize = n;
+    raw.targets = std::move(t.values);
     return raw;
 }
 
@@ -247,12 +268,24 @@ DatasetBundle loadImageFolderDataset(const DatasetSettings& s, const std::string
     const Shape shape(s.imageShape);
     const std::string trainPath = resolveDatasetPath(projectPath, s.trainPath);
     DatasetBundle b;
+    const bool folderTargets = s.task == TaskKind::ImageToImage && s.imageTarget == ImageTarget::Folder;
     ImageList trainList = listImages(trainPath, s.classNames, s.strictImages);
+    if (folderTargets)
+        trainList.targets = pairTargetImages(trainList, trainPath, resolveDatasetPath(projectPath, s.targetPath));
     addSkipped(b.skipped, trainList.skipped, "training");
     ImageList valList;
     const bool haveValidation = !s.validationPath.empty();
     if (haveValidation) {
-        valList = listImages(resolveDatasetPath(projectPath, s.validationPath), trainList.classNames, s.strictImages);
+        const std::string valPath = resolveDatasetPath(projectPath, s.validationPath);
+        valList = listImages(valPath, trainList.classNames, s.strictImages);
+        if (folderTargets) {
+            if (s.validationTargetPath.empty())
+                throw DataError(
+                    "dataset.validation_target_path is empty: name the target images of "
+                    "validation_path (or clear validation_path to hold out validation_split)");
+            valList.targets =
+                pairTargetImages(valList, valPath, resolveDatasetPath(projectPath, s.validationTargetPath));
+        }
         addSkipped(b.skipped, valList.skipped, "validation");
     } else if (s.validationSplit > 0.0) {
         auto [trainRows, valRows] = stratifiedHoldOut(trainList, s.validationSplit);
@@ -265,16 +298,26 @@ DatasetBundle loadImageFolderDataset(const DatasetSettings& s, const std::string
     trainList = pickImages(trainList, randomSubset(static_cast<int64_t>(trainList.paths.size()), s.trainLimit, 1));
     valList = pickImages(valList, randomSubset(static_cast<int64_t>(valList.paths.size()), s.validationLimit, 2));
     valList.classNames = trainList.classNames;
-    if (streaming == Streaming::Allowed && s.imageLoading != ImageLoading::Memory)
+    if (streaming == Streaming::Allowed && s.imageLoading != ImageLoading::Memory) {
+        if (folderTargets)  // taskSettingsProblem says so first; a direct call must not stream inputs without targets
+            throw DataError("dataset.image_loading " + settingName(s.imageLoading) +
+                            ": image_target folder holds its target images in memory; use image_loading memory");
         return streamImageFolder(s, projectPath, trainPath, shape, trainList, valList, std::move(b));
+    }
 
     RawSplit train = decodeSplit(trainList, shape, s, "training", b.skipped, b.imageSizes);
     RawSplit validation = decodeSplit(valList, shape, s, "validation", b.skipped, b.imageSizes);
     if (train.count() == 0) throw noImageDecoded(trainPath, b.skipped);
+    if (folderTargets) validation.targetSize = train.targetSize;  // an empty validation split has targets too
     normalizeImages(s, train, validation, trainList, b);
+    // Target images are pixels like the inputs: the same normalization, so that the loss and PSNR compare alike.
+    for (RawSplit* r : {&train, &validation})
+        if (r->targetSize > 0) applyNormalization(b.normalization, r->targets.data(), r->count(), r->targetSize);
     b.description = imageFolderDescription(s, trainPath, shape, train.count(), validation.count(), b);
     b.train = toSplit(std::move(train));
     b.validation = toSplit(std::move(validation));
+    for (DataSplit* split : {&b.train, &b.validation})
+        if (split->hasTargets()) split->targetShape = shape;
     return b;
 }
 

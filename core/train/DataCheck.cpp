@@ -65,6 +65,20 @@ DataFacts readDataFacts(const DatasetSettings& settings, const std::string& proj
             return dataFactsOf(loadDataset(settings, projectPath, Streaming::Allowed));  // its error says why
         f.sampleShape = Shape(settings.imageShape);
         if (settings.task == TaskKind::ImageToImage) {
+            if (settings.imageTarget == ImageTarget::Folder) {
+                // The pairing needs the listings only: a missing or extra target is found before anything decodes.
+                if (settings.targetPath.empty() ||
+                    (!settings.validationPath.empty() && settings.validationTargetPath.empty()))
+                    return dataFactsOf(loadDataset(settings, projectPath));  // its error says why
+                const std::string train = resolveDatasetPath(projectPath, settings.trainPath);
+                const data::ImageList list = data::listImages(train, settings.classNames, false);
+                data::pairTargetImages(list, train, resolveDatasetPath(projectPath, settings.targetPath));
+                if (!settings.validationPath.empty()) {
+                    const std::string val = resolveDatasetPath(projectPath, settings.validationPath);
+                    data::pairTargetImages(data::listImages(val, list.classNames, false), val,
+                                           resolveDatasetPath(projectPath, settings.validationTargetPath));
+                }
+            }
             f.task = settings.task;
             f.targetShape = f.sampleShape;
             return f;

@@ -221,7 +221,8 @@ private slots:
         const ImageStrip& strip = seen.events.back().strip;
         QCOMPARE(strip.targets.size(), size_t(4 * 784));
         int same = 0;
-        for (int i = 0; i < 784; ++i) same += qGray(target.pixel(i % 28, i / 28)) == int(strip.targets[size_t(i)] + 0.5f);
+        for (int i = 0; i < 784; ++i)
+            same += qGray(target.pixel(i % 28, i / 28)) == int(strip.targets[size_t(i)] + 0.5f);
         QCOMPARE(same, 784);
         if (qEnvironmentVariableIsSet("STRATA_SCREENSHOTS")) {
             view.show();
@@ -240,6 +241,31 @@ private slots:
             QVERIFY2(problem.empty(), qPrintable(id + ": " + QString::fromStdString(problem)));
             QVERIFY(analyzeGraph(p.graph).ok());
         }
+    }
+
+    // The denoising template is an encoder-decoder (it was three stride-1 convolutions, which can learn to copy):
+    // stride-2 convolutions down to 7x7, transposed convolutions back to the image's shape; the example file holds
+    // the same graph.
+    void denoisingTemplateIsAnEncoderDecoder() {
+        const Project p = makeTemplate("denoising_autoencoder");
+        const GraphAnalysis a = analyzeGraph(p.graph);
+        QVERIFY(a.ok());
+        int64_t smallest = 28;
+        int down = 0, up = 0;
+        for (const Node* n : p.graph.nodes()) {
+            const Shape* s = a.shapeOf(n->id);
+            QVERIFY(s);
+            if (s->rank() == 3) smallest = std::min(smallest, (*s)[1]);
+            if (n->type == "Conv2D" && n->params.at("stride")[0].get<int>() == 2) ++down;
+            if (n->type == "ConvTranspose2D" || n->type == "Upsample2D") ++up;
+        }
+        QCOMPARE(smallest, int64_t(7));
+        QCOMPARE(down, 2);
+        QCOMPARE(up, 2);
+        const Node* last = p.graph.nodes().back();
+        QCOMPARE(*a.shapeOf(last->id), (Shape{1, 28, 28}));
+        const Project example = readProject(test::sourcePath("examples/fashion_denoising.strata"));
+        QVERIFY(example.graph == p.graph);
     }
 };
 

@@ -59,6 +59,16 @@ strata::Json conv(int filters, int kernel, int padding) {
     return {{"filters", filters}, {"kernel", {kernel, kernel}}, {"stride", {1, 1}}, {"padding", {padding, padding}}};
 }
 
+// A strided convolution (stride 2 halves the image) and a transposed one that doubles it back (kernel 2, stride 2).
+strata::Json convStride(int filters, int kernel, int stride, int padding) {
+    return {{"filters", filters},
+            {"kernel", {kernel, kernel}},
+            {"stride", {stride, stride}},
+            {"padding", {padding, padding}}};
+}
+
+strata::Json upConv(int filters) { return {{"filters", filters}, {"kernel", {2, 2}}, {"stride", {2, 2}}}; }
+
 strata::Json pool2() { return {{"kernel", {2, 2}}, {"stride", {2, 2}}}; }
 
 strata::Json dense(int units) { return {{"units", units}}; }
@@ -334,10 +344,16 @@ strata::Project denoisingAutoencoderTemplate() {
     p.name = "Denoising autoencoder";
     Builder b(p.graph);
     int n = b.add("Input", "image", imageInput());
-    n = b.chain(n, "Conv2D", "enc1", conv(32, 3, 1));
+    // An encoder-decoder: two stride-2 convolutions down to 64 x 7 x 7 (a quarter of the input's pixels per
+    // channel, so the net must summarize rather than copy), two transposed convolutions back up to 28 x 28.
+    n = b.chain(n, "Conv2D", "enc1", convStride(32, 3, 2, 1));
     n = b.chain(n, "ReLU", "relu1");
-    n = b.chain(n, "Conv2D", "enc2", conv(32, 3, 1));
+    n = b.chain(n, "Conv2D", "enc2", convStride(64, 3, 2, 1));
     n = b.chain(n, "ReLU", "relu2");
+    n = b.chain(n, "ConvTranspose2D", "dec1", upConv(32));
+    n = b.chain(n, "ReLU", "relu3");
+    n = b.chain(n, "ConvTranspose2D", "dec2", upConv(32));
+    n = b.chain(n, "ReLU", "relu4");
     b.chain(n, "Conv2D", "decode", conv(1, 3, 1));
     p.dataset = fashionMnist();
     p.dataset.task = strata::TaskKind::ImageToImage;
@@ -391,8 +407,9 @@ QList<ProjectTemplate> projectTemplates() {
                      "text (F1 at a threshold). Set up for Debian packages' tags (tools/make_debian_tags_dataset.py)."),
          multiLabelTextTemplate},
         {QStringLiteral("denoising_autoencoder"), QObject::tr("Denoising autoencoder"),
-         QObject::tr("Fashion-MNIST images with Gaussian and masking noise in, the clean images out: three 3x3 "
-                     "convolutions, MSE, PSNR; the dashboard shows input, output and target each epoch."),
+         QObject::tr("Fashion-MNIST images with Gaussian and masking noise in, the clean images out: an "
+                     "encoder-decoder (two stride-2 convolutions down to 7x7, two transposed convolutions back up), "
+                     "MSE, PSNR; the dashboard shows input, output and target each epoch."),
          denoisingAutoencoderTemplate},
     };
 }
