@@ -14,6 +14,7 @@
 
 #include "app/CliCommands.h"
 #include "core/export/OnnxImport.h"
+#include "core/export/OnnxWeights.h"
 #include "core/graph/Project.h"
 #include "core/io/FormatError.h"
 #include "core/train/Trainer.h"
@@ -216,8 +217,42 @@ private slots:
         std::string started;
         for (const std::string& l : logs.lines)
             if (l.rfind("init-from ", 0) == 0) started = l;
-        QVERIFY2(started.find("mlp.imported.safetensors: copied 4 tensor(s), skipped 0") != std::string::npos,
+        QVERIFY2(started.find("initialized 4 of 4 tensors from " + path("mlp.imported.safetensors") +
+                              "; all matched") != std::string::npos,
                  started.c_str());
+    }
+
+    // --init-from another tool's ONNX file: its weights are read through the importer, so they carry the node
+    // names of the project imported from it and every tensor matches (PyTorch's own initializer names, such as
+    // "onnx::Conv_193", match nothing).
+    void initFromForeignOnnxMatchesItsImport() {
+        const std::string project = path("resnet18.strata");
+        if (!QFile::exists(QString::fromStdString(project)))
+            QCOMPARE(run(runImportCommand, {path("resnet18.onnx"), "-o", project}).code, 0);
+        Project p = readProject(project);
+        p.training.initFrom.clear();
+        p.training.epochs = 1;
+        p.training.batchSize = 2;
+        p.dataset.syntheticSamples = 4;
+        struct Logs : TrainingObserver {
+            std::vector<std::string> lines, errors;
+            void onLog(const std::string& l) override { lines.push_back(l); }
+            void onError(const std::string& e) override { errors.push_back(e); }
+        } logs;
+        auto backend = test::makeCpuBackend();
+        TrainerOptions options;
+        options.projectPath = project;
+        options.maxSteps = 1;
+        options.telemetryIntervalMs = 0;
+        options.initFrom = path("resnet18.onnx");
+        options.readModelWeights = onnxWeightSource;
+        Trainer trainer(p, *backend, &logs, options);
+        QVERIFY2(trainer.run(), logs.errors.empty() ? "" : logs.errors[0].c_str());
+        std::string started;
+        for (const std::string& l : logs.lines)
+            if (l.rfind("init-from ", 0) == 0) started = l;
+        QVERIFY2(started.find("; all matched") != std::string::npos, started.c_str());
+        QVERIFY2(started.find("initialized 0 of") == std::string::npos, started.c_str());
     }
 
     // Every example project: exported (untrained weights, normalization included), imported, exported again:

@@ -4,6 +4,8 @@
 #include <cstring>
 
 #include "core/export/Onnx.h"
+#include "core/export/OnnxImport.h"
+#include "core/train/ProjectFingerprint.h"
 
 namespace strata {
 
@@ -12,6 +14,21 @@ WeightSource onnxWeightSource(const std::string& path) {
     WeightSource source;
     source.file = path;
     source.kind = "ONNX file";
+    if (info.producerName != "strata") {
+        // Another tool's file names its initializers its own way ("onnx::Conv_193"); read through the importer,
+        // its weights carry the names `strata-train import` gives the nodes of the project it makes, so a
+        // project imported from this file (or one with the same node names) matches. Nodes the importer
+        // cannot map bring no weights; the layers it could map still do.
+        OnnxImportOptions options;
+        options.partial = true;
+        OnnxImport imported = importOnnxModel(info, path, options);
+        source.kind = "ONNX file (read as `strata-train import` reads it)";
+        source.shapes = graphParameterShapes(imported.project.graph);
+        source.values = std::move(imported.weights);
+        source.noMatchHint = "its weights are named after the nodes `strata-train import " + path +
+                             " -o PROJECT.strata` makes; train that project (or one with the same node names)";
+        return source;
+    }
     for (const TensorRecord& t : info.initializers) {
         if (t.name.find('/') != std::string::npos) continue;
         std::vector<float> values(t.data.size() / sizeof(float));
