@@ -344,6 +344,26 @@ void DatasetPanel::buildUi() {
     m_kindPages->addWidget(imagePage);
     formLayout->addWidget(sourceBox);
 
+    // What the network learns (dataset.task) and the targets each task reads; the table says which apply.
+    auto* taskBox = new QGroupBox(tr("Task"), form);
+    auto* taskForm = new QFormLayout(taskBox);
+    row(taskForm, "task", m_editors.add<QComboBox>("task", taskBox));
+    row(taskForm, "target_columns", m_editors.add<QLineEdit>("target_columns", taskBox));
+    row(taskForm, "standardize_targets", m_editors.add<QCheckBox>("standardize_targets", taskBox));
+    row(taskForm, "label_separator", m_editors.add<QLineEdit>("label_separator", taskBox));
+    auto* threshold = m_editors.add<QDoubleSpinBox>("threshold", taskBox, 2);
+    threshold->setSingleStep(0.05);
+    row(taskForm, "threshold", threshold);
+    row(taskForm, "image_target", m_editors.add<QComboBox>("image_target", taskBox));
+    auto* masking = m_editors.add<QDoubleSpinBox>("masking_fraction", taskBox, 2);
+    masking->setSingleStep(0.05);
+    row(taskForm, "masking_fraction", masking);
+    for (const char* key : {"target_path", "validation_target_path"}) {
+        pathEdit(taskBox, key, &pathRow, true, true);
+        row(taskForm, key, pathRow);
+    }
+    formLayout->addWidget(taskBox);
+
     auto* prepBox = new QGroupBox(tr("Preparation"), form);
     auto* prepForm = new QFormLayout(prepBox);
     m_validationSplit = m_editors.add<QDoubleSpinBox>("validation_split", prepBox, 3);

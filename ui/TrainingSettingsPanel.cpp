@@ -89,6 +89,9 @@ void TrainingSettingsPanel::buildUi() {
     row(optForm, "eps", m_eps);
     m_loss = m_editors.add<QComboBox>("loss", optBox);
     row(optForm, "loss", m_loss);
+    auto* huberDelta = m_editors.add<QDoubleSpinBox>("huber_delta", optBox, 6);
+    huberDelta->setSingleStep(0.1);
+    row(optForm, "huber_delta", huberDelta);
     m_groupBoxes << optBox;
 
     auto* schedBox = new QGroupBox(tr("Learning-rate schedule"), body);
