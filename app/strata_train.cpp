@@ -332,8 +332,7 @@ int train(const strata::cli::TrainArgs& args) {
                              : i + 1 == frozen.size() && frozen.size() > 8 ? ", ..., "
                                                                            : ", ") +
                             frozen[i];
-            std::fprintf(stderr, "frozen: %zu node(s)%s%s\n", frozen.size(), list.empty() ? "" : ": ",
-                         list.c_str());
+            std::fprintf(stderr, "frozen: %zu node(s)%s%s\n", frozen.size(), list.empty() ? "" : ": ", list.c_str());
         }
     } catch (const std::exception& e) {
         return failRank(e.what());
