@@ -491,6 +491,15 @@ const Tensor* Model::nodeOutput(int node) const {
     return nullptr;
 }
 
+const Tensor* Model::nodeGradient(int node) const {
+    for (const auto& s : m_steps)
+        if (s->node == node) {
+            const bool own = !s->isInput && hasOwnGrad(*s) && s.get() != m_steps.back().get();
+            return own && s->grad.defined() ? &s->grad : nullptr;
+        }
+    return nullptr;
+}
+
 const Tensor* Model::attentionWeights(int node) const {
     for (const auto& s : m_steps)
         if (s->node == node && s->layer) return s->layer->attentionWeights();

@@ -103,6 +103,11 @@ public:
     // Output of a node from the last forward (for the NaN report and the GUI). A layer fused with the
     // ReLU after it (see compile) shows the ReLU's output.
     const Tensor* nodeOutput(int node) const;
+    // Gradient of the loss (of backward's dOutput) w.r.t. a node's output, from the last backward: saliency
+    // (core/infer/Saliency) reads it. Null for the Input, the output node (its gradient is dOutput), a node
+    // backward does not reach (nothing trainable at or before it) and one with no gradient of its own (a ReLU
+    // whose backward another layer does: compile with fuse = false to have every layer's).
+    const Tensor* nodeGradient(int node) const;
     // A node's attention weights from the last forward (Layer::attentionWeights), or null.
     const Tensor* attentionWeights(int node) const;
     // ReLUs whose forward runs inside the layer before them, ReLUs whose backward runs inside the max
