@@ -12,6 +12,7 @@
 #include "core/graph/Model.h"
 #include "core/infer/Saliency.h"
 #include "core/train/Checkpoint.h"
+#include "tests/support/TestProjects.h"
 
 using namespace strata;
 
@@ -210,6 +211,17 @@ private slots:
         QCOMPARE(pooled.activationNode, std::string("pool"));
         QCOMPARE(pooled.featureHeight, int64_t(3));
         QCOMPARE(pooled.map.size(), size_t(36));  // upsampled to the input's 6 x 6
+    }
+
+    // Conv2D -> BatchNorm -> ReLU: the map weighed is the ReLU's, from the convolution or the normalization.
+    void followsBatchNormToTheActivation() {
+        auto backend = cpu();
+        const Graph g = test::convBatchNormProject().graph;
+        SaliencyModel sm(g, randomWeights(g, *backend, 4), *backend);
+        const std::vector<float> x = randomInput(144, 2);
+        QCOMPARE(sm.gradCam(x.data(), 0).activationNode, std::string("relu"));
+        QCOMPARE(sm.gradCam(x.data(), 0, "bn").activationNode, std::string("relu"));
+        QCOMPARE(sm.gradCam(x.data(), 0, "relu").activationNode, std::string("relu"));
     }
 
     // Frozen nodes (transfer learning) still get their gradient: the saliency model unfreezes them.

@@ -37,6 +37,7 @@
 #include "ui/ExportDialog.h"
 #include "ui/FieldError.h"
 #include "ui/RunPicker.h"
+#include "ui/SaliencyView.h"
 #include "ui/base/ProjectDocument.h"
 
 namespace strata::ui {
@@ -172,8 +173,10 @@ struct PredictPanel::JobResult {
     Predictions predictions;
     QImage input;
     QString truth;
-    QString tokens;     // text models: the tokens predicted, as rich text
-    QString attention;  // attention models: the tokens shaded by the attention they received
+    QString tokens;                  // text models: the tokens predicted, as rich text
+    QString attention;               // attention models: the tokens shaded by the attention they received
+    std::vector<float> sampleInput;  // the model input predicted (normalized; token ids), for saliency
+    std::vector<std::string> words;  // text: the token at each input position
     ConfusionMatrix confusion;
     std::vector<int32_t> predicted;  // Confusion: each sample's predicted class
     QString error;
@@ -278,6 +281,8 @@ void PredictPanel::buildUi() {
            "attention layer, averaged over the heads and over the real tokens as queries"));
     m_attention->hide();
     pick->addWidget(m_attention);
+    m_saliency = new SaliencyView(predictTab);
+    pick->addWidget(m_saliency->tokenStrip());
     m_textTimer = new QTimer(this);
     m_textTimer->setSingleShot(true);
     m_textTimer->setInterval(120);  // a pause in typing, not every key, starts a prediction
@@ -316,6 +321,11 @@ void PredictPanel::buildUi() {
     m_inputView->setAlignment(Qt::AlignCenter);
     m_inputView->setStyleSheet(QStringLiteral("QLabel { background: #202020; border: 1px solid #888; }"));
     middle->addWidget(m_inputView);
+    middle->addWidget(m_saliency);
+    m_saliency->setFixedWidth(m_inputView->width() + 40);
+    m_saliency->setDisplaySize(m_inputView->size() - QSize(4, 4));
+    connect(m_saliency, &SaliencyView::pictureChanged, this,
+            [this](const QImage& picture) { m_inputView->setPixmap(QPixmap::fromImage(picture)); });
     middle->addStretch(1);
     pl->addLayout(middle);
 
@@ -568,11 +578,13 @@ void PredictPanel::selectSample(int index) {
                       .arg(index)
                       .arg(label >= 0 && label < s->classNames.size() ? s->classNames[label] : QString::number(label));
         r.input = thumb;
+        r.sampleInput.assign(s->samples.inputs.begin() + index * per, s->samples.inputs.begin() + (index + 1) * per);
         if (s->model.project.dataset.kind == DatasetKind::Text) {
             const float* ids = s->samples.inputs.data() + index * per;
             const std::vector<std::string> words = sampleWords(ids, per, s->model.vocabulary);
             r.tokens = sampleTokens(ids, words);
             r.attention = attentionStrip(*s->compiled, ids, words, words.size());
+            r.words = words;
         }
         return r;
     });
@@ -611,6 +623,8 @@ void PredictPanel::predictText(const QString& text) {
         for (size_t i = 0; i < words.size() && i < ids.size(); ++i) unknown[i] = ids[i] == 1;
         r.tokens = tokenLine(words, unknown, kept);
         r.attention = attentionStrip(*s->compiled, in.values.data(), words, kept);
+        r.sampleInput = in.values;
+        r.words.assign(words.begin(), words.begin() + std::ptrdiff_t(kept));
         if (words.size() > kept) r.tokens += tr(" <i>(cut at max_tokens %1)</i>").arg(ds.maxTokens);
         const int unknownCount = int(std::count(unknown.begin(), unknown.end(), true));
         r.truth = tr("typed text: %n token(s)", nullptr, int(words.size())) +
@@ -709,6 +723,7 @@ void PredictPanel::predictImageFile(const QString& path) {
         r.kind = JobResult::Predict;
         applyNormalization(raw, s->model.normalization);
         r.predictions = predictSamples(*s->compiled, raw.data(), 1);
+        r.sampleInput = raw;
         r.input = shown;
         r.truth = tr("image %1").arg(name);
         return r;
@@ -777,6 +792,7 @@ void PredictPanel::projectChanged() {
     m_text->clear();
     m_text->blockSignals(false);
     m_tokens->clear();
+    m_saliency->setModel(nullptr, {}, false);
     clearResults();
     m_status->clear();
     showError({});
@@ -827,6 +843,8 @@ void PredictPanel::finishJob() {
     switch (r->kind) {
         case JobResult::Load:
             m_session = r->session;
+            m_saliency->setModel(std::shared_ptr<const ExportModel>(m_session, &m_session->model),
+                                 m_session->classNames, isTextModel());
             showModel();
             setBusy(false);
             emit modelLoaded(true);
@@ -836,6 +854,7 @@ void PredictPanel::finishJob() {
             showPrediction(r->predictions, r->input, r->truth, r->tokens);
             m_attention->setText(r->attention);
             m_attention->setVisible(!r->attention.isEmpty());
+            m_saliency->setSample(std::move(r->sampleInput), r->input, m_predicted, std::move(r->words));
             break;
         case JobResult::Confusion:
             m_progress->setValue(100);

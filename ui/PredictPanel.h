@@ -39,6 +39,7 @@ namespace strata::ui {
 
 class ProjectDocument;
 class RunPicker;
+class SaliencyView;
 struct PredictSession;
 
 class PredictPanel : public QWidget {
@@ -91,6 +92,8 @@ public:
     // Attention models: the last prediction's tokens shaded by the attention they received (rich text), empty
     // when hidden (no attention layer, or no prediction yet).
     QString attentionText() const;
+    // Grad-CAM over the sample picture (image models) and token saliency beside the attention strip (text).
+    SaliencyView* saliencyView() const { return m_saliency; }
 
 public slots:
     // Loads a model file, or with an empty path the picked run's best checkpoint, plus the validation split.
@@ -159,6 +162,7 @@ private:
     QTimer* m_textTimer = nullptr;
     QLabel* m_tokens = nullptr;
     QLabel* m_attention = nullptr;
+    SaliencyView* m_saliency = nullptr;
     QLabel* m_predictedLabel = nullptr;
     QTableWidget* m_probTable = nullptr;
     QPushButton* m_confusionButton = nullptr;

@@ -42,6 +42,23 @@ std::vector<float> download(Backend& backend, const Tensor& t) {
 
 }  // namespace
 
+std::vector<std::string> gradCamLayerNames(const Graph& graph) {
+    std::vector<std::string> names;
+    for (int id : graph.topologicalOrder())
+        if (graph.node(id)->type == "Conv2D") names.push_back(graph.node(id)->name);
+    return names;
+}
+
+bool takesTokens(const Graph& graph) {
+    for (const Node* n : graph.nodes()) {
+        if (n->type != "Embedding") continue;
+        const auto edge = graph.edgeInto({n->id, "in"});
+        const LayerType* from = edge ? graph.layerType(edge->from.node) : nullptr;
+        if (from && from->isGraphInput()) return true;
+    }
+    return false;
+}
+
 std::vector<float> upsampleBilinear(const std::vector<float>& src, int64_t h, int64_t w, int64_t outH, int64_t outW) {
     if (h <= 0 || w <= 0 || outH <= 0 || outW <= 0 || static_cast<int64_t>(src.size()) != h * w)
         throw std::invalid_argument("upsampleBilinear: " + std::to_string(src.size()) + " values for [" +
@@ -99,23 +116,14 @@ std::vector<GradCamLayer> SaliencyModel::gradCamLayers() const {
     const Graph& g = m_model->graph();
     const GraphAnalysis analysis = analyzeGraph(g);
     std::vector<GradCamLayer> layers;
-    for (int id : m_model->order()) {
-        const Node* n = g.node(id);
-        if (n->type == "Conv2D") layers.push_back({n->name, id, *analysis.shapeOf(id)});
+    for (const std::string& name : gradCamLayerNames(g)) {
+        const int id = g.nodeByName(name)->id;
+        layers.push_back({name, id, *analysis.shapeOf(id)});
     }
     return layers;
 }
 
-bool SaliencyModel::takesTokens() const {
-    const Graph& g = m_model->graph();
-    for (const Node* n : g.nodes()) {
-        if (n->type != "Embedding") continue;
-        const auto edge = g.edgeInto({n->id, "in"});
-        const LayerType* from = edge ? g.layerType(edge->from.node) : nullptr;
-        if (from && from->isGraphInput()) return true;
-    }
-    return false;
-}
+bool SaliencyModel::takesTokens() const { return strata::takesTokens(m_model->graph()); }
 
 float SaliencyModel::scoreAndBackward(const float* input, int classIndex) {
     const int k = classes();
@@ -163,12 +171,18 @@ GradCam SaliencyModel::gradCam(const float* input, int classIndex, const std::st
                                     ", not a feature map [C, H, W]; Grad-CAM looks at a Conv2D or another layer "
                                     "with a spatial output" +
                                     (names.empty() ? std::string() : " (Conv2D layers: " + names + ")"));
-    // The map the rest of the network reads: a convolution's activation when it alone consumes it.
+    // The map the rest of the network reads: the activation after the layer (through a BatchNorm between them),
+    // when each alone consumes the one before.
     int activation = node;
-    const std::vector<Edge> out = g.edgesFrom(node);
-    if (out.size() == 1) {
-        const LayerType* next = g.layerType(out[0].to.node);
-        if (next && next->activation() && *analysis.shapeOf(out[0].to.node) == shape) activation = out[0].to.node;
+    for (int at = node;;) {
+        const std::vector<Edge> out = g.edgesFrom(at);
+        if (out.size() != 1) break;
+        const int next = out[0].to.node;
+        const LayerType* type = g.layerType(next);
+        if (!type || *analysis.shapeOf(next) != shape) break;
+        if (type->activation()) activation = next;
+        if (!type->foldableNormalization()) break;
+        at = next;
     }
 
     GradCam r;

@@ -61,6 +61,13 @@ struct TokenSaliency {
     std::vector<bool> isToken;  // false at padding (id 0)
 };
 
+// The names of the Conv2D nodes of `graph` in topological order: the layers Grad-CAM offers (the last is its
+// default).
+std::vector<std::string> gradCamLayerNames(const Graph& graph);
+
+// Whether the graph's input is token ids read by an Embedding (the models tokenSaliency explains).
+bool takesTokens(const Graph& graph);
+
 // Bilinear upsampling with half-pixel centres (PyTorch's align_corners=False, OpenCV's INTER_LINEAR): source
 // [h, w] to [outH, outW], edges clamped.
 std::vector<float> upsampleBilinear(const std::vector<float>& src, int64_t h, int64_t w, int64_t outH, int64_t outW);
@@ -85,9 +92,10 @@ public:
 
     // Grad-CAM of class `classIndex` for one sample (`input`: inputShape().numel() values, normalized as the
     // model's inputs are) at `layer` (a node's name; empty: the last Conv2D). The activation weighed is the
-    // layer's output, or the output of the activation layer (ReLU, ...) that is its only consumer: the feature
-    // map the rest of the network reads. Throws std::invalid_argument naming the node when the model has no
-    // Conv2D, the node is unknown or its output is not a [C, H, W] map, and the class when it is out of range.
+    // layer's output, or the output of the activation layer (ReLU, ...) after it, through a BatchNorm between
+    // them, each the only consumer of the one before: the feature map the rest of the network reads. Throws
+    // std::invalid_argument naming the node when the model has no Conv2D, the node is unknown or its output is not a
+    // [C, H, W] map, and the class when it is out of range.
     GradCam gradCam(const float* input, int classIndex, const std::string& layer = {});
     // Input-gradient saliency of class `classIndex` for one sample of token ids. Throws std::invalid_argument
     // when the input does not feed an Embedding, and for a class out of range.
