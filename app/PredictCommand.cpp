@@ -7,9 +7,14 @@
 #include <numeric>
 #include <optional>
 
+#include <nlohmann/json.hpp>
+
 #include "app/Cli.h"
+#include "core/backend/BackendRegistry.h"
 #include "core/graph/Project.h"
 #include "core/infer/Predict.h"
+#include "core/infer/Saliency.h"
+#include "core/io/FileIo.h"
 #include "core/io/InputLimits.h"
 #include "core/train/ProjectFingerprint.h"
 #include "core/train/TaskMetrics.h"
@@ -27,6 +32,8 @@ constexpr int kPredictBatch = 256;
 struct PredictArgs {
     std::string modelPath, inputPath, labelsPath, runtimeName, textFile;
     std::vector<std::string> texts;
+    std::string saliencyPath, saliencyLayer;
+    int saliencyClass = -1;  // -1: each sample's predicted class
     int top = 3, count = 5;
     bool quiet = false;
     WeightLoadOptions loadOptions;
@@ -94,6 +101,60 @@ int printTaskPredictions(std::ostream& out, const Predictor& predictor, const Pr
     return 0;
 }
 
+// --saliency: Grad-CAM maps (image models) or token scores (text models) of each sample's predicted class (or
+// --saliency-class) as JSON, or the first sample's Grad-CAM map as a grayscale PNG. Computed by the Strata CPU
+// backend on the file's weights whatever runs the predictions.
+void writeSaliency(const PredictArgs& a, const Predictor& predictor, const PredictInputs& in, const Predictions& p,
+                   std::ostream& out) {
+    const std::string& path = a.saliencyPath;
+    const bool png = std::filesystem::path(path).extension() == ".png";
+    auto backend = backendRegistry().create(Device::cpu());
+    SaliencyModel model(predictor.model(), *backend);
+    const bool text = model.takesTokens();
+    if (png && text)
+        throw UsageError("--saliency " + path + ": a PNG holds a Grad-CAM map; a text model's token scores go to a " +
+                         ".json file");
+    std::vector<float> x = in.values;
+    applyNormalization(x, predictor.model().normalization);
+    const int64_t per = predictor.inputShape().numel();
+    const int64_t count = png ? 1 : in.count;
+    nlohmann::ordered_json samples = nlohmann::ordered_json::array();
+    for (int64_t s = 0; s < count; ++s) {
+        const int cls = a.saliencyClass >= 0 ? a.saliencyClass : p.predicted[static_cast<size_t>(s)];
+        nlohmann::ordered_json j = {{"sample", s}, {"class", cls}};
+        if (cls < predictor.classes()) j["class_name"] = predictor.className(static_cast<size_t>(cls));
+        const float* sample = x.data() + s * per;
+        if (text) {
+            const TokenSaliency t = model.tokenSaliency(sample, cls);
+            std::vector<int64_t> ids;
+            for (int64_t i = 0; i < per; ++i)
+                ids.push_back(static_cast<int64_t>(in.values[static_cast<size_t>(s * per + i)]));
+            j.update({{"score", t.score}, {"embedding", t.embeddingNode}, {"token_ids", ids}, {"values", t.values}});
+        } else {
+            const GradCam g = model.gradCam(sample, cls, a.saliencyLayer);
+            if (png) writeGradCamPng(path, g);
+            j.update({{"score", g.score},
+                      {"layer", g.layer},
+                      {"activation", g.activationNode},
+                      {"height", g.height},
+                      {"width", g.width},
+                      {"empty", g.empty},
+                      {"map", g.map}});
+        }
+        samples.push_back(std::move(j));
+    }
+    if (!png) {
+        const nlohmann::ordered_json doc = {
+            {"kind", text ? "token_saliency" : "grad_cam"}, {"model", a.modelPath}, {"samples", samples}};
+        writeFileAtomically(path, [&](std::ostream& f) { f << doc.dump() << "\n"; });
+    }
+    out << "saliency: "
+        << (text  ? "token scores"
+            : png ? "the first sample's Grad-CAM map"
+                  : "Grad-CAM maps")
+        << " of " << count << " sample(s) written to " << path << "\n";
+}
+
 int predictCommand(PredictArgs& a, std::ostream& out) {
     const std::string &modelPath = a.modelPath, &labelsPath = a.labelsPath, &runtimeName = a.runtimeName,
                       &textFile = a.textFile;
@@ -109,6 +170,13 @@ int predictCommand(PredictArgs& a, std::ostream& out) {
     if (modelPath.empty() || (inputPath.empty() && !textInput))
         throw UsageError("predict needs MODEL_FILE and INPUT (or --text / --text-file)");
     if (textInput) inputPath = textFile.empty() ? std::string("--text") : textFile;
+    if (!a.saliencyPath.empty()) {
+        const std::string ext = std::filesystem::path(a.saliencyPath).extension().string();
+        if (ext != ".png" && ext != ".json")
+            throw UsageError("--saliency " + a.saliencyPath + ": give a .png (a Grad-CAM map) or .json file");
+    } else if (!a.saliencyLayer.empty() || a.saliencyClass >= 0) {
+        throw UsageError("--saliency-layer and --saliency-class go with --saliency");
+    }
     const PredictRuntime runtime = runtimeName == "strata"   ? PredictRuntime::Strata
                                    : runtimeName == "opencv" ? PredictRuntime::OpenCv
                                                              : PredictRuntime::Auto;
@@ -168,6 +236,9 @@ int predictCommand(PredictArgs& a, std::ostream& out) {
     out << "model " << modelPath << " (" << predictor->model().project.name << "), input " << inputPath << ": "
         << in.count << " sample(s)\n";
     out << predictor->runtimeDescription() << "\n";
+    if (!a.saliencyPath.empty() && predictor->task() != TaskKind::Classification)
+        throw UsageError("--saliency explains a classifier's class scores; this model's task is " +
+                         settingName(predictor->task()));
     if (predictor->task() != TaskKind::Classification) return printTaskPredictions(out, *predictor, p, in, quiet);
     const size_t classes = static_cast<size_t>(p.classes);
     int64_t labelled = 0, correct = 0;
@@ -197,6 +268,7 @@ int predictCommand(PredictArgs& a, std::ostream& out) {
     if (labelled > 0)
         out << "accuracy " << std::fixed << std::setprecision(2) << 100.0 * double(correct) / double(labelled)
             << "% on " << labelled << " samples (" << correct << " correct)\n";
+    if (!a.saliencyPath.empty()) writeSaliency(a, *predictor, in, p, out);
     return 0;
 }
 
@@ -227,6 +299,17 @@ cli::CommandRun cli::declarePredict(CLI::App& app) {
         ->expected(1)
         ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
     app.add_option("--text-file", a->textFile, "A text model: each line of FILE one sample.")->type_name("FILE");
+    app.add_option("--saliency", a->saliencyPath,
+                   "Where the model looked: FILE.json gets each sample's Grad-CAM map (image models) or token scores "
+                   "(text models) for its predicted class, FILE.png the first sample's Grad-CAM map (grayscale).")
+        ->type_name("FILE");
+    app.add_option("--saliency-layer", a->saliencyLayer,
+                   "--saliency: the Conv2D whose map Grad-CAM weighs (default: "
+                   "the last).")
+        ->type_name("NODE");
+    addIntegerOption(app, "--saliency-class", a->saliencyClass, 0, 1000000,
+                     "--saliency: the class explained (default: each sample's predicted class).")
+        ->type_name("K");
     app.add_flag("--allow-non-finite", a->loadOptions.allowNonFinite,
                  "Load weights that hold NaN or inf (refused otherwise, naming the tensor).");
     return [a](std::ostream& out, std::ostream&) { return predictCommand(*a, out); };

@@ -1,15 +1,24 @@
-// Saliency (core/infer/Saliency): Grad-CAM's channel weights and map against the class score's gradient taken by
-// finite differences at the activation, a hand-built detector model whose two classes have their evidence in two
-// corners of the image, token saliency against finite differences at the embedding vectors (padding left out),
-// bilinear upsampling on a hand-computed case, weights never written, and the errors.
+// Saliency (core/infer/Saliency) and `strata-train predict --saliency`: Grad-CAM's channel weights and map against the
+// class score's gradient taken by finite differences at the activation, a hand-built detector model whose two classes
+// have their evidence in two corners of the image, token saliency against finite differences at the embedding vectors
+// (padding left out), bilinear upsampling on a hand-computed case, weights never written, and the errors.
+#include <QTemporaryDir>
 #include <QTest>
 #include <cmath>
+#include <fstream>
 #include <functional>
 #include <random>
+#include <sstream>
 
+#include <nlohmann/json.hpp>
+
+#include "app/CliCommands.h"
 #include "core/backend/BackendRegistry.h"
+#include "core/data/ImageFile.h"
+#include "core/export/ExportModel.h"
 #include "core/graph/Graph.h"
 #include "core/graph/Model.h"
+#include "core/infer/Predict.h"
 #include "core/infer/Saliency.h"
 #include "core/train/Checkpoint.h"
 #include "tests/support/TestProjects.h"
@@ -369,6 +378,79 @@ private slots:
         for (const auto& [name, v] : before) QCOMPARE(v, w.at(name));
         QCOMPARE(a.map, c.map);
         QVERIFY(a.map != b.map);
+    }
+
+    // strata-train predict --saliency: the JSON holds core's map for each sample's predicted class, the PNG the
+    // first map as gray levels; a text model's token scores; the refusals.
+    void predictCommandWritesSaliency() {
+        QTemporaryDir dir;
+        auto backend = cpu();
+        ExportModel m;
+        m.project.name = "tiny conv";
+        m.project.graph = tinyConvGraph();
+        m.weights = randomWeights(m.project.graph, *backend, 11);
+        m.classNames = {"a", "b", "c"};
+        const std::string model = dir.filePath("conv.safetensors").toStdString();
+        writeSafetensorsExport(model, m, ExportPrecision::F32);
+        const std::string image = dir.filePath("in.pgm").toStdString();
+        {
+            std::ofstream f(image);
+            f << "P2 6 6 255\n";
+            for (int i = 0; i < 36; ++i) f << (i * 37) % 256 << " ";
+        }
+        auto run = [](const std::vector<std::string>& args, std::string* err = nullptr) {
+            std::ostringstream out, errors;
+            const int rc = runPredictCommand(args, out, errors);
+            if (err) *err = errors.str();
+            return rc;
+        };
+        const std::string json = dir.filePath("s.json").toStdString(), png = dir.filePath("s.png").toStdString();
+        QCOMPARE(run({model, image, "--saliency", json}), 0);
+        QCOMPARE(run({model, image, "--saliency", png}), 0);
+
+        const ExportModel loaded = loadModelFile(model);
+        PredictInputs in = readPredictInputs(image, loaded, Shape{1, 6, 6}, 1);
+        applyNormalization(in.values, loaded.normalization);
+        SaliencyModel sm(loaded, *backend);
+        const Predictions p = predictSamples(sm.model(), in.values.data(), 1);
+        const GradCam expected = sm.gradCam(in.values.data(), p.predicted[0]);
+        std::ifstream jf(json);
+        const nlohmann::json doc = nlohmann::json::parse(jf);
+        QCOMPARE(doc["kind"].get<std::string>(), std::string("grad_cam"));
+        const nlohmann::json& s0 = doc["samples"][0];
+        QCOMPARE(s0["class"].get<int>(), p.predicted[0]);
+        QCOMPARE(s0["layer"].get<std::string>(), std::string("conv2"));
+        QCOMPARE(s0["map"].get<std::vector<float>>(), expected.map);
+        const data::Image gray = data::readImageFile(png);
+        QCOMPARE(gray.channels, int64_t(1));
+        QCOMPARE(gray.width, int64_t(6));
+        for (size_t i = 0; i < 36; ++i) QCOMPARE(gray.values[i], float(std::lround(255.0 * expected.map[i])));
+        // Another class and layer, asked for.
+        QCOMPARE(run({model, image, "--saliency", json, "--saliency-class", "2", "--saliency-layer", "conv1"}), 0);
+        std::ifstream jf2(json);
+        const nlohmann::json other = nlohmann::json::parse(jf2)["samples"][0];
+        QCOMPARE(other["class"].get<int>(), 2);
+        QCOMPARE(other["map"].get<std::vector<float>>(), sm.gradCam(in.values.data(), 2, "conv1").map);
+
+        // A text model: each token's score (the mean-pooled model gives each real token the same), padding 0.
+        const std::string text = dir.filePath("text.safetensors").toStdString();
+        writeSafetensorsExport(text, test::sentimentTextModel(), ExportPrecision::F32);
+        QCOMPARE(run({text, "--text", "good bad", "--saliency", json}), 0);
+        std::ifstream tf(json);
+        const nlohmann::json t = nlohmann::json::parse(tf);
+        QCOMPARE(t["kind"].get<std::string>(), std::string("token_saliency"));
+        QCOMPARE(t["samples"][0]["token_ids"].get<std::vector<int>>(), (std::vector<int>{2, 3, 0, 0}));
+        QCOMPARE(t["samples"][0]["values"].get<std::vector<float>>(), (std::vector<float>{1, 1, 0, 0}));
+
+        std::string err;
+        QVERIFY(run({text, "--text", "good", "--saliency", png}, &err) != 0);
+        QVERIFY2(QString::fromStdString(err).contains("a PNG holds a Grad-CAM map"), err.c_str());
+        QVERIFY(run({model, image, "--saliency", "out.txt"}, &err) != 0);
+        QVERIFY2(QString::fromStdString(err).contains("give a .png (a Grad-CAM map) or .json file"), err.c_str());
+        QVERIFY(run({model, image, "--saliency-layer", "conv1"}, &err) != 0);
+        QVERIFY2(QString::fromStdString(err).contains("go with --saliency"), err.c_str());
+        QVERIFY(run({model, image, "--saliency", json, "--saliency-layer", "dense1"}, &err) != 0);
+        QVERIFY2(QString::fromStdString(err).contains("'dense1' (Dense) gives [5]"), err.c_str());
     }
 
     void errorsNameTheNode() {

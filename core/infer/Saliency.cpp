@@ -5,10 +5,13 @@
 #include <cmath>
 #include <stdexcept>
 
+#include <zlib.h>
+
 #include "core/backend/Backend.h"
 #include "core/export/ExportModel.h"
 #include "core/graph/Graph.h"
 #include "core/graph/Model.h"
+#include "core/io/FileIo.h"
 #include "core/layers/Layer.h"
 #include "core/train/Checkpoint.h"
 
@@ -88,6 +91,48 @@ std::vector<float> upsampleBilinear(const std::vector<float>& src, int64_t h, in
         }
     }
     return out;
+}
+
+void writeGradCamPng(const std::string& path, const GradCam& cam) {
+    if (cam.height <= 0 || cam.width <= 0 || static_cast<int64_t>(cam.map.size()) != cam.height * cam.width)
+        throw std::invalid_argument(path + ": no Grad-CAM map to write");
+    // One filter byte (0: none) before each row, as PNG's scanlines have.
+    std::vector<unsigned char> rows;
+    for (int64_t y = 0; y < cam.height; ++y) {
+        rows.push_back(0);
+        for (int64_t x = 0; x < cam.width; ++x) {
+            const float v = cam.map[static_cast<size_t>(y * cam.width + x)];
+            rows.push_back(static_cast<unsigned char>(std::lround(255.0 * std::clamp(double(v), 0.0, 1.0))));
+        }
+    }
+    uLongf packedSize = compressBound(static_cast<uLong>(rows.size()));
+    std::vector<unsigned char> packed(packedSize);
+    if (compress2(packed.data(), &packedSize, rows.data(), static_cast<uLong>(rows.size()), 9) != Z_OK)
+        throw std::runtime_error(path + ": zlib could not compress the map");
+    packed.resize(packedSize);
+    auto be32 = [](std::string& out, uint32_t v) {
+        for (int shift = 24; shift >= 0; shift -= 8) out.push_back(static_cast<char>((v >> shift) & 0xFF));
+    };
+    auto chunk = [&](std::ostream& out, const char* type, const std::string& data) {
+        std::string body(type, 4);
+        body += data;
+        std::string length;
+        be32(length, static_cast<uint32_t>(data.size()));
+        std::string crc;
+        be32(crc, static_cast<uint32_t>(
+                      crc32(0, reinterpret_cast<const Bytef*>(body.data()), static_cast<uInt>(body.size()))));
+        out << length << body << crc;
+    };
+    std::string header;
+    be32(header, static_cast<uint32_t>(cam.width));
+    be32(header, static_cast<uint32_t>(cam.height));
+    header += std::string("\x08\x00\x00\x00\x00", 5);  // 8 bits, grayscale, deflate, adaptive filters, no interlace
+    writeFileAtomically(path, [&](std::ostream& out) {
+        out << std::string("\x89PNG\r\n\x1a\n", 8);
+        chunk(out, "IHDR", header);
+        chunk(out, "IDAT", std::string(packed.begin(), packed.end()));
+        chunk(out, "IEND", {});
+    });
 }
 
 SaliencyModel::SaliencyModel(const Graph& graph, const std::map<std::string, std::vector<float>>& weights,

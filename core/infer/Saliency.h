@@ -72,6 +72,10 @@ bool takesTokens(const Graph& graph);
 // [h, w] to [outH, outW], edges clamped.
 std::vector<float> upsampleBilinear(const std::vector<float>& src, int64_t h, int64_t w, int64_t outH, int64_t outW);
 
+// The map (height x width, 0..1) as an 8-bit grayscale PNG, 0 black to 1 white, written atomically (temporary
+// file, then rename). Throws std::runtime_error naming the file.
+void writeGradCamPng(const std::string& path, const GradCam& cam);
+
 class SaliencyModel {
 public:
     // Compiles `graph` as described above on `backend` (kept by reference) with `weights` (by
