@@ -135,9 +135,12 @@ void SaliencyView::setModel(std::shared_ptr<const ExportModel> model, const QStr
         m_engine = std::make_shared<SaliencyEngine>();
         m_engine->file = std::move(model);
     }
-    // A text model without an Embedding (no token vectors to explain) shows no strip.
+    // A text model without an Embedding (no token vectors to explain) shows no strip; a model whose outputs are
+    // not class scores (regression, image to image) neither a strip nor a map.
     m_text = text;
     if (text && m_engine && !takesTokens(m_engine->file->project.graph)) m_engine.reset();
+    const TaskKind task = m_engine ? m_engine->file->project.dataset.task : TaskKind::Classification;
+    if (task != TaskKind::Classification && task != TaskKind::MultiLabel) m_engine.reset();
     m_input.clear();
     m_picture = QImage();
     m_predicted = -1;
