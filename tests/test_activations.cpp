@@ -201,6 +201,20 @@ private slots:
         QCOMPARE(f.filter(1)[4], 1.0f);
     }
 
+    // Two input channels of a 1x2 filter: the tile shows their mean.
+    void filterMeanOverInputChannels() {
+        ConvFilters f;
+        f.node = "conv";
+        f.out = 2;
+        f.in = 2;
+        f.kh = 1;
+        f.kw = 2;
+        f.values = {1, 2, 3, 6, -1, 0, 1, 4};
+        QCOMPARE(filterMeanOverInputs(f, 0), (std::vector<float>{2, 4}));
+        QCOMPARE(filterMeanOverInputs(f, 1), (std::vector<float>{0, 2}));
+        QVERIFY_THROWS_EXCEPTION(std::out_of_range, filterMeanOverInputs(f, 2));
+    }
+
     // A trained checkpoint with a BatchNorm (which Predict folds away): the filters are the checkpoint's weights,
     // every node has an output, and the last node's capture is what Predict's compiled model outputs.
     void trainedCheckpoint() {

@@ -42,10 +42,10 @@ const Shape& ActivationProbe::inputShape() const { return m_model->inputShape();
 
 const Graph& ActivationProbe::graph() const { return m_model->graph(); }
 
-int ActivationProbe::nodeId(const std::string& node) const {
-    const Node* n = m_model->graph().nodeByName(node);
-    if (!n) throw std::invalid_argument(notInModel(node, m_model->graph()));
-    return n->id;
+const Node& ActivationProbe::node(const std::string& name) const {
+    const Node* n = m_model->graph().nodeByName(name);
+    if (!n) throw std::invalid_argument(notInModel(name, m_model->graph()));
+    return *n;
 }
 
 std::vector<float> ActivationProbe::outputOf(int id, const float* inputs, int64_t batch, Shape* perSample) const {
@@ -65,7 +65,7 @@ std::vector<float> ActivationProbe::outputOf(int id, const float* inputs, int64_
 
 std::vector<NodeActivation> ActivationProbe::capture(const float* input, const std::vector<std::string>& nodes) {
     std::vector<int> ids;
-    for (const std::string& n : nodes) ids.push_back(nodeId(n));
+    for (const std::string& n : nodes) ids.push_back(node(n).id);
     const Tensor x = m_backend->fromHost(m_model->inputShape().withBatch(1), input);
     m_model->forward(x, false);
     std::vector<NodeActivation> out;
@@ -84,7 +84,7 @@ NodeActivation ActivationProbe::captureOne(const float* input, const std::string
 
 ValueHistogram ActivationProbe::histogram(const float* inputs, int64_t count, const std::string& node, int bins,
                                           int batchSize) {
-    const int id = nodeId(node);
+    const int id = this->node(node).id;
     if (count < 1 || batchSize < 1)
         throw std::invalid_argument("the histogram of node '" + node + "' needs at least one sample and a batch of 1");
     const int64_t per = m_model->inputShape().numel();
@@ -134,6 +134,20 @@ ConvFilters convFilters(const ExportModel& model, const std::string& node) {
         f.max.push_back(*hi);
     }
     return f;
+}
+
+std::vector<float> filterMeanOverInputs(const ConvFilters& filters, int64_t k) {
+    if (k < 0 || k >= filters.out)
+        throw std::out_of_range("filter " + std::to_string(k) + " of node '" + filters.node + "', which has " +
+                                std::to_string(filters.out));
+    const int64_t plane = filters.kh * filters.kw;
+    std::vector<double> sum(static_cast<size_t>(plane), 0.0);
+    const float* w = filters.filter(k);
+    for (int64_t c = 0; c < filters.in; ++c)
+        for (int64_t i = 0; i < plane; ++i) sum[static_cast<size_t>(i)] += w[c * plane + i];
+    std::vector<float> mean(static_cast<size_t>(plane));
+    for (size_t i = 0; i < mean.size(); ++i) mean[i] = static_cast<float>(sum[i] / static_cast<double>(filters.in));
+    return mean;
 }
 
 }  // namespace strata

@@ -36,6 +36,8 @@ public:
 
     const Shape& inputShape() const;  // per sample
     const Graph& graph() const;
+    // The model's node of that name; throws std::invalid_argument naming it when the model has none.
+    const Node& node(const std::string& name) const;
 
     // The outputs of `nodes` for one sample (`input`: inputShape().numel() values, normalized as in training), in
     // the order asked; the Input node's is the sample itself. One forward pass for all of them. Throws
@@ -49,8 +51,6 @@ public:
     ValueHistogram histogram(const float* inputs, int64_t count, const std::string& node, int bins, int batchSize = 64);
 
 private:
-    // The node's id; throws naming it when the model has no such node.
-    int nodeId(const std::string& node) const;
     // The first `batch` samples' values of node `id` from the last forward pass.
     std::vector<float> outputOf(int id, const float* inputs, int64_t batch, Shape* perSample) const;
 
@@ -70,5 +70,8 @@ struct ConvFilters {
 // model has no node of that name, when it is not a Conv2D, or when the weights lack its tensor or hold one of another
 // size.
 ConvFilters convFilters(const ExportModel& model, const std::string& node);
+// Filter k's kh x kw values averaged over its input channels: what one tile of the dock's filter grid shows (for
+// one input channel, the filter itself). Throws std::out_of_range for k outside 0..out-1.
+std::vector<float> filterMeanOverInputs(const ConvFilters& filters, int64_t k);
 
 }  // namespace strata
