@@ -176,6 +176,7 @@ struct PredictPanel::JobResult {
     QString attention;  // attention models: the tokens shaded by the attention they received
     ConfusionMatrix confusion;
     std::vector<int32_t> predicted;  // Confusion: each sample's predicted class
+    std::vector<float> modelInput;   // Predict: the sample as the model took it (normalized)
     QString error;
     bool cancelled = false;
 };
@@ -562,6 +563,7 @@ void PredictPanel::selectSample(int index) {
         r.kind = JobResult::Predict;
         const int64_t per = s->samples.sampleShape.numel();
         r.predictions = predictSamples(*s->compiled, s->samples.inputs.data() + index * per, 1);
+        r.modelInput.assign(s->samples.inputs.begin() + index * per, s->samples.inputs.begin() + (index + 1) * per);
         const int label = s->samples.labels[size_t(index)];
         r.truth = tr("%1 sample %2, true class: %3")
                       .arg(s->splitName)
@@ -601,6 +603,7 @@ void PredictPanel::predictText(const QString& text) {
         const DatasetSettings& ds = s->model.project.dataset;
         PredictInputs in = encodeTexts({utf8}, s->model);
         r.predictions = predictSamples(*s->compiled, in.values.data(), 1);
+        r.modelInput = in.values;
         // The tokens as typed (words, characters or pieces), the ones the vocabulary lacks (id 1) marked, those
         // past max_tokens struck out.
         const TextEncoder encoder(ds.tokenizer, ds.maxTokens, s->model.vocabulary, s->model.tokenizerModel);
@@ -709,6 +712,7 @@ void PredictPanel::predictImageFile(const QString& path) {
         r.kind = JobResult::Predict;
         applyNormalization(raw, s->model.normalization);
         r.predictions = predictSamples(*s->compiled, raw.data(), 1);
+        r.modelInput = raw;
         r.input = shown;
         r.truth = tr("image %1").arg(name);
         return r;
@@ -764,6 +768,7 @@ void PredictPanel::projectChanged() {
     ++m_generation;
     if (m_cancel) *m_cancel = true;
     m_session.reset();
+    m_lastInput.clear();
     m_fromProject = false;
     m_loadWhenShown = false;
     m_pendingIndex = -1;
@@ -794,6 +799,17 @@ void PredictPanel::showNoModel() {
         m_source->setText(
             tr("No model loaded: \"Load run\" loads %1.")
                 .arg(run->id == 0 ? tr("the project's checkpoint folder") : run->label().toHtmlEscaped()));
+}
+
+PredictPanel::CurrentSample PredictPanel::currentSample() const {
+    CurrentSample c;
+    if (!m_session) return c;
+    // Aliasing pointers: they keep the whole session alive for as long as a worker holds them.
+    c.model = std::shared_ptr<const ExportModel>(m_session, &m_session->model);
+    c.samples = std::shared_ptr<const DataSplit>(m_session, &m_session->samples);
+    c.input = m_lastInput;
+    c.text = m_lastInputText;
+    return c;
 }
 
 QString PredictPanel::modelRunText() const { return m_session ? m_session->runLabel : QString(); }
@@ -827,6 +843,7 @@ void PredictPanel::finishJob() {
     switch (r->kind) {
         case JobResult::Load:
             m_session = r->session;
+            m_lastInput.clear();
             showModel();
             setBusy(false);
             emit modelLoaded(true);
@@ -834,6 +851,8 @@ void PredictPanel::finishJob() {
             return;
         case JobResult::Predict:
             showPrediction(r->predictions, r->input, r->truth, r->tokens);
+            m_lastInput = std::move(r->modelInput);
+            m_lastInputText = r->truth;
             m_attention->setText(r->attention);
             m_attention->setVisible(!r->attention.isEmpty());
             break;
