@@ -1,8 +1,9 @@
 // ActivationProbe and convFilters (core/infer/Activations): a hand-weighted Conv2D -> ReLU -> Flatten -> Dense
 // model's captured outputs equal a direct computation and what the model cut at that node outputs (the Conv2D's own
 // output, negatives and all, though a compiled model runs the ReLU inside it); histograms of a node over several
-// batches equal the histogram of the directly computed values and a count by hand; a trained checkpoint's filters
-// are its weights, and its last node's capture is what Predict computes; errors name the node.
+// batches equal the histogram of the directly computed values and a count by hand; an attention layer gives [T, D]; a
+// trained checkpoint's filters are its weights, and its last node's capture is what Predict computes; errors name the
+// node.
 #include <QTemporaryDir>
 #include <QtTest>
 #include <cmath>
@@ -147,6 +148,21 @@ private slots:
             QCOMPARE(a[3].shape, (Shape{1, kH, kW}));
             QCOMPARE(a[3].values, std::vector<float>(xs, xs + kH * kW));
         }
+    }
+
+    // An attention layer's output is [T, D]: for "good bad zzz" every real query gives "good" 4 times the weight of
+    // the other real tokens and padding none, so its row is (4/6) good + (1/6) bad + (1/6) <unk> = (2/3, 1/6).
+    void attentionOutputIsTimeByDim() {
+        ActivationProbe probe(test::sentimentAttentionModel());
+        const std::vector<float> ids{2, 3, 1, 0};
+        const std::vector<NodeActivation> a = probe.capture(ids.data(), {"attn", "mean"});
+        QCOMPARE(a[0].shape, (Shape{4, 2}));
+        for (int t = 0; t < 3; ++t) {
+            QVERIFY(std::abs(a[0].values[size_t(2 * t)] - 2.0f / 3) < 1e-5f);
+            QVERIFY(std::abs(a[0].values[size_t(2 * t + 1)] - 1.0f / 6) < 1e-5f);
+        }
+        QCOMPARE(a[1].shape, (Shape{2}));
+        QVERIFY(std::abs(a[1].values[0] - 2.0f / 3) < 1e-5f);
     }
 
     void histogramOverBatchesEqualsDirectValues() {

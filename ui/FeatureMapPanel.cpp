@@ -29,7 +29,8 @@ namespace strata::ui {
 
 namespace {
 
-constexpr int kTileTarget = 48;  // pixels a small map or filter is scaled up to (by a whole factor)
+// Pixels a map or filter is scaled up to, by the nearest whole factor: 28 x 28 maps to 56, 3 x 3 filters to 30.
+constexpr int kMapTile = 56, kFilterTile = 30;
 constexpr int kGap = 3;
 
 QString q(const std::string& s) { return QString::fromStdString(s); }
@@ -46,7 +47,7 @@ QRgb heat(double t) {
 
 // One h x w plane as a picture over its own finite min..max (a constant plane: mid-level), scaled up by a whole
 // factor so small maps stay readable; greyscale or heat colours.
-QImage planeImage(const float* v, int h, int w, bool heatColours) {
+QImage planeImage(const float* v, int h, int w, bool heatColours, int tile) {
     float lo = 0, hi = 0;
     bool any = false;
     for (int i = 0; i < h * w; ++i)
@@ -65,7 +66,8 @@ QImage planeImage(const float* v, int h, int w, bool heatColours) {
             line[c] = heatColours ? heat(t) : qRgb(g, g, g);
         }
     }
-    const int scale = std::max(1, kTileTarget / std::max(h, w));
+    const int side = std::max(h, w);
+    const int scale = std::max(1, (tile + side / 2) / side);
     return scale == 1 ? image : image.scaled(w * scale, h * scale, Qt::IgnoreAspectRatio, Qt::FastTransformation);
 }
 
@@ -127,6 +129,7 @@ FeatureMapPanel::FeatureMapPanel(ProjectDocument* doc, GraphScene* scene, Predic
     m_message->setObjectName(QStringLiteral("featureMapMessage"));
     m_message->setWordWrap(true);
     m_loadRun = new QPushButton(tr("Load the project's model"), this);
+    m_loadRun->setObjectName(QStringLiteral("featureMapLoadRun"));
     m_loadRun->setToolTip(tr("Loads the run picked in the Predict dock (its best checkpoint)"));
     connect(m_loadRun, &QPushButton::clicked, m_predict, [this] { m_predict->loadModel(); });
 
@@ -276,14 +279,15 @@ void FeatureMapPanel::refresh() {
                 if (a.shape.rank() == 3) {
                     const int h = int(a.shape[1]), w = int(a.shape[2]);
                     for (int64_t c = 0; c < a.shape[0]; ++c)
-                        r.mapTiles << planeImage(a.values.data() + c * h * w, h, w, true);
+                        r.mapTiles << planeImage(a.values.data() + c * h * w, h, w, true, kMapTile);
                 }
             }
             if (r.type == "Conv2D") {
                 const ConvFilters f = convFilters(*j.model, j.node);
                 r.filterShape = Shape{f.out, f.in, f.kh, f.kw};
                 for (int64_t k = 0; k < f.out; ++k)
-                    r.filterTiles << planeImage(filterMeanOverInputs(f, k).data(), int(f.kh), int(f.kw), false);
+                    r.filterTiles << planeImage(filterMeanOverInputs(f, k).data(), int(f.kh), int(f.kw), false,
+                                                kFilterTile);
             }
             if (!j.histogramKnown && j.samples->count > 0) {
                 // Samples spread evenly over the split, so a split sorted by class still shows every class.
@@ -372,8 +376,10 @@ void FeatureMapPanel::showResult(const Result& r) {
         m_plot->rescaleAxes();
         m_plot->yAxis->setRangeLower(0);
         m_plot->replot(QCustomPlot::rpQueuedReplot);
-        m_histogramBox->setTitle(tr("Outputs over %n validation sample(s)", nullptr, int(r.histogramSamples)));
-        m_histogramInfo->setText(tr("%1 values from %2 to %3, mean %4, RMS %5; %6% exactly 0%7")
+        m_histogramBox->setTitle(r.histogramSamples == 1
+                                     ? tr("Outputs over 1 validation sample")
+                                     : tr("Outputs over %L1 validation samples").arg(r.histogramSamples));
+        m_histogramInfo->setText(tr("%L1 values from %2 to %3, mean %4, RMS %5; %6% exactly 0%7")
                                      .arg(h.count)
                                      .arg(h.lo, 0, 'g', 3)
                                      .arg(h.hi, 0, 'g', 3)

@@ -4,6 +4,7 @@
 // histogram alone; another sample redraws the maps; a node added after training is named as missing; a selection
 // replaced while a job runs shows the last one. STRATA_UI_SCREENSHOTS=<dir> saves the dock as feature-maps-test.png.
 #include <QDockWidget>
+#include <QPushButton>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QTest>
@@ -63,10 +64,16 @@ private slots:
                  QStringLiteral("No trained model: train the project or pick a run in the Predict dock."));
         QCOMPARE(panel->featureMapCount(), 0);
 
+        // The dock's button loads the project's checkpoint folder into the Predict dock, which predicts its first
+        // validation sample.
         PredictPanel* predict = w.predictPanel();
         QSignalSpy predicted(predict, &PredictPanel::predictionReady);
-        predict->loadModel(dir.filePath(QStringLiteral("ckpt/best.safetensors")));
-        QVERIFY(predicted.wait(60000));  // the first validation sample, predicted as the model loads
+        auto* load = panel->findChild<QPushButton*>(QStringLiteral("featureMapLoadRun"));
+        QVERIFY(load && load->isVisible());
+        load->click();
+        QVERIFY(predicted.wait(60000));
+        QVERIFY2(predict->modelSource().endsWith(QStringLiteral("best.safetensors")),
+                 qPrintable(predict->modelSource()));
         panel->refreshNow();
         QCOMPARE(panel->nodeName(), QStringLiteral("conv"));
         QCOMPARE(panel->messageText(), QString());
