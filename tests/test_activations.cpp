@@ -173,7 +173,10 @@ private slots:
         // First one sample, so the model's buffers are larger than the last batch of 2 and 1 (capacity rows).
         probe.captureOne(x.data(), "conv");
         probe.histogram(x.data(), 4, "conv", 8, 4);
-        const ValueHistogram h = probe.histogram(x.data(), kSamples, "conv", 12, 2);
+        const NodeHistogram nh = probe.histogram(x.data(), kSamples, "conv", 12, 2);
+        QCOMPARE(nh.samples, int64_t(kSamples));
+        QCOMPARE(nh.shape, (Shape{kFilters, kH, kW}));
+        const ValueHistogram& h = nh.values;
         std::vector<float> direct;
         for (int s = 0; s < kSamples; ++s) {
             const std::vector<float> c = directConv(x.data() + s * kH * kW, m.weights);
@@ -184,6 +187,27 @@ private slots:
         for (uint32_t c : h.counts) sum += c;
         QCOMPARE(sum, h.count);
         QCOMPARE(h, histogramOf(direct.data(), int64_t(direct.size()), 12));
+
+        // At most 100 values: the conv gives 32 per sample, so 3 samples are counted, the first 3.
+        const NodeHistogram capped = probe.histogram(x.data(), kSamples, "conv", 12, 4, 100);
+        QCOMPARE(capped.samples, int64_t(3));
+        QCOMPARE(capped.values, histogramOf(direct.data(), 3 * kFilters * kH * kW, 12));
+        // One sample even when it alone is over the limit.
+        QCOMPARE(probe.histogram(x.data(), kSamples, "conv", 12, 4, 10).samples, int64_t(1));
+    }
+
+    // A raised interrupt flag ends the pass; lowered, the probe works again.
+    void interruptFlagEndsThePass() {
+        ActivationProbe probe(convModel());
+        const std::vector<float> x = samples(2);
+        std::atomic<bool> stop{true};
+        probe.setInterruptFlag(&stop);
+        QVERIFY_THROWS_EXCEPTION(ModelInterrupted, probe.captureOne(x.data(), "dense"));
+        QVERIFY_THROWS_EXCEPTION(ModelInterrupted, probe.histogram(x.data(), 2, "conv", 8));
+        stop = false;
+        QCOMPARE(probe.captureOne(x.data(), "dense").values,
+                 directDense(directConv(x.data(), convWeights()), convWeights()));
+        probe.setInterruptFlag(nullptr);
     }
 
     // Dense 2 -> 2, the identity: over samples (0, 1), (2, 3), (4, 8) its outputs are 0, 1, 2, 3, 4, 8; four bins
@@ -195,7 +219,7 @@ private slots:
         m.weights = {{"identity.weight", {1, 0, 0, 1}}, {"identity.bias", {0, 0}}};
         ActivationProbe probe(m);
         const std::vector<float> x{0, 1, 2, 3, 4, 8};
-        const ValueHistogram h = probe.histogram(x.data(), 3, "identity", 4, 2);
+        const ValueHistogram h = probe.histogram(x.data(), 3, "identity", 4, 2).values;
         QCOMPARE(h.counts, (std::vector<uint32_t>{2, 2, 1, 1}));
         QCOMPARE(h.lo, 0.0f);
         QCOMPARE(h.hi, 8.0f);

@@ -20,6 +20,7 @@
 
 #include "core/data/Dataset.h"
 #include "core/export/ExportModel.h"
+#include "core/graph/Model.h"
 #include "core/infer/Activations.h"
 #include "ui/GraphScene.h"
 #include "ui/PredictPanel.h"
@@ -114,9 +115,10 @@ struct FeatureMapPanel::Result {
     QString error;
     QVector<QImage> filterTiles, mapTiles;
     Shape filterShape, mapShape;
-    ValueHistogram histogram;
+    NodeHistogram histogram;  // samples 0: none
     bool histogramFresh = false;
-    int64_t histogramSamples = 0;
+    // Raised when the selection, sample or model changes: the job ends between two layers (its result is dropped).
+    std::shared_ptr<std::atomic<bool>> cancel = std::make_shared<std::atomic<bool>>(false);
 };
 
 FeatureMapPanel::FeatureMapPanel(ProjectDocument* doc, GraphScene* scene, PredictPanel* predict, QWidget* parent)
@@ -182,6 +184,7 @@ QString FeatureMapPanel::messageText() const { return m_message->isHidden() ? QS
 
 void FeatureMapPanel::markStale() {
     ++m_generation;
+    if (m_running) *m_running->cancel = true;
     m_stale = true;
     refresh();
 }
@@ -260,10 +263,7 @@ void FeatureMapPanel::refresh() {
     job.histogramKnown = m_histograms.count(node->name) > 0;
     auto result = std::make_shared<Result>();
     result->job = std::move(job);
-    if (result->job.histogramKnown) {
-        result->histogram = m_histograms.at(node->name);
-        result->histogramSamples = std::min<int64_t>(kHistogramSamples, current.samples->count);
-    }
+    if (result->job.histogramKnown) result->histogram = m_histograms.at(node->name);
     m_running = result;
     m_header->setText(tr("<b>%1</b>: computing...").arg(q(node->name).toHtmlEscaped()));
     m_watcher.setFuture(QtConcurrent::run([result] {
@@ -272,6 +272,10 @@ void FeatureMapPanel::refresh() {
         try {
             if (!r.job.probe) r.job.probe = std::make_shared<ActivationProbe>(*j.model);
             ActivationProbe& probe = *r.job.probe;
+            probe.setInterruptFlag(r.cancel.get());
+            // The probe outlives this job's flag: unset on every way out.
+            const std::unique_ptr<ActivationProbe, void (*)(ActivationProbe*)> unset(
+                &probe, [](ActivationProbe* p) { p->setInterruptFlag(nullptr); });
             r.type = probe.node(j.node).type;
             if (!j.input.empty() && int64_t(j.input.size()) == probe.inputShape().numel()) {
                 const NodeActivation a = probe.captureOne(j.input.data(), j.node);
@@ -298,9 +302,9 @@ void FeatureMapPanel::refresh() {
                     std::copy_n(j.samples->inputs.begin() + (i * j.samples->count / n) * per, per,
                                 inputs.begin() + i * per);
                 r.histogram = probe.histogram(inputs.data(), n, j.node, kHistogramBins);
-                r.histogramSamples = n;
                 r.histogramFresh = true;
             }
+        } catch (const ModelInterrupted&) {  // dropped: finished() sees the generation has moved on
         } catch (const std::exception& e) {
             r.error = q(e.what());
         }
@@ -363,8 +367,8 @@ void FeatureMapPanel::showResult(const Result& r) {
         message = tr("Pick a sample in the Predict dock to see this node's outputs for it.");
     }
     m_histogram = r.histogram;
-    if (r.histogramSamples > 0) {
-        const ValueHistogram& h = r.histogram;
+    if (r.histogram.samples > 0) {
+        const ValueHistogram& h = r.histogram.values;
         QVector<double> keys, values;
         const double width = h.counts.empty() ? 1 : (double(h.hi) - double(h.lo)) / double(h.counts.size());
         for (size_t i = 0; i < h.counts.size(); ++i) {
@@ -376,9 +380,9 @@ void FeatureMapPanel::showResult(const Result& r) {
         m_plot->rescaleAxes();
         m_plot->yAxis->setRangeLower(0);
         m_plot->replot(QCustomPlot::rpQueuedReplot);
-        m_histogramBox->setTitle(r.histogramSamples == 1
+        m_histogramBox->setTitle(r.histogram.samples == 1
                                      ? tr("Outputs over 1 validation sample")
-                                     : tr("Outputs over %L1 validation samples").arg(r.histogramSamples));
+                                     : tr("Outputs over %L1 validation samples").arg(r.histogram.samples));
         m_histogramInfo->setText(tr("%L1 values from %2 to %3, mean %4, RMS %5; %6% exactly 0%7")
                                      .arg(h.count)
                                      .arg(h.lo, 0, 'g', 3)

@@ -14,18 +14,13 @@
 #include <memory>
 #include <string>
 
-#include "core/train/ParameterHistograms.h"
+#include "core/infer/Activations.h"
 
 class QCustomPlot;
 class QCPBars;
 class QGroupBox;
 class QLabel;
 class QPushButton;
-
-namespace strata {
-class ActivationProbe;
-struct ExportModel;
-}  // namespace strata
 
 namespace strata::ui {
 
@@ -49,8 +44,9 @@ public:
     int filterCount() const { return int(m_filterTiles.size()); }
     int featureMapCount() const { return int(m_mapTiles.size()); }
     QImage featureMap(int channel) const { return m_mapTiles.value(channel); }
-    int histogramBins() const { return int(m_histogram.counts.size()); }
-    int64_t histogramCount() const { return m_histogram.count; }
+    int histogramBins() const { return int(m_histogram.values.counts.size()); }
+    int64_t histogramCount() const { return m_histogram.values.count; }
+    int64_t histogramSamples() const { return m_histogram.samples; }
     QString messageText() const;
     bool isComputing() const { return m_running != nullptr; }
     // Starts a job for the current selection and sample if the view is stale, and waits for the jobs to end (tests).
@@ -97,11 +93,11 @@ private:
     // already computed, by node name.
     std::shared_ptr<const ExportModel> m_probeModel;
     std::shared_ptr<ActivationProbe> m_probe;
-    std::map<std::string, ValueHistogram> m_histograms;
+    std::map<std::string, NodeHistogram> m_histograms;
 
     QString m_shownNode;
     QVector<QImage> m_filterTiles, m_mapTiles;
-    ValueHistogram m_histogram;
+    NodeHistogram m_histogram;
 };
 
 }  // namespace strata::ui

@@ -82,24 +82,31 @@ NodeActivation ActivationProbe::captureOne(const float* input, const std::string
     return std::move(capture(input, std::vector<std::string>{node}).front());
 }
 
-ValueHistogram ActivationProbe::histogram(const float* inputs, int64_t count, const std::string& node, int bins,
-                                          int batchSize) {
+NodeHistogram ActivationProbe::histogram(const float* inputs, int64_t count, const std::string& node, int bins,
+                                         int batchSize, int64_t maxValues) {
     const int id = this->node(node).id;
     if (count < 1 || batchSize < 1)
         throw std::invalid_argument("the histogram of node '" + node + "' needs at least one sample and a batch of 1");
     const int64_t per = m_model->inputShape().numel();
-    // Every value is kept, then binned once: the bins span the range of all samples, not of the first batch.
+    NodeHistogram h;
     std::vector<float> values;
-    for (int64_t start = 0; start < count; start += batchSize) {
-        const int64_t n = std::min<int64_t>(batchSize, count - start);
-        const Tensor x = m_backend->fromHost(m_model->inputShape().withBatch(n), inputs + start * per);
-        m_model->forward(x, false);
-        Shape shape;
-        const std::vector<float> v = outputOf(id, inputs + start * per, n, &shape);
+    // One sample first, to learn the output's size; then batches that stay within maxValues.
+    int64_t batch = 1;
+    while (h.samples < count) {
+        const float* x = inputs + h.samples * per;
+        m_model->forward(m_backend->fromHost(m_model->inputShape().withBatch(batch), x), false);
+        const std::vector<float> v = outputOf(id, x, batch, &h.shape);
         values.insert(values.end(), v.begin(), v.end());
+        h.samples += batch;
+        const int64_t room = (maxValues - static_cast<int64_t>(values.size())) / std::max<int64_t>(1, h.shape.numel());
+        batch = std::min({static_cast<int64_t>(batchSize), count - h.samples, room});
+        if (batch < 1) break;
     }
-    return histogramOf(values.data(), static_cast<int64_t>(values.size()), bins);
+    h.values = histogramOf(values.data(), static_cast<int64_t>(values.size()), bins);
+    return h;
 }
+
+void ActivationProbe::setInterruptFlag(const std::atomic<bool>* flag) { m_model->setInterruptFlag(flag); }
 
 ConvFilters convFilters(const ExportModel& model, const std::string& node) {
     const Graph& g = model.project.graph;

@@ -6,6 +6,7 @@
 // [out, in, kh, kw] from the weights, with each filter's range. No Qt here.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -25,8 +26,17 @@ struct NodeActivation {
     std::vector<float> values;  // shape.numel(), row-major
 };
 
+struct NodeHistogram {
+    ValueHistogram values;
+    int64_t samples = 0;  // the samples it covers: the first `samples` of those given
+    Shape shape;          // the node's output, per sample
+};
+
 class ActivationProbe {
 public:
+    // Values a histogram keeps at most (64 MiB): all are kept until the range, and so the bins, are known.
+    static constexpr int64_t kMaxHistogramValues = int64_t(1) << 24;
+
     // Compiles the model's graph unfused on a CPU backend with its weights. BatchNorm is not folded (Predictor folds
     // it), so every node of the project has an output to show. Throws as compile and applyWeights do.
     explicit ActivationProbe(const ExportModel& model);
@@ -45,10 +55,17 @@ public:
     std::vector<NodeActivation> capture(const float* input, const std::vector<std::string>& nodes);
     NodeActivation captureOne(const float* input, const std::string& node);
 
-    // histogramOf (`bins` equal bins over the finite range) of every value `node` outputs for the `count` samples at
-    // `inputs` (each inputShape().numel() values, normalized), run `batchSize` at a time. Throws std::invalid_argument
-    // naming a node the model lacks, or for count < 1.
-    ValueHistogram histogram(const float* inputs, int64_t count, const std::string& node, int bins, int batchSize = 64);
+    // histogramOf (`bins` equal bins over the finite range) of every value `node` outputs for the first of the `count`
+    // samples at `inputs` (each inputShape().numel() values, normalized), run at most `batchSize` at a time: all
+    // `count`, or as many as give at most `maxValues` values (at least one sample), so a large feature map covers
+    // fewer samples and memory stays bounded. Throws std::invalid_argument naming a node the model lacks, or for
+    // count < 1.
+    NodeHistogram histogram(const float* inputs, int64_t count, const std::string& node, int bins, int batchSize = 32,
+                            int64_t maxValues = kMaxHistogramValues);
+
+    // A flag (a job's cancel request) checked before each layer: once raised, the pass under way ends with
+    // ModelInterrupted (Model::setInterruptFlag). Null: never. The flag must outlive its use or be reset first.
+    void setInterruptFlag(const std::atomic<bool>* flag);
 
 private:
     // The first `batch` samples' values of node `id` from the last forward pass.

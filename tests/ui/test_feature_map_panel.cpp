@@ -81,6 +81,7 @@ private slots:
         QCOMPARE(panel->filterCount(), 8);
         QCOMPARE(panel->histogramBins(), FeatureMapPanel::kHistogramBins);
         QCOMPARE(panel->histogramCount(), int64_t(200) * 8 * 12 * 12);  // every value of the 200 validation samples
+        QCOMPARE(panel->histogramSamples(), int64_t(200));
         const QImage first = panel->featureMap(0);
         QVERIFY(!first.isNull());
 
