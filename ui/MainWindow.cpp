@@ -33,6 +33,7 @@
 #include "ui/DatasetPanel.h"
 #include "ui/DevicePicker.h"
 #include "ui/ExportDialog.h"
+#include "ui/FeatureMapPanel.h"
 #include "ui/GraphScene.h"
 #include "ui/GraphView.h"
 #include "ui/HistogramPanel.h"
@@ -197,6 +198,10 @@ void MainWindow::createDocks() {
     QDockWidget* histogramsDock =
         dock(tr("Histograms"), QStringLiteral("histogramsDock"), histograms, Qt::BottomDockWidgetArea);
     tabifyDockWidget(settingsDock, histogramsDock);
+    // Inside the Predict dock's model at the node selected on the canvas: filters, feature maps, activations.
+    auto* featureMaps = new FeatureMapPanel(m_doc, m_scene, m_predict, this);
+    tabifyDockWidget(histogramsDock, dock(tr("Feature maps"), QStringLiteral("featureMapsDock"), featureMaps,
+                                          Qt::BottomDockWidgetArea));
     connect(m_dashboard->worker(), &EngineWorker::histogramsReported, histograms, &HistogramPanel::addReport);
     connect(m_dashboard, &TrainingDashboard::trainingStarted, this, [this, histograms] {
         histograms->clear();

@@ -779,6 +779,7 @@ void PredictPanel::projectChanged() {
     ++m_generation;
     if (m_cancel) *m_cancel = true;
     m_session.reset();
+    m_lastInput.clear();
     m_fromProject = false;
     m_loadWhenShown = false;
     m_pendingIndex = -1;
@@ -810,6 +811,17 @@ void PredictPanel::showNoModel() {
         m_source->setText(
             tr("No model loaded: \"Load run\" loads %1.")
                 .arg(run->id == 0 ? tr("the project's checkpoint folder") : run->label().toHtmlEscaped()));
+}
+
+PredictPanel::CurrentSample PredictPanel::currentSample() const {
+    CurrentSample c;
+    if (!m_session) return c;
+    // Aliasing pointers: they keep the whole session alive for as long as a worker holds them.
+    c.model = std::shared_ptr<const ExportModel>(m_session, &m_session->model);
+    c.samples = std::shared_ptr<const DataSplit>(m_session, &m_session->samples);
+    c.input = m_lastInput;
+    c.text = m_lastInputText;
+    return c;
 }
 
 QString PredictPanel::modelRunText() const { return m_session ? m_session->runLabel : QString(); }
@@ -845,6 +857,7 @@ void PredictPanel::finishJob() {
             m_session = r->session;
             m_saliency->setModel(std::shared_ptr<const ExportModel>(m_session, &m_session->model),
                                  m_session->classNames, isTextModel());
+            m_lastInput.clear();
             showModel();
             setBusy(false);
             emit modelLoaded(true);
@@ -852,6 +865,8 @@ void PredictPanel::finishJob() {
             return;
         case JobResult::Predict:
             showPrediction(r->predictions, r->input, r->truth, r->tokens);
+            m_lastInput = r->sampleInput;
+            m_lastInputText = r->truth;
             m_attention->setText(r->attention);
             m_attention->setVisible(!r->attention.isEmpty());
             m_saliency->setSample(std::move(r->sampleInput), r->input, m_predicted, std::move(r->words));

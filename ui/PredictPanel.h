@@ -35,6 +35,10 @@ class QSpinBox;
 class QTabWidget;
 class QTableWidget;
 
+namespace strata {
+struct ExportModel;
+}
+
 namespace strata::ui {
 
 class ProjectDocument;
@@ -94,6 +98,18 @@ public:
     QString attentionText() const;
     // Grad-CAM over the sample picture (image models) and token saliency beside the attention strip (text).
     SaliencyView* saliencyView() const { return m_saliency; }
+
+    // What the last prediction ran on, for a view that runs the loaded model itself (the Feature maps dock): the
+    // loaded model and the split it predicts from (shared, so a worker thread may read them while this panel loads
+    // another), and the last predicted sample's model input (normalized) with its description. A null model when
+    // none is loaded; an empty input before the model's first prediction. Changes: modelLoaded, predictionReady.
+    struct CurrentSample {
+        std::shared_ptr<const ExportModel> model;
+        std::shared_ptr<const DataSplit> samples;  // empty (count 0) when the data set could not be loaded
+        std::vector<float> input;
+        QString text;  // "validation sample 3, true class: Bag", "image cat.png"
+    };
+    CurrentSample currentSample() const;
 
 public slots:
     // Loads a model file, or with an empty path the picked run's best checkpoint, plus the validation split.
@@ -182,6 +198,8 @@ private:
     ConfusionMatrix m_confusion;
     QFutureWatcher<void>* m_watcher = nullptr;
     std::shared_ptr<JobResult> m_result;
+    std::vector<float> m_lastInput;  // the last predicted sample's model input (currentSample)
+    QString m_lastInputText;
 };
 
 }  // namespace strata::ui
