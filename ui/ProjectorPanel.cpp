@@ -437,8 +437,10 @@ void ProjectorPanel::showPoints() {
     const int classes = int(m_classNames.size());
     for (int k = 0; k < classes; ++k) {
         QCPGraph* g = m_plot->addGraph();
-        // Hues spread around the wheel; enough contrast for ten classes.
-        const QColor colour = QColor::fromHsv((k * 360 / std::max(classes, 1)) % 360, 200, 210);
+        // Ten distinct colours (Tableau's), then hues around the wheel.
+        static const char* const kPalette[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
+                                               "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
+        const QColor colour = k < 10 ? QColor(kPalette[k]) : QColor::fromHsv((k * 47) % 360, 200, 210);
         g->setLineStyle(QCPGraph::lsNone);
         g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, colour, colour, 5));
         g->setName(m_classNames[k]);

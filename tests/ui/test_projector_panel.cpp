@@ -181,6 +181,24 @@ private slots:
         QVERIFY(panel.points().isEmpty());
     }
 
+    // Not a check: STRATA_PROJECTOR_MODEL=<checkpoint>|<project.strata> with STRATA_UI_SCREENSHOTS=<dir> saves
+    // that model's t-SNE projection as projector.png (docs/projector.png: a short fashion_cnn run).
+    void screenshotOfAModel() {
+        const QStringList model = QString::fromUtf8(qgetenv("STRATA_PROJECTOR_MODEL")).split(QLatin1Char('|'));
+        const QByteArray shots = qgetenv("STRATA_UI_SCREENSHOTS");
+        if (model.size() != 2 || shots.isEmpty()) QSKIP("STRATA_PROJECTOR_MODEL and STRATA_UI_SCREENSHOTS not set");
+        ProjectorPanel panel(nullptr, nullptr);
+        panel.setModelSource(model[0], model[1]);
+        panel.setSampleLimit(1500);
+        panel.setMethod(ProjectorPanel::Method::Tsne);
+        panel.resize(1000, 560);
+        panel.show();
+        QVERIFY2(computeNow(panel), qPrintable(panel.errorText()));
+        const int point = int(panel.points().size()) / 3;
+        QTest::mouseClick(panel.plot(), Qt::LeftButton, {}, panel.pixelOf(point));
+        panel.grab().save(QString::fromUtf8(shots) + QStringLiteral("/projector.png"));
+    }
+
     void workbenchHasTheDock() {
         MainWindow w;
         auto* dock = w.findChild<QDockWidget*>(QStringLiteral("projectorDock"));
