@@ -297,11 +297,18 @@ ProjectorPanel::ProjectorPanel(ProjectDocument* doc, PredictPanel* predict, QWid
                               : phase == 1 ? tr("embedding %v of %m samples")
                                            : tr("%1: %v of %m").arg(m_method->currentText()));
     });
-    if (m_predict)
+    if (m_predict) {
         connect(m_predict, &PredictPanel::modelLoaded, this, [this](bool ok) {
             m_stale = true;
             if (ok && isVisible()) compute();
         });
+        // Without a model in the Predict dock the picker's run is projected: a new run replaces it.
+        connect(m_predict->runPicker(), &RunPicker::runChosen, this, [this] {
+            if (m_predict->hasModel() || !m_fixedSource.isEmpty()) return;
+            m_stale = true;
+            if (isVisible()) compute();
+        });
+    }
     m_status->setText(tr("The penultimate layer's activations of the validation samples, in 2-D."));
 }
 
