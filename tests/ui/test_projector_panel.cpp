@@ -3,8 +3,10 @@
 // (the side panel names it and the Predict dock predicts it); a newer request drops the older job's result; the
 // workbench lists the dock in its View menu. STRATA_UI_SCREENSHOTS=<dir> saves the panel as projector.png.
 #include <QAction>
+#include <QApplication>
 #include <QDockWidget>
 #include <QMenuBar>
+#include <QMouseEvent>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QTest>
@@ -102,6 +104,17 @@ private slots:
         for (int i = points.size() - 1; i >= 0 && target < 0; --i)
             if (panel.pointAt(panel.pixelOf(i)) == i && points[i].sample != 0) target = i;
         QVERIFY(target >= 0);
+        // Hovering shows a point's sample without selecting it.
+        const int other = target > 0 ? target - 1 : target + 1;
+        if (panel.pointAt(panel.pixelOf(other)) == other) {
+            QMouseEvent move(QEvent::MouseMove, QPointF(panel.pixelOf(other)),
+                             QPointF(panel.plot()->mapToGlobal(panel.pixelOf(other))), Qt::NoButton, Qt::NoButton,
+                             Qt::NoModifier);
+            QApplication::sendEvent(panel.plot(), &move);
+            QTRY_VERIFY2(panel.detailText().contains(QStringLiteral("sample %1<").arg(points[other].sample)),
+                         qPrintable(panel.detailText()));
+            QCOMPARE(panel.selectedSample(), qint64(-1));
+        }
         connect(&panel, &ProjectorPanel::sampleSelected, &predict,
                 [&predict](qint64 s) { predict.selectSample(int(s)); });
         QSignalSpy selected(&panel, &ProjectorPanel::sampleSelected);
