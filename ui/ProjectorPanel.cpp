@@ -257,7 +257,7 @@ ProjectorPanel::ProjectorPanel(ProjectDocument* doc, PredictPanel* predict, QWid
     m_detail->setAlignment(Qt::AlignTop | Qt::AlignLeft);
     m_detail->setText(tr("Hover over a point to see its sample; click to select it."));
 
-    m_plot->legend->setVisible(true);
+    m_plot->legend->setVisible(false);  // until there are classes to name
     m_plot->legend->setFont(QFont(font().family(), 8));
     m_plot->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignRight);
     m_plot->setMouseTracking(true);
@@ -270,6 +270,7 @@ ProjectorPanel::ProjectorPanel(ProjectDocument* doc, PredictPanel* predict, QWid
     top->addWidget(m_compute);
     top->addWidget(m_cancel);
     top->addWidget(m_progress, 1);
+    top->addStretch(0);
     auto* side = new QVBoxLayout;
     side->addWidget(m_thumb);
     side->addWidget(m_detail, 1);
@@ -463,6 +464,7 @@ void ProjectorPanel::showPoints() {
     m_highlight->setLineStyle(QCPGraph::lsNone);
     m_highlight->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, QPen(Qt::black, 2), Qt::NoBrush, 12));
     m_highlight->removeFromLegend();
+    m_plot->legend->setVisible(classes > 0);
     m_plot->rescaleAxes();
     m_plot->xAxis->scaleRange(1.08);
     m_plot->yAxis->scaleRange(1.08);
@@ -535,7 +537,10 @@ void ProjectorPanel::showEvent(QShowEvent* event) {
     // Opening the dock projects the current model once; a closed dock computes nothing.
     if ((m_stale || m_points.isEmpty()) && !isComputing()) {
         QString project, why;
-        if (!currentSource(&project, &why).isEmpty()) compute();
+        if (!currentSource(&project, &why).isEmpty())
+            compute();
+        else if (m_points.isEmpty())
+            m_status->setText(why);
     }
 }
 

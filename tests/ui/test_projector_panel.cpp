@@ -222,6 +222,13 @@ private slots:
             if (menu->menu())
                 for (QAction* a : menu->menu()->actions()) listed |= a == dock->toggleViewAction();
         QVERIFY(listed);
+        if (const QByteArray shots = qgetenv("STRATA_UI_SCREENSHOTS"); !shots.isEmpty()) {
+            w.resize(1280, 800);
+            w.show();
+            dock->raise();
+            QTest::qWait(300);
+            w.grab().save(QString::fromUtf8(shots) + QStringLiteral("/projector-workbench.png"));
+        }
     }
 };
 
