@@ -2,6 +2,7 @@
 // count; the heat map's re-binning by hand; the per-layer verdicts (vanishing, exploding, dead ReLU) on made-up
 // samples; and a training run sampling every N steps, to its observer and to the run folder's histograms.jsonl
 // (read back equal), with a ReLU made dead by its weights reported dead and its layer's gradient vanishing.
+#include <QDir>
 #include <QTemporaryDir>
 #include <QTest>
 #include <cmath>
@@ -109,6 +110,76 @@ private slots:
     // A run sampling every 5 steps: the observer and histograms.jsonl get the same samples, at steps 0, 5, 10...;
     // dense1's weights and bias start at 0 and -1, so relu1 gives 0 for every input (dead, and no gradient reaches
     // dense1: vanishing), while dense2 learns.
+    // Runs compared: each run's last sample at or before the step, on one shared range; runs without histograms
+    // (no folder, no file) and a step before a run's first sample say so.
+    void comparesRunsOnASharedRange() {
+        auto sample = [](int64_t step, float lo, float hi, std::vector<uint32_t> counts, float gradLo) {
+            HistogramSample s;
+            s.step = step;
+            ParameterSample p;
+            p.node = 1;
+            p.layer = "dense";
+            p.parameter = "weight";
+            p.values.lo = lo;
+            p.values.hi = hi;
+            p.values.counts = counts;
+            for (uint32_t c : counts) p.values.count += c;
+            p.gradients = p.values;
+            p.gradients.lo = gradLo;
+            p.gradients.hi = gradLo + 1;
+            s.parameters.push_back(p);
+            return s;
+        };
+        auto write = [this](const QString& name, const std::vector<HistogramSample>& samples) {
+            QDir().mkpath(m_dir.filePath(name));
+            std::ofstream f(m_dir.filePath(name + "/histograms.jsonl").toStdString());
+            for (const HistogramSample& s : samples) f << histogramSampleToJson(s).dump() << "\n";
+            return m_dir.filePath(name).toStdString();
+        };
+        const std::string a =
+            write("cmpA", {sample(0, 5, 6, {1}, 0), sample(10, 0, 1, {4}, 0), sample(20, 0, 1, {4}, 0)});
+        const std::string b = write("cmpB", {sample(10, 2, 3, {2, 2}, 2), sample(30, 9, 10, {1}, 2)});
+        QDir().mkpath(m_dir.filePath("cmpC"));
+        std::vector<RunHistograms> runs{readRunHistograms("run A", a), readRunHistograms("run B", b),
+                                        readRunHistograms("run C", m_dir.filePath("cmpC").toStdString()),
+                                        readRunHistograms("run D", "")};
+        QCOMPARE(int(runs[0].samples.size()), 3);
+        QVERIFY(runs[0].missing.empty());
+        QVERIFY2(runs[2].missing.find("no histograms.jsonl in") != std::string::npos, runs[2].missing.c_str());
+        QVERIFY2(runs[3].missing.find("no run folder") != std::string::npos, runs[3].missing.c_str());
+        QCOMPARE(histogramTensorNames(runs[0].samples), std::vector<std::string>{"dense.weight"});
+
+        // At step 20: A's sample of step 20 ([0, 1]), B's of step 10 ([2, 3]); 3 shared bins over [0, 3].
+        HistogramComparison c = compareRunHistograms(runs, "dense.weight", false, 20, 3);
+        QCOMPARE(c.steps, (std::vector<int64_t>{20, 10, -1, -1}));
+        QCOMPARE(c.shares.columns, 4);
+        QCOMPARE(c.shares.lo, 0.0f);
+        QCOMPARE(c.shares.hi, 3.0f);
+        QCOMPARE(c.shares.at(0, 0), 1.0f);
+        QCOMPARE(c.shares.at(2, 0), 0.0f);
+        QCOMPARE(c.shares.at(2, 1), 1.0f);
+        QCOMPARE(c.shares.at(0, 1), 0.0f);
+        for (int r = 0; r < 3; ++r) QCOMPARE(c.shares.at(r, 2) + c.shares.at(r, 3), 0.0f);
+        QVERIFY(c.missing[0].empty() && c.missing[1].empty());
+        QCOMPARE(c.missing[2], runs[2].missing);
+        // The last samples (step -1): A's 20, B's 30 ([9, 10]): the range widens to [0, 10].
+        c = compareRunHistograms(runs, "dense.weight", false, -1, 10);
+        QCOMPARE(c.steps[1], int64_t(30));
+        QCOMPARE(c.shares.hi, 10.0f);
+        QCOMPARE(c.shares.at(9, 1), 1.0f);
+        // Gradients are their own histograms.
+        c = compareRunHistograms(runs, "dense.weight", true, 20, 3);
+        QCOMPARE(c.shares.lo, 0.0f);
+        QCOMPARE(c.shares.at(2, 1), 1.0f);
+        // Before B's first sample; a tensor no run has.
+        c = compareRunHistograms(runs, "dense.weight", false, 5, 3);
+        QCOMPARE(c.steps[0], int64_t(0));
+        QCOMPARE(c.steps[1], int64_t(-1));
+        QVERIFY2(c.missing[1].find("no sample at or before step 6") != std::string::npos, c.missing[1].c_str());
+        c = compareRunHistograms(runs, "conv.weight", false, -1, 3);
+        QVERIFY2(c.missing[0].find("no tensor named 'conv.weight'") != std::string::npos, c.missing[0].c_str());
+    }
+
     void trainingRunSamplesEveryNSteps() {
         Project project = test::blobsMlpProject("hist", 16, 4);
         const QString folder = m_dir.filePath("run");

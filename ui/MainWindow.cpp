@@ -45,6 +45,7 @@
 #include "ui/PredictPanel.h"
 #include "ui/ProblemsPanel.h"
 #include "ui/ProfileOverlay.h"
+#include "ui/ProjectorPanel.h"
 #include "ui/PropertyPanel.h"
 #include "ui/RunsPanel.h"
 #include "ui/SweepPanel.h"
@@ -209,6 +210,14 @@ void MainWindow::createDocks() {
     });
     connect(histograms, &HistogramPanel::healthChanged, this,
             [this](const std::vector<strata::LayerHealth>& health) { applyLayerHealth(m_scene, health); });
+    // The embedding projector: the Predict dock's model (or the newest run's) on the validation samples.
+    auto* projector = new ProjectorPanel(m_doc, m_predict, this);
+    QDockWidget* projectorDock =
+        dock(tr("Projector"), QStringLiteral("projectorDock"), projector, Qt::BottomDockWidgetArea);
+    tabifyDockWidget(histogramsDock, projectorDock);
+    connect(projector, &ProjectorPanel::sampleSelected, this, [this](qint64 sample) {
+        if (m_predict->hasModel()) m_predict->selectSample(int(sample));
+    });
     connect(m_sweep, &SweepPanel::sweepFinished, m_runs, &RunsPanel::reload);
     connect(m_doc, &ProjectDocument::projectReset, m_sweep, [this] { m_sweep->loadResults(); });
     // A run's project opens as a new, unsaved project of its own: its runs would otherwise be the run's project's.

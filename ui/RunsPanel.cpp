@@ -24,6 +24,7 @@
 
 #include "core/io/JsonInput.h"
 #include "ui/ChartPanel.h"
+#include "ui/HistogramCompareDialog.h"
 #include "ui/TrainingDashboard.h"
 #include "ui/base/ProjectDocument.h"
 
@@ -166,10 +167,13 @@ RunsPanel::RunsPanel(QWidget* parent) : QWidget(parent) {
     m_notesButton = new QPushButton(tr("Notes..."), this);
     m_deleteButton = new QPushButton(tr("Delete"), this);
     m_openButton = new QPushButton(tr("Open project as run"), this);
+    m_compareButton = new QPushButton(tr("Compare histograms"), this);
+    m_compareButton->setToolTip(tr("The selected runs' weight or gradient histograms of one layer, overlaid"));
     m_status = new QLabel(this);
 
     auto* buttons = new QHBoxLayout;
-    for (QPushButton* b : {m_overlayButton, m_diffButton, m_renameButton, m_notesButton, m_deleteButton, m_openButton})
+    for (QPushButton* b :
+         {m_overlayButton, m_diffButton, m_compareButton, m_renameButton, m_notesButton, m_deleteButton, m_openButton})
         buttons->addWidget(b);
     buttons->addStretch(1);
     buttons->addWidget(m_status);
@@ -188,6 +192,9 @@ RunsPanel::RunsPanel(QWidget* parent) : QWidget(parent) {
     });
     connect(m_overlayButton, &QPushButton::clicked, this, [this] { overlaySelectedInBackground(); });
     connect(m_diffButton, &QPushButton::clicked, this, &RunsPanel::showDiffDialog);
+    connect(m_compareButton, &QPushButton::clicked, this, [this] {
+        if (HistogramCompareDialog* d = compareHistograms()) d->show();
+    });
     connect(m_renameButton, &QPushButton::clicked, this, [this] {
         const QList<qint64> ids = selectedRuns();
         if (ids.size() != 1) return;
@@ -307,6 +314,7 @@ void RunsPanel::updateButtons() {
     const qsizetype n = m_store ? selectedRuns().size() : 0;
     m_overlayButton->setEnabled(n >= 1 && m_dashboard);
     m_diffButton->setEnabled(n == 2);
+    m_compareButton->setEnabled(n >= 2);
     m_renameButton->setEnabled(n == 1);
     m_notesButton->setEnabled(n == 1);
     m_deleteButton->setEnabled(n >= 1);
@@ -448,6 +456,20 @@ QStringList RunsPanel::settingsDiff(qint64 a, qint64 b) const {
     const Json jb = tryParseJson<Json>(m_store->projectJson(b));
     for (const auto& [key, v] : history::settingsDiff(ja, jb)) out << str(key + ": " + v.first + " -> " + v.second);
     return out;
+}
+
+HistogramCompareDialog* RunsPanel::compareHistograms() {
+    const QList<qint64> ids = selectedRuns();
+    if (ids.size() < 2) return nullptr;
+    QVector<QPair<QString, QString>> runs;
+    for (const qint64 id : ids) {
+        const history::RunRecord& r = m_model->run(m_model->rowOfRun(id));
+        const QString label = r.name.empty() ? tr("run %1").arg(id) : tr("run %1 (%2)").arg(id).arg(str(r.name));
+        runs.append({label, str(r.runFolder)});
+    }
+    auto* dialog = new HistogramCompareDialog(runs, this);
+    dialog->setAttribute(Qt::WA_DeleteOnClose);
+    return dialog;
 }
 
 void RunsPanel::showDiffDialog() {

@@ -27,6 +27,7 @@ class QTableView;
 namespace strata::ui {
 
 class ProjectDocument;
+class HistogramCompareDialog;
 class TrainingDashboard;
 
 class RunsModel : public QAbstractTableModel {
@@ -98,6 +99,9 @@ public:
     bool renameRun(qint64 id, const QString& name);
     bool annotateRun(qint64 id, const QString& notes);
     bool deleteRuns(const QList<qint64>& ids);
+    // Two or more selected runs' weight or gradient histograms overlaid (the Compare histograms button); the
+    // dialog (non-modal, deleted when closed), or null with fewer than two runs selected.
+    HistogramCompareDialog* compareHistograms();
     // The project JSON a run trained (emits openProjectRequested); false when the run has none.
     bool openRunProject(qint64 id);
 
@@ -128,7 +132,8 @@ private:
     QCheckBox* m_allProjects;
     ProjectDocument* m_doc = nullptr;
     QLabel* m_status;
-    QPushButton *m_overlayButton, *m_diffButton, *m_renameButton, *m_notesButton, *m_deleteButton, *m_openButton;
+    QPushButton *m_overlayButton, *m_diffButton, *m_renameButton, *m_notesButton, *m_deleteButton, *m_openButton,
+        *m_compareButton;
     TrainingDashboard* m_dashboard = nullptr;
     QStringList m_overlaySeries;      // "<chart>|<series>" of the current overlay
     quint64 m_overlayGeneration = 0;  // bumped by every overlay request; a background load applies only if current

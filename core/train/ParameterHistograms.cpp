@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <map>
@@ -147,6 +148,71 @@ std::vector<HistogramSample> readHistogramFile(const std::string& path) {
         }
     }
     return out;
+}
+
+std::vector<std::string> histogramTensorNames(const std::vector<HistogramSample>& samples) {
+    std::vector<std::string> names;
+    for (const HistogramSample& s : samples)
+        for (const ParameterSample& p : s.parameters)
+            if (std::string name = p.layer + "." + p.parameter;
+                std::find(names.begin(), names.end(), name) == names.end())
+                names.push_back(std::move(name));
+    return names;
+}
+
+RunHistograms readRunHistograms(const std::string& label, const std::string& runFolder) {
+    RunHistograms r;
+    r.label = label;
+    if (runFolder.empty()) {
+        r.missing = "no run folder recorded (a run of an older Strata, or one without checkpoints)";
+        return r;
+    }
+    const std::filesystem::path file = std::filesystem::path(runFolder) / kHistogramFileName;
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(file, ec)) {
+        r.missing = std::string("no ") + kHistogramFileName + " in " + runFolder +
+                    " (histograms are kept by runs trained in the workbench with histograms on)";
+        return r;
+    }
+    try {
+        r.samples = readHistogramFile(file.string());
+        if (r.samples.empty()) r.missing = file.string() + " holds no samples";
+    } catch (const std::exception& e) {
+        r.missing = e.what();
+    }
+    return r;
+}
+
+HistogramComparison compareRunHistograms(const std::vector<RunHistograms>& runs, const std::string& tensor,
+                                         bool gradients, int64_t step, int bins) {
+    HistogramComparison c;
+    c.tensor = tensor;
+    c.gradients = gradients;
+    std::vector<ValueHistogram> chosen;
+    for (const RunHistograms& run : runs) {
+        const ParameterSample* found = nullptr;
+        int64_t at = -1;
+        for (const HistogramSample& s : run.samples) {
+            if (step >= 0 && s.step > step) break;  // samples are in step order
+            for (const ParameterSample& p : s.parameters)
+                if (p.layer + "." + p.parameter == tensor) {
+                    found = &p;
+                    at = s.step;
+                }
+        }
+        c.steps.push_back(found ? at : -1);
+        if (!run.missing.empty())
+            c.missing.push_back(run.missing);
+        else if (!found)
+            c.missing.push_back(step >= 0 && !run.samples.empty() && run.samples.front().step > step
+                                    ? "no sample at or before step " + std::to_string(step + 1)
+                                    : "no tensor named '" + tensor + "'");
+        else
+            c.missing.emplace_back();
+        chosen.push_back(found ? (gradients ? found->gradients : found->values) : ValueHistogram{});
+    }
+    c.shares = heatMap(chosen, bins);
+    return c;
 }
 
 std::vector<LayerHealth> assessLayers(const HistogramSample& s) {

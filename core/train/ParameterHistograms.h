@@ -97,6 +97,32 @@ struct HeatMap {
 };
 HeatMap heatMap(const std::vector<ValueHistogram>& histograms, int rows);
 
+// Comparing runs (the Runs view's "Compare histograms"): one tensor's histogram from each run at one step,
+// re-binned onto one value range so their shapes can be overlaid.
+// The tensors' names ("layer.parameter") in the samples, in the order first seen.
+std::vector<std::string> histogramTensorNames(const std::vector<HistogramSample>& samples);
+struct RunHistograms {
+    std::string label;  // the run, in words ("run 12")
+    std::vector<HistogramSample> samples;
+    std::string missing;  // why the run has none ("no histograms.jsonl in <folder>"); empty when it has some
+};
+// A run folder's histograms; a folder without the file (histograms were off), an empty folder name (the run kept
+// no folder) or an unreadable file give no samples and `missing` says which.
+RunHistograms readRunHistograms(const std::string& label, const std::string& runFolder);
+struct HistogramComparison {
+    std::string tensor;
+    bool gradients = false;
+    // Per run, in order: the step of the sample used (-1 when the run has none of this tensor) and why not.
+    std::vector<int64_t> steps;
+    std::vector<std::string> missing;
+    // One column per run on a shared value range, each summing to 1 (a run without the tensor: a column of 0).
+    HeatMap shares;
+};
+// `tensor`'s values or gradients in each run at the last sample taken at or before `step` (step < 0: each run's
+// last sample), re-binned onto `bins` shared bins.
+HistogramComparison compareRunHistograms(const std::vector<RunHistograms>& runs, const std::string& tensor,
+                                         bool gradients, int64_t step, int bins);
+
 class HistogramHook : public StepHook {
 public:
     using Sink = std::function<void(const HistogramSample&)>;
