@@ -25,6 +25,7 @@
 #include <QTest>
 #include <cmath>
 
+#include "core/backend/CpuInt8.h"
 #include "core/export/ExportModel.h"
 #include "core/infer/OnnxRunner.h"
 #include "core/train/Trainer.h"
@@ -166,7 +167,11 @@ private slots:
         QVERIFY(waitFor(done));
         QVERIFY2(done.takeFirst().at(0).toBool(), qPrintable(dlg.errorText()));
         const ExportOutcome int8 = dlg.outcome();
-        QCOMPARE(int8.check.runtime, std::string("Strata CPU backend (int8 simulated)"));
+        QCOMPARE(
+            int8.check.runtime,
+            std::string(cpu::int8Unavailable().empty() ? "Strata int8 engine" : "Strata CPU backend (int8 simulated)"));
+        // On the int8 engine, checked against the simulation of the same file.
+        if (cpu::int8Unavailable().empty()) QVERIFY(int8.check.int8SameAsSimulation >= int8.check.samples * 98 / 100);
         QVERIFY(std::abs(int8.check.fileAccuracy - int8.check.liveAccuracy) <= 0.03);
         QVERIFY(dlg.tensorText().contains("dense1.weight/int8 [32, 16] INT8"));
         QVERIFY2(dlg.methodText().contains("uint8 scale and zero point"), qPrintable(dlg.methodText()));
