@@ -8,6 +8,56 @@
 
 #include <atomic>
 #include <stdexcept>
+#include <vector>
+
+#ifdef _OPENMP
+#include <omp.h>
+#else
+inline int omp_get_max_threads() { return 1; }
+#endif
+
+namespace strata::cpu {
+
+namespace {
+
+template <class Out>
+void tabulate(int threads, const uint8_t* src, Out* dst, int64_t outer, int64_t channels, int64_t inner,
+              const Out* tables) {
+    // Measured (fashion_cnn_bn, batch 256, 6.4 M values, one thread): a modulo per value 12 ns a value, channels in
+    // order 1.1 ns, and channel-last rows (inner 1) as one flat run with the tables' offsets precomputed 0.5 ns.
+    if (inner == 1) {
+        std::vector<int32_t> offset(static_cast<size_t>(channels));
+        for (int64_t c = 0; c < channels; ++c) offset[static_cast<size_t>(c)] = static_cast<int32_t>(c * 256);
+        const int32_t* off = offset.data();
+#pragma omp parallel for num_threads(threads > 0 ? threads : omp_get_max_threads()) if (threads != 1) schedule(static)
+        for (int64_t o = 0; o < outer; ++o) {
+            const uint8_t* s = src + o * channels;
+            Out* d = dst + o * channels;
+            for (int64_t c = 0; c < channels; ++c) d[c] = tables[off[c] + s[c]];
+        }
+        return;
+    }
+#pragma omp parallel for num_threads(threads > 0 ? threads : omp_get_max_threads()) if (threads != 1) schedule(static)
+    for (int64_t o = 0; o < outer; ++o)
+        for (int64_t c = 0; c < channels; ++c) {
+            const Out* t = tables + c * 256;
+            const int64_t base = (o * channels + c) * inner;
+            for (int64_t i = 0; i < inner; ++i) dst[base + i] = t[src[base + i]];
+        }
+}
+
+}  // namespace
+
+void applyChannelTables(int threads, const uint8_t* src, uint8_t* dst, int64_t outer, int64_t channels, int64_t inner,
+                        const uint8_t* tables) {
+    tabulate(threads, src, dst, outer, channels, inner, tables);
+}
+void applyChannelTablesF32(int threads, const uint8_t* src, float* dst, int64_t outer, int64_t channels, int64_t inner,
+                           const float* tables) {
+    tabulate(threads, src, dst, outer, channels, inner, tables);
+}
+
+}  // namespace strata::cpu
 
 #ifdef STRATA_HAVE_ONEDNN
 
@@ -15,6 +65,7 @@
 #include <map>
 #include <mutex>
 #include <unordered_map>
+#include <utility>
 
 #include <dnnl.hpp>
 #include <omp.h>
@@ -61,11 +112,14 @@ public:
     std::string implementation() const override { return m_implementation; }
 
 protected:
+    // Under the OmpThreads scope of the run: oneDNN's jit kernels split the work between the threads there are
+    // when the primitive is built, and would wake them all at every run whatever the thread count then.
     Built& builtFor(int64_t batch) {
-        auto it = m_built.find(batch);
+        const std::pair<int64_t, int> key{batch, omp_get_max_threads()};
+        auto it = m_built.find(key);
         if (it == m_built.end()) {
             try {
-                it = m_built.emplace(batch, build(batch)).first;
+                it = m_built.emplace(key, build(batch)).first;
             } catch (const dnnl::error& e) {
                 throw std::runtime_error(std::string("oneDNN has no int8 primitive for this layer: ") + e.what());
             }
@@ -85,7 +139,7 @@ protected:
     }
 
 private:
-    std::map<int64_t, Built> m_built;
+    std::map<std::pair<int64_t, int>, Built> m_built;  // by batch size and threads
     std::string m_implementation;
 };
 
@@ -123,6 +177,7 @@ public:
         if (!spec.bias.empty())
             m_bias = memory(memory::desc({spec.filters}, DType::s32, Tag::x), cpuEngine(),
                             const_cast<int32_t*>(m_spec.bias.data()));
+        OmpThreads scope(1);
         builtFor(1);  // an unsupported layer fails here, naming itself through the caller
     }
     void run(int threads, int64_t batch, const uint8_t* src, void* dst) override {
@@ -168,6 +223,7 @@ public:
         if (!spec.bias.empty())
             m_bias = memory(memory::desc({1, spec.outputs}, DType::s32, Tag::ab), cpuEngine(),
                             const_cast<int32_t*>(m_spec.bias.data()));
+        OmpThreads scope(1);
         builtFor(1);
     }
     void run(int threads, int64_t batch, const uint8_t* src, void* dst) override {
@@ -203,6 +259,7 @@ public:
     explicit MaxPoolKernel(const Int8MaxPoolSpec& spec) : m_spec(spec) {
         m_outH = (spec.height + 2 * spec.padH - spec.kernelH) / spec.strideH + 1;
         m_outW = (spec.width + 2 * spec.padW - spec.kernelW) / spec.strideW + 1;
+        OmpThreads scope(1);
         builtFor(1);
     }
     void run(int threads, int64_t batch, const uint8_t* src, void* dst) override {

@@ -58,6 +58,15 @@ struct Int8MaxPoolSpec {
     int channels = 0, height = 0, width = 0, kernelH = 2, kernelW = 2, strideH = 2, strideW = 2, padH = 0, padW = 0;
 };
 
+// dst[i] = tables[channel of i][src[i]] for values laid out [outer, channels, inner] (NHWC: inner 1), on
+// `threads` OpenMP threads: an element-wise float32 layer (BatchNorm, a ReLU on a grid not starting at 0) from one
+// uint8 grid to another, tabulated for each of the 256 values per channel (tables: channels x 256). The F32 form
+// writes float32 values (the layer's output is not quantized).
+void applyChannelTables(int threads, const uint8_t* src, uint8_t* dst, int64_t outer, int64_t channels, int64_t inner,
+                        const uint8_t* tables);
+void applyChannelTablesF32(int threads, const uint8_t* src, float* dst, int64_t outer, int64_t channels, int64_t inner,
+                           const float* tables);
+
 // Throw std::runtime_error with oneDNN's reason when it has no primitive for the spec (or no oneDNN in the build).
 std::unique_ptr<Int8Kernel> makeInt8Conv(const Int8ConvSpec& spec);
 std::unique_ptr<Int8Kernel> makeInt8Matmul(const Int8MatmulSpec& spec);
