@@ -175,6 +175,15 @@ private slots:
         QVERIFY(std::abs(int8.check.fileAccuracy - int8.check.liveAccuracy) <= 0.03);
         QVERIFY(dlg.tensorText().contains("dense1.weight/int8 [32, 16] INT8"));
         QVERIFY2(dlg.methodText().contains("uint8 scale and zero point"), qPrintable(dlg.methodText()));
+        // The Predict dock runs the int8 file on the int8 engine (where the CPU has AVX512-VNNI) and says so.
+        PredictPanel predict(&doc);
+        QSignalSpy predicted(&predict, &PredictPanel::predictionReady);
+        QVERIFY2(showWithModel(predict, dir.filePath("mine-int8.onnx")), qPrintable(predict.errorText()));
+        QVERIFY2(predict.sourceText().contains(cpu::int8Unavailable().empty() ? "runs on: int8 engine"
+                                                                              : "not the int8 engine"),
+                 qPrintable(predict.sourceText()));
+        QVERIFY(waitFor(predicted));
+        QVERIFY2(!predict.predictionText().isEmpty(), qPrintable(predict.errorText()));
     }
 
     void errorsAreShownNotThrown() {
