@@ -85,9 +85,9 @@ int main(int argc, char** argv) {
                 fp32.push_back(strata::timeForwardMs(model.project, model.weights, batch, threads, true));
                 int8.push_back(int8Ms(engine, batch));
             }
-            std::cout << nlohmann::json{{"batch", batch}, {"threads", threads}, {"fp32_ms", fp32}, {"int8_ms", int8}}
-                             .dump()
-                      << std::endl;
+            std::cout
+                << nlohmann::json{{"batch", batch}, {"threads", threads}, {"fp32_ms", fp32}, {"int8_ms", int8}}.dump()
+                << std::endl;
         }
     } catch (const std::exception& e) {
         std::fprintf(stderr, "bench_int8: %s\n", e.what());
