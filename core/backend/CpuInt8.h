@@ -67,6 +67,10 @@ void applyChannelTables(int threads, const uint8_t* src, uint8_t* dst, int64_t o
 void applyChannelTablesF32(int threads, const uint8_t* src, float* dst, int64_t outer, int64_t channels, int64_t inner,
                            const float* tables);
 
+// dst[i] = table[a[i] * 256 + b[i]] for `count` values on `threads` threads: a binary layer (Add) from two uint8
+// grids to a third, tabulated for every pair (table: 65,536 values).
+void applyPairTable(int threads, const uint8_t* a, const uint8_t* b, uint8_t* dst, int64_t count, const uint8_t* table);
+
 // Throw std::runtime_error with oneDNN's reason when it has no primitive for the spec (or no oneDNN in the build).
 std::unique_ptr<Int8Kernel> makeInt8Conv(const Int8ConvSpec& spec);
 std::unique_ptr<Int8Kernel> makeInt8Matmul(const Int8MatmulSpec& spec);
