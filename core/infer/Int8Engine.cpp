@@ -418,19 +418,13 @@ Int8Engine::Int8Engine(const ExportModel& model, const std::map<std::string, Act
                     qTable.resize(fTable.size());
                     for (size_t i = 0; i < fTable.size(); ++i) qTable[i] = quantize(fTable[i], *oq);
                 }
-                if (tables == 1 && channels > 1) {  // one table for every channel
-                    for (int k = 0; k < 2; ++k) {
-                        auto repeat = [&](auto& t) {
-                            if (t.empty()) return;
-                            auto one = t;
-                            t.clear();
-                            for (int64_t c = 0; c < channels; ++c) t.insert(t.end(), one.begin(), one.end());
-                        };
-                        if (k == 0)
-                            repeat(fTable);
-                        else
-                            repeat(qTable);
-                    }
+                if (tables == 1 && channels > 1) {  // a ReLU: the one table for every channel
+                    auto repeat = [channels](auto& t) {
+                        const auto one = t;
+                        for (int64_t c = 1; c < channels; ++c) t.insert(t.end(), one.begin(), one.end());
+                    };
+                    repeat(fTable);
+                    repeat(qTable);
                 }
             }
             auto deferred = std::make_shared<bool>(false);
