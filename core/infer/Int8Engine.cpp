@@ -151,7 +151,9 @@ Int8Engine::Int8Engine(const ExportModel& model, const std::map<std::string, Act
         auto it = activations.find(n.name);
         return it == activations.end() ? nullptr : &it->second;
     };
-    auto describe = [&](const Node& n, std::string text) { im.plan.emplace_back(n.name, [text] { return text; }); };
+    auto describe = [&](const Node& n, const std::string& text) {
+        im.plan.emplace_back(n.name, [text] { return text; });
+    };
     // A step that puts `from`'s values onto `q`'s grid (float or another grid), as a new value.
     auto requantized = [&](const Value& from, const ActivationQuant& q) {
         Value out = from;
@@ -381,7 +383,9 @@ Int8Engine::Int8Engine(const ExportModel& model, const std::map<std::string, Act
         // them between a DequantizeLinear and a QuantizeLinear: tables where the input is uint8.
         if (n.type == "ReLU" || n.type == "BatchNorm") {
             const bool bn = n.type == "BatchNorm";
-            const auto [channels, inner] = Impl::channelsOf(in);
+            // Not a structured binding: clang (clang-tidy) cannot capture one in the lambdas below.
+            const std::pair<int64_t, int64_t> layout = Impl::channelsOf(in);
+            const int64_t channels = layout.first, inner = layout.second;
             const int64_t tables = bn ? channels : 1;
             std::vector<float> scale(size_t(tables), 1.0f), shift(size_t(tables), 0.0f);
             if (bn) {
