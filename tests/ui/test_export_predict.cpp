@@ -178,12 +178,15 @@ private slots:
         // The Predict dock runs the int8 file on the int8 engine (where the CPU has AVX512-VNNI) and says so.
         PredictPanel predict(&doc);
         QSignalSpy predicted(&predict, &PredictPanel::predictionReady);
+        const int64_t matmulsBefore = cpu::int8Counters().matmuls;
         QVERIFY2(showWithModel(predict, dir.filePath("mine-int8.onnx")), qPrintable(predict.errorText()));
         QVERIFY2(predict.sourceText().contains(cpu::int8Unavailable().empty() ? "runs on: int8 engine"
                                                                               : "not the int8 engine"),
                  qPrintable(predict.sourceText()));
         QVERIFY(waitFor(predicted));
         QVERIFY2(!predict.predictionText().isEmpty(), qPrintable(predict.errorText()));
+        // Its prediction ran oneDNN's int8 matmuls (the model's Dense layers), not the float32 model.
+        if (cpu::int8Unavailable().empty()) QVERIFY(cpu::int8Counters().matmuls > matmulsBefore);
     }
 
     void errorsAreShownNotThrown() {
