@@ -179,6 +179,7 @@ int predictCommand(PredictArgs& a, std::ostream& out) {
     }
     const PredictRuntime runtime = runtimeName == "strata"   ? PredictRuntime::Strata
                                    : runtimeName == "opencv" ? PredictRuntime::OpenCv
+                                   : runtimeName == "int8"   ? PredictRuntime::Int8
                                                              : PredictRuntime::Auto;
     // A project file stands for its checkpoint, which must belong to it (not another project's of the same shapes).
     std::string modelFile = modelPath;
@@ -292,8 +293,9 @@ cli::CommandRun cli::declarePredict(CLI::App& app) {
     app.add_option("--labels", a->labelsPath, "IDX images: their labels (an IDX label file), for the accuracy.")
         ->type_name("IDX_LABELS");
     app.add_flag("--quiet", a->quiet, "Print only the accuracy line.");
-    addChoiceOption(app, "--runtime", a->runtimeName, {"strata", "opencv"},
-                    "What runs the model (default: Strata; an .onnx file: OpenCV DNN).");
+    addChoiceOption(app, "--runtime", a->runtimeName, {"strata", "opencv", "int8"},
+                    "What runs the model (default: Strata; an .onnx file: OpenCV DNN; an int8 .onnx file: Strata's "
+                    "int8 engine on a CPU with AVX512-VNNI). strata: float32 on the file's (dequantized) weights.");
     app.add_option("--text", a->texts, "A text model: one sample (give --text again for more).")
         ->type_name("TEXT")
         ->expected(1)

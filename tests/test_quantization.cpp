@@ -15,6 +15,7 @@
 
 #include "app/CliCommands.h"
 #include "core/backend/Backend.h"
+#include "core/backend/CpuInt8.h"
 #include "core/data/Dataset.h"
 #include "core/export/ExportModel.h"
 #include "core/export/Gguf.h"
@@ -327,7 +328,10 @@ private slots:
 
         // The export check runs the file's int8 arithmetic (OpenCV 4.6 cannot import QDQ) and says so.
         const ExportCheckResult c = checkExport(t.model, path("q.onnx"), t.data.validation, t.data.normalization, 100);
-        QCOMPARE(c.runtime, std::string("Strata CPU backend (int8 simulated)"));
+        QCOMPARE(c.runtime, std::string(cpu::int8Unavailable().empty() ? "Strata int8 engine"
+                                                                       : "Strata CPU backend (int8 simulated)"));
+        // On the int8 engine, checked against the simulation of the same file.
+        if (cpu::int8Unavailable().empty()) QVERIFY(c.int8SameAsSimulation >= c.samples * 98 / 100);
         QVERIFY2(c.method.find("uint8 scale and zero point") != std::string::npos, c.method.c_str());
         QVERIFY(std::abs(c.fileAccuracy - c.liveAccuracy) <= 0.03);
         // int8 needs calibration data, and only ONNX has it.

@@ -33,6 +33,7 @@
 #include "core/export/ExportModel.h"
 #include "core/graph/Model.h"
 #include "core/infer/ExportCheck.h"
+#include "core/infer/Int8Engine.h"
 #include "core/infer/Predict.h"
 #include "ui/ExportDialog.h"
 #include "ui/FieldError.h"
@@ -165,7 +166,23 @@ struct PredictSession {
     Normalization dataNormalization;
     QString dataError;  // non-empty: no samples (the model still predicts image files)
     QVector<QImage> thumbnails;
+    // An int8 ONNX file runs on Strata's int8 engine where it can; `runtime` says what runs it (and why not the
+    // engine), empty for float models.
+    std::unique_ptr<Int8Engine> int8;
+    QString runtime;
 };
+
+namespace {
+
+// `count` normalized samples through the session's model: the int8 engine for an int8 file it runs, else the
+// compiled float32 model.
+Predictions predictOn(PredictSession& s, const float* inputs, int64_t count) {
+    if (!s.int8) return predictSamples(*s.compiled, inputs, count);
+    return predictionsFromOutputs(s.int8->run(inputs, count), count, s.classes,
+                                  graphEndsInSoftmax(s.model.project.graph));
+}
+
+}  // namespace
 
 struct PredictPanel::JobResult {
     enum Kind { Load, Predict, Confusion } kind = Load;
@@ -515,6 +532,14 @@ void PredictPanel::loadModel(const QString& path) {
         s->compiled = compileExportModel(s->model, *s->backend);
         s->inputShape = s->compiled->inputShape();
         s->classes = int(s->compiled->outputShape().numel());
+        if (!s->model.int8Activations.empty()) {
+            try {
+                s->int8 = std::make_unique<Int8Engine>(s->model, s->model.int8Activations);
+                s->runtime = tr("int8 engine");
+            } catch (const std::exception& e) {
+                s->runtime = tr("float32 on the dequantized weights, not the int8 engine: %1").arg(q(e.what()));
+            }
+        }
         for (int k = 0; k < s->classes; ++k)
             s->classNames << (size_t(k) < s->model.classNames.size() && !s->model.classNames[size_t(k)].empty()
                                   ? q(s->model.classNames[size_t(k)])
@@ -571,7 +596,7 @@ void PredictPanel::selectSample(int index) {
         JobResult r;
         r.kind = JobResult::Predict;
         const int64_t per = s->samples.sampleShape.numel();
-        r.predictions = predictSamples(*s->compiled, s->samples.inputs.data() + index * per, 1);
+        r.predictions = predictOn(*s, s->samples.inputs.data() + index * per, 1);
         const int label = s->samples.labels[size_t(index)];
         r.truth = tr("%1 sample %2, true class: %3")
                       .arg(s->splitName)
@@ -612,7 +637,7 @@ void PredictPanel::predictText(const QString& text) {
         r.kind = JobResult::Predict;
         const DatasetSettings& ds = s->model.project.dataset;
         PredictInputs in = encodeTexts({utf8}, s->model);
-        r.predictions = predictSamples(*s->compiled, in.values.data(), 1);
+        r.predictions = predictOn(*s, in.values.data(), 1);
         // The tokens as typed (words, characters or pieces), the ones the vocabulary lacks (id 1) marked, those
         // past max_tokens struck out.
         const TextEncoder encoder(ds.tokenizer, ds.maxTokens, s->model.vocabulary, s->model.tokenizerModel);
@@ -722,7 +747,7 @@ void PredictPanel::predictImageFile(const QString& path) {
         JobResult r;
         r.kind = JobResult::Predict;
         applyNormalization(raw, s->model.normalization);
-        r.predictions = predictSamples(*s->compiled, raw.data(), 1);
+        r.predictions = predictOn(*s, raw.data(), 1);
         r.sampleInput = raw;
         r.input = shown;
         r.truth = tr("image %1").arg(name);
@@ -742,7 +767,7 @@ void PredictPanel::runConfusionMatrix() {
     start([s, cancel, bar] {
         JobResult r;
         r.kind = JobResult::Confusion;
-        const SplitEvaluation e = evaluateSplit(*s->compiled, s->samples, 0, 256, [&](int64_t done, int64_t total) {
+        auto progress = [&](int64_t done, int64_t total) {
             const int pct = int(100 * done / std::max<int64_t>(1, total));
             QMetaObject::invokeMethod(
                 bar,
@@ -751,7 +776,21 @@ void PredictPanel::runConfusionMatrix() {
                 },
                 Qt::QueuedConnection);
             return !cancel->load();
-        });
+        };
+        if (s->int8) {  // the int8 engine, 256 samples at a time so that it can be cancelled
+            const int64_t per = s->samples.sampleShape.numel(), n = s->samples.count;
+            std::vector<int32_t> predicted;
+            for (int64_t start = 0; start < n; start += 256) {
+                const int64_t b = std::min<int64_t>(256, n - start);
+                const Predictions p = predictOn(*s, s->samples.inputs.data() + start * per, b);
+                predicted.insert(predicted.end(), p.predicted.begin(), p.predicted.end());
+                if (!progress(start + b, n)) throw EvaluationCancelled();
+            }
+            r.confusion = confusionMatrix(s->samples.labels, predicted, s->classes);
+            r.predicted = std::move(predicted);
+            return r;
+        }
+        const SplitEvaluation e = evaluateSplit(*s->compiled, s->samples, 0, 256, progress);
         r.confusion = e.confusion;
         r.predicted = e.predictions.predicted;
         return r;
@@ -900,6 +939,7 @@ void PredictPanel::showModel() {
              : tr("<b>%1</b> (%2)").arg(QFileInfo(s.source).fileName().toHtmlEscaped(), name.toHtmlEscaped())) +
         tr(": input %1, %2 classes").arg(q(s.inputShape.toString())).arg(s.classes);
     if (s.samples.count > 0) text += tr("; %1 %2 samples").arg(s.samples.count).arg(s.splitName);
+    if (!s.runtime.isEmpty()) text += tr("; runs on: %1").arg(s.runtime.toHtmlEscaped());
     if (!s.runLabel.isEmpty()) text = tr("From %1: %2").arg(s.runLabel.toHtmlEscaped(), text);
     m_source->setText(text);
     m_source->setToolTip(s.source);

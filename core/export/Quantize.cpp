@@ -268,17 +268,21 @@ Int8Calibration calibrateInt8(const ExportModel& model, const DataSplit& data, c
 }
 
 std::vector<float> simulateInt8(const ExportModel& model, const std::map<std::string, ActivationQuant>& activations,
-                                const float* inputs, int64_t count, int batchSize) {
+                                const float* inputs, int64_t count, int batchSize, const Int8Tap& tap) {
     const Graph& graph = model.project.graph;
     auto backend = cpuBackend();
     auto m = compiledUnfused(model, *backend);
     std::map<int, ActivationQuant> byNode;
     const ActivationQuant* inputQuant = nullptr;
+    std::string inputName;
     for (const Node* n : graph.nodes()) {
         auto it = activations.find(n->name);
         if (it == activations.end()) continue;
         byNode[n->id] = it->second;
-        if (typeSays(graph, n->id, [](const LayerType& t) { return t.isGraphInput(); })) inputQuant = &it->second;
+        if (typeSays(graph, n->id, [](const LayerType& t) { return t.isGraphInput(); })) {
+            inputQuant = &it->second;
+            inputName = n->name;
+        }
     }
     std::vector<float> host;
     m->setForwardHook([&](int node, Tensor& out) {
@@ -287,6 +291,7 @@ std::vector<float> simulateInt8(const ExportModel& model, const std::map<std::st
         host.resize(static_cast<size_t>(out.numel()));
         backend->toHost(out, host.data());
         fakeQuantize(host.data(), out.numel(), it->second);
+        if (tap) tap(graph.node(node)->name, host.data(), out.numel());
         backend->copyFromHost(out.raw(), host.data(), out.bytes());
     });
     const int64_t per = m->inputShape().numel(), classes = m->outputShape().numel();
@@ -294,7 +299,10 @@ std::vector<float> simulateInt8(const ExportModel& model, const std::map<std::st
     for (int64_t start = 0; start < count; start += batchSize) {
         const int64_t b = std::min<int64_t>(batchSize, count - start);
         batch.assign(inputs + start * per, inputs + (start + b) * per);
-        if (inputQuant) fakeQuantize(batch.data(), b * per, *inputQuant);
+        if (inputQuant) {
+            fakeQuantize(batch.data(), b * per, *inputQuant);
+            if (tap) tap(inputName, batch.data(), b * per);
+        }
         const Tensor x = backend->fromHost(m->inputShape().withBatch(b), batch.data());
         const Tensor& y = m->forward(x, false);
         backend->toHost(y, outputs.data() + start * classes);

@@ -20,6 +20,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -85,10 +86,14 @@ std::set<int> quantizedOutputs(const Graph& graph);
 // do not fit the model.
 Int8Calibration calibrateInt8(const ExportModel& model, const DataSplit& data, const QuantizationOptions& options);
 
+// Called by simulateInt8 with each rounded tensor of a batch: the node's name, its values (NCHW) and their count.
+using Int8Tap = std::function<void(const std::string& node, const float* values, int64_t count)>;
+
 // Outputs of `model` on `count` normalized samples with every tensor of `activations` rounded to its grid
 // after the layer that produces it (the Input's before the first layer); `model`'s weights are taken as they
-// are (an int8 file's, as loadModelFile dequantizes them). Runs on the CPU in batches of `batchSize`.
+// are (an int8 file's, as loadModelFile dequantizes them). Runs on the CPU in batches of `batchSize`; `tap`
+// (optional) sees each rounded tensor, for the int8 engine's tests (infer/Int8Engine.h).
 std::vector<float> simulateInt8(const ExportModel& model, const std::map<std::string, ActivationQuant>& activations,
-                                const float* inputs, int64_t count, int batchSize = 256);
+                                const float* inputs, int64_t count, int batchSize = 256, const Int8Tap& tap = {});
 
 }  // namespace strata

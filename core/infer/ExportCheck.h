@@ -79,6 +79,11 @@ struct ExportCheckResult {
     // is applied to its outputs, so a wrong one shows up here); classes, accuracies and samePrediction are 0.
     std::string scoreName;
     double liveScore = 0, fileScore = 0;
+    // An int8 file run on Strata's int8 engine (Int8Engine.h): against its reference, the float simulation of the
+    // same file (simulateInt8), the samples of the same class and the largest output difference; -1 and 0 when the
+    // engine did not run (no AVX512-VNNI, or a layer it has no int8 path for: `method` says which).
+    int64_t int8SameAsSimulation = -1;
+    double int8MaxDiffFromSimulation = 0;
 };
 
 // Loads `exportedPath` with loadModelFile, compiles it and `live` on the CPU backend and runs both on the first

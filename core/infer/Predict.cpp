@@ -20,6 +20,7 @@
 #include "core/export/FoldBatchNorm.h"
 #include "core/graph/Model.h"
 #include "core/infer/ExportCheck.h"
+#include "core/infer/Int8Engine.h"
 #include "core/infer/OnnxRunner.h"
 #include "core/io/InputFile.h"
 
@@ -220,6 +221,22 @@ Predictor::Predictor(const std::string& modelPath, PredictRuntime runtime, const
     m_backend = backendRegistry().create(Device::cpu());
     // For inference only: BatchNorm folded into the layer before it (the same outputs, one pass fewer).
     m_model = compileExportModel(foldBatchNorm(m_file), *m_backend);
+    const bool int8File = !m_file.int8Activations.empty();
+    if (runtime == PredictRuntime::Int8 && !int8File)
+        throw std::invalid_argument("--runtime int8 runs int8 ONNX files (strata-train export --quantize int8); " +
+                                    modelPath + " is not one");
+    if (int8File && (runtime == PredictRuntime::Int8 || runtime == PredictRuntime::Auto)) {
+        try {
+            m_int8 = std::make_unique<Int8Engine>(m_file, m_file.int8Activations);
+            m_runtimeLine = "runtime: Strata int8 engine (oneDNN u8 x s8 kernels on the file's integers)";
+            return;
+        } catch (const std::runtime_error& e) {
+            if (runtime == PredictRuntime::Int8) throw std::runtime_error(modelPath + ": " + e.what());
+            m_runtimeLine +=
+                " in float32 on the file's dequantized weights; not the int8 engine: " + std::string(e.what());
+            return;  // OpenCV 4.6 cannot import QDQ graphs
+        }
+    }
     if (!onnxFile || runtime == PredictRuntime::Strata) return;
     if (runtime == PredictRuntime::OpenCv || onnxRunnerAvailable()) {
         try {
@@ -280,6 +297,10 @@ Predictions Predictor::run(std::vector<float> raw, int64_t count, int batchSize)
     std::vector<float> onnxInputs;
     if (m_runner && m_runner->normalizationInGraph()) onnxInputs = raw;
     applyNormalization(raw, m_file.normalization);
+    if (m_int8)
+        return predictionsFromOutputs(m_int8->run(raw.data(), count, batchSize), count,
+                                      static_cast<int>(m_model->outputShape().numel()),
+                                      graphEndsInSoftmax(m_file.project.graph));
     if (m_runner) {
         const std::vector<float>& x = m_runner->normalizationInGraph() ? onnxInputs : raw;
         std::vector<float> outputs;

@@ -20,6 +20,7 @@ namespace strata {
 class Backend;
 class Model;
 class OnnxRunner;
+class Int8Engine;
 
 // Raw (un-normalized) inputs read from a file.
 struct PredictInputs {
@@ -51,7 +52,9 @@ bool isIdxImages(const std::string& path);
 // IDX labels (u8 class indices, as Fashion-MNIST's *-labels-idx1-ubyte) for the first `count` samples.
 std::vector<std::string> readIdxLabels(const std::string& path, int64_t count);
 
-enum class PredictRuntime { Auto, Strata, OpenCv };
+// Int8: an int8 ONNX file (export --quantize int8) on Strata's int8 engine (Int8Engine.h), refused with the reason
+// on a CPU without AVX512-VNNI; Auto runs int8 files on it where it can and says why not where it cannot.
+enum class PredictRuntime { Auto, Strata, OpenCv, Int8 };
 
 class Predictor {
 public:
@@ -92,6 +95,7 @@ private:
     std::unique_ptr<Backend> m_backend;
     std::unique_ptr<Model> m_model;
     std::unique_ptr<OnnxRunner> m_runner;
+    std::unique_ptr<Int8Engine> m_int8;
     std::string m_runtimeLine;
 };
 

@@ -25,6 +25,7 @@
 #include <QTest>
 #include <cmath>
 
+#include "core/backend/CpuInt8.h"
 #include "core/export/ExportModel.h"
 #include "core/infer/OnnxRunner.h"
 #include "core/train/Trainer.h"
@@ -166,10 +167,26 @@ private slots:
         QVERIFY(waitFor(done));
         QVERIFY2(done.takeFirst().at(0).toBool(), qPrintable(dlg.errorText()));
         const ExportOutcome int8 = dlg.outcome();
-        QCOMPARE(int8.check.runtime, std::string("Strata CPU backend (int8 simulated)"));
+        QCOMPARE(
+            int8.check.runtime,
+            std::string(cpu::int8Unavailable().empty() ? "Strata int8 engine" : "Strata CPU backend (int8 simulated)"));
+        // On the int8 engine, checked against the simulation of the same file.
+        if (cpu::int8Unavailable().empty()) QVERIFY(int8.check.int8SameAsSimulation >= int8.check.samples * 98 / 100);
         QVERIFY(std::abs(int8.check.fileAccuracy - int8.check.liveAccuracy) <= 0.03);
         QVERIFY(dlg.tensorText().contains("dense1.weight/int8 [32, 16] INT8"));
         QVERIFY2(dlg.methodText().contains("uint8 scale and zero point"), qPrintable(dlg.methodText()));
+        // The Predict dock runs the int8 file on the int8 engine (where the CPU has AVX512-VNNI) and says so.
+        PredictPanel predict(&doc);
+        QSignalSpy predicted(&predict, &PredictPanel::predictionReady);
+        const int64_t matmulsBefore = cpu::int8Counters().matmuls;
+        QVERIFY2(showWithModel(predict, dir.filePath("mine-int8.onnx")), qPrintable(predict.errorText()));
+        QVERIFY2(predict.sourceText().contains(cpu::int8Unavailable().empty() ? "runs on: int8 engine"
+                                                                              : "not the int8 engine"),
+                 qPrintable(predict.sourceText()));
+        QVERIFY(waitFor(predicted));
+        QVERIFY2(!predict.predictionText().isEmpty(), qPrintable(predict.errorText()));
+        // Its prediction ran oneDNN's int8 matmuls (the model's Dense layers), not the float32 model.
+        if (cpu::int8Unavailable().empty()) QVERIFY(cpu::int8Counters().matmuls > matmulsBefore);
     }
 
     void errorsAreShownNotThrown() {

@@ -1,0 +1,79 @@
+// CpuInt8: oneDNN's integer (VNNI) primitives for the int8 engine (core/infer/Int8Engine): u8 x s8 convolution
+// and matmul with an int32 accumulator, int32 bias, one float scale per output channel, the source's zero point
+// and the destination's (uint8 output) or a float32 output, and u8 max pooling. Activations are NHWC (channels
+// innermost), the layout oneDNN's int8 kernels run fastest on. Each kernel is built for one layer and keeps one
+// oneDNN primitive per batch size, with the weights reordered once for it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace strata::cpu {
+
+// Empty when oneDNN runs int8 natively on this CPU (AVX512-VNNI or AMX, as oneDNN sees it: DNNL_MAX_CPU_ISA caps
+// it); else why not. Without VNNI oneDNN would emulate the u8 x s8 dot products with several instructions each.
+std::string int8Unavailable();
+
+// Executions of each kind of kernel since the process started (all threads): proof that oneDNN's int8 path ran.
+struct Int8Counters {
+    int64_t convolutions = 0, matmuls = 0, poolings = 0;
+};
+Int8Counters int8Counters();
+
+// One layer's integer kernel. run() takes `batch` samples of uint8 input and writes uint8 (or float32) output,
+// both NHWC / [batch, features]; `threads` OpenMP threads (0: all).
+class Int8Kernel {
+public:
+    virtual ~Int8Kernel() = default;
+    virtual void run(int threads, int64_t batch, const uint8_t* src, void* dst) = 0;
+    // oneDNN's implementation ("jit_int8:avx512_core_vnni"), known after the first run.
+    virtual std::string implementation() const = 0;
+};
+
+// y = scales[k] * (sum over the window of w * (x - srcZeroPoint) + bias[k]), rounded half to even, plus
+// dstZeroPoint and saturated to 0..255 (f32Output: the scaled value as float32, dstZeroPoint unused).
+struct Int8ConvSpec {
+    int channels = 0, height = 0, width = 0, filters = 0, kernelH = 1, kernelW = 1;
+    int strideH = 1, strideW = 1, padH = 0, padW = 0, dilationH = 1, dilationW = 1, groups = 1;
+    std::vector<int8_t> weights;  // [filters, channels / groups, kernelH, kernelW]
+    std::vector<int32_t> bias;    // [filters], or empty
+    std::vector<float> scales;    // [filters]
+    int srcZeroPoint = 0, dstZeroPoint = 0;
+    bool f32Output = false;
+};
+// The same for a dense layer: x [batch, inputs], weights [outputs, inputs].
+struct Int8MatmulSpec {
+    int inputs = 0, outputs = 0;
+    std::vector<int8_t> weights;
+    std::vector<int32_t> bias;
+    std::vector<float> scales;
+    int srcZeroPoint = 0, dstZeroPoint = 0;
+    bool f32Output = false;
+};
+// Max pooling of uint8 values (its output on its input's grid); padding never wins (oneDNN pads with the
+// lowest value).
+struct Int8MaxPoolSpec {
+    int channels = 0, height = 0, width = 0, kernelH = 2, kernelW = 2, strideH = 2, strideW = 2, padH = 0, padW = 0;
+};
+
+// dst[i] = tables[channel of i][src[i]] for values laid out [outer, channels, inner] (NHWC: inner 1), on
+// `threads` OpenMP threads: an element-wise float32 layer (BatchNorm, a ReLU on a grid not starting at 0) from one
+// uint8 grid to another, tabulated for each of the 256 values per channel (tables: channels x 256). The F32 form
+// writes float32 values (the layer's output is not quantized).
+void applyChannelTables(int threads, const uint8_t* src, uint8_t* dst, int64_t outer, int64_t channels, int64_t inner,
+                        const uint8_t* tables);
+void applyChannelTablesF32(int threads, const uint8_t* src, float* dst, int64_t outer, int64_t channels, int64_t inner,
+                           const float* tables);
+
+// dst[i] = table[a[i] * 256 + b[i]] for `count` values on `threads` threads: a binary layer (Add) from two uint8
+// grids to a third, tabulated for every pair (table: 65,536 values).
+void applyPairTable(int threads, const uint8_t* a, const uint8_t* b, uint8_t* dst, int64_t count, const uint8_t* table);
+
+// Throw std::runtime_error with oneDNN's reason when it has no primitive for the spec (or no oneDNN in the build).
+std::unique_ptr<Int8Kernel> makeInt8Conv(const Int8ConvSpec& spec);
+std::unique_ptr<Int8Kernel> makeInt8Matmul(const Int8MatmulSpec& spec);
+std::unique_ptr<Int8Kernel> makeInt8MaxPool(const Int8MaxPoolSpec& spec);
+
+}  // namespace strata::cpu

@@ -1,0 +1,601 @@
+#include "core/infer/Int8Engine.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <functional>
+#include <set>
+#include <stdexcept>
+
+#include "core/backend/CpuInt8.h"
+
+namespace strata {
+
+namespace {
+
+// A node's output as the engine holds it: uint8 on its grid or float32, for `batch` samples, NHWC when `nhwc`
+// (a [C, H, W] value, or the Flatten of one: `flatFrom` is then that [C, H, W]).
+struct Value {
+    int buffer = -1;  // index into Impl::buffers
+    Shape shape;      // per sample, in the graph's (NCHW) terms
+    bool quantized = false;
+    ActivationQuant q;
+    bool nhwc = false;
+    Shape flatFrom;
+};
+
+struct Buffer {
+    std::vector<uint8_t> u8;
+    std::vector<float> f32;
+};
+
+uint8_t quantize(float x, const ActivationQuant& q) {
+    return static_cast<uint8_t>(std::clamp(std::nearbyint(x / q.scale) + float(q.zeroPoint), 0.0f, 255.0f));
+}
+float dequantize(uint8_t v, const ActivationQuant& q) { return float(int(v) - q.zeroPoint) * q.scale; }
+
+std::pair<int, int> pairOf(const Json& params, const char* key, std::pair<int, int> fallback) {
+    if (!params.contains(key)) return fallback;
+    const Json& v = params.at(key);
+    if (v.is_number()) return {v.get<int>(), v.get<int>()};
+    if (!v.is_array() || v.empty()) return fallback;
+    if (v.size() == 1) return {v[0].get<int>(), v[0].get<int>()};
+    return {v[0].get<int>(), v[1].get<int>()};
+}
+
+// Threads for a step of `work` multiply-adds (convolution, matmul) or of `work` values read (tables, pooling): one
+// for a small step, where waking a second OpenMP thread costs more than it brings. Measured (bench_int8,
+// fashion_cnn_bn, batch 1): 2 threads everywhere 0.80 ms a pass, 1 thread 0.11 ms; the largest convolution at
+// batch 1 is 7.2 M multiply-adds, the largest table 25,000 values.
+constexpr double kSmallMacs = 1 << 23, kSmallValues = 1 << 18;
+int threadsFor(int threads, double work, double small) { return work < small ? 1 : threads; }
+
+}  // namespace
+
+struct Int8Engine::Impl {
+    int threads = 0;
+    std::vector<Buffer> buffers;
+    std::map<int, Value> values;  // by node id
+    std::vector<std::function<void(int64_t batch)>> steps;
+    std::vector<std::pair<std::string, std::function<std::string()>>> plan;
+    std::vector<std::unique_ptr<cpu::Int8Kernel>> kernels;
+    int inputNode = -1, outputNode = -1;
+    int64_t lastBatch = 0;
+    std::map<std::string, int> ids;
+    // uint8 -> uint8 table steps by their output buffer: a max pooling after one may take the table over.
+    struct TableStep {
+        std::shared_ptr<bool> deferred;  // set: the step does nothing, the pooling applies the table
+        Value input;
+        std::vector<uint8_t> table;  // channels x 256
+        bool nonDecreasing = false;
+        int node = -1;
+    };
+    std::map<int, TableStep> tableSteps;
+    std::set<int> deferredNodes;
+    Shape inputShape;
+    const float* input = nullptr;  // the batch being run (normalized, NCHW)
+
+    int newBuffer() {
+        buffers.emplace_back();
+        return static_cast<int>(buffers.size()) - 1;
+    }
+    std::vector<uint8_t>& u8(const Value& v, int64_t batch) {
+        auto& b = buffers[static_cast<size_t>(v.buffer)].u8;
+        b.resize(static_cast<size_t>(batch * v.shape.numel()));
+        return b;
+    }
+    std::vector<float>& f32(const Value& v, int64_t batch) {
+        auto& b = buffers[static_cast<size_t>(v.buffer)].f32;
+        b.resize(static_cast<size_t>(batch * v.shape.numel()));
+        return b;
+    }
+    // `v` for `batch` samples as float32 in the graph's order (NCHW; a flattened NHWC value in [C, H, W] order).
+    void toNchw(const Value& v, int64_t batch, float* dst) {
+        const int64_t per = v.shape.numel();
+        const Shape& chw = v.nhwc ? v.shape : v.flatFrom;
+        const int64_t c = chw.rank() == 3 ? chw[0] : 1, hw = per / c;
+        const uint8_t* q = v.quantized ? u8(v, batch).data() : nullptr;
+        const float* f = v.quantized ? nullptr : f32(v, batch).data();
+        for (int64_t s = 0; s < batch; ++s)
+            for (int64_t ch = 0; ch < c; ++ch)
+                for (int64_t i = 0; i < hw; ++i) {
+                    const auto from = static_cast<size_t>(s * per + i * c + ch);
+                    dst[s * per + ch * hw + i] = q ? dequantize(q[from], v.q) : f[from];
+                }
+    }
+    // The channel count and the stride between a channel's values in the stored layout: [C, H, W] NHWC:
+    // C and 1 (channel = i % C); [C, L] or [C]: C and L.
+    static std::pair<int64_t, int64_t> channelsOf(const Value& v) {
+        if (v.nhwc && v.shape.rank() == 3) return {v.shape[0], 1};
+        return {v.shape[0], v.shape.rank() >= 2 ? v.shape.product(1, v.shape.rank()) : 1};
+    }
+};
+
+namespace {
+
+[[noreturn]] void refuse(const Node& n, const std::string& why) {
+    throw std::runtime_error("int8 engine: node '" + n.name + "' (" + n.type + ") " + why +
+                             "; run this file with `strata-train predict --runtime strata` (float32 on its dequantized "
+                             "weights) or onnxruntime");
+}
+
+}  // namespace
+
+Int8Engine::Int8Engine(const ExportModel& model, const std::map<std::string, ActivationQuant>& activations, int threads)
+    : m_impl(std::make_unique<Impl>()) {
+    if (const std::string why = cpu::int8Unavailable(); !why.empty())
+        throw std::runtime_error(
+            "int8 engine refused: " + why +
+            ". Run the file with `strata-train predict --runtime strata` (float32 on its dequantized "
+            "weights) or onnxruntime instead");
+    Impl& im = *m_impl;
+    im.threads = threads;
+    const Graph& graph = model.project.graph;
+    const GraphAnalysis analysis = analyzeGraph(graph);
+    if (!analysis.ok()) throw std::runtime_error("int8 engine: " + analysis.problems.front().message);
+    std::set<int> consumed;
+    for (const Edge& e : graph.edges()) consumed.insert(e.from.node);
+
+    auto weight = [&](const Node& n, const std::string& param) -> const std::vector<float>* {
+        auto it = model.weights.find(n.name + "." + param);
+        return it == model.weights.end() ? nullptr : &it->second;
+    };
+    auto inputOf = [&](const Node& n, size_t port) -> Value {
+        const std::vector<std::string> ports = graph.inputPorts(n.id);
+        const auto e = graph.edgeInto({n.id, ports.at(port)});
+        if (!e) refuse(n, "has no input on port " + ports.at(port));
+        return im.values.at(e->from.node);
+    };
+    // The quantization of a node's output, if the file quantizes it.
+    auto outQuant = [&](const Node& n) -> const ActivationQuant* {
+        auto it = activations.find(n.name);
+        return it == activations.end() ? nullptr : &it->second;
+    };
+    auto describe = [&](const Node& n, const std::string& text) {
+        im.plan.emplace_back(n.name, [text] { return text; });
+    };
+    // A step that puts `from`'s values onto `q`'s grid (float or another grid), as a new value.
+    auto requantized = [&](const Value& from, const ActivationQuant& q) {
+        Value out = from;
+        out.buffer = im.newBuffer();
+        out.quantized = true;
+        out.q = q;
+        im.steps.push_back([&im, from, out](int64_t batch) {
+            auto& dst = im.u8(out, batch);
+            if (from.quantized) {
+                std::array<uint8_t, 256> table{};
+                for (int v = 0; v < 256; ++v) table[size_t(v)] = quantize(dequantize(uint8_t(v), from.q), out.q);
+                const auto& src = im.u8(from, batch);
+                for (size_t i = 0; i < dst.size(); ++i) dst[i] = table[src[i]];
+            } else {
+                const auto& src = im.f32(from, batch);
+                for (size_t i = 0; i < dst.size(); ++i) dst[i] = quantize(src[i], out.q);
+            }
+        });
+        return out;
+    };
+
+    for (int id : graph.topologicalOrder()) {
+        const Node& n = *graph.node(id);
+        const Json& params = analysis.params.at(id);
+        const Shape& shape = analysis.outputShapes.at(id);
+        const LayerType* type = graph.layerType(id);
+        const ActivationQuant* oq = outQuant(n);
+        im.ids[n.name] = id;
+        if (!consumed.count(id)) im.outputNode = id;
+        Value out;
+        out.shape = shape;
+        if (type && type->isGraphInput()) {
+            im.inputNode = id;
+            im.inputShape = shape;
+            out.buffer = im.newBuffer();
+            out.quantized = oq != nullptr;
+            if (oq) out.q = *oq;
+            out.nhwc = shape.rank() == 3;
+            im.steps.push_back([&im, out](int64_t batch) {
+                const int64_t per = out.shape.numel();
+                if (!out.quantized) {
+                    auto& dst = im.f32(out, batch);
+                    std::copy_n(im.input, batch * per, dst.begin());
+                    // Float [C, H, W] values are NHWC too, like every value of that rank.
+                    if (out.nhwc) {
+                        const int64_t c = out.shape[0], hw = per / c;
+                        for (int64_t s = 0; s < batch; ++s)
+                            for (int64_t ch = 0; ch < c; ++ch)
+                                for (int64_t i = 0; i < hw; ++i)
+                                    dst[size_t(s * per + i * c + ch)] = im.input[s * per + ch * hw + i];
+                    }
+                    return;
+                }
+                auto& dst = im.u8(out, batch);
+                const int64_t c = out.nhwc ? out.shape[0] : 1, hw = per / c;
+                for (int64_t s = 0; s < batch; ++s)
+                    for (int64_t ch = 0; ch < c; ++ch)
+                        for (int64_t i = 0; i < hw; ++i)
+                            dst[size_t(s * per + i * c + ch)] = quantize(im.input[s * per + ch * hw + i], out.q);
+            });
+            describe(n, oq ? "input quantized to uint8" : "input float32");
+            im.values[id] = out;
+            continue;
+        }
+        if (!type) refuse(n, "has an unknown layer type");
+        if (type->identityAtInference()) {  // Dropout
+            im.values[id] = inputOf(n, 0);
+            describe(n, "identity at inference");
+            continue;
+        }
+        const Value in = inputOf(n, 0);
+        if (n.type == "Flatten" || n.type == "Reshape") {
+            out = in;
+            out.shape = shape;
+            if (in.nhwc && in.shape.rank() == 3 && shape.rank() == 1 && n.type == "Flatten") {
+                out.nhwc = false;
+                out.flatFrom = in.shape;
+            } else if (shape != in.shape && (in.nhwc || !in.flatFrom.empty())) {
+                refuse(n, "reshapes channel-last values other than flattening them for a Dense layer");
+            }
+            if (oq && !(in.quantized && in.q == *oq)) out = requantized(out, *oq);
+            describe(n, "no data movement");
+            im.values[id] = out;
+            continue;
+        }
+        if (n.type == "Conv2D" || n.type == "Dense") {
+            if (!in.quantized)
+                refuse(n, "has a float32 input (the file quantizes its weights only after a quantized tensor)");
+            const std::vector<float>* w = weight(n, "weight");
+            if (!w) refuse(n, "has no weight in the model");
+            const int64_t filters = shape[0];
+            ChannelQuantized qw = quantizeWeightPerChannel(*w, n.type == "Conv2D" ? filters : shape[shape.rank() - 1]);
+            std::vector<int32_t> bias;
+            if (const std::vector<float>* b = weight(n, "bias")) bias = quantizeBias(*b, in.q.scale, qw.scales);
+            std::vector<float> scales(qw.scales.size());
+            for (size_t k = 0; k < scales.size(); ++k) scales[k] = in.q.scale * qw.scales[k] / (oq ? oq->scale : 1.0f);
+            out.buffer = im.newBuffer();
+            out.quantized = oq != nullptr;
+            if (oq) out.q = *oq;
+            std::unique_ptr<cpu::Int8Kernel> kernel;
+            try {
+                if (n.type == "Conv2D") {
+                    if (in.shape.rank() != 3 || !in.nhwc) refuse(n, "takes an input that is not [C, H, W]");
+                    cpu::Int8ConvSpec s;
+                    s.channels = int(in.shape[0]);
+                    s.height = int(in.shape[1]);
+                    s.width = int(in.shape[2]);
+                    s.filters = int(filters);
+                    std::tie(s.kernelH, s.kernelW) = pairOf(params, "kernel", {1, 1});
+                    std::tie(s.strideH, s.strideW) = pairOf(params, "stride", {1, 1});
+                    std::tie(s.padH, s.padW) = pairOf(params, "padding", {0, 0});
+                    std::tie(s.dilationH, s.dilationW) = pairOf(params, "dilation", {1, 1});
+                    s.groups = params.value("groups", 1);
+                    s.weights = std::move(qw.values);
+                    s.bias = std::move(bias);
+                    s.scales = std::move(scales);
+                    s.srcZeroPoint = in.q.zeroPoint;
+                    s.dstZeroPoint = oq ? oq->zeroPoint : 0;
+                    s.f32Output = !oq;
+                    kernel = cpu::makeInt8Conv(s);
+                    out.nhwc = true;
+                } else {
+                    if (in.shape.rank() != 1)
+                        refuse(n, "takes an input of rank " + std::to_string(in.shape.rank()) + ", not a vector");
+                    cpu::Int8MatmulSpec s;
+                    s.inputs = int(in.shape[0]);
+                    s.outputs = int(shape[0]);
+                    s.weights = std::move(qw.values);
+                    if (!in.flatFrom.empty()) {  // columns from [C, H, W] order to the values' [H, W, C]
+                        const int64_t c = in.flatFrom[0], hw = in.flatFrom.numel() / c;
+                        std::vector<int8_t> permuted(s.weights.size());
+                        for (int64_t o = 0; o < s.outputs; ++o)
+                            for (int64_t ch = 0; ch < c; ++ch)
+                                for (int64_t i = 0; i < hw; ++i)
+                                    permuted[size_t(o * s.inputs + i * c + ch)] =
+                                        s.weights[size_t(o * s.inputs + ch * hw + i)];
+                        s.weights = std::move(permuted);
+                    }
+                    s.bias = std::move(bias);
+                    s.scales = std::move(scales);
+                    s.srcZeroPoint = in.q.zeroPoint;
+                    s.dstZeroPoint = oq ? oq->zeroPoint : 0;
+                    s.f32Output = !oq;
+                    kernel = cpu::makeInt8Matmul(s);
+                }
+            } catch (const std::runtime_error& e) {
+                if (std::string(e.what()).rfind("int8 engine:", 0) == 0) throw;
+                refuse(n, e.what());
+            }
+            cpu::Int8Kernel* k = kernel.get();
+            im.kernels.push_back(std::move(kernel));
+            // Multiply-adds per sample: each output value sums one weight row.
+            const double macs = double(shape.numel()) * double(w->size()) / double(filters);
+            im.steps.push_back([&im, in, out, k, macs](int64_t batch) {
+                const uint8_t* src = im.u8(in, batch).data();
+                void* dst = out.quantized ? static_cast<void*>(im.u8(out, batch).data())
+                                          : static_cast<void*>(im.f32(out, batch).data());
+                k->run(threadsFor(im.threads, macs * double(batch), kSmallMacs), batch, src, dst);
+            });
+            const std::string what = n.type == "Conv2D" ? "int8 convolution" : "int8 matmul";
+            im.plan.emplace_back(n.name, [what, k] { return what + " (" + k->implementation() + ")"; });
+            im.values[id] = out;
+            continue;
+        }
+        if (n.type == "MaxPool2D") {
+            if (!in.quantized || !in.nhwc) refuse(n, "has an input that is not uint8 [C, H, W]");
+            cpu::Int8MaxPoolSpec s;
+            s.channels = int(in.shape[0]);
+            s.height = int(in.shape[1]);
+            s.width = int(in.shape[2]);
+            std::tie(s.kernelH, s.kernelW) = pairOf(params, "kernel", {2, 2});
+            std::tie(s.strideH, s.strideW) = pairOf(params, "stride", {s.kernelH, s.kernelW});
+            std::tie(s.padH, s.padW) = pairOf(params, "padding", {0, 0});
+            cpu::Int8Kernel* k = nullptr;
+            try {
+                im.kernels.push_back(cpu::makeInt8MaxPool(s));
+                k = im.kernels.back().get();
+            } catch (const std::runtime_error& e) {
+                refuse(n, e.what());
+            }
+            out = in;
+            out.shape = shape;
+            out.buffer = im.newBuffer();
+            // A table that never decreases (BatchNorm with gamma >= 0, on to a grid) commutes with the maximum:
+            // max T(x) = T(max x), exactly. When the pooling is the only reader of the table's output (through a
+            // fused ReLU), it pools the table's input and applies the table to a quarter of the values.
+            auto table = im.tableSteps.find(in.buffer);
+            const Node* reader = graph.node(graph.edgeInto({id, graph.inputPorts(id).front()})->from.node);
+            bool onlyReader = graph.edgesFrom(reader->id).size() == 1;
+            if (onlyReader && table != im.tableSteps.end() && reader->id != table->second.node)
+                onlyReader = graph.edgesFrom(table->second.node).size() == 1;  // the table, then a fused ReLU
+            if (table != im.tableSteps.end() && table->second.nonDecreasing && onlyReader) {
+                const Impl::TableStep& t = table->second;
+                *t.deferred = true;
+                im.deferredNodes.insert(t.node);
+                Value pooled = t.input;
+                pooled.shape = shape;
+                pooled.buffer = im.newBuffer();
+                const int64_t channels = shape[0];
+                im.steps.push_back([&im, from = t.input, pooled, out, k, channels, lut = t.table](int64_t batch) {
+                    const double work = double(batch) * double(from.shape.numel());
+                    k->run(threadsFor(im.threads, work, kSmallValues), batch, im.u8(from, batch).data(),
+                           im.u8(pooled, batch).data());
+                    const int64_t total = batch * pooled.shape.numel();
+                    cpu::applyChannelTables(threadsFor(im.threads, double(total), kSmallValues),
+                                            im.u8(pooled, batch).data(), im.u8(out, batch).data(), total / channels,
+                                            channels, 1, lut.data());
+                });
+                const std::string from = graph.node(t.node)->name;
+                im.plan.emplace_back(n.name, [k, from] {
+                    return "uint8 max pooling (" + k->implementation() + ") before " + from +
+                           "'s table, which never decreases";
+                });
+            } else {
+                im.steps.push_back([&im, in, out, k](int64_t batch) {
+                    const double work = double(batch) * double(in.shape.numel());
+                    k->run(threadsFor(im.threads, work, kSmallValues), batch, im.u8(in, batch).data(),
+                           im.u8(out, batch).data());
+                });
+                im.plan.emplace_back(n.name, [k] { return "uint8 max pooling (" + k->implementation() + ")"; });
+            }
+            if (oq && !(in.q == *oq)) out = requantized(out, *oq);
+            im.values[id] = out;
+            continue;
+        }
+        // The rest run per element in float32 between the input's grid and the output's, as the QDQ graph has
+        // them between a DequantizeLinear and a QuantizeLinear: tables where the input is uint8.
+        if (n.type == "ReLU" || n.type == "BatchNorm") {
+            const bool bn = n.type == "BatchNorm";
+            // Not a structured binding: clang (clang-tidy) cannot capture one in the lambdas below.
+            const std::pair<int64_t, int64_t> layout = Impl::channelsOf(in);
+            const int64_t channels = layout.first, inner = layout.second;
+            const int64_t tables = bn ? channels : 1;
+            std::vector<float> scale(size_t(tables), 1.0f), shift(size_t(tables), 0.0f);
+            if (bn) {
+                const std::vector<float>*gamma = weight(n, "gamma"), *beta = weight(n, "beta"),
+                      *mean = weight(n, "running_mean"), *var = weight(n, "running_var");
+                if (!gamma || !beta || !mean || !var) refuse(n, "lacks gamma, beta or its running statistics");
+                const double eps = params.value("eps", 1e-5);
+                for (int64_t c = 0; c < channels; ++c) {
+                    const double inv = 1.0 / std::sqrt(double((*var)[size_t(c)]) + eps);
+                    scale[size_t(c)] = float(inv * (*gamma)[size_t(c)]);
+                    shift[size_t(c)] = float((*beta)[size_t(c)] - (*mean)[size_t(c)] * inv * (*gamma)[size_t(c)]);
+                }
+            }
+            auto f = [bn](float x, float s, float t) { return bn ? x * s + t : std::max(x, 0.0f); };
+            if (!bn && in.quantized && in.q.zeroPoint == 0 && (!oq || *oq == in.q)) {
+                im.values[id] = in;  // the producer's clamp at zero was the ReLU
+                describe(n, "fused: the producer's uint8 grid starts at 0");
+                continue;
+            }
+            out = in;
+            out.buffer = im.newBuffer();
+            out.quantized = oq != nullptr;
+            if (oq) out.q = *oq;
+            // Tables from the input's grid: channels x 256 output values (uint8 on the output's grid, or float32).
+            std::vector<uint8_t> qTable;
+            std::vector<float> fTable;
+            if (in.quantized) {
+                fTable.resize(size_t(tables * 256));
+                for (int64_t c = 0; c < tables; ++c)
+                    for (int v = 0; v < 256; ++v)
+                        fTable[size_t(c * 256 + v)] =
+                            f(dequantize(uint8_t(v), in.q), scale[size_t(c)], shift[size_t(c)]);
+                if (oq) {
+                    qTable.resize(fTable.size());
+                    for (size_t i = 0; i < fTable.size(); ++i) qTable[i] = quantize(fTable[i], *oq);
+                }
+                if (tables == 1 && channels > 1) {  // a ReLU: the one table for every channel
+                    auto repeat = [channels](auto& t) {
+                        const auto one = t;
+                        for (int64_t c = 1; c < channels; ++c) t.insert(t.end(), one.begin(), one.end());
+                    };
+                    repeat(fTable);
+                    repeat(qTable);
+                }
+            }
+            auto deferred = std::make_shared<bool>(false);
+            if (in.quantized && oq && inner == 1) {
+                Impl::TableStep t{deferred, in, qTable, true, id};
+                for (size_t i = 0; i + 1 < qTable.size(); ++i)
+                    if (i % 256 != 255 && qTable[i] > qTable[i + 1]) t.nonDecreasing = false;
+                im.tableSteps[out.buffer] = std::move(t);
+            }
+            im.steps.push_back(
+                [&im, in, out, qTable, fTable, scale, shift, f, channels, inner, tables, deferred](int64_t batch) {
+                    if (*deferred) return;
+                    const int64_t total = batch * in.shape.numel(), outer = total / (channels * inner);
+                    const int threads = threadsFor(im.threads, double(total), kSmallValues);
+                    if (in.quantized && out.quantized) {
+                        cpu::applyChannelTables(threads, im.u8(in, batch).data(), im.u8(out, batch).data(), outer,
+                                                channels, inner, qTable.data());
+                    } else if (in.quantized) {
+                        cpu::applyChannelTablesF32(threads, im.u8(in, batch).data(), im.f32(out, batch).data(), outer,
+                                                   channels, inner, fTable.data());
+                    } else {
+                        const auto& src = im.f32(in, batch);
+                        std::vector<float> y(static_cast<size_t>(total));
+                        for (int64_t i = 0; i < total; ++i) {
+                            const auto c = static_cast<size_t>(tables == 1 ? 0 : (i / inner) % channels);
+                            y[size_t(i)] = f(src[size_t(i)], scale[c], shift[c]);
+                        }
+                        if (out.quantized) {
+                            auto& dst = im.u8(out, batch);
+                            for (int64_t i = 0; i < total; ++i) dst[size_t(i)] = quantize(y[size_t(i)], out.q);
+                        } else {
+                            im.f32(out, batch) = std::move(y);
+                        }
+                    }
+                });
+            describe(n, in.quantized ? "float32 per channel as a table on the uint8 grid" : "float32");
+            im.values[id] = out;
+            continue;
+        }
+        if (n.type == "Add" || n.type == "GlobalAvgPool" || n.type == "AvgPool2D") {
+            std::vector<Value> ins;
+            for (size_t p = 0; p < graph.inputPorts(id).size(); ++p) ins.push_back(inputOf(n, p));
+            for (const Value& v : ins)
+                if (!v.quantized || v.nhwc != ins[0].nhwc) refuse(n, "has an input that is not on a uint8 grid");
+            if (!oq) refuse(n, "has no quantized output in the file");
+            out.buffer = im.newBuffer();
+            out.quantized = true;
+            out.q = *oq;
+            out.nhwc = in.nhwc && shape.rank() == 3;
+            std::array<int, 6> pool{};  // AvgPool2D: kernel, stride, padding (height, width)
+            if (n.type == "AvgPool2D") {
+                if (!in.nhwc) refuse(n, "has an input that is not [C, H, W]");
+                std::tie(pool[0], pool[1]) = pairOf(params, "kernel", {2, 2});
+                std::tie(pool[2], pool[3]) = pairOf(params, "stride", {pool[0], pool[1]});
+                std::tie(pool[4], pool[5]) = pairOf(params, "padding", {0, 0});
+            } else if (n.type == "GlobalAvgPool" && !in.nhwc) {
+                refuse(n, "has an input that is not [C, H, W]");
+            }
+            const std::string kind = n.type;
+            if (kind == "Add" && ins.size() == 2) {
+                // Every pair of input values to the output's grid, by the same float expression as below: 64 KiB,
+                // one load per value instead of two dequantizations, an addition and a division.
+                std::vector<uint8_t> table(size_t(1) << 16);
+                for (int a = 0; a < 256; ++a)
+                    for (int b = 0; b < 256; ++b)
+                        table[size_t(a << 8 | b)] =
+                            quantize(dequantize(uint8_t(a), ins[0].q) + dequantize(uint8_t(b), ins[1].q), out.q);
+                im.steps.push_back([&im, ins, out, table](int64_t batch) {
+                    auto& dst = im.u8(out, batch);
+                    const auto total = static_cast<int64_t>(dst.size());
+                    cpu::applyPairTable(threadsFor(im.threads, double(total), kSmallValues),
+                                        im.u8(ins[0], batch).data(), im.u8(ins[1], batch).data(), dst.data(), total,
+                                        table.data());
+                });
+                describe(n, "float32 on dequantized uint8 values, as a table of every pair of values");
+                im.values[id] = out;
+                continue;
+            }
+            im.steps.push_back([&im, ins, out, kind, pool](int64_t batch) {
+                auto& dst = im.u8(out, batch);
+                if (kind == "Add") {
+                    std::vector<const uint8_t*> src;
+                    for (const Value& v : ins) src.push_back(im.u8(v, batch).data());
+                    for (size_t i = 0; i < dst.size(); ++i) {
+                        float sum = 0.0f;
+                        for (size_t k = 0; k < ins.size(); ++k) sum += dequantize(src[k][i], ins[k].q);
+                        dst[i] = quantize(sum, out.q);
+                    }
+                    return;
+                }
+                const Value& v = ins[0];
+                const uint8_t* src = im.u8(v, batch).data();
+                const int64_t c = v.shape[0], h = v.shape[1], w = v.shape[2];
+                if (kind == "GlobalAvgPool") {
+                    for (int64_t s = 0; s < batch; ++s)
+                        for (int64_t ch = 0; ch < c; ++ch) {
+                            int64_t sum = 0;
+                            for (int64_t i = 0; i < h * w; ++i) sum += src[(s * h * w + i) * c + ch] - v.q.zeroPoint;
+                            dst[size_t(s * c + ch)] = quantize(float(double(sum) * v.q.scale / double(h * w)), out.q);
+                        }
+                    return;
+                }
+                const int64_t oh = out.shape[1], ow = out.shape[2];
+                for (int64_t s = 0; s < batch; ++s)
+                    for (int64_t y = 0; y < oh; ++y)
+                        for (int64_t x = 0; x < ow; ++x)
+                            for (int64_t ch = 0; ch < c; ++ch) {
+                                int64_t sum = 0, count = 0;
+                                for (int64_t r = 0; r < pool[0]; ++r)
+                                    for (int64_t q = 0; q < pool[1]; ++q) {
+                                        const int64_t iy = y * pool[2] - pool[4] + r, ix = x * pool[3] - pool[5] + q;
+                                        if (iy < 0 || ix < 0 || iy >= h || ix >= w) continue;
+                                        sum += src[((s * h + iy) * w + ix) * c + ch] - v.q.zeroPoint;
+                                        ++count;
+                                    }
+                                dst[size_t(((s * oh + y) * ow + x) * c + ch)] =
+                                    quantize(float(double(sum) * v.q.scale / double(count)), out.q);
+                            }
+            });
+            describe(n, "float32 on dequantized uint8 values, requantized");
+            im.values[id] = out;
+            continue;
+        }
+        refuse(n,
+               "has no int8 path in Strata's engine (Conv2D, Dense, BatchNorm, ReLU, MaxPool2D, AvgPool2D, "
+               "GlobalAvgPool, Add, Flatten, Reshape and Dropout have)");
+    }
+    if (im.inputNode < 0 || im.outputNode < 0)
+        throw std::runtime_error("int8 engine: the graph has no input or output");
+    m_inputShape = im.inputShape;
+    m_outputShape = im.values.at(im.outputNode).shape;
+}
+
+Int8Engine::~Int8Engine() = default;
+
+std::vector<float> Int8Engine::run(const float* inputs, int64_t count, int batchSize) {
+    Impl& im = *m_impl;
+    const int64_t per = m_inputShape.numel(), outPer = m_outputShape.numel();
+    std::vector<float> outputs(size_t(count * outPer));
+    const Value& result = im.values.at(im.outputNode);
+    for (int64_t start = 0; start < count; start += batchSize) {
+        const int64_t b = std::min<int64_t>(batchSize, count - start);
+        im.input = inputs + start * per;
+        for (auto& step : im.steps) step(b);
+        im.lastBatch = b;
+        im.toNchw(result, b, outputs.data() + start * outPer);
+    }
+    return outputs;
+}
+
+std::vector<float> Int8Engine::nodeValues(const std::string& node) const {
+    Impl& im = *m_impl;
+    auto it = im.ids.find(node);
+    if (it == im.ids.end() || !im.values.count(it->second))
+        throw std::invalid_argument("int8 engine: no node '" + node + "'");
+    if (im.deferredNodes.count(it->second))
+        throw std::invalid_argument("int8 engine: node '" + node + "' is applied after the max pooling that reads it");
+    const Value& v = im.values.at(it->second);
+    std::vector<float> out(static_cast<size_t>(im.lastBatch * v.shape.numel()));
+    im.toNchw(v, im.lastBatch, out.data());
+    return out;
+}
+
+std::vector<std::string> Int8Engine::plan() const {
+    std::vector<std::string> lines;
+    for (const auto& [name, text] : m_impl->plan) lines.push_back(name + ": " + text());
+    return lines;
+}
+
+}  // namespace strata

@@ -1,0 +1,446 @@
+// The int8 engine (core/infer/Int8Engine, core/backend/CpuInt8): each op against simulateInt8, the float
+// simulation of the same QDQ file, on the uint8 grid of every quantized tensor; the whole fashion_cnn_bn model;
+// oneDNN's VNNI kernels counted and named; refused on a CPU without AVX512-VNNI (oneDNN capped by
+// DNNL_MAX_CPU_ISA in a child process); a layer it has no int8 path for named.
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QTest>
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <random>
+
+#include "core/backend/CpuInt8.h"
+#include "core/data/Dataset.h"
+#include "core/export/Onnx.h"
+#include "core/export/Quantize.h"
+#include "core/infer/Evaluation.h"
+#include "core/infer/Int8Engine.h"
+#include "tests/support/TestBackends.h"
+#include "tests/support/TestProjects.h"
+
+using namespace strata;
+
+namespace {
+
+std::vector<float> uniform(int64_t n, float lo, float hi, unsigned seed) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> d(lo, hi);
+    std::vector<float> v(static_cast<size_t>(n));
+    for (float& x : v) x = d(rng);
+    return v;
+}
+
+// Biases and BatchNorm parameters and statistics away from their initial 0 and 1, so that each takes part.
+void perturb(ExportModel& m, unsigned seed) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> d(-0.5f, 0.5f);
+    for (auto& [name, values] : m.weights) {
+        const bool var = name.ends_with(".running_var");
+        if (!(name.ends_with(".bias") || name.ends_with(".beta") || name.ends_with(".gamma") ||
+              name.ends_with(".running_mean") || var))
+            continue;
+        for (float& v : values) v = var || name.ends_with(".gamma") ? 1.0f + d(rng) : d(rng);
+    }
+}
+
+struct Int8File {
+    ExportModel file;  // as loadModelFile reads the int8 ONNX file back
+    std::vector<float> inputs;
+    int64_t count = 0;
+};
+
+// `project` exported as int8 (calibrated on `calibration`, normalized samples) and read back.
+Int8File int8File(const Project& project, const std::string& path, const DataSplit& calibration,
+                  std::vector<float> inputs, unsigned seed = 1) {
+    ExportModel m = untrainedExportModel(project, "");
+    perturb(m, seed);
+    QuantizationOptions o;
+    o.calibrationSamples = calibration.count;
+    const Int8Calibration c = calibrateInt8(m, calibration, o);
+    OnnxExportOptions options;
+    options.int8 = &c;
+    writeOnnx(path, m, options);
+    Int8File f;
+    f.file = loadModelFile(path);
+    f.count = static_cast<int64_t>(inputs.size()) / calibration.sampleShape.numel();
+    f.inputs = std::move(inputs);
+    return f;
+}
+
+DataSplit randomSplit(const Shape& sample, int64_t count, unsigned seed) {
+    DataSplit s;
+    s.sampleShape = sample;
+    s.count = count;
+    // Mostly positive, so the input's zero point is neither 0 nor 128.
+    s.inputs = uniform(count * sample.numel(), -0.7f, 2.0f, seed);
+    s.labels.assign(static_cast<size_t>(count), 0);
+    return s;
+}
+
+// How far the engine's values of each quantized tensor are from the simulation's, in steps of its grid.
+struct GridAgreement {
+    int64_t values = 0, exact = 0;
+    int64_t maxSteps = 0;
+};
+
+struct Compared {
+    std::map<std::string, GridAgreement> nodes;
+    std::vector<float> engine, simulated;  // outputs
+};
+
+Compared compare(const Int8File& f, int threads = 2) {
+    Compared c;
+    std::map<std::string, std::vector<float>> tapped;
+    // One batch: the engine keeps the last batch of each node.
+    c.simulated =
+        simulateInt8(f.file, f.file.int8Activations, f.inputs.data(), f.count, int(f.count),
+                     [&](const std::string& node, const float* v, int64_t n) { tapped[node].assign(v, v + n); });
+    Int8Engine engine(f.file, f.file.int8Activations, threads);
+    c.engine = engine.run(f.inputs.data(), f.count, int(f.count));
+    for (const auto& [node, q] : f.file.int8Activations) {
+        if (!tapped.count(node)) continue;  // a Dropout's: the simulation never sees it
+        std::vector<float> got;
+        try {
+            got = engine.nodeValues(node);
+        } catch (const std::invalid_argument&) {
+            continue;  // a table the max pooling after it applies: never materialized (its pooling is compared)
+        }
+        const std::vector<float>& want = tapped.at(node);
+        GridAgreement& a = c.nodes[node];
+        if (got.size() != want.size()) {
+            a.maxSteps = 1 << 30;
+            continue;
+        }
+        for (size_t i = 0; i < got.size(); ++i) {
+            const auto steps = static_cast<int64_t>(std::lround(std::fabs(got[i] - want[i]) / q.scale));
+            a.values++;
+            a.exact += steps == 0;
+            a.maxSteps = std::max(a.maxSteps, steps);
+        }
+    }
+    return c;
+}
+
+void expectGrid(const Compared& c, const std::string& node, int64_t maxSteps, double minExact) {
+    QVERIFY2(c.nodes.count(node), qPrintable(QString::fromStdString("no quantized tensor " + node)));
+    const GridAgreement& a = c.nodes.at(node);
+    const double exact = a.values ? double(a.exact) / double(a.values) : 0.0;
+    qInfo("%s: %lld values, %.4f%% exactly equal, at most %lld step(s) apart", node.c_str(),
+          static_cast<long long>(a.values), 100.0 * exact, static_cast<long long>(a.maxSteps));
+    QVERIFY2(a.values > 0, node.c_str());
+    QVERIFY2(a.maxSteps <= maxSteps,
+             qPrintable(QString::fromStdString(node + ": " + std::to_string(a.maxSteps) + " steps")));
+    QVERIFY2(exact >= minExact, qPrintable(QString::fromStdString(node + ": " + std::to_string(exact))));
+}
+
+// expectGrid's QVERIFYs return from it only: stop the test too.
+#define EXPECT_GRID(...)                        \
+    do {                                        \
+        expectGrid(__VA_ARGS__);                \
+        if (QTest::currentTestFailed()) return; \
+    } while (false)
+
+double maxAbsDiff(const std::vector<float>& a, const std::vector<float>& b) {
+    double worst = a.size() == b.size() ? 0.0 : 1e30;
+    for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) worst = std::max(worst, double(std::fabs(a[i] - b[i])));
+    return worst;
+}
+
+double range(const std::vector<float>& v) {
+    return double(*std::max_element(v.begin(), v.end())) - double(*std::min_element(v.begin(), v.end()));
+}
+
+Project chainProject(const std::vector<test::LayerDef>& layers, const std::vector<int64_t>& shape) {
+    Project p;
+    p.name = "int8";
+    test::addChain(p.graph, layers);
+    test::useBlobs(p, 64, 3, shape);
+    return p;
+}
+
+}  // namespace
+
+class TestCpuInt8 : public QObject {
+    Q_OBJECT
+
+    QTemporaryDir m_dir;
+    std::string path(const std::string& name) const {
+        return (m_dir.path() + "/" + QString::fromStdString(name)).toStdString();
+    }
+
+private slots:
+    void init() {
+        if (std::string(QTest::currentTestFunction()) == "refusedWithoutAvx512Vnni") return;  // any CPU
+        const std::string why = cpu::int8Unavailable();
+        if (!why.empty()) QSKIP(qPrintable("no native int8 here: " + QString::fromStdString(why)));
+    }
+
+    // Conv2D (padded, strided, with a bias) and Dense after a Flatten of its NHWC output. The input's rounding is
+    // the same expression in both: exact. The convolution's int32 sum is exact where the simulation sums float
+    // products in its own order and adds the bias in float: a value within float error of a rounding boundary
+    // lands one step away, nothing else differs.
+    void convolutionAndDense() {
+        const Project p = chainProject(
+            {{"Input", "input", Json{{"shape", {3, 11, 11}}}},
+             {"Conv2D", "conv", Json{{"filters", 8}, {"kernel", {3, 3}}, {"padding", {1, 1}}, {"stride", {2, 2}}}},
+             {"Conv2D", "conv_b", Json{{"filters", 16}, {"kernel", {3, 3}}, {"padding", {1, 1}}}},
+             {"Flatten", "flatten"},
+             {"Dense", "fc", Json{{"units", 24}}},
+             {"Dense", "logits", Json{{"units", 5}}}},
+            {3, 11, 11});
+        const Shape shape{3, 11, 11};
+        const Int8File f =
+            int8File(p, path("conv.onnx"), randomSplit(shape, 200, 1), randomSplit(shape, 300, 2).inputs);
+        const cpu::Int8Counters before = cpu::int8Counters();
+        const Compared c = compare(f);
+        const cpu::Int8Counters after = cpu::int8Counters();
+        QCOMPARE(after.convolutions - before.convolutions, int64_t(2));
+        QCOMPARE(after.matmuls - before.matmuls, int64_t(2));
+        EXPECT_GRID(c, "input", 0, 1.0);
+        EXPECT_GRID(c, "conv", 1, 0.999);
+        // conv_b reads conv's values: where those differ by a step, its sum differs by one weight's worth.
+        EXPECT_GRID(c, "conv_b", 3, 0.99);
+        EXPECT_GRID(c, "fc", 3, 0.99);
+        // The logits (float32 in the file): within a few of fc's steps times logits' weights.
+        QVERIFY2(maxAbsDiff(c.engine, c.simulated) <= 0.02 * range(c.simulated),
+                 qPrintable(QString::number(maxAbsDiff(c.engine, c.simulated))));
+    }
+
+    // Dense on a vector input with a fused ReLU (its producer's grid starts at 0, so the clamp is the ReLU), and a
+    // ReLU that is not fused (its producer feeds two layers): on the grid, max(q, zero point).
+    void denseAndReLU() {
+        Project p;
+        p.name = "mlp";
+        const std::vector<int> ids = test::addChain(p.graph, {{"Input", "input", Json{{"shape", {40}}}},
+                                                              {"Dense", "fc1", Json{{"units", 32}}},
+                                                              {"ReLU", "relu1"},
+                                                              {"Dense", "fc2", Json{{"units", 32}}},
+                                                              {"ReLU", "relu2"}});
+        // add = relu2 + fc2: fc2 feeds two layers, so it keeps its own (signed) range.
+        const int add = p.graph.addNode("Add", "add", Json{{"inputs", 2}});
+        const int logits = p.graph.addNode("Dense", "logits", Json{{"units", 3}});
+        p.graph.connect(ids[4], add, "in0");
+        p.graph.connect(ids[3], add, "in1");
+        p.graph.connect(add, logits);
+        test::useBlobs(p, 64, 3, {40});
+        const Int8File f =
+            int8File(p, path("mlp.onnx"), randomSplit(Shape{40}, 200, 3), randomSplit(Shape{40}, 256, 4).inputs);
+        const Compared c = compare(f);
+        EXPECT_GRID(c, "fc1", 1, 0.99);
+        EXPECT_GRID(c, "relu1", 1, 0.99);
+        QVERIFY(f.file.int8Activations.at("fc2").zeroPoint > 0);
+        EXPECT_GRID(c, "fc2", 3, 0.98);
+        // The ReLU on fc2's grid then requantized, and the Add on dequantized values: the same float expression
+        // as the simulation on equal inputs, so they add no step of their own.
+        EXPECT_GRID(c, "relu2", 3, 0.98);
+        EXPECT_GRID(c, "add", 4, 0.98);
+        QVERIFY(maxAbsDiff(c.engine, c.simulated) <= 0.02 * range(c.simulated));
+    }
+
+    // Max pooling keeps its input's grid: oneDNN's u8 max of equal values is exact. Average pooling and the
+    // global average sum the integers exactly and divide once; the simulation sums floats: at most one step.
+    void pooling() {
+        const Shape shape{4, 12, 12};
+        const Project p =
+            chainProject({{"Input", "input", Json{{"shape", {4, 12, 12}}}},
+                          {"MaxPool2D", "max", Json{{"kernel", {2, 2}}}},
+                          {"AvgPool2D", "avg", Json{{"kernel", {3, 3}}, {"stride", {1, 1}}, {"padding", {1, 1}}}},
+                          {"GlobalAvgPool", "gap"},
+                          {"Dense", "logits", Json{{"units", 3}}}},
+                         {4, 12, 12});
+        const Int8File f =
+            int8File(p, path("pool.onnx"), randomSplit(shape, 100, 5), randomSplit(shape, 128, 6).inputs);
+        const cpu::Int8Counters before = cpu::int8Counters();
+        const Compared c = compare(f);
+        QCOMPARE(cpu::int8Counters().poolings - before.poolings, int64_t(1));
+        EXPECT_GRID(c, "max", 0, 1.0);
+        EXPECT_GRID(c, "avg", 1, 0.99);
+        EXPECT_GRID(c, "gap", 1, 0.98);
+    }
+
+    // BatchNorm alone on a quantized input: a table per channel from the input's grid to the output's, in double
+    // where the CPU backend computes in float: at most one step.
+    void batchNorm() {
+        const Shape shape{4, 6, 6};
+        const Project p = chainProject({{"Input", "input", Json{{"shape", {4, 6, 6}}}},
+                                        {"BatchNorm", "bn"},
+                                        {"Flatten", "flatten"},
+                                        {"Dense", "logits", Json{{"units", 3}}}},
+                                       {4, 6, 6});
+        const Int8File f =
+            int8File(p, path("bn.onnx"), randomSplit(shape, 100, 11), randomSplit(shape, 128, 12).inputs);
+        const Compared c = compare(f);
+        EXPECT_GRID(c, "bn", 1, 0.999);
+    }
+
+    // BatchNorm -> ReLU -> MaxPool: with every gamma positive the pooling runs before the BatchNorm's table
+    // (max T(x) = T(max x) for a table that never decreases), with one negative it cannot; both as simulated.
+    void maxPoolAfterBatchNorm_data() {
+        QTest::addColumn<bool>("negativeGamma");
+        QTest::newRow("gamma > 0: pooled first") << false;
+        QTest::newRow("a gamma < 0: table first") << true;
+    }
+    void maxPoolAfterBatchNorm() {
+        QFETCH(bool, negativeGamma);
+        const Shape shape{2, 8, 8};
+        const Project p =
+            chainProject({{"Input", "input", Json{{"shape", {2, 8, 8}}}},
+                          {"Conv2D", "conv", Json{{"filters", 6}, {"kernel", {3, 3}}, {"padding", {1, 1}}}},
+                          {"BatchNorm", "bn"},
+                          {"ReLU", "relu"},
+                          {"MaxPool2D", "pool", Json{{"kernel", {2, 2}}}},
+                          {"Flatten", "flatten"},
+                          {"Dense", "logits", Json{{"units", 3}}}},
+                         {2, 8, 8});
+        ExportModel m = untrainedExportModel(p, "");
+        perturb(m, 13);
+        if (negativeGamma) m.weights.at("bn.gamma")[2] = -0.8f;
+        const DataSplit calibration = randomSplit(shape, 100, 14);
+        QuantizationOptions o;
+        o.calibrationSamples = calibration.count;
+        const Int8Calibration cal = calibrateInt8(m, calibration, o);
+        OnnxExportOptions options;
+        options.int8 = &cal;
+        writeOnnx(path("bnpool.onnx"), m, options);
+        Int8File f;
+        f.file = loadModelFile(path("bnpool.onnx"));
+        f.inputs = randomSplit(shape, 128, 15).inputs;
+        f.count = 128;
+        const Compared c = compare(f);
+        EXPECT_GRID(c, "conv", 1, 0.999);
+        EXPECT_GRID(c, "pool", 2, 0.999);
+        Int8Engine engine(f.file, f.file.int8Activations);
+        bool pooledFirst = false;
+        for (const std::string& line : engine.plan())
+            pooledFirst = pooledFirst || line.find("never decreases") != std::string::npos;
+        QCOMPARE(pooledFirst, !negativeGamma);
+    }
+
+    // A residual block: conv -> ReLU, added to the block's input.
+    void residualAdd() {
+        Project p;
+        p.name = "residual";
+        const std::vector<int> ids =
+            test::addChain(p.graph, {{"Input", "input", Json{{"shape", {4, 8, 8}}}},
+                                     {"Conv2D", "conv", Json{{"filters", 4}, {"kernel", {3, 3}}, {"padding", {1, 1}}}},
+                                     {"ReLU", "relu"}});
+        const int add = p.graph.addNode("Add", "add", Json{{"inputs", 2}});
+        const std::vector<int> tail =
+            test::addChain(p.graph, {{"Flatten", "flatten"}, {"Dense", "logits", Json{{"units", 3}}}});
+        p.graph.connect(ids[2], add, "in0");
+        p.graph.connect(ids[0], add, "in1");
+        p.graph.connect(add, tail[0]);
+        test::useBlobs(p, 64, 3, {4, 8, 8});
+        const Shape shape{4, 8, 8};
+        const Int8File f = int8File(p, path("res.onnx"), randomSplit(shape, 100, 7), randomSplit(shape, 128, 8).inputs);
+        const Compared c = compare(f);
+        EXPECT_GRID(c, "relu", 1, 0.99);
+        EXPECT_GRID(c, "add", 2, 0.99);
+    }
+
+    // The whole fashion_cnn_bn model (BatchNorm as a table per channel between the conv's grid and the ReLU's)
+    // on Fashion-MNIST images: a step of difference early moves later sums by a weight's worth, so later layers
+    // may differ by a few steps at a few values; the classes agree.
+    void fashionCnnBn() {
+        Project p = readProject(test::sourcePath("examples/fashion_cnn_bn.strata"));
+        p.dataset.trainLimit = 300;
+        p.dataset.validationLimit = 256;
+        const DatasetBundle data = loadDataset(p.dataset, "");
+        const Int8File f = int8File(p, path("fashion_cnn_bn.onnx"), data.train, data.validation.inputs);
+        const cpu::Int8Counters before = cpu::int8Counters();
+        const Compared c = compare(f);
+        const cpu::Int8Counters after = cpu::int8Counters();
+        QCOMPARE(after.convolutions - before.convolutions, int64_t(4));
+        QCOMPARE(after.matmuls - before.matmuls, int64_t(2));
+        QCOMPARE(after.poolings - before.poolings, int64_t(2));
+        EXPECT_GRID(c, "input", 0, 1.0);
+        EXPECT_GRID(c, "conv1", 1, 0.999);
+        // bn1 scales conv1's one-step differences by its gamma / std in bn1's steps.
+        EXPECT_GRID(c, "bn1", 4, 0.999);
+        EXPECT_GRID(c, "pool1", 4, 0.999);
+        EXPECT_GRID(c, "pool2", 8, 0.99);
+        EXPECT_GRID(c, "fc1", 8, 0.95);
+        const auto a = argmaxRows(c.engine.data(), f.count, 10), b = argmaxRows(c.simulated.data(), f.count, 10);
+        int64_t same = 0;
+        for (size_t i = 0; i < a.size(); ++i) same += a[i] == b[i];
+        qInfo("fashion_cnn_bn: %lld of %lld classes agree; logits %.3g apart (range %.3g)",
+              static_cast<long long>(same), static_cast<long long>(f.count), maxAbsDiff(c.engine, c.simulated),
+              range(c.simulated));
+        QVERIFY(same >= f.count * 98 / 100);
+        QVERIFY(maxAbsDiff(c.engine, c.simulated) <= 0.05 * range(c.simulated));
+
+        // oneDNN's VNNI kernels ran, not its reference code; the ReLUs cost nothing.
+        Int8Engine engine(f.file, f.file.int8Activations, 2);
+        engine.run(f.inputs.data(), 1, 1);
+        int vnni = 0, fused = 0;
+        for (const std::string& line : engine.plan()) {
+            qInfo("%s", line.c_str());
+            if (line.find(": int8 convolution") != std::string::npos ||
+                line.find(": int8 matmul") != std::string::npos) {
+                QVERIFY2(line.find("avx512_core_vnni") != std::string::npos, line.c_str());
+                QVERIFY2(line.find("ref") == std::string::npos, line.c_str());
+                ++vnni;
+            }
+            fused += line.find("fused") != std::string::npos;
+        }
+        QCOMPARE(vnni, 6);
+        QCOMPARE(fused, 5);
+        // Both max poolings pool the convolution's values and apply the BatchNorm's table after (gamma > 0 here).
+        const std::vector<std::string> plan = engine.plan();
+        QVERIFY(std::count_if(plan.begin(), plan.end(), [](const std::string& l) {
+                    return l.find("table, which never decreases") != std::string::npos;
+                }) == 2);
+    }
+
+    // A layer without an int8 path is refused naming it, not skipped.
+    void unsupportedLayerNamed() {
+        const Project p = chainProject({{"Input", "input", Json{{"shape", {8}}}},
+                                        {"Dense", "fc", Json{{"units", 8}}},
+                                        {"Sigmoid", "squash"},
+                                        {"Dense", "logits", Json{{"units", 3}}}},
+                                       {8});
+        const Int8File f = int8File(p, path("sig.onnx"), randomSplit(Shape{8}, 50, 9), {});
+        try {
+            Int8Engine engine(f.file, f.file.int8Activations);
+            QFAIL("no error");
+        } catch (const std::runtime_error& e) {
+            QVERIFY2(std::string(e.what()).find("node 'squash' (Sigmoid)") != std::string::npos, e.what());
+        }
+    }
+
+    // What a CPU without the flag gets, simulated by capping oneDNN's ISA in a child process.
+    void refusedWithoutAvx512Vnni() {
+        const Project p =
+            chainProject({{"Input", "input", Json{{"shape", {8}}}}, {"Dense", "logits", Json{{"units", 3}}}}, {8});
+        int8File(p, path("capped.onnx"), randomSplit(Shape{8}, 50, 10), {});
+        const std::string csv = path("capped.csv");
+        {
+            std::ofstream out(csv);
+            out << "a,b,c,d,e,f,g,h\n1,2,3,4,5,6,7,8\n";
+        }
+        QProcess predict;
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.insert("DNNL_MAX_CPU_ISA", "AVX512_CORE");
+        predict.setProcessEnvironment(env);
+        predict.start(QStringLiteral(STRATA_TRAIN_EXE), {"predict", QString::fromStdString(path("capped.onnx")),
+                                                         QString::fromStdString(csv), "--runtime", "int8"});
+        QVERIFY(predict.waitForFinished(120000));
+        const QString err = QString::fromUtf8(predict.readAllStandardError());
+        QVERIFY2(predict.exitCode() != 0, qPrintable(err));
+        QVERIFY2(err.contains("avx512_vnni") && err.contains("DNNL_MAX_CPU_ISA") && err.contains("--runtime strata"),
+                 qPrintable(err));
+        // Uncapped, where the CPU has it, the same command runs on the int8 engine.
+        if (!cpu::int8Unavailable().empty()) return;
+        QProcess plain;
+        plain.start(QStringLiteral(STRATA_TRAIN_EXE), {"predict", QString::fromStdString(path("capped.onnx")),
+                                                       QString::fromStdString(csv), "--runtime", "int8"});
+        QVERIFY(plain.waitForFinished(120000));
+        const QString out = QString::fromUtf8(plain.readAllStandardOutput());
+        QVERIFY2(plain.exitCode() == 0, qPrintable(QString::fromUtf8(plain.readAllStandardError())));
+        QVERIFY2(out.contains("int8 engine"), qPrintable(out));
+    }
+};
+
+QTEST_MAIN(TestCpuInt8)
+#include "test_cpu_int8.moc"
