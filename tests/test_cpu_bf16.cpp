@@ -162,12 +162,14 @@ private slots:
             const int lda = (ta ? m : k) + 3, ldb = (tb ? k : n) + 1, ldc = n + 2;  // padding must not matter
             const Vec a = randomVec(rng, size_t(ta ? k : m) * lda), b = randomVec(rng, size_t(tb ? n : k) * ldb),
                       c = randomVec(rng, size_t(m) * ldc);
-            const auto before = be->bf16Runs().gemms;
+            const auto before = be->bf16Runs();
             const Compared r = compare(*be, {a, b, c}, 2, [&](Backend& on, std::vector<float*>& p) {
                 on.gemm(ta, tb, m, n, k, alpha, p[0], lda, p[1], ldb, beta, p[2], ldc);
             });
             expectBf16(r, "gemm trans " + std::to_string(t));
-            QCOMPARE(be->bf16Runs().gemms, before + 1);
+            QCOMPARE(be->bf16Runs().gemms, before.gemms + 1);
+            // Transposed operands by CpuBf16's own gathering copy (whole blocks of 32 columns and the rest).
+            QCOMPARE(be->bf16Runs().transposedOperands, before.transposedOperands + (ta ? 1 : 0) + (tb ? 1 : 0));
         }
     }
 
@@ -185,6 +187,19 @@ private slots:
         });
         expectBf16(r, "gemmStridedBatched");
         QCOMPARE(be->bf16Runs().gemms, before + count);
+        // The attention's gradients: op(A) = A^T per product (batch strides with a gap), 70 columns.
+        const int m2 = 24, n2 = 20, k2 = 70;
+        const int64_t strideA = int64_t(k2) * m2 + 5;
+        const Vec a2 = randomVec(rng, size_t(count) * strideA), b2 = randomVec(rng, size_t(count) * k2 * n2);
+        const auto before2 = be->bf16Runs();
+        const Compared r2 = compare(
+            *be, {a2, b2, randomVec(rng, size_t(count) * m2 * n2)}, 2, [&](Backend& on, std::vector<float*>& p) {
+                on.gemmStridedBatched(true, false, m2, n2, k2, 1.0f, p[0], m2, strideA, p[1], n2, int64_t(k2) * n2,
+                                      1.0f, p[2], n2, int64_t(m2) * n2, count);
+            });
+        expectBf16(r2, "gemmStridedBatched, A transposed");
+        QCOMPARE(be->bf16Runs().gemms, before2.gemms + count);
+        QCOMPARE(be->bf16Runs().transposedOperands, before2.transposedOperands + 1);
     }
 
     void convolutionsNchw() {

@@ -115,7 +115,7 @@ bool CpuBackend::bf16Dnnl() const { return m_workspace->bf16 && m_workspace->use
 void CpuBackend::countBf16Conv() { ++m_workspace->bf16Convs; }
 CpuBackend::Bf16Runs CpuBackend::bf16Runs() const {
     return {m_workspace->bf16Gemms, m_workspace->bf16Convs, m_workspace->bf16WinogradBackward,
-            m_workspace->bf16WinogradRuns};
+            m_workspace->bf16WinogradRuns, cpu::bf16TransposedOperands(*m_workspace)};
 }
 // The bf16 Winograd kernel takes the float32 tensors as they are (it rounds the transformed operands itself).
 bool CpuBackend::bf16Winograd(const ConvDesc& d) const {

@@ -46,6 +46,7 @@ public:
     // float32 copies too), and how many Winograd passes (forward or input gradient) ran the bf16 products' kernel.
     struct Bf16Runs {
         int64_t gemms = 0, convolutions = 0, winogradBackward = 0, winogradBf16 = 0;
+        int64_t transposedOperands = 0;  // GEMM operands transposed into bf16 by CpuBf16's own copy
     };
     Bf16Runs bf16Runs() const;
 

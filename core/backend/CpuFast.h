@@ -52,13 +52,13 @@ public:
     // call, and those of frozen weights by (ConvDesc::weightsVersion, direction).
     bool useWinograd = true;
     std::vector<float> winogradWeights;
+    std::map<uint64_t, std::vector<float>> winogradFrozen;
     // bf16 Winograd (with bf16): the 36 products per tile multiply bf16 roundings of the transformed tiles and
     // weights with float32 sums (AVX512-BF16's vdpbf16ps), where the CPU has it (winogradBf16Available); the
     // weights' transform in that form, and the calls that ran it.
     bool winogradBf16 = false;
     std::vector<uint16_t> winogradWeightsBf16;
     int64_t bf16WinogradRuns = 0;
-    std::map<uint64_t, std::vector<float>> winogradFrozen;
 
 private:
     struct Block {
