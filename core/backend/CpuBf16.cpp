@@ -1,7 +1,8 @@
 // CpuBf16: bf16 GEMMs through oneDNN's matmul, and the CPU's bf16 capability (see CpuBf16.h).
 //
-// Each operand op(A), op(B) is converted to a dense row-major bf16 copy by a oneDNN reorder (round to nearest
-// even, transposition included), so the matmul always sees the plain layout its bf16 kernels are fastest on;
+// Each operand op(A), op(B) is converted to a dense row-major bf16 copy (round to nearest even) by a oneDNN
+// reorder, or by transposedToBf16 where it is transposed, so the matmul always sees the plain layout its bf16
+// kernels are fastest on;
 // the result is float32, written in place with alpha as an output scale and beta C as a sum post-op.
 // Primitives are built once per shape and kept in the Workspace's Bf16Cache.
 #include "core/backend/CpuBf16.h"
@@ -86,8 +87,10 @@ inline uint16_t bf16Bits(float v) {
 
 // GCC 12 warns that the unpack intrinsics' unused merge sources are uninitialized (as for _mm512_max_ps in
 // CpuWinogradKernels.h); they are not used.
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 // r[i] = row i of a 16 x 16 block, turned into column i: unpacks of pairs, of pairs of pairs, then 128-bit lanes.
 __attribute__((target("avx512f"))) inline void transpose16(__m512* r) {
@@ -130,7 +133,9 @@ __attribute__((target("avx512f,avx512bw,avx512bf16"))) void transposeBlock(uint1
     }
 }
 
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
+#endif
 
 // dst[b][r][c] = bf16(src[b * batchStride + r + c * colStride]): a transposed operand copied into a dense
 // row-major bf16 [count, rows, cols]. oneDNN 2.6's reorder does this transposition at a tenth of a plain
