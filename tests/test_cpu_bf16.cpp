@@ -162,12 +162,14 @@ private slots:
             const int lda = (ta ? m : k) + 3, ldb = (tb ? k : n) + 1, ldc = n + 2;  // padding must not matter
             const Vec a = randomVec(rng, size_t(ta ? k : m) * lda), b = randomVec(rng, size_t(tb ? n : k) * ldb),
                       c = randomVec(rng, size_t(m) * ldc);
-            const auto before = be->bf16Runs().gemms;
+            const auto before = be->bf16Runs();
             const Compared r = compare(*be, {a, b, c}, 2, [&](Backend& on, std::vector<float*>& p) {
                 on.gemm(ta, tb, m, n, k, alpha, p[0], lda, p[1], ldb, beta, p[2], ldc);
             });
             expectBf16(r, "gemm trans " + std::to_string(t));
-            QCOMPARE(be->bf16Runs().gemms, before + 1);
+            QCOMPARE(be->bf16Runs().gemms, before.gemms + 1);
+            // Transposed operands by CpuBf16's own gathering copy (whole blocks of 32 columns and the rest).
+            QCOMPARE(be->bf16Runs().transposedOperands, before.transposedOperands + (ta ? 1 : 0) + (tb ? 1 : 0));
         }
     }
 
@@ -185,6 +187,19 @@ private slots:
         });
         expectBf16(r, "gemmStridedBatched");
         QCOMPARE(be->bf16Runs().gemms, before + count);
+        // The attention's gradients: op(A) = A^T per product (batch strides with a gap), 70 columns.
+        const int m2 = 24, n2 = 20, k2 = 70;
+        const int64_t strideA = int64_t(k2) * m2 + 5;
+        const Vec a2 = randomVec(rng, size_t(count) * strideA), b2 = randomVec(rng, size_t(count) * k2 * n2);
+        const auto before2 = be->bf16Runs();
+        const Compared r2 = compare(
+            *be, {a2, b2, randomVec(rng, size_t(count) * m2 * n2)}, 2, [&](Backend& on, std::vector<float*>& p) {
+                on.gemmStridedBatched(true, false, m2, n2, k2, 1.0f, p[0], m2, strideA, p[1], n2, int64_t(k2) * n2,
+                                      1.0f, p[2], n2, int64_t(m2) * n2, count);
+            });
+        expectBf16(r2, "gemmStridedBatched, A transposed");
+        QCOMPARE(be->bf16Runs().gemms, before2.gemms + count);
+        QCOMPARE(be->bf16Runs().transposedOperands, before2.transposedOperands + 1);
     }
 
     void convolutionsNchw() {
@@ -240,7 +255,10 @@ private slots:
         QFETCH(int, hw);
         QFETCH(bool, winograd);
         std::mt19937 rng(5);
+        // The kernels as they were before the bf16 Winograd (bf16WinogradProducts tests that one).
+        qputenv("STRATA_WINOGRAD_BF16", "0");
         auto be = nativeBf16();
+        qunsetenv("STRATA_WINOGRAD_BF16");
         const int block = be->activationBlock();
         if (block == 0) QSKIP("this CPU keeps activations in NCHW");
         if (winograd && !CpuBackend::winogradAvailable()) QSKIP("no Winograd kernels for this CPU");
@@ -298,6 +316,113 @@ private slots:
         const CpuBackend::Bf16Runs after = be->bf16Runs();
         QCOMPARE(after.convolutions, before.convolutions + (winograd ? 1 : 2));
         QCOMPARE(after.winogradBackward, before.winogradBackward + (winograd ? 1 : 0));
+    }
+
+    // 3x3 convolutions by Winograd with bf16 products (AVX512-BF16): the forward (bias, ReLU) and the input gradient
+    // (overwritten and accumulated) against float32, within what rounding the transformed tiles and weights to bf16
+    // costs, and far enough from it to show they were rounded; the counter shows the kernel ran.
+    void bf16WinogradProducts_data() {
+        QTest::addColumn<int>("n");
+        QTest::addColumn<int>("blocksIn");
+        QTest::addColumn<int>("blocksOut");
+        QTest::addColumn<int>("hw");
+        QTest::addColumn<int>("pad");
+        QTest::newRow("32->32, 16x16, pad 1") << 8 << 2 << 2 << 16 << 1;
+        QTest::newRow("16->48, 13x13, pad 1 (partial tiles, a short last group)") << 5 << 1 << 3 << 13 << 1;
+        QTest::newRow("64->16, 11x11, pad 0") << 9 << 4 << 1 << 11 << 0;
+    }
+    void bf16WinogradProducts() {
+        QFETCH(int, n);
+        QFETCH(int, blocksIn);
+        QFETCH(int, blocksOut);
+        QFETCH(int, hw);
+        QFETCH(int, pad);
+        if (!CpuBackend::winogradBf16Available())
+            QSKIP("this CPU has no AVX-512 with AVX512-BF16 for the bf16 Winograd");
+        auto be = nativeBf16();
+        const int block = be->activationBlock();
+        QCOMPARE(block, 16);
+        ConvDesc plain = conv(n, blocksIn * block, hw, blocksOut * block, 3, 1, pad);
+        ConvDesc blocked = plain;
+        blocked.srcBlock = blocked.dstBlock = block;
+        QVERIFY(be->winogradRuns(blocked));
+        const int64_t inHw = int64_t(hw) * hw, outHw = int64_t(plain.outH()) * plain.outW();
+        std::mt19937 rng(9);
+        const Vec x = randomVec(rng, size_t(plain.inputSize())), w = randomVec(rng, size_t(plain.weightSize())),
+                  bias = randomVec(rng, size_t(plain.k)), dy = randomVec(rng, size_t(plain.outputSize())),
+                  dx0 = randomVec(rng, size_t(plain.inputSize()));
+        auto f32 = test::makeReferenceBackend();
+        // The relative RMS and largest error of got against want, unblocking got (channels 0: as it is).
+        auto check = [&](const Vec& gotBlocked, const Vec& want, int channels, int64_t hwOf, const QString& what) {
+            const Vec got = channels ? fromBlocked(gotBlocked, n, channels, hwOf, block) : gotBlocked;
+            double err2 = 0, ref2 = 0, worst = 0, largest = 0;
+            for (size_t i = 0; i < got.size(); ++i) {
+                const double e = double(got[i]) - want[i];
+                err2 += e * e;
+                ref2 += double(want[i]) * want[i];
+                worst = std::max(worst, std::abs(e));
+                largest = std::max(largest, std::abs(double(want[i])));
+            }
+            const double rms = std::sqrt(err2 / ref2);
+            // bf16 keeps 8 significant bits (relative rounding error up to 2^-9), but it rounds the transformed
+            // tiles and weights, whose errors the output transform adds up with weights up to 8 (64 per output):
+            // a numpy model of F(4x4, 3x3) with U and V rounded to bf16 (32 channels, uniform inputs) gives 2.5e-2
+            // relative RMS error, against 2.1e-3 for rounding the inputs; measured here 2.0e-2 to 2.7e-2. A wrong
+            // pairing of channels or tiles is off by the values themselves.
+            QVERIFY2(rms < 4e-2 && worst < 0.15 * largest,
+                     qPrintable(what + ": relative RMS error " + QString::number(rms) + ", largest " +
+                                QString::number(worst) + " of " + QString::number(largest)));
+            QVERIFY2(rms > 5e-3, qPrintable(what + ": " + QString::number(rms) + " from float32: nothing rounded"));
+        };
+        const int64_t before = be->bf16Runs().winogradBf16;
+        const Vec y = runOn(
+            *be, {toBlocked(x, n, plain.c, inHw, block), w, bias, Vec(plain.outputSize(), 3.0f)}, 3,
+            [&](Backend& on, std::vector<float*>& p) { on.conv2dForwardFused(p[3], p[0], p[1], p[2], true, blocked); });
+        const Vec yWant = runOn(
+            *f32, {x, w, bias, Vec(plain.outputSize(), 3.0f)}, 3,
+            [&](Backend& on, std::vector<float*>& p) { on.conv2dForwardFused(p[3], p[0], p[1], p[2], true, plain); });
+        check(y, yWant, plain.k, outHw, "forward");
+        QCOMPARE(be->bf16Runs().winogradBf16, before + 1);
+        for (bool overwrite : {true, false}) {
+            const Vec dx =
+                runOn(*be, {toBlocked(dy, n, plain.k, outHw, block), w, toBlocked(dx0, n, plain.c, inHw, block)}, 2,
+                      [&](Backend& on, std::vector<float*>& p) {
+                          on.conv2dBackwardFused(p[2], nullptr, nullptr, p[0], nullptr, p[1], blocked, overwrite);
+                      });
+            const Vec dxWant = runOn(*f32, {dy, w, dx0}, 2, [&](Backend& on, std::vector<float*>& p) {
+                on.conv2dBackwardFused(p[2], nullptr, nullptr, p[0], nullptr, p[1], plain, overwrite);
+            });
+            if (overwrite) {
+                check(dx, dxWant, plain.c, inHw, "input gradient");
+            } else {  // the accumulated part exact: what was added checked as above
+                Vec added = fromBlocked(dx, n, plain.c, inHw, block), addedWant = dxWant;
+                for (size_t i = 0; i < added.size(); ++i) added[i] -= dx0[i], addedWant[i] -= dx0[i];
+                check(toBlocked(added, n, plain.c, inHw, block), addedWant, plain.c, inHw,
+                      "accumulated input gradient");
+            }
+        }
+        // The weights' gradient (accumulated) and the bias's (float32 sums of dy as it is), tiles paired.
+        const Vec dw0 = randomVec(rng, w.size()), db0 = randomVec(rng, bias.size());
+        auto filterOn = [&](Backend& on, const ConvDesc& d, const Vec& xs, const Vec& dys) {
+            std::vector<Tensor> t;
+            for (const Vec* h : {&xs, &w, &dys, &dw0, &db0})
+                t.push_back(on.fromHost(Shape{int64_t(h->size())}, h->data()));
+            on.conv2dBackwardFused(nullptr, t[3].f32(), t[4].f32(), t[2].f32(), t[0].f32(), t[1].f32(), d, false);
+            Vec dw(w.size()), db(bias.size());
+            on.copyToHost(dw.data(), t[3].f32(), dw.size() * sizeof(float));
+            on.copyToHost(db.data(), t[4].f32(), db.size() * sizeof(float));
+            for (size_t i = 0; i < dw.size(); ++i) dw[i] -= dw0[i];
+            for (size_t i = 0; i < db.size(); ++i) db[i] -= db0[i];
+            return std::pair{dw, db};
+        };
+        const auto [dw, db] =
+            filterOn(*be, blocked, toBlocked(x, n, plain.c, inHw, block), toBlocked(dy, n, plain.k, outHw, block));
+        const auto [dwWant, dbWant] = filterOn(*f32, plain, x, dy);
+        check(dw, dwWant, 0, 0, "weights' gradient");  // [k, c, 3, 3] in both
+        for (size_t i = 0; i < db.size(); ++i)
+            QVERIFY2(std::abs(db[i] - dbWant[i]) < 1e-4 * (std::abs(dbWant[i]) + 1),
+                     qPrintable("bias gradient " + QString::number(db[i]) + ", float32 " + QString::number(dbWant[i])));
+        QCOMPARE(be->bf16Runs().winogradBf16, before + 4);
     }
 
     // Everything but GEMM and convolution computes in float32: bit-equal to a float32 CpuBackend.

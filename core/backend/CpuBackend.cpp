@@ -37,6 +37,10 @@ CpuBackend::CpuBackend(const BackendOptions& options)
             throw BackendError("cpu: precision bf16 needs a CPU that computes bf16 natively, and " + why +
                                "; use precision fp32 here, or bf16 on a GPU");
         m_workspace->bf16 = true;
+        // STRATA_WINOGRAD_BF16=0: the 3x3 convolutions as before (oneDNN's bf16 forward, float32 Winograd on
+        // rounded copies backward), to compare.
+        const char* products = std::getenv("STRATA_WINOGRAD_BF16");
+        m_workspace->winogradBf16 = winogradBf16Available() && !(products && std::string(products) == "0");
     }
 }
 
@@ -46,6 +50,7 @@ bool CpuBackend::oneDnnAvailable() { return cpu::oneDnnAvailable(); }
 void CpuBackend::setOneDnn(bool on) { m_workspace->useOneDnn = on && cpu::oneDnnAvailable(); }
 bool CpuBackend::oneDnn() const { return m_workspace->useOneDnn; }
 bool CpuBackend::winogradAvailable() { return f32Block() != 0 && cpu::winogradAvailable(f32Block()); }
+bool CpuBackend::winogradBf16Available() { return f32Block() == 16 && cpu::winogradBf16Available(); }
 void CpuBackend::setWinograd(bool on) { m_workspace->useWinograd = on; }
 bool CpuBackend::winogradRuns(const ConvDesc& d) const { return cpu::winogradApplies(*m_workspace, d); }
 
@@ -109,19 +114,27 @@ void CpuBackend::doSumChannels(float* dbias, const float* dy, int n, int c, int 
 bool CpuBackend::bf16Dnnl() const { return m_workspace->bf16 && m_workspace->useOneDnn; }
 void CpuBackend::countBf16Conv() { ++m_workspace->bf16Convs; }
 CpuBackend::Bf16Runs CpuBackend::bf16Runs() const {
-    return {m_workspace->bf16Gemms, m_workspace->bf16Convs, m_workspace->bf16WinogradBackward};
+    return {m_workspace->bf16Gemms, m_workspace->bf16Convs, m_workspace->bf16WinogradBackward,
+            m_workspace->bf16WinogradRuns, cpu::bf16TransposedOperands(*m_workspace)};
+}
+// The bf16 Winograd kernel takes the float32 tensors as they are (it rounds the transformed operands itself).
+bool CpuBackend::bf16Winograd(const ConvDesc& d) const {
+    return m_workspace->winogradBf16 && cpu::winogradApplies(*m_workspace, d);
 }
 
 void CpuBackend::doConv2dForward(float* y, const float* x, const float* w, const ConvDesc& d) {
+    if (bf16Winograd(d)) return cpu::winogradForward(threads(), *m_workspace, y, x, w, nullptr, false, d);
     if (bf16Dnnl() && cpu::dnnlConv2dForward(threads(), *m_workspace, y, x, w, d)) return countBf16Conv();
     cpu::conv2dForward(threads(), *m_workspace, y, rounded(0, x, d.inputSize()), rounded(1, w, d.weightSize()), d);
 }
 void CpuBackend::doConv2dBackwardData(float* dx, const float* dy, const float* w, const ConvDesc& d) {
+    if (bf16Winograd(d)) return cpu::winogradBackwardData(threads(), *m_workspace, dx, dy, w, d, false);
     if (bf16Dnnl() && cpu::dnnlConv2dBackwardData(threads(), *m_workspace, dx, dy, w, d)) return countBf16Conv();
     cpu::conv2dBackwardData(threads(), *m_workspace, dx, rounded(0, dy, d.outputSize()), rounded(1, w, d.weightSize()),
                             d);
 }
 void CpuBackend::doConv2dBackwardFilter(float* dw, const float* dy, const float* x, const ConvDesc& d) {
+    if (bf16Winograd(d)) return cpu::winogradBackwardFilter(threads(), *m_workspace, dw, nullptr, dy, x, d);
     if (bf16Dnnl() && cpu::dnnlConv2dBackwardFilter(threads(), *m_workspace, dw, dy, x, d)) return countBf16Conv();
     cpu::conv2dBackwardFilter(threads(), *m_workspace, dw, rounded(0, dy, d.outputSize()), rounded(1, x, d.inputSize()),
                               d);
@@ -129,6 +142,7 @@ void CpuBackend::doConv2dBackwardFilter(float* dw, const float* dy, const float*
 void CpuBackend::doConv2dForwardFused(float* y, const float* x, const float* w, const float* bias, bool relu,
                                       const ConvDesc& d) {
     if (m_workspace->bf16) {
+        if (bf16Winograd(d)) return cpu::winogradForward(threads(), *m_workspace, y, x, w, bias, relu, d);
         if (bf16Dnnl() && cpu::dnnlConv2dForwardFused(threads(), *m_workspace, y, x, w, bias, relu, d))
             return countBf16Conv();
         return cpu::conv2dForwardFused(threads(), *m_workspace, y, rounded(0, x, d.inputSize()),
@@ -140,9 +154,17 @@ void CpuBackend::doConv2dForwardFused(float* y, const float* x, const float* w, 
 void CpuBackend::doConv2dBackwardFused(float* dx, float* dw, float* dbias, const float* dy, const float* x,
                                        const float* w, const ConvDesc& d, bool overwriteDx) {
     if (m_workspace->bf16) {
-        // The gradients by Winograd on rounded copies where it runs: the same definition, and faster than oneDNN's
-        // bf16 direct ones on this project's machines (bench_cpu_bf16, bench/RESULTS.md); the bias's as below.
-        if ((dx || dw) && cpu::winogradApplies(*m_workspace, d)) {
+        if ((dx || dw) && bf16Winograd(d)) {
+            // Winograd with bf16 products: the gradients from the float32 tensors as they are (the kernels round
+            // the transformed operands), the bias's summed in float32 along the way.
+            if (dw) cpu::winogradBackwardFilter(threads(), *m_workspace, dw, dbias, dy, x, d);
+            if (dx) cpu::winogradBackwardData(threads(), *m_workspace, dx, dy, w, d, overwriteDx);
+            if (!dbias || dw) return;
+            dx = nullptr;
+        } else if ((dx || dw) && cpu::winogradApplies(*m_workspace, d)) {
+            // (STRATA_WINOGRAD_BF16=0) The gradients by Winograd on rounded copies: the same definition, and faster
+            // than oneDNN's bf16 direct ones on this project's machines (bench_cpu_bf16, bench/RESULTS.md); the
+            // bias's as below.
             const float* roundedDy = rounded(0, dy, d.outputSize());
             if (dw)
                 cpu::winogradBackwardFilter(threads(), *m_workspace, dw, nullptr, roundedDy,

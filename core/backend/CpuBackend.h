@@ -32,17 +32,21 @@ public:
     // STRATA_WINOGRAD=0 (for comparisons). winogradRuns: whether this backend
     // runs this descriptor that way.
     static bool winogradAvailable();
+    // Whether a bf16 backend's Winograd multiplies in bf16 here (AVX-512 with AVX512-BF16; STRATA_WINOGRAD_BF16=0
+    // turns it off).
+    static bool winogradBf16Available();
     void setWinograd(bool on);
     bool winogradRuns(const ConvDesc& d) const;
     // Precision bf16 is native (CpuBf16.h): made only on a CPU with AVX512-BF16 or AMX, else BackendError.
     // oneDNN's block (cpu::dnnlPreferredBlock) in float32 and bf16, unless STRATA_BLOCKED_LAYOUT=0; the same with
     // oneDNN switched off (setOneDnn), whose im2col path takes blocked tensors through NCHW copies.
     int activationBlock() const override;
-    // How many GEMM products and convolution calls ran as oneDNN bf16 primitives, and how many convolution backward
+    // How many GEMM products and convolution calls ran as oneDNN bf16 primitives, how many convolution backward
     // calls ran by Winograd on rounded copies (the rest of a bf16 backend's GEMMs and convolutions ran on rounded
-    // float32 copies too).
+    // float32 copies too), and how many Winograd passes (forward or input gradient) ran the bf16 products' kernel.
     struct Bf16Runs {
-        int64_t gemms = 0, convolutions = 0, winogradBackward = 0;
+        int64_t gemms = 0, convolutions = 0, winogradBackward = 0, winogradBf16 = 0;
+        int64_t transposedOperands = 0;  // GEMM operands transposed into bf16 by CpuBf16's own copy
     };
     Bf16Runs bf16Runs() const;
 
@@ -63,6 +67,7 @@ protected:
 private:
     bool bf16Dnnl() const;  // convolutions through oneDNN's bf16 primitives
     void countBf16Conv();
+    bool bf16Winograd(const ConvDesc& d) const;  // a 3x3 convolution by Winograd with bf16 products
 
     std::unique_ptr<cpu::Workspace> m_workspace;
 };

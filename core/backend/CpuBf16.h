@@ -26,4 +26,7 @@ bool bf16Gemm(int threads, Workspace& ws, bool transA, bool transB, int m, int n
               int lda, int64_t strideA, const float* b, int ldb, int64_t strideB, float beta, float* c, int ldc,
               int64_t strideC, int count);
 
+// Operands bf16Gemm converted by its own transposing copy (op(A) = A^T or op(B) = B^T), for the tests.
+int64_t bf16TransposedOperands(const Workspace& ws);
+
 }  // namespace strata::cpu

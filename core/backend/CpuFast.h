@@ -53,6 +53,12 @@ public:
     bool useWinograd = true;
     std::vector<float> winogradWeights;
     std::map<uint64_t, std::vector<float>> winogradFrozen;
+    // bf16 Winograd (with bf16): the 36 products per tile multiply bf16 roundings of the transformed tiles and
+    // weights with float32 sums (AVX512-BF16's vdpbf16ps), where the CPU has it (winogradBf16Available); the
+    // weights' transform in that form, and the calls that ran it.
+    bool winogradBf16 = false;
+    std::vector<uint16_t> winogradWeightsBf16;
+    int64_t bf16WinogradRuns = 0;
 
 private:
     struct Block {
@@ -112,10 +118,13 @@ bool dnnlConv2dBackwardFilter(int threads, Workspace& ws, float* dw, const float
 void conv2dForward(int threads, Workspace& ws, float* y, const float* x, const float* w, const ConvDesc& d);
 // Winograd F(4x4, 3x3) (CpuWinograd.cpp): 3x3 stride-1 convolutions without groups or dilation, padding 0 to 2,
 // channel counts in whole blocks, input and output in 16-channel blocks with AVX-512 or 8-channel ones with AVX2
-// and FMA (winogradApplies). In bf16 (Workspace::bf16) CpuBackend calls them on rounded copies only.
+// and FMA (winogradApplies). In bf16 (Workspace::bf16) they multiply in bf16 where Workspace::winogradBf16,
+// else CpuBackend calls them on rounded copies.
 // The forward writes y (with bias and ReLU when given); the backward adds the gradient to dx or overwrites it.
 bool winogradAvailable(int block);  // whether this CPU runs the kernels for this block (16: AVX-512; 8: AVX2)
 bool winogradApplies(const Workspace& ws, const ConvDesc& d);
+// Whether this CPU has the bf16 products' kernel (AVX-512 with AVX512-BF16): Workspace::winogradBf16.
+bool winogradBf16Available();
 void winogradForward(int threads, Workspace& ws, float* y, const float* x, const float* w, const float* bias, bool relu,
                      const ConvDesc& d);
 void winogradBackwardData(int threads, Workspace& ws, float* dx, const float* dy, const float* w, const ConvDesc& d,

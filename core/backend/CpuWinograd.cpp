@@ -21,6 +21,7 @@
 // channels swapped, with padding 2 - pad, so it runs through the same code. The weights' gradient reads the
 // transforms the other way (see filterItems): measured like the above, 1.2-1.4x (16 channels) to 1.9x (32).
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 #include "core/backend/CpuFast.h"
@@ -103,6 +104,181 @@ namespace avx2 {
 #undef STRATA_WINOGRAD_LANES
 }  // namespace avx2
 
+// The bf16 products (Workspace::winogradBf16): the forward's and input gradient's 36 [tiles x C] x [C x K]
+// products with bf16 operands, two input channels per vdpbf16ps (16 lanes of a pair of products each, summed in
+// float32), so half the multiply instructions of the float32 kernel and half the bytes of U. The transforms
+// stay float32: the float32 transformed tiles and weights are rounded (to nearest even) just before the products.
+namespace avx512bf16 {
+
+#define STRATA_BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
+
+// dst[2 l] = bf16(lo[l]), dst[2 l + 1] = bf16(hi[l]) for the 16 lanes l: the pairs vdpbf16ps multiplies.
+STRATA_BF16_TARGET inline void packPairs(uint16_t* dst, const float* lo, const float* hi) {
+    // cvtne2ps_pbh(hi, lo): lo's 16 values in the low half, hi's in the high half; the permutation interleaves them.
+    const __m512i halves = reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(_mm512_loadu_ps(hi), _mm512_loadu_ps(lo)));
+    const __m512i order = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22, 6,
+                                           21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+    _mm512_storeu_si512(dst, _mm512_permutexvar_epi16(order, halves));
+}
+
+// ub[((p * blocks + ob) * in / 2 + i / 2) * 32 + lane * 2 + i % 2] = bf16(u[((p * blocks + ob) * in + i) * 16 +
+// lane]): each 32-bit lane holds input channels i and i + 1 of one output channel, as vdpbf16ps pairs them.
+STRATA_BF16_TARGET void packWeights(uint16_t* ub, const float* u, int in, int out) {
+    const size_t rows = static_cast<size_t>(kPatch) * (out / 16);
+    for (size_t r = 0; r < rows; ++r)
+        for (int i = 0; i < in; i += 2) {
+            const float* a = u + (r * in + i) * 16;
+            packPairs(ub + (r * in + i) * 16, a, a + 16);
+        }
+}
+
+// `floats` float32 values (a multiple of 32) rounded to bf16, in order.
+STRATA_BF16_TARGET void toBf16(uint16_t* dst, const float* src, size_t floats) {
+    for (size_t i = 0; i < floats; i += 32)
+        _mm512_storeu_si512(dst + i, reinterpret_cast<__m512i>(
+                                         _mm512_cvtne2ps_pbh(_mm512_loadu_ps(src + i + 16), _mm512_loadu_ps(src + i))));
+}
+
+// avx512::runItems with the products in bf16; ub from packWeights, scratch: the float32 transformed tiles and
+// then their bf16 copy.
+STRATA_BF16_TARGET void runItems(const Job& job, const uint16_t* ub, int64_t begin, int64_t end, float* scratch) {
+    using avx512::Prefetcher;
+    using avx512::Vec;
+    const Geometry& g = *job.g;
+    const int outBlocks = g.out / 16;
+    const size_t perTile = static_cast<size_t>(kPatch) * g.in;
+    const size_t outPlane = static_cast<size_t>(g.outH) * g.outW * 16;
+    uint16_t* vb = reinterpret_cast<uint16_t*>(scratch + kTileGroup * perTile);
+    for (int64_t item = begin; item < end; ++item) {
+        const int count = g.groupSize(item);
+        int tileImage[kTileGroup], tileIndex[kTileGroup];
+        for (int t = 0; t < count; ++t) {
+            const int64_t tile = item * kTileGroup + t;
+            tileImage[t] = static_cast<int>(tile / g.tiles);
+            tileIndex[t] = static_cast<int>(tile % g.tiles);
+        }
+        Prefetcher next(job, item + 1 < end ? item + 1 : item);
+        const size_t perStep = (next.lines() + kPatch * outBlocks - 1) / (kPatch * outBlocks);
+        for (int t = 0; t < count; ++t)
+            avx512::transformInputTile(job, tileImage[t], tileIndex[t], scratch + t * perTile);
+        if (count < kTileGroup)
+            std::memset(scratch + count * perTile, 0, (kTileGroup - count) * perTile * sizeof(float));
+        toBf16(vb, scratch, kTileGroup * perTile);
+        for (int ob = 0; ob < outBlocks; ++ob) {
+            Vec m[kTileGroup][kPatch];
+            for (int p = 0; p < kPatch; ++p) {
+                next.step(perStep);
+                __m512 acc[kTileGroup];
+                for (__m512& a : acc) a = _mm512_setzero_ps();
+                const uint16_t* up = ub + (static_cast<size_t>(p) * outBlocks + ob) * g.in * 16;
+                const uint16_t* vp = vb + static_cast<size_t>(p) * g.in;
+#pragma GCC unroll 4
+                for (int i = 0; i < g.in; i += 2) {
+                    const __m512bh w = reinterpret_cast<__m512bh>(_mm512_loadu_si512(up + static_cast<size_t>(i) * 16));
+                    for (int t = 0; t < kTileGroup; ++t) {
+                        int32_t pair;
+                        std::memcpy(&pair, vp + t * perTile + i, sizeof pair);
+                        acc[t] = _mm512_dpbf16_ps(acc[t], reinterpret_cast<__m512bh>(_mm512_set1_epi32(pair)), w);
+                    }
+                }
+                for (int t = 0; t < kTileGroup; ++t) m[t][p] = acc[t];
+            }
+            const Vec bias = job.bias ? _mm512_loadu_ps(job.bias + ob * 16) : _mm512_setzero_ps();
+            for (int t = 0; t < count; ++t) {
+                float* yp = job.y + (static_cast<size_t>(tileImage[t]) * outBlocks + ob) * outPlane;
+                Vec r[24];
+                for (int u = 0; u < 6; ++u) avx512::outputTransform(m[t] + u * 6, 1, r + u * 4, 1);
+                const int tile = tileIndex[t];
+                const int oh0 = (tile / g.tilesW) * 4, ow0 = (tile % g.tilesW) * 4;
+                const int rows = std::min(4, g.outH - oh0), cols = std::min(4, g.outW - ow0);
+                for (int j = 0; j < cols; ++j) {
+                    Vec o[4];
+                    avx512::outputTransform(r + j, 4, o, 1);
+                    for (int i = 0; i < rows; ++i) {
+                        float* dst = yp + (static_cast<size_t>(oh0 + i) * g.outW + ow0 + j) * 16;
+                        Vec val = _mm512_add_ps(o[i], bias);
+                        if (job.relu) val = avx512::vrelu(val);
+                        if (job.accumulate) val = _mm512_add_ps(val, _mm512_loadu_ps(dst));
+                        _mm512_storeu_ps(dst, val);
+                    }
+                }
+            }
+        }
+    }
+}
+
+// The weights' gradient's products in bf16: avx512::filterItems with the group's tiles in pairs (its seven and a
+// zero eighth), tile t and t + 1 of a pair in the two halves of each 32-bit lane: 4 vdpbf16ps where the float32
+// kernel does 7 FMAs. scratch: filterScratchFloats.
+constexpr int kTilePairs = (kTileGroup + 1) / 2;
+
+size_t filterScratchFloats(const Geometry& g) {
+    // float32 transforms of 2 kTilePairs tiles, then their bf16 pairs (half the floats).
+    return static_cast<size_t>(3) * kTilePairs * kPatch * (g.in + g.out);
+}
+
+STRATA_BF16_TARGET void filterItems(const Job& job, int64_t begin, int64_t end, float* scratch, float* m, float* bias) {
+    using avx512::Prefetcher;
+    const Geometry& g = *job.g;
+    const int outBlocks = g.out / 16;
+    const size_t perTileV = static_cast<size_t>(kPatch) * g.in, perTileZ = static_cast<size_t>(kPatch) * g.out;
+    constexpr int kTiles = 2 * kTilePairs;
+    float* v = scratch;
+    float* z = v + kTiles * perTileV;
+    // vb[(pair * perTileV + q) * 2 + h] = bf16(v[(2 pair + h) * perTileV + q]); zb likewise.
+    uint16_t* vb = reinterpret_cast<uint16_t*>(z + kTiles * perTileZ);
+    uint16_t* zb = vb + kTiles * perTileV;
+    std::memset(m, 0, static_cast<size_t>(kPatch) * g.in * g.out * sizeof(float));
+    if (bias) std::memset(bias, 0, static_cast<size_t>(g.out) * sizeof(float));
+    for (int64_t item = begin; item < end; ++item) {
+        const int count = g.groupSize(item);
+        Prefetcher next(job, item + 1 < end ? item + 1 : item);
+        const size_t perStep = (next.lines() + kPatch * outBlocks - 1) / (kPatch * outBlocks);
+        for (int t = 0; t < count; ++t) {
+            const int64_t tile = item * kTileGroup + t;
+            const int img = static_cast<int>(tile / g.tiles), index = static_cast<int>(tile % g.tiles);
+            avx512::transformInputTile(job, img, index, v + t * perTileV);
+            avx512::transformGradientTile(job, img, index, z + t * perTileZ, bias);
+        }
+        std::memset(v + count * perTileV, 0, (kTiles - count) * perTileV * sizeof(float));
+        std::memset(z + count * perTileZ, 0, (kTiles - count) * perTileZ * sizeof(float));
+        for (int pair = 0; pair < kTilePairs; ++pair) {
+            for (size_t q = 0; q < perTileV; q += 16)
+                packPairs(vb + (pair * perTileV + q) * 2, v + 2 * pair * perTileV + q,
+                          v + (2 * pair + 1) * perTileV + q);
+            for (size_t q = 0; q < perTileZ; q += 16)
+                packPairs(zb + (pair * perTileZ + q) * 2, z + 2 * pair * perTileZ + q,
+                          z + (2 * pair + 1) * perTileZ + q);
+        }
+        for (int p = 0; p < kPatch; ++p)
+            for (int kb = 0; kb < outBlocks; ++kb) {
+                next.step(perStep);
+                __m512bh zt[kTilePairs];
+                for (int pair = 0; pair < kTilePairs; ++pair)
+                    zt[pair] = reinterpret_cast<__m512bh>(
+                        _mm512_loadu_si512(zb + (pair * perTileZ + static_cast<size_t>(p) * g.out + kb * 16) * 2));
+                const uint16_t* vp = vb + static_cast<size_t>(p) * g.in * 2;
+                float* mp = m + static_cast<size_t>(p) * g.in * g.out + kb * 16;
+                for (int c = 0; c < g.in; c += 4) {
+                    __m512 acc[4];
+                    for (int j = 0; j < 4; ++j) acc[j] = _mm512_loadu_ps(mp + static_cast<size_t>(c + j) * g.out);
+                    for (int pair = 0; pair < kTilePairs; ++pair)
+                        for (int j = 0; j < 4; ++j) {
+                            int32_t tiles;
+                            std::memcpy(&tiles, vp + (pair * perTileV + c + j) * 2, sizeof tiles);
+                            acc[j] = _mm512_dpbf16_ps(acc[j], reinterpret_cast<__m512bh>(_mm512_set1_epi32(tiles)),
+                                                      zt[pair]);
+                        }
+                    for (int j = 0; j < 4; ++j) _mm512_storeu_ps(mp + static_cast<size_t>(c + j) * g.out, acc[j]);
+                }
+            }
+    }
+}
+
+#undef STRATA_BF16_TARGET
+
+}  // namespace avx512bf16
+
 // Whether this CPU runs the kernels for this block: 16 lanes need AVX-512, 8 AVX2 and FMA.
 bool cpuRuns(int block) {
     static const bool avx512 = __builtin_cpu_supports("avx512f") != 0;
@@ -158,6 +334,17 @@ void runWinograd(int threads, Workspace& ws, const Geometry& g, const float* x, 
     Job job;
     job.g = &g, job.x = x, job.u = u, job.bias = bias, job.y = y, job.relu = relu, job.accumulate = accumulate;
     const int parts = parallelParts(threads, g.items(), 1);
+    if (ws.winogradBf16 && g.block == 16) {
+        ws.winogradWeightsBf16.resize(weightFloats(g.in, g.out));
+        avx512bf16::packWeights(ws.winogradWeightsBf16.data(), u, g.in, g.out);
+        // The float32 transformed tiles, then their bf16 copy (half as many floats).
+        ws.prepare(0, parts, g.scratchFloats() + g.scratchFloats() / 2);
+        parallelFor(threads, g.items(), 1, [&](int64_t begin, int64_t end, int part) {
+            avx512bf16::runItems(job, ws.winogradWeightsBf16.data(), begin, end, ws.slot(part));
+        });
+        ++ws.bf16WinogradRuns;
+        return;
+    }
     ws.prepare(0, parts, g.scratchFloats());
     parallelFor(threads, g.items(), 1, [&](int64_t begin, int64_t end, int part) {
         if (g.block == 16)
@@ -177,13 +364,19 @@ void filterGradient(int threads, Workspace& ws, const Geometry& g, float* dw, fl
     job.g = &g, job.x = x, job.y = const_cast<float*>(dy);  // dy is only read: the prefetcher's "output" rows
     const int parts = parallelParts(threads, g.items(), 1);
     const size_t sums = static_cast<size_t>(kPatch) * g.in * g.out;
-    const size_t perPart = static_cast<size_t>(kTileGroup) * kPatch * (g.in + g.out) + sums + g.out;
+    const bool bf16 = ws.winogradBf16 && g.block == 16;
+    const size_t transforms =
+        bf16 ? avx512bf16::filterScratchFloats(g) : static_cast<size_t>(kTileGroup) * kPatch * (g.in + g.out);
+    const size_t perPart = transforms + sums + g.out;
     ws.prepare(0, parts, perPart);
     auto sumsOf = [&](int part) { return ws.slot(part) + perPart - sums - g.out; };
     auto biasOf = [&](int part) { return ws.slot(part) + perPart - g.out; };
+    if (bf16) ++ws.bf16WinogradRuns;
     parallelFor(threads, g.items(), 1, [&](int64_t begin, int64_t end, int part) {
         float* bias = dbias ? biasOf(part) : nullptr;
-        if (g.block == 16)
+        if (bf16)
+            avx512bf16::filterItems(job, begin, end, ws.slot(part), sumsOf(part), bias);
+        else if (g.block == 16)
             avx512::filterItems(job, begin, end, ws.slot(part), sumsOf(part), bias);
         else
             avx2::filterItems(job, begin, end, ws.slot(part), sumsOf(part), bias);
@@ -209,6 +402,15 @@ void filterGradient(int threads, Workspace& ws, const Geometry& g, float* dw, fl
 }  // namespace
 
 bool winogradAvailable(int block) { return cpuRuns(block); }
+
+bool winogradBf16Available() {
+#ifdef STRATA_WINOGRAD_X86
+    static const bool bf16 = cpuRuns(16) && __builtin_cpu_supports("avx512bf16") != 0;
+    return bf16;
+#else
+    return false;
+#endif
+}
 
 bool winogradApplies(const Workspace& ws, const ConvDesc& d) {
     const int block = d.srcBlock;
