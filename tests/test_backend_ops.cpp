@@ -651,6 +651,13 @@ private slots:
         add(2, 32, 9, 9, 32, 3, 3, 1, 1, 1, 32);  // depthwise, channels = groups = 32 (MobileNet's 3x3)
         add(2, 32, 10, 10, 32, 3, 3, 2, 1, 1, 32);
         add(2, 16, 7, 7, 32, 3, 3, 1, 1, 1, 4);  // 4 groups: 4 input and 8 output channels each
+        // One output channel (the CPU's narrow path, cpu::narrowConvApplies): a decoder's last layer, a 5x3
+        // kernel with padding 2, no padding, a ragged one, and one too small for the path (oneDNN's then).
+        add(2, 32, 28, 28, 1, 3, 3, 1, 1, 1, 1);
+        add(2, 16, 20, 24, 1, 5, 3, 1, 2, 1, 1);
+        add(3, 24, 30, 30, 1, 3, 3, 1, 0, 1, 1);
+        add(4, 16, 21, 19, 1, 3, 3, 1, 1, 1, 1);  // rows and columns that are not whole vectors or row groups
+        add(1, 8, 12, 12, 1, 3, 3, 1, 1, 1, 1);
         {
             ConvDesc d;  // asymmetric stride, padding and dilation
             d.n = 2, d.c = 2, d.h = 10, d.w = 9, d.k = 3, d.r = 3, d.s = 2;
@@ -712,6 +719,16 @@ private slots:
                     }))
                     return;
             }
+        }
+        // The one-output-channel cases above ran the narrow path on the CPU backends (all of them: it takes NCHW
+        // with or without oneDNN), and the too-small one did not.
+        for (const NamedBackend& nb : m_fast) {
+            const auto* cpu = dynamic_cast<const CpuBackend*>(nb.backend.get());
+            if (!cpu) continue;
+            int narrow = 0;
+            for (const ConvDesc& d : cases) narrow += cpu->narrowConvRuns(d) ? 1 : 0;
+            QVERIFY2(narrow == 4, (nb.name + ": " + std::to_string(narrow) + " narrow cases").c_str());
+            QVERIFY2(cpu->narrowConvCalls() > 0, (nb.name + " never ran the narrow convolutions").c_str());
         }
     }
 

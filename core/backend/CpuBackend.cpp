@@ -30,6 +30,8 @@ CpuBackend::CpuBackend(const BackendOptions& options)
     m_workspace->useOneDnn = cpu::oneDnnAvailable();
     const char* winograd = std::getenv("STRATA_WINOGRAD");
     m_workspace->useWinograd = !(winograd && std::string(winograd) == "0");
+    const char* narrow = std::getenv("STRATA_NARROW_CONV");
+    m_workspace->useNarrowConv = !(narrow && std::string(narrow) == "0");
     // bf16 runs natively or not at all: rounding copies for a float32 GEMM would be slower than fp32 itself.
     if (options.precision == ComputePrecision::BF16) {
         const std::string why = cpu::bf16Unavailable();
@@ -53,6 +55,9 @@ bool CpuBackend::winogradAvailable() { return f32Block() != 0 && cpu::winogradAv
 bool CpuBackend::winogradBf16Available() { return f32Block() == 16 && cpu::winogradBf16Available(); }
 void CpuBackend::setWinograd(bool on) { m_workspace->useWinograd = on; }
 bool CpuBackend::winogradRuns(const ConvDesc& d) const { return cpu::winogradApplies(*m_workspace, d); }
+void CpuBackend::setNarrowConv(bool on) { m_workspace->useNarrowConv = on; }
+bool CpuBackend::narrowConvRuns(const ConvDesc& d) const { return cpu::narrowConvApplies(*m_workspace, d); }
+int64_t CpuBackend::narrowConvCalls() const { return m_workspace->narrowConvs; }
 
 int CpuBackend::activationBlock() const {
     return computePrecision() == ComputePrecision::F32 || m_workspace->bf16 ? f32Block() : 0;

@@ -37,6 +37,11 @@ public:
     static bool winogradBf16Available();
     void setWinograd(bool on);
     bool winogradRuns(const ConvDesc& d) const;
+    // Convolutions with one output channel by direct row loops (cpu::narrowConvApplies): on by default, unless
+    // STRATA_NARROW_CONV=0 (for comparisons); narrowConvCalls counts the calls that ran there.
+    void setNarrowConv(bool on);
+    bool narrowConvRuns(const ConvDesc& d) const;
+    int64_t narrowConvCalls() const;
     // Precision bf16 is native (CpuBf16.h): made only on a CPU with AVX512-BF16 or AMX, else BackendError.
     // oneDNN's block (cpu::dnnlPreferredBlock) in float32 and bf16, unless STRATA_BLOCKED_LAYOUT=0; the same with
     // oneDNN switched off (setOneDnn), whose im2col path takes blocked tensors through NCHW copies.

@@ -171,6 +171,7 @@ int forwardThreads(int threads, const ConvDesc& d) {
 
 void conv2dForward(int threads, Workspace& ws, float* y, const float* x, const float* w, const ConvDesc& d) {
     threads = forwardThreads(threads, d);
+    if (narrowConvApplies(ws, d)) return narrowConvForward(threads, ws, y, x, w, nullptr, false, d);
     if (ws.useOneDnn && dnnlConv2dForward(threads, ws, y, x, w, d)) return;
     im2colForward(threads, ws, y, x, w, nullptr, false, d);
 }
@@ -195,6 +196,7 @@ void conv2dForwardFused(int threads, Workspace& ws, float* y, const float* x, co
                         bool relu, const ConvDesc& d) {
     threads = forwardThreads(threads, d);
     if (winogradApplies(ws, d)) return winogradForward(threads, ws, y, x, w, bias, relu, d);
+    if (narrowConvApplies(ws, d)) return narrowConvForward(threads, ws, y, x, w, bias, relu, d);
     if (ws.useOneDnn && dnnlConv2dForwardFused(threads, ws, y, x, w, bias, relu, d)) return;
     if (d.srcBlock == 0 && d.dstBlock == 0) return im2colForward(threads, ws, y, x, w, bias, relu, d);
     // Blocked tensors on the im2col path (e.g. a first layer with too few channels for oneDNN): through NCHW.
@@ -211,6 +213,7 @@ void conv2dForwardFused(int threads, Workspace& ws, float* y, const float* x, co
 }
 
 void conv2dBackwardData(int threads, Workspace& ws, float* dx, const float* dy, const float* w, const ConvDesc& d) {
+    if (narrowConvApplies(ws, d)) return narrowConvBackwardData(threads, ws, dx, dy, w, d, false);
     if (ws.useOneDnn && dnnlConv2dBackwardData(threads, ws, dx, dy, w, d)) return;
     const ConvGeometry g(d);
     const int parts = parallelParts(threads, d.n, 1);
@@ -291,6 +294,7 @@ void im2colBackwardFilter(int threads, Workspace& ws, float* dw, float* dbias, c
 }  // namespace
 
 void conv2dBackwardFilter(int threads, Workspace& ws, float* dw, const float* dy, const float* x, const ConvDesc& d) {
+    if (narrowConvApplies(ws, d)) return narrowConvBackwardFilter(threads, ws, dw, nullptr, dy, x, d);
     if (ws.useOneDnn && dnnlConv2dBackwardFilter(threads, ws, dw, dy, x, d)) return;
     im2colBackwardFilter(threads, ws, dw, nullptr, dy, x, d);
 }
@@ -304,6 +308,11 @@ void conv2dBackwardFused(int threads, Workspace& ws, float* dx, float* dw, float
         } else if (dbias) {
             conv2dBackwardFused(threads, ws, nullptr, nullptr, dbias, dy, x, w, d, false);
         }
+        return;
+    }
+    if (narrowConvApplies(ws, d)) {
+        if (dx) narrowConvBackwardData(threads, ws, dx, dy, w, d, overwriteDx);
+        if (dw || dbias) narrowConvBackwardFilter(threads, ws, dw, dbias, dy, x, d);
         return;
     }
     if (ws.useOneDnn && dnnlConv2dBackwardFused(threads, ws, dx, dw, dbias, dy, x, w, d, overwriteDx)) return;

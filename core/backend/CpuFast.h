@@ -59,6 +59,11 @@ public:
     bool winogradBf16 = false;
     std::vector<uint16_t> winogradWeightsBf16;
     int64_t bf16WinogradRuns = 0;
+    // Convolutions with one output channel run by CpuConvNarrow.cpp (narrowConvApplies), and how many calls ran
+    // there, for the tests to see them run.
+    bool useNarrowConv = true;
+    int64_t narrowConvs = 0;
+    std::vector<double> narrowSums;  // the filter gradient's per-thread sums
 
 private:
     struct Block {
@@ -132,6 +137,16 @@ void winogradBackwardData(int threads, Workspace& ws, float* dx, const float* dy
 // Adds the weights' gradient to dw and, when dbias is not null, the bias's to dbias.
 void winogradBackwardFilter(int threads, Workspace& ws, float* dw, float* dbias, const float* dy, const float* x,
                             const ConvDesc& d);
+// One output channel, stride 1, no groups or dilation, NCHW (CpuConvNarrow.cpp): direct loops over the image rows,
+// where im2col + GEMM and oneDNN's blocked kernels are matrix-vector products. The forward writes y (with bias
+// and ReLU when given); the data gradient adds to dx or overwrites it; the filter gradient adds to dw (and dbias).
+bool narrowConvApplies(const Workspace& ws, const ConvDesc& d);
+void narrowConvForward(int threads, Workspace& ws, float* y, const float* x, const float* w, const float* bias,
+                       bool relu, const ConvDesc& d);
+void narrowConvBackwardData(int threads, Workspace& ws, float* dx, const float* dy, const float* w, const ConvDesc& d,
+                            bool overwrite);
+void narrowConvBackwardFilter(int threads, Workspace& ws, float* dw, float* dbias, const float* dy, const float* x,
+                              const ConvDesc& d);
 // Backend::conv2dForwardFused / conv2dBackwardFused: oneDNN with bias and a ReLU post-op, or im2col with the
 // bias and ReLU applied to each image's output block right after its GEMM.
 bool dnnlConv2dForwardFused(int threads, Workspace& ws, float* y, const float* x, const float* w, const float* bias,

@@ -32,6 +32,17 @@ Init weightInit(const Json& params);
 // A 1- or 2-element IntList param as (height, width); an empty list gives `fallback`.
 std::pair<int, int> pairParam(const Json& params, const char* key, std::pair<int, int> fallback = {1, 1});
 
+// ---- convolutions ---------------------------------------------------------------
+// What Conv2D and ConvTranspose2D read alike: the input [c, h, w] and the parameters filters (k), kernel (r, s),
+// stride, padding, dilation and groups. descFor fills a ConvDesc for a batch of n with these kernel settings and
+// the given convolution input and output channels (ConvTranspose2D's convolution runs from its output to its
+// input, so it passes them the other way round).
+struct ConvSettings {
+    int c, h, w, k, r, s, strideH, strideW, padH, padW, dilH, dilW, groups;
+    ConvDesc descFor(int n, int inChannels, int inH, int inW, int outChannels) const;
+};
+ConvSettings convSettings(const Json& params, const Shape& in);
+
 // ---- shapes -------------------------------------------------------------------
 // "in: Dense expects <expected>, got [1, 28, 28]<hint>"
 [[noreturn]] void throwShapeError(const std::string& port, const std::string& layer, const Shape& got,

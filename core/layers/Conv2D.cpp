@@ -1,50 +1,22 @@
 // Conv2D: 2-D convolution over per-sample [C, H, W] with grouped and dilated
 // kernels. Weight [filters, C/groups, kh, kw] (PyTorch's layout), bias [filters].
-#include <tuple>
 
 #include "core/layers/BuiltinLayers.h"
 
 namespace strata::layers {
 namespace {
 
-struct ConvGeometry {
-    int c, h, w, k, r, s, strideH, strideW, padH, padW, dilH, dilW, groups;
+struct ConvGeometry : ConvSettings {
     int srcBlock = 0, dstBlock = 0;  // the input's and output's layouts (Layer::setLayouts)
     ConvDesc desc(int n) const {
-        ConvDesc d;
-        d.n = n;
-        d.c = c;
-        d.h = h;
-        d.w = w;
-        d.k = k;
-        d.r = r;
-        d.s = s;
-        d.strideH = strideH;
-        d.strideW = strideW;
-        d.padH = padH;
-        d.padW = padW;
-        d.dilationH = dilH;
-        d.dilationW = dilW;
-        d.groups = groups;
+        ConvDesc d = descFor(n, c, h, w, k);
         d.srcBlock = srcBlock;
         d.dstBlock = dstBlock;
         return d;
     }
 };
 
-ConvGeometry geometry(const Json& params, const Shape& in) {
-    ConvGeometry g{};
-    g.c = toInt(in[0], "in", "channel count");
-    g.h = toInt(in[1], "in", "height");
-    g.w = toInt(in[2], "in", "width");
-    g.k = params.at("filters").get<int>();
-    std::tie(g.r, g.s) = pairParam(params, "kernel");
-    std::tie(g.strideH, g.strideW) = pairParam(params, "stride");
-    std::tie(g.padH, g.padW) = pairParam(params, "padding", {0, 0});
-    std::tie(g.dilH, g.dilW) = pairParam(params, "dilation");
-    g.groups = params.at("groups").get<int>();
-    return g;
-}
+ConvGeometry geometry(const Json& params, const Shape& in) { return ConvGeometry{convSettings(params, in)}; }
 
 class Conv2DLayer : public Layer {
 public:

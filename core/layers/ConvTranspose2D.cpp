@@ -9,45 +9,18 @@
 namespace strata::layers {
 namespace {
 
-struct Geometry {
-    int c, h, w;  // input
-    int k, r, s, strideH, strideW, padH, padW, outPadH, outPadW, dilH, dilW, groups;
+struct Geometry : ConvSettings {
+    int outPadH = 0, outPadW = 0;
     int outH() const { return (h - 1) * strideH - 2 * padH + dilH * (r - 1) + outPadH + 1; }
     int outW() const { return (w - 1) * strideW - 2 * padW + dilW * (s - 1) + outPadW + 1; }
     // The convolution this one transposes: from our output [k, outH, outW] to our input [c, h, w], weight
     // [c, k / groups, r, s]: exactly our weight.
-    ConvDesc desc(int n) const {
-        ConvDesc d;
-        d.n = n;
-        d.c = k;
-        d.h = outH();
-        d.w = outW();
-        d.k = c;
-        d.r = r;
-        d.s = s;
-        d.strideH = strideH;
-        d.strideW = strideW;
-        d.padH = padH;
-        d.padW = padW;
-        d.dilationH = dilH;
-        d.dilationW = dilW;
-        d.groups = groups;
-        return d;
-    }
+    ConvDesc desc(int n) const { return descFor(n, k, outH(), outW(), c); }
 };
 
 Geometry geometry(const Json& params, const Shape& in) {
-    Geometry g{};
-    g.c = toInt(in[0], "in", "channel count");
-    g.h = toInt(in[1], "in", "height");
-    g.w = toInt(in[2], "in", "width");
-    g.k = params.at("filters").get<int>();
-    std::tie(g.r, g.s) = pairParam(params, "kernel");
-    std::tie(g.strideH, g.strideW) = pairParam(params, "stride");
-    std::tie(g.padH, g.padW) = pairParam(params, "padding", {0, 0});
+    Geometry g{convSettings(params, in)};
     std::tie(g.outPadH, g.outPadW) = pairParam(params, "output_padding", {0, 0});
-    std::tie(g.dilH, g.dilW) = pairParam(params, "dilation");
-    g.groups = params.at("groups").get<int>();
     return g;
 }
 

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <set>
+#include <tuple>
 
 #include "core/layers/BuiltinLayers.h"
 
@@ -238,6 +239,39 @@ std::pair<int, int> pairParam(const Json& params, const char* key, std::pair<int
     if (v.empty()) return fallback;
     const int a = v[0].get<int>();
     return {a, v.size() > 1 ? v[1].get<int>() : a};
+}
+
+ConvDesc ConvSettings::descFor(int n, int inChannels, int inH, int inW, int outChannels) const {
+    ConvDesc d;
+    d.n = n;
+    d.c = inChannels;
+    d.h = inH;
+    d.w = inW;
+    d.k = outChannels;
+    d.r = r;
+    d.s = s;
+    d.strideH = strideH;
+    d.strideW = strideW;
+    d.padH = padH;
+    d.padW = padW;
+    d.dilationH = dilH;
+    d.dilationW = dilW;
+    d.groups = groups;
+    return d;
+}
+
+ConvSettings convSettings(const Json& params, const Shape& in) {
+    ConvSettings g{};
+    g.c = toInt(in[0], "in", "channel count");
+    g.h = toInt(in[1], "in", "height");
+    g.w = toInt(in[2], "in", "width");
+    g.k = params.at("filters").get<int>();
+    std::tie(g.r, g.s) = pairParam(params, "kernel");
+    std::tie(g.strideH, g.strideW) = pairParam(params, "stride");
+    std::tie(g.padH, g.padW) = pairParam(params, "padding", {0, 0});
+    std::tie(g.dilH, g.dilW) = pairParam(params, "dilation");
+    g.groups = params.at("groups").get<int>();
+    return g;
 }
 
 void throwShapeError(const std::string& port, const std::string& layer, const Shape& got, const std::string& expected,
