@@ -435,6 +435,10 @@ QStringList RunsPanel::applyOverlay(const Overlay& overlay) {
             m_overlaySeries << QStringLiteral("accuracy|") + name + ":val_acc";
         }
         if (TaskMetricsView* view = m_dashboard->taskView(); view && !run.taskMetrics.empty()) {
+            // No run of this session has shown the view yet: it opens for the open project's task (empty: it is
+            // hidden only while it holds nothing live).
+            if (view->isHidden() && m_doc && m_doc->project().dataset.task != TaskKind::Classification)
+                view->setTask(m_doc->project().dataset.task);
             ChartPanel* c = view->chart();
             for (const auto& [metric, values] : run.taskMetrics) {
                 const QString series = name + ":" + metric;

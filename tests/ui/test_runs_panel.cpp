@@ -206,6 +206,7 @@ private slots:
         const std::string db = m_dir.filePath("tasks.sqlite").toStdString();
         Project p = test::blobsMlpProject("tags");
         p.dataset.task = TaskKind::MultiLabel;
+        p.id = newProjectId();  // the runs belong to the open project (the view lists its runs)
         int64_t ids[2] = {0, 0};
         {
             history::RunStore store(db);
@@ -229,6 +230,7 @@ private slots:
         TrainingDashboard dash(&doc);
         RunsPanel panel;
         panel.setDashboard(&dash);
+        panel.setDocument(&doc);
         QVERIFY(panel.setDatabase(QString::fromStdString(db)));
         const int row = panel.model()->rowOfRun(ids[1]);
         QCOMPARE(panel.model()->index(row, RunsModel::ValMetrics).data().toString(),
@@ -246,10 +248,27 @@ private slots:
         panel.selectRuns({ids[0], ids[1]});
         panel.overlaySelected();
         ChartPanel* task = dash.taskView()->chart();
+        QVERIFY(!dash.taskView()->isHidden());  // opened for the project's task, though no run started here
         for (int64_t id : ids) {
             QCOMPARE(task->pointCount(QString("run%1:micro_f1").arg(id)), 3);
             QCOMPARE(task->pointCount(QString("run%1:macro_f1").arg(id)), 3);
             QVERIFY(!task->hasSeries(QString("run%1:precision[admin]").arg(id)));
+        }
+        if (const QString dir = qEnvironmentVariable("STRATA_UI_SCREENSHOTS"); !dir.isEmpty()) {
+            QWidget window;
+            auto* split = new QSplitter(&window);
+            panel.setParent(split);
+            dash.setParent(split);
+            split->addWidget(&panel);
+            split->addWidget(&dash);
+            auto* layout = new QHBoxLayout(&window);
+            layout->addWidget(split);
+            window.resize(1700, 900);
+            window.show();
+            QTest::qWait(200);
+            QVERIFY(window.grab().save(dir + "/runs-task-metrics.png"));
+            panel.setParent(nullptr);
+            dash.setParent(nullptr);
         }
         panel.clearOverlay();
         QVERIFY(!task->hasSeries(QString("run%1:micro_f1").arg(ids[0])));
