@@ -93,6 +93,12 @@ int runsCommand(const RunsArgs& given, std::ostream& out, std::ostream& err) {
             << "  samples/s        " << num(r.samplesPerSecond, 0) << "\n"
             << "  seconds          " << num(r.seconds, 1) << "\n";
         if (!r.notes.empty()) out << "  notes            " << r.notes << "\n";
+        // Tasks other than classification: every metric of the last epoch (per label or target too).
+        if (!r.finalValMetrics.empty()) {
+            out << "  final metrics   ";
+            for (const NamedMetric& m : r.finalValMetrics) out << " " << m.name << " " << formatMetric(m.value);
+            out << "\n";
+        }
         const auto steps = store.metrics(r.id, "step");
         const auto epochs = store.metrics(r.id, "epoch");
         out << "  curves           " << steps.size() << " step points, " << epochs.size() << " epoch points\n";
@@ -102,10 +108,15 @@ int runsCommand(const RunsArgs& given, std::ostream& out, std::ostream& err) {
             if (project.contains("training")) out << "  training         " << project["training"].dump() << "\n";
             if (project.contains("dataset")) out << "  dataset          " << project["dataset"].dump() << "\n";
         }
-        for (const history::MetricRow& m : epochs)
+        for (const history::MetricRow& m : epochs) {
             out << "  epoch " << std::setw(4) << m.epoch << "  train loss " << num(m.loss, 4) << " acc "
                 << pct(m.accuracy) << " | val loss " << num(m.valLoss, 4) << " acc " << pct(m.valAccuracy) << " | "
-                << num(m.samplesPerSecond, 0) << " samples/s\n";
+                << num(m.samplesPerSecond, 0) << " samples/s";
+            // The task's summary metrics (r2, mae, rmse; micro_f1, macro_f1; psnr), not each label's.
+            for (const NamedMetric& v : m.valMetrics)
+                if (v.name.find('[') == std::string::npos) out << " | " << v.name << " " << formatMetric(v.value);
+            out << "\n";
+        }
         return 0;
     }
     if (sub == "export") {

@@ -13,6 +13,10 @@ metric the same way (core/train/TaskMetrics.h). The samples/s are of the trainin
 
   /usr/bin/python3 bench/task_bench.py --torch-python /work/venv-bench/bin/python [--build build] [--threads 2]
       [--examples auto_mpg_regression,debian_tags_multilabel,fashion_denoising] [--epochs N] [--train-limit N]
+      [--strata-order] [--steps N]
+
+--strata-order gives PyTorch Strata's sample order (epochOrder, replicated here), so that with the same initial
+weights the two runs differ by their numerics alone; --steps N prints both sides' first N step losses.
 
 The data: tools/make_auto_mpg_dataset.py, tools/make_debian_tags_dataset.py, Fashion-MNIST from Debian.
 """
@@ -114,9 +118,39 @@ def read_idx(path):
     return np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * ndim).reshape(dims)
 
 
+# ---- Strata's sample order (core/data/DataRandom.h, DataLoader.cpp epochOrder) ---------------------------
+
+M64 = (1 << 64) - 1
+
+
+def _next_random(state):
+    state = (state + 0x9E3779B97F4A7C15) & M64
+    z = state
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & M64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & M64
+    return state, z ^ (z >> 31)
+
+
+def _mix_seed(a, b):
+    s = a ^ ((b + 0x9E3779B97F4A7C15 + ((a << 6) & M64) + (a >> 2)) & M64)
+    return _next_random(s & M64)[1]
+
+
+def strata_epoch_order(count, seed, epoch):
+    """The training order of Strata's epoch `epoch` (1-based, as the Trainer counts): a Fisher-Yates shuffle
+    driven by SplitMix64 from mixSeed(seed, epoch)."""
+    order = list(range(count))
+    rng = _mix_seed(seed & M64, epoch & M64)
+    for i in range(count - 1, 0, -1):
+        rng, r = _next_random(rng)
+        j = r % (i + 1)
+        order[i], order[j] = order[j], order[i]
+    return order
+
+
 # ---- the PyTorch half ------------------------------------------------------------------------------------
 
-def torch_half(example, threads, epochs, init_npz, seed, train_limit=0):
+def torch_half(example, threads, epochs, init_npz, seed, train_limit=0, strata_order=False, steps=0):
     import numpy as np
     import torch
     import torch.nn as nn
@@ -213,10 +247,13 @@ def torch_half(example, threads, epochs, init_npz, seed, train_limit=0):
         x = torch.where(torch.rand(x.shape, generator=gen) < noise[1], torch.zeros_like(x), x)
         return x + noise[0] * torch.randn(x.shape, generator=gen)
 
-    seconds, samples = 0.0, 0
-    for _ in range(epochs):
+    seconds, samples, losses = 0.0, 0, []
+    for epoch in range(1, epochs + 1):
         model.train()
-        perm = torch.randperm(len(xtr_t), generator=g)
+        if strata_order:
+            perm = torch.tensor(strata_epoch_order(len(xtr_t), seed, epoch), dtype=torch.int64)
+        else:
+            perm = torch.randperm(len(xtr_t), generator=g)
         t0 = time.perf_counter()
         for i in range(0, len(perm), batch):
             idx = perm[i:i + batch]
@@ -225,6 +262,8 @@ def torch_half(example, threads, epochs, init_npz, seed, train_limit=0):
             loss.backward()
             opt.step()
             samples += len(idx)
+            if len(losses) < steps:
+                losses.append(float(loss))
         seconds += time.perf_counter() - t0
     model.eval()
     with torch.no_grad():
@@ -247,7 +286,7 @@ def torch_half(example, threads, epochs, init_npz, seed, train_limit=0):
         metric = float(np.mean(np.minimum(100.0, 10 * np.log10(1.0 / np.maximum(mse, 1e-30)))))
         name = "psnr"
     print(json.dumps({"torch": torch.__version__, "samples_per_s": samples / seconds, name: metric,
-                      "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+                      "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "losses": losses}))
 
 
 # ---- the Strata half and the comparison ------------------------------------------------------------------
@@ -263,12 +302,13 @@ def strata_half(build, example, threads, epochs, train_limit=0):
         if train_limit:
             cmd += ["--train-limit", str(train_limit)]
         subprocess.run(cmd, check=True)
-        events = [json.loads(l) for l in open(metrics) if '"epoch"' in l]
-        events = [e for e in events if e.get("event") == "epoch"]
+        lines = [json.loads(l) for l in open(metrics) if '"event"' in l]
+        events = [e for e in lines if e.get("event") == "epoch"]
+        losses = [e["loss"] for e in lines if e.get("event") == "step"]
     # Every epoch trains the same number of samples: the run's rate is the harmonic mean of the epochs' (each the
     # training steps' samples over their time, validation excluded).
     rate = len(events) / sum(1.0 / e["samples_per_s"] for e in events)
-    return {"samples_per_s": rate, "events": events}
+    return {"samples_per_s": rate, "events": events, "losses": losses}
 
 
 def main():
@@ -279,11 +319,21 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--epochs", type=int, default=0, help="0: the project's")
     ap.add_argument("--train-limit", type=int, default=0, help="the first N training samples only (0: all)")
+    ap.add_argument("--strata-order", action="store_true",
+                    help="PyTorch takes Strata's shuffled order each epoch (else its own randperm): with the same "
+                         "initial weights, the two sides then differ by their numerics alone. The order is that of "
+                         "Strata's training seed --torch-seeds (the examples' seed is 42)")
+    ap.add_argument("--steps", type=int, default=0, help="print the first N training steps' losses of both sides")
+    ap.add_argument("--torch-seeds", default="42",
+                    help="PyTorch's shuffle seeds, comma-separated: one PyTorch run each (the spread of its metric over "
+                         "sample orders; the first is compared)")
+    ap.add_argument("--torch-seed", type=int, default=42, help=argparse.SUPPRESS)
     ap.add_argument("--torch-half", help=argparse.SUPPRESS)
     ap.add_argument("--init", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.torch_half:
-        return torch_half(a.torch_half, a.threads, a.epochs, a.init, 42, a.train_limit)
+        return torch_half(a.torch_half, a.threads, a.epochs, a.init, a.torch_seed, a.train_limit, a.strata_order,
+                          a.steps)
     from text_bench import strata_initial_weights
     metric_of = {"auto_mpg_regression": "r2", "debian_tags_multilabel": "micro_f1", "fashion_denoising": "psnr"}
     print(f"{'example':<24} {'Strata samples/s':>16} {'PyTorch samples/s':>17} {'ratio':>6} "
@@ -293,16 +343,26 @@ def main():
             init = os.path.join(tmp, "init.npz")
             strata_initial_weights(a.build, project(example)[0], init)
             s = strata_half(a.build, example, a.threads, a.epochs, a.train_limit)
-            r = subprocess.run([a.torch_python, os.path.abspath(__file__), "--torch-half", example, "--init", init,
-                                "--threads", str(a.threads), "--epochs", str(a.epochs), "--train-limit",
-                                str(a.train_limit)], check=True,
-                               capture_output=True, text=True)
-            t = json.loads(r.stdout.strip().splitlines()[-1])
+            runs = []
+            for seed in a.torch_seeds.split(","):
+                r = subprocess.run([a.torch_python, os.path.abspath(__file__), "--torch-half", example, "--init", init,
+                                    "--threads", str(a.threads), "--epochs", str(a.epochs), "--train-limit",
+                                    str(a.train_limit), "--steps", str(a.steps), "--torch-seed", seed] +
+                                   (["--strata-order"] if a.strata_order else []), check=True,
+                                   capture_output=True, text=True)
+                runs.append(json.loads(r.stdout.strip().splitlines()[-1]))
+            t = runs[0]
         name = metric_of[example]
         sm = s["events"][-1]["val_" + name]
         print(f"{example:<24} {s['samples_per_s']:>16.0f} {t['samples_per_s']:>17.0f} "
               f"{s['samples_per_s'] / t['samples_per_s']:>6.2f} {name + ' ' + format(sm, '.4f'):>14} "
               f"{name + ' ' + format(t[name], '.4f'):>15}   (PyTorch {t['torch']})")
+        if len(runs) > 1:
+            values = [r[name] for r in runs]
+            print(f"  PyTorch {name} over shuffle seeds {a.torch_seeds}: " + ", ".join(f"{v:.4f}" for v in values) +
+                  f" (mean {sum(values) / len(values):.4f}, range {max(values) - min(values):.4f})")
+        for i, (ls, lt) in enumerate(zip(s["losses"][:a.steps], t["losses"])):
+            print(f"  step {i + 1:>4}  loss Strata {ls:.6f}  PyTorch {lt:.6f}  difference {ls - lt:+.2e}")
 
 
 if __name__ == "__main__":

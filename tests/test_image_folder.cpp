@@ -1242,8 +1242,8 @@ private slots:
         QCOMPARE(readDataFacts(s, "").targetShape, (Shape{1, 8, 8}));
     }
 
-    // A missing target, an extra one, a validation folder without targets and streamed loading are refused, naming
-    // the file or the setting; the data check finds the missing one without decoding. A target that cannot be read
+    // A missing target, an extra one and a validation folder without targets are refused, naming the file or the
+    // setting; the data check finds the missing one without decoding. A target that cannot be read
     // leaves its pair out with the reason (strict_images stops at it).
     void pairedFolderMismatches() {
         makePairs("mis", 3);
@@ -1268,13 +1268,6 @@ private slots:
         v.validationPath = path("mis/in");
         e = dataErrorOf([&] { loadDataset(v, ""); });
         QVERIFY2(e.find("dataset.validation_target_path is empty") != std::string::npos, e.c_str());
-        for (ImageLoading loading : {ImageLoading::Stream, ImageLoading::Cache}) {
-            v = s;
-            v.imageLoading = loading;
-            e = dataErrorOf([&] { loadDataset(v, "", Streaming::Allowed); });
-            QVERIFY2(e.find("dataset.image_loading") != std::string::npos && e.find("use memory") != std::string::npos,
-                     e.c_str());
-        }
 
         writeBytes(path("mis/out/a/k2.png"), {'x'});
         DatasetBundle b = loadDataset(s, "");
@@ -1286,6 +1279,107 @@ private slots:
         v = s;
         v.strictImages = true;
         e = dataErrorOf([&] { loadDataset(v, ""); });
+        QVERIFY2(e.starts_with("k2.png: "), e.c_str());
+    }
+
+    // Streamed and cached paired folders (image_loading stream, cache; the caches in files beside the project, read
+    // again by a second load): the loader gives the in-memory path's batches, inputs and targets, both splits, two
+    // epochs; a missing or extra target is named as in memory; a target that cannot be read leaves its pair out,
+    // named with the reason (strict_images: the loader stops naming it).
+    void pairedFolderStreamed() {
+        makePairs("pstream", 6);
+        DatasetSettings s = pairedSettings("pstream");
+        s.validationSplit = 0.25;
+        const std::string project = path("pstream/p.strata");
+        const DatasetBundle memory = loadDataset(s, project, Streaming::Allowed);
+        QVERIFY(!memory.train.streamed());
+        for (ImageLoading loading : {ImageLoading::Stream, ImageLoading::Cache, ImageLoading::Cache}) {
+            DatasetSettings v = s;
+            v.imageLoading = loading;
+            v.cacheMemoryMb = 0;  // cache: in files
+            v.decodeThreads = 2;
+            const DatasetBundle b = loadDataset(v, project, Streaming::Allowed);
+            QVERIFY(b.train.streamed() && b.validation.streamed());
+            QVERIFY(b.train.source->hasTargets());
+            QCOMPARE(b.train.targetShape, (Shape{1, 8, 8}));
+            QCOMPARE(b.validation.targetShape, (Shape{1, 8, 8}));
+            QVERIFY(b.train.targets.empty());
+            for (const auto& [fromMemory, fromStream] :
+                 {std::pair{&memory.train, &b.train}, std::pair{&memory.validation, &b.validation}}) {
+                QCOMPARE(fromStream->count, fromMemory->count);
+                DataLoader a(*fromMemory, 3, true, 5), c(*fromStream, 3, true, 5);
+                for (int epoch = 1; epoch <= 2; ++epoch) {
+                    a.startEpoch(epoch);
+                    c.startEpoch(epoch);
+                    Batch x, y;
+                    while (a.next(x)) {
+                        QVERIFY(c.next(y));
+                        QCOMPARE(y.size, x.size);
+                        QCOMPARE(y.targets.size(), x.targets.size());
+                        QCOMPARE(y.inputs, x.inputs);
+                        QCOMPARE(y.targets, x.targets);
+                    }
+                    QVERIFY(!c.next(y));
+                }
+            }
+            if (loading == ImageLoading::Cache) {
+                QVERIFY2(b.description.find("train_targets cache in") != std::string::npos, b.description.c_str());
+                QVERIFY2(b.description.find("validation_targets cache in") != std::string::npos, b.description.c_str());
+            }
+        }
+        // The second cached load found both the inputs' and the targets' files of the first.
+        DatasetSettings cached = s;
+        cached.imageLoading = ImageLoading::Cache;
+        cached.cacheMemoryMb = 0;
+        const std::string d = loadDataset(cached, project, Streaming::Allowed).description;
+        QVERIFY2(d.find("train cache in") != std::string::npos && d.find("train_targets cache in") != std::string::npos,
+                 d.c_str());
+        int reused = 0;
+        for (size_t at = d.find("(reused: "); at != std::string::npos; at = d.find("(reused: ", at + 1)) ++reused;
+        QVERIFY2(reused == 4, d.c_str());  // train, validation and their targets
+
+        DatasetSettings v = s;
+        v.imageLoading = ImageLoading::Stream;
+        v.validationSplit = 0;
+        fs::remove(path("pstream/out/b/k1.png"));
+        std::string e = dataErrorOf([&] { loadDataset(v, project, Streaming::Allowed); });
+        QVERIFY2(e.find(path("pstream/in/b/k1.png") + " has no target image " + path("pstream/out/b/k1.png")) !=
+                     std::string::npos,
+                 e.c_str());
+        fs::remove(path("pstream/in/b/k1.png"));
+        QVERIFY(writePng(path("pstream/out/a/extra.png"), flat(8, 8, 1, 9)));
+        e = dataErrorOf([&] { loadDataset(v, project, Streaming::Allowed); });
+        QVERIFY2(e.find("target image without an input image " + path("pstream/in/a/extra.png")) != std::string::npos,
+                 e.c_str());
+        fs::remove(path("pstream/out/a/extra.png"));
+
+        writeBytes(path("pstream/out/a/k2.png"), {'x'});
+        const DatasetBundle b = loadDataset(v, project, Streaming::Allowed);
+        QCOMPARE(b.train.count, int64_t(11));  // listed; the bad target is found while reading
+        DataLoader loader(b.train, 4, false, 1);
+        loader.startEpoch(1);
+        Batch batch;
+        int64_t seen = 0;
+        while (loader.next(batch)) {
+            seen += batch.size;
+            QCOMPARE(batch.targets.size(), batch.inputs.size());
+            for (size_t i = 0; i < batch.inputs.size(); ++i)
+                QVERIFY(std::fabs(batch.targets[i] - (1 - batch.inputs[i])) < 1e-6f);
+        }
+        QCOMPARE(seen, int64_t(10));
+        const std::vector<SkippedFile> skipped = loader.takeSkipped();
+        QCOMPARE(skipped.size(), size_t(1));
+        QCOMPARE(skipped[0].path, path("pstream/in/a/k2.png"));
+        QVERIFY2(skipped[0].reason.starts_with("target image " + path("pstream/out/a/k2.png") + ": "),
+                 skipped[0].reason.c_str());
+        v.strictImages = true;
+        const DatasetBundle strict = loadDataset(v, project, Streaming::Allowed);
+        DataLoader stops(strict.train, 4, false, 1);
+        stops.startEpoch(1);
+        e = dataErrorOf([&] {
+            while (stops.next(batch)) {
+            }
+        });
         QVERIFY2(e.starts_with("k2.png: "), e.c_str());
     }
 
@@ -1322,6 +1416,18 @@ private slots:
         QVERIFY2(last < first / 10, (std::to_string(first) + " -> " + std::to_string(last)).c_str());
         QVERIFY2(log.epochs.back().valAccuracy > 20.0,
                  std::to_string(log.epochs.back().valAccuracy).c_str());  // PSNR, dB
+        // Streamed, the same batches train the same run: every epoch's losses and PSNR as in memory.
+        Project streamed = p;
+        streamed.dataset.imageLoading = ImageLoading::Stream;
+        streamed.training.checkpointDir = path("pairtrain_stream_ck");
+        Log again;
+        QVERIFY(Trainer(streamed, backend, &again, options).run());
+        QVERIFY2(again.errors.empty(), again.errors.empty() ? "" : again.errors[0].c_str());
+        QCOMPARE(again.epochs.size(), log.epochs.size());
+        for (size_t i = 0; i < log.epochs.size(); ++i) {
+            QVERIFY(std::fabs(again.epochs[i].trainLoss - log.epochs[i].trainLoss) <= 1e-6 * log.epochs[i].trainLoss);
+            QVERIFY(std::fabs(again.epochs[i].valAccuracy - log.epochs[i].valAccuracy) <= 1e-4);
+        }
         // Every export format scores the paired validation images as the live model does (the export check).
         const ExportModel live = exportModelFromCheckpoint(loadCheckpoint(path("pairtrain_ck")));
         const DatasetBundle data = loadDataset(p.dataset, "");

@@ -321,6 +321,71 @@ private slots:
         for (size_t at = text.find("failed"); at != std::string::npos; at = text.find("failed", at + 1)) ++failed;
         QCOMPARE(failed, size_t(1));
     }
+
+    // Issue 38: an epoch's task metrics (R^2, F1s, PSNR...) are stored with it and read back per epoch (metrics,
+    // epochEvents), as the run's last ones (runs, for the Runs view), in the CSV (a column each, a label's comma
+    // quoted) and through a pending file. A database of the release before gains the column; its epochs read back
+    // without task metrics.
+    void taskMetricsAreRecordedPerEpoch() {
+        const std::string db = path("tasks.sqlite");
+        QCOMPARE(test::execSql(db,
+                               "CREATE TABLE runs (id INTEGER PRIMARY KEY AUTOINCREMENT, started TEXT NOT NULL,"
+                               " project_name TEXT, project_path TEXT, device TEXT, project_json TEXT, status TEXT,"
+                               " message TEXT, epochs_completed INTEGER, best_epoch INTEGER, best_val_loss REAL,"
+                               " best_val_acc REAL, seconds REAL);"
+                               "CREATE TABLE metrics (run_id INTEGER NOT NULL REFERENCES runs(id), kind TEXT NOT NULL,"
+                               " step INTEGER, epoch INTEGER, loss REAL, accuracy REAL, learning_rate REAL,"
+                               " samples_per_second REAL, val_loss REAL, val_accuracy REAL, elapsed_seconds REAL);"
+                               "INSERT INTO runs (started, project_name, status) VALUES ('2026-12-01T10:00:00Z',"
+                               " 'old', 'finished');"
+                               "INSERT INTO metrics (run_id, kind, epoch, loss, val_loss, val_accuracy)"
+                               " VALUES (1, 'epoch', 1, 0.5, 0.6, 0.7)"),
+                 std::string());
+        history::RunStore store(db);
+        QCOMPARE(store.metrics(1, "epoch").size(), size_t(1));
+        QVERIFY(store.metrics(1, "epoch")[0].valMetrics.empty());
+        QVERIFY(store.run(1)->finalValMetrics.empty());
+
+        const int64_t run = store.beginRun(blobs(2), "/p/tasks.strata", "cpu", "cli");
+        auto epoch = [](int n, std::vector<NamedMetric> metrics) {
+            EpochEvent e;
+            e.epoch = n;
+            e.trainLoss = 1.0 / n;
+            e.hasValidation = true;
+            e.valLoss = 0.5 / n;
+            e.valAccuracy = metrics[0].value;
+            e.valMetrics = std::move(metrics);
+            return e;
+        };
+        const std::vector<NamedMetric> first = {{"micro_f1", 0.5}, {"macro_f1", 0.25}, {"precision[a,b]", 0.125}},
+                                       second = {{"micro_f1", 0.75}, {"macro_f1", 0.5}, {"precision[a,b]", 0.625}};
+        store.addEpoch(run, epoch(1, first));
+        const std::string pending = path("tasks.pending.jsonl");
+        history::PendingWrite later;
+        later.kind = history::PendingWrite::Kind::Epoch;
+        later.epoch = epoch(2, second);
+        history::RunStore::appendPendingFile(pending, run, {later});
+        int64_t pendingRun = 0;
+        const std::vector<history::PendingWrite> back = history::RunStore::readPendingFile(pending, pendingRun);
+        QCOMPARE(pendingRun, run);
+        QCOMPARE(back.size(), size_t(1));
+        QVERIFY(back[0].epoch.valMetrics == second);
+        store.applyPending(run, back, true);
+
+        const std::vector<history::MetricRow> rows = store.metrics(run, "epoch");
+        QCOMPARE(rows.size(), size_t(2));
+        QVERIFY(rows[0].valMetrics == first);
+        QVERIFY(rows[1].valMetrics == second);
+        const auto events = store.epochEvents(run);
+        QCOMPARE(events.size(), size_t(2));
+        QVERIFY(events[1].first.valMetrics == second);
+        QVERIFY(store.run(run)->finalValMetrics == second);
+        QVERIFY(store.runs().front().finalValMetrics == second);
+        const std::string csv = history::metricsCsv(rows);
+        QVERIFY2(csv.find("elapsed_seconds,val_micro_f1,val_macro_f1,\"val_precision[a,b]\"\n") != std::string::npos,
+                 csv.c_str());
+        QVERIFY2(csv.find(",0.75,0.5,0.625\n") != std::string::npos, csv.c_str());
+    }
 };
 
 QTEST_GUILESS_MAIN(TestRunStore)

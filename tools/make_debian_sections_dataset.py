@@ -23,61 +23,12 @@ split, whatever else changes). Standard library only; run with /usr/bin/python3:
 
 import argparse
 import csv
-import glob
-import hashlib
 import os
 import random
-import re
-import subprocess
 import sys
 
-
-def stanzas(text):
-    """Yields each stanza of a deb822 file as a dict; continuation lines are joined with newlines."""
-    fields, key = {}, None
-    for line in text.splitlines():
-        if not line.strip():
-            if fields:
-                yield fields
-            fields, key = {}, None
-        elif line[0] in " \t" and key:
-            fields[key] += "\n" + line[1:]
-        elif ":" in line:
-            key, value = line.split(":", 1)
-            fields[key] = value.strip()
-    if fields:
-        yield fields
-
-
-def long_description(body):
-    """A deb822 extended description as one line: ' .' paragraph marks dropped, lines joined."""
-    lines = [l.strip() for l in body.split("\n")]
-    return " ".join(l for l in lines if l and l != ".")
-
-
-def read_translations(paths):
-    """(package, Description-md5) -> long description, from Translation-en files (any compression apt
-    reads: apt-helper cat-file decompresses)."""
-    out = {}
-    for path in paths:
-        text = subprocess.run(["/usr/lib/apt/apt-helper", "cat-file", path], check=True, capture_output=True,
-                              text=True, errors="replace").stdout
-        for s in stanzas(text):
-            desc = s.get("Description-en", "")
-            if "Package" in s and "\n" in desc:
-                out[(s["Package"], s.get("Description-md5", ""))] = long_description(desc.split("\n", 1)[1])
-    return out
-
-
-def without_names(text, names):
-    for name in names:
-        if name:
-            text = re.sub(r"(?<![\w.+-])" + re.escape(name) + r"(?![\w+-])", "", text, flags=re.IGNORECASE)
-    return re.sub(r"\s+", " ", text).strip()
-
-
-def in_validation(package, percent):
-    return int(hashlib.sha1(package.encode("utf-8")).hexdigest()[:8], 16) % 100 < percent
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import debian_packages  # noqa: E402  (the package lists, the long descriptions, the name rules, the split)
 
 
 def main():
@@ -93,34 +44,11 @@ def main():
     ap.add_argument("--seed", type=int, default=42)
     a = ap.parse_args()
 
-    if a.dumpavail:
-        with open(a.dumpavail, encoding="utf-8", errors="replace") as f:
-            avail = f.read()
-    else:
-        r = subprocess.run(["apt-cache", "dumpavail"], capture_output=True, text=True, errors="replace")
-        avail = r.stdout
-        if r.returncode != 0 or "Package:" not in avail:
-            sys.exit("apt-cache dumpavail gave no packages: the package lists are missing. Run (as root)\n"
-                     "    apt-get -o Acquire::Languages=en update\nand then this tool again.")
-    translations = a.translations
-    if translations is None:
-        translations = sorted(glob.glob("/var/lib/apt/lists/*_i18n_Translation-en*"))
-    long_text = read_translations(translations) if translations else {}
-
-    packages = {}
-    for s in stanzas(avail):
-        name, section, short = s.get("Package"), s.get("Section", ""), s.get("Description", "")
-        if not name or not section or name in packages:
-            continue
-        section = section.split("/")[-1]
-        source = s.get("Source", "").split(" ")[0]
-        body = long_text.get((name, s.get("Description-md5", "")), "")
-        if "\n" in short:  # a Packages file with the long description inline
-            short, inline = short.split("\n", 1)
-            body = body or long_description(inline)
-        text = without_names((short + ". " + body) if body else short, sorted({name, source}, key=len, reverse=True))
-        if text:
-            packages[name] = (section, text)
+    avail = debian_packages.read_avail(a.dumpavail)
+    long_text, translation_files = debian_packages.long_texts(a.translations)
+    packages = {name: (stanza["Section"].split("/")[-1], text)  # the section without its component
+                for name, stanza, text in debian_packages.package_texts(avail, long_text,
+                                                                         lambda stanza: stanza.get("Section"))}
     if not packages:
         sys.exit("no package with a section and a description found")
 
@@ -137,7 +65,7 @@ def main():
         names = sorted(by_section[sec])
         rng.shuffle(names)
         for name in sorted(names[:per]):
-            split = "validation" if in_validation(name, a.validation_percent) else "train"
+            split = "validation" if debian_packages.in_validation(name, a.validation_percent) else "train"
             rows[split].append((sec, packages[name][1]))
     os.makedirs(a.out, exist_ok=True)
     for split, data in rows.items():
@@ -148,7 +76,7 @@ def main():
             w.writerows(data)
     print("%d packages, %d sections of %d each (%s): %d train, %d validation rows in %s; %s" % (
         len(packages), len(largest), per, ", ".join(sorted(largest)), len(rows["train"]), len(rows["validation"]),
-        a.out, "long descriptions from %d Translation-en file(s)" % len(translations) if long_text else
+        a.out, "long descriptions from %d Translation-en file(s)" % translation_files if long_text else
         "one-line descriptions only (for the long ones: apt-get -o Acquire::Languages=en update)"),
         file=sys.stderr)
 

@@ -6,8 +6,8 @@
     interface::commandline;role::program;implemented-in::c,tool to convert image formats ...
 
 Rules: packages with a Tag field and a description (one row per package name, its first stanza); the text is
-the description with the package's and its source's names removed (make_debian_sections_dataset.py's rules,
-long descriptions from Translation-en where apt keeps them); only the --tags most frequent tags are kept (rarer
+the description with the package's and its source's names removed (tools/debian_packages.py's rules, shared with
+make_debian_sections_dataset.py; long descriptions from Translation-en where apt keeps them); only the --tags most frequent tags are kept (rarer
 ones dropped from every row) and rows left without a tag are dropped; at most --max-packages packages, drawn with
 a fixed seed; split into train.csv and validation.csv by a hash of the package name. Tags are separated by ';'
 (the project's dataset.label_separator). Standard library only; run with /usr/bin/python3:
@@ -18,14 +18,16 @@ a fixed seed; split into train.csv and validation.csv by a hash of the package n
 import argparse
 import collections
 import csv
-import glob
 import os
 import random
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import make_debian_sections_dataset as sections  # noqa: E402  (the deb822 reading and the name rules)
+import debian_packages  # noqa: E402  (the package lists, the long descriptions, the name rules, the split)
+
+
+def tags_of(stanza):
+    return sorted({t.strip() for t in stanza.get("Tag", "").replace("\n", " ").split(",") if t.strip()})
 
 
 def main():
@@ -40,35 +42,10 @@ def main():
     ap.add_argument("--seed", type=int, default=42)
     a = ap.parse_args()
 
-    if a.dumpavail:
-        with open(a.dumpavail, encoding="utf-8", errors="replace") as f:
-            avail = f.read()
-    else:
-        r = subprocess.run(["apt-cache", "dumpavail"], capture_output=True, text=True, errors="replace")
-        avail = r.stdout
-        if r.returncode != 0 or "Package:" not in avail:
-            sys.exit("apt-cache dumpavail gave no packages: the package lists are missing. Run (as root)\n"
-                     "    apt-get -o Acquire::Languages=en update\nand then this tool again.")
-    translations = a.translations
-    if translations is None:
-        translations = sorted(glob.glob("/var/lib/apt/lists/*_i18n_Translation-en*"))
-    long_text = sections.read_translations(translations) if translations else {}
-
-    packages = {}
-    for s in sections.stanzas(avail):
-        name, short, tag = s.get("Package"), s.get("Description", ""), s.get("Tag", "")
-        if not name or not tag or name in packages:
-            continue
-        tags = sorted({t.strip() for t in tag.replace("\n", " ").split(",") if t.strip()})
-        source = s.get("Source", "").split(" ")[0]
-        body = long_text.get((name, s.get("Description-md5", "")), "")
-        if "\n" in short:
-            short, inline = short.split("\n", 1)
-            body = body or sections.long_description(inline)
-        text = sections.without_names((short + ". " + body) if body else short,
-                                      sorted({name, source}, key=len, reverse=True))
-        if text and tags:
-            packages[name] = (tags, text)
+    avail = debian_packages.read_avail(a.dumpavail)
+    long_text, _ = debian_packages.long_texts(a.translations)
+    packages = {name: (tags_of(stanza), text)
+                for name, stanza, text in debian_packages.package_texts(avail, long_text, tags_of)}
     if not packages:
         sys.exit("no package with a Tag field and a description found")
     counts = collections.Counter(t for tags, _ in packages.values() for t in tags)
@@ -79,7 +56,7 @@ def main():
     rows = {"train": [], "validation": []}
     for name in names:
         tags, text = packages[name]
-        split = "validation" if sections.in_validation(name, a.validation_percent) else "train"
+        split = "validation" if debian_packages.in_validation(name, a.validation_percent) else "train"
         rows[split].append((";".join(t for t in tags if t in kept), text))
     os.makedirs(a.out, exist_ok=True)
     for split, data in rows.items():

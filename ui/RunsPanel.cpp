@@ -18,6 +18,7 @@
 #include <QTableView>
 #include <QVBoxLayout>
 #include <QtConcurrent>
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <set>
@@ -25,6 +26,7 @@
 #include "core/io/JsonInput.h"
 #include "ui/ChartPanel.h"
 #include "ui/HistogramCompareDialog.h"
+#include "ui/TaskMetricsView.h"
 #include "ui/TrainingDashboard.h"
 #include "ui/base/ProjectDocument.h"
 
@@ -50,6 +52,9 @@ QString duration(double s) {
 }
 
 // Colours for overlaid runs, distinct from the dashboard's own series.
+// The task's summary metrics (r2, mae, rmse; micro_f1, macro_f1; psnr), not one per label or target.
+bool summaryMetric(const std::string& name) { return name.find('[') == std::string::npos; }
+
 const QColor kRunColors[] = {QColor(0x1f, 0x77, 0xb4), QColor(0xd6, 0x27, 0x28), QColor(0x2c, 0xa0, 0x2c),
                              QColor(0x94, 0x67, 0xbd), QColor(0xff, 0x7f, 0x0e), QColor(0x8c, 0x56, 0x4b),
                              QColor(0xe3, 0x77, 0xc2), QColor(0x17, 0xbe, 0xcf), QColor(0xbc, 0xbd, 0x22),
@@ -76,9 +81,9 @@ int RunsModel::columnCount(const QModelIndex& parent) const { return parent.isVa
 
 QVariant RunsModel::headerData(int section, Qt::Orientation orientation, int role) const {
     if (orientation != Qt::Horizontal || role != Qt::DisplayRole) return {};
-    static const char* names[] = {"ID",       "Name",   "Project",      "Started",       "Device",         "From",
-                                  "Status",   "Epochs", "Best val acc", "Final val acc", "Final val loss", "Samples/s",
-                                  "Duration", "Notes"};
+    static const char* names[] = {
+        "ID",           "Name",          "Project",        "Started",     "Device",    "From",     "Status", "Epochs",
+        "Best val acc", "Final val acc", "Final val loss", "Val metrics", "Samples/s", "Duration", "Notes"};
     return section >= 0 && section < ColumnCount ? tr(names[section]) : QVariant();
 }
 
@@ -92,6 +97,8 @@ QVariant RunsModel::data(const QModelIndex& index, int role) const {
             case BestValAcc: return number(r.bestValAccuracy);
             case FinalValAcc: return number(r.finalValAccuracy);
             case FinalValLoss: return number(r.finalValLoss);
+            case ValMetrics:  // by the task's score (the first metric), runs without last
+                return r.finalValMetrics.empty() ? QVariant() : number(r.finalValMetrics.front().value);
             case SamplesPerSecond: return number(r.samplesPerSecond);
             case Duration: return number(r.seconds);
             default: return data(index, Qt::DisplayRole);
@@ -100,6 +107,11 @@ QVariant RunsModel::data(const QModelIndex& index, int role) const {
     if (role == Qt::TextAlignmentRole && index.column() != Name && index.column() != Project &&
         index.column() != Notes && index.column() != Started)
         return int(Qt::AlignRight | Qt::AlignVCenter);
+    if (role == Qt::ToolTipRole && index.column() == ValMetrics && !r.finalValMetrics.empty()) {
+        QStringList lines;  // every metric, per label and target too
+        for (const NamedMetric& m : r.finalValMetrics) lines << str(m.name + " " + formatMetric(m.value));
+        return lines.join(QLatin1Char('\n'));
+    }
     if (role == Qt::ToolTipRole && !r.message.empty()) return str(r.message);
     if (role != Qt::DisplayRole) return {};
     switch (index.column()) {
@@ -114,6 +126,12 @@ QVariant RunsModel::data(const QModelIndex& index, int role) const {
         case BestValAcc: return percent(r.bestValAccuracy);
         case FinalValAcc: return percent(r.finalValAccuracy);
         case FinalValLoss: return std::isfinite(r.finalValLoss) ? QString::number(r.finalValLoss, 'f', 4) : QString();
+        case ValMetrics: {
+            QStringList parts;
+            for (const NamedMetric& m : r.finalValMetrics)
+                if (summaryMetric(m.name)) parts << str(m.name + " " + formatMetric(m.value));
+            return parts.join(QStringLiteral(", "));
+        }
         case SamplesPerSecond:
             return std::isfinite(r.samplesPerSecond) ? QString::number(r.samplesPerSecond, 'f', 0) : QString();
         case Duration: return duration(r.seconds);
@@ -325,7 +343,10 @@ void RunsPanel::clearOverlay() {
     if (!m_dashboard) return;
     for (const QString& key : std::as_const(m_overlaySeries)) {
         const QStringList parts = key.split(QLatin1Char('|'));
-        if (ChartPanel* chart = m_dashboard->chart(parts[0])) {
+        ChartPanel* chart = parts[0] == QLatin1String("task") && m_dashboard->taskView()
+                                ? m_dashboard->taskView()->chart()
+                                : m_dashboard->chart(parts[0]);
+        if (chart) {
             chart->removeSeries(parts[1]);
             chart->refresh();
         }
@@ -380,6 +401,19 @@ RunsPanel::Overlay RunsPanel::loadOverlay(const history::RunStore& store, const 
             if (!std::isfinite(m.valAccuracy)) continue;
             run.epochX.append(lastStepOfEpoch.count(m.epoch) ? lastStepOfEpoch[m.epoch] : double(m.epoch));
             run.valAccuracy.append(m.valAccuracy);
+            // An epoch without a metric another one has (a run's first epochs from an older Strata) plots NaN there.
+            for (const NamedMetric& v : m.valMetrics) {
+                if (!summaryMetric(v.name)) continue;
+                auto it = std::find_if(run.taskMetrics.begin(), run.taskMetrics.end(),
+                                       [&](const auto& t) { return t.first == str(v.name); });
+                if (it == run.taskMetrics.end()) {
+                    run.taskMetrics.emplace_back(str(v.name), QVector<double>(run.epochX.size() - 1, std::nan("")));
+                    it = std::prev(run.taskMetrics.end());
+                }
+                it->second.append(v.value);
+            }
+            for (auto& t : run.taskMetrics)
+                if (t.second.size() < run.epochX.size()) t.second.append(std::nan(""));
         }
         overlay.push_back(std::move(run));
     }
@@ -407,6 +441,21 @@ QStringList RunsPanel::applyOverlay(const Overlay& overlay) {
             c->append(name + ":val_acc", run.epochX, run.valAccuracy);
             c->refresh();
             m_overlaySeries << QStringLiteral("accuracy|") + name + ":val_acc";
+        }
+        if (TaskMetricsView* view = m_dashboard->taskView(); view && !run.taskMetrics.empty()) {
+            // No run of this session has shown the view yet: it opens for the open project's task (empty: it is
+            // hidden only while it holds nothing live).
+            if (view->isHidden() && m_doc && m_doc->project().dataset.task != TaskKind::Classification)
+                view->setTask(m_doc->project().dataset.task);
+            ChartPanel* c = view->chart();
+            for (const auto& [metric, values] : run.taskMetrics) {
+                const QString series = name + ":" + metric;
+                c->addSeries(series, run.label + QStringLiteral(" (") + metric + QLatin1Char(')'), color,
+                             ChartPanel::Style::LineWithDots);
+                c->append(series, run.epochX, values);
+                m_overlaySeries << QStringLiteral("task|") + series;
+            }
+            c->refresh();
         }
     }
     return labels;
@@ -472,15 +521,35 @@ HistogramCompareDialog* RunsPanel::compareHistograms() {
     return dialog;
 }
 
+QStringList RunsPanel::metricsDiff(qint64 a, qint64 b) const {
+    QStringList out;
+    if (!m_store) return out;
+    const std::optional<history::RunRecord> ra = m_store->run(a), rb = m_store->run(b);
+    if (!ra || !rb) return out;
+    std::vector<std::string> names;
+    for (const auto* r : {&*ra, &*rb})
+        for (const NamedMetric& m : r->finalValMetrics)
+            if (std::find(names.begin(), names.end(), m.name) == names.end()) names.push_back(m.name);
+    auto text = [](const history::RunRecord& r, const std::string& name) {
+        const double v = metricValue(r.finalValMetrics, name);
+        return std::isnan(v) ? std::string("-") : formatMetric(v);
+    };
+    for (const std::string& n : names) out << str(n + ": " + text(*ra, n) + " -> " + text(*rb, n));
+    return out;
+}
+
 void RunsPanel::showDiffDialog() {
     const QList<qint64> ids = selectedRuns();
     if (ids.size() != 2) return;
-    const QStringList lines = settingsDiff(ids[0], ids[1]);
+    QStringList lines = settingsDiff(ids[0], ids[1]);
+    if (lines.isEmpty()) lines << tr("The two runs trained the same settings.");
+    const QStringList metrics = metricsDiff(ids[0], ids[1]);
+    if (!metrics.isEmpty()) lines << QString() << tr("Validation metrics of the last epoch:") << metrics;
     QDialog dialog(this);
     dialog.setWindowTitle(tr("Settings: run %1 -> run %2").arg(ids[0]).arg(ids[1]));
     auto* text = new QPlainTextEdit(&dialog);
     text->setReadOnly(true);
-    text->setPlainText(lines.isEmpty() ? tr("The two runs trained the same settings.") : lines.join('\n'));
+    text->setPlainText(lines.join('\n'));
     auto* box = new QDialogButtonBox(QDialogButtonBox::Close, &dialog);
     connect(box, &QDialogButtonBox::rejected, &dialog, &QDialog::reject);
     auto* layout = new QVBoxLayout(&dialog);

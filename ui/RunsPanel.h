@@ -5,7 +5,9 @@
 // settings that differ between the selected runs; two selected runs can be diffed; a run can be renamed,
 // annotated, deleted, and its project opened exactly as it ran. With a document, the view lists the open
 // project's runs (by its id, or its path for runs recorded without one) unless "All projects" is ticked, and
-// another project's overlays go when another project opens.
+// another project's overlays go when another project opens. Runs of tasks other than classification show their
+// last epoch's metrics in a column, overlay their summary metrics per epoch on the dashboard's task chart
+// (TaskMetricsView), and the diff of two runs lists their metrics side by side.
 #pragma once
 
 #include <QAbstractTableModel>
@@ -45,6 +47,7 @@ public:
         BestValAcc,
         FinalValAcc,
         FinalValLoss,
+        ValMetrics,  // tasks other than classification: the last epoch's summary metrics ("r2 0.87, mae 2.1, ...")
         SamplesPerSecond,
         Duration,
         Notes,
@@ -96,6 +99,10 @@ public:
     void clearOverlay();
     // "key: A -> B" lines naming exactly the settings that differ between two runs.
     QStringList settingsDiff(qint64 a, qint64 b) const;
+    // Tasks other than classification: "name: A -> B" for every validation metric of the two runs' last epochs
+    // (R^2, MAE, F1s, each label's precision...), "-" where a run lacks one; the diff dialog shows them under the
+    // settings. Empty when neither run recorded any.
+    QStringList metricsDiff(qint64 a, qint64 b) const;
     bool renameRun(qint64 id, const QString& name);
     bool annotateRun(qint64 id, const QString& notes);
     bool deleteRuns(const QList<qint64>& ids);
@@ -117,6 +124,8 @@ private:
         qint64 id = 0;
         QString label;
         QVector<double> x, loss, epochX, valAccuracy;
+        // Tasks other than classification: each summary metric (no per-label ones) per epoch, at epochX.
+        std::vector<std::pair<QString, QVector<double>>> taskMetrics;
     };
     using Overlay = std::vector<OverlayRun>;
     static Overlay loadOverlay(const history::RunStore& store, const QList<qint64>& ids);

@@ -336,6 +336,9 @@ void DataLoader::runJob() {
         float* dst = job.dst + i * m_sampleSize;
         try {
             job.ok[static_cast<size_t>(i)] = m_split.source->read(job.indices[i], dst, job.why[static_cast<size_t>(i)]);
+            if (job.ok[static_cast<size_t>(i)] && job.targetDst)
+                job.ok[static_cast<size_t>(i)] = m_split.source->readTarget(
+                    job.indices[i], job.targetDst + i * m_split.targetSize(), job.why[static_cast<size_t>(i)]);
             if (job.ok[static_cast<size_t>(i)] && augment) {
                 uint64_t rng = data::mixSeed(job.batchRng, static_cast<uint64_t>(job.rngBase + i));
                 augmentSample(dst, rng);
@@ -358,6 +361,7 @@ void DataLoader::readStreamed(Batch& batch, const int64_t* indices, uint64_t bat
         m_job.indices = indices;
         m_job.size = size;
         m_job.dst = batch.inputs.data();
+        m_job.targetDst = m_split.source->hasTargets() ? batch.targets.data() : nullptr;
         m_job.batchRng = batchRng;
         m_job.rngBase = rngBase;
         m_job.ok.assign(static_cast<size_t>(size), 0);
@@ -390,6 +394,11 @@ void DataLoader::readStreamed(Batch& batch, const int64_t* indices, uint64_t bat
             std::memmove(batch.inputs.data() + kept * m_sampleSize, batch.inputs.data() + i * m_sampleSize,
                          static_cast<size_t>(m_sampleSize) * sizeof(float));
             batch.labels[static_cast<size_t>(kept)] = batch.labels[static_cast<size_t>(i)];
+            if (m_job.targetDst) {
+                const int64_t t = m_split.targetSize();
+                std::memmove(batch.targets.data() + kept * t, batch.targets.data() + i * t,
+                             static_cast<size_t>(t) * sizeof(float));
+            }
         }
         ++kept;
     }
@@ -398,9 +407,10 @@ void DataLoader::readStreamed(Batch& batch, const int64_t* indices, uint64_t bat
         batch.size = kept;
         batch.inputs.resize(static_cast<size_t>(kept * m_sampleSize));
         batch.labels.resize(static_cast<size_t>(kept));
+        if (m_job.targetDst) batch.targets.resize(static_cast<size_t>(kept * m_split.targetSize()));
     }
     // An autoencoder's targets are the inputs as read (Task.h allows no augmentation with them, and denoising is
-    // refused for streamed images); streamed splits hold no other targets.
+    // refused for streamed images); a folder's targets were read beside them (SampleSource::readTarget).
     if (m_split.targetsAreInputs) batch.targets = batch.inputs;
 }
 

@@ -126,6 +126,7 @@ private:
         const int64_t* indices = nullptr;  // split indices, `size` of them
         int64_t size = 0;
         float* dst = nullptr;
+        float* targetDst = nullptr;  // a source with targets (SampleSource::hasTargets): theirs
         uint64_t batchRng = 0;
         int64_t rngBase = 0;  // the first sample's position in the global batch
         std::vector<char> ok;

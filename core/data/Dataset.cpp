@@ -8,6 +8,10 @@
 
 namespace strata {
 
+bool SampleSource::readTarget(int64_t i, float*, std::string&) const {
+    throw std::logic_error("SampleSource::readTarget: " + sampleName(i) + " has no target image (hasTargets is false)");
+}
+
 void DataSplit::copyTargets(int64_t i, float* dst) const {
     const int64_t n = targetSize();
     if (targetsAreInputs)

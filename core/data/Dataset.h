@@ -54,6 +54,12 @@ public:
     virtual uint64_t fingerprint() const = 0;
     virtual int threads() const = 0;        // decode threads the loader should use (>= 1)
     virtual int queuedBatches() const = 0;  // ready batches the loader may hold (>= 1): its memory budget
+    // Image to image with a folder of targets, streamed: whether the source reads each sample's target image too,
+    // and sample i's target (the split's targetSize() floats, normalized as the inputs). False with `why` (naming
+    // the target file) for a target that cannot be read: the loader leaves the pair out. Thread-safe; throws
+    // DataError naming the target file when the dataset is strict. A source without targets throws logic_error.
+    virtual bool hasTargets() const { return false; }
+    virtual bool readTarget(int64_t i, float* out, std::string& why) const;
 };
 
 struct DataSplit {

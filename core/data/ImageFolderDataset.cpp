@@ -177,12 +177,8 @@ std::unique_ptr<DecodedCache> makeImageCache(const DatasetSettings& s, const std
     return cache;
 }
 
-DataSplit streamSplit(const ImageList& list, const Shape& shape, const DatasetSettings& s, const Normalization& norm,
-                      uint64_t fp, std::unique_ptr<DecodedCache> cache) {
-    DataSplit split;
-    split.sampleShape = shape;
-    split.count = static_cast<int64_t>(list.paths.size());
-    split.labels = list.labels;
+ImageStream::Options streamOptions(const Shape& shape, const DatasetSettings& s, const Normalization& norm,
+                                   uint64_t fp) {
     ImageStream::Options o;
     o.shape = shape;
     o.policy = resizePolicyFor(s);
@@ -191,8 +187,29 @@ DataSplit streamSplit(const ImageList& list, const Shape& shape, const DatasetSe
     o.queuedBatches = s.loaderBatches;
     o.normalization = norm;
     o.filesFingerprint = fp;
-    split.source = std::make_shared<ImageStream>(list.paths, std::move(o), std::move(cache));
+    return o;
+}
+
+// A split's stream; with paired target images (list.targets), a second stream over them, its own cache beside.
+DataSplit streamSplit(const ImageList& list, const Shape& shape, const DatasetSettings& s, const Normalization& norm,
+                      uint64_t fp, std::unique_ptr<DecodedCache> cache, uint64_t targetFp = 0,
+                      std::unique_ptr<DecodedCache> targetCache = nullptr) {
+    DataSplit split;
+    split.sampleShape = shape;
+    split.count = static_cast<int64_t>(list.paths.size());
+    split.labels = list.labels;
+    auto stream = std::make_shared<ImageStream>(list.paths, streamOptions(shape, s, norm, fp), std::move(cache));
+    if (!list.targets.empty()) {
+        stream->setTargets(std::make_unique<ImageStream>(list.targets, streamOptions(shape, s, norm, targetFp),
+                                                         std::move(targetCache)));
+        split.targetShape = shape;  // the loader reads each sample's target beside it
+    }
+    split.source = std::move(stream);
     return split;
+}
+
+bool folderTargets(const DatasetSettings& s) {
+    return s.task == TaskKind::ImageToImage && s.imageTarget == ImageTarget::Folder;
 }
 
 DataError noImageDecoded(const std::string& trainPath, const std::vector<SkippedFile>& skipped) {
@@ -227,8 +244,9 @@ std::string imageFolderDescription(const DatasetSettings& s, const std::string& 
 DatasetBundle streamImageFolder(const DatasetSettings& s, const std::string& projectPath, const std::string& trainPath,
                                 const Shape& shape, const ImageList& trainList, const ImageList& valList,
                                 DatasetBundle b) {
-    const ImageList sampleList =
+    ImageList sampleList =
         pickImages(trainList, randomSubset(static_cast<int64_t>(trainList.paths.size()), kStreamStatsImages, 3));
+    sampleList.targets.clear();  // the statistics are the inputs' (as in memory); targets decode while training
     RawSplit sample = decodeSplit(sampleList, shape, s, "training", b.skipped, b.imageSizes);
     if (sample.count() == 0) throw noImageDecoded(trainPath, b.skipped);
     for (float& v : sample.values) v = std::clamp(std::round(v), 0.0f, 255.0f);
@@ -247,8 +265,25 @@ DatasetBundle streamImageFolder(const DatasetSettings& s, const std::string& pro
         makeImageCache(s, projectPath, trainPath, "train", trainList, shape, trainStamps, memoryLeft, where, notes);
     auto valCache =
         makeImageCache(s, projectPath, trainPath, "validation", valList, shape, valStamps, memoryLeft, where, notes);
-    b.train = streamSplit(trainList, shape, s, b.normalization, trainFp, std::move(trainCache));
-    b.validation = streamSplit(valList, shape, s, b.normalization, valFp, std::move(valCache));
+    // Paired target images: their own stamps, fingerprints and caches ("train_targets", "validation_targets": no
+    // split's cache name is a prefix of theirs, so making one never removes the other's file).
+    auto targetsOf = [&](const ImageList& list, const char* name, uint64_t& fp) -> std::unique_ptr<DecodedCache> {
+        if (list.targets.empty()) return nullptr;
+        ImageList targets;
+        targets.paths = list.targets;
+        const std::vector<SourceStamp> stamps = stampFiles(targets.paths);
+        fp = imageListFingerprint(targets.paths, stamps, shape, resizePolicyFor(s));
+        return makeImageCache(s, projectPath, trainPath, name, targets, shape, stamps, memoryLeft, where, notes);
+    };
+    uint64_t trainTargetFp = 0, valTargetFp = 0;
+    auto trainTargetCache = targetsOf(trainList, "train_targets", trainTargetFp);
+    auto valTargetCache = targetsOf(valList, "validation_targets", valTargetFp);
+    b.train = streamSplit(trainList, shape, s, b.normalization, trainFp, std::move(trainCache), trainTargetFp,
+                          std::move(trainTargetCache));
+    b.validation = streamSplit(valList, shape, s, b.normalization, valFp, std::move(valCache), valTargetFp,
+                               std::move(valTargetCache));
+    // An empty validation split has targets too (the data check reads the shape).
+    if (folderTargets(s)) b.train.targetShape = b.validation.targetShape = shape;
     b.description = imageFolderDescription(s, trainPath, shape, b.train.count, b.validation.count, b) + "; streamed (" +
                     settingName(s.imageLoading) + ": " + (where.empty() ? std::string("decoded every epoch") : where) +
                     "), " + std::to_string(s.loaderBatches) + " batches held ready, statistics from " +
@@ -268,9 +303,9 @@ DatasetBundle loadImageFolderDataset(const DatasetSettings& s, const std::string
     const Shape shape(s.imageShape);
     const std::string trainPath = resolveDatasetPath(projectPath, s.trainPath);
     DatasetBundle b;
-    const bool folderTargets = s.task == TaskKind::ImageToImage && s.imageTarget == ImageTarget::Folder;
+    const bool pairedTargets = folderTargets(s);
     ImageList trainList = listImages(trainPath, s.classNames, s.strictImages);
-    if (folderTargets)
+    if (pairedTargets)
         trainList.targets = pairTargetImages(trainList, trainPath, resolveDatasetPath(projectPath, s.targetPath));
     addSkipped(b.skipped, trainList.skipped, "training");
     ImageList valList;
@@ -278,7 +313,7 @@ DatasetBundle loadImageFolderDataset(const DatasetSettings& s, const std::string
     if (haveValidation) {
         const std::string valPath = resolveDatasetPath(projectPath, s.validationPath);
         valList = listImages(valPath, trainList.classNames, s.strictImages);
-        if (folderTargets) {
+        if (pairedTargets) {
             if (s.validationTargetPath.empty())
                 throw DataError(
                     "dataset.validation_target_path is empty: name the target images of "
@@ -298,17 +333,13 @@ DatasetBundle loadImageFolderDataset(const DatasetSettings& s, const std::string
     trainList = pickImages(trainList, randomSubset(static_cast<int64_t>(trainList.paths.size()), s.trainLimit, 1));
     valList = pickImages(valList, randomSubset(static_cast<int64_t>(valList.paths.size()), s.validationLimit, 2));
     valList.classNames = trainList.classNames;
-    if (streaming == Streaming::Allowed && s.imageLoading != ImageLoading::Memory) {
-        if (folderTargets)  // taskSettingsProblem says so first; a direct call must not stream inputs without targets
-            throw DataError("dataset.image_loading " + settingName(s.imageLoading) +
-                            ": image_target folder holds its target images in memory; use image_loading memory");
+    if (streaming == Streaming::Allowed && s.imageLoading != ImageLoading::Memory)
         return streamImageFolder(s, projectPath, trainPath, shape, trainList, valList, std::move(b));
-    }
 
     RawSplit train = decodeSplit(trainList, shape, s, "training", b.skipped, b.imageSizes);
     RawSplit validation = decodeSplit(valList, shape, s, "validation", b.skipped, b.imageSizes);
     if (train.count() == 0) throw noImageDecoded(trainPath, b.skipped);
-    if (folderTargets) validation.targetSize = train.targetSize;  // an empty validation split has targets too
+    if (pairedTargets) validation.targetSize = train.targetSize;  // an empty validation split has targets too
     normalizeImages(s, train, validation, trainList, b);
     // Target images are pixels like the inputs: the same normalization, so that the loss and PSNR compare alike.
     for (RawSplit* r : {&train, &validation})

@@ -312,6 +312,21 @@ ImageStream::ImageStream(std::vector<std::string> paths, Options options, std::u
     m_fingerprint = h;
 }
 
+void ImageStream::setTargets(std::unique_ptr<ImageStream> targets) {
+    if (targets && targets->m_paths.size() != m_paths.size())
+        throw std::invalid_argument("ImageStream: " + std::to_string(targets->m_paths.size()) + " target images for " +
+                                    std::to_string(m_paths.size()) + " images");
+    m_targets = std::move(targets);
+    if (m_targets) m_fingerprint = mix(m_fingerprint, &m_targets->m_fingerprint, sizeof m_targets->m_fingerprint);
+}
+
+bool ImageStream::readTarget(int64_t i, float* out, std::string& why) const {
+    if (!m_targets) return SampleSource::readTarget(i, out, why);
+    if (m_targets->read(i, out, why)) return true;
+    why = "target image " + m_targets->sampleName(i) + ": " + why;
+    return false;
+}
+
 bool ImageStream::readBytes(int64_t i, uint8_t* out, std::string& why) const {
     const int64_t n = m_options.shape.numel();
     if (m_cache) {

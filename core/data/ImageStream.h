@@ -6,7 +6,9 @@
 // same files, shape and resize finds and reuses, image by image: an image whose checksum fails or whose file
 // changed size or time is decoded again. A file that fails to decode is left out of its batch
 // (counted and reported by the loader with the reason) or, strict, stops the run with its path; labels
-// belong to sample indices, so leaving a file out never shifts another's label.
+// belong to sample indices, so leaving a file out never shifts another's label. Image to image with a folder of
+// targets: a second ImageStream over the target files (setTargets), read with each sample; a pair whose input or
+// target fails is left out together.
 #pragma once
 
 #include <atomic>
@@ -106,6 +108,12 @@ public:
 
     bool read(int64_t i, float* out, std::string& why) const override;
     std::string sampleName(int64_t i) const override { return m_paths[static_cast<size_t>(i)]; }
+    // Image to image with a folder of targets: `targets` reads sample i's target image (its own files and cache,
+    // the same shape, resize and normalization); its fingerprint joins this one's.
+    void setTargets(std::unique_ptr<ImageStream> targets);
+    bool hasTargets() const override { return m_targets != nullptr; }
+    bool readTarget(int64_t i, float* out, std::string& why) const override;
+    const ImageStream* targets() const { return m_targets.get(); }
     uint64_t fingerprint() const override { return m_fingerprint; }
     int threads() const override { return m_threads; }
     int queuedBatches() const override { return m_options.queuedBatches; }
@@ -120,6 +128,7 @@ private:
     std::vector<std::string> m_paths;
     Options m_options;
     std::unique_ptr<DecodedCache> m_cache;
+    std::unique_ptr<ImageStream> m_targets;
     uint64_t m_fingerprint = 0;
     int m_threads = 1;
     mutable std::atomic<int64_t> m_decoded{0};

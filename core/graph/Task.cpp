@@ -86,11 +86,6 @@ std::string taskSettingsProblem(const DatasetSettings& d, const TrainingSettings
             problems.push_back(
                 "dataset.validation_target_path is empty: name the target images of validation_path (or clear "
                 "validation_path to hold out validation_split)");
-        if (d.imageTarget == ImageTarget::Folder && d.kind == DatasetKind::ImageFolder &&
-            d.imageLoading != ImageLoading::Memory)
-            problems.push_back(
-                "dataset.image_loading: image_target folder holds its target images in memory (stream and cache "
-                "would read the inputs only); use memory");
         if (d.imageTarget == ImageTarget::Denoise && d.kind == DatasetKind::ImageFolder &&
             d.imageLoading != ImageLoading::Memory)
             problems.push_back("dataset.image_loading: denoising adds its noise to images in memory; use memory");

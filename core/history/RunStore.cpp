@@ -62,11 +62,20 @@ const char* kCreateSql =
     " val_accuracy REAL, elapsed_seconds REAL);"
     "CREATE INDEX IF NOT EXISTS metrics_run ON metrics(run_id, kind);";
 
+// Columns added to the metrics table after the first release, in the order they were added.
+const std::pair<const char*, const char*> kAddedMetricColumns[] = {
+    // Tasks other than classification: every validation metric of the epoch (EpochEvent::valMetrics), as
+    // valMetricsJson writes them; NULL for classification and for epochs of an older Strata.
+    {"val_metrics", "TEXT"},
+};
+
 const char* kRunColumns =
     "id, started, project_name, project_path, device, COALESCE(source, 'gui'), status, message, name, notes,"
     " epochs_completed, best_epoch, best_val_loss, best_val_acc, final_train_loss, final_train_acc,"
     " final_val_loss, final_val_acc, samples_per_second, seconds, project_id, run_folder, host,"
-    " (SELECT MAX(m.step) FROM metrics m WHERE m.run_id = runs.id AND m.kind = 'step')";
+    " (SELECT MAX(m.step) FROM metrics m WHERE m.run_id = runs.id AND m.kind = 'step'),"
+    " (SELECT m.val_metrics FROM metrics m WHERE m.run_id = runs.id AND m.kind = 'epoch'"
+    " ORDER BY m.epoch DESC LIMIT 1)";
 
 // The runs of one project (RunStore::runsOfProject); four placeholders: the project id twice, then its path
 // twice. Either may be empty: it then matches nothing.
@@ -190,6 +199,13 @@ void ensureSchemaOn(sqlite3* db, const std::string& path) {
     }
     for (const auto& [column, type] : kAddedRunColumns)
         if (!have.count(column)) execOn(db, std::string("ALTER TABLE runs ADD COLUMN ") + column + " " + type, path);
+    have.clear();
+    {
+        Statement q(db, "PRAGMA table_info(metrics)");
+        while (q.step()) have.insert(q.text(1));
+    }
+    for (const auto& [column, type] : kAddedMetricColumns)
+        if (!have.count(column)) execOn(db, std::string("ALTER TABLE metrics ADD COLUMN ") + column + " " + type, path);
     ensureProjectIndex(db, path);
 }
 
@@ -273,6 +289,29 @@ bool runProcessAlive(int64_t pid, const std::string& started) {
 
 double number(const Json& j) { return j.is_number() ? j.get<double>() : kNaN; }
 
+// An epoch's task metrics as stored (the val_metrics column, a pending file's epoch line): [[name, value], ...]
+// in the engine's order, a value that is not finite as null.
+Json valMetricsJson(const std::vector<NamedMetric>& metrics) {
+    Json a = Json::array();
+    for (const NamedMetric& m : metrics)
+        a.push_back(Json::array({m.name, std::isfinite(m.value) ? Json(m.value) : Json(nullptr)}));
+    return a;
+}
+
+std::vector<NamedMetric> valMetricsOf(const Json& a) {
+    std::vector<NamedMetric> out;
+    if (!a.is_array()) return out;
+    for (const Json& m : a)
+        if (m.is_array() && m.size() == 2 && m[0].is_string()) out.push_back({m[0].get<std::string>(), number(m[1])});
+    return out;
+}
+
+// The column's text back; a value that does not parse (a database edited by hand) gives no metrics.
+std::vector<NamedMetric> valMetricsOfText(const std::string& text) {
+    if (text.empty()) return {};
+    return valMetricsOf(Json::parse(text, nullptr, false));
+}
+
 Json pendingLine(int64_t run, const PendingWrite& w) {
     Json j;
     j["run"] = run;
@@ -297,6 +336,7 @@ Json pendingLine(int64_t run, const PendingWrite& w) {
             j["val_acc"] = e.valAccuracy;
             j["seconds"] = e.seconds;
             j["samples_per_s"] = e.samplesPerSecond;
+            if (!e.valMetrics.empty()) j["val_metrics"] = valMetricsJson(e.valMetrics);
             break;
         }
         case PendingWrite::Kind::Finish: {
@@ -343,6 +383,7 @@ PendingWrite pendingWriteOf(const Json& j) {
         e.valAccuracy = number(j.at("val_acc"));
         e.seconds = number(j.at("seconds"));
         e.samplesPerSecond = number(j.at("samples_per_s"));
+        if (j.contains("val_metrics")) e.valMetrics = valMetricsOf(j.at("val_metrics"));
     } else if (kind == "finish") {
         w.kind = PendingWrite::Kind::Finish;
         w.status = j.at("status").get<std::string>();
@@ -385,6 +426,7 @@ RunRecord readRun(const Statement& q) {
     r.runFolder = q.text(21);
     r.host = q.text(22);
     r.lastStep = q.integer(23);
+    r.finalValMetrics = valMetricsOfText(q.text(24));
     return r;
 }
 
@@ -444,10 +486,14 @@ void insertSteps(sqlite3* db, int64_t run, const std::vector<StepEvent>& steps) 
 void insertEpoch(sqlite3* db, int64_t run, const EpochEvent& e) {
     Statement q(db,
                 "INSERT INTO metrics (run_id, kind, epoch, loss, accuracy, samples_per_second, val_loss,"
-                " val_accuracy, elapsed_seconds) VALUES (?, 'epoch', ?, ?, ?, ?, ?, ?, ?)");
+                " val_accuracy, elapsed_seconds, val_metrics) VALUES (?, 'epoch', ?, ?, ?, ?, ?, ?, ?, ?)");
     q.bind(1, run).bind(2, int64_t{e.epoch}).bind(3, e.trainLoss).bind(4, e.trainAccuracy);
     q.bind(5, e.samplesPerSecond).bind(6, e.hasValidation ? e.valLoss : kNaN);
     q.bind(7, e.hasValidation ? e.valAccuracy : kNaN).bind(8, e.seconds);
+    if (e.hasValidation && !e.valMetrics.empty())
+        q.bind(9, valMetricsJson(e.valMetrics).dump());
+    else
+        q.bindNull(9);
     q.run();
 }
 
@@ -701,7 +747,7 @@ std::vector<MetricRow> RunStore::metrics(int64_t run, const std::string& kind) c
     std::vector<MetricRow> out;
     Statement q(m_db,
                 "SELECT kind, step, epoch, loss, accuracy, learning_rate, samples_per_second, val_loss,"
-                " val_accuracy, elapsed_seconds FROM metrics WHERE run_id = ? AND kind = ?"
+                " val_accuracy, elapsed_seconds, val_metrics FROM metrics WHERE run_id = ? AND kind = ?"
                 " ORDER BY COALESCE(step, 0), epoch, rowid");
     q.bind(1, run).bind(2, kind);
     while (q.step()) {
@@ -716,6 +762,7 @@ std::vector<MetricRow> RunStore::metrics(int64_t run, const std::string& kind) c
         m.valLoss = q.real(7);
         m.valAccuracy = q.real(8);
         m.elapsedSeconds = q.real(9);
+        m.valMetrics = valMetricsOfText(q.text(10));
         out.push_back(m);
     }
     return out;
@@ -748,7 +795,7 @@ std::vector<std::pair<EpochEvent, int64_t>> RunStore::epochEvents(int64_t run) c
     Statement q(m_db,
                 "SELECT e.epoch, e.loss, e.accuracy, e.samples_per_second, e.val_loss, e.val_accuracy,"
                 " e.elapsed_seconds, (SELECT MAX(s.step) FROM metrics s WHERE s.run_id = e.run_id AND s.kind = 'step'"
-                " AND s.epoch <= e.epoch), (SELECT best_epoch FROM runs WHERE id = e.run_id)"
+                " AND s.epoch <= e.epoch), (SELECT best_epoch FROM runs WHERE id = e.run_id), e.val_metrics"
                 " FROM metrics e WHERE e.run_id = ? AND e.kind = 'epoch' ORDER BY e.epoch");
     q.bind(1, run);
     while (q.step()) {
@@ -762,6 +809,7 @@ std::vector<std::pair<EpochEvent, int64_t>> RunStore::epochEvents(int64_t run) c
         e.valAccuracy = q.real(5);
         e.seconds = q.real(6);
         e.best = e.epoch == q.integer(8);
+        e.valMetrics = valMetricsOfText(q.text(9));
         out.emplace_back(e, q.integer(7));
     }
     return out;
@@ -925,12 +973,29 @@ std::vector<std::pair<std::string, std::pair<std::string, std::string>>> setting
 }
 
 std::string metricsCsv(const std::vector<MetricRow>& rows) {
+    // The task metrics' columns follow the fixed ones, in the order the rows first name them.
+    std::vector<std::string> names;
+    std::set<std::string> seen;
+    for (const MetricRow& m : rows)
+        for (const NamedMetric& v : m.valMetrics)
+            if (seen.insert(v.name).second) names.push_back(v.name);
+    // A label's name may hold a comma or a quote (RFC 4180 quoting).
+    auto quoted = [](const std::string& text) {
+        if (text.find_first_of(",\"\n") == std::string::npos) return text;
+        std::string q = "\"";
+        for (char c : text) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+        return q + "\"";
+    };
     std::ostringstream s;
-    s << "kind,step,epoch,loss,accuracy,learning_rate,samples_per_second,val_loss,val_accuracy,elapsed_seconds\n";
+    s << "kind,step,epoch,loss,accuracy,learning_rate,samples_per_second,val_loss,val_accuracy,elapsed_seconds";
+    for (const std::string& n : names) s << ',' << quoted("val_" + n);
+    s << '\n';
     for (const MetricRow& m : rows) {
         s << m.kind << ',' << (m.kind == "step" ? std::to_string(m.step) : std::string()) << ',' << m.epoch << ','
           << cell(m.loss) << ',' << cell(m.accuracy) << ',' << cell(m.learningRate) << ',' << cell(m.samplesPerSecond)
-          << ',' << cell(m.valLoss) << ',' << cell(m.valAccuracy) << ',' << cell(m.elapsedSeconds) << '\n';
+          << ',' << cell(m.valLoss) << ',' << cell(m.valAccuracy) << ',' << cell(m.elapsedSeconds);
+        for (const std::string& n : names) s << ',' << cell(metricValue(m.valMetrics, n));
+        s << '\n';
     }
     return s.str();
 }

@@ -5,7 +5,7 @@
 // (QString in, QString out, no SQL of its own), so a new column is added here
 // alone. Tables: runs (one row per run: project, settings as the full project
 // JSON, device, source, host and pid, status, best and final metrics, notes)
-// and metrics (every step and epoch point: the curves).
+// and metrics (every step and epoch point: the curves; an epoch's task metrics, R^2, F1s, PSNR, as JSON).
 //
 // Schema changes are additive: a new column is added by ensureSchema to an
 // older database (ALTER TABLE ... ADD COLUMN), never renamed or dropped, so a
@@ -47,6 +47,9 @@ struct RunRecord {
     double bestValLoss = 0, bestValAccuracy = 0;
     double finalTrainLoss = 0, finalTrainAccuracy = 0, finalValLoss = 0, finalValAccuracy = 0;
     double samplesPerSecond = 0, seconds = 0;
+    // Tasks other than classification: the last epoch's validation metrics (EpochEvent::valMetrics); empty
+    // otherwise, and for runs of an older Strata.
+    std::vector<NamedMetric> finalValMetrics;
 };
 
 // One point of a curve: kind "step" (loss, accuracy, learningRate per batch) or
@@ -57,6 +60,7 @@ struct MetricRow {
     int epoch = 0;
     double loss = 0, accuracy = 0, learningRate = 0, samplesPerSecond = 0, valLoss = 0, valAccuracy = 0,
            elapsedSeconds = 0;
+    std::vector<NamedMetric> valMetrics;  // "epoch" rows of tasks other than classification (EpochEvent's)
 };
 
 // A write of one run that has not reached the database yet (RunRecorder's queue, a pending file's lines).
@@ -164,7 +168,8 @@ private:
 std::vector<std::pair<std::string, std::pair<std::string, std::string>>> settingsDiff(const Json& a, const Json& b);
 
 // A run's metrics as CSV: kind,step,epoch,loss,accuracy,learning_rate,samples_per_second,val_loss,
-// val_accuracy,elapsed_seconds (empty cells for NaN).
+// val_accuracy,elapsed_seconds (empty cells for NaN), then one val_NAME column per task metric the rows hold
+// (val_r2, val_micro_f1, "val_precision[a,b]"...).
 std::string metricsCsv(const std::vector<MetricRow>& rows);
 
 }  // namespace strata::history

@@ -204,6 +204,7 @@ struct Trainer::Impl {
                 dataHash = fnv1a64(&files, sizeof files, dataHash);
             }
             dataHash = fnv1a64(split->labels.data(), split->labels.size() * sizeof(int32_t), dataHash);
+            dataHash = fnv1a64(split->targets.data(), split->targets.size() * sizeof(float), dataHash);
         }
         auto list = [](const std::vector<int>& r) {
             std::string s;
@@ -231,11 +232,6 @@ struct Trainer::Impl {
         if (s.epochs < 1) throw std::invalid_argument("training.epochs must be at least 1");
         if (data.train.count == 0) throw std::invalid_argument("the training split is empty");
         checkTaskSettings(project.dataset, s);
-        // The task's metrics are gathered over a whole split on one process; ranks would each see a shard.
-        if (dp() && !classes())
-            throw std::invalid_argument("dataset.task " + settingName(project.dataset.task) +
-                                        ": data-parallel training supports classification only so far; train it in "
-                                        "one process on one device");
     }
 
     Json trainerState() const {
@@ -373,7 +369,8 @@ struct Trainer::Impl {
 
     // Returns {loss, accuracy} over a split in evaluation mode; tasks other than classification: {loss, the task's
     // score}, and every metric of the task in `metrics`.
-    // Data parallel: each rank evaluates its shard of every batch, and the sums are reduced.
+    // Data parallel: each rank evaluates its shard of every batch, and the sums are reduced; the task's metrics
+    // take every rank's outputs of each batch (gatherTaskRows), so they are the whole split's on every rank.
     std::pair<double, double> evaluate(const DataSplit& split, std::vector<NamedMetric>* metrics = nullptr,
                                        ImageStrip* strip = nullptr) {
         DataLoader loader(split, ts().batchSize, false, ts().seed,
@@ -402,13 +399,15 @@ struct Trainer::Impl {
                 if (task) {
                     outputs.resize(static_cast<size_t>(b.size * model->outputShape().numel()));
                     backend.copyToHost(outputs.data(), logits.raw(), outputs.size() * sizeof(float));
-                    task->add(outputs.data(), b.targets.data(), b.size);
+                    if (!dp()) task->add(outputs.data(), b.targets.data(), b.size);
                     if (strip && project.dataset.task == TaskKind::ImageToImage) addToStrip(*strip, b, outputs);
                 }
                 lossSum += m.lossSum;
                 correct += m.correct;
                 seen += b.size;
             }
+            // Every rank joins, also one whose shard of this batch is empty.
+            if (task && dp()) gatherTaskRows(b, outputs, *task);
             havePending = loader.next(pending);
             if (havePending && pending.size > 0) staged = stager->stage(pending);
         }
@@ -426,6 +425,40 @@ struct Trainer::Impl {
             return {lossSum / static_cast<double>(seen), task->score()};
         }
         return {lossSum / static_cast<double>(seen), static_cast<double>(correct) / static_cast<double>(seen)};
+    }
+
+    // Data parallel: adds every rank's rows of batch `b` (outputs and targets) to `task`, in the global batch's
+    // order (the shards are contiguous, in rank order), so that each rank's TaskMetrics holds what one process's
+    // would: the best thresholds need every output of the split, and sums taken in one order give the same
+    // rounding. One all-reduce of doubles per batch: each rank fills its own slot (its row count, then room for
+    // its shard's full count of rows) and leaves the others zero.
+    void gatherTaskRows(const Batch& b, const std::vector<float>& outputs, TaskMetrics& task) {
+        const int64_t per = model->outputShape().numel();
+        const int n = ranks.size();
+        std::vector<int64_t> capacity(static_cast<size_t>(n)), slot(static_cast<size_t>(n) + 1, n);
+        for (int r = 0; r < n; ++r) {
+            capacity[size_t(r)] = batchShard(b.globalSize, r, n).count;
+            slot[size_t(r) + 1] = slot[size_t(r)] + 2 * capacity[size_t(r)] * per;
+        }
+        const auto me = static_cast<size_t>(ranks.rank());
+        if (b.size > capacity[me] || static_cast<int64_t>(b.targets.size()) < b.size * per)
+            throw std::logic_error("validation batch: " + std::to_string(b.size) + " rows for a shard of " +
+                                   std::to_string(capacity[me]) + " with " + std::to_string(per) + " outputs each");
+        std::vector<double> buf(static_cast<size_t>(slot[size_t(n)]), 0.0);
+        buf[me] = static_cast<double>(b.size);
+        const int64_t values = b.size * per;
+        std::copy_n(outputs.data(), values, buf.begin() + slot[me]);
+        std::copy_n(b.targets.data(), values, buf.begin() + slot[me] + capacity[me] * per);
+        ranks.sum(buf.data(), static_cast<int64_t>(buf.size()), "the validation outputs of the task's metrics");
+        std::vector<float> out, target;
+        for (int r = 0; r < n; ++r) {
+            const auto rows = static_cast<int64_t>(buf[size_t(r)]);
+            if (rows == 0) continue;
+            const auto from = buf.begin() + slot[size_t(r)];
+            out.assign(from, from + rows * per);
+            target.assign(from + capacity[size_t(r)] * per, from + (capacity[size_t(r)] + rows) * per);
+            task.add(out.data(), target.data(), rows);
+        }
     }
 
     // Blocks while paused; returns false when a stop was requested. Data parallel, the other ranks' waits for

@@ -17,7 +17,9 @@
 # the job within 30 s naming itself, the step and the collective), threads-timeout (the same with replicas in
 # one process: rank 0 names rank 1 as the one it waited for). killed-rank (rank 1 is killed with SIGKILL after the
 # first epoch; mpirun ends rank 0, whose run history row stays 'running' until the next start, `runs list`,
-# marks it interrupted with the last epoch it finished).
+# marks it interrupted with the last epoch it finished). tasks (a regression and a multi-label project on the
+# initial weights, learning rate 0: every val_ metric of 2 and 3 ranks and of 2 replicas in one process equals
+# one process's to 1e-6 relative: the metrics are the whole validation split's, not rank 0's shard's).
 set -u
 CASE=$1 TRAIN=$2 COMPARE=$3 MPIEXEC=$4 SRC=$5
 SMALL=$SRC/tests/dist/small.strata
@@ -239,6 +241,48 @@ threads)
     train cont-threads 0 "$SMALL" --max-steps 20 --resume "$WORK/part2" --device cpu,cpu
     grep -q "resumed from" "$WORK/cont-threads.log" || { cat "$WORK/cont-threads.log"; die "no resume"; }
     compare whole2 cont-threads 1e-6
+    ;;
+tasks)
+    # a,b,c; y = 3a - 2b + c; tags: pos_a, pos_b, big (a + b > 1), from a fixed linear congruential sequence.
+    awk 'BEGIN { s = 12345; print "a,b,c,y,tags"
+        for (i = 0; i < 301; i++) { for (k = 0; k < 3; k++) { s = (s * 1103515245 + 12345) % 2147483648
+                v[k] = s / 2147483648 * 4 - 2 }
+            t = ""; if (v[0] > 0) t = "pos_a"; if (v[1] > 0) t = t (t == "" ? "" : "|") "pos_b"
+            if (v[0] + v[1] > 1) t = t (t == "" ? "" : "|") "big"
+            printf "%.5f,%.5f,%.5f,%.5f,%s\n", v[0], v[1], v[2], 3 * v[0] - 2 * v[1] + v[2], t } }' >"$WORK/t.csv"
+    cut -d, -f1-4 "$WORK/t.csv" >"$WORK/regression.csv"
+    cut -d, -f1-3,5 "$WORK/t.csv" >"$WORK/multi_label.csv"
+    for task in regression multi_label; do
+        units=1 target='"target_columns": ["y"], "normalization": "standardize"' loss=mse
+        [ $task = multi_label ] && units=3 target='"label_column": "tags", "label_separator": "|"' loss=bce_logits
+        cat >"$WORK/$task.strata" <<EOF3
+{"format_version": 1, "name": "$task",
+ "graph": {"nodes": [{"id": 1, "type": "Input", "name": "input", "params": {"shape": [3]}},
+                     {"id": 2, "type": "Dense", "name": "fc1", "params": {"units": 16}},
+                     {"id": 3, "type": "ReLU", "name": "relu", "params": {}},
+                     {"id": 4, "type": "Dense", "name": "out", "params": {"units": $units}}],
+           "edges": [{"from": {"node": 1, "port": "out"}, "to": {"node": 2, "port": "in"}},
+                     {"from": {"node": 2, "port": "out"}, "to": {"node": 3, "port": "in"}},
+                     {"from": {"node": 3, "port": "out"}, "to": {"node": 4, "port": "in"}}]},
+ "dataset": {"task": "$task", "kind": "csv", "train_path": "$WORK/$task.csv", "validation_split": 0.3, $target},
+ "training": {"optimizer": "sgd", "momentum": 0.0, "learning_rate": 0.0, "loss": "$loss", "epochs": 1,
+              "batch_size": 32, "seed": 3, "threads": 1}}
+EOF3
+        train "$task-1" 0 "$WORK/$task.strata" --metrics-out "$WORK/$task-1.jsonl"
+        train "$task-2" 2 "$WORK/$task.strata" --metrics-out "$WORK/$task-2.jsonl"
+        train "$task-3" 3 "$WORK/$task.strata" --metrics-out "$WORK/$task-3.jsonl"
+        train "$task-t" 0 "$WORK/$task.strata" --device cpu,cpu --metrics-out "$WORK/$task-t.jsonl"
+        grep '"event":"epoch"' "$WORK/$task-1.jsonl" | grep -o '"val_[^"]*":[^,}]*' >"$WORK/$task-1.val"
+        [ "$(grep -vc '^"val_\(loss\|acc\)"' "$WORK/$task-1.val")" -ge 3 ] || die "$task: no task metrics in one process's epoch"
+        for run in 2 3 t; do
+            grep '"event":"epoch"' "$WORK/$task-$run.jsonl" | grep -o '"val_[^"]*":[^,}]*' >"$WORK/$task-$run.val"
+            paste -d' ' "$WORK/$task-1.val" "$WORK/$task-$run.val" | tr ':' ' ' | awk -v what="$task-$run" '
+                { n++; d = $2 - $4; if (d < 0) d = -d; m = $2 < 0 ? -$2 : $2; if (m < 1) m = 1
+                  if ($1 != $3 || d > 1e-6 * m) { print what ": " $1 " " $4 " vs one process " $2; bad = 1 } }
+                END { if (bad || n < 3) exit 1 }' || die "$task-$run: the metrics differ from one process's"
+        done
+        say "$task: $(wc -l <"$WORK/$task-1.val") validation metrics equal on 2 and 3 ranks and 2 replicas"
+    done
     ;;
 threads-fail)
     rank1_fails "rank 1 of 3 failed: step 5: failure injected" "$TRAIN" "$SMALL" --device cpu,cpu,cpu

@@ -17,6 +17,7 @@
 #include "tests/support/TestProjects.h"
 #include "ui/ChartPanel.h"
 #include "ui/RunsPanel.h"
+#include "ui/TaskMetricsView.h"
 #include "ui/TrainingDashboard.h"
 #include "ui/base/ProjectDocument.h"
 
@@ -196,6 +197,81 @@ private slots:
         Project expected = base;
         expected.training.learningRate = 0.2;
         QCOMPARE(open[0][0].value<strata::Project>(), expected);
+    }
+
+    // Issue 38: runs of a task other than classification show their last epoch's metrics (the summary in the
+    // column, every metric in its tooltip, sorted by the score), overlay their summary metrics per epoch on the
+    // task chart, and two runs' metrics are compared side by side.
+    void taskMetricsShownAndCompared() {
+        const std::string db = m_dir.filePath("tasks.sqlite").toStdString();
+        Project p = test::blobsMlpProject("tags");
+        p.dataset.task = TaskKind::MultiLabel;
+        p.id = newProjectId();  // the runs belong to the open project (the view lists its runs)
+        int64_t ids[2] = {0, 0};
+        {
+            history::RunStore store(db);
+            for (int r = 0; r < 2; ++r) {
+                p.training.learningRate = r == 0 ? 0.01 : 0.02;
+                ids[r] = addRun(store, p, 0.5, 0, 1);
+                for (int e = 1; e <= 3; ++e) {
+                    EpochEvent ev;
+                    ev.epoch = e;
+                    ev.hasValidation = true;
+                    ev.valLoss = 0.3;
+                    ev.valAccuracy = 0.5 + 0.1 * e + 0.01 * r;
+                    ev.valMetrics = {{"micro_f1", ev.valAccuracy}, {"macro_f1", 0.25 * e}, {"precision[admin]", 0.5}};
+                    if (r == 1) ev.valMetrics.push_back({"recall[admin]", 0.75});
+                    store.addEpoch(ids[r], ev);
+                }
+            }
+        }
+        ProjectDocument doc;
+        doc.newProject(p);
+        TrainingDashboard dash(&doc);
+        RunsPanel panel;
+        panel.setDashboard(&dash);
+        panel.setDocument(&doc);
+        QVERIFY(panel.setDatabase(QString::fromStdString(db)));
+        const int row = panel.model()->rowOfRun(ids[1]);
+        QCOMPARE(panel.model()->index(row, RunsModel::ValMetrics).data().toString(),
+                 QString("micro_f1 0.81, macro_f1 0.75"));
+        QCOMPARE(panel.model()->index(row, RunsModel::ValMetrics).data(Qt::UserRole).toDouble(), 0.81);
+        QVERIFY(panel.model()
+                    ->index(row, RunsModel::ValMetrics)
+                    .data(Qt::ToolTipRole)
+                    .toString()
+                    .contains("recall[admin] 0.75"));
+        QCOMPARE(panel.metricsDiff(ids[0], ids[1]),
+                 QStringList({"micro_f1: 0.8 -> 0.81", "macro_f1: 0.75 -> 0.75", "precision[admin]: 0.5 -> 0.5",
+                              "recall[admin]: - -> 0.75"}));
+
+        panel.selectRuns({ids[0], ids[1]});
+        panel.overlaySelected();
+        ChartPanel* task = dash.taskView()->chart();
+        QVERIFY(!dash.taskView()->isHidden());  // opened for the project's task, though no run started here
+        for (int64_t id : ids) {
+            QCOMPARE(task->pointCount(QString("run%1:micro_f1").arg(id)), 3);
+            QCOMPARE(task->pointCount(QString("run%1:macro_f1").arg(id)), 3);
+            QVERIFY(!task->hasSeries(QString("run%1:precision[admin]").arg(id)));
+        }
+        if (const QString dir = qEnvironmentVariable("STRATA_UI_SCREENSHOTS"); !dir.isEmpty()) {
+            QWidget window;
+            auto* split = new QSplitter(&window);
+            panel.setParent(split);
+            dash.setParent(split);
+            split->addWidget(&panel);
+            split->addWidget(&dash);
+            auto* layout = new QHBoxLayout(&window);
+            layout->addWidget(split);
+            window.resize(1700, 900);
+            window.show();
+            QTest::qWait(200);
+            QVERIFY(window.grab().save(dir + "/runs-task-metrics.png"));
+            panel.setParent(nullptr);
+            dash.setParent(nullptr);
+        }
+        panel.clearOverlay();
+        QVERIFY(!task->hasSeries(QString("run%1:micro_f1").arg(ids[0])));
     }
 };
 
