@@ -316,7 +316,7 @@ void OptimizePanel::buildUi() {
     m_timePlot = new QCustomPlot(charts);
     m_timePlot->setObjectName(QStringLiteral("optimizeTimeChart"));
     styleChart(m_timePlot, tr("forward pass of 256 samples (ms)"));
-    m_timePlot->setToolTip(tr("Strata's CPU engine; int8 files are not timed (Strata has no int8 kernels)"));
+    m_timePlot->setToolTip(tr("Strata's CPU engine; int8 files in its int8 engine where it runs them (AVX512-VNNI)"));
     c->addWidget(m_sizePlot, 1);
     c->addWidget(m_timePlot, 1);
     split->addWidget(charts);

@@ -5,8 +5,9 @@
 // same validation samples: accuracy, parameters (and how many are non-zero), each weight's sparsity, the
 // ONNX file as written and deflate-compressed (which is where zeros pay on disk), and the time of a forward
 // pass in Strata's CPU engine at batch 1 and batch 256. An int8 variant is measured through its file:
-// accuracy by simulateInt8, and no time, as Strata has no int8 kernels (bench/ times the files in
-// onnxruntime). Runs on the caller's thread (the GUI's engine thread); stops between steps when asked.
+// accuracy by simulateInt8, and time in the int8 engine (core/infer/Int8Engine) where it runs (a CPU with
+// AVX512-VNNI, layers it has int8 paths for), else none, the variant's note saying why. Runs on the caller's thread
+// (the GUI's engine thread); stops between steps when asked.
 #pragma once
 
 #include <atomic>
@@ -49,7 +50,7 @@ struct CompressionVariant {
     int64_t samples = 0;
     int64_t parameters = 0, nonZero = 0;  // values of every parameter tensor; those not exactly zero
     uint64_t fileBytes = 0, compressedBytes = 0;
-    bool timed = false;        // false for int8 (see above)
+    bool timed = false;        // false for an int8 file the int8 engine cannot run (see above)
     double msPerBatch1 = 0;    // one sample per forward pass
     double msPerBatch256 = 0;  // a forward pass of 256 samples
     std::vector<LayerSparsity> layers;
