@@ -6,7 +6,6 @@
 // prints one JSON object per batch: {"batch": B, "fp32_ms": [...], "int8_ms": [...]} (one figure per round, each
 // the median of repeated passes over about a quarter of a second; the int8 figure includes quantizing the input).
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <iostream>
 #include <sstream>
@@ -19,31 +18,6 @@
 #include "core/export/ExportModel.h"
 #include "core/infer/Compression.h"
 #include "core/infer/Int8Engine.h"
-
-namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double int8Ms(strata::Int8Engine& engine, int64_t batch) {
-    std::vector<float> host(static_cast<size_t>(batch * engine.inputShape().numel()));
-    // The pattern timeForwardMs feeds the float32 engine.
-    for (size_t i = 0; i < host.size(); ++i) host[i] = static_cast<float>((i * 2654435761u) % 1000) / 1000.0f;
-    auto once = [&] {
-        const auto t0 = Clock::now();
-        engine.run(host.data(), batch, static_cast<int>(batch));
-        return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-    };
-    for (int i = 0; i < 3; ++i) once();
-    std::vector<double> times;
-    const auto start = Clock::now();
-    while (times.size() < 5 ||
-           (std::chrono::duration<double>(Clock::now() - start).count() < 0.25 && times.size() < 2000))
-        times.push_back(once());
-    std::nth_element(times.begin(), times.begin() + static_cast<long>(times.size() / 2), times.end());
-    return times[times.size() / 2];
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
     strata::app::ensurePassiveOpenMpWait(argv, /*headless=*/true);  // as strata-train does
@@ -83,7 +57,7 @@ int main(int argc, char** argv) {
             std::vector<double> fp32, int8;
             for (int r = 0; r < rounds; ++r) {
                 fp32.push_back(strata::timeForwardMs(model.project, model.weights, batch, threads, true));
-                int8.push_back(int8Ms(engine, batch));
+                int8.push_back(strata::timeInt8Ms(engine, batch));
             }
             std::cout
                 << nlohmann::json{{"batch", batch}, {"threads", threads}, {"fp32_ms", fp32}, {"int8_ms", int8}}.dump()

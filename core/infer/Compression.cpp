@@ -131,8 +131,6 @@ double timeForwardMs(const Project& project, const Weights& weights, int64_t bat
     return medianMs(once);
 }
 
-namespace {
-
 double timeInt8Ms(Int8Engine& engine, int64_t batch) {
     std::vector<float> host(static_cast<size_t>(batch * engine.inputShape().numel()));
     for (size_t i = 0; i < host.size(); ++i) host[i] = static_cast<float>((i * 2654435761u) % 1000) / 1000.0f;
@@ -142,8 +140,6 @@ double timeInt8Ms(Int8Engine& engine, int64_t batch) {
         return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
     });
 }
-
-}  // namespace
 
 struct CompressionStudy::Impl {
     CompressionStudy& s;

@@ -23,6 +23,7 @@
 
 namespace strata {
 
+class Int8Engine;
 class Trainer;
 class TrainingObserver;
 
@@ -93,5 +94,8 @@ private:
 // the layer before it as Predict runs it (`fold` false: the graph as drawn).
 double timeForwardMs(const Project& project, const std::map<std::string, std::vector<float>>& weights, int64_t batch,
                      int threads, bool fold = true);
+// The same for an int8 engine (Int8Engine::run of `batch` samples, quantizing the input included), on the same
+// input values.
+double timeInt8Ms(Int8Engine& engine, int64_t batch);
 
 }  // namespace strata
