@@ -31,6 +31,7 @@
 #include "core/infer/Tsne.h"
 #include "core/train/Checkpoint.h"
 #include "ui/PredictPanel.h"
+#include "ui/RawImage.h"
 #include "ui/RunPicker.h"
 #include "ui/base/ProjectDocument.h"
 
@@ -72,33 +73,6 @@ constexpr double kPickRadius = 8;  // pixels
 QString q(const std::string& s) { return QString::fromStdString(s); }
 
 struct Cancelled {};
-
-// Raw values (0..255, [C,H,W] or [H,W] planes of 1 or 3 channels) as a picture; null for other inputs.
-QImage rawImage(const std::vector<float>& x, const Shape& s) {
-    int c = 1, h = 0, w = 0;
-    if (s.rank() == 3 && (s[0] == 1 || s[0] == 3)) {
-        c = int(s[0]);
-        h = int(s[1]);
-        w = int(s[2]);
-    } else if (s.rank() == 2) {
-        h = int(s[0]);
-        w = int(s[1]);
-    } else {
-        return {};
-    }
-    QImage image(w, h, QImage::Format_RGB32);
-    const int64_t plane = int64_t(h) * w;
-    auto level = [](float v) { return std::clamp(int(std::lround(v)), 0, 255); };
-    for (int r = 0; r < h; ++r) {
-        auto* line = reinterpret_cast<QRgb*>(image.scanLine(r));
-        for (int k = 0; k < w; ++k) {
-            const size_t i = size_t(int64_t(r) * w + k);
-            line[k] = c == 3 ? qRgb(level(x[i]), level(x[i + size_t(plane)]), level(x[i + 2 * size_t(plane)]))
-                             : qRgb(level(x[i]), level(x[i]), level(x[i]));
-        }
-    }
-    return image;
-}
 
 std::shared_ptr<ProjectorEmbedding> embed(const QString& source, const QString& project, int limit, ProjectorJob& job) {
     auto e = std::make_shared<ProjectorEmbedding>();
@@ -162,7 +136,7 @@ std::shared_ptr<ProjectorEmbedding> embed(const QString& source, const QString& 
             e->texts << words.join(QLatin1Char(' '));
         } else {
             undoNormalization(raw, data.normalization);
-            e->thumbnails << rawImage(raw, split.sampleShape);
+            e->thumbnails << rawToImage(raw.data(), split.sampleShape);
         }
     }
     return e;
