@@ -26,10 +26,7 @@ using namespace strata;
 
 namespace {
 
-struct Quiet : TrainingObserver {
-    std::vector<std::string> errors;
-    void onError(const std::string& m) override { errors.push_back(m); }
-};
+using Quiet = test::QuietObserver;
 
 // Input [inputs] -> Dense 32 -> ReLU -> Dense 4 on synthetic blobs; 300 of 1200 samples held out.
 Project tinyProject(int inputs) {

@@ -74,4 +74,10 @@ ExportModel sentimentTextModel();
 // values and the output projection are the identity, so "good bad zzz" gives logits (2/3, 1/6).
 ExportModel sentimentAttentionModel();
 
+// A TrainingObserver for tests that train without output: it keeps the errors a run reports, in order.
+struct QuietObserver : TrainingObserver {
+    std::vector<std::string> errors;
+    void onError(const std::string& m) override { errors.push_back(m); }
+};
+
 }  // namespace strata::test

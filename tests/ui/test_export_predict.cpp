@@ -42,10 +42,7 @@ using namespace strata::ui;
 
 namespace {
 
-struct Quiet : TrainingObserver {
-    std::vector<std::string> errors;
-    void onError(const std::string& m) override { errors.push_back(m); }
-};
+using Quiet = test::QuietObserver;
 
 Project tinyProject(const QString& checkpointDir) {
     Project p = test::blobsMlpProject("Tiny Blobs");

@@ -32,10 +32,7 @@ using namespace strata::ui;
 
 namespace {
 
-struct Quiet : TrainingObserver {
-    std::vector<std::string> errors;
-    void onError(const std::string& m) override { errors.push_back(m); }
-};
+using Quiet = test::QuietObserver;
 
 // Input [1, 8, 8] -> conv (8) -> ReLU -> MaxPool -> Flatten -> fc (16) -> ReLU -> out (3), trained one epoch
 // into dir/ckpt and saved as dir/cnn.strata.

@@ -27,10 +27,7 @@ using namespace strata::ui;
 
 namespace {
 
-struct Quiet : TrainingObserver {
-    std::vector<std::string> errors;
-    void onError(const std::string& m) override { errors.push_back(m); }
-};
+using Quiet = test::QuietObserver;
 
 // A trained 4-class blobs MLP saved in `dir` (tiny.strata, checkpoints in dir/ckpt), open in `doc`.
 void makeTrainedProject(const QTemporaryDir& dir, ProjectDocument& doc) {

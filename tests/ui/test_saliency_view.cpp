@@ -31,10 +31,7 @@ using namespace strata::ui;
 
 namespace {
 
-struct Quiet : TrainingObserver {
-    std::vector<std::string> errors;
-    void onError(const std::string& m) override { errors.push_back(m); }
-};
+using Quiet = test::QuietObserver;
 
 bool waitFor(QSignalSpy& spy, int ms = 60000) { return spy.count() > 0 || spy.wait(ms); }
 
