@@ -42,6 +42,9 @@ struct ConvSettings {
     ConvDesc descFor(int n, int inChannels, int inH, int inW, int outChannels) const;
 };
 ConvSettings convSettings(const Json& params, const Shape& in);
+// inferShape's common part for both: one input of rank 3 [channels, height, width] (else ShapeError suggesting
+// a Reshape), its settings read, and channels and filters both divisible by groups (else ShapeError / ParamError).
+ConvSettings checkedConvSettings(const std::string& layer, const Json& params, const std::vector<Shape>& inputs);
 
 // ---- shapes -------------------------------------------------------------------
 // "in: Dense expects <expected>, got [1, 28, 28]<hint>"

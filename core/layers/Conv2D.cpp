@@ -76,17 +76,8 @@ public:
                 weightInitParam()};
     }
     Shape inferShape(const Json& params, const std::vector<Shape>& inputs) const override {
-        expectInputCount(name(), {"in"}, inputs);
+        const ConvGeometry g{checkedConvSettings(name(), params, inputs)};
         const Shape& s = inputs[0];
-        if (s.rank() != 3)
-            throwShapeError("in", name(), s, "a per-sample shape of rank 3 [channels, height, width]",
-                            s.rank() == 1 ? "; add a Reshape before it" : "");
-        const ConvGeometry g = geometry(params, s);
-        if (g.c % g.groups != 0)
-            throwShapeError("in", name(), s, "a channel count divisible by groups = " + std::to_string(g.groups));
-        if (g.k % g.groups != 0)
-            throw ParamError("filters", "filters: " + std::to_string(g.k) +
-                                            " is not divisible by groups = " + std::to_string(g.groups));
         const ConvDesc d = g.desc(1);
         if (d.outH() < 1 || d.outW() < 1 || g.h + 2 * g.padH < g.dilH * (g.r - 1) + 1 ||
             g.w + 2 * g.padW < g.dilW * (g.s - 1) + 1)

@@ -85,17 +85,9 @@ public:
                 weightInitParam()};
     }
     Shape inferShape(const Json& params, const std::vector<Shape>& inputs) const override {
-        expectInputCount(name(), {"in"}, inputs);
+        checkedConvSettings(name(), params, inputs);
         const Shape& s = inputs[0];
-        if (s.rank() != 3)
-            throwShapeError("in", name(), s, "a per-sample shape of rank 3 [channels, height, width]",
-                            s.rank() == 1 ? "; add a Reshape before it" : "");
         const Geometry g = geometry(params, s);
-        if (g.c % g.groups != 0)
-            throwShapeError("in", name(), s, "a channel count divisible by groups = " + std::to_string(g.groups));
-        if (g.k % g.groups != 0)
-            throw ParamError("filters", "filters: " + std::to_string(g.k) +
-                                            " is not divisible by groups = " + std::to_string(g.groups));
         if (g.outPadH >= g.strideH || g.outPadW >= g.strideW)
             throw ParamError("output_padding", "output_padding: [" + std::to_string(g.outPadH) + ", " +
                                                    std::to_string(g.outPadW) + "] must be less than stride [" +

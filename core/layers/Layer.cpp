@@ -274,6 +274,21 @@ ConvSettings convSettings(const Json& params, const Shape& in) {
     return g;
 }
 
+ConvSettings checkedConvSettings(const std::string& layer, const Json& params, const std::vector<Shape>& inputs) {
+    expectInputCount(layer, {"in"}, inputs);
+    const Shape& s = inputs[0];
+    if (s.rank() != 3)
+        throwShapeError("in", layer, s, "a per-sample shape of rank 3 [channels, height, width]",
+                        s.rank() == 1 ? "; add a Reshape before it" : "");
+    const ConvSettings g = convSettings(params, s);
+    if (g.c % g.groups != 0)
+        throwShapeError("in", layer, s, "a channel count divisible by groups = " + std::to_string(g.groups));
+    if (g.k % g.groups != 0)
+        throw ParamError(
+            "filters", "filters: " + std::to_string(g.k) + " is not divisible by groups = " + std::to_string(g.groups));
+    return g;
+}
+
 void throwShapeError(const std::string& port, const std::string& layer, const Shape& got, const std::string& expected,
                      const std::string& hint) {
     throw ShapeError(port, port + ": " + layer + " expects " + expected + ", got " + got.toString() + hint);
