@@ -10,6 +10,7 @@
 #include "core/backend/BackendRegistry.h"
 #include "core/data/Dataset.h"
 #include "core/export/ExportModel.h"
+#include "core/export/FoldBatchNorm.h"
 #include "core/export/Gguf.h"
 #include "core/export/Onnx.h"
 #include "core/export/Quantize.h"
@@ -149,18 +150,20 @@ int exportCommand(const ExportArgs& a, std::ostream& out) {
         OnnxExportOptions o;
         o.opset = opset;
         o.includeNormalization = normalization;
-        Int8Calibration calibration;
+        Int8Export int8;
         DatasetBundle data;
         if (precision == ExportPrecision::Int8) {
             data = loadDataset(model.project.dataset, projectPath);
-            calibration = calibrateInt8(model, data.train, quantization);
-            o.int8 = &calibration;
-            out << "int8: calibrated " << calibration.activations.size() << " activations on " << calibration.samples
-                << " training samples (" << calibrationMethodName(quantization.method);
+            int8 = prepareInt8Export(model, data.train, quantization);
+            o.int8 = &int8.calibration;
+            for (const FoldedBatchNorm& f : int8.folded)
+                out << "int8: folded " << f.batchNorm << " into " << f.into << "\n";
+            out << "int8: calibrated " << int8.calibration.activations.size() << " activations on "
+                << int8.calibration.samples << " training samples (" << calibrationMethodName(quantization.method);
             if (quantization.method == CalibrationMethod::Percentile) out << " " << quantization.percentile;
             out << ")\n";
         }
-        writeOnnx(output, model, o);
+        writeOnnx(output, precision == ExportPrecision::Int8 ? int8.model : model, o);
         const OnnxModelInfo info = readOnnx(output);
         out << "wrote " << output << " (ONNX opset " << opset << ", " << info.nodes.size() << " nodes, "
             << info.initializers.size() + info.integerInitializers.size() << " initializers, input '" << info.inputName

@@ -80,4 +80,11 @@ ExportModel foldBatchNorm(const ExportModel& model, std::vector<FoldedBatchNorm>
     return out;
 }
 
+Int8Export prepareInt8Export(const ExportModel& model, const DataSplit& data, const QuantizationOptions& options) {
+    Int8Export r;
+    r.model = foldBatchNorm(model, &r.folded);
+    r.calibration = calibrateInt8(r.model, data, options);
+    return r;
+}
+
 }  // namespace strata

@@ -26,4 +26,19 @@ struct FoldedBatchNorm {
 // std::runtime_error when the model's weights do not match its graph.
 ExportModel foldBatchNorm(const ExportModel& model, std::vector<FoldedBatchNorm>* folded = nullptr);
 
+// What an int8 export (Quantize.h) writes: the model with its BatchNorms folded first, as quantization toolkits
+// fold them before calibrating (PyTorch's fuse_modules, onnxruntime's quantization pre-processing), and the
+// calibration of that folded model. A Conv2D or Dense followed by a BatchNorm then has one rounded output (the
+// BatchNorm's values, not the raw sums and then the normalized ones), one fewer QuantizeLinear/DequantizeLinear
+// pair, and runs in the int8 engine as one convolution instead of a convolution and a per-channel table. A
+// BatchNorm that cannot be folded (after a layer whose output is used elsewhere too, or after no Conv2D/Dense)
+// stays, between its own quantized input and output. Throws as calibrateInt8 does.
+struct Int8Export {
+    ExportModel model;
+    Int8Calibration calibration;
+    std::vector<FoldedBatchNorm> folded;
+};
+struct DataSplit;
+Int8Export prepareInt8Export(const ExportModel& model, const DataSplit& data, const QuantizationOptions& options);
+
 }  // namespace strata

@@ -10,7 +10,9 @@
 // (inference passes its input on) and ids that feed an Embedding or a padding mask. A node whose only consumer
 // is a ReLU takes the ReLU's range, so its QuantizeLinear already clamps at zero and onnxruntime drops the
 // ReLU. Each layer's compressible weight (LayerType::compressibleWeight: Conv2D's and Dense's) is quantized
-// when its input is; other parameters (BatchNorm, LayerNorm, Embedding) stay float32. Which layer is which is
+// when its input is; other parameters (BatchNorm, LayerNorm, Embedding) stay float32. The export folds every
+// BatchNorm that follows a Conv2D or Dense into it before calibrating (FoldBatchNorm.h's prepareInt8Export), so
+// only the BatchNorms that cannot be folded reach this graph. Which layer is which is
 // its type's fact (LayerType), never its name.
 //
 // simulateInt8 runs exactly that arithmetic in Strata (weights as the file dequantizes them, activations

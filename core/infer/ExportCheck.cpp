@@ -7,6 +7,7 @@
 
 #include "core/backend/BackendRegistry.h"
 #include "core/data/Dataset.h"
+#include "core/export/FoldBatchNorm.h"
 #include "core/export/Gguf.h"
 #include "core/export/Onnx.h"
 #include "core/graph/Model.h"
@@ -147,14 +148,14 @@ ExportWriteResult writeExport(const std::string& path, const ExportModel& model,
                                             std::to_string(kOnnxMinOpset) + ".." + std::to_string(kOnnxMaxOpset));
             OnnxExportOptions o;
             o.opset = request.opset;
-            Int8Calibration calibrated;
+            Int8Export int8;
             if (request.precision == ExportPrecision::Int8) {
                 if (!calibration || calibration->count == 0)
                     throw std::invalid_argument("int8 quantization needs training samples to calibrate on");
-                calibrated = calibrateInt8(model, *calibration, quantization);
-                o.int8 = &calibrated;
+                int8 = prepareInt8Export(model, *calibration, quantization);
+                o.int8 = &int8.calibration;
             }
-            writeOnnx(path, model, o);
+            writeOnnx(path, request.precision == ExportPrecision::Int8 ? int8.model : model, o);
             // The writer gives no summary; read the file back for one, which also proves it parses.
             const OnnxModelInfo info = readOnnx(path);
             for (const TensorRecord& t : info.initializers)
