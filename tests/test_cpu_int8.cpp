@@ -12,9 +12,12 @@
 
 #include "core/backend/CpuInt8.h"
 #include "core/data/Dataset.h"
+#include "core/export/FoldBatchNorm.h"
 #include "core/export/Onnx.h"
 #include "core/export/Quantize.h"
+#include "core/graph/Model.h"
 #include "core/infer/Evaluation.h"
+#include "core/infer/ExportCheck.h"
 #include "core/infer/Int8Engine.h"
 #include "tests/support/TestBackends.h"
 #include "tests/support/TestProjects.h"
@@ -50,17 +53,28 @@ struct Int8File {
     int64_t count = 0;
 };
 
-// `project` exported as int8 (calibrated on `calibration`, normalized samples) and read back.
+// `project` exported as int8 (calibrated on `calibration`, normalized samples) and read back. `folded`: as the
+// export writes it (prepareInt8Export: BatchNorms folded first; the list in `folds`); otherwise the graph as
+// drawn, as a file with BatchNorms that cannot be folded has them.
 Int8File int8File(const Project& project, const std::string& path, const DataSplit& calibration,
-                  std::vector<float> inputs, unsigned seed = 1) {
+                  std::vector<float> inputs, unsigned seed = 1, bool folded = false,
+                  std::vector<FoldedBatchNorm>* folds = nullptr, ExportModel* floatModel = nullptr) {
     ExportModel m = untrainedExportModel(project, "");
     perturb(m, seed);
     QuantizationOptions o;
     o.calibrationSamples = calibration.count;
-    const Int8Calibration c = calibrateInt8(m, calibration, o);
     OnnxExportOptions options;
-    options.int8 = &c;
-    writeOnnx(path, m, options);
+    if (folded) {
+        const Int8Export e = prepareInt8Export(m, calibration, o);
+        options.int8 = &e.calibration;
+        writeOnnx(path, e.model, options);
+        if (folds) *folds = e.folded;
+    } else {
+        const Int8Calibration c = calibrateInt8(m, calibration, o);
+        options.int8 = &c;
+        writeOnnx(path, m, options);
+    }
+    if (floatModel) *floatModel = m;
     Int8File f;
     f.file = loadModelFile(path);
     f.count = static_cast<int64_t>(inputs.size()) / calibration.sampleShape.numel();
@@ -391,6 +405,113 @@ private slots:
         QVERIFY(std::count_if(plan.begin(), plan.end(), [](const std::string& l) {
                     return l.find("table, which never decreases") != std::string::npos;
                 }) == 2);
+    }
+
+    // fashion_cnn_bn as `export --quantize int8` writes it: every BatchNorm folded into the Conv2D or Dense
+    // before it, so each convolution's output is rounded once, the engine runs no table, and the poolings pool
+    // the convolutions' own values. Against the simulation of the same file as above; against the float model
+    // the classes agree as the export's accuracy report says.
+    void fashionCnnBnFolded() {
+        Project p = readProject(test::sourcePath("examples/fashion_cnn_bn.strata"));
+        p.dataset.trainLimit = 300;
+        p.dataset.validationLimit = 256;
+        const DatasetBundle data = loadDataset(p.dataset, "");
+        std::vector<FoldedBatchNorm> folds;
+        ExportModel floatModel;
+        const Int8File f = int8File(p, path("fashion_cnn_bn_folded.onnx"), data.train, data.validation.inputs, 1, true,
+                                    &folds, &floatModel);
+        QCOMPARE(folds.size(), size_t(5));
+        for (const Node* n : f.file.project.graph.nodes()) QVERIFY2(n->type != "BatchNorm", n->name.c_str());
+        QVERIFY(!f.file.int8Activations.count("bn1"));
+        const Compared c = compare(f);
+        EXPECT_GRID(c, "input", 0, 1.0);
+        EXPECT_GRID(c, "conv1", 1, 0.999);
+        EXPECT_GRID(c, "pool1", 2, 0.999);
+        EXPECT_GRID(c, "pool2", 8, 0.99);
+        EXPECT_GRID(c, "fc1", 8, 0.95);
+        QVERIFY(maxAbsDiff(c.engine, c.simulated) <= 0.05 * range(c.simulated));
+
+        Int8Engine engine(f.file, f.file.int8Activations, 2);
+        engine.run(f.inputs.data(), 1, 1);
+        for (const std::string& line : engine.plan()) {
+            qInfo("%s", line.c_str());
+            QVERIFY2(line.find("table") == std::string::npos, line.c_str());
+        }
+
+        auto backend = test::makeReferenceBackend();
+        auto compiled = compileExportModel(floatModel, *backend);
+        const Predictions fp = predictSamples(*compiled, f.inputs.data(), f.count);
+        const auto q = argmaxRows(c.engine.data(), f.count, 10);
+        int64_t same = 0;
+        for (size_t i = 0; i < q.size(); ++i) same += q[i] == fp.predicted[i];
+        qInfo("folded int8 against the float model: %lld of %lld classes agree", static_cast<long long>(same),
+              static_cast<long long>(f.count));
+        QVERIFY(same >= f.count * 95 / 100);
+    }
+
+    // The element-wise steps' AVX-512 path against their one-value-at-a-time path (STRATA_NO_AVX512): every pair
+    // of uint8 values through Add for grids with zero points at both ends, floats on and between rounding
+    // boundaries and outside the grid, channel sums with ragged channel groups and odd position counts.
+    void elementwiseSimdEqualsScalar() {
+        QVERIFY(cpu::int8SimdInUse());
+        std::vector<uint8_t> a(65536 + 13), b(a.size());
+        for (size_t i = 0; i < a.size(); ++i) {
+            a[i] = uint8_t(i >> 8);
+            b[i] = uint8_t(i);
+        }
+        std::vector<float> f = uniform(4099, -3.0f, 5.0f, 3);
+        const cpu::Grid fg{0.03125f, 77};  // a power of two: the ties below are exact
+        for (int k = -300; k < 300; ++k) f.push_back((float(k) + 0.5f) * fg.scale);  // ties: to even
+        std::vector<uint8_t> pos(7 * 31 * 20);
+        for (size_t i = 0; i < pos.size(); ++i) pos[i] = uint8_t((i * 2654435761u) >> 13);
+
+        struct Outputs {
+            bool simd = false;
+            std::vector<std::vector<uint8_t>> first;
+            std::vector<int64_t> second;
+        };
+        auto run = [&](bool simd) {
+            if (!simd) setenv("STRATA_NO_AVX512", "1", 1);
+            const bool used = cpu::int8SimdInUse();
+            std::vector<std::vector<uint8_t>> sums8;
+            const cpu::Grid grids[][3] = {{{0.05f, 0}, {0.031f, 255}, {0.07f, 128}},
+                                          {{0.013f, 200}, {0.013f, 3}, {0.021f, 0}},
+                                          {{1.0f, 0}, {1.0f, 0}, {1.0f, 0}}};
+            for (const auto& g : grids) {
+                std::vector<uint8_t> out(a.size());
+                cpu::addOnGrids(2, a.data(), g[0], b.data(), g[1], out.data(), g[2], int64_t(a.size()));
+                sums8.push_back(out);
+            }
+            std::vector<uint8_t> q(f.size());
+            cpu::quantizeToGrid(2, f.data(), q.data(), int64_t(f.size()), fg);
+            sums8.push_back(q);
+            std::vector<int64_t> sums;
+            for (int64_t channels : {20, 16, 3}) {
+                std::vector<int64_t> s(size_t(7 * channels));
+                cpu::channelSums(2, pos.data(), 7, int64_t(pos.size()) / 7 / channels, channels, 19, s.data());
+                sums.insert(sums.end(), s.begin(), s.end());
+            }
+            unsetenv("STRATA_NO_AVX512");
+            return Outputs{used, sums8, sums};
+        };
+        const Outputs fast = run(true), plain = run(false);
+        QVERIFY(fast.simd && !plain.simd);
+        for (size_t k = 0; k < fast.first.size(); ++k) {
+            int64_t differ = 0;
+            for (size_t i = 0; i < fast.first[k].size(); ++i) differ += fast.first[k][i] != plain.first[k][i];
+            QVERIFY2(differ == 0, qPrintable(QString("output %1: %2 values differ").arg(k).arg(differ)));
+        }
+        QVERIFY(fast.second == plain.second);
+        // Not vacuous: the sums hold the zero point's offset, the ties rounded to even, Add clamped at both ends.
+        QCOMPARE(plain.second[0], [&] {
+            int64_t sum = 0;
+            for (int64_t p = 0; p < 31; ++p) sum += pos[size_t(p * 20)] - 19;
+            return sum;
+        }());
+        QCOMPARE(plain.first[3][4099 + 300], uint8_t(77));  // 0.5 steps -> 0 steps (even) + 77
+        QCOMPARE(plain.first[3][4099 + 301], uint8_t(79));  // 1.5 steps -> 2
+        QVERIFY(std::count(plain.first[1].begin(), plain.first[1].end(), uint8_t(0)) > 0);
+        QVERIFY(std::count(plain.first[0].begin(), plain.first[0].end(), uint8_t(255)) > 0);
     }
 
     // A layer without an int8 path is refused naming it, not skipped.

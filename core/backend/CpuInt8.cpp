@@ -6,9 +6,15 @@
 // the fold would count the padding's taps, which are real zeros, as -zp.
 #include "core/backend/CpuInt8.h"
 
+#include <algorithm>
 #include <atomic>
+#include <cmath>
+#include <cstdlib>
 #include <stdexcept>
+#include <utility>
 #include <vector>
+
+#include <immintrin.h>
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -57,10 +63,164 @@ void applyChannelTablesF32(int threads, const uint8_t* src, float* dst, int64_t 
     tabulate(threads, src, dst, outer, channels, inner, tables);
 }
 
-void applyPairTable(int threads, const uint8_t* a, const uint8_t* b, uint8_t* dst, int64_t count,
-                    const uint8_t* table) {
-#pragma omp parallel for num_threads(threads > 0 ? threads : omp_get_max_threads()) if (threads != 1) schedule(static)
-    for (int64_t i = 0; i < count; ++i) dst[i] = table[(int(a[i]) << 8) | b[i]];
+uint8_t onGrid(float x, Grid g) {
+    return static_cast<uint8_t>(std::clamp(std::nearbyint(x / g.scale) + float(g.zeroPoint), 0.0f, 255.0f));
+}
+
+namespace {
+
+int threadCount(int threads) { return threads > 0 ? threads : omp_get_max_threads(); }
+
+// [begin, end) of part `t` of `parts` over `count` values, in whole 64-value blocks but the last.
+std::pair<int64_t, int64_t> partOf(int64_t count, int t, int parts) {
+    const int64_t blocks = (count + 63) / 64, per = (blocks + parts - 1) / parts;
+    return {std::min(count, t * per * 64), std::min(count, (t + 1) * per * 64)};
+}
+
+float dq(uint8_t v, Grid g) { return float(int(v) - g.zeroPoint) * g.scale; }
+
+namespace scalar {
+
+void add(const uint8_t* a, Grid ga, const uint8_t* b, Grid gb, uint8_t* dst, Grid out, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) dst[i] = onGrid(dq(a[i], ga) + dq(b[i], gb), out);
+}
+void quantize(const float* src, uint8_t* dst, int64_t n, Grid g) {
+    for (int64_t i = 0; i < n; ++i) dst[i] = onGrid(src[i], g);
+}
+void sums(const uint8_t* src, int64_t positions, int64_t channels, int zeroPoint, int64_t* out) {
+    for (int64_t c = 0; c < channels; ++c) out[c] = 0;
+    for (int64_t p = 0; p < positions; ++p)
+        for (int64_t c = 0; c < channels; ++c) out[c] += src[p * channels + c] - zeroPoint;
+}
+
+}  // namespace scalar
+
+namespace avx512 {
+
+#define STRATA_INT8_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq")))
+
+// A product kept apart from the addition after it: the compiler may not fuse them into one rounding.
+STRATA_INT8_TARGET inline __m512 unfused(__m512 v) {
+    __asm__("" : "+v"(v));
+    return v;
+}
+
+// GCC 12 warns that the intrinsics' unused merge sources are uninitialized (as in CpuBf16.cpp); they are not used.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
+STRATA_INT8_TARGET inline __m512i widen(__m128i bytes) { return _mm512_cvtepu8_epi32(bytes); }
+
+STRATA_INT8_TARGET inline __m512 dequantize16(__m128i bytes, __m512i zero, __m512 scale) {
+    const __m512i v = _mm512_sub_epi32(widen(bytes), zero);
+    return unfused(_mm512_mul_ps(_mm512_cvtepi32_ps(v), scale));
+}
+
+STRATA_INT8_TARGET inline __m128i onGrid16(__m512 x, __m512 scale, __m512 zero) {
+    __m512 q = _mm512_add_ps(
+        _mm512_roundscale_ps(_mm512_div_ps(x, scale), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), zero);
+    q = _mm512_min_ps(_mm512_max_ps(q, _mm512_setzero_ps()), _mm512_set1_ps(255.0f));
+    return _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(q));
+}
+
+STRATA_INT8_TARGET void add(const uint8_t* a, Grid ga, const uint8_t* b, Grid gb, uint8_t* dst, Grid out, int64_t n) {
+    const __m512i za = _mm512_set1_epi32(ga.zeroPoint), zb = _mm512_set1_epi32(gb.zeroPoint);
+    const __m512 sa = _mm512_set1_ps(ga.scale), sb = _mm512_set1_ps(gb.scale), so = _mm512_set1_ps(out.scale),
+                 zo = _mm512_set1_ps(float(out.zeroPoint));
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        const __m512 x = _mm512_add_ps(dequantize16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a + i)), za, sa),
+                                       dequantize16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + i)), zb, sb));
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i), onGrid16(x, so, zo));
+    }
+    if (i < n) {
+        const __mmask16 m = static_cast<__mmask16>((1u << (n - i)) - 1u);
+        const __m512 x = _mm512_add_ps(dequantize16(_mm_maskz_loadu_epi8(m, a + i), za, sa),
+                                       dequantize16(_mm_maskz_loadu_epi8(m, b + i), zb, sb));
+        _mm_mask_storeu_epi8(dst + i, m, onGrid16(x, so, zo));
+    }
+}
+
+STRATA_INT8_TARGET void quantize(const float* src, uint8_t* dst, int64_t n, Grid g) {
+    const __m512 s = _mm512_set1_ps(g.scale), z = _mm512_set1_ps(float(g.zeroPoint));
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i), onGrid16(_mm512_loadu_ps(src + i), s, z));
+    if (i < n) {
+        const __mmask16 m = static_cast<__mmask16>((1u << (n - i)) - 1u);
+        _mm_mask_storeu_epi8(dst + i, m, onGrid16(_mm512_maskz_loadu_ps(m, src + i), s, z));
+    }
+}
+
+// Channels in groups of 16 (the last masked), int32 sums per group over the positions (255 x positions fits
+// below 2^31 for any image this engine takes), the zero point taken off once at the end.
+STRATA_INT8_TARGET void sums(const uint8_t* src, int64_t positions, int64_t channels, int zeroPoint, int64_t* out) {
+    for (int64_t c = 0; c < channels; c += 16) {
+        const int64_t left = std::min<int64_t>(16, channels - c);
+        const __mmask16 m = left == 16 ? __mmask16(0xFFFF) : static_cast<__mmask16>((1u << left) - 1u);
+        __m512i acc0 = _mm512_setzero_si512(), acc1 = _mm512_setzero_si512();
+        int64_t p = 0;
+        for (; p + 2 <= positions; p += 2) {
+            acc0 = _mm512_add_epi32(acc0, widen(_mm_maskz_loadu_epi8(m, src + p * channels + c)));
+            acc1 = _mm512_add_epi32(acc1, widen(_mm_maskz_loadu_epi8(m, src + (p + 1) * channels + c)));
+        }
+        if (p < positions) acc0 = _mm512_add_epi32(acc0, widen(_mm_maskz_loadu_epi8(m, src + p * channels + c)));
+        alignas(64) int32_t lanes[16];
+        _mm512_store_si512(lanes, _mm512_add_epi32(acc0, acc1));
+        for (int64_t k = 0; k < left; ++k) out[c + k] = int64_t(lanes[k]) - int64_t(zeroPoint) * positions;
+    }
+}
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+#undef STRATA_INT8_TARGET
+
+}  // namespace avx512
+
+bool useSimd() {
+    static const bool yes = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                            __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+    return yes && !std::getenv("STRATA_NO_AVX512");
+}
+
+}  // namespace
+
+bool int8SimdInUse() { return useSimd(); }
+
+void addOnGrids(int threads, const uint8_t* a, Grid ga, const uint8_t* b, Grid gb, uint8_t* dst, Grid out,
+                int64_t count) {
+    const bool simd = useSimd();
+    const int parts = threadCount(threads);
+#pragma omp parallel for num_threads(parts) if (parts > 1) schedule(static)
+    for (int t = 0; t < parts; ++t) {
+        const auto [begin, end] = partOf(count, t, parts);
+        if (begin >= end) continue;
+        (simd ? avx512::add : scalar::add)(a + begin, ga, b + begin, gb, dst + begin, out, end - begin);
+    }
+}
+
+void quantizeToGrid(int threads, const float* src, uint8_t* dst, int64_t count, Grid g) {
+    const bool simd = useSimd();
+    const int parts = threadCount(threads);
+#pragma omp parallel for num_threads(parts) if (parts > 1) schedule(static)
+    for (int t = 0; t < parts; ++t) {
+        const auto [begin, end] = partOf(count, t, parts);
+        if (begin >= end) continue;
+        (simd ? avx512::quantize : scalar::quantize)(src + begin, dst + begin, end - begin, g);
+    }
+}
+
+void channelSums(int threads, const uint8_t* src, int64_t samples, int64_t positions, int64_t channels, int zeroPoint,
+                 int64_t* sums) {
+    const bool simd = useSimd();
+    const int parts = threadCount(threads);
+#pragma omp parallel for num_threads(parts) if (parts > 1) schedule(static)
+    for (int64_t s = 0; s < samples; ++s)
+        (simd ? avx512::sums : scalar::sums)(src + s * positions * channels, positions, channels, zeroPoint,
+                                             sums + s * channels);
 }
 
 }  // namespace strata::cpu

@@ -67,9 +67,28 @@ void applyChannelTables(int threads, const uint8_t* src, uint8_t* dst, int64_t o
 void applyChannelTablesF32(int threads, const uint8_t* src, float* dst, int64_t outer, int64_t channels, int64_t inner,
                            const float* tables);
 
-// dst[i] = table[a[i] * 256 + b[i]] for `count` values on `threads` threads: a binary layer (Add) from two uint8
-// grids to a third, tabulated for every pair (table: 65,536 values).
-void applyPairTable(int threads, const uint8_t* a, const uint8_t* b, uint8_t* dst, int64_t count, const uint8_t* table);
+// A uint8 grid: the value q stands for (q - zeroPoint) * scale (Quantize.h's ActivationQuant, which core/backend
+// does not see).
+struct Grid {
+    float scale = 1.0f;
+    int zeroPoint = 0;
+};
+// q = clamp(nearbyint(x / scale) + zeroPoint, 0, 255), as Quantize.h rounds.
+uint8_t onGrid(float x, Grid g);
+
+// The element-wise steps below run 16 values at a time on AVX-512 (where the int8 engine runs: AVX512-VNNI
+// implies it) and one at a time elsewhere or under STRATA_NO_AVX512 (the tests' reference); both compute the same
+// float32 operations in the same order (no fused multiply-adds), so their results are identical.
+// dst[i] = onGrid(float(a[i] - za) * sa + float(b[i] - zb) * sb, out) for `count` values: Add of two uint8 grids.
+void addOnGrids(int threads, const uint8_t* a, Grid ga, const uint8_t* b, Grid gb, uint8_t* dst, Grid out,
+                int64_t count);
+// dst[i] = onGrid(src[i], g) for `count` float32 values: the input's quantization (one channel, or channels last).
+void quantizeToGrid(int threads, const float* src, uint8_t* dst, int64_t count, Grid g);
+// sums[s * channels + c] = the sum over the `positions` of sample s of (src[(s * positions + p) * channels + c] -
+// zeroPoint), for uint8 values laid out [samples, positions, channels] (NHWC): a global average pooling's sums.
+void channelSums(int threads, const uint8_t* src, int64_t samples, int64_t positions, int64_t channels, int zeroPoint,
+                 int64_t* sums);
+bool int8SimdInUse();  // whether the steps above take their AVX-512 path here
 
 // Throw std::runtime_error with oneDNN's reason when it has no primitive for the spec (or no oneDNN in the build).
 std::unique_ptr<Int8Kernel> makeInt8Conv(const Int8ConvSpec& spec);

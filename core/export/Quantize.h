@@ -12,8 +12,8 @@
 // ReLU. Each layer's compressible weight (LayerType::compressibleWeight: Conv2D's and Dense's) is quantized
 // when its input is; other parameters (BatchNorm, LayerNorm, Embedding) stay float32. The export folds every
 // BatchNorm that follows a Conv2D or Dense into it before calibrating (FoldBatchNorm.h's prepareInt8Export), so
-// only the BatchNorms that cannot be folded reach this graph. Which layer is which is
-// its type's fact (LayerType), never its name.
+// only the BatchNorms that cannot be folded reach this graph. Which layer is which is its type's fact
+// (LayerType), never its name.
 //
 // simulateInt8 runs exactly that arithmetic in Strata (weights as the file dequantizes them, activations
 // rounded to their uint8 grid after each layer): the accuracy the export reports, and the Export dialog's

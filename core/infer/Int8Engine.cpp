@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdlib>
 #include <functional>
 #include <set>
 #include <stdexcept>
@@ -29,9 +30,8 @@ struct Buffer {
     std::vector<float> f32;
 };
 
-uint8_t quantize(float x, const ActivationQuant& q) {
-    return static_cast<uint8_t>(std::clamp(std::nearbyint(x / q.scale) + float(q.zeroPoint), 0.0f, 255.0f));
-}
+cpu::Grid gridOf(const ActivationQuant& q) { return {q.scale, q.zeroPoint}; }
+uint8_t quantize(float x, const ActivationQuant& q) { return cpu::onGrid(x, gridOf(q)); }
 float dequantize(uint8_t v, const ActivationQuant& q) { return float(int(v) - q.zeroPoint) * q.scale; }
 
 std::pair<int, int> pairOf(const Json& params, const char* key, std::pair<int, int> fallback) {
@@ -43,17 +43,38 @@ std::pair<int, int> pairOf(const Json& params, const char* key, std::pair<int, i
     return {v[0].get<int>(), v[1].get<int>()};
 }
 
-// Threads for a step of `work` multiply-adds (convolution, matmul) or of `work` values read (tables, pooling): one
-// for a small step, where waking a second OpenMP thread costs more than it brings. Measured (bench_int8,
-// fashion_cnn_bn, batch 1): 2 threads everywhere 0.80 ms a pass, 1 thread 0.11 ms; the largest convolution at
-// batch 1 is 7.2 M multiply-adds, the largest table 25,000 values.
-constexpr double kSmallMacs = 1 << 23, kSmallValues = 1 << 18;
+// Whether idle OpenMP workers spin before they sleep (libgomp: GOMP_SPINCOUNT, else OMP_WAIT_POLICY, else its
+// default, which spins). strata-train and the benchmarks spin briefly (app/OpenMpWaitPolicy.h); the GUI does not.
+bool openMpWorkersSpin() {
+    if (const char* spin = std::getenv("GOMP_SPINCOUNT")) {
+        const std::string text = spin;
+        return text.rfind("inf", 0) == 0 || std::atoll(spin) >= 1000;
+    }
+    if (const char* policy = std::getenv("OMP_WAIT_POLICY"))
+        return std::string(policy) != "passive" && std::string(policy) != "PASSIVE";
+    return true;
+}
+
+// The smallest step (multiply-adds of a convolution or matmul; values of an element-wise step or a pooling) worth a
+// second thread; smaller ones run on one. Measured (bench_int8, quiet 2-core VM, batch 1, 2 threads): with workers
+// that spin, threads everywhere took fashion_cnn_bn from 0.064 to 0.043 ms a pass and the residual template from
+// 0.041 to 0.031; with workers that sleep (GOMP_SPINCOUNT=0), every wake costs tens of microseconds: 0.35 and 0.38
+// ms against 0.064 and 0.041 with one thread below 8 M multiply-adds (the largest convolution at batch 1 is 7.2 M)
+// and 256 K values.
+struct SmallSteps {
+    double macs, values;
+};
+SmallSteps smallSteps() {
+    static const SmallSteps s = openMpWorkersSpin() ? SmallSteps{1 << 16, 1 << 12} : SmallSteps{1 << 23, 1 << 18};
+    return s;
+}
 int threadsFor(int threads, double work, double small) { return work < small ? 1 : threads; }
 
 }  // namespace
 
 struct Int8Engine::Impl {
     int threads = 0;
+    SmallSteps small = smallSteps();
     std::vector<Buffer> buffers;
     std::map<int, Value> values;  // by node id
     std::vector<std::function<void(int64_t batch)>> steps;
@@ -209,6 +230,11 @@ Int8Engine::Int8Engine(const ExportModel& model, const std::map<std::string, Act
                 }
                 auto& dst = im.u8(out, batch);
                 const int64_t c = out.nhwc ? out.shape[0] : 1, hw = per / c;
+                if (c == 1) {  // the order is the same in both layouts
+                    cpu::quantizeToGrid(threadsFor(im.threads, double(batch * per), im.small.values), im.input,
+                                        dst.data(), batch * per, gridOf(out.q));
+                    return;
+                }
                 for (int64_t s = 0; s < batch; ++s)
                     for (int64_t ch = 0; ch < c; ++ch)
                         for (int64_t i = 0; i < hw; ++i)
@@ -311,7 +337,7 @@ Int8Engine::Int8Engine(const ExportModel& model, const std::map<std::string, Act
                 const uint8_t* src = im.u8(in, batch).data();
                 void* dst = out.quantized ? static_cast<void*>(im.u8(out, batch).data())
                                           : static_cast<void*>(im.f32(out, batch).data());
-                k->run(threadsFor(im.threads, macs * double(batch), kSmallMacs), batch, src, dst);
+                k->run(threadsFor(im.threads, macs * double(batch), im.small.macs), batch, src, dst);
             });
             const std::string what = n.type == "Conv2D" ? "int8 convolution" : "int8 matmul";
             im.plan.emplace_back(n.name, [what, k] { return what + " (" + k->implementation() + ")"; });
@@ -355,10 +381,10 @@ Int8Engine::Int8Engine(const ExportModel& model, const std::map<std::string, Act
                 const int64_t channels = shape[0];
                 im.steps.push_back([&im, from = t.input, pooled, out, k, channels, lut = t.table](int64_t batch) {
                     const double work = double(batch) * double(from.shape.numel());
-                    k->run(threadsFor(im.threads, work, kSmallValues), batch, im.u8(from, batch).data(),
+                    k->run(threadsFor(im.threads, work, im.small.values), batch, im.u8(from, batch).data(),
                            im.u8(pooled, batch).data());
                     const int64_t total = batch * pooled.shape.numel();
-                    cpu::applyChannelTables(threadsFor(im.threads, double(total), kSmallValues),
+                    cpu::applyChannelTables(threadsFor(im.threads, double(total), im.small.values),
                                             im.u8(pooled, batch).data(), im.u8(out, batch).data(), total / channels,
                                             channels, 1, lut.data());
                 });
@@ -370,7 +396,7 @@ Int8Engine::Int8Engine(const ExportModel& model, const std::map<std::string, Act
             } else {
                 im.steps.push_back([&im, in, out, k](int64_t batch) {
                     const double work = double(batch) * double(in.shape.numel());
-                    k->run(threadsFor(im.threads, work, kSmallValues), batch, im.u8(in, batch).data(),
+                    k->run(threadsFor(im.threads, work, im.small.values), batch, im.u8(in, batch).data(),
                            im.u8(out, batch).data());
                 });
                 im.plan.emplace_back(n.name, [k] { return "uint8 max pooling (" + k->implementation() + ")"; });
@@ -442,7 +468,7 @@ Int8Engine::Int8Engine(const ExportModel& model, const std::map<std::string, Act
                 [&im, in, out, qTable, fTable, scale, shift, f, channels, inner, tables, deferred](int64_t batch) {
                     if (*deferred) return;
                     const int64_t total = batch * in.shape.numel(), outer = total / (channels * inner);
-                    const int threads = threadsFor(im.threads, double(total), kSmallValues);
+                    const int threads = threadsFor(im.threads, double(total), im.small.values);
                     if (in.quantized && out.quantized) {
                         cpu::applyChannelTables(threads, im.u8(in, batch).data(), im.u8(out, batch).data(), outer,
                                                 channels, inner, qTable.data());
@@ -489,21 +515,16 @@ Int8Engine::Int8Engine(const ExportModel& model, const std::map<std::string, Act
             }
             const std::string kind = n.type;
             if (kind == "Add" && ins.size() == 2) {
-                // Every pair of input values to the output's grid, by the same float expression as below: 64 KiB,
-                // one load per value instead of two dequantizations, an addition and a division.
-                std::vector<uint8_t> table(size_t(1) << 16);
-                for (int a = 0; a < 256; ++a)
-                    for (int b = 0; b < 256; ++b)
-                        table[size_t(a << 8 | b)] =
-                            quantize(dequantize(uint8_t(a), ins[0].q) + dequantize(uint8_t(b), ins[1].q), out.q);
-                im.steps.push_back([&im, ins, out, table](int64_t batch) {
+                // The same float expression as below, 16 values at a time (cpu::addOnGrids).
+                im.steps.push_back([&im, ins, out](int64_t batch) {
                     auto& dst = im.u8(out, batch);
                     const auto total = static_cast<int64_t>(dst.size());
-                    cpu::applyPairTable(threadsFor(im.threads, double(total), kSmallValues),
-                                        im.u8(ins[0], batch).data(), im.u8(ins[1], batch).data(), dst.data(), total,
-                                        table.data());
+                    cpu::addOnGrids(threadsFor(im.threads, double(total), im.small.values), im.u8(ins[0], batch).data(),
+                                    gridOf(ins[0].q), im.u8(ins[1], batch).data(), gridOf(ins[1].q), dst.data(),
+                                    gridOf(out.q), total);
                 });
-                describe(n, "float32 on dequantized uint8 values, as a table of every pair of values");
+                describe(n, std::string("float32 on dequantized uint8 values") +
+                                (cpu::int8SimdInUse() ? ", 16 at a time (AVX-512)" : ""));
                 im.values[id] = out;
                 continue;
             }
@@ -523,12 +544,11 @@ Int8Engine::Int8Engine(const ExportModel& model, const std::map<std::string, Act
                 const uint8_t* src = im.u8(v, batch).data();
                 const int64_t c = v.shape[0], h = v.shape[1], w = v.shape[2];
                 if (kind == "GlobalAvgPool") {
-                    for (int64_t s = 0; s < batch; ++s)
-                        for (int64_t ch = 0; ch < c; ++ch) {
-                            int64_t sum = 0;
-                            for (int64_t i = 0; i < h * w; ++i) sum += src[(s * h * w + i) * c + ch] - v.q.zeroPoint;
-                            dst[size_t(s * c + ch)] = quantize(float(double(sum) * v.q.scale / double(h * w)), out.q);
-                        }
+                    std::vector<int64_t> sums(size_t(batch * c));
+                    cpu::channelSums(threadsFor(im.threads, double(batch * c * h * w), im.small.values), src, batch,
+                                     h * w, c, v.q.zeroPoint, sums.data());
+                    for (int64_t i = 0; i < batch * c; ++i)
+                        dst[size_t(i)] = quantize(float(double(sums[size_t(i)]) * v.q.scale / double(h * w)), out.q);
                     return;
                 }
                 const int64_t oh = out.shape[1], ow = out.shape[2];

@@ -10,9 +10,11 @@
 //     producer's clamp at 0 already did it, and the ReLU costs nothing;
 //   MaxPool2D: oneDNN's u8 max pooling (output on the input's grid), Flatten, Reshape, Dropout: the values as
 //     they are (a Dense after a Flatten of NHWC values takes its weight columns in NHWC order);
-//   BatchNorm (float32 in the file, between a DequantizeLinear and a QuantizeLinear): a 256-entry table per
-//     channel from the input's grid to the output's; AvgPool2D, GlobalAvgPool and Add: dequantized, computed in
-//     float32 and requantized, where the QDQ graph has them.
+//   BatchNorm (float32 in the file, between a DequantizeLinear and a QuantizeLinear; the export folds those after
+//     a Conv2D or Dense, so only the others remain): a 256-entry table per channel from the input's grid to the
+//     output's; AvgPool2D, GlobalAvgPool and Add: dequantized, computed in float32 and requantized, where the QDQ
+//     graph has them (Add 16 values at a time, the global pooling's sums in int32 vectors: cpu::addOnGrids,
+//     cpu::channelSums).
 // Any other layer is refused naming the node. simulateInt8 (Quantize.h) is the reference: the uint8 values agree
 // exactly except where float rounding in the simulation lands on the other side of a rounding boundary (one step).
 #pragma once
