@@ -72,6 +72,7 @@ protected:
 private:
     bool bf16Dnnl() const;  // convolutions through oneDNN's bf16 primitives
     void countBf16Conv();
+    bool bf16Skipped(const ConvDesc& d) const;   // native bf16 runs this convolution in float32 (CpuBackend.cpp)
     bool bf16Winograd(const ConvDesc& d) const;  // a 3x3 convolution by Winograd with bf16 products
 
     std::unique_ptr<cpu::Workspace> m_workspace;
