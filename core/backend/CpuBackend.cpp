@@ -24,12 +24,12 @@ int f32Block() {
     return block;
 }
 
-// Native bf16 runs an op in bf16 only where it pays. A product with fewer than 16 rows, columns or summed terms
-// (a classifier's last layer and its gradients) and a convolution with fewer than 4 input channels per group (a
-// first layer over grey or colour images) run in float32 as they are: bf16 brought them no speed, only conversion
-// passes (measured in strata-train profile on the 2-core VM: the residual template's 1-channel stem 0.56 ms a
-// step in bf16 against 0.23 in float32, fashion_cnn_bn's conv1 1.25 against 0.86, a 10-unit Dense 0.09-0.13
-// against 0.02-0.04), and float32 is the more exact of the two.
+// Native bf16 runs an op on bf16 primitives only where they pay. A product with fewer than 16 rows, columns or
+// summed terms (a classifier's last layer and its gradients) and a convolution with fewer than 4 input channels per
+// group (a first layer over grey or colour images) take the float32 kernels on rounded copies instead, the same
+// definition (rounded inputs, float32 sums): oneDNN's bf16 kernels were slower there than float32 ones (measured
+// in strata-train profile on the 2-core VM: the residual template's 1-channel stem 0.56 ms a step against 0.23,
+// fashion_cnn_bn's conv1 1.25 against 0.86, a 10-unit Dense 0.09-0.13 against 0.02-0.04).
 bool bf16GemmPays(int m, int n, int k) { return std::min({m, n, k}) >= 16; }
 bool bf16ConvPays(const ConvDesc& d) { return d.c / std::max(d.groups, 1) >= 4; }
 
@@ -88,11 +88,9 @@ void CpuBackend::doMul(float* y, const float* a, const float* b, int64_t n) { cp
 
 void CpuBackend::doGemm(bool transA, bool transB, int m, int n, int k, float alpha, const float* a, int lda,
                         const float* b, int ldb, float beta, float* c, int ldc) {
-    if (m_workspace->bf16 && !bf16GemmPays(m, n, k))
-        return cpu::gemm(threads(), m_workspace->useOneDnn, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c,
-                         ldc);
-    if (m_workspace->bf16 && cpu::bf16Gemm(threads(), *m_workspace, transA, transB, m, n, k, alpha, a, lda, 0, b, ldb,
-                                           0, beta, c, ldc, 0, 1))
+    if (m_workspace->bf16 && bf16GemmPays(m, n, k) &&
+        cpu::bf16Gemm(threads(), *m_workspace, transA, transB, m, n, k, alpha, a, lda, 0, b, ldb, 0, beta, c, ldc, 0,
+                      1))
         return;
     roundGemmOperands(transA, transB, m, n, k, a, lda, b, ldb);
     cpu::gemm(threads(), m_workspace->useOneDnn, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
@@ -100,11 +98,9 @@ void CpuBackend::doGemm(bool transA, bool transB, int m, int n, int k, float alp
 void CpuBackend::doGemmStridedBatched(bool transA, bool transB, int m, int n, int k, float alpha, const float* a,
                                       int lda, int64_t strideA, const float* b, int ldb, int64_t strideB, float beta,
                                       float* c, int ldc, int64_t strideC, int count) {
-    if (m_workspace->bf16 && !bf16GemmPays(m, n, k))
-        return cpu::gemmStridedBatched(threads(), m_workspace->useOneDnn, transA, transB, m, n, k, alpha, a, lda,
-                                       strideA, b, ldb, strideB, beta, c, ldc, strideC, count);
-    if (m_workspace->bf16 && cpu::bf16Gemm(threads(), *m_workspace, transA, transB, m, n, k, alpha, a, lda, strideA, b,
-                                           ldb, strideB, beta, c, ldc, strideC, count))
+    if (m_workspace->bf16 && bf16GemmPays(m, n, k) &&
+        cpu::bf16Gemm(threads(), *m_workspace, transA, transB, m, n, k, alpha, a, lda, strideA, b, ldb, strideB, beta,
+                      c, ldc, strideC, count))
         return;
     if (computePrecision() != ComputePrecision::F32) {  // each product's operands rounded as gemm rounds them
         for (int i = 0; i < count; ++i)
@@ -147,8 +143,8 @@ bool CpuBackend::bf16Skipped(const ConvDesc& d) const { return m_workspace->bf16
 
 namespace {
 
-// The workspace as float32 for one call: the float32 paths read Workspace::bf16 too (oneDNN's convolutions take
-// bf16 inputs under it, CpuDnnl.cpp).
+// The workspace as float32 for one call on rounded copies: the float32 paths read Workspace::bf16 too (oneDNN's
+// convolutions take bf16 inputs under it, CpuDnnl.cpp).
 class Float32Call {
 public:
     explicit Float32Call(cpu::Workspace& ws) : m_ws(ws), m_bf16(ws.bf16), m_winograd(ws.winogradBf16) {
@@ -171,7 +167,8 @@ private:
 void CpuBackend::doConv2dForward(float* y, const float* x, const float* w, const ConvDesc& d) {
     if (bf16Skipped(d)) {
         Float32Call f32(*m_workspace);
-        return cpu::conv2dForward(threads(), *m_workspace, y, x, w, d);
+        return cpu::conv2dForward(threads(), *m_workspace, y, rounded(0, x, d.inputSize()),
+                                  rounded(1, w, d.weightSize()), d);
     }
     if (bf16Winograd(d)) return cpu::winogradForward(threads(), *m_workspace, y, x, w, nullptr, false, d);
     if (bf16Dnnl() && cpu::dnnlConv2dForward(threads(), *m_workspace, y, x, w, d)) return countBf16Conv();
@@ -180,7 +177,8 @@ void CpuBackend::doConv2dForward(float* y, const float* x, const float* w, const
 void CpuBackend::doConv2dBackwardData(float* dx, const float* dy, const float* w, const ConvDesc& d) {
     if (bf16Skipped(d)) {
         Float32Call f32(*m_workspace);
-        return cpu::conv2dBackwardData(threads(), *m_workspace, dx, dy, w, d);
+        return cpu::conv2dBackwardData(threads(), *m_workspace, dx, rounded(0, dy, d.outputSize()),
+                                       rounded(1, w, d.weightSize()), d);
     }
     if (bf16Winograd(d)) return cpu::winogradBackwardData(threads(), *m_workspace, dx, dy, w, d, false);
     if (bf16Dnnl() && cpu::dnnlConv2dBackwardData(threads(), *m_workspace, dx, dy, w, d)) return countBf16Conv();
@@ -190,7 +188,8 @@ void CpuBackend::doConv2dBackwardData(float* dx, const float* dy, const float* w
 void CpuBackend::doConv2dBackwardFilter(float* dw, const float* dy, const float* x, const ConvDesc& d) {
     if (bf16Skipped(d)) {
         Float32Call f32(*m_workspace);
-        return cpu::conv2dBackwardFilter(threads(), *m_workspace, dw, dy, x, d);
+        return cpu::conv2dBackwardFilter(threads(), *m_workspace, dw, rounded(0, dy, d.outputSize()),
+                                         rounded(1, x, d.inputSize()), d);
     }
     if (bf16Winograd(d)) return cpu::winogradBackwardFilter(threads(), *m_workspace, dw, nullptr, dy, x, d);
     if (bf16Dnnl() && cpu::dnnlConv2dBackwardFilter(threads(), *m_workspace, dw, dy, x, d)) return countBf16Conv();
@@ -199,21 +198,30 @@ void CpuBackend::doConv2dBackwardFilter(float* dw, const float* dy, const float*
 }
 void CpuBackend::doConv2dForwardFused(float* y, const float* x, const float* w, const float* bias, bool relu,
                                       const ConvDesc& d) {
-    if (m_workspace->bf16 && !bf16Skipped(d)) {
+    if (m_workspace->bf16) {
+        if (bf16Skipped(d)) {
+            Float32Call f32(*m_workspace);
+            return cpu::conv2dForwardFused(threads(), *m_workspace, y, rounded(0, x, d.inputSize()),
+                                           rounded(1, w, d.weightSize()), bias, relu, d);
+        }
         if (bf16Winograd(d)) return cpu::winogradForward(threads(), *m_workspace, y, x, w, bias, relu, d);
         if (bf16Dnnl() && cpu::dnnlConv2dForwardFused(threads(), *m_workspace, y, x, w, bias, relu, d))
             return countBf16Conv();
         return cpu::conv2dForwardFused(threads(), *m_workspace, y, rounded(0, x, d.inputSize()),
                                        rounded(1, w, d.weightSize()), bias, relu, d);
     }
-    if (computePrecision() != ComputePrecision::F32 && !m_workspace->bf16)
-        return Backend::doConv2dForwardFused(y, x, w, bias, relu, d);
-    Float32Call f32(*m_workspace);
+    if (computePrecision() != ComputePrecision::F32) return Backend::doConv2dForwardFused(y, x, w, bias, relu, d);
     cpu::conv2dForwardFused(threads(), *m_workspace, y, x, w, bias, relu, d);
 }
 void CpuBackend::doConv2dBackwardFused(float* dx, float* dw, float* dbias, const float* dy, const float* x,
                                        const float* w, const ConvDesc& d, bool overwriteDx) {
-    if (m_workspace->bf16 && !bf16Skipped(d)) {
+    if (m_workspace->bf16) {
+        if (bf16Skipped(d)) {
+            Float32Call f32(*m_workspace);
+            return cpu::conv2dBackwardFused(threads(), *m_workspace, dx, dw, dbias, rounded(0, dy, d.outputSize()),
+                                            dw ? rounded(1, x, d.inputSize()) : x,
+                                            dx ? rounded(2, w, d.weightSize()) : w, d, overwriteDx);
+        }
         if ((dx || dw) && bf16Winograd(d)) {
             // Winograd with bf16 products: the gradients from the float32 tensors as they are (the kernels round
             // the transformed operands), the bias's summed in float32 along the way.
@@ -245,9 +253,8 @@ void CpuBackend::doConv2dBackwardFused(float* dx, float* dw, float* dbias, const
                                         dw ? rounded(1, x, d.inputSize()) : x, dx ? rounded(2, w, d.weightSize()) : w,
                                         d, overwriteDx);
     }
-    if (computePrecision() != ComputePrecision::F32 && !m_workspace->bf16)
+    if (computePrecision() != ComputePrecision::F32)
         return Backend::doConv2dBackwardFused(dx, dw, dbias, dy, x, w, d, overwriteDx);
-    Float32Call f32(*m_workspace);
     cpu::conv2dBackwardFused(threads(), *m_workspace, dx, dw, dbias, dy, x, w, d, overwriteDx);
 }
 void CpuBackend::doPool2dForward(float* y, const float* x, const PoolDesc& d) {
