@@ -451,7 +451,8 @@ private slots:
 
     // The element-wise steps' AVX-512 path against their one-value-at-a-time path (STRATA_NO_AVX512): every pair
     // of uint8 values through Add for grids with zero points at both ends, floats on and between rounding
-    // boundaries and outside the grid, channel sums with ragged channel groups and odd position counts.
+    // boundaries and outside the grid, channel sums with ragged channel groups and odd position counts; and the
+    // 2x2 max pooling's own loop against oneDNN's.
     void elementwiseSimdEqualsScalar() {
         QVERIFY(cpu::int8SimdInUse());
         std::vector<uint8_t> a(65536 + 13), b(a.size());
@@ -467,12 +468,14 @@ private slots:
 
         struct Outputs {
             bool simd = false;
+            int ownPools = 0;
             std::vector<std::vector<uint8_t>> first;
             std::vector<int64_t> second;
         };
         auto run = [&](bool simd) {
             if (!simd) setenv("STRATA_NO_AVX512", "1", 1);
             const bool used = cpu::int8SimdInUse();
+            int ownPools = 0;
             std::vector<std::vector<uint8_t>> sums8;
             const cpu::Grid grids[][3] = {{{0.05f, 0}, {0.031f, 255}, {0.07f, 128}},
                                           {{0.013f, 200}, {0.013f, 3}, {0.021f, 0}},
@@ -485,6 +488,20 @@ private slots:
             std::vector<uint8_t> q(f.size());
             cpu::quantizeToGrid(2, f.data(), q.data(), int64_t(f.size()), fg);
             sums8.push_back(q);
+            // 2x2 max pooling: Strata's loop, or oneDNN's kernel under STRATA_NO_AVX512; odd sizes (the last row
+            // and column dropped), channel runs of one partial and of one whole and one partial 64-byte vector.
+            for (const int channels : {20, 80}) {
+                cpu::Int8MaxPoolSpec spec;
+                spec.channels = channels;
+                spec.height = 7;
+                spec.width = 9;
+                auto pool = cpu::makeInt8MaxPool(spec);
+                ownPools += pool->implementation().find("strata") != std::string::npos ? 1 : 0;
+                std::vector<uint8_t> in(size_t(3 * 7 * 9 * channels)), out(size_t(3 * 3 * 4 * channels));
+                for (size_t i = 0; i < in.size(); ++i) in[i] = uint8_t((i * 2246822519u) >> 11);
+                pool->run(2, 3, in.data(), out.data());
+                sums8.push_back(out);
+            }
             std::vector<int64_t> sums;
             for (int64_t channels : {20, 16, 3}) {
                 std::vector<int64_t> s(size_t(7 * channels));
@@ -492,10 +509,12 @@ private slots:
                 sums.insert(sums.end(), s.begin(), s.end());
             }
             unsetenv("STRATA_NO_AVX512");
-            return Outputs{used, sums8, sums};
+            return Outputs{used, ownPools, sums8, sums};
         };
         const Outputs fast = run(true), plain = run(false);
         QVERIFY(fast.simd && !plain.simd);
+        QCOMPARE(fast.ownPools, 2);
+        QCOMPARE(plain.ownPools, 0);
         for (size_t k = 0; k < fast.first.size(); ++k) {
             int64_t differ = 0;
             for (size_t i = 0; i < fast.first[k].size(); ++i) differ += fast.first[k][i] != plain.first[k][i];
