@@ -52,8 +52,8 @@ struct Int8MatmulSpec {
     int srcZeroPoint = 0, dstZeroPoint = 0;
     bool f32Output = false;
 };
-// Max pooling of uint8 values (its output on its input's grid); padding never wins (oneDNN pads with the
-// lowest value).
+// Max pooling of uint8 values (its output on its input's grid; 2x2 windows of stride 2 in Strata's own loop where
+// int8SimdInUse, oneDNN's otherwise); padding never wins (oneDNN pads with the lowest value).
 struct Int8MaxPoolSpec {
     int channels = 0, height = 0, width = 0, kernelH = 2, kernelW = 2, strideH = 2, strideW = 2, padH = 0, padW = 0;
 };

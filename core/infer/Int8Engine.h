@@ -8,8 +8,9 @@
 //     rounded onto the output's uint8 grid (or float32 for the logits, which the file leaves unquantized);
 //   ReLU: on the grid, max(q, zero point) requantized; when its producer took the ReLU's range (Quantize.h) the
 //     producer's clamp at 0 already did it, and the ReLU costs nothing;
-//   MaxPool2D: oneDNN's u8 max pooling (output on the input's grid), Flatten, Reshape, Dropout: the values as
-//     they are (a Dense after a Flatten of NHWC values takes its weight columns in NHWC order);
+//   MaxPool2D: u8 max pooling (output on the input's grid; 2x2 windows in Strata's own AVX-512 loop, others in
+//     oneDNN's), Flatten, Reshape, Dropout: the values as they are (a Dense after a Flatten of NHWC values takes
+//     its weight columns in NHWC order);
 //   BatchNorm (float32 in the file, between a DequantizeLinear and a QuantizeLinear; the export folds those after
 //     a Conv2D or Dense, so only the others remain): a 256-entry table per channel from the input's grid to the
 //     output's; AvgPool2D, GlobalAvgPool and Add: dequantized, computed in float32 and requantized, where the QDQ
