@@ -71,10 +71,16 @@ namespace {
 
 int threadCount(int threads) { return threads > 0 ? threads : omp_get_max_threads(); }
 
-// [begin, end) of part `t` of `parts` over `count` values, in whole 64-value blocks but the last.
-std::pair<int64_t, int64_t> partOf(int64_t count, int t, int parts) {
+// fn(begin, end) for each thread's part of [0, count), in whole 64-value blocks but the last.
+template <class Fn>
+void inParts(int threads, int64_t count, Fn&& fn) {
+    const int parts = threadCount(threads);
     const int64_t blocks = (count + 63) / 64, per = (blocks + parts - 1) / parts;
-    return {std::min(count, t * per * 64), std::min(count, (t + 1) * per * 64)};
+#pragma omp parallel for num_threads(parts) if (parts > 1) schedule(static)
+    for (int t = 0; t < parts; ++t) {
+        const int64_t begin = std::min(count, t * per * 64), end = std::min(count, (t + 1) * per * 64);
+        if (begin < end) fn(begin, end);
+    }
 }
 
 float dq(uint8_t v, Grid g) { return float(int(v) - g.zeroPoint) * g.scale; }
@@ -217,25 +223,14 @@ bool int8SimdInUse() { return useSimd(); }
 
 void addOnGrids(int threads, const uint8_t* a, Grid ga, const uint8_t* b, Grid gb, uint8_t* dst, Grid out,
                 int64_t count) {
-    const bool simd = useSimd();
-    const int parts = threadCount(threads);
-#pragma omp parallel for num_threads(parts) if (parts > 1) schedule(static)
-    for (int t = 0; t < parts; ++t) {
-        const auto [begin, end] = partOf(count, t, parts);
-        if (begin >= end) continue;
-        (simd ? avx512::add : scalar::add)(a + begin, ga, b + begin, gb, dst + begin, out, end - begin);
-    }
+    const auto add = useSimd() ? avx512::add : scalar::add;
+    inParts(threads, count,
+            [&](int64_t begin, int64_t end) { add(a + begin, ga, b + begin, gb, dst + begin, out, end - begin); });
 }
 
 void quantizeToGrid(int threads, const float* src, uint8_t* dst, int64_t count, Grid g) {
-    const bool simd = useSimd();
-    const int parts = threadCount(threads);
-#pragma omp parallel for num_threads(parts) if (parts > 1) schedule(static)
-    for (int t = 0; t < parts; ++t) {
-        const auto [begin, end] = partOf(count, t, parts);
-        if (begin >= end) continue;
-        (simd ? avx512::quantize : scalar::quantize)(src + begin, dst + begin, end - begin, g);
-    }
+    const auto quantize = useSimd() ? avx512::quantize : scalar::quantize;
+    inParts(threads, count, [&](int64_t begin, int64_t end) { quantize(src + begin, dst + begin, end - begin, g); });
 }
 
 void channelSums(int threads, const uint8_t* src, int64_t samples, int64_t positions, int64_t channels, int zeroPoint,
