@@ -447,6 +447,14 @@ private slots:
         qInfo("folded int8 against the float model: %lld of %lld classes agree", static_cast<long long>(same),
               static_cast<long long>(f.count));
         QVERIFY(same >= f.count * 95 / 100);
+
+        // The Export dialog's and the Optimize panel's writer folds them the same way and says which.
+        const ExportWriteResult w = writeExport(path("fashion_cnn_bn_dialog.onnx"), floatModel,
+                                                {ExportFormat::Onnx, ExportPrecision::Int8, 13}, &data.train);
+        QCOMPARE(w.folded.size(), size_t(5));
+        QCOMPARE(w.folded[0].batchNorm + ">" + w.folded[0].into, std::string("bn1>conv1"));
+        for (const OnnxNodeInfo& node : readOnnx(path("fashion_cnn_bn_dialog.onnx")).nodes)
+            QVERIFY2(node.opType != "BatchNormalization", node.name.c_str());
     }
 
     // The element-wise steps' AVX-512 path against their one-value-at-a-time path (STRATA_NO_AVX512): every pair

@@ -505,6 +505,13 @@ void ExportDialog::showOutcome(const ExportOutcome& o) {
         text += tr("<br>Stored as F16 instead of %1 (innermost dimension not a multiple of 32): %2.")
                     .arg(q(exportPrecisionName(o.precision)), names.join(QStringLiteral(", ")));
     }
+    if (!o.write.folded.empty()) {
+        QStringList folds;
+        for (const FoldedBatchNorm& f : o.write.folded)
+            folds << tr("%1 into %2").arg(q(f.batchNorm).toHtmlEscaped(), q(f.into).toHtmlEscaped());
+        text +=
+            tr("<br>Folded before quantizing, as the int8 file runs them: %1.").arg(folds.join(QStringLiteral(", ")));
+    }
     if (o.checked && !o.check.scoreName.empty()) {
         // Tasks other than classification: the task's score of each instead of accuracy (ExportCheck.h).
         const ExportCheckResult& c = o.check;

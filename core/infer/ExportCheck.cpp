@@ -7,7 +7,6 @@
 
 #include "core/backend/BackendRegistry.h"
 #include "core/data/Dataset.h"
-#include "core/export/FoldBatchNorm.h"
 #include "core/export/Gguf.h"
 #include "core/export/Onnx.h"
 #include "core/graph/Model.h"
@@ -154,6 +153,7 @@ ExportWriteResult writeExport(const std::string& path, const ExportModel& model,
                     throw std::invalid_argument("int8 quantization needs training samples to calibrate on");
                 int8 = prepareInt8Export(model, *calibration, quantization);
                 o.int8 = &int8.calibration;
+                r.folded = int8.folded;
             }
             writeOnnx(path, request.precision == ExportPrecision::Int8 ? int8.model : model, o);
             // The writer gives no summary; read the file back for one, which also proves it parses.

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "core/export/ExportModel.h"
+#include "core/export/FoldBatchNorm.h"
 
 namespace strata {
 
@@ -51,6 +52,8 @@ struct ExportWriteResult {
     // One line per tensor as stored (ONNX: its initializers, F32), the file size, and under Q8_0 the
     // tensors stored as F16 instead (ExportSummary::fallbacks).
     ExportSummary summary;
+    // Int8: the BatchNorms folded into the layer before them before quantizing (prepareInt8Export).
+    std::vector<FoldedBatchNorm> folded;
 };
 
 // Writes `model` to `path` (temporary file, then rename). Int8 calibrates on `calibration` (training samples,
