@@ -5,9 +5,11 @@
 #include <cmath>
 #include <cstdlib>
 #include <functional>
+#include <optional>
 #include <set>
 #include <stdexcept>
 
+#include "core/backend/BackendRegistry.h"
 #include "core/backend/CpuInt8.h"
 
 namespace strata {
@@ -406,9 +408,15 @@ Int8Engine::Int8Engine(const ExportModel& model, const std::map<std::string, Act
             continue;
         }
         // The rest run per element in float32 between the input's grid and the output's, as the QDQ graph has
-        // them between a DequantizeLinear and a QuantizeLinear: tables where the input is uint8.
-        if (n.type == "ReLU" || n.type == "BatchNorm") {
-            const bool bn = n.type == "BatchNorm";
+        // them between a DequantizeLinear and a QuantizeLinear: tables where the input is uint8. Activations
+        // other than ReLU (LeakyReLU, GELU, Sigmoid, Tanh, HardSwish) tabulate the CPU backend's own
+        // activationForward over the 256 values of the input's grid: the function the simulation applies.
+        const std::optional<Activation> act = type->activation();
+        if (act || n.type == "BatchNorm") {
+            const bool bn = !act;
+            const bool otherActivation = act && *act != Activation::ReLU;
+            if (otherActivation && !in.quantized)
+                refuse(n, "has a float32 input (its table needs the input's uint8 grid)");
             // Not a structured binding: clang (clang-tidy) cannot capture one in the lambdas below.
             const std::pair<int64_t, int64_t> layout = Impl::channelsOf(in);
             const int64_t channels = layout.first, inner = layout.second;
@@ -426,7 +434,7 @@ Int8Engine::Int8Engine(const ExportModel& model, const std::map<std::string, Act
                 }
             }
             auto f = [bn](float x, float s, float t) { return bn ? x * s + t : std::max(x, 0.0f); };
-            if (!bn && in.quantized && in.q.zeroPoint == 0 && (!oq || *oq == in.q)) {
+            if (act == Activation::ReLU && in.quantized && in.q.zeroPoint == 0 && (!oq || *oq == in.q)) {
                 im.values[id] = in;  // the producer's clamp at zero was the ReLU
                 describe(n, "fused: the producer's uint8 grid starts at 0");
                 continue;
@@ -440,10 +448,21 @@ Int8Engine::Int8Engine(const ExportModel& model, const std::map<std::string, Act
             std::vector<float> fTable;
             if (in.quantized) {
                 fTable.resize(size_t(tables * 256));
-                for (int64_t c = 0; c < tables; ++c)
-                    for (int v = 0; v < 256; ++v)
-                        fTable[size_t(c * 256 + v)] =
-                            f(dequantize(uint8_t(v), in.q), scale[size_t(c)], shift[size_t(c)]);
+                if (otherActivation) {
+                    std::vector<float> grid(256);
+                    for (int v = 0; v < 256; ++v) grid[size_t(v)] = dequantize(uint8_t(v), in.q);
+                    auto backend = backendRegistry().create(Device::cpu());
+                    const Tensor x = backend->fromHost(Shape{256}, grid.data());
+                    Tensor y = backend->fromHost(Shape{256}, grid.data());
+                    backend->activationForward(y.f32(), x.f32(), 256, *act,
+                                               static_cast<float>(params.value("alpha", 0.0)));
+                    backend->copyToHost(fTable.data(), y.f32(), 256 * sizeof(float));
+                } else {
+                    for (int64_t c = 0; c < tables; ++c)
+                        for (int v = 0; v < 256; ++v)
+                            fTable[size_t(c * 256 + v)] =
+                                f(dequantize(uint8_t(v), in.q), scale[size_t(c)], shift[size_t(c)]);
+                }
                 if (oq) {
                     qTable.resize(fTable.size());
                     for (size_t i = 0; i < fTable.size(); ++i) qTable[i] = quantize(fTable[i], *oq);
@@ -490,7 +509,9 @@ Int8Engine::Int8Engine(const ExportModel& model, const std::map<std::string, Act
                         }
                     }
                 });
-            describe(n, in.quantized ? "float32 per channel as a table on the uint8 grid" : "float32");
+            describe(n, otherActivation ? "float32 " + n.type + " as a table on the uint8 grid"
+                        : in.quantized  ? "float32 per channel as a table on the uint8 grid"
+                                        : "float32");
             im.values[id] = out;
             continue;
         }
@@ -573,8 +594,8 @@ Int8Engine::Int8Engine(const ExportModel& model, const std::map<std::string, Act
             continue;
         }
         refuse(n,
-               "has no int8 path in Strata's engine (Conv2D, Dense, BatchNorm, ReLU, MaxPool2D, AvgPool2D, "
-               "GlobalAvgPool, Add, Flatten, Reshape and Dropout have)");
+               "has no int8 path in Strata's engine (Conv2D, Dense, BatchNorm, ReLU and the other element-wise "
+               "activations, MaxPool2D, AvgPool2D, GlobalAvgPool, Add, Flatten, Reshape and Dropout have)");
     }
     if (im.inputNode < 0 || im.outputNode < 0)
         throw std::runtime_error("int8 engine: the graph has no input or output");

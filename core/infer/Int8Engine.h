@@ -7,7 +7,8 @@
 //     (input scale x weight scale / output scale), the source's zero point applied by oneDNN, the result
 //     rounded onto the output's uint8 grid (or float32 for the logits, which the file leaves unquantized);
 //   ReLU: on the grid, max(q, zero point) requantized; when its producer took the ReLU's range (Quantize.h) the
-//     producer's clamp at 0 already did it, and the ReLU costs nothing;
+//     producer's clamp at 0 already did it, and the ReLU costs nothing; LeakyReLU, GELU, Sigmoid, Tanh and
+//     HardSwish: a 256-entry table from the input's grid to the output's, of the CPU backend's own activation;
 //   MaxPool2D: u8 max pooling (output on the input's grid; 2x2 windows in Strata's own AVX-512 loop, others in
 //     oneDNN's), Flatten, Reshape, Dropout: the values as they are (a Dense after a Flatten of NHWC values takes
 //     its weight columns in NHWC order);
