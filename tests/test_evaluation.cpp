@@ -26,8 +26,6 @@ using namespace strata;
 
 namespace {
 
-using Quiet = test::QuietObserver;
-
 // Input [inputs] -> Dense 32 -> ReLU -> Dense 4 on synthetic blobs; 300 of 1200 samples held out.
 Project tinyProject(int inputs) {
     Project p = test::blobsMlpProject("tiny", inputs);
@@ -39,10 +37,7 @@ Project tinyProject(int inputs) {
 Checkpoint trainTiny(const Project& project, const QString& dir) {
     Project p = project;
     p.training.checkpointDir = dir.toStdString();
-    auto backend = test::makeCpuBackend();
-    Quiet q;
-    Trainer t(p, *backend, &q);
-    if (!t.run()) throw std::runtime_error(q.errors.empty() ? "training failed" : q.errors.front());
+    if (const std::string why = test::trainQuietly(p); !why.empty()) throw std::runtime_error(why);
     return loadCheckpoint(dir.toStdString());
 }
 

@@ -130,4 +130,12 @@ ExportModel sentimentAttentionModel() {
     return m;
 }
 
+std::string trainQuietly(const Project& project, const BackendOptions& options) {
+    auto backend = makeCpuBackend(options);
+    QuietObserver q;
+    Trainer t(project, *backend, &q);
+    if (t.run()) return {};
+    return q.errors.empty() ? "training failed" : q.errors.front();
+}
+
 }  // namespace strata::test

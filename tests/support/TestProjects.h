@@ -80,4 +80,8 @@ struct QuietObserver : TrainingObserver {
     void onError(const std::string& m) override { errors.push_back(m); }
 };
 
+// Trains `project` to its end on a CPU backend made with `options`, quietly: "" when it finished, else its first
+// error (or "training failed").
+std::string trainQuietly(const Project& project, const BackendOptions& options = {});
+
 }  // namespace strata::test

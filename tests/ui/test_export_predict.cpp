@@ -42,8 +42,6 @@ using namespace strata::ui;
 
 namespace {
 
-using Quiet = test::QuietObserver;
-
 Project tinyProject(const QString& checkpointDir) {
     Project p = test::blobsMlpProject("Tiny Blobs");
     p.dataset.classNames = {"north", "east", "south", "west"};
@@ -55,10 +53,8 @@ Project tinyProject(const QString& checkpointDir) {
 // A trained project saved in `dir` (tiny.strata, checkpoints in dir/ckpt), open in `doc`.
 void makeTrainedProject(const QTemporaryDir& dir, ProjectDocument& doc) {
     const Project p = tinyProject(dir.filePath("ckpt"));
-    auto backend = test::makeCpuBackend();
-    Quiet q;
-    Trainer t(p, *backend, &q);
-    QVERIFY2(t.run(), q.errors.empty() ? "" : q.errors.front().c_str());
+    const std::string why = test::trainQuietly(p);
+    QVERIFY2(why.empty(), why.c_str());
     doc.newProject(p);
     QString error;
     QVERIFY2(doc.save(dir.filePath("tiny.strata"), &error), qPrintable(error));
@@ -329,10 +325,8 @@ private slots:
         // A model file without a project name: its name alone, no "()".
         Project unnamed = tinyProject(dir.filePath("unnamed"));
         unnamed.name.clear();
-        auto backend = test::makeCpuBackend();
-        Quiet q;
-        Trainer t(unnamed, *backend, &q);
-        QVERIFY2(t.run(), q.errors.empty() ? "" : q.errors.front().c_str());
+        const std::string why = test::trainQuietly(unnamed);
+        QVERIFY2(why.empty(), why.c_str());
         fresh.loadModel(dir.filePath("unnamed"));
         QVERIFY(waitFor(freshLoaded));
         QVERIFY2(freshLoaded.takeFirst().at(0).toBool(), qPrintable(fresh.errorText()));

@@ -32,8 +32,6 @@ using namespace strata::ui;
 
 namespace {
 
-using Quiet = test::QuietObserver;
-
 // Input [1, 8, 8] -> conv (8) -> ReLU -> MaxPool -> Flatten -> fc (16) -> ReLU -> out (3), trained one epoch
 // into dir/ckpt and saved as dir/cnn.strata.
 Project cnnProject(const QString& checkpointDir) {
@@ -61,10 +59,8 @@ void makeTrainedProject(const QTemporaryDir& dir, ProjectDocument& doc) {
     const Project p = cnnProject(dir.filePath("ckpt"));
     BackendOptions one;
     one.threads = 1;
-    auto backend = test::makeCpuBackend(one);
-    Quiet q;
-    Trainer t(p, *backend, &q);
-    QVERIFY2(t.run(), q.errors.empty() ? "" : q.errors.front().c_str());
+    const std::string why = test::trainQuietly(p, one);
+    QVERIFY2(why.empty(), why.c_str());
     doc.newProject(p);
     QString error;
     QVERIFY2(doc.save(dir.filePath("cnn.strata"), &error), qPrintable(error));

@@ -27,17 +27,13 @@ using namespace strata::ui;
 
 namespace {
 
-using Quiet = test::QuietObserver;
-
 // A trained 4-class blobs MLP saved in `dir` (tiny.strata, checkpoints in dir/ckpt), open in `doc`.
 void makeTrainedProject(const QTemporaryDir& dir, ProjectDocument& doc) {
     Project p = test::blobsMlpProject("Projector Blobs");
     p.dataset.classNames = {"north", "east", "south", "west"};
     p.training.checkpointDir = dir.filePath("ckpt").toStdString();
-    auto backend = test::makeCpuBackend();
-    Quiet q;
-    Trainer t(p, *backend, &q);
-    QVERIFY2(t.run(), q.errors.empty() ? "" : q.errors.front().c_str());
+    const std::string why = test::trainQuietly(p);
+    QVERIFY2(why.empty(), why.c_str());
     doc.newProject(p);
     QString error;
     QVERIFY2(doc.save(dir.filePath("tiny.strata"), &error), qPrintable(error));

@@ -31,8 +31,6 @@ using namespace strata::ui;
 
 namespace {
 
-using Quiet = test::QuietObserver;
-
 bool waitFor(QSignalSpy& spy, int ms = 60000) { return spy.count() > 0 || spy.wait(ms); }
 
 // Waits until the view has no job left and at least one map arrived since the spy was made.
@@ -63,10 +61,8 @@ private slots:
         m_project = test::convBatchNormProject();
         m_project.dataset.classNames = {"ring", "cross", "bar", "dot"};
         m_project.training.checkpointDir = m_dir.filePath("ckpt").toStdString();
-        auto backend = test::makeCpuBackend();
-        Quiet q;
-        Trainer t(m_project, *backend, &q);
-        QVERIFY2(t.run(), q.errors.empty() ? "" : q.errors.front().c_str());
+        const std::string why = test::trainQuietly(m_project);
+        QVERIFY2(why.empty(), why.c_str());
         m_doc.newProject(m_project);
         QString error;
         QVERIFY2(m_doc.save(m_dir.filePath("conv.strata"), &error), qPrintable(error));

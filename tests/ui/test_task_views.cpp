@@ -27,20 +27,10 @@ using namespace strata::ui;
 
 namespace {
 
-struct Quiet : TrainingObserver {
-    std::string error;
-    void onError(const std::string& m) override {
-        if (error.empty()) error = m;
-    }
-};
-
 // Trains `p` with a checkpoint folder in `dir` and returns the best checkpoint's path.
 QString trainTo(Project p, const QString& dir) {
     p.training.checkpointDir = dir.toStdString();
-    auto backend = test::makeCpuBackend();
-    Quiet q;
-    Trainer t(p, *backend, &q);
-    if (!t.run()) throw std::runtime_error(q.error);
+    if (const std::string why = test::trainQuietly(p); !why.empty()) throw std::runtime_error(why);
     return dir + "/best.safetensors";
 }
 
