@@ -285,13 +285,15 @@ int runCommandLine(const std::vector<std::string>& args, const std::function<int
         out << e.what() << "\n";
         return 0;
     } catch (const CLI::ParseError& e) {
-        err << prefix << ": " << e.what() << "\n(" << prefix << " --help lists the options)\n";
+        err << prefix + ": " + e.what() + "\n(" + prefix + " --help lists the options)\n";
         return kUsageExit;
     } catch (const UsageError& e) {
-        err << prefix << ": " << e.what() << "\n(" << prefix << " --help lists the options)\n";
+        err << prefix + ": " + e.what() + "\n(" + prefix + " --help lists the options)\n";
         return kUsageExit;
     } catch (const std::exception& e) {
-        err << prefix << ": " << e.what() << "\n";
+        // One string, one write: std::cerr is unbuffered, and under mpirun the ranks' messages share one
+        // stream, where pieces written apart interleave mid-line.
+        err << prefix + ": " + e.what() + "\n";
         return kFailureExit;
     }
 }

@@ -145,7 +145,8 @@ mismatch-options)
         [ $rc -ne 0 ] || die "$extra: the job exited 0"
         [ $rc -ne 124 ] || die "$extra: the job hung"
         [ $took -le 30 ] || die "$extra: the job took $took s to stop (30 s allowed)"
-        [ "$(grep -cF "$expected" "$WORK/mismatch.log")" -eq 2 ] || die "$extra: not both ranks said: $expected"
+        # Counted as occurrences, not lines: mpirun forwards each rank's stderr as it comes.
+        [ "$(grep -oF "$expected" "$WORK/mismatch.log" | wc -l)" -eq 2 ] || die "$extra: not both ranks said: $expected"
         grep -q MPI_ERR "$WORK/mismatch.log" && die "$extra: a raw MPI error"
         say "$extra: stopped at the start in $took s"
     done <<EOF2
