@@ -340,6 +340,38 @@ private slots:
         QVERIFY_THROWS_EXCEPTION(std::invalid_argument, writeExport(path("x.gguf"), t.model, request, &t.data.train));
     }
 
+    // A Transformer's int8 file: passes onnx::checker (its QDQ value names once clashed with the attention's
+    // own "<node>/q"), and onnxruntime runs it as the simulation computes it: Dense layers over the sequence
+    // quantized, LayerNorm, attention, embeddings and pooling float32 between the grids.
+    void int8TransformerRunsInOnnxruntime() {
+        const int64_t length = 10, vocab = 30;
+        ExportModel m = untrainedExportModel(test::smallTransformerProject(length, vocab), "");
+        const DataSplit calibration = test::tokenIdSplit(200, length, vocab, 31),
+                        samples = test::tokenIdSplit(100, length, vocab, 32);
+        QuantizationOptions o;
+        o.calibrationSamples = calibration.count;
+        const Int8Calibration c = calibrateInt8(m, calibration, o);
+        OnnxExportOptions options;
+        options.int8 = &c;
+        writeOnnx(path("transformer.onnx"), m, options);
+        const OnnxModelInfo info = readOnnx(path("transformer.onnx"));
+        for (const char* w : {"ff1.weight/int8", "ff2.weight/int8", "logits.weight/int8"})
+            QVERIFY2(info.integerInitializers.count(w), w);
+        QVERIFY(info.initializer("words.weight"));  // the embedding stays float32
+        const ExportModel file = loadModelFile(path("transformer.onnx"));
+        const std::vector<float> simulated =
+            simulateInt8(file, file.int8Activations, samples.inputs.data(), samples.count);
+        test::OnnxRuntimeBatch ort;
+        ort.add(path("transformer.onnx"), samples.inputs, {samples.count, length});
+        const std::string err = ort.run();
+        QVERIFY2(err.empty(), err.c_str());
+        const double diff = maxAbsDiff(ort.output(0), simulated);
+        qInfo("int8 Transformer on %lld samples: onnxruntime vs simulation %.3g (probabilities)",
+              static_cast<long long>(samples.count), diff);
+        QVERIFY2(diff <= 1e-4, qPrintable(QString::number(diff)));
+        QCOMPARE(sameArgmax(ort.output(0), simulated, samples.count, 4), samples.count);
+    }
+
     void prunedModelsRunInOnnxruntime() {
         const TrainedCnn t = trainedCnn(path("prune"));
         // 70% sparse (masks applied as a pruning run would leave them) and structurally halved.

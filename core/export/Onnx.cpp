@@ -142,9 +142,9 @@ std::string addQdq(OnnxBuilder& b, const std::string& value, const ActivationQua
     const std::string scale = b.scalar(prefix + "/scale", q.scale);
     const std::string zp =
         b.intInit(prefix + "/zero_point", onnx::TensorProto::UINT8, {}, std::vector<uint8_t>{uint8_t(q.zeroPoint)});
-    b.node("QuantizeLinear", prefix + "/quantize", {value, scale, zp}, prefix + "/q");
-    b.node("DequantizeLinear", prefix + "/dequantize", {prefix + "/q", scale, zp}, prefix + "/dq");
-    return prefix + "/dq";
+    b.node("QuantizeLinear", prefix + "/quantize", {value, scale, zp}, prefix + "/uint8");
+    b.node("DequantizeLinear", prefix + "/dequantize", {prefix + "/uint8", scale, zp}, prefix + "/dequantized");
+    return prefix + "/dequantized";
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "tests/support/TestProjects.h"
 
 #include <cmath>
+#include <random>
 
 #include "tests/support/TestBackends.h"
 
@@ -109,6 +110,48 @@ ExportModel sentimentTextModel() {
     m.weights["fc.bias"] = {0, 0};
     m.classNames = {"pos", "neg"};
     return m;
+}
+
+Project smallTransformerProject(int64_t length, int64_t vocab) {
+    Project p;
+    p.name = "small transformer";
+    Graph& g = p.graph;
+    auto add = [&g](const std::string& type, const std::string& name, Json params, std::vector<int> from = {},
+                    std::vector<std::string> ports = {"in"}) {
+        const int id = g.addNode(type, name, std::move(params));
+        for (size_t i = 0; i < from.size(); ++i) g.connect(from[i], id, ports[i]);
+        return id;
+    };
+    const int in = add("Input", "tokens", Json{{"shape", {length}}});
+    const int words = add("Embedding", "words", Json{{"vocab", vocab}, {"dim", 16}}, {in});
+    const int pos = add("PositionalEmbedding", "positions", Json::object(), {words});
+    const int att =
+        add("MultiHeadSelfAttention", "attention", Json{{"heads", 2}, {"masked", true}}, {pos, in}, {"in", "mask"});
+    const int res1 = add("Add", "residual1", Json::object(), {pos, att}, {"in0", "in1"});
+    const int norm1 = add("LayerNorm", "norm1", Json::object(), {res1});
+    const int ff1 = add("Dense", "ff1", Json{{"units", 32}}, {norm1});
+    const int gelu = add("GELU", "gelu", Json::object(), {ff1});
+    const int ff2 = add("Dense", "ff2", Json{{"units", 16}}, {gelu});
+    const int res2 = add("Add", "residual2", Json::object(), {norm1, ff2}, {"in0", "in1"});
+    const int mean = add("SequenceMeanPool", "mean", Json{{"masked", true}}, {res2, in}, {"in", "mask"});
+    const int logits = add("Dense", "logits", Json{{"units", 4}}, {mean});
+    add("Softmax", "probs", Json::object(), {logits});
+    useBlobs(p, 64, 4, {length});
+    return p;
+}
+
+DataSplit tokenIdSplit(int64_t count, int64_t length, int64_t vocab, unsigned seed) {
+    DataSplit s;
+    s.sampleShape = Shape{length};
+    s.count = count;
+    std::mt19937 rng(seed);
+    for (int64_t i = 0; i < count; ++i) {
+        const int64_t used = 3 + static_cast<int64_t>(rng() % static_cast<unsigned>(length - 2));
+        for (int64_t t = 0; t < length; ++t)
+            s.inputs.push_back(t < used ? static_cast<float>(1 + rng() % static_cast<unsigned>(vocab - 1)) : 0.0f);
+    }
+    s.labels.assign(static_cast<size_t>(count), 0);
+    return s;
 }
 
 ExportModel sentimentAttentionModel() {

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/data/Dataset.h"
 #include "core/export/ExportModel.h"
 #include "core/graph/Project.h"
 #include "core/train/Trainer.h"
@@ -73,6 +74,14 @@ ExportModel sentimentTextModel();
 // query gives a "good" key 4 times the weight of any other real token (score ln 4 against 0) and padding none;
 // values and the output projection are the identity, so "good bad zzz" gives logits (2/3, 1/6).
 ExportModel sentimentAttentionModel();
+
+// A one-block Transformer over `length` word ids of a `vocab`-word vocabulary (id 0 padding), 4 classes: ids ->
+// Embedding "words" (16) -> PositionalEmbedding "positions" -> masked 2-head attention "attention" -> Add
+// "residual1" -> LayerNorm "norm1" -> Dense "ff1" (32) -> GELU "gelu" -> Dense "ff2" (16) -> Add "residual2" ->
+// masked SequenceMeanPool "mean" -> Dense "logits" -> Softmax "probs"; trained on blobs (set the data for real use).
+Project smallTransformerProject(int64_t length, int64_t vocab);
+// `count` samples of such ids: 3 to `length` real words each, then padding.
+DataSplit tokenIdSplit(int64_t count, int64_t length, int64_t vocab, unsigned seed);
 
 // A TrainingObserver for tests that train without output: it keeps the errors a run reports, in order.
 struct QuietObserver : TrainingObserver {
