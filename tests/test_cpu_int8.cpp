@@ -1,7 +1,7 @@
 // The int8 engine (core/infer/Int8Engine, core/backend/CpuInt8): each op against simulateInt8, the float
 // simulation of the same QDQ file, on the uint8 grid of every quantized tensor; the whole fashion_cnn_bn model;
 // oneDNN's VNNI kernels counted and named; refused on a CPU without AVX512-VNNI (oneDNN capped by
-// DNNL_MAX_CPU_ISA in a child process); a layer it has no int8 path for named.
+// DNNL_MAX_CPU_ISA in a child process); a Transformer's float islands.
 #include <QProcess>
 #include <QTemporaryDir>
 #include <QTest>
@@ -569,19 +569,39 @@ private slots:
         QVERIFY(maxAbsDiff(c.engine, c.simulated) <= 0.05 * range(c.simulated));
     }
 
-    // A layer without an int8 path is refused naming it, not skipped.
-    void unsupportedLayerNamed() {
-        const Project p = chainProject({{"Input", "input", Json{{"shape", {8}}}},
-                                        {"Dense", "fc", Json{{"units", 8}}},
-                                        {"Softmax", "squash"},
-                                        {"Dense", "logits", Json{{"units", 3}}}},
-                                       {8});
-        const Int8File f = int8File(p, path("softmax.onnx"), randomSplit(Shape{8}, 50, 9), {});
+    // A Transformer: the Dense layers run as int8 matmuls over every position's row; the ids, the Embedding, the
+    // positional embedding, LayerNorm, masked attention, masked sequence pooling and Softmax are float islands
+    // (each its own layer in float32 between the grids). Every quantized tensor against the simulation.
+    void transformerFloatIslands() {
+        const int64_t length = 10, vocab = 30;
+        const Project p = test::smallTransformerProject(length, vocab);
+        const Int8File f = int8File(p, path("transformer.onnx"), test::tokenIdSplit(200, length, vocab, 21),
+                                    test::tokenIdSplit(300, length, vocab, 22).inputs);
+        const Compared c = compare(f);
+        // The int8 matmuls sum exactly where the simulation sums float products; a value on the other side of a
+        // rounding boundary there moves what the islands after it compute by a step.
+        for (const char* node : {"words", "positions", "attention", "residual1", "norm1", "ff1", "gelu", "ff2",
+                                 "residual2", "mean", "logits"})
+            EXPECT_GRID(c, node, 2, 0.97);
+        // The logits are the last quantized tensor; the softmax's output is float32.
+        QVERIFY2(maxAbsDiff(c.engine, c.simulated) <= 0.02, qPrintable(QString::number(maxAbsDiff(c.engine, c.simulated))));
+        Int8Engine engine(f.file, f.file.int8Activations, 1);
+        std::map<std::string, std::string> how;
+        for (const std::string& line : engine.plan()) how[line.substr(0, line.find(':'))] = line;
+        for (const char* node : {"ff1", "ff2", "logits"})
+            QVERIFY2(how[node].find("int8 matmul") != std::string::npos, how[node].c_str());
+        for (const char* node : {"words", "positions", "attention", "norm1", "mean", "probs"})
+            QVERIFY2(how[node].find("float32 (its own layer") != std::string::npos, how[node].c_str());
+        QVERIFY2(how["gelu"].find("as a table") != std::string::npos, how["gelu"].c_str());
+        // The file's weights are what an island runs on: one it lacks is refused by name.
+        ExportModel broken = f.file;
+        QVERIFY(broken.weights.erase("norm1.gamma") == 1);
         try {
-            Int8Engine engine(f.file, f.file.int8Activations);
+            Int8Engine refused(broken, broken.int8Activations);
             QFAIL("no error");
         } catch (const std::runtime_error& e) {
-            QVERIFY2(std::string(e.what()).find("node 'squash' (Softmax)") != std::string::npos, e.what());
+            QVERIFY2(std::string(e.what()).find("node 'norm1' (LayerNorm) has no 'gamma'") != std::string::npos,
+                     e.what());
         }
     }
 

@@ -74,8 +74,20 @@ int threadsFor(int threads, double work, double small) { return work < small ? 1
 
 }  // namespace
 
+// A node with no integer path, run by its own Layer in float32 (see Int8Engine.h): its inputs as tensors of the
+// CPU backend for the batch size last run, and its output.
+struct FloatIsland {
+    std::unique_ptr<Layer> layer;
+    std::vector<Value> ins;
+    std::vector<Tensor> inTensors;
+    Tensor out;
+    int64_t batch = -1;
+    std::vector<float> host;
+};
+
 struct Int8Engine::Impl {
     int threads = 0;
+    std::unique_ptr<Backend> floatBackend;  // the islands' (made at the first); before them: destroyed after
     SmallSteps small = smallSteps();
     std::vector<Buffer> buffers;
     std::map<int, Value> values;  // by node id
@@ -95,6 +107,7 @@ struct Int8Engine::Impl {
     };
     std::map<int, TableStep> tableSteps;
     std::set<int> deferredNodes;
+    std::vector<std::unique_ptr<FloatIsland>> islands;
     Shape inputShape;
     const float* input = nullptr;  // the batch being run (normalized, NCHW)
 
@@ -125,6 +138,21 @@ struct Int8Engine::Impl {
                     const auto from = static_cast<size_t>(s * per + i * c + ch);
                     dst[s * per + ch * hw + i] = q ? dequantize(q[from], v.q) : f[from];
                 }
+    }
+    // `src` (`batch` samples in the graph's NCHW order) into `v`: NHWC where `v` is, on its grid where quantized.
+    void fromNchw(const float* src, const Value& v, int64_t batch) {
+        const int64_t per = v.shape.numel();
+        const int64_t c = v.nhwc ? v.shape[0] : 1, hw = per / c;
+        auto put = [&](auto* dst, auto convert) {
+            for (int64_t s = 0; s < batch; ++s)
+                for (int64_t ch = 0; ch < c; ++ch)
+                    for (int64_t i = 0; i < hw; ++i)
+                        dst[s * per + i * c + ch] = convert(src[s * per + ch * hw + i]);
+        };
+        if (v.quantized)
+            put(u8(v, batch).data(), [&v](float x) { return quantize(x, v.q); });
+        else
+            put(f32(v, batch).data(), [](float x) { return x; });
     }
     // The channel count and the stride between a channel's values in the stored layout: [C, H, W] NHWC:
     // C and 1 (channel = i % C); [C, L] or [C]: C and L.
@@ -198,6 +226,71 @@ Int8Engine::Int8Engine(const ExportModel& model, const std::map<std::string, Act
         return out;
     };
 
+    // A node with no integer path (or a float32 input where its integer path needs uint8): its own Layer
+    // (LayerType::create) in float32 on a CPU backend, on its inputs dequantized, with the file's weights (as
+    // loadModelFile dequantizes them), its output rounded onto its grid where the file quantizes it: what the
+    // QDQ graph has between its DequantizeLinears and its QuantizeLinear, and what the simulation runs.
+    auto island = [&](const Node& n, int id, const LayerType& type, const Json& params, const Shape& shape,
+                      const ActivationQuant* oq) -> Value {
+        auto isl = std::make_unique<FloatIsland>();
+        std::vector<Shape> inShapes;
+        for (size_t p = 0; p < graph.inputPorts(id).size(); ++p) {
+            isl->ins.push_back(inputOf(n, p));
+            inShapes.push_back(isl->ins.back().shape);
+        }
+        if (!im.floatBackend) {
+            BackendOptions o;
+            o.threads = threads;
+            im.floatBackend = backendRegistry().create(Device::cpu(), o);
+        }
+        Backend& backend = *im.floatBackend;
+        isl->layer = type.create(params, inShapes, shape);
+        for (const ParameterSpec& spec : type.parameterSpecs(params, inShapes)) {
+            const std::vector<float>* w = weight(n, spec.name);
+            if (!w) refuse(n, "has no '" + spec.name + "' in the file");
+            if (static_cast<int64_t>(w->size()) != spec.shape.numel())
+                refuse(n, "has " + std::to_string(w->size()) + " values of '" + spec.name + "' where its layer takes " +
+                              spec.shape.toString());
+            Parameter p;
+            p.name = spec.name;
+            p.value = backend.fromHost(spec.shape, w->data());
+            p.trainable = false;
+            isl->layer->parameters().push_back(std::move(p));
+        }
+        Value out;
+        out.shape = shape;
+        out.buffer = im.newBuffer();
+        out.quantized = oq != nullptr;
+        if (oq) out.q = *oq;
+        out.nhwc = shape.rank() == 3;  // like every value of that rank
+        FloatIsland* f = isl.get();
+        im.islands.push_back(std::move(isl));
+        im.steps.push_back([&im, f, out](int64_t batch) {
+            Backend& b = *im.floatBackend;
+            if (f->batch != batch) {
+                f->inTensors.clear();
+                for (const Value& v : f->ins) f->inTensors.push_back(b.empty(v.shape.withBatch(batch)));
+                f->out = b.empty(out.shape.withBatch(batch));
+                f->batch = batch;
+            }
+            std::vector<const Tensor*> inputs;
+            for (size_t i = 0; i < f->ins.size(); ++i) {
+                f->host.resize(static_cast<size_t>(f->inTensors[i].numel()));
+                im.toNchw(f->ins[i], batch, f->host.data());
+                b.copyFromHost(f->inTensors[i].raw(), f->host.data(), f->inTensors[i].bytes());
+                inputs.push_back(&f->inTensors[i]);
+            }
+            LayerContext ctx{b};
+            f->layer->forward(ctx, inputs, f->out);
+            f->host.resize(static_cast<size_t>(f->out.numel()));
+            b.toHost(f->out, f->host.data());
+            im.fromNchw(f->host.data(), out, batch);
+        });
+        describe(n, "float32 (its own layer on the CPU backend, on dequantized inputs)" +
+                        std::string(oq ? ", rounded onto its uint8 grid" : ""));
+        return out;
+    };
+
     for (int id : graph.topologicalOrder()) {
         const Node& n = *graph.node(id);
         const Json& params = analysis.params.at(id);
@@ -260,20 +353,26 @@ Int8Engine::Int8Engine(const ExportModel& model, const std::map<std::string, Act
                 out.nhwc = false;
                 out.flatFrom = in.shape;
             } else if (shape != in.shape && (in.nhwc || !in.flatFrom.empty())) {
-                refuse(n, "reshapes channel-last values other than flattening them for a Dense layer");
+                im.values[id] = island(n, id, *type, params, shape, oq);  // moves channel-last values
+                continue;
             }
             if (oq && !(in.quantized && in.q == *oq)) out = requantized(out, *oq);
             describe(n, "no data movement");
             im.values[id] = out;
             continue;
         }
+        // Without a quantized input the file keeps the weights float32 (Quantize.h): a float island.
+        // So does a Dense over the last axis of a [C, H, W] value, which the engine holds channels last.
+        if ((n.type == "Conv2D" || n.type == "Dense") && (!in.quantized || (n.type == "Dense" && in.nhwc))) {
+            im.values[id] = island(n, id, *type, params, shape, oq);
+            continue;
+        }
         if (n.type == "Conv2D" || n.type == "Dense") {
-            if (!in.quantized)
-                refuse(n, "has a float32 input (the file quantizes its weights only after a quantized tensor)");
             const std::vector<float>* w = weight(n, "weight");
             if (!w) refuse(n, "has no weight in the model");
-            const int64_t filters = shape[0];
-            ChannelQuantized qw = quantizeWeightPerChannel(*w, n.type == "Conv2D" ? filters : shape[shape.rank() - 1]);
+            // Output channels: a convolution's filters, a Dense layer's units (its output's last axis).
+            const int64_t filters = n.type == "Conv2D" ? shape[0] : shape[shape.rank() - 1];
+            ChannelQuantized qw = quantizeWeightPerChannel(*w, filters);
             std::vector<int32_t> bias;
             if (const std::vector<float>* b = weight(n, "bias")) bias = quantizeBias(*b, in.q.scale, qw.scales);
             std::vector<float> scales(qw.scales.size());
@@ -304,11 +403,10 @@ Int8Engine::Int8Engine(const ExportModel& model, const std::map<std::string, Act
                     kernel = cpu::makeInt8Conv(s);
                     out.nhwc = true;
                 } else {
-                    if (in.shape.rank() != 1)
-                        refuse(n, "takes an input of rank " + std::to_string(in.shape.rank()) + ", not a vector");
+                    // A vector, or the rows of a [T, D] (a sequence): each row one product.
                     cpu::Int8MatmulSpec s;
-                    s.inputs = int(in.shape[0]);
-                    s.outputs = int(shape[0]);
+                    s.inputs = int(in.shape[in.shape.rank() - 1]);
+                    s.outputs = int(shape[shape.rank() - 1]);
                     s.weights = std::move(qw.values);
                     if (!in.flatFrom.empty()) {  // columns from [C, H, W] order to the values' [H, W, C]
                         const int64_t c = in.flatFrom[0], hw = in.flatFrom.numel() / c;
@@ -335,19 +433,24 @@ Int8Engine::Int8Engine(const ExportModel& model, const std::map<std::string, Act
             im.kernels.push_back(std::move(kernel));
             // Multiply-adds per sample: each output value sums one weight row.
             const double macs = double(shape.numel()) * double(w->size()) / double(filters);
-            im.steps.push_back([&im, in, out, k, macs](int64_t batch) {
+            // Rows per sample: a Dense over a sequence multiplies each position's.
+            const int64_t rows = n.type == "Dense" ? in.shape.numel() / in.shape[in.shape.rank() - 1] : 1;
+            im.steps.push_back([&im, in, out, k, macs, rows](int64_t batch) {
                 const uint8_t* src = im.u8(in, batch).data();
                 void* dst = out.quantized ? static_cast<void*>(im.u8(out, batch).data())
                                           : static_cast<void*>(im.f32(out, batch).data());
-                k->run(threadsFor(im.threads, macs * double(batch), im.small.macs), batch, src, dst);
+                k->run(threadsFor(im.threads, macs * double(batch), im.small.macs), batch * rows, src, dst);
             });
             const std::string what = n.type == "Conv2D" ? "int8 convolution" : "int8 matmul";
             im.plan.emplace_back(n.name, [what, k] { return what + " (" + k->implementation() + ")"; });
             im.values[id] = out;
             continue;
         }
+        if (n.type == "MaxPool2D" && !(in.quantized && in.nhwc)) {
+            im.values[id] = island(n, id, *type, params, shape, oq);
+            continue;
+        }
         if (n.type == "MaxPool2D") {
-            if (!in.quantized || !in.nhwc) refuse(n, "has an input that is not uint8 [C, H, W]");
             cpu::Int8MaxPoolSpec s;
             s.channels = int(in.shape[0]);
             s.height = int(in.shape[1]);
@@ -415,8 +518,10 @@ Int8Engine::Int8Engine(const ExportModel& model, const std::map<std::string, Act
         if (act || n.type == "BatchNorm") {
             const bool bn = !act;
             const bool otherActivation = act && *act != Activation::ReLU;
-            if (otherActivation && !in.quantized)
-                refuse(n, "has a float32 input (its table needs the input's uint8 grid)");
+            if (otherActivation && !in.quantized) {  // its table needs the input's uint8 grid
+                im.values[id] = island(n, id, *type, params, shape, oq);
+                continue;
+            }
             // Not a structured binding: clang (clang-tidy) cannot capture one in the lambdas below.
             const std::pair<int64_t, int64_t> layout = Impl::channelsOf(in);
             const int64_t channels = layout.first, inner = layout.second;
@@ -518,21 +623,21 @@ Int8Engine::Int8Engine(const ExportModel& model, const std::map<std::string, Act
         if (n.type == "Add" || n.type == "GlobalAvgPool" || n.type == "AvgPool2D") {
             std::vector<Value> ins;
             for (size_t p = 0; p < graph.inputPorts(id).size(); ++p) ins.push_back(inputOf(n, p));
-            for (const Value& v : ins)
-                if (!v.quantized || v.nhwc != ins[0].nhwc) refuse(n, "has an input that is not on a uint8 grid");
-            if (!oq) refuse(n, "has no quantized output in the file");
+            bool onGrids = oq != nullptr && (n.type == "Add" || in.nhwc);
+            for (const Value& v : ins) onGrids = onGrids && v.quantized && v.nhwc == ins[0].nhwc;
+            if (!onGrids) {  // a float32 input or output, or a pooling of values that are not [C, H, W]
+                im.values[id] = island(n, id, *type, params, shape, oq);
+                continue;
+            }
             out.buffer = im.newBuffer();
             out.quantized = true;
             out.q = *oq;
             out.nhwc = in.nhwc && shape.rank() == 3;
             std::array<int, 6> pool{};  // AvgPool2D: kernel, stride, padding (height, width)
             if (n.type == "AvgPool2D") {
-                if (!in.nhwc) refuse(n, "has an input that is not [C, H, W]");
                 std::tie(pool[0], pool[1]) = pairOf(params, "kernel", {2, 2});
                 std::tie(pool[2], pool[3]) = pairOf(params, "stride", {pool[0], pool[1]});
                 std::tie(pool[4], pool[5]) = pairOf(params, "padding", {0, 0});
-            } else if (n.type == "GlobalAvgPool" && !in.nhwc) {
-                refuse(n, "has an input that is not [C, H, W]");
             }
             const std::string kind = n.type;
             if (kind == "Add" && ins.size() == 2) {
@@ -593,9 +698,8 @@ Int8Engine::Int8Engine(const ExportModel& model, const std::map<std::string, Act
             im.values[id] = out;
             continue;
         }
-        refuse(n,
-               "has no int8 path in Strata's engine (Conv2D, Dense, BatchNorm, ReLU and the other element-wise "
-               "activations, MaxPool2D, AvgPool2D, GlobalAvgPool, Add, Flatten, Reshape and Dropout have)");
+        // No integer path (LayerNorm, attention, embeddings, sequence pooling, Softmax, Concat, ...).
+        im.values[id] = island(n, id, *type, params, shape, oq);
     }
     if (im.inputNode < 0 || im.outputNode < 0)
         throw std::runtime_error("int8 engine: the graph has no input or output");

@@ -17,8 +17,16 @@
 //     output's; AvgPool2D, GlobalAvgPool and Add: dequantized, computed in float32 and requantized, where the QDQ
 //     graph has them (Add 16 values at a time, the global pooling's sums in int32 vectors: cpu::addOnGrids,
 //     cpu::channelSums).
-// Any other layer is refused naming the node. simulateInt8 (Quantize.h) is the reference: the uint8 values agree
-// exactly except where float rounding in the simulation lands on the other side of a rounding boundary (one step).
+//   Dense over a sequence ([T, D]): the same int8 matmul over every position's row.
+// Every other node (LayerNorm, attention, Embedding, positional embeddings, sequence pooling, Softmax, Concat, ...),
+// and a node above whose input is float32 where its integer path needs uint8 (the ids an Embedding reads, a Dense
+// after a float32 tensor, whose weights the file then keeps float32), is a float island: its own Layer
+// (LayerType::create) in float32 on a CPU backend, on its inputs dequantized (NCHW), with the file's weights, its
+// output rounded onto its grid where the file quantizes it: what the QDQ graph computes between its
+// DequantizeLinears and its QuantizeLinear, and what the simulation runs (the same layer on the same values, so
+// the same result). Nothing is refused for its layer type; a node the file lacks weights for is, by name.
+// simulateInt8 (Quantize.h) is the reference: the uint8 values agree exactly except where float rounding in the
+// simulation lands on the other side of a rounding boundary (one step).
 #pragma once
 
 #include <cstdint>
