@@ -153,7 +153,17 @@ int exportCommand(const ExportArgs& a, std::ostream& out) {
         Int8Export int8;
         DatasetBundle data;
         if (precision == ExportPrecision::Int8) {
-            data = loadDataset(model.project.dataset, projectPath);
+            try {
+                data = loadDataset(model.project.dataset, projectPath);
+            } catch (const DataError& e) {
+                // A checkpoint does not say where its project file was: relative data paths are the current
+                // folder's.
+                if (!projectPath.empty() || fs::path(e.path()).is_absolute()) throw;
+                throw std::runtime_error(std::string(e.what()) + " (--quantize int8 calibrates on the training data: '" +
+                                         e.path() +
+                                         "', as the checkpoint's project names it, was looked for from the current "
+                                         "folder; export from the project's folder, or give the project file)");
+            }
             int8 = prepareInt8Export(model, data.train, quantization);
             o.int8 = &int8.calibration;
             for (const FoldedBatchNorm& f : int8.folded)

@@ -8,6 +8,7 @@
 #include <QtTest>
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <random>
@@ -35,6 +36,7 @@
 
 using namespace strata;
 using test::addChain;
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -479,6 +481,22 @@ private slots:
         QCOMPARE(
             runExportCommand({path("cli"), "--format", "onnx", "--quantize", "q8_0", "-o", path("x.onnx")}, out, err),
             2);
+        // A checkpoint whose project reads its data from a relative path: the calibration looks in the current
+        // folder, and the message says so and what to do.
+        Checkpoint relative = loadCheckpoint(path("cli"));
+        relative.project.dataset.kind = DatasetKind::Csv;
+        relative.project.dataset.trainPath = "data/not_here/train.csv";
+        fs::create_directories(path("relative"));
+        saveCheckpoint(relative, path("relative/last.safetensors"));
+        err.str("");
+        QCOMPARE(runExportCommand({path("relative/last.safetensors"), "--format", "onnx", "--quantize", "int8", "-o",
+                                   path("relative.onnx")},
+                                  out, err),
+                 1);
+        QVERIFY2(err.str().find("'data/not_here/train.csv', as the checkpoint's project names it, was looked for from "
+                                "the current folder; export from the project's folder, or give the project file") !=
+                     std::string::npos,
+                 err.str().c_str());
     }
 };
 
