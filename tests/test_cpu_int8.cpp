@@ -7,6 +7,7 @@
 #include <QTest>
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <random>
 
@@ -480,11 +481,13 @@ private slots:
             std::vector<std::vector<uint8_t>> first;
             std::vector<int64_t> second;
         };
+        std::vector<std::vector<float>> dequantized;  // the last run's
         auto run = [&](bool simd) {
             if (!simd) setenv("STRATA_NO_AVX512", "1", 1);
             const bool used = cpu::int8SimdInUse();
             int ownPools = 0;
             std::vector<std::vector<uint8_t>> sums8;
+            dequantized.clear();
             const cpu::Grid grids[][3] = {{{0.05f, 0}, {0.031f, 255}, {0.07f, 128}},
                                           {{0.013f, 200}, {0.013f, 3}, {0.021f, 0}},
                                           {{1.0f, 0}, {1.0f, 0}, {1.0f, 0}}};
@@ -496,6 +499,16 @@ private slots:
             std::vector<uint8_t> q(f.size());
             cpu::quantizeToGrid(2, f.data(), q.data(), int64_t(f.size()), fg);
             sums8.push_back(q);
+            // Dequantized (a float island's input), compared as bytes: every uint8 value on three grids, a ragged
+            // tail.
+            for (const cpu::Grid g : {grids[0][1], grids[1][0], cpu::Grid{0.0071f, 131}}) {
+                std::vector<float> d(a.size());
+                cpu::dequantizeFromGrid(2, b.data(), d.data(), int64_t(b.size()), g);
+                std::vector<uint8_t> bytes(d.size() * sizeof(float));
+                std::memcpy(bytes.data(), d.data(), bytes.size());
+                sums8.push_back(bytes);
+                dequantized.push_back(d);
+            }
             // 2x2 max pooling: Strata's loop, or oneDNN's kernel under STRATA_NO_AVX512; odd sizes (the last row
             // and column dropped), channel runs of one partial and of one whole and one partial 64-byte vector.
             for (const int channels : {20, 80}) {
@@ -539,6 +552,9 @@ private slots:
         QCOMPARE(plain.first[3][4099 + 301], uint8_t(79));  // 1.5 steps -> 2
         QVERIFY(std::count(plain.first[1].begin(), plain.first[1].end(), uint8_t(0)) > 0);
         QVERIFY(std::count(plain.first[0].begin(), plain.first[0].end(), uint8_t(255)) > 0);
+        // The scalar dequantization is the file's: (q - zero point) x scale, the tail included.
+        for (size_t i : {size_t(0), size_t(77), a.size() - 1})
+            QCOMPARE(dequantized[2][i], float(int(b[i]) - 131) * 0.0071f);
     }
 
     // The element-wise activations besides ReLU as tables on their input's grid: each of them between Dense

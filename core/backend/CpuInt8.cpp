@@ -93,6 +93,9 @@ void add(const uint8_t* a, Grid ga, const uint8_t* b, Grid gb, uint8_t* dst, Gri
 void quantize(const float* src, uint8_t* dst, int64_t n, Grid g) {
     for (int64_t i = 0; i < n; ++i) dst[i] = onGrid(src[i], g);
 }
+void dequantize(const uint8_t* src, float* dst, int64_t n, Grid g) {
+    for (int64_t i = 0; i < n; ++i) dst[i] = dq(src[i], g);
+}
 void sums(const uint8_t* src, int64_t positions, int64_t channels, int zeroPoint, int64_t* out) {
     for (int64_t c = 0; c < channels; ++c) out[c] = 0;
     for (int64_t p = 0; p < positions; ++p)
@@ -204,6 +207,18 @@ STRATA_INT8_TARGET void maxPool2x2(const uint8_t* src, uint8_t* dst, int64_t row
     }
 }
 
+STRATA_INT8_TARGET void dequantize(const uint8_t* src, float* dst, int64_t n, Grid g) {
+    const __m512i z = _mm512_set1_epi32(g.zeroPoint);
+    const __m512 s = _mm512_set1_ps(g.scale);
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        _mm512_storeu_ps(dst + i, dequantize16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i)), z, s));
+    if (i < n) {
+        const __mmask16 m = static_cast<__mmask16>((1u << (n - i)) - 1u);
+        _mm512_mask_storeu_ps(dst + i, m, dequantize16(_mm_maskz_loadu_epi8(m, src + i), z, s));
+    }
+}
+
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
 #endif
@@ -231,6 +246,11 @@ void addOnGrids(int threads, const uint8_t* a, Grid ga, const uint8_t* b, Grid g
 void quantizeToGrid(int threads, const float* src, uint8_t* dst, int64_t count, Grid g) {
     const auto quantize = useSimd() ? avx512::quantize : scalar::quantize;
     inParts(threads, count, [&](int64_t begin, int64_t end) { quantize(src + begin, dst + begin, end - begin, g); });
+}
+
+void dequantizeFromGrid(int threads, const uint8_t* src, float* dst, int64_t count, Grid g) {
+    const auto dequantize = useSimd() ? avx512::dequantize : scalar::dequantize;
+    inParts(threads, count, [&](int64_t begin, int64_t end) { dequantize(src + begin, dst + begin, end - begin, g); });
 }
 
 void channelSums(int threads, const uint8_t* src, int64_t samples, int64_t positions, int64_t channels, int zeroPoint,

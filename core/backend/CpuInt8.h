@@ -84,6 +84,8 @@ void addOnGrids(int threads, const uint8_t* a, Grid ga, const uint8_t* b, Grid g
                 int64_t count);
 // dst[i] = onGrid(src[i], g) for `count` float32 values: the input's quantization (one channel, or channels last).
 void quantizeToGrid(int threads, const float* src, uint8_t* dst, int64_t count, Grid g);
+// dst[i] = float(src[i] - zeroPoint) * scale for `count` values: a float island's input (core/infer/Int8Engine).
+void dequantizeFromGrid(int threads, const uint8_t* src, float* dst, int64_t count, Grid g);
 // sums[s * channels + c] = the sum over the `positions` of sample s of (src[(s * positions + p) * channels + c] -
 // zeroPoint), for uint8 values laid out [samples, positions, channels] (NHWC): a global average pooling's sums.
 void channelSums(int threads, const uint8_t* src, int64_t samples, int64_t positions, int64_t channels, int zeroPoint,

@@ -75,14 +75,13 @@ int threadsFor(int threads, double work, double small) { return work < small ? 1
 }  // namespace
 
 // A node with no integer path, run by its own Layer in float32 (see Int8Engine.h): its inputs as tensors of the
-// CPU backend for the batch size last run, and its output.
+// CPU backend (host memory) for the batch size last run, and its output.
 struct FloatIsland {
     std::unique_ptr<Layer> layer;
     std::vector<Value> ins;
     std::vector<Tensor> inTensors;
     Tensor out;
     int64_t batch = -1;
-    std::vector<float> host;
 };
 
 struct Int8Engine::Impl {
@@ -132,6 +131,14 @@ struct Int8Engine::Impl {
         const int64_t c = chw.rank() == 3 ? chw[0] : 1, hw = per / c;
         const uint8_t* q = v.quantized ? u8(v, batch).data() : nullptr;
         const float* f = v.quantized ? nullptr : f32(v, batch).data();
+        if (c == 1) {  // the same order in both layouts
+            if (q)
+                cpu::dequantizeFromGrid(threadsFor(threads, double(batch * per), small.values), q, dst, batch * per,
+                                        gridOf(v.q));
+            else
+                std::copy_n(f, batch * per, dst);
+            return;
+        }
         for (int64_t s = 0; s < batch; ++s)
             for (int64_t ch = 0; ch < c; ++ch)
                 for (int64_t i = 0; i < hw; ++i) {
@@ -143,6 +150,14 @@ struct Int8Engine::Impl {
     void fromNchw(const float* src, const Value& v, int64_t batch) {
         const int64_t per = v.shape.numel();
         const int64_t c = v.nhwc ? v.shape[0] : 1, hw = per / c;
+        if (c == 1) {  // the same order in both layouts
+            if (v.quantized)
+                cpu::quantizeToGrid(threadsFor(threads, double(batch * per), small.values), src, u8(v, batch).data(),
+                                    batch * per, gridOf(v.q));
+            else
+                std::copy_n(src, batch * per, f32(v, batch).data());
+            return;
+        }
         auto put = [&](auto* dst, auto convert) {
             for (int64_t s = 0; s < batch; ++s)
                 for (int64_t ch = 0; ch < c; ++ch)
@@ -273,18 +288,15 @@ Int8Engine::Int8Engine(const ExportModel& model, const std::map<std::string, Act
                 f->out = b.empty(out.shape.withBatch(batch));
                 f->batch = batch;
             }
+            // A CPU backend's tensors are host memory: the values go in and come out without another copy.
             std::vector<const Tensor*> inputs;
             for (size_t i = 0; i < f->ins.size(); ++i) {
-                f->host.resize(static_cast<size_t>(f->inTensors[i].numel()));
-                im.toNchw(f->ins[i], batch, f->host.data());
-                b.copyFromHost(f->inTensors[i].raw(), f->host.data(), f->inTensors[i].bytes());
+                im.toNchw(f->ins[i], batch, static_cast<float*>(f->inTensors[i].raw()));
                 inputs.push_back(&f->inTensors[i]);
             }
             LayerContext ctx{b};
             f->layer->forward(ctx, inputs, f->out);
-            f->host.resize(static_cast<size_t>(f->out.numel()));
-            b.toHost(f->out, f->host.data());
-            im.fromNchw(f->host.data(), out, batch);
+            im.fromNchw(static_cast<const float*>(f->out.raw()), out, batch);
         });
         describe(n, "float32 (its own layer on the CPU backend, on dequantized inputs)" +
                         std::string(oq ? ", rounded onto its uint8 grid" : ""));
