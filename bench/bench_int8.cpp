@@ -57,7 +57,7 @@ int main(int argc, char** argv) {
             std::vector<double> fp32, int8;
             for (int r = 0; r < rounds; ++r) {
                 fp32.push_back(strata::timeForwardMs(model.project, model.weights, batch, threads, true));
-                int8.push_back(strata::timeInt8Ms(engine, batch));
+                int8.push_back(strata::timeInt8Ms(engine, model.project, batch));
             }
             std::cout
                 << nlohmann::json{{"batch", batch}, {"threads", threads}, {"fp32_ms", fp32}, {"int8_ms", int8}}.dump()

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Int8 inference (issue 39): Strata's int8 engine against its float32 engine and onnxruntime's int8 kernels.
 
-For each example project (default: the Fashion-MNIST CNN with BatchNorm, and bench/residual_template.strata):
+For each example project (default: the Fashion-MNIST CNN with BatchNorm, bench/residual_template.strata and the
+Debian-sections Transformer, whose data tools/make_debian_sections_dataset.py makes; a text model is fed word ids
+spread over its vocabulary, the same in every runtime):
 1. trains it briefly with strata-train (--max-steps; Fashion-MNIST from Debian's dataset-fashion-mnist),
 2. exports the checkpoint as an int8 QDQ ONNX file (export --quantize int8, calibrated on training images) and
    as a float32 ONNX file,
@@ -28,8 +30,8 @@ import time
 import numpy as np
 
 
-def run(cmd):
-    r = subprocess.run(cmd, capture_output=True, text=True)
+def run(cmd, cwd=None):
+    r = subprocess.run(cmd, capture_output=True, text=True, cwd=cwd)
     if r.returncode != 0:
         sys.exit(f"int8_bench: {' '.join(cmd)} failed ({r.returncode}):\n{r.stdout}\n{r.stderr}")
     return r.stdout
@@ -57,13 +59,31 @@ def ort_ms(session, x):
     return float(np.median(times))
 
 
+def token_ids(project, batch):
+    """Word ids for a text model as bench_int8 feeds them (core/infer/Compression.cpp timingInputs), or None for a
+    model whose input does not feed an Embedding."""
+    with open(project) as f:
+        graph = json.load(f)["graph"]
+    nodes = {n["id"]: n for n in graph["nodes"]}
+    inputs = [n for n in graph["nodes"] if n["type"] == "Input"]
+    for e in graph["edges"]:
+        to = nodes[e["to"]["node"]]
+        if nodes[e["from"]["node"]]["type"] == "Input" and to["type"] == "Embedding" and e["to"]["port"] == "in":
+            vocab, length = to["params"]["vocab"], inputs[0]["params"]["shape"][0]
+            i = np.arange(batch * length, dtype=np.uint64)
+            ids = 1 + ((i * np.uint64(2654435761)) % np.uint64(1000)) % np.uint64(vocab - 1)
+            return ids.astype(np.float32).reshape(batch, length)
+    return None
+
+
 def spread(values):
     return f"{np.median(values):.3f} ({min(values):.3f}-{max(values):.3f})"
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("projects", nargs="*", default=["examples/fashion_cnn_bn.strata", "bench/residual_template.strata"])
+    p.add_argument("projects", nargs="*", default=["examples/fashion_cnn_bn.strata", "bench/residual_template.strata",
+                                                   "examples/debian_sections_transformer.strata"])
     p.add_argument("--build", default="build")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--rounds", type=int, default=5)
@@ -72,8 +92,9 @@ def main():
     a = p.parse_args()
     import onnxruntime as ort
 
-    train = os.path.join(a.build, "bin", "strata-train")
-    timer = os.path.join(a.build, "bin", "bench_int8")
+    train = os.path.abspath(os.path.join(a.build, "bin", "strata-train"))
+    timer = os.path.abspath(os.path.join(a.build, "bin", "bench_int8"))
+    a.work = os.path.abspath(a.work)
     for tool in (train, timer):
         if not os.access(tool, os.X_OK):
             sys.exit(f"int8_bench: {tool} missing (cmake --build {a.build} --target strata-train bench_int8)")
@@ -95,7 +116,9 @@ def main():
         f32_file = os.path.join(a.work, name + ".onnx")
         run([train, project, "--max-steps", str(a.steps), "--checkpoint-dir", ckpt, "--threads", str(a.threads),
              "--history", "off", "--quiet"])
-        run([train, "export", ckpt, "--format", "onnx", "--quantize", "int8", "-o", int8_file])
+        # From the project's folder: a checkpoint's relative data paths (the calibration's) are the current folder's.
+        run([train, "export", ckpt, "--format", "onnx", "--quantize", "int8", "-o", int8_file],
+            cwd=os.path.dirname(os.path.abspath(project)))
         run([train, "export", ckpt, "--format", "onnx", "-o", f32_file])
         ort_int8, ort_f32 = session(int8_file), session(f32_file)
         times = {}
@@ -106,7 +129,8 @@ def main():
                 times.setdefault(("strata fp32", j["batch"]), []).extend(j["fp32_ms"])
                 times.setdefault(("strata int8", j["batch"]), []).extend(j["int8_ms"])
             for batch in (1, 256):
-                x = images[:batch]
+                ids = token_ids(project, batch)
+                x = images[:batch] if ids is None else ids
                 times.setdefault(("ort int8", batch), []).append(ort_ms(ort_int8, x))
                 times.setdefault(("ort fp32", batch), []).append(ort_ms(ort_f32, x))
         rows.append((name, times))

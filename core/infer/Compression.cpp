@@ -110,6 +110,31 @@ double medianMs(const std::function<double()>& once) {
 
 }  // namespace
 
+// What the timings feed a model: values in [0, 1); for a model whose input carries word ids (it feeds an Embedding:
+// LayerType::inputDifferentiable), ids spread over 1 .. vocab - 1 instead, since those values would all round to
+// id 0 (padding), and a batch of nothing but padding times masked-out work.
+std::vector<float> timingInputs(const Project& project, const Shape& sample, int64_t batch) {
+    std::vector<float> host(static_cast<size_t>(batch * sample.numel()));
+    int64_t vocab = 0;
+    const GraphAnalysis analysis = analyzeGraph(project.graph);
+    for (const Edge& e : project.graph.edges()) {
+        const LayerType* from = project.graph.layerType(e.from.node);
+        const LayerType* to = project.graph.layerType(e.to.node);
+        if (!from || !to || !from->isGraphInput()) continue;
+        const std::vector<std::string> ports = project.graph.inputPorts(e.to.node);
+        for (size_t k = 0; k < ports.size(); ++k)
+            if (ports[k] == e.to.port && !to->inputDifferentiable(static_cast<int>(k)) &&
+                analysis.params.count(e.to.node))
+                vocab = std::max<int64_t>(vocab, analysis.params.at(e.to.node).value("vocab", int64_t{0}));
+    }
+    for (size_t i = 0; i < host.size(); ++i) {
+        const uint64_t mixed = (i * 2654435761u) % 1000;
+        host[i] = vocab > 1 ? static_cast<float>(1 + mixed % static_cast<uint64_t>(vocab - 1))
+                            : static_cast<float>(mixed) / 1000.0f;
+    }
+    return host;
+}
+
 double timeForwardMs(const Project& project, const Weights& weights, int64_t batch, int threads, bool fold) {
     BackendOptions options;
     options.threads = threads;
@@ -119,8 +144,7 @@ double timeForwardMs(const Project& project, const Weights& weights, int64_t bat
     inference.project = project;
     inference.weights = weights;
     auto model = compileExportModel(fold ? foldBatchNorm(inference) : inference, *backend);
-    std::vector<float> host(static_cast<size_t>(batch * model->inputShape().numel()));
-    for (size_t i = 0; i < host.size(); ++i) host[i] = static_cast<float>((i * 2654435761u) % 1000) / 1000.0f;
+    const std::vector<float> host = timingInputs(project, model->inputShape(), batch);
     const Tensor x = backend->fromHost(model->inputShape().withBatch(batch), host.data());
     auto once = [&] {
         const auto t0 = Clock::now();
@@ -131,9 +155,8 @@ double timeForwardMs(const Project& project, const Weights& weights, int64_t bat
     return medianMs(once);
 }
 
-double timeInt8Ms(Int8Engine& engine, int64_t batch) {
-    std::vector<float> host(static_cast<size_t>(batch * engine.inputShape().numel()));
-    for (size_t i = 0; i < host.size(); ++i) host[i] = static_cast<float>((i * 2654435761u) % 1000) / 1000.0f;
+double timeInt8Ms(Int8Engine& engine, const Project& project, int64_t batch) {
+    const std::vector<float> host = timingInputs(project, engine.inputShape(), batch);
     return medianMs([&] {
         const auto t0 = Clock::now();
         engine.run(host.data(), batch, static_cast<int>(batch));
@@ -211,8 +234,8 @@ struct CompressionStudy::Impl {
         // Timed in the int8 engine (the file's integer arithmetic on oneDNN's VNNI kernels), where it runs.
         try {
             Int8Engine engine(file, file.int8Activations, r.threads);
-            v.msPerBatch1 = timeInt8Ms(engine, 1);
-            v.msPerBatch256 = timeInt8Ms(engine, 256);
+            v.msPerBatch1 = timeInt8Ms(engine, file.project, 1);
+            v.msPerBatch256 = timeInt8Ms(engine, file.project, 256);
             v.timed = true;
             v.note =
                 "accuracy of the file's int8 arithmetic simulated in Strata; timed in Strata's int8 engine "

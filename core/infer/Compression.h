@@ -94,8 +94,9 @@ private:
 // the layer before it as Predict runs it (`fold` false: the graph as drawn).
 double timeForwardMs(const Project& project, const std::map<std::string, std::vector<float>>& weights, int64_t batch,
                      int threads, bool fold = true);
-// The same for an int8 engine (Int8Engine::run of `batch` samples, quantizing the input included), on the same
-// input values.
-double timeInt8Ms(Int8Engine& engine, int64_t batch);
+// The same for an int8 engine made from `project`'s file (Int8Engine::run of `batch` samples, quantizing the input
+// included), on the same input values. Both feed values in [0, 1), or word ids over the vocabulary where the
+// input feeds an Embedding.
+double timeInt8Ms(Int8Engine& engine, const Project& project, int64_t batch);
 
 }  // namespace strata
