@@ -621,6 +621,42 @@ private slots:
         }
     }
 
+    // Image layers without an integer path between int8 convolutions: the islands take channel-last uint8 values
+    // in the graph's NCHW order and give theirs back channels last (a transposition missed either way moves
+    // values by many steps). Upsample2D, ConvTranspose2D and Concat of two grids.
+    void imageFloatIslands() {
+        Project p;
+        p.name = "int8 image islands";
+        Graph& g = p.graph;
+        const int in = g.addNode("Input", "input", Json{{"shape", {3, 6, 5}}});
+        const int c1 = g.addNode("Conv2D", "conv1", Json{{"filters", 6}, {"kernel", {3, 3}}, {"padding", {1, 1}}});
+        const int up = g.addNode("Upsample2D", "up", Json{{"scale", {2, 2}}, {"mode", "bilinear"}});
+        const int tr = g.addNode("ConvTranspose2D", "deconv",
+                                 Json{{"filters", 6}, {"kernel", {2, 2}}, {"stride", {2, 2}}});
+        const int cat = g.addNode("Concat", "cat", Json::object());
+        const int c2 = g.addNode("Conv2D", "conv2", Json{{"filters", 5}, {"kernel", {3, 3}}});
+        const int flat = g.addNode("Flatten", "flatten", Json::object());
+        const int fc = g.addNode("Dense", "logits", Json{{"units", 3}});
+        g.connect(in, c1);
+        g.connect(c1, up);
+        g.connect(c1, tr);
+        g.connect(up, cat, "in0");
+        g.connect(tr, cat, "in1");
+        g.connect(cat, c2);
+        g.connect(c2, flat);
+        g.connect(flat, fc);
+        test::useBlobs(p, 64, 3, {3, 6, 5});
+        const Int8File f = int8File(p, path("image_islands.onnx"), randomSplit(Shape{3, 6, 5}, 100, 41),
+                                    randomSplit(Shape{3, 6, 5}, 200, 42).inputs);
+        const Compared c = compare(f);
+        for (const char* node : {"conv1", "up", "deconv", "cat", "conv2"}) EXPECT_GRID(c, node, 1, 0.99);
+        QVERIFY(maxAbsDiff(c.engine, c.simulated) <= 0.02 * range(c.simulated));
+        Int8Engine engine(f.file, f.file.int8Activations, 1);
+        int islands = 0;
+        for (const std::string& line : engine.plan()) islands += line.find("float32 (its own layer") != line.npos;
+        QCOMPARE(islands, 3);
+    }
+
     // What a CPU without the flag gets, simulated by capping oneDNN's ISA in a child process.
     void refusedWithoutAvx512Vnni() {
         const Project p =
