@@ -20,6 +20,7 @@
 #include "core/infer/Evaluation.h"
 #include "core/infer/ExportCheck.h"
 #include "core/infer/Int8Engine.h"
+#include "core/infer/Predict.h"
 #include "tests/support/TestBackends.h"
 #include "tests/support/TestProjects.h"
 
@@ -609,6 +610,13 @@ private slots:
         for (const char* node : {"words", "positions", "attention", "norm1", "mean", "probs"})
             QVERIFY2(how[node].find("float32 (its own layer") != std::string::npos, how[node].c_str());
         QVERIFY2(how["gelu"].find("as a table") != std::string::npos, how["gelu"].c_str());
+        // predict says which layers ran in float32.
+        const Predictor predictor(path("transformer.onnx"));
+        QVERIFY2(predictor.runtimeDescription().find("Strata int8 engine") != std::string::npos &&
+                     predictor.runtimeDescription().find("; 6 layers in float32 between the grids, as the file has "
+                                                         "them (words, positions, attention, norm1, mean, probs)") !=
+                         std::string::npos,
+                 predictor.runtimeDescription().c_str());
         // The file's weights are what an island runs on: one it lacks is refused by name.
         ExportModel broken = f.file;
         QVERIFY(broken.weights.erase("norm1.gamma") == 1);

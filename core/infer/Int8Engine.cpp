@@ -107,6 +107,7 @@ struct Int8Engine::Impl {
     std::map<int, TableStep> tableSteps;
     std::set<int> deferredNodes;
     std::vector<std::unique_ptr<FloatIsland>> islands;
+    std::vector<std::string> islandNodes;
     Shape inputShape;
     const float* input = nullptr;  // the batch being run (normalized, NCHW)
 
@@ -280,6 +281,7 @@ Int8Engine::Int8Engine(const ExportModel& model, const std::map<std::string, Act
         out.nhwc = shape.rank() == 3;  // like every value of that rank
         FloatIsland* f = isl.get();
         im.islands.push_back(std::move(isl));
+        im.islandNodes.push_back(n.name);
         im.steps.push_back([&im, f, out](int64_t batch) {
             Backend& b = *im.floatBackend;
             if (f->batch != batch) {
@@ -748,6 +750,8 @@ std::vector<float> Int8Engine::nodeValues(const std::string& node) const {
     im.toNchw(v, im.lastBatch, out.data());
     return out;
 }
+
+const std::vector<std::string>& Int8Engine::floatIslands() const { return m_impl->islandNodes; }
 
 std::vector<std::string> Int8Engine::plan() const {
     std::vector<std::string> lines;

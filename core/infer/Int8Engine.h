@@ -57,6 +57,8 @@ public:
     // How each node runs, one line each ("conv1: int8 convolution (jit_int8:avx512_core_vnni)"); oneDNN's
     // implementations are known after the first run.
     std::vector<std::string> plan() const;
+    // The nodes that run as float islands, in graph order (empty: every layer in integers or as a table).
+    const std::vector<std::string>& floatIslands() const;
 
     // A node's values from the last batch run, dequantized (or float32), NCHW: for tests against simulateInt8.
     // Throws std::invalid_argument for a node the engine does not know.

@@ -229,6 +229,14 @@ Predictor::Predictor(const std::string& modelPath, PredictRuntime runtime, const
         try {
             m_int8 = std::make_unique<Int8Engine>(m_file, m_file.int8Activations);
             m_runtimeLine = "runtime: Strata int8 engine (oneDNN u8 x s8 kernels on the file's integers)";
+            if (const std::vector<std::string>& islands = m_int8->floatIslands(); !islands.empty()) {
+                constexpr size_t kNamed = 6;
+                std::string names;
+                for (size_t i = 0; i < islands.size() && i < kNamed; ++i) names += (i ? ", " : "") + islands[i];
+                if (islands.size() > kNamed) names += ", ...";
+                m_runtimeLine += "; " + std::to_string(islands.size()) + " layer" + (islands.size() == 1 ? "" : "s") +
+                                 " in float32 between the grids, as the file has them (" + names + ")";
+            }
             return;
         } catch (const std::runtime_error& e) {
             if (runtime == PredictRuntime::Int8) throw std::runtime_error(modelPath + ": " + e.what());
