@@ -63,18 +63,16 @@ Int8File int8File(const Project& project, const std::string& path, const DataSpl
                   std::vector<FoldedBatchNorm>* folds = nullptr, ExportModel* floatModel = nullptr) {
     ExportModel m = untrainedExportModel(project, "");
     perturb(m, seed);
-    QuantizationOptions o;
-    o.calibrationSamples = calibration.count;
-    OnnxExportOptions options;
     if (folded) {
+        QuantizationOptions o;
+        o.calibrationSamples = calibration.count;
         const Int8Export e = prepareInt8Export(m, calibration, o);
+        OnnxExportOptions options;
         options.int8 = &e.calibration;
         writeOnnx(path, e.model, options);
         if (folds) *folds = e.folded;
     } else {
-        const Int8Calibration c = calibrateInt8(m, calibration, o);
-        options.int8 = &c;
-        writeOnnx(path, m, options);
+        test::writeInt8Onnx(path, m, calibration);
     }
     if (floatModel) *floatModel = m;
     Int8File f;
@@ -313,12 +311,7 @@ private slots:
         perturb(m, 13);
         if (negativeGamma) m.weights.at("bn.gamma")[2] = -0.8f;
         const DataSplit calibration = randomSplit(shape, 100, 14);
-        QuantizationOptions o;
-        o.calibrationSamples = calibration.count;
-        const Int8Calibration cal = calibrateInt8(m, calibration, o);
-        OnnxExportOptions options;
-        options.int8 = &cal;
-        writeOnnx(path("bnpool.onnx"), m, options);
+        test::writeInt8Onnx(path("bnpool.onnx"), m, calibration);
         Int8File f;
         f.file = loadModelFile(path("bnpool.onnx"));
         f.inputs = randomSplit(shape, 128, 15).inputs;

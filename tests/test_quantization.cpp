@@ -347,15 +347,10 @@ private slots:
     // quantized, LayerNorm, attention, embeddings and pooling float32 between the grids.
     void int8TransformerRunsInOnnxruntime() {
         const int64_t length = 10, vocab = 30;
-        ExportModel m = untrainedExportModel(test::smallTransformerProject(length, vocab), "");
+        const ExportModel m = untrainedExportModel(test::smallTransformerProject(length, vocab), "");
         const DataSplit calibration = test::tokenIdSplit(200, length, vocab, 31),
                         samples = test::tokenIdSplit(100, length, vocab, 32);
-        QuantizationOptions o;
-        o.calibrationSamples = calibration.count;
-        const Int8Calibration c = calibrateInt8(m, calibration, o);
-        OnnxExportOptions options;
-        options.int8 = &c;
-        writeOnnx(path("transformer.onnx"), m, options);
+        test::writeInt8Onnx(path("transformer.onnx"), m, calibration);
         const OnnxModelInfo info = readOnnx(path("transformer.onnx"));
         for (const char* w : {"ff1.weight/int8", "ff2.weight/int8", "logits.weight/int8"})
             QVERIFY2(info.integerInitializers.count(w), w);

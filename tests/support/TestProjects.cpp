@@ -3,6 +3,7 @@
 #include <cmath>
 #include <random>
 
+#include "core/export/Onnx.h"
 #include "tests/support/TestBackends.h"
 
 namespace strata::test {
@@ -152,6 +153,15 @@ DataSplit tokenIdSplit(int64_t count, int64_t length, int64_t vocab, unsigned se
     }
     s.labels.assign(static_cast<size_t>(count), 0);
     return s;
+}
+
+void writeInt8Onnx(const std::string& path, const ExportModel& model, const DataSplit& calibration) {
+    QuantizationOptions o;
+    o.calibrationSamples = calibration.count;
+    const Int8Calibration c = calibrateInt8(model, calibration, o);
+    OnnxExportOptions options;
+    options.int8 = &c;
+    writeOnnx(path, model, options);
 }
 
 ExportModel sentimentAttentionModel() {

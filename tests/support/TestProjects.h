@@ -83,6 +83,10 @@ Project smallTransformerProject(int64_t length, int64_t vocab);
 // `count` samples of such ids: 3 to `length` real words each, then padding.
 DataSplit tokenIdSplit(int64_t count, int64_t length, int64_t vocab, unsigned seed);
 
+// `model` written to `path` as an int8 QDQ ONNX file (not BatchNorm-folded), calibrated (min-max) on every
+// sample of `calibration`.
+void writeInt8Onnx(const std::string& path, const ExportModel& model, const DataSplit& calibration);
+
 // A TrainingObserver for tests that train without output: it keeps the errors a run reports, in order.
 struct QuietObserver : TrainingObserver {
     std::vector<std::string> errors;
