@@ -579,9 +579,10 @@ private slots:
         QVERIFY(maxAbsDiff(c.engine, c.simulated) <= 0.05 * range(c.simulated));
     }
 
-    // A Transformer: the Dense layers run as int8 matmuls over every position's row; the ids, the Embedding, the
-    // positional embedding, LayerNorm, masked attention, masked sequence pooling and Softmax are float islands
-    // (each its own layer in float32 between the grids). Every quantized tensor against the simulation.
+    // A Transformer: the Dense layers and the attention's Q, K, V projection run as int8 matmuls over every
+    // position's row; the ids, the Embedding, the positional embedding, LayerNorm, the rest of the masked
+    // attention, masked sequence pooling and Softmax are float islands (each its own layer in float32 between the
+    // grids). Every quantized tensor against the simulation.
     void transformerFloatIslands() {
         const int64_t length = 10, vocab = 30;
         const Project p = test::smallTransformerProject(length, vocab);
@@ -602,6 +603,10 @@ private slots:
             QVERIFY2(how[node].find("int8 matmul") != std::string::npos, how[node].c_str());
         for (const char* node : {"words", "positions", "attention", "norm1", "mean", "probs"})
             QVERIFY2(how[node].find("float32 (its own layer") != std::string::npos, how[node].c_str());
+        // The attention's Q, K, V projection in integers (the file holds it in int8), the rest in float32.
+        QVERIFY2(how["attention"].find("int8 matmul") != std::string::npos &&
+                     how["attention"].find("'in_weight' projection") != std::string::npos,
+                 how["attention"].c_str());
         QVERIFY2(how["gelu"].find("as a table") != std::string::npos, how["gelu"].c_str());
         // predict says which layers ran in float32.
         const Predictor predictor(path("transformer.onnx"));

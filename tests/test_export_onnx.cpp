@@ -639,8 +639,8 @@ private:
             again.graphOutput = output;
             if (type.isGraphInput() && m.normalization.mode != "none") again.normalization = &m.normalization;
             again.weight = [&](const std::string& param) { return n.name + "." + param; };
-            again.compressibleWeights = [&] {
-                const CompressibleWeight cw = type.compressibleWeight();
+            again.int8Weights = [&] {
+                const CompressibleWeight cw = type.int8Weight();
                 std::vector<std::string> names{n.name + "." + cw.weight};
                 if (r.weights.count(cw.bias)) names.push_back(n.name + "." + cw.bias);
                 return names;

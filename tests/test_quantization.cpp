@@ -343,8 +343,9 @@ private slots:
     }
 
     // A Transformer's int8 file: passes onnx::checker (its QDQ value names once clashed with the attention's
-    // own "<node>/q"), and onnxruntime runs it as the simulation computes it: Dense layers over the sequence
-    // quantized, LayerNorm, attention, embeddings and pooling float32 between the grids.
+    // own "<node>/q"), and onnxruntime runs it as the simulation computes it: Dense layers over the sequence and
+    // the attention's Q, K, V projection quantized, the rest of the attention, LayerNorm, embeddings and pooling
+    // float32 between the grids.
     void int8TransformerRunsInOnnxruntime() {
         const int64_t length = 10, vocab = 30;
         const ExportModel m = untrainedExportModel(test::smallTransformerProject(length, vocab), "");
@@ -352,8 +353,10 @@ private slots:
                         samples = test::tokenIdSplit(100, length, vocab, 32);
         test::writeInt8Onnx(path("transformer.onnx"), m, calibration);
         const OnnxModelInfo info = readOnnx(path("transformer.onnx"));
-        for (const char* w : {"ff1.weight/int8", "ff2.weight/int8", "logits.weight/int8"})
+        for (const char* w : {"ff1.weight/int8", "ff2.weight/int8", "logits.weight/int8", "attention.in_weight/int8",
+                              "attention.in_bias/int32"})
             QVERIFY2(info.integerInitializers.count(w), w);
+        QVERIFY(info.initializer("attention.out_weight"));  // its input (the heads' context) is not quantized
         QVERIFY(info.initializer("words.weight"));  // the embedding stays float32
         const ExportModel file = loadModelFile(path("transformer.onnx"));
         const std::vector<float> simulated =

@@ -312,8 +312,8 @@ void writeOnnx(const std::string& path, const ExportModel& model, const OnnxExpo
         }
         const ActivationQuant* inQuant = int8 ? inputQuant(id) : nullptr;
         w.weight = [&](const std::string& param) { return weightOf(n, param); };
-        w.compressibleWeights = [&]() {
-            const CompressibleWeight cw = type->compressibleWeight();
+        w.int8Weights = [&]() {
+            const CompressibleWeight cw = type->int8Weight();
             const bool bias = !cw.bias.empty() && hasParameter(n.name + "." + cw.bias);
             if (inQuant) return quantizedWeights(n, cw, bias, *inQuant);
             std::vector<std::string> names{weightOf(n, cw.weight)};

@@ -290,7 +290,7 @@ Read readInput(const View& g, int first) {
 void writeDense(Writer& w) {
     const std::string& y = w.name;
     std::vector<std::string> in{w.inputs[0]};
-    for (const std::string& v : w.compressibleWeights()) in.push_back(v);
+    for (const std::string& v : w.int8Weights()) in.push_back(v);
     if (w.outputShape.rank() == 1) {
         w.node("Gemm", y, in, y).attr("transB", int64_t{1});
     } else {
@@ -331,7 +331,7 @@ Read readDense(const View& g, int first) {
 void writeConv2D(Writer& w) {
     const Json& p = w.params;
     std::vector<std::string> in{w.inputs[0]};
-    for (const std::string& v : w.compressibleWeights()) in.push_back(v);
+    for (const std::string& v : w.int8Weights()) in.push_back(v);
     const auto [kh, kw] = pairOf(p, "kernel", {1, 1});
     const auto [sh, sw] = pairOf(p, "stride", {1, 1});
     const auto [ph, pw] = pairOf(p, "padding", {0, 0});
@@ -1054,7 +1054,10 @@ void writeMultiHeadSelfAttention(Writer& w) {
         writeProjection(w, in, w.weight(param + "_weight"), bias ? w.weight(param + "_bias") : std::string(),
                         out + "_transpose", out + "_weight_t", out + "_matmul", out + "_bias", out, out + "_product");
     };
-    project(x[0], "in", y + "/qkv");
+    // The Q, K, V projection: int8 in an int8 export (LayerType::int8Weight).
+    const std::vector<std::string> in = w.int8Weights();
+    writeProjection(w, x[0], in[0], in.size() > 1 ? in[1] : std::string(), y + "/qkv_transpose", y + "/qkv_weight_t",
+                    y + "/qkv_matmul", y + "/qkv_bias", y + "/qkv", y + "/qkv_product");
     OnnxNodeInfo& split =
         w.node("Split", y + "/split", {y + "/qkv", w.int64s(y + "/split_sizes", {width, width, width})}, y + "/q");
     split.outputs.push_back(y + "/k");

@@ -59,9 +59,10 @@ public:
 
     // The layer's parameter "<name>.<param>", as the value to read it from (a float initializer).
     std::function<std::string(const std::string& param)> weight;
-    // Its compressible weight and, when it has one, its bias (LayerType::compressibleWeight), as the values to
-    // read them from: float initializers, or int8 and int32 ones behind DequantizeLinear in an int8 export.
-    std::function<std::vector<std::string>()> compressibleWeights;
+    // Its int8 weight and, when it has one, its bias (LayerType::int8Weight: Conv2D's and Dense's weight, the
+    // attention's Q, K, V projection), as the values to read them from: float initializers, or int8 and int32 ones
+    // behind DequantizeLinear in an int8 export.
+    std::function<std::vector<std::string>()> int8Weights;
 
     std::deque<OnnxNodeInfo> nodes;  // what it added, in order
     std::vector<OnnxInitializer> initializers;

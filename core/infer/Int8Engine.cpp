@@ -82,6 +82,13 @@ struct FloatIsland {
     std::vector<Tensor> inTensors;
     Tensor out;
     int64_t batch = -1;
+    // Set when the layer's first product runs in int8 (ProjectingLayer): its kernel, rows per sample, multiply-adds
+    // per sample, and the weight's name.
+    ProjectingLayer* projecting = nullptr;
+    std::unique_ptr<cpu::Int8Kernel> projection;
+    int64_t projectionRows = 0;
+    double projectionMacs = 0;
+    std::string cwName;
 };
 
 struct Int8Engine::Impl {
@@ -242,6 +249,28 @@ Int8Engine::Int8Engine(const ExportModel& model, const std::map<std::string, Act
         return out;
     };
 
+    // A product's int8 weights (one scale per output channel), int32 bias and requantization scales (input scale x
+    // weight scale / output scale; float32 output without `oq`), from the file's weights as loadModelFile
+    // dequantizes them: they requantize exactly to the file's int8 values.
+    struct ProductWeights {
+        std::vector<int8_t> values;
+        std::vector<int32_t> bias;
+        std::vector<float> scales;
+    };
+    auto productWeights = [&](const Node& n, const CompressibleWeight& cw, int64_t channels, const Value& in,
+                              const ActivationQuant* oq) {
+        const std::vector<float>* w = weight(n, cw.weight);
+        if (!w) refuse(n, "has no '" + cw.weight + "' in the file");
+        ChannelQuantized qw = quantizeWeightPerChannel(*w, channels);
+        ProductWeights p;
+        if (const std::vector<float>* b = cw.bias.empty() ? nullptr : weight(n, cw.bias))
+            p.bias = quantizeBias(*b, in.q.scale, qw.scales);
+        p.scales.resize(qw.scales.size());
+        for (size_t k = 0; k < p.scales.size(); ++k) p.scales[k] = in.q.scale * qw.scales[k] / (oq ? oq->scale : 1.0f);
+        p.values = std::move(qw.values);
+        return p;
+    };
+
     // A node with no integer path (or a float32 input where its integer path needs uint8): its own Layer
     // (LayerType::create) in float32 on a CPU backend, on its inputs dequantized, with the file's weights (as
     // loadModelFile dequantizes them), its output rounded onto its grid where the file quantizes it: what the
@@ -279,6 +308,35 @@ Int8Engine::Int8Engine(const ExportModel& model, const std::map<std::string, Act
         out.quantized = oq != nullptr;
         if (oq) out.q = *oq;
         out.nhwc = shape.rank() == 3;  // like every value of that rank
+        // A layer that starts with a projection by its int8 weight (the attention's Q, K, V), which the file holds
+        // in int8 after a quantized input: that product in integers, the rest of the layer in float32.
+        const CompressibleWeight cw = type.int8Weight();
+        auto* projecting = dynamic_cast<ProjectingLayer*>(isl->layer.get());
+        if (projecting && !cw.weight.empty() && isl->ins[0].quantized && !isl->ins[0].nhwc) {
+            const Value& x = isl->ins[0];
+            const std::vector<float>* w = weight(n, cw.weight);
+            const int64_t width = x.shape[x.shape.rank() - 1];
+            if (!w || int64_t(w->size()) % width != 0) refuse(n, "has no '" + cw.weight + "' of its input's width");
+            const int64_t outputs = int64_t(w->size()) / width;
+            ProductWeights pw = productWeights(n, cw, outputs, x, nullptr);
+            cpu::Int8MatmulSpec spec;
+            spec.inputs = int(width);
+            spec.outputs = int(outputs);
+            spec.weights = std::move(pw.values);
+            spec.bias = std::move(pw.bias);
+            spec.scales = std::move(pw.scales);
+            spec.srcZeroPoint = x.q.zeroPoint;
+            spec.f32Output = true;
+            try {
+                isl->projection = cpu::makeInt8Matmul(spec);
+            } catch (const std::runtime_error& e) {
+                refuse(n, e.what());
+            }
+            isl->projecting = projecting;
+            isl->cwName = cw.weight;
+            isl->projectionRows = x.shape.numel() / width;
+            isl->projectionMacs = double(isl->projectionRows) * double(w->size());
+        }
         FloatIsland* f = isl.get();
         im.islands.push_back(std::move(isl));
         im.islandNodes.push_back(n.name);
@@ -293,15 +351,29 @@ Int8Engine::Int8Engine(const ExportModel& model, const std::map<std::string, Act
             // A CPU backend's tensors are host memory: the values go in and come out without another copy.
             std::vector<const Tensor*> inputs;
             for (size_t i = 0; i < f->ins.size(); ++i) {
-                im.toNchw(f->ins[i], batch, static_cast<float*>(f->inTensors[i].raw()));
+                // The projected input is read in integers, not as floats.
+                if (i > 0 || !f->projecting) im.toNchw(f->ins[i], batch, static_cast<float*>(f->inTensors[i].raw()));
                 inputs.push_back(&f->inTensors[i]);
             }
             LayerContext ctx{b};
-            f->layer->forward(ctx, inputs, f->out);
+            if (f->projecting) {
+                f->projection->run(threadsFor(im.threads, f->projectionMacs * double(batch), im.small.macs),
+                                   batch * f->projectionRows, im.u8(f->ins[0], batch).data(),
+                                   f->projecting->projection(b, batch));
+                f->projecting->forwardFromProjection(ctx, inputs, f->out);
+            } else {
+                f->layer->forward(ctx, inputs, f->out);
+            }
             im.fromNchw(static_cast<const float*>(f->out.raw()), out, batch);
         });
-        describe(n, "float32 (its own layer on the CPU backend, on dequantized inputs)" +
-                        std::string(oq ? ", rounded onto its uint8 grid" : ""));
+        const std::string rounded = oq ? ", rounded onto its uint8 grid" : "";
+        if (f->projecting)
+            im.plan.emplace_back(n.name, [f, rounded] {
+                return "int8 matmul (" + f->projection->implementation() + ") for its '" + f->cwName +
+                       "' projection, then float32 (its own layer on the CPU backend)" + rounded;
+            });
+        else
+            describe(n, "float32 (its own layer on the CPU backend, on dequantized inputs)" + rounded);
         return out;
     };
 
@@ -382,15 +454,14 @@ Int8Engine::Int8Engine(const ExportModel& model, const std::map<std::string, Act
             continue;
         }
         if (n.type == "Conv2D" || n.type == "Dense") {
-            const std::vector<float>* w = weight(n, "weight");
+            const CompressibleWeight cw = type->int8Weight();
+            const std::vector<float>* w = weight(n, cw.weight);
             if (!w) refuse(n, "has no weight in the model");
             // Output channels: a convolution's filters, a Dense layer's units (its output's last axis).
             const int64_t filters = n.type == "Conv2D" ? shape[0] : shape[shape.rank() - 1];
-            ChannelQuantized qw = quantizeWeightPerChannel(*w, filters);
-            std::vector<int32_t> bias;
-            if (const std::vector<float>* b = weight(n, "bias")) bias = quantizeBias(*b, in.q.scale, qw.scales);
-            std::vector<float> scales(qw.scales.size());
-            for (size_t k = 0; k < scales.size(); ++k) scales[k] = in.q.scale * qw.scales[k] / (oq ? oq->scale : 1.0f);
+            ProductWeights qw = productWeights(n, cw, filters, in, oq);
+            std::vector<int32_t>& bias = qw.bias;
+            std::vector<float>& scales = qw.scales;
             out.buffer = im.newBuffer();
             out.quantized = oq != nullptr;
             if (oq) out.q = *oq;

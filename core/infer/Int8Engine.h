@@ -17,7 +17,9 @@
 //     output's; AvgPool2D, GlobalAvgPool and Add: dequantized, computed in float32 and requantized, where the QDQ
 //     graph has them (Add 16 values at a time, the global pooling's sums in int32 vectors: cpu::addOnGrids,
 //     cpu::channelSums).
-//   Dense over a sequence ([T, D]): the same int8 matmul over every position's row.
+//   Dense over a sequence ([T, D]): the same int8 matmul over every position's row; MultiHeadSelfAttention's
+//     Q, K, V projection (int8 in the file after a quantized input) the same way, into the layer's own buffer,
+//     before the rest of the layer runs as a float island (Layer.h's ProjectingLayer).
 // Every other node (LayerNorm, attention, Embedding, positional embeddings, sequence pooling, Softmax, Concat, ...),
 // and a node above whose input is float32 where its integer path needs uint8 (the ids an Embedding reads, a Dense
 // after a float32 tensor, whose weights the file then keeps float32), is a float island: its own Layer

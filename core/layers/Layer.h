@@ -185,6 +185,18 @@ protected:
     std::vector<Parameter> m_params;
 };
 
+// A layer whose forward starts by projecting its first input's rows by its int8Weight (x W^T + b, one row per
+// position: MultiHeadSelfAttention's packed Q, K, V): the int8 engine (core/infer/Int8Engine) computes that product
+// in integers into projection(), then has the layer do the rest (inference).
+class ProjectingLayer {
+public:
+    virtual ~ProjectingLayer() = default;
+    // Where the projection goes for `batch` samples: float32 [batch x rows per sample, projected width].
+    virtual float* projection(Backend& backend, int64_t batch) = 0;
+    // forward, given the projection already in projection(): the same output. inputs[0] is read for its shape.
+    virtual void forwardFromProjection(LayerContext& ctx, const std::vector<const Tensor*>& inputs, Tensor& output) = 0;
+};
+
 // The work and memory traffic of a layer, estimated from its shapes (Profile, MemoryEstimate).
 struct LayerCost {
     // Per sample: floating-point operations (a multiply-add counts 2) of forward, and of backward (input and
@@ -259,6 +271,10 @@ public:
     // ---- facts (params have passed normalizeParams; shapes per sample, as inferShape takes them) ----
     virtual LayerCost cost(const Json& params, const std::vector<Shape>& inputs, const Shape& output) const = 0;
     virtual CompressibleWeight compressibleWeight() const = 0;
+    // The weight an int8 export stores as int8 (and its bias as int32) when the layer's input is quantized
+    // (core/export/Quantize), and the int8 engine multiplies in integers: the compressible one, and for
+    // MultiHeadSelfAttention its packed Q, K, V projection (which pruning leaves whole).
+    virtual CompressibleWeight int8Weight() const { return compressibleWeight(); }
     virtual ChannelFacts channelFacts(const Json& params, const std::vector<Shape>& inputs,
                                       const Shape& output) const = 0;
     // Roles in a graph, false (none) for most types:

@@ -14,7 +14,7 @@
 namespace strata::layers {
 namespace {
 
-class AttentionLayer : public Layer {
+class AttentionLayer : public Layer, public ProjectingLayer {
 public:
     AttentionLayer(const Shape& in, int heads, float dropout, bool masked, bool bias)
         : m_t(toInt(in[0], "in", "length")),
@@ -29,14 +29,26 @@ public:
         Backend& be = ctx.backend;
         const Tensor& x = *in[0];
         const int n = batch(x), rows = toInt(int64_t(n) * m_t, "in", "batch x length");
+        float* qkv = projection(be, n);
+        be.gemm(false, true, rows, 3 * m_d, m_d, 1.0f, x.f32(), m_d, weight(0), m_d, 0.0f, qkv, 3 * m_d);
+        if (m_bias) be.addBiasRows(qkv, weight(1), rows, 3 * m_d);
+        forwardFromProjection(ctx, in, out);
+    }
+
+    float* projection(Backend& be, int64_t batch) override {
+        ensureBuffer(be, m_qkv, Shape{batch, m_t, 3 * int64_t(m_d)});
+        return m_qkv.f32();
+    }
+
+    void forwardFromProjection(LayerContext& ctx, const std::vector<const Tensor*>& in, Tensor& out) override {
+        Backend& be = ctx.backend;
+        const int n = batch(*in[0]);
         const int64_t T = m_t, D = m_d, H = m_h, perSample = H * T * T;
-        ensureBuffer(be, m_qkv, Shape{n, T, 3 * D});
         ensureBuffer(be, m_scores, Shape{n, H, T, T});
         ensureBuffer(be, m_probs, Shape{n, H, T, T});
         ensureBuffer(be, m_context, Shape{n, T, D});
-        float* qkv = m_qkv.f32();
-        be.gemm(false, true, rows, 3 * m_d, m_d, 1.0f, x.f32(), m_d, weight(0), m_d, 0.0f, qkv, 3 * m_d);
-        if (m_bias) be.addBiasRows(qkv, weight(1), rows, 3 * m_d);
+        const float* qkv = m_qkv.f32();
+        const int rows = n * m_t;
         // scores[b, h] = Q_bh K_bh^T / sqrt(dh), for each head over the whole batch
         for (int h = 0; h < m_h; ++h)
             be.gemmStridedBatched(false, true, m_t, m_t, m_dh, scale(), qkv + h * m_dh, 3 * m_d, T * 3 * D,
@@ -193,6 +205,7 @@ public:
         return c;
     }
     CompressibleWeight compressibleWeight() const override { return {}; }
+    CompressibleWeight int8Weight() const override { return {"in_weight", 0, "in_bias"}; }
     ChannelFacts channelFacts(const Json&, const std::vector<Shape>&, const Shape&) const override {
         return mixingFacts();
     }
