@@ -194,7 +194,7 @@ void writeOnnx(const std::string& path, const ExportModel& model, const OnnxExpo
     if (int8) {
         meta("strata.quantization",
              nlohmann::json{{"scheme", "int8 QDQ"},
-                            {"weights", "int8, symmetric, one scale per output channel (Conv2D and Dense)"},
+                            {"weights", "int8, symmetric, one scale per output channel (Conv2D, Dense, the attention's Q, K, V projection)"},
                             {"activations", "uint8, affine, one scale and zero point per tensor"},
                             {"calibration", calibrationMethodName(int8->options.method)},
                             {"calibration_samples", int8->samples},
