@@ -615,6 +615,19 @@ private slots:
                                                          "them (words, positions, attention, norm1, mean, probs)") !=
                          std::string::npos,
                  predictor.runtimeDescription().c_str());
+        // A product weight the file holds in float32 (its values not int8 times one scale per channel) runs in
+        // float32, as the file computes it: the attention's projection and a Dense layer, nudged off their grids.
+        ExportModel floats = f.file;
+        floats.weights.at("attention.in_weight")[5] += 1e-3f;
+        floats.weights.at("ff1.weight")[3] += 1e-3f;
+        Int8Engine mixed(floats, floats.int8Activations, 1);
+        for (const std::string& line : mixed.plan())
+            if (line.rfind("attention:", 0) == 0 || line.rfind("ff1:", 0) == 0)
+                QVERIFY2(line.find("int8 matmul") == std::string::npos && line.find("float32 (its own layer") != line.npos,
+                         line.c_str());
+        const std::vector<float> want = simulateInt8(floats, floats.int8Activations, f.inputs.data(), f.count);
+        const std::vector<float> got = mixed.run(f.inputs.data(), f.count);
+        QVERIFY2(maxAbsDiff(got, want) <= 0.02, qPrintable(QString::number(maxAbsDiff(got, want))));
         // The file's weights are what an island runs on: one it lacks is refused by name.
         ExportModel broken = f.file;
         QVERIFY(broken.weights.erase("norm1.gamma") == 1);

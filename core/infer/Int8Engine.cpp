@@ -251,17 +251,21 @@ Int8Engine::Int8Engine(const ExportModel& model, const std::map<std::string, Act
 
     // A product's int8 weights (one scale per output channel), int32 bias and requantization scales (input scale x
     // weight scale / output scale; float32 output without `oq`), from the file's weights as loadModelFile
-    // dequantizes them: they requantize exactly to the file's int8 values.
+    // dequantizes them: they requantize exactly to the file's int8 values. None when the file holds the weight in
+    // float32 (its values are not int8 x one scale per channel): the layer then runs in float32, as the file does.
     struct ProductWeights {
         std::vector<int8_t> values;
         std::vector<int32_t> bias;
         std::vector<float> scales;
     };
     auto productWeights = [&](const Node& n, const CompressibleWeight& cw, int64_t channels, const Value& in,
-                              const ActivationQuant* oq) {
+                              const ActivationQuant* oq) -> std::optional<ProductWeights> {
         const std::vector<float>* w = weight(n, cw.weight);
         if (!w) refuse(n, "has no '" + cw.weight + "' in the file");
         ChannelQuantized qw = quantizeWeightPerChannel(*w, channels);
+        const size_t perChannel = w->size() / static_cast<size_t>(channels);
+        for (size_t i = 0; i < w->size(); ++i)
+            if (float(qw.values[i]) * qw.scales[i / perChannel] != (*w)[i]) return std::nullopt;
         ProductWeights p;
         if (const std::vector<float>* b = cw.bias.empty() ? nullptr : weight(n, cw.bias))
             p.bias = quantizeBias(*b, in.q.scale, qw.scales);
@@ -312,13 +316,15 @@ Int8Engine::Int8Engine(const ExportModel& model, const std::map<std::string, Act
         // in int8 after a quantized input: that product in integers, the rest of the layer in float32.
         const CompressibleWeight cw = type.int8Weight();
         auto* projecting = dynamic_cast<ProjectingLayer*>(isl->layer.get());
-        if (projecting && !cw.weight.empty() && isl->ins[0].quantized && !isl->ins[0].nhwc) {
+        auto projectInInt8 = [&]() -> bool {
             const Value& x = isl->ins[0];
             const std::vector<float>* w = weight(n, cw.weight);
             const int64_t width = x.shape[x.shape.rank() - 1];
             if (!w || int64_t(w->size()) % width != 0) refuse(n, "has no '" + cw.weight + "' of its input's width");
             const int64_t outputs = int64_t(w->size()) / width;
-            ProductWeights pw = productWeights(n, cw, outputs, x, nullptr);
+            std::optional<ProductWeights> int8 = productWeights(n, cw, outputs, x, nullptr);
+            if (!int8) return false;  // the file holds it in float32
+            ProductWeights& pw = *int8;
             cpu::Int8MatmulSpec spec;
             spec.inputs = int(width);
             spec.outputs = int(outputs);
@@ -336,7 +342,9 @@ Int8Engine::Int8Engine(const ExportModel& model, const std::map<std::string, Act
             isl->cwName = cw.weight;
             isl->projectionRows = x.shape.numel() / width;
             isl->projectionMacs = double(isl->projectionRows) * double(w->size());
-        }
+            return true;
+        };
+        if (projecting && !cw.weight.empty() && isl->ins[0].quantized && !isl->ins[0].nhwc) projectInInt8();
         FloatIsland* f = isl.get();
         im.islands.push_back(std::move(isl));
         im.islandNodes.push_back(n.name);
@@ -459,7 +467,12 @@ Int8Engine::Int8Engine(const ExportModel& model, const std::map<std::string, Act
             if (!w) refuse(n, "has no weight in the model");
             // Output channels: a convolution's filters, a Dense layer's units (its output's last axis).
             const int64_t filters = n.type == "Conv2D" ? shape[0] : shape[shape.rank() - 1];
-            ProductWeights qw = productWeights(n, cw, filters, in, oq);
+            std::optional<ProductWeights> int8 = productWeights(n, cw, filters, in, oq);
+            if (!int8) {  // the file holds the weight in float32
+                im.values[id] = island(n, id, *type, params, shape, oq);
+                continue;
+            }
+            ProductWeights& qw = *int8;
             std::vector<int32_t>& bias = qw.bias;
             std::vector<float>& scales = qw.scales;
             out.buffer = im.newBuffer();
