@@ -111,6 +111,13 @@ def main():
     rows = []
     for project in a.projects:
         name = os.path.splitext(os.path.basename(project))[0]
+        with open(project) as f:
+            dataset = json.load(f).get("dataset", {})
+        train_path = dataset.get("train_path", "")
+        if train_path and not os.path.exists(os.path.join(os.path.dirname(os.path.abspath(project)), train_path)):
+            print(f"int8_bench: {name} skipped: {train_path} is missing (for the Debian corpora: /usr/bin/python3 "
+                  f"tools/make_debian_sections_dataset.py)", file=sys.stderr)
+            continue
         ckpt = os.path.join(a.work, name + "-ckpt")
         int8_file = os.path.join(a.work, name + "-int8.onnx")
         f32_file = os.path.join(a.work, name + ".onnx")
