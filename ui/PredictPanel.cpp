@@ -499,7 +499,11 @@ void PredictPanel::loadModel(const QString& path) {
         if (!s->model.int8Activations.empty()) {
             try {
                 s->int8 = std::make_unique<Int8Engine>(s->model, s->model.int8Activations);
-                s->runtime = tr("int8 engine");
+                const size_t islands = s->int8->floatIslands().size();
+                s->runtime = islands == 0 ? tr("int8 engine")
+                                          : tr("int8 engine (%n layer(s) in float32 between the grids, as the file "
+                                               "has them)",
+                                               nullptr, int(islands));
             } catch (const std::exception& e) {
                 s->runtime = tr("float32 on the dequantized weights, not the int8 engine: %1").arg(q(e.what()));
             }
