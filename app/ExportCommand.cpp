@@ -159,8 +159,8 @@ int exportCommand(const ExportArgs& a, std::ostream& out) {
                 // A checkpoint does not say where its project file was: relative data paths are the current
                 // folder's.
                 if (!projectPath.empty() || fs::path(e.path()).is_absolute()) throw;
-                throw std::runtime_error(std::string(e.what()) + " (--quantize int8 calibrates on the training data: '" +
-                                         e.path() +
+                throw std::runtime_error(std::string(e.what()) +
+                                         " (--quantize int8 calibrates on the training data: '" + e.path() +
                                          "', as the checkpoint's project names it, was looked for from the current "
                                          "folder; export from the project's folder, or give the project file)");
             }

@@ -595,7 +595,8 @@ private slots:
                                  "residual2", "mean", "logits"})
             EXPECT_GRID(c, node, 2, 0.97);
         // The logits are the last quantized tensor; the softmax's output is float32.
-        QVERIFY2(maxAbsDiff(c.engine, c.simulated) <= 0.02, qPrintable(QString::number(maxAbsDiff(c.engine, c.simulated))));
+        QVERIFY2(maxAbsDiff(c.engine, c.simulated) <= 0.02,
+                 qPrintable(QString::number(maxAbsDiff(c.engine, c.simulated))));
         Int8Engine engine(f.file, f.file.int8Activations, 1);
         std::map<std::string, std::string> how;
         for (const std::string& line : engine.plan()) how[line.substr(0, line.find(':'))] = line;
@@ -623,8 +624,9 @@ private slots:
         Int8Engine mixed(floats, floats.int8Activations, 1);
         for (const std::string& line : mixed.plan())
             if (line.rfind("attention:", 0) == 0 || line.rfind("ff1:", 0) == 0)
-                QVERIFY2(line.find("int8 matmul") == std::string::npos && line.find("float32 (its own layer") != line.npos,
-                         line.c_str());
+                QVERIFY2(
+                    line.find("int8 matmul") == std::string::npos && line.find("float32 (its own layer") != line.npos,
+                    line.c_str());
         const std::vector<float> want = simulateInt8(floats, floats.int8Activations, f.inputs.data(), f.count);
         const std::vector<float> got = mixed.run(f.inputs.data(), f.count);
         QVERIFY2(maxAbsDiff(got, want) <= 0.02, qPrintable(QString::number(maxAbsDiff(got, want))));
@@ -650,8 +652,8 @@ private slots:
         const int in = g.addNode("Input", "input", Json{{"shape", {3, 6, 5}}});
         const int c1 = g.addNode("Conv2D", "conv1", Json{{"filters", 6}, {"kernel", {3, 3}}, {"padding", {1, 1}}});
         const int up = g.addNode("Upsample2D", "up", Json{{"scale", {2, 2}}, {"mode", "bilinear"}});
-        const int tr = g.addNode("ConvTranspose2D", "deconv",
-                                 Json{{"filters", 6}, {"kernel", {2, 2}}, {"stride", {2, 2}}});
+        const int tr =
+            g.addNode("ConvTranspose2D", "deconv", Json{{"filters", 6}, {"kernel", {2, 2}}, {"stride", {2, 2}}});
         const int cat = g.addNode("Concat", "cat", Json::object());
         const int c2 = g.addNode("Conv2D", "conv2", Json{{"filters", 5}, {"kernel", {3, 3}}});
         const int flat = g.addNode("Flatten", "flatten", Json::object());

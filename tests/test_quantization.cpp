@@ -357,7 +357,7 @@ private slots:
                               "attention.in_bias/int32"})
             QVERIFY2(info.integerInitializers.count(w), w);
         QVERIFY(info.initializer("attention.out_weight"));  // its input (the heads' context) is not quantized
-        QVERIFY(info.initializer("words.weight"));  // the embedding stays float32
+        QVERIFY(info.initializer("words.weight"));          // the embedding stays float32
         const ExportModel file = loadModelFile(path("transformer.onnx"));
         const std::vector<float> simulated =
             simulateInt8(file, file.int8Activations, samples.inputs.data(), samples.count);

@@ -169,8 +169,7 @@ struct Int8Engine::Impl {
         auto put = [&](auto* dst, auto convert) {
             for (int64_t s = 0; s < batch; ++s)
                 for (int64_t ch = 0; ch < c; ++ch)
-                    for (int64_t i = 0; i < hw; ++i)
-                        dst[s * per + i * c + ch] = convert(src[s * per + ch * hw + i]);
+                    for (int64_t i = 0; i < hw; ++i) dst[s * per + i * c + ch] = convert(src[s * per + ch * hw + i]);
         };
         if (v.quantized)
             put(u8(v, batch).data(), [&v](float x) { return quantize(x, v.q); });

@@ -23,8 +23,8 @@
 // Every other node (LayerNorm, attention, Embedding, positional embeddings, sequence pooling, Softmax, Concat, ...),
 // a node above whose input is float32 where its integer path needs uint8 (the ids an Embedding reads, a Dense
 // after a float32 tensor, whose weights the file then keeps float32), and a product whose weight the file holds
-// in float32 (its values are not int8 times one scale per channel, checked at construction), is a float island: its own Layer
-// (LayerType::create) in float32 on a CPU backend, on its inputs dequantized (NCHW), with the file's weights, its
+// in float32 (its values are not int8 times one scale per channel, checked at construction), is a float island: its own
+// Layer (LayerType::create) in float32 on a CPU backend, on its inputs dequantized (NCHW), with the file's weights, its
 // output rounded onto its grid where the file quantizes it: what the QDQ graph computes between its
 // DequantizeLinears and its QuantizeLinear, and what the simulation runs (the same layer on the same values, so
 // the same result). Nothing is refused for its layer type; a node the file lacks weights for is, by name.
