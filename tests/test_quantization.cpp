@@ -370,6 +370,14 @@ private slots:
               static_cast<long long>(samples.count), diff);
         QVERIFY2(diff <= 1e-4, qPrintable(QString::number(diff)));
         QCOMPARE(sameArgmax(ort.output(0), simulated, samples.count, 4), samples.count);
+        // The Export dialog's check of the file (word ids as the data): on the int8 engine where it runs, against
+        // the simulation of the same file.
+        const ExportCheckResult check = checkExport(m, path("transformer.onnx"), samples, m.normalization, 100);
+        if (cpu::int8Unavailable().empty()) {
+            QCOMPARE(check.runtime, std::string("Strata int8 engine"));
+            QCOMPARE(check.int8SameAsSimulation, check.samples);
+        }
+        QCOMPARE(check.samples, int64_t(100));
     }
 
     void prunedModelsRunInOnnxruntime() {
