@@ -642,6 +642,24 @@ private slots:
         }
     }
 
+    // A text CNN: each Conv1D (its weight int8 in the file, one scale per filter on axis 1 of [kernel, filters,
+    // channels]) runs as an int8 convolution of height 1 on the channels-last sequence, strided and dilated too.
+    void textConv1D() {
+        const int64_t length = 12, vocab = 25;
+        const Int8File f =
+            int8File(test::smallTextCnnProject(length, vocab), path("textcnn.onnx"),
+                     test::tokenIdSplit(200, length, vocab, 51), test::tokenIdSplit(300, length, vocab, 52).inputs);
+        const Compared c = compare(f);
+        for (const char* node : {"words", "trigrams", "skips", "mean"}) EXPECT_GRID(c, node, 1, 0.99);
+        QVERIFY(maxAbsDiff(c.engine, c.simulated) <= 0.02 * range(c.simulated));
+        Int8Engine engine(f.file, f.file.int8Activations, 1);
+        int convolutions = 0;
+        for (const std::string& line : engine.plan())
+            convolutions += (line.rfind("trigrams:", 0) == 0 || line.rfind("skips:", 0) == 0) &&
+                            line.find("int8 convolution") != line.npos;
+        QCOMPARE(convolutions, 2);
+    }
+
     // Image layers without an integer path between int8 convolutions: the islands take channel-last uint8 values
     // in the graph's NCHW order and give theirs back channels last (a transposition missed either way moves
     // values by many steps). Upsample2D, ConvTranspose2D and Concat of two grids.

@@ -378,6 +378,26 @@ private slots:
             QCOMPARE(check.int8SameAsSimulation, check.samples);
         }
         QCOMPARE(check.samples, int64_t(100));
+        // A text CNN: its Conv1D weights int8 with one scale per filter (axis 1 of [kernel, filters, channels]), read
+        // back as written, and onnxruntime computes what the simulation does.
+        const ExportModel cnn = untrainedExportModel(test::smallTextCnnProject(length, vocab), "");
+        test::writeInt8Onnx(path("textcnn.onnx"), cnn, calibration);
+        const OnnxModelInfo cnnInfo = readOnnx(path("textcnn.onnx"));
+        QCOMPARE(cnnInfo.integerInitializers.at("trigrams.weight/int8").values.size(), size_t(3 * 6 * 8));
+        QVERIFY(cnnInfo.integerInitializers.count("trigrams.bias/int32"));
+        const ExportModel cnnFile = loadModelFile(path("textcnn.onnx"));
+        const ChannelQuantized q = quantizeWeightAlongAxis(cnn.weights.at("skips.weight"), Shape{2, 5, 6}, 1);
+        QCOMPARE(q.scales.size(), size_t(5));
+        for (size_t i = 0; i < q.values.size(); ++i)
+            QCOMPARE(cnnFile.weights.at("skips.weight")[i], float(q.values[i]) * q.scales[(i / 6) % 5]);
+        const std::vector<float> cnnSimulated =
+            simulateInt8(cnnFile, cnnFile.int8Activations, samples.inputs.data(), samples.count);
+        test::OnnxRuntimeBatch cnnOrt;
+        cnnOrt.add(path("textcnn.onnx"), samples.inputs, {samples.count, length});
+        const std::string cnnErr = cnnOrt.run();
+        QVERIFY2(cnnErr.empty(), cnnErr.c_str());
+        QVERIFY2(maxAbsDiff(cnnOrt.output(0), cnnSimulated) <= 1e-4,
+                 qPrintable(QString::number(maxAbsDiff(cnnOrt.output(0), cnnSimulated))));
     }
 
     void prunedModelsRunInOnnxruntime() {

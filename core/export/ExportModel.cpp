@@ -175,7 +175,7 @@ ExportModel loadGgufExport(const std::string& path, const WeightLoadOptions& opt
 }
 
 // A parameter stored as integers behind a DequantizeLinear (an int8 file): (q - zero point) * scale, per
-// channel of axis 0 or per tensor.
+// channel of its axis (0 for most; Conv1D's filters are axis 1) or per tensor.
 std::vector<float> dequantizedInitializer(const OnnxModelInfo& info, const OnnxNodeInfo& dq, const ExportParameter& p,
                                           const std::string& path) {
     const std::string where = "'" + p.name + "' (" + dq.name + "): ";
@@ -191,16 +191,18 @@ std::vector<float> dequantizedInitializer(const OnnxModelInfo& info, const OnnxN
     if (static_cast<int64_t>(qv.size()) != p.shape.numel())
         throw FormatError(path, where + std::to_string(qv.size()) + " values, the graph expects " + p.shape.toString());
     const auto axisIt = dq.intAttributes.find("axis");
-    const int64_t channels = scale.size() == 1 ? 1 : p.shape[0];
-    if (scale.size() != zv.size() || (scale.size() != 1 && (static_cast<int64_t>(scale.size()) != channels ||
-                                                            axisIt == dq.intAttributes.end() || axisIt->second != 0)))
+    const int64_t axis = axisIt == dq.intAttributes.end() ? 1 : axisIt->second;  // ONNX's default axis is 1
+    const int64_t channels = scale.size() == 1 ? 1 : axis >= 0 && axis < p.shape.rank() ? p.shape[axis] : -1;
+    if (scale.size() != zv.size() || (scale.size() != 1 && static_cast<int64_t>(scale.size()) != channels))
         throw FormatError(path, where + std::to_string(scale.size()) +
-                                    " scales: expected one, or one per channel "
-                                    "of axis 0");
+                                    " scales: expected one, or one per channel of its axis (" + std::to_string(axis) +
+                                    ")");
     std::vector<float> out(qv.size());
-    const size_t per = out.size() / static_cast<size_t>(channels);
+    // The channel of value i: (i / inner) % channels, inner the values after the axis.
+    const size_t inner =
+        scale.size() == 1 ? out.size() : static_cast<size_t>(p.shape.product(axis + 1, p.shape.rank()));
     for (size_t i = 0; i < out.size(); ++i) {
-        const size_t c = i / per;
+        const size_t c = scale.size() == 1 ? 0 : (i / inner) % static_cast<size_t>(channels);
         out[i] = static_cast<float>(qv[i] - zv[c]) * scale[c];
     }
     return out;

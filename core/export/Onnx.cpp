@@ -236,15 +236,15 @@ void writeOnnx(const std::string& path, const ExportModel& model, const OnnxExpo
         for (const ExportParameter& p : params)
             if (p.name == w) spec = &p;
         if (!spec) throw OnnxExportError(n.name + ": parameter '" + cw.weight + "' is missing");
-        const int64_t channels = spec->shape[0];
-        const ChannelQuantized q = quantizeWeightPerChannel(model.weights.at(w), channels);  // axis 0
+        const int64_t channels = spec->shape[cw.axis];
+        const ChannelQuantized q = quantizeWeightAlongAxis(model.weights.at(w), spec->shape, cw.axis);
         const std::vector<int8_t> zeros(static_cast<size_t>(channels), 0);
         b.intInit(w + "/int8", onnx::TensorProto::INT8, spec->shape.dims(), q.values);
         b.floatInit(w + "/scale", Shape{channels}, q.scales);
         b.intInit(w + "/zero_point", onnx::TensorProto::INT8, {channels}, zeros);
         OnnxBuilder::attr(
             b.node("DequantizeLinear", w + "/dequantize", {w + "/int8", w + "/scale", w + "/zero_point"}, w), "axis",
-            int64_t{0});
+            int64_t{cw.axis});
         names.push_back(w);
         if (useBias) {
             const std::string bias = n.name + "." + cw.bias;

@@ -886,9 +886,11 @@ void writeConv1D(Writer& w) {
     const Json& p = w.params;
     // ONNX convolves [N, C, T] with a [F, C, K] weight; Strata keeps [N, T, C] and [K, F, C].
     w.node("Transpose", y + "/to_nct", w.inputs, y + "/nct").attr("perm", Ints{0, 2, 1});
-    w.node("Transpose", y + "/weight_fck", {w.weight("weight")}, y + "/weight_fck").attr("perm", Ints{1, 2, 0});
+    // The weight and bias: int8 and int32 in an int8 export (LayerType::int8Weight).
+    const std::vector<std::string> weights = w.int8Weights();
+    w.node("Transpose", y + "/weight_fck", {weights[0]}, y + "/weight_fck").attr("perm", Ints{1, 2, 0});
     std::vector<std::string> in{y + "/nct", y + "/weight_fck"};
-    if (p.at("use_bias").get<bool>()) in.push_back(w.weight("bias"));
+    if (weights.size() > 1) in.push_back(weights[1]);
     const int64_t k = p.at("kernel").get<int64_t>(), pad = p.at("padding").get<int64_t>();
     w.node("Conv", y + "/conv", in, y + "/nft")
         .attr("kernel_shape", Ints{k})

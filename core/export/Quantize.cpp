@@ -137,6 +137,30 @@ ChannelQuantized quantizeWeightPerChannel(const std::vector<float>& values, int6
     return q;
 }
 
+ChannelQuantized quantizeWeightAlongAxis(const std::vector<float>& values, const Shape& shape, int axis) {
+    if (axis < 0 || axis >= shape.rank() || shape.numel() != static_cast<int64_t>(values.size()))
+        throw std::invalid_argument("int8 weights: " + std::to_string(values.size()) + " values are not " +
+                                    shape.toString() + " with channels on axis " + std::to_string(axis));
+    if (axis == 0) return quantizeWeightPerChannel(values, shape[0]);
+    // Gathered channel by channel, quantized as axis 0, and put back in place.
+    const int64_t channels = shape[axis], inner = shape.product(axis + 1, shape.rank()),
+                  outer = shape.numel() / (channels * inner);
+    std::vector<float> gathered(values.size());
+    auto at = [&](int64_t o, int64_t c, int64_t i) { return static_cast<size_t>((o * channels + c) * inner + i); };
+    auto slot = [&](int64_t o, int64_t c, int64_t i) { return static_cast<size_t>((c * outer + o) * inner + i); };
+    for (int64_t o = 0; o < outer; ++o)
+        for (int64_t c = 0; c < channels; ++c)
+            for (int64_t i = 0; i < inner; ++i) gathered[slot(o, c, i)] = values[at(o, c, i)];
+    const ChannelQuantized g = quantizeWeightPerChannel(gathered, channels);
+    ChannelQuantized q;
+    q.scales = g.scales;
+    q.values.resize(values.size());
+    for (int64_t o = 0; o < outer; ++o)
+        for (int64_t c = 0; c < channels; ++c)
+            for (int64_t i = 0; i < inner; ++i) q.values[at(o, c, i)] = g.values[slot(o, c, i)];
+    return q;
+}
+
 std::vector<int32_t> quantizeBias(const std::vector<float>& bias, float inputScale,
                                   const std::vector<float>& weightScales) {
     if (bias.size() != weightScales.size())

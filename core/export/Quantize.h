@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "core/graph/Graph.h"
+#include "core/tensor/Shape.h"
 
 namespace strata {
 
@@ -59,6 +60,9 @@ struct ChannelQuantized {
     std::vector<float> scales;  // one per channel
 };
 ChannelQuantized quantizeWeightPerChannel(const std::vector<float>& values, int64_t channels);
+// The same with the channels along `axis` of `shape` (values in that shape's row-major order, kept): Conv1D's
+// [kernel, filters, channels] weight has its output channels on axis 1.
+ChannelQuantized quantizeWeightAlongAxis(const std::vector<float>& values, const Shape& shape, int axis);
 // A bias as int32 at scale inputScale * weightScales[c] (a float32 product, as the file stores it), zero point 0
 // (saturating).
 std::vector<int32_t> quantizeBias(const std::vector<float>& bias, float inputScale,

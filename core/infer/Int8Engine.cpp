@@ -257,14 +257,21 @@ Int8Engine::Int8Engine(const ExportModel& model, const std::map<std::string, Act
         std::vector<int32_t> bias;
         std::vector<float> scales;
     };
-    auto productWeights = [&](const Node& n, const CompressibleWeight& cw, int64_t channels, const Value& in,
+    // `weightShape`: the weight's shape with its output channels on axis cw.axis (a [channels, rest] view will do
+    // for axis 0).
+    auto productWeights = [&](const Node& n, const CompressibleWeight& cw, const Shape& weightShape, const Value& in,
                               const ActivationQuant* oq) -> std::optional<ProductWeights> {
         const std::vector<float>* w = weight(n, cw.weight);
         if (!w) refuse(n, "has no '" + cw.weight + "' in the file");
-        ChannelQuantized qw = quantizeWeightPerChannel(*w, channels);
-        const size_t perChannel = w->size() / static_cast<size_t>(channels);
+        if (weightShape.numel() != static_cast<int64_t>(w->size()))
+            refuse(n, "has " + std::to_string(w->size()) + " values of '" + cw.weight + "', not " +
+                          weightShape.toString());
+        ChannelQuantized qw = quantizeWeightAlongAxis(*w, weightShape, cw.axis);
+        const int64_t channels = weightShape[cw.axis];
+        const auto inner = static_cast<size_t>(weightShape.product(cw.axis + 1, weightShape.rank()));
         for (size_t i = 0; i < w->size(); ++i)
-            if (float(qw.values[i]) * qw.scales[i / perChannel] != (*w)[i]) return std::nullopt;
+            if (float(qw.values[i]) * qw.scales[(i / inner) % static_cast<size_t>(channels)] != (*w)[i])
+                return std::nullopt;
         ProductWeights p;
         if (const std::vector<float>* b = cw.bias.empty() ? nullptr : weight(n, cw.bias))
             p.bias = quantizeBias(*b, in.q.scale, qw.scales);
@@ -321,7 +328,7 @@ Int8Engine::Int8Engine(const ExportModel& model, const std::map<std::string, Act
             const int64_t width = x.shape[x.shape.rank() - 1];
             if (!w || int64_t(w->size()) % width != 0) refuse(n, "has no '" + cw.weight + "' of its input's width");
             const int64_t outputs = int64_t(w->size()) / width;
-            std::optional<ProductWeights> int8 = productWeights(n, cw, outputs, x, nullptr);
+            std::optional<ProductWeights> int8 = productWeights(n, cw, Shape{outputs, width}, x, nullptr);
             if (!int8) return false;  // the file holds it in float32
             ProductWeights& pw = *int8;
             cpu::Int8MatmulSpec spec;
@@ -466,7 +473,8 @@ Int8Engine::Int8Engine(const ExportModel& model, const std::map<std::string, Act
             if (!w) refuse(n, "has no weight in the model");
             // Output channels: a convolution's filters, a Dense layer's units (its output's last axis).
             const int64_t filters = n.type == "Conv2D" ? shape[0] : shape[shape.rank() - 1];
-            std::optional<ProductWeights> int8 = productWeights(n, cw, filters, in, oq);
+            std::optional<ProductWeights> int8 =
+                productWeights(n, cw, Shape{filters, int64_t(w->size()) / filters}, in, oq);
             if (!int8) {  // the file holds the weight in float32
                 im.values[id] = island(n, id, *type, params, shape, oq);
                 continue;
@@ -542,6 +550,56 @@ Int8Engine::Int8Engine(const ExportModel& model, const std::map<std::string, Act
             im.plan.emplace_back(n.name, [what, k] { return what + " (" + k->implementation() + ")"; });
             im.values[id] = out;
             continue;
+        }
+        // Conv1D over a [length, channels] value, which is channels last already: a convolution of height 1, its
+        // [kernel, filters, channels] weight (one scale per filter, axis 1) as [filters, channels, 1, kernel].
+        if (n.type == "Conv1D" && in.quantized && !in.nhwc && in.shape.rank() == 2 && in.flatFrom.empty()) {
+            const CompressibleWeight cw = type->int8Weight();
+            const int64_t kernel = params.at("kernel").get<int64_t>(), filters = shape[1], channels = in.shape[1];
+            std::optional<ProductWeights> int8 = productWeights(n, cw, Shape{kernel, filters, channels}, in, oq);
+            if (int8) {
+                cpu::Int8ConvSpec s;
+                s.channels = int(channels);
+                s.height = 1;
+                s.width = int(in.shape[0]);
+                s.filters = int(filters);
+                s.kernelW = int(kernel);
+                s.strideW = params.at("stride").get<int>();
+                s.padW = params.at("padding").get<int>();
+                s.dilationW = params.at("dilation").get<int>();
+                s.weights.resize(int8->values.size());
+                for (int64_t k = 0; k < kernel; ++k)
+                    for (int64_t f = 0; f < filters; ++f)
+                        for (int64_t c = 0; c < channels; ++c)
+                            s.weights[size_t((f * channels + c) * kernel + k)] =
+                                int8->values[size_t((k * filters + f) * channels + c)];
+                s.bias = std::move(int8->bias);
+                s.scales = std::move(int8->scales);
+                s.srcZeroPoint = in.q.zeroPoint;
+                s.dstZeroPoint = oq ? oq->zeroPoint : 0;
+                s.f32Output = !oq;
+                std::unique_ptr<cpu::Int8Kernel> kernelStep;
+                try {
+                    kernelStep = cpu::makeInt8Conv(s);
+                } catch (const std::runtime_error& e) {
+                    refuse(n, e.what());
+                }
+                cpu::Int8Kernel* k = kernelStep.get();
+                im.kernels.push_back(std::move(kernelStep));
+                out.buffer = im.newBuffer();
+                out.quantized = oq != nullptr;
+                if (oq) out.q = *oq;
+                const double macs = double(shape.numel()) * double(kernel * channels);
+                im.steps.push_back([&im, in, out, k, macs](int64_t batch) {
+                    void* dst = out.quantized ? static_cast<void*>(im.u8(out, batch).data())
+                                              : static_cast<void*>(im.f32(out, batch).data());
+                    k->run(threadsFor(im.threads, macs * double(batch), im.small.macs), batch, im.u8(in, batch).data(),
+                           dst);
+                });
+                im.plan.emplace_back(n.name, [k] { return "int8 convolution (" + k->implementation() + ")"; });
+                im.values[id] = out;
+                continue;
+            }
         }
         if (n.type == "MaxPool2D" && !(in.quantized && in.nhwc)) {
             im.values[id] = island(n, id, *type, params, shape, oq);

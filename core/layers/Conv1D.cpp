@@ -224,6 +224,8 @@ public:
         return c;
     }
     CompressibleWeight compressibleWeight() const override { return {}; }
+    // Its filters are axis 1 of the [kernel, filters, channels] weight.
+    CompressibleWeight int8Weight() const override { return {"weight", 1, "bias"}; }
     ChannelFacts channelFacts(const Json&, const std::vector<Shape>&, const Shape&) const override {
         return mixingFacts();
     }

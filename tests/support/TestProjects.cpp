@@ -141,6 +141,21 @@ Project smallTransformerProject(int64_t length, int64_t vocab) {
     return p;
 }
 
+Project smallTextCnnProject(int64_t length, int64_t vocab) {
+    Project p;
+    p.name = "small text cnn";
+    addChain(p.graph, {{"Input", "tokens", Json{{"shape", {length}}}},
+                       {"Embedding", "words", Json{{"vocab", vocab}, {"dim", 8}}},
+                       {"Conv1D", "trigrams", Json{{"filters", 6}, {"kernel", 3}, {"padding", 1}}},
+                       {"ReLU", "relu"},
+                       {"Conv1D", "skips",
+                        Json{{"filters", 5}, {"kernel", 2}, {"stride", 2}, {"dilation", 2}, {"use_bias", false}}},
+                       {"SequenceMeanPool", "mean"},
+                       {"Dense", "logits", Json{{"units", 3}}}});
+    useBlobs(p, 64, 3, {length});
+    return p;
+}
+
 DataSplit tokenIdSplit(int64_t count, int64_t length, int64_t vocab, unsigned seed) {
     DataSplit s;
     s.sampleShape = Shape{length};

@@ -80,6 +80,10 @@ ExportModel sentimentAttentionModel();
 // "residual1" -> LayerNorm "norm1" -> Dense "ff1" (32) -> GELU "gelu" -> Dense "ff2" (16) -> Add "residual2" ->
 // masked SequenceMeanPool "mean" -> Dense "logits" -> Softmax "probs"; trained on blobs (set the data for real use).
 Project smallTransformerProject(int64_t length, int64_t vocab);
+// A text CNN over the same ids, 3 classes: Embedding "words" (8) -> Conv1D "trigrams" (6 filters, kernel 3, padding
+// 1) -> ReLU "relu" -> Conv1D "skips" (5 filters, kernel 2, stride 2, dilation 2, no bias) -> SequenceMeanPool
+// "mean" -> Dense "logits".
+Project smallTextCnnProject(int64_t length, int64_t vocab);
 // `count` samples of such ids: 3 to `length` real words each, then padding.
 DataSplit tokenIdSplit(int64_t count, int64_t length, int64_t vocab, unsigned seed);
 
