@@ -193,14 +193,14 @@ void writeOnnx(const std::string& path, const ExportModel& model, const OnnxExpo
     std::set<int> quantized;
     if (int8) {
         meta("strata.quantization",
-             nlohmann::json{
-                 {"scheme", "int8 QDQ"},
-                 {"weights",
-                  "int8, symmetric, one scale per output channel (Conv2D, Dense, the attention's Q, K, V projection)"},
-                 {"activations", "uint8, affine, one scale and zero point per tensor"},
-                 {"calibration", calibrationMethodName(int8->options.method)},
-                 {"calibration_samples", int8->samples},
-                 {"percentile", int8->options.percentile}}
+             nlohmann::json{{"scheme", "int8 QDQ"},
+                            {"weights",
+                             "int8, symmetric, one scale per output channel (Conv2D, Conv1D, Dense, the attention's Q, "
+                             "K, V projection)"},
+                            {"activations", "uint8, affine, one scale and zero point per tensor"},
+                            {"calibration", calibrationMethodName(int8->options.method)},
+                            {"calibration_samples", int8->samples},
+                            {"percentile", int8->options.percentile}}
                  .dump());
         quantized = quantizedOutputs(graph);
     }

@@ -9,12 +9,12 @@
 // the normalized input, and the output of every node except the graph's output (logits stay float32), Dropout
 // (inference passes its input on) and ids that feed an Embedding or a padding mask. A node whose only consumer
 // is a ReLU takes the ReLU's range, so its QuantizeLinear already clamps at zero and onnxruntime drops the
-// ReLU. Each layer's int8 weight (LayerType::int8Weight: Conv2D's and Dense's weight, MultiHeadSelfAttention's
-// packed Q, K, V projection) is quantized when its input is, its bias as int32; other parameters (the attention's
-// output projection, whose input is not a quantized tensor, BatchNorm, LayerNorm, Embedding) stay float32. The export
-// folds every BatchNorm that follows a Conv2D or Dense into it before calibrating (FoldBatchNorm.h's
-// prepareInt8Export), so only the BatchNorms that cannot be folded reach this graph. Which layer is which is its type's
-// fact (LayerType), never its name.
+// ReLU. Each layer's int8 weight (LayerType::int8Weight: Conv2D's, Conv1D's and Dense's weight,
+// MultiHeadSelfAttention's packed Q, K, V projection) is quantized when its input is, its bias as int32; other
+// parameters (the attention's output projection, whose input is not a quantized tensor, BatchNorm, LayerNorm,
+// Embedding) stay float32. The export folds every BatchNorm that follows a Conv2D or Dense into it before calibrating
+// (FoldBatchNorm.h's prepareInt8Export), so only the BatchNorms that cannot be folded reach this graph. Which layer is
+// which is its type's fact (LayerType), never its name.
 //
 // simulateInt8 runs exactly that arithmetic in Strata (weights as the file dequantizes them, activations
 // rounded to their uint8 grid after each layer): the accuracy the export reports, and the Export dialog's
