@@ -17,6 +17,8 @@
 //     output's; AvgPool2D, GlobalAvgPool and Add: dequantized, computed in float32 and requantized, where the QDQ
 //     graph has them (Add 16 values at a time, the global pooling's sums in int32 vectors: cpu::addOnGrids,
 //     cpu::channelSums).
+//   Conv1D over a [length, channels] sequence (channels last already): an int8 convolution of height 1, its
+//     [kernel, filters, channels] weight with one scale per filter;
 //   Dense over a sequence ([T, D]): the same int8 matmul over every position's row; MultiHeadSelfAttention's
 //     Q, K, V projection (int8 in the file after a quantized input) the same way, into the layer's own buffer,
 //     before the rest of the layer runs as a float island (Layer.h's ProjectingLayer).
