@@ -38,16 +38,6 @@ int valueSource(const Graph& graph, int node) {
     return node;
 }
 
-// Whether the edge's consumer reads token ids on that port (an Embedding; LayerType::inputDifferentiable).
-bool readsIds(const Graph& graph, const Edge& e) {
-    const LayerType* type = graph.layerType(e.to.node);
-    if (!type) return false;
-    const std::vector<std::string> ports = graph.inputPorts(e.to.node);
-    for (size_t k = 0; k < ports.size(); ++k)
-        if (ports[k] == e.to.port) return !type->inputDifferentiable(static_cast<int>(k));
-    return false;
-}
-
 // Per-tensor statistics over the calibration samples.
 struct RangeStats {
     float lo = std::numeric_limits<float>::infinity();
@@ -184,6 +174,15 @@ CalibrationMethod parseCalibrationMethod(const std::string& text) {
     if (text == "minmax" || text == "min-max") return CalibrationMethod::MinMax;
     if (text == "percentile") return CalibrationMethod::Percentile;
     throw std::invalid_argument("unknown calibration method '" + text + "' (minmax or percentile)");
+}
+
+bool readsIds(const Graph& graph, const Edge& e) {
+    const LayerType* type = graph.layerType(e.to.node);
+    if (!type) return false;
+    const std::vector<std::string> ports = graph.inputPorts(e.to.node);
+    for (size_t k = 0; k < ports.size(); ++k)
+        if (ports[k] == e.to.port) return !type->inputDifferentiable(static_cast<int>(k));
+    return false;
 }
 
 std::set<int> quantizedOutputs(const Graph& graph) {

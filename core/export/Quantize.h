@@ -85,6 +85,9 @@ struct Int8Calibration {
     std::map<std::string, ActivationQuant> activations;  // by node name (the Input: its normalized value)
 };
 
+// Whether the edge's consumer reads token ids on that port (an Embedding; LayerType::inputDifferentiable).
+bool readsIds(const Graph& graph, const Edge& e);
+
 // The nodes (ids) whose outputs are quantized (see above).
 std::set<int> quantizedOutputs(const Graph& graph);
 

@@ -119,13 +119,8 @@ std::vector<float> timingInputs(const Project& project, const Shape& sample, int
     const GraphAnalysis analysis = analyzeGraph(project.graph);
     for (const Edge& e : project.graph.edges()) {
         const LayerType* from = project.graph.layerType(e.from.node);
-        const LayerType* to = project.graph.layerType(e.to.node);
-        if (!from || !to || !from->isGraphInput()) continue;
-        const std::vector<std::string> ports = project.graph.inputPorts(e.to.node);
-        for (size_t k = 0; k < ports.size(); ++k)
-            if (ports[k] == e.to.port && !to->inputDifferentiable(static_cast<int>(k)) &&
-                analysis.params.count(e.to.node))
-                vocab = std::max<int64_t>(vocab, analysis.params.at(e.to.node).value("vocab", int64_t{0}));
+        if (from && from->isGraphInput() && readsIds(project.graph, e) && analysis.params.count(e.to.node))
+            vocab = std::max<int64_t>(vocab, analysis.params.at(e.to.node).value("vocab", int64_t{0}));
     }
     for (size_t i = 0; i < host.size(); ++i) {
         const uint64_t mixed = (i * 2654435761u) % 1000;

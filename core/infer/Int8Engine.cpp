@@ -93,7 +93,8 @@ struct FloatIsland {
 
 struct Int8Engine::Impl {
     int threads = 0;
-    std::unique_ptr<Backend> floatBackend;  // the islands' (made at the first); before them: destroyed after
+    // The float islands' and the activation tables' (made at the first use); before the islands: destroyed after.
+    std::unique_ptr<Backend> floatBackend;
     SmallSteps small = smallSteps();
     std::vector<Buffer> buffers;
     std::map<int, Value> values;  // by node id
@@ -248,6 +249,16 @@ Int8Engine::Int8Engine(const ExportModel& model, const std::map<std::string, Act
         return out;
     };
 
+    // The CPU backend of the float islands and the activation tables, made at the first use.
+    auto floatBackend = [&]() -> Backend& {
+        if (!im.floatBackend) {
+            BackendOptions o;
+            o.threads = threads;
+            im.floatBackend = backendRegistry().create(Device::cpu(), o);
+        }
+        return *im.floatBackend;
+    };
+
     // A product's int8 weights (one scale per output channel), int32 bias and requantization scales (input scale x
     // weight scale / output scale; float32 output without `oq`), from the file's weights as loadModelFile
     // dequantizes them: they requantize exactly to the file's int8 values. None when the file holds the weight in
@@ -293,12 +304,7 @@ Int8Engine::Int8Engine(const ExportModel& model, const std::map<std::string, Act
             isl->ins.push_back(inputOf(n, p));
             inShapes.push_back(isl->ins.back().shape);
         }
-        if (!im.floatBackend) {
-            BackendOptions o;
-            o.threads = threads;
-            im.floatBackend = backendRegistry().create(Device::cpu(), o);
-        }
-        Backend& backend = *im.floatBackend;
+        Backend& backend = floatBackend();
         isl->layer = type.create(params, inShapes, shape);
         for (const ParameterSpec& spec : type.parameterSpecs(params, inShapes)) {
             const std::vector<float>* w = weight(n, spec.name);
@@ -711,12 +717,12 @@ Int8Engine::Int8Engine(const ExportModel& model, const std::map<std::string, Act
                 if (otherActivation) {
                     std::vector<float> grid(256);
                     for (int v = 0; v < 256; ++v) grid[size_t(v)] = dequantize(uint8_t(v), in.q);
-                    auto backend = backendRegistry().create(Device::cpu());
-                    const Tensor x = backend->fromHost(Shape{256}, grid.data());
-                    Tensor y = backend->fromHost(Shape{256}, grid.data());
-                    backend->activationForward(y.f32(), x.f32(), 256, *act,
-                                               static_cast<float>(params.value("alpha", 0.0)));
-                    backend->copyToHost(fTable.data(), y.f32(), 256 * sizeof(float));
+                    Backend& backend = floatBackend();
+                    const Tensor x = backend.fromHost(Shape{256}, grid.data());
+                    Tensor y = backend.fromHost(Shape{256}, grid.data());
+                    backend.activationForward(y.f32(), x.f32(), 256, *act,
+                                              static_cast<float>(params.value("alpha", 0.0)));
+                    backend.copyToHost(fTable.data(), y.f32(), 256 * sizeof(float));
                 } else {
                     for (int64_t c = 0; c < tables; ++c)
                         for (int v = 0; v < 256; ++v)
