@@ -591,8 +591,10 @@ private slots:
         const Compared c = compare(f);
         // The int8 matmuls sum exactly where the simulation sums float products; a value on the other side of a
         // rounding boundary there moves what the islands after it compute by a step.
-        for (const char* node : {"words", "positions", "attention", "residual1", "norm1", "ff1", "gelu", "ff2",
-                                 "residual2", "mean", "logits"})
+        // "attention/context": the heads' context inside the attention, which the file rounds before the output
+        // projection (LayerType::int8InnerTensors).
+        for (const char* node : {"words", "positions", "attention/context", "attention", "residual1", "norm1", "ff1",
+                                 "gelu", "ff2", "residual2", "mean", "logits"})
             EXPECT_GRID(c, node, 2, 0.97);
         // The logits are the last quantized tensor; the softmax's output is float32.
         QVERIFY2(maxAbsDiff(c.engine, c.simulated) <= 0.02,
@@ -604,9 +606,13 @@ private slots:
             QVERIFY2(how[node].find("int8 matmul") != std::string::npos, how[node].c_str());
         for (const char* node : {"words", "positions", "attention", "norm1", "mean", "probs"})
             QVERIFY2(how[node].find("float32 (its own layer") != std::string::npos, how[node].c_str());
-        // The attention's Q, K, V projection in integers (the file holds it in int8), the rest in float32.
+        // The attention's Q, K, V and output projections in integers (the file holds them in int8), the rest in
+        // float32.
         QVERIFY2(how["attention"].find("int8 matmul") != std::string::npos &&
-                     how["attention"].find("'in_weight' projection") != std::string::npos,
+                     how["attention"].find("'in_weight' projection") != std::string::npos &&
+                     how["attention"].find("to its context, rounded onto its uint8 grid, then int8 matmul") !=
+                         std::string::npos &&
+                     how["attention"].find("'out_weight' projection") != std::string::npos,
                  how["attention"].c_str());
         QVERIFY2(how["gelu"].find("as a table") != std::string::npos, how["gelu"].c_str());
         // predict says which layers ran in float32.
@@ -630,6 +636,25 @@ private slots:
         const std::vector<float> want = simulateInt8(floats, floats.int8Activations, f.inputs.data(), f.count);
         const std::vector<float> got = mixed.run(f.inputs.data(), f.count);
         QVERIFY2(maxAbsDiff(got, want) <= 0.02, qPrintable(QString::number(maxAbsDiff(got, want))));
+        // The output projection alone in float32 in the file: the context is still rounded (as the simulation does)
+        // before the float32 product; and a file without the context's grid (written before it was quantized) runs
+        // the whole rest of the attention in float32, as the simulation of that file does.
+        ExportModel outFloat = f.file;
+        outFloat.weights.at("attention.out_weight")[7] += 1e-3f;
+        ExportModel older = f.file;
+        QVERIFY(older.int8Activations.erase("attention/context") == 1);
+        for (const ExportModel* variant : {&outFloat, &older}) {
+            Int8Engine e(*variant, variant->int8Activations, 1);
+            for (const std::string& line : e.plan())
+                if (line.rfind("attention:", 0) == 0)
+                    QVERIFY2(line.find("'in_weight' projection") != line.npos &&
+                                 line.find("'out_weight' projection") == line.npos,
+                             line.c_str());
+            const std::vector<float> simulated =
+                simulateInt8(*variant, variant->int8Activations, f.inputs.data(), f.count);
+            const std::vector<float> ran = e.run(f.inputs.data(), f.count);
+            QVERIFY2(maxAbsDiff(ran, simulated) <= 1e-5, qPrintable(QString::number(maxAbsDiff(ran, simulated))));
+        }
         // The file's weights are what an island runs on: one it lacks is refused by name.
         ExportModel broken = f.file;
         QVERIFY(broken.weights.erase("norm1.gamma") == 1);

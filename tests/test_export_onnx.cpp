@@ -645,6 +645,17 @@ private:
                 if (r.weights.count(cw.bias)) names.push_back(n.name + "." + cw.bias);
                 return names;
             };
+            // A float32 file: inner tensors pass unquantized, their weights as float initializers.
+            again.quantizedInner = [](const std::string&, const std::string& value) { return value; };
+            again.innerInt8Weights = [&](const std::string& tensor) {
+                std::vector<std::string> names;
+                for (const LayerType::InnerInt8Tensor& t : type.int8InnerTensors())
+                    if (t.name == tensor) {
+                        names.push_back(n.name + "." + t.weight.weight);
+                        if (r.weights.count(t.weight.bias)) names.push_back(n.name + "." + t.weight.bias);
+                    }
+                return names;
+            };
             onnxLayerMapping(n.type)->write(again);
             std::vector<OnnxNodeInfo> file;
             for (int i : r.nodes) file.push_back(info.nodes[static_cast<size_t>(i)]);

@@ -344,8 +344,8 @@ private slots:
 
     // A Transformer's int8 file: passes onnx::checker (its QDQ value names once clashed with the attention's
     // own "<node>/q"), and onnxruntime runs it as the simulation computes it: Dense layers over the sequence and
-    // the attention's Q, K, V projection quantized, the rest of the attention, LayerNorm, embeddings and pooling
-    // float32 between the grids.
+    // the attention's Q, K, V and output projections quantized (the heads' context rounded before the latter), the
+    // rest of the attention, LayerNorm, embeddings and pooling float32 between the grids.
     void int8TransformerRunsInOnnxruntime() {
         const int64_t length = 10, vocab = 30;
         const ExportModel m = untrainedExportModel(test::smallTransformerProject(length, vocab), "");
@@ -354,11 +354,19 @@ private slots:
         test::writeInt8Onnx(path("transformer.onnx"), m, calibration);
         const OnnxModelInfo info = readOnnx(path("transformer.onnx"));
         for (const char* w : {"ff1.weight/int8", "ff2.weight/int8", "logits.weight/int8", "attention.in_weight/int8",
-                              "attention.in_bias/int32"})
+                              "attention.in_bias/int32", "attention.out_weight/int8", "attention.out_bias/int32"})
             QVERIFY2(info.integerInitializers.count(w), w);
-        QVERIFY(info.initializer("attention.out_weight"));  // its input (the heads' context) is not quantized
-        QVERIFY(info.initializer("words.weight"));          // the embedding stays float32
+        QVERIFY(!info.initializer("attention.out_weight"));
+        QVERIFY(info.initializer("words.weight"));  // the embedding stays float32
+        // The heads' context is quantized inside the attention (its own QDQ before the output projection's MatMul),
+        // and read back as an activation of the file.
+        bool contextQdq = false;
+        for (const OnnxNodeInfo& n : info.nodes)
+            contextQdq = contextQdq || (n.name == "attention/context/quantize" && n.inputs[0] == "attention/merged");
+        QVERIFY(contextQdq);
         const ExportModel file = loadModelFile(path("transformer.onnx"));
+        QVERIFY(file.int8Activations.count("attention/context"));
+        QCOMPARE(file.int8Activations.size(), quantizedOutputs(file.project.graph).size() + 1);
         const std::vector<float> simulated =
             simulateInt8(file, file.int8Activations, samples.inputs.data(), samples.count);
         test::OnnxRuntimeBatch ort;

@@ -196,7 +196,7 @@ void writeOnnx(const std::string& path, const ExportModel& model, const OnnxExpo
              nlohmann::json{{"scheme", "int8 QDQ"},
                             {"weights",
                              "int8, symmetric, one scale per output channel (Conv2D, Conv1D, Dense, the attention's Q, "
-                             "K, V projection)"},
+                             "K, V and output projections)"},
                             {"activations", "uint8, affine, one scale and zero point per tensor"},
                             {"calibration", calibrationMethodName(int8->options.method)},
                             {"calibration_samples", int8->samples},
@@ -318,6 +318,36 @@ void writeOnnx(const std::string& path, const ExportModel& model, const OnnxExpo
             const CompressibleWeight cw = type->int8Weight();
             const bool bias = !cw.bias.empty() && hasParameter(n.name + "." + cw.bias);
             if (inQuant) return quantizedWeights(n, cw, bias, *inQuant);
+            std::vector<std::string> names{weightOf(n, cw.weight)};
+            if (bias) names.push_back(weightOf(n, cw.bias));
+            return names;
+        };
+        // The layer's inner tensors quantized so far (quantizedInner), for innerInt8Weights.
+        std::map<std::string, ActivationQuant> innerQuant;
+        auto innerWeight = [&](const std::string& tensor) -> CompressibleWeight {
+            for (const LayerType::InnerInt8Tensor& t : type->int8InnerTensors())
+                if (t.name == tensor) return t.weight;
+            throw OnnxExportError(n.name + ": its layer type has no inner tensor '" + tensor + "'");
+        };
+        w.quantizedInner = [&](const std::string& tensor, const std::string& value) -> std::string {
+            (void)innerWeight(tensor);
+            if (!inQuant) return value;
+            const std::string key = innerTensorKey(n.name, tensor);
+            auto it = int8->activations.find(key);
+            if (it == int8->activations.end()) throw OnnxExportError(key + ": the int8 calibration has no range");
+            innerQuant[tensor] = it->second;
+            const std::string scale = b.scalar(key + "/scale", it->second.scale);
+            const std::string zp = b.intInit(key + "/zero_point", onnx::TensorProto::UINT8, {},
+                                             std::vector<uint8_t>{uint8_t(it->second.zeroPoint)});
+            w.node("QuantizeLinear", key + "/quantize", {value, scale, zp}, key + "/uint8");
+            w.node("DequantizeLinear", key + "/dequantize", {key + "/uint8", scale, zp}, key + "/dequantized");
+            return key + "/dequantized";
+        };
+        w.innerInt8Weights = [&](const std::string& tensor) {
+            const CompressibleWeight cw = innerWeight(tensor);
+            const bool bias = !cw.bias.empty() && hasParameter(n.name + "." + cw.bias);
+            if (auto it = innerQuant.find(tensor); it != innerQuant.end())
+                return quantizedWeights(n, cw, bias, it->second);
             std::vector<std::string> names{weightOf(n, cw.weight)};
             if (bias) names.push_back(weightOf(n, cw.bias));
             return names;

@@ -1050,12 +1050,6 @@ void writeMultiHeadSelfAttention(Writer& w) {
     const Json& p = w.params;
     const int64_t len = w.outputShape[0], width = w.outputShape[1], heads = p.at("heads").get<int64_t>(),
                   dh = width / heads;
-    const bool bias = p.at("use_bias").get<bool>();
-    // x W^T (+ b) over [N, T, D], as Dense over a sequence.
-    auto project = [&](const std::string& in, const std::string& param, const std::string& out) {
-        writeProjection(w, in, w.weight(param + "_weight"), bias ? w.weight(param + "_bias") : std::string(),
-                        out + "_transpose", out + "_weight_t", out + "_matmul", out + "_bias", out, out + "_product");
-    };
     // The Q, K, V projection: int8 in an int8 export (LayerType::int8Weight).
     const std::vector<std::string> in = w.int8Weights();
     writeProjection(w, x[0], in[0], in.size() > 1 ? in[1] : std::string(), y + "/qkv_transpose", y + "/qkv_weight_t",
@@ -1093,7 +1087,11 @@ void writeMultiHeadSelfAttention(Writer& w) {
     w.node("Transpose", y + "/heads_last", {y + "/context"}, y + "/context_t").attr("perm", Ints{0, 2, 1, 3});
     w.node("Reshape", y + "/merge_heads", {y + "/context_t", w.int64s(y + "/merged_shape", {0, 0, width})},
            y + "/merged");
-    project(y + "/merged", "out", y);
+    // The heads' context and the output projection: uint8 and int8 in an int8 export (LayerType::int8InnerTensors).
+    const std::string merged = w.quantizedInner("context", y + "/merged");
+    const std::vector<std::string> out = w.innerInt8Weights("context");
+    writeProjection(w, merged, out[0], out.size() > 1 ? out[1] : std::string(), y + "_transpose", y + "_weight_t",
+                    y + "_matmul", y + "_bias", y, y + "_product");
 }
 
 // PyTorch's nn.MultiheadAttention (self-attention, batch_first, no mask) as torch.onnx.export writes it, with

@@ -203,6 +203,21 @@ std::set<int> quantizedOutputs(const Graph& graph) {
     return out;
 }
 
+std::string innerTensorKey(const std::string& node, const std::string& tensor) { return node + "/" + tensor; }
+
+std::set<std::string> quantizedInnerTensors(const Graph& graph) {
+    const std::set<int> quantized = quantizedOutputs(graph);
+    std::set<std::string> out;
+    for (const Node* n : graph.nodes()) {
+        const LayerType* type = graph.layerType(n->id);
+        if (!type || type->int8InnerTensors().empty()) continue;
+        if (!quantized.count(valueSource(graph, producerOf(graph, n->id)))) continue;
+        for (const LayerType::InnerInt8Tensor& t : type->int8InnerTensors())
+            out.insert(innerTensorKey(n->name, t.name));
+    }
+    return out;
+}
+
 Int8Calibration calibrateInt8(const ExportModel& model, const DataSplit& data, const QuantizationOptions& options) {
     if (data.count == 0) throw std::invalid_argument("int8 calibration: the training split is empty");
     if (options.calibrationSamples < 1)
@@ -218,6 +233,7 @@ Int8Calibration calibrateInt8(const ExportModel& model, const DataSplit& data, c
         throw std::invalid_argument("int8 calibration: the data's samples are " + data.sampleShape.toString() +
                                     ", the model takes " + m->inputShape().toString());
     const std::set<int> quantized = quantizedOutputs(graph);
+    const std::set<std::string> inner = quantizedInnerTensors(graph);
     int inputNode = -1;
     for (const Node* n : graph.nodes())
         if (typeSays(graph, n->id, [](const LayerType& t) { return t.isGraphInput(); })) inputNode = n->id;
@@ -225,17 +241,23 @@ Int8Calibration calibrateInt8(const ExportModel& model, const DataSplit& data, c
     const int64_t n = std::min(options.calibrationSamples, data.count);
     const int64_t per = data.sampleShape.numel();
     std::map<int, RangeStats> stats;
+    std::map<std::string, RangeStats> innerStats;
     std::vector<float> host, batch;
     bool histogramPass = false;
-    m->setForwardHook([&](int node, Tensor& out) {
-        if (!quantized.count(node)) return;
-        host.resize(static_cast<size_t>(out.numel()));
-        backend->toHost(out, host.data());
-        RangeStats& s = stats[node];
+    auto observe = [&](RangeStats& s, const Tensor& t) {
+        host.resize(static_cast<size_t>(t.numel()));
+        backend->toHost(t, host.data());
         if (histogramPass)
-            s.addHistogram(host.data(), out.numel());
+            s.addHistogram(host.data(), t.numel());
         else
-            s.addRange(host.data(), out.numel());
+            s.addRange(host.data(), t.numel());
+    };
+    m->setForwardHook([&](int node, Tensor& out) {
+        if (quantized.count(node)) observe(stats[node], out);
+    });
+    m->setInnerHook([&](int node, const std::string& tensor, Tensor& values) {
+        const std::string key = innerTensorKey(graph.node(node)->name, tensor);
+        if (inner.count(key)) observe(innerStats[key], values);
     });
     const int passes = options.method == CalibrationMethod::Percentile ? 2 : 1;
     constexpr int64_t kBatch = 256;
@@ -261,12 +283,13 @@ Int8Calibration calibrateInt8(const ExportModel& model, const DataSplit& data, c
         }
     }
 
-    std::map<int, ActivationQuant> params;
-    for (const auto& [node, s] : stats) {
+    auto quantFor = [&](const RangeStats& s) {
         const auto [lo, hi] = options.method == CalibrationMethod::Percentile ? s.percentileRange(options.percentile)
                                                                               : std::pair{s.lo, s.hi};
-        params[node] = activationQuantFor(lo, hi);
-    }
+        return activationQuantFor(lo, hi);
+    };
+    std::map<int, ActivationQuant> params;
+    for (const auto& [node, s] : stats) params[node] = quantFor(s);
     const std::vector<int> order = graph.topologicalOrder();
     // A layer feeding only a ReLU quantizes onto the ReLU's range: its QuantizeLinear does the ReLU.
     for (int id : order) {
@@ -287,6 +310,7 @@ Int8Calibration calibrateInt8(const ExportModel& model, const DataSplit& data, c
     c.options = options;
     c.samples = n;
     for (const auto& [node, q] : params) c.activations[graph.node(node)->name] = q;
+    for (const auto& [key, s] : innerStats) c.activations[key] = quantFor(s);
     return c;
 }
 
@@ -308,14 +332,22 @@ std::vector<float> simulateInt8(const ExportModel& model, const std::map<std::st
         }
     }
     std::vector<float> host;
+    auto round = [&](const std::string& name, Tensor& t, const ActivationQuant& q) {
+        host.resize(static_cast<size_t>(t.numel()));
+        backend->toHost(t, host.data());
+        fakeQuantize(host.data(), t.numel(), q);
+        if (tap) tap(name, host.data(), t.numel());
+        backend->copyFromHost(t.raw(), host.data(), t.bytes());
+    };
     m->setForwardHook([&](int node, Tensor& out) {
         auto it = byNode.find(node);
-        if (it == byNode.end()) return;
-        host.resize(static_cast<size_t>(out.numel()));
-        backend->toHost(out, host.data());
-        fakeQuantize(host.data(), out.numel(), it->second);
-        if (tap) tap(graph.node(node)->name, host.data(), out.numel());
-        backend->copyFromHost(out.raw(), host.data(), out.bytes());
+        if (it != byNode.end()) round(graph.node(node)->name, out, it->second);
+    });
+    // The inner tensors the file quantizes (an older file has none: its output projection is float32).
+    m->setInnerHook([&](int node, const std::string& tensor, Tensor& values) {
+        const std::string key = innerTensorKey(graph.node(node)->name, tensor);
+        auto it = activations.find(key);
+        if (it != activations.end()) round(key, values, it->second);
     });
     const int64_t per = m->inputShape().numel(), classes = m->outputShape().numel();
     std::vector<float> outputs(static_cast<size_t>(count * classes)), batch;

@@ -7,14 +7,16 @@
 //
 // Which tensors are quantized, the same in the writer, the calibration and the simulation (quantizedOutputs):
 // the normalized input, and the output of every node except the graph's output (logits stay float32), Dropout
-// (inference passes its input on) and ids that feed an Embedding or a padding mask. A node whose only consumer
+// (inference passes its input on) and ids that feed an Embedding or a padding mask; inside a layer whose input is
+// quantized, the tensors its type names (LayerType::int8InnerTensors: the attention's heads' context, before its
+// output projection, which is then int8 too). A node whose only consumer
 // is a ReLU takes the ReLU's range, so its QuantizeLinear already clamps at zero and onnxruntime drops the
 // ReLU. Each layer's int8 weight (LayerType::int8Weight: Conv2D's, Conv1D's and Dense's weight,
-// MultiHeadSelfAttention's packed Q, K, V projection) is quantized when its input is, its bias as int32; other
-// parameters (the attention's output projection, whose input is not a quantized tensor, BatchNorm, LayerNorm,
-// Embedding) stay float32. The export folds every BatchNorm that follows a Conv2D or Dense into it before calibrating
-// (FoldBatchNorm.h's prepareInt8Export), so only the BatchNorms that cannot be folded reach this graph. Which layer is
-// which is its type's fact (LayerType), never its name.
+// MultiHeadSelfAttention's packed Q, K, V projection) is quantized when its input is, its bias as int32, and so
+// is the weight after a quantized inner tensor (the attention's output projection); other parameters (BatchNorm,
+// LayerNorm, Embedding) stay float32. The export folds every BatchNorm that follows a Conv2D or Dense into it before
+// calibrating (FoldBatchNorm.h's prepareInt8Export), so only the BatchNorms that cannot be folded reach this graph.
+// Which layer is which is its type's fact (LayerType), never its name.
 //
 // simulateInt8 runs exactly that arithmetic in Strata (weights as the file dequantizes them, activations
 // rounded to their uint8 grid after each layer): the accuracy the export reports, and the Export dialog's
@@ -95,6 +97,11 @@ std::set<int> quantizedOutputs(const Graph& graph);
 // every quantized tensor's parameters. Throws std::invalid_argument when the split is empty or the samples
 // do not fit the model.
 Int8Calibration calibrateInt8(const ExportModel& model, const DataSplit& data, const QuantizationOptions& options);
+
+// The tensors inside layers that are quantized too (LayerType::int8InnerTensors: the attention's heads' context),
+// by their activation names "<node>/<tensor>" (innerTensorKey), where the layer's input is quantized.
+std::string innerTensorKey(const std::string& node, const std::string& tensor);
+std::set<std::string> quantizedInnerTensors(const Graph& graph);
 
 // Called by simulateInt8 with each rounded tensor of a batch: the node's name, its values (NCHW) and their count.
 using Int8Tap = std::function<void(const std::string& node, const float* values, int64_t count)>;

@@ -341,6 +341,10 @@ const Tensor& Model::forward(const Tensor& input, bool training, uint64_t seed, 
         LayerContext ctx{*m_backend, training && !s->frozenStatistics,
                          seed ^ (0x9E3779B97F4A7C15ull * static_cast<uint64_t>(s->node)), firstSample, m_replicas};
         if (m_frozenWeights != 0) ctx.weightsVersion = m_frozenWeights + static_cast<uint64_t>(&s - m_steps.data());
+        if (m_innerHook) {
+            ctx.innerHook = &m_innerHook;
+            ctx.node = s->node;
+        }
         if (m_layerHook) m_layerHook(s->node, false, true);
         forLayer(m_graph, s->node, "forward", [&] { s->layer->forward(ctx, ins, s->output); });
         if (m_layerHook) m_layerHook(s->node, false, false);

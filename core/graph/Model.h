@@ -61,6 +61,9 @@ public:
     // with fuse = false so every layer's own output is seen (a fused ReLU's producer shows the ReLU's).
     using ForwardHook = std::function<void(int node, Tensor& output)>;
     void setForwardHook(ForwardHook hook) { m_forwardHook = std::move(hook); }
+    // Called by forward with each tensor inside a layer that LayerType::int8InnerTensors names (the attention's
+    // heads' context), by node id and tensor name, which the hook may change in place as the forward hook may.
+    void setInnerHook(InnerTensorHook hook) { m_innerHook = std::move(hook); }
     // Called just before (begin = true) and just after each layer's forward or backward call, with its node
     // id: the per-layer profile (core/train/Profile) times layers through it. A fused ReLU has no call of
     // its own (its work is timed with its producer's), nor has an absorbed ReLU's backward.
@@ -155,6 +158,7 @@ private:
     void gradientsReadyAfter(const Step& s);
     Tensor m_packedValues, m_packedGrads;
     ForwardHook m_forwardHook;
+    InnerTensorHook m_innerHook;
     LayerHook m_layerHook;
     const std::atomic<bool>* m_interrupt = nullptr;
     Tensor m_activationGrads;  // the activation gradients backward zeroes, at capacity (allocateFor)

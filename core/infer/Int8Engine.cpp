@@ -89,6 +89,18 @@ struct FloatIsland {
     int64_t projectionRows = 0;
     double projectionMacs = 0;
     std::string cwName;
+    // Set when the file quantizes its inner tensor too (LayerType::int8InnerTensors, the heads' context): that
+    // tensor's value (rounded onto its grid) and the int8 product that follows it (the output projection) in place
+    // of the layer's float32 one, its rows per sample and multiply-adds per sample.
+    std::optional<Value> inner;
+    // Every inner tensor the file quantizes, by name, and the hook that rounds them where the layer computes
+    // them in float32 (a float32 weight in the file: the simulation rounds them all the same).
+    std::map<std::string, ActivationQuant> innerGrids;
+    InnerTensorHook roundInner;
+    std::unique_ptr<cpu::Int8Kernel> innerProduct;
+    std::string innerName, innerWeight;
+    int64_t innerRows = 0;
+    double innerMacs = 0;
 };
 
 struct Int8Engine::Impl {
@@ -356,7 +368,58 @@ Int8Engine::Int8Engine(const ExportModel& model, const std::map<std::string, Act
             isl->projectionMacs = double(isl->projectionRows) * double(w->size());
             return true;
         };
-        if (projecting && !cw.weight.empty() && isl->ins[0].quantized && !isl->ins[0].nhwc) projectInInt8();
+        // The layer's inner tensor on its grid and the product after it in int8 (the attention's context and output
+        // projection), where the file quantizes both; an older file, or a float32 weight there: float32 as before.
+        auto innerInInt8 = [&](const LayerType::InnerInt8Tensor& t) {
+            auto q = activations.find(innerTensorKey(n.name, t.name));
+            const std::vector<float>* w = weight(n, t.weight.weight);
+            const int64_t outputs = shape[shape.rank() - 1];
+            if (q == activations.end() || !w || shape.rank() != 2 || int64_t(w->size()) % outputs != 0) return;
+            const int64_t width = int64_t(w->size()) / outputs;
+            Value v;
+            v.shape = Shape{shape.numel() / outputs, width};
+            v.buffer = im.newBuffer();
+            v.quantized = true;
+            v.q = q->second;
+            std::optional<ProductWeights> int8 = productWeights(n, t.weight, Shape{outputs, width}, v, oq);
+            if (!int8) return;
+            cpu::Int8MatmulSpec spec;
+            spec.inputs = int(width);
+            spec.outputs = int(outputs);
+            spec.weights = std::move(int8->values);
+            spec.bias = std::move(int8->bias);
+            spec.scales = std::move(int8->scales);
+            spec.srcZeroPoint = v.q.zeroPoint;
+            spec.dstZeroPoint = oq ? oq->zeroPoint : 0;
+            spec.f32Output = !oq;
+            try {
+                isl->innerProduct = cpu::makeInt8Matmul(spec);
+            } catch (const std::runtime_error& e) {
+                refuse(n, e.what());
+            }
+            isl->inner = v;
+            isl->innerName = t.name;
+            isl->innerWeight = t.weight.weight;
+            isl->innerRows = v.shape[0];
+            isl->innerMacs = double(v.shape[0]) * double(w->size());
+            // Its values, for nodeValues("<node>/<tensor>") (the tests compare them with the simulation's).
+            const int innerId = -2 - static_cast<int>(im.islands.size());
+            im.ids[innerTensorKey(n.name, t.name)] = innerId;
+            im.values[innerId] = v;
+        };
+        for (const LayerType::InnerInt8Tensor& t : type.int8InnerTensors())
+            if (auto q = activations.find(innerTensorKey(n.name, t.name)); q != activations.end())
+                isl->innerGrids[t.name] = q->second;
+        if (!isl->innerGrids.empty())
+            isl->roundInner = [grids = isl->innerGrids](int, const std::string& tensor, Tensor& values) {
+                if (auto q = grids.find(tensor); q != grids.end())
+                    fakeQuantize(values.f32(), values.numel(), q->second);
+            };
+        if (projecting && !cw.weight.empty() && isl->ins[0].quantized && !isl->ins[0].nhwc && projectInInt8())
+            for (const LayerType::InnerInt8Tensor& t : type.int8InnerTensors()) {
+                innerInInt8(t);
+                break;  // ProjectingLayer::innerFromProjection gives one
+            }
         FloatIsland* f = isl.get();
         im.islands.push_back(std::move(isl));
         im.islandNodes.push_back(n.name);
@@ -376,10 +439,23 @@ Int8Engine::Int8Engine(const ExportModel& model, const std::map<std::string, Act
                 inputs.push_back(&f->inTensors[i]);
             }
             LayerContext ctx{b};
+            if (f->roundInner) ctx.innerHook = &f->roundInner;
             if (f->projecting) {
                 f->projection->run(threadsFor(im.threads, f->projectionMacs * double(batch), im.small.macs),
                                    batch * f->projectionRows, im.u8(f->ins[0], batch).data(),
                                    f->projecting->projection(b, batch));
+                if (f->inner) {
+                    const Tensor& t = f->projecting->innerFromProjection(ctx, inputs);
+                    const int64_t count = batch * f->inner->shape.numel();
+                    uint8_t* q = im.u8(*f->inner, batch).data();
+                    cpu::quantizeToGrid(threadsFor(im.threads, double(count), im.small.values), t.f32(), q, count,
+                                        gridOf(f->inner->q));
+                    void* dst = out.quantized ? static_cast<void*>(im.u8(out, batch).data())
+                                              : static_cast<void*>(im.f32(out, batch).data());
+                    f->innerProduct->run(threadsFor(im.threads, f->innerMacs * double(batch), im.small.macs),
+                                         batch * f->innerRows, q, dst);
+                    return;
+                }
                 f->projecting->forwardFromProjection(ctx, inputs, f->out);
             } else {
                 f->layer->forward(ctx, inputs, f->out);
@@ -387,7 +463,14 @@ Int8Engine::Int8Engine(const ExportModel& model, const std::map<std::string, Act
             im.fromNchw(static_cast<const float*>(f->out.raw()), out, batch);
         });
         const std::string rounded = oq ? ", rounded onto its uint8 grid" : "";
-        if (f->projecting)
+        if (f->inner)
+            im.plan.emplace_back(n.name, [f] {
+                return "int8 matmul (" + f->projection->implementation() + ") for its '" + f->cwName +
+                       "' projection, then float32 (its own layer on the CPU backend) to its " + f->innerName +
+                       ", rounded onto its uint8 grid, then int8 matmul (" + f->innerProduct->implementation() +
+                       ") for its '" + f->innerWeight + "' projection";
+            });
+        else if (f->projecting)
             im.plan.emplace_back(n.name, [f, rounded] {
                 return "int8 matmul (" + f->projection->implementation() + ") for its '" + f->cwName +
                        "' projection, then float32 (its own layer on the CPU backend)" + rounded;

@@ -14,6 +14,7 @@
 // their first dimension.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -96,6 +97,10 @@ public:
     virtual void sum(double* values, int64_t count) = 0;
 };
 
+// Sees a tensor inside a layer's forward (LayerType::int8InnerTensors: the attention's heads' context), which it
+// may change in place: the int8 calibration's ranges, the simulation's rounding (Model::setInnerHook).
+using InnerTensorHook = std::function<void(int node, const std::string& tensor, Tensor& values)>;
+
 struct LayerContext {
     Backend& backend;
     bool training = false;
@@ -112,6 +117,13 @@ struct LayerContext {
     // backend (ConvDesc::weightsVersion).
     uint64_t weightsVersion = 0;
     bool overwritesInputGrad(size_t k) const { return k < 32 && (overwriteInputGrads >> k) & 1u; }
+    // Forward: the Model's inner-tensor hook (null: none) and this layer's node id, for innerTensor.
+    const InnerTensorHook* innerHook = nullptr;
+    int node = -1;
+    // A layer calls this with each of its int8InnerTensors once computed, before it reads them on.
+    void innerTensor(const std::string& tensor, Tensor& values) const {
+        if (innerHook && *innerHook) (*innerHook)(node, tensor, values);
+    }
 };
 
 // An executable layer, created by LayerType::create for fixed per-sample shapes.
@@ -195,6 +207,9 @@ public:
     virtual float* projection(Backend& backend, int64_t batch) = 0;
     // forward, given the projection already in projection(): the same output. inputs[0] is read for its shape.
     virtual void forwardFromProjection(LayerContext& ctx, const std::vector<const Tensor*>& inputs, Tensor& output) = 0;
+    // forwardFromProjection up to its inner tensor (LayerType::int8InnerTensors, the heads' context: [batch x rows,
+    // width]), which the caller then multiplies by that tensor's weight itself (the output projection, in int8).
+    virtual const Tensor& innerFromProjection(LayerContext& ctx, const std::vector<const Tensor*>& inputs) = 0;
 };
 
 // The work and memory traffic of a layer, estimated from its shapes (Profile, MemoryEstimate).
@@ -275,6 +290,14 @@ public:
     // (core/export/Quantize), and the int8 engine multiplies in integers: the compressible one, and for
     // MultiHeadSelfAttention its packed Q, K, V projection (which pruning leaves whole).
     virtual CompressibleWeight int8Weight() const { return compressibleWeight(); }
+    // Tensors inside the layer that an int8 export quantizes too, each with the weight that multiplies it next
+    // (int8 in the file and the int8 engine): for MultiHeadSelfAttention its heads' context ("context", calibrated
+    // as "<node>/context") and the output projection. None for most types.
+    struct InnerInt8Tensor {
+        std::string name;
+        CompressibleWeight weight;
+    };
+    virtual std::vector<InnerInt8Tensor> int8InnerTensors() const { return {}; }
     virtual ChannelFacts channelFacts(const Json& params, const std::vector<Shape>& inputs,
                                       const Shape& output) const = 0;
     // Roles in a graph, false (none) for most types:

@@ -42,13 +42,20 @@ public:
 
     void forwardFromProjection(LayerContext& ctx, const std::vector<const Tensor*>& in, Tensor& out) override {
         Backend& be = ctx.backend;
+        const int rows = batch(*in[0]) * m_t;
+        const Tensor& context = innerFromProjection(ctx, in);
+        be.gemm(false, true, rows, m_d, m_d, 1.0f, context.f32(), m_d, weight(outWeight()), m_d, 0.0f, out.f32(), m_d);
+        if (m_bias) be.addBiasRows(out.f32(), weight(3), rows, m_d);
+    }
+
+    const Tensor& innerFromProjection(LayerContext& ctx, const std::vector<const Tensor*>& in) override {
+        Backend& be = ctx.backend;
         const int n = batch(*in[0]);
         const int64_t T = m_t, D = m_d, H = m_h, perSample = H * T * T;
         ensureBuffer(be, m_scores, Shape{n, H, T, T});
         ensureBuffer(be, m_probs, Shape{n, H, T, T});
         ensureBuffer(be, m_context, Shape{n, T, D});
         const float* qkv = m_qkv.f32();
-        const int rows = n * m_t;
         // scores[b, h] = Q_bh K_bh^T / sqrt(dh), for each head over the whole batch
         for (int h = 0; h < m_h; ++h)
             be.gemmStridedBatched(false, true, m_t, m_t, m_dh, scale(), qkv + h * m_dh, 3 * m_d, T * 3 * D,
@@ -72,9 +79,8 @@ public:
             be.gemmStridedBatched(false, false, m_t, m_dh, m_t, 1.0f, attn + h * T * T, m_t, perSample,
                                   qkv + 2 * D + h * m_dh, 3 * m_d, T * 3 * D, 0.0f, m_context.f32() + h * m_dh, m_d,
                                   T * D, n);
-        be.gemm(false, true, rows, m_d, m_d, 1.0f, m_context.f32(), m_d, weight(outWeight()), m_d, 0.0f, out.f32(),
-                m_d);
-        if (m_bias) be.addBiasRows(out.f32(), weight(3), rows, m_d);
+        ctx.innerTensor("context", m_context);
+        return m_context;
     }
 
     void backward(LayerContext& ctx, const std::vector<const Tensor*>& in, const Tensor&, const Tensor& dOut,
@@ -206,6 +212,9 @@ public:
     }
     CompressibleWeight compressibleWeight() const override { return {}; }
     CompressibleWeight int8Weight() const override { return {"in_weight", 0, "in_bias"}; }
+    std::vector<InnerInt8Tensor> int8InnerTensors() const override {
+        return {{"context", {"out_weight", 0, "out_bias"}}};
+    }
     ChannelFacts channelFacts(const Json&, const std::vector<Shape>&, const Shape&) const override {
         return mixingFacts();
     }
