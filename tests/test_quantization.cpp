@@ -344,8 +344,8 @@ private slots:
 
     // A Transformer's int8 file: passes onnx::checker (its QDQ value names once clashed with the attention's
     // own "<node>/q"), and onnxruntime runs it as the simulation computes it: Dense layers over the sequence and
-    // the attention's Q, K, V and output projections quantized (the heads' context rounded before the latter), the
-    // rest of the attention, LayerNorm, embeddings and pooling float32 between the grids.
+    // the attention's Q, K, V and output projections quantized, and inside it Q, K, V, the softmax weights and the
+    // heads' context rounded; the softmax, LayerNorm, embeddings and pooling float32 between the grids.
     void int8TransformerRunsInOnnxruntime() {
         const int64_t length = 10, vocab = 30;
         const ExportModel m = untrainedExportModel(test::smallTransformerProject(length, vocab), "");
@@ -365,8 +365,11 @@ private slots:
             contextQdq = contextQdq || (n.name == "attention/context/quantize" && n.inputs[0] == "attention/merged");
         QVERIFY(contextQdq);
         const ExportModel file = loadModelFile(path("transformer.onnx"));
-        QVERIFY(file.int8Activations.count("attention/context"));
-        QCOMPARE(file.int8Activations.size(), quantizedOutputs(file.project.graph).size() + 1);
+        for (const char* inner : {"attention/qkv", "attention/probs", "attention/context"})
+            QVERIFY2(file.int8Activations.count(inner), inner);
+        QCOMPARE(file.int8Activations.at("attention/qkv").zeroPoint, 128);  // symmetric: K and V as signed bytes
+        QCOMPARE(file.int8Activations.at("attention/probs").zeroPoint, 0);
+        QCOMPARE(file.int8Activations.size(), quantizedOutputs(file.project.graph).size() + 3);
         const std::vector<float> simulated =
             simulateInt8(file, file.int8Activations, samples.inputs.data(), samples.count);
         test::OnnxRuntimeBatch ort;

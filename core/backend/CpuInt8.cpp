@@ -10,11 +10,14 @@
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
+#include <memory>
 #include <stdexcept>
 #include <utility>
 #include <vector>
 
 #include <immintrin.h>
+
+#include "core/backend/CpuFast.h"
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -75,8 +78,12 @@ int threadCount(int threads) { return threads > 0 ? threads : omp_get_max_thread
 template <class Fn>
 void inParts(int threads, int64_t count, Fn&& fn) {
     const int parts = threadCount(threads);
+    if (parts == 1) {  // no OpenMP region at all (a one-thread one inside another costs a microsecond)
+        if (count > 0) fn(int64_t(0), count);
+        return;
+    }
     const int64_t blocks = (count + 63) / 64, per = (blocks + parts - 1) / parts;
-#pragma omp parallel for num_threads(parts) if (parts > 1) schedule(static)
+#pragma omp parallel for num_threads(parts) schedule(static)
     for (int t = 0; t < parts; ++t) {
         const int64_t begin = std::min(count, t * per * 64), end = std::min(count, (t + 1) * per * 64);
         if (begin < end) fn(begin, end);
@@ -563,6 +570,58 @@ private:
 
 }  // namespace
 
+void int8AttentionCore(int threads, const Int8AttentionSpec& s, int64_t batch, const uint8_t* qkv, const float* ids,
+                       uint8_t* context) {
+    const int64_t t = s.length, d = s.width, dh = s.width / s.heads, row = 3 * d;
+    const float scoreScale = s.qkvScale * s.qkvScale * s.scale, contextScale = s.probsScale * s.qkvScale;
+    const Grid probsGrid{s.probsScale, 0}, contextGrid{s.contextScale, s.contextZeroPoint};
+    const int64_t jobs = batch * s.heads;
+    const int parts = int(std::max<int64_t>(1, std::min<int64_t>(threads > 0 ? threads : omp_get_max_threads(), jobs)));
+    std::atomic<int> failed{0};
+#pragma omp parallel num_threads(parts) if (parts > 1)
+    {
+        // Per thread: K and V of one head as int8 (value - 128), the scores, the weights and the context.
+        const auto kBuf = std::make_unique<int8_t[]>(size_t(t * dh)), vBuf = std::make_unique<int8_t[]>(size_t(t * dh));
+        const auto sumsBuf = std::make_unique<int32_t[]>(size_t(t * std::max(t, dh)));
+        const auto scoresBuf = std::make_unique<float[]>(size_t(t * t)),
+                   weightsBuf = std::make_unique<float[]>(size_t(t * t));
+        const auto pBuf = std::make_unique<uint8_t[]>(size_t(t * t));
+        int8_t *k = kBuf.get(), *v = vBuf.get();
+        int32_t* sums = sumsBuf.get();
+        float *scores = scoresBuf.get(), *weights = weightsBuf.get();
+        uint8_t* p = pBuf.get();
+        const int32_t zero = 0;
+#pragma omp for schedule(static)
+        for (int64_t job = 0; job < jobs; ++job) {
+            const int64_t b = job / s.heads, h = job % s.heads;
+            const uint8_t* base = qkv + b * t * row;
+            for (int64_t i = 0; i < t; ++i)
+                for (int64_t c = 0; c < dh; ++c) {
+                    k[i * dh + c] = int8_t(int(base[i * row + d + h * dh + c]) - 128);
+                    v[i * dh + c] = int8_t(int(base[i * row + 2 * d + h * dh + c]) - 128);
+                }
+            // (Q - 128) (K - 128)^T: A's offset is its zero point.
+            if (dnnl_gemm_u8s8s32('N', 'T', 'F', t, t, dh, 1.0f, base + h * dh, row, 128, k, dh, 0, 0.0f, sums, t,
+                                  &zero) != dnnl_success) {
+                failed = 1;
+                continue;
+            }
+            for (int64_t i = 0; i < t * t; ++i) scores[i] = float(sums[i]) * scoreScale;
+            maskedSoftmaxForward(1, weights, scores, ids ? ids + b * t : nullptr, 1, int(t), int(t));
+            quantizeToGrid(1, weights, p, t * t, probsGrid);
+            if (dnnl_gemm_u8s8s32('N', 'N', 'F', t, dh, t, 1.0f, p, t, 0, v, dh, 0, 0.0f, sums, dh, &zero) !=
+                dnnl_success) {
+                failed = 1;
+                continue;
+            }
+            uint8_t* out = context + b * t * d + h * dh;
+            for (int64_t i = 0; i < t * dh; ++i) scores[i] = float(sums[i]) * contextScale;
+            for (int64_t i = 0; i < t; ++i) quantizeToGrid(1, scores + i * dh, out + i * d, dh, contextGrid);
+        }
+    }
+    if (failed) throw std::runtime_error("int8 attention: oneDNN's u8 x s8 GEMM failed");
+}
+
 std::string int8Unavailable() {
     const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
     const auto vnni = static_cast<unsigned>(dnnl::cpu_isa::avx512_core_vnni);
@@ -595,6 +654,9 @@ Int8Counters int8Counters() { return {}; }
 std::unique_ptr<Int8Kernel> makeInt8Conv(const Int8ConvSpec&) { throw std::runtime_error(kNoOneDnn); }
 std::unique_ptr<Int8Kernel> makeInt8Matmul(const Int8MatmulSpec&) { throw std::runtime_error(kNoOneDnn); }
 std::unique_ptr<Int8Kernel> makeInt8MaxPool(const Int8MaxPoolSpec&) { throw std::runtime_error(kNoOneDnn); }
+void int8AttentionCore(int, const Int8AttentionSpec&, int64_t, const uint8_t*, const float*, uint8_t*) {
+    throw std::runtime_error(kNoOneDnn);
+}
 
 }  // namespace strata::cpu
 

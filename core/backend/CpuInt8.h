@@ -67,6 +67,22 @@ void applyChannelTables(int threads, const uint8_t* src, uint8_t* dst, int64_t o
 void applyChannelTablesF32(int threads, const uint8_t* src, float* dst, int64_t outer, int64_t channels, int64_t inner,
                            const float* tables);
 
+// Self-attention's core on uint8 values (the int8 engine's, for an int8 file that quantizes the attention's Q, K,
+// V projection on a grid with zero point 128, its softmax weights and its heads' context): for each sample and head
+// h, scores = (Q_h - 128)(K_h - 128)^T * qkv.scale^2 * scale, summed in int32 (u8 x s8); the softmax over the
+// keys in float32 as CpuFast's (keys whose id in `ids` is 0 weigh 0; no `ids`: none masked), its weights rounded
+// onto `probs`; context_h = P_h (V_h - 128) * probs.scale * qkv.scale (int32 sums), rounded onto `context`.
+// qkv: [batch, length, 3 x width] (Q, K, V side by side, each `heads` heads of width / heads); ids: [batch,
+// length] float32 or null; context: [batch, length, width]. `threads` OpenMP threads over the samples' heads.
+struct Int8AttentionSpec {
+    int length = 0, width = 0, heads = 1;
+    float scale = 1.0f;  // 1 / sqrt(width / heads)
+    float qkvScale = 1.0f, probsScale = 1.0f, contextScale = 1.0f;
+    int contextZeroPoint = 0;  // the Q, K, V grid's zero point is 128, the weights' 0
+};
+void int8AttentionCore(int threads, const Int8AttentionSpec& spec, int64_t batch, const uint8_t* qkv, const float* ids,
+                       uint8_t* context);
+
 // A uint8 grid: the value q stands for (q - zeroPoint) * scale (Quantize.h's ActivationQuant, which core/backend
 // does not see).
 struct Grid {

@@ -1054,8 +1054,9 @@ void writeMultiHeadSelfAttention(Writer& w) {
     const std::vector<std::string> in = w.int8Weights();
     writeProjection(w, x[0], in[0], in.size() > 1 ? in[1] : std::string(), y + "/qkv_transpose", y + "/qkv_weight_t",
                     y + "/qkv_matmul", y + "/qkv_bias", y + "/qkv", y + "/qkv_product");
+    const std::string qkv = w.quantizedInner("qkv", y + "/qkv");
     OnnxNodeInfo& split =
-        w.node("Split", y + "/split", {y + "/qkv", w.int64s(y + "/split_sizes", {width, width, width})}, y + "/q");
+        w.node("Split", y + "/split", {qkv, w.int64s(y + "/split_sizes", {width, width, width})}, y + "/q");
     split.outputs.push_back(y + "/k");
     split.outputs.push_back(y + "/v");
     split.attr("axis", int64_t{2});
@@ -1083,6 +1084,8 @@ void writeMultiHeadSelfAttention(Writer& w) {
         w.node("Softmax", y + "/softmax", {y + "/masked"}, y + "/softmax").attr("axis", int64_t{-1});
         w.node("Mul", probs, {y + "/softmax", keep}, probs);
     }
+    // The softmax weights: uint8 in an int8 export (zero point 0: they are never negative).
+    probs = w.quantizedInner("probs", probs);
     w.node("MatMul", y + "/context", {probs, y + "/v_by_head"}, y + "/context");
     w.node("Transpose", y + "/heads_last", {y + "/context"}, y + "/context_t").attr("perm", Ints{0, 2, 1, 3});
     w.node("Reshape", y + "/merge_heads", {y + "/context_t", w.int64s(y + "/merged_shape", {0, 0, width})},

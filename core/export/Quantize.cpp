@@ -88,6 +88,14 @@ std::unique_ptr<Model> compiledUnfused(const ExportModel& model, Backend& backen
 
 }  // namespace
 
+ActivationQuant symmetricActivationQuantFor(float lo, float hi) {
+    const float m = std::max(std::fabs(lo), std::fabs(hi));
+    ActivationQuant q;
+    q.scale = m > 0 && std::isfinite(m) ? m / 127.0f : 1.0f;
+    q.zeroPoint = 128;
+    return q;
+}
+
 ActivationQuant activationQuantFor(float lo, float hi) {
     lo = std::min(lo, 0.0f);
     hi = std::max(hi, 0.0f);
@@ -242,6 +250,11 @@ Int8Calibration calibrateInt8(const ExportModel& model, const DataSplit& data, c
     const int64_t per = data.sampleShape.numel();
     std::map<int, RangeStats> stats;
     std::map<std::string, RangeStats> innerStats;
+    std::set<std::string> symmetric;
+    for (const Node* node : graph.nodes())
+        if (const LayerType* type = graph.layerType(node->id))
+            for (const LayerType::InnerInt8Tensor& t : type->int8InnerTensors())
+                if (t.symmetric) symmetric.insert(innerTensorKey(node->name, t.name));
     std::vector<float> host, batch;
     bool histogramPass = false;
     auto observe = [&](RangeStats& s, const Tensor& t) {
@@ -283,10 +296,10 @@ Int8Calibration calibrateInt8(const ExportModel& model, const DataSplit& data, c
         }
     }
 
-    auto quantFor = [&](const RangeStats& s) {
+    auto quantFor = [&](const RangeStats& s, bool symmetricGrid = false) {
         const auto [lo, hi] = options.method == CalibrationMethod::Percentile ? s.percentileRange(options.percentile)
                                                                               : std::pair{s.lo, s.hi};
-        return activationQuantFor(lo, hi);
+        return symmetricGrid ? symmetricActivationQuantFor(lo, hi) : activationQuantFor(lo, hi);
     };
     std::map<int, ActivationQuant> params;
     for (const auto& [node, s] : stats) params[node] = quantFor(s);
@@ -310,7 +323,7 @@ Int8Calibration calibrateInt8(const ExportModel& model, const DataSplit& data, c
     c.options = options;
     c.samples = n;
     for (const auto& [node, q] : params) c.activations[graph.node(node)->name] = q;
-    for (const auto& [key, s] : innerStats) c.activations[key] = quantFor(s);
+    for (const auto& [key, s] : innerStats) c.activations[key] = quantFor(s, symmetric.count(key) > 0);
     return c;
 }
 

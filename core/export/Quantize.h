@@ -48,6 +48,9 @@ struct ActivationQuant {
 };
 // The parameters that cover [lo, hi] widened to include 0 (which must be exact: zero padding, ReLU).
 ActivationQuant activationQuantFor(float lo, float hi);
+// The symmetric parameters that cover [lo, hi]: zero point 128, scale max(|lo|, |hi|) / 127 (1 when both are 0),
+// so q - 128 is a signed byte (LayerType::InnerInt8Tensor::symmetric).
+ActivationQuant symmetricActivationQuantFor(float lo, float hi);
 // x -> its quantized value, in place.
 void fakeQuantize(float* x, int64_t n, const ActivationQuant& q);
 

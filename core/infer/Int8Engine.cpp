@@ -98,6 +98,10 @@ struct FloatIsland {
     std::map<std::string, ActivationQuant> innerGrids;
     InnerTensorHook roundInner;
     std::unique_ptr<cpu::Int8Kernel> innerProduct;
+    // Set with `inner` when the whole attention core runs in integers (cpu::int8AttentionCore): its shapes and
+    // grids, and the Q, K, V projection's uint8 value.
+    std::optional<cpu::Int8AttentionSpec> core;
+    std::optional<Value> qkv;
     std::string innerName, innerWeight;
     int64_t innerRows = 0;
     double innerMacs = 0;
@@ -340,13 +344,14 @@ Int8Engine::Int8Engine(const ExportModel& model, const std::map<std::string, Act
         // in int8 after a quantized input: that product in integers, the rest of the layer in float32.
         const CompressibleWeight cw = type.int8Weight();
         auto* projecting = dynamic_cast<ProjectingLayer*>(isl->layer.get());
-        auto projectInInt8 = [&]() -> bool {
+        // Its output float32, or uint8 on `grid` (the attention's Q, K, V grid, for the integer core).
+        auto projectInInt8 = [&](const ActivationQuant* grid) -> bool {
             const Value& x = isl->ins[0];
             const std::vector<float>* w = weight(n, cw.weight);
             const int64_t width = x.shape[x.shape.rank() - 1];
             if (!w || int64_t(w->size()) % width != 0) refuse(n, "has no '" + cw.weight + "' of its input's width");
             const int64_t outputs = int64_t(w->size()) / width;
-            std::optional<ProductWeights> int8 = productWeights(n, cw, Shape{outputs, width}, x, nullptr);
+            std::optional<ProductWeights> int8 = productWeights(n, cw, Shape{outputs, width}, x, grid);
             if (!int8) return false;  // the file holds it in float32
             ProductWeights& pw = *int8;
             cpu::Int8MatmulSpec spec;
@@ -356,7 +361,8 @@ Int8Engine::Int8Engine(const ExportModel& model, const std::map<std::string, Act
             spec.bias = std::move(pw.bias);
             spec.scales = std::move(pw.scales);
             spec.srcZeroPoint = x.q.zeroPoint;
-            spec.f32Output = true;
+            spec.dstZeroPoint = grid ? grid->zeroPoint : 0;
+            spec.f32Output = !grid;
             try {
                 isl->projection = cpu::makeInt8Matmul(spec);
             } catch (const std::runtime_error& e) {
@@ -402,27 +408,67 @@ Int8Engine::Int8Engine(const ExportModel& model, const std::map<std::string, Act
             isl->innerWeight = t.weight.weight;
             isl->innerRows = v.shape[0];
             isl->innerMacs = double(v.shape[0]) * double(w->size());
-            // Its values, for nodeValues("<node>/<tensor>") (the tests compare them with the simulation's).
-            const int innerId = -2 - static_cast<int>(im.islands.size());
-            im.ids[innerTensorKey(n.name, t.name)] = innerId;
+        };
+        // An inner tensor's values, for nodeValues("<node>/<tensor>") (the tests compare them with the simulation's).
+        auto registerInner = [&](const std::string& tensor, const Value& v) {
+            const int innerId = -2 - static_cast<int>(im.values.size());
+            im.ids[innerTensorKey(n.name, tensor)] = innerId;
             im.values[innerId] = v;
         };
         for (const LayerType::InnerInt8Tensor& t : type.int8InnerTensors())
             if (auto q = activations.find(innerTensorKey(n.name, t.name)); q != activations.end())
                 isl->innerGrids[t.name] = q->second;
-        if (!isl->innerGrids.empty())
-            isl->roundInner = [grids = isl->innerGrids](int, const std::string& tensor, Tensor& values) {
-                if (auto q = grids.find(tensor); q != grids.end())
+        if (projecting && !cw.weight.empty() && isl->ins[0].quantized && !isl->ins[0].nhwc) {
+            // The tensor before the inner product (ProjectingLayer::innerFromProjection gives one: the context).
+            for (const LayerType::InnerInt8Tensor& t : type.int8InnerTensors())
+                if (!t.weight.weight.empty()) {
+                    innerInInt8(t);
+                    break;
+                }
+            // The whole attention core in integers where the file also rounds Q, K, V (about 128) and the softmax
+            // weights (from 0) and the products around them are int8: Q K^T and P V as u8 x s8 sums.
+            const auto qkv = isl->innerGrids.find("qkv"), probs = isl->innerGrids.find("probs");
+            const bool core = isl->inner && n.type == "MultiHeadSelfAttention" && qkv != isl->innerGrids.end() &&
+                              qkv->second.zeroPoint == 128 && probs != isl->innerGrids.end() &&
+                              probs->second.zeroPoint == 0 && shape.rank() == 2;
+            if (!projectInInt8(core ? &qkv->second : nullptr)) {
+                isl->inner.reset();
+                isl->innerProduct.reset();
+            } else if (isl->inner) {
+                registerInner(isl->innerName, *isl->inner);
+                if (core) {
+                    cpu::Int8AttentionSpec c;
+                    c.length = int(shape[0]);
+                    c.width = int(shape[1]);
+                    c.heads = params.at("heads").get<int>();
+                    c.scale = 1.0f / std::sqrt(static_cast<float>(c.width / c.heads));
+                    c.qkvScale = qkv->second.scale;
+                    c.probsScale = probs->second.scale;
+                    c.contextScale = isl->inner->q.scale;
+                    c.contextZeroPoint = isl->inner->q.zeroPoint;
+                    isl->core = c;
+                    Value v;
+                    v.shape = Shape{shape[0], 3 * shape[1]};
+                    v.buffer = im.newBuffer();
+                    v.quantized = true;
+                    v.q = qkv->second;
+                    isl->qkv = v;
+                    registerInner("qkv", v);
+                }
+            }
+        }
+        // The inner tensors the layer itself computes in float32 are rounded in place as it goes (not the one an
+        // int8 product reads, which the step quantizes itself).
+        std::map<std::string, ActivationQuant> roundedInner = isl->innerGrids;
+        if (isl->inner) roundedInner.erase(isl->innerName);
+        if (!isl->core && !roundedInner.empty())
+            isl->roundInner = [roundedInner](int, const std::string& tensor, Tensor& values) {
+                if (auto q = roundedInner.find(tensor); q != roundedInner.end())
                     fakeQuantize(values.f32(), values.numel(), q->second);
             };
-        if (projecting && !cw.weight.empty() && isl->ins[0].quantized && !isl->ins[0].nhwc && projectInInt8())
-            for (const LayerType::InnerInt8Tensor& t : type.int8InnerTensors()) {
-                innerInInt8(t);
-                break;  // ProjectingLayer::innerFromProjection gives one
-            }
         FloatIsland* f = isl.get();
         im.islands.push_back(std::move(isl));
-        im.islandNodes.push_back(n.name);
+        if (!f->core) im.islandNodes.push_back(n.name);  // an integer attention core is no float32 layer
         im.steps.push_back([&im, f, out](int64_t batch) {
             Backend& b = *im.floatBackend;
             if (f->batch != batch) {
@@ -440,6 +486,20 @@ Int8Engine::Int8Engine(const ExportModel& model, const std::map<std::string, Act
             }
             LayerContext ctx{b};
             if (f->roundInner) ctx.innerHook = &f->roundInner;
+            if (f->core) {
+                uint8_t* qkv = im.u8(*f->qkv, batch).data();
+                f->projection->run(threadsFor(im.threads, f->projectionMacs * double(batch), im.small.macs),
+                                   batch * f->projectionRows, im.u8(f->ins[0], batch).data(), qkv);
+                uint8_t* context = im.u8(*f->inner, batch).data();
+                const double coreMacs = 2.0 * double(f->core->length) * double(f->core->length) * f->core->width;
+                cpu::int8AttentionCore(threadsFor(im.threads, coreMacs * double(batch), im.small.macs), *f->core, batch,
+                                       qkv, f->ins.size() > 1 ? f->inTensors[1].f32() : nullptr, context);
+                void* dst = out.quantized ? static_cast<void*>(im.u8(out, batch).data())
+                                          : static_cast<void*>(im.f32(out, batch).data());
+                f->innerProduct->run(threadsFor(im.threads, f->innerMacs * double(batch), im.small.macs),
+                                     batch * f->innerRows, context, dst);
+                return;
+            }
             if (f->projecting) {
                 f->projection->run(threadsFor(im.threads, f->projectionMacs * double(batch), im.small.macs),
                                    batch * f->projectionRows, im.u8(f->ins[0], batch).data(),
@@ -463,7 +523,15 @@ Int8Engine::Int8Engine(const ExportModel& model, const std::map<std::string, Act
             im.fromNchw(static_cast<const float*>(f->out.raw()), out, batch);
         });
         const std::string rounded = oq ? ", rounded onto its uint8 grid" : "";
-        if (f->inner)
+        if (f->core)
+            im.plan.emplace_back(n.name, [f] {
+                return "int8 matmul (" + f->projection->implementation() + ") for its '" + f->cwName +
+                       "' projection onto its Q, K, V grid, then its scores and weighted values as u8 x s8 sums per "
+                       "head (softmax float32, its weights rounded onto their uint8 grid), its context rounded onto "
+                       "its grid, then int8 matmul (" +
+                       f->innerProduct->implementation() + ") for its '" + f->innerWeight + "' projection";
+            });
+        else if (f->inner)
             im.plan.emplace_back(n.name, [f] {
                 return "int8 matmul (" + f->projection->implementation() + ") for its '" + f->cwName +
                        "' projection, then float32 (its own layer on the CPU backend) to its " + f->innerName +

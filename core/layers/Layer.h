@@ -290,12 +290,15 @@ public:
     // (core/export/Quantize), and the int8 engine multiplies in integers: the compressible one, and for
     // MultiHeadSelfAttention its packed Q, K, V projection (which pruning leaves whole).
     virtual CompressibleWeight int8Weight() const { return compressibleWeight(); }
-    // Tensors inside the layer that an int8 export quantizes too, each with the weight that multiplies it next
-    // (int8 in the file and the int8 engine): for MultiHeadSelfAttention its heads' context ("context", calibrated
-    // as "<node>/context") and the output projection. None for most types.
+    // Tensors inside the layer that an int8 export quantizes too (calibrated as "<node>/<name>"), in the order the
+    // layer computes them, each with the weight that multiplies it next where one does (int8 in the file and the
+    // int8 engine). MultiHeadSelfAttention: its Q, K, V projection ("qkv", on a grid symmetric about zero point 128,
+    // so the int8 engine multiplies K and V as signed bytes), its softmax weights ("probs") and its heads' context
+    // ("context", then the output projection). None for most types.
     struct InnerInt8Tensor {
         std::string name;
-        CompressibleWeight weight;
+        CompressibleWeight weight;  // empty: none
+        bool symmetric = false;     // zero point 128, scale max |x| / 127
     };
     virtual std::vector<InnerInt8Tensor> int8InnerTensors() const { return {}; }
     virtual ChannelFacts channelFacts(const Json& params, const std::vector<Shape>& inputs,

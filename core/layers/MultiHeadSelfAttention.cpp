@@ -55,6 +55,7 @@ public:
         ensureBuffer(be, m_scores, Shape{n, H, T, T});
         ensureBuffer(be, m_probs, Shape{n, H, T, T});
         ensureBuffer(be, m_context, Shape{n, T, D});
+        ctx.innerTensor("qkv", m_qkv);
         const float* qkv = m_qkv.f32();
         // scores[b, h] = Q_bh K_bh^T / sqrt(dh), for each head over the whole batch
         for (int h = 0; h < m_h; ++h)
@@ -65,6 +66,7 @@ public:
             be.maskedSoftmaxForward(m_probs.f32(), m_scores.f32(), in[1]->f32(), n, m_h * m_t, m_t);
         else
             be.softmaxForward(m_probs.f32(), m_scores.f32(), toInt(int64_t(n) * perSample / T, "in", "rows"), m_t);
+        ctx.innerTensor("probs", m_probs);
         m_dropActive = ctx.training && m_dropout > 0.0f;
         m_seed = ctx.seed;
         m_first = static_cast<uint64_t>(ctx.firstSample * perSample);
@@ -213,7 +215,7 @@ public:
     CompressibleWeight compressibleWeight() const override { return {}; }
     CompressibleWeight int8Weight() const override { return {"in_weight", 0, "in_bias"}; }
     std::vector<InnerInt8Tensor> int8InnerTensors() const override {
-        return {{"context", {"out_weight", 0, "out_bias"}}};
+        return {{"qkv", {}, true}, {"probs", {}, false}, {"context", {"out_weight", 0, "out_bias"}, false}};
     }
     ChannelFacts channelFacts(const Json&, const std::vector<Shape>&, const Shape&) const override {
         return mixingFacts();

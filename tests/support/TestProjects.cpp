@@ -113,7 +113,7 @@ ExportModel sentimentTextModel() {
     return m;
 }
 
-Project smallTransformerProject(int64_t length, int64_t vocab) {
+Project smallTransformerProject(int64_t length, int64_t vocab, bool maskedAttention) {
     Project p;
     p.name = "small transformer";
     Graph& g = p.graph;
@@ -126,8 +126,9 @@ Project smallTransformerProject(int64_t length, int64_t vocab) {
     const int in = add("Input", "tokens", Json{{"shape", {length}}});
     const int words = add("Embedding", "words", Json{{"vocab", vocab}, {"dim", 16}}, {in});
     const int pos = add("PositionalEmbedding", "positions", Json::object(), {words});
-    const int att =
-        add("MultiHeadSelfAttention", "attention", Json{{"heads", 2}, {"masked", true}}, {pos, in}, {"in", "mask"});
+    const int att = maskedAttention ? add("MultiHeadSelfAttention", "attention", Json{{"heads", 2}, {"masked", true}},
+                                          {pos, in}, {"in", "mask"})
+                                    : add("MultiHeadSelfAttention", "attention", Json{{"heads", 4}}, {pos});
     const int res1 = add("Add", "residual1", Json::object(), {pos, att}, {"in0", "in1"});
     const int norm1 = add("LayerNorm", "norm1", Json::object(), {res1});
     const int ff1 = add("Dense", "ff1", Json{{"units", 32}}, {norm1});

@@ -79,7 +79,8 @@ ExportModel sentimentAttentionModel();
 // Embedding "words" (16) -> PositionalEmbedding "positions" -> masked 2-head attention "attention" -> Add
 // "residual1" -> LayerNorm "norm1" -> Dense "ff1" (32) -> GELU "gelu" -> Dense "ff2" (16) -> Add "residual2" ->
 // masked SequenceMeanPool "mean" -> Dense "logits" -> Softmax "probs"; trained on blobs (set the data for real use).
-Project smallTransformerProject(int64_t length, int64_t vocab);
+// maskedAttention false: a 4-head attention that attends to padding too.
+Project smallTransformerProject(int64_t length, int64_t vocab, bool maskedAttention = true);
 // A text CNN over the same ids, 3 classes: Embedding "words" (8) -> Conv1D "trigrams" (6 filters, kernel 3, padding
 // 1) -> ReLU "relu" -> Conv1D "skips" (5 filters, kernel 2, stride 2, dilation 2, no bias) -> SequenceMeanPool
 // "mean" -> Dense "logits".
