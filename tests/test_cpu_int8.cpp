@@ -671,10 +671,23 @@ private slots:
         }
     }
 
-    // The integer attention core without a mask and with 4 heads of width 4: every tensor on the simulation's grid.
+    // The integer attention core without a mask, with 4 heads of width 4, and with one head wider (16) than the
+    // sequence is long (3): every tensor on the simulation's grid.
+    void unmaskedAttentionCore_data() {
+        QTest::addColumn<int>("length");
+        QTest::addColumn<int>("heads");
+        QTest::newRow("9 positions, 4 heads") << 9 << 4;
+        QTest::newRow("3 positions, 1 head") << 3 << 1;
+    }
     void unmaskedAttentionCore() {
-        const int64_t length = 9, vocab = 20;
-        const Project p = test::smallTransformerProject(length, vocab, false);
+        QFETCH(int, length);
+        QFETCH(int, heads);
+        const int64_t vocab = 20;
+        Project p = test::smallTransformerProject(length, vocab, false);
+        const int attention = p.graph.nodeByName("attention")->id;
+        Json params = p.graph.node(attention)->params;
+        params["heads"] = heads;
+        p.graph.setParams(attention, params);
         const Int8File f = int8File(p, path("unmasked.onnx"), test::tokenIdSplit(200, length, vocab, 61),
                                     test::tokenIdSplit(300, length, vocab, 62).inputs);
         const Compared c = compare(f);
@@ -687,6 +700,11 @@ private slots:
         for (const std::string& line : engine.plan())
             core = core || (line.rfind("attention:", 0) == 0 && line.find("u8 x s8 sums per head") != line.npos);
         QVERIFY(core);
+        // The core's scalar twin (CpuFast's softmax, then the rounding; without AVX-512) on the same grids.
+        setenv("STRATA_NO_AVX512", "1", 1);
+        const Compared plain = compare(f);
+        unsetenv("STRATA_NO_AVX512");
+        for (const char* node : {"attention/context", "attention", "logits"}) EXPECT_GRID(plain, node, 2, 0.97);
     }
 
     // A text CNN: each Conv1D (its weight int8 in the file, one scale per filter on axis 1 of [kernel, filters,

@@ -125,6 +125,7 @@ STRATA_INT8_TARGET inline __m512 unfused(__m512 v) {
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"  // _mm512_reduce_max_ps in GCC 12's header
 #endif
 
 STRATA_INT8_TARGET inline __m512i widen(__m128i bytes) { return _mm512_cvtepu8_epi32(bytes); }
@@ -224,6 +225,62 @@ STRATA_INT8_TARGET void dequantize(const uint8_t* src, float* dst, int64_t n, Gr
         const __mmask16 m = static_cast<__mmask16>((1u << (n - i)) - 1u);
         _mm512_mask_storeu_ps(dst + i, m, dequantize16(_mm_maskz_loadu_epi8(m, src + i), z, s));
     }
+}
+
+// CpuFast's expFast 16 lanes wide: the same range reduction and polynomial.
+STRATA_INT8_TARGET inline __m512 expFast(__m512 x) {
+    x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-87.0f)), _mm512_set1_ps(88.0f));
+    const __m512 magic = _mm512_set1_ps(12582912.0f);
+    const __m512 n = _mm512_sub_ps(_mm512_fmadd_ps(x, _mm512_set1_ps(1.44269504088896341f), magic), magic);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+    __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+    p = _mm512_fmadd_ps(_mm512_mul_ps(p, r), r, _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+    const __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvttps_epi32(n), _mm512_set1_epi32(127)), 23);
+    return _mm512_mul_ps(p, _mm512_castsi512_ps(e));
+}
+
+STRATA_INT8_TARGET inline __mmask16 tailMask(int c, int n) {
+    return c + 16 <= n ? __mmask16(0xFFFF) : __mmask16((1u << (n - c)) - 1u);
+}
+// Of the lanes in `m`, those whose key is kept (keep != 0; all without `keep`).
+STRATA_INT8_TARGET inline __mmask16 keptLanes(const float* keep, int c, __mmask16 m) {
+    return keep ? _mm512_mask_cmp_ps_mask(m, _mm512_maskz_loadu_ps(m, keep + c), _mm512_setzero_ps(), _CMP_NEQ_OQ) : m;
+}
+
+// One row of the int8 attention's softmax: int32 scores times `scale`, keys whose `keep` is 0 weighing 0 (no
+// `keep`: none), the weights onto grid `g`; `tmp` holds n floats.
+STRATA_INT8_TARGET void softmaxToGrid(const int32_t* s, const float* keep, int n, float scale, float* tmp, uint8_t* dst,
+                                      Grid g) {
+    const __m512 vs = _mm512_set1_ps(scale), lowest = _mm512_set1_ps(-3.4e38f);
+    __m512 mx = lowest;
+    for (int c = 0; c < n; c += 16) {
+        const __mmask16 m = tailMask(c, n);
+        const __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_maskz_loadu_epi32(m, s + c)), vs);
+        _mm512_mask_storeu_ps(tmp + c, m, v);
+        mx = _mm512_mask_max_ps(mx, keptLanes(keep, c, m), mx, v);
+    }
+    const __m512 top = _mm512_set1_ps(_mm512_reduce_max_ps(mx));
+    __m512 total = _mm512_setzero_ps();
+    for (int c = 0; c < n; c += 16) {
+        const __mmask16 m = tailMask(c, n);
+        const __m512 e =
+            _mm512_maskz_mov_ps(keptLanes(keep, c, m), expFast(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, tmp + c), top)));
+        _mm512_mask_storeu_ps(tmp + c, m, e);
+        total = _mm512_add_ps(total, e);
+    }
+    const float sum = _mm512_reduce_add_ps(total);
+    const __m512 inv = _mm512_set1_ps(sum > 0.0f ? 1.0f / sum : 0.0f);
+    for (int c = 0; c < n; c += 16) {
+        const __mmask16 m = tailMask(c, n);
+        _mm512_mask_storeu_ps(tmp + c, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, tmp + c), inv));
+    }
+    quantize(tmp, dst, n, g);
 }
 
 #if defined(__GNUC__) && !defined(__clang__)
@@ -578,19 +635,24 @@ void int8AttentionCore(int threads, const Int8AttentionSpec& s, int64_t batch, c
     const int64_t jobs = batch * s.heads;
     const int parts = int(std::max<int64_t>(1, std::min<int64_t>(threads > 0 ? threads : omp_get_max_threads(), jobs)));
     std::atomic<int> failed{0};
+    const bool simd = int8SimdInUse();
 #pragma omp parallel num_threads(parts) if (parts > 1)
     {
-        // Per thread: K and V of one head as int8 (value - 128), the scores, the weights and the context.
+        // Per thread: K and V of one head as int8 (value - 128); the scores, then the context ([t, t] and [t, dh]:
+        // `most` values); the weights as floats (a row, or all of them on the scalar path) and on their grid, then
+        // the context on its grid.
+        const auto most = size_t(t * std::max(t, dh));
         const auto kBuf = std::make_unique<int8_t[]>(size_t(t * dh)), vBuf = std::make_unique<int8_t[]>(size_t(t * dh));
-        const auto sumsBuf = std::make_unique<int32_t[]>(size_t(t * std::max(t, dh)));
-        const auto scoresBuf = std::make_unique<float[]>(size_t(t * t)),
-                   weightsBuf = std::make_unique<float[]>(size_t(t * t));
-        const auto pBuf = std::make_unique<uint8_t[]>(size_t(t * t));
+        const auto sumsBuf = std::make_unique<int32_t[]>(most);
+        const auto scoresBuf = std::make_unique<float[]>(most), weightsBuf = std::make_unique<float[]>(size_t(t * t));
+        const auto pBuf = std::make_unique<uint8_t[]>(most);
         int8_t *k = kBuf.get(), *v = vBuf.get();
         int32_t* sums = sumsBuf.get();
         float *scores = scoresBuf.get(), *weights = weightsBuf.get();
         uint8_t* p = pBuf.get();
         const int32_t zero = 0;
+        // One thread: oneDNN's GEMMs below must not start threads of their own (this region is inactive).
+        if (parts == 1) omp_set_num_threads(1);
 #pragma omp for schedule(static)
         for (int64_t job = 0; job < jobs; ++job) {
             const int64_t b = job / s.heads, h = job % s.heads;
@@ -606,9 +668,15 @@ void int8AttentionCore(int threads, const Int8AttentionSpec& s, int64_t batch, c
                 failed = 1;
                 continue;
             }
-            for (int64_t i = 0; i < t * t; ++i) scores[i] = float(sums[i]) * scoreScale;
-            maskedSoftmaxForward(1, weights, scores, ids ? ids + b * t : nullptr, 1, int(t), int(t));
-            quantizeToGrid(1, weights, p, t * t, probsGrid);
+            if (simd) {
+                for (int64_t i = 0; i < t; ++i)
+                    avx512::softmaxToGrid(sums + i * t, ids ? ids + b * t : nullptr, int(t), scoreScale, weights,
+                                          p + i * t, probsGrid);
+            } else {
+                for (int64_t i = 0; i < t * t; ++i) scores[i] = float(sums[i]) * scoreScale;
+                maskedSoftmaxForward(1, weights, scores, ids ? ids + b * t : nullptr, 1, int(t), int(t));
+                quantizeToGrid(1, weights, p, t * t, probsGrid);
+            }
             if (dnnl_gemm_u8s8s32('N', 'N', 'F', t, dh, t, 1.0f, p, t, 0, v, dh, 0, 0.0f, sums, dh, &zero) !=
                 dnnl_success) {
                 failed = 1;
@@ -616,7 +684,8 @@ void int8AttentionCore(int threads, const Int8AttentionSpec& s, int64_t batch, c
             }
             uint8_t* out = context + b * t * d + h * dh;
             for (int64_t i = 0; i < t * dh; ++i) scores[i] = float(sums[i]) * contextScale;
-            for (int64_t i = 0; i < t; ++i) quantizeToGrid(1, scores + i * dh, out + i * d, dh, contextGrid);
+            quantizeToGrid(1, scores, p, t * dh, contextGrid);  // the weights' bytes are free now
+            for (int64_t i = 0; i < t; ++i) std::copy_n(p + i * dh, dh, out + i * d);
         }
     }
     if (failed) throw std::runtime_error("int8 attention: oneDNN's u8 x s8 GEMM failed");
