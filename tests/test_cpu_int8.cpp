@@ -605,8 +605,12 @@ private slots:
         for (const std::string& line : engine.plan()) how[line.substr(0, line.find(':'))] = line;
         for (const char* node : {"ff1", "ff2", "logits"})
             QVERIFY2(how[node].find("int8 matmul") != std::string::npos, how[node].c_str());
-        for (const char* node : {"words", "positions", "norm1", "mean", "probs"})
+        for (const char* node : {"positions", "norm1", "probs"})
             QVERIFY2(how[node].find("float32 (its own layer") != std::string::npos, how[node].c_str());
+        // The embedding's rows and the masked mean in integers.
+        QVERIFY2(how["words"].find("uint8 rows of its table") != std::string::npos, how["words"].c_str());
+        QVERIFY2(how["mean"].find("integer sums of uint8 values over the kept positions") != std::string::npos,
+                 how["mean"].c_str());
         // The attention in integers: its Q, K, V and output projections (int8 in the file) and its scores and
         // weighted values (u8 x s8 per head); only the softmax float32.
         QVERIFY2(how["attention"].find("'in_weight' projection onto its Q, K, V grid") != std::string::npos &&
@@ -616,11 +620,10 @@ private slots:
         QVERIFY2(how["gelu"].find("as a table") != std::string::npos, how["gelu"].c_str());
         // predict says which layers ran in float32.
         const Predictor predictor(path("transformer.onnx"));
-        QVERIFY2(
-            predictor.runtimeDescription().find("Strata int8 engine") != std::string::npos &&
-                predictor.runtimeDescription().find("; 5 layers in float32 between the grids, as the file has "
-                                                    "them (words, positions, norm1, mean, probs)") != std::string::npos,
-            predictor.runtimeDescription().c_str());
+        QVERIFY2(predictor.runtimeDescription().find("Strata int8 engine") != std::string::npos &&
+                     predictor.runtimeDescription().find("; 3 layers in float32 between the grids, as the file has "
+                                                         "them (positions, norm1, probs)") != std::string::npos,
+                 predictor.runtimeDescription().c_str());
         // A product weight the file holds in float32 (its values not int8 times one scale per channel) runs in
         // float32, as the file computes it: the attention's projection and a Dense layer, nudged off their grids.
         ExportModel floats = f.file;
@@ -658,6 +661,17 @@ private slots:
                 simulateInt8(*variant, variant->int8Activations, f.inputs.data(), f.count);
             const std::vector<float> ran = e.run(f.inputs.data(), f.count);
             QVERIFY2(maxAbsDiff(ran, simulated) <= 0.02, qPrintable(QString::number(maxAbsDiff(ran, simulated))));
+        }
+        // An id outside the vocabulary is refused by the embedding's name, as the float32 engine refuses it.
+        std::vector<float> badIds(f.inputs.begin(), f.inputs.begin() + 2 * length);
+        badIds[size_t(length + 3)] = float(vocab);
+        try {
+            engine.run(badIds.data(), 2);
+            QFAIL("no error");
+        } catch (const std::runtime_error& e) {
+            QVERIFY2(std::string(e.what()).find("node 'words' (Embedding)") != std::string::npos &&
+                         std::string(e.what()).find(std::to_string(vocab)) != std::string::npos,
+                     e.what());
         }
         // The file's weights are what an island runs on: one it lacks is refused by name.
         ExportModel broken = f.file;

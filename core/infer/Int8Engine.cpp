@@ -5,10 +5,12 @@
 #include <cmath>
 #include <cstdlib>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <set>
 #include <stdexcept>
 
+#include "core/backend/BackendChecks.h"
 #include "core/backend/BackendRegistry.h"
 #include "core/backend/CpuInt8.h"
 
@@ -615,6 +617,71 @@ Int8Engine::Int8Engine(const ExportModel& model, const std::map<std::string, Act
             }
             if (oq && !(in.quantized && in.q == *oq)) out = requantized(out, *oq);
             describe(n, "no data movement");
+            im.values[id] = out;
+            continue;
+        }
+        // An Embedding whose output is quantized: its table rounded onto that grid once, each id's row copied (what
+        // the file computes: Gather, then QuantizeLinear). Ids are checked as the backend checks them.
+        if (n.type == "Embedding" && oq && !in.quantized && in.shape.rank() == 1 && shape.rank() == 2) {
+            const std::vector<float>* table = weight(n, "weight");
+            const int64_t dim = shape[1];
+            if (!table || int64_t(table->size()) % dim != 0)
+                refuse(n, "has no 'weight' of [vocab, " + std::to_string(dim) + "]");
+            auto rows = std::make_shared<std::vector<uint8_t>>(table->size());
+            cpu::quantizeToGrid(1, table->data(), rows->data(), int64_t(table->size()), gridOf(*oq));
+            const int vocab = static_cast<int>(int64_t(table->size()) / dim);
+            out.buffer = im.newBuffer();
+            out.quantized = true;
+            out.q = *oq;
+            im.steps.push_back([&im, in, out, rows, dim, vocab, name = n.name](int64_t batch) {
+                const std::vector<float>& ids = im.f32(in, batch);
+                const auto count = static_cast<int64_t>(ids.size());
+                try {
+                    checkIdsOnHost(BackendOp::EmbeddingForward, "cpu", ids.data(), count, vocab);
+                } catch (const std::exception& e) {
+                    throw std::runtime_error("int8 engine: node '" + name + "' (Embedding): " + e.what());
+                }
+                uint8_t* dst = im.u8(out, batch).data();
+                for (int64_t i = 0; i < count; ++i)
+                    std::copy_n(rows->data() + static_cast<int64_t>(ids[size_t(i)]) * dim, dim, dst + i * dim);
+            });
+            describe(n, "uint8 rows of its table rounded onto its grid once");
+            im.values[id] = out;
+            continue;
+        }
+        // The mean over a sequence's (kept) positions of uint8 values: integer sums per feature, scaled once.
+        if (n.type == "SequenceMeanPool" && oq && in.quantized && !in.nhwc && in.shape.rank() == 2) {
+            const bool masked = params.value("masked", false);
+            const Value ids = masked ? inputOf(n, 1) : Value{};
+            if (masked && ids.quantized) refuse(n, "reads a quantized mask");
+            out.buffer = im.newBuffer();
+            out.quantized = true;
+            out.q = *oq;
+            im.steps.push_back([&im, in, ids, out, masked](int64_t batch) {
+                const int64_t len = in.shape[0], dim = in.shape[1];
+                const uint8_t* src = im.u8(in, batch).data();
+                const float* keep = masked ? im.f32(ids, batch).data() : nullptr;
+                uint8_t* dst = im.u8(out, batch).data();
+                std::vector<int64_t> sums(static_cast<size_t>(dim));
+                for (int64_t b = 0; b < batch; ++b) {
+                    std::fill(sums.begin(), sums.end(), 0);
+                    int64_t counted = 0;
+                    for (int64_t l = 0; l < len; ++l) {
+                        if (keep && keep[b * len + l] == 0.0f) continue;
+                        const uint8_t* row = src + (b * len + l) * dim;
+                        for (int64_t i = 0; i < dim; ++i) sums[size_t(i)] += row[i];
+                        ++counted;
+                    }
+                    for (int64_t i = 0; i < dim; ++i)
+                        dst[b * dim + i] = counted == 0
+                                               ? quantize(0.0f, out.q)
+                                               : quantize(float(double(sums[size_t(i)] - counted * in.q.zeroPoint) *
+                                                                double(in.q.scale) / double(counted)),
+                                                          out.q);
+                }
+            });
+            describe(n, "integer sums of uint8 values over the " + std::string(masked ? "kept " : "") +
+                            "positions, scaled once");
             im.values[id] = out;
             continue;
         }
