@@ -660,24 +660,40 @@ Int8Engine::Int8Engine(const ExportModel& model, const std::map<std::string, Act
             im.steps.push_back([&im, in, ids, out, masked](int64_t batch) {
                 const int64_t len = in.shape[0], dim = in.shape[1];
                 const uint8_t* src = im.u8(in, batch).data();
-                const float* keep = masked ? im.f32(ids, batch).data() : nullptr;
                 uint8_t* dst = im.u8(out, batch).data();
-                std::vector<int64_t> sums(static_cast<size_t>(dim));
-                for (int64_t b = 0; b < batch; ++b) {
-                    std::fill(sums.begin(), sums.end(), 0);
-                    int64_t counted = 0;
-                    for (int64_t l = 0; l < len; ++l) {
-                        if (keep && keep[b * len + l] == 0.0f) continue;
-                        const uint8_t* row = src + (b * len + l) * dim;
-                        for (int64_t i = 0; i < dim; ++i) sums[size_t(i)] += row[i];
-                        ++counted;
+                // Sums of (q - zero point) per sample and feature, 16 at a time (cpu::channelSums): over every
+                // position, or over each run of kept positions (padding ids 0 usually end a text: one run).
+                std::vector<int64_t> sums(static_cast<size_t>(batch * dim)), part(static_cast<size_t>(dim));
+                std::vector<int64_t> counted(size_t(batch), len);
+                if (!masked) {
+                    cpu::channelSums(threadsFor(im.threads, double(batch * len * dim), im.small.values), src, batch,
+                                     len, dim, in.q.zeroPoint, sums.data());
+                } else {
+                    const float* keep = im.f32(ids, batch).data();
+                    for (int64_t b = 0; b < batch; ++b) {
+                        counted[size_t(b)] = 0;
+                        for (int64_t l = 0; l < len;) {
+                            if (keep[b * len + l] == 0.0f) {
+                                ++l;
+                                continue;
+                            }
+                            int64_t end = l + 1;
+                            while (end < len && keep[b * len + end] != 0.0f) ++end;
+                            cpu::channelSums(1, src + (b * len + l) * dim, 1, end - l, dim, in.q.zeroPoint,
+                                             part.data());
+                            for (int64_t i = 0; i < dim; ++i) sums[size_t(b * dim + i)] += part[size_t(i)];
+                            counted[size_t(b)] += end - l;
+                            l = end;
+                        }
                     }
+                }
+                for (int64_t b = 0; b < batch; ++b) {
+                    const int64_t c = counted[size_t(b)];
                     for (int64_t i = 0; i < dim; ++i)
-                        dst[b * dim + i] = counted == 0
-                                               ? quantize(0.0f, out.q)
-                                               : quantize(float(double(sums[size_t(i)] - counted * in.q.zeroPoint) *
-                                                                double(in.q.scale) / double(counted)),
-                                                          out.q);
+                        dst[b * dim + i] =
+                            c == 0 ? quantize(0.0f, out.q)
+                                   : quantize(float(double(sums[size_t(b * dim + i)]) * double(in.q.scale) / double(c)),
+                                              out.q);
                 }
             });
             describe(n, "integer sums of uint8 values over the " + std::string(masked ? "kept " : "") +
