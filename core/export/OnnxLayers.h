@@ -64,7 +64,7 @@ public:
     // behind DequantizeLinear in an int8 export.
     std::function<std::vector<std::string>()> int8Weights;
     // In an int8 export whose calibration quantizes the layer's inner tensor `tensor` (LayerType::int8InnerTensors,
-    // the attention's "context"): `value` through QuantizeLinear -> DequantizeLinear on its grid (nodes
+    // the attention's "qkv", "probs", "context"): `value` through QuantizeLinear -> DequantizeLinear on its grid (nodes
     // "<node>/<tensor>/quantize" and "/dequantize"), returning the value to read on; else `value` itself.
     std::function<std::string(const std::string& tensor, const std::string& value)> quantizedInner;
     // The weight (and bias) that multiplies that inner tensor next, as int8Weights gives the layer's int8 weight:

@@ -8,9 +8,9 @@
 // Which tensors are quantized, the same in the writer, the calibration and the simulation (quantizedOutputs):
 // the normalized input, and the output of every node except the graph's output (logits stay float32), Dropout
 // (inference passes its input on) and ids that feed an Embedding or a padding mask; inside a layer whose input is
-// quantized, the tensors its type names (LayerType::int8InnerTensors: the attention's heads' context, before its
-// output projection, which is then int8 too). A node whose only consumer
-// is a ReLU takes the ReLU's range, so its QuantizeLinear already clamps at zero and onnxruntime drops the
+// quantized, the tensors its type names (LayerType::int8InnerTensors: the attention's Q, K, V on a grid symmetric
+// about 128, its softmax weights, and its heads' context, whose output projection is then int8 too). A node whose only
+// consumer is a ReLU takes the ReLU's range, so its QuantizeLinear already clamps at zero and onnxruntime drops the
 // ReLU. Each layer's int8 weight (LayerType::int8Weight: Conv2D's, Conv1D's and Dense's weight,
 // MultiHeadSelfAttention's packed Q, K, V projection) is quantized when its input is, its bias as int32, and so
 // is the weight after a quantized inner tensor (the attention's output projection); other parameters (BatchNorm,
@@ -101,7 +101,8 @@ std::set<int> quantizedOutputs(const Graph& graph);
 // do not fit the model.
 Int8Calibration calibrateInt8(const ExportModel& model, const DataSplit& data, const QuantizationOptions& options);
 
-// The tensors inside layers that are quantized too (LayerType::int8InnerTensors: the attention's heads' context),
+// The tensors inside layers that are quantized too (LayerType::int8InnerTensors: the attention's "qkv", "probs"
+// and "context"),
 // by their activation names "<node>/<tensor>" (innerTensorKey), where the layer's input is quantized.
 std::string innerTensorKey(const std::string& node, const std::string& tensor);
 std::set<std::string> quantizedInnerTensors(const Graph& graph);

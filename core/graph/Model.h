@@ -62,7 +62,8 @@ public:
     using ForwardHook = std::function<void(int node, Tensor& output)>;
     void setForwardHook(ForwardHook hook) { m_forwardHook = std::move(hook); }
     // Called by forward with each tensor inside a layer that LayerType::int8InnerTensors names (the attention's
-    // heads' context), by node id and tensor name, which the hook may change in place as the forward hook may.
+    // Q, K, V, softmax weights and heads' context), by node id and tensor name, which the hook may change in place as
+    // the forward hook may.
     void setInnerHook(InnerTensorHook hook) { m_innerHook = std::move(hook); }
     // Called just before (begin = true) and just after each layer's forward or backward call, with its node
     // id: the per-layer profile (core/train/Profile) times layers through it. A fused ReLU has no call of

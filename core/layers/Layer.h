@@ -97,7 +97,8 @@ public:
     virtual void sum(double* values, int64_t count) = 0;
 };
 
-// Sees a tensor inside a layer's forward (LayerType::int8InnerTensors: the attention's heads' context), which it
+// Sees a tensor inside a layer's forward (LayerType::int8InnerTensors: the attention's Q, K, V, softmax weights and
+// heads' context), which it
 // may change in place: the int8 calibration's ranges, the simulation's rounding (Model::setInnerHook).
 using InnerTensorHook = std::function<void(int node, const std::string& tensor, Tensor& values)>;
 
