@@ -310,6 +310,26 @@ Int8Engine::Int8Engine(const ExportModel& model, const std::map<std::string, Act
         return p;
     };
 
+    // An int8 matmul of `inputs` -> `outputs` values a row on these weights, from uint8 values with `srcZeroPoint`,
+    // onto `grid` (float32 output without one); oneDNN's refusal is the node's.
+    auto matmulKernel = [&](const Node& n, ProductWeights&& pw, int64_t inputs, int64_t outputs, int srcZeroPoint,
+                            const ActivationQuant* grid) {
+        cpu::Int8MatmulSpec spec;
+        spec.inputs = int(inputs);
+        spec.outputs = int(outputs);
+        spec.weights = std::move(pw.values);
+        spec.bias = std::move(pw.bias);
+        spec.scales = std::move(pw.scales);
+        spec.srcZeroPoint = srcZeroPoint;
+        spec.dstZeroPoint = grid ? grid->zeroPoint : 0;
+        spec.f32Output = !grid;
+        try {
+            return cpu::makeInt8Matmul(spec);
+        } catch (const std::runtime_error& e) {
+            refuse(n, e.what());
+        }
+    };
+
     // A node with no integer path (or a float32 input where its integer path needs uint8): its own Layer
     // (LayerType::create) in float32 on a CPU backend, on its inputs dequantized, with the file's weights (as
     // loadModelFile dequantizes them), its output rounded onto its grid where the file quantizes it: what the
@@ -355,21 +375,7 @@ Int8Engine::Int8Engine(const ExportModel& model, const std::map<std::string, Act
             const int64_t outputs = int64_t(w->size()) / width;
             std::optional<ProductWeights> int8 = productWeights(n, cw, Shape{outputs, width}, x, grid);
             if (!int8) return false;  // the file holds it in float32
-            ProductWeights& pw = *int8;
-            cpu::Int8MatmulSpec spec;
-            spec.inputs = int(width);
-            spec.outputs = int(outputs);
-            spec.weights = std::move(pw.values);
-            spec.bias = std::move(pw.bias);
-            spec.scales = std::move(pw.scales);
-            spec.srcZeroPoint = x.q.zeroPoint;
-            spec.dstZeroPoint = grid ? grid->zeroPoint : 0;
-            spec.f32Output = !grid;
-            try {
-                isl->projection = cpu::makeInt8Matmul(spec);
-            } catch (const std::runtime_error& e) {
-                refuse(n, e.what());
-            }
+            isl->projection = matmulKernel(n, std::move(*int8), width, outputs, x.q.zeroPoint, grid);
             isl->projecting = projecting;
             isl->cwName = cw.weight;
             isl->projectionRows = x.shape.numel() / width;
@@ -391,20 +397,7 @@ Int8Engine::Int8Engine(const ExportModel& model, const std::map<std::string, Act
             v.q = q->second;
             std::optional<ProductWeights> int8 = productWeights(n, t.weight, Shape{outputs, width}, v, oq);
             if (!int8) return;
-            cpu::Int8MatmulSpec spec;
-            spec.inputs = int(width);
-            spec.outputs = int(outputs);
-            spec.weights = std::move(int8->values);
-            spec.bias = std::move(int8->bias);
-            spec.scales = std::move(int8->scales);
-            spec.srcZeroPoint = v.q.zeroPoint;
-            spec.dstZeroPoint = oq ? oq->zeroPoint : 0;
-            spec.f32Output = !oq;
-            try {
-                isl->innerProduct = cpu::makeInt8Matmul(spec);
-            } catch (const std::runtime_error& e) {
-                refuse(n, e.what());
-            }
+            isl->innerProduct = matmulKernel(n, std::move(*int8), width, outputs, v.q.zeroPoint, oq);
             isl->inner = v;
             isl->innerName = t.name;
             isl->innerWeight = t.weight.weight;
