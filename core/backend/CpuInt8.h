@@ -72,9 +72,9 @@ void applyChannelTablesF32(int threads, const uint8_t* src, float* dst, int64_t 
 // h, scores = (Q_h - 128)(K_h - 128)^T * qkv.scale^2 * scale, summed in int32 (u8 x s8; oneDNN's
 // dnnl_gemm_u8s8s32); the softmax over the keys in float32 (keys whose id in `ids` is 0 weigh 0; no `ids`: none
 // masked) with CpuFast's exp polynomial, 16 keys at a time on AVX-512 (CpuFast's own softmax where int8SimdInUse is
-// false), its weights rounded onto `probs`; context_h = P_h (V_h - 128) * probs.scale * qkv.scale (int32 sums), rounded onto `context`.
-// qkv: [batch, length, 3 x width] (Q, K, V side by side, each `heads` heads of width / heads); ids: [batch,
-// length] float32 or null; context: [batch, length, width]. `threads` OpenMP threads over the samples' heads.
+// false), its weights rounded onto `probs`; context_h = P_h (V_h - 128) * probs.scale * qkv.scale (int32 sums), rounded
+// onto `context`. qkv: [batch, length, 3 x width] (Q, K, V side by side, each `heads` heads of width / heads); ids:
+// [batch, length] float32 or null; context: [batch, length, width]. `threads` OpenMP threads over the samples' heads.
 struct Int8AttentionSpec {
     int length = 0, width = 0, heads = 1;
     float scale = 1.0f;  // 1 / sqrt(width / heads)
