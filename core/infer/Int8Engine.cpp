@@ -742,26 +742,18 @@ Int8Engine::Int8Engine(const ExportModel& model, const std::map<std::string, Act
                     out.nhwc = true;
                 } else {
                     // A vector, or the rows of a [T, D] (a sequence): each row one product.
-                    cpu::Int8MatmulSpec s;
-                    s.inputs = int(in.shape[in.shape.rank() - 1]);
-                    s.outputs = int(shape[shape.rank() - 1]);
-                    s.weights = std::move(qw.values);
+                    const int64_t inputs = in.shape[in.shape.rank() - 1], outputs = shape[shape.rank() - 1];
                     if (!in.flatFrom.empty()) {  // columns from [C, H, W] order to the values' [H, W, C]
                         const int64_t c = in.flatFrom[0], hw = in.flatFrom.numel() / c;
-                        std::vector<int8_t> permuted(s.weights.size());
-                        for (int64_t o = 0; o < s.outputs; ++o)
+                        std::vector<int8_t> permuted(qw.values.size());
+                        for (int64_t o = 0; o < outputs; ++o)
                             for (int64_t ch = 0; ch < c; ++ch)
                                 for (int64_t i = 0; i < hw; ++i)
-                                    permuted[size_t(o * s.inputs + i * c + ch)] =
-                                        s.weights[size_t(o * s.inputs + ch * hw + i)];
-                        s.weights = std::move(permuted);
+                                    permuted[size_t(o * inputs + i * c + ch)] =
+                                        qw.values[size_t(o * inputs + ch * hw + i)];
+                        qw.values = std::move(permuted);
                     }
-                    s.bias = std::move(bias);
-                    s.scales = std::move(scales);
-                    s.srcZeroPoint = in.q.zeroPoint;
-                    s.dstZeroPoint = oq ? oq->zeroPoint : 0;
-                    s.f32Output = !oq;
-                    kernel = cpu::makeInt8Matmul(s);
+                    kernel = matmulKernel(n, std::move(qw), inputs, outputs, in.q.zeroPoint, oq);
                 }
             } catch (const std::runtime_error& e) {
                 if (std::string(e.what()).rfind("int8 engine:", 0) == 0) throw;
