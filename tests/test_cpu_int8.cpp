@@ -379,21 +379,25 @@ private slots:
         QVERIFY(same >= f.count * 98 / 100);
         QVERIFY(maxAbsDiff(c.engine, c.simulated) <= 0.05 * range(c.simulated));
 
-        // oneDNN's VNNI kernels ran, not its reference code; the ReLUs cost nothing.
+        // oneDNN's VNNI kernels ran, not its reference code (conv1, on one channel, runs Strata's own VNNI kernel:
+        // fewChannelConvEqualsOneDnn); the ReLUs cost nothing.
         Int8Engine engine(f.file, f.file.int8Activations, 2);
         engine.run(f.inputs.data(), 1, 1);
-        int vnni = 0, fused = 0;
+        int vnni = 0, fused = 0, own = 0;
         for (const std::string& line : engine.plan()) {
             qInfo("%s", line.c_str());
             if (line.find(": int8 convolution") != std::string::npos ||
                 line.find(": int8 matmul") != std::string::npos) {
-                QVERIFY2(line.find("avx512_core_vnni") != std::string::npos, line.c_str());
+                const bool mine = line.rfind("conv1: int8 convolution (strata:avx512_vnni", 0) == 0;
+                QVERIFY2(mine || line.find("avx512_core_vnni") != std::string::npos, line.c_str());
                 QVERIFY2(line.find("ref") == std::string::npos, line.c_str());
                 ++vnni;
+                own += mine;
             }
             fused += line.find("fused") != std::string::npos;
         }
         QCOMPARE(vnni, 6);
+        QCOMPARE(own, 1);
         QCOMPARE(fused, 5);
         // Both max poolings pool the convolution's values and apply the BatchNorm's table after (gamma > 0 here).
         const std::vector<std::string> plan = engine.plan();
@@ -549,6 +553,88 @@ private slots:
         // The scalar dequantization is the file's: (q - zero point) x scale, the tail included.
         for (size_t i : {size_t(0), size_t(77), a.size() - 1})
             QCOMPARE(dequantized[2][i], float(int(b[i]) - 131) * 0.0071f);
+    }
+
+    // Strata's own kernel for convolutions on few channels (CpuInt8's FewTaps: 1 to 4 channels, kernel rows of at
+    // most 16 bytes) against oneDNN's kernel for the same spec (made under STRATA_NO_AVX512): equal at every value.
+    // The specs cover 1 to 4 words a kernel row, strides, padding of either size, a taller dilation, a source zero
+    // point (whose padding adds nothing), float32 output, several groups of 16 filters, and both thread splits (a
+    // sample per thread; one sample's rows in blocks, above a million multiply-adds).
+    void fewChannelConvEqualsOneDnn_data() {
+        QTest::addColumn<QVector<int>>(
+            "geometry");  // channels, height, width, filters, kernel h, w, stride, pad h, w, dilation h
+        QTest::addColumn<int>("srcZeroPoint");
+        QTest::addColumn<bool>("f32Output");
+        QTest::addColumn<int>("batch");
+        QTest::newRow("stem 1x28x28, 3x3") << QVector<int>{1, 28, 28, 16, 3, 3, 1, 1, 1, 1} << 0 << false << 1;
+        QTest::newRow("rgb, stride 2, zero point") << QVector<int>{3, 17, 19, 32, 3, 3, 2, 1, 1, 1} << 7 << false << 3;
+        QTest::newRow("2 channels 5x5, dilated rows, f32")
+            << QVector<int>{2, 15, 13, 16, 5, 5, 1, 2, 2, 2} << 0 << true << 2;
+        QTest::newRow("4 channels, no padding") << QVector<int>{4, 9, 21, 48, 3, 3, 1, 0, 0, 1} << 3 << false << 5;
+        QTest::newRow("7x7 stride 2, odd padding")
+            << QVector<int>{1, 30, 26, 16, 7, 7, 2, 3, 2, 1} << 128 << false << 2;
+        QTest::newRow("one sample, rows in blocks") << QVector<int>{1, 64, 64, 64, 3, 3, 1, 1, 1, 1} << 0 << false << 1;
+    }
+    void fewChannelConvEqualsOneDnn() {
+        QFETCH(QVector<int>, geometry);
+        QFETCH(int, srcZeroPoint);
+        QFETCH(bool, f32Output);
+        QFETCH(int, batch);
+        cpu::Int8ConvSpec spec;
+        spec.channels = geometry[0];
+        spec.height = geometry[1];
+        spec.width = geometry[2];
+        spec.filters = geometry[3];
+        spec.kernelH = geometry[4];
+        spec.kernelW = geometry[5];
+        spec.strideH = spec.strideW = geometry[6];
+        spec.padH = geometry[7];
+        spec.padW = geometry[8];
+        spec.dilationH = geometry[9];
+        spec.srcZeroPoint = srcZeroPoint;
+        spec.dstZeroPoint = 9;
+        spec.f32Output = f32Output;
+        std::mt19937 rng(11);
+        const size_t taps = size_t(spec.channels) * spec.kernelH * spec.kernelW;
+        for (size_t i = 0; i < size_t(spec.filters) * taps; ++i) spec.weights.push_back(int8_t(int(rng() % 256) - 128));
+        for (int f = 0; f < spec.filters; ++f) {
+            spec.bias.push_back(int32_t(rng() % 20001) - 10000);
+            // Scales from a quarter to four times one that spreads a filter's sums over about the grid's range:
+            // values clamped at both ends.
+            const double spread = std::exp2(double(rng() % 1000) / 250.0 - 2.0);
+            spec.scales.push_back(float(spread * 255.0 / (96.0 * double(taps) * 64.0)));
+        }
+        const int outH = (spec.height + 2 * spec.padH - spec.dilationH * (spec.kernelH - 1) - 1) / spec.strideH + 1;
+        const int outW = (spec.width + 2 * spec.padW - spec.kernelW) / spec.strideW + 1;
+        std::vector<uint8_t> in(size_t(batch) * spec.height * spec.width * spec.channels);
+        for (auto& v : in) v = uint8_t(rng());
+        const size_t outValues = size_t(batch) * outH * outW * spec.filters, outBytes = outValues * (f32Output ? 4 : 1);
+        auto own = cpu::makeInt8Conv(spec);
+        setenv("STRATA_NO_AVX512", "1", 1);
+        auto onednn = cpu::makeInt8Conv(spec);
+        unsetenv("STRATA_NO_AVX512");
+        QVERIFY2(own->implementation().find("strata:avx512_vnni") == 0, own->implementation().c_str());
+        std::vector<uint8_t> a(outBytes, 1), b(outBytes, 2);
+        own->run(2, batch, in.data(), a.data());
+        onednn->run(2, batch, in.data(), b.data());
+        QVERIFY2(onednn->implementation().find("vnni") != std::string::npos, onednn->implementation().c_str());
+        int64_t differ = 0, low = 0, high = 0;
+        for (size_t i = 0; i < outValues; ++i) {
+            if (f32Output) {
+                float x = 0.0f, y = 0.0f;
+                std::memcpy(&x, a.data() + 4 * i, 4);
+                std::memcpy(&y, b.data() + 4 * i, 4);
+                differ += x != y;
+                low += x < 0.0f;
+                high += x > 0.0f;
+            } else {
+                differ += a[i] != b[i];
+                low += a[i] == 0;
+                high += a[i] == 255;
+            }
+        }
+        QVERIFY2(differ == 0, qPrintable(QString("%1 of %2 values differ").arg(differ).arg(outValues)));
+        QVERIFY(low > 0 && high > 0);  // not vacuous: both ends of the range reached
     }
 
     // The element-wise activations besides ReLU as tables on their input's grid: each of them between Dense

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <stdexcept>
 #include <utility>
@@ -114,6 +115,7 @@ void sums(const uint8_t* src, int64_t positions, int64_t channels, int zeroPoint
 namespace avx512 {
 
 #define STRATA_INT8_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq")))
+#define STRATA_INT8_VNNI_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni")))
 
 // A product kept apart from the addition after it: the compiler may not fuse them into one rounding.
 STRATA_INT8_TARGET inline __m512 unfused(__m512 v) {
@@ -283,10 +285,105 @@ STRATA_INT8_TARGET void softmaxToGrid(const int32_t* s, const float* keep, int n
     quantize(tmp, dst, n, g);
 }
 
+// A convolution with few input bytes per kernel row (a stem on 1 to 4 channels), where oneDNN's kernels, which
+// take the channels 4 at a time, spend most of their time on padding (the residual template's 1-channel stem: 3.3
+// us a batch-1 pass on 2 threads, 1.7 us for float32). Each kernel row's kernelW x channels bytes are contiguous
+// in a channels-last row and are read as `words` 32-bit words (the bytes past the row's end meet zero weights), so
+// an output pixel takes kernelH x words VNNI dot products of 4 u8 x s8 pairs per 16 filters. The source is read
+// from a copy with its padding filled with the zero point (whose taps then add nothing, as oneDNN counts them).
+struct FewTaps {
+    int channels = 0, height = 0, width = 0, filters = 0, kernelH = 0, kernelW = 0, strideH = 1, strideW = 1;
+    int padH = 0, padW = 0, dilationH = 1, outH = 0, outW = 0, words = 0;
+    int srcZeroPoint = 0, dstZeroPoint = 0;
+    bool f32Output = false;
+    std::vector<int32_t> weights;  // [filters / 16][kernelH][words][16]: 4 s8 weights of one filter per lane
+    std::vector<int32_t> offset;   // [filters]: bias - srcZeroPoint x the filter's weight sum
+    std::vector<float> scales;     // [filters]
+    int64_t paddedWidth() const { return int64_t(width + 2 * padW) * channels + 4 * words; }
+};
+
+STRATA_INT8_VNNI_TARGET inline void fewTapsStore(const FewTaps& k, __m512i acc, __m512 scale, void* dst, int64_t at) {
+    const __m512 y = _mm512_mul_ps(_mm512_cvtepi32_ps(acc), scale);
+    if (k.f32Output) {
+        _mm512_storeu_ps(static_cast<float*>(dst) + at, y);
+        return;
+    }
+    // Plus the zero point, then rounded half to even (the default rounding mode) and saturated, as oneDNN's
+    // kernels do (a tie rounds with the zero point added).
+    const __m512i q = _mm512_cvtps_epi32(_mm512_add_ps(y, _mm512_set1_ps(float(k.dstZeroPoint))));
+    _mm_storeu_si128(
+        reinterpret_cast<__m128i*>(static_cast<uint8_t*>(dst) + at),
+        _mm512_cvtepi32_epi8(_mm512_min_epi32(_mm512_max_epi32(q, _mm512_setzero_si512()), _mm512_set1_epi32(255))));
+}
+
+STRATA_INT8_VNNI_TARGET inline __m512i broadcastWord(const uint8_t* at) {
+    int32_t word;
+    std::memcpy(&word, at, 4);
+    return _mm512_set1_epi32(word);
+}
+
+// One output row's pixels for 16 filters (weights `w`, [kernelH][Words][16]), four pixels at a time so that their
+// dot products' chains overlap. row: the padded row under the kernel's top row; at: the row's first output value.
+template <int Words>
+STRATA_INT8_VNNI_TARGET void fewTapsRow(const FewTaps& k, const uint8_t* row, const int32_t* w, __m512i offset,
+                                        __m512 scale, void* dst, int64_t at) {
+    const int64_t rowBytes = k.paddedWidth(), step = int64_t(k.strideW) * k.channels, down = rowBytes * k.dilationH;
+    int ox = 0;
+    for (; ox + 4 <= k.outW; ox += 4) {
+        __m512i a0 = offset, a1 = offset, a2 = offset, a3 = offset;
+        const uint8_t* p = row + ox * step;
+        for (int ky = 0; ky < k.kernelH; ++ky, p += down)
+            for (int j = 0; j < Words; ++j) {
+                const __m512i wv = _mm512_loadu_si512(w + (ky * Words + j) * 16);
+                a0 = _mm512_dpbusd_epi32(a0, broadcastWord(p + 4 * j), wv);
+                a1 = _mm512_dpbusd_epi32(a1, broadcastWord(p + step + 4 * j), wv);
+                a2 = _mm512_dpbusd_epi32(a2, broadcastWord(p + 2 * step + 4 * j), wv);
+                a3 = _mm512_dpbusd_epi32(a3, broadcastWord(p + 3 * step + 4 * j), wv);
+            }
+        fewTapsStore(k, a0, scale, dst, at + int64_t(ox) * k.filters);
+        fewTapsStore(k, a1, scale, dst, at + int64_t(ox + 1) * k.filters);
+        fewTapsStore(k, a2, scale, dst, at + int64_t(ox + 2) * k.filters);
+        fewTapsStore(k, a3, scale, dst, at + int64_t(ox + 3) * k.filters);
+    }
+    for (; ox < k.outW; ++ox) {
+        __m512i a = offset;
+        const uint8_t* p = row + ox * step;
+        for (int ky = 0; ky < k.kernelH; ++ky, p += down)
+            for (int j = 0; j < Words; ++j)
+                a = _mm512_dpbusd_epi32(a, broadcastWord(p + 4 * j), _mm512_loadu_si512(w + (ky * Words + j) * 16));
+        fewTapsStore(k, a, scale, dst, at + int64_t(ox) * k.filters);
+    }
+}
+
+// Output rows [oy0, oy1) of one sample; `padded` is resized to hold the rows they read.
+STRATA_INT8_VNNI_TARGET void fewTapsConv(const FewTaps& k, const uint8_t* src, void* dst, int64_t sample, int oy0,
+                                         int oy1, std::vector<uint8_t>& padded) {
+    // The rows read, padW pixels of zero points left and right, rows above and below the image all zero points,
+    // and room for the last word's over-read.
+    const int64_t rowBytes = k.paddedWidth(), imageRow = int64_t(k.width) * k.channels;
+    const int first = oy0 * k.strideH - k.padH, rows = (oy1 - 1 - oy0) * k.strideH + (k.kernelH - 1) * k.dilationH + 1;
+    padded.assign(static_cast<size_t>(rows * rowBytes), uint8_t(k.srcZeroPoint));
+    for (int r = 0; r < rows; ++r)
+        if (first + r >= 0 && first + r < k.height)
+            std::copy_n(src + (sample * k.height + first + r) * imageRow, imageRow,
+                        padded.data() + r * rowBytes + int64_t(k.padW) * k.channels);
+    const auto rowFn = k.words == 1   ? fewTapsRow<1>
+                       : k.words == 2 ? fewTapsRow<2>
+                       : k.words == 3 ? fewTapsRow<3>
+                                      : fewTapsRow<4>;
+    for (int oy = oy0; oy < oy1; ++oy)
+        for (int g = 0; g < k.filters / 16; ++g)
+            rowFn(k, padded.data() + int64_t(oy - oy0) * k.strideH * rowBytes,
+                  k.weights.data() + int64_t(g) * k.kernelH * k.words * 16,
+                  _mm512_loadu_si512(k.offset.data() + g * 16), _mm512_loadu_ps(k.scales.data() + g * 16), dst,
+                  ((sample * k.outH + oy) * k.outW) * k.filters + g * 16);
+}
+
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
 #endif
 #undef STRATA_INT8_TARGET
+#undef STRATA_INT8_VNNI_TARGET
 
 }  // namespace avx512
 
@@ -320,7 +417,8 @@ void dequantizeFromGrid(int threads, const uint8_t* src, float* dst, int64_t cou
 void channelSums(int threads, const uint8_t* src, int64_t samples, int64_t positions, int64_t channels, int zeroPoint,
                  int64_t* sums) {
     const bool simd = useSimd();
-    const int parts = threadCount(threads);
+    // A thread a sample at most: one sample (a batch-1 pass) opens no region, which would cost about what its sums do.
+    const int parts = int(std::min<int64_t>(threadCount(threads), samples));
 #pragma omp parallel for num_threads(parts) if (parts > 1) schedule(static)
     for (int64_t s = 0; s < samples; ++s)
         (simd ? avx512::sums : scalar::sums)(src + s * positions * channels, positions, channels, zeroPoint,
@@ -474,10 +572,23 @@ public:
         if (!spec.bias.empty())
             m_bias = memory(memory::desc({spec.filters}, DType::s32, Tag::x), cpuEngine(),
                             const_cast<int32_t*>(m_spec.bias.data()));
+        if (fewTapsApplies(spec)) {
+            m_few = makeFewTaps(spec, m_outH, m_outW);
+            return;
+        }
         OmpThreads scope(1);
         builtFor(1);  // an unsupported layer fails here, naming itself through the caller
     }
+    std::string implementation() const override {
+        return m_few ? "strata:avx512_vnni, " + std::to_string(m_few->words) + " word(s) a kernel row"
+                     : CachedKernel::implementation();
+    }
     void run(int threads, int64_t batch, const uint8_t* src, void* dst) override {
+        if (m_few) {
+            runFewTaps(threads, batch, src, dst);
+            ++g_convs;
+            return;
+        }
         OmpThreads scope(threads);
         execute(builtFor(batch), srcDesc(batch), src, dstDesc(batch), dst, m_spec.bias.empty() ? nullptr : &m_bias,
                 m_spec.srcZeroPoint, m_spec.dstZeroPoint, m_spec.f32Output);
@@ -511,9 +622,77 @@ private:
                 {}};
     }
 
+    // Strata's own kernel (FewTaps) for a convolution on 1 to 4 channels whose kernel rows hold at most 16 bytes.
+    static bool fewTapsApplies(const Int8ConvSpec& s) {
+        static const bool vnni = __builtin_cpu_supports("avx512vnni") != 0;
+        return vnni && useSimd() && s.groups == 1 && s.dilationW == 1 && s.filters % 16 == 0 && s.channels <= 4 &&
+               s.channels * s.kernelW <= 16;
+    }
+    static std::unique_ptr<avx512::FewTaps> makeFewTaps(const Int8ConvSpec& s, int outH, int outW) {
+        auto k = std::make_unique<avx512::FewTaps>();
+        *k = {s.channels,
+              s.height,
+              s.width,
+              s.filters,
+              s.kernelH,
+              s.kernelW,
+              s.strideH,
+              s.strideW,
+              s.padH,
+              s.padW,
+              s.dilationH,
+              outH,
+              outW,
+              (s.channels * s.kernelW + 3) / 4,
+              s.srcZeroPoint,
+              s.dstZeroPoint,
+              s.f32Output,
+              {},
+              {},
+              s.scales};
+        const int taps = s.kernelH * k->words, rowBytes = s.channels * s.kernelW;
+        k->weights.assign(static_cast<size_t>(s.filters) * taps, 0);
+        k->offset.assign(static_cast<size_t>(s.filters), 0);
+        for (int f = 0; f < s.filters; ++f) {
+            int64_t sum = 0;
+            for (int ky = 0; ky < s.kernelH; ++ky)
+                for (int b = 0; b < rowBytes; ++b) {
+                    const int kx = b / s.channels, c = b % s.channels;
+                    const int8_t w =
+                        s.weights[((static_cast<size_t>(f) * s.channels + c) * s.kernelH + ky) * s.kernelW + kx];
+                    sum += w;
+                    auto& word =
+                        k->weights[((static_cast<size_t>(f / 16) * s.kernelH + ky) * k->words + b / 4) * 16 + f % 16];
+                    word = int32_t(uint32_t(word) | (uint32_t(uint8_t(w)) << (8 * (b % 4))));
+                }
+            k->offset[static_cast<size_t>(f)] =
+                int32_t((s.bias.empty() ? 0 : s.bias[static_cast<size_t>(f)]) - sum * s.srcZeroPoint);
+        }
+        return k;
+    }
+    // One item a sample, or a sample's rows in blocks when there are fewer samples than threads; one thread below
+    // a million multiply-adds (the residual template's stem at batch 1: 0.11 M), where a region costs about what
+    // the work does.
+    void runFewTaps(int threads, int64_t batch, const uint8_t* src, void* dst) const {
+        const avx512::FewTaps& k = *m_few;
+        const double macs = double(batch) * k.outH * k.outW * k.filters * k.kernelH * k.words * 4;
+        const int most = macs < double(1 << 20) ? 1 : threadCount(threads);
+        const int64_t blocks = batch >= most ? 1 : std::min<int64_t>(k.outH, (most + batch - 1) / batch);
+        const int64_t items = batch * blocks;
+        const int parts = int(std::min<int64_t>(most, items));
+#pragma omp parallel for num_threads(parts) if (parts > 1) schedule(static)
+        for (int64_t item = 0; item < items; ++item) {
+            thread_local std::vector<uint8_t> padded;
+            const int64_t b = item % blocks;
+            avx512::fewTapsConv(k, src, dst, item / blocks, int(k.outH * b / blocks), int(k.outH * (b + 1) / blocks),
+                                padded);
+        }
+    }
+
     Int8ConvSpec m_spec;
     int m_outH = 0, m_outW = 0;
     memory m_bias;
+    std::unique_ptr<avx512::FewTaps> m_few;
 };
 
 class MatmulKernel : public CachedKernel {

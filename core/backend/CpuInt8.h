@@ -32,8 +32,11 @@ public:
     virtual std::string implementation() const = 0;
 };
 
-// y = scales[k] * (sum over the window of w * (x - srcZeroPoint) + bias[k]), rounded half to even, plus
-// dstZeroPoint and saturated to 0..255 (f32Output: the scaled value as float32, dstZeroPoint unused).
+// y = scales[k] * (sum over the window of w * (x - srcZeroPoint) + bias[k]) plus dstZeroPoint, rounded half to even
+// (a tie rounds with the zero point added, as oneDNN's kernels round) and saturated to 0..255 (f32Output: the
+// scaled value as float32, dstZeroPoint unused). A convolution on 1 to 4 channels whose kernel rows hold at most 16
+// bytes (an image model's stem) runs Strata's own VNNI kernel where the CPU has AVX512-VNNI and int8SimdInUse
+// (oneDNN's take the channels 4 at a time and spend most of their time on padding there), giving oneDNN's values.
 struct Int8ConvSpec {
     int channels = 0, height = 0, width = 0, filters = 0, kernelH = 1, kernelW = 1;
     int strideH = 1, strideW = 1, padH = 0, padW = 0, dilationH = 1, dilationW = 1, groups = 1;
