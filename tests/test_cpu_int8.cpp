@@ -555,25 +555,33 @@ private slots:
             QCOMPARE(dequantized[2][i], float(int(b[i]) - 131) * 0.0071f);
     }
 
-    // Strata's own kernel for convolutions on few channels (CpuInt8's FewTaps: 1 to 4 channels, kernel rows of at
-    // most 16 bytes) against oneDNN's kernel for the same spec (made under STRATA_NO_AVX512): equal at every value.
+    // Strata's own convolution kernel (CpuInt8's VnniConv: on 1 to 4 channels, kernel rows of at most 16 bytes, or
+    // channels in fours for 16 filters) against oneDNN's kernel for the same spec (made under STRATA_INT8_ONEDNN):
+    // equal at every value.
     // The specs cover 1 to 4 words a kernel row, strides, padding of either size, a taller dilation, a source zero
     // point (whose padding adds nothing), float32 output, several groups of 16 filters, and both thread splits (a
     // sample per thread; one sample's rows in blocks, above a million multiply-adds).
     void fewChannelConvEqualsOneDnn_data() {
         QTest::addColumn<QVector<int>>(
-            "geometry");  // channels, height, width, filters, kernel h, w, stride, pad h, w, dilation h
+            "geometry");  // channels, height, width, filters, kernel h, w, stride, pad h, w, dilation h, w
         QTest::addColumn<int>("srcZeroPoint");
         QTest::addColumn<bool>("f32Output");
         QTest::addColumn<int>("batch");
-        QTest::newRow("stem 1x28x28, 3x3") << QVector<int>{1, 28, 28, 16, 3, 3, 1, 1, 1, 1} << 0 << false << 1;
-        QTest::newRow("rgb, stride 2, zero point") << QVector<int>{3, 17, 19, 32, 3, 3, 2, 1, 1, 1} << 7 << false << 3;
+        QTest::newRow("stem 1x28x28, 3x3") << QVector<int>{1, 28, 28, 16, 3, 3, 1, 1, 1, 1, 1} << 0 << false << 1;
+        QTest::newRow("rgb, stride 2, zero point")
+            << QVector<int>{3, 17, 19, 32, 3, 3, 2, 1, 1, 1, 1} << 7 << false << 3;
         QTest::newRow("2 channels 5x5, dilated rows, f32")
-            << QVector<int>{2, 15, 13, 16, 5, 5, 1, 2, 2, 2} << 0 << true << 2;
-        QTest::newRow("4 channels, no padding") << QVector<int>{4, 9, 21, 48, 3, 3, 1, 0, 0, 1} << 3 << false << 5;
+            << QVector<int>{2, 15, 13, 16, 5, 5, 1, 2, 2, 2, 1} << 0 << true << 2;
+        QTest::newRow("4 channels, no padding") << QVector<int>{4, 9, 21, 48, 3, 3, 1, 0, 0, 1, 1} << 3 << false << 5;
         QTest::newRow("7x7 stride 2, odd padding")
-            << QVector<int>{1, 30, 26, 16, 7, 7, 2, 3, 2, 1} << 128 << false << 2;
-        QTest::newRow("one sample, rows in blocks") << QVector<int>{1, 64, 64, 64, 3, 3, 1, 1, 1, 1} << 0 << false << 1;
+            << QVector<int>{1, 30, 26, 16, 7, 7, 2, 3, 2, 1, 1} << 128 << false << 2;
+        QTest::newRow("one sample, rows in blocks")
+            << QVector<int>{1, 64, 64, 64, 3, 3, 1, 1, 1, 1, 1} << 0 << false << 1;
+        QTest::newRow("16 -> 16, rows of 28") << QVector<int>{16, 28, 28, 16, 3, 3, 1, 1, 1, 1, 1} << 128 << false << 1;
+        QTest::newRow("8 -> 16, strided, zero point")
+            << QVector<int>{8, 19, 23, 16, 3, 3, 2, 1, 1, 1, 1} << 5 << false << 3;
+        QTest::newRow("32 -> 16, 5x3, dilated, f32")
+            << QVector<int>{32, 12, 31, 16, 5, 3, 1, 2, 1, 2, 2} << 0 << true << 2;
     }
     void fewChannelConvEqualsOneDnn() {
         QFETCH(QVector<int>, geometry);
@@ -591,6 +599,7 @@ private slots:
         spec.padH = geometry[7];
         spec.padW = geometry[8];
         spec.dilationH = geometry[9];
+        spec.dilationW = geometry[10];
         spec.srcZeroPoint = srcZeroPoint;
         spec.dstZeroPoint = 9;
         spec.f32Output = f32Output;
@@ -605,14 +614,14 @@ private slots:
             spec.scales.push_back(float(spread * 255.0 / (96.0 * double(taps) * 64.0)));
         }
         const int outH = (spec.height + 2 * spec.padH - spec.dilationH * (spec.kernelH - 1) - 1) / spec.strideH + 1;
-        const int outW = (spec.width + 2 * spec.padW - spec.kernelW) / spec.strideW + 1;
+        const int outW = (spec.width + 2 * spec.padW - spec.dilationW * (spec.kernelW - 1) - 1) / spec.strideW + 1;
         std::vector<uint8_t> in(size_t(batch) * spec.height * spec.width * spec.channels);
         for (auto& v : in) v = uint8_t(rng());
         const size_t outValues = size_t(batch) * outH * outW * spec.filters, outBytes = outValues * (f32Output ? 4 : 1);
         auto own = cpu::makeInt8Conv(spec);
-        setenv("STRATA_NO_AVX512", "1", 1);
+        setenv("STRATA_INT8_ONEDNN", "1", 1);
         auto onednn = cpu::makeInt8Conv(spec);
-        unsetenv("STRATA_NO_AVX512");
+        unsetenv("STRATA_INT8_ONEDNN");
         QVERIFY2(own->implementation().find("strata:avx512_vnni") == 0, own->implementation().c_str());
         std::vector<uint8_t> a(outBytes, 1), b(outBytes, 2);
         own->run(2, batch, in.data(), a.data());
@@ -635,6 +644,65 @@ private slots:
         }
         QVERIFY2(differ == 0, qPrintable(QString("%1 of %2 values differ").arg(differ).arg(outValues)));
         QVERIFY(low > 0 && high > 0);  // not vacuous: both ends of the range reached
+    }
+
+    // A matmul pass of fewer than 4096 multiply-adds runs Strata's own loop instead of oneDNN's call: equal to
+    // oneDNN's kernel (STRATA_INT8_ONEDNN) at every value, with and without the source's zero point (folded into
+    // the bias), float32 or uint8 output; a larger batch of the same layer runs oneDNN's kernel.
+    void tinyMatmulEqualsOneDnn_data() {
+        QTest::addColumn<int>("inputs");
+        QTest::addColumn<int>("outputs");
+        QTest::addColumn<int>("srcZeroPoint");
+        QTest::addColumn<bool>("f32Output");
+        QTest::addColumn<bool>("ties");
+        QTest::newRow("classifier 16 -> 10, f32") << 16 << 10 << 0 << true << false;
+        QTest::newRow("64 -> 24, zero point") << 64 << 24 << 37 << false << false;
+        QTest::newRow("100 -> 7, f32, zero point") << 100 << 7 << 200 << true << false;
+        QTest::newRow("ties, odd zero point") << 16 << 24 << 0 << false << true;
+    }
+    void tinyMatmulEqualsOneDnn() {
+        QFETCH(int, inputs);
+        QFETCH(int, outputs);
+        QFETCH(int, srcZeroPoint);
+        QFETCH(bool, f32Output);
+        QFETCH(bool, ties);
+        cpu::Int8MatmulSpec spec;
+        spec.inputs = inputs;
+        spec.outputs = outputs;
+        spec.srcZeroPoint = srcZeroPoint;
+        spec.dstZeroPoint = 101;
+        spec.f32Output = f32Output;
+        std::mt19937 rng(5);
+        for (int i = 0; i < inputs * outputs; ++i) spec.weights.push_back(int8_t(ties ? 0 : int(rng() % 256) - 128));
+        for (int o = 0; o < outputs; ++o) {
+            // ties: no weights, and biases that scale to k + 1/2, which round with the zero point added (to even).
+            spec.bias.push_back(ties ? (2 * (o - 12) + 1) * 256 : int32_t(rng() % 4001) - 2000);
+            spec.scales.push_back(
+                ties ? 1.0f / 512.0f
+                     : float(std::exp2(double(rng() % 1000) / 250.0 - 2.0) * 255.0 / (96.0 * inputs * 64.0)));
+        }
+        auto own = cpu::makeInt8Matmul(spec);
+        setenv("STRATA_INT8_ONEDNN", "1", 1);
+        auto onednn = cpu::makeInt8Matmul(spec);
+        unsetenv("STRATA_INT8_ONEDNN");
+        QVERIFY(own->implementation().find("Strata's loop") != std::string::npos);
+        QVERIFY(onednn->implementation().find("Strata's loop") == std::string::npos);
+        for (const int batch : {1, 2, 300}) {  // 300: oneDNN's kernel in both
+            std::vector<uint8_t> in(size_t(batch) * inputs);
+            for (auto& v : in) v = uint8_t(rng());
+            const size_t values = size_t(batch) * outputs, bytes = values * (f32Output ? 4 : 1);
+            std::vector<uint8_t> a(bytes, 1), b(bytes, 2);
+            own->run(1, batch, in.data(), a.data());
+            onednn->run(1, batch, in.data(), b.data());
+            QVERIFY2(a == b, qPrintable(QString("batch %1 differs").arg(batch)));
+            if (ties) {  // -11.5 + 101 -> 89.5 -> 90 (even); 0.5 + 101 -> 102
+                QCOMPARE(a[0], uint8_t(90));
+                QCOMPARE(a[12], uint8_t(102));
+            } else if (!f32Output) {  // not vacuous: both ends of the grid reached
+                QVERIFY(std::count(a.begin(), a.end(), uint8_t(0)) > 0 || batch < 300);
+                QVERIFY(std::count(a.begin(), a.end(), uint8_t(255)) > 0 || batch < 300);
+            }
+        }
     }
 
     // The element-wise activations besides ReLU as tables on their input's grid: each of them between Dense

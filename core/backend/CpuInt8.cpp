@@ -7,6 +7,7 @@
 #include "core/backend/CpuInt8.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
@@ -285,24 +286,28 @@ STRATA_INT8_TARGET void softmaxToGrid(const int32_t* s, const float* keep, int n
     quantize(tmp, dst, n, g);
 }
 
-// A convolution with few input bytes per kernel row (a stem on 1 to 4 channels), where oneDNN's kernels, which
-// take the channels 4 at a time, spend most of their time on padding (the residual template's 1-channel stem: 3.3
-// us a batch-1 pass on 2 threads, 1.7 us for float32). Each kernel row's kernelW x channels bytes are contiguous
-// in a channels-last row and are read as `words` 32-bit words (the bytes past the row's end meet zero weights), so
-// an output pixel takes kernelH x words VNNI dot products of 4 u8 x s8 pairs per 16 filters. The source is read
-// from a copy with its padding filled with the zero point (whose taps then add nothing, as oneDNN counts them).
-struct FewTaps {
+// Strata's own int8 direct convolution (CpuInt8.h says where it runs). Each kernel row of an output pixel is read
+// as `words` 32-bit words of its channels-last input: for channels in fours, word (kx, c4) is the 4 channels c4 of
+// tap kx; for 1 to 4 channels (a stem), the kernel row's kernelW x channels bytes are contiguous and read 4 at a
+// time (the bytes past the last meet zero weights). Each word is broadcast and meets 16 filters' 4 weights in one
+// VNNI dot product (u8 x s8 pairs summed into int32), for blocks of 8 pixels that share the weights' load. The
+// source is read from a copy of the rows a block of output rows reads, its padding filled with the zero point
+// (whose taps then add nothing, as oneDNN counts them).
+struct VnniConv {
     int channels = 0, height = 0, width = 0, filters = 0, kernelH = 0, kernelW = 0, strideH = 1, strideW = 1;
-    int padH = 0, padW = 0, dilationH = 1, outH = 0, outW = 0, words = 0;
+    int padH = 0, padW = 0, dilationH = 1, outH = 0, outW = 0;
     int srcZeroPoint = 0, dstZeroPoint = 0;
     bool f32Output = false;
-    std::vector<int32_t> weights;  // [filters / 16][kernelH][words][16]: 4 s8 weights of one filter per lane
-    std::vector<int32_t> offset;   // [filters]: bias - srcZeroPoint x the filter's weight sum
-    std::vector<float> scales;     // [filters]
-    int64_t paddedWidth() const { return int64_t(width + 2 * padW) * channels + 4 * words; }
+    std::vector<int32_t> wordOffset;  // [words]: each word's first byte, from the pixel's first byte
+    std::vector<int32_t> weights;     // [filters / 16][kernelH][words][16]: 4 s8 weights of one filter per lane
+    std::vector<int32_t> offset;      // [filters]: bias - srcZeroPoint x the filter's weight sum
+    std::vector<float> scales;        // [filters]
+    int words() const { return static_cast<int>(wordOffset.size()); }
+    // A padded row, and 4 bytes for the few-channel words' reads past its end.
+    int64_t paddedWidth() const { return int64_t(width + 2 * padW) * channels + 4; }
 };
 
-STRATA_INT8_VNNI_TARGET inline void fewTapsStore(const FewTaps& k, __m512i acc, __m512 scale, void* dst, int64_t at) {
+STRATA_INT8_VNNI_TARGET inline void vnniStore(const VnniConv& k, __m512i acc, __m512 scale, void* dst, int64_t at) {
     const __m512 y = _mm512_mul_ps(_mm512_cvtepi32_ps(acc), scale);
     if (k.f32Output) {
         _mm512_storeu_ps(static_cast<float*>(dst) + at, y);
@@ -316,50 +321,56 @@ STRATA_INT8_VNNI_TARGET inline void fewTapsStore(const FewTaps& k, __m512i acc, 
         _mm512_cvtepi32_epi8(_mm512_min_epi32(_mm512_max_epi32(q, _mm512_setzero_si512()), _mm512_set1_epi32(255))));
 }
 
-STRATA_INT8_VNNI_TARGET inline __m512i broadcastWord(const uint8_t* at) {
-    int32_t word;
-    std::memcpy(&word, at, 4);
-    return _mm512_set1_epi32(word);
+// acc += the VNNI dot products of a's u8 and b's s8 fours. In assembly: GCC 12 copies every accumulator of a block
+// around each intrinsic _mm512_dpbusd_epi32 (two moves per product), which halved the kernel's speed.
+STRATA_INT8_VNNI_TARGET inline void dot4(__m512i& acc, __m512i a, __m512i b) {
+    __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(a), "v"(b));
 }
 
-// One output row's pixels for 16 filters (weights `w`, [kernelH][Words][16]), four pixels at a time so that their
-// dot products' chains overlap. row: the padded row under the kernel's top row; at: the row's first output value.
-template <int Words>
-STRATA_INT8_VNNI_TARGET void fewTapsRow(const FewTaps& k, const uint8_t* row, const int32_t* w, __m512i offset,
-                                        __m512 scale, void* dst, int64_t at) {
-    const int64_t rowBytes = k.paddedWidth(), step = int64_t(k.strideW) * k.channels, down = rowBytes * k.dilationH;
-    int ox = 0;
-    for (; ox + 4 <= k.outW; ox += 4) {
-        __m512i a0 = offset, a1 = offset, a2 = offset, a3 = offset;
-        const uint8_t* p = row + ox * step;
-        for (int ky = 0; ky < k.kernelH; ++ky, p += down)
-            for (int j = 0; j < Words; ++j) {
-                const __m512i wv = _mm512_loadu_si512(w + (ky * Words + j) * 16);
-                a0 = _mm512_dpbusd_epi32(a0, broadcastWord(p + 4 * j), wv);
-                a1 = _mm512_dpbusd_epi32(a1, broadcastWord(p + step + 4 * j), wv);
-                a2 = _mm512_dpbusd_epi32(a2, broadcastWord(p + 2 * step + 4 * j), wv);
-                a3 = _mm512_dpbusd_epi32(a3, broadcastWord(p + 3 * step + 4 * j), wv);
-            }
-        fewTapsStore(k, a0, scale, dst, at + int64_t(ox) * k.filters);
-        fewTapsStore(k, a1, scale, dst, at + int64_t(ox + 1) * k.filters);
-        fewTapsStore(k, a2, scale, dst, at + int64_t(ox + 2) * k.filters);
-        fewTapsStore(k, a3, scale, dst, at + int64_t(ox + 3) * k.filters);
+// Pixels [ox, ox + P) of one output row for 16 filters (weights `w`, [kernelH][words][16]). row: the padded row
+// under the kernel's top row; at: the row's first output value.
+template <int P>
+STRATA_INT8_VNNI_TARGET inline void vnniPixels(const VnniConv& k, const uint8_t* row, const int32_t* w, __m512i offset,
+                                               __m512 scale, void* dst, int64_t at, int ox) {
+    const int64_t step = int64_t(k.strideW) * k.channels, down = k.paddedWidth() * k.dilationH;
+    const int words = k.words();
+    const int32_t* wordOffset = k.wordOffset.data();
+    __m512i acc[P];
+#pragma GCC unroll 14
+    for (int p = 0; p < P; ++p) acc[p] = offset;
+    const uint8_t* top = row + ox * step;
+    for (int ky = 0; ky < k.kernelH; ++ky) {
+        const uint8_t* r = top + ky * down;
+        const int32_t* wk = w + int64_t(ky) * words * 16;
+        for (int j = 0; j < words; ++j) {
+            const __m512i wv = _mm512_loadu_si512(wk + j * 16);
+            const uint8_t* q = r + wordOffset[j];
+#pragma GCC unroll 14
+            for (int p = 0; p < P; ++p) dot4(acc[p], _mm512_broadcastd_epi32(_mm_loadu_si32(q + p * step)), wv);
+        }
     }
-    for (; ox < k.outW; ++ox) {
-        __m512i a = offset;
-        const uint8_t* p = row + ox * step;
-        for (int ky = 0; ky < k.kernelH; ++ky, p += down)
-            for (int j = 0; j < Words; ++j)
-                a = _mm512_dpbusd_epi32(a, broadcastWord(p + 4 * j), _mm512_loadu_si512(w + (ky * Words + j) * 16));
-        fewTapsStore(k, a, scale, dst, at + int64_t(ox) * k.filters);
+#pragma GCC unroll 14
+    for (int p = 0; p < P; ++p) vnniStore(k, acc[p], scale, dst, at + int64_t(ox + p) * k.filters);
+}
+
+// A block of 14 pixels' sums in 14 registers hides the dot products' latency (8: 250 GMAC/s for 16 filters on 16
+// channels, 14: 360, 16: 160 as registers spill; one thread).
+constexpr int kMostPixels = 14;
+// vnniPixels<n> for n in 1..N.
+template <int N>
+STRATA_INT8_VNNI_TARGET inline void vnniBlock(int n, const VnniConv& k, const uint8_t* row, const int32_t* w,
+                                              __m512i offset, __m512 scale, void* dst, int64_t at, int ox) {
+    if (n == N) {
+        vnniPixels<N>(k, row, w, offset, scale, dst, at, ox);
+    } else if constexpr (N > 1) {
+        vnniBlock<N - 1>(n, k, row, w, offset, scale, dst, at, ox);
     }
 }
 
 // Output rows [oy0, oy1) of one sample; `padded` is resized to hold the rows they read.
-STRATA_INT8_VNNI_TARGET void fewTapsConv(const FewTaps& k, const uint8_t* src, void* dst, int64_t sample, int oy0,
-                                         int oy1, std::vector<uint8_t>& padded) {
-    // The rows read, padW pixels of zero points left and right, rows above and below the image all zero points,
-    // and room for the last word's over-read.
+STRATA_INT8_VNNI_TARGET void vnniConv(const VnniConv& k, const uint8_t* src, void* dst, int64_t sample, int oy0,
+                                      int oy1, std::vector<uint8_t>& padded) {
+    // The rows read, padW pixels of zero points left and right, rows above and below the image all zero points.
     const int64_t rowBytes = k.paddedWidth(), imageRow = int64_t(k.width) * k.channels;
     const int first = oy0 * k.strideH - k.padH, rows = (oy1 - 1 - oy0) * k.strideH + (k.kernelH - 1) * k.dilationH + 1;
     padded.assign(static_cast<size_t>(rows * rowBytes), uint8_t(k.srcZeroPoint));
@@ -367,16 +378,21 @@ STRATA_INT8_VNNI_TARGET void fewTapsConv(const FewTaps& k, const uint8_t* src, v
         if (first + r >= 0 && first + r < k.height)
             std::copy_n(src + (sample * k.height + first + r) * imageRow, imageRow,
                         padded.data() + r * rowBytes + int64_t(k.padW) * k.channels);
-    const auto rowFn = k.words == 1   ? fewTapsRow<1>
-                       : k.words == 2 ? fewTapsRow<2>
-                       : k.words == 3 ? fewTapsRow<3>
-                                      : fewTapsRow<4>;
     for (int oy = oy0; oy < oy1; ++oy)
-        for (int g = 0; g < k.filters / 16; ++g)
-            rowFn(k, padded.data() + int64_t(oy - oy0) * k.strideH * rowBytes,
-                  k.weights.data() + int64_t(g) * k.kernelH * k.words * 16,
-                  _mm512_loadu_si512(k.offset.data() + g * 16), _mm512_loadu_ps(k.scales.data() + g * 16), dst,
-                  ((sample * k.outH + oy) * k.outW) * k.filters + g * 16);
+        for (int g = 0; g < k.filters / 16; ++g) {
+            const uint8_t* row = padded.data() + int64_t(oy - oy0) * k.strideH * rowBytes;
+            const int32_t* w = k.weights.data() + int64_t(g) * k.kernelH * k.words() * 16;
+            const __m512i offset = _mm512_loadu_si512(k.offset.data() + g * 16);
+            const __m512 scale = _mm512_loadu_ps(k.scales.data() + g * 16);
+            const int64_t at = ((sample * k.outH + oy) * k.outW) * k.filters + g * 16;
+            // The row in blocks of at most 14 pixels, as even as they come (28: 14 + 14; 32: 11 + 11 + 10).
+            const int blocks = (k.outW + kMostPixels - 1) / kMostPixels;
+            for (int b = 0, ox = 0; b < blocks; ++b) {
+                const int n = k.outW / blocks + (b < k.outW % blocks ? 1 : 0);
+                vnniBlock<kMostPixels>(n, k, row, w, offset, scale, dst, at, ox);
+                ox += n;
+            }
+        }
 }
 
 #if defined(__GNUC__) && !defined(__clang__)
@@ -572,20 +588,20 @@ public:
         if (!spec.bias.empty())
             m_bias = memory(memory::desc({spec.filters}, DType::s32, Tag::x), cpuEngine(),
                             const_cast<int32_t*>(m_spec.bias.data()));
-        if (fewTapsApplies(spec)) {
-            m_few = makeFewTaps(spec, m_outH, m_outW);
+        if (ownApplies(spec)) {
+            m_own = makeOwn(spec, m_outH, m_outW);
             return;
         }
         OmpThreads scope(1);
         builtFor(1);  // an unsupported layer fails here, naming itself through the caller
     }
     std::string implementation() const override {
-        return m_few ? "strata:avx512_vnni, " + std::to_string(m_few->words) + " word(s) a kernel row"
+        return m_own ? "strata:avx512_vnni, " + std::to_string(m_own->words()) + " word(s) a kernel row"
                      : CachedKernel::implementation();
     }
     void run(int threads, int64_t batch, const uint8_t* src, void* dst) override {
-        if (m_few) {
-            runFewTaps(threads, batch, src, dst);
+        if (m_own) {
+            runOwn(threads, batch, src, dst);
             ++g_convs;
             return;
         }
@@ -622,61 +638,71 @@ private:
                 {}};
     }
 
-    // Strata's own kernel (FewTaps) for a convolution on 1 to 4 channels whose kernel rows hold at most 16 bytes.
-    static bool fewTapsApplies(const Int8ConvSpec& s) {
+    // Strata's own kernel (VnniConv, CpuInt8.h) where it is faster than oneDNN's (bench_int8_conv, one thread, 3x3,
+    // one sample, quiet 2-core VM): on 1 to 4 channels (1 -> 16 filters at 28 x 28: 1.5 against 3.7 us) and for 16
+    // filters (16 -> 16: 5.3 against 6.0 us; 1.09x at batch 256; 32 or 64 -> 16 the same speed). oneDNN's is as fast
+    // or faster for more filters (16 -> 32: 9.5 against 9.4; 32 -> 64 at 14 x 14: 9.3 against 7.7 in a first
+    // version that took them), which it blocks 64 at a time where this kernel re-reads the source per 16.
+    static bool ownApplies(const Int8ConvSpec& s) {
         static const bool vnni = __builtin_cpu_supports("avx512vnni") != 0;
-        return vnni && useSimd() && s.groups == 1 && s.dilationW == 1 && s.filters % 16 == 0 && s.channels <= 4 &&
-               s.channels * s.kernelW <= 16;
+        const bool fewChannels = s.channels <= 4 && s.channels * s.kernelW <= 16 && s.dilationW == 1;
+        const bool sixteen = s.channels % 4 == 0 && s.filters == 16;
+        return vnni && useSimd() && !std::getenv("STRATA_INT8_ONEDNN") && s.groups == 1 && s.filters % 16 == 0 &&
+               (fewChannels || sixteen);
     }
-    static std::unique_ptr<avx512::FewTaps> makeFewTaps(const Int8ConvSpec& s, int outH, int outW) {
-        auto k = std::make_unique<avx512::FewTaps>();
-        *k = {s.channels,
-              s.height,
-              s.width,
-              s.filters,
-              s.kernelH,
-              s.kernelW,
-              s.strideH,
-              s.strideW,
-              s.padH,
-              s.padW,
-              s.dilationH,
-              outH,
-              outW,
-              (s.channels * s.kernelW + 3) / 4,
-              s.srcZeroPoint,
-              s.dstZeroPoint,
-              s.f32Output,
-              {},
-              {},
-              s.scales};
-        const int taps = s.kernelH * k->words, rowBytes = s.channels * s.kernelW;
-        k->weights.assign(static_cast<size_t>(s.filters) * taps, 0);
+    static std::unique_ptr<avx512::VnniConv> makeOwn(const Int8ConvSpec& s, int outH, int outW) {
+        auto k = std::make_unique<avx512::VnniConv>();
+        *k = {s.channels,     s.height,    s.width, s.filters,   s.kernelH, s.kernelW, s.strideH,
+              s.strideW,      s.padH,      s.padW,  s.dilationH, outH,      outW,      s.srcZeroPoint,
+              s.dstZeroPoint, s.f32Output, {},      {},          {},        s.scales};
+        // Each word's bytes as (kx, c) taps of a kernel row: contiguous bytes for few channels, else 4 channels.
+        std::vector<std::array<std::pair<int, int>, 4>> wordTaps;
+        if (s.channels % 4 == 0) {
+            for (int kx = 0; kx < s.kernelW; ++kx)
+                for (int c4 = 0; c4 < s.channels; c4 += 4) {
+                    k->wordOffset.push_back(kx * s.dilationW * s.channels + c4);
+                    wordTaps.push_back({{{kx, c4}, {kx, c4 + 1}, {kx, c4 + 2}, {kx, c4 + 3}}});
+                }
+        } else {
+            const int bytes = s.channels * s.kernelW;
+            for (int b = 0; b < bytes; b += 4) {
+                k->wordOffset.push_back(b);
+                std::array<std::pair<int, int>, 4> taps;
+                for (int t = 0; t < 4; ++t)
+                    taps[size_t(t)] = b + t < bytes ? std::pair{(b + t) / s.channels, (b + t) % s.channels}
+                                                    : std::pair{-1, -1};  // past the row: a zero weight
+                wordTaps.push_back(taps);
+            }
+        }
+        const int words = k->words();
+        k->weights.assign(static_cast<size_t>(s.filters) * s.kernelH * words, 0);
         k->offset.assign(static_cast<size_t>(s.filters), 0);
         for (int f = 0; f < s.filters; ++f) {
             int64_t sum = 0;
             for (int ky = 0; ky < s.kernelH; ++ky)
-                for (int b = 0; b < rowBytes; ++b) {
-                    const int kx = b / s.channels, c = b % s.channels;
-                    const int8_t w =
-                        s.weights[((static_cast<size_t>(f) * s.channels + c) * s.kernelH + ky) * s.kernelW + kx];
-                    sum += w;
-                    auto& word =
-                        k->weights[((static_cast<size_t>(f / 16) * s.kernelH + ky) * k->words + b / 4) * 16 + f % 16];
-                    word = int32_t(uint32_t(word) | (uint32_t(uint8_t(w)) << (8 * (b % 4))));
+                for (int j = 0; j < words; ++j) {
+                    uint32_t word = 0;
+                    for (int t = 0; t < 4; ++t) {
+                        const auto [kx, c] = wordTaps[size_t(j)][size_t(t)];
+                        if (kx < 0) continue;
+                        const int8_t w = s.weights[((size_t(f) * s.channels + c) * s.kernelH + ky) * s.kernelW + kx];
+                        sum += w;
+                        word |= uint32_t(uint8_t(w)) << (8 * t);
+                    }
+                    k->weights[((size_t(f / 16) * s.kernelH + ky) * words + j) * 16 + f % 16] = int32_t(word);
                 }
-            k->offset[static_cast<size_t>(f)] =
-                int32_t((s.bias.empty() ? 0 : s.bias[static_cast<size_t>(f)]) - sum * s.srcZeroPoint);
+            k->offset[size_t(f)] = int32_t((s.bias.empty() ? 0 : s.bias[size_t(f)]) - sum * s.srcZeroPoint);
         }
         return k;
     }
     // One item a sample, or a sample's rows in blocks when there are fewer samples than threads; one thread below
     // a million multiply-adds (the residual template's stem at batch 1: 0.11 M), where a region costs about what
     // the work does.
-    void runFewTaps(int threads, int64_t batch, const uint8_t* src, void* dst) const {
-        const avx512::FewTaps& k = *m_few;
-        const double macs = double(batch) * k.outH * k.outW * k.filters * k.kernelH * k.words * 4;
-        const int most = macs < double(1 << 20) ? 1 : threadCount(threads);
+    void runOwn(int threads, int64_t batch, const uint8_t* src, void* dst) const {
+        const avx512::VnniConv& k = *m_own;
+        const double macs = double(batch) * k.outH * k.outW * k.filters * k.kernelH * k.words() * 4;
+        static const double tmpLimit = std::getenv("TMP_LIMIT") ? std::atof(std::getenv("TMP_LIMIT")) : double(1 << 20);
+        const int most = macs < tmpLimit ? 1 : threadCount(threads);
         const int64_t blocks = batch >= most ? 1 : std::min<int64_t>(k.outH, (most + batch - 1) / batch);
         const int64_t items = batch * blocks;
         const int parts = int(std::min<int64_t>(most, items));
@@ -684,15 +710,15 @@ private:
         for (int64_t item = 0; item < items; ++item) {
             thread_local std::vector<uint8_t> padded;
             const int64_t b = item % blocks;
-            avx512::fewTapsConv(k, src, dst, item / blocks, int(k.outH * b / blocks), int(k.outH * (b + 1) / blocks),
-                                padded);
+            avx512::vnniConv(k, src, dst, item / blocks, int(k.outH * b / blocks), int(k.outH * (b + 1) / blocks),
+                             padded);
         }
     }
 
     Int8ConvSpec m_spec;
     int m_outH = 0, m_outW = 0;
     memory m_bias;
-    std::unique_ptr<avx512::FewTaps> m_few;
+    std::unique_ptr<avx512::VnniConv> m_own;
 };
 
 class MatmulKernel : public CachedKernel {
@@ -715,13 +741,25 @@ public:
                 m_spec.srcZeroPoint = 0;
             }
         }
+        m_tiny = !std::getenv("STRATA_INT8_ONEDNN");
         if (!m_spec.bias.empty())
             m_bias = memory(memory::desc({1, spec.outputs}, DType::s32, Tag::ab), cpuEngine(),
                             const_cast<int32_t*>(m_spec.bias.data()));
         OmpThreads scope(1);
         builtFor(1);
     }
+    std::string implementation() const override {
+        const std::string onednn = CachedKernel::implementation();
+        return m_tiny && int64_t(m_spec.inputs) * m_spec.outputs < kTiny
+                   ? onednn + "; Strata's loop for a pass of fewer than " + std::to_string(kTiny) + " multiply-adds"
+                   : onednn;
+    }
     void run(int threads, int64_t batch, const uint8_t* src, void* dst) override {
+        if (m_tiny && batch * m_spec.inputs * m_spec.outputs < kTiny) {
+            runTiny(batch, src, dst);
+            ++g_matmuls;
+            return;
+        }
         OmpThreads scope(threads);
         execute(builtFor(batch), {{batch, m_spec.inputs}, DType::u8, Tag::ab}, src, dstDesc(batch), dst,
                 m_spec.bias.empty() ? nullptr : &m_bias, m_spec.srcZeroPoint, m_spec.dstZeroPoint, m_spec.f32Output);
@@ -729,6 +767,27 @@ public:
     }
 
 private:
+    // A pass this small (a classifier's 16 x 10 at batch 1: 160) costs oneDNN's call more than its arithmetic
+    // (0.6 us against 0.05 for the loop); the loop computes what oneDNN's kernel does (fewChannelConvEqualsOneDnn's
+    // twin for matmuls: tinyMatmulEqualsOneDnn).
+    static constexpr int64_t kTiny = 4096;
+    void runTiny(int64_t batch, const uint8_t* src, void* dst) const {
+        const Int8MatmulSpec& s = m_spec;
+        for (int64_t b = 0; b < batch; ++b)
+            for (int o = 0; o < s.outputs; ++o) {
+                const uint8_t* x = src + b * s.inputs;
+                const int8_t* w = s.weights.data() + int64_t(o) * s.inputs;
+                int32_t acc = s.bias.empty() ? 0 : s.bias[size_t(o)];
+                for (int i = 0; i < s.inputs; ++i) acc += (int32_t(x[i]) - s.srcZeroPoint) * int32_t(w[i]);
+                const float y = float(acc) * s.scales[size_t(o)];
+                const int64_t at = b * s.outputs + o;
+                if (s.f32Output)
+                    static_cast<float*>(dst)[at] = y;
+                else  // as the convolutions round: the zero point added, then to even
+                    static_cast<uint8_t*>(dst)[at] =
+                        uint8_t(std::clamp(std::nearbyint(y + float(s.dstZeroPoint)), 0.0f, 255.0f));
+            }
+    }
     memory::desc dstDesc(int64_t n) const {
         return {{n, m_spec.outputs}, m_spec.f32Output ? DType::f32 : DType::u8, Tag::ab};
     }
@@ -747,6 +806,7 @@ private:
 
     Int8MatmulSpec m_spec;
     memory m_bias;
+    bool m_tiny = true;  // runTiny where it applies (STRATA_INT8_ONEDNN: never)
 };
 
 class MaxPoolKernel : public CachedKernel {

@@ -34,9 +34,10 @@ public:
 
 // y = scales[k] * (sum over the window of w * (x - srcZeroPoint) + bias[k]) plus dstZeroPoint, rounded half to even
 // (a tie rounds with the zero point added, as oneDNN's kernels round) and saturated to 0..255 (f32Output: the
-// scaled value as float32, dstZeroPoint unused). A convolution on 1 to 4 channels whose kernel rows hold at most 16
-// bytes (an image model's stem) runs Strata's own VNNI kernel where the CPU has AVX512-VNNI and int8SimdInUse
-// (oneDNN's take the channels 4 at a time and spend most of their time on padding there), giving oneDNN's values.
+// scaled value as float32, dstZeroPoint unused). Where the CPU has AVX512-VNNI and int8SimdInUse, a convolution on
+// 1 to 4 channels whose kernel rows hold at most 16 bytes (an image model's stem), or one with 16 filters on
+// channels in fours, runs Strata's own VNNI kernel, faster there than oneDNN's (bench_int8_conv), giving oneDNN's
+// values; STRATA_INT8_ONEDNN=1 (read when a kernel is made) keeps every convolution and matmul on oneDNN's.
 struct Int8ConvSpec {
     int channels = 0, height = 0, width = 0, filters = 0, kernelH = 1, kernelW = 1;
     int strideH = 1, strideW = 1, padH = 0, padW = 0, dilationH = 1, dilationW = 1, groups = 1;
@@ -46,7 +47,8 @@ struct Int8ConvSpec {
     int srcZeroPoint = 0, dstZeroPoint = 0;
     bool f32Output = false;
 };
-// The same for a dense layer: x [batch, inputs], weights [outputs, inputs].
+// The same for a dense layer: x [batch, inputs], weights [outputs, inputs]. A pass of fewer than 4096
+// multiply-adds (a classifier at batch 1) runs a plain loop, oneDNN's call costing more than its arithmetic.
 struct Int8MatmulSpec {
     int inputs = 0, outputs = 0;
     std::vector<int8_t> weights;
