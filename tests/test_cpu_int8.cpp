@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <random>
 
 #include "core/backend/CpuInt8.h"
@@ -470,6 +471,22 @@ private slots:
         std::vector<float> f = uniform(4099, -3.0f, 5.0f, 3);
         const cpu::Grid fg{0.03125f, 77};  // a power of two: the ties below are exact
         for (int k = -300; k < 300; ++k) f.push_back((float(k) + 0.5f) * fg.scale);  // ties: to even
+        // A scale whose reciprocal is inexact: values on and one and two floats around each half-step (where a
+        // product by the reciprocal would round differently from the division), and far off the grid.
+        const cpu::Grid ig{0.0071f, 131};
+        std::vector<float> fi = uniform(20000, -2.5f, 2.5f, 9);
+        for (int k = -400; k < 400; ++k) {
+            float x = (float(k) + 0.5f) * ig.scale;
+            fi.push_back(x);
+            for (float v = x, w = x, n = 0; n < 2; ++n) {
+                v = std::nextafter(v, 1e9f);
+                w = std::nextafter(w, -1e9f);
+                fi.push_back(v);
+                fi.push_back(w);
+            }
+        }
+        for (const float far : {1e30f, -1e30f, 3.0e5f, -2.0f, 1e-40f, std::numeric_limits<float>::infinity()})
+            fi.push_back(far);
         std::vector<uint8_t> pos(7 * 31 * 20);
         for (size_t i = 0; i < pos.size(); ++i) pos[i] = uint8_t((i * 2654435761u) >> 13);
 
@@ -497,6 +514,9 @@ private slots:
             std::vector<uint8_t> q(f.size());
             cpu::quantizeToGrid(2, f.data(), q.data(), int64_t(f.size()), fg);
             sums8.push_back(q);
+            std::vector<uint8_t> qi(fi.size());
+            cpu::quantizeToGrid(2, fi.data(), qi.data(), int64_t(fi.size()), ig);
+            sums8.push_back(qi);
             // Dequantized (a float island's input), compared as bytes: every uint8 value on three grids, a ragged
             // tail.
             for (const cpu::Grid g : {grids[0][1], grids[1][0], cpu::Grid{0.0071f, 131}}) {
