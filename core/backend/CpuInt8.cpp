@@ -1,4 +1,4 @@
-// CpuInt8: oneDNN int8 convolution, matmul and max pooling (see CpuInt8.h).
+// CpuInt8: oneDNN int8 convolution, matmul and max pooling, and Strata's own VNNI convolution (see CpuInt8.h).
 //
 // The scales are fixed when a primitive is built (oneDNN 2.6's int8 kernels take no runtime output scales); the
 // zero points are runtime arguments, the only form its jit kernels accept for the source's. The source zero point
@@ -290,7 +290,7 @@ STRATA_INT8_TARGET void softmaxToGrid(const int32_t* s, const float* keep, int n
 // as `words` 32-bit words of its channels-last input: for channels in fours, word (kx, c4) is the 4 channels c4 of
 // tap kx; for 1 to 4 channels (a stem), the kernel row's kernelW x channels bytes are contiguous and read 4 at a
 // time (the bytes past the last meet zero weights). Each word is broadcast and meets 16 filters' 4 weights in one
-// VNNI dot product (u8 x s8 pairs summed into int32), for blocks of 8 pixels that share the weights' load. The
+// VNNI dot product (u8 x s8 pairs summed into int32), for blocks of up to 14 pixels that share the weights' load. The
 // source is read from a copy of the rows a block of output rows reads, its padding filled with the zero point
 // (whose taps then add nothing, as oneDNN counts them).
 struct VnniConv {
@@ -702,8 +702,7 @@ private:
     void runOwn(int threads, int64_t batch, const uint8_t* src, void* dst) const {
         const avx512::VnniConv& k = *m_own;
         const double macs = double(batch) * k.outH * k.outW * k.filters * k.kernelH * k.words() * 4;
-        static const double tmpLimit = std::getenv("TMP_LIMIT") ? std::atof(std::getenv("TMP_LIMIT")) : double(1 << 20);
-        const int most = macs < tmpLimit ? 1 : threadCount(threads);
+        const int most = macs < double(1 << 20) ? 1 : threadCount(threads);
         const int64_t blocks = batch >= most ? 1 : std::min<int64_t>(k.outH, (most + batch - 1) / batch);
         const int64_t items = batch * blocks;
         const int parts = int(std::min<int64_t>(most, items));

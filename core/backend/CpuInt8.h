@@ -2,7 +2,8 @@
 // and matmul with an int32 accumulator, int32 bias, one float scale per output channel, the source's zero point
 // and the destination's (uint8 output) or a float32 output, and u8 max pooling. Activations are NHWC (channels
 // innermost), the layout oneDNN's int8 kernels run fastest on. Each kernel is built for one layer and keeps one
-// oneDNN primitive per batch size, with the weights reordered once for it.
+// oneDNN primitive per batch size, with the weights reordered once for it; some convolutions run Strata's own VNNI
+// kernel instead, and the smallest matmul passes a plain loop (below), each giving oneDNN's values.
 #pragma once
 
 #include <cstdint>
