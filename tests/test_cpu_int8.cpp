@@ -476,13 +476,14 @@ private slots:
         const cpu::Grid ig{0.0071f, 131};
         std::vector<float> fi = uniform(20000, -2.5f, 2.5f, 9);
         for (int k = -400; k < 400; ++k) {
-            float x = (float(k) + 0.5f) * ig.scale;
+            const float x = (float(k) + 0.5f) * ig.scale;
             fi.push_back(x);
-            for (float v = x, w = x, n = 0; n < 2; ++n) {
-                v = std::nextafter(v, 1e9f);
-                w = std::nextafter(w, -1e9f);
-                fi.push_back(v);
-                fi.push_back(w);
+            float up = x, down = x;
+            for (int n = 0; n < 2; ++n) {
+                up = std::nextafter(up, 1e9f);
+                down = std::nextafter(down, -1e9f);
+                fi.push_back(up);
+                fi.push_back(down);
             }
         }
         for (const float far : {1e30f, -1e30f, 3.0e5f, -2.0f, 1e-40f, std::numeric_limits<float>::infinity()})
