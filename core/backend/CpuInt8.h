@@ -17,7 +17,8 @@ namespace strata::cpu {
 // it); else why not. Without VNNI oneDNN would emulate the u8 x s8 dot products with several instructions each.
 std::string int8Unavailable();
 
-// Executions of each kind of kernel since the process started (all threads): proof that oneDNN's int8 path ran.
+// Executions of each kind of kernel since the process started (all threads): proof that an int8 kernel ran
+// (oneDNN's or Strata's own, which implementation() names).
 struct Int8Counters {
     int64_t convolutions = 0, matmuls = 0, poolings = 0;
 };
