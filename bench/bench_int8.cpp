@@ -1,6 +1,6 @@
 // bench_int8: an int8 ONNX export (strata-train export --quantize int8) timed in Strata's int8 engine
-// (core/infer/Int8Engine: oneDNN's VNNI kernels) and the same model in Strata's float32 engine as Predict runs it
-// (the file's dequantized weights, BatchNorm folded), alternating, for bench/int8_bench.py.
+// (core/infer/Int8Engine: VNNI kernels, oneDNN's and Strata's) and the same model in Strata's float32 engine as Predict
+// runs it (the file's dequantized weights, BatchNorm folded), alternating, for bench/int8_bench.py.
 //
 //   bench_int8 FILE.onnx [--threads N] [--batches 1,256] [--rounds R]
 // prints one JSON object per batch: {"batch": B, "fp32_ms": [...], "int8_ms": [...]} (one figure per round, each

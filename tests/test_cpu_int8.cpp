@@ -1,7 +1,7 @@
 // The int8 engine (core/infer/Int8Engine, core/backend/CpuInt8): each op against simulateInt8, the float
 // simulation of the same QDQ file, on the uint8 grid of every quantized tensor; the whole fashion_cnn_bn model;
-// oneDNN's VNNI kernels counted and named; refused on a CPU without AVX512-VNNI (oneDNN capped by
-// DNNL_MAX_CPU_ISA in a child process); a Transformer's float islands.
+// the int8 kernels (oneDNN's VNNI ones and Strata's own) counted and named; refused on a CPU without AVX512-VNNI
+// (oneDNN capped by DNNL_MAX_CPU_ISA in a child process); a Transformer's float islands.
 #include <QProcess>
 #include <QTemporaryDir>
 #include <QTest>

@@ -226,7 +226,8 @@ struct CompressionStudy::Impl {
         v.layers = from.layers;
         v.fileBytes = fs::file_size(v.onnxFile);
         v.compressedBytes = deflatedSize(v.onnxFile);
-        // Timed in the int8 engine (the file's integer arithmetic on oneDNN's VNNI kernels), where it runs.
+        // Timed in the int8 engine (the file's integer arithmetic on VNNI kernels, oneDNN's and Strata's), where it
+        // runs.
         try {
             Int8Engine engine(file, file.int8Activations, r.threads);
             v.msPerBatch1 = timeInt8Ms(engine, file.project, 1);
@@ -234,7 +235,7 @@ struct CompressionStudy::Impl {
             v.timed = true;
             v.note =
                 "accuracy of the file's int8 arithmetic simulated in Strata; timed in Strata's int8 engine "
-                "(oneDNN's VNNI kernels)";
+                "(VNNI kernels, oneDNN's and Strata's)";
         } catch (const std::exception& e) {
             v.note = std::string("accuracy of the file's int8 arithmetic simulated in Strata; not timed: ") + e.what() +
                      " (bench/compression_bench.py times the file in onnxruntime)";

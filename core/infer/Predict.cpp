@@ -228,7 +228,8 @@ Predictor::Predictor(const std::string& modelPath, PredictRuntime runtime, const
     if (int8File && (runtime == PredictRuntime::Int8 || runtime == PredictRuntime::Auto)) {
         try {
             m_int8 = std::make_unique<Int8Engine>(m_file, m_file.int8Activations);
-            m_runtimeLine = "runtime: Strata int8 engine (oneDNN u8 x s8 kernels on the file's integers)";
+            m_runtimeLine =
+                "runtime: Strata int8 engine (u8 x s8 VNNI kernels, oneDNN's and Strata's, on the file's integers)";
             if (const std::vector<std::string>& islands = m_int8->floatIslands(); !islands.empty()) {
                 constexpr size_t kNamed = 6;
                 std::string names;
