@@ -518,6 +518,10 @@ void runBuilt(Built& b, const memory::desc& srcDesc, const void* src, const memo
     cpuStream().wait();
 }
 
+// STRATA_INT8_ONEDNN=1: every convolution and matmul on oneDNN's kernels, none of Strata's own (read when a kernel
+// is made; the tests and bench_int8_conv compare the two).
+bool oneDnnOnly() { return std::getenv("STRATA_INT8_ONEDNN") != nullptr; }
+
 // What every kernel shares: a primitive per batch size, built on first use.
 class CachedKernel : public Int8Kernel {
 public:
@@ -648,8 +652,7 @@ private:
         static const bool vnni = __builtin_cpu_supports("avx512vnni") != 0;
         const bool fewChannels = s.channels <= 4 && s.channels * s.kernelW <= 16 && s.dilationW == 1;
         const bool sixteen = s.channels % 4 == 0 && s.filters == 16;
-        return vnni && useSimd() && !std::getenv("STRATA_INT8_ONEDNN") && s.groups == 1 && s.filters % 16 == 0 &&
-               (fewChannels || sixteen);
+        return vnni && useSimd() && !oneDnnOnly() && s.groups == 1 && s.filters % 16 == 0 && (fewChannels || sixteen);
     }
     static std::unique_ptr<avx512::VnniConv> makeOwn(const Int8ConvSpec& s, int outH, int outW) {
         auto k = std::make_unique<avx512::VnniConv>();
@@ -741,7 +744,7 @@ public:
                 m_spec.srcZeroPoint = 0;
             }
         }
-        m_tiny = !std::getenv("STRATA_INT8_ONEDNN");
+        m_tiny = !oneDnnOnly();
         if (!m_spec.bias.empty())
             m_bias = memory(memory::desc({1, spec.outputs}, DType::s32, Tag::ab), cpuEngine(),
                             const_cast<int32_t*>(m_spec.bias.data()));
