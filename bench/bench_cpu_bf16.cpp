@@ -2,8 +2,9 @@
 // ones, op by op, on the shapes of fashion_cnn_bn at batch 128 in the blocked layout training uses: float32 with
 // Winograd (the default for 3x3), float32 direct (oneDNN), bf16 (oneDNN, conversions included).
 //
-// Usage: bench_cpu_bf16 [threads=2] [--cpu-time]  (--cpu-time: CPU milliseconds, all threads summed, instead of
-// the wall clock, which on a shared machine measures the neighbours' load too)
+// Usage: bench_cpu_bf16 [threads=2] [--cpu-time] [--only NAME,...]  (--cpu-time: CPU milliseconds, all threads
+// summed, instead of the wall clock, which on a shared machine measures the neighbours' load too; --only: just the
+// GEMM cases named, as the table spells them, e.g. --only "qkv weights,dv x256")
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -91,9 +92,12 @@ int main(int argc, char** argv) {
     strata::app::ensurePassiveOpenMpWait(argv, /*headless=*/true);  // as strata-train does
     BackendOptions f32Options;
     f32Options.threads = 2;
+    std::string only;  // ",name,name," when --only is given
     for (int i = 1; i < argc; ++i) {
         if (std::string(argv[i]) == "--cpu-time")
             g_cpuTime = true;
+        else if (std::string(argv[i]) == "--only" && i + 1 < argc)
+            only = "," + std::string(argv[++i]) + ",";
         else
             f32Options.threads = std::atoi(argv[i]);
     }
@@ -116,6 +120,7 @@ int main(int argc, char** argv) {
         int c, k, hw;
     };
     for (const Shape4& s : {Shape4{16, 16, 28}, Shape4{32, 32, 28}, Shape4{32, 64, 14}, Shape4{64, 64, 14}}) {
+        if (!only.empty()) break;  // --only names GEMM cases
         ConvDesc d;
         d.n = 128, d.c = s.c, d.k = s.k, d.h = d.w = s.hw, d.r = d.s = 3, d.padH = d.padW = 1;
         d.srcBlock = d.dstBlock = block;
@@ -154,6 +159,7 @@ int main(int argc, char** argv) {
           G{false, false, 8192, 128, 384, "qkv data"}, G{false, true, 8192, 256, 128, "ff1 forward"},
           G{false, true, 128, 128, 32, "scores x256", 256}, G{false, false, 128, 32, 128, "context x256", 256},
           G{true, false, 128, 32, 128, "dv x256", 256}}) {
+        if (!only.empty() && only.find("," + std::string(g.what) + ",") == std::string::npos) continue;
         const double a = timeGemm(winograd, g.ta, g.tb, g.m, g.n, g.k, g.count),
                      b = timeGemm(bf16, g.ta, g.tb, g.m, g.n, g.k, g.count);
         std::printf("%-12s %5d x %5d x %5d %8.2f ms %7.2f ms %6.2fx\n", g.what, g.m, g.n, g.k, a, b, a / b);
