@@ -1,14 +1,17 @@
 // The per-layer profile (core/train/Profile, strata-train profile): every layer of a small CNN gets forward
 // and backward times, the rows (layers, the work between them, loss, optimizer) add up to a plain training
 // step's compute within 10%, FLOP estimates match the shapes, fused and absorbed ReLUs are marked, the
-// roofline is measured once and then read from its cache.
+// roofline is measured once and then read from its cache; the products' clock (Backend::setProductClock) times
+// the matrix products and convolutions and nothing else, and the profile splits them out per layer.
 #include <QTemporaryDir>
 #include <QTest>
+#include <functional>
 #include <sstream>
 
 #include "app/CliCommands.h"
 #include "core/backend/BackendRegistry.h"
 #include "core/train/Profile.h"
+#include "tests/support/TestBackends.h"
 #include "tests/support/TestProjects.h"
 
 using namespace strata;
@@ -94,6 +97,19 @@ private slots:
         QCOMPARE(r.layers[7].forwardGflop, 2.0 * 32 * 64 * (32 * 8 * 8) / 1e9);  // fc1
         QVERIFY(conv2.gflops > 0 && conv2.gbps > 0);
 
+        // The products: inside the convolutions and Dense layers, none in pooling, Flatten or the ReLU.
+        const std::string table = formatProfile(r);
+        QVERIFY2(r.productMs > 0 && r.productMs <= r.computeMs, table.c_str());
+        for (const LayerProfile& l : r.layers) {
+            const bool products = l.type == "Conv2D" || l.type == "Dense";
+            if (products)
+                // (a median of sums against a sum of medians: within 2%)
+                QVERIFY2(l.productMs > 0 && l.productMs <= 1.02 * (l.forwardMs + l.backwardMs), l.name.c_str());
+            else
+                QVERIFY2(l.productMs == 0, l.name.c_str());
+        }
+        QVERIFY2(table.find("products (matrix products and convolutions): ") != std::string::npos, table.c_str());
+
         // The roofline: measured once, then from the cache.
         QVERIFY(r.roofline.peakGflops > 0.5 && r.roofline.peakGBps > 0.1);
         const std::string cache = m_dir.filePath("fresh.json").toStdString();
@@ -107,6 +123,51 @@ private slots:
         const Json j = profileToJson(r);
         QCOMPARE(j["layers"].size(), names.size());
         QVERIFY(j.contains("data_wait_ms") && j.contains("overhead_ms"));
+        QCOMPARE(j["product_ms"].get<double>(), r.productMs);
+        QCOMPARE(j["layers"][3]["product_ms"].get<double>(), conv2.productMs);
+    }
+
+    // Each of the seven product ops adds its time to the clock; other ops and an unset clock add nothing.
+    void productClockCountsOnlyTheProducts() {
+        std::vector<std::pair<const char*, std::unique_ptr<Backend>>> backends;
+        backends.emplace_back("cpu", backendRegistry().create(Device::parse("cpu"), BackendOptions{}));
+        backends.emplace_back("cpu-reference", test::makeReferenceBackend());
+        for (auto& [device, be] : backends) {
+            ConvDesc d;
+            d.n = 2, d.c = 3, d.h = d.w = 12, d.k = 4, d.r = d.s = 3, d.padH = d.padW = 1;
+            Tensor x = be->zeros(Shape{d.inputSize()}), w = be->zeros(Shape{d.weightSize()}),
+                   y = be->zeros(Shape{d.outputSize()}), dx = be->zeros(Shape{d.inputSize()}),
+                   dw = be->zeros(Shape{d.weightSize()}), bias = be->zeros(Shape{d.k}), a = be->zeros(Shape{64 * 64}),
+                   b = be->zeros(Shape{64 * 64}), c = be->zeros(Shape{2 * 64 * 64});
+            const std::vector<std::pair<const char*, std::function<void()>>> products = {
+                {"gemm", [&] { be->gemm(false, false, 64, 64, 64, 1, a.f32(), 64, b.f32(), 64, 0, c.f32(), 64); }},
+                {"gemmStridedBatched",
+                 [&] {
+                     be->gemmStridedBatched(false, true, 64, 64, 32, 1, a.f32(), 64, 32, b.f32(), 64, 32, 0, c.f32(),
+                                            64, 64 * 64, 2);
+                 }},
+                {"conv2dForward", [&] { be->conv2dForward(y.f32(), x.f32(), w.f32(), d); }},
+                {"conv2dBackwardData", [&] { be->conv2dBackwardData(dx.f32(), y.f32(), w.f32(), d); }},
+                {"conv2dBackwardFilter", [&] { be->conv2dBackwardFilter(dw.f32(), y.f32(), x.f32(), d); }},
+                {"conv2dForwardFused", [&] { be->conv2dForwardFused(y.f32(), x.f32(), w.f32(), bias.f32(), true, d); }},
+                {"conv2dBackwardFused",
+                 [&] { be->conv2dBackwardFused(dx.f32(), dw.f32(), bias.f32(), y.f32(), x.f32(), w.f32(), d); }}};
+            double ms = 0;
+            be->setProductClock(&ms);
+            for (const auto& [name, run] : products) {
+                const double before = ms;
+                run();
+                QVERIFY2(ms > before, (std::string(device) + ": " + name).c_str());
+            }
+            const double afterProducts = ms;
+            be->fill(a.f32(), 1.0f, 64 * 64);
+            be->add(c.f32(), a.f32(), b.f32(), 64 * 64);
+            be->activationForward(c.f32(), c.f32(), 64 * 64, Activation::ReLU, 0.0f);
+            QCOMPARE(ms, afterProducts);
+            be->setProductClock(nullptr);
+            products[0].second();
+            QCOMPARE(ms, afterProducts);
+        }
     }
 
     void commandPrintsTheTable() {

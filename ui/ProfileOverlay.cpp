@@ -25,6 +25,9 @@ QString profileFigures(const LayerProfile& l, const Roofline& roofline) {
             .arg(l.forwardGflop + l.backwardGflop, 0, 'g', 3)
             .arg(l.bytesMoved / 1e6, 0, 'f', 2);
     text += QStringLiteral("<br>%1 GFLOP/s, %2 GB/s").arg(l.gflops, 0, 'f', 1).arg(l.gbps, 0, 'f', 1);
+    if (const double ms = l.forwardMs + l.backwardMs; ms > 0)
+        text += QStringLiteral("<br>%1% in matrix products and convolutions")
+                    .arg(100 * std::min(1.0, l.productMs / ms), 0, 'f', 0);
     if (roofline.peakGflops > 0 && roofline.peakGBps > 0 && l.bytesMoved > 0) {
         // Arithmetic intensity against the ridge point says which roof bounds the layer.
         const double intensity = (l.forwardGflop + l.backwardGflop) * 1e9 / l.bytesMoved;
@@ -41,13 +44,16 @@ QString profileFigures(const LayerProfile& l, const Roofline& roofline) {
 
 QString profileSummary(const ProfileReport& r) {
     const double step = std::max(1e-9, r.stepMs);
-    return QStringLiteral("Profile on %1, batch %2: step %3 ms = compute %4%, data wait %5%, framework overhead %6%")
+    return QStringLiteral(
+               "Profile on %1, batch %2: step %3 ms = compute %4%, data wait %5%, framework overhead %6%; matrix "
+               "products and convolutions %7% of the compute")
         .arg(QString::fromStdString(r.device))
         .arg(r.batch)
         .arg(r.stepMs, 0, 'f', 2)
         .arg(100 * std::min(r.computeMs, step) / step, 0, 'f', 0)
         .arg(100 * r.dataWaitMs / step, 0, 'f', 0)
-        .arg(100 * r.overheadMs / step, 0, 'f', 0);
+        .arg(100 * r.overheadMs / step, 0, 'f', 0)
+        .arg(r.computeMs > 0 ? 100 * std::min(1.0, r.productMs / r.computeMs) : 0.0, 0, 'f', 0);
 }
 
 void applyProfile(GraphScene* scene, const ProfileReport& report) {

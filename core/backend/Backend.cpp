@@ -3,6 +3,7 @@
 // descriptors, plus the host index checks of host-memory backends (O(rows), as before).
 #include "core/backend/Backend.h"
 
+#include <chrono>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -141,6 +142,19 @@ Backend::Backend(const Traits& traits, const BackendOptions& options)
                            computePrecisionName(options.precision) + "; use fp32");
 }
 
+// The products' clock (setProductClock): a product op's start, and its time added at its end. Not on an error:
+// an op that throws adds nothing.
+std::chrono::steady_clock::time_point Backend::productStart() {
+    if (m_productMs) synchronize();
+    return std::chrono::steady_clock::now();
+}
+
+void Backend::productEnd(std::chrono::steady_clock::time_point start) {
+    if (!m_productMs) return;
+    synchronize();
+    *m_productMs += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
 Backend::UploadTicket Backend::uploadAsync(void* dst, const void* hostSrc, size_t bytes) {
     copyFromHost(dst, hostSrc, bytes);
     return 0;
@@ -237,7 +251,9 @@ void Backend::gemm(bool transA, bool transB, int m, int n, int k, float alpha, c
         pointer(op, "a", a);
         pointer(op, "b", b);
     }
+    const auto started = productStart();
     doGemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    productEnd(started);
 }
 
 void Backend::gemmStridedBatched(bool transA, bool transB, int m, int n, int k, float alpha, const float* a, int lda,
@@ -264,8 +280,10 @@ void Backend::gemmStridedBatched(bool transA, bool transB, int m, int n, int k, 
         pointer(op, "a", a);
         pointer(op, "b", b);
     }
+    const auto started = productStart();
     doGemmStridedBatched(transA, transB, m, n, k, alpha, a, lda, strideA, b, ldb, strideB, beta, c, ldc, strideC,
                          count);
+    productEnd(started);
 }
 
 void Backend::addBiasRows(float* y, const float* bias, int rows, int cols) {
@@ -322,7 +340,9 @@ void Backend::conv2dForward(float* y, const float* x, const float* w, const Conv
     pointer(op, "y", y);
     pointer(op, "x", x);
     pointer(op, "w", w);
+    const auto started = productStart();
     doConv2dForward(y, x, w, d);
+    productEnd(started);
 }
 
 void Backend::conv2dBackwardData(float* dx, const float* dy, const float* w, const ConvDesc& d) {
@@ -331,7 +351,9 @@ void Backend::conv2dBackwardData(float* dx, const float* dy, const float* w, con
     pointer(op, "dx", dx);
     pointer(op, "dy", dy);
     pointer(op, "w", w);
+    const auto started = productStart();
     doConv2dBackwardData(dx, dy, w, d);
+    productEnd(started);
 }
 
 void Backend::conv2dBackwardFilter(float* dw, const float* dy, const float* x, const ConvDesc& d) {
@@ -340,7 +362,9 @@ void Backend::conv2dBackwardFilter(float* dw, const float* dy, const float* x, c
     pointer(op, "dw", dw);
     pointer(op, "dy", dy);
     pointer(op, "x", x);
+    const auto started = productStart();
     doConv2dBackwardFilter(dw, dy, x, d);
+    productEnd(started);
 }
 
 void Backend::conv2dForwardFused(float* y, const float* x, const float* w, const float* bias, bool relu,
@@ -350,7 +374,9 @@ void Backend::conv2dForwardFused(float* y, const float* x, const float* w, const
     pointer(op, "y", y);
     pointer(op, "x", x);
     pointer(op, "w", w);
+    const auto started = productStart();
     doConv2dForwardFused(y, x, w, bias, relu, d);
+    productEnd(started);
 }
 
 void Backend::conv2dBackwardFused(float* dx, float* dw, float* dbias, const float* dy, const float* x, const float* w,
@@ -360,7 +386,9 @@ void Backend::conv2dBackwardFused(float* dx, float* dw, float* dbias, const floa
     pointer(op, "dy", dy);
     if (dx) pointer(op, "w (needed for dx)", w);
     if (dw) pointer(op, "x (needed for dw)", x);
+    const auto started = productStart();
     doConv2dBackwardFused(dx, dw, dbias, dy, x, w, d, overwriteDx);
+    productEnd(started);
 }
 
 void Backend::upsample2dForward(float* y, const float* x, const UpsampleDesc& d) {

@@ -22,6 +22,7 @@
 // BackendOps.h and each backend's overrides are expanded from that list.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -202,6 +203,13 @@ public:
     virtual size_t bytesInUse() const { return 0; }
     virtual size_t peakBytes() const { return 0; }
 
+    // The products' clock (the profile's): while set, the matrix products (gemm, gemmStridedBatched) and the
+    // convolutions (conv2dForward, conv2dBackwardData, conv2dBackwardFilter and their fused forms, whose bias,
+    // ReLU and bias gradient count with them) each add their wall milliseconds to *ms, timed between two
+    // synchronize() calls so an asynchronous device's time is its own. They are the ops a compute precision
+    // (ComputePrecision) changes; every other op runs the same in any. nullptr (the default): not timed.
+    void setProductClock(double* ms) { m_productMs = ms; }
+
     // Helpers built on the above.
     Tensor empty(const Shape& shape, DType dtype = DType::F32);
     Tensor zeros(const Shape& shape, DType dtype = DType::F32);
@@ -250,6 +258,9 @@ private:
     bool m_deterministic;
     bool m_eagerIndexChecks;
     bool m_hostMemory;
+    double* m_productMs = nullptr;
+    std::chrono::steady_clock::time_point productStart();
+    void productEnd(std::chrono::steady_clock::time_point start);
 };
 
 // The keep decision shared by every backend, so CPU and GPU drop the same elements.

@@ -178,17 +178,25 @@ ProfileReport profileProject(const Project& projectIn, const std::string& projec
         backend.synchronize();
         return s;
     };
-    // Layer times of the current timed step, by node.
-    std::map<int, double> fwd, bwd;
+    // Layer times of the current timed step, by node, and their products' part.
+    std::map<int, double> fwd, bwd, products;
     Clock::time_point layerStart;
+    double productMs = 0, productsAtLayerStart = 0;  // the products' clock, running on timed steps
     auto hook = [&](int node, bool backward, bool begin) {
         backend.synchronize();
         if (begin) {
             layerStart = Clock::now();
+            productsAtLayerStart = productMs;
             return;
         }
         (backward ? bwd : fwd)[node] += msSince(layerStart);
+        products[node] += productMs - productsAtLayerStart;
     };
+    // The clock is this function's: stopped however it ends.
+    struct ClockOff {
+        Backend& backend;
+        ~ClockOff() { backend.setProductClock(nullptr); }
+    } clockOff{backend};
 
     // Milliseconds from the step's start to the end of each of its phases; on a timed step, once the device has
     // done the phase's work.
@@ -204,8 +212,8 @@ ProfileReport profileProject(const Project& projectIn, const std::string& projec
         return phaseEnd[i] - (i > 0 ? phaseEnd[i - 1] : 0.0);
     };
 
-    std::vector<double> stepMs, dataMs, plainComputeMs, lossMs, optMs, computeMs, betweenMs, layersMs;
-    std::map<int, std::vector<double>> fwdSteps, bwdSteps;
+    std::vector<double> stepMs, dataMs, plainComputeMs, lossMs, optMs, computeMs, betweenMs, layersMs, productSteps;
+    std::map<int, std::vector<double>> fwdSteps, bwdSteps, productLayerSteps;
     // Warm-up steps (plain), then timed and plain steps in turn so both see the same machine load.
     for (int i = 0; i < options.warmupSteps + 2 * options.steps; ++i) {
         timed = i >= options.warmupSteps && (i - options.warmupSteps) % 2 == 0;
@@ -213,10 +221,13 @@ ProfileReport profileProject(const Project& projectIn, const std::string& projec
         model->setLayerHook(timed ? Model::LayerHook(hook) : Model::LayerHook());
         fwd.clear();
         bwd.clear();
+        products.clear();
+        productMs = 0;
         backend.synchronize();
         const auto t0 = Clock::now();
         const BatchStager::Staged s = nextBatch();
         const double data = msSince(t0);
+        backend.setProductClock(timed ? &productMs : nullptr);
         stepStart = Clock::now();
         const StepOutcome out = step.run(StepInput{.batch = batch,
                                                    .input = s.input,
@@ -227,6 +238,7 @@ ProfileReport profileProject(const Project& projectIn, const std::string& projec
                                                    .seed = stepSeed(ts.seed, i)});
         backend.synchronize();
         const double compute = msSince(stepStart);
+        backend.setProductClock(nullptr);
         report.losses.push_back(out.loss);
         const double forwardTotal = phaseMs(StepPhase::Forward);
         const double backwardTotal = phaseMs(StepPhase::Backward);
@@ -248,6 +260,8 @@ ProfileReport profileProject(const Project& projectIn, const std::string& projec
                 bwdSteps[node].push_back(ms);
                 layerBwd += ms;
             }
+            for (const auto& [node, ms] : products) productLayerSteps[node].push_back(ms);
+            productSteps.push_back(productMs);
             const double between = std::max(0.0, forwardTotal - layerFwd) + std::max(0.0, backwardTotal - layerBwd);
             lossMs.push_back(lossTime);
             optMs.push_back(optTime);
@@ -273,6 +287,7 @@ ProfileReport profileProject(const Project& projectIn, const std::string& projec
     report.fastestComputeMs = *std::min_element(computeMs.begin(), computeMs.end());
     report.fastestPlainComputeMs = *std::min_element(plainComputeMs.begin(), plainComputeMs.end());
     report.overheadMs = std::max(0.0, report.stepMs - report.dataWaitMs - report.computeMs);
+    report.productMs = median(productSteps);
 
     // Parameter values by node (read once forward; read and their gradients written backward).
     std::map<int, int64_t> paramNumel;
@@ -312,6 +327,7 @@ ProfileReport profileProject(const Project& projectIn, const std::string& projec
             lp.gbps = lp.bytesMoved / s / 1e9;
         }
         lp.share = report.computeMs > 0 ? (lp.forwardMs + lp.backwardMs) / report.computeMs : 0;
+        lp.productMs = median(productLayerSteps[id]);
         report.layers.push_back(lp);
     }
     if (options.measureRoofline) report.roofline = deviceRoofline(backend, options.rooflineCache);
@@ -335,7 +351,8 @@ Json profileToJson(const ProfileReport& r) {
                           {"bytes", l.bytesMoved},
                           {"gflops", l.gflops},
                           {"gbps", l.gbps},
-                          {"share", l.share}});
+                          {"share", l.share},
+                          {"product_ms", l.productMs}});
     return Json{{"device", r.device},
                 {"device_name", r.deviceName},
                 {"batch", r.batch},
@@ -352,6 +369,7 @@ Json profileToJson(const ProfileReport& r) {
                 {"plain_compute_ms", r.plainComputeMs},
                 {"fastest_compute_ms", r.fastestComputeMs},
                 {"fastest_plain_compute_ms", r.fastestPlainComputeMs},
+                {"product_ms", r.productMs},
                 {"roofline",
                  {{"device", r.roofline.device},
                   {"peak_gflops", r.roofline.peakGflops},
@@ -361,7 +379,7 @@ Json profileToJson(const ProfileReport& r) {
 
 std::string formatProfile(const ProfileReport& r) {
     std::ostringstream s;
-    char line[256];
+    char line[512];
     s << "profile on " << r.device << " (" << r.deviceName << "), batch " << r.batch << ", median of " << r.steps
       << " timed and " << r.steps << " plain steps\n";
     if (r.roofline.peakGflops > 0) {
@@ -370,8 +388,8 @@ std::string formatProfile(const ProfileReport& r) {
                       r.roofline.peakGflops / std::max(1e-9, r.roofline.peakGBps));
         s << line;
     }
-    std::snprintf(line, sizeof line, "%-16s %-14s %-14s %9s %9s %6s %9s %9s %8s %8s\n", "LAYER", "TYPE", "OUTPUT",
-                  "FWD ms", "BWD ms", "SHARE", "GFLOP", "MB", "GFLOP/s", "GB/s");
+    std::snprintf(line, sizeof line, "%-16s %-14s %-14s %9s %9s %6s %6s %9s %9s %8s %8s\n", "LAYER", "TYPE", "OUTPUT",
+                  "FWD ms", "BWD ms", "SHARE", "PROD", "GFLOP", "MB", "GFLOP/s", "GB/s");
     s << line;
     for (const LayerProfile& l : r.layers) {
         char fwdText[32];
@@ -384,10 +402,12 @@ std::string formatProfile(const ProfileReport& r) {
             std::snprintf(bwdText, sizeof bwdText, "%s", "absorbed");
         else
             std::snprintf(bwdText, sizeof bwdText, "%.3f", l.backwardMs);
-        std::snprintf(line, sizeof line, "%-16s %-14s %-14s %9s %9s %5.1f%% %9.4f %9.2f %8.1f %8.1f\n",
+        // PROD: the part of the layer's time in matrix products and convolutions.
+        const double layerMs = l.forwardMs + l.backwardMs;
+        std::snprintf(line, sizeof line, "%-16s %-14s %-14s %9s %9s %5.1f%% %5.0f%% %9.4f %9.2f %8.1f %8.1f\n",
                       l.name.substr(0, 16).c_str(), l.type.substr(0, 14).c_str(), l.outputShape.substr(0, 14).c_str(),
-                      fwdText, bwdText, 100 * l.share, l.forwardGflop + l.backwardGflop, l.bytesMoved / 1e6, l.gflops,
-                      l.gbps);
+                      fwdText, bwdText, 100 * l.share, layerMs > 0 ? 100 * std::min(1.0, l.productMs / layerMs) : 0.0,
+                      l.forwardGflop + l.backwardGflop, l.bytesMoved / 1e6, l.gflops, l.gbps);
         s << line;
     }
     std::snprintf(line, sizeof line, "%-46s %9.3f %9s %5.1f%%\n", "(between layers: activation-gradient zeroing)",
@@ -406,6 +426,19 @@ std::string formatProfile(const ProfileReport& r) {
                   100 * r.dataWaitMs / std::max(1e-9, r.stepMs), r.overheadMs,
                   100 * r.overheadMs / std::max(1e-9, r.stepMs));
     s << line;
+    // Amdahl's bound for a product precision: the rest of the step runs the same in any.
+    if (r.computeMs > 0) {
+        const double products = std::min(r.productMs, r.computeMs), rest = r.computeMs - products;
+        if (rest > 0) {
+            std::snprintf(line, sizeof line,
+                          "products (matrix products and convolutions): %.3f of %.3f ms (%.1f%%); the other %.3f ms "
+                          "are the same in any compute precision: the step at most %.2fx faster with products twice "
+                          "as fast, %.2fx with free products\n",
+                          products, r.computeMs, 100 * products / r.computeMs, rest,
+                          r.computeMs / (rest + products / 2), r.computeMs / rest);
+            s << line;
+        }
+    }
     // Which layers' outputs the convolutions read and write without reordering (compile's layout pass).
     int blocked = 0, block = 0;
     for (const LayerProfile& l : r.layers)

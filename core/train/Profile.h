@@ -12,7 +12,9 @@
 // loop, launches, what the synchronizations hid). FLOPs and bytes are each layer type's estimate from the
 // shapes (LayerType::cost: matmul and convolution layers 2 FLOPs per multiply-add, pooling one op per window
 // element, most others one per output element); bytes count each input, output and parameter once (forward)
-// and gradients once more (backward), so achieved bandwidth is a lower bound.
+// and gradients once more (backward), so achieved bandwidth is a lower bound. The timed steps also time each
+// matrix product and convolution (Backend::setProductClock): the report says how much of the step they are, so
+// what a faster product precision can gain at most (formatProfile's "products" line).
 #pragma once
 
 #include <cstdint>
@@ -46,6 +48,7 @@ struct LayerProfile {
     double bytesMoved = 0;                       // forward + backward, per step
     double gflops = 0, gbps = 0;                 // achieved (FLOP and bytes over forward + backward time)
     double share = 0;                            // of the step's compute, 0..1
+    double productMs = 0;                        // of forward + backward, in matrix products and convolutions
     int outputBlock = 0;                         // its output's layout: 0 NCHW, else blocked by it (Model)
 };
 
@@ -74,6 +77,9 @@ struct ProfileReport {
     // The fastest step of each kind: on a busy machine the least disturbed, the fairest comparison of the
     // timed rows' sum with a plain step.
     double fastestComputeMs = 0, fastestPlainComputeMs = 0;
+    // A timed step's matrix products and convolutions (Backend::setProductClock), wherever they run (layers,
+    // loss, optimizer): the part of computeMs that a compute precision (bf16, fp16) changes.
+    double productMs = 0;
     Roofline roofline;
 };
 
