@@ -33,6 +33,11 @@ def copy_with_precision(example, precision, folder):
     return path
 
 
+def median(values):
+    v, mid = sorted(values), len(values) // 2
+    return v[mid] if len(v) % 2 else (v[mid - 1] + v[mid]) / 2
+
+
 def cpu_seconds(build, project, steps, env):
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     out = subprocess.run([os.path.join(build, "bin", "strata-train"), "profile", project, "--device", "cpu",
@@ -61,10 +66,6 @@ def main():
                     ms = 1000 * (long - short) / (2 * (a.steps - 2))
                     results.setdefault((ex, name), []).append(ms)
                     print(json.dumps({"example": ex, "variant": name, "cpu_ms_per_step": round(ms, 2)}), flush=True)
-    def median(values):
-        v, mid = sorted(values), len(values) // 2
-        return v[mid] if len(v) % 2 else (v[mid - 1] + v[mid]) / 2
-
     print("\n%-28s %-12s %12s %16s %10s" % ("example", "variant", "CPU ms/step", "(range)", "vs fp32"))
     for (ex, name), values in results.items():
         m = median(values)

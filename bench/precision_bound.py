@@ -15,7 +15,7 @@ import argparse, json, os, subprocess, sys, tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from bf16_cpu_steps import copy_with_precision  # noqa: E402
+from bf16_cpu_steps import copy_with_precision, median  # noqa: E402
 
 ROOT = os.path.dirname(HERE)
 
@@ -29,11 +29,6 @@ def profile(build, project, steps, device, folder):
         raise SystemExit("strata-train profile %s failed: %s" % (project, run.stderr.strip()[-500:]))
     report = json.load(open(out_json))
     return report["compute_ms"], report["product_ms"]
-
-
-def median(values):
-    v, mid = sorted(values), len(values) // 2
-    return v[mid] if len(v) % 2 else (v[mid - 1] + v[mid]) / 2
 
 
 def main():
